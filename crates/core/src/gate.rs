@@ -1,0 +1,168 @@
+//! Gates: pauses that need a decision. A gate is opened by the runner (or a human's `agency pause`), and
+//! decided by `approve`/`reject` from any front end, or auto-rejected after `gate_timeout_minutes`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{BriefId, GateId, RunId};
+use crate::tier::Tier;
+
+/// Which boundary a gate guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GateKind {
+    /// T1's plan, before any T2 spawns. Always on.
+    T1Plan,
+    /// The T2 lead's boundaries and shared assumptions, before specialists spawn.
+    T2Lead,
+    /// The T2 canonical architecture, before implementation.
+    T2Synthesis,
+    /// A T3 committed task split, before T4 dispatch.
+    T3Plan,
+    /// A T3 joint verdict, before the workstream is marked done.
+    T5Verdict,
+    /// A teachback reviewed by a human.
+    Teachback,
+    /// A manual pause (`agency pause`); approving it resumes the run.
+    Pause,
+    /// A budget would be exceeded; a human raises it or stops the run.
+    Budget,
+    /// Repeated escalation or a mesh timeout: blocked until a human unblocks.
+    Escalation,
+}
+
+impl GateKind {
+    /// Every kind.
+    pub const ALL: [GateKind; 9] = [
+        GateKind::T1Plan,
+        GateKind::T2Lead,
+        GateKind::T2Synthesis,
+        GateKind::T3Plan,
+        GateKind::T5Verdict,
+        GateKind::Teachback,
+        GateKind::Pause,
+        GateKind::Budget,
+        GateKind::Escalation,
+    ];
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateKind::T1Plan => "t1_plan",
+            GateKind::T2Lead => "t2_lead",
+            GateKind::T2Synthesis => "t2_synthesis",
+            GateKind::T3Plan => "t3_plan",
+            GateKind::T5Verdict => "t5_verdict",
+            GateKind::Teachback => "teachback",
+            GateKind::Pause => "pause",
+            GateKind::Budget => "budget",
+            GateKind::Escalation => "escalation",
+        }
+    }
+}
+
+impl fmt::Display for GateKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A gate kind this build does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown gate \"{0}\"")]
+pub struct UnknownGateKind(pub String);
+
+impl FromStr for GateKind {
+    type Err = UnknownGateKind;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        GateKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownGateKind(s.to_string()))
+    }
+}
+
+/// Where a gate stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GateStatus {
+    /// Waiting for a decision.
+    Pending,
+    /// Approved; the run continues.
+    Approved,
+    /// Rejected; the tier is re-invoked with the reason.
+    Rejected,
+}
+
+impl GateStatus {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateStatus::Pending => "pending",
+            GateStatus::Approved => "approved",
+            GateStatus::Rejected => "rejected",
+        }
+    }
+}
+
+impl FromStr for GateStatus {
+    type Err = UnknownGateKind;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "pending" => Ok(GateStatus::Pending),
+            "approved" => Ok(GateStatus::Approved),
+            "rejected" => Ok(GateStatus::Rejected),
+            _ => Err(UnknownGateKind(s.to_string())),
+        }
+    }
+}
+
+/// A gate as recorded on the blackboard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Gate {
+    /// Its id.
+    pub id: GateId,
+    /// The run it pauses.
+    pub run: RunId,
+    /// Which boundary.
+    pub kind: GateKind,
+    /// The tier whose output is under review, if any.
+    pub tier: Option<Tier>,
+    /// The brief it concerns, if any (teachback, budget).
+    pub brief: Option<BriefId>,
+    /// Pending, approved or rejected.
+    pub status: GateStatus,
+    /// The tier summary shown to the human: what was produced, what happens next, anomalies.
+    pub summary: serde_json::Value,
+    /// When it opened.
+    pub opened_at: DateTime<Utc>,
+    /// When it was decided.
+    pub decided_at: Option<DateTime<Utc>>,
+    /// Who decided (`cli:<user>`, `dashboard`, `timeout`, ...).
+    pub decided_by: Option<String>,
+    /// The approval note or rejection reason.
+    pub note: Option<String>,
+}
+
+/// A decision on a pending gate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GateDecision {
+    /// Continue, with an optional note written to the blackboard.
+    Approve { by: String, note: Option<String> },
+    /// Re-invoke the tier with this reason.
+    Reject { by: String, reason: String },
+}
+
+impl GateDecision {
+    /// The status a gate takes after this decision.
+    pub fn status(&self) -> GateStatus {
+        match self {
+            GateDecision::Approve { .. } => GateStatus::Approved,
+            GateDecision::Reject { .. } => GateStatus::Rejected,
+        }
+    }
+}

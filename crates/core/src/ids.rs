@@ -1,0 +1,107 @@
+//! Identifiers. Runs, briefs and gates are named by UUIDv7 (time-ordered, so ids sort by creation), shown to
+//! humans as their first 8 hex characters and accepted back as any unique prefix.
+
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// How many hex characters of an id are shown to humans.
+pub const SHORT_ID_LEN: usize = 8;
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+        #[serde(transparent)]
+        pub struct $name(pub Uuid);
+
+        impl $name {
+            /// A fresh, time-ordered id.
+            pub fn new() -> Self {
+                Self(Uuid::now_v7())
+            }
+
+            /// The first eight hex characters, as shown in logs and tables.
+            pub fn short(&self) -> String {
+                let mut s = self.0.simple().to_string();
+                s.truncate(SHORT_ID_LEN);
+                s
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.0, f)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({})", stringify!($name), self.0)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = uuid::Error;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Uuid::parse_str(s).map(Self)
+            }
+        }
+    };
+}
+
+id_type!(
+    /// One execution toward one goal anchor.
+    RunId
+);
+id_type!(
+    /// One unit of work for one agent.
+    BriefId
+);
+id_type!(
+    /// One pause that needs a human (or timeout) decision.
+    GateId
+);
+
+/// Normalises what a user typed as an id prefix: lower case, dashes removed. Returns `None` when it
+/// contains anything but hex digits and dashes, so the caller can say what was expected.
+pub fn normalize_id_prefix(input: &str) -> Option<String> {
+    let cleaned: String = input
+        .chars()
+        .filter(|c| *c != '-')
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if cleaned.is_empty() || !cleaned.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some(cleaned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_is_eight_hex_chars_of_the_simple_form() {
+        let id = RunId::new();
+        let short = id.short();
+        assert_eq!(short.len(), SHORT_ID_LEN);
+        assert!(id.0.simple().to_string().starts_with(&short));
+    }
+
+    #[test]
+    fn prefix_normalisation() {
+        assert_eq!(normalize_id_prefix("ABC-12").as_deref(), Some("abc12"));
+        assert_eq!(normalize_id_prefix("xyz"), None);
+        assert_eq!(normalize_id_prefix("-"), None);
+    }
+}

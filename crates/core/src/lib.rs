@@ -1,0 +1,25 @@
+//! `agency-core` is the vocabulary of agency and its pure policy: identifiers, the tiers, the T1 plan and
+//! its validation, briefs, events, gates, variety scoring and the gates derived from it, the teachback state
+//! machine, T5 verdicts and their consensus, the escalation ladder as data, and the `team.yaml` model.
+//!
+//! Nothing here does I/O or async work; every other crate builds on these plain types, so that the store, the
+//! runner, the hook and the CLI all agree on one meaning for each word.
+
+pub mod brief;
+pub mod config;
+pub mod contract;
+pub mod escalation;
+pub mod event;
+pub mod gate;
+pub mod ids;
+pub mod plan;
+pub mod teachback;
+pub mod tier;
+pub mod variety;
+pub mod verdict;
+
+pub use brief::{Brief, BriefStatus};
+pub use event::{Event, EventKind, NewEvent};
+pub use gate::{Gate, GateDecision, GateKind, GateStatus};
+pub use ids::{BriefId, GateId, RunId};
+pub use tier::Tier;

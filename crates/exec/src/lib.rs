@@ -1,0 +1,1 @@
+//! (in progress) Processes, git worktrees and agent runtimes.
