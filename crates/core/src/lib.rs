@@ -11,6 +11,7 @@ pub mod contract;
 pub mod escalation;
 pub mod event;
 pub mod gate;
+pub mod goals;
 pub mod ids;
 pub mod plan;
 pub mod teachback;
