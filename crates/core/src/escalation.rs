@@ -407,13 +407,14 @@ mod tests {
     fn escalation_is_always_upward() {
         for failure in Failure::ALL {
             for attempt in 0..4 {
-                if let Decision::Escalate {
-                    to: EscalationTarget::Tier(to),
-                } = decide(failure, attempt, 2)
+                if let (
+                    Decision::Escalate {
+                        to: EscalationTarget::Tier(to),
+                    },
+                    Owner::Tier(owner),
+                ) = (decide(failure, attempt, 2), failure.owner())
                 {
-                    if let Owner::Tier(owner) = failure.owner() {
-                        assert!(to <= owner, "{failure} escalated down or sideways to {to}");
-                    }
+                    assert!(to <= owner, "{failure} escalated down or sideways to {to}");
                 }
             }
         }
