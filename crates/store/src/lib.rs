@@ -1,1 +1,169 @@
-//! (in progress) The blackboard.
+//! `agency-store` is the blackboard: the one place where runs, briefs, events, gates and artifacts live.
+//! The runner, the CLI, the hook and the dashboard all read and write it through the [`Blackboard`] trait, so
+//! a crashed run resumes from rows and events alone and every front end sees the same state.
+//!
+//! [`SqliteBlackboard`] is the embedded backend (`.agency/agency.db`, WAL, several processes may share one
+//! file). A PostgreSQL backend will implement the same trait and pass the same [`conformance`] suite.
+//!
+//! # Events and state changes
+//!
+//! Every state change is written in the same transaction as the event that describes it: either both are
+//! on the blackboard or neither is. Which event, follows one rule:
+//!
+//! - an operation whose meaning is fixed builds its **canonical event itself**, stamped by the handle's
+//!   [`Clock`]: `create_run` → `run_created`, `set_run_status` → `run_status`, `insert_brief` →
+//!   `brief_created`, `claim_next_brief` → `brief_status`, `open_gate` → `gate_pending` (`gate_paused` for a
+//!   pause), `decide_gate` → `gate_approved` / `gate_rejected` (`gate_resumed` when a pause is approved),
+//!   `put_artifact` → `artifact`;
+//! - an operation whose meaning only the caller knows **takes the event from the caller**:
+//!   `update_brief_status` (is `running → failed` a `failed`, an `escalated`, a `signoff_rejected`?) and
+//!   `set_teachback_state` (`teachback_submitted`, `teachback_approved`, `teachback_corrected`). The event
+//!   must belong to the brief's run; its `brief` is filled in when left empty.
+//!
+//! `set_brief_workspace` records bookkeeping (branch and worktree paths), not a lifecycle change, and writes
+//! no event.
+
+mod clock;
+mod error;
+mod record;
+pub mod sqlite;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+
+use agency_core::teachback::TeachbackState;
+use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId};
+
+pub use clock::{Clock, SteppingClock, SystemClock};
+pub use error::{BoxError, Result, StoreError};
+pub use record::{
+    Artifact, ArtifactId, ArtifactMeta, NewArtifact, NewGate, NewRun, Run, RunStatus, UnknownRunStatus,
+};
+pub use sqlite::SqliteBlackboard;
+
+/// The blackboard's operations. Synchronous; a handle is shared between threads (`Send + Sync`) and several
+/// handles (or processes) may work on one store at once. See the crate docs for which event each operation
+/// writes.
+pub trait Blackboard: Send + Sync + std::fmt::Debug {
+    // --- runs -------------------------------------------------------------------------------------------
+
+    /// Creates a run in status `planning` and writes `run_created` (payload: `goal`, `repo`, `base_rev`).
+    /// Fails with `AlreadyExists` if the id is taken.
+    fn create_run(&self, run: NewRun) -> Result<Run>;
+
+    /// One run.
+    fn get_run(&self, id: RunId) -> Result<Run>;
+
+    /// Every run, newest first.
+    fn list_runs(&self) -> Result<Vec<Run>>;
+
+    /// The run whose id is `prefix` or starts with it (hex, any case, dashes ignored). Unknown, ambiguous and
+    /// non-hex input are distinct errors (`NotFound`, `AmbiguousPrefix` naming candidates, `InvalidId`).
+    fn resolve_run(&self, prefix: &str) -> Result<RunId>;
+
+    /// Moves a run to `to` and writes `run_status` (payload: `from`, `to`). With `expected`, this is a
+    /// compare-and-set: it fails with `Conflict` (writing nothing) unless the run is in that status.
+    fn set_run_status(&self, id: RunId, expected: Option<RunStatus>, to: RunStatus) -> Result<Run>;
+
+    // --- events -----------------------------------------------------------------------------------------
+
+    /// Appends one event and returns it with its `seq`. The run must exist.
+    fn append_event(&self, event: NewEvent) -> Result<Event>;
+
+    /// Events with `seq > after_seq`, oldest first, at most `limit`; of one run, or of all runs with `None`.
+    /// Page by passing the last `seq` seen.
+    fn events_after(&self, run: Option<RunId>, after_seq: i64, limit: usize) -> Result<Vec<Event>>;
+
+    /// The highest `seq` (of one run, or overall); 0 when there are none.
+    fn last_seq(&self, run: Option<RunId>) -> Result<i64>;
+
+    // --- briefs -----------------------------------------------------------------------------------------
+
+    /// Writes a brief exactly as given and `brief_created` (payload: `title`, `tier`, `workstream`,
+    /// `parent`, `status`). Its run, parent and every `depends_on` brief must already exist in the same run
+    /// (so dependency cycles cannot be written).
+    fn insert_brief(&self, brief: &Brief) -> Result<()>;
+
+    /// One brief.
+    fn get_brief(&self, id: BriefId) -> Result<Brief>;
+
+    /// The brief whose id is `prefix` or starts with it; errors as [`Blackboard::resolve_run`].
+    fn resolve_brief(&self, prefix: &str) -> Result<BriefId>;
+
+    /// A run's briefs, oldest first.
+    fn list_briefs(&self, run: RunId) -> Result<Vec<Brief>>;
+
+    /// Compare-and-set of a brief's status: moves it from `from` to `to` and appends the caller's `event`, or
+    /// fails with `Conflict` and writes nothing if the status is no longer `from`. Moving back to `pending`
+    /// clears `claimed_by` so the brief can be claimed again.
+    fn update_brief_status(
+        &self,
+        id: BriefId,
+        from: BriefStatus,
+        to: BriefStatus,
+        event: NewEvent,
+    ) -> Result<Brief>;
+
+    /// Compare-and-set of a brief's teachback state, with the caller's `event`; `Conflict` as above.
+    fn set_teachback_state(
+        &self,
+        id: BriefId,
+        expected: TeachbackState,
+        new: TeachbackState,
+        event: NewEvent,
+    ) -> Result<Brief>;
+
+    /// Records the brief's git branch and worktree path (`None` clears). No event: this is bookkeeping.
+    fn set_brief_workspace(&self, id: BriefId, branch: Option<&str>, worktree: Option<&str>)
+    -> Result<Brief>;
+
+    /// Atomically claims the oldest `pending` brief (of one run, or of any run) whose `depends_on` are all
+    /// `done`: moves it to `running` with `claimed_by = claimer` and writes `brief_status` (payload: `from`,
+    /// `to`, `claimed_by`). Two claimers never get the same brief. `None` when nothing is claimable. Gates,
+    /// run status and budgets are the caller's to check.
+    fn claim_next_brief(&self, run: Option<RunId>, claimer: &str) -> Result<Option<Brief>>;
+
+    // --- gates ------------------------------------------------------------------------------------------
+
+    /// Opens a pending gate and writes `gate_pending`, or `gate_paused` for [`GateKind::Pause`]
+    /// (payload: `gate`, `kind`, `summary`). Changing the run's status is the caller's decision.
+    ///
+    /// [`GateKind::Pause`]: agency_core::GateKind::Pause
+    fn open_gate(&self, gate: NewGate) -> Result<Gate>;
+
+    /// One gate.
+    fn get_gate(&self, id: GateId) -> Result<Gate>;
+
+    /// The gate whose id is `prefix` or starts with it; errors as [`Blackboard::resolve_run`].
+    fn resolve_gate(&self, prefix: &str) -> Result<GateId>;
+
+    /// Pending gates (of one run, or of all runs), oldest first.
+    fn pending_gates(&self, run: Option<RunId>) -> Result<Vec<Gate>>;
+
+    /// Every gate of a run, oldest first.
+    fn list_gates(&self, run: RunId) -> Result<Vec<Gate>>;
+
+    /// Decides a pending gate and writes `gate_approved` / `gate_rejected`, or `gate_resumed` when a pause is
+    /// approved (payload: `gate`, `kind`, `by`, `note` or `reason`). A gate that is no longer pending is
+    /// refused with `GateAlreadyDecided` and nothing is written.
+    fn decide_gate(&self, id: GateId, decision: GateDecision) -> Result<Gate>;
+
+    /// Decides the run's pending gate, for `agency approve <run>`. When several are pending the **oldest** is
+    /// decided (gates are answered in the order they were asked); `NoPendingGate` when there is none.
+    fn decide_pending_gate(&self, run: RunId, decision: GateDecision) -> Result<Gate>;
+
+    // --- artifacts --------------------------------------------------------------------------------------
+
+    /// Stores an artifact and writes `artifact` (payload: `artifact`, `name`, `content_type`, `size`).
+    /// Names need not be unique: a later artifact of the same name supersedes the earlier for readers.
+    fn put_artifact(&self, artifact: NewArtifact) -> Result<ArtifactMeta>;
+
+    /// One artifact with its content.
+    fn get_artifact(&self, id: ArtifactId) -> Result<Artifact>;
+
+    /// The newest artifact of a run with this name (how briefs' `inputs` are read), if any.
+    fn latest_artifact(&self, run: RunId, name: &str) -> Result<Option<Artifact>>;
+
+    /// A run's artifacts (only those of `brief` when given), oldest first, without content.
+    fn list_artifacts(&self, run: RunId, brief: Option<BriefId>) -> Result<Vec<ArtifactMeta>>;
+}

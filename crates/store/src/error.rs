@@ -1,0 +1,176 @@
+//! The one error type every [`Blackboard`](crate::Blackboard) operation returns. Each variant says what went
+//! wrong in words a user can act on; the CLI maps them to hints and exit codes.
+
+use std::path::PathBuf;
+
+use agency_core::{GateId, GateStatus, RunId};
+
+/// A boxed source error from a backend (SQLite today, PostgreSQL later).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// The result of a blackboard operation.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Why a blackboard operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// No record with this id (or prefix).
+    #[error("no {what} with id `{id}`")]
+    NotFound {
+        /// What was looked for: `run`, `brief`, `gate`, `artifact`, ...
+        what: &'static str,
+        /// The id or prefix as given.
+        id: String,
+    },
+    /// An id prefix matches more than one record.
+    #[error(
+        "{what} id `{prefix}` is ambiguous: it matches {}{}; type more characters",
+        candidates.join(", "),
+        if *total > candidates.len() { format!(" and {} more", total - candidates.len()) } else { String::new() }
+    )]
+    AmbiguousPrefix {
+        /// What was looked for.
+        what: &'static str,
+        /// The prefix as given.
+        prefix: String,
+        /// Some of the matching ids (full form), oldest first.
+        candidates: Vec<String>,
+        /// How many ids match in all.
+        total: usize,
+    },
+    /// What was given as an id is not hex digits and dashes.
+    #[error("`{input}` is not a {what} id: expected hex digits (dashes are ignored), like `0193a1b2`")]
+    InvalidId {
+        /// What was looked for.
+        what: &'static str,
+        /// The input as given.
+        input: String,
+    },
+    /// A gate was decided already; deciding it again is refused.
+    #[error(
+        "gate {} was already {} by {}; there is nothing left to decide",
+        gate.short(), status.as_str(), decided_by.as_deref().unwrap_or("someone")
+    )]
+    GateAlreadyDecided {
+        /// The gate.
+        gate: GateId,
+        /// Its current status.
+        status: GateStatus,
+        /// Who decided it.
+        decided_by: Option<String>,
+    },
+    /// A run has no pending gate to decide.
+    #[error("run {} has no pending gate (see `agency status {}`)", run.short(), run.short())]
+    NoPendingGate {
+        /// The run.
+        run: RunId,
+    },
+    /// A compare-and-set failed: the record moved on since the caller read it.
+    #[error(
+        "{what} {id} is `{found}`, expected `{expected}`: it changed since it was read (another process?); \
+         re-read it and decide again"
+    )]
+    Conflict {
+        /// What kind of record: `brief status`, `teachback`, `run status`.
+        what: &'static str,
+        /// Its id.
+        id: String,
+        /// The value the caller expected.
+        expected: String,
+        /// The value found.
+        found: String,
+    },
+    /// A record with this id already exists.
+    #[error("{what} {id} already exists")]
+    AlreadyExists {
+        /// What kind of record.
+        what: &'static str,
+        /// Its id.
+        id: String,
+    },
+    /// The request itself is inconsistent (for example an event for another run than the record it changes).
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// `open_read_only` found no database file.
+    #[error("no blackboard at {}: start a run first (`agency run`), or check the path", path.display())]
+    Missing {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// The database file could not be opened or created.
+    #[error("cannot open the blackboard at {}: {source}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
+    /// The database was written by a newer agency.
+    #[error(
+        "the blackboard has schema version {found}, newer than this agency understands ({supported}); \
+         upgrade agency"
+    )]
+    SchemaTooNew {
+        /// The version found in the database.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+    /// A read-only open found a database whose schema is older than this build's (or not there at all).
+    #[error(
+        "the blackboard has schema version {found}, but this agency reads version {supported}; run any \
+         agency command that writes (it migrates the file), then retry"
+    )]
+    SchemaOutdated {
+        /// The version found (0: not an agency blackboard yet).
+        found: i64,
+        /// The version this build reads.
+        supported: i64,
+    },
+    /// A stored row cannot be read back.
+    #[error("corrupt {what} {id} on the blackboard: {detail}")]
+    Corrupt {
+        /// What kind of record.
+        what: &'static str,
+        /// Its id (or `seq`).
+        id: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// Another process held the write lock longer than the busy timeout.
+    #[error(
+        "the blackboard is busy: another process held its write lock for more than {seconds} s; retry, \
+         or look for a stuck agency process"
+    )]
+    Busy {
+        /// The busy timeout that elapsed.
+        seconds: u64,
+    },
+    /// A write was attempted through a read-only handle.
+    #[error("this blackboard handle is read-only; the operation writes")]
+    ReadOnly,
+    /// Any other backend failure.
+    #[error("blackboard database error: {0}")]
+    Database(#[source] BoxError),
+}
+
+impl StoreError {
+    /// A `Corrupt` error for a record.
+    pub(crate) fn corrupt(what: &'static str, id: impl Into<String>, detail: impl Into<String>) -> Self {
+        StoreError::Corrupt {
+            what,
+            id: id.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// A `NotFound` error.
+    pub(crate) fn not_found(what: &'static str, id: impl ToString) -> Self {
+        StoreError::NotFound {
+            what,
+            id: id.to_string(),
+        }
+    }
+}

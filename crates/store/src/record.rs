@@ -1,0 +1,296 @@
+//! The records the blackboard keeps that `agency-core` does not define: runs and their status, artifacts,
+//! and the requests that create runs, gates and artifacts. Briefs, events and gates themselves are the core
+//! types.
+
+use std::fmt;
+use std::str::FromStr;
+
+use agency_core::{BriefId, GateId, GateKind, RunId, Tier};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// T1 is planning.
+    Planning,
+    /// Waiting for a human decision on a gate.
+    AwaitingGate,
+    /// The spawn loop is working.
+    Running,
+    /// Paused by a human (`agency pause`).
+    Paused,
+    /// Finished: the goal was signed off.
+    Succeeded,
+    /// Finished: the goal could not be reached.
+    Failed,
+    /// Stopped by an algedonic HALT.
+    Halted,
+    /// Stopped by a human.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// Every status.
+    pub const ALL: [RunStatus; 8] = [
+        RunStatus::Planning,
+        RunStatus::AwaitingGate,
+        RunStatus::Running,
+        RunStatus::Paused,
+        RunStatus::Succeeded,
+        RunStatus::Failed,
+        RunStatus::Halted,
+        RunStatus::Cancelled,
+    ];
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Planning => "planning",
+            RunStatus::AwaitingGate => "awaiting_gate",
+            RunStatus::Running => "running",
+            RunStatus::Paused => "paused",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Halted => "halted",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the run has ended.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Halted | RunStatus::Cancelled
+        )
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A run status this build does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown run status \"{0}\" (expected one of planning, awaiting_gate, running, paused, succeeded, failed, halted, cancelled)"
+)]
+pub struct UnknownRunStatus(pub String);
+
+impl FromStr for RunStatus {
+    type Err = UnknownRunStatus;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RunStatus::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownRunStatus(s.to_string()))
+    }
+}
+
+/// One execution toward one goal anchor, as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Its id.
+    pub id: RunId,
+    /// The goal anchor: the user's goal text, immutable.
+    pub goal: String,
+    /// The repository the run works on (a path or URL).
+    pub repo: String,
+    /// The revision the run started from, if known.
+    pub base_rev: Option<String>,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// The resolved configuration the run started with.
+    pub config: serde_json::Value,
+    /// Its budgets (tokens, cost, wall time, retries).
+    pub budgets: serde_json::Value,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When its row last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A run about to be created. It starts in [`RunStatus::Planning`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRun {
+    /// Its id (a fresh one from [`NewRun::new`]; set it for deterministic tests).
+    pub id: RunId,
+    /// The goal anchor.
+    pub goal: String,
+    /// The repository.
+    pub repo: String,
+    /// The base revision.
+    pub base_rev: Option<String>,
+    /// The resolved configuration snapshot.
+    pub config: serde_json::Value,
+    /// The budgets.
+    pub budgets: serde_json::Value,
+}
+
+impl NewRun {
+    /// A run for a goal on a repository, with a fresh id, empty config and budgets.
+    pub fn new(goal: impl Into<String>, repo: impl Into<String>) -> Self {
+        NewRun {
+            id: RunId::new(),
+            goal: goal.into(),
+            repo: repo.into(),
+            base_rev: None,
+            config: serde_json::json!({}),
+            budgets: serde_json::json!({}),
+        }
+    }
+}
+
+/// A gate about to be opened. It starts pending.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewGate {
+    /// Its id (fresh from [`NewGate::new`]).
+    pub id: GateId,
+    /// The run it pauses.
+    pub run: RunId,
+    /// Which boundary.
+    pub kind: GateKind,
+    /// The tier whose output is under review.
+    pub tier: Option<Tier>,
+    /// The brief it concerns.
+    pub brief: Option<BriefId>,
+    /// The summary shown to the human.
+    pub summary: serde_json::Value,
+}
+
+impl NewGate {
+    /// A gate of `kind` on `run` with a fresh id and no tier or brief.
+    pub fn new(run: RunId, kind: GateKind, summary: serde_json::Value) -> Self {
+        NewGate {
+            id: GateId::new(),
+            run,
+            kind,
+            tier: None,
+            brief: None,
+            summary,
+        }
+    }
+
+    /// Sets the tier under review.
+    pub fn tier(mut self, tier: Tier) -> Self {
+        self.tier = Some(tier);
+        self
+    }
+
+    /// Sets the brief it concerns.
+    pub fn brief(mut self, brief: BriefId) -> Self {
+        self.brief = Some(brief);
+        self
+    }
+}
+
+/// Names one stored artifact (UUIDv7, like the core ids).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ArtifactId(pub Uuid);
+
+impl ArtifactId {
+    /// A fresh, time-ordered id.
+    pub fn new() -> Self {
+        ArtifactId(Uuid::now_v7())
+    }
+
+    /// The first eight hex characters.
+    pub fn short(&self) -> String {
+        let mut s = self.0.simple().to_string();
+        s.truncate(agency_core::ids::SHORT_ID_LEN);
+        s
+    }
+}
+
+impl Default for ArtifactId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for ArtifactId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Debug for ArtifactId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ArtifactId({})", self.0)
+    }
+}
+
+/// An artifact about to be stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewArtifact {
+    /// Its id (fresh from [`NewArtifact::new`]).
+    pub id: ArtifactId,
+    /// The run it belongs to.
+    pub run: RunId,
+    /// The brief that produced it, if any.
+    pub brief: Option<BriefId>,
+    /// Its name, as briefs refer to it in `inputs` (`architecture`, `boundaries`, `t5/queue-client`).
+    pub name: String,
+    /// Its media type (`text/markdown`, `application/json`, ...).
+    pub content_type: String,
+    /// The content.
+    pub bytes: Vec<u8>,
+}
+
+impl NewArtifact {
+    /// An artifact of a run with a fresh id and no brief.
+    pub fn new(
+        run: RunId,
+        name: impl Into<String>,
+        content_type: impl Into<String>,
+        bytes: impl Into<Vec<u8>>,
+    ) -> Self {
+        NewArtifact {
+            id: ArtifactId::new(),
+            run,
+            brief: None,
+            name: name.into(),
+            content_type: content_type.into(),
+            bytes: bytes.into(),
+        }
+    }
+
+    /// Sets the brief that produced it.
+    pub fn brief(mut self, brief: BriefId) -> Self {
+        self.brief = Some(brief);
+        self
+    }
+}
+
+/// What is known about a stored artifact, without its content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactMeta {
+    /// Its id.
+    pub id: ArtifactId,
+    /// The run.
+    pub run: RunId,
+    /// The brief that produced it.
+    pub brief: Option<BriefId>,
+    /// Its name.
+    pub name: String,
+    /// Its media type.
+    pub content_type: String,
+    /// Its length in bytes.
+    pub size: u64,
+    /// When it was stored.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A stored artifact with its content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Artifact {
+    /// What is known about it.
+    pub meta: ArtifactMeta,
+    /// The content.
+    pub bytes: Vec<u8>,
+}

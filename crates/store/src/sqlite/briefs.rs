@@ -1,0 +1,283 @@
+//! Briefs: insertion, lookup, compare-and-set of status and teachback state, and claiming.
+
+use agency_core::teachback::TeachbackState;
+use agency_core::{Brief, BriefId, BriefStatus, EventKind, NewEvent, RunId};
+use rusqlite::{Connection, Row, params};
+use serde_json::json;
+
+use super::events;
+use super::prefix::{exists, require_run};
+use super::rows::{Cols, id_text, json_text, query_opt, ts_text};
+use crate::clock::Clock;
+use crate::error::{Result, StoreError};
+
+const COLUMNS: &str = "id, run, parent, tier, workstream, title, personality, goal_anchor, instructions, \
+     inputs, variety, contract, retry_budget, attempt, depends_on, branch, worktree, status, teachback, \
+     claimed_by, created_at";
+
+/// Writes a brief as given and `brief_created`.
+pub fn insert(conn: &Connection, clock: &dyn Clock, brief: &Brief) -> Result<()> {
+    if exists(conn, "briefs", &brief.id.0)? {
+        return Err(StoreError::AlreadyExists {
+            what: "brief",
+            id: brief.id.to_string(),
+        });
+    }
+    require_run(conn, &brief.run)?;
+    if let Some(parent) = brief.parent {
+        require_brief_in_run(conn, parent, brief.run, "parent brief")?;
+    }
+    for dependency in &brief.depends_on {
+        require_brief_in_run(conn, *dependency, brief.run, "dependency brief")?;
+    }
+    let depends_on: Vec<String> = brief.depends_on.iter().map(|d| id_text(&d.0)).collect();
+    let now = clock.now();
+    conn.execute(
+        &format!(
+            "INSERT INTO briefs ({COLUMNS}, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, \
+             ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
+        ),
+        params![
+            id_text(&brief.id.0),
+            id_text(&brief.run.0),
+            brief.parent.map(|p| id_text(&p.0)),
+            brief.tier.as_str(),
+            brief.workstream,
+            brief.title,
+            brief.personality,
+            brief.goal_anchor,
+            brief.instructions,
+            json_text(&brief.inputs)?,
+            brief.variety.as_ref().map(json_text).transpose()?,
+            brief.contract.as_ref().map(json_text).transpose()?,
+            i64::from(brief.retry_budget),
+            i64::from(brief.attempt),
+            json_text(&depends_on)?,
+            brief.branch,
+            brief.worktree,
+            brief.status.as_str(),
+            brief.teachback.as_str(),
+            brief.claimed_by,
+            ts_text(brief.created_at),
+            ts_text(now),
+        ],
+    )?;
+    let payload = json!({
+        "title": brief.title,
+        "tier": brief.tier,
+        "workstream": brief.workstream,
+        "parent": brief.parent,
+        "status": brief.status,
+    });
+    let event = NewEvent::new(brief.run, EventKind::BriefCreated, payload)
+        .brief(brief.id)
+        .tier(brief.tier)
+        .at(now);
+    events::append(conn, &event)?;
+    Ok(())
+}
+
+fn require_brief_in_run(conn: &Connection, id: BriefId, run: RunId, what: &'static str) -> Result<()> {
+    let found: Option<String> = query_opt(
+        conn,
+        "SELECT run FROM briefs WHERE id = ?1",
+        params![id_text(&id.0)],
+        |row| Ok(row.get(0)?),
+    )?;
+    match found {
+        Some(found) if found == id_text(&run.0) => Ok(()),
+        Some(_) => Err(StoreError::Invalid(format!(
+            "{what} {} belongs to another run than {}",
+            id.short(),
+            run.short()
+        ))),
+        None => Err(StoreError::not_found(what, id)),
+    }
+}
+
+/// One brief.
+pub fn get(conn: &Connection, id: BriefId) -> Result<Brief> {
+    query_opt(
+        conn,
+        &format!("SELECT {COLUMNS} FROM briefs WHERE id = ?1"),
+        params![id_text(&id.0)],
+        decode,
+    )?
+    .ok_or_else(|| StoreError::not_found("brief", id))
+}
+
+/// A run's briefs, oldest first.
+pub fn list(conn: &Connection, run: RunId) -> Result<Vec<Brief>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM briefs WHERE run = ?1 ORDER BY created_at, id"
+    ))?;
+    let rows = stmt.query_and_then(params![id_text(&run.0)], decode)?;
+    rows.collect()
+}
+
+/// Compare-and-set of the status, with the caller's event.
+pub fn update_status(
+    conn: &Connection,
+    clock: &dyn Clock,
+    id: BriefId,
+    from: BriefStatus,
+    to: BriefStatus,
+    event: NewEvent,
+) -> Result<Brief> {
+    let brief = get(conn, id)?;
+    let event = event_for(&brief, event)?;
+    if brief.status != from {
+        return Err(StoreError::Conflict {
+            what: "brief",
+            id: id.short(),
+            expected: from.to_string(),
+            found: brief.status.to_string(),
+        });
+    }
+    conn.execute(
+        "UPDATE briefs SET status = ?1, updated_at = ?2, \
+         claimed_by = CASE WHEN ?1 = 'pending' THEN NULL ELSE claimed_by END WHERE id = ?3",
+        params![to.as_str(), ts_text(clock.now()), id_text(&id.0)],
+    )?;
+    events::append(conn, &event)?;
+    get(conn, id)
+}
+
+/// Compare-and-set of the teachback state, with the caller's event.
+pub fn set_teachback(
+    conn: &Connection,
+    clock: &dyn Clock,
+    id: BriefId,
+    expected: TeachbackState,
+    new: TeachbackState,
+    event: NewEvent,
+) -> Result<Brief> {
+    let brief = get(conn, id)?;
+    let event = event_for(&brief, event)?;
+    if brief.teachback != expected {
+        return Err(StoreError::Conflict {
+            what: "teachback of brief",
+            id: id.short(),
+            expected: expected.as_str().to_string(),
+            found: brief.teachback.as_str().to_string(),
+        });
+    }
+    conn.execute(
+        "UPDATE briefs SET teachback = ?1, updated_at = ?2 WHERE id = ?3",
+        params![new.as_str(), ts_text(clock.now()), id_text(&id.0)],
+    )?;
+    events::append(conn, &event)?;
+    get(conn, id)
+}
+
+/// Records the branch and worktree.
+pub fn set_workspace(
+    conn: &Connection,
+    clock: &dyn Clock,
+    id: BriefId,
+    branch: Option<&str>,
+    worktree: Option<&str>,
+) -> Result<Brief> {
+    let changed = conn.execute(
+        "UPDATE briefs SET branch = ?1, worktree = ?2, updated_at = ?3 WHERE id = ?4",
+        params![branch, worktree, ts_text(clock.now()), id_text(&id.0)],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::not_found("brief", id));
+    }
+    get(conn, id)
+}
+
+/// Claims the oldest pending brief whose dependencies are all done. Must run under the write lock (it does:
+/// every write is `BEGIN IMMEDIATE`), so the choice and the update cannot interleave with another claimer.
+pub fn claim_next(
+    conn: &Connection,
+    clock: &dyn Clock,
+    run: Option<RunId>,
+    claimer: &str,
+) -> Result<Option<Brief>> {
+    let candidate: Option<String> = query_opt(
+        conn,
+        "SELECT b.id FROM briefs b \
+         WHERE b.status = 'pending' AND (?1 IS NULL OR b.run = ?1) \
+           AND NOT EXISTS ( \
+             SELECT 1 FROM json_each(b.depends_on) d LEFT JOIN briefs dep ON dep.id = d.value \
+             WHERE dep.status IS NOT 'done') \
+         ORDER BY b.created_at, b.id LIMIT 1",
+        params![run.map(|r| id_text(&r.0))],
+        |row| Ok(row.get(0)?),
+    )?;
+    let Some(candidate) = candidate else {
+        return Ok(None);
+    };
+    let now = clock.now();
+    conn.execute(
+        "UPDATE briefs SET status = 'running', claimed_by = ?1, updated_at = ?2 \
+         WHERE id = ?3 AND status = 'pending'",
+        params![claimer, ts_text(now), candidate],
+    )?;
+    let id = uuid::Uuid::parse_str(&candidate)
+        .map(BriefId)
+        .map_err(|e| StoreError::corrupt("brief", candidate.clone(), e.to_string()))?;
+    let brief = get(conn, id)?;
+    let payload = json!({ "from": "pending", "to": "running", "claimed_by": claimer });
+    let event = NewEvent::new(brief.run, EventKind::BriefStatus, payload)
+        .brief(id)
+        .tier(brief.tier)
+        .at(now);
+    events::append(conn, &event)?;
+    Ok(Some(brief))
+}
+
+/// Checks a caller's event belongs to the brief's run, and names the brief when the caller left it out.
+fn event_for(brief: &Brief, mut event: NewEvent) -> Result<NewEvent> {
+    if event.run != brief.run {
+        return Err(StoreError::Invalid(format!(
+            "the {} event is for run {}, but brief {} belongs to run {}",
+            event.kind,
+            event.run.short(),
+            brief.id.short(),
+            brief.run.short()
+        )));
+    }
+    match event.brief {
+        None => event.brief = Some(brief.id),
+        Some(other) if other != brief.id => {
+            return Err(StoreError::Invalid(format!(
+                "the {} event names brief {}, but it changes brief {}",
+                event.kind,
+                other.short(),
+                brief.id.short()
+            )));
+        }
+        Some(_) => {}
+    }
+    Ok(event)
+}
+
+fn decode(row: &Row<'_>) -> Result<Brief> {
+    let c = Cols::new(row, "brief", 0)?;
+    Ok(Brief {
+        id: BriefId(c.uuid(0)?),
+        run: RunId(c.uuid(1)?),
+        parent: c.opt_uuid(2)?.map(BriefId),
+        tier: c.wire(3)?,
+        workstream: c.get(4)?,
+        title: c.get(5)?,
+        personality: c.get(6)?,
+        goal_anchor: c.get(7)?,
+        instructions: c.get(8)?,
+        inputs: c.json(9)?,
+        variety: c.opt_json(10)?,
+        contract: c.opt_json(11)?,
+        retry_budget: c.u32(12)?,
+        attempt: c.u32(13)?,
+        depends_on: c.json(14)?,
+        branch: c.get(15)?,
+        worktree: c.get(16)?,
+        status: c.wire(17)?,
+        teachback: c.wire(18)?,
+        claimed_by: c.get(19)?,
+        created_at: c.ts(20)?,
+    })
+}

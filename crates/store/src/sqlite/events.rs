@@ -1,0 +1,67 @@
+//! The event log: one table, one `seq` across all runs, append-only.
+
+use agency_core::{Event, NewEvent, RunId};
+use rusqlite::{Connection, Row, params};
+
+use super::prefix::require_run;
+use super::rows::{Cols, id_text, json_text, ts_text};
+use crate::error::Result;
+
+const COLUMNS: &str = "seq, run, ts, brief, tier, kind, payload";
+
+/// Appends one event (the run must exist) and returns it as recorded.
+pub fn append(conn: &Connection, event: &NewEvent) -> Result<Event> {
+    require_run(conn, &event.run)?;
+    conn.execute(
+        "INSERT INTO events (run, ts, brief, tier, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            id_text(&event.run.0),
+            ts_text(event.ts),
+            event.brief.map(|b| id_text(&b.0)),
+            event.tier.map(|t| t.as_str()),
+            event.kind.as_str(),
+            json_text(&event.payload)?,
+        ],
+    )?;
+    Ok(Event {
+        seq: conn.last_insert_rowid(),
+        run: event.run,
+        ts: event.ts,
+        brief: event.brief,
+        tier: event.tier,
+        kind: event.kind,
+        payload: event.payload.clone(),
+    })
+}
+
+/// Events after `after_seq`, oldest first, at most `limit`.
+pub fn after(conn: &Connection, run: Option<RunId>, after_seq: i64, limit: usize) -> Result<Vec<Event>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM events WHERE seq > ?1 AND (?2 IS NULL OR run = ?2) ORDER BY seq LIMIT ?3"
+    ))?;
+    let rows = stmt.query_and_then(params![after_seq, run.map(|r| id_text(&r.0)), limit], decode)?;
+    rows.collect()
+}
+
+/// The highest `seq`, or 0.
+pub fn last_seq(conn: &Connection, run: Option<RunId>) -> Result<i64> {
+    Ok(conn.query_row(
+        "SELECT coalesce(max(seq), 0) FROM events WHERE ?1 IS NULL OR run = ?1",
+        params![run.map(|r| id_text(&r.0))],
+        |row| row.get(0),
+    )?)
+}
+
+fn decode(row: &Row<'_>) -> Result<Event> {
+    let c = Cols::new(row, "event", 0)?;
+    Ok(Event {
+        seq: c.get(0)?,
+        run: RunId(c.uuid(1)?),
+        ts: c.ts(2)?,
+        brief: c.opt_uuid(3)?.map(agency_core::BriefId),
+        tier: c.opt_wire(4)?,
+        kind: c.parse(5)?,
+        payload: c.json(6)?,
+    })
+}

@@ -1,0 +1,63 @@
+//! Schema migrations: numbered SQL files compiled into the binary and applied in order. The applied
+//! version lives in SQLite's `user_version`, so a database records exactly which migrations it has and
+//! opening it again applies only the missing ones (and none, usually).
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::{Result, StoreError};
+
+/// The migrations, in order; migration `n` (1-based) brings the schema to version `n`.
+const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_initial.sql")];
+
+/// The schema version this build writes and understands.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The schema version recorded in the database.
+pub fn current_version(conn: &Connection) -> Result<i64> {
+    Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
+}
+
+/// Brings the schema up to [`SCHEMA_VERSION`]. Runs under a write lock, so two processes opening a new file
+/// at once apply each migration exactly once. Refuses a database from a newer build.
+pub fn migrate(conn: &mut Connection) -> Result<()> {
+    // Cheap check first: most opens find the schema current and never take the write lock.
+    if current_version(conn)? == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found = current_version(&tx)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate() {
+        let version = index as i64 + 1;
+        if version <= found {
+            continue;
+        }
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", version)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Checks, without writing, that the schema is one this build can read.
+pub fn check_readable(conn: &Connection) -> Result<()> {
+    let found = current_version(conn)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found < SCHEMA_VERSION {
+        return Err(StoreError::SchemaOutdated {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,275 @@
+//! The SQLite blackboard: one database file (`.agency/agency.db`) in WAL mode, shared by the runner, the CLI,
+//! the hook and the dashboard, each process with its own handles.
+//!
+//! A handle owns one connection behind a mutex, so it can be shared between threads; every write runs in a
+//! `BEGIN IMMEDIATE` transaction, which takes SQLite's single write lock up front. That is what makes a claim
+//! or a gate decision atomic across processes: the read that chooses and the write that records happen under
+//! the same lock, and a second writer waits (up to the busy timeout) instead of failing half-way.
+
+mod artifacts;
+mod briefs;
+mod events;
+mod gates;
+pub mod migrations;
+mod prefix;
+mod rows;
+mod runs;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agency_core::teachback::TeachbackState;
+use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId};
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::Blackboard;
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Result, StoreError};
+use crate::record::{Artifact, ArtifactId, ArtifactMeta, NewArtifact, NewGate, NewRun, Run, RunStatus};
+
+/// How long a write waits for another process's write lock before failing with `Busy`.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A blackboard in one SQLite database.
+#[derive(Debug)]
+pub struct SqliteBlackboard {
+    conn: Mutex<Connection>,
+    clock: Arc<dyn Clock>,
+    read_only: bool,
+}
+
+impl SqliteBlackboard {
+    /// Opens (creating the parent directory and the file if needed) and migrates the blackboard at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| open_error(path, e))?;
+        }
+        let mut conn = Connection::open(path).map_err(|e| open_error(path, e))?;
+        configure(&conn, false).map_err(|e| open_error(path, e))?;
+        migrations::migrate(&mut conn)?;
+        Ok(Self::from_connection(conn, false))
+    }
+
+    /// Opens an existing blackboard for reading only, without migrating: the hook's fast path. Fails with
+    /// `Missing` when there is no file, and with a schema error when the file is from another version.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        if !path.is_file() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e))?;
+        configure(&conn, true).map_err(|e| open_error(path, e))?;
+        migrations::check_readable(&conn)?;
+        Ok(Self::from_connection(conn, true))
+    }
+
+    /// A private, empty, migrated blackboard in memory (tests).
+    pub fn open_in_memory() -> Result<Self> {
+        let mut conn = Connection::open_in_memory()?;
+        configure(&conn, false)?;
+        migrations::migrate(&mut conn)?;
+        Ok(Self::from_connection(conn, false))
+    }
+
+    /// Replaces the clock that stamps the records and canonical events this handle writes.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    fn from_connection(conn: Connection, read_only: bool) -> Self {
+        SqliteBlackboard {
+            conn: Mutex::new(conn),
+            clock: Arc::new(SystemClock),
+            read_only,
+        }
+    }
+
+    /// Runs `f` on the connection. A poisoned lock is taken over: the panicking holder's transaction was
+    /// rolled back when it unwound, so the connection itself is consistent.
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&conn)
+    }
+
+    /// Runs `f` in a `BEGIN IMMEDIATE` transaction, committed when `f` succeeds and rolled back otherwise.
+    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>, &dyn Clock) -> Result<T>) -> Result<T> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly);
+        }
+        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let value = f(&tx, self.clock.as_ref())?;
+        tx.commit()?;
+        Ok(value)
+    }
+}
+
+/// Per-connection settings. WAL lets readers proceed while one process writes; NORMAL synchronous is safe
+/// with WAL (a power loss may lose the last commits, never corrupt the file).
+fn configure(conn: &Connection, read_only: bool) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    if !read_only {
+        // In-memory databases answer "memory"; that is fine.
+        let _mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+    }
+    Ok(())
+}
+
+fn open_error(path: &Path, source: impl Into<crate::error::BoxError>) -> StoreError {
+    StoreError::Open {
+        path: PathBuf::from(path),
+        source: source.into(),
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> Self {
+        match error.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked) => {
+                StoreError::Busy {
+                    seconds: BUSY_TIMEOUT.as_secs(),
+                }
+            }
+            Some(rusqlite::ErrorCode::ReadOnly) => StoreError::ReadOnly,
+            _ => StoreError::Database(Box::new(error)),
+        }
+    }
+}
+
+impl Blackboard for SqliteBlackboard {
+    fn create_run(&self, run: NewRun) -> Result<Run> {
+        self.write(|tx, clock| runs::create(tx, clock, run))
+    }
+
+    fn get_run(&self, id: RunId) -> Result<Run> {
+        self.read(|conn| runs::get(conn, id))
+    }
+
+    fn list_runs(&self) -> Result<Vec<Run>> {
+        self.read(runs::list)
+    }
+
+    fn resolve_run(&self, prefix: &str) -> Result<RunId> {
+        self.read(|conn| prefix::resolve(conn, "runs", "run", prefix))
+            .map(RunId)
+    }
+
+    fn set_run_status(&self, id: RunId, expected: Option<RunStatus>, to: RunStatus) -> Result<Run> {
+        self.write(|tx, clock| runs::set_status(tx, clock, id, expected, to))
+    }
+
+    fn append_event(&self, event: NewEvent) -> Result<Event> {
+        self.write(|tx, _| events::append(tx, &event))
+    }
+
+    fn events_after(&self, run: Option<RunId>, after_seq: i64, limit: usize) -> Result<Vec<Event>> {
+        self.read(|conn| events::after(conn, run, after_seq, limit))
+    }
+
+    fn last_seq(&self, run: Option<RunId>) -> Result<i64> {
+        self.read(|conn| events::last_seq(conn, run))
+    }
+
+    fn insert_brief(&self, brief: &Brief) -> Result<()> {
+        self.write(|tx, clock| briefs::insert(tx, clock, brief))
+    }
+
+    fn get_brief(&self, id: BriefId) -> Result<Brief> {
+        self.read(|conn| briefs::get(conn, id))
+    }
+
+    fn resolve_brief(&self, prefix: &str) -> Result<BriefId> {
+        self.read(|conn| prefix::resolve(conn, "briefs", "brief", prefix))
+            .map(BriefId)
+    }
+
+    fn list_briefs(&self, run: RunId) -> Result<Vec<Brief>> {
+        self.read(|conn| briefs::list(conn, run))
+    }
+
+    fn update_brief_status(
+        &self,
+        id: BriefId,
+        from: BriefStatus,
+        to: BriefStatus,
+        event: NewEvent,
+    ) -> Result<Brief> {
+        self.write(|tx, clock| briefs::update_status(tx, clock, id, from, to, event))
+    }
+
+    fn set_teachback_state(
+        &self,
+        id: BriefId,
+        expected: TeachbackState,
+        new: TeachbackState,
+        event: NewEvent,
+    ) -> Result<Brief> {
+        self.write(|tx, clock| briefs::set_teachback(tx, clock, id, expected, new, event))
+    }
+
+    fn set_brief_workspace(
+        &self,
+        id: BriefId,
+        branch: Option<&str>,
+        worktree: Option<&str>,
+    ) -> Result<Brief> {
+        self.write(|tx, clock| briefs::set_workspace(tx, clock, id, branch, worktree))
+    }
+
+    fn claim_next_brief(&self, run: Option<RunId>, claimer: &str) -> Result<Option<Brief>> {
+        self.write(|tx, clock| briefs::claim_next(tx, clock, run, claimer))
+    }
+
+    fn open_gate(&self, gate: NewGate) -> Result<Gate> {
+        self.write(|tx, clock| gates::open(tx, clock, gate))
+    }
+
+    fn get_gate(&self, id: GateId) -> Result<Gate> {
+        self.read(|conn| gates::get(conn, id))
+    }
+
+    fn resolve_gate(&self, prefix: &str) -> Result<GateId> {
+        self.read(|conn| prefix::resolve(conn, "gates", "gate", prefix))
+            .map(GateId)
+    }
+
+    fn pending_gates(&self, run: Option<RunId>) -> Result<Vec<Gate>> {
+        self.read(|conn| gates::pending(conn, run))
+    }
+
+    fn list_gates(&self, run: RunId) -> Result<Vec<Gate>> {
+        self.read(|conn| gates::list(conn, run))
+    }
+
+    fn decide_gate(&self, id: GateId, decision: GateDecision) -> Result<Gate> {
+        self.write(|tx, clock| gates::decide(tx, clock, id, &decision))
+    }
+
+    fn decide_pending_gate(&self, run: RunId, decision: GateDecision) -> Result<Gate> {
+        self.write(|tx, clock| gates::decide_oldest_pending(tx, clock, run, &decision))
+    }
+
+    fn put_artifact(&self, artifact: NewArtifact) -> Result<ArtifactMeta> {
+        self.write(|tx, clock| artifacts::put(tx, clock, artifact))
+    }
+
+    fn get_artifact(&self, id: ArtifactId) -> Result<Artifact> {
+        self.read(|conn| artifacts::get(conn, id))
+    }
+
+    fn latest_artifact(&self, run: RunId, name: &str) -> Result<Option<Artifact>> {
+        self.read(|conn| artifacts::latest(conn, run, name))
+    }
+
+    fn list_artifacts(&self, run: RunId, brief: Option<BriefId>) -> Result<Vec<ArtifactMeta>> {
+        self.read(|conn| artifacts::list(conn, run, brief))
+    }
+}

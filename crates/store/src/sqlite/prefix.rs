@@ -1,0 +1,79 @@
+//! Resolving what a user typed (a full id or any unique prefix of its hex digits, dashes ignored) to one id.
+
+use agency_core::ids::normalize_id_prefix;
+use rusqlite::{Connection, params};
+use uuid::Uuid;
+
+use crate::error::{Result, StoreError};
+
+/// How many candidates an ambiguity error names.
+const MAX_CANDIDATES: usize = 10;
+
+/// Resolves `input` against the ids of `table` (a fixed table name, never user input). `what` names the
+/// record in errors.
+pub fn resolve(conn: &Connection, table: &'static str, what: &'static str, input: &str) -> Result<Uuid> {
+    let prefix = normalize_id_prefix(input.trim()).ok_or_else(|| StoreError::InvalidId {
+        what,
+        input: input.to_string(),
+    })?;
+    if prefix.len() > 32 {
+        return Err(StoreError::not_found(what, input));
+    }
+    // Ids are stored as lower-case hex and the prefix is hex only, so GLOB needs no escaping and can use
+    // the primary key index.
+    let total: i64 = conn.query_row(
+        &format!("SELECT count(*) FROM {table} WHERE id GLOB ?1 || '*'"),
+        params![prefix],
+        |row| row.get(0),
+    )?;
+    match total {
+        0 => Err(StoreError::not_found(what, input)),
+        1 => {
+            let id: String = conn.query_row(
+                &format!("SELECT id FROM {table} WHERE id GLOB ?1 || '*'"),
+                params![prefix],
+                |row| row.get(0),
+            )?;
+            Uuid::parse_str(&id).map_err(|e| StoreError::corrupt(what, id.clone(), e.to_string()))
+        }
+        _ => {
+            let mut stmt = conn.prepare(&format!(
+                "SELECT id FROM {table} WHERE id GLOB ?1 || '*' ORDER BY id LIMIT ?2"
+            ))?;
+            let candidates = stmt
+                .query_map(params![prefix, MAX_CANDIDATES as i64], |row| {
+                    row.get::<_, String>(0)
+                })?
+                .map(|id| {
+                    let id = id?;
+                    Ok(Uuid::parse_str(&id).map(|u| u.to_string()).unwrap_or(id))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Err(StoreError::AmbiguousPrefix {
+                what,
+                prefix: input.to_string(),
+                candidates,
+                total: usize::try_from(total).unwrap_or(usize::MAX),
+            })
+        }
+    }
+}
+
+/// Whether a row with this id exists in `table` (a fixed table name).
+pub fn exists(conn: &Connection, table: &'static str, id: &Uuid) -> Result<bool> {
+    let found: i64 = conn.query_row(
+        &format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE id = ?1)"),
+        params![super::rows::id_text(id)],
+        |row| row.get(0),
+    )?;
+    Ok(found != 0)
+}
+
+/// Fails with `NotFound` unless the run exists.
+pub fn require_run(conn: &Connection, run: &agency_core::RunId) -> Result<()> {
+    if exists(conn, "runs", &run.0)? {
+        Ok(())
+    } else {
+        Err(StoreError::not_found("run", run))
+    }
+}

@@ -1,0 +1,152 @@
+//! How values are written to and read back from SQLite columns: ids as 32 hex digits, times as fixed-width
+//! RFC 3339 text, enums by their wire names, lists and nested records as JSON. Reading is strict: a value
+//! that does not decode is a `Corrupt` error naming the record and column, never a silent default.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::Row;
+use rusqlite::types::FromSql;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+
+use crate::error::{Result, StoreError};
+
+/// An id as stored: the UUID's simple form (32 lower-case hex digits).
+pub fn id_text(id: &Uuid) -> String {
+    id.simple().to_string()
+}
+
+/// A time as stored: RFC 3339 UTC with nanoseconds, so text order is time order and values round-trip.
+pub fn ts_text(ts: DateTime<Utc>) -> String {
+    ts.to_rfc3339_opts(SecondsFormat::Nanos, true)
+}
+
+/// A value as JSON text.
+pub fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::Invalid(format!("cannot encode as JSON: {e}")))
+}
+
+/// Reads the columns of one row of a record, attributing any decoding failure to that record.
+pub struct Cols<'a> {
+    row: &'a Row<'a>,
+    what: &'static str,
+    id: String,
+}
+
+impl<'a> Cols<'a> {
+    /// Reads a row whose column `id_col` holds the record's id (or `seq`) for error messages.
+    pub fn new(row: &'a Row<'a>, what: &'static str, id_col: usize) -> Result<Self> {
+        let id = match row.get_ref(id_col)? {
+            rusqlite::types::ValueRef::Integer(n) => n.to_string(),
+            rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+            _ => String::from("?"),
+        };
+        Ok(Cols { row, what, id })
+    }
+
+    fn corrupt(&self, column: &str, detail: impl std::fmt::Display) -> StoreError {
+        StoreError::corrupt(self.what, self.id.clone(), format!("column `{column}`: {detail}"))
+    }
+
+    fn name(&self, idx: usize) -> String {
+        self.row
+            .as_ref()
+            .column_name(idx)
+            .map(str::to_string)
+            .unwrap_or_else(|_| idx.to_string())
+    }
+
+    /// Any value SQLite can convert.
+    pub fn get<T: FromSql>(&self, idx: usize) -> Result<T> {
+        self.row.get(idx).map_err(|e| self.corrupt(&self.name(idx), e))
+    }
+
+    /// A required id.
+    pub fn uuid(&self, idx: usize) -> Result<Uuid> {
+        let text: String = self.get(idx)?;
+        Uuid::parse_str(&text).map_err(|e| self.corrupt(&self.name(idx), e))
+    }
+
+    /// An optional id.
+    pub fn opt_uuid(&self, idx: usize) -> Result<Option<Uuid>> {
+        let text: Option<String> = self.get(idx)?;
+        text.map(|t| Uuid::parse_str(&t).map_err(|e| self.corrupt(&self.name(idx), e)))
+            .transpose()
+    }
+
+    /// A required time.
+    pub fn ts(&self, idx: usize) -> Result<DateTime<Utc>> {
+        let text: String = self.get(idx)?;
+        self.parse_ts(idx, &text)
+    }
+
+    /// An optional time.
+    pub fn opt_ts(&self, idx: usize) -> Result<Option<DateTime<Utc>>> {
+        let text: Option<String> = self.get(idx)?;
+        text.map(|t| self.parse_ts(idx, &t)).transpose()
+    }
+
+    fn parse_ts(&self, idx: usize, text: &str) -> Result<DateTime<Utc>> {
+        DateTime::parse_from_rfc3339(text)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| self.corrupt(&self.name(idx), format!("{e} in {text:?}")))
+    }
+
+    /// A required JSON value.
+    pub fn json<T: DeserializeOwned>(&self, idx: usize) -> Result<T> {
+        let text: String = self.get(idx)?;
+        serde_json::from_str(&text).map_err(|e| self.corrupt(&self.name(idx), e))
+    }
+
+    /// An optional JSON value.
+    pub fn opt_json<T: DeserializeOwned>(&self, idx: usize) -> Result<Option<T>> {
+        let text: Option<String> = self.get(idx)?;
+        text.map(|t| serde_json::from_str(&t).map_err(|e| self.corrupt(&self.name(idx), e)))
+            .transpose()
+    }
+
+    /// A required enum stored by its wire (serde) name.
+    pub fn wire<T: DeserializeOwned>(&self, idx: usize) -> Result<T> {
+        let text: String = self.get(idx)?;
+        serde_json::from_value(serde_json::Value::String(text)).map_err(|e| self.corrupt(&self.name(idx), e))
+    }
+
+    /// An optional enum stored by its wire name.
+    pub fn opt_wire<T: DeserializeOwned>(&self, idx: usize) -> Result<Option<T>> {
+        let text: Option<String> = self.get(idx)?;
+        text.map(|t| {
+            serde_json::from_value(serde_json::Value::String(t)).map_err(|e| self.corrupt(&self.name(idx), e))
+        })
+        .transpose()
+    }
+
+    /// A value parsed from text by its `FromStr`.
+    pub fn parse<T>(&self, idx: usize) -> Result<T>
+    where
+        T: FromStr,
+        T::Err: std::fmt::Display,
+    {
+        let text: String = self.get(idx)?;
+        text.parse().map_err(|e| self.corrupt(&self.name(idx), e))
+    }
+
+    /// A non-negative integer that fits in `u32`.
+    pub fn u32(&self, idx: usize) -> Result<u32> {
+        let n: i64 = self.get(idx)?;
+        u32::try_from(n).map_err(|e| self.corrupt(&self.name(idx), e))
+    }
+}
+
+/// The first row a query returns, decoded, or `None`.
+pub fn query_opt<T, P: rusqlite::Params>(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: P,
+    decode: impl FnMut(&Row<'_>) -> Result<T>,
+) -> Result<Option<T>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query_and_then(params, decode)?;
+    rows.next().transpose()
+}

@@ -1,0 +1,122 @@
+//! Runs: creation, lookup and status changes.
+
+use agency_core::{EventKind, NewEvent, RunId};
+use rusqlite::{Connection, Row, params};
+use serde_json::json;
+
+use super::events;
+use super::prefix::exists;
+use super::rows::{Cols, id_text, json_text, query_opt, ts_text};
+use crate::clock::Clock;
+use crate::error::{Result, StoreError};
+use crate::record::{NewRun, Run, RunStatus};
+
+const COLUMNS: &str = "id, goal, repo, base_rev, status, config, budgets, created_at, updated_at";
+
+/// Creates a run in `planning` and writes `run_created`.
+pub fn create(conn: &Connection, clock: &dyn Clock, new: NewRun) -> Result<Run> {
+    if exists(conn, "runs", &new.id.0)? {
+        return Err(StoreError::AlreadyExists {
+            what: "run",
+            id: new.id.to_string(),
+        });
+    }
+    let now = clock.now();
+    let run = Run {
+        id: new.id,
+        goal: new.goal,
+        repo: new.repo,
+        base_rev: new.base_rev,
+        status: RunStatus::Planning,
+        config: new.config,
+        budgets: new.budgets,
+        created_at: now,
+        updated_at: now,
+    };
+    conn.execute(
+        &format!("INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
+        params![
+            id_text(&run.id.0),
+            run.goal,
+            run.repo,
+            run.base_rev,
+            run.status.as_str(),
+            json_text(&run.config)?,
+            json_text(&run.budgets)?,
+            ts_text(run.created_at),
+            ts_text(run.updated_at),
+        ],
+    )?;
+    let payload = json!({ "goal": run.goal, "repo": run.repo, "base_rev": run.base_rev });
+    events::append(
+        conn,
+        &NewEvent::new(run.id, EventKind::RunCreated, payload).at(now),
+    )?;
+    Ok(run)
+}
+
+/// One run.
+pub fn get(conn: &Connection, id: RunId) -> Result<Run> {
+    query_opt(
+        conn,
+        &format!("SELECT {COLUMNS} FROM runs WHERE id = ?1"),
+        params![id_text(&id.0)],
+        decode,
+    )?
+    .ok_or_else(|| StoreError::not_found("run", id))
+}
+
+/// Every run, newest first.
+pub fn list(conn: &Connection) -> Result<Vec<Run>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM runs ORDER BY created_at DESC, id DESC"
+    ))?;
+    let rows = stmt.query_and_then([], decode)?;
+    rows.collect()
+}
+
+/// Moves a run to `to` (compare-and-set against `expected` when given) and writes `run_status`.
+pub fn set_status(
+    conn: &Connection,
+    clock: &dyn Clock,
+    id: RunId,
+    expected: Option<RunStatus>,
+    to: RunStatus,
+) -> Result<Run> {
+    let mut run = get(conn, id)?;
+    if let Some(expected) = expected
+        && expected != run.status
+    {
+        return Err(StoreError::Conflict {
+            what: "run",
+            id: id.short(),
+            expected: expected.to_string(),
+            found: run.status.to_string(),
+        });
+    }
+    let now = clock.now();
+    conn.execute(
+        "UPDATE runs SET status = ?1, updated_at = ?2 WHERE id = ?3",
+        params![to.as_str(), ts_text(now), id_text(&id.0)],
+    )?;
+    let payload = json!({ "from": run.status.as_str(), "to": to.as_str() });
+    events::append(conn, &NewEvent::new(id, EventKind::RunStatus, payload).at(now))?;
+    run.status = to;
+    run.updated_at = now;
+    Ok(run)
+}
+
+fn decode(row: &Row<'_>) -> Result<Run> {
+    let c = Cols::new(row, "run", 0)?;
+    Ok(Run {
+        id: RunId(c.uuid(0)?),
+        goal: c.get(1)?,
+        repo: c.get(2)?,
+        base_rev: c.get(3)?,
+        status: c.parse(4)?,
+        config: c.json(5)?,
+        budgets: c.json(6)?,
+        created_at: c.ts(7)?,
+        updated_at: c.ts(8)?,
+    })
+}

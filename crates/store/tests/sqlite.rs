@@ -1,0 +1,156 @@
+//! The blackboard on SQLite: the whole conformance suite against database files in a temp dir, plus what
+//! only SQLite has (read-only opens for the hook, the schema version, in-memory stores).
+// Helpers outside `#[test]` functions unwrap too: a failure here is a test failure.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+
+use agency_store::conformance::Fixture;
+use agency_store::sqlite::migrations::SCHEMA_VERSION;
+use agency_store::{Blackboard, NewRun, SqliteBlackboard, StoreError};
+
+/// A fresh database file in its own temp dir; every handle is a separate connection, as another process
+/// would have.
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".agency").join("agency.db");
+    Fixture::new(
+        move || SqliteBlackboard::open(&path).map(|bb| Box::new(bb) as Box<dyn Blackboard>),
+        dir,
+    )
+}
+
+agency_store::conformance_tests!(fixture);
+
+fn temp_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agency.db");
+    (dir, path)
+}
+
+fn user_version(path: &PathBuf) -> i64 {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+        .unwrap()
+}
+
+#[test]
+fn open_creates_parent_dirs_and_migrates_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a").join("b").join("agency.db");
+    SqliteBlackboard::open(&path).unwrap();
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
+    SqliteBlackboard::open(&path).unwrap();
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
+}
+
+#[test]
+fn files_are_in_wal_mode() {
+    let (_dir, path) = temp_db();
+    SqliteBlackboard::open(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn read_only_reads_what_a_writer_wrote_and_refuses_writes() {
+    let (_dir, path) = temp_db();
+    let writer = SqliteBlackboard::open(&path).unwrap();
+    let run = writer.create_run(NewRun::new("goal", "/repo")).unwrap();
+    let reader = SqliteBlackboard::open_read_only(&path).unwrap();
+    assert_eq!(reader.get_run(run.id).unwrap(), run);
+    assert_eq!(reader.resolve_run(&run.id.short()).unwrap(), run.id);
+    let err = reader.create_run(NewRun::new("goal", "/repo")).unwrap_err();
+    assert!(matches!(err, StoreError::ReadOnly), "{err}");
+    // A later write by the writer is visible to the open reader.
+    writer
+        .set_run_status(run.id, None, agency_store::RunStatus::Running)
+        .unwrap();
+    assert_eq!(
+        reader.get_run(run.id).unwrap().status,
+        agency_store::RunStatus::Running
+    );
+}
+
+#[test]
+fn read_only_fails_clearly_when_the_file_is_missing() {
+    let (_dir, path) = temp_db();
+    let err = SqliteBlackboard::open_read_only(&path).unwrap_err();
+    assert!(matches!(err, StoreError::Missing { .. }), "{err}");
+    assert!(err.to_string().starts_with("no blackboard at "), "{err}");
+    assert!(!path.exists(), "a read-only open creates nothing");
+}
+
+#[test]
+fn read_only_refuses_an_unmigrated_file() {
+    let (_dir, path) = temp_db();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("CREATE TABLE x (y)")
+        .unwrap();
+    let err = SqliteBlackboard::open_read_only(&path).unwrap_err();
+    assert!(
+        matches!(err, StoreError::SchemaOutdated { found: 0, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_newer_schema_is_refused_by_both_opens() {
+    let (_dir, path) = temp_db();
+    SqliteBlackboard::open(&path).unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    for err in [
+        SqliteBlackboard::open(&path).unwrap_err(),
+        SqliteBlackboard::open_read_only(&path).unwrap_err(),
+    ] {
+        assert!(matches!(err, StoreError::SchemaTooNew { .. }), "{err}");
+        assert!(err.to_string().contains("upgrade agency"), "{err}");
+    }
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_an_open_error() {
+    let (_dir, path) = temp_db();
+    std::fs::write(
+        &path,
+        b"definitely not sqlite, just some text that is long enough to be a header....",
+    )
+    .unwrap();
+    let err = SqliteBlackboard::open(&path).unwrap_err();
+    assert!(err.to_string().contains("agency.db"), "{err}");
+}
+
+#[test]
+fn in_memory_stores_work_and_are_private() {
+    let a = SqliteBlackboard::open_in_memory().unwrap();
+    let b = SqliteBlackboard::open_in_memory().unwrap();
+    a.create_run(NewRun::new("goal", "/repo")).unwrap();
+    assert_eq!(a.list_runs().unwrap().len(), 1);
+    assert!(b.list_runs().unwrap().is_empty());
+}
+
+#[test]
+fn a_stepping_clock_stamps_records_and_canonical_events() {
+    use chrono::{Duration, TimeZone, Utc};
+    let start = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+    let clock = std::sync::Arc::new(agency_store::SteppingClock::new(start, Duration::seconds(1)));
+    let bb = SqliteBlackboard::open_in_memory().unwrap().with_clock(clock);
+    let run = bb.create_run(NewRun::new("goal", "/repo")).unwrap();
+    assert_eq!(run.created_at, start);
+    let events = bb.events_after(Some(run.id), 0, 10).unwrap();
+    assert_eq!(events[0].ts, start);
+}
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<SqliteBlackboard>();
+    assert_send_sync::<Box<dyn Blackboard>>();
+}
