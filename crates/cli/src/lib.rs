@@ -1,4 +1,106 @@
-//! (in progress) The agency CLI.
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+//! The `agency` command line as a library: argument parsing, one module per subcommand, and the rendering of
+//! the live log and the inspection tree. `main.rs` only calls [`main`].
+//!
+//! Arguments are parsed in two stages: clap records what the user typed ([`Cli`]); each command then
+//! validates it into the objects it works with, reporting problems as a [`CommandError`] whose kind decides
+//! the exit code (docs/cli.md lists them).
+
+pub mod commands;
+pub mod error;
+pub mod render;
+pub mod workspace;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::CommandResult;
+use crate::workspace::Overrides;
+
+/// agency: run teams of coding agents whose work proves itself.
+#[derive(Debug, Parser)]
+#[command(name = "agency", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// The blackboard database (default: .agency/agency.db at the repository's top level).
+    #[arg(long, global = true, env = "AGENCY_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// The team configuration (default: .agency/team.yaml at the repository's top level).
+    #[arg(long, global = true, env = "AGENCY_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Set up agency in this git repository: .agency/team.yaml and the blackboard.
+    Init(commands::init::Args),
+    /// Check and explain the team configuration.
+    #[command(subcommand)]
+    Config(commands::config::ConfigCommand),
+    /// Score work on the four variety dimensions and show the gates it implies.
+    #[command(subcommand)]
+    Variety(commands::variety::VarietyCommand),
+    /// List runs, newest first.
+    Runs(commands::runs::Args),
+    /// Show a run's live log.
+    Watch(commands::watch::Args),
+    /// Show a run's state as a tree, or one tier or brief in full.
+    Inspect(commands::inspect::Args),
+    /// Approve the run's pending gate.
+    Approve(commands::approve::Args),
+    /// Reject the run's pending gate; the tier is re-invoked with the reason.
+    Reject(commands::reject::Args),
+    /// Pause a run at its next tier boundary.
+    Pause(commands::pause::Args),
+    /// Release a manual pause.
+    Resume(commands::resume::Args),
+}
+
+impl Cli {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            db: self.db.clone(),
+            config: self.config.clone(),
+        }
+    }
+}
+
+/// Runs the CLI with the process's arguments and returns its exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // clap prints help/version to stdout and usage errors to stderr, and knows which exit code fits.
+            let code = err.exit_code();
+            let _ = err.print();
+            return ExitCode::from(u8::try_from(code).unwrap_or(2));
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => err.report(),
+    }
+}
+
+/// Dispatches a parsed command line.
+pub fn run(cli: Cli) -> CommandResult {
+    let overrides = cli.overrides();
+    let cwd = std::env::current_dir()?;
+    let ctx = commands::Context { cwd, overrides };
+    match cli.command {
+        Command::Init(args) => commands::init::run(&ctx, args),
+        Command::Config(cmd) => commands::config::run(&ctx, cmd),
+        Command::Variety(cmd) => commands::variety::run(cmd),
+        Command::Runs(args) => commands::runs::run(&ctx, args),
+        Command::Watch(args) => commands::watch::run(&ctx, args),
+        Command::Inspect(args) => commands::inspect::run(&ctx, args),
+        Command::Approve(args) => commands::approve::run(&ctx, args),
+        Command::Reject(args) => commands::reject::run(&ctx, args),
+        Command::Pause(args) => commands::pause::run(&ctx, args),
+        Command::Resume(args) => commands::resume::run(&ctx, args),
+    }
 }

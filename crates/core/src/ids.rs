@@ -1,5 +1,9 @@
-//! Identifiers. Runs, briefs and gates are named by UUIDv7 (time-ordered, so ids sort by creation), shown to
-//! humans as their first 8 hex characters and accepted back as any unique prefix.
+//! Identifiers. Runs, briefs and gates are named by random UUIDs (v4), shown to humans as their first 8 hex
+//! characters and accepted back as any unique prefix.
+//!
+//! Not UUIDv7: a v7 id starts with its millisecond timestamp, so its first 8 hex characters change only
+//! every 65 seconds and every brief of a run would share them. Order comes from the store instead
+//! (creation time, then insertion order).
 
 use std::fmt;
 use std::str::FromStr;
@@ -19,9 +23,9 @@ macro_rules! id_type {
         pub struct $name(pub Uuid);
 
         impl $name {
-            /// A fresh, time-ordered id.
+            /// A fresh random id.
             pub fn new() -> Self {
-                Self(Uuid::now_v7())
+                Self(Uuid::new_v4())
             }
 
             /// The first eight hex characters, as shown in logs and tables.
@@ -96,6 +100,12 @@ mod tests {
         let short = id.short();
         assert_eq!(short.len(), SHORT_ID_LEN);
         assert!(id.0.simple().to_string().starts_with(&short));
+    }
+
+    #[test]
+    fn ids_made_together_have_distinct_short_forms() {
+        let shorts: std::collections::HashSet<String> = (0..1000).map(|_| BriefId::new().short()).collect();
+        assert_eq!(shorts.len(), 1000);
     }
 
     #[test]

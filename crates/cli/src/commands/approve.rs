@@ -1,0 +1,36 @@
+//! `agency approve <run>`: approves the run's pending gate by writing `gate_approved` to the blackboard —
+//! the universal approval path; a live runner sees it on its next poll.
+
+use agency_core::gate::GateDecision;
+use agency_store::Blackboard;
+
+use crate::commands::{Context, decider, gate_to_decide, resolve_run, store_error};
+use crate::error::CommandResult;
+
+/// `agency approve <run> [--note ...]`
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run: its full id or any unique prefix.
+    pub run: String,
+    /// A note written to the blackboard with the approval.
+    #[arg(long)]
+    pub note: Option<String>,
+}
+
+/// Runs `agency approve`.
+pub fn run(ctx: &Context, args: Args) -> CommandResult {
+    let store = ctx.open_store()?;
+    let run = resolve_run(&store, &args.run)?;
+    let gate = gate_to_decide(&store, run)?;
+    store
+        .decide_gate(
+            gate.id,
+            GateDecision::Approve {
+                by: decider(),
+                note: args.note,
+            },
+        )
+        .map_err(store_error)?;
+    println!("approved  gate {} of run {}", gate.kind, run.short());
+    Ok(())
+}

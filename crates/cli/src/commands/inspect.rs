@@ -1,0 +1,143 @@
+//! `agency inspect <run>`: the run as a tree; `--tier` lists one tier's briefs and artifacts; `--brief`
+//! shows one brief whole with its events; `--json` prints the underlying records.
+
+use agency_core::tier::Tier;
+use agency_store::Blackboard;
+
+use crate::commands::{Context, resolve_run, store_error};
+use crate::error::{CommandError, CommandResult};
+use crate::render::log::{Level, render_event};
+use crate::render::tree::{RunHeader, render_tree, status_mark};
+
+/// `agency inspect <run> [--tier T] [--brief ID] [--json]`
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run: its full id or any unique prefix.
+    pub run: String,
+    /// Only this tier (t1..t5).
+    #[arg(long)]
+    pub tier: Option<String>,
+    /// One brief, by id or unique prefix.
+    #[arg(long)]
+    pub brief: Option<String>,
+    /// List every implementer and verifier instead of summarising them.
+    #[arg(long)]
+    pub all: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> CommandResult<String> {
+    serde_json::to_string_pretty(value).map_err(|e| CommandError::internal(e.to_string()))
+}
+
+/// Runs `agency inspect`.
+pub fn run(ctx: &Context, args: Args) -> CommandResult {
+    let store = ctx.open_store()?;
+    let run_id = resolve_run(&store, &args.run)?;
+    let run = store.get_run(run_id).map_err(store_error)?;
+    if let Some(prefix) = &args.brief {
+        return inspect_brief(&store, run_id, prefix, args.json);
+    }
+    let tier = match &args.tier {
+        Some(text) => Some(
+            text.parse::<Tier>()
+                .map_err(|e| CommandError::input(format!("--tier: {e}")))?,
+        ),
+        None => None,
+    };
+    let briefs: Vec<_> = store
+        .list_briefs(run_id)
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|b| tier.is_none_or(|t| b.tier == t))
+        .collect();
+    let gates = store.list_gates(run_id).map_err(store_error)?;
+    if args.json {
+        let out = serde_json::json!({ "run": run, "briefs": briefs, "gates": gates });
+        println!("{}", to_json(&out)?);
+        return Ok(());
+    }
+    if let Some(tier) = tier {
+        println!(
+            "Run {} — {} briefs",
+            run.id.short(),
+            tier.as_str().to_ascii_uppercase()
+        );
+        for brief in &briefs {
+            println!(
+                "  {}  {:<24} {:<10} {}  teachback {}",
+                brief.id.short(),
+                brief.title,
+                brief.status.as_str(),
+                status_mark(brief.status),
+                brief.teachback.as_str()
+            );
+        }
+        for artifact in store.list_artifacts(run_id, None).map_err(store_error)? {
+            if briefs.iter().any(|b| Some(b.id) == artifact.brief)
+                || tier == Tier::T1 && artifact.brief.is_none()
+            {
+                println!("  artifact {} ({} bytes)", artifact.name, artifact.size);
+            }
+        }
+        return Ok(());
+    }
+    let header = RunHeader {
+        id: run.id,
+        goal: run.goal.clone(),
+        status: run.status.as_str().to_string(),
+    };
+    print!("{}", render_tree(&header, &briefs, &gates, args.all));
+    Ok(())
+}
+
+fn inspect_brief(store: &dyn Blackboard, run: agency_core::RunId, prefix: &str, json: bool) -> CommandResult {
+    let id = store.resolve_brief(prefix).map_err(store_error)?;
+    let brief = store.get_brief(id).map_err(store_error)?;
+    if brief.run != run {
+        return Err(CommandError::new(
+            crate::error::ErrorKind::NotFound,
+            format!(
+                "brief {} belongs to run {}, not {}",
+                id.short(),
+                brief.run.short(),
+                run.short()
+            ),
+        ));
+    }
+    let events: Vec<_> = store
+        .events_after(Some(run), 0, usize::MAX)
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|e| e.brief == Some(id))
+        .collect();
+    if json {
+        println!(
+            "{}",
+            to_json(&serde_json::json!({ "brief": brief, "events": events }))?
+        );
+        return Ok(());
+    }
+    println!("{}", to_json(&brief)?);
+    if let Some(gates) = brief.gates() {
+        println!(
+            "derived gates: teachback {}, auditor {}, route {}",
+            gates.teachback_mode.as_str(),
+            if gates.auditor_required {
+                "required"
+            } else {
+                "optional"
+            },
+            gates.workflow_route
+        );
+    }
+    println!("events:");
+    for event in &events {
+        if let Some(line) = render_event(event, Level::Verbose) {
+            println!("  {line}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,107 @@
+//! One module per subcommand, named after it, plus the few things they share: the invocation context,
+//! opening the blackboard, and naming runs by prefix.
+
+pub mod approve;
+pub mod config;
+pub mod init;
+pub mod inspect;
+pub mod pause;
+pub mod reject;
+pub mod resume;
+pub mod runs;
+pub mod variety;
+pub mod watch;
+
+use std::path::PathBuf;
+
+use agency_core::RunId;
+use agency_core::gate::{Gate, GateKind, GateStatus};
+use agency_store::{Blackboard, SqliteBlackboard, StoreError};
+
+use crate::error::{CommandError, CommandResult, ErrorKind};
+use crate::workspace::{Overrides, Workspace};
+
+/// What every command may need to know about where it runs.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The directory agency was started in.
+    pub cwd: PathBuf,
+    /// `--db` and `--config` overrides.
+    pub overrides: Overrides,
+}
+
+impl Context {
+    /// The initialised workspace around the current directory.
+    pub fn workspace(&self) -> CommandResult<Workspace> {
+        Workspace::discover(&self.cwd, &self.overrides)
+    }
+
+    /// Opens the blackboard for reading and writing.
+    pub fn open_store(&self) -> CommandResult<SqliteBlackboard> {
+        let ws = self.workspace()?;
+        if !ws.has_db() {
+            return Err(CommandError::new(
+                ErrorKind::NoWorkspace,
+                format!("no blackboard at {}", ws.db.display()),
+            )
+            .hint("run `agency init` at the top of your git repository"));
+        }
+        SqliteBlackboard::open(&ws.db).map_err(store_error)
+    }
+}
+
+/// Maps a store error to the CLI's error, keeping the store's message.
+pub fn store_error(err: StoreError) -> CommandError {
+    let kind = match &err {
+        StoreError::NotFound { .. } | StoreError::AmbiguousPrefix { .. } => ErrorKind::NotFound,
+        StoreError::NoPendingGate { .. } | StoreError::GateAlreadyDecided { .. } => ErrorKind::NothingToDo,
+        StoreError::InvalidId { .. } => ErrorKind::Input,
+        _ => ErrorKind::Internal,
+    };
+    let mut error = CommandError::new(kind, err.to_string());
+    if let StoreError::AmbiguousPrefix { .. } = err {
+        error = error.hint("type more characters of the id; `agency runs` and `agency inspect` show them");
+    }
+    if let StoreError::NotFound { .. } = err {
+        error = error.hint("`agency runs` lists the runs on this blackboard");
+    }
+    error
+}
+
+/// Resolves what the user typed (a full id or any unique prefix) to a run.
+pub fn resolve_run(store: &dyn Blackboard, typed: &str) -> CommandResult<RunId> {
+    store.resolve_run(typed).map_err(store_error)
+}
+
+/// The gate `approve`/`reject` act on: the oldest pending gate that is not a manual pause (a pause is
+/// released with `agency resume`, so approving a plan never silently un-pauses a run).
+pub fn gate_to_decide(store: &dyn Blackboard, run: RunId) -> CommandResult<Gate> {
+    let pending: Vec<Gate> = store
+        .list_gates(run)
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|g| g.status == GateStatus::Pending)
+        .collect();
+    if let Some(gate) = pending.iter().find(|g| g.kind != GateKind::Pause) {
+        return Ok(gate.clone());
+    }
+    let mut error = CommandError::new(
+        ErrorKind::NothingToDo,
+        format!("run {} has no gate waiting for a decision", run.short()),
+    );
+    if !pending.is_empty() {
+        error = error.hint(format!(
+            "the run is paused; `agency resume {}` releases it",
+            run.short()
+        ));
+    }
+    Err(error)
+}
+
+/// Who is deciding, for the record: `cli:<user>`.
+pub fn decider() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    format!("cli:{user}")
+}

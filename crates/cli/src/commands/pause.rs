@@ -1,0 +1,50 @@
+//! `agency pause <run>`: opens a manual `pause` gate; the runner holds at its next tier boundary until
+//! `agency resume` releases it.
+
+use agency_core::gate::{GateKind, GateStatus};
+use agency_store::{Blackboard, NewGate};
+
+use crate::commands::{Context, decider, resolve_run, store_error};
+use crate::error::{CommandError, CommandResult, ErrorKind};
+
+/// `agency pause <run>`
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run: its full id or any unique prefix.
+    pub run: String,
+}
+
+/// Runs `agency pause`.
+pub fn run(ctx: &Context, args: Args) -> CommandResult {
+    let store = ctx.open_store()?;
+    let run = resolve_run(&store, &args.run)?;
+    let status = store.get_run(run).map_err(store_error)?.status;
+    if status.is_terminal() {
+        return Err(CommandError::new(
+            ErrorKind::NothingToDo,
+            format!(
+                "run {} has ended ({}); there is nothing to pause",
+                run.short(),
+                status.as_str()
+            ),
+        ));
+    }
+    let gates = store.list_gates(run).map_err(store_error)?;
+    if gates
+        .iter()
+        .any(|g| g.kind == GateKind::Pause && g.status == GateStatus::Pending)
+    {
+        return Err(CommandError::new(
+            ErrorKind::NothingToDo,
+            format!("run {} is already paused", run.short()),
+        )
+        .hint(format!("`agency resume {}` releases it", run.short())));
+    }
+    let summary =
+        serde_json::json!({ "requested_by": decider(), "message": "Paused at the next tier boundary" });
+    store
+        .open_gate(NewGate::new(run, GateKind::Pause, summary))
+        .map_err(store_error)?;
+    println!("paused    run {} (holds at its next tier boundary)", run.short());
+    Ok(())
+}

@@ -1,0 +1,41 @@
+//! `agency reject <run> --reason ...`: rejects the run's pending gate; the runner re-invokes the tier with
+//! the reason.
+
+use agency_core::gate::GateDecision;
+use agency_store::Blackboard;
+
+use crate::commands::{Context, decider, gate_to_decide, resolve_run, store_error};
+use crate::error::{CommandError, CommandResult};
+
+/// `agency reject <run> --reason ...`
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run: its full id or any unique prefix.
+    pub run: String,
+    /// Why: given to the tier when it is re-invoked.
+    #[arg(long)]
+    pub reason: String,
+}
+
+/// Runs `agency reject`.
+pub fn run(ctx: &Context, args: Args) -> CommandResult {
+    if args.reason.trim().is_empty() {
+        return Err(CommandError::input(
+            "--reason must say why; the tier is re-invoked with it",
+        ));
+    }
+    let store = ctx.open_store()?;
+    let run = resolve_run(&store, &args.run)?;
+    let gate = gate_to_decide(&store, run)?;
+    store
+        .decide_gate(
+            gate.id,
+            GateDecision::Reject {
+                by: decider(),
+                reason: args.reason,
+            },
+        )
+        .map_err(store_error)?;
+    println!("rejected  gate {} of run {}", gate.kind, run.short());
+    Ok(())
+}

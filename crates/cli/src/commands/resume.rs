@@ -1,0 +1,42 @@
+//! `agency resume <run>`: releases a manual pause by approving the run's pending `pause` gate.
+
+use agency_core::gate::{GateDecision, GateKind, GateStatus};
+use agency_store::Blackboard;
+
+use crate::commands::{Context, decider, resolve_run, store_error};
+use crate::error::{CommandError, CommandResult, ErrorKind};
+
+/// `agency resume <run>`
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run: its full id or any unique prefix.
+    pub run: String,
+}
+
+/// Runs `agency resume`.
+pub fn run(ctx: &Context, args: Args) -> CommandResult {
+    let store = ctx.open_store()?;
+    let run = resolve_run(&store, &args.run)?;
+    let pause = store
+        .list_gates(run)
+        .map_err(store_error)?
+        .into_iter()
+        .find(|g| g.kind == GateKind::Pause && g.status == GateStatus::Pending)
+        .ok_or_else(|| {
+            CommandError::new(
+                ErrorKind::NothingToDo,
+                format!("run {} is not paused", run.short()),
+            )
+        })?;
+    store
+        .decide_gate(
+            pause.id,
+            GateDecision::Approve {
+                by: decider(),
+                note: None,
+            },
+        )
+        .map_err(store_error)?;
+    println!("resumed   run {}", run.short());
+    Ok(())
+}

@@ -1,0 +1,100 @@
+//! The CLI's one error type. Library crates return typed errors; here each becomes a `CommandError` with a
+//! kind (which decides the exit code), a message, and hints that tell the user what to do next.
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// What went wrong, as far as the exit code is concerned. Codes are documented in docs/cli.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Something broke that the user did not cause (I/O, database). Exit 1.
+    Internal,
+    /// The command line itself is wrong. Exit 2 (clap uses 2 as well).
+    Usage,
+    /// Input was read but is invalid: team.yaml, a plan, a dimension. Exit 3.
+    Input,
+    /// A run, brief or gate named by the user does not exist or is ambiguous. Exit 4.
+    NotFound,
+    /// The command had nothing to act on (no pending gate, nothing paused). Exit 5.
+    NothingToDo,
+    /// No agency workspace here (`agency init` not run). Exit 6.
+    NoWorkspace,
+}
+
+impl ErrorKind {
+    /// The process exit code for this kind.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorKind::Internal => 1,
+            ErrorKind::Usage => 2,
+            ErrorKind::Input => 3,
+            ErrorKind::NotFound => 4,
+            ErrorKind::NothingToDo => 5,
+            ErrorKind::NoWorkspace => 6,
+        }
+    }
+}
+
+/// An error on its way to the user.
+#[derive(Debug)]
+pub struct CommandError {
+    /// Decides the exit code.
+    pub kind: ErrorKind,
+    /// One line (or a few) saying what is wrong.
+    pub message: String,
+    /// What to do about it.
+    pub hints: Vec<String>,
+}
+
+impl CommandError {
+    /// An error of `kind` with a message and no hints.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        CommandError {
+            kind,
+            message: message.into(),
+            hints: Vec::new(),
+        }
+    }
+
+    /// Adds a hint line.
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hints.push(hint.into());
+        self
+    }
+
+    /// Invalid input.
+    pub fn input(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Input, message)
+    }
+
+    /// Something unexpected.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+
+    /// Prints the error to stderr and returns its exit code.
+    pub fn report(&self) -> ExitCode {
+        eprintln!("error: {}", self.message);
+        for hint in &self.hints {
+            eprintln!("hint: {hint}");
+        }
+        ExitCode::from(self.kind.exit_code())
+    }
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CommandError {}
+
+impl From<std::io::Error> for CommandError {
+    fn from(err: std::io::Error) -> Self {
+        CommandError::internal(err.to_string())
+    }
+}
+
+/// The result type of every command.
+pub type CommandResult<T = ()> = Result<T, CommandError>;

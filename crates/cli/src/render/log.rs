@@ -1,0 +1,259 @@
+//! The human-readable live log (seed 001, "Run Visibility Layer"):
+//!
+//! ```text
+//! [0192ab3c] 12:30:01  T1   PLAN_START    Assessing scope: "Build webhook ingestion system"
+//! [0192ab3c] 12:30:14  GATE APPROVAL      ⏸  Waiting on approval before T2 spawns
+//! ```
+//!
+//! `normal` shows tier-level events; `verbose` adds per-agent lines (spawns, completions, teachbacks,
+//! usage). Runners narrate tier-level progress with `log` events carrying a `tag` (`PLAN_DONE`,
+//! `MESH_START`, ...); structured events get a line of their own here.
+
+use agency_core::event::{Event, EventKind};
+use agency_core::gate::GateKind;
+use serde_json::Value;
+
+/// How much of the log to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Tier-level events only.
+    Normal,
+    /// Also per-agent lines.
+    Verbose,
+}
+
+/// One rendered line's parts, before layout.
+struct Line {
+    column: String,
+    tag: String,
+    message: String,
+    verbose_only: bool,
+}
+
+fn text<'a>(payload: &'a Value, key: &str) -> Option<&'a str> {
+    payload.get(key).and_then(Value::as_str)
+}
+
+/// "worker-3 " when the event names the agent, so parallel workers can be told apart.
+fn agent_prefix(payload: &Value) -> String {
+    text(payload, "agent")
+        .map(|a| format!("{a} "))
+        .unwrap_or_default()
+}
+
+fn tier_column(event: &Event) -> String {
+    event
+        .tier
+        .map(|t| t.as_str().to_ascii_uppercase())
+        .unwrap_or_else(|| "RUN".into())
+}
+
+fn gate_word(payload: &Value) -> &'static str {
+    // Inspection gates review a tier's artifact; the others ask for approval to go on.
+    match text(payload, "kind").and_then(|g| g.parse::<GateKind>().ok()) {
+        Some(GateKind::T2Lead | GateKind::T2Synthesis | GateKind::T3Plan | GateKind::T5Verdict) => {
+            "INSPECTION"
+        }
+        Some(GateKind::Teachback) => "TEACHBACK",
+        Some(GateKind::Budget) => "BUDGET",
+        Some(GateKind::Escalation) => "ESCALATION",
+        _ => "APPROVAL",
+    }
+}
+
+fn line_for(event: &Event) -> Option<Line> {
+    let p = &event.payload;
+    let tier = tier_column(event);
+    let mk = |column: &str, tag: &str, message: String, verbose_only: bool| {
+        Some(Line {
+            column: column.to_string(),
+            tag: tag.to_string(),
+            message,
+            verbose_only,
+        })
+    };
+    let title = text(p, "title").unwrap_or("");
+    match event.kind {
+        EventKind::Log => {
+            let tag = text(p, "tag").unwrap_or("LOG");
+            let verbose = text(p, "level") == Some("verbose") || text(p, "level") == Some("debug");
+            mk(&tier, tag, text(p, "message").unwrap_or("").to_string(), verbose)
+        }
+        EventKind::RunCreated => mk(
+            "RUN",
+            "START",
+            format!("\"{}\"", text(p, "goal").unwrap_or("")),
+            // The seed's normal log opens with T1's PLAN_START; the bare creation is detail.
+            true,
+        ),
+        EventKind::RunStatus => mk("RUN", "STATUS", text(p, "to").unwrap_or("").to_string(), false),
+        EventKind::PlanStart => mk(
+            &tier,
+            "PLAN_START",
+            format!("Assessing scope: \"{}\"", text(p, "goal").unwrap_or("")),
+            false,
+        ),
+        EventKind::PlanDone => mk(
+            &tier,
+            "PLAN_DONE",
+            text(p, "summary").unwrap_or("").to_string(),
+            false,
+        ),
+        EventKind::GatePending => {
+            // The summary's `message` is the one-line "what happens next" the runner wrote for the human.
+            let message = p
+                .get("summary")
+                .and_then(|s| text(s, "message"))
+                .unwrap_or("Waiting for a decision");
+            mk("GATE", gate_word(p), format!("⏸  {message}"), false)
+        }
+        EventKind::GateApproved => {
+            let note = text(p, "note").map(|n| format!(" ({n})")).unwrap_or_default();
+            mk(
+                "GATE",
+                "APPROVED",
+                format!("✓  Approved — continuing{note}"),
+                false,
+            )
+        }
+        EventKind::GateRejected => mk(
+            "GATE",
+            "REJECTED",
+            format!("✗  {}", text(p, "reason").unwrap_or("Rejected")),
+            false,
+        ),
+        EventKind::GatePaused => mk(
+            "GATE",
+            "PAUSED",
+            "⏸  Paused at the next tier boundary".into(),
+            false,
+        ),
+        EventKind::GateResumed => mk("GATE", "RESUMED", "▶  Resumed".into(), false),
+        EventKind::Spawned => {
+            let runtime = text(p, "runtime").map(|r| format!(" [{r}]")).unwrap_or_default();
+            mk(
+                &tier,
+                "START",
+                format!("{}{title} spawned{runtime}", agent_prefix(p)),
+                true,
+            )
+        }
+        EventKind::Completed => {
+            let note = text(p, "note").map(|n| format!("  ({n})")).unwrap_or_default();
+            mk(
+                &tier,
+                "DONE",
+                format!("{}{title} ✓{note}", agent_prefix(p)),
+                false,
+            )
+        }
+        EventKind::Failed => {
+            let retry = match (
+                p.get("attempt").and_then(Value::as_u64),
+                p.get("retry_budget").and_then(Value::as_u64),
+            ) {
+                (Some(a), Some(b)) => format!("  (retry {}/{b})", a + 1),
+                _ => String::new(),
+            };
+            mk(
+                &tier,
+                "FAIL",
+                format!("{}{title} ✗{retry}", agent_prefix(p)),
+                false,
+            )
+        }
+        EventKind::Retried => mk(
+            &tier,
+            "RETRY",
+            format!("{title} retried with a corrected brief"),
+            false,
+        ),
+        EventKind::Escalated => mk(
+            &tier,
+            "ESCALATED",
+            format!("{title} → {}", text(p, "to").unwrap_or("owner")),
+            false,
+        ),
+        EventKind::Verdict => mk(
+            &tier,
+            "VERDICT",
+            text(p, "summary").unwrap_or("").to_string(),
+            false,
+        ),
+        EventKind::PathAmendment => mk(
+            &tier,
+            "AMENDMENT",
+            format!(
+                "{} (by {})",
+                text(p, "reason").unwrap_or(""),
+                text(p, "proposed_by").unwrap_or("?")
+            ),
+            false,
+        ),
+        EventKind::TeachbackSubmitted => mk(&tier, "TEACHBACK", format!("{title} sent its teachback"), true),
+        EventKind::TeachbackApproved => mk(&tier, "TB_APPROVED", format!("{title} may start work"), true),
+        EventKind::TeachbackCorrected => mk(&tier, "TB_CORRECT", format!("{title} asked to correct"), true),
+        EventKind::TeachbackDenied => mk(
+            &tier,
+            "TB_DENIED",
+            format!(
+                "{title} {} denied before approval",
+                text(p, "tool").unwrap_or("tool call")
+            ),
+            true,
+        ),
+        EventKind::SignoffAccepted => mk(&tier, "SIGNED_OFF", format!("{title} ✓ accepted"), false),
+        EventKind::SignoffRejected => mk(&tier, "SIGNOFF", format!("{title} ✗ rejected"), false),
+        EventKind::SignoffInconclusive => mk(&tier, "SIGNOFF", format!("{title} ? inconclusive"), false),
+        EventKind::SignoffStarted | EventKind::SignoffVerify => None,
+        EventKind::BudgetExhausted => mk(
+            "RUN",
+            "BUDGET",
+            format!("budget reached: {}", text(p, "scope").unwrap_or("run")),
+            false,
+        ),
+        EventKind::BudgetRaised => mk("RUN", "BUDGET", "budget raised".into(), false),
+        EventKind::Alert => mk(
+            "ALERT",
+            text(p, "category").unwrap_or("ALERT"),
+            text(p, "issue").unwrap_or("").to_string(),
+            false,
+        ),
+        EventKind::Halt => mk(
+            "HALT",
+            text(p, "category").unwrap_or("HALT"),
+            text(p, "issue").unwrap_or("").to_string(),
+            false,
+        ),
+        EventKind::Usage => mk(
+            &tier,
+            "USAGE",
+            format!(
+                "{} in / {} out  ${:.4}",
+                p.get("input_tokens").and_then(Value::as_u64).unwrap_or(0),
+                p.get("output_tokens").and_then(Value::as_u64).unwrap_or(0),
+                p.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0)
+            ),
+            true,
+        ),
+        EventKind::BriefCreated | EventKind::BriefStatus | EventKind::Artifact => None,
+    }
+}
+
+/// Renders one event as a log line, or `None` when the level hides it.
+pub fn render_event(event: &Event, level: Level) -> Option<String> {
+    let line = line_for(event)?;
+    if line.verbose_only && level == Level::Normal {
+        return None;
+    }
+    let run = event.run.short();
+    let time = event.ts.format("%H:%M:%S");
+    Some(
+        format!(
+            "[{run}] {time}  {:<4} {:<13} {}",
+            line.column, line.tag, line.message
+        )
+        .trim_end()
+        .to_string(),
+    )
+}

@@ -1,0 +1,68 @@
+//! `agency config check`: the default file passes; bad files fail with file, line and key path.
+
+use crate::support::Repo;
+
+#[test]
+fn the_default_configuration_checks() {
+    let repo = Repo::initialised();
+    let out = repo.agency(&["config", "check"]).success();
+    assert!(out.stdout().contains("team.yaml: ok"), "{}", out.stdout());
+    assert!(out.stdout().contains("t1_plan"), "{}", out.stdout());
+}
+
+#[test]
+fn a_wrong_type_names_file_line_and_path() {
+    let repo = Repo::initialised();
+    std::fs::write(
+        repo.path().join(".agency/team.yaml"),
+        "visibility:\n  strict_mode: false\n  inspection_gates:\n    t2_synthesis: \"yes\"\n",
+    )
+    .unwrap();
+    let out = repo.agency(&["config", "check"]).fails_with(3);
+    let err = out.stderr();
+    assert!(err.contains("team.yaml:4"), "{err}");
+    assert!(err.contains("t2_synthesis"), "{err}");
+}
+
+#[test]
+fn an_unknown_key_is_an_error() {
+    let repo = Repo::initialised();
+    std::fs::write(
+        repo.path().join(".agency/team.yaml"),
+        "visibility:\n  strict_mod: true\n",
+    )
+    .unwrap();
+    let out = repo.agency(&["config", "check"]).fails_with(3);
+    let err = out.stderr();
+    assert!(err.contains("team.yaml:2"), "{err}");
+    assert!(err.contains("strict_mod"), "{err}");
+}
+
+#[test]
+fn strict_mode_turns_every_gate_on() {
+    let repo = Repo::initialised();
+    std::fs::write(
+        repo.path().join(".agency/team.yaml"),
+        "visibility:\n  strict_mode: true\n",
+    )
+    .unwrap();
+    let out = repo.agency(&["config", "check"]).success();
+    for gate in ["t1_plan", "t2_lead", "t2_synthesis", "t3_plan", "t5_verdict"] {
+        assert!(
+            out.stdout().contains(gate),
+            "{gate} missing from {}",
+            out.stdout()
+        );
+    }
+}
+
+#[test]
+fn a_config_flag_overrides_the_location() {
+    let repo = Repo::initialised();
+    let other = repo.path().join("other.yaml");
+    std::fs::write(&other, "visibility:\n  log_level: loud\n").unwrap();
+    let out = repo
+        .agency(&["--config", other.to_str().unwrap(), "config", "check"])
+        .fails_with(3);
+    assert!(out.stderr().contains("other.yaml:2"), "{}", out.stderr());
+}
