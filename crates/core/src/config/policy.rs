@@ -1,0 +1,237 @@
+//! The run's policies: retries and escalation, teachback rollout, spending limits, sign-off, and the
+//! runner's own limits.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::error::{ConfigError, ConfigProblem, quote};
+use super::models::{CapabilityLevel, ModelBinding};
+
+/// The `retry` section: how often work is retried before it escalates, and when escalation needs a human.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Retries per brief before it escalates to its parent tier, before T1's multiplier. Default 2.
+    pub base_budget: u32,
+    /// Escalations of one workstream before the runner opens an escalation gate for a human. Default 2.
+    pub max_escalations_before_gate: u32,
+    /// Minutes T3 squad leads may negotiate a task split before it escalates. Default 30.
+    pub t3_mesh_timeout_minutes: u32,
+    /// T2 conflict-resolution rounds before the conflict goes to T1. Default 2.
+    pub t2_conflict_cycles: u32,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            base_budget: 2,
+            max_escalations_before_gate: 2,
+            t3_mesh_timeout_minutes: 30,
+            t2_conflict_cycles: 2,
+        }
+    }
+}
+
+/// How the teachback gate acts while it is being rolled out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RolloutMode {
+    /// Decide silently and record every would-have-blocked decision; never block or warn.
+    Shadow,
+    /// Warn the agent and record when it would have blocked, but let the call through.
+    Warn,
+    /// Block tool calls that the teachback state does not allow.
+    Enforce,
+}
+
+impl RolloutMode {
+    /// Every mode, least strict first.
+    pub const ALL: [RolloutMode; 3] = [RolloutMode::Shadow, RolloutMode::Warn, RolloutMode::Enforce];
+
+    /// The name written in team.yaml and the environment.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RolloutMode::Shadow => "shadow",
+            RolloutMode::Warn => "warn",
+            RolloutMode::Enforce => "enforce",
+        }
+    }
+}
+
+impl fmt::Display for RolloutMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the hook does in an external agent session that no run or brief is bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UnboundSessionPolicy {
+    /// Let every tool call through: a plain session is the user's own.
+    Allow,
+    /// Refuse edits until the session is bound to a brief.
+    Deny,
+}
+
+/// The `teachback` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct TeachbackConfig {
+    /// Rollout mode of the teachback gate; the `mode_env_var` variable overrides it. Default enforce.
+    pub mode: RolloutMode,
+    /// A teachback not sent within this many minutes of spawn raises an ALERT. Default 10.
+    pub pending_timeout_minutes: u32,
+    /// A teachback not reviewed within this many minutes raises `META-BLOCK: orchestrator unreachable`.
+    /// Default 15.
+    pub review_timeout_minutes: u32,
+    /// Shell commands an agent may run while its teachback is pending, as word prefixes
+    /// (`git diff` allows `git diff --stat`, not `git different`); see [`TeachbackConfig::allows_readonly_bash`].
+    pub readonly_bash: Vec<String>,
+    /// What the hook does in a session bound to no brief. Default allow.
+    pub unbound_session_default: UnboundSessionPolicy,
+    /// The environment variable that overrides `mode` (for local debugging). Default `AGENCY_TEACHBACK_MODE`.
+    pub mode_env_var: String,
+}
+
+impl Default for TeachbackConfig {
+    fn default() -> Self {
+        TeachbackConfig {
+            mode: RolloutMode::Enforce,
+            pending_timeout_minutes: 10,
+            review_timeout_minutes: 15,
+            readonly_bash: [
+                "git status",
+                "git diff",
+                "git log",
+                "git show",
+                "ls",
+                "cat",
+                "head",
+                "tail",
+                "wc",
+                "pwd",
+                "grep",
+                "rg",
+            ]
+            .map(String::from)
+            .to_vec(),
+            unbound_session_default: UnboundSessionPolicy::Allow,
+            mode_env_var: "AGENCY_TEACHBACK_MODE".to_string(),
+        }
+    }
+}
+
+/// Characters that chain, redirect or substitute in a shell: a command holding one is never read-only
+/// by prefix alone (`cat x > y`, `ls; rm -rf .`).
+const SHELL_METACHARACTERS: [char; 10] = ['|', ';', '&', '>', '<', '`', '$', '(', ')', '\n'];
+
+impl TeachbackConfig {
+    /// The rollout mode in force: the environment override when set and not empty, else `mode`.
+    ///
+    /// `env_value` is the value of the `mode_env_var` variable, read by the caller.
+    pub fn effective_mode(&self, env_value: Option<&str>) -> Result<RolloutMode, ConfigError> {
+        let Some(value) = env_value.map(str::trim).filter(|v| !v.is_empty()) else {
+            return Ok(self.mode);
+        };
+        RolloutMode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str().eq_ignore_ascii_case(value))
+            .ok_or_else(|| {
+                ConfigError::new(vec![ConfigProblem {
+                    origin: self.mode_env_var.clone(),
+                    line: None,
+                    path: String::new(),
+                    message: format!("expected one of shadow, warn, enforce, found {}", quote(value)),
+                }])
+            })
+    }
+
+    /// Whether a shell command may run while a teachback is pending: it starts with one of the
+    /// `readonly_bash` prefixes word for word and does not chain, redirect or substitute.
+    pub fn allows_readonly_bash(&self, command: &str) -> bool {
+        if command.contains(SHELL_METACHARACTERS) {
+            return false;
+        }
+        let words: Vec<&str> = command.split_whitespace().collect();
+        self.readonly_bash.iter().any(|prefix| {
+            let prefix: Vec<&str> = prefix.split_whitespace().collect();
+            !prefix.is_empty() && words.starts_with(&prefix)
+        })
+    }
+}
+
+/// A spending limit; an unset field is no limit.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetLimit {
+    /// Input plus output tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// US dollars, from `models.prices`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usd: Option<f64>,
+}
+
+/// The `budgets` section; reaching a limit opens a budget gate.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetsConfig {
+    /// For the whole run.
+    #[serde(deserialize_with = "super::null_as_default")]
+    pub run: BudgetLimit,
+    /// For each workstream.
+    #[serde(deserialize_with = "super::null_as_default")]
+    pub workstream: BudgetLimit,
+    /// For each brief, retries included.
+    #[serde(deserialize_with = "super::null_as_default")]
+    pub brief: BudgetLimit,
+}
+
+/// The `signoff` section: how "done" is checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SignoffConfig {
+    /// The capability level of the stage-2 judge. Default reasoning-heavy.
+    pub judge: CapabilityLevel,
+    /// A specific model for the judge instead of `judge`'s, ideally from another model family than the
+    /// workers'.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_model: Option<ModelBinding>,
+    /// Whether an inconclusive judge (error, no verdict) blocks completion. Default true.
+    pub inconclusive_blocks: bool,
+    /// The stage-1 verify command is killed after this many seconds. Default 600.
+    pub verify_timeout_seconds: u32,
+}
+
+impl Default for SignoffConfig {
+    fn default() -> Self {
+        SignoffConfig {
+            judge: CapabilityLevel::ReasoningHeavy,
+            judge_model: None,
+            inconclusive_blocks: true,
+            verify_timeout_seconds: 600,
+        }
+    }
+}
+
+/// The `runner` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunnerConfig {
+    /// At most this many agents at once across the run. Default 4.
+    pub concurrency: u32,
+    /// Keep a failed brief's worktree for inspection instead of removing it. Default true.
+    pub keep_worktrees_on_failure: bool,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            concurrency: 4,
+            keep_worktrees_on_failure: true,
+        }
+    }
+}
