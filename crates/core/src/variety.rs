@@ -281,3 +281,192 @@ pub fn gates_for_score(score: u8) -> Gates {
         workflow_route: route_for_score(score),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    fn expected_route(score: u8) -> Route {
+        if score <= 6 {
+            Route::Compact
+        } else if score <= 10 {
+            Route::Orchestrate
+        } else if score <= 14 {
+            Route::PlanMode
+        } else {
+            Route::ResearchSpike
+        }
+    }
+
+    #[test]
+    fn all_256_combinations_score_route_and_gate_consistently() {
+        let mut seen = 0;
+        for n in 1..=4 {
+            for s in 1..=4 {
+                for u in 1..=4 {
+                    for r in 1..=4 {
+                        let v = Variety::new(n, s, u, r).unwrap();
+                        let score = v.score();
+                        assert_eq!(i64::from(score), n + s + u + r);
+                        assert!((SCORE_MIN..=SCORE_MAX).contains(&score));
+                        let gates = v.gates();
+                        assert_eq!(gates, gates_for_score(score));
+                        assert_eq!(gates.workflow_route, expected_route(score));
+                        let blocking = score >= 7;
+                        assert_eq!(gates.teachback_mode == TeachbackMode::Blocking, blocking, "{v:?}");
+                        assert_eq!(gates.auditor_required, blocking, "{v:?}");
+                        // The same variety read from JSON, and written back, is the same variety.
+                        let json = json!({"novelty": n, "scope": s, "uncertainty": u, "risk": r});
+                        assert_eq!(Variety::from_json(&json), Ok(v));
+                        assert_eq!(serde_json::from_value::<Variety>(json.clone()).unwrap(), v);
+                        assert_eq!(serde_json::to_value(v).unwrap(), json);
+                        seen += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(seen, 256);
+    }
+
+    #[test]
+    fn boundaries_between_routes_and_modes() {
+        let cases = [
+            (6, Route::Compact, TeachbackMode::Advisory, false),
+            (7, Route::Orchestrate, TeachbackMode::Blocking, true),
+            (10, Route::Orchestrate, TeachbackMode::Blocking, true),
+            (11, Route::PlanMode, TeachbackMode::Blocking, true),
+            (14, Route::PlanMode, TeachbackMode::Blocking, true),
+            (15, Route::ResearchSpike, TeachbackMode::Blocking, true),
+        ];
+        for (score, route, mode, auditor) in cases {
+            assert_eq!(
+                gates_for_score(score),
+                Gates {
+                    teachback_mode: mode,
+                    auditor_required: auditor,
+                    workflow_route: route
+                },
+                "score {score}"
+            );
+        }
+        assert_eq!(BLOCKING_THRESHOLD, 7);
+        assert_eq!(route_for_score(SCORE_MIN), Route::Compact);
+        assert_eq!(route_for_score(SCORE_MAX), Route::ResearchSpike);
+    }
+
+    #[test]
+    fn routes_have_their_default_tier_paths() {
+        assert_eq!(Route::Compact.default_tier_path(), [Tier::T4, Tier::T5]);
+        assert_eq!(
+            Route::Orchestrate.default_tier_path(),
+            [Tier::T3, Tier::T4, Tier::T5]
+        );
+        assert_eq!(
+            Route::PlanMode.default_tier_path(),
+            [Tier::T2, Tier::T3, Tier::T4, Tier::T5]
+        );
+        assert_eq!(Route::ResearchSpike.default_tier_path(), [Tier::T2]);
+        assert_eq!(serde_json::to_value(Route::PlanMode).unwrap(), json!("plan-mode"));
+        assert_eq!(Route::ResearchSpike.to_string(), "research-spike");
+    }
+
+    #[test]
+    fn non_integers_are_refused_naming_the_dimension() {
+        for (value, found) in [
+            (json!(true), "true"),
+            (json!(false), "false"),
+            (json!(2.0), "2.0"),
+            (json!(2.5), "2.5"),
+            (json!("2"), "\"2\""),
+            (json!(null), "null"),
+            (json!([2]), "[2]"),
+        ] {
+            let err = validate_dimension(&value, "uncertainty").unwrap_err();
+            assert_eq!(
+                err,
+                VarietyError::NotAnInteger {
+                    name: "uncertainty".into(),
+                    found: found.into()
+                }
+            );
+            assert_eq!(
+                err.to_string(),
+                format!("variety dimension `uncertainty` must be an integer from 1 to 4, found {found}")
+            );
+        }
+    }
+
+    #[test]
+    fn out_of_range_integers_are_refused_naming_the_dimension() {
+        for bad in [0, 5, -1, 100, i64::MIN, i64::MAX] {
+            let err = validate_dimension(&json!(bad), "risk").unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("variety dimension `risk` must be from 1 to 4, found {bad}")
+            );
+            assert!(Variety::new(2, 2, 2, bad).is_err());
+        }
+        // u64 beyond i64 is not representable as i64 and is refused as not an integer in range.
+        assert!(validate_dimension(&json!(u64::MAX), "risk").is_err());
+        assert_eq!(
+            Variety::new(1, 0, 1, 1).unwrap_err().to_string(),
+            "variety dimension `scope` must be from 1 to 4, found 0"
+        );
+    }
+
+    #[test]
+    fn from_json_names_the_missing_or_bad_dimension() {
+        assert_eq!(
+            Variety::from_json(&json!({"novelty": 1, "scope": 1, "uncertainty": 1})),
+            Err(VarietyError::Missing { name: "risk".into() })
+        );
+        let err = Variety::from_json(&json!({"novelty": 1, "scope": true, "uncertainty": 1, "risk": 1}))
+            .unwrap_err();
+        assert!(err.to_string().contains("`scope`"), "{err}");
+    }
+
+    #[test]
+    fn deserialisation_refuses_booleans_and_unknown_fields() {
+        let err = serde_json::from_value::<Variety>(
+            json!({"novelty": true, "scope": 1, "uncertainty": 1, "risk": 1}),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("variety dimension `novelty` must be an integer"),
+            "{err}"
+        );
+        let err =
+            serde_json::from_str::<Variety>(r#"{"novelty": 1, "scope": 1, "uncertainty": 1, "risk": 1.5}"#)
+                .unwrap_err();
+        assert!(err.to_string().contains("`risk`"), "{err}");
+        assert!(
+            serde_json::from_value::<Variety>(
+                json!({"novelty": 1, "scope": 1, "uncertainty": 1, "risk": 1, "score": 4})
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn scores_outside_4_to_16_are_refused() {
+        assert_eq!(validate_score(4), Ok(4));
+        assert_eq!(validate_score(16), Ok(16));
+        assert_eq!(validate_score(3), Err(VarietyError::ScoreOutOfRange(3)));
+        assert_eq!(
+            validate_score(17).unwrap_err().to_string(),
+            "variety score must be from 4 to 16, found 17"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn validate_dimension_accepts_exactly_1_to_4(value in any::<i64>()) {
+            let accepted = validate_dimension(&json!(value), "novelty").is_ok();
+            prop_assert_eq!(accepted, (1..=4).contains(&value));
+        }
+    }
+}
