@@ -19,8 +19,13 @@ pub mod tier;
 pub mod variety;
 pub mod verdict;
 
-pub use brief::{Brief, BriefStatus};
+pub use brief::{Brief, BriefErrors, BriefStatus, NewBrief, validate_new_brief};
+pub use escalation::{Decision, Failure, decide};
 pub use event::{Event, EventKind, NewEvent};
 pub use gate::{Gate, GateDecision, GateKind, GateStatus};
 pub use ids::{BriefId, GateId, RunId};
+pub use plan::{Plan, PlanErrors, Problem, Workstream, validate_plan};
+pub use teachback::{Teachback, TeachbackAction, TeachbackState};
 pub use tier::Tier;
+pub use variety::{Gates, Variety};
+pub use verdict::{JointVerdict, T5Result, joint_verdict};
