@@ -1,0 +1,44 @@
+//! The provider trait every caller uses. It is object-safe (`Arc<dyn Provider>`), so the runner picks a
+//! provider per capability level at run time, and wrappers ([`Retrying`], [`Metered`]) stack around any of
+//! them.
+//!
+//! [`Retrying`]: crate::Retrying
+//! [`Metered`]: crate::Metered
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::cancel::CancelToken;
+use crate::error::LlmError;
+use crate::message::{Request, Response, StreamEvent};
+
+/// A boxed, sendable future; what object-safe async methods return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Where streamed events go while the model answers. A closure: `&mut |event| ...`.
+pub type EventSink<'a> = &'a mut (dyn FnMut(StreamEvent) + Send);
+
+/// A model behind some API.
+pub trait Provider: Send + Sync + std::fmt::Debug {
+    /// The provider family: `anthropic`, `openai`, `scripted`.
+    fn kind(&self) -> &'static str;
+
+    /// The model this provider asks for.
+    fn model(&self) -> &str;
+
+    /// Sends `request`, streams events to `sink` as they arrive and returns the assembled answer. Returns
+    /// [`LlmError::Cancelled`] promptly once `cancel` fires.
+    fn complete<'a>(
+        &'a self,
+        request: &'a Request,
+        sink: EventSink<'a>,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<Response, LlmError>>;
+}
+
+/// Calls `provider` without watching the stream and without a way to cancel; for one-shot calls such as
+/// `agency models check`.
+pub async fn complete(provider: &dyn Provider, request: &Request) -> Result<Response, LlmError> {
+    let cancel = CancelToken::new();
+    provider.complete(request, &mut |_| {}, &cancel).await
+}
