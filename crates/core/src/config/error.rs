@@ -92,7 +92,14 @@ pub(crate) fn problem_from_yaml(
     let err = err.without_snippet();
     let location = err.location();
     let mut line = location.map(|l| l.line());
-    let found = || {
+    // A bad scalar is shown whole, even across lines; a bad structure is shown from where it starts to the
+    // end of its line (the span of a `[` or `{` token covers only the bracket).
+    let found_scalar = || {
+        location
+            .and_then(|l| spanned_text(text, l.span()).or_else(|| scalar_at(text, l.line(), l.column())))
+            .unwrap_or_else(|| "nothing".to_string())
+    };
+    let found_structure = || {
         location
             .and_then(|l| scalar_at(text, l.line(), l.column()))
             .unwrap_or_else(|| "nothing".to_string())
@@ -137,14 +144,18 @@ pub(crate) fn problem_from_yaml(
             format!("expected {expected}, found {len} items")
         }
         YamlError::InvalidBooleanStrict { .. } => {
-            format!("expected true or false, found {}", found())
+            format!("expected true or false, found {}", found_scalar())
         }
         YamlError::InvalidScalar { ty, .. } => {
-            format!("expected {}, found {}", describe_scalar_type(ty), found())
+            format!("expected {}, found {}", describe_scalar_type(ty), found_scalar())
         }
         YamlError::NullIntoString { .. } => "expected a string, found nothing".to_string(),
         YamlError::Unexpected { expected, .. } => {
-            format!("expected {}, found {}", describe_token(expected), found())
+            format!(
+                "expected {}, found {}",
+                describe_token(expected),
+                found_structure()
+            )
         }
         YamlError::DuplicateMappingKey { key, .. } => {
             if let Some(key) = key {
@@ -165,7 +176,11 @@ pub(crate) fn problem_from_yaml(
 /// The deserializer's own wording, without its location suffix, made safe for a terminal.
 fn fallback_message(err: &YamlError) -> Cow<'static, str> {
     let text = DefaultMessageFormatter.format_message(err);
-    Cow::Owned(text.escape_debug().to_string())
+    Cow::Owned(
+        text.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect(),
+    )
 }
 
 /// The part of a `serde_path_to_error` path that names real keys: everything before the first `?`.
@@ -183,9 +198,26 @@ pub(crate) fn join(parent: &str, child: &str) -> String {
     }
 }
 
-/// A value as shown in a message: always in double quotes, escaped.
+/// A value as shown in a message: in double quotes, with quotes and control characters escaped.
 pub(crate) fn quote(value: &str) -> String {
-    format!("\"{}\"", value.escape_debug())
+    format!("{value:?}")
+}
+
+/// The source text a span covers, on one line and quoted; `None` when the span has no byte range.
+fn spanned_text(text: &str, span: serde_saphyr::Span) -> Option<String> {
+    let start = usize::try_from(span.byte_offset()?).ok()?;
+    let len = usize::try_from(span.byte_len()?).ok()?;
+    let raw = text.get(start..start.checked_add(len)?)?;
+    let raw = raw.trim();
+    if raw.is_empty() || raw.starts_with(':') {
+        return None;
+    }
+    let raw = raw
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .or_else(|| raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')))
+        .unwrap_or(raw);
+    Some(quote(&raw.split_whitespace().collect::<Vec<_>>().join(" ")))
 }
 
 /// The scalar written at a 1-based line and column, quoted, or `None` when nothing is there.
@@ -231,6 +263,7 @@ fn describe_token(expected: &str) -> Cow<'static, str> {
     match expected {
         "mapping start" => "a section of `key: value` lines".into(),
         "sequence start" => "a list".into(),
+        "string scalar" => "a single value".into(),
         other => other.to_string().into(),
     }
 }

@@ -502,3 +502,20 @@ fn config_problem_display_without_line_or_path() {
     };
     assert_eq!(problem.to_string(), "team.yaml: expected a mapping");
 }
+
+#[test]
+fn syntax_errors_name_the_line() {
+    let err = error_text("visibility:\n\tstrict_mode: true\n");
+    assert!(err.starts_with("team.yaml:2: "), "{err}");
+    let err = error_text("runner: {concurrency: 2\n");
+    assert!(err.starts_with("team.yaml:1: runner: "), "{err}");
+}
+
+#[test]
+fn a_bad_scalar_is_shown_whole() {
+    // A mis-indented line continues the scalar above it; the message shows what the parser read.
+    assert_eq!(
+        error_text("visibility:\n strict_mode: true\n  log_level: normal\n"),
+        "team.yaml:2: visibility.strict_mode: expected true or false, found \"true log_level\""
+    );
+}
