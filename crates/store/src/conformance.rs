@@ -75,6 +75,7 @@ macro_rules! conformance_tests {
             events_need_an_existing_run,
             briefs_round_trip_every_field,
             insert_brief_checks_references,
+            insert_briefs_is_all_or_nothing,
             brief_status_cas_writes_event_or_nothing,
             teachback_cas_writes_event_or_nothing,
             brief_workspace_is_recorded,
@@ -444,6 +445,33 @@ pub fn insert_brief_checks_references(factory: Factory<'_>) {
         bb.insert_brief(&foreign),
         Err(StoreError::AlreadyExists { what: "brief", .. })
     ));
+}
+
+/// A batch of briefs is written whole (later ones may depend on earlier ones), or not at all.
+pub fn insert_briefs_is_all_or_nothing(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let run = new_run(bb.as_ref());
+    let first = sample_brief(run, "first");
+    let mut second = sample_brief(run, "second");
+    second.depends_on = vec![first.id];
+    bb.insert_briefs(&[first.clone(), second.clone()]).unwrap();
+    assert_eq!(bb.list_briefs(run).unwrap(), vec![first.clone(), second]);
+
+    let seq = bb.last_seq(None).unwrap();
+    let third = sample_brief(run, "third");
+    let mut broken = sample_brief(run, "broken");
+    broken.depends_on = vec![BriefId::new()];
+    assert!(matches!(
+        bb.insert_briefs(&[third.clone(), broken]),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(
+        matches!(bb.get_brief(third.id), Err(StoreError::NotFound { .. })),
+        "nothing of the batch"
+    );
+    assert_eq!(bb.last_seq(None).unwrap(), seq, "and no event");
+    bb.insert_briefs(&[]).unwrap();
 }
 
 /// `update_brief_status` is compare-and-set: it writes the new status and the caller's event together, or

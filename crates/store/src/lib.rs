@@ -84,6 +84,10 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// (so dependency cycles cannot be written).
     fn insert_brief(&self, brief: &Brief) -> Result<()>;
 
+    /// Writes several briefs (and their `brief_created` events) in one transaction: all or none. A brief may
+    /// depend on one earlier in the batch. For a tier's whole output, so a crash never leaves half a split.
+    fn insert_briefs(&self, briefs: &[Brief]) -> Result<()>;
+
     /// One brief.
     fn get_brief(&self, id: BriefId) -> Result<Brief>;
 

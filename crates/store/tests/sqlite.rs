@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use agency_store::conformance::Fixture;
-use agency_store::sqlite::migrations::SCHEMA_VERSION;
+use agency_store::sqlite::SCHEMA_VERSION;
 use agency_store::{Blackboard, NewRun, SqliteBlackboard, StoreError};
 
 /// A fresh database file in its own temp dir; every handle is a separate connection, as another process
@@ -153,4 +153,19 @@ fn handles_are_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<SqliteBlackboard>();
     assert_send_sync::<Box<dyn Blackboard>>();
+}
+
+#[test]
+fn many_handles_may_create_and_migrate_one_new_file_at_once() {
+    let (_dir, path) = temp_db();
+    let opened: Vec<_> = std::thread::scope(|scope| {
+        let openers: Vec<_> = (0..6)
+            .map(|_| scope.spawn(|| SqliteBlackboard::open(&path)))
+            .collect();
+        openers.into_iter().map(|o| o.join().unwrap()).collect()
+    });
+    for bb in &opened {
+        assert!(bb.as_ref().is_ok(), "{:?}", bb.as_ref().err());
+    }
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
 }

@@ -37,20 +37,37 @@ pub fn append(conn: &Connection, event: &NewEvent) -> Result<Event> {
 /// Events after `after_seq`, oldest first, at most `limit`.
 pub fn after(conn: &Connection, run: Option<RunId>, after_seq: i64, limit: usize) -> Result<Vec<Event>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM events WHERE seq > ?1 AND (?2 IS NULL OR run = ?2) ORDER BY seq LIMIT ?3"
-    ))?;
-    let rows = stmt.query_and_then(params![after_seq, run.map(|r| id_text(&r.0)), limit], decode)?;
-    rows.collect()
+    // Two statements rather than `run = ?2 OR ?2 IS NULL`, so each uses its index (`events_run`, or the
+    // `seq` key) when `watch` polls.
+    match run {
+        Some(run) => {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM events WHERE run = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
+            ))?;
+            let rows = stmt.query_and_then(params![id_text(&run.0), after_seq, limit], decode)?;
+            rows.collect()
+        }
+        None => {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+            ))?;
+            let rows = stmt.query_and_then(params![after_seq, limit], decode)?;
+            rows.collect()
+        }
+    }
 }
 
 /// The highest `seq`, or 0.
 pub fn last_seq(conn: &Connection, run: Option<RunId>) -> Result<i64> {
-    Ok(conn.query_row(
-        "SELECT coalesce(max(seq), 0) FROM events WHERE ?1 IS NULL OR run = ?1",
-        params![run.map(|r| id_text(&r.0))],
-        |row| row.get(0),
-    )?)
+    let seq = match run {
+        Some(run) => conn.query_row(
+            "SELECT coalesce(max(seq), 0) FROM events WHERE run = ?1",
+            params![id_text(&run.0)],
+            |row| row.get(0),
+        )?,
+        None => conn.query_row("SELECT coalesce(max(seq), 0) FROM events", [], |row| row.get(0))?,
+    };
+    Ok(seq)
 }
 
 fn decode(row: &Row<'_>) -> Result<Event> {

@@ -13,13 +13,13 @@ const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_initial.sql")];
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The schema version recorded in the database.
-pub fn current_version(conn: &Connection) -> Result<i64> {
+pub(super) fn current_version(conn: &Connection) -> Result<i64> {
     Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
 }
 
 /// Brings the schema up to [`SCHEMA_VERSION`]. Runs under a write lock, so two processes opening a new file
 /// at once apply each migration exactly once. Refuses a database from a newer build.
-pub fn migrate(conn: &mut Connection) -> Result<()> {
+pub(super) fn migrate(conn: &mut Connection) -> Result<()> {
     // Cheap check first: most opens find the schema current and never take the write lock.
     if current_version(conn)? == SCHEMA_VERSION {
         return Ok(());
@@ -45,7 +45,7 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
 }
 
 /// Checks, without writing, that the schema is one this build can read.
-pub fn check_readable(conn: &Connection) -> Result<()> {
+pub(super) fn check_readable(conn: &Connection) -> Result<()> {
     let found = current_version(conn)?;
     if found > SCHEMA_VERSION {
         return Err(StoreError::SchemaTooNew {

@@ -10,7 +10,7 @@ mod artifacts;
 mod briefs;
 mod events;
 mod gates;
-pub mod migrations;
+mod migrations;
 mod prefix;
 mod rows;
 mod runs;
@@ -24,9 +24,11 @@ use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::Blackboard;
+
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
 use crate::record::{Artifact, ArtifactId, ArtifactMeta, NewArtifact, NewGate, NewRun, Run, RunStatus};
+pub use migrations::SCHEMA_VERSION;
 
 /// How long a write waits for another process's write lock before failing with `Busy`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -180,6 +182,14 @@ impl Blackboard for SqliteBlackboard {
 
     fn insert_brief(&self, brief: &Brief) -> Result<()> {
         self.write(|tx, clock| briefs::insert(tx, clock, brief))
+    }
+
+    fn insert_briefs(&self, batch: &[Brief]) -> Result<()> {
+        self.write(|tx, clock| {
+            batch
+                .iter()
+                .try_for_each(|brief| briefs::insert(tx, clock, brief))
+        })
     }
 
     fn get_brief(&self, id: BriefId) -> Result<Brief> {
