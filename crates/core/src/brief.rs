@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::contract::GoalContract;
 use crate::ids::{BriefId, RunId};
-use crate::plan::{Checker, Problem, field_path, write_problems};
+use crate::plan::check::{Checker, Problem, field_path, write_problems};
 use crate::teachback::TeachbackState;
 use crate::tier::{Tier, UnknownTier};
 use crate::variety::{Gates, Variety};
