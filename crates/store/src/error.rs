@@ -61,7 +61,7 @@ pub enum StoreError {
         decided_by: Option<String>,
     },
     /// A run has no pending gate to decide.
-    #[error("run {} has no pending gate (see `agency status {}`)", run.short(), run.short())]
+    #[error("run {} has no pending gate; nothing is waiting for a decision", run.short())]
     NoPendingGate {
         /// The run.
         run: RunId,
@@ -93,7 +93,7 @@ pub enum StoreError {
     #[error("invalid request: {0}")]
     Invalid(String),
     /// `open_read_only` found no database file.
-    #[error("no blackboard at {}: start a run first (`agency run`), or check the path", path.display())]
+    #[error("no blackboard at {}: is this an agency workspace? (check the path, or initialise it)", path.display())]
     Missing {
         /// Where it was looked for.
         path: PathBuf,

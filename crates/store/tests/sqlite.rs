@@ -169,3 +169,60 @@ fn many_handles_may_create_and_migrate_one_new_file_at_once() {
     }
     assert_eq!(user_version(&path), SCHEMA_VERSION);
 }
+
+#[test]
+fn a_row_that_does_not_decode_is_corrupt_naming_record_and_column() {
+    let (_dir, path) = temp_db();
+    let bb = SqliteBlackboard::open(&path).unwrap();
+    assert_eq!(bb.path(), Some(path.as_path()));
+    let run = bb.create_run(NewRun::new("goal", "/repo")).unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE runs SET status = 'exploded'", [])
+        .unwrap();
+    let err = bb.get_run(run.id).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { what: "run", .. }), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("column `status`") && message.contains("exploded"),
+        "{message}"
+    );
+}
+
+#[test]
+fn error_messages_say_what_to_do() {
+    let bb = SqliteBlackboard::open_in_memory().unwrap();
+    let run = bb.create_run(NewRun::new("goal", "/repo")).unwrap();
+    let err = bb.resolve_run("nothex!").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`nothex!` is not a run id: expected hex digits (dashes are ignored), like `0193a1b2`"
+    );
+    let err = bb.decide_pending_gate(
+        run.id,
+        agency_core::GateDecision::Approve {
+            by: "me".into(),
+            note: None,
+        },
+    );
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        format!(
+            "run {} has no pending gate; nothing is waiting for a decision",
+            run.id.short()
+        )
+    );
+    let err = bb.set_run_status(
+        run.id,
+        Some(agency_store::RunStatus::Running),
+        agency_store::RunStatus::Paused,
+    );
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        format!(
+            "run {} is `planning`, expected `running`: it changed since it was read (another process?); \
+             re-read it and decide again",
+            run.id.short()
+        )
+    );
+}

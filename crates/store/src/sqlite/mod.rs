@@ -39,6 +39,7 @@ pub struct SqliteBlackboard {
     conn: Mutex<Connection>,
     clock: Arc<dyn Clock>,
     read_only: bool,
+    path: Option<PathBuf>,
 }
 
 impl SqliteBlackboard {
@@ -51,7 +52,7 @@ impl SqliteBlackboard {
         let mut conn = Connection::open(path).map_err(|e| open_error(path, e))?;
         configure(&conn, false).map_err(|e| open_error(path, e))?;
         migrations::migrate(&mut conn)?;
-        Ok(Self::from_connection(conn, false))
+        Ok(Self::from_connection(conn, false, Some(path)))
     }
 
     /// Opens an existing blackboard for reading only, without migrating: the hook's fast path. Fails with
@@ -67,7 +68,7 @@ impl SqliteBlackboard {
         let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e))?;
         configure(&conn, true).map_err(|e| open_error(path, e))?;
         migrations::check_readable(&conn)?;
-        Ok(Self::from_connection(conn, true))
+        Ok(Self::from_connection(conn, true, Some(path)))
     }
 
     /// A private, empty, migrated blackboard in memory (tests).
@@ -75,7 +76,7 @@ impl SqliteBlackboard {
         let mut conn = Connection::open_in_memory()?;
         configure(&conn, false)?;
         migrations::migrate(&mut conn)?;
-        Ok(Self::from_connection(conn, false))
+        Ok(Self::from_connection(conn, false, None))
     }
 
     /// Replaces the clock that stamps the records and canonical events this handle writes.
@@ -84,11 +85,22 @@ impl SqliteBlackboard {
         self
     }
 
-    fn from_connection(conn: Connection, read_only: bool) -> Self {
+    /// The database file, or `None` in memory.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Whether this handle was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn from_connection(conn: Connection, read_only: bool, path: Option<&Path>) -> Self {
         SqliteBlackboard {
             conn: Mutex::new(conn),
             clock: Arc::new(SystemClock),
             read_only,
+            path: path.map(Path::to_path_buf),
         }
     }
 

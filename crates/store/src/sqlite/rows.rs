@@ -150,3 +150,26 @@ pub fn query_opt<T, P: rusqlite::Params>(
     let mut rows = stmt.query_and_then(params, decode)?;
     rows.next().transpose()
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    #[test]
+    fn times_are_fixed_width_so_text_order_is_time_order() {
+        let whole = Utc.with_ymd_and_hms(2026, 11, 22, 3, 4, 5).unwrap();
+        let later = whole + chrono::Duration::nanoseconds(1);
+        assert_eq!(ts_text(whole), "2026-11-22T03:04:05.000000000Z");
+        assert_eq!(ts_text(later), "2026-11-22T03:04:05.000000001Z");
+        assert!(ts_text(whole) < ts_text(later));
+    }
+
+    #[test]
+    fn ids_are_stored_as_32_hex_digits() {
+        let id = Uuid::from_u128(0x0193_a1b2_c3d4_7e5f_8a6b_7c8d_9e0f_1a2b);
+        assert_eq!(id_text(&id), "0193a1b2c3d47e5f8a6b7c8d9e0f1a2b");
+        assert_eq!(Uuid::parse_str(&id_text(&id)).unwrap(), id);
+    }
+}
