@@ -20,3 +20,41 @@ pub struct GoalContract {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub may_edit: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn only_done_when_is_required_and_empty_parts_are_not_written() {
+        let contract: GoalContract =
+            serde_json::from_value(json!({"done_when": "the API answers 200"})).unwrap();
+        assert_eq!(
+            contract,
+            GoalContract {
+                done_when: "the API answers 200".into(),
+                ..GoalContract::default()
+            }
+        );
+        assert_eq!(
+            serde_json::to_value(&contract).unwrap(),
+            json!({"done_when": "the API answers 200"})
+        );
+    }
+
+    #[test]
+    fn the_full_shape_round_trips_and_unknown_fields_are_refused() {
+        let full = json!({
+            "done_when": "webhooks are retried",
+            "verify": "cargo test -p api",
+            "failure_modes": ["retries forever", "drops on restart"],
+            "may_edit": ["tests/webhook.rs"]
+        });
+        let contract: GoalContract = serde_json::from_value(full.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&contract).unwrap(), full);
+        assert!(serde_json::from_value::<GoalContract>(json!({"done_when": "x", "done": true})).is_err());
+        assert!(serde_json::from_value::<GoalContract>(json!({"verify": "make"})).is_err());
+    }
+}
