@@ -163,7 +163,7 @@ pub(crate) fn problem_from_yaml(
             }
             "duplicate key; each key may appear once".to_string()
         }
-        other => fallback_message(other).into_owned(),
+        other => fallback_message(other),
     };
     ConfigProblem {
         origin: file_name.to_string(),
@@ -174,13 +174,12 @@ pub(crate) fn problem_from_yaml(
 }
 
 /// The deserializer's own wording, without its location suffix, made safe for a terminal.
-fn fallback_message(err: &YamlError) -> Cow<'static, str> {
-    let text = DefaultMessageFormatter.format_message(err);
-    Cow::Owned(
-        text.chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect(),
-    )
+fn fallback_message(err: &YamlError) -> String {
+    DefaultMessageFormatter
+        .format_message(err)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 /// The part of a `serde_path_to_error` path that names real keys: everything before the first `?`.
