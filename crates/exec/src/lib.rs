@@ -1,1 +1,29 @@
-//! (in progress) Processes, git worktrees and agent runtimes.
+//! Processes, git worktrees and (to come) agent runtimes: everything agency does to the machine it runs on.
+//!
+//! - [`process`] runs children without a shell, each in its own process group with a deadline; on timeout
+//!   or cancel the whole group is terminated, then killed. Output is captured as a capped tail, and the
+//!   environment is allow-listed. [`command_line`] splits a configured command string into an argv and
+//!   refuses shell syntax.
+//! - [`git`] drives the git CLI through [`process`]: one worktree and branch per brief
+//!   ([`branch_name`] says how branches are named), commits on an agent's behalf, diffs, and merges that
+//!   report conflicts with their files instead of resolving them.
+//! - [`gc`] finds and removes the worktrees and branches of finished runs.
+//!
+//! Nothing here knows about the blackboard or the runner: callers pass in what they know (a timeout, a
+//! cancel token, a "run finished" predicate) and get plain results back.
+
+pub mod branch_name;
+pub mod command_line;
+pub mod gc;
+pub mod git;
+pub mod process;
+
+pub use branch_name::{brief_branch_name, parse_brief_branch, sanitize_ref_component};
+pub use command_line::{CommandLineError, split_command_line};
+pub use gc::{GcReport, Leftover, finished_run_leftovers, remove_leftovers};
+pub use git::{
+    ChangeKind, CommitOutcome, FileChange, GitError, GitOptions, Identity, MergeOutcome, Repo, WorktreeInfo,
+};
+pub use process::{
+    CancelToken, Captured, CommandSpec, EnvPolicy, Output, ProcessError, run, run_cancellable,
+};

@@ -1,0 +1,160 @@
+//! Linked worktrees: one per brief, so agents working in parallel never see each other's uncommitted
+//! changes, and a dedicated one per merge so the user's own checkout is never touched.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::{GitError, Repo, check_name};
+
+/// One entry of `git worktree list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeInfo {
+    /// Its directory.
+    pub path: PathBuf,
+    /// The commit checked out (absent in a bare repository).
+    pub head: Option<String>,
+    /// The branch checked out, short form (`None` when detached or bare).
+    pub branch: Option<String>,
+    /// The main work tree (listed first by git), which agency never removes.
+    pub is_main: bool,
+    /// Locked against pruning and removal.
+    pub locked: bool,
+    /// Its directory is gone; `git worktree prune` will forget it.
+    pub prunable: bool,
+}
+
+impl Repo {
+    /// Creates `branch` at `base` and checks it out in a new worktree at `path`; returns that work tree.
+    pub fn add_worktree(&self, path: &Path, branch: &str, base: &str) -> Result<Repo, GitError> {
+        check_name("branch", branch)?;
+        check_name("revision", base)?;
+        self.git(&[
+            OsStr::new("worktree"),
+            "add".as_ref(),
+            "--quiet".as_ref(),
+            "-b".as_ref(),
+            branch.as_ref(),
+            path.as_os_str(),
+            base.as_ref(),
+        ])?;
+        self.open_other(path)
+    }
+
+    /// Checks out the existing `branch` in a new worktree at `path` (git refuses a branch already checked
+    /// out elsewhere); returns that work tree.
+    pub fn checkout_worktree(&self, path: &Path, branch: &str) -> Result<Repo, GitError> {
+        check_name("branch", branch)?;
+        self.git(&[
+            OsStr::new("worktree"),
+            "add".as_ref(),
+            "--quiet".as_ref(),
+            path.as_os_str(),
+            branch.as_ref(),
+        ])?;
+        self.open_other(path)
+    }
+
+    /// Removes the worktree at `path` (with `force`, even with uncommitted changes) and prunes git's records
+    /// of worktrees whose directories are gone. A directory deleted by hand is just pruned.
+    pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<(), GitError> {
+        if path.exists() {
+            let mut args = vec![OsStr::new("worktree"), "remove".as_ref()];
+            if force {
+                args.push("--force".as_ref());
+            }
+            args.push(path.as_os_str());
+            self.git(&args)?;
+        }
+        self.prune_worktrees()
+    }
+
+    /// Forgets worktrees whose directories no longer exist.
+    pub fn prune_worktrees(&self) -> Result<(), GitError> {
+        self.git(&["worktree", "prune"]).map(drop)
+    }
+
+    /// Every worktree of the repository, the main one first.
+    pub fn list_worktrees(&self) -> Result<Vec<WorktreeInfo>, GitError> {
+        let args = ["worktree", "list", "--porcelain", "-z"];
+        let output = self.git_complete(&args)?;
+        parse_worktree_list(&output.stdout.tail).ok_or_else(|| GitError::UnexpectedOutput {
+            args: args.join(" "),
+            detail: "an entry without a `worktree` line".to_owned(),
+        })
+    }
+}
+
+/// Parses `git worktree list --porcelain -z`: attribute lines ending in NUL, entries separated by an
+/// empty line (a lone NUL).
+fn parse_worktree_list(bytes: &[u8]) -> Option<Vec<WorktreeInfo>> {
+    let mut entries = Vec::new();
+    let mut current: Option<WorktreeInfo> = None;
+    for line in bytes.split(|&b| b == 0) {
+        if line.is_empty() {
+            entries.extend(current.take());
+            continue;
+        }
+        let (key, value) = match line.iter().position(|&b| b == b' ') {
+            Some(space) => (&line[..space], Some(&line[space + 1..])),
+            None => (line, None),
+        };
+        if key == b"worktree" {
+            entries.extend(current.take());
+            current = Some(WorktreeInfo {
+                path: PathBuf::from(OsStr::from_bytes(value?)),
+                head: None,
+                branch: None,
+                is_main: entries.is_empty(),
+                locked: false,
+                prunable: false,
+            });
+            continue;
+        }
+        let entry = current.as_mut()?;
+        let text = || value.map(|v| String::from_utf8_lossy(v).into_owned());
+        match key {
+            b"HEAD" => entry.head = text(),
+            b"branch" => {
+                entry.branch = text().map(|b| b.strip_prefix("refs/heads/").map_or(b.clone(), str::to_owned))
+            }
+            b"locked" => entry.locked = true,
+            b"prunable" => entry.prunable = true,
+            // `bare`, `detached` and attributes newer gits add carry nothing we use.
+            _ => {}
+        }
+    }
+    entries.extend(current);
+    Some(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn porcelain_list_pins_gits_z_format() {
+        let raw = b"worktree /repo\0HEAD 1111\0branch refs/heads/main\0\0\
+                    worktree /wt/a b\0HEAD 2222\0branch refs/heads/agency/0123abcd/ws/89abcdef\0locked reason\0\0\
+                    worktree /wt/gone\0HEAD 3333\0detached\0prunable gitdir file points to non-existent location\0\0";
+        let list = parse_worktree_list(raw).unwrap();
+        assert_eq!(list.len(), 3);
+        assert_eq!(
+            list[0],
+            WorktreeInfo {
+                path: "/repo".into(),
+                head: Some("1111".into()),
+                branch: Some("main".into()),
+                is_main: true,
+                locked: false,
+                prunable: false,
+            }
+        );
+        assert_eq!(list[1].path, PathBuf::from("/wt/a b"));
+        assert_eq!(list[1].branch.as_deref(), Some("agency/0123abcd/ws/89abcdef"));
+        assert!(list[1].locked && !list[1].is_main);
+        assert_eq!(list[2].branch, None);
+        assert!(list[2].prunable);
+        assert_eq!(parse_worktree_list(b"HEAD 1111\0"), None);
+    }
+}

@@ -1,0 +1,272 @@
+use std::path::PathBuf;
+
+use agency_core::{BriefId, RunId};
+use agency_exec::{
+    ChangeKind, CommitOutcome, GitError, Identity, MergeOutcome, Repo, brief_branch_name,
+    finished_run_leftovers, remove_leftovers,
+};
+
+use crate::support::{TestRepo, write};
+
+fn run_id(short: &str) -> RunId {
+    format!("{short}-0000-7000-8000-000000000000").parse().unwrap()
+}
+
+fn brief_id(short: &str) -> BriefId {
+    format!("{short}-0000-7000-8000-000000000000").parse().unwrap()
+}
+
+fn read(repo: &Repo, relative: &str) -> String {
+    std::fs::read_to_string(repo.root().join(relative)).unwrap()
+}
+
+fn committed(outcome: CommitOutcome) -> String {
+    match outcome {
+        CommitOutcome::Committed { rev, .. } => rev,
+        CommitOutcome::NothingToCommit => panic!("expected a commit"),
+    }
+}
+
+#[test]
+fn open_finds_the_top_level_and_refuses_non_repositories() {
+    let t = TestRepo::new();
+    std::fs::create_dir(t.repo.root().join("sub")).unwrap();
+    let inner = t.repo.open_other(&t.repo.root().join("sub")).unwrap();
+    assert_eq!(inner.root(), t.repo.root());
+    assert_eq!(t.repo.current_branch().unwrap().as_deref(), Some("main"));
+    assert_eq!(t.repo.head_rev().unwrap().len(), 40);
+
+    let plain = t.dir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    let err = t.repo.open_other(&plain).unwrap_err();
+    assert!(matches!(err, GitError::NotAWorkTree { .. }), "{err}");
+    assert!(err.to_string().contains("not a git repository"), "{err}");
+    let err = t.repo.open_other(&t.dir.path().join("missing")).unwrap_err();
+    assert!(matches!(err, GitError::NotAWorkTree { .. }), "{err}");
+}
+
+#[test]
+fn commits_on_behalf_use_the_agency_identity_and_report_nothing_to_commit() {
+    let t = TestRepo::new();
+    assert_eq!(
+        t.repo.commit_all("again").unwrap(),
+        CommitOutcome::NothingToCommit
+    );
+    assert!(!t.repo.has_changes().unwrap());
+
+    write(t.repo.root(), "new/file.txt", "hello\n");
+    write(t.repo.root(), "README.md", "# changed\n");
+    assert!(t.repo.has_changes().unwrap());
+    let CommitOutcome::Committed { rev, files } = t.repo.commit_all("agent work").unwrap() else {
+        panic!("expected a commit");
+    };
+    assert_eq!(rev, t.repo.head_rev().unwrap());
+    let summary: Vec<(ChangeKind, PathBuf)> = files.into_iter().map(|f| (f.kind, f.path)).collect();
+    assert_eq!(
+        summary,
+        [
+            (ChangeKind::Modified, "README.md".into()),
+            (ChangeKind::Added, "new/file.txt".into())
+        ]
+    );
+    let info = t.repo.commit_info("HEAD").unwrap();
+    assert_eq!(info.author, Identity::default());
+    assert_eq!(
+        info.committer,
+        Identity {
+            name: "agency".into(),
+            email: "agency@localhost".into()
+        }
+    );
+    assert_eq!(
+        (info.id, info.subject, info.parents.len()),
+        (rev, "agent work".to_owned(), 1)
+    );
+}
+
+#[test]
+fn two_worktrees_see_only_their_own_changes_and_their_merge_reports_the_conflict() {
+    let t = TestRepo::new();
+    let run = run_id("0123abcd");
+    let (brief_a, brief_b) = (brief_id("0aaaaaaa"), brief_id("0bbbbbbb"));
+    let branch_a = brief_branch_name(&run, "Auth API", &brief_a);
+    let branch_b = brief_branch_name(&run, "billing", &brief_b);
+    let wt_a = t
+        .repo
+        .add_worktree(&t.worktree_path("a"), &branch_a, "main")
+        .unwrap();
+    let wt_b = t
+        .repo
+        .add_worktree(&t.worktree_path("b"), &branch_b, "main")
+        .unwrap();
+    assert_eq!(wt_a.current_branch().unwrap(), Some(branch_a.clone()));
+
+    write(wt_a.root(), "shared.txt", "one\nTWO (a)\nthree\n");
+    write(wt_b.root(), "shared.txt", "one\ntwo (b)\nthree\n");
+    // Uncommitted work is invisible across worktrees…
+    assert_eq!(read(&wt_b, "shared.txt"), "one\ntwo (b)\nthree\n");
+    committed(wt_a.commit_all("a's change").unwrap());
+    committed(wt_b.commit_all("b's change").unwrap());
+    // …and so is committed work on another branch.
+    assert_eq!(read(&wt_a, "shared.txt"), "one\nTWO (a)\nthree\n");
+    assert_eq!(read(&wt_b, "shared.txt"), "one\ntwo (b)\nthree\n");
+    assert_eq!(read(&t.repo, "shared.txt"), "one\ntwo\nthree\n");
+
+    let changes = t.repo.changed_files("main", &branch_a).unwrap();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(
+        (changes[0].kind, changes[0].path.clone()),
+        (ChangeKind::Modified, "shared.txt".into())
+    );
+    assert!(t.repo.diff("main", &branch_a).unwrap().contains("+TWO (a)"));
+
+    let integration = format!("agency/{}/integration", run.short());
+    t.repo.create_branch(&integration, "main").unwrap();
+    let merge_dir = t.worktree_path("merge");
+    let first = t
+        .repo
+        .merge_into(&integration, &branch_a, &merge_dir, "merge a")
+        .unwrap();
+    let MergeOutcome::Merged { rev: after_a } = first else {
+        panic!("{first:?}")
+    };
+    assert!(!merge_dir.exists(), "the merge worktree is removed afterwards");
+
+    let second = t
+        .repo
+        .merge_into(&integration, &branch_b, &merge_dir, "merge b")
+        .unwrap();
+    assert_eq!(
+        second,
+        MergeOutcome::Conflict {
+            files: vec!["shared.txt".into()]
+        }
+    );
+    assert_eq!(
+        t.repo.rev_parse(&integration).unwrap(),
+        after_a,
+        "the conflicting merge was aborted"
+    );
+    assert!(!merge_dir.exists());
+
+    let again = t
+        .repo
+        .merge_into(&integration, &branch_a, &merge_dir, "merge a again")
+        .unwrap();
+    assert_eq!(again, MergeOutcome::AlreadyUpToDate);
+}
+
+#[test]
+fn disjoint_changes_merge_cleanly() {
+    let t = TestRepo::new();
+    let wt_a = t
+        .repo
+        .add_worktree(&t.worktree_path("a"), "agency/feature-a", "main")
+        .unwrap();
+    let wt_b = t
+        .repo
+        .add_worktree(&t.worktree_path("b"), "agency/feature-b", "main")
+        .unwrap();
+    write(wt_a.root(), "shared.txt", "ONE\ntwo\nthree\n");
+    write(wt_b.root(), "other.txt", "b\n");
+    committed(wt_a.commit_all("a").unwrap());
+    committed(wt_b.commit_all("b").unwrap());
+
+    t.repo.create_branch("integration", "main").unwrap();
+    let merger = t
+        .repo
+        .checkout_worktree(&t.worktree_path("merge"), "integration")
+        .unwrap();
+    assert!(matches!(
+        merger.merge("agency/feature-a", "merge a").unwrap(),
+        MergeOutcome::Merged { .. }
+    ));
+    assert!(matches!(
+        merger.merge("agency/feature-b", "merge b").unwrap(),
+        MergeOutcome::Merged { .. }
+    ));
+    assert_eq!(read(&merger, "shared.txt"), "ONE\ntwo\nthree\n");
+    assert_eq!(read(&merger, "other.txt"), "b\n");
+    assert_eq!(
+        merger.commit_info("HEAD").unwrap().parents.len(),
+        2,
+        "a real merge commit"
+    );
+}
+
+#[test]
+fn a_merge_refused_for_another_reason_is_an_error_not_a_conflict() {
+    let t = TestRepo::new();
+    let err = t.repo.merge("no-such-branch", "m").unwrap_err();
+    assert!(matches!(err, GitError::Failed { .. }), "{err}");
+    let err = t.repo.merge("--abort", "m").unwrap_err();
+    assert!(matches!(err, GitError::InvalidName { .. }), "{err}");
+}
+
+#[test]
+fn worktrees_are_listed_and_removed() {
+    let t = TestRepo::new();
+    let path = t.worktree_path("a");
+    let wt = t.repo.add_worktree(&path, "agency/a", "main").unwrap();
+    write(wt.root(), "dirty.txt", "uncommitted\n");
+
+    let list = t.repo.list_worktrees().unwrap();
+    assert_eq!(list.len(), 2);
+    assert!(list[0].is_main && list[0].branch.as_deref() == Some("main"));
+    assert_eq!(list[1].path.canonicalize().unwrap(), path.canonicalize().unwrap());
+    assert_eq!(list[1].branch.as_deref(), Some("agency/a"));
+
+    let err = t.repo.remove_worktree(&path, false).unwrap_err();
+    assert!(err.to_string().contains("untracked"), "{err}");
+    t.repo.remove_worktree(&path, true).unwrap();
+    assert!(!path.exists());
+    assert_eq!(t.repo.list_worktrees().unwrap().len(), 1);
+
+    // A worktree directory deleted by hand is pruned.
+    let path = t.worktree_path("b");
+    t.repo.add_worktree(&path, "agency/b", "main").unwrap();
+    std::fs::remove_dir_all(&path).unwrap();
+    t.repo.remove_worktree(&path, false).unwrap();
+    assert_eq!(t.repo.list_worktrees().unwrap().len(), 1);
+
+    assert!(t.repo.branch_exists("agency/a").unwrap());
+    t.repo.delete_branch("agency/a", true).unwrap();
+    assert!(!t.repo.branch_exists("agency/a").unwrap());
+    assert_eq!(t.repo.list_branches("agency/").unwrap(), ["agency/b"]);
+}
+
+#[test]
+fn gc_collects_only_finished_runs_and_never_the_main_work_tree() {
+    let t = TestRepo::new();
+    let (finished, running) = (run_id("0aaaaaaa"), run_id("0bbbbbbb"));
+    let done_branch = brief_branch_name(&finished, "ws", &brief_id("1aaaaaaa"));
+    let done_no_worktree = brief_branch_name(&finished, "ws", &brief_id("1bbbbbbb"));
+    let live_branch = brief_branch_name(&running, "ws", &brief_id("1ccccccc"));
+    let done_path = t.worktree_path("done");
+    t.repo.add_worktree(&done_path, &done_branch, "main").unwrap();
+    t.repo.create_branch(&done_no_worktree, "main").unwrap();
+    t.repo
+        .add_worktree(&t.worktree_path("live"), &live_branch, "main")
+        .unwrap();
+    t.repo.create_branch("agency/not-a-brief-branch", "main").unwrap();
+
+    let finished8 = finished.short();
+    let leftovers = finished_run_leftovers(&t.repo, |run8| run8 == finished8).unwrap();
+    let mut branches: Vec<&str> = leftovers.iter().map(|l| l.branch.as_str()).collect();
+    branches.sort_unstable();
+    let mut expected = [done_branch.as_str(), done_no_worktree.as_str()];
+    expected.sort_unstable();
+    assert_eq!(branches, expected);
+
+    let report = remove_leftovers(&t.repo, &leftovers);
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert_eq!(report.removed_worktrees.len(), 1);
+    assert_eq!(report.deleted_branches.len(), 2);
+    assert!(!done_path.exists());
+    assert_eq!(t.repo.list_branches("agency/").unwrap(), {
+        let mut left = vec!["agency/not-a-brief-branch".to_owned(), live_branch.clone()];
+        left.sort();
+        left
+    });
+    assert_eq!(t.repo.list_worktrees().unwrap().len(), 2);
+}

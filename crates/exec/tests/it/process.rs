@@ -1,0 +1,177 @@
+use std::time::{Duration, Instant};
+
+use agency_exec::process::DEFAULT_OUTPUT_CAP;
+use agency_exec::{CancelToken, CommandSpec, ProcessError, run, run_cancellable};
+
+use crate::support::dies_within;
+
+fn sh(script: &str) -> CommandSpec {
+    CommandSpec::new("sh").arg("-c").arg(script).inherit_env("PATH")
+}
+
+#[test]
+fn a_hung_command_is_killed_with_its_grandchild_at_the_timeout() {
+    let started = Instant::now();
+    let output = run(&sh("sleep 100 & echo $!; sleep 100")
+        .timeout(Duration::from_millis(500))
+        .kill_grace(Duration::from_millis(300)))
+    .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(output.timed_out);
+    assert!(!output.success());
+    assert_eq!(output.exit_code, None);
+    assert_eq!(
+        output.signal,
+        Some(15),
+        "sh dies of the SIGTERM sent to its group"
+    );
+    assert!(!output.pipes_held_open);
+    let grandchild: u32 = output.stdout.text().trim().parse().unwrap();
+    assert!(
+        dies_within(grandchild, Duration::from_secs(5)),
+        "grandchild {grandchild} survived the timeout"
+    );
+}
+
+#[test]
+fn a_child_ignoring_sigterm_is_killed_after_the_grace_period() {
+    let output = run(&sh("trap '' TERM; echo ready; while :; do sleep 0.05; done")
+        .timeout(Duration::from_millis(300))
+        .kill_grace(Duration::from_millis(200)))
+    .unwrap();
+    assert!(output.timed_out);
+    assert_eq!(output.signal, Some(9));
+    assert_eq!(output.stdout.text(), "ready\n");
+}
+
+#[test]
+fn background_processes_do_not_outlive_a_normal_exit() {
+    let output = run(&sh("sleep 100 & echo $!").timeout(Duration::from_secs(20))).unwrap();
+    assert!(output.success(), "{}", output.describe());
+    assert!(!output.pipes_held_open);
+    let background: u32 = output.stdout.text().trim().parse().unwrap();
+    assert!(
+        dies_within(background, Duration::from_secs(5)),
+        "{background} outlived its parent"
+    );
+}
+
+#[test]
+fn cancel_terminates_the_group() {
+    let token = CancelToken::new();
+    let canceller = {
+        let token = token.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            token.cancel();
+        })
+    };
+    let started = Instant::now();
+    let output = run_cancellable(
+        &sh("sleep 100 & sleep 100").timeout(Duration::from_secs(60)),
+        &token,
+    )
+    .unwrap();
+    canceller.join().unwrap();
+    assert!(output.cancelled && !output.timed_out);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(output.describe(), "signal 15 (cancelled)");
+}
+
+#[test]
+fn exit_codes_and_signals_are_reported() {
+    let output = run(&sh("echo out; echo err >&2; exit 3")).unwrap();
+    assert_eq!((output.exit_code, output.signal), (Some(3), None));
+    assert_eq!(output.stdout.text(), "out\n");
+    assert_eq!(output.stderr.text(), "err\n");
+    assert_eq!(output.describe(), "exit 3");
+
+    let output = run(&sh("kill -KILL $$")).unwrap();
+    assert_eq!((output.exit_code, output.signal), (None, Some(9)));
+    assert!(!output.timed_out);
+
+    assert!(
+        run(&CommandSpec::new("true").inherit_env("PATH"))
+            .unwrap()
+            .success()
+    );
+}
+
+#[test]
+fn output_keeps_the_tail_within_the_cap() {
+    // 200 000 bytes on each stream, far beyond a pipe buffer: the child must never block on us.
+    let output = run(&sh("i=0; while [ $i -lt 2000 ]; do \
+                printf '%099d\\n' $i; printf '%099d\\n' $i >&2; i=$((i+1)); done; echo END")
+    .output_cap(1000))
+    .unwrap();
+    assert!(output.success(), "{}", output.describe());
+    assert_eq!(output.stdout.tail.len(), 1000);
+    assert_eq!(output.stdout.total_bytes(), 200_004);
+    assert_eq!(output.stdout.truncated_bytes, 199_004);
+    assert!(output.stdout.text().ends_with(&format!("{:099}\nEND\n", 1999)));
+    assert_eq!(output.stderr.total_bytes(), 200_000);
+    assert!(output.stderr.text().ends_with(&format!("{:099}\n", 1999)));
+    assert_eq!(DEFAULT_OUTPUT_CAP, CommandSpec::new("x").output_cap);
+}
+
+#[test]
+fn stdin_bytes_reach_the_child() {
+    let big = "line\n".repeat(100_000);
+    let output = run(&CommandSpec::new("wc").arg("-l").inherit_env("PATH").stdin(big)).unwrap();
+    assert_eq!(output.stdout.text().trim(), "100000");
+    // No stdin given: the child reads end of file at once instead of hanging.
+    let output = run(&CommandSpec::new("cat")
+        .inherit_env("PATH")
+        .timeout(Duration::from_secs(20)))
+    .unwrap();
+    assert!(output.success() && output.stdout.tail.is_empty());
+}
+
+#[test]
+fn the_environment_is_allow_listed() {
+    // Some variable is always present in the test process (cargo sets several); none may leak.
+    let (leaked_name, _) = std::env::vars().find(|(name, _)| name != "PATH").unwrap();
+    let output = run(&CommandSpec::new("env")
+        .inherit_env("PATH")
+        .env("AGENCY_TEST", "visible"))
+    .unwrap();
+    let text = output.stdout.text();
+    let mut names: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(n, _)| n))
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["AGENCY_TEST", "PATH"], "{text}");
+    assert!(!text.contains(&format!("{leaked_name}=")));
+}
+
+#[test]
+fn a_missing_program_is_named_in_the_error() {
+    let err = run(&CommandSpec::new("agency-no-such-program").inherit_env("PATH")).unwrap_err();
+    assert!(matches!(err, ProcessError::ProgramNotFound { .. }));
+    assert!(
+        err.to_string()
+            .contains("`agency-no-such-program` not found on PATH"),
+        "{err}"
+    );
+
+    let err = run(&CommandSpec::new("./missing.sh").cwd("/")).unwrap_err();
+    assert_eq!(err.to_string(), "program `./missing.sh` not found");
+
+    let err = run(&CommandSpec::new("true").cwd("/no/such/dir")).unwrap_err();
+    assert!(matches!(err, ProcessError::MissingCwd { .. }), "{err}");
+}
+
+#[test]
+fn the_child_runs_in_the_given_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(&CommandSpec::new("pwd").inherit_env("PATH").cwd(dir.path())).unwrap();
+    assert_eq!(
+        output.stdout.text().trim(),
+        dir.path().canonicalize().unwrap().to_str().unwrap()
+    );
+}
