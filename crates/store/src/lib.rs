@@ -18,7 +18,7 @@
 //! - an operation whose meaning only the caller knows **takes the event from the caller**:
 //!   `update_brief_status` (is `running → failed` a `failed`, an `escalated`, a `signoff_rejected`?) and
 //!   `set_teachback_state` (`teachback_submitted`, `teachback_approved`, `teachback_corrected`). The event
-//!   must belong to the brief's run; its `brief` is filled in when left empty.
+//!   must belong to the brief's run; its `brief` and `tier` are filled in when left empty.
 //!
 //! `set_brief_workspace` records bookkeeping (branch and worktree paths), not a lifecycle change, and writes
 //! no event.

@@ -229,7 +229,8 @@ pub fn claim_next(
     Ok(Some(brief))
 }
 
-/// Checks a caller's event belongs to the brief's run, and names the brief when the caller left it out.
+/// Checks a caller's event belongs to the brief's run, and names the brief and its tier where the caller
+/// left them out.
 fn event_for(brief: &Brief, mut event: NewEvent) -> Result<NewEvent> {
     if event.run != brief.run {
         return Err(StoreError::Invalid(format!(
@@ -252,6 +253,7 @@ fn event_for(brief: &Brief, mut event: NewEvent) -> Result<NewEvent> {
         }
         Some(_) => {}
     }
+    event.tier = event.tier.or(Some(brief.tier));
     Ok(event)
 }
 

@@ -1,0 +1,134 @@
+//! Properties of claiming: dependency order, and exclusivity under concurrent claimers.
+
+use super::*;
+
+/// A claim takes the oldest pending brief whose dependencies are all done, of the given run; it sets
+/// `running` and `claimed_by` and writes `brief_status`. Going back to pending clears the claim.
+pub fn claiming_respects_dependencies_and_runs(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let run = new_run(bb.as_ref());
+    let other = new_run(bb.as_ref());
+    assert_eq!(bb.claim_next_brief(Some(run), "w").unwrap(), None);
+
+    let first = sample_brief(run, "first");
+    bb.insert_brief(&first).unwrap();
+    let mut second = sample_brief(run, "second");
+    second.depends_on = vec![first.id];
+    bb.insert_brief(&second).unwrap();
+    let elsewhere = sample_brief(other, "elsewhere");
+    bb.insert_brief(&elsewhere).unwrap();
+
+    let claimed = bb.claim_next_brief(Some(run), "worker-1").unwrap().unwrap();
+    assert_eq!(claimed.id, first.id);
+    assert_eq!(claimed.status, BriefStatus::Running);
+    assert_eq!(claimed.claimed_by.as_deref(), Some("worker-1"));
+    assert_eq!(bb.get_brief(first.id).unwrap(), claimed);
+    let event = bb.events_after(Some(run), 0, 100).unwrap().pop().unwrap();
+    assert_eq!(event.kind, EventKind::BriefStatus);
+    assert_eq!(event.brief, Some(first.id));
+    assert_eq!(event.payload["claimed_by"], "worker-1");
+
+    assert_eq!(
+        bb.claim_next_brief(Some(run), "worker-2").unwrap(),
+        None,
+        "second waits for first"
+    );
+    let done = NewEvent::new(run, EventKind::Completed, json!({}));
+    bb.update_brief_status(first.id, BriefStatus::Running, BriefStatus::Done, done)
+        .unwrap();
+    assert_eq!(
+        bb.claim_next_brief(Some(run), "worker-2").unwrap().unwrap().id,
+        second.id
+    );
+    assert_eq!(bb.claim_next_brief(Some(run), "worker-2").unwrap(), None);
+
+    let requeue = NewEvent::new(other, EventKind::Retried, json!({}));
+    assert_eq!(
+        bb.claim_next_brief(None, "worker-3").unwrap().unwrap().id,
+        elsewhere.id
+    );
+    let requeued = bb
+        .update_brief_status(elsewhere.id, BriefStatus::Running, BriefStatus::Pending, requeue)
+        .unwrap();
+    assert_eq!(requeued.claimed_by, None);
+    assert_eq!(
+        bb.claim_next_brief(None, "worker-4")
+            .unwrap()
+            .unwrap()
+            .claimed_by
+            .as_deref(),
+        Some("worker-4")
+    );
+    assert_eq!(bb.claim_next_brief(None, "worker-4").unwrap(), None);
+}
+
+fn claim_all_in_threads(bbs: Vec<Arc<dyn Blackboard>>, run: RunId) -> HashMap<BriefId, Vec<String>> {
+    let claims = std::thread::scope(|scope| {
+        let workers: Vec<_> = bbs
+            .into_iter()
+            .enumerate()
+            .map(|(n, bb)| {
+                scope.spawn(move || {
+                    let name = format!("worker-{n}");
+                    let mut mine = Vec::new();
+                    while let Some(brief) = bb.claim_next_brief(Some(run), &name).unwrap() {
+                        assert_eq!(brief.claimed_by.as_deref(), Some(name.as_str()));
+                        mine.push((brief.id, name.clone()));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    let mut by_brief: HashMap<BriefId, Vec<String>> = HashMap::new();
+    for (id, who) in claims {
+        by_brief.entry(id).or_default().push(who);
+    }
+    by_brief
+}
+
+fn insert_many(bb: &dyn Blackboard, run: RunId, count: usize) -> Vec<BriefId> {
+    (0..count)
+        .map(|i| {
+            let brief = sample_brief(run, &format!("task-{i}"));
+            bb.insert_brief(&brief).unwrap();
+            brief.id
+        })
+        .collect()
+}
+
+fn assert_each_claimed_once(bb: &dyn Blackboard, ids: &[BriefId], claims: &HashMap<BriefId, Vec<String>>) {
+    assert_eq!(claims.len(), ids.len(), "every brief is claimed");
+    for id in ids {
+        let who = &claims[id];
+        assert_eq!(who.len(), 1, "brief {id} claimed by {who:?}");
+        assert_eq!(bb.get_brief(*id).unwrap().claimed_by.as_ref(), Some(&who[0]));
+    }
+}
+
+/// 200 briefs, 4 threads each with its own handle (as separate processes would): each brief is claimed
+/// exactly once, by the claimer the row names.
+pub fn concurrent_claims_across_handles_are_exclusive(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let run = new_run(bb.as_ref());
+    let ids = insert_many(bb.as_ref(), run, 200);
+    let handles: Vec<Arc<dyn Blackboard>> = (0..4).map(|_| Arc::from(fx.handle())).collect();
+    let claims = claim_all_in_threads(handles, run);
+    assert_each_claimed_once(bb.as_ref(), &ids, &claims);
+}
+
+/// The same with 4 threads sharing one handle.
+pub fn concurrent_claims_on_one_shared_handle_are_exclusive(factory: Factory<'_>) {
+    let fx = factory();
+    let bb: Arc<dyn Blackboard> = Arc::from(fx.handle());
+    let run = new_run(bb.as_ref());
+    let ids = insert_many(bb.as_ref(), run, 100);
+    let claims = claim_all_in_threads(vec![bb.clone(), bb.clone(), bb.clone(), bb.clone()], run);
+    assert_each_claimed_once(bb.as_ref(), &ids, &claims);
+}

@@ -1,0 +1,173 @@
+//! The conformance suite: the behaviour every [`Blackboard`] backend must show, written once against the
+//! trait. Each property is a plain function taking a factory of [`Fixture`]s (one fresh, empty store per
+//! call, from which the property may open several handles, as several processes would). A backend's test
+//! file runs them all with one line, [`conformance_tests!`](crate::conformance_tests):
+//!
+//! ```ignore
+//! fn fixture() -> agency_store::conformance::Fixture { /* a fresh store */ }
+//! agency_store::conformance_tests!(fixture);
+//! ```
+//!
+//! Compiled only with the `conformance` feature. Assertions panic, as in any test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use agency_core::contract::GoalContract;
+use agency_core::teachback::TeachbackState;
+use agency_core::variety::Variety;
+use agency_core::{
+    Brief, BriefId, BriefStatus, EventKind, GateDecision, GateId, GateKind, GateStatus, NewEvent, RunId, Tier,
+};
+use chrono::Utc;
+use serde_json::json;
+use uuid::Uuid;
+
+mod artifacts;
+mod briefs;
+mod claims;
+mod gates;
+mod runs;
+
+pub use artifacts::*;
+pub use briefs::*;
+pub use claims::*;
+pub use gates::*;
+pub use runs::*;
+
+use crate::{Blackboard, NewArtifact, NewGate, NewRun, Result, RunStatus, StoreError};
+
+/// One fresh store: opens any number of handles on it, and keeps whatever backs it (a temp dir, a
+/// scratch schema) alive until dropped.
+pub struct Fixture {
+    open: Box<dyn Fn() -> Result<Box<dyn Blackboard>> + Send + Sync>,
+    _guard: Box<dyn Any + Send + Sync>,
+}
+
+impl Fixture {
+    /// A fixture whose handles come from `open`; `guard` is dropped with the fixture.
+    pub fn new(
+        open: impl Fn() -> Result<Box<dyn Blackboard>> + Send + Sync + 'static,
+        guard: impl Any + Send + Sync,
+    ) -> Self {
+        Fixture {
+            open: Box::new(open),
+            _guard: Box::new(guard),
+        }
+    }
+
+    /// A new handle (its own connection) on the store.
+    pub fn handle(&self) -> Box<dyn Blackboard> {
+        (self.open)().expect("opening a handle on the fixture store")
+    }
+}
+
+impl fmt::Debug for Fixture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fixture").finish_non_exhaustive()
+    }
+}
+
+/// What every property takes: a factory of fresh stores.
+pub type Factory<'a> = &'a dyn Fn() -> Fixture;
+
+/// Runs every property against a backend: expands to one `#[test]` per property, each calling it with
+/// `$fixture` (a `fn() -> Fixture`).
+#[macro_export]
+macro_rules! conformance_tests {
+    ($fixture:path) => {
+        $crate::conformance_tests!(@each $fixture;
+            runs_round_trip_newest_first,
+            run_status_is_compare_and_set_with_event,
+            prefixes_resolve_unique_ambiguous_unknown_and_invalid,
+            events_after_orders_filters_and_pages,
+            events_need_an_existing_run,
+            briefs_round_trip_every_field,
+            insert_brief_checks_references,
+            insert_briefs_is_all_or_nothing,
+            brief_status_cas_writes_event_or_nothing,
+            teachback_cas_writes_event_or_nothing,
+            brief_workspace_is_recorded,
+            claiming_respects_dependencies_and_runs,
+            concurrent_claims_across_handles_are_exclusive,
+            concurrent_claims_on_one_shared_handle_are_exclusive,
+            gates_open_decide_and_refuse_a_second_decision,
+            pause_gates_pause_and_resume,
+            decide_pending_gate_takes_the_oldest,
+            a_gate_decided_through_one_handle_is_seen_by_another,
+            concurrent_gate_decisions_have_one_winner,
+            artifacts_round_trip,
+            data_persists_across_handles,
+            reopening_is_idempotent,
+        );
+    };
+    (@each $fixture:path; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $crate::conformance::$name(&$fixture);
+            }
+        )*
+    };
+}
+
+// --- helpers ----------------------------------------------------------------------------------------------
+
+/// A run with a fresh id.
+pub fn new_run(bb: &dyn Blackboard) -> RunId {
+    bb.create_run(NewRun::new("make the tests pass", "/tmp/repo"))
+        .unwrap()
+        .id
+}
+
+/// A minimal pending T4 brief of `run`.
+pub fn sample_brief(run: RunId, title: &str) -> Brief {
+    Brief {
+        id: BriefId::new(),
+        run,
+        parent: None,
+        tier: Tier::T4,
+        workstream: "ws-core".into(),
+        title: title.into(),
+        personality: None,
+        goal_anchor: "make the tests pass".into(),
+        instructions: format!("do {title}"),
+        inputs: Vec::new(),
+        variety: None,
+        contract: None,
+        retry_budget: 2,
+        attempt: 0,
+        depends_on: Vec::new(),
+        branch: None,
+        worktree: None,
+        status: BriefStatus::Pending,
+        teachback: TeachbackState::Pending,
+        claimed_by: None,
+        created_at: Utc::now(),
+    }
+}
+
+fn kinds(bb: &dyn Blackboard, run: RunId) -> Vec<EventKind> {
+    bb.events_after(Some(run), 0, 10_000)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect()
+}
+
+fn approve(by: &str) -> GateDecision {
+    GateDecision::Approve {
+        by: by.into(),
+        note: Some("looks right".into()),
+    }
+}
+
+fn reject(by: &str) -> GateDecision {
+    GateDecision::Reject {
+        by: by.into(),
+        reason: "split the API work".into(),
+    }
+}

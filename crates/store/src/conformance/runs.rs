@@ -1,0 +1,242 @@
+//! Properties of runs, id prefixes, the event log, and durability across handles.
+
+use super::*;
+
+// --- runs -------------------------------------------------------------------------------------------------
+
+/// A created run reads back equal, starts `planning`, writes `run_created`; `list_runs` is newest first;
+/// a duplicate id is refused.
+pub fn runs_round_trip_newest_first(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let mut new = NewRun::new("ship the queue", "/src/app");
+    new.base_rev = Some("abc123".into());
+    new.config = json!({ "strict_mode": true });
+    new.budgets = json!({ "usd": 5.0 });
+    let first = bb.create_run(new.clone()).unwrap();
+    assert_eq!(first.status, RunStatus::Planning);
+    assert_eq!(first.goal, "ship the queue");
+    assert_eq!(bb.get_run(first.id).unwrap(), first);
+    let second = new_run(bb.as_ref());
+
+    let listed: Vec<RunId> = bb.list_runs().unwrap().iter().map(|r| r.id).collect();
+    assert_eq!(listed, vec![second, first.id]);
+
+    let events = bb.events_after(Some(first.id), 0, 10).unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kind, EventKind::RunCreated);
+    assert_eq!(events[0].payload["goal"], "ship the queue");
+
+    assert!(matches!(
+        bb.create_run(new),
+        Err(StoreError::AlreadyExists { what: "run", .. })
+    ));
+    assert!(matches!(
+        bb.get_run(RunId::new()),
+        Err(StoreError::NotFound { what: "run", .. })
+    ));
+}
+
+/// `set_run_status` writes `run_status` with `from`/`to`; with a stale `expected` it fails with `Conflict`
+/// and writes nothing.
+pub fn run_status_is_compare_and_set_with_event(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let run = new_run(bb.as_ref());
+    let updated = bb
+        .set_run_status(run, Some(RunStatus::Planning), RunStatus::AwaitingGate)
+        .unwrap();
+    assert_eq!(updated.status, RunStatus::AwaitingGate);
+    assert_eq!(bb.get_run(run).unwrap().status, RunStatus::AwaitingGate);
+    let last = bb.events_after(Some(run), 0, 10).unwrap().pop().unwrap();
+    assert_eq!(last.kind, EventKind::RunStatus);
+    assert_eq!(last.payload, json!({ "from": "planning", "to": "awaiting_gate" }));
+
+    let seq = bb.last_seq(Some(run)).unwrap();
+    let err = bb
+        .set_run_status(run, Some(RunStatus::Planning), RunStatus::Running)
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
+    assert_eq!(
+        bb.last_seq(Some(run)).unwrap(),
+        seq,
+        "a failed compare-and-set writes no event"
+    );
+    assert_eq!(bb.get_run(run).unwrap().status, RunStatus::AwaitingGate);
+
+    bb.set_run_status(run, None, RunStatus::Cancelled).unwrap();
+    assert_eq!(bb.get_run(run).unwrap().status, RunStatus::Cancelled);
+    assert!(matches!(
+        bb.set_run_status(RunId::new(), None, RunStatus::Running),
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+/// Ids resolve from their full form (with or without dashes, any case) or any unique prefix; an ambiguous
+/// prefix names its candidates; unknown and non-hex input are their own errors. Briefs and gates alike.
+pub fn prefixes_resolve_unique_ambiguous_unknown_and_invalid(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let ids = [
+        Uuid::from_u128(0xaaaa_1111_0000_7000_8000_0000_0000_0001),
+        Uuid::from_u128(0xaaaa_2222_0000_7000_8000_0000_0000_0002),
+        Uuid::from_u128(0xbbbb_3333_0000_7000_8000_0000_0000_0003),
+    ];
+    for id in ids {
+        let mut new = NewRun::new("goal", "/repo");
+        new.id = RunId(id);
+        bb.create_run(new).unwrap();
+    }
+    let a1 = RunId(ids[0]);
+    assert_eq!(bb.resolve_run(&a1.to_string()).unwrap(), a1);
+    assert_eq!(bb.resolve_run(&a1.0.simple().to_string()).unwrap(), a1);
+    assert_eq!(bb.resolve_run(&a1.to_string().to_uppercase()).unwrap(), a1);
+    assert_eq!(bb.resolve_run("aaaa1").unwrap(), a1);
+    assert_eq!(bb.resolve_run("aaaa-1").unwrap(), a1);
+    assert_eq!(bb.resolve_run("b").unwrap(), RunId(ids[2]));
+
+    match bb.resolve_run("aaaa") {
+        Err(StoreError::AmbiguousPrefix {
+            what,
+            prefix,
+            candidates,
+            total,
+        }) => {
+            assert_eq!(what, "run");
+            assert_eq!(prefix, "aaaa");
+            assert_eq!(total, 2);
+            assert_eq!(candidates, vec![ids[0].to_string(), ids[1].to_string()]);
+        }
+        other => panic!("expected AmbiguousPrefix, got {other:?}"),
+    }
+    assert!(matches!(
+        bb.resolve_run("c"),
+        Err(StoreError::NotFound { what: "run", .. })
+    ));
+    assert!(matches!(
+        bb.resolve_run(&format!("{}0", ids[0].simple())),
+        Err(StoreError::NotFound { .. })
+    ));
+    for bad in ["xyz", "", "-", "aa%", "a*", "a_b"] {
+        assert!(
+            matches!(
+                bb.resolve_run(bad),
+                Err(StoreError::InvalidId { what: "run", .. })
+            ),
+            "{bad:?}"
+        );
+    }
+
+    let mut brief = sample_brief(a1, "one");
+    brief.id = BriefId(Uuid::from_u128(0xcccc_0000_0000_7000_8000_0000_0000_0001));
+    bb.insert_brief(&brief).unwrap();
+    assert_eq!(bb.resolve_brief("cccc").unwrap(), brief.id);
+    assert!(matches!(
+        bb.resolve_brief("aaaa"),
+        Err(StoreError::NotFound { what: "brief", .. })
+    ));
+    let gate = bb
+        .open_gate(NewGate::new(a1, GateKind::T1Plan, json!({})))
+        .unwrap();
+    assert_eq!(bb.resolve_gate(&gate.id.short()).unwrap(), gate.id);
+    assert!(matches!(
+        bb.resolve_gate("zz"),
+        Err(StoreError::InvalidId { what: "gate", .. })
+    ));
+}
+
+// --- events -----------------------------------------------------------------------------------------------
+
+/// `events_after` returns events in `seq` order, filtered by run, in pages; `last_seq` matches.
+pub fn events_after_orders_filters_and_pages(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    assert_eq!(bb.last_seq(None).unwrap(), 0);
+    let a = new_run(bb.as_ref());
+    let b = new_run(bb.as_ref());
+    for i in 0..25 {
+        let run = if i % 2 == 0 { a } else { b };
+        let event = NewEvent::log(run, "info", format!("line {i}")).tier(Tier::T3);
+        let stored = bb.append_event(event.clone()).unwrap();
+        assert_eq!(stored.kind, EventKind::Log);
+        assert_eq!(stored.ts, event.ts);
+        assert_eq!(stored.tier, Some(Tier::T3));
+    }
+    let all = bb.events_after(None, 0, 1000).unwrap();
+    assert_eq!(all.len(), 27, "two run_created and 25 log lines");
+    assert!(all.windows(2).all(|w| w[0].seq < w[1].seq));
+    assert_eq!(bb.last_seq(None).unwrap(), all.last().unwrap().seq);
+
+    let mut paged = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = bb.events_after(Some(a), after, 5).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.len() <= 5);
+        after = page.last().unwrap().seq;
+        paged.extend(page);
+    }
+    let expected: Vec<_> = all.iter().filter(|e| e.run == a).cloned().collect();
+    assert_eq!(paged, expected);
+    assert_eq!(paged.len(), 14);
+    assert_eq!(paged[1].payload, json!({ "level": "info", "message": "line 0" }));
+    assert_eq!(bb.last_seq(Some(a)).unwrap(), expected.last().unwrap().seq);
+    assert!(
+        bb.events_after(None, bb.last_seq(None).unwrap(), 10)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Appending an event for an unknown run is refused.
+pub fn events_need_an_existing_run(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let err = bb
+        .append_event(NewEvent::log(RunId::new(), "info", "orphan"))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NotFound { what: "run", .. }), "{err}");
+    assert_eq!(bb.last_seq(None).unwrap(), 0);
+}
+
+// --- durability -------------------------------------------------------------------------------------------
+
+/// What one handle wrote is all there through a handle opened after it was dropped.
+pub fn data_persists_across_handles(factory: Factory<'_>) {
+    let fx = factory();
+    let (run, brief, gate, artifact, seq) = {
+        let bb = fx.handle();
+        let run = new_run(bb.as_ref());
+        let brief = sample_brief(run, "task");
+        bb.insert_brief(&brief).unwrap();
+        let gate = bb
+            .open_gate(NewGate::new(run, GateKind::T1Plan, json!({ "n": 1 })))
+            .unwrap();
+        let artifact = bb
+            .put_artifact(NewArtifact::new(run, "plan", "text/plain", b"plan".to_vec()))
+            .unwrap();
+        (run, brief, gate, artifact, bb.last_seq(None).unwrap())
+    };
+    let bb = fx.handle();
+    assert_eq!(bb.get_run(run).unwrap().id, run);
+    assert_eq!(bb.get_brief(brief.id).unwrap(), brief);
+    assert_eq!(bb.get_gate(gate.id).unwrap(), gate);
+    assert_eq!(bb.get_artifact(artifact.id).unwrap().bytes, b"plan");
+    assert_eq!(bb.last_seq(None).unwrap(), seq);
+}
+
+/// Opening the same store again and again (each open migrates) changes nothing and keeps it usable.
+pub fn reopening_is_idempotent(factory: Factory<'_>) {
+    let fx = factory();
+    let run = new_run(fx.handle().as_ref());
+    for _ in 0..3 {
+        let bb = fx.handle();
+        assert_eq!(bb.list_runs().unwrap().len(), 1);
+        assert_eq!(bb.get_run(run).unwrap().status, RunStatus::Planning);
+    }
+    let bb = fx.handle();
+    bb.insert_brief(&sample_brief(run, "after-reopen")).unwrap();
+    assert_eq!(bb.list_briefs(run).unwrap().len(), 1);
+}
