@@ -4,6 +4,7 @@
 //! goes upward, never sideways.
 
 use std::fmt;
+use std::str::FromStr;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -197,6 +198,21 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A failure name this build does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown failure \"{0}\"")]
+pub struct UnknownFailure(pub String);
+
+impl FromStr for Failure {
+    type Err = UnknownFailure;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Failure::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| UnknownFailure(s.to_string()))
     }
 }
 

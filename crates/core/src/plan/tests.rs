@@ -466,3 +466,44 @@ fn a_plan_with_an_unreadable_groups_map_does_not_cascade() {
         ]
     );
 }
+
+#[test]
+fn the_verbatim_seed_example_fails_only_where_agency_asks_for_more() {
+    // Seed 001's example as printed: a placeholder run id, no variety or contract, and groups naming
+    // workstreams the example leaves out.
+    let seed = json!({
+      "run_id": "uuid",
+      "goal_anchor": "Original goal — immutable, propagated to every downstream brief",
+      "complexity": "high",
+      "retry_budget_multiplier": 2,
+      "workstreams": [
+        {
+          "id": "ws-backend-api",
+          "name": "Backend API",
+          "domain": "backend",
+          "tier_path": ["t2", "t3", "t4", "t5"],
+          "parallel_group": "A",
+          "t2_specialist": "agents/engineering/engineering-software-architect.md",
+          "notes": "Focus on webhook ingest and retry queue"
+        }
+      ],
+      "parallelism": {
+        "groups": {
+          "A": ["ws-backend-api", "ws-frontend"],
+          "B": ["ws-infra"]
+        },
+        "sequence": ["A", "B"]
+      },
+      "self_critique_summary": "Brief plain-text summary of what T1 identified and amended in its self-critique pass"
+    });
+    assert_eq!(
+        problems(&seed),
+        [
+            "run_id: expected a UUID, found \"uuid\"",
+            "workstreams[0].variety: missing required field",
+            "workstreams[0].contract: missing required field",
+            "parallelism.groups.A[1]: unknown workstream \"ws-frontend\"",
+            "parallelism.groups.B[0]: unknown workstream \"ws-infra\"",
+        ]
+    );
+}
