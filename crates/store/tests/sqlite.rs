@@ -226,3 +226,15 @@ fn error_messages_say_what_to_do() {
         )
     );
 }
+
+#[test]
+fn read_only_opens_a_file_no_writer_has_open() {
+    let (_dir, path) = temp_db();
+    let id = {
+        let writer = SqliteBlackboard::open(&path).unwrap();
+        writer.create_run(NewRun::new("goal", "/repo")).unwrap().id
+    };
+    let reader = SqliteBlackboard::open_read_only(&path).unwrap();
+    assert!(reader.is_read_only());
+    assert_eq!(reader.get_run(id).unwrap().id, id);
+}
