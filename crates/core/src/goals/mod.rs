@@ -27,6 +27,8 @@ mod summary;
 mod syntax;
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
 
 pub use model::{

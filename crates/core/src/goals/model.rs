@@ -1,6 +1,8 @@
 //! The parsed plan.md: the original lines kept verbatim, the goals read from them with the line of every
 //! field, the `## Log` entries, and diagnostics for known fields that are malformed. The model is read-only;
 //! changes go through the line-exact patches in [`super::patch`], which need the line numbers kept here.
+//! The parts serialise (for `agency goal list --json` and the dashboard) but are never written back from
+//! that form: plan.md is only ever patched.
 
 use std::fmt;
 use std::ops::{Range, RangeInclusive};
@@ -74,7 +76,7 @@ impl FromStr for GoalStatus {
 }
 
 /// A subtask checkbox (`- [ ] text` / `- [x] text`) under a goal.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Subtask {
     /// The text after the checkbox.
     pub text: String,
@@ -83,11 +85,12 @@ pub struct Subtask {
     /// Its 1-based line number.
     pub line: usize,
     /// Byte offset of the mark between the brackets, the one byte a tick rewrites.
+    #[serde(skip)]
     pub(crate) mark: usize,
 }
 
 /// Where a list field (`failure_modes:`, `may_edit:`) sits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ListLines {
     /// The 1-based line of the `field:` header.
     pub header: usize,
@@ -96,7 +99,7 @@ pub struct ListLines {
 }
 
 /// The 1-based line numbers of a goal's parts, so callers can point at them and patches can edit them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GoalLines {
     /// The `## Goal: …` heading.
     pub heading: usize,
@@ -115,11 +118,12 @@ pub struct GoalLines {
     /// The `may_edit:` list.
     pub may_edit: Option<ListLines>,
     /// Byte range of the status value in the status line, the bytes a status patch rewrites.
+    #[serde(skip)]
     pub(crate) status_value: Option<Range<usize>>,
 }
 
 /// One goal as written in plan.md.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Goal {
     /// The stable key from `<!-- id: … -->`; `None` when the goal has no (valid) marker.
     pub id: Option<String>,
@@ -160,7 +164,7 @@ impl Goal {
 }
 
 /// One `## Log` line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LogEntry {
     /// The text after the list marker.
     pub text: String,
@@ -169,7 +173,7 @@ pub struct LogEntry {
 }
 
 /// The `## Log` section.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LogSection {
     /// The 1-based line of the `## Log` heading.
     pub heading: usize,
@@ -180,7 +184,7 @@ pub struct LogSection {
 /// A known field the scanner found malformed (or a required one it did not find). The document still parses;
 /// this says where and what was expected, e.g. `7: status: expected one of open, active, done, cancelled,
 /// found "finished"` (a caller prefixes the file name).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
     /// The 1-based line.
     pub line: usize,

@@ -78,6 +78,15 @@ struct Scanner {
 
 impl Scanner {
     fn line(&mut self, number: usize, content: &str) {
+        // Any non-blank line inside a goal extends it, code and nested headings included; a heading that
+        // ends the goal is not part of it.
+        let ends_section = self.fence.is_none() && syntax::heading(content).is_some();
+        if let Section::Goal(open) = &mut self.section
+            && !ends_section
+            && !content.trim().is_empty()
+        {
+            open.goal.lines.end = number;
+        }
         if let Some(marker) = self.fence {
             if content.trim_start().starts_with(marker) {
                 self.fence = None;
@@ -151,6 +160,9 @@ impl Scanner {
         };
         if nested {
             self.end_lists();
+            if let Section::Goal(open) = &mut self.section {
+                open.goal.lines.end = number;
+            }
             return;
         }
         self.close_section();
@@ -219,7 +231,6 @@ impl OpenGoal {
             self.in_done_when = false;
             return;
         }
-        self.goal.lines.end = number;
         let first_content = !self.seen_content;
         self.seen_content = true;
 
