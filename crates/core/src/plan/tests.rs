@@ -507,3 +507,78 @@ fn the_verbatim_seed_example_fails_only_where_agency_asks_for_more() {
         ]
     );
 }
+
+/// An independent statement of the tier-path rules, to check the validator against.
+fn tier_path_is_valid(path: &[Tier], score: u8, has_reason: bool) -> bool {
+    let Some(&last) = path.last() else { return false };
+    let downward = path.windows(2).all(|w| w[0] < w[1]);
+    if path.contains(&Tier::T1) || !downward {
+        return false;
+    }
+    let shape = if last == Tier::T5 {
+        path.contains(&Tier::T4)
+    } else {
+        path == [Tier::T2] && score >= 15
+    };
+    let default = route_for_score(score).default_tier_path();
+    shape && (has_reason || default.iter().all(|t| path.contains(t)))
+}
+
+proptest::proptest! {
+    #[test]
+    fn tier_path_rules_match_their_statement(
+        path in proptest::collection::vec(proptest::sample::select(Tier::ALL.to_vec()), 0..6),
+        dims in proptest::array::uniform4(1u8..=4),
+        has_reason in proptest::bool::ANY,
+    ) {
+        let mut v = valid();
+        v["workstreams"][2]["tier_path"] = serde_json::to_value(&path).unwrap();
+        v["workstreams"][2]["variety"] =
+            json!({"novelty": dims[0], "scope": dims[1], "uncertainty": dims[2], "risk": dims[3]});
+        if has_reason {
+            v["workstreams"][2]["shallower_path_reason"] = json!("kept small on purpose");
+        }
+        let score = dims.iter().sum();
+        let got = validate_plan(&v);
+        proptest::prop_assert_eq!(got.is_ok(), tier_path_is_valid(&path, score, has_reason), "{:?}", got.err());
+    }
+
+    #[test]
+    fn arbitrary_json_never_panics(value in arbitrary_json()) {
+        let _ = validate_plan(&value);
+        let _ = crate::brief::validate_new_brief(&value);
+    }
+}
+
+fn arbitrary_json() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        (-10.0f64..10.0).prop_map(|f| json!(f)),
+        "[a-z0-9 ]{0,6}".prop_map(Value::String),
+        prop::sample::select(vec!["t2", "t4", "t5", "A", "ws-a", "run_id", "variety"]).prop_map(|s| json!(s)),
+    ];
+    let keys = prop::sample::select(vec![
+        "run_id",
+        "workstreams",
+        "parallelism",
+        "groups",
+        "sequence",
+        "tier_path",
+        "variety",
+        "contract",
+        "id",
+        "tier",
+        "risk",
+        "done_when",
+    ]);
+    leaf.prop_recursive(4, 48, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::btree_map(keys.clone().prop_map(str::to_string), inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
