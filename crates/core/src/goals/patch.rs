@@ -107,9 +107,14 @@ enum Edit {
 
 impl PlanDoc {
     /// Sets a goal's status. Rewrites only the status value (keeping the key's spelling, spacing and any
-    /// backticks); a goal without a `status:` line gets one under its id marker or heading.
+    /// backticks); a goal without a `status:` line gets one under its id marker or heading. A goal already
+    /// in that status comes back unchanged.
     pub fn set_status(&self, goal_id: &str, status: GoalStatus) -> Result<String, PatchError> {
         let goal = self.goal_or_err(goal_id)?;
+        if goal.status == Some(status) {
+            // Already so: no write, not even a case change, so a repeated command leaves no diff.
+            return Ok(self.text());
+        }
         let edit = match (goal.lines.status, &goal.lines.status_value) {
             (Some(line), Some(value)) => {
                 let content = &self.lines[line - 1].content;

@@ -130,6 +130,9 @@ fn status_patch_changes_only_the_status_value() {
         [(5, "status: active\n".into(), "status: done\n".into())]
     );
     assert_eq!(PlanDoc::parse(&new).goals()[0].status, Some(GoalStatus::Done));
+    let shouted = SEED.replacen("status: active", "Status: ACTIVE", 1);
+    let same = PlanDoc::parse(&shouted).set_status("cache-layer-1", GoalStatus::Active);
+    assert_eq!(same.as_deref(), Ok(shouted.as_str()), "already active: no write");
 }
 
 #[test]
