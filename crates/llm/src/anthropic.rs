@@ -171,7 +171,10 @@ impl Provider for AnthropicClient {
         sink: EventSink<'a>,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<Response, LlmError>> {
-        Box::pin(cancel.run(self.call(request, sink)))
+        Box::pin(cancel.run(http::within(
+            self.config.timeouts.request,
+            self.call(request, sink),
+        )))
     }
 }
 

@@ -4,6 +4,7 @@
 //! `{error:{message, type, code}}`, Ollama's `{error:"..."}`) to [`LlmError`].
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Once;
 use std::time::Duration;
 
@@ -48,18 +49,33 @@ impl fmt::Debug for ApiKey {
 pub struct Timeouts {
     /// To establish the TCP/TLS connection.
     pub connect: Duration,
-    /// For response headers, and then between two reads of the stream (an idle timeout: a long answer
-    /// that keeps streaming never times out).
+    /// For response headers, and then between two reads of the stream (an idle timeout).
     pub read: Duration,
+    /// For the whole request, streaming included.
+    pub request: Duration,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
         Self {
             connect: Duration::from_secs(10),
-            read: Duration::from_secs(180),
+            read: Duration::from_secs(120),
+            request: Duration::from_secs(900),
         }
     }
+}
+
+/// Runs one whole request under `limit`.
+pub(crate) async fn within<T>(
+    limit: Duration,
+    work: impl Future<Output = Result<T, LlmError>>,
+) -> Result<T, LlmError> {
+    tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+        Err(LlmError::Timeout(format!(
+            "the request took longer than {}s",
+            limit.as_secs_f64()
+        )))
+    })
 }
 
 const USER_AGENT: &str = concat!("agency/", env!("CARGO_PKG_VERSION"));

@@ -14,6 +14,7 @@
 pub mod anthropic;
 pub mod budget;
 pub mod cancel;
+pub mod configured;
 pub mod error;
 mod http;
 pub mod message;
@@ -28,6 +29,7 @@ pub mod usage;
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use budget::{Amount, BudgetExceeded, BudgetLedger, BudgetLimits, CallScope, Limit, Scope, Spend};
 pub use cancel::CancelToken;
+pub use configured::{ConfiguredModel, budget_limits, check_model, model_for_binding, model_for_level};
 pub use error::LlmError;
 pub use http::{ApiKey, Timeouts};
 pub use message::{

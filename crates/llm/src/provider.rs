@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use crate::cancel::CancelToken;
 use crate::error::LlmError;
@@ -35,6 +36,33 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<Response, LlmError>>;
 }
+
+macro_rules! forward_provider {
+    ($wrapper:ident) => {
+        /// A shared or boxed provider is a provider, so wrappers and the runner can hold `dyn Provider`.
+        impl<P: Provider + ?Sized> Provider for $wrapper<P> {
+            fn kind(&self) -> &'static str {
+                (**self).kind()
+            }
+
+            fn model(&self) -> &str {
+                (**self).model()
+            }
+
+            fn complete<'a>(
+                &'a self,
+                request: &'a Request,
+                sink: EventSink<'a>,
+                cancel: &'a CancelToken,
+            ) -> BoxFuture<'a, Result<Response, LlmError>> {
+                (**self).complete(request, sink, cancel)
+            }
+        }
+    };
+}
+
+forward_provider!(Box);
+forward_provider!(Arc);
 
 /// Calls `provider` without watching the stream and without a way to cancel; for one-shot calls such as
 /// `agency models check`.

@@ -16,6 +16,7 @@ fn client(server: &FakeServer) -> AnthropicClient {
     config.timeouts = Timeouts {
         connect: Duration::from_secs(2),
         read: Duration::from_secs(5),
+        request: Duration::from_secs(8),
     };
     AnthropicClient::new(config).unwrap()
 }
@@ -425,6 +426,7 @@ async fn a_silent_stream_times_out() {
     config.timeouts = Timeouts {
         connect: Duration::from_secs(2),
         read: Duration::from_millis(300),
+        request: Duration::from_secs(8),
     };
     let (result, _) = call(&AnthropicClient::new(config).unwrap(), &request()).await;
     assert!(matches!(result.unwrap_err(), LlmError::Timeout(_)));

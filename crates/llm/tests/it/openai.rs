@@ -19,6 +19,7 @@ fn client(server: &FakeServer, key: Option<&str>) -> OpenAiClient {
     config.timeouts = Timeouts {
         connect: Duration::from_secs(2),
         read: Duration::from_secs(5),
+        request: Duration::from_secs(8),
     };
     OpenAiClient::new(config).unwrap()
 }

@@ -1,0 +1,294 @@
+//! Providers built from team.yaml: a capability level (or the judge's own binding) names a provider and a
+//! model; the provider section gives the protocol, base URL, key variable and timeouts. The result is a
+//! retrying client plus what the runner needs to fill requests and price them.
+//!
+//! Keys come only from the environment, read through the lookup the caller passes (the process
+//! environment in production, a map in tests):
+//! - Anthropic always needs one; a missing key is [`LlmError::MissingKey`] naming the variable.
+//! - OpenAI-compatible providers need one when they use OpenAI's public endpoint or name `api_key_env`
+//!   explicitly. A provider with its own `base_url` and no `api_key_env` (Ollama, a local vLLM) is called
+//!   without a key, so a user's OpenAI key is never sent to some other server by default.
+//!
+//! On OpenAI's own endpoint the output limit is sent as `max_completion_tokens` (the only field its
+//! reasoning models accept); everywhere else as `max_tokens`, which every compatible server knows.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agency_core::config::{
+    BudgetLimit, BudgetsConfig, CapabilityLevel, ModelBinding, ModelPrice, ProviderConfig, ProviderKind,
+    TeamConfig,
+};
+
+use crate::anthropic::{AnthropicClient, AnthropicConfig};
+use crate::budget::{BudgetLimits, Limit};
+use crate::error::LlmError;
+use crate::http::{ApiKey, Timeouts};
+use crate::message::{Message, Request};
+use crate::openai::{MaxTokensField, OpenAiClient, OpenAiConfig};
+use crate::provider::{Provider, complete};
+use crate::retry::{RetryPolicy, Retrying};
+use crate::usage::Price;
+
+/// The output cap used when a binding sets no `max_tokens`.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// How the caller reads an environment variable.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process environment, for [`EnvLookup`].
+pub fn process_env(var: &str) -> Option<String> {
+    std::env::var(var).ok()
+}
+
+/// A model ready to call, with what requests to it should carry.
+#[derive(Debug, Clone)]
+pub struct ConfiguredModel {
+    /// The provider's name in team.yaml.
+    pub provider_name: String,
+    /// The model id.
+    pub model: String,
+    /// Output cap for its requests.
+    pub max_tokens: u32,
+    /// Sampling temperature for its requests.
+    pub temperature: Option<f32>,
+    /// Its price, if configured.
+    pub price: Option<Price>,
+    /// The retrying client.
+    pub provider: Arc<dyn Provider>,
+}
+
+impl From<&ModelPrice> for Price {
+    /// Unset cache prices bill at the input price, as team.yaml documents.
+    fn from(p: &ModelPrice) -> Self {
+        Price {
+            input: p.input,
+            output: p.output,
+            cache_read: p.cache_read.unwrap_or(p.input),
+            cache_write: p.cache_write.unwrap_or(p.input),
+        }
+    }
+}
+
+impl From<&BudgetLimit> for Limit {
+    fn from(l: &BudgetLimit) -> Self {
+        Limit {
+            tokens: l.tokens,
+            usd: l.usd,
+        }
+    }
+}
+
+/// The ledger limits of the `budgets` section.
+pub fn budget_limits(budgets: &BudgetsConfig) -> BudgetLimits {
+    BudgetLimits {
+        run: (&budgets.run).into(),
+        workstream: (&budgets.workstream).into(),
+        brief: (&budgets.brief).into(),
+    }
+}
+
+/// The model bound to `level`.
+pub fn model_for_level(
+    config: &TeamConfig,
+    level: CapabilityLevel,
+    env: EnvLookup<'_>,
+    retry: RetryPolicy,
+) -> Result<ConfiguredModel, LlmError> {
+    let binding = config
+        .models
+        .binding(level)
+        .ok_or_else(|| LlmError::Config(format!("models.{level}: no model is configured for this level")))?;
+    model_for_binding(config, binding, env, retry)
+}
+
+/// The model of one binding (a level's, or `signoff.judge_model`).
+pub fn model_for_binding(
+    config: &TeamConfig,
+    binding: &ModelBinding,
+    env: EnvLookup<'_>,
+    retry: RetryPolicy,
+) -> Result<ConfiguredModel, LlmError> {
+    let provider_config = config.providers.get(&binding.provider).ok_or_else(|| {
+        LlmError::Config(format!(
+            "model {}: no provider named {:?} in providers",
+            binding.model, binding.provider
+        ))
+    })?;
+    let client = client_for(provider_config, &binding.model, env)?;
+    Ok(ConfiguredModel {
+        provider_name: binding.provider.clone(),
+        model: binding.model.clone(),
+        max_tokens: binding.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        temperature: binding.temperature,
+        price: config.models.price(&binding.model).map(Price::from),
+        provider: Arc::new(Retrying::new(client, retry)),
+    })
+}
+
+/// One client for `model` at the provider `config` describes, without retries.
+pub fn client_for(
+    config: &ProviderConfig,
+    model: &str,
+    env: EnvLookup<'_>,
+) -> Result<Box<dyn Provider>, LlmError> {
+    let timeouts = Timeouts {
+        connect: Duration::from_secs(config.timeouts.connect_seconds.into()),
+        read: Duration::from_secs(config.timeouts.idle_seconds.into()),
+        request: Duration::from_secs(config.timeouts.request_seconds.into()),
+    };
+    let base_url = config.base_url().to_owned();
+    let var = config.api_key_env();
+    let key = || match env(var) {
+        Some(key) if !key.trim().is_empty() => Ok(ApiKey::new(key.trim())),
+        _ => Err(LlmError::MissingKey { var: var.to_owned() }),
+    };
+    match config.kind {
+        ProviderKind::Anthropic => {
+            let mut anthropic = AnthropicConfig::new(model, key()?);
+            anthropic.base_url = base_url;
+            anthropic.timeouts = timeouts;
+            Ok(Box::new(AnthropicClient::new(anthropic)?))
+        }
+        ProviderKind::Openai => {
+            let public = base_url.trim_end_matches('/') == ProviderKind::Openai.default_base_url();
+            let api_key = if public || config.api_key_env.is_some() {
+                Some(key()?)
+            } else {
+                None
+            };
+            let mut openai = OpenAiConfig::new(base_url, model, api_key);
+            openai.timeouts = timeouts;
+            if public {
+                openai.max_tokens_field = MaxTokensField::MaxCompletionTokens;
+            }
+            Ok(Box::new(OpenAiClient::new(openai)?))
+        }
+    }
+}
+
+/// What one `agency models check` probe found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckOutcome {
+    /// The model asked.
+    pub model: String,
+    /// How long the answer took.
+    pub latency: Duration,
+    /// The answer's text, or why there was none.
+    pub result: Result<String, LlmError>,
+}
+
+/// Sends one tiny request to `model` and reports what answered.
+pub async fn check_model(model: &ConfiguredModel) -> CheckOutcome {
+    let request = Request {
+        messages: vec![Message::user("Reply with the single word: ok")],
+        max_tokens: 16,
+        ..Request::default()
+    };
+    let started = Instant::now();
+    let result = complete(model.provider.as_ref(), &request)
+        .await
+        .map(|r| r.text());
+    CheckOutcome {
+        model: model.model.clone(),
+        latency: started.elapsed(),
+        result,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(yaml: &str) -> TeamConfig {
+        agency_core::config::parse_team_config(yaml, "team.yaml").unwrap()
+    }
+
+    fn env(var: &str) -> Option<String> {
+        (var == "ANTHROPIC_API_KEY" || var == "MY_VLLM_KEY").then(|| "k".to_owned())
+    }
+
+    #[test]
+    fn levels_resolve_to_clients_with_prices_and_limits() {
+        let cfg = config(
+            "models:\n  capable: {provider: anthropic, model: claude-sonnet-4-5, max_tokens: 4000}\n  prices:\n    claude-sonnet-4-5: {input: 3, output: 15}\n",
+        );
+        let model = model_for_level(&cfg, CapabilityLevel::Capable, &env, RetryPolicy::default()).unwrap();
+        assert_eq!(
+            (model.provider.kind(), model.provider.model()),
+            ("anthropic", "claude-sonnet-4-5")
+        );
+        assert_eq!(model.max_tokens, 4000);
+        assert_eq!(
+            model.price,
+            Some(Price {
+                input: 3.0,
+                output: 15.0,
+                cache_read: 3.0,
+                cache_write: 3.0
+            })
+        );
+        let fast = model_for_level(&cfg, CapabilityLevel::FastCheap, &env, RetryPolicy::default()).unwrap();
+        assert_eq!((fast.max_tokens, fast.price), (DEFAULT_MAX_TOKENS, None));
+    }
+
+    #[test]
+    fn a_missing_key_names_its_variable() {
+        let cfg = config("");
+        let err =
+            model_for_level(&cfg, CapabilityLevel::Capable, &|_| None, RetryPolicy::default()).unwrap_err();
+        assert_eq!(
+            err,
+            LlmError::MissingKey {
+                var: "ANTHROPIC_API_KEY".into()
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "no API key: set the environment variable ANTHROPIC_API_KEY"
+        );
+    }
+
+    #[test]
+    fn local_openai_compatible_servers_need_no_key_unless_one_is_named() {
+        let cfg = config(
+            "providers:\n  ollama: {kind: openai, base_url: 'http://localhost:11434/v1'}\n  vllm: {kind: openai, base_url: 'http://gpu:8000/v1', api_key_env: MY_VLLM_KEY}\n  openai: {kind: openai}\nmodels:\n  fast-cheap: {provider: ollama, model: qwen2.5-coder}\n  capable: {provider: vllm, model: q}\n  reasoning-heavy: {provider: openai, model: gpt-5}\n",
+        );
+        let none = |_: &str| None;
+        assert!(model_for_level(&cfg, CapabilityLevel::FastCheap, &none, RetryPolicy::default()).is_ok());
+        assert_eq!(
+            model_for_level(&cfg, CapabilityLevel::Capable, &none, RetryPolicy::default()).unwrap_err(),
+            LlmError::MissingKey {
+                var: "MY_VLLM_KEY".into()
+            }
+        );
+        assert!(model_for_level(&cfg, CapabilityLevel::Capable, &env, RetryPolicy::default()).is_ok());
+        assert_eq!(
+            model_for_level(
+                &cfg,
+                CapabilityLevel::ReasoningHeavy,
+                &none,
+                RetryPolicy::default()
+            )
+            .unwrap_err(),
+            LlmError::MissingKey {
+                var: "OPENAI_API_KEY".into()
+            }
+        );
+    }
+
+    #[test]
+    fn budgets_map_to_ledger_limits() {
+        let cfg = config("budgets:\n  run: {tokens: 5000000, usd: 50}\n  brief: {tokens: 400000}\n");
+        let limits = budget_limits(&cfg.budgets);
+        assert_eq!(
+            limits.run,
+            Limit {
+                tokens: Some(5_000_000),
+                usd: Some(50.0)
+            }
+        );
+        assert_eq!(limits.workstream, Limit::default());
+        assert_eq!(limits.brief.tokens, Some(400_000));
+    }
+}
