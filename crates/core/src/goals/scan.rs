@@ -430,6 +430,10 @@ impl OpenGoal {
         } else {
             text
         };
+        // A bare `-` adds nothing; if the list ends up empty, `finish` reports it.
+        if text.trim().is_empty() {
+            return;
+        }
         items.push(text.to_string());
         if let Some(lines) = lines {
             lines.items.push(number);

@@ -256,7 +256,7 @@ fn fields_are_read_with_case_spacing_and_decoration_tolerance() {
 
 #[test]
 fn malformed_fields_are_reported_with_line_numbers() {
-    let text = "## Goal: Broken\n<!-- id: b -->\nstatus: finished\ndone_when:\nverify:\nfailure_modes:\n\
+    let text = "## Goal: Broken\n<!-- id: b -->\nstatus: finished\ndone_when:\nverify:\nfailure_modes:\n  -\n\
         - [] tick me\n- [ x] me too\nstatus: active\n\n## Goal:\n<!-- id: b -->\n\n## Goal: No id\n<!-- id: two words -->\n";
     let doc = PlanDoc::parse(text);
     let found: Vec<(usize, &str)> = doc.diagnostics().iter().map(|d| (d.line, d.field)).collect();
@@ -267,16 +267,16 @@ fn malformed_fields_are_reported_with_line_numbers() {
             (4, "done_when"),
             (5, "verify"),
             (6, "failure_modes"),
-            (7, "subtask"),
             (8, "subtask"),
-            (9, "status"),
-            (11, "title"),
-            (11, "status"),
-            (11, "done_when"),
-            (12, "id"),
-            (14, "status"),
-            (14, "done_when"),
-            (15, "id"),
+            (9, "subtask"),
+            (10, "status"),
+            (12, "title"),
+            (12, "status"),
+            (12, "done_when"),
+            (13, "id"),
+            (15, "status"),
+            (15, "done_when"),
+            (16, "id"),
         ]
     );
     assert_eq!(
