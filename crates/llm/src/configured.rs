@@ -277,6 +277,36 @@ mod tests {
         );
     }
 
+    /// Every team.yaml example in docs/providers.md parses, validates and builds its clients.
+    #[test]
+    fn the_provider_docs_examples_are_valid() {
+        let doc = include_str!("../../../docs/providers.md");
+        let blocks: Vec<&str> = doc
+            .split("```yaml\n")
+            .skip(1)
+            .filter_map(|b| b.split("```").next())
+            .collect();
+        assert!(blocks.len() >= 8, "found {} yaml blocks", blocks.len());
+        let all_keys = |_: &str| Some("k".to_owned());
+        let mut checked = 0;
+        for block in blocks {
+            if block.starts_with("model: scripted") {
+                crate::scripted::Script::from_yaml(block).unwrap();
+                checked += 1;
+            } else if block.contains("models:") || block.starts_with("budgets:") {
+                let cfg = config(block);
+                for level in CapabilityLevel::ALL {
+                    model_for_level(&cfg, level, &all_keys, RetryPolicy::default()).unwrap();
+                }
+                if let Some(judge) = &cfg.signoff.judge_model {
+                    model_for_binding(&cfg, judge, &all_keys, RetryPolicy::default()).unwrap();
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked >= 7, "checked {checked}");
+    }
+
     #[test]
     fn budgets_map_to_ledger_limits() {
         let cfg = config("budgets:\n  run: {tokens: 5000000, usd: 50}\n  brief: {tokens: 400000}\n");
