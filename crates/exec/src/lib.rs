@@ -1,4 +1,4 @@
-//! Processes, git worktrees and (to come) agent runtimes: everything agency does to the machine it runs on.
+//! Processes, git worktrees and agent runtimes: everything agency does to the machine it runs on.
 //!
 //! - [`process`] runs children without a shell, each in its own process group with a deadline; on timeout
 //!   or cancel the whole group is terminated, then killed. Output is captured as a capped tail, and the
@@ -8,6 +8,7 @@
 //!   ([`branch_name`] says how branches are named), commits on an agent's behalf, diffs, and merges that
 //!   report conflicts with their files instead of resolving them.
 //! - [`gc`] finds and removes the worktrees and branches of finished runs.
+//! - [`runtime`] is the contract every agent runtime keeps (the built-in agent, Claude Code, Codex, ...).
 //!
 //! Nothing here knows about the blackboard or the runner: callers pass in what they know (a timeout, a
 //! cancel token, a "run finished" predicate) and get plain results back.
@@ -17,6 +18,7 @@ pub mod command_line;
 pub mod gc;
 pub mod git;
 pub mod process;
+pub mod runtime;
 
 pub use branch_name::{brief_branch_name, parse_brief_branch, sanitize_ref_component};
 pub use command_line::{CommandLineError, split_command_line};

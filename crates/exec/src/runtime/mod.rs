@@ -1,0 +1,244 @@
+//! Agent runtimes: how one agent is run for one brief. Every runtime — the built-in agent loop, Claude Code,
+//! Codex, pi, a plain command — takes the same [`AgentTask`], reports what happens through [`AgentHooks`],
+//! and returns an [`AgentOutcome`]. The runner never needs to know which one ran.
+//!
+//! The contract every runtime keeps:
+//! - the agent works only inside [`AgentTask::worktree`];
+//! - before a blocking brief's agent may edit, its teachback goes through [`AgentHooks::teachback`] and the
+//!   agent waits for the review (approved, or corrections to resubmit); every tool call is checked with
+//!   [`AgentHooks::check_tool`] (the same core state machine the `agency hook` uses);
+//! - "done" is a *report*, not a status: the runner signs the work off afterwards, out of the agent's reach.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agency_core::Brief;
+use agency_core::teachback::{Teachback, TeachbackReview};
+use agency_llm::{BoxFuture, CancelToken, UsageRecord};
+use serde::{Deserialize, Serialize};
+
+/// Everything an agent is given.
+#[derive(Debug, Clone)]
+pub struct AgentTask {
+    /// The brief it works on (goal anchor, instructions, variety, contract, ...).
+    pub brief: Brief,
+    /// The git worktree it works in; nothing outside it may be touched.
+    pub worktree: PathBuf,
+    /// The stable system prompt blocks: personality, tier prompt. Byte-identical across the agent's turns.
+    pub system: Vec<String>,
+    /// The task as the agent first reads it: the brief rendered for this tier.
+    pub prompt: String,
+    /// Whether the agent may change files and run commands, or only read.
+    pub access: Access,
+    /// Turn, token and time limits.
+    pub limits: AgentLimits,
+    /// Environment variables passed to commands the agent runs (the rest of the host's are withheld).
+    pub env: Vec<(String, String)>,
+}
+
+/// What an agent may do in its worktree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Read, list and search only (judges, reviewers, planners reading the code).
+    ReadOnly,
+    /// Also edit files and run commands (implementers), subject to the teachback gate.
+    ReadWrite,
+}
+
+/// Bounds on one agent run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentLimits {
+    /// Model turns at most.
+    pub max_turns: u32,
+    /// Output tokens per model call.
+    pub max_tokens: u32,
+    /// Wall-clock time for the whole agent.
+    pub timeout: Duration,
+    /// Time limit for one command the agent runs.
+    pub command_timeout: Duration,
+}
+
+impl Default for AgentLimits {
+    fn default() -> Self {
+        AgentLimits {
+            max_turns: 40,
+            max_tokens: 8_192,
+            timeout: Duration::from_secs(30 * 60),
+            command_timeout: Duration::from_secs(10 * 60),
+        }
+    }
+}
+
+/// The agent's structured report of its own work: a claim the runner then checks, never a verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentReport {
+    /// What the agent says happened.
+    pub status: ReportStatus,
+    /// A few sentences for the log and the next tier.
+    pub summary: String,
+    /// Files and quoted lines it offers as evidence.
+    #[serde(default)]
+    pub evidence: Vec<Evidence>,
+    /// The tier's structured output (a task list, a verdict, ...), validated by the runner against the
+    /// tier's schema.
+    #[serde(default)]
+    pub output: serde_json::Value,
+}
+
+/// The agent's own account of how it went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportStatus {
+    /// It believes the brief is done.
+    Done,
+    /// It did part; the summary says what is left.
+    Partial,
+    /// It cannot proceed (missing information, a broken dependency).
+    Blocked,
+}
+
+/// One piece of evidence: a file, optionally with a line quoted from it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// Path relative to the worktree.
+    pub path: String,
+    /// A line the agent says the file contains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<String>,
+}
+
+/// How an agent run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentOutcome {
+    /// Its report, if it made one.
+    pub report: Option<AgentReport>,
+    /// Why it stopped.
+    pub stop: AgentStop,
+    /// The runtime's session id, when it has one (Claude Code), so an interrupted agent can be resumed.
+    pub session_id: Option<String>,
+}
+
+/// Why an agent stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentStop {
+    /// It reported (or simply ended its turn).
+    Finished,
+    /// It used all its turns.
+    TurnLimit,
+    /// It ran past its time limit.
+    Timeout,
+    /// The run was cancelled.
+    Cancelled,
+    /// It raised an algedonic signal.
+    Signal(AlgedonicSignal),
+}
+
+/// An algedonic signal raised by an agent: HALT stops the run, ALERT blocks the phase.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlgedonicSignal {
+    /// HALT or ALERT.
+    pub level: SignalLevel,
+    /// SECURITY, DATA, ETHICS (HALT); QUALITY, SCOPE, META-BLOCK (ALERT).
+    pub category: String,
+    /// What is wrong.
+    pub issue: String,
+    /// What shows it.
+    #[serde(default)]
+    pub evidence: String,
+    /// What it means if ignored.
+    #[serde(default)]
+    pub impact: String,
+    /// What the agent recommends.
+    #[serde(default)]
+    pub recommended_action: String,
+}
+
+/// The two algedonic levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SignalLevel {
+    /// Security, data, ethics: all work stops until a human acknowledges.
+    Halt,
+    /// Quality, scope, meta-block: the phase blocks.
+    Alert,
+}
+
+/// A tool call as the gate sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallView<'a> {
+    /// The tool's name as the agent called it.
+    pub name: &'a str,
+    /// Its arguments.
+    pub input: &'a serde_json::Value,
+    /// Whether the tool only reads.
+    pub read_only: bool,
+}
+
+/// The gate's answer to a tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolDecision {
+    /// Go ahead.
+    Allow,
+    /// Refused; the reason tells the agent what to do next and is returned to it as the tool's result.
+    Deny(String),
+}
+
+/// Something the runner should record about an agent as it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// A tool was called (name, a short summary of its input, whether it was allowed).
+    ToolCall { name: String, summary: String, allowed: bool },
+    /// The agent said something (assistant text, truncated for the record).
+    Said(String),
+    /// One model call's usage.
+    Usage(UsageRecord),
+    /// A line for the verbose log.
+    Note(String),
+}
+
+/// The runner's side of an agent run: the teachback review, the tool gate and the event record. Shared by
+/// every runtime so that the gate is the same whichever agent runs.
+pub trait AgentHooks: Send + Sync {
+    /// The agent submitted its teachback: record it, have it reviewed (or accept it at once for an
+    /// advisory brief) and return the review the agent must act on. An `Err` is a message for the agent
+    /// (an incomplete teachback, for example), which it should fix and resubmit.
+    fn teachback<'a>(&'a self, teachback: &'a Teachback) -> BoxFuture<'a, Result<TeachbackReview, String>>;
+
+    /// May this tool call proceed in the brief's current teachback state?
+    fn check_tool(&self, call: &ToolCallView<'_>) -> ToolDecision;
+
+    /// Records something the agent did.
+    fn record(&self, event: AgentEvent);
+}
+
+/// Why a runtime could not run an agent at all (as opposed to the agent failing at its task).
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The runtime's program is not installed.
+    #[error("{runtime}: `{program}` was not found on PATH")]
+    NotInstalled { runtime: String, program: String },
+    /// The model could not be reached.
+    #[error("model call failed: {0}")]
+    Model(#[from] agency_llm::LlmError),
+    /// Starting or talking to the agent process failed.
+    #[error("{0}")]
+    Process(String),
+    /// Anything else, with context.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// One way of running an agent.
+pub trait Runtime: Send + Sync + std::fmt::Debug {
+    /// Its name in config and logs: `builtin`, `claude-code`, `codex`, `pi`, `command`.
+    fn name(&self) -> &'static str;
+
+    /// Runs one agent for `task` until it reports, stops, times out or `cancel` fires.
+    fn run<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        hooks: &'a dyn AgentHooks,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>>;
+}
