@@ -12,189 +12,27 @@
 //! `output_cap` bytes, so a chatty child can neither block on a full pipe nor exhaust memory; the number of
 //! bytes dropped from the front is reported.
 
-use std::borrow::Cow;
-use std::collections::VecDeque;
+mod cancel;
+mod capture;
+mod spec;
+
 use std::ffi::{OsStr, OsString};
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 
-/// The deadline a [`CommandSpec`] gets unless told otherwise: every child has one.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
-/// How long a process group has between SIGTERM and SIGKILL by default.
-pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
-/// How many bytes of each of stdout and stderr are kept by default (the tail).
-pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;
+pub use cancel::CancelToken;
+pub use capture::Captured;
+pub use spec::{CommandSpec, DEFAULT_KILL_GRACE, DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, EnvPolicy};
 
-/// What to run and under which limits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandSpec {
-    /// The program: a bare name looked up on the child's `PATH` (or, when the child gets none, the parent's),
-    /// or a path, resolved against `cwd` when relative.
-    pub program: OsString,
-    /// Arguments after the program name, passed verbatim.
-    pub args: Vec<OsString>,
-    /// Working directory of the child; the parent's when `None`.
-    pub cwd: Option<PathBuf>,
-    /// The child's whole environment.
-    pub env: EnvPolicy,
-    /// Bytes written to the child's stdin, which is then closed; stdin is `/dev/null` when `None`.
-    pub stdin: Option<Vec<u8>>,
-    /// Wall-clock limit from spawn to exit.
-    pub timeout: Duration,
-    /// Time between SIGTERM and SIGKILL of the group on timeout or cancel.
-    pub kill_grace: Duration,
-    /// Bytes kept of each output stream (the last ones).
-    pub output_cap: usize,
-}
-
-/// The environment a child sees: nothing from the parent except what is named here.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EnvPolicy {
-    /// Names of parent variables passed through when the parent has them.
-    pub inherit: Vec<String>,
-    /// Explicit variables; they win over inherited ones of the same name.
-    pub set: Vec<(String, OsString)>,
-}
-
-impl EnvPolicy {
-    /// The child's variables, given a lookup into the parent's environment.
-    pub fn resolve(&self, parent: &dyn Fn(&str) -> Option<OsString>) -> Vec<(String, OsString)> {
-        let mut vars: Vec<(String, OsString)> = Vec::new();
-        let mut put = |name: &str, value: OsString| match vars.iter_mut().find(|(n, _)| n == name) {
-            Some(slot) => slot.1 = value,
-            None => vars.push((name.to_owned(), value)),
-        };
-        for name in &self.inherit {
-            if let Some(value) = parent(name) {
-                put(name, value);
-            }
-        }
-        for (name, value) in &self.set {
-            put(name, value.clone());
-        }
-        vars
-    }
-}
-
-impl CommandSpec {
-    /// A spec for `program` with no arguments, an empty environment and the default limits.
-    pub fn new(program: impl Into<OsString>) -> Self {
-        Self {
-            program: program.into(),
-            args: Vec::new(),
-            cwd: None,
-            env: EnvPolicy::default(),
-            stdin: None,
-            timeout: DEFAULT_TIMEOUT,
-            kill_grace: DEFAULT_KILL_GRACE,
-            output_cap: DEFAULT_OUTPUT_CAP,
-        }
-    }
-
-    /// A spec from an argv (program first), as produced by [`crate::split_command_line`].
-    pub fn from_argv<I, S>(argv: I) -> Option<Self>
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<OsString>,
-    {
-        let mut argv = argv.into_iter().map(Into::into);
-        let program = argv.next()?;
-        Some(Self::new(program).args(argv))
-    }
-
-    /// Appends one argument.
-    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
-        self.args.push(arg.into());
-        self
-    }
-
-    /// Appends arguments.
-    pub fn args<I, S>(mut self, args: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<OsString>,
-    {
-        self.args.extend(args.into_iter().map(Into::into));
-        self
-    }
-
-    /// Sets the working directory.
-    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = Some(cwd.into());
-        self
-    }
-
-    /// Passes the parent's variable `name` through, if the parent has it.
-    pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
-        self.env.inherit.push(name.into());
-        self
-    }
-
-    /// Sets a variable for the child.
-    pub fn env(mut self, name: impl Into<String>, value: impl Into<OsString>) -> Self {
-        self.env.set.push((name.into(), value.into()));
-        self
-    }
-
-    /// Feeds these bytes to the child's stdin.
-    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
-        self.stdin = Some(bytes.into());
-        self
-    }
-
-    /// Sets the deadline.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Sets the grace period between SIGTERM and SIGKILL.
-    pub fn kill_grace(mut self, grace: Duration) -> Self {
-        self.kill_grace = grace;
-        self
-    }
-
-    /// Sets how many bytes of each output stream are kept.
-    pub fn output_cap(mut self, cap: usize) -> Self {
-        self.output_cap = cap;
-        self
-    }
-
-    /// The program name as shown in errors and logs.
-    pub fn program_name(&self) -> String {
-        self.program.to_string_lossy().into_owned()
-    }
-}
-
-/// The last bytes of one output stream.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Captured {
-    /// The tail: at most `output_cap` bytes, the most recent ones.
-    pub tail: Vec<u8>,
-    /// How many bytes were dropped from the front to respect the cap.
-    pub truncated_bytes: u64,
-}
-
-impl Captured {
-    /// The tail as text, invalid UTF-8 replaced.
-    pub fn text(&self) -> Cow<'_, str> {
-        String::from_utf8_lossy(&self.tail)
-    }
-
-    /// Everything the stream produced, kept or not.
-    pub fn total_bytes(&self) -> u64 {
-        self.truncated_bytes + self.tail.len() as u64
-    }
-}
+use capture::start_helpers;
 
 /// How a child ended and what it printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -281,70 +119,6 @@ fn searched_note(searched: &Option<String>) -> String {
         Some(path) if path.is_empty() => " (PATH is empty)".to_owned(),
         Some(path) => format!(" on PATH {path}"),
         None => String::new(),
-    }
-}
-
-/// Cancels runs from another thread: every run given this token (before or after the call) terminates its
-/// process group as on a timeout.
-#[derive(Debug, Clone, Default)]
-pub struct CancelToken {
-    inner: Arc<Mutex<CancelState>>,
-}
-
-#[derive(Debug, Default)]
-struct CancelState {
-    cancelled: bool,
-    next_id: u64,
-    waiters: Vec<(u64, Sender<Wake>)>,
-}
-
-impl CancelToken {
-    /// A token that has not been cancelled.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Cancels every run using this token, now and later.
-    pub fn cancel(&self) {
-        let mut state = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        state.cancelled = true;
-        for (_, waiter) in state.waiters.drain(..) {
-            // A run that already finished dropped its receiver; nothing to tell it.
-            let _ = waiter.send(Wake::Cancelled);
-        }
-    }
-
-    /// Whether [`CancelToken::cancel`] was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .cancelled
-    }
-
-    fn register(&self, waiter: Sender<Wake>) -> Registration<'_> {
-        let mut state = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let id = state.next_id;
-        state.next_id += 1;
-        if state.cancelled {
-            let _ = waiter.send(Wake::Cancelled);
-        } else {
-            state.waiters.push((id, waiter));
-        }
-        Registration { token: self, id }
-    }
-}
-
-/// Removes a finished run's waiter so a long-lived token does not accumulate dead senders.
-struct Registration<'a> {
-    token: &'a CancelToken,
-    id: u64,
-}
-
-impl Drop for Registration<'_> {
-    fn drop(&mut self) {
-        let mut state = self.token.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        state.waiters.retain(|(id, _)| *id != self.id);
     }
 }
 
@@ -579,172 +353,9 @@ fn kill_and_reap(child: &mut Child, pid: Pid) {
     let _ = child.wait();
 }
 
-/// The helper threads that feed stdin and drain stdout/stderr.
-struct Streams {
-    stdout: Arc<Mutex<TailBuffer>>,
-    stderr: Arc<Mutex<TailBuffer>>,
-    done: Receiver<()>,
-    readers: usize,
-}
-
-impl Streams {
-    /// Waits up to `limit` for both readers to see end of file; false when a pipe is still held open.
-    fn finish(&self, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        for _ in 0..self.readers {
-            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                return false;
-            };
-            if self.done.recv_timeout(left).is_err() {
-                return false;
-            }
-        }
-        true
-    }
-
-    fn snapshot(&self) -> (Captured, Captured) {
-        let take = |buffer: &Arc<Mutex<TailBuffer>>| {
-            buffer.lock().unwrap_or_else(PoisonError::into_inner).captured()
-        };
-        (take(&self.stdout), take(&self.stderr))
-    }
-}
-
-fn start_helpers(child: &mut Child, spec: &CommandSpec) -> io::Result<Streams> {
-    if let (Some(mut pipe), Some(bytes)) = (child.stdin.take(), spec.stdin.clone()) {
-        thread::Builder::new()
-            .name("agency-exec-stdin".into())
-            .spawn(move || {
-                // A child that exits without reading its input closes the pipe; that is its business.
-                let _ = pipe.write_all(&bytes);
-            })?;
-    }
-    let (done_tx, done) = mpsc::channel();
-    let stdout = Arc::new(Mutex::new(TailBuffer::new(spec.output_cap)));
-    let stderr = Arc::new(Mutex::new(TailBuffer::new(spec.output_cap)));
-    let mut readers = 0;
-    if let Some(pipe) = child.stdout.take() {
-        spawn_reader(pipe, Arc::clone(&stdout), done_tx.clone(), "agency-exec-stdout")?;
-        readers += 1;
-    }
-    if let Some(pipe) = child.stderr.take() {
-        spawn_reader(pipe, Arc::clone(&stderr), done_tx, "agency-exec-stderr")?;
-        readers += 1;
-    }
-    Ok(Streams {
-        stdout,
-        stderr,
-        done,
-        readers,
-    })
-}
-
-fn spawn_reader(
-    mut pipe: impl Read + Send + 'static,
-    buffer: Arc<Mutex<TailBuffer>>,
-    done: Sender<()>,
-    name: &str,
-) -> io::Result<()> {
-    thread::Builder::new().name(name.into()).spawn(move || {
-        let mut chunk = [0u8; 8192];
-        loop {
-            match pipe.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => buffer
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(&chunk[..n]),
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            }
-        }
-        let _ = done.send(());
-    })?;
-    Ok(())
-}
-
-/// A byte ring buffer that keeps the last `cap` bytes pushed and counts the rest.
-#[derive(Debug)]
-pub(crate) struct TailBuffer {
-    cap: usize,
-    bytes: VecDeque<u8>,
-    dropped: u64,
-}
-
-impl TailBuffer {
-    pub(crate) fn new(cap: usize) -> Self {
-        Self {
-            cap,
-            bytes: VecDeque::with_capacity(cap.min(64 * 1024)),
-            dropped: 0,
-        }
-    }
-
-    pub(crate) fn push(&mut self, chunk: &[u8]) {
-        if chunk.len() >= self.cap {
-            self.dropped += (self.bytes.len() + chunk.len() - self.cap) as u64;
-            self.bytes.clear();
-            self.bytes.extend(&chunk[chunk.len() - self.cap..]);
-            return;
-        }
-        let overflow = (self.bytes.len() + chunk.len()).saturating_sub(self.cap);
-        self.bytes.drain(..overflow);
-        self.dropped += overflow as u64;
-        self.bytes.extend(chunk);
-    }
-
-    pub(crate) fn captured(&self) -> Captured {
-        Captured {
-            tail: self.bytes.iter().copied().collect(),
-            truncated_bytes: self.dropped,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn tail_buffer_keeps_exactly_the_last_cap_bytes(
-            cap in 0usize..64,
-            chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..100), 0..20),
-        ) {
-            let mut buffer = TailBuffer::new(cap);
-            let mut all = Vec::new();
-            for chunk in &chunks {
-                buffer.push(chunk);
-                all.extend_from_slice(chunk);
-            }
-            let captured = buffer.captured();
-            let keep = all.len().min(cap);
-            prop_assert_eq!(&captured.tail[..], &all[all.len() - keep..]);
-            prop_assert_eq!(captured.truncated_bytes, (all.len() - keep) as u64);
-            prop_assert_eq!(captured.total_bytes(), all.len() as u64);
-        }
-    }
-
-    #[test]
-    fn explicit_env_wins_over_inherited_and_nothing_else_passes() {
-        let policy = EnvPolicy {
-            inherit: vec!["PATH".into(), "ABSENT".into()],
-            set: vec![("PATH".into(), "/opt/bin".into()), ("LANG".into(), "C".into())],
-        };
-        let parent = |name: &str| match name {
-            "PATH" => Some(OsString::from("/usr/bin")),
-            "SECRET_TOKEN" => Some(OsString::from("hunter2")),
-            _ => None,
-        };
-        assert_eq!(
-            policy.resolve(&parent),
-            vec![
-                ("PATH".to_owned(), OsString::from("/opt/bin")),
-                ("LANG".to_owned(), OsString::from("C"))
-            ]
-        );
-    }
 
     #[test]
     fn a_secret_in_the_parent_environment_does_not_reach_the_child() {

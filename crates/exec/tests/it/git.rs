@@ -199,6 +199,14 @@ fn a_merge_refused_for_another_reason_is_an_error_not_a_conflict() {
     let t = TestRepo::new();
     let err = t.repo.merge("no-such-branch", "m").unwrap_err();
     assert!(matches!(err, GitError::Failed { .. }), "{err}");
+    let err = t
+        .repo
+        .merge_into("main", "main", &t.worktree_path("m"), "m")
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("already"),
+        "the user's checkout is never borrowed: {err}"
+    );
     let err = t.repo.merge("--abort", "m").unwrap_err();
     assert!(matches!(err, GitError::InvalidName { .. }), "{err}");
 }

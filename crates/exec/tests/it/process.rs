@@ -175,3 +175,29 @@ fn the_child_runs_in_the_given_directory() {
         dir.path().canonicalize().unwrap().to_str().unwrap()
     );
 }
+
+#[test]
+fn a_process_escaping_the_group_cannot_hold_the_run_open() {
+    // `setsid` leaves our group (and its kill), but keeps our stdout; capture gives up after the grace.
+    let started = Instant::now();
+    let output = run(&sh("setsid sleep 3 & echo started").kill_grace(Duration::from_millis(200))).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(output.success());
+    assert!(output.pipes_held_open);
+    assert_eq!(output.stdout.text(), "started\n");
+}
+
+#[test]
+fn a_configured_command_line_runs_without_a_shell() {
+    let spec = CommandSpec::from_command_line("printf '%s|%s' 'a b' $x").unwrap_err();
+    assert!(spec.to_string().contains("needs a shell"), "{spec}");
+    let spec = CommandSpec::from_command_line("printf '%s|%s' 'a b' '$x' ")
+        .unwrap()
+        .inherit_env("PATH");
+    let output = run(&spec).unwrap();
+    assert_eq!(output.stdout.text(), "a b|$x");
+}
