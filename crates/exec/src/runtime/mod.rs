@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use agency_core::Brief;
 use agency_core::teachback::{Teachback, TeachbackReview};
-use agency_llm::{BoxFuture, CancelToken, UsageRecord};
+use agency_llm::{BoxFuture, CallMeta, CancelToken, UsageRecord};
 use serde::{Deserialize, Serialize};
 
 /// Everything an agent is given.
@@ -34,6 +34,9 @@ pub struct AgentTask {
     pub limits: AgentLimits,
     /// Environment variables passed to commands the agent runs (the rest of the host's are withheld).
     pub env: Vec<(String, String)>,
+    /// Put on every model request the agent makes (run, brief, stable brief label, role, tier), so that
+    /// budgets, usage records and scripted replies know who is calling. The runner fills it in.
+    pub meta: CallMeta,
 }
 
 /// What an agent may do in its worktree.
