@@ -16,7 +16,8 @@
 //!   are dropped because the API would reject them.
 //!
 //! The response stream (`message_start`, `content_block_*`, `message_delta`, `message_stop`, `ping`,
-//! `error`) is assembled in [`stream`].
+//! `error`) is assembled in [`stream`]. A server that ignores `stream: true` and answers with one JSON
+//! message (some proxies do) is replayed through the same assembler.
 
 mod stream;
 
@@ -144,7 +145,12 @@ impl AnthropicClient {
         let read = self.config.timeouts.read;
         let response = http::post(&self.http, &self.url, self.headers.clone(), body, read).await?;
         let mut state = stream::StreamState::default();
-        let ended = http::read_sse(response, read, |event| state.on_event(&event, &mut *sink)).await?;
+        let ended = if http::is_json(&response) {
+            let message = http::read_json(response, read).await?;
+            state.replay_message(&message, &mut *sink)?
+        } else {
+            http::read_sse(response, read, |event| state.on_event(&event, &mut *sink)).await?
+        };
         if !ended {
             return Err(LlmError::StreamDropped(
                 "the connection closed before message_stop".into(),

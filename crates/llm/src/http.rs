@@ -134,6 +134,28 @@ pub(crate) async fn post(
     Err(error_from_status(status, &headers, &text))
 }
 
+/// Whether a successful response is one JSON document rather than an event stream: a server or proxy that
+/// ignored `stream: true`. Clients then read it whole and replay it through their stream assembler.
+pub(crate) fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
+
+/// The whole body of a JSON response.
+pub(crate) async fn read_json(
+    response: reqwest::Response,
+    read_timeout: Duration,
+) -> Result<Value, LlmError> {
+    let bytes = tokio::time::timeout(read_timeout, response.bytes())
+        .await
+        .map_err(|_| LlmError::Timeout(format!("the body was silent for {}s", read_timeout.as_secs_f64())))?
+        .map_err(|e| LlmError::StreamDropped(error_chain(&e)))?;
+    serde_json::from_slice(&bytes).map_err(|e| LlmError::Protocol(format!("the response is not JSON: {e}")))
+}
+
 fn send_error(e: reqwest::Error) -> LlmError {
     if e.is_timeout() {
         LlmError::Timeout(e.to_string())

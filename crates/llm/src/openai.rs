@@ -14,6 +14,9 @@
 //! - `stream_options: {include_usage: true}` asks for the final usage chunk (turn it off for servers that
 //!   reject the field).
 //!
+//! A server that ignores `stream: true` and answers with one `chat.completion` document is read whole and
+//! replayed through the stream assembler.
+//!
 //! OpenAI itself caches prompt prefixes automatically; field order is fixed and `messages` comes last so
 //! repeated calls for one brief share a byte-identical prefix.
 
@@ -156,7 +159,12 @@ impl OpenAiClient {
         let read = self.config.timeouts.read;
         let response = http::post(&self.http, &self.url, self.headers.clone(), body, read).await?;
         let mut state = stream::StreamState::default();
-        let done = http::read_sse(response, read, |event| state.on_event(&event, &mut *sink)).await?;
+        let done = if http::is_json(&response) {
+            let completion = http::read_json(response, read).await?;
+            state.replay_completion(completion, &mut *sink)?
+        } else {
+            http::read_sse(response, read, |event| state.on_event(&event, &mut *sink)).await?
+        };
         let response = state.finish(done, &self.config.model, &mut *sink)?;
         sink(StreamEvent::Stop(response.stop_reason.clone()));
         Ok(response)

@@ -25,7 +25,9 @@
 //!
 //! A reply may carry `text`, `thinking`, `tool_calls` (`name`, `input`, optional `id`), `stop_reason`
 //! (default `tool_use` when there are tool calls, else `end_turn`) and `usage` (default: a deterministic
-//! estimate of one token per four bytes in and out). A request no rule matches is an
+//! estimate of one token per four bytes in and out), or instead `error: {kind, message}` to fail the call
+//! (`rate_limited`, `overloaded`, `server`, `bad_request`, `auth`, `timeout`, `stream_dropped`; every time
+//! the reply is chosen, since the provider keeps no state). A request no rule matches is an
 //! [`LlmError::Script`] naming the role, tier, brief and turn that had no reply.
 
 use std::path::Path;
@@ -100,6 +102,65 @@ pub struct Reply {
     /// Tokens to report.
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// Fail instead of answering (every time this reply is chosen), to script provider failures.
+    #[serde(default)]
+    pub error: Option<ScriptedError>,
+}
+
+/// A scripted provider failure.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedError {
+    /// Which failure.
+    pub kind: ScriptedErrorKind,
+    /// The provider's message.
+    #[serde(default)]
+    pub message: String,
+}
+
+/// The failures a script can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScriptedErrorKind {
+    /// HTTP 429.
+    RateLimited,
+    /// HTTP 529.
+    Overloaded,
+    /// HTTP 500.
+    Server,
+    /// HTTP 400.
+    BadRequest,
+    /// HTTP 401.
+    Auth,
+    /// No answer in time.
+    Timeout,
+    /// The stream ended early.
+    StreamDropped,
+}
+
+impl ScriptedError {
+    fn to_error(&self) -> LlmError {
+        let message = self.message.clone();
+        match self.kind {
+            ScriptedErrorKind::RateLimited => LlmError::RateLimited {
+                retry_after: None,
+                message,
+            },
+            ScriptedErrorKind::Overloaded => LlmError::Overloaded {
+                retry_after: None,
+                message,
+            },
+            ScriptedErrorKind::Server => LlmError::Server {
+                status: 500,
+                message,
+                retry_after: None,
+            },
+            ScriptedErrorKind::BadRequest => LlmError::BadRequest { status: 400, message },
+            ScriptedErrorKind::Auth => LlmError::Auth { status: 401, message },
+            ScriptedErrorKind::Timeout => LlmError::Timeout(message),
+            ScriptedErrorKind::StreamDropped => LlmError::StreamDropped(message),
+        }
+    }
 }
 
 /// One scripted tool call.
@@ -220,6 +281,9 @@ impl ScriptedProvider {
 
     fn answer(&self, request: &Request, sink: EventSink<'_>) -> Result<Response, LlmError> {
         let reply = self.script.reply_for(request)?;
+        if let Some(error) = &reply.error {
+            return Err(error.to_error());
+        }
         let turn = request.turn();
         let mut content = Vec::new();
         if let Some(thinking) = &reply.thinking {
@@ -336,6 +400,8 @@ replies:
     turn: 1
     replies:
       - {text: sub}
+  - role: broken
+    reply: {error: {kind: bad_request, message: "prompt is too long"}}
 "#;
 
     fn request(role: &str, brief: Option<&str>, turns: usize, text: &str) -> Request {
@@ -404,6 +470,16 @@ replies:
 
         let (sub, _) = run(&provider, &request("helper", None, 0, "a SUBTASK here")).await;
         assert_eq!(sub.unwrap().text(), "sub");
+
+        let (broken, events) = run(&provider, &request("broken", None, 0, "x")).await;
+        assert_eq!(
+            broken.unwrap_err(),
+            LlmError::BadRequest {
+                status: 400,
+                message: "prompt is too long".into()
+            }
+        );
+        assert!(events.is_empty());
     }
 
     #[tokio::test]

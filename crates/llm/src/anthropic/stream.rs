@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+use serde_json::{Value, json};
 
 use crate::error::LlmError;
 use crate::http::error_from_stream;
@@ -193,6 +194,54 @@ impl StreamState {
             WireEvent::MessageStop => return Ok(true),
             WireEvent::Error => return Err(error_from_stream(&event.data)),
             WireEvent::Other => {}
+        }
+        Ok(false)
+    }
+
+    /// Replays a complete, non-streamed message as the events that would have carried it; `Ok(true)` when
+    /// it was whole.
+    pub fn replay_message(
+        &mut self,
+        message: &Value,
+        sink: &mut dyn FnMut(StreamEvent),
+    ) -> Result<bool, LlmError> {
+        if message["type"] == "error" {
+            return Err(error_from_stream(&message.to_string()));
+        }
+        let mut events = vec![json!({"type": "message_start", "message": {
+            "model": message["model"], "usage": message["usage"]}})];
+        let blocks = message["content"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for (index, block) in blocks.iter().enumerate() {
+            events.push(json!({"type": "content_block_start", "index": index, "content_block": block}));
+            let delta = match block["type"].as_str() {
+                Some("tool_use") => {
+                    Some(json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}))
+                }
+                Some("thinking") => block["signature"]
+                    .as_str()
+                    .map(|s| json!({"type": "signature_delta", "signature": s})),
+                _ => None,
+            };
+            if let Some(delta) = delta {
+                events.push(json!({"type": "content_block_delta", "index": index, "delta": delta}));
+            }
+            events.push(json!({"type": "content_block_stop", "index": index}));
+        }
+        events.push(json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"]}}));
+        events.push(json!({"type": "message_stop"}));
+        for event in events {
+            if self.on_event(
+                &SseEvent {
+                    event: None,
+                    data: event.to_string(),
+                },
+                sink,
+            )? {
+                return Ok(true);
+            }
         }
         Ok(false)
     }

@@ -7,6 +7,7 @@
 //! [`LlmError::StreamDropped`].
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::error::LlmError;
 use crate::http::error_from_stream;
@@ -15,6 +16,8 @@ use crate::sse::SseEvent;
 
 #[derive(Deserialize)]
 struct Chunk {
+    #[serde(default)]
+    error: Option<Value>,
     #[serde(default)]
     model: Option<String>,
     #[serde(default)]
@@ -109,11 +112,14 @@ impl StreamState {
         if data.is_empty() {
             return Ok(false);
         }
-        if data.starts_with("{\"error\"") || event.event.as_deref() == Some("error") {
+        if event.event.as_deref() == Some("error") {
             return Err(error_from_stream(data));
         }
         let chunk: Chunk =
             serde_json::from_str(data).map_err(|e| LlmError::Protocol(format!("bad chunk ({e}): {data}")))?;
+        if chunk.error.is_some() {
+            return Err(error_from_stream(data));
+        }
         if chunk.model.is_some() {
             self.model = chunk.model;
         }
@@ -137,6 +143,30 @@ impl StreamState {
             }
         }
         Ok(false)
+    }
+
+    /// Replays a complete, non-streamed `chat.completion` as one chunk whose deltas are its messages;
+    /// `Ok(true)`, as a whole document is never cut short.
+    pub fn replay_completion(
+        &mut self,
+        mut completion: Value,
+        sink: &mut dyn FnMut(StreamEvent),
+    ) -> Result<bool, LlmError> {
+        if let Some(choices) = completion.get_mut("choices").and_then(Value::as_array_mut) {
+            for choice in choices {
+                if let Some(message) = choice.get_mut("message").map(Value::take) {
+                    choice["delta"] = message;
+                }
+            }
+        }
+        self.on_event(
+            &SseEvent {
+                event: None,
+                data: completion.to_string(),
+            },
+            sink,
+        )?;
+        Ok(true)
     }
 
     fn apply(&mut self, delta: Delta, sink: &mut dyn FnMut(StreamEvent)) {

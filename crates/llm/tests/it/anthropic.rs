@@ -460,3 +460,43 @@ async fn an_unreachable_server_is_a_connection_error() {
     let (result, _) = call(&AnthropicClient::new(config).unwrap(), &request()).await;
     assert!(matches!(result.unwrap_err(), LlmError::Connection(_)));
 }
+
+#[tokio::test]
+async fn a_non_streamed_json_message_is_accepted() {
+    let message = json!({"id": "msg_2", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [
+            {"type": "thinking", "thinking": "hm", "signature": "sig"},
+            {"type": "text", "text": "Writing."},
+            {"type": "tool_use", "id": "toolu_7", "name": "Write", "input": {"path": "a.txt"}}],
+        "stop_reason": "tool_use", "stop_sequence": null,
+        "usage": {"input_tokens": 5, "output_tokens": 9, "cache_read_input_tokens": 50}});
+    let server = FakeServer::start(vec![Reply::Bytes(json_response(200, &[], &message.to_string()))]).await;
+    let (result, events) = call(&client(&server), &request()).await;
+    let response = result.unwrap();
+    assert_eq!(
+        response.content,
+        vec![
+            Block::Thinking {
+                thinking: "hm".into(),
+                signature: Some("sig".into())
+            },
+            Block::text("Writing."),
+            Block::ToolUse {
+                id: "toolu_7".into(),
+                name: "Write".into(),
+                input: json!({"path": "a.txt"})
+            },
+        ]
+    );
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        response.usage,
+        Usage {
+            input: 5,
+            output: 9,
+            cache_read: 50,
+            cache_write: 0
+        }
+    );
+    assert!(events.contains(&StreamEvent::TextDelta("Writing.".into())));
+}

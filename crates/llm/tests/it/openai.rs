@@ -285,3 +285,37 @@ async fn two_turns_share_a_byte_identical_prefix() {
         String::from_utf8_lossy(&b[..a.len() - 2])
     );
 }
+
+#[tokio::test]
+async fn a_non_streamed_chat_completion_is_accepted() {
+    let completion = json!({"id": "chatcmpl-9", "object": "chat.completion", "model": "llama3.1",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_x", "type": "function",
+                "function": {"name": "write_file", "arguments": "{\"path\":\"z\"}"}}]}}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 8, "total_tokens": 48}});
+    let server = FakeServer::start(vec![Reply::Bytes(json_response(
+        200,
+        &[],
+        &completion.to_string(),
+    ))])
+    .await;
+    let (result, _) = call(&client(&server, None), &request()).await;
+    let response = result.unwrap();
+    assert_eq!(
+        response.content,
+        vec![Block::ToolUse {
+            id: "call_x".into(),
+            name: "write_file".into(),
+            input: json!({"path": "z"})
+        }]
+    );
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        response.usage,
+        Usage {
+            input: 40,
+            output: 8,
+            ..Usage::default()
+        }
+    );
+}
