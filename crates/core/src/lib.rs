@@ -13,9 +13,11 @@ pub mod event;
 pub mod gate;
 pub mod goals;
 pub mod ids;
+pub mod intercept;
 pub mod plan;
 pub mod teachback;
 pub mod tier;
+pub mod tiers;
 pub mod variety;
 pub mod verdict;
 
