@@ -30,7 +30,7 @@ use serde_json::Value;
 use crate::cancel::CancelToken;
 use crate::error::LlmError;
 use crate::http::{self, ApiKey, Timeouts};
-use crate::message::{Block, Message, Request, Response, Role, StreamEvent};
+use crate::message::{Block, Message, Request, Response, Role, StreamEvent, ToolChoice};
 use crate::provider::{BoxFuture, EventSink, Provider};
 
 /// The `anthropic-version` header this client speaks.
@@ -133,6 +133,24 @@ impl AnthropicClient {
                 budget_tokens,
             }),
             stream: true,
+            tool_choice: request.tool_choice.as_ref().map(|choice| match choice {
+                ToolChoice::Auto => WireToolChoice {
+                    kind: "auto",
+                    name: None,
+                },
+                ToolChoice::Any => WireToolChoice {
+                    kind: "any",
+                    name: None,
+                },
+                ToolChoice::Tool(name) => WireToolChoice {
+                    kind: "tool",
+                    name: Some(name),
+                },
+                ToolChoice::None => WireToolChoice {
+                    kind: "none",
+                    name: None,
+                },
+            }),
             system: system_blocks(&request.system, self.config.prompt_caching),
             tools: tools(request, self.config.prompt_caching),
             messages: messages(&request.messages, self.config.prompt_caching),
@@ -195,11 +213,21 @@ struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<Thinking>,
     stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<WireToolChoice<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     system: Vec<WireBlock<'a>>,
     messages: Vec<WireMessage<'a>>,
+}
+
+#[derive(Serialize)]
+struct WireToolChoice<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -444,6 +472,7 @@ mod tests {
             max_tokens: 100,
             temperature: Some(0.5),
             stop: vec!["STOP".into()],
+            tool_choice: Some(ToolChoice::Tool("b".into())),
             ..Request::default()
         };
         let body = body(&client(true), &request);
@@ -455,6 +484,7 @@ mod tests {
         assert_eq!(body["messages"][0]["content"][0]["cache_control"], eph);
         assert_eq!(body["stream"], json!(true));
         assert_eq!(body["temperature"], json!(0.5));
+        assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "b"}));
         assert_eq!(body["stop_sequences"], json!(["STOP"]));
     }
 

@@ -33,7 +33,7 @@ pub use configured::{ConfiguredModel, budget_limits, check_model, model_for_bind
 pub use error::LlmError;
 pub use http::{ApiKey, Timeouts};
 pub use message::{
-    Block, CallMeta, Message, Request, Response, Role, StopReason, StreamEvent, ToolSpec, Usage,
+    Block, CallMeta, Message, Request, Response, Role, StopReason, StreamEvent, ToolChoice, ToolSpec, Usage,
 };
 pub use metered::Metered;
 pub use openai::{OpenAiClient, OpenAiConfig};

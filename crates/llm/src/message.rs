@@ -27,6 +27,9 @@ pub struct Request {
     /// Stop sequences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
+    /// Whether and which tool the model must call; the provider's default (`auto`) when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
     /// Who is calling and why; used by the scripted provider, budgets and usage records, never sent.
     #[serde(default)]
     pub meta: CallMeta,
@@ -199,6 +202,20 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of its arguments (an object schema).
     pub input_schema: Value,
+}
+
+/// Whether and which tool the model must call, e.g. to force a structured answer through a `submit_plan` tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "name", rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// The model must call some tool.
+    Any,
+    /// The model must call this tool.
+    Tool(String),
+    /// The model must not call tools.
+    None,
 }
 
 /// Who is calling and why. Never sent to a provider; keys scripted replies, budgets and usage records.

@@ -26,12 +26,12 @@ use std::borrow::Cow;
 
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::cancel::CancelToken;
 use crate::error::LlmError;
 use crate::http::{self, ApiKey, Timeouts};
-use crate::message::{Block, Message, Request, Response, Role, StreamEvent};
+use crate::message::{Block, Message, Request, Response, Role, StreamEvent, ToolChoice};
 use crate::provider::{BoxFuture, EventSink, Provider};
 
 /// OpenAI's endpoint.
@@ -132,6 +132,12 @@ impl OpenAiClient {
             max_completion_tokens: if completion { limit } else { None },
             temperature: request.temperature,
             stop: &request.stop,
+            tool_choice: request.tool_choice.as_ref().map(|choice| match choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::Any => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+                ToolChoice::None => json!("none"),
+            }),
             stream: true,
             stream_options: self
                 .config
@@ -204,6 +210,8 @@ struct WireRequest<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     stop: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
@@ -437,7 +445,10 @@ mod tests {
         config.fold_mid_system = true;
         config.include_usage = false;
         config.max_tokens_field = MaxTokensField::MaxCompletionTokens;
-        let body = body(config, &conversation());
+        let mut request = conversation();
+        request.tool_choice = Some(ToolChoice::Any);
+        let body = body(config, &request);
+        assert_eq!(body["tool_choice"], json!("required"));
         assert_eq!(
             body["messages"][3],
             json!({"role": "user", "content": "<system-reminder>\nreminder\n</system-reminder>"})

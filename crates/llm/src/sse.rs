@@ -156,6 +156,49 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any events, written with any line ending and comments, read in pieces cut anywhere, come back
+        /// exactly.
+        #[test]
+        fn round_trips_any_events_split_anywhere(
+            events in proptest::collection::vec(
+                (proptest::option::of("[a-z_]{1,12}"), proptest::collection::vec("[^\r\n]{0,12}", 1..4)),
+                0..6,
+            ),
+            ending in 0..3usize,
+            cuts in proptest::collection::vec(0..400usize, 0..10),
+        ) {
+            let eol = ["\n", "\r\n", "\r"][ending];
+            let mut text = String::new();
+            for (name, lines) in &events {
+                text.push_str(&format!(": comment{eol}"));
+                if let Some(name) = name {
+                    text.push_str(&format!("event: {name}{eol}"));
+                }
+                for line in lines {
+                    text.push_str(&format!("data: {line}{eol}"));
+                }
+                text.push_str(eol);
+            }
+            let bytes = text.as_bytes();
+            let mut cuts: Vec<usize> = cuts.into_iter().filter(|c| *c < bytes.len()).collect();
+            cuts.sort_unstable();
+            let mut parser = SseParser::default();
+            let mut got = Vec::new();
+            let mut start = 0;
+            for cut in cuts.into_iter().chain([bytes.len()]) {
+                got.extend(parser.feed(&bytes[start..cut]));
+                start = cut;
+            }
+            got.extend(parser.finish());
+            let want: Vec<SseEvent> = events
+                .iter()
+                .map(|(name, lines)| SseEvent { event: name.clone(), data: lines.join("\n") })
+                .collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+
     #[test]
     fn empty_data_field_still_dispatches() {
         assert_eq!(parse_in_pieces(b"data\n\n", 3), vec![ev(None, "")]);
