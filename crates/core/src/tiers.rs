@@ -1,0 +1,407 @@
+//! What each tier produces and how the runner turns it into the next tier's briefs. The runner stays thin:
+//! a tier's behaviour lives in its prompt and in the output schema here; the functions here are the pure
+//! "handlers" that read a validated output and say which briefs come next.
+//!
+//! Roles within a tier are named by the brief's title: T1 `plan` and `accept`; T2 `lead` and `synthesis`
+//! (any other T2 title is a specialist). So `agency inspect` shows "T1 plan ✓" and scripted replies can key
+//! on the title.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::brief::{Brief, NewBrief};
+use crate::contract::GoalContract;
+use crate::plan::Workstream;
+use crate::tier::Tier;
+use crate::variety::Variety;
+
+/// The title of T1's planning brief.
+pub const PLAN_TITLE: &str = "plan";
+/// The title of T1's acceptance brief.
+pub const ACCEPT_TITLE: &str = "accept";
+/// The title of the T2 lead architect's brief.
+pub const LEAD_TITLE: &str = "lead";
+/// The title of the T2 lead's synthesis brief.
+pub const SYNTHESIS_TITLE: &str = "synthesis";
+/// The workstream name of run-level briefs (T1 plan and accept).
+pub const RUN_WORKSTREAM: &str = "run";
+
+/// What a brief is for, derived from its tier and title.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BriefRole {
+    /// T1 phase 1: the dispatch plan.
+    Plan,
+    /// T1 phase 2: acceptance against the goal anchor.
+    Accept,
+    /// T2 lead: domain boundaries and shared assumptions.
+    Lead,
+    /// T2 specialist: one domain's architecture and its squads.
+    Specialist,
+    /// T2 lead, second pass: the canonical architecture.
+    Synthesis,
+    /// T3: a squad's task list.
+    SquadLead,
+    /// T4: one atomic task.
+    Implementer,
+    /// T5: verification of one slice.
+    Verifier,
+}
+
+impl BriefRole {
+    /// The role of a brief.
+    pub fn of(brief: &Brief) -> BriefRole {
+        Self::for_title(brief.tier, &brief.title)
+    }
+
+    /// The role a brief of `tier` titled `title` has.
+    pub fn for_title(tier: Tier, title: &str) -> BriefRole {
+        match (tier, title) {
+            (Tier::T1, ACCEPT_TITLE) => BriefRole::Accept,
+            (Tier::T1, _) => BriefRole::Plan,
+            (Tier::T2, LEAD_TITLE) => BriefRole::Lead,
+            (Tier::T2, SYNTHESIS_TITLE) => BriefRole::Synthesis,
+            (Tier::T2, _) => BriefRole::Specialist,
+            (Tier::T3, _) => BriefRole::SquadLead,
+            (Tier::T4, _) => BriefRole::Implementer,
+            (Tier::T5, _) => BriefRole::Verifier,
+        }
+    }
+
+    /// The wire name, used as the model call's `role` (and so by scripted replies).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BriefRole::Plan => "planner",
+            BriefRole::Accept => "acceptor",
+            BriefRole::Lead => "lead-architect",
+            BriefRole::Specialist => "architect",
+            BriefRole::Synthesis => "synthesis",
+            BriefRole::SquadLead => "squad-lead",
+            BriefRole::Implementer => "implementer",
+            BriefRole::Verifier => "verifier",
+        }
+    }
+
+    /// Whether the role changes files (and so works in a writable worktree behind the teachback gate).
+    pub fn writes(self) -> bool {
+        self == BriefRole::Implementer
+    }
+}
+
+/// A brief one tier asks the next to do, in the shape a model writes it. The runner fixes the tier and
+/// workstream; the model decides the rest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChildBrief {
+    /// Short, unique among its siblings (`queue-client`); the T5 scope.
+    pub title: String,
+    /// What the agent is asked to do, self-contained.
+    pub instructions: String,
+    /// The four variety dimensions of this piece of work (not its parent's).
+    pub variety: Variety,
+    /// What done means for it, when it can be checked on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<GoalContract>,
+    /// Titles of siblings whose output this one needs (a pipeline); empty for swarm work.
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+}
+
+impl ChildBrief {
+    /// The request for a brief of `tier` in `workstream`, inheriting `fallback` as the contract when the
+    /// model gave none.
+    pub fn into_new_brief(self, tier: Tier, workstream: &str, fallback: Option<&GoalContract>) -> NewBrief {
+        NewBrief {
+            tier,
+            workstream: workstream.to_string(),
+            title: self.title,
+            personality: None,
+            instructions: self.instructions,
+            inputs: Vec::new(),
+            variety: Some(self.variety),
+            contract: self.contract.or_else(|| fallback.cloned()),
+            depends_on: self.depends_on,
+        }
+    }
+}
+
+/// One domain's edges, as the T2 lead draws them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DomainBoundary {
+    /// The domain (`backend`, `infra`, ...).
+    pub domain: String,
+    /// What it owns.
+    pub owns: Vec<String>,
+    /// What it must not touch.
+    #[serde(default)]
+    pub excludes: Vec<String>,
+}
+
+/// The T2 lead's output: boundaries, shared assumptions, and one specialist brief per domain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeadOutput {
+    /// Who owns what.
+    pub boundaries: Vec<DomainBoundary>,
+    /// Cross-cutting conventions every specialist designs against.
+    pub shared_assumptions: Vec<String>,
+    /// One brief per specialist domain.
+    pub specialists: Vec<ChildBrief>,
+}
+
+/// A T2 specialist's output: its domain's architecture and the squads (T3 briefs) that build it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SpecialistOutput {
+    /// The domain's architecture, in prose or markdown.
+    pub architecture: String,
+    /// The squads that build it.
+    pub squads: Vec<ChildBrief>,
+}
+
+/// The T2 lead's synthesis: the canonical architecture after conflicts between specialists are resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SynthesisOutput {
+    /// The canonical architecture.
+    pub canonical_architecture: String,
+    /// Conflicts between specialists that remain; non-empty asks for another resolution cycle.
+    #[serde(default)]
+    pub unresolved_conflicts: Vec<String>,
+}
+
+/// A T3 squad lead's task list, as drafted or committed in the mesh.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SquadOutput {
+    /// The T4 tasks: independent ones run as a swarm, dependent ones as a pipeline.
+    pub tasks: Vec<ChildBrief>,
+    /// Overlaps with peers it resolved, or anomalies it wants a human to see.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// A T5 verifier's output for one slice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifierOutput {
+    /// `pass` or `fail`.
+    pub verdict: crate::verdict::Verdict,
+    /// What is wrong, each specific enough to act on.
+    #[serde(default)]
+    pub issues: Vec<String>,
+    /// A human-readable summary.
+    #[serde(default)]
+    pub notes: String,
+}
+
+/// T1's acceptance of the integrated result against the goal anchor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcceptOutput {
+    /// Whether the integration branch fulfils the goal.
+    pub accept: bool,
+    /// Why, in a few sentences (the PR description starts with it).
+    pub summary: String,
+    /// What is missing when not accepted.
+    #[serde(default)]
+    pub missing: Vec<String>,
+}
+
+/// The JSON Schema of a role's output, given to the model with the `report_result` tool and used to
+/// validate what comes back.
+pub fn output_schema(role: BriefRole) -> serde_json::Value {
+    let schema = match role {
+        BriefRole::Plan => return crate::plan::plan_json_schema(),
+        BriefRole::Accept => schemars::schema_for!(AcceptOutput),
+        BriefRole::Lead => schemars::schema_for!(LeadOutput),
+        BriefRole::Specialist => schemars::schema_for!(SpecialistOutput),
+        BriefRole::Synthesis => schemars::schema_for!(SynthesisOutput),
+        BriefRole::SquadLead => schemars::schema_for!(SquadOutput),
+        BriefRole::Implementer => return serde_json::json!({ "type": "object" }),
+        BriefRole::Verifier => schemars::schema_for!(VerifierOutput),
+    };
+    schema.to_value()
+}
+
+/// The first tier a workstream's path starts with (T1 never appears in a path).
+pub fn first_tier(workstream: &Workstream) -> Option<Tier> {
+    workstream.tier_path.first().copied()
+}
+
+/// The tier after `tier` on a workstream's path, if any.
+pub fn next_tier(workstream: &Workstream, tier: Tier) -> Option<Tier> {
+    let at = workstream.tier_path.iter().position(|t| *t == tier)?;
+    workstream.tier_path.get(at + 1).copied()
+}
+
+/// The brief that starts a workstream: its first tier, with the workstream's notes, variety and contract.
+pub fn workstream_entry_brief(workstream: &Workstream) -> Option<NewBrief> {
+    let tier = first_tier(workstream)?;
+    let title = match tier {
+        Tier::T2 => LEAD_TITLE.to_string(),
+        _ => workstream.name.clone(),
+    };
+    Some(NewBrief {
+        tier,
+        workstream: workstream.id.clone(),
+        title,
+        personality: workstream.specialist.clone(),
+        instructions: workstream.notes.clone(),
+        inputs: Vec::new(),
+        variety: Some(workstream.variety),
+        contract: Some(workstream.contract.clone()),
+        depends_on: Vec::new(),
+    })
+}
+
+/// Problems with a list of sibling briefs: duplicate titles, dependencies on unknown siblings, cycles.
+/// Each problem names the brief, like plan validation does.
+pub fn check_siblings(children: &[ChildBrief]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, child) in children.iter().enumerate() {
+        if child.title.trim().is_empty() {
+            problems.push(format!("[{i}].title: must not be empty"));
+        }
+        if children[..i].iter().any(|c| c.title == child.title) {
+            problems.push(format!(
+                "[{i}].title: \"{}\" is used twice; titles must be unique",
+                child.title
+            ));
+        }
+        for dep in &child.depends_on {
+            if !children.iter().any(|c| &c.title == dep) {
+                problems.push(format!("[{i}].depends_on: no sibling is titled \"{dep}\""));
+            }
+            if dep == &child.title {
+                problems.push(format!("[{i}].depends_on: \"{dep}\" depends on itself"));
+            }
+        }
+    }
+    if problems.is_empty() && has_cycle(children) {
+        problems.push("depends_on: the dependencies form a cycle".to_string());
+    }
+    problems
+}
+
+fn has_cycle(children: &[ChildBrief]) -> bool {
+    // Kahn's algorithm: repeatedly remove briefs whose dependencies are all removed.
+    let mut done: Vec<bool> = vec![false; children.len()];
+    loop {
+        let mut progressed = false;
+        for (i, child) in children.iter().enumerate() {
+            if done[i] {
+                continue;
+            }
+            let ready = child.depends_on.iter().all(|d| {
+                children
+                    .iter()
+                    .position(|c| &c.title == d)
+                    .is_none_or(|j| done[j])
+            });
+            if ready {
+                done[i] = true;
+                progressed = true;
+            }
+        }
+        if !progressed {
+            return done.iter().any(|d| !d);
+        }
+    }
+}
+
+/// Orders siblings so that every brief comes after what it depends on (stable otherwise). Call after
+/// [`check_siblings`] found no cycle.
+pub fn dependency_order(children: Vec<ChildBrief>) -> Vec<ChildBrief> {
+    let mut remaining = children;
+    let mut ordered: Vec<ChildBrief> = Vec::with_capacity(remaining.len());
+    while !remaining.is_empty() {
+        let before = remaining.len();
+        let mut i = 0;
+        while i < remaining.len() {
+            let ready = remaining[i]
+                .depends_on
+                .iter()
+                .all(|d| ordered.iter().any(|o| &o.title == d));
+            if ready {
+                ordered.push(remaining.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        if remaining.len() == before {
+            // A cycle or a dangling dependency: keep the rest in their given order.
+            ordered.append(&mut remaining);
+        }
+    }
+    ordered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn child(title: &str, deps: &[&str]) -> ChildBrief {
+        ChildBrief {
+            title: title.into(),
+            instructions: "x".into(),
+            variety: Variety::new(1, 1, 1, 1).unwrap(),
+            contract: None,
+            depends_on: deps.iter().map(|d| d.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn roles_come_from_tier_and_title() {
+        assert_eq!(BriefRole::for_title(Tier::T1, "plan"), BriefRole::Plan);
+        assert_eq!(BriefRole::for_title(Tier::T1, "accept"), BriefRole::Accept);
+        assert_eq!(BriefRole::for_title(Tier::T2, "lead"), BriefRole::Lead);
+        assert_eq!(BriefRole::for_title(Tier::T2, "synthesis"), BriefRole::Synthesis);
+        assert_eq!(BriefRole::for_title(Tier::T2, "backend"), BriefRole::Specialist);
+        assert_eq!(BriefRole::for_title(Tier::T5, "x"), BriefRole::Verifier);
+        assert!(BriefRole::Implementer.writes() && !BriefRole::Verifier.writes());
+    }
+
+    #[test]
+    fn sibling_problems_are_named() {
+        let problems = check_siblings(&[child("a", &["zz"]), child("a", &[]), child("b", &["b"])]);
+        assert!(
+            problems.iter().any(|p| p.contains("no sibling is titled \"zz\"")),
+            "{problems:?}"
+        );
+        assert!(problems.iter().any(|p| p.contains("used twice")), "{problems:?}");
+        assert!(
+            problems.iter().any(|p| p.contains("depends on itself")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn cycles_are_found_and_order_respects_dependencies() {
+        assert_eq!(
+            check_siblings(&[child("a", &["b"]), child("b", &["a"])]),
+            vec!["depends_on: the dependencies form a cycle".to_string()]
+        );
+        let ordered = dependency_order(vec![child("c", &["b"]), child("b", &["a"]), child("a", &[])]);
+        let titles: Vec<&str> = ordered.iter().map(|c| c.title.as_str()).collect();
+        assert_eq!(titles, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn every_role_has_an_object_schema() {
+        for role in [
+            BriefRole::Plan,
+            BriefRole::Accept,
+            BriefRole::Lead,
+            BriefRole::Specialist,
+            BriefRole::Synthesis,
+            BriefRole::SquadLead,
+            BriefRole::Implementer,
+            BriefRole::Verifier,
+        ] {
+            let schema = output_schema(role);
+            assert!(schema.is_object(), "{role:?}");
+        }
+    }
+}
