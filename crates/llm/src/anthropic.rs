@@ -345,15 +345,20 @@ fn messages(messages: &[Message], caching: bool) -> Vec<WireMessage<'_>> {
             Role::Assistant => "assistant",
             Role::User | Role::System => "user",
         };
-        let blocks = message
+        let blocks: Vec<WireBlock<'_>> = message
             .content
             .iter()
-            .filter_map(|b| wire_block(b, message.role == Role::System));
+            .filter_map(|b| wire_block(b, message.role == Role::System))
+            .collect();
+        if blocks.is_empty() {
+            // The API rejects empty turns (e.g. one that held only unsigned thinking).
+            continue;
+        }
         match out.last_mut() {
             Some(previous) if previous.role == role => previous.content.extend(blocks),
             _ => out.push(WireMessage {
                 role,
-                content: blocks.collect(),
+                content: blocks,
             }),
         }
     }
@@ -486,6 +491,27 @@ mod tests {
         assert_eq!(body["temperature"], json!(0.5));
         assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "b"}));
         assert_eq!(body["stop_sequences"], json!(["STOP"]));
+    }
+
+    #[test]
+    fn turns_left_empty_are_dropped_and_their_neighbours_merged() {
+        let request = Request {
+            messages: vec![
+                Message::user("a"),
+                Message::assistant(vec![Block::Thinking {
+                    thinking: "x".into(),
+                    signature: None,
+                }]),
+                Message::user("b"),
+            ],
+            max_tokens: 10,
+            ..Request::default()
+        };
+        let body = body(&client(false), &request);
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}])
+        );
     }
 
     #[test]

@@ -274,6 +274,16 @@ pub enum StreamEvent {
     },
     /// The model stopped.
     Stop(StopReason),
+    /// The call failed before anything streamed and will be tried again after `delay` (sent by
+    /// [`Retrying`](crate::Retrying), so a live log can say why nothing is happening).
+    Retrying {
+        /// The attempt that failed, from 1.
+        attempt: u32,
+        /// The wait before the next attempt.
+        delay: std::time::Duration,
+        /// Why it failed.
+        error: String,
+    },
 }
 
 /// Why the model stopped.

@@ -108,7 +108,8 @@ impl<P: Provider> Retrying<P> {
             let mut streamed = false;
             let result = {
                 let mut counting = |event: StreamEvent| {
-                    streamed = true;
+                    // An inner wrapper's retry notice is not part of an answer.
+                    streamed |= !matches!(event, StreamEvent::Retrying { .. });
                     sink(event);
                 };
                 self.inner.complete(request, &mut counting, cancel).await
@@ -121,6 +122,11 @@ impl<P: Provider> Retrying<P> {
                 return Err(error);
             }
             let delay = self.policy.delay(attempt, error.retry_after(), jitter_unit());
+            sink(StreamEvent::Retrying {
+                attempt,
+                delay,
+                error: error.to_string(),
+            });
             let sleep = (self.policy.sleep)(delay);
             cancel
                 .run(async {

@@ -362,10 +362,14 @@ async fn a_429_with_retry_after_is_retried_after_that_delay() {
     .await;
     let (policy, slept) = recording_policy(5);
     let provider = Retrying::new(client(&server), policy);
-    let (result, _) = call(&provider, &request()).await;
+    let (result, events) = call(&provider, &request()).await;
     assert_eq!(result.unwrap().text(), "finally");
     assert_eq!(server.requests().len(), 3);
     let slept = slept.lock().unwrap().clone();
+    assert!(matches!(
+        &events[0],
+        StreamEvent::Retrying { attempt: 1, delay, error } if *delay == Duration::from_secs(3) && error.contains("slow down")
+    ));
     assert_eq!(slept[0], Duration::from_secs(3), "retry-after is honoured");
     assert!(
         slept[1] >= Duration::from_millis(1000) && slept[1] <= Duration::from_millis(2000),
