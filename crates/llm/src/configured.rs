@@ -15,6 +15,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agency_core::Tier;
 use agency_core::config::{
     BudgetLimit, BudgetsConfig, CapabilityLevel, ModelBinding, ModelPrice, ProviderConfig, ProviderKind,
     TeamConfig,
@@ -167,6 +168,62 @@ pub fn client_for(
     }
 }
 
+/// Every model a run calls, built once when the run starts, so a missing key or an unknown provider stops
+/// the run before any call and briefs share their clients (and connection pools).
+#[derive(Debug, Clone)]
+pub struct ModelSet {
+    levels: Vec<(CapabilityLevel, ConfiguredModel)>,
+    judge: ConfiguredModel,
+}
+
+impl ModelSet {
+    /// Builds the model of each capability level and the sign-off judge's.
+    pub fn from_config(
+        config: &TeamConfig,
+        env: EnvLookup<'_>,
+        retry: RetryPolicy,
+    ) -> Result<Self, LlmError> {
+        let mut levels = Vec::with_capacity(CapabilityLevel::ALL.len());
+        for level in CapabilityLevel::ALL {
+            levels.push((level, model_for_level(config, level, env, retry.clone())?));
+        }
+        let judge = match &config.signoff.judge_model {
+            Some(binding) => model_for_binding(config, binding, env, retry)?,
+            None => levels
+                .iter()
+                .find(|(level, _)| *level == config.signoff.judge)
+                .map(|(_, model)| model.clone())
+                .ok_or_else(|| {
+                    LlmError::Config(format!("signoff.judge: no model for {}", config.signoff.judge))
+                })?,
+        };
+        Ok(Self { levels, judge })
+    }
+
+    /// The model of a capability level.
+    pub fn level(&self, level: CapabilityLevel) -> Option<&ConfiguredModel> {
+        self.levels
+            .iter()
+            .find(|(l, _)| *l == level)
+            .map(|(_, model)| model)
+    }
+
+    /// The model a tier uses: its configured capability level's.
+    pub fn for_tier(&self, config: &TeamConfig, tier: Tier) -> Option<&ConfiguredModel> {
+        self.level(config.tiers.capability(tier))
+    }
+
+    /// The sign-off judge's model.
+    pub fn judge(&self) -> &ConfiguredModel {
+        &self.judge
+    }
+
+    /// Each level with its model, strongest first.
+    pub fn levels(&self) -> impl Iterator<Item = (CapabilityLevel, &ConfiguredModel)> {
+        self.levels.iter().map(|(level, model)| (*level, model))
+    }
+}
+
 /// What one `agency models check` probe found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckOutcome {
@@ -305,6 +362,24 @@ mod tests {
             }
         }
         assert!(checked >= 7, "checked {checked}");
+    }
+
+    #[test]
+    fn a_model_set_serves_tiers_and_the_judge() {
+        let cfg = config(
+            "providers:\n  anthropic: {kind: anthropic}\n  openai: {kind: openai}\nsignoff:\n  judge_model: {provider: openai, model: gpt-5}\ntiers:\n  t4: {capability: capable}\n",
+        );
+        let env = |_: &str| Some("k".to_owned());
+        let set = ModelSet::from_config(&cfg, &env, RetryPolicy::default()).unwrap();
+        assert_eq!(set.for_tier(&cfg, Tier::T1).unwrap().model, "claude-opus-4-8");
+        assert_eq!(set.for_tier(&cfg, Tier::T4).unwrap().model, "claude-sonnet-4-5");
+        assert_eq!(
+            (set.judge().model.as_str(), set.judge().provider.kind()),
+            ("gpt-5", "openai")
+        );
+        assert_eq!(set.levels().count(), 3);
+        let default_judge = ModelSet::from_config(&config(""), &env, RetryPolicy::default()).unwrap();
+        assert_eq!(default_judge.judge().model, "claude-opus-4-8");
     }
 
     #[test]
