@@ -16,7 +16,7 @@
 //!   are dropped because the API would reject them.
 //!
 //! The response stream (`message_start`, `content_block_*`, `message_delta`, `message_stop`, `ping`,
-//! `error`) is assembled in [`stream`]. A server that ignores `stream: true` and answers with one JSON
+//! `error`) is assembled in the `stream` submodule. A server that ignores `stream: true` and answers with one JSON
 //! message (some proxies do) is replayed through the same assembler.
 
 mod stream;

@@ -1,7 +1,8 @@
 //! Metering around any provider: before the call, reserve its worst-case estimate in the shared
 //! [`BudgetLedger`] and refuse it (fail closed, reported to the [`UsageSink`]) if a limit would be passed;
 //! after it, settle the real usage and cost, and hand a [`UsageRecord`] with latency, model and brief to the
-//! sink. Stack it outside [`Retrying`](crate::Retrying) so one logical call is checked once.
+//! sink. A call that fails releases its reservation, since providers report no usage for failed calls.
+//! Stack it outside [`Retrying`](crate::Retrying) so one logical call is checked once.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;

@@ -1,6 +1,6 @@
 //! The scripted provider: replies come from a script file instead of a model, so whole runs (the demo,
 //! end-to-end tests) are reproducible offline. It is deterministic and stateless: a reply is chosen only
-//! from the request (its [`CallMeta`], its turn number and its text), so retries and resumed runs get the
+//! from the request (its [`CallMeta`](crate::CallMeta), its turn number and its text), so retries and resumed runs get the
 //! same answer again.
 //!
 //! A script is YAML (or JSON) with a list of rules, tried in order; the first whose matchers all hold wins:
