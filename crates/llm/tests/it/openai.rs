@@ -319,3 +319,17 @@ async fn a_non_streamed_chat_completion_is_accepted() {
         }
     );
 }
+
+#[tokio::test]
+async fn a_stream_dropped_before_anything_arrived_is_retried() {
+    let server = FakeServer::start(vec![
+        Reply::Bytes(sse_cut(&tool_call_stream(), 0)),
+        Reply::Bytes(sse(&text_stream("second try"))),
+    ])
+    .await;
+    let provider = Retrying::new(client(&server, None), recording_policy(3).0);
+    let (result, events) = call(&provider, &request()).await;
+    assert_eq!(result.unwrap().text(), "second try");
+    assert_eq!(server.requests().len(), 2);
+    assert!(matches!(events[0], StreamEvent::Retrying { attempt: 1, .. }));
+}
