@@ -188,15 +188,15 @@ impl NewGate {
     }
 }
 
-/// Names one stored artifact (UUIDv7, like the core ids).
+/// Names one stored artifact: a random UUID (v4), like the core ids, so its short form is unique too.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ArtifactId(pub Uuid);
 
 impl ArtifactId {
-    /// A fresh, time-ordered id.
+    /// A fresh random id.
     pub fn new() -> Self {
-        ArtifactId(Uuid::now_v7())
+        ArtifactId(Uuid::new_v4())
     }
 
     /// The first eight hex characters.

@@ -15,7 +15,9 @@ fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(".agency").join("agency.db");
     Fixture::new(
-        move || SqliteBlackboard::open(&path).map(|bb| Box::new(bb) as Box<dyn Blackboard>),
+        move |clock| {
+            SqliteBlackboard::open(&path).map(|bb| Box::new(bb.with_clock(clock)) as Box<dyn Blackboard>)
+        },
         dir,
     )
 }

@@ -30,27 +30,36 @@ mod artifacts;
 mod briefs;
 mod claims;
 mod gates;
+mod order;
 mod runs;
 
 pub use artifacts::*;
 pub use briefs::*;
 pub use claims::*;
 pub use gates::*;
+pub use order::*;
 pub use runs::*;
 
-use crate::{Blackboard, NewArtifact, NewGate, NewRun, Result, RunStatus, StoreError};
+use crate::{
+    Blackboard, Clock, NewArtifact, NewGate, NewRun, Result, RunStatus, SteppingClock, StoreError,
+    SystemClock,
+};
+
+/// Opens one handle on a fixture's store, stamping with the given clock.
+pub type Opener = dyn Fn(Arc<dyn Clock>) -> Result<Box<dyn Blackboard>> + Send + Sync;
 
 /// One fresh store: opens any number of handles on it, and keeps whatever backs it (a temp dir, a
 /// scratch schema) alive until dropped.
 pub struct Fixture {
-    open: Box<dyn Fn() -> Result<Box<dyn Blackboard>> + Send + Sync>,
+    open: Box<Opener>,
     _guard: Box<dyn Any + Send + Sync>,
 }
 
 impl Fixture {
-    /// A fixture whose handles come from `open`; `guard` is dropped with the fixture.
+    /// A fixture whose handles come from `open` (given the clock the handle stamps with); `guard` is
+    /// dropped with the fixture.
     pub fn new(
-        open: impl Fn() -> Result<Box<dyn Blackboard>> + Send + Sync + 'static,
+        open: impl Fn(Arc<dyn Clock>) -> Result<Box<dyn Blackboard>> + Send + Sync + 'static,
         guard: impl Any + Send + Sync,
     ) -> Self {
         Fixture {
@@ -59,9 +68,14 @@ impl Fixture {
         }
     }
 
-    /// A new handle (its own connection) on the store.
+    /// A new handle (its own connection) on the store, on the system clock.
     pub fn handle(&self) -> Box<dyn Blackboard> {
-        (self.open)().expect("opening a handle on the fixture store")
+        self.handle_with_clock(Arc::new(SystemClock))
+    }
+
+    /// A new handle on the store that stamps its records with `clock`.
+    pub fn handle_with_clock(&self, clock: Arc<dyn Clock>) -> Box<dyn Blackboard> {
+        (self.open)(clock).expect("opening a handle on the fixture store")
     }
 }
 
@@ -102,6 +116,8 @@ macro_rules! conformance_tests {
             artifacts_round_trip,
             data_persists_across_handles,
             reopening_is_idempotent,
+            briefs_stamped_in_one_instant_keep_insertion_order,
+            records_stamped_in_one_instant_keep_insertion_order,
         );
     };
     (@each $fixture:path; $($name:ident),* $(,)?) => {

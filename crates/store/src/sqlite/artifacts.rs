@@ -80,7 +80,7 @@ pub fn latest(conn: &Connection, run: RunId, name: &str) -> Result<Option<Artifa
         conn,
         &format!(
             "SELECT {META_COLUMNS}, bytes FROM artifacts WHERE run = ?1 AND name = ?2 \
-             ORDER BY created_at DESC, id DESC LIMIT 1"
+             ORDER BY created_at DESC, rowid DESC LIMIT 1"
         ),
         params![id_text(&run.0), name],
         decode_full,
@@ -91,7 +91,7 @@ pub fn latest(conn: &Connection, run: RunId, name: &str) -> Result<Option<Artifa
 pub fn list(conn: &Connection, run: RunId, brief: Option<BriefId>) -> Result<Vec<ArtifactMeta>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {META_COLUMNS} FROM artifacts WHERE run = ?1 AND (?2 IS NULL OR brief = ?2) \
-         ORDER BY created_at, id"
+         ORDER BY created_at, rowid"
     ))?;
     let rows = stmt.query_and_then(params![id_text(&run.0), brief.map(|b| id_text(&b.0))], |row| {
         decode_meta(&Cols::new(row, "artifact", 0)?)

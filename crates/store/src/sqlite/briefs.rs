@@ -109,7 +109,7 @@ pub fn get(conn: &Connection, id: BriefId) -> Result<Brief> {
 /// A run's briefs, oldest first.
 pub fn list(conn: &Connection, run: RunId) -> Result<Vec<Brief>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM briefs WHERE run = ?1 ORDER BY created_at, id"
+        "SELECT {COLUMNS} FROM briefs WHERE run = ?1 ORDER BY created_at, rowid"
     ))?;
     let rows = stmt.query_and_then(params![id_text(&run.0)], decode)?;
     rows.collect()
@@ -203,7 +203,7 @@ pub fn claim_next(
            AND NOT EXISTS ( \
              SELECT 1 FROM json_each(b.depends_on) d LEFT JOIN briefs dep ON dep.id = d.value \
              WHERE dep.status IS NOT 'done') \
-         ORDER BY b.created_at, b.id LIMIT 1",
+         ORDER BY b.created_at, b.rowid LIMIT 1",
         params![run.map(|r| id_text(&r.0))],
         |row| Ok(row.get(0)?),
     )?;

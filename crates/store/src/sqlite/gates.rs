@@ -82,7 +82,7 @@ pub fn get(conn: &Connection, id: GateId) -> Result<Gate> {
 pub fn pending(conn: &Connection, run: Option<RunId>) -> Result<Vec<Gate>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM gates WHERE status = 'pending' AND (?1 IS NULL OR run = ?1) \
-         ORDER BY opened_at, id"
+         ORDER BY opened_at, rowid"
     ))?;
     let rows = stmt.query_and_then(params![run.map(|r| id_text(&r.0))], decode)?;
     rows.collect()
@@ -91,7 +91,7 @@ pub fn pending(conn: &Connection, run: Option<RunId>) -> Result<Vec<Gate>> {
 /// Every gate of a run, oldest first.
 pub fn list(conn: &Connection, run: RunId) -> Result<Vec<Gate>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM gates WHERE run = ?1 ORDER BY opened_at, id"
+        "SELECT {COLUMNS} FROM gates WHERE run = ?1 ORDER BY opened_at, rowid"
     ))?;
     let rows = stmt.query_and_then(params![id_text(&run.0)], decode)?;
     rows.collect()
@@ -158,7 +158,7 @@ pub fn decide_oldest_pending(
     require_run(conn, &run)?;
     let oldest: Option<String> = query_opt(
         conn,
-        "SELECT id FROM gates WHERE run = ?1 AND status = 'pending' ORDER BY opened_at, id LIMIT 1",
+        "SELECT id FROM gates WHERE run = ?1 AND status = 'pending' ORDER BY opened_at, rowid LIMIT 1",
         params![id_text(&run.0)],
         |row| Ok(row.get(0)?),
     )?;

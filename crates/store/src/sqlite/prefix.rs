@@ -38,7 +38,7 @@ pub fn resolve(conn: &Connection, table: &'static str, what: &'static str, input
         }
         _ => {
             let mut stmt = conn.prepare(&format!(
-                "SELECT id FROM {table} WHERE id GLOB ?1 || '*' ORDER BY id LIMIT ?2"
+                "SELECT id FROM {table} WHERE id GLOB ?1 || '*' ORDER BY rowid LIMIT ?2"
             ))?;
             let candidates = stmt
                 .query_map(params![prefix, MAX_CANDIDATES as i64], |row| {

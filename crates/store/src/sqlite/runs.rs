@@ -69,7 +69,7 @@ pub fn get(conn: &Connection, id: RunId) -> Result<Run> {
 /// Every run, newest first.
 pub fn list(conn: &Connection) -> Result<Vec<Run>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM runs ORDER BY created_at DESC, id DESC"
+        "SELECT {COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC"
     ))?;
     let rows = stmt.query_and_then([], decode)?;
     rows.collect()
