@@ -189,7 +189,7 @@ impl Repo {
             root: path.to_path_buf(),
             options,
         };
-        probe.git(&["init", "--quiet", "--initial-branch", initial_branch])?;
+        probe.run_git(&["init", "--quiet", "--initial-branch", initial_branch])?;
         Self::open(path, probe.options)
     }
 
@@ -253,19 +253,19 @@ impl Repo {
     pub fn create_branch(&self, branch: &str, base: &str) -> Result<(), GitError> {
         check_name("branch", branch)?;
         check_name("revision", base)?;
-        self.git(&["branch", "--no-track", branch, base]).map(drop)
+        self.run_git(&["branch", "--no-track", branch, base]).map(drop)
     }
 
     /// Deletes a local branch; without `force`, only when it is merged into `HEAD` or its upstream.
     pub fn delete_branch(&self, branch: &str, force: bool) -> Result<(), GitError> {
         check_name("branch", branch)?;
-        self.git(&["branch", if force { "-D" } else { "-d" }, branch])
+        self.run_git(&["branch", if force { "-D" } else { "-d" }, branch])
             .map(drop)
     }
 
     /// Runs git here and returns how it ended, failed or not; only a timeout is an error.
     pub(crate) fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, GitError> {
-        let spec = self.command(args);
+        let spec = self.git_spec(args);
         let output = process::run(&spec)?;
         if output.timed_out {
             return Err(GitError::TimedOut {
@@ -276,8 +276,9 @@ impl Repo {
         Ok(output)
     }
 
-    /// Runs git here; a non-zero exit is an error carrying git's stderr.
-    pub(crate) fn git<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, GitError> {
+    /// Runs any git command here with agency's fixed environment; a non-zero exit is an error carrying
+    /// git's stderr. For the git calls this type does not wrap.
+    pub fn run_git<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, GitError> {
         let output = self.run(args)?;
         if !output.success() {
             return Err(failed(args, &output));
@@ -287,7 +288,7 @@ impl Repo {
 
     /// Like [`Repo::git`], and the output must not have been truncated.
     pub(crate) fn git_complete<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, GitError> {
-        let output = self.git(args)?;
+        let output = self.run_git(args)?;
         if output.stdout.truncated_bytes > 0 {
             return Err(GitError::OutputTooLarge {
                 args: join_args(args),
@@ -301,7 +302,9 @@ impl Repo {
         Ok(self.git_complete(args)?.stdout.text().into_owned())
     }
 
-    fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> CommandSpec {
+    /// The [`CommandSpec`] for `git args` in this work tree with agency's fixed environment and limits, for
+    /// callers that need to run it themselves (with a cancel token, say).
+    pub fn git_spec<S: AsRef<OsStr>>(&self, args: &[S]) -> CommandSpec {
         let options = &self.options;
         let identity = &options.identity;
         let mut spec = CommandSpec::new(&options.program)

@@ -21,9 +21,9 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::thread;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
@@ -32,7 +32,7 @@ pub use cancel::CancelToken;
 pub use capture::Captured;
 pub use spec::{CommandSpec, DEFAULT_KILL_GRACE, DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, EnvPolicy};
 
-use capture::start_helpers;
+use capture::{Streams, start_helpers};
 
 /// How a child ended and what it printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,6 +147,101 @@ pub(crate) fn run_with_parent_env(
     cancel: &CancelToken,
     parent_env: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<Output, ProcessError> {
+    let started = start(spec, parent_env, Interaction::None)?;
+    // The caller's thread is free while the child runs, so it supervises.
+    supervise(started, cancel, spec)
+}
+
+/// A child started by [`spawn`] whose stdin and stdout the caller talks to while it runs (an agent speaking
+/// JSON lines, say). The deadline, cancellation and group kill are enforced on a supervising thread
+/// whatever the caller does; dropping this without [`RunningChild::wait`] still ends and reaps the child at
+/// its deadline.
+#[derive(Debug)]
+pub struct RunningChild {
+    /// The child's stdin; `None` when the spec had stdin bytes (they are fed, then the pipe is closed).
+    pub stdin: Option<ChildStdin>,
+    /// The child's stdout, uncaptured: [`Output::stdout`] stays empty. Read it promptly, or the child blocks
+    /// on a full pipe (until its deadline).
+    pub stdout: Option<ChildStdout>,
+    id: u32,
+    program: String,
+    supervisor: JoinHandle<Result<Output, ProcessError>>,
+}
+
+impl RunningChild {
+    /// The child's process id, which is also its process group id.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Waits until the child has ended (by itself, at its deadline or on cancel) and reports how. Drop
+    /// [`RunningChild::stdin`] first if the child reads until end of input.
+    pub fn wait(self) -> Result<Output, ProcessError> {
+        drop(self.stdin);
+        self.supervisor.join().unwrap_or_else(|_| {
+            Err(ProcessError::Supervise {
+                program: self.program,
+                source: io::Error::other("the supervising thread panicked"),
+            })
+        })
+    }
+}
+
+/// Starts `spec` and hands its stdin and stdout to the caller; stderr is captured as a tail as in [`run`].
+pub fn spawn(spec: &CommandSpec, cancel: &CancelToken) -> Result<RunningChild, ProcessError> {
+    let mut started = start(spec, &|name| std::env::var_os(name), Interaction::Pipes)?;
+    let (stdin, stdout) = (started.child.stdin.take(), started.child.stdout.take());
+    let id = started.child.id();
+    let (cancel, spec_for_thread) = (cancel.clone(), spec.clone());
+    let supervisor = thread::Builder::new()
+        .name("agency-exec-supervise".into())
+        .spawn(move || supervise(started, &cancel, &spec_for_thread));
+    match supervisor {
+        Ok(supervisor) => Ok(RunningChild {
+            stdin,
+            stdout,
+            id,
+            program: spec.program_name(),
+            supervisor,
+        }),
+        Err(source) => {
+            // The child was moved into the closure that failed to start; it is dropped unreaped, but its
+            // group can still be killed by id.
+            if let Some(pid) = Pid::from_raw(id as i32) {
+                signal_group(pid, Signal::KILL);
+            }
+            Err(ProcessError::Supervise {
+                program: spec.program_name(),
+                source,
+            })
+        }
+    }
+}
+
+/// Whether the caller talks to the child's stdin/stdout itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Interaction {
+    /// Stdin is fed from the spec (or `/dev/null`), stdout captured.
+    None,
+    /// Stdin (unless fed from the spec) and stdout are left on the child for the caller to take.
+    Pipes,
+}
+
+/// A spawned child with its helper threads running.
+struct Started {
+    child: Child,
+    pid: Pid,
+    start: Instant,
+    streams: Streams,
+    wake_rx: Receiver<Wake>,
+    wake_tx: Sender<Wake>,
+}
+
+fn start(
+    spec: &CommandSpec,
+    parent_env: &dyn Fn(&str) -> Option<OsString>,
+    interaction: Interaction,
+) -> Result<Started, ProcessError> {
     let program_name = spec.program_name();
     let supervise_err = |source| ProcessError::Supervise {
         program: program_name.clone(),
@@ -166,16 +261,17 @@ pub(crate) fn run_with_parent_env(
         .or_else(|| parent_env("PATH"));
     let program = resolve_program(&spec.program, spec.cwd.as_deref(), search_path.as_deref())?;
 
+    let stdin = if spec.stdin.is_some() || interaction == Interaction::Pipes {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
     let mut command = Command::new(&program);
     command
         .args(&spec.args)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_os_str())))
-        .stdin(if spec.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // Its own group, so the whole tree it starts can be signalled at once.
@@ -197,7 +293,15 @@ pub(crate) fn run_with_parent_env(
     })?;
     let pid = Pid::from_child(&child);
 
-    let streams = match start_helpers(&mut child, spec) {
+    let fed_stdin = match &spec.stdin {
+        Some(bytes) => child.stdin.take().map(|pipe| (pipe, bytes.clone())),
+        None => None,
+    };
+    let captured_stdout = match interaction {
+        Interaction::None => child.stdout.take(),
+        Interaction::Pipes => None,
+    };
+    let streams = match start_helpers(fed_stdin, captured_stdout, child.stderr.take(), spec.output_cap) {
         Ok(streams) => streams,
         Err(err) => {
             kill_and_reap(&mut child, pid);
@@ -219,6 +323,31 @@ pub(crate) fn run_with_parent_env(
         kill_and_reap(&mut child, pid);
         return Err(supervise_err(err));
     }
+    Ok(Started {
+        child,
+        pid,
+        start,
+        streams,
+        wake_rx,
+        wake_tx,
+    })
+}
+
+/// Waits for the child's exit, its deadline or a cancel; on the latter two terminates, then kills, its
+/// group; reaps it and collects the output.
+fn supervise(started: Started, cancel: &CancelToken, spec: &CommandSpec) -> Result<Output, ProcessError> {
+    let Started {
+        mut child,
+        pid,
+        start,
+        streams,
+        wake_rx,
+        wake_tx,
+    } = started;
+    let supervise_err = |source| ProcessError::Supervise {
+        program: spec.program_name(),
+        source,
+    };
     let _registration = cancel.register(wake_tx);
 
     let left = (start + spec.timeout).saturating_duration_since(Instant::now());
@@ -230,8 +359,8 @@ pub(crate) fn run_with_parent_env(
             return Err(supervise_err(err));
         }
         Err(RecvTimeoutError::Timeout) => (false, true, false),
-        // We hold a sender ourselves (through the registration), so this cannot happen; treat it as an exit
-        // and let the reap below tell the truth.
+        // The waiter thread holds a sender until it reports, so this cannot happen; treat it as an exit and
+        // let the reap below tell the truth.
         Err(RecvTimeoutError::Disconnected) => (true, false, false),
     };
 

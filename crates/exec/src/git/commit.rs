@@ -1,8 +1,8 @@
 //! Commits on an agent's behalf, and what changed between revisions.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{GitError, Identity, Repo, check_name};
 
@@ -127,7 +127,7 @@ impl Repo {
 
     /// Whether the work tree or index differs from `HEAD` (untracked files count, ignored ones do not).
     pub fn has_changes(&self) -> Result<bool, GitError> {
-        let output = self.git(&["status", "--porcelain", "-z", "--untracked-files=all"])?;
+        let output = self.run_git(&["status", "--porcelain", "-z", "--untracked-files=all"])?;
         Ok(!output.stdout.tail.is_empty())
     }
 
@@ -136,12 +136,12 @@ impl Repo {
     /// Hooks are skipped (`--no-verify`) and signing is off: this records what an agent did so nothing is
     /// lost; judging the work is sign-off's job, and a hook or a pinentry prompt must not hang or veto it.
     pub fn commit_all(&self, message: &str) -> Result<CommitOutcome, GitError> {
-        self.git(&["add", "--all"])?;
+        self.run_git(&["add", "--all"])?;
         let files = self.parse_name_status(&["diff", "--cached", "--name-status", "-z", "--find-renames"])?;
         if files.is_empty() {
             return Ok(CommitOutcome::NothingToCommit);
         }
-        self.git(&[
+        self.run_git(&[
             "-c",
             "commit.gpgsign=false",
             "commit",
@@ -154,6 +154,21 @@ impl Repo {
             rev: self.head_rev()?,
             files,
         })
+    }
+
+    /// The content of `path` (relative to the repository root) at `rev`; `None` when it has no such file.
+    pub fn file_at(&self, rev: &str, path: &Path) -> Result<Option<Vec<u8>>, GitError> {
+        check_name("revision", rev)?;
+        let mut object = OsString::from(format!("{rev}:"));
+        object.push(path.as_os_str());
+        let exists = self
+            .run(&[OsStr::new("cat-file"), "-e".as_ref(), object.as_os_str()])?
+            .success();
+        if !exists {
+            return Ok(None);
+        }
+        let output = self.git_complete(&[OsStr::new("cat-file"), "blob".as_ref(), object.as_os_str()])?;
+        Ok(Some(output.stdout.tail))
     }
 
     /// Paths that differ between two revisions (`from` → `to`), renames detected.

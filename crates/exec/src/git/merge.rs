@@ -56,7 +56,7 @@ impl Repo {
             .run(&["rev-parse", "--quiet", "--verify", "MERGE_HEAD"])?
             .success();
         if merge_in_progress {
-            self.git(&["merge", "--abort"])?;
+            self.run_git(&["merge", "--abort"])?;
         }
         if files.is_empty() {
             // Refused before merging (a dirty work tree, an unknown branch…): an error, not a conflict.

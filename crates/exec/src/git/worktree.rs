@@ -29,7 +29,7 @@ impl Repo {
     pub fn add_worktree(&self, path: &Path, branch: &str, base: &str) -> Result<Repo, GitError> {
         check_name("branch", branch)?;
         check_name("revision", base)?;
-        self.git(&[
+        self.run_git(&[
             OsStr::new("worktree"),
             "add".as_ref(),
             "--quiet".as_ref(),
@@ -45,13 +45,27 @@ impl Repo {
     /// out elsewhere); returns that work tree.
     pub fn checkout_worktree(&self, path: &Path, branch: &str) -> Result<Repo, GitError> {
         check_name("branch", branch)?;
-        self.git(&[
+        self.run_git(&[
             OsStr::new("worktree"),
             "add".as_ref(),
             "--quiet".as_ref(),
             path.as_os_str(),
             branch.as_ref(),
         ])?;
+        self.open_other(path)
+    }
+
+    /// Checks out `rev` on a detached `HEAD` in a new worktree at `path` (for reading or verifying one
+    /// commit without tying up a branch); returns that work tree.
+    pub fn add_detached_worktree(&self, path: &Path, rev: &str) -> Result<Repo, GitError> {
+        check_name("revision", rev)?;
+        let args = [
+            OsStr::new("worktree"),
+            "add".as_ref(),
+            "--quiet".as_ref(),
+            "--detach".as_ref(),
+        ];
+        self.run_git(&[&args[..], &[path.as_os_str(), rev.as_ref()]].concat())?;
         self.open_other(path)
     }
 
@@ -64,14 +78,14 @@ impl Repo {
                 args.push("--force".as_ref());
             }
             args.push(path.as_os_str());
-            self.git(&args)?;
+            self.run_git(&args)?;
         }
         self.prune_worktrees()
     }
 
     /// Forgets worktrees whose directories no longer exist.
     pub fn prune_worktrees(&self) -> Result<(), GitError> {
-        self.git(&["worktree", "prune"]).map(drop)
+        self.run_git(&["worktree", "prune"]).map(drop)
     }
 
     /// Every worktree of the repository, the main one first.

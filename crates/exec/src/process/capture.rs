@@ -4,13 +4,11 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::process::Child;
+use std::process::{ChildStderr, ChildStdin, ChildStdout};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
-
-use super::CommandSpec;
 
 /// The last bytes of one output stream.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,8 +62,13 @@ impl Streams {
     }
 }
 
-pub(super) fn start_helpers(child: &mut Child, spec: &CommandSpec) -> io::Result<Streams> {
-    if let (Some(mut pipe), Some(bytes)) = (child.stdin.take(), spec.stdin.clone()) {
+pub(super) fn start_helpers(
+    fed_stdin: Option<(ChildStdin, Vec<u8>)>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    cap: usize,
+) -> io::Result<Streams> {
+    if let Some((mut pipe, bytes)) = fed_stdin {
         thread::Builder::new()
             .name("agency-exec-stdin".into())
             .spawn(move || {
@@ -74,23 +77,24 @@ pub(super) fn start_helpers(child: &mut Child, spec: &CommandSpec) -> io::Result
             })?;
     }
     let (done_tx, done) = mpsc::channel();
-    let stdout = Arc::new(Mutex::new(TailBuffer::new(spec.output_cap)));
-    let stderr = Arc::new(Mutex::new(TailBuffer::new(spec.output_cap)));
-    let mut readers = 0;
-    if let Some(pipe) = child.stdout.take() {
-        spawn_reader(pipe, Arc::clone(&stdout), done_tx.clone(), "agency-exec-stdout")?;
-        readers += 1;
-    }
-    if let Some(pipe) = child.stderr.take() {
-        spawn_reader(pipe, Arc::clone(&stderr), done_tx, "agency-exec-stderr")?;
-        readers += 1;
-    }
-    Ok(Streams {
-        stdout,
-        stderr,
+    let streams = Streams {
+        stdout: Arc::new(Mutex::new(TailBuffer::new(cap))),
+        stderr: Arc::new(Mutex::new(TailBuffer::new(cap))),
         done,
-        readers,
-    })
+        readers: usize::from(stdout.is_some()) + usize::from(stderr.is_some()),
+    };
+    if let Some(pipe) = stdout {
+        spawn_reader(
+            pipe,
+            Arc::clone(&streams.stdout),
+            done_tx.clone(),
+            "agency-exec-stdout",
+        )?;
+    }
+    if let Some(pipe) = stderr {
+        spawn_reader(pipe, Arc::clone(&streams.stderr), done_tx, "agency-exec-stderr")?;
+    }
+    Ok(streams)
 }
 
 fn spawn_reader(

@@ -278,3 +278,37 @@ fn gc_collects_only_finished_runs_and_never_the_main_work_tree() {
     });
     assert_eq!(t.repo.list_worktrees().unwrap().len(), 2);
 }
+
+#[test]
+fn files_at_revisions_and_detached_checkouts() {
+    let t = TestRepo::new();
+    let first = t.repo.head_rev().unwrap();
+    write(t.repo.root(), "README.md", "# second\n");
+    committed(t.repo.commit_all("second").unwrap());
+
+    assert_eq!(
+        t.repo.file_at(&first, "README.md".as_ref()).unwrap().unwrap(),
+        b"# demo\n"
+    );
+    assert_eq!(
+        t.repo.file_at("HEAD", "README.md".as_ref()).unwrap().unwrap(),
+        b"# second\n"
+    );
+    assert_eq!(t.repo.file_at("HEAD", "missing.txt".as_ref()).unwrap(), None);
+
+    let path = t.worktree_path("review");
+    let review = t.repo.add_detached_worktree(&path, &first).unwrap();
+    assert_eq!(review.current_branch().unwrap(), None);
+    assert_eq!(review.head_rev().unwrap(), first);
+    assert_eq!(read(&review, "README.md"), "# demo\n");
+    t.repo.remove_worktree(&path, false).unwrap();
+
+    // Any other git call gets the same fixed environment.
+    let output = t.repo.run_git(&["config", "user.name"]);
+    assert!(
+        output.is_err(),
+        "no user.name leaks in from the machine: {output:?}"
+    );
+    let output = t.repo.run_git(&["var", "GIT_AUTHOR_IDENT"]).unwrap();
+    assert!(output.stdout.text().starts_with("agency <agency@localhost>"));
+}

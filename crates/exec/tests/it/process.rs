@@ -1,7 +1,8 @@
+use std::io::{BufRead, BufReader, Read, Write};
 use std::time::{Duration, Instant};
 
 use agency_exec::process::DEFAULT_OUTPUT_CAP;
-use agency_exec::{CancelToken, CommandSpec, ProcessError, run, run_cancellable};
+use agency_exec::{CancelToken, CommandSpec, ProcessError, run, run_cancellable, spawn};
 
 use crate::support::dies_within;
 
@@ -179,8 +180,16 @@ fn the_child_runs_in_the_given_directory() {
 #[test]
 fn a_process_escaping_the_group_cannot_hold_the_run_open() {
     // `setsid` leaves our group (and its kill), but keeps our stdout; capture gives up after the grace.
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("escaped");
+    // Wait for the marker so the group is not killed before the escapee has left it.
+    let script = "setsid sh -c 'touch \"$MARKER\"; exec sleep 3' & \
+                  while [ ! -e \"$MARKER\" ]; do sleep 0.01; done; echo started";
     let started = Instant::now();
-    let output = run(&sh("setsid sleep 3 & echo started").kill_grace(Duration::from_millis(200))).unwrap();
+    let output = run(&sh(script)
+        .env("MARKER", &marker)
+        .kill_grace(Duration::from_millis(200)))
+    .unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "took {:?}",
@@ -200,4 +209,52 @@ fn a_configured_command_line_runs_without_a_shell() {
         .inherit_env("PATH");
     let output = run(&spec).unwrap();
     assert_eq!(output.stdout.text(), "a b|$x");
+}
+
+#[test]
+fn a_spawned_child_talks_over_its_pipes() {
+    let mut child = spawn(&CommandSpec::new("cat").inherit_env("PATH"), &CancelToken::new()).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    for message in ["{\"n\":1}", "{\"n\":2}"] {
+        writeln!(stdin, "{message}").unwrap();
+        let mut echoed = String::new();
+        stdout.read_line(&mut echoed).unwrap();
+        assert_eq!(
+            echoed.trim_end(),
+            message,
+            "each line comes back before the next is sent"
+        );
+    }
+    drop(stdin);
+    let output = child.wait().unwrap();
+    assert!(output.success(), "{}", output.describe());
+    assert!(output.stdout.tail.is_empty(), "stdout belonged to the caller");
+}
+
+#[test]
+fn a_spawned_childs_deadline_holds_while_the_caller_only_reads() {
+    let mut child = spawn(
+        &sh("echo hi; echo oops >&2; sleep 100 & sleep 100").timeout(Duration::from_millis(400)),
+        &CancelToken::new(),
+    )
+    .unwrap();
+    assert!(child.id() > 0);
+    let mut text = String::new();
+    // Blocks until the group is killed at the deadline and the pipe closes; nobody calls `wait` meanwhile.
+    child.stdout.as_mut().unwrap().read_to_string(&mut text).unwrap();
+    assert_eq!(text, "hi\n");
+    let output = child.wait().unwrap();
+    assert!(output.timed_out);
+    assert_eq!(output.stderr.text(), "oops\n");
+}
+
+#[test]
+fn a_spawned_child_is_cancelled_through_its_token() {
+    let token = CancelToken::new();
+    let child = spawn(&CommandSpec::new("sleep").arg("100").inherit_env("PATH"), &token).unwrap();
+    token.cancel();
+    let output = child.wait().unwrap();
+    assert!(output.cancelled);
+    assert_eq!(output.signal, Some(15));
 }
