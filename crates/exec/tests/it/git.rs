@@ -312,3 +312,49 @@ fn files_at_revisions_and_detached_checkouts() {
     let output = t.repo.run_git(&["var", "GIT_AUTHOR_IDENT"]).unwrap();
     assert!(output.stdout.text().starts_with("agency <agency@localhost>"));
 }
+
+#[test]
+fn modify_delete_and_add_add_conflicts_are_reported_too() {
+    let t = TestRepo::new();
+    let wt_a = t
+        .repo
+        .add_worktree(&t.worktree_path("a"), "agency/a", "main")
+        .unwrap();
+    let wt_b = t
+        .repo
+        .add_worktree(&t.worktree_path("b"), "agency/b", "main")
+        .unwrap();
+    write(wt_a.root(), "shared.txt", "changed by a\n");
+    write(wt_a.root(), "both-new.txt", "a\n");
+    std::fs::remove_file(wt_b.root().join("shared.txt")).unwrap();
+    write(wt_b.root(), "both-new.txt", "b\n");
+    committed(wt_a.commit_all("a").unwrap());
+    committed(wt_b.commit_all("b").unwrap());
+
+    let outcome = wt_a.merge("agency/b", "merge b into a").unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::Conflict {
+            files: vec!["both-new.txt".into(), "shared.txt".into()]
+        }
+    );
+    assert!(
+        !wt_a.has_changes().unwrap(),
+        "the aborted merge leaves the work tree clean"
+    );
+}
+
+#[test]
+fn a_dirty_target_refuses_the_merge_as_an_error() {
+    let t = TestRepo::new();
+    let wt = t
+        .repo
+        .add_worktree(&t.worktree_path("a"), "agency/a", "main")
+        .unwrap();
+    write(wt.root(), "shared.txt", "committed on a\n");
+    committed(wt.commit_all("a").unwrap());
+    write(t.repo.root(), "shared.txt", "uncommitted in main\n");
+    let err = t.repo.merge("agency/a", "merge").unwrap_err();
+    assert!(err.to_string().contains("would be overwritten"), "{err}");
+    assert_eq!(read(&t.repo, "shared.txt"), "uncommitted in main\n");
+}
