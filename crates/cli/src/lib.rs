@@ -7,6 +7,7 @@
 
 pub mod commands;
 pub mod error;
+pub mod hook;
 pub mod render;
 pub mod workspace;
 
@@ -58,6 +59,11 @@ pub enum Command {
     Pause(commands::pause::Args),
     /// Release a manual pause.
     Resume(commands::resume::Args),
+    /// The Claude Code / Codex hook (event on stdin), and `agency hook install`.
+    Hook(commands::hook::Args),
+    /// Submit, review and inspect teachbacks.
+    #[command(subcommand)]
+    Teachback(commands::teachback::TeachbackCommand),
 }
 
 impl Cli {
@@ -71,6 +77,10 @@ impl Cli {
 
 /// Runs the CLI with the process's arguments and returns its exit code.
 pub fn main() -> ExitCode {
+    // The hook runs on every tool call: answer it before building the whole command line parser.
+    if hook::is_hook_invocation(&std::env::args_os().collect::<Vec<_>>()) {
+        return hook::run();
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -102,5 +112,7 @@ pub fn run(cli: Cli) -> CommandResult {
         Command::Reject(args) => commands::reject::run(&ctx, args),
         Command::Pause(args) => commands::pause::run(&ctx, args),
         Command::Resume(args) => commands::resume::run(&ctx, args),
+        Command::Hook(args) => commands::hook::run(&ctx, args),
+        Command::Teachback(cmd) => commands::teachback::run(&ctx, cmd),
     }
 }

@@ -3,12 +3,14 @@
 
 pub mod approve;
 pub mod config;
+pub mod hook;
 pub mod init;
 pub mod inspect;
 pub mod pause;
 pub mod reject;
 pub mod resume;
 pub mod runs;
+pub mod teachback;
 pub mod variety;
 pub mod watch;
 

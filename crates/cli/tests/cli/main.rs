@@ -1,10 +1,17 @@
 //! End-to-end tests of the `agency` binary: each runs the real executable in a temporary git repository.
 //! One test binary, small helpers in `support`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 mod config;
 mod control;
+mod hook;
+mod hook_claude;
+mod hook_codex;
+mod hook_support;
 mod init;
+mod teachback;
 mod variety;
 mod watch_inspect;

@@ -1,0 +1,185 @@
+//! `agency hook` and `agency hook install`. The hook itself normally runs through the fast path in
+//! [`crate::main`] (no argument parsing); this module handles it when global flags were given, and writes
+//! the hook registration for Claude Code (`.claude/settings.json`) or Codex (`$CODEX_HOME/hooks.json`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+
+use crate::commands::Context;
+use crate::error::{CommandError, CommandResult};
+use crate::hook::{self, HookEnv};
+
+/// `agency hook [install ...]`
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Without a subcommand: answer the hook event on stdin.
+    #[command(subcommand)]
+    pub command: Option<HookCommand>,
+}
+
+/// `agency hook ...`
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Register `agency hook` as a PreToolUse hook for Claude Code (default) or Codex.
+    Install(InstallArgs),
+}
+
+/// `agency hook install [--claude-code] [--codex]`
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    /// Write `.claude/settings.json` in the project (the default when neither flag is given).
+    #[arg(long)]
+    pub claude_code: bool,
+    /// Write `hooks.json` in the Codex home ($CODEX_HOME, else ~/.codex).
+    #[arg(long)]
+    pub codex: bool,
+    /// The project directory for Claude Code (default: the repository's top level).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// The Codex home (default: $CODEX_HOME, else ~/.codex).
+    #[arg(long, value_name = "DIR")]
+    pub codex_home: Option<PathBuf>,
+    /// The command the client runs (default: this agency binary's absolute path, then `hook`).
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+}
+
+/// Runs `agency hook`.
+pub fn run(ctx: &Context, args: Args) -> CommandResult {
+    match args.command {
+        None => {
+            let mut env = HookEnv::from_process();
+            if let Some(db) = &ctx.overrides.db {
+                env.db = Some(db.clone());
+            }
+            if let Some(config) = &ctx.overrides.config {
+                env.config = Some(config.clone());
+            }
+            let code = hook::run_with(&env);
+            if code == ExitCode::SUCCESS {
+                Ok(())
+            } else {
+                // Exit 2 is the hook's "blocked"; the message is already on stderr.
+                std::process::exit(2)
+            }
+        }
+        Some(HookCommand::Install(args)) => install(ctx, args),
+    }
+}
+
+/// The hook registration: every tool call (no matcher) goes through the gate.
+pub fn registration(command: &str) -> Value {
+    json!({"hooks": [{"type": "command", "command": command, "timeout": 10}]})
+}
+
+fn default_command() -> CommandResult<String> {
+    let exe = std::env::current_exe()?;
+    let exe = exe.to_string_lossy();
+    // The client runs the command through a shell; quote a path with spaces.
+    Ok(if exe.contains(' ') {
+        format!("'{exe}' hook")
+    } else {
+        format!("{exe} hook")
+    })
+}
+
+/// Adds the PreToolUse registration to a settings/hooks file, keeping everything else in it. A second
+/// install replaces the earlier agency entry rather than adding another.
+fn merge_into(path: &Path, command: &str) -> CommandResult {
+    let mut settings: Value = match std::fs::read_to_string(path) {
+        Ok(text) if !text.trim().is_empty() => serde_json::from_str(&text).map_err(|e| {
+            CommandError::input(format!(
+                "{}: not valid JSON ({e}); fix or remove it first",
+                path.display()
+            ))
+        })?,
+        Ok(_) => json!({}),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => json!({}),
+        Err(err) => {
+            return Err(CommandError::internal(format!(
+                "cannot read {}: {err}",
+                path.display()
+            )));
+        }
+    };
+    let Some(root) = settings.as_object_mut() else {
+        return Err(CommandError::input(format!(
+            "{}: expected a JSON object",
+            path.display()
+        )));
+    };
+    let hooks = root.entry("hooks").or_insert_with(|| json!({}));
+    let Some(hooks) = hooks.as_object_mut() else {
+        return Err(CommandError::input(format!(
+            "{}: \"hooks\" is not an object",
+            path.display()
+        )));
+    };
+    let pre = hooks.entry("PreToolUse").or_insert_with(|| json!([]));
+    let Some(pre) = pre.as_array_mut() else {
+        return Err(CommandError::input(format!(
+            "{}: \"hooks.PreToolUse\" is not a list",
+            path.display()
+        )));
+    };
+    let is_ours = |entry: &Value| {
+        entry["hooks"].as_array().is_some_and(|hs| {
+            hs.iter().any(|h| {
+                h["command"]
+                    .as_str()
+                    .is_some_and(|c| c.ends_with("agency hook") || c.ends_with("agency' hook"))
+            })
+        })
+    };
+    pre.retain(|entry| !is_ours(entry));
+    pre.push(registration(command));
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let text = serde_json::to_string_pretty(&settings).map_err(|e| CommandError::internal(e.to_string()))?;
+    std::fs::write(path, text + "\n")?;
+    Ok(())
+}
+
+fn install(ctx: &Context, args: InstallArgs) -> CommandResult {
+    let command = match args.command {
+        Some(command) => command,
+        None => default_command()?,
+    };
+    let claude = args.claude_code || !args.codex;
+    if claude {
+        let project = match args.project {
+            Some(dir) => dir,
+            None => crate::workspace::find_git_root(&ctx.cwd).unwrap_or_else(|| ctx.cwd.clone()),
+        };
+        let path = project.join(".claude").join("settings.json");
+        merge_into(&path, &command)?;
+        println!("installed  PreToolUse hook for Claude Code in {}", path.display());
+        println!(
+            "note       for a gate that fails closed, run the agent in the default permission mode (not \
+             acceptEdits or bypassPermissions): see docs/hooks.md"
+        );
+    }
+    if args.codex {
+        let home = match args
+            .codex_home
+            .or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from))
+        {
+            Some(home) => home,
+            None => std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".codex"))
+                .ok_or_else(|| CommandError::input("no CODEX_HOME or HOME; pass --codex-home"))?,
+        };
+        let path = home.join("hooks.json");
+        merge_into(&path, &command)?;
+        println!("installed  PreToolUse hook for Codex in {}", path.display());
+        println!(
+            "note       Codex runs hooks only once trusted (or with --dangerously-bypass-hook-trust), and fails \
+             open if the hook is missing: see docs/hooks.md"
+        );
+    }
+    Ok(())
+}

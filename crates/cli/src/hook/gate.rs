@@ -1,0 +1,216 @@
+//! The PreToolUse decision against the blackboard: find the brief, read its teachback state, run the
+//! interception matrix ([`agency_core::intercept`]) and turn the verdict into an [`Answer`]. Reads go through
+//! a read-only handle; only a submission or a denial to record opens the blackboard for writing.
+//!
+//! Failures are never panics. For a runner-spawned agent ([`ENV_BRIEF`] set) any failure denies the call;
+//! in a plain session `teachback.unbound_session_default` decides, and an open gate says so loudly.
+
+use std::path::Path;
+
+use agency_core::config::{RolloutMode, TeachbackConfig, TeamConfig, UnboundSessionPolicy};
+use agency_core::intercept::{self, GateState, ToolKind, Verdict, task_create};
+use agency_core::teachback::{TeachbackAction, TeachbackState, transition};
+use agency_core::variety::TeachbackMode;
+use agency_core::{Brief, EventKind, NewEvent, Teachback};
+use agency_store::{Blackboard, SqliteBlackboard};
+use chrono::Utc;
+use serde_json::json;
+
+use super::answer::Answer;
+use super::event::HookEvent;
+use super::history;
+use super::locate::{ENV_BRIEF, HookEnv};
+use super::sessions;
+
+/// The answer to one well-formed event.
+pub fn answer(event: &HookEvent, env: &HookEnv) -> Answer {
+    if event.event_name != "PreToolUse" {
+        return Answer::Silent;
+    }
+    let runner = env.brief.is_some();
+    match pre_tool_use(event, env) {
+        Ok(answer) => answer,
+        Err(problem) if runner => Answer::Deny(format!(
+            "agency hook: the teachback gate cannot decide ({problem}), so this call is denied: this agent was \
+             started by a runner ({ENV_BRIEF} is set) and the gate fails closed. Tell your lead."
+        )),
+        Err(problem) => plain_session_failure(event, env, &problem),
+    }
+}
+
+/// A plain session whose gate cannot decide: closed or open as configured, and loud either way.
+fn plain_session_failure(event: &HookEvent, env: &HookEnv, problem: &str) -> Answer {
+    let policy = env
+        .team_config(event.cwd.as_deref())
+        .map(|c| c.teachback.unbound_session_default)
+        .unwrap_or(UnboundSessionPolicy::Allow);
+    match policy {
+        UnboundSessionPolicy::Deny => Answer::Deny(format!(
+            "agency hook: the teachback gate cannot decide ({problem}); teachback.unbound_session_default is \
+             deny, so the call is denied"
+        )),
+        UnboundSessionPolicy::Allow => Answer::OpenWithWarning(format!(
+            "agency hook: the teachback gate cannot decide ({problem}); the gate is OPEN for this call because \
+             teachback.unbound_session_default is allow"
+        )),
+    }
+}
+
+fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
+    let cwd = event.cwd.as_deref();
+    let tool = event
+        .tool_name
+        .as_deref()
+        .ok_or("the PreToolUse event has no tool_name")?;
+    let config = env.team_config(cwd)?;
+    let rollout = rollout(&config)?;
+    let kind = intercept::classify(tool, &event.tool_input);
+    let db = env.db_path(cwd);
+    let bound = match (&env.brief, &db) {
+        (Some(_), None) => {
+            return Err("no blackboard: set AGENCY_DB to the run's database".into());
+        }
+        (Some(prefix), Some(db)) => {
+            let store = SqliteBlackboard::open_read_only(db).map_err(|e| e.to_string())?;
+            let id = store
+                .resolve_brief(prefix)
+                .map_err(|e| format!("{ENV_BRIEF}={prefix}: {e}"))?;
+            Some((store, id))
+        }
+        (None, Some(db)) if db.is_file() => {
+            let store = SqliteBlackboard::open_read_only(db).map_err(|e| e.to_string())?;
+            sessions::bound_brief(&store, event.session_id.as_deref(), event.agent_id.as_deref())
+                .map_err(|e| e.to_string())?
+                .map(|id| (store, id))
+        }
+        (None, _) => None,
+    };
+    let Some((store, id)) = bound else {
+        return Ok(unbound(&kind, event, &config, rollout));
+    };
+    let brief = store.get_brief(id).map_err(|e| e.to_string())?;
+    let mode = brief
+        .gates()
+        .map_or(TeachbackMode::Advisory, |g| g.teachback_mode);
+    let corrections = if brief.teachback == TeachbackState::Correcting {
+        history::latest_corrections(&store, &brief).map_err(|e| e.to_string())?
+    } else {
+        Vec::new()
+    };
+    drop(store);
+    let gate = GateState {
+        state: brief.teachback,
+        mode,
+        rollout,
+    };
+    let db = db.unwrap_or_default();
+    Ok(
+        match intercept::decide(&kind, gate, &config.teachback, &corrections) {
+            Verdict::Allow if kind == ToolKind::TaskCreate => task_create_answer(event, rollout),
+            Verdict::Allow => Answer::Allow,
+            Verdict::Submit(teachback) => match submit(&db, &brief, mode, &teachback, event) {
+                Ok(()) => Answer::Allow,
+                Err(problem) => Answer::Deny(format!(
+                    "agency hook: your teachback could not be recorded ({problem}); send it again"
+                )),
+            },
+            Verdict::Deny { reason } => {
+                record(&db, &brief, tool, &reason, rollout, &config.teachback);
+                Answer::Deny(reason)
+            }
+            Verdict::WouldDeny { rollout, reason } => {
+                record(&db, &brief, tool, &reason, rollout, &config.teachback);
+                match rollout {
+                    RolloutMode::Warn => Answer::Warn(reason),
+                    _ => Answer::Allow,
+                }
+            }
+        },
+    )
+}
+
+/// The rollout mode in force: team.yaml, overridden by its environment variable.
+fn rollout(config: &TeamConfig) -> Result<RolloutMode, String> {
+    let env = std::env::var(&config.teachback.mode_env_var).ok();
+    config
+        .effective_teachback_mode(env.as_deref())
+        .map_err(|e| e.to_string())
+}
+
+/// A session bound to no brief: TaskCreate is still validated; everything else follows the policy.
+fn unbound(kind: &ToolKind, event: &HookEvent, config: &TeamConfig, rollout: RolloutMode) -> Answer {
+    if *kind == ToolKind::TaskCreate {
+        return task_create_answer(event, rollout);
+    }
+    match (config.teachback.unbound_session_default, kind) {
+        (UnboundSessionPolicy::Deny, k) if *k != ToolKind::ReadOnly => Answer::Deny(
+            "agency hook: this session is bound to no brief and teachback.unbound_session_default is deny; \
+             bind it with `agency teachback start --session <session_id> --brief <brief>`"
+                .into(),
+        ),
+        _ => Answer::Silent,
+    }
+}
+
+/// TaskCreate must carry variety dimensions; a valid one runs with the derived score and gates added.
+fn task_create_answer(event: &HookEvent, rollout: RolloutMode) -> Answer {
+    match (task_create::validate(&event.tool_input), rollout) {
+        (Ok(updated), _) => Answer::AllowUpdated(updated),
+        (Err(reason), RolloutMode::Enforce) => Answer::Deny(reason),
+        (Err(reason), RolloutMode::Warn) => Answer::Warn(reason),
+        (Err(_), RolloutMode::Shadow) => Answer::Silent,
+    }
+}
+
+/// Records the teachback a tool call carried and moves the brief on.
+fn submit(
+    db: &Path,
+    brief: &Brief,
+    mode: TeachbackMode,
+    teachback: &Teachback,
+    event: &HookEvent,
+) -> Result<(), String> {
+    let next = transition(brief.teachback, mode, &TeachbackAction::Submit).map_err(|e| e.to_string())?;
+    let store = SqliteBlackboard::open(db).map_err(|e| e.to_string())?;
+    let payload = json!({
+        "teachback": teachback,
+        "text": teachback.to_string(),
+        "from": brief.teachback,
+        "to": next,
+        "via": event.tool_name,
+        "session_id": event.session_id,
+        "agent_id": event.agent_id,
+    });
+    let new_event = NewEvent::new(brief.run, EventKind::TeachbackSubmitted, payload).brief(brief.id);
+    store
+        .set_teachback_state(brief.id, brief.teachback, next, new_event)
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Records a denial (or a would-have-been denial), and raises a stall alert if one is due. Best effort:
+/// the call is answered the same whether or not the record could be written.
+fn record(
+    db: &Path,
+    brief: &Brief,
+    tool: &str,
+    reason: &str,
+    rollout: RolloutMode,
+    config: &TeachbackConfig,
+) {
+    let result = SqliteBlackboard::open(db).and_then(|store| {
+        let payload = json!({
+            "tool": tool,
+            "rollout": rollout,
+            "blocked": rollout == RolloutMode::Enforce,
+            "teachback_state": brief.teachback,
+            "reason": reason,
+        });
+        store.append_event(NewEvent::new(brief.run, EventKind::TeachbackDenied, payload).brief(brief.id))?;
+        history::raise_due(&store, brief, config, Utc::now())?;
+        Ok(())
+    });
+    if let Err(err) = result {
+        eprintln!("agency hook: could not record the gate's decision: {err}");
+    }
+}

@@ -1,0 +1,139 @@
+//! A brief's teachback history, read from its run's events: the corrections it was last asked for, and the
+//! algedonic ALERT for a stalled teachback (seed 000): a brief still `pending` past
+//! `teachback.pending_timeout_minutes`, or `under_review` past `teachback.review_timeout_minutes`
+//! (`META-BLOCK: orchestrator unreachable`), raises one `alert` event — once per stall, however often the
+//! hook or `agency teachback check` looks.
+
+use agency_core::config::TeachbackConfig;
+use agency_core::teachback::TeachbackState;
+use agency_core::{Brief, Event, EventKind, NewEvent};
+use agency_store::Blackboard;
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+
+/// The message of a review that never came.
+pub const ORCHESTRATOR_UNREACHABLE: &str = "META-BLOCK: orchestrator unreachable";
+
+/// A brief's teachback history, read from its run's events.
+fn brief_events(store: &dyn Blackboard, brief: &Brief) -> agency_store::Result<Vec<Event>> {
+    let mut all = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.events_after(Some(brief.run), after, 1000)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        all.extend(page.into_iter().filter(|e| e.brief == Some(brief.id)));
+    }
+    Ok(all)
+}
+
+/// When the brief entered its current teachback state: its last teachback event, or its spawn (creation
+/// when there is none) for `pending`.
+fn entered_at(brief: &Brief, events: &[Event]) -> DateTime<Utc> {
+    let relevant = |e: &&Event| match brief.teachback {
+        TeachbackState::Pending => matches!(e.kind, EventKind::Spawned),
+        _ => matches!(
+            e.kind,
+            EventKind::TeachbackSubmitted | EventKind::TeachbackApproved | EventKind::TeachbackCorrected
+        ),
+    };
+    events
+        .iter()
+        .rev()
+        .find(relevant)
+        .map_or(brief.created_at, |e| e.ts)
+}
+
+/// The alert due for this brief now, if any: past its timeout and not yet raised for this stall.
+pub fn due(
+    brief: &Brief,
+    events: &[Event],
+    config: &TeachbackConfig,
+    now: DateTime<Utc>,
+) -> Option<NewEvent> {
+    let (minutes, message) = match brief.teachback {
+        TeachbackState::Pending => (
+            config.pending_timeout_minutes,
+            format!(
+                "teachback not sent within {} minutes",
+                config.pending_timeout_minutes
+            ),
+        ),
+        TeachbackState::UnderReview => (
+            config.review_timeout_minutes,
+            format!(
+                "{ORCHESTRATOR_UNREACHABLE}: teachback not reviewed within {} minutes",
+                config.review_timeout_minutes
+            ),
+        ),
+        TeachbackState::Correcting | TeachbackState::Active => return None,
+    };
+    let since = entered_at(brief, events);
+    if now - since < Duration::minutes(i64::from(minutes)) {
+        return None;
+    }
+    let state = brief.teachback.as_str();
+    let already = events
+        .iter()
+        .any(|e| e.kind == EventKind::Alert && e.ts >= since && e.payload["teachback_state"] == state);
+    if already {
+        return None;
+    }
+    Some(
+        NewEvent::new(
+            brief.run,
+            EventKind::Alert,
+            json!({
+                "level": "ALERT",
+                "message": message,
+                "teachback_state": state,
+                "since": since,
+                "notify": true,
+            }),
+        )
+        .brief(brief.id)
+        .at(now),
+    )
+}
+
+/// Raises the brief's due alert, if any, and returns it. Also says so on stderr, so a human running the
+/// command (or reading the hook's output) sees it at once.
+pub fn raise_due(
+    store: &dyn Blackboard,
+    brief: &Brief,
+    config: &TeachbackConfig,
+    now: DateTime<Utc>,
+) -> agency_store::Result<Option<Event>> {
+    if !matches!(
+        brief.teachback,
+        TeachbackState::Pending | TeachbackState::UnderReview
+    ) {
+        return Ok(None);
+    }
+    let events = brief_events(store, brief)?;
+    let Some(alert) = due(brief, &events, config, now) else {
+        return Ok(None);
+    };
+    let event = store.append_event(alert)?;
+    eprintln!(
+        "ALERT brief {} ({}): {}",
+        brief.id.short(),
+        brief.title,
+        event.payload["message"].as_str().unwrap_or_default()
+    );
+    Ok(Some(event))
+}
+
+/// The latest corrections asked of a brief, for the denial reason while it is `correcting`.
+pub fn latest_corrections(store: &dyn Blackboard, brief: &Brief) -> agency_store::Result<Vec<String>> {
+    let events = brief_events(store, brief)?;
+    Ok(events
+        .iter()
+        .rev()
+        .find(|e| e.kind == EventKind::TeachbackCorrected)
+        .and_then(|e| e.payload["verdict"]["corrections"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect())
+}

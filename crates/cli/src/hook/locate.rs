@@ -1,0 +1,72 @@
+//! Where the hook finds its brief, blackboard and configuration. A runner-spawned agent gets them from its
+//! environment ([`ENV_BRIEF`], [`ENV_DB`], [`ENV_CONFIG`]); a plain session finds `.agency/` above the
+//! session's working directory and its brief through a binding made by `agency teachback start`.
+
+use std::path::{Path, PathBuf};
+
+use agency_core::config::{TeamConfig, parse_team_config};
+
+use crate::workspace::{AGENCY_DIR, CONFIG_FILE, DB_FILE};
+
+/// The brief a runner-spawned agent works on (id or unique prefix). Its presence makes the gate fail closed.
+pub const ENV_BRIEF: &str = "AGENCY_BRIEF";
+/// The blackboard database.
+pub const ENV_DB: &str = "AGENCY_DB";
+/// The team configuration.
+pub const ENV_CONFIG: &str = "AGENCY_CONFIG";
+
+/// The hook's environment, read once.
+#[derive(Debug, Clone, Default)]
+pub struct HookEnv {
+    /// [`ENV_BRIEF`], when set and not empty.
+    pub brief: Option<String>,
+    /// [`ENV_DB`].
+    pub db: Option<PathBuf>,
+    /// [`ENV_CONFIG`].
+    pub config: Option<PathBuf>,
+    /// The process's working directory, used when the event carries no `cwd`.
+    pub cwd: Option<PathBuf>,
+}
+
+impl HookEnv {
+    /// Reads the environment.
+    pub fn from_process() -> HookEnv {
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        HookEnv {
+            brief: var(ENV_BRIEF).map(|v| v.to_string_lossy().into_owned()),
+            db: var(ENV_DB).map(PathBuf::from),
+            config: var(ENV_CONFIG).map(PathBuf::from),
+            cwd: std::env::current_dir().ok(),
+        }
+    }
+
+    /// The `.agency/` root above `cwd` (the event's, else the process's).
+    fn root(&self, event_cwd: Option<&Path>) -> Option<PathBuf> {
+        let start = event_cwd.or(self.cwd.as_deref())?;
+        start
+            .ancestors()
+            .find(|dir| dir.join(AGENCY_DIR).is_dir())
+            .map(Path::to_path_buf)
+    }
+
+    /// The blackboard to use, if any can be found (it may not exist).
+    pub fn db_path(&self, event_cwd: Option<&Path>) -> Option<PathBuf> {
+        self.db
+            .clone()
+            .or_else(|| self.root(event_cwd).map(|r| r.join(AGENCY_DIR).join(DB_FILE)))
+    }
+
+    /// The team configuration: the file when there is one, the defaults when there is none.
+    pub fn team_config(&self, event_cwd: Option<&Path>) -> Result<TeamConfig, String> {
+        let path = self
+            .config
+            .clone()
+            .or_else(|| self.root(event_cwd).map(|r| r.join(AGENCY_DIR).join(CONFIG_FILE)));
+        let Some(path) = path.filter(|p| p.is_file()) else {
+            return Ok(TeamConfig::default());
+        };
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        parse_team_config(&text, &path.display().to_string()).map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,173 @@
+//! End to end with the real Claude Code CLI (harness/PROTOCOLS.md §2, §4, §6) against the fake Anthropic
+//! server from `agency-testkit`, `agency hook` registered through `--settings`, in the default permission
+//! mode: a missing or broken hook answer means "denied", so only the gate's explicit allow lets a Write run.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use agency_testkit::{FakeAnthropic, Reply};
+use serde_json::json;
+
+use crate::hook_support::{e2e_client, start_brief};
+use crate::support::Repo;
+
+fn write_hello(repo: &Repo) -> Vec<Reply> {
+    vec![
+        Reply::tool_use(
+            "Write",
+            json!({"file_path": repo.path().join("hello.txt"), "content": "hi"}),
+        ),
+        Reply::text("done"),
+    ]
+}
+
+/// Runs `claude -p` in the repository with an isolated HOME and the hook command given.
+fn claude(repo: &Repo, server: &FakeAnthropic, hook_command: &str, brief: &str) -> Output {
+    let home = tempfile::tempdir().expect("home");
+    let settings = json!({"hooks": {"PreToolUse": [{"hooks": [
+        {"type": "command", "command": hook_command, "timeout": 10}]}]}});
+    let mut command = Command::new("claude");
+    command
+        .args([
+            "-p",
+            "write hello",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--settings",
+        ])
+        .arg(settings.to_string())
+        .current_dir(repo.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("TERM", "dumb")
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_MAX_RETRIES", "1")
+        .env("AGENCY_BRIEF", brief)
+        .env("AGENCY_DB", repo.db())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    run_with_deadline(command, Duration::from_secs(60))
+}
+
+/// Waits for the child, killing it past the deadline so a hung client fails the test instead of CI.
+pub fn run_with_deadline(mut command: Command, deadline: Duration) -> Output {
+    let mut child = command.spawn().expect("spawn client");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "client ran past {deadline:?}:\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn agency_hook() -> String {
+    format!("{} hook", env!("CARGO_BIN_EXE_agency"))
+}
+
+fn assert_ran(out: &Output) {
+    assert!(
+        out.status.success(),
+        "claude failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn hello_exists(repo: &Repo) -> bool {
+    Path::new(&repo.path().join("hello.txt")).exists()
+}
+
+#[test]
+fn claude_code_write_is_denied_until_the_teachback_is_approved() {
+    if !e2e_client("claude") {
+        return;
+    }
+    let repo = Repo::initialised();
+    let brief = start_brief(&repo, "2,2,2,2");
+    let server = FakeAnthropic::start(write_hello(&repo)).expect("fake server");
+
+    let out = claude(&repo, &server, &agency_hook(), &brief);
+    assert_ran(&out);
+    assert!(
+        !hello_exists(&repo),
+        "the Write ran while the teachback was pending"
+    );
+    let results = server.tool_results();
+    let denial = results
+        .iter()
+        .find(|r| {
+            r["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("teachback gate:"))
+        })
+        .unwrap_or_else(|| panic!("the denial reason never reached the model: {results:#?}"));
+    assert_eq!(denial["is_error"], true);
+    assert!(
+        denial["content"]
+            .as_str()
+            .unwrap()
+            .contains("while the teachback is pending"),
+        "{denial}"
+    );
+
+    repo.agency(&[
+        "teachback",
+        "submit",
+        "--brief",
+        &brief,
+        crate::hook_support::TEACHBACK,
+    ])
+    .success();
+    repo.agency(&["teachback", "approve", &brief]).success();
+    let out = claude(&repo, &server, &agency_hook(), &brief);
+    assert_ran(&out);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("hello.txt")).unwrap(),
+        "hi"
+    );
+}
+
+#[test]
+fn claude_code_write_is_denied_when_the_hook_is_broken() {
+    if !e2e_client("claude") {
+        return;
+    }
+    let repo = Repo::initialised();
+    let brief = start_brief(&repo, "2,2,2,2");
+    // Even an approved brief: with no answer from the gate, nothing may be written.
+    repo.agency(&[
+        "teachback",
+        "submit",
+        "--brief",
+        &brief,
+        crate::hook_support::TEACHBACK,
+    ])
+    .success();
+    repo.agency(&["teachback", "approve", &brief]).success();
+    let server = FakeAnthropic::start(write_hello(&repo)).expect("fake server");
+    let out = claude(&repo, &server, "/nonexistent/agency hook", &brief);
+    assert_ran(&out);
+    assert!(!hello_exists(&repo), "a broken hook let the Write through");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("\"permission_denials\":[{\"tool_name\":\"Write\""),
+        "{stdout}"
+    );
+}

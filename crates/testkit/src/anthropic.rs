@@ -1,0 +1,195 @@
+//! The fake Anthropic Messages API (harness/PROTOCOLS.md §2–3): `POST /v1/messages` streamed as SSE with
+//! `event:` lines (Claude Code falls back to a non-streaming request without them), or as one JSON message
+//! when the request does not stream; `count_tokens`; 404 for `HEAD /` warm-ups and anything else.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{Value, json};
+
+use crate::http::{RecordedRequest, Response, Server};
+use crate::{Reply, scripted};
+
+/// A fake Anthropic server; stops when dropped.
+#[derive(Debug)]
+pub struct FakeAnthropic {
+    server: Server,
+    script: Arc<Mutex<Vec<Reply>>>,
+}
+
+impl FakeAnthropic {
+    /// Starts a server answering tool-bearing requests from `script` (reply *i* for a history holding *i*
+    /// assistant turns, "done" past the end) and tool-less ones (title generation) with "ok".
+    pub fn start(script: Vec<Reply>) -> std::io::Result<FakeAnthropic> {
+        let script = Arc::new(Mutex::new(script));
+        let ids = Arc::new(AtomicUsize::new(1));
+        let shared = script.clone();
+        let server = Server::start(Arc::new(move |request: &RecordedRequest| {
+            let script = shared.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            respond(request, &script, &ids)
+        }))?;
+        Ok(FakeAnthropic { server, script })
+    }
+
+    /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.server.addr())
+    }
+
+    /// Replaces the script (for a second run against the same server).
+    pub fn set_script(&self, script: Vec<Reply>) {
+        *self.script.lock().unwrap_or_else(PoisonError::into_inner) = script;
+    }
+
+    /// Every request received, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.server.recorded()
+    }
+
+    /// The bodies of the `POST /v1/messages` requests that offered tools (the agent loop's).
+    pub fn message_requests(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && is_messages(&r.path) && has_tools(&r.body))
+            .map(|r| r.body)
+            .collect()
+    }
+
+    /// Every `tool_result` block the client sent back, in request order (repeats included).
+    pub fn tool_results(&self) -> Vec<Value> {
+        let mut out: Vec<Value> = Vec::new();
+        for body in self.message_requests() {
+            for message in body["messages"].as_array().into_iter().flatten() {
+                for block in message["content"].as_array().into_iter().flatten() {
+                    if block["type"] == "tool_result" && !out.contains(block) {
+                        out.push(block.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn is_messages(path: &str) -> bool {
+    path.split('?')
+        .next()
+        .is_some_and(|p| p.ends_with("/v1/messages"))
+}
+
+fn has_tools(body: &Value) -> bool {
+    body["tools"].as_array().is_some_and(|t| !t.is_empty())
+}
+
+/// Assistant turns in the history; `role: "system"` entries mid-conversation are tolerated (§2).
+fn assistant_turns(body: &Value) -> usize {
+    body["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
+}
+
+fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize) -> Response {
+    let path = request.path.split('?').next().unwrap_or_default();
+    if request.method != "POST" {
+        return Response::json(
+            404,
+            &json!({"type": "error", "error": {"type": "not_found_error", "message": "not found"}}),
+        );
+    }
+    if path.ends_with("/count_tokens") {
+        return Response::json(200, &json!({"input_tokens": 100}));
+    }
+    if !is_messages(path) {
+        return Response::json(
+            404,
+            &json!({"type": "error", "error": {"type": "not_found_error", "message": "not found"}}),
+        );
+    }
+    let body = &request.body;
+    let reply = if has_tools(body) {
+        scripted(script, assistant_turns(body))
+    } else {
+        Reply::text("ok")
+    };
+    let model = body["model"].as_str().unwrap_or("claude-fake");
+    let message = message(model, &reply, ids);
+    if body["stream"] == true {
+        Response::sse(stream(&message))
+    } else {
+        Response::json(200, &message)
+    }
+}
+
+fn message(model: &str, reply: &Reply, ids: &AtomicUsize) -> Value {
+    let next = || ids.fetch_add(1, Ordering::SeqCst);
+    let blocks: Vec<Value> = reply
+        .blocks()
+        .into_iter()
+        .map(|block| match block {
+            Reply::ToolUse { name, input } => {
+                json!({"type": "tool_use", "id": format!("toolu_{:04}", next()), "name": name, "input": input})
+            }
+            Reply::Custom { name, input } => {
+                json!({"type": "tool_use", "id": format!("toolu_{:04}", next()), "name": name, "input": {"input": input}})
+            }
+            Reply::Text(text) => json!({"type": "text", "text": text}),
+            Reply::Blocks(_) => json!({"type": "text", "text": ""}),
+        })
+        .collect();
+    let stop = if blocks.iter().any(|b| b["type"] == "tool_use") {
+        "tool_use"
+    } else {
+        "end_turn"
+    };
+    json!({
+        "id": format!("msg_{:04}", next()), "type": "message", "role": "assistant", "model": model,
+        "content": blocks, "stop_reason": stop, "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+    })
+}
+
+fn event(name: &str, data: &Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+fn stream(message: &Value) -> String {
+    let mut head = message.clone();
+    head["content"] = json!([]);
+    head["stop_reason"] = Value::Null;
+    head["usage"]["output_tokens"] = json!(1);
+    let mut out = event(
+        "message_start",
+        &json!({"type": "message_start", "message": head}),
+    );
+    for (index, block) in message["content"].as_array().into_iter().flatten().enumerate() {
+        let (start, delta) = if block["type"] == "tool_use" {
+            (
+                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+            )
+        } else {
+            (
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": block["text"]}),
+            )
+        };
+        out += &event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": start}),
+        );
+        out += &event(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        );
+        out += &event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        );
+    }
+    out += &event(
+        "message_delta",
+        &json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": null},
+                "usage": {"output_tokens": 5}}),
+    );
+    out + &event("message_stop", &json!({"type": "message_stop"}))
+}

@@ -1,0 +1,87 @@
+//! `agency-testkit`: fakes of the model APIs that real coding-agent clients talk to, for offline
+//! end-to-end tests. [`FakeAnthropic`] speaks the Anthropic Messages API as Claude Code needs it (SSE with
+//! `event:` lines, or plain JSON when a request does not stream); [`FakeOpenAi`] speaks the OpenAI
+//! Responses API as Codex needs it. Both are plain threads on 127.0.0.1 with no async runtime, record every
+//! request body for assertions, and stop when dropped.
+//!
+//! Replies are scripted by conversation position, not request order (harness/PROTOCOLS.md §3): reply *i*
+//! answers a tool-bearing request whose history holds *i* assistant turns, so retries, fallbacks and side
+//! requests (title generation) never shift the script.
+//!
+//! ```no_run
+//! use agency_testkit::{FakeAnthropic, Reply};
+//! let server = FakeAnthropic::start(vec![
+//!     Reply::tool_use("Write", serde_json::json!({"file_path": "/tmp/x", "content": "hi"})),
+//!     Reply::text("done"),
+//! ]).unwrap();
+//! // ANTHROPIC_BASE_URL=server.base_url() ...
+//! let bodies = server.message_requests();
+//! ```
+
+mod anthropic;
+mod http;
+mod openai;
+
+pub use anthropic::FakeAnthropic;
+pub use http::RecordedRequest;
+pub use openai::FakeOpenAi;
+
+use serde_json::Value;
+
+/// One scripted model turn: text, tool calls, or several blocks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// An assistant text block (ends the turn).
+    Text(String),
+    /// A tool call (Anthropic `tool_use`, OpenAI `function_call`).
+    ToolUse {
+        /// The tool's name.
+        name: String,
+        /// Its input (for OpenAI, sent as the JSON text of `arguments`).
+        input: Value,
+    },
+    /// A freeform tool call (OpenAI `custom_tool_call`, e.g. Codex's `apply_patch`).
+    Custom {
+        /// The tool's name.
+        name: String,
+        /// Its raw input text.
+        input: String,
+    },
+    /// Several blocks in one turn (Anthropic only; OpenAI uses the first).
+    Blocks(Vec<Reply>),
+}
+
+impl Reply {
+    /// A text reply.
+    pub fn text(text: impl Into<String>) -> Reply {
+        Reply::Text(text.into())
+    }
+
+    /// A tool call.
+    pub fn tool_use(name: impl Into<String>, input: Value) -> Reply {
+        Reply::ToolUse {
+            name: name.into(),
+            input,
+        }
+    }
+
+    /// A freeform (custom) tool call.
+    pub fn custom(name: impl Into<String>, input: impl Into<String>) -> Reply {
+        Reply::Custom {
+            name: name.into(),
+            input: input.into(),
+        }
+    }
+
+    fn blocks(&self) -> Vec<&Reply> {
+        match self {
+            Reply::Blocks(blocks) => blocks.iter().collect(),
+            one => vec![one],
+        }
+    }
+}
+
+/// The reply for position `turns` of a script; past its end, "done".
+fn scripted(script: &[Reply], turns: usize) -> Reply {
+    script.get(turns).cloned().unwrap_or_else(|| Reply::text("done"))
+}

@@ -1,0 +1,162 @@
+//! The fake OpenAI Responses API as Codex uses it (harness/PROTOCOLS.md §7): `POST /v1/responses` streamed
+//! as SSE (`response.created`, `response.output_item.added`, text delta, `response.output_item.done`,
+//! `response.completed` with usage), and `GET /v1/models`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{Value, json};
+
+use crate::http::{RecordedRequest, Response, Server};
+use crate::{Reply, scripted};
+
+/// A fake OpenAI server; stops when dropped.
+#[derive(Debug)]
+pub struct FakeOpenAi {
+    server: Server,
+    script: Arc<Mutex<Vec<Reply>>>,
+}
+
+impl FakeOpenAi {
+    /// Starts a server answering from `script`: reply *i* for an input holding *i* assistant turns
+    /// (assistant messages and tool calls count), "done" past the end.
+    pub fn start(script: Vec<Reply>) -> std::io::Result<FakeOpenAi> {
+        let script = Arc::new(Mutex::new(script));
+        let ids = Arc::new(AtomicUsize::new(1));
+        let shared = script.clone();
+        let server = Server::start(Arc::new(move |request: &RecordedRequest| {
+            let script = shared.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            respond(request, &script, &ids)
+        }))?;
+        Ok(FakeOpenAi { server, script })
+    }
+
+    /// `http://127.0.0.1:PORT/v1`, for a provider's `base_url`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.server.addr())
+    }
+
+    /// Replaces the script.
+    pub fn set_script(&self, script: Vec<Reply>) {
+        *self.script.lock().unwrap_or_else(PoisonError::into_inner) = script;
+    }
+
+    /// Every request received, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.server.recorded()
+    }
+
+    /// The bodies of the `POST /v1/responses` requests.
+    pub fn response_requests(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| {
+                r.method == "POST"
+                    && r.path
+                        .split('?')
+                        .next()
+                        .is_some_and(|p| p.ends_with("/responses"))
+            })
+            .map(|r| r.body)
+            .collect()
+    }
+
+    /// Every tool output the client sent back (`function_call_output`, `custom_tool_call_output`), deduplicated.
+    pub fn tool_outputs(&self) -> Vec<Value> {
+        let mut out: Vec<Value> = Vec::new();
+        for body in self.response_requests() {
+            for item in body["input"].as_array().into_iter().flatten() {
+                let kind = item["type"].as_str().unwrap_or_default();
+                if kind.ends_with("_output") && !out.contains(item) {
+                    out.push(item.clone());
+                }
+            }
+        }
+        out
+    }
+}
+
+fn turns(body: &Value) -> usize {
+    body["input"].as_array().map_or(0, |items| {
+        items
+            .iter()
+            .filter(|it| {
+                it["role"] == "assistant"
+                    || matches!(
+                        it["type"].as_str(),
+                        Some("function_call" | "custom_tool_call" | "local_shell_call")
+                    )
+            })
+            .count()
+    })
+}
+
+fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize) -> Response {
+    let path = request.path.split('?').next().unwrap_or_default();
+    if path.ends_with("/models") {
+        return Response::json(
+            200,
+            &json!({"object": "list", "data": [{"id": "gpt-fake", "object": "model", "owned_by": "fake"}], "models": []}),
+        );
+    }
+    if request.method != "POST" || !path.ends_with("/responses") {
+        return Response::json(404, &json!({"error": {"message": "not found"}}));
+    }
+    let reply = scripted(script, turns(&request.body));
+    Response::sse(stream(&request.body, &reply, ids))
+}
+
+fn sse(name: &str, data: &Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+fn stream(body: &Value, reply: &Reply, ids: &AtomicUsize) -> String {
+    let next = || ids.fetch_add(1, Ordering::SeqCst);
+    let first = reply
+        .blocks()
+        .into_iter()
+        .next()
+        .cloned()
+        .unwrap_or_else(|| Reply::text(""));
+    let item = match &first {
+        Reply::ToolUse { name, input } => json!({"type": "function_call", "id": format!("fc_{}", next()),
+            "call_id": format!("call_{}", next()), "name": name, "arguments": input.to_string(), "status": "completed"}),
+        Reply::Custom { name, input } => json!({"type": "custom_tool_call", "id": format!("ctc_{}", next()),
+            "call_id": format!("call_{}", next()), "name": name, "input": input, "status": "completed"}),
+        Reply::Text(text) => json!({"type": "message", "id": format!("msg_{}", next()), "role": "assistant",
+            "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]}),
+        Reply::Blocks(_) => json!({"type": "message", "id": format!("msg_{}", next()), "role": "assistant",
+            "status": "completed", "content": []}),
+    };
+    let base = json!({"id": format!("resp_{}", next()), "object": "response", "model": body["model"],
+        "status": "in_progress", "output": []});
+    let usage = json!({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+        "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15});
+    let mut out = sse(
+        "response.created",
+        &json!({"type": "response.created", "response": base}),
+    );
+    out += &sse(
+        "response.output_item.added",
+        &json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+    );
+    if let Reply::Text(text) = &first {
+        out += &sse(
+            "response.output_text.delta",
+            &json!({"type": "response.output_text.delta", "item_id": item["id"], "output_index": 0,
+                    "content_index": 0, "delta": text}),
+        );
+    }
+    out += &sse(
+        "response.output_item.done",
+        &json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+    );
+    let mut done = base;
+    done["status"] = json!("completed");
+    done["output"] = json!([item]);
+    done["usage"] = usage;
+    out + &sse(
+        "response.completed",
+        &json!({"type": "response.completed", "response": done}),
+    )
+}
