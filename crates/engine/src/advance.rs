@@ -1,0 +1,646 @@
+//! Turning finished briefs into what comes next. Each pass reads the run from the blackboard and acts on
+//! briefs in `verifying` (their agent reported; the runner still has work to do) and on decided gates:
+//!
+//! - T1 plan → `t1_plan` gate → the first stage's workstreams start;
+//! - T2 lead → `t2_lead` gate → specialists; specialists → synthesis → `t2_synthesis` gate → squads;
+//! - T3 squad (once every squad of the workstream has committed) → `t3_plan` gate → T4 tasks;
+//! - T4 → committed on its branch → a T5 verifier for that slice;
+//! - T5 (once every slice is verified) → joint verdict → `t5_verdict` gate → merge, retry failed slices,
+//!   or escalate; a merged workstream goes into the integration branch, re-verified;
+//! - every workstream merged → the next stage, and after the last, T1 accept → the run succeeds.
+//!
+//! Every step checks what already exists before writing, so a pass after a crash repeats nothing.
+
+use std::collections::BTreeMap;
+
+use agency_core::brief::BriefPlacement;
+use agency_core::event::{EventKind, NewEvent};
+use agency_core::gate::{Gate, GateKind, GateStatus};
+use agency_core::plan::Plan;
+use agency_core::tiers::{
+    ACCEPT_TITLE, AcceptOutput, BriefRole, ChildBrief, LeadOutput, RUN_WORKSTREAM, SYNTHESIS_TITLE,
+    SpecialistOutput, SquadOutput, SynthesisOutput, VerifierOutput, check_siblings, dependency_order,
+    workstream_entry_brief,
+};
+use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
+use agency_store::{NewGate, RunStatus};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::engine::{Engine, output_name};
+use crate::error::{EngineError, Result};
+pub use crate::failure::{blocked, fail_brief, signal};
+
+/// Checks a role's structured output against its schema; the problems, one per line, when it does not fit.
+pub fn check_output(role: BriefRole, output: &Value) -> std::result::Result<(), String> {
+    fn parse<T: DeserializeOwned>(output: &Value) -> std::result::Result<(), String> {
+        serde_json::from_value::<T>(output.clone())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+    match role {
+        BriefRole::Plan => agency_core::validate_plan(output)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        BriefRole::Accept => parse::<AcceptOutput>(output),
+        BriefRole::Lead => parse::<LeadOutput>(output).and_then(|_| {
+            let lead: LeadOutput = serde_json::from_value(output.clone()).map_err(|e| e.to_string())?;
+            siblings(&lead.specialists)
+        }),
+        BriefRole::Specialist => parse::<SpecialistOutput>(output).and_then(|_| {
+            let spec: SpecialistOutput = serde_json::from_value(output.clone()).map_err(|e| e.to_string())?;
+            siblings(&spec.squads)
+        }),
+        BriefRole::Synthesis => parse::<SynthesisOutput>(output),
+        BriefRole::SquadLead => parse::<SquadOutput>(output).and_then(|_| {
+            let squad: SquadOutput = serde_json::from_value(output.clone()).map_err(|e| e.to_string())?;
+            siblings(&squad.tasks)
+        }),
+        BriefRole::Implementer => Ok(()),
+        BriefRole::Verifier => parse::<VerifierOutput>(output),
+    }
+}
+
+fn siblings(children: &[ChildBrief]) -> std::result::Result<(), String> {
+    let problems = check_siblings(children);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// A brief's stored structured output.
+pub(crate) fn output_of<T: DeserializeOwned>(engine: &Engine, brief: &Brief) -> Result<T> {
+    let artifact = engine
+        .store
+        .latest_artifact(brief.run, &output_name(brief.id))?
+        .ok_or_else(|| EngineError::State(format!("brief {} has no stored output", brief.id.short())))?;
+    serde_json::from_slice(&artifact.bytes)
+        .map_err(|e| EngineError::State(format!("brief {} output: {e}", brief.id.short())))
+}
+
+/// The plan of the newest T1 plan brief that was approved, if any.
+pub fn approved_plan(engine: &Engine, run: RunId) -> Result<Option<Plan>> {
+    let briefs = engine.store.list_briefs(run)?;
+    let Some(plan) = briefs
+        .iter()
+        .rev()
+        .find(|b| BriefRole::of(b) == BriefRole::Plan && b.status == BriefStatus::Done)
+    else {
+        return Ok(None);
+    };
+    let value: Value = output_of(engine, plan)?;
+    agency_core::validate_plan(&value)
+        .map(Some)
+        .map_err(|e| EngineError::State(e.to_string()))
+}
+
+/// One pass over the run. Returns whether anything changed.
+pub async fn advance(engine: &Engine, run: RunId) -> Result<bool> {
+    let mut progressed = handle_escalation_gates(engine, run)?;
+    let briefs = engine.store.list_briefs(run)?;
+    for brief in briefs.iter().filter(|b| b.status == BriefStatus::Verifying) {
+        progressed |= match BriefRole::of(brief) {
+            BriefRole::Plan => plan_done(engine, brief)?,
+            BriefRole::Lead => gated_expand(engine, brief, GateKind::T2Lead, expand_lead)?,
+            BriefRole::Specialist => finish(engine, brief, "architecture ready")?,
+            BriefRole::Synthesis => gated_expand(engine, brief, GateKind::T2Synthesis, expand_synthesis)?,
+            BriefRole::SquadLead => squad_done(engine, brief, &briefs)?,
+            BriefRole::Implementer => crate::verify::implementer_done(engine, brief).await?,
+            BriefRole::Verifier => false,
+            BriefRole::Accept => crate::progress::accept_done(engine, brief)?,
+        };
+    }
+    progressed |= crate::verify::joint_verdicts(engine, run).await?;
+    progressed |= synthesis_due(engine, run)?;
+    progressed |= crate::progress::workstreams(engine, run).await?;
+    Ok(progressed)
+}
+
+/// Moves a verifying brief to done with a `completed`-style log.
+fn finish(engine: &Engine, brief: &Brief, note: &str) -> Result<bool> {
+    let event = NewEvent::new(
+        brief.run,
+        EventKind::BriefStatus,
+        json!({ "from": "verifying", "to": "done", "note": note }),
+    )
+    .brief(brief.id)
+    .tier(brief.tier);
+    engine
+        .store
+        .update_brief_status(brief.id, BriefStatus::Verifying, BriefStatus::Done, event)?;
+    Ok(true)
+}
+
+/// The newest gate of `kind` opened for `brief`.
+fn gate_of(engine: &Engine, brief: &Brief, kind: GateKind) -> Result<Option<Gate>> {
+    Ok(engine
+        .store
+        .list_gates(brief.run)?
+        .into_iter()
+        .rev()
+        .find(|g| g.kind == kind && g.brief == Some(brief.id)))
+}
+
+/// Where a brief stands at its gate.
+enum AtGate {
+    /// No gate configured, or approved: go on.
+    Go,
+    /// Waiting for a decision.
+    Wait,
+    /// Rejected: the brief was re-invoked with the reason.
+    Rejected,
+}
+
+/// Opens the gate for `brief` if needed and reports where it stands. A rejection re-invokes the tier with
+/// the reason.
+fn at_gate(
+    engine: &Engine,
+    brief: &Brief,
+    kind: GateKind,
+    summary: impl FnOnce() -> Value,
+) -> Result<AtGate> {
+    if !engine.config.visibility.gate_enabled(kind) {
+        return Ok(AtGate::Go);
+    }
+    match gate_of(engine, brief, kind)? {
+        None => {
+            let mut gate = NewGate::new(brief.run, kind, summary());
+            gate.brief = Some(brief.id);
+            gate.tier = Some(brief.tier);
+            engine.store.open_gate(gate)?;
+            Ok(AtGate::Wait)
+        }
+        Some(gate) => match gate.status {
+            GateStatus::Pending => Ok(AtGate::Wait),
+            GateStatus::Approved => Ok(AtGate::Go),
+            GateStatus::Rejected => {
+                let reason = gate.note.unwrap_or_else(|| "rejected".into());
+                let event = NewEvent::new(
+                    brief.run,
+                    EventKind::BriefStatus,
+                    json!({ "from": "verifying", "to": "cancelled", "reason": reason }),
+                )
+                .brief(brief.id);
+                engine.store.update_brief_status(
+                    brief.id,
+                    BriefStatus::Verifying,
+                    BriefStatus::Cancelled,
+                    event,
+                )?;
+                let feedback = format!(
+                    "A human rejected your output at the {kind} gate: {reason}\nRevise it accordingly."
+                );
+                crate::failure::retry(engine, brief, brief.attempt + 1, &feedback)?;
+                Ok(AtGate::Rejected)
+            }
+        },
+    }
+}
+
+/// The summary a gate shows: what was produced, what happens next, anomalies.
+fn gate_summary(message: String, produced: Value, next: Vec<String>, anomalies: Vec<String>) -> Value {
+    json!({ "message": message, "produced": produced, "next": next, "anomalies": anomalies })
+}
+
+fn plan_done(engine: &Engine, brief: &Brief) -> Result<bool> {
+    let value: Value = output_of(engine, brief)?;
+    let plan = agency_core::validate_plan(&value).map_err(|e| EngineError::State(e.to_string()))?;
+    let ids: Vec<&str> = plan.workstreams.iter().map(|w| w.id.as_str()).collect();
+    let first_stage: Vec<String> = plan
+        .stages()
+        .first()
+        .map(|s| {
+            s.workstreams
+                .iter()
+                .filter_map(|id| plan.workstream(id))
+                .map(|w| format!("{} ({})", w.id, path_text(&w.tier_path)))
+                .collect()
+        })
+        .unwrap_or_default();
+    if gate_of(engine, brief, GateKind::T1Plan)?.is_none() {
+        let parallel = plan.stages().first().map(|s| s.workstreams.len()).unwrap_or(0);
+        engine.log(
+            brief.run,
+            Some(Tier::T1),
+            "PLAN_DONE",
+            format!(
+                "{} workstreams — {} ({parallel} parallel)",
+                ids.len(),
+                ids.join(", ")
+            ),
+        )?;
+    }
+    let summary = || {
+        gate_summary(
+            "Waiting on approval before the first tier spawns".into(),
+            json!({ "complexity": plan.complexity, "workstreams": plan.workstreams.iter().map(|w| json!({
+                "id": w.id, "tier_path": w.tier_path, "variety_score": w.variety.score(), "done_when": w.contract.done_when,
+            })).collect::<Vec<_>>(), "self_critique_summary": plan.self_critique_summary }),
+            first_stage.clone(),
+            plan.workstreams
+                .iter()
+                .filter_map(|w| {
+                    w.shallower_path_reason
+                        .as_ref()
+                        .map(|r| format!("{}: shallower path — {r}", w.id))
+                })
+                .collect(),
+        )
+    };
+    match at_gate(engine, brief, GateKind::T1Plan, summary)? {
+        AtGate::Wait => return Ok(false),
+        AtGate::Rejected => return Ok(true),
+        AtGate::Go => {}
+    }
+    engine.store.set_run_status(brief.run, None, RunStatus::Running)?;
+    finish(engine, brief, "plan approved")?;
+    Ok(true)
+}
+
+pub(crate) fn path_text(path: &[Tier]) -> String {
+    path.iter().map(|t| t.as_str()).collect::<Vec<_>>().join("→")
+}
+
+/// Gate, then expansion, for roles whose children are written at once.
+fn gated_expand(
+    engine: &Engine,
+    brief: &Brief,
+    kind: GateKind,
+    expand: fn(&Engine, &Brief) -> Result<Vec<NewBrief>>,
+) -> Result<bool> {
+    if has_children(engine, brief)? {
+        return finish(engine, brief, "children written");
+    }
+    let children = expand(engine, brief)?;
+    let next: Vec<String> = children
+        .iter()
+        .map(|c| format!("{} {}", c.tier, c.title))
+        .collect();
+    let summary = || {
+        let produced = engine
+            .store
+            .latest_artifact(brief.run, &output_name(brief.id))
+            .ok()
+            .flatten()
+            .and_then(|a| serde_json::from_slice::<Value>(&a.bytes).ok())
+            .unwrap_or(Value::Null);
+        gate_summary(
+            format!(
+                "{} {} ready for review",
+                brief.tier.as_str().to_ascii_uppercase(),
+                brief.title
+            ),
+            produced,
+            next,
+            vec![],
+        )
+    };
+    match at_gate(engine, brief, kind, summary)? {
+        AtGate::Wait => Ok(false),
+        AtGate::Rejected => Ok(true),
+        AtGate::Go => {
+            write_children(engine, brief, children)?;
+            finish(engine, brief, "children written")
+        }
+    }
+}
+
+fn has_children(engine: &Engine, brief: &Brief) -> Result<bool> {
+    Ok(engine
+        .store
+        .list_briefs(brief.run)?
+        .iter()
+        .any(|b| b.parent == Some(brief.id)))
+}
+
+fn expand_lead(engine: &Engine, brief: &Brief) -> Result<Vec<NewBrief>> {
+    let lead: LeadOutput = output_of(engine, brief)?;
+    let boundaries = serde_json::to_string_pretty(
+        &json!({ "boundaries": lead.boundaries, "shared_assumptions": lead.shared_assumptions }),
+    )
+    .unwrap_or_default();
+    let name = format!("boundaries/{}", brief.workstream);
+    engine.put_text(brief, &name, "application/json", &boundaries)?;
+    engine.log(
+        brief.run,
+        Some(Tier::T2),
+        "BOUNDS_READY",
+        "Domain boundaries + shared assumptions published".into(),
+    )?;
+    Ok(lead
+        .specialists
+        .into_iter()
+        .map(|c| {
+            let mut new = c.into_new_brief(Tier::T2, &brief.workstream, brief.contract.as_ref());
+            new.inputs.push(name.clone());
+            new
+        })
+        .collect())
+}
+
+/// Once every specialist of a workstream is done, the lead's synthesis brief is written (once).
+fn synthesis_due(engine: &Engine, run: RunId) -> Result<bool> {
+    let briefs = engine.store.list_briefs(run)?;
+    let mut progressed = false;
+    for lead in briefs
+        .iter()
+        .filter(|b| BriefRole::of(b) == BriefRole::Lead && b.status == BriefStatus::Done)
+    {
+        let specialists: Vec<&Brief> = latest_children(&briefs, lead.id);
+        if specialists.is_empty() || specialists.iter().any(|s| s.status != BriefStatus::Done) {
+            continue;
+        }
+        if briefs
+            .iter()
+            .any(|b| b.parent == Some(lead.id) && b.title == SYNTHESIS_TITLE)
+        {
+            continue;
+        }
+        let mut inputs = vec![format!("boundaries/{}", lead.workstream)];
+        for spec in &specialists {
+            let out: SpecialistOutput = output_of(engine, spec)?;
+            let name = format!("architecture/{}/{}", lead.workstream, spec.title);
+            engine.put_text(spec, &name, "text/markdown", &out.architecture)?;
+            inputs.push(name);
+        }
+        let synthesis = NewBrief {
+            tier: Tier::T2,
+            workstream: lead.workstream.clone(),
+            title: SYNTHESIS_TITLE.into(),
+            personality: lead.personality.clone(),
+            instructions: "Resolve conflicts between the specialists' architectures and write the canonical architecture.".into(),
+            inputs,
+            variety: lead.variety,
+            contract: lead.contract.clone(),
+            depends_on: vec![],
+        };
+        write_children(engine, lead, vec![synthesis])?;
+        progressed = true;
+    }
+    Ok(progressed)
+}
+
+fn expand_synthesis(engine: &Engine, brief: &Brief) -> Result<Vec<NewBrief>> {
+    let synthesis: SynthesisOutput = output_of(engine, brief)?;
+    let name = format!("architecture/{}", brief.workstream);
+    engine.put_text(brief, &name, "text/markdown", &synthesis.canonical_architecture)?;
+    engine.log(
+        brief.run,
+        Some(Tier::T2),
+        "SYNTH_DONE",
+        "Canonical architecture written to blackboard".into(),
+    )?;
+    let briefs = engine.store.list_briefs(brief.run)?;
+    let lead = brief
+        .parent
+        .ok_or_else(|| EngineError::State("synthesis without a lead".into()))?;
+    let mut squads = Vec::new();
+    for spec in latest_children(&briefs, lead)
+        .into_iter()
+        .filter(|b| BriefRole::of(b) == BriefRole::Specialist)
+    {
+        let out: SpecialistOutput = output_of(engine, spec)?;
+        for squad in out.squads {
+            let mut new = squad.into_new_brief(Tier::T3, &brief.workstream, brief.contract.as_ref());
+            new.inputs.push(name.clone());
+            squads.push(new);
+        }
+    }
+    Ok(squads)
+}
+
+/// The newest attempt of each titled child of `parent`, skipping cancelled ones.
+pub(crate) fn latest_children(briefs: &[Brief], parent: BriefId) -> Vec<&Brief> {
+    let mut by_title: BTreeMap<&str, &Brief> = BTreeMap::new();
+    for brief in briefs
+        .iter()
+        .filter(|b| b.parent == Some(parent) && b.status != BriefStatus::Cancelled)
+    {
+        let keep = by_title
+            .get(brief.title.as_str())
+            .is_none_or(|b| b.attempt <= brief.attempt);
+        if keep {
+            by_title.insert(&brief.title, brief);
+        }
+    }
+    let mut list: Vec<&Brief> = by_title.into_values().collect();
+    list.sort_by_key(|b| b.created_at);
+    list
+}
+
+/// T3 mesh: a squad's tasks are dispatched only once every squad of its workstream has committed.
+fn squad_done(engine: &Engine, brief: &Brief, briefs: &[Brief]) -> Result<bool> {
+    let peers: Vec<&Brief> = match brief.parent {
+        Some(parent) => latest_children(briefs, parent)
+            .into_iter()
+            .filter(|b| b.tier == Tier::T3)
+            .collect(),
+        None => vec![brief],
+    };
+    if peers
+        .iter()
+        .any(|p| matches!(p.status, BriefStatus::Pending | BriefStatus::Running))
+    {
+        crate::progress::mesh_timeout(engine, brief, &peers)?;
+        return Ok(false);
+    }
+    if peers.len() > 1 && gate_of(engine, brief, GateKind::T3Plan)?.is_none() && !has_children(engine, brief)?
+    {
+        engine.log(
+            brief.run,
+            Some(Tier::T3),
+            "MESH_DONE",
+            format!(
+                "{}: {} squad leads committed their task split",
+                brief.workstream,
+                peers.len()
+            ),
+        )?;
+    }
+    gated_expand(engine, brief, GateKind::T3Plan, expand_squad)
+}
+
+fn expand_squad(engine: &Engine, brief: &Brief) -> Result<Vec<NewBrief>> {
+    let squad: SquadOutput = output_of(engine, brief)?;
+    let pipeline = squad.tasks.iter().filter(|t| !t.depends_on.is_empty()).count();
+    engine.log(
+        brief.run,
+        Some(Tier::T3),
+        "TASKS",
+        format!(
+            "{}: {} T4 tasks ({} swarm, {pipeline} pipeline)",
+            brief.title,
+            squad.tasks.len(),
+            squad.tasks.len() - pipeline
+        ),
+    )?;
+    Ok(dependency_order(squad.tasks)
+        .into_iter()
+        .map(|t| t.into_new_brief(Tier::T4, &brief.workstream, brief.contract.as_ref()))
+        .collect())
+}
+
+/// Writes children of `parent` (resolving `depends_on` titles among them) in one transaction.
+pub(crate) fn write_children(engine: &Engine, parent: &Brief, children: Vec<NewBrief>) -> Result<Vec<Brief>> {
+    let budget = retry_budget(engine, parent.run)?;
+    let mut written: Vec<Brief> = Vec::with_capacity(children.len());
+    for child in children {
+        let depends_on = child
+            .depends_on
+            .iter()
+            .filter_map(|title| written.iter().find(|w| &w.title == title).map(|w| w.id))
+            .collect();
+        let placement = BriefPlacement {
+            id: BriefId::new(),
+            run: parent.run,
+            parent: Some(parent.id),
+            goal_anchor: parent.goal_anchor.clone(),
+            retry_budget: budget,
+            depends_on,
+            created_at: chrono::Utc::now(),
+        };
+        written.push(child.into_brief(placement));
+    }
+    engine.store.insert_briefs(&written)?;
+    Ok(written)
+}
+
+/// The retry budget of new briefs: the configured base times the plan's multiplier.
+pub(crate) fn retry_budget(engine: &Engine, run: RunId) -> Result<u32> {
+    let multiplier = approved_plan(engine, run)?
+        .map(|p| p.retry_budget_multiplier)
+        .unwrap_or(1);
+    Ok(agency_core::escalation::retry_budget(
+        engine.config.retry.base_budget,
+        multiplier,
+    ))
+}
+
+/// Writes the entry briefs of the given workstreams under the plan brief.
+pub(crate) fn start_workstreams(engine: &Engine, run: RunId, plan: &Plan, ids: &[String]) -> Result<()> {
+    let briefs = engine.store.list_briefs(run)?;
+    let Some(plan_brief) = briefs
+        .iter()
+        .rev()
+        .find(|b| BriefRole::of(b) == BriefRole::Plan && b.status == BriefStatus::Done)
+    else {
+        return Err(EngineError::State("no approved plan brief".into()));
+    };
+    let entries: Vec<NewBrief> = ids
+        .iter()
+        .filter_map(|id| plan.workstream(id))
+        .filter_map(workstream_entry_brief)
+        .map(|mut entry| {
+            entry.personality = entry.personality.or_else(|| {
+                engine
+                    .config
+                    .personalities
+                    .personality_for(entry.tier, &entry.workstream)
+                    .map(str::to_string)
+            });
+            entry
+        })
+        .collect();
+    for entry in &entries {
+        let tier = entry.tier.as_str().to_ascii_uppercase();
+        let tag = if entry.tier == Tier::T2 {
+            "LEAD_START"
+        } else {
+            "START"
+        };
+        engine.log(
+            run,
+            Some(entry.tier),
+            tag,
+            format!("{tier} {} spawned for {}", entry.title, entry.workstream),
+        )?;
+    }
+    write_children(engine, plan_brief, entries)?;
+    Ok(())
+}
+
+/// The accept brief, written once every workstream is merged.
+pub(crate) fn accept_brief(plan: &Plan, goal: &str) -> NewBrief {
+    let done_when: Vec<String> = plan
+        .workstreams
+        .iter()
+        .map(|w| format!("- {}: {}", w.id, w.contract.done_when))
+        .collect();
+    NewBrief {
+        tier: Tier::T1,
+        workstream: RUN_WORKSTREAM.into(),
+        title: ACCEPT_TITLE.into(),
+        personality: None,
+        instructions: format!(
+            "Accept or reject the integrated result against the goal anchor: {goal}\nWorkstream contracts:\n{}",
+            done_when.join("\n")
+        ),
+        inputs: vec![],
+        variety: None,
+        contract: None,
+        depends_on: vec![],
+    }
+}
+
+/// Decided escalation gates: approve gives the brief a fresh attempt; reject stops the run.
+fn handle_escalation_gates(engine: &Engine, run: RunId) -> Result<bool> {
+    let mut progressed = false;
+    for gate in engine
+        .store
+        .list_gates(run)?
+        .into_iter()
+        .filter(|g| g.kind == GateKind::Escalation)
+    {
+        let Some(id) = gate.brief else { continue };
+        let brief = engine.store.get_brief(id)?;
+        if brief.status != BriefStatus::Escalated {
+            continue;
+        }
+        match gate.status {
+            GateStatus::Pending => {}
+            GateStatus::Approved => {
+                let event = NewEvent::new(
+                    run,
+                    EventKind::BriefStatus,
+                    json!({ "from": "escalated", "to": "cancelled", "reason": "a human unblocked it" }),
+                )
+                .brief(id);
+                engine.store.update_brief_status(
+                    id,
+                    BriefStatus::Escalated,
+                    BriefStatus::Cancelled,
+                    event,
+                )?;
+                let mut fresh = brief.clone();
+                fresh.retry_budget = brief.attempt + 1 + retry_budget(engine, run)?;
+                let note = gate.note.unwrap_or_default();
+                crate::failure::retry(
+                    engine,
+                    &fresh,
+                    brief.attempt + 1,
+                    &format!("A human unblocked this brief after an escalation. {note}"),
+                )?;
+                progressed = true;
+            }
+            GateStatus::Rejected => {
+                let event = NewEvent::new(
+                    run,
+                    EventKind::BriefStatus,
+                    json!({ "from": "escalated", "to": "cancelled", "reason": "a human stopped the run" }),
+                )
+                .brief(id);
+                engine.store.update_brief_status(
+                    id,
+                    BriefStatus::Escalated,
+                    BriefStatus::Cancelled,
+                    event,
+                )?;
+                engine.store.set_run_status(run, None, RunStatus::Failed)?;
+                progressed = true;
+            }
+        }
+    }
+    Ok(progressed)
+}

@@ -1,0 +1,143 @@
+//! Git for a run: the integration branch, one branch per workstream, one branch and worktree per brief,
+//! commits on an agent's behalf, and merges that report conflicts instead of resolving them.
+//!
+//! ```text
+//! base ── agency/<run8>/integration ── agency/<run8>/<ws>/work ── agency/<run8>/<ws>/<brief8>
+//! ```
+//! Brief branches merge into their workstream branch once verified; workstream branches merge into the
+//! integration branch one at a time, each merge re-verified.
+
+use std::path::{Path, PathBuf};
+
+use agency_core::{Brief, RunId};
+use agency_exec::{CommitOutcome, MergeOutcome, Repo, brief_branch_name, sanitize_ref_component};
+
+use crate::error::Result;
+
+/// The run's branches and worktrees.
+#[derive(Debug, Clone)]
+pub struct RunBranches {
+    repo: Repo,
+    run: RunId,
+    worktrees: PathBuf,
+}
+
+impl RunBranches {
+    /// Branches of `run` in `repo`; worktrees go under `worktrees_root/<run8>/`.
+    pub fn new(repo: Repo, run: RunId, worktrees_root: &Path) -> Self {
+        let worktrees = worktrees_root.join(run.short());
+        RunBranches { repo, run, worktrees }
+    }
+
+    /// The repository.
+    pub fn repo(&self) -> &Repo {
+        &self.repo
+    }
+
+    /// `agency/<run8>/integration`: where verified workstreams land; what the human merges.
+    pub fn integration(&self) -> String {
+        format!("agency/{}/integration", self.run.short())
+    }
+
+    /// `agency/<run8>/<ws>/work`: where a workstream's verified briefs land.
+    pub fn workstream(&self, workstream: &str) -> String {
+        format!(
+            "agency/{}/{}/work",
+            self.run.short(),
+            sanitize_ref_component(workstream)
+        )
+    }
+
+    /// The brief's own branch.
+    pub fn brief(&self, brief: &Brief) -> String {
+        brief_branch_name(&brief.run, &brief.workstream, &brief.id)
+    }
+
+    /// Creates the integration branch at `base` unless it exists.
+    pub fn ensure_integration(&self, base: &str) -> Result<()> {
+        if !self.repo.branch_exists(&self.integration())? {
+            self.repo.create_branch(&self.integration(), base)?;
+        }
+        Ok(())
+    }
+
+    /// Creates the workstream branch at the integration branch's head unless it exists.
+    pub fn ensure_workstream(&self, workstream: &str) -> Result<String> {
+        let branch = self.workstream(workstream);
+        if !self.repo.branch_exists(&branch)? {
+            self.repo.create_branch(&branch, &self.integration())?;
+        }
+        Ok(branch)
+    }
+
+    /// The brief's worktree path.
+    pub fn worktree_path(&self, brief: &Brief) -> PathBuf {
+        self.worktrees.join(brief.id.short())
+    }
+
+    /// Creates (or reuses, on resume) the brief's branch from `base` and its worktree.
+    pub fn prepare_worktree(&self, brief: &Brief, base: &str) -> Result<(String, PathBuf)> {
+        let branch = self.brief(brief);
+        let path = self.worktree_path(brief);
+        if path.join(".git").exists() {
+            return Ok((branch, path));
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| crate::error::EngineError::State(e.to_string()))?;
+        }
+        if self.repo.branch_exists(&branch)? {
+            self.repo.checkout_worktree(&path, &branch)?;
+        } else {
+            self.repo.add_worktree(&path, &branch, base)?;
+        }
+        Ok((branch, path))
+    }
+
+    /// A detached worktree at `rev` for a brief that only reads (reused on resume).
+    pub fn prepare_detached(&self, brief: &Brief, rev: &str) -> Result<PathBuf> {
+        let path = self.worktree_path(brief);
+        if path.join(".git").exists() {
+            return Ok(path);
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| crate::error::EngineError::State(e.to_string()))?;
+        }
+        self.repo.add_detached_worktree(&path, rev)?;
+        Ok(path)
+    }
+
+    /// Commits whatever the agent left in its worktree, on its behalf.
+    pub fn commit_brief(&self, brief: &Brief) -> Result<CommitOutcome> {
+        let worktree = self.repo.open_other(&self.worktree_path(brief))?;
+        let message = format!(
+            "{}: {} (agency brief {})",
+            brief.workstream,
+            brief.title,
+            brief.id.short()
+        );
+        Ok(worktree.commit_all(&message)?)
+    }
+
+    /// Merges `from` into `into` in a scratch worktree.
+    pub fn merge(&self, into: &str, from: &str, message: &str) -> Result<MergeOutcome> {
+        let scratch = self
+            .worktrees
+            .join(format!("merge-{}", agency_core::BriefId::new().short()));
+        Ok(self.repo.merge_into(into, from, &scratch, message)?)
+    }
+
+    /// Removes a brief's worktree (its branch stays for review).
+    pub fn remove_worktree(&self, brief: &Brief) -> Result<()> {
+        let path = self.worktree_path(brief);
+        if path.exists() {
+            self.repo.remove_worktree(&path, true)?;
+        }
+        Ok(())
+    }
+
+    /// A scratch detached checkout path for re-verifying a branch.
+    pub fn scratch_path(&self, label: &str) -> PathBuf {
+        self.worktrees
+            .join(format!("{label}-{}", agency_core::BriefId::new().short()))
+    }
+}

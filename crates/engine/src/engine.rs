@@ -1,0 +1,510 @@
+//! The runner: creates a run, then drives it from the blackboard — claim a pending brief, run its agent
+//! through a runtime, record the outcome, and let [`crate::advance`] turn finished briefs into the next
+//! tier's briefs, gates, verdicts and merges. Everything it knows it reads back from the blackboard each
+//! turn, so [`Engine::drive`] is also how a killed run resumes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agency_core::config::TeamConfig;
+use agency_core::event::{EventKind, NewEvent};
+use agency_core::gate::{GateDecision, GateKind};
+use agency_core::tiers::{BriefRole, PLAN_TITLE, RUN_WORKSTREAM};
+use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
+use agency_exec::Repo;
+use agency_exec::runtime::{Access, AgentLimits, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use agency_llm::{CancelToken, Provider};
+use agency_store::{Blackboard, NewArtifact, NewRun, Run, RunStatus};
+use serde_json::json;
+use tokio::task::JoinSet;
+
+use crate::branches::RunBranches;
+use crate::error::{EngineError, Result};
+use crate::hooks::{Reviewer, RunnerHooks};
+use crate::task::{Input, call_meta, render_prompt, system_blocks};
+
+/// How the runner behaves, beyond team.yaml.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Approve every gate at once (the offline demo, tests); a human decides otherwise.
+    pub auto_approve: bool,
+    /// This runner's name in claims and logs.
+    pub worker: String,
+    /// How often the blackboard is polled while waiting.
+    pub poll: Duration,
+    /// Where brief worktrees are made (`.agency/worktrees`).
+    pub worktrees: PathBuf,
+    /// Limits for each agent.
+    pub limits: AgentLimits,
+    /// Invalid structured outputs fed back to the model before the brief counts as failed.
+    pub output_retries: u32,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            auto_approve: false,
+            worker: format!("runner-{}", std::process::id()),
+            poll: Duration::from_millis(200),
+            worktrees: PathBuf::from(".agency/worktrees"),
+            limits: AgentLimits::default(),
+            output_retries: 2,
+        }
+    }
+}
+
+/// Everything the runner works with.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    pub(crate) store: Arc<dyn Blackboard>,
+    pub(crate) config: TeamConfig,
+    pub(crate) repo: Repo,
+    pub(crate) runtimes: BTreeMap<Tier, Arc<dyn Runtime>>,
+    pub(crate) providers: BTreeMap<Tier, Arc<dyn Provider>>,
+    pub(crate) options: EngineOptions,
+}
+
+/// How a drive ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriveOutcome {
+    /// The run's final status.
+    pub status: RunStatus,
+    /// The branch to review, when the run succeeded.
+    pub branch: Option<String>,
+}
+
+impl Engine {
+    /// A runner over `store` for the repository `repo`. `runtimes` and `providers` must cover every tier.
+    pub fn new(
+        store: Arc<dyn Blackboard>,
+        config: TeamConfig,
+        repo: Repo,
+        runtimes: BTreeMap<Tier, Arc<dyn Runtime>>,
+        providers: BTreeMap<Tier, Arc<dyn Provider>>,
+        options: EngineOptions,
+    ) -> Result<Self> {
+        for tier in Tier::ALL {
+            if !runtimes.contains_key(&tier) {
+                return Err(EngineError::Config(format!("no runtime for {tier}")));
+            }
+            if !providers.contains_key(&tier) {
+                return Err(EngineError::Config(format!("no model for {tier}")));
+            }
+        }
+        Ok(Engine {
+            store,
+            config,
+            repo,
+            runtimes,
+            providers,
+            options,
+        })
+    }
+
+    /// The blackboard.
+    pub fn store(&self) -> &Arc<dyn Blackboard> {
+        &self.store
+    }
+
+    /// Creates a run for `goal` at the repository's current head and writes T1's planning brief.
+    pub fn start(&self, goal: &str) -> Result<Run> {
+        let base = self.repo.head_rev()?;
+        let mut new = NewRun::new(goal, self.repo.root().display().to_string());
+        new.base_rev = Some(base.clone());
+        new.config = serde_json::to_value(&self.config).unwrap_or_default();
+        let run = self.store.create_run(new)?;
+        RunBranches::new(self.repo.clone(), run.id, &self.options.worktrees).ensure_integration(&base)?;
+        let plan = Brief {
+            id: BriefId::new(),
+            run: run.id,
+            parent: None,
+            tier: Tier::T1,
+            workstream: RUN_WORKSTREAM.into(),
+            title: PLAN_TITLE.into(),
+            personality: self
+                .config
+                .personalities
+                .personality_for(Tier::T1, "strategy")
+                .map(str::to_string),
+            goal_anchor: goal.to_string(),
+            instructions: format!("Plan the work for this goal: {goal}"),
+            inputs: Vec::new(),
+            variety: None,
+            contract: None,
+            retry_budget: self.config.retry.base_budget,
+            attempt: 0,
+            depends_on: Vec::new(),
+            branch: None,
+            worktree: None,
+            status: BriefStatus::Pending,
+            teachback: agency_core::TeachbackState::Pending,
+            claimed_by: None,
+            created_at: chrono::Utc::now(),
+        };
+        self.store.insert_brief(&plan)?;
+        self.log(
+            run.id,
+            Some(Tier::T1),
+            "PLAN_START",
+            format!("Assessing scope: \"{goal}\""),
+        )?;
+        Ok(run)
+    }
+
+    /// Writes a tier-level log line (what `agency watch` shows at the normal level).
+    pub(crate) fn log(&self, run: RunId, tier: Option<Tier>, tag: &str, message: String) -> Result<()> {
+        let mut event = NewEvent::new(
+            run,
+            EventKind::Log,
+            json!({ "level": "normal", "tag": tag, "message": message }),
+        );
+        event.tier = tier;
+        self.store.append_event(event)?;
+        Ok(())
+    }
+
+    pub(crate) fn branches(&self, run: RunId) -> RunBranches {
+        RunBranches::new(self.repo.clone(), run, &self.options.worktrees)
+    }
+
+    /// Drives `run` until it succeeds, fails, halts or is cancelled. Safe to call on a run another runner
+    /// was driving when it died: claims it left behind are released first.
+    pub async fn drive(&self, run: RunId, cancel: &CancelToken) -> Result<DriveOutcome> {
+        self.release_orphaned_claims(run)?;
+        let mut agents: JoinSet<(BriefId, std::result::Result<AgentOutcome, RuntimeError>)> = JoinSet::new();
+        let concurrency = usize::try_from(self.config.runner.concurrency.max(1)).unwrap_or(1);
+        loop {
+            if cancel.is_cancelled() {
+                agents.abort_all();
+                return Err(EngineError::Cancelled);
+            }
+            let record = self.store.get_run(run)?;
+            if record.status.is_terminal() {
+                agents.abort_all();
+                return Ok(self.outcome(&record));
+            }
+            let waiting = self.tend_gates(run)?;
+            let progressed = crate::advance::advance(self, run).await?;
+            let mut spawned = false;
+            if !waiting && !self.paused(run)? {
+                while agents.len() < concurrency {
+                    let Some(brief) = self.store.claim_next_brief(Some(run), &self.options.worker)? else {
+                        break;
+                    };
+                    self.spawn_agent(&mut agents, brief, cancel)?;
+                    spawned = true;
+                }
+            }
+            if !agents.is_empty() {
+                tokio::select! {
+                    joined = agents.join_next() => {
+                        if let Some(joined) = joined {
+                            let (brief, outcome) = joined.map_err(|e| EngineError::State(format!("agent task: {e}")))?;
+                            self.finish_agent(brief, outcome).await?;
+                        }
+                    }
+                    () = tokio::time::sleep(self.options.poll) => {}
+                }
+                continue;
+            }
+            if !(spawned || progressed) {
+                tokio::time::sleep(self.options.poll).await;
+            }
+        }
+    }
+
+    fn outcome(&self, run: &Run) -> DriveOutcome {
+        let branch = (run.status == RunStatus::Succeeded).then(|| self.branches(run.id).integration());
+        DriveOutcome {
+            status: run.status,
+            branch,
+        }
+    }
+
+    /// Briefs a dead runner left `running` go back to `pending`, so they are spawned again (their worktree
+    /// and branch are reused).
+    fn release_orphaned_claims(&self, run: RunId) -> Result<()> {
+        for brief in self.store.list_briefs(run)? {
+            if brief.status == BriefStatus::Running
+                && brief.claimed_by.as_deref() != Some(&self.options.worker)
+            {
+                let event = NewEvent::new(
+                    run,
+                    EventKind::Log,
+                    json!({ "level": "normal", "tag": "RESUME", "message": format!("{} restarted after the runner stopped", brief.title) }),
+                );
+                self.store.update_brief_status(
+                    brief.id,
+                    BriefStatus::Running,
+                    BriefStatus::Pending,
+                    event,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn paused(&self, run: RunId) -> Result<bool> {
+        Ok(self
+            .store
+            .pending_gates(Some(run))?
+            .iter()
+            .any(|g| g.kind == GateKind::Pause))
+    }
+
+    /// Times out or auto-approves pending gates; returns whether any gate still holds the run.
+    fn tend_gates(&self, run: RunId) -> Result<bool> {
+        let timeout = chrono::Duration::minutes(i64::from(self.config.visibility.gate_timeout_minutes));
+        let mut holding = false;
+        for gate in self.store.pending_gates(Some(run))? {
+            if gate.kind == GateKind::Pause {
+                holding = true;
+                continue;
+            }
+            if self.options.auto_approve {
+                let note = Some("auto-approved (agency demo)".to_string());
+                self.store.decide_gate(
+                    gate.id,
+                    GateDecision::Approve {
+                        by: "auto".into(),
+                        note,
+                    },
+                )?;
+            } else if chrono::Utc::now() - gate.opened_at > timeout {
+                let reason = format!(
+                    "no decision within {} minutes",
+                    self.config.visibility.gate_timeout_minutes
+                );
+                self.store.decide_gate(
+                    gate.id,
+                    GateDecision::Reject {
+                        by: "timeout".into(),
+                        reason,
+                    },
+                )?;
+            } else {
+                holding = true;
+            }
+        }
+        Ok(holding)
+    }
+
+    /// The reviewer of a brief's teachback: the parent tier's model, or a human when the gate is on.
+    fn reviewer(&self, brief: &Brief) -> Reviewer {
+        if self.config.visibility.gate_enabled(GateKind::Teachback) && !self.options.auto_approve {
+            return Reviewer::Human {
+                poll: self.options.poll,
+            };
+        }
+        let parent = brief.tier.parent().unwrap_or(Tier::T1);
+        match self.providers.get(&parent) {
+            Some(provider) => Reviewer::Model(provider.clone()),
+            None => Reviewer::Human {
+                poll: self.options.poll,
+            },
+        }
+    }
+
+    fn spawn_agent(
+        &self,
+        agents: &mut JoinSet<(BriefId, std::result::Result<AgentOutcome, RuntimeError>)>,
+        brief: Brief,
+        cancel: &CancelToken,
+    ) -> Result<()> {
+        let role = BriefRole::of(&brief);
+        let worktree = self.prepare_worktree(&brief, role)?;
+        let runtime = self
+            .runtimes
+            .get(&brief.tier)
+            .cloned()
+            .ok_or_else(|| EngineError::Config(format!("no runtime for {}", brief.tier)))?;
+        let inputs = self.inputs_of(&brief)?;
+        let feedback = self.feedback_of(&brief)?;
+        let task = AgentTask {
+            system: system_blocks(role, None),
+            prompt: render_prompt(&brief, &inputs, feedback.as_deref()),
+            access: if role.writes() {
+                Access::ReadWrite
+            } else {
+                Access::ReadOnly
+            },
+            limits: self.options.limits,
+            env: Vec::new(),
+            meta: call_meta(&brief),
+            worktree,
+            brief: brief.clone(),
+        };
+        let hooks = RunnerHooks::new(
+            self.store.clone(),
+            brief.clone(),
+            self.reviewer(&brief),
+            cancel.child(),
+        );
+        self.store.append_event(
+            NewEvent::new(
+                brief.run,
+                EventKind::Spawned,
+                json!({ "title": brief.title, "runtime": runtime.name(), "attempt": brief.attempt }),
+            )
+            .brief(brief.id)
+            .tier(brief.tier),
+        )?;
+        let cancel = cancel.child();
+        let id = brief.id;
+        agents.spawn(async move {
+            let outcome = runtime.run(&task, &hooks, &cancel).await;
+            (id, outcome)
+        });
+        Ok(())
+    }
+
+    fn prepare_worktree(&self, brief: &Brief, role: BriefRole) -> Result<PathBuf> {
+        let branches = self.branches(brief.run);
+        let path = if role.writes() {
+            let base = branches.ensure_workstream(&brief.workstream)?;
+            let (branch, path) = branches.prepare_worktree(brief, &base)?;
+            self.store
+                .set_brief_workspace(brief.id, Some(&branch), Some(&path.display().to_string()))?;
+            path
+        } else {
+            // Readers see what they judge: a verifier its implementer's branch, the others the integration.
+            let rev = match (role, brief.parent) {
+                (BriefRole::Verifier, Some(parent)) => self
+                    .store
+                    .get_brief(parent)?
+                    .branch
+                    .unwrap_or_else(|| branches.integration()),
+                _ => branches.integration(),
+            };
+            let path = branches.prepare_detached(brief, &rev)?;
+            self.store
+                .set_brief_workspace(brief.id, None, Some(&path.display().to_string()))?;
+            path
+        };
+        Ok(path)
+    }
+
+    /// The artifacts a brief reads, by name (the newest of each name).
+    fn inputs_of(&self, brief: &Brief) -> Result<Vec<Input>> {
+        let mut inputs = Vec::new();
+        for name in &brief.inputs {
+            if let Some(artifact) = self.store.latest_artifact(brief.run, name)? {
+                inputs.push(Input {
+                    name: name.clone(),
+                    text: String::from_utf8_lossy(&artifact.bytes).into_owned(),
+                });
+            }
+        }
+        Ok(inputs)
+    }
+
+    /// What the previous attempt of this brief was told (stored as the `feedback/<id8>` artifact).
+    fn feedback_of(&self, brief: &Brief) -> Result<Option<String>> {
+        let name = feedback_name(brief.id);
+        Ok(self
+            .store
+            .latest_artifact(brief.run, &name)?
+            .map(|a| String::from_utf8_lossy(&a.bytes).into_owned()))
+    }
+
+    /// Stores text for a brief as a named artifact.
+    pub(crate) fn put_text(&self, brief: &Brief, name: &str, content_type: &str, text: &str) -> Result<()> {
+        let mut artifact = NewArtifact::new(brief.run, name, content_type, text.as_bytes().to_vec());
+        artifact.brief = Some(brief.id);
+        self.store.put_artifact(artifact)?;
+        Ok(())
+    }
+
+    /// Records an agent's outcome: a valid report moves the brief to `verifying` for [`crate::advance`];
+    /// anything else is a failure for the escalation ladder.
+    async fn finish_agent(
+        &self,
+        id: BriefId,
+        outcome: std::result::Result<AgentOutcome, RuntimeError>,
+    ) -> Result<()> {
+        let brief = self.store.get_brief(id)?;
+        if brief.status != BriefStatus::Running {
+            return Ok(());
+        }
+        let role = BriefRole::of(&brief);
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(err) => {
+                return crate::advance::fail_brief(self, &brief, &format!("the agent could not run: {err}"));
+            }
+        };
+        if let AgentStop::Signal(signal) = &outcome.stop {
+            return crate::advance::signal(self, &brief, signal);
+        }
+        let Some(report) = outcome.report else {
+            let why = match outcome.stop {
+                AgentStop::TurnLimit => "used all its turns without reporting",
+                AgentStop::Timeout => "ran past its time limit",
+                AgentStop::Cancelled => "was cancelled",
+                _ => "stopped without reporting its result",
+            };
+            return crate::advance::fail_brief(self, &brief, &format!("the agent {why}"));
+        };
+        if let Err(problems) = crate::advance::check_output(role, &report.output) {
+            return crate::advance::fail_brief(
+                self,
+                &brief,
+                &format!(
+                    "its output does not match the {} schema:\n{problems}",
+                    role.as_str()
+                ),
+            );
+        }
+        self.put_text(
+            &brief,
+            &output_name(brief.id),
+            "application/json",
+            &report.output.to_string(),
+        )?;
+        self.put_text(
+            &brief,
+            &report_name(brief.id),
+            "application/json",
+            &serde_json::to_string(&report).unwrap_or_default(),
+        )?;
+        let payload = json!({
+            "title": brief.title,
+            "status": report.status,
+            "summary": report.summary,
+            "attempt": brief.attempt,
+        });
+        match report.status {
+            agency_exec::runtime::ReportStatus::Done => {
+                let event = NewEvent::new(brief.run, EventKind::Completed, payload)
+                    .brief(id)
+                    .tier(brief.tier);
+                self.store
+                    .update_brief_status(id, BriefStatus::Running, BriefStatus::Verifying, event)?;
+                Ok(())
+            }
+            agency_exec::runtime::ReportStatus::Partial => {
+                crate::advance::fail_brief(self, &brief, &format!("partial: {}", report.summary))
+            }
+            agency_exec::runtime::ReportStatus::Blocked => {
+                crate::advance::blocked(self, &brief, &report.summary)
+            }
+        }
+    }
+}
+
+/// The artifact name of a brief's structured output.
+pub fn output_name(brief: BriefId) -> String {
+    format!("output/{}", brief.short())
+}
+
+/// The artifact name of a brief's full report.
+pub fn report_name(brief: BriefId) -> String {
+    format!("report/{}", brief.short())
+}
+
+/// The artifact name of the feedback a retried brief starts from.
+pub fn feedback_name(brief: BriefId) -> String {
+    format!("feedback/{}", brief.short())
+}

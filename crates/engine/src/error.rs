@@ -1,0 +1,28 @@
+//! The runner's errors. A failing *agent* is not an error here — it is a failed brief that the escalation
+//! ladder handles; these are the things that stop the runner itself.
+
+use agency_exec::GitError;
+use agency_store::StoreError;
+
+/// Why the runner could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The blackboard refused or failed.
+    #[error("blackboard: {0}")]
+    Store(#[from] StoreError),
+    /// A git operation failed.
+    #[error("git: {0}")]
+    Git(#[from] GitError),
+    /// The configuration cannot run (a tier with no runtime, a level with no model).
+    #[error("configuration: {0}")]
+    Config(String),
+    /// A stored record is not what the runner wrote (corrupt or from another version).
+    #[error("inconsistent run state: {0}")]
+    State(String),
+    /// The run was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// The runner's result type.
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;

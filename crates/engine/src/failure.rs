@@ -1,0 +1,304 @@
+//! Failure handling exactly as the seed's table, driven by the escalation data in core: a failed brief is
+//! retried with a corrected brief while its budget lasts, then escalated upward — to the nearest ancestor
+//! of the owning tier, which is re-invoked with the failure as context — and a failure with no rung left, or
+//! escalation repeated too often, opens a gate for a human.
+
+use agency_core::escalation::{Decision, EscalationTarget, Failure, decide};
+use agency_core::event::{EventKind, NewEvent};
+use agency_core::gate::GateKind;
+use agency_core::tiers::BriefRole;
+use agency_core::{Brief, BriefId, BriefStatus, Tier};
+use agency_exec::runtime::{AlgedonicSignal, SignalLevel};
+use agency_store::{NewGate, RunStatus};
+use serde_json::json;
+
+use crate::engine::{Engine, feedback_name};
+use crate::error::Result;
+
+/// The failure a role's bad outcome counts as.
+fn failure_of(role: BriefRole) -> Failure {
+    match role {
+        BriefRole::Plan | BriefRole::Accept => Failure::T1Failure,
+        BriefRole::Lead | BriefRole::Specialist | BriefRole::Synthesis => Failure::T2DesignWrong,
+        BriefRole::SquadLead => Failure::T3Stuck,
+        BriefRole::Implementer => Failure::T4BadOutput,
+        BriefRole::Verifier => Failure::T5Partial,
+    }
+}
+
+/// A brief failed (bad output, no report, partial work): retry or escalate as the table says.
+pub fn fail_brief(engine: &Engine, brief: &Brief, why: &str) -> Result<()> {
+    let role = BriefRole::of(brief);
+    let failure = failure_of(role);
+    // T1 gets its retries too before the run is surfaced to the human: a plan that does not validate is
+    // fed back to the planner.
+    let decision = match failure {
+        Failure::T1Failure if brief.attempt < brief.retry_budget => Decision::Retry {
+            next_attempt: brief.attempt + 1,
+        },
+        _ => decide(failure, brief.attempt, brief.retry_budget),
+    };
+    apply(engine, brief, failure, decision, why)
+}
+
+/// An implementer reported it is blocked: escalate to its owner at once, no retries.
+pub fn blocked(engine: &Engine, brief: &Brief, why: &str) -> Result<()> {
+    let failure = if brief.tier == Tier::T4 {
+        Failure::T4Blocked
+    } else {
+        failure_of(BriefRole::of(brief))
+    };
+    let decision = decide(failure, brief.attempt, brief.retry_budget);
+    apply(engine, brief, failure, decision, &format!("blocked: {why}"))
+}
+
+/// Applies a decision to a failed (still running or verifying) brief.
+pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decision, why: &str) -> Result<()> {
+    let payload = json!({
+        "title": brief.title,
+        "failure": failure.as_str(),
+        "reason": why,
+        "attempt": brief.attempt,
+        "retry_budget": brief.retry_budget,
+    });
+    let from = brief.status;
+    match decision {
+        Decision::Retry { next_attempt } => {
+            let event = NewEvent::new(brief.run, EventKind::Failed, payload)
+                .brief(brief.id)
+                .tier(brief.tier);
+            engine
+                .store
+                .update_brief_status(brief.id, from, BriefStatus::Failed, event)?;
+            retry(engine, brief, next_attempt, why)?;
+        }
+        Decision::Escalate { to } => {
+            let path = workstream_path(engine, brief)?;
+            let to = match (Decision::Escalate { to }).within_path(&path) {
+                Decision::Escalate { to } => to,
+                _ => to,
+            };
+            let mut payload = payload;
+            payload["to"] = json!(match to {
+                EscalationTarget::Tier(t) => t.as_str().to_string(),
+                EscalationTarget::Human => "human".into(),
+            });
+            let event = NewEvent::new(brief.run, EventKind::Escalated, payload)
+                .brief(brief.id)
+                .tier(brief.tier);
+            engine
+                .store
+                .update_brief_status(brief.id, from, BriefStatus::Escalated, event)?;
+            escalate(engine, brief, to, why)?;
+        }
+        Decision::Halt => {
+            let event = NewEvent::new(brief.run, EventKind::Failed, payload)
+                .brief(brief.id)
+                .tier(brief.tier);
+            engine
+                .store
+                .update_brief_status(brief.id, from, BriefStatus::Failed, event)?;
+            engine.log(
+                brief.run,
+                Some(brief.tier),
+                "HALT",
+                format!("{} failed and cannot be retried: {why}", brief.title),
+            )?;
+            engine.store.set_run_status(brief.run, None, RunStatus::Failed)?;
+        }
+        Decision::OpenGate => {
+            let event = NewEvent::new(brief.run, EventKind::Escalated, payload)
+                .brief(brief.id)
+                .tier(brief.tier);
+            engine
+                .store
+                .update_brief_status(brief.id, from, BriefStatus::Escalated, event)?;
+            open_escalation_gate(engine, brief, why)?;
+        }
+    }
+    Ok(())
+}
+
+/// The tier path of the brief's workstream, from the approved plan; the full path when unknown.
+fn workstream_path(engine: &Engine, brief: &Brief) -> Result<Vec<Tier>> {
+    let plan = crate::advance::approved_plan(engine, brief.run)?;
+    Ok(plan
+        .and_then(|p| p.workstream(&brief.workstream).map(|w| w.tier_path.clone()))
+        .unwrap_or_else(|| vec![Tier::T2, Tier::T3, Tier::T4, Tier::T5]))
+}
+
+/// Writes the next attempt of `brief` with what went wrong as its starting feedback.
+pub fn retry(engine: &Engine, brief: &Brief, attempt: u32, feedback: &str) -> Result<Brief> {
+    let mut next = brief.clone();
+    next.id = BriefId::new();
+    next.attempt = attempt;
+    next.status = BriefStatus::Pending;
+    next.teachback = agency_core::TeachbackState::Pending;
+    next.claimed_by = None;
+    next.branch = None;
+    next.worktree = None;
+    next.created_at = chrono::Utc::now();
+    engine.store.insert_brief(&next)?;
+    engine.put_text(&next, &feedback_name(next.id), "text/plain", feedback)?;
+    engine.store.append_event(
+        NewEvent::new(
+            brief.run,
+            EventKind::Retried,
+            json!({ "title": brief.title, "attempt": attempt, "previous": brief.id.to_string() }),
+        )
+        .brief(next.id)
+        .tier(brief.tier),
+    )?;
+    Ok(next)
+}
+
+/// Hands a failure to the nearest ancestor of tier `to`: it is re-invoked with the failure as context and
+/// its unfinished descendants are cancelled. Too many escalations in one run, or no such ancestor, opens
+/// a gate for a human.
+fn escalate(engine: &Engine, brief: &Brief, to: EscalationTarget, why: &str) -> Result<()> {
+    let escalations = engine
+        .store
+        .list_briefs(brief.run)?
+        .iter()
+        .filter(|b| b.status == BriefStatus::Escalated)
+        .count();
+    if escalations > engine.config.retry.max_escalations_before_gate as usize {
+        return open_escalation_gate(
+            engine,
+            brief,
+            &format!("repeated escalation ({escalations} in this run): {why}"),
+        );
+    }
+    let EscalationTarget::Tier(tier) = to else {
+        return open_escalation_gate(engine, brief, why);
+    };
+    let Some(owner) = ancestor_of_tier(engine, brief, tier)? else {
+        return open_escalation_gate(engine, brief, why);
+    };
+    cancel_descendants(engine, owner.id, brief.run)?;
+    let context = format!(
+        "Escalated to you from {} \"{}\" (attempt {}): {why}\nRe-scope or correct your output so this cannot happen again.",
+        brief.tier, brief.title, brief.attempt
+    );
+    if owner.attempt >= owner.retry_budget {
+        let failure = failure_of(BriefRole::of(&owner));
+        return apply(
+            engine,
+            &owner,
+            failure,
+            decide(failure, owner.attempt, owner.retry_budget),
+            &context,
+        );
+    }
+    let event = NewEvent::new(brief.run, EventKind::Log, json!({ "level": "normal", "tag": "ESCALATED", "message": format!("{} re-invoked for {}", owner.title, brief.title) }))
+        .tier(owner.tier);
+    engine.store.append_event(event)?;
+    if !owner.status.is_terminal() || owner.status == BriefStatus::Done {
+        let cancel = NewEvent::new(brief.run, EventKind::BriefStatus, json!({ "from": owner.status.as_str(), "to": "cancelled", "reason": "re-invoked after an escalation" }))
+            .brief(owner.id);
+        engine
+            .store
+            .update_brief_status(owner.id, owner.status, BriefStatus::Cancelled, cancel)?;
+    }
+    retry(engine, &owner, owner.attempt + 1, &context)?;
+    Ok(())
+}
+
+fn ancestor_of_tier(engine: &Engine, brief: &Brief, tier: Tier) -> Result<Option<Brief>> {
+    let mut current = brief.parent;
+    while let Some(id) = current {
+        let parent = engine.store.get_brief(id)?;
+        if parent.tier == tier {
+            return Ok(Some(parent));
+        }
+        current = parent.parent;
+    }
+    Ok(None)
+}
+
+/// Cancels every unfinished brief below `root`.
+fn cancel_descendants(engine: &Engine, root: BriefId, run: agency_core::RunId) -> Result<()> {
+    let briefs = engine.store.list_briefs(run)?;
+    let mut frontier = vec![root];
+    while let Some(id) = frontier.pop() {
+        for child in briefs.iter().filter(|b| b.parent == Some(id)) {
+            frontier.push(child.id);
+            if matches!(child.status, BriefStatus::Pending | BriefStatus::Verifying) {
+                let event = NewEvent::new(run, EventKind::BriefStatus, json!({ "from": child.status.as_str(), "to": "cancelled", "reason": "superseded by an escalation" }))
+                    .brief(child.id);
+                engine
+                    .store
+                    .update_brief_status(child.id, child.status, BriefStatus::Cancelled, event)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Blocks the run on an escalation gate: a human decides whether the failed brief gets a fresh attempt
+/// (approve) or the run stops (reject).
+pub fn open_escalation_gate(engine: &Engine, brief: &Brief, why: &str) -> Result<()> {
+    let summary = json!({
+        "message": format!("Escalation: {} \"{}\" needs a human — {why}", brief.tier, brief.title),
+        "produced": why,
+        "next": "approve: the brief gets a fresh attempt; reject: the run stops",
+    });
+    let mut gate = NewGate::new(brief.run, GateKind::Escalation, summary);
+    gate.brief = Some(brief.id);
+    gate.tier = Some(brief.tier);
+    engine.store.open_gate(gate)?;
+    Ok(())
+}
+
+/// An algedonic signal from an agent: HALT stops the run at once; ALERT blocks the phase on a gate.
+pub fn signal(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal) -> Result<()> {
+    let payload = json!({
+        "title": brief.title,
+        "category": signal.category,
+        "issue": signal.issue,
+        "evidence": signal.evidence,
+        "impact": signal.impact,
+        "recommended_action": signal.recommended_action,
+    });
+    match signal.level {
+        SignalLevel::Halt => {
+            engine.store.append_event(
+                NewEvent::new(brief.run, EventKind::Halt, payload)
+                    .brief(brief.id)
+                    .tier(brief.tier),
+            )?;
+            let event = NewEvent::new(
+                brief.run,
+                EventKind::Failed,
+                json!({ "title": brief.title, "reason": "HALT raised" }),
+            )
+            .brief(brief.id);
+            engine
+                .store
+                .update_brief_status(brief.id, brief.status, BriefStatus::Failed, event)?;
+            engine.store.set_run_status(brief.run, None, RunStatus::Halted)?;
+        }
+        SignalLevel::Alert => {
+            engine.store.append_event(
+                NewEvent::new(brief.run, EventKind::Alert, payload)
+                    .brief(brief.id)
+                    .tier(brief.tier),
+            )?;
+            let event = NewEvent::new(
+                brief.run,
+                EventKind::Escalated,
+                json!({ "title": brief.title, "reason": "ALERT raised", "to": "human" }),
+            )
+            .brief(brief.id);
+            engine
+                .store
+                .update_brief_status(brief.id, brief.status, BriefStatus::Escalated, event)?;
+            open_escalation_gate(
+                engine,
+                brief,
+                &format!("ALERT {}: {}", signal.category, signal.issue),
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,330 @@
+//! The runner's side of an agent run ([`AgentHooks`]): the teachback goes through the core state machine
+//! and is reviewed by the parent tier's model (or a human, when the `teachback` gate is on); every tool
+//! call is checked against the brief's teachback state; what the agent does becomes events.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agency_core::event::{EventKind, NewEvent};
+use agency_core::gate::{GateKind, GateStatus};
+use agency_core::teachback::{
+    ReviewVerdict, Teachback, TeachbackAction, TeachbackReview, TeachbackState, allows_edits, transition,
+};
+use agency_core::variety::TeachbackMode;
+use agency_core::{Brief, BriefId};
+use agency_exec::runtime::{AgentEvent, AgentHooks, ToolCallView, ToolDecision};
+use agency_llm::{Block, BoxFuture, CancelToken, Message, Provider, Request, ToolChoice, ToolSpec};
+use agency_store::{Blackboard, NewGate};
+use serde_json::json;
+
+use crate::prompts;
+use crate::task::call_meta;
+
+/// Who reviews blocking teachbacks.
+#[derive(Debug, Clone)]
+pub enum Reviewer {
+    /// The parent tier's model.
+    Model(Arc<dyn Provider>),
+    /// A human, through a `teachback` gate; `poll` is how often the gate is checked.
+    Human { poll: Duration },
+}
+
+/// Hooks for one brief's agent.
+#[derive(Debug)]
+pub struct RunnerHooks {
+    store: Arc<dyn Blackboard>,
+    brief: Brief,
+    mode: TeachbackMode,
+    state: Mutex<TeachbackState>,
+    reviewer: Reviewer,
+    cancel: CancelToken,
+}
+
+impl RunnerHooks {
+    /// Hooks for `brief`, whose teachback state is read from the blackboard copy given.
+    pub fn new(store: Arc<dyn Blackboard>, brief: Brief, reviewer: Reviewer, cancel: CancelToken) -> Self {
+        // A brief without variety is coordination work: its teachback is advisory.
+        let mode = brief
+            .gates()
+            .map(|g| g.teachback_mode)
+            .unwrap_or(TeachbackMode::Advisory);
+        let state = Mutex::new(brief.teachback);
+        RunnerHooks {
+            store,
+            brief,
+            mode,
+            state,
+            reviewer,
+            cancel,
+        }
+    }
+
+    fn state(&self) -> TeachbackState {
+        *self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Moves the teachback state through the core machine and records it with `kind`.
+    fn step(
+        &self,
+        action: &TeachbackAction,
+        kind: EventKind,
+        payload: serde_json::Value,
+    ) -> Result<(), String> {
+        let mut guard = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let next = transition(*guard, self.mode, action).map_err(|e| e.to_string())?;
+        let event = NewEvent::new(self.brief.run, kind, payload)
+            .brief(self.brief.id)
+            .tier(self.brief.tier);
+        self.store
+            .set_teachback_state(self.brief.id, *guard, next, event)
+            .map_err(|e| e.to_string())?;
+        *guard = next;
+        Ok(())
+    }
+
+    async fn review(&self, teachback: &Teachback) -> Result<TeachbackReview, String> {
+        match &self.reviewer {
+            Reviewer::Model(provider) => {
+                review_by_model(provider.as_ref(), &self.brief, teachback, &self.cancel).await
+            }
+            Reviewer::Human { poll } => self.review_by_human(teachback, *poll).await,
+        }
+    }
+
+    async fn review_by_human(
+        &self,
+        teachback: &Teachback,
+        poll: Duration,
+    ) -> Result<TeachbackReview, String> {
+        let summary = json!({
+            "message": format!("Teachback of {} waiting for review", self.brief.title),
+            "teachback": teachback.to_string(),
+        });
+        let mut gate = NewGate::new(self.brief.run, GateKind::Teachback, summary);
+        gate.brief = Some(self.brief.id);
+        gate.tier = Some(self.brief.tier);
+        let gate = self.store.open_gate(gate).map_err(|e| e.to_string())?;
+        loop {
+            if self.cancel.is_cancelled() {
+                return Err("the run was cancelled".into());
+            }
+            let current = self.store.get_gate(gate.id).map_err(|e| e.to_string())?;
+            let reviewer = current.decided_by.clone().unwrap_or_else(|| "human".into());
+            match current.status {
+                GateStatus::Pending => tokio::time::sleep(poll).await,
+                GateStatus::Approved => {
+                    return Ok(TeachbackReview {
+                        verdict: ReviewVerdict::Approved,
+                        reviewer,
+                        note: current.note,
+                    });
+                }
+                GateStatus::Rejected => {
+                    let item = current
+                        .note
+                        .clone()
+                        .unwrap_or_else(|| "rejected without a reason".into());
+                    return Ok(TeachbackReview {
+                        verdict: ReviewVerdict::Corrections(vec![item]),
+                        reviewer,
+                        note: None,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// The tool a reviewing model answers with.
+fn review_tool() -> ToolSpec {
+    ToolSpec {
+        name: "review_teachback".into(),
+        description: "Approve the teachback, or list the corrections the agent must make.".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "approved": { "type": "boolean" },
+                "corrections": { "type": "array", "items": { "type": "string" } },
+                "note": { "type": "string" }
+            },
+            "required": ["approved"]
+        }),
+    }
+}
+
+async fn review_by_model(
+    provider: &dyn Provider,
+    brief: &Brief,
+    teachback: &Teachback,
+    cancel: &CancelToken,
+) -> Result<TeachbackReview, String> {
+    let mut meta = call_meta(brief);
+    meta.role = Some("teachback-reviewer".into());
+    let request = Request {
+        system: vec![prompts::TEACHBACK_REVIEW.to_string()],
+        messages: vec![Message::user(format!(
+            "## The brief\n{}\n\n## The agent's teachback\n{teachback}",
+            brief.instructions.trim()
+        ))],
+        tools: vec![review_tool()],
+        max_tokens: 2_048,
+        tool_choice: Some(ToolChoice::Tool("review_teachback".into())),
+        meta,
+        ..Request::default()
+    };
+    let response = provider
+        .complete(&request, &mut |_| {}, cancel)
+        .await
+        .map_err(|e| format!("the reviewer could not be reached ({e}); wait and resubmit"))?;
+    let reviewer = format!(
+        "{}/{}",
+        brief.tier.parent().map(|t| t.as_str()).unwrap_or("t1"),
+        brief.workstream
+    );
+    let input = response
+        .content
+        .iter()
+        .find_map(|b| match b {
+            Block::ToolUse { name, input, .. } if name == "review_teachback" => Some(input.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| "the reviewer gave no review; resubmit your teachback".to_string())?;
+    let note = input.get("note").and_then(|v| v.as_str()).map(str::to_string);
+    let approved = input.get("approved").and_then(|v| v.as_bool()).unwrap_or(false);
+    let corrections: Vec<String> = input
+        .get("corrections")
+        .and_then(|v| v.as_array())
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let verdict = if approved {
+        ReviewVerdict::Approved
+    } else if corrections.iter().any(|c| !c.trim().is_empty()) {
+        ReviewVerdict::Corrections(corrections)
+    } else {
+        // A rejection must say what to change; one that does not would leave the agent stuck.
+        ReviewVerdict::Corrections(vec![
+            note.clone()
+                .unwrap_or_else(|| "restate the brief more precisely".into()),
+        ])
+    };
+    Ok(TeachbackReview {
+        verdict,
+        reviewer,
+        note,
+    })
+}
+
+impl AgentHooks for RunnerHooks {
+    fn teachback<'a>(&'a self, teachback: &'a Teachback) -> BoxFuture<'a, Result<TeachbackReview, String>> {
+        Box::pin(async move {
+            teachback
+                .validate()
+                .map_err(|e| format!("{e}; fill every field and resubmit"))?;
+            if self.state() == TeachbackState::Active {
+                return Err("your teachback is already approved; go on with the work".into());
+            }
+            let payload = json!({ "title": self.brief.title, "teachback": teachback });
+            self.step(&TeachbackAction::Submit, EventKind::TeachbackSubmitted, payload)?;
+            if self.mode == TeachbackMode::Advisory {
+                return Ok(TeachbackReview {
+                    verdict: ReviewVerdict::Approved,
+                    reviewer: "advisory".into(),
+                    note: Some("advisory brief: recorded, proceed".into()),
+                });
+            }
+            let review = self.review(teachback).await?;
+            let kind = match review.verdict {
+                ReviewVerdict::Approved => EventKind::TeachbackApproved,
+                ReviewVerdict::Corrections(_) => EventKind::TeachbackCorrected,
+            };
+            let payload = json!({ "title": self.brief.title, "review": review });
+            self.step(&review.action(), kind, payload)?;
+            Ok(review)
+        })
+    }
+
+    fn check_tool(&self, call: &ToolCallView<'_>) -> ToolDecision {
+        if call.read_only || allows_edits(self.state(), self.mode) {
+            return ToolDecision::Allow;
+        }
+        let reason = match self.state() {
+            TeachbackState::Pending => {
+                "Denied: this brief's teachback is blocking and has not been sent. Call submit_teachback with your \
+                 restatement of the brief first; edits are allowed once it is approved."
+            }
+            TeachbackState::UnderReview => {
+                "Denied: your teachback is under review. Wait for the review before editing."
+            }
+            TeachbackState::Correcting => {
+                "Denied: your teachback needs corrections. Address each one and call submit_teachback again."
+            }
+            TeachbackState::Active => "Denied.",
+        };
+        let event = NewEvent::new(
+            self.brief.run,
+            EventKind::TeachbackDenied,
+            json!({ "title": self.brief.title, "tool": call.name, "state": self.state().as_str() }),
+        )
+        .brief(self.brief.id)
+        .tier(self.brief.tier);
+        // The denial itself is what matters to the agent; a failure to record it must not turn it into an allow.
+        let _ = self.store.append_event(event);
+        ToolDecision::Deny(reason.to_string())
+    }
+
+    fn record(&self, event: AgentEvent) {
+        let (kind, payload) = match event {
+            AgentEvent::ToolCall {
+                name,
+                summary,
+                allowed,
+            } => (
+                EventKind::Log,
+                json!({ "level": "verbose", "tag": "TOOL", "message": format!("{} {name} {summary}", self.brief.title), "allowed": allowed }),
+            ),
+            AgentEvent::Said(text) => (
+                EventKind::Log,
+                json!({ "level": "debug", "tag": "SAID", "message": text }),
+            ),
+            AgentEvent::Note(text) => (
+                EventKind::Log,
+                json!({ "level": "verbose", "tag": "AGENT", "message": text }),
+            ),
+            AgentEvent::Usage(record) => (
+                EventKind::Usage,
+                json!({
+                    "model": record.model,
+                    "provider": record.provider,
+                    "input_tokens": record.usage.input,
+                    "output_tokens": record.usage.output,
+                    "cache_read_tokens": record.usage.cache_read,
+                    "cache_write_tokens": record.usage.cache_write,
+                    "cost_usd": record.cost_usd,
+                }),
+            ),
+        };
+        let event = NewEvent::new(self.brief.run, kind, payload)
+            .brief(self.brief.id)
+            .tier(self.brief.tier);
+        let _ = self.store.append_event(event);
+    }
+}
+
+/// The id of the brief these hooks serve.
+impl RunnerHooks {
+    /// The brief.
+    pub fn brief_id(&self) -> BriefId {
+        self.brief.id
+    }
+}

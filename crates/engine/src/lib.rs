@@ -1,0 +1,18 @@
+//! `agency-engine` is the runner: the tiered pipeline from a goal to a verified branch. It stays thin —
+//! tier behaviour lives in the prompts (`prompts/`), the output schemas and the pure handlers in
+//! `agency_core::tiers`; the engine claims briefs, runs their agents through a runtime, checks their work
+//! out of their reach, and writes every step to the blackboard, from which a killed run resumes.
+
+pub mod advance;
+pub mod branches;
+pub mod engine;
+pub mod error;
+mod failure;
+pub mod hooks;
+mod progress;
+pub mod prompts;
+pub mod task;
+mod verify;
+
+pub use engine::{DriveOutcome, Engine, EngineOptions};
+pub use error::{EngineError, Result};

@@ -1,0 +1,118 @@
+//! Rendering a brief into what its agent reads: the stable system blocks (personality, team rules, tier
+//! prompt) and the first user message (goal anchor, task, variety and gates, contract, inputs, the output
+//! schema, and what went wrong last time on a retry).
+
+use std::fmt::Write as _;
+
+use agency_core::Brief;
+use agency_core::tiers::{BriefRole, output_schema};
+use agency_llm::CallMeta;
+
+use crate::prompts;
+
+/// The system blocks of a brief's agent: most stable first, so the cached prefix is as long as possible.
+pub fn system_blocks(role: BriefRole, personality: Option<&str>) -> Vec<String> {
+    let mut blocks = Vec::with_capacity(3);
+    if let Some(text) = personality {
+        blocks.push(text.to_string());
+    }
+    blocks.push(prompts::COMMON.to_string());
+    blocks.push(prompts::for_role(role).to_string());
+    blocks
+}
+
+/// A named input the agent reads (an artifact's text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    /// The artifact name.
+    pub name: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// The first user message of a brief's agent.
+pub fn render_prompt(brief: &Brief, inputs: &[Input], feedback: Option<&str>) -> String {
+    let role = BriefRole::of(brief);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Brief \"{}\" — {} {} in workstream {}",
+        brief.title,
+        brief.tier.as_str().to_ascii_uppercase(),
+        role.as_str(),
+        brief.workstream
+    );
+    let _ = writeln!(
+        out,
+        "\nGoal anchor (the user's goal, verbatim): {}",
+        brief.goal_anchor
+    );
+    let _ = writeln!(out, "\n## Your task\n{}", brief.instructions.trim());
+    if let Some(variety) = brief.variety {
+        let gates = variety.gates();
+        let _ = writeln!(
+            out,
+            "\n## Variety\nnovelty {}, scope {}, uncertainty {}, risk {} → score {}: teachback {}, auditor {}, route {}",
+            variety.novelty,
+            variety.scope,
+            variety.uncertainty,
+            variety.risk,
+            variety.score(),
+            gates.teachback_mode.as_str(),
+            if gates.auditor_required {
+                "required"
+            } else {
+                "optional"
+            },
+            gates.workflow_route
+        );
+    }
+    if let Some(contract) = &brief.contract {
+        let _ = writeln!(out, "\n## Contract\ndone_when: {}", contract.done_when);
+        if let Some(verify) = &contract.verify {
+            let _ = writeln!(out, "verify: {verify}");
+        }
+        for mode in &contract.failure_modes {
+            let _ = writeln!(out, "failure mode: {mode}");
+        }
+        for path in &contract.may_edit {
+            let _ = writeln!(out, "may edit (protected): {path}");
+        }
+    }
+    for input in inputs {
+        let _ = writeln!(out, "\n## Input: {}\n{}", input.name, input.text.trim_end());
+    }
+    if role != BriefRole::Implementer {
+        let schema = serde_json::to_string(&output_schema(role)).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "\n## Output\nThe `output` of report_result must match this JSON Schema:\n{schema}"
+        );
+    }
+    if let Some(feedback) = feedback {
+        let _ = writeln!(
+            out,
+            "\n## Your previous attempt was not accepted\n{}",
+            feedback.trim_end()
+        );
+    }
+    out
+}
+
+/// The stable label scripted replies and logs name a brief by: `<workstream>/<tier>/<title>`, the same in
+/// every run of the same plan.
+pub fn brief_label(brief: &Brief) -> String {
+    format!("{}/{}/{}", brief.workstream, brief.tier.as_str(), brief.title)
+}
+
+/// The call metadata for every model request a brief's agent makes.
+pub fn call_meta(brief: &Brief) -> CallMeta {
+    CallMeta {
+        run: Some(brief.run),
+        brief_id: Some(brief.id),
+        brief: Some(brief_label(brief)),
+        workstream: Some(brief.workstream.clone()),
+        role: Some(BriefRole::of(brief).as_str().to_string()),
+        tier: Some(brief.tier),
+    }
+}

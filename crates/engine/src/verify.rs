@@ -1,0 +1,435 @@
+//! Checking work out of the agents' reach. When an implementer stops, the runner commits its worktree and
+//! runs the contract's verify command itself, in a clean checkout of that commit (stage 1 of sign-off: a
+//! non-zero exit fails the brief at once, with no model call spent). Then an independent read-only T5
+//! verifier judges the slice; when every slice of a squad is judged, the joint verdict decides: pass merges
+//! the slices into the workstream branch, partial retries only the failed slices, fail escalates.
+
+use std::time::Duration;
+
+use agency_core::escalation::{Failure, decide};
+use agency_core::event::{EventKind, NewEvent};
+use agency_core::gate::{GateKind, GateStatus};
+use agency_core::tiers::VerifierOutput;
+use agency_core::verdict::{JointOutcome, T5Result, Verdict, joint_verdict};
+use agency_core::{Brief, BriefStatus, NewBrief, RunId, Tier};
+use agency_exec::{CommandSpec, CommitOutcome, MergeOutcome};
+use agency_store::NewGate;
+use serde_json::json;
+
+use crate::advance::{latest_children, output_of, write_children};
+use crate::engine::Engine;
+use crate::error::{EngineError, Result};
+
+/// What stage 1 found.
+#[derive(Debug, Clone)]
+pub struct VerifyResult {
+    /// Whether the command exited 0 in time.
+    pub passed: bool,
+    /// `exit 0`, `exit 1`, `signal 9 (timed out after 600.0s)`, or why it could not start.
+    pub status: String,
+    /// How long it ran.
+    pub duration: Duration,
+    /// The end of its output.
+    pub tail: String,
+}
+
+/// Runs `command` (split without a shell) in a clean detached checkout of `rev`, removed afterwards.
+pub async fn run_verify(
+    engine: &Engine,
+    run: RunId,
+    rev: &str,
+    command: &str,
+    label: &str,
+) -> Result<VerifyResult> {
+    let branches = engine.branches(run);
+    let path = branches.scratch_path(&format!("verify-{label}"));
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| EngineError::State(e.to_string()))?;
+    }
+    let checkout = engine.repo.add_detached_worktree(&path, rev)?;
+    let spec = match CommandSpec::from_command_line(command) {
+        Ok(spec) => spec
+            .cwd(checkout.root())
+            .inherit_env("PATH")
+            .inherit_env("HOME")
+            .inherit_env("LANG")
+            .inherit_env("TMPDIR")
+            .timeout(Duration::from_secs(u64::from(
+                engine.config.signoff.verify_timeout_seconds,
+            ))),
+        Err(err) => {
+            engine.repo.remove_worktree(&path, true)?;
+            return Ok(VerifyResult {
+                passed: false,
+                status: format!("the verify command cannot run without a shell: {err}"),
+                duration: Duration::ZERO,
+                tail: String::new(),
+            });
+        }
+    };
+    // Tests can take minutes: keep them off the runner's event loop.
+    let output = tokio::task::spawn_blocking(move || agency_exec::process::run(&spec))
+        .await
+        .map_err(|e| EngineError::State(format!("verify task: {e}")))?;
+    engine.repo.remove_worktree(&path, true)?;
+    Ok(match output {
+        Ok(out) => {
+            let mut tail = out.stdout.text().into_owned();
+            tail.push_str(&out.stderr.text());
+            let tail = last_lines(&tail, 40);
+            VerifyResult {
+                passed: out.success(),
+                status: out.describe(),
+                duration: out.duration,
+                tail,
+            }
+        }
+        Err(err) => VerifyResult {
+            passed: false,
+            status: err.to_string(),
+            duration: Duration::ZERO,
+            tail: String::new(),
+        },
+    })
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Records a verify result as an artifact and a `signoff_verify` event.
+fn record_verify(
+    engine: &Engine,
+    brief: &Brief,
+    command: &str,
+    rev: &str,
+    result: &VerifyResult,
+) -> Result<()> {
+    let record = json!({
+        "command": command,
+        "rev": rev,
+        "passed": result.passed,
+        "status": result.status,
+        "duration_ms": result.duration.as_millis() as u64,
+        "tail": result.tail,
+    });
+    engine.put_text(
+        brief,
+        &format!("verify/{}", brief.id.short()),
+        "application/json",
+        &record.to_string(),
+    )?;
+    engine.store.append_event(
+        NewEvent::new(brief.run, EventKind::SignoffVerify, record)
+            .brief(brief.id)
+            .tier(brief.tier),
+    )?;
+    Ok(())
+}
+
+/// An implementer reported done: commit its work, run stage 1, and hand the slice to a verifier.
+pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
+    let briefs = engine.store.list_briefs(brief.run)?;
+    if briefs
+        .iter()
+        .any(|b| b.parent == Some(brief.id) && b.tier == Tier::T5)
+    {
+        return finish_implementer(engine, brief);
+    }
+    let branches = engine.branches(brief.run);
+    let outcome = branches.commit_brief(brief)?;
+    let branch = brief.branch.clone().unwrap_or_else(|| branches.brief(brief));
+    let base = branches.workstream(&brief.workstream);
+    if matches!(outcome, CommitOutcome::NothingToCommit)
+        && engine.repo.rev_parse(&branch)? == engine.repo.rev_parse(&base)?
+    {
+        crate::failure::fail_brief(
+            engine,
+            brief,
+            "it reported done but changed nothing: no commit on its branch",
+        )?;
+        return Ok(true);
+    }
+    let rev = engine.repo.rev_parse(&branch)?;
+    if let Some(command) = brief.contract.as_ref().and_then(|c| c.verify.clone()) {
+        let result = run_verify(engine, brief.run, &rev, &command, &brief.id.short()).await?;
+        record_verify(engine, brief, &command, &rev, &result)?;
+        if !result.passed {
+            let why = format!(
+                "`{command}` failed on its commit ({}):\n{}",
+                result.status, result.tail
+            );
+            crate::failure::fail_brief(engine, brief, &why)?;
+            return Ok(true);
+        }
+    }
+    let diff = engine.repo.diff(&base, &rev)?;
+    let diff_name = format!("diff/{}", brief.id.short());
+    engine.put_text(brief, &diff_name, "text/x-diff", &diff)?;
+    let verifier = NewBrief {
+        tier: Tier::T5,
+        workstream: brief.workstream.clone(),
+        title: brief.title.clone(),
+        personality: engine
+            .config
+            .personalities
+            .personality_for(Tier::T5, &brief.workstream)
+            .map(str::to_string),
+        instructions: format!(
+            "Verify the slice \"{}\". Its brief was:\n{}\n\nThe diff is your input; the implementer's branch is your worktree.",
+            brief.title, brief.instructions
+        ),
+        inputs: vec![diff_name],
+        variety: None,
+        contract: brief.contract.clone(),
+        depends_on: vec![],
+    };
+    write_children(engine, brief, vec![verifier])?;
+    let _ = branches.remove_worktree(brief);
+    finish_implementer(engine, brief)
+}
+
+fn finish_implementer(engine: &Engine, brief: &Brief) -> Result<bool> {
+    let event = NewEvent::new(
+        brief.run,
+        EventKind::BriefStatus,
+        json!({ "from": "verifying", "to": "done", "note": "committed and verified; waiting for T5" }),
+    )
+    .brief(brief.id)
+    .tier(brief.tier);
+    engine
+        .store
+        .update_brief_status(brief.id, BriefStatus::Verifying, BriefStatus::Done, event)?;
+    Ok(true)
+}
+
+/// Forms joint verdicts for every squad whose slices are all judged.
+pub async fn joint_verdicts(engine: &Engine, run: RunId) -> Result<bool> {
+    let briefs = engine.store.list_briefs(run)?;
+    let mut progressed = false;
+    // A squad: the implementers under one parent (a T3, or T1's plan for a compact path) in one workstream.
+    let mut squads: Vec<(agency_core::BriefId, String)> = briefs
+        .iter()
+        .filter(|b| b.tier == Tier::T4)
+        .filter_map(|b| b.parent.map(|p| (p, b.workstream.clone())))
+        .collect();
+    squads.dedup();
+    squads.sort();
+    squads.dedup();
+    for (parent, workstream) in squads {
+        let tasks: Vec<&Brief> = latest_children(&briefs, parent)
+            .into_iter()
+            .filter(|b| b.tier == Tier::T4 && b.workstream == workstream)
+            .collect();
+        if tasks.is_empty() || tasks.iter().any(|t| t.status != BriefStatus::Done) {
+            continue;
+        }
+        let mut verifiers = Vec::with_capacity(tasks.len());
+        for task in &tasks {
+            match latest_children(&briefs, task.id)
+                .into_iter()
+                .find(|b| b.tier == Tier::T5)
+            {
+                Some(v) => verifiers.push(v),
+                None => break,
+            }
+        }
+        if verifiers.len() != tasks.len()
+            || verifiers
+                .iter()
+                .any(|v| !matches!(v.status, BriefStatus::Verifying | BriefStatus::Done))
+        {
+            continue;
+        }
+        if verifiers.iter().all(|v| v.status == BriefStatus::Done) {
+            continue;
+        }
+        progressed |= judge_squad(engine, &tasks, &verifiers)?;
+    }
+    Ok(progressed)
+}
+
+fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Result<bool> {
+    let mut results = Vec::with_capacity(verifiers.len());
+    for verifier in verifiers {
+        let out: VerifierOutput = output_of(engine, verifier)?;
+        results.push(T5Result {
+            verifier_id: verifier.id.to_string(),
+            scope: verifier.title.clone(),
+            verdict: out.verdict,
+            issues: out.issues,
+            notes: out.notes,
+        });
+    }
+    let joint = joint_verdict(results.clone()).map_err(|e| EngineError::State(e.to_string()))?;
+    let anchor = verifiers[0];
+    let workstream = &anchor.workstream;
+    // The optional t5_verdict gate lets a human review the joint verdict before it takes effect.
+    if engine.config.visibility.gate_enabled(GateKind::T5Verdict) {
+        let gate = engine
+            .store
+            .list_gates(anchor.run)?
+            .into_iter()
+            .rev()
+            .find(|g| g.kind == GateKind::T5Verdict && g.brief == Some(anchor.id));
+        match gate.map(|g| g.status) {
+            None => {
+                let summary = json!({ "message": format!("T5 joint verdict for {workstream}: {}", joint.joint_verdict.as_str()), "produced": joint, "next": [], "anomalies": [] });
+                let mut gate = NewGate::new(anchor.run, GateKind::T5Verdict, summary);
+                gate.brief = Some(anchor.id);
+                gate.tier = Some(Tier::T5);
+                engine.store.open_gate(gate)?;
+                return Ok(true);
+            }
+            Some(GateStatus::Pending) => return Ok(false),
+            Some(GateStatus::Rejected) => {
+                // A human overrules the verifiers: every slice is retried with the reason.
+                for task in tasks {
+                    retry_slice(engine, task, "a human rejected the joint verdict")?;
+                }
+                consume(engine, verifiers)?;
+                return Ok(true);
+            }
+            Some(GateStatus::Approved) => {}
+        }
+    }
+    let summary = match joint.joint_verdict {
+        JointOutcome::Pass => format!("✓  all pass — {workstream}: {} slice(s) verified", results.len()),
+        JointOutcome::Partial => format!("partial — {} need rework", joint.failed_scopes.join(", ")),
+        JointOutcome::Fail => format!("fail — every slice of {workstream} failed"),
+    };
+    engine.store.append_event(
+        NewEvent::new(
+            anchor.run,
+            EventKind::Verdict,
+            json!({ "summary": summary, "joint": joint }),
+        )
+        .tier(Tier::T5),
+    )?;
+    match joint.joint_verdict {
+        JointOutcome::Pass => {
+            merge_slices(engine, tasks)?;
+            consume(engine, verifiers)?;
+        }
+        JointOutcome::Partial => {
+            for result in results.iter().filter(|r| r.verdict == Verdict::Fail) {
+                if let Some(task) = tasks.iter().find(|t| t.title == result.scope) {
+                    let issues = result
+                        .issues
+                        .iter()
+                        .map(|i| format!("- {i}"))
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    retry_slice(
+                        engine,
+                        task,
+                        &format!("The verifier failed this slice:\n{issues}\n{}", result.notes),
+                    )?;
+                }
+            }
+            consume(engine, verifiers)?;
+        }
+        JointOutcome::Fail => {
+            consume(engine, verifiers)?;
+            let issues: Vec<String> = results
+                .iter()
+                .flat_map(|r| r.issues.iter().map(move |i| format!("{}: {i}", r.scope)))
+                .collect();
+            let why = format!("every slice failed verification:\n{}", issues.join("\n"));
+            let task = tasks[0];
+            crate::failure::apply(
+                engine,
+                task,
+                Failure::T5Fail,
+                decide(Failure::T5Fail, task.attempt, task.retry_budget),
+                &why,
+            )?;
+        }
+    }
+    Ok(true)
+}
+
+/// A failed slice: a corrected brief while the budget lasts, then escalation (T5 partial in the table).
+fn retry_slice(engine: &Engine, task: &Brief, why: &str) -> Result<()> {
+    let decision = decide(Failure::T5Partial, task.attempt, task.retry_budget);
+    crate::failure::apply(engine, task, Failure::T5Partial, decision, why)
+}
+
+/// Verifiers whose results were acted on are done.
+fn consume(engine: &Engine, verifiers: &[&Brief]) -> Result<()> {
+    for v in verifiers.iter().filter(|v| v.status == BriefStatus::Verifying) {
+        let event = NewEvent::new(
+            v.run,
+            EventKind::BriefStatus,
+            json!({ "from": "verifying", "to": "done" }),
+        )
+        .brief(v.id)
+        .tier(v.tier);
+        engine
+            .store
+            .update_brief_status(v.id, BriefStatus::Verifying, BriefStatus::Done, event)?;
+    }
+    Ok(())
+}
+
+/// Merges verified slices into the workstream branch one at a time. A conflict is not resolved here: the
+/// slice that conflicts is retried on top of what is already merged.
+fn merge_slices(engine: &Engine, tasks: &[&Brief]) -> Result<()> {
+    let branches = engine.branches(tasks[0].run);
+    for task in tasks {
+        let into = branches.ensure_workstream(&task.workstream)?;
+        let from = task.branch.clone().unwrap_or_else(|| branches.brief(task));
+        let message = format!("merge {} (agency brief {})", task.title, task.id.short());
+        match branches.merge(&into, &from, &message)? {
+            MergeOutcome::Merged { .. } | MergeOutcome::AlreadyUpToDate => {
+                engine.store.append_event(
+                    NewEvent::new(task.run, EventKind::Log, json!({ "level": "verbose", "tag": "MERGED", "message": format!("{} merged into {into}", task.title) }))
+                        .brief(task.id)
+                        .tier(Tier::T4),
+                )?;
+            }
+            MergeOutcome::Conflict { files } => {
+                let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+                let why = format!(
+                    "merging into {into} conflicts in {}; redo the change on top of the current workstream",
+                    files.join(", ")
+                );
+                engine.log(
+                    task.run,
+                    Some(Tier::T4),
+                    "CONFLICT",
+                    format!("{}: {why}", task.title),
+                )?;
+                let fresh = engine.store.get_brief(task.id)?;
+                crate::failure::apply(
+                    engine,
+                    &fresh,
+                    Failure::T4BadOutput,
+                    decide(Failure::T4BadOutput, fresh.attempt, fresh.retry_budget),
+                    &why,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether every implementer of a workstream is done, verified and merged (its verifiers all done, no
+/// retry outstanding).
+pub fn workstream_verified(briefs: &[Brief], workstream: &str) -> bool {
+    let in_ws: Vec<&Brief> = briefs.iter().filter(|b| b.workstream == workstream).collect();
+    let has_work = in_ws.iter().any(|b| b.tier == Tier::T4);
+    let open = in_ws.iter().any(|b| {
+        matches!(
+            b.status,
+            BriefStatus::Pending | BriefStatus::Running | BriefStatus::Verifying
+        )
+    });
+    has_work
+        && !open
+        && in_ws
+            .iter()
+            .filter(|b| b.tier == Tier::T5)
+            .all(|b| b.status == BriefStatus::Done)
+}
