@@ -8,6 +8,13 @@
 //!   agent waits for the review (approved, or corrections to resubmit); every tool call is checked with
 //!   [`AgentHooks::check_tool`] (the same core state machine the `agency hook` uses);
 //! - "done" is a *report*, not a status: the runner signs the work off afterwards, out of the agent's reach.
+//!
+//! The runtimes: [`builtin`] (agency's own loop with confined tools). Shared pieces: [`redact`] (secrets
+//! kept out of every recorded event) and [`personality`] (the talent pool and role registry).
+
+pub mod builtin;
+pub mod personality;
+pub mod redact;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,6 +23,9 @@ use agency_core::Brief;
 use agency_core::teachback::{Teachback, TeachbackReview};
 use agency_llm::{BoxFuture, CallMeta, CancelToken, UsageRecord};
 use serde::{Deserialize, Serialize};
+
+pub use builtin::BuiltinRuntime;
+pub use redact::Redactor;
 
 /// Everything an agent is given.
 #[derive(Debug, Clone)]
@@ -191,7 +201,11 @@ pub enum ToolDecision {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
     /// A tool was called (name, a short summary of its input, whether it was allowed).
-    ToolCall { name: String, summary: String, allowed: bool },
+    ToolCall {
+        name: String,
+        summary: String,
+        allowed: bool,
+    },
     /// The agent said something (assistant text, truncated for the record).
     Said(String),
     /// One model call's usage.

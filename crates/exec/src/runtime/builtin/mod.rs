@@ -1,0 +1,365 @@
+//! The built-in agent: agency's own loop over a [`Provider`], with tools confined to the brief's worktree.
+//!
+//! Each turn sends the same system blocks and tool list (byte-identical, so the provider's prompt cache
+//! hits) and the conversation so far; the model's tool calls are each checked with
+//! [`AgentHooks::check_tool`] before they run (a denial goes back as an error result and the call is not
+//! executed), and their results go back in the next turn. The loop ends when the agent calls
+//! `report_result` or `raise_signal`, ends its turn without a tool call, uses all its turns, runs out of
+//! time, or is cancelled. Everything it records passes through secret redaction.
+
+mod command;
+mod confine;
+mod edit;
+mod files;
+mod tools;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use agency_core::teachback::{ReviewVerdict, Teachback, TeachbackReview};
+use agency_llm::{Block, CancelToken, LlmError, Message, Provider, Request, StopReason, UsageRecord};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use confine::{Confinement, Refused};
+pub use edit::{Replaced, replace};
+pub use tools::Tool;
+
+use super::redact::{Recorder, Redactor, truncate};
+use super::{
+    AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, AlgedonicSignal, Runtime,
+    RuntimeError, ToolCallView, ToolDecision,
+};
+
+/// How the built-in agent works its tools; appended to the task's system blocks, the same bytes every turn.
+pub const TOOL_GUIDE: &str = "\
+You work inside one git worktree; every path is relative to it and nothing outside it can be read or \
+changed. Use read_file, list_files and grep to understand the code before changing it. If your brief needs a \
+teachback, call submit_teachback first and wait for its answer: until it is approved you may only read. Change \
+files with edit_file (exact, unique text) or write_file, and run the project's tests with run_command (an argv \
+list, no shell). When you are finished call report_result with an honest status, a short summary and the files \
+that show your work; it ends your session. If you find a security, data or ethics problem, or cannot go on \
+for a reason outside your brief, call raise_signal instead.";
+
+/// Longest assistant text kept in a `Said` event.
+const SAID_MAX: usize = 2_000;
+/// Longest tool-input summary kept in a `ToolCall` event.
+const SUMMARY_MAX: usize = 200;
+
+/// agency's own agent loop on a model API.
+#[derive(Debug, Clone)]
+pub struct BuiltinRuntime {
+    /// The model the agent thinks with.
+    pub provider: Arc<dyn Provider>,
+    /// Strings redacted from every recorded event, besides the values of secret-looking env variables.
+    pub secrets: Vec<String>,
+}
+
+impl BuiltinRuntime {
+    /// An agent thinking with `provider`.
+    pub fn new(provider: Arc<dyn Provider>) -> Self {
+        Self {
+            provider,
+            secrets: Vec::new(),
+        }
+    }
+
+    /// Also redacts these strings from what is recorded.
+    pub fn with_secrets(mut self, secrets: Vec<String>) -> Self {
+        self.secrets = secrets;
+        self
+    }
+}
+
+impl Runtime for BuiltinRuntime {
+    fn name(&self) -> &'static str {
+        "builtin"
+    }
+
+    fn run<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        hooks: &'a dyn AgentHooks,
+        cancel: &'a CancelToken,
+    ) -> agency_llm::BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        Box::pin(async move {
+            let confinement = Confinement::new(&task.worktree)
+                .map_err(|e| RuntimeError::Other(format!("worktree {}: {e}", task.worktree.display())))?;
+            let redactor = Redactor::new(&task.env, &self.secrets);
+            let agent = Agent {
+                provider: self.provider.as_ref(),
+                task,
+                hooks,
+                recorder: Recorder::new(hooks, &redactor),
+                confinement,
+                cancel,
+            };
+            match tokio::time::timeout(task.limits.timeout, agent.run()).await {
+                Ok(result) => result,
+                Err(_) => {
+                    hooks.record(AgentEvent::Note(format!(
+                        "the agent ran past its {}s time limit",
+                        task.limits.timeout.as_secs()
+                    )));
+                    Ok(stopped(AgentStop::Timeout))
+                }
+            }
+        })
+    }
+}
+
+fn stopped(stop: AgentStop) -> AgentOutcome {
+    AgentOutcome {
+        report: None,
+        stop,
+        session_id: None,
+    }
+}
+
+/// One agent run's state.
+struct Agent<'a> {
+    provider: &'a dyn Provider,
+    task: &'a AgentTask,
+    hooks: &'a dyn AgentHooks,
+    recorder: Recorder<'a>,
+    confinement: Confinement,
+    cancel: &'a CancelToken,
+}
+
+/// What one tool call led to.
+enum Handled {
+    /// A result for the model.
+    Result { content: String, is_error: bool },
+    /// The agent reported; the loop ends.
+    Report(AgentReport),
+    /// The agent raised a signal; the loop ends.
+    Signal(AlgedonicSignal),
+}
+
+impl Agent<'_> {
+    async fn run(&self) -> Result<AgentOutcome, RuntimeError> {
+        let offered = Tool::offered_for(self.task.access);
+        // Built once: the cached prefix (system + tools) must not change between turns.
+        let mut system = self.task.system.clone();
+        system.push(TOOL_GUIDE.to_owned());
+        let tools: Vec<_> = offered.iter().map(|t| t.spec()).collect();
+        let mut messages = vec![Message::user(self.task.prompt.clone())];
+        for _ in 0..self.task.limits.max_turns {
+            let request = Request {
+                system: system.clone(),
+                messages: messages.clone(),
+                tools: tools.clone(),
+                max_tokens: self.task.limits.max_tokens,
+                meta: self.task.meta.clone(),
+                ..Request::default()
+            };
+            let started = Instant::now();
+            let response = match self.provider.complete(&request, &mut |_| {}, self.cancel).await {
+                Ok(response) => response,
+                Err(LlmError::Cancelled) => return Ok(stopped(AgentStop::Cancelled)),
+                Err(e) => return Err(RuntimeError::Model(e)),
+            };
+            self.recorder.record(AgentEvent::Usage(UsageRecord {
+                meta: self.task.meta.clone(),
+                provider: self.provider.kind().to_owned(),
+                model: response.model.clone(),
+                usage: response.usage,
+                cost_usd: None,
+                latency: started.elapsed(),
+                stop_reason: response.stop_reason.clone(),
+            }));
+            let said = response.text();
+            if !said.trim().is_empty() {
+                self.recorder.record(AgentEvent::Said(truncate(&said, SAID_MAX)));
+            }
+            let calls: Vec<(String, String, Value)> = response
+                .tool_calls()
+                .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
+                .collect();
+            messages.push(Message::assistant(response.content));
+            if calls.is_empty() {
+                if response.stop_reason == StopReason::MaxTokens {
+                    messages.push(Message::user(
+                        "Your answer was cut off at the token limit. Continue, more briefly.",
+                    ));
+                    continue;
+                }
+                return Ok(stopped(AgentStop::Finished));
+            }
+            let mut results = Vec::with_capacity(calls.len());
+            for (id, name, input) in calls {
+                if self.cancel.is_cancelled() {
+                    return Ok(stopped(AgentStop::Cancelled));
+                }
+                match self.call(&name, &input, &offered).await {
+                    Handled::Result { content, is_error } => {
+                        results.push(Block::tool_result(id, content, is_error));
+                    }
+                    Handled::Report(report) => {
+                        return Ok(AgentOutcome {
+                            report: Some(report),
+                            stop: AgentStop::Finished,
+                            session_id: None,
+                        });
+                    }
+                    Handled::Signal(signal) => {
+                        self.recorder.note(format!(
+                            "{:?} signal: {}: {}",
+                            signal.level, signal.category, signal.issue
+                        ));
+                        return Ok(stopped(AgentStop::Signal(signal)));
+                    }
+                }
+            }
+            messages.push(Message::tool_results(results));
+        }
+        self.recorder.note(format!(
+            "the agent used all {} of its turns",
+            self.task.limits.max_turns
+        ));
+        Ok(stopped(AgentStop::TurnLimit))
+    }
+
+    /// Gates and runs one tool call.
+    async fn call(&self, name: &str, input: &Value, offered: &[Tool]) -> Handled {
+        let summary = truncate(&summarize(input), SUMMARY_MAX);
+        let Some(tool) = Tool::from_name(name).filter(|t| offered.contains(t)) else {
+            self.recorder.record(AgentEvent::ToolCall {
+                name: name.to_owned(),
+                summary,
+                allowed: false,
+            });
+            let names: Vec<&str> = offered.iter().map(|t| t.name()).collect();
+            return error(format!(
+                "there is no tool `{name}` here; the tools are: {}",
+                names.join(", ")
+            ));
+        };
+        let view = ToolCallView {
+            name,
+            input,
+            read_only: tool.read_only(),
+        };
+        let decision = self.hooks.check_tool(&view);
+        self.recorder.record(AgentEvent::ToolCall {
+            name: name.to_owned(),
+            summary,
+            allowed: decision == ToolDecision::Allow,
+        });
+        if let ToolDecision::Deny(reason) = decision {
+            return error(reason);
+        }
+        self.execute(tool, input).await
+    }
+
+    async fn execute(&self, tool: Tool, input: &Value) -> Handled {
+        let c = &self.confinement;
+        let outcome = match tool {
+            Tool::ReadFile => args(input).and_then(|a| files::read_file(c, a)),
+            Tool::ListFiles => args(input).and_then(|a| files::list_files(c, a)),
+            Tool::Grep => args(input).and_then(|a| files::grep(c, a)),
+            Tool::WriteFile => args(input).and_then(|a| files::write_file(c, a)),
+            Tool::EditFile => args(input).and_then(|a| edit::edit_file(c, a)),
+            Tool::RunCommand => match args(input) {
+                Ok(a) => {
+                    let limit = self.task.limits.command_timeout;
+                    command::run_command(c, a, &self.task.env, limit, self.cancel).await
+                }
+                Err(e) => Err(e),
+            },
+            Tool::SubmitTeachback => match args::<Teachback>(input) {
+                Ok(teachback) => self.submit_teachback(&teachback).await,
+                Err(e) => Err(e),
+            },
+            Tool::ReportResult => {
+                return match args::<AgentReport>(input) {
+                    Ok(report) => Handled::Report(report),
+                    Err(e) => error(e),
+                };
+            }
+            Tool::RaiseSignal => {
+                return match args::<AlgedonicSignal>(input) {
+                    Ok(signal) => Handled::Signal(signal),
+                    Err(e) => error(e),
+                };
+            }
+        };
+        match outcome {
+            Ok(content) => Handled::Result {
+                content,
+                is_error: false,
+            },
+            Err(content) => error(content),
+        }
+    }
+
+    async fn submit_teachback(&self, teachback: &Teachback) -> Result<String, String> {
+        if let Err(incomplete) = teachback.validate() {
+            return Err(format!(
+                "{incomplete}; fill it in and call submit_teachback again"
+            ));
+        }
+        let review = self.hooks.teachback(teachback).await?;
+        self.recorder
+            .note(format!("teachback reviewed by {}", review.reviewer));
+        Ok(review_text(&review))
+    }
+}
+
+/// The review as the agent reads it.
+pub fn review_text(review: &TeachbackReview) -> String {
+    let note = review
+        .note
+        .as_deref()
+        .map(|n| format!("\nNote: {n}"))
+        .unwrap_or_default();
+    match &review.verdict {
+        ReviewVerdict::Approved => format!(
+            "approved by {}: you may now change files and run commands.{note}",
+            review.reviewer
+        ),
+        ReviewVerdict::Corrections(items) => {
+            let list: Vec<String> = items
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{}. {c}", i + 1))
+                .collect();
+            format!(
+                "corrections requested by {}:\n{}\nAddress each one and call submit_teachback again.{note}",
+                review.reviewer,
+                list.join("\n")
+            )
+        }
+    }
+}
+
+fn error(content: impl Into<String>) -> Handled {
+    Handled::Result {
+        content: content.into(),
+        is_error: true,
+    }
+}
+
+fn args<T: DeserializeOwned>(input: &Value) -> Result<T, String> {
+    serde_json::from_value(input.clone()).map_err(|e| format!("invalid arguments: {e}"))
+}
+
+/// A one-line account of a tool call's input for the record: the path or argv first, when there is one.
+fn summarize(input: &Value) -> String {
+    if let Some(argv) = input.get("argv").and_then(Value::as_array) {
+        return argv
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" ");
+    }
+    match (
+        input.get("path").and_then(Value::as_str),
+        input.get("pattern").and_then(Value::as_str),
+    ) {
+        (Some(path), Some(pattern)) => format!("{pattern} in {path}"),
+        (Some(path), None) => path.to_owned(),
+        (None, Some(pattern)) => pattern.to_owned(),
+        (None, None) => input.to_string(),
+    }
+}

@@ -1,0 +1,260 @@
+//! The built-in agent's tools as the model sees them: names, descriptions and JSON Schemas. The set is
+//! fixed per [`Access`] and built once per agent, so the tool list (part of the cached prompt prefix) is
+//! byte-identical on every turn.
+
+use serde_json::{Value, json};
+
+use agency_llm::ToolSpec;
+
+use crate::runtime::Access;
+
+/// One built-in tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    /// Read a file, optionally a line range.
+    ReadFile,
+    /// List files under a directory, optionally filtered by a glob.
+    ListFiles,
+    /// Search file contents with a regex.
+    Grep,
+    /// Replace one exact, unique string in a file.
+    EditFile,
+    /// Create or overwrite a file.
+    WriteFile,
+    /// Run a program (argv, no shell).
+    RunCommand,
+    /// Send the teachback for review.
+    SubmitTeachback,
+    /// Report the result; ends the agent.
+    ReportResult,
+    /// Raise an algedonic HALT or ALERT; ends the agent.
+    RaiseSignal,
+}
+
+impl Tool {
+    /// Every tool, in the order they are offered.
+    pub const ALL: [Tool; 9] = [
+        Tool::ReadFile,
+        Tool::ListFiles,
+        Tool::Grep,
+        Tool::EditFile,
+        Tool::WriteFile,
+        Tool::RunCommand,
+        Tool::SubmitTeachback,
+        Tool::ReportResult,
+        Tool::RaiseSignal,
+    ];
+
+    /// The name the model calls it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::ReadFile => "read_file",
+            Tool::ListFiles => "list_files",
+            Tool::Grep => "grep",
+            Tool::EditFile => "edit_file",
+            Tool::WriteFile => "write_file",
+            Tool::RunCommand => "run_command",
+            Tool::SubmitTeachback => "submit_teachback",
+            Tool::ReportResult => "report_result",
+            Tool::RaiseSignal => "raise_signal",
+        }
+    }
+
+    /// The tool called `name`.
+    pub fn from_name(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Whether the tool changes nothing in the worktree (what the gate lets through before approval).
+    pub fn read_only(self) -> bool {
+        matches!(
+            self,
+            Tool::ReadFile
+                | Tool::ListFiles
+                | Tool::Grep
+                | Tool::SubmitTeachback
+                | Tool::ReportResult
+                | Tool::RaiseSignal
+        )
+    }
+
+    /// Whether an agent with `access` is offered this tool.
+    pub fn offered(self, access: Access) -> bool {
+        match access {
+            Access::ReadWrite => true,
+            Access::ReadOnly => matches!(
+                self,
+                Tool::ReadFile | Tool::ListFiles | Tool::Grep | Tool::ReportResult
+            ),
+        }
+    }
+
+    /// The tools offered for `access`.
+    pub fn offered_for(access: Access) -> Vec<Tool> {
+        Tool::ALL.into_iter().filter(|t| t.offered(access)).collect()
+    }
+
+    /// The spec sent to the model.
+    pub fn spec(self) -> ToolSpec {
+        let (description, schema) = match self {
+            Tool::ReadFile => (
+                "Read a text file in the worktree. Lines come numbered (`   12\\t...`); the numbers are not part \
+                 of the file. Use `offset` (first line, from 1) and `limit` (line count) for large files.",
+                object(
+                    json!({
+                        "path": {"type": "string", "description": "Path relative to the worktree."},
+                        "offset": {"type": "integer", "minimum": 1},
+                        "limit": {"type": "integer", "minimum": 1}
+                    }),
+                    &["path"],
+                ),
+            ),
+            Tool::ListFiles => (
+                "List files under a directory of the worktree (recursively, respecting .gitignore), optionally \
+                 only those matching a glob such as `src/**/*.rs`.",
+                object(
+                    json!({
+                        "path": {"type": "string", "description": "Directory; default the worktree root."},
+                        "glob": {"type": "string"}
+                    }),
+                    &[],
+                ),
+            ),
+            Tool::Grep => (
+                "Search file contents with a regular expression (Rust regex syntax), respecting .gitignore. \
+                 Returns `path:line: text` for each matching line.",
+                object(
+                    json!({
+                        "pattern": {"type": "string"},
+                        "path": {"type": "string", "description": "File or directory; default the worktree root."},
+                        "glob": {"type": "string", "description": "Only files matching this glob."},
+                        "case_insensitive": {"type": "boolean"}
+                    }),
+                    &["pattern"],
+                ),
+            ),
+            Tool::EditFile => (
+                "Replace an exact string in a file. `old_string` must match the file byte for byte (copy it \
+                 from read_file without the line numbers) and occur exactly once, unless `replace_all` is set.",
+                object(
+                    json!({
+                        "path": {"type": "string"},
+                        "old_string": {"type": "string"},
+                        "new_string": {"type": "string"},
+                        "replace_all": {"type": "boolean"}
+                    }),
+                    &["path", "old_string", "new_string"],
+                ),
+            ),
+            Tool::WriteFile => (
+                "Create a file, or overwrite one, with the given content. Parent directories are created.",
+                object(
+                    json!({"path": {"type": "string"}, "content": {"type": "string"}}),
+                    &["path", "content"],
+                ),
+            ),
+            Tool::RunCommand => (
+                "Run a program in the worktree without a shell: `argv` is the program and its arguments \
+                 (no pipes, redirections or variable expansion). Returns the exit status and the tail of \
+                 stdout and stderr.",
+                object(
+                    json!({
+                        "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                        "cwd": {"type": "string", "description": "Directory relative to the worktree."},
+                        "timeout_secs": {"type": "integer", "minimum": 1}
+                    }),
+                    &["argv"],
+                ),
+            ),
+            Tool::SubmitTeachback => (
+                "Send your teachback (your restatement of the task) for review. Returns `approved` or the \
+                 corrections to address before resubmitting.",
+                object(
+                    json!({
+                        "building": {"type": "string"},
+                        "key_constraints": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                        "interfaces": {"type": "array", "items": {"type": "string"}},
+                        "approach": {"type": "string"},
+                        "most_likely_wrong": {"type": "string"},
+                        "least_confident": {"type": "string"},
+                        "first_action": {"type": "string"}
+                    }),
+                    &[
+                        "building",
+                        "key_constraints",
+                        "approach",
+                        "most_likely_wrong",
+                        "least_confident",
+                    ],
+                ),
+            ),
+            Tool::ReportResult => (
+                "Report your result and stop. `status` is done, partial or blocked; `evidence` lists files \
+                 (and optionally a line quoted from each); `output` is the structured output your tier asks for.",
+                object(
+                    json!({
+                        "status": {"type": "string", "enum": ["done", "partial", "blocked"]},
+                        "summary": {"type": "string"},
+                        "evidence": {
+                            "type": "array",
+                            "items": object(
+                                json!({"path": {"type": "string"}, "quote": {"type": "string"}}),
+                                &["path"],
+                            )
+                        },
+                        "output": {}
+                    }),
+                    &["status", "summary"],
+                ),
+            ),
+            Tool::RaiseSignal => (
+                "Raise an algedonic signal and stop: HALT for security, data or ethics problems (the whole run \
+                 stops until a human acknowledges), ALERT for quality, scope or a blocked phase.",
+                object(
+                    json!({
+                        "level": {"type": "string", "enum": ["HALT", "ALERT"]},
+                        "category": {"type": "string"},
+                        "issue": {"type": "string"},
+                        "evidence": {"type": "string"},
+                        "impact": {"type": "string"},
+                        "recommended_action": {"type": "string"}
+                    }),
+                    &["level", "category", "issue"],
+                ),
+            ),
+        };
+        ToolSpec {
+            name: self.name().to_owned(),
+            description: description.to_owned(),
+            input_schema: schema,
+        }
+    }
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_only_access_offers_only_reading_and_reporting() {
+        let names: Vec<&str> = Tool::offered_for(Access::ReadOnly)
+            .into_iter()
+            .map(Tool::name)
+            .collect();
+        assert_eq!(names, ["read_file", "list_files", "grep", "report_result"]);
+        assert_eq!(Tool::offered_for(Access::ReadWrite).len(), Tool::ALL.len());
+        for tool in Tool::ALL {
+            assert_eq!(Tool::from_name(tool.name()), Some(tool));
+            assert_eq!(tool.spec().input_schema["type"], "object");
+        }
+    }
+}
