@@ -1,0 +1,320 @@
+//! Stage 2: the judge. A read-only agent run through any [`Runtime`] with [`Access::ReadOnly`] and a fresh
+//! context: it gets the contract, the failure modes, the evidence, the verify result and the diff, inspects
+//! the clean checkout with read/list/grep tools, and must end its answer with the block [`parse_verdict`]
+//! reads. Its hooks allow read-only tools only and record everything it does as the transcript.
+//!
+//! A judge that errors, times out or answers without a verdict gives no verdict: the caller records the
+//! sign-off as inconclusive.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use agency_core::brief::Brief;
+use agency_core::contract::GoalContract;
+use agency_core::teachback::{ReviewVerdict, TeachbackReview};
+use agency_core::{BriefId, BriefStatus, RunId, TeachbackState, Tier};
+use agency_exec::runtime::{
+    Access, AgentEvent, AgentHooks, AgentLimits, AgentTask, Evidence, Runtime, ToolCallView, ToolDecision,
+};
+use agency_llm::{BoxFuture, CallMeta, CancelToken};
+
+use crate::verdict::{Verdict, parse_verdict};
+use crate::verify::VerifyResult;
+
+/// Bytes of diff the judge is shown; a longer diff is cut and the judge told so (it can read the files).
+const MAX_DIFF_BYTES: usize = 60 * 1024;
+
+/// The judge's standing instructions: the same bytes on every sign-off, so they cache.
+pub const JUDGE_SYSTEM: &str = "\
+You are the sign-off judge. An agent claims a goal is done. You decide, from the repository and the \
+artifacts alone, whether it is. You are read-only: you can read, list and search files in the checkout of the \
+commit under review, nothing else. Do not trust the agent's claims; re-derive them.
+
+Check:
+- the done_when condition holds in the code as committed;
+- each failure mode is actually ruled out, not just unmentioned;
+- the verify command is not trivial or gamed: it must exercise the done_when condition (a command such as \
+`true`, `exit 0` or `echo ok`, a test that asserts nothing, or a skipped or weakened test proves nothing);
+- the evidence files say what the agent says they say.
+
+End your answer with exactly this block and nothing after it:
+VERDICT: accept|reject
+missing:
+- one line per thing that is missing or wrong (write `missing: none` when accepting)";
+
+/// How the judge is run.
+#[derive(Debug, Clone, Copy)]
+pub struct Judge<'a> {
+    /// The runtime that runs it (the built-in agent on the judge model, in production).
+    pub runtime: &'a dyn Runtime,
+    /// Its turn, token and time limits.
+    pub limits: AgentLimits,
+}
+
+/// What the judge is shown.
+#[derive(Debug, Clone, Copy)]
+pub struct JudgeInput<'a> {
+    /// What the goal or brief is called, for the prompt.
+    pub subject: &'a str,
+    /// The contract.
+    pub contract: &'a GoalContract,
+    /// The agent's claims, as free text.
+    pub claims: &'a [String],
+    /// The files and quotes it cites.
+    pub evidence: &'a [Evidence],
+    /// Stage 1's result, when the contract has a verify command.
+    pub verify: Option<&'a VerifyResult>,
+    /// The commit under review and the base it is compared with.
+    pub commit: &'a str,
+    /// The goal's base commit.
+    pub base: &'a str,
+    /// The patch from base to commit.
+    pub diff: &'a str,
+}
+
+/// How the judge run went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JudgeRun {
+    /// The verdict, or why there is none.
+    pub verdict: Result<Verdict, String>,
+    /// The prompt and everything the judge did and said, for the record.
+    pub transcript: String,
+}
+
+/// Runs the judge in `checkout`.
+pub async fn run_judge(
+    judge: &Judge<'_>,
+    input: &JudgeInput<'_>,
+    checkout: &Path,
+    run: RunId,
+    parent: Option<BriefId>,
+    cancel: &CancelToken,
+) -> JudgeRun {
+    let prompt = render_prompt(input);
+    let brief = judge_brief(input, run, parent);
+    let task = AgentTask {
+        meta: CallMeta {
+            run: Some(run),
+            brief_id: Some(brief.id),
+            brief: Some(format!("signoff/{}", input.subject)),
+            workstream: Some(brief.workstream.clone()),
+            role: Some("judge".into()),
+            tier: Some(Tier::T5),
+        },
+        brief,
+        worktree: checkout.to_path_buf(),
+        system: vec![JUDGE_SYSTEM.to_string()],
+        prompt: prompt.clone(),
+        access: Access::ReadOnly,
+        limits: judge.limits,
+        env: Vec::new(),
+    };
+    let hooks = JudgeHooks::default();
+    // The runtime keeps its own limit; this outer one only guards against a runtime that does not.
+    let deadline = judge.limits.timeout + Duration::from_secs(30);
+    let outcome = tokio::time::timeout(deadline, judge.runtime.run(&task, &hooks, cancel)).await;
+    let events = hooks.take();
+    let mut transcript = format!(
+        "# Sign-off judge: {}\n\n## Prompt\n\n{prompt}\n\n## Run\n\n",
+        input.subject
+    );
+    for event in &events {
+        let _ = writeln!(transcript, "{}", describe_event(event));
+    }
+    let verdict = match outcome {
+        Err(_) => Err(format!("the judge did not finish within {}s", deadline.as_secs())),
+        Ok(Err(err)) => Err(format!("the judge could not run: {err}")),
+        Ok(Ok(outcome)) => {
+            let _ = writeln!(transcript, "\nstopped: {:?}", outcome.stop);
+            let mut answers: Vec<&str> = Vec::new();
+            if let Some(report) = &outcome.report {
+                answers.push(&report.summary);
+            }
+            if let Some(said) = events.iter().rev().find_map(|e| match e {
+                AgentEvent::Said(text) => Some(text.as_str()),
+                _ => None,
+            }) {
+                answers.push(said);
+            }
+            first_verdict(&answers)
+        }
+    };
+    JudgeRun { verdict, transcript }
+}
+
+/// The first answer that carries a verdict; otherwise why the last one does not.
+fn first_verdict(answers: &[&str]) -> Result<Verdict, String> {
+    let mut why = "the judge gave no answer".to_string();
+    for answer in answers {
+        match parse_verdict(answer) {
+            Ok(verdict) => return Ok(verdict),
+            Err(err) => why = err,
+        }
+    }
+    Err(why)
+}
+
+fn describe_event(event: &AgentEvent) -> String {
+    match event {
+        AgentEvent::ToolCall {
+            name,
+            summary,
+            allowed,
+        } => format!(
+            "- tool {name}({summary}){}",
+            if *allowed { "" } else { " [denied]" }
+        ),
+        AgentEvent::Said(text) => format!("- said:\n\n{text}\n"),
+        AgentEvent::Usage(usage) => format!("- usage: {usage:?}"),
+        AgentEvent::Note(note) => format!("- note: {note}"),
+    }
+}
+
+/// The judge's task text: everything it must weigh, in a fixed order.
+pub fn render_prompt(input: &JudgeInput<'_>) -> String {
+    let contract = input.contract;
+    let mut out = String::new();
+    let _ = writeln!(out, "Goal under sign-off: {}\n", input.subject);
+    let _ = writeln!(out, "done_when: {}", contract.done_when);
+    let _ = writeln!(
+        out,
+        "verify command: `{}`",
+        contract.verify.as_deref().unwrap_or("(none)")
+    );
+    out.push_str("failure_modes:\n");
+    list(&mut out, &contract.failure_modes);
+    out.push_str("may_edit (protected paths the goal may change):\n");
+    list(&mut out, &contract.may_edit);
+    let _ = writeln!(
+        out,
+        "\nCommit under review: {} (goal base {})",
+        input.commit, input.base
+    );
+    out.push_str("\nThe agent's claims:\n");
+    list(&mut out, input.claims);
+    out.push_str("Evidence files (they exist in the commit; quoted lines were found in them):\n");
+    let evidence: Vec<String> = input
+        .evidence
+        .iter()
+        .map(|e| match &e.quote {
+            Some(q) => format!("{}: {q:?}", e.path),
+            None => e.path.clone(),
+        })
+        .collect();
+    list(&mut out, &evidence);
+    match input.verify {
+        Some(v) => {
+            let _ = writeln!(
+                out,
+                "\nVerify result (run by agency in a clean checkout): {}\n```\n{}\n```",
+                v.describe(),
+                v.tail.trim_end()
+            );
+        }
+        None => out.push_str("\nVerify result: the contract has no verify command.\n"),
+    }
+    let diff = input.diff;
+    if diff.len() > MAX_DIFF_BYTES {
+        let mut cut = MAX_DIFF_BYTES;
+        while !diff.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let _ = writeln!(
+            out,
+            "\nDiff from the goal's base (first {MAX_DIFF_BYTES} of {} bytes; read the files for the rest):\n```diff\n{}\n```",
+            diff.len(),
+            &diff[..cut]
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "\nDiff from the goal's base:\n```diff\n{}\n```",
+            diff.trim_end()
+        );
+    }
+    out
+}
+
+fn list(out: &mut String, items: &[String]) {
+    if items.is_empty() {
+        out.push_str("  (none)\n");
+    }
+    for item in items {
+        let _ = writeln!(out, "  - {item}");
+    }
+}
+
+fn judge_brief(input: &JudgeInput<'_>, run: RunId, parent: Option<BriefId>) -> Brief {
+    Brief {
+        id: BriefId::new(),
+        run,
+        parent,
+        tier: Tier::T5,
+        workstream: "signoff".into(),
+        title: format!("signoff/{}", input.subject),
+        personality: None,
+        goal_anchor: input.contract.done_when.clone(),
+        instructions: JUDGE_SYSTEM.into(),
+        inputs: Vec::new(),
+        variety: None,
+        contract: Some(input.contract.clone()),
+        retry_budget: 0,
+        attempt: 0,
+        depends_on: Vec::new(),
+        branch: None,
+        worktree: None,
+        status: BriefStatus::Running,
+        teachback: TeachbackState::Active,
+        claimed_by: None,
+        created_at: chrono::Utc::now(),
+    }
+}
+
+/// The judge's side of the runtime contract: no teachback wait, read-only tools only, everything recorded.
+#[derive(Debug, Default)]
+struct JudgeHooks {
+    events: Mutex<Vec<AgentEvent>>,
+}
+
+impl JudgeHooks {
+    fn take(&self) -> Vec<AgentEvent> {
+        self.events
+            .lock()
+            .map(|mut events| std::mem::take(&mut *events))
+            .unwrap_or_default()
+    }
+}
+
+impl AgentHooks for JudgeHooks {
+    fn teachback<'a>(
+        &'a self,
+        _teachback: &'a agency_core::Teachback,
+    ) -> BoxFuture<'a, Result<TeachbackReview, String>> {
+        Box::pin(async {
+            Ok(TeachbackReview {
+                verdict: ReviewVerdict::Approved,
+                reviewer: "signoff".into(),
+                note: None,
+            })
+        })
+    }
+
+    fn check_tool(&self, call: &ToolCallView<'_>) -> ToolDecision {
+        if call.read_only {
+            ToolDecision::Allow
+        } else {
+            ToolDecision::Deny(format!(
+                "the sign-off judge is read-only; `{}` changes things. Read, list and search, then give your verdict.",
+                call.name
+            ))
+        }
+    }
+
+    fn record(&self, event: AgentEvent) {
+        if let Ok(mut events) = self.events.lock() {
+            events.push(event);
+        }
+    }
+}

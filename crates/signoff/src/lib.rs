@@ -1,0 +1,68 @@
+//! `agency-signoff` decides whether work claimed done is done: the two-stage sign-off of DESIGN §3, as a
+//! library the runner (T5, T1 accept) and `agency goal complete` both call.
+//!
+//! [`sign_off`] takes a goal contract, the commit under review, the goal's base commit and the agent's
+//! evidence, and:
+//! 1. checks out the commit in a temporary detached worktree ([`checkout`]), so uncommitted work does not
+//!    count;
+//! 2. runs the **mechanical checks**, which reject on their own whatever a judge would say: the evidence
+//!    names files that exist in the commit and quotes lines that are in them ([`evidence`]); no protected
+//!    path (tests, the verify command's files, test-runner configuration) changed since the base unless
+//!    the contract's `may_edit` authorises it ([`protected`]);
+//! 3. runs **stage 1**, the contract's verify command, shell-free with a timeout ([`verify`]); a failure
+//!    rejects with its output tail and no model is called;
+//! 4. runs **stage 2**, a read-only judge through any agent runtime ([`judge`]), whose answer must end in a
+//!    strict verdict block ([`verdict`]); a judge that fails or gives no verdict makes the sign-off
+//!    *inconclusive*, which blocks or not by policy ([`SignoffReport::blocks`]).
+//!
+//! With a [`Recording`], every step is written to the blackboard: `signoff_started`, the verify record and
+//! judge transcript as artifacts, `signoff_verify`, and the outcome event ([`record`]).
+
+pub mod checkout;
+pub mod evidence;
+pub mod glob;
+pub mod judge;
+pub mod outcome;
+mod pipeline;
+pub mod protected;
+pub mod record;
+pub mod verdict;
+pub mod verify;
+
+pub use checkout::CleanCheckout;
+pub use judge::{Judge, JudgeInput, JudgeRun};
+pub use outcome::{Outcome, ProtectedEdit, RejectedBy, SignoffReport};
+pub use pipeline::{SignoffRequest, protected_edits, sign_off, sign_off_blocking};
+pub use record::Recording;
+pub use verdict::{Verdict, parse_verdict};
+pub use verify::VerifyResult;
+
+/// Why a sign-off could not be carried out at all (as opposed to rejecting the work).
+#[derive(Debug, thiserror::Error)]
+pub enum SignoffError {
+    /// The request itself is unusable: an empty contract, a verify command that needs a shell.
+    #[error("{0}")]
+    Input(String),
+    /// git failed.
+    #[error("{what}: {source}")]
+    Git {
+        /// What was being done.
+        what: String,
+        /// git's error.
+        source: agency_exec::GitError,
+    },
+    /// A file-system operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The blackboard refused a write.
+    #[error("recording the sign-off: {0}")]
+    Store(agency_store::StoreError),
+    /// Something that should not happen.
+    #[error("{0}")]
+    Internal(String),
+}

@@ -1,0 +1,231 @@
+//! The sign-off itself: checkout, mechanical checks, verify, judge, outcome, in that order, each step
+//! recorded when a [`Recording`] is given.
+
+use std::path::Path;
+use std::time::Duration;
+
+use agency_core::contract::GoalContract;
+use agency_exec::runtime::Evidence;
+use agency_exec::{ChangeKind, Repo};
+use agency_llm::CancelToken;
+
+use crate::SignoffError;
+use crate::checkout::{self, CleanCheckout};
+use crate::evidence::check_evidence;
+use crate::judge::{Judge, JudgeInput, run_judge};
+use crate::outcome::{Outcome, ProtectedEdit, RejectedBy, SignoffReport};
+use crate::protected::{ProtectedPaths, Protection, Rule};
+use crate::record::Recording;
+use crate::verdict::Verdict;
+use crate::verify::{run_verify, verify_argv};
+
+/// One sign-off to carry out.
+#[derive(Debug, Clone, Copy)]
+pub struct SignoffRequest<'a> {
+    /// The repository (any of its work trees).
+    pub repo: &'a Repo,
+    /// The commit under review (any revision git understands).
+    pub commit: &'a str,
+    /// The commit the goal started from: protected edits are counted from here.
+    pub base: &'a str,
+    /// The goal id or brief title, for records and the judge.
+    pub subject: &'a str,
+    /// What done means.
+    pub contract: &'a GoalContract,
+    /// The agent's claims, free text, for the judge.
+    pub claims: &'a [String],
+    /// Files (and quoted lines) the agent offers as evidence.
+    pub evidence: &'a [Evidence],
+    /// The verify command is killed after this long.
+    pub verify_timeout: Duration,
+}
+
+/// Runs the two-stage sign-off (see the crate docs). An `Err` means it could not be carried out; a
+/// rejection or an inconclusive judge is an `Ok` report.
+pub async fn sign_off(
+    request: &SignoffRequest<'_>,
+    judge: &Judge<'_>,
+    recording: Option<&Recording<'_>>,
+    cancel: &CancelToken,
+) -> Result<SignoffReport, SignoffError> {
+    let contract = request.contract;
+    if contract.done_when.trim().is_empty() {
+        return Err(SignoffError::Input(format!(
+            "{}: done_when is empty; a contract needs an observable condition to be signed off against",
+            request.subject
+        )));
+    }
+    let argv = contract.verify.as_deref().map(verify_argv).transpose()?;
+    let base = request
+        .repo
+        .rev_parse(request.base)
+        .map_err(|e| SignoffError::Git {
+            what: format!("resolving the goal's base `{}`", request.base),
+            source: e,
+        })?;
+    let checkout = CleanCheckout::create(request.repo, request.commit)?;
+    let commit = checkout.commit().to_string();
+    if let Some(rec) = recording {
+        rec.started(request.subject, &commit, &base)?;
+    }
+    let mut report = SignoffReport {
+        subject: request.subject.to_string(),
+        commit: commit.clone(),
+        base: base.clone(),
+        outcome: Outcome::Accepted,
+        verify: None,
+        evidence_problems: check_evidence(checkout.path(), request.evidence),
+        protected_edits: protected_edits(
+            request.repo,
+            &base,
+            &commit,
+            contract,
+            argv.as_deref(),
+            checkout.path(),
+        )?,
+        judge: None,
+        verify_artifact: None,
+        transcript_artifact: None,
+    };
+    if let Some(argv) = &argv {
+        let command = contract.verify.as_deref().unwrap_or_default();
+        let result = run_verify(command, argv, checkout.path(), request.verify_timeout)?;
+        if let Some(rec) = recording {
+            report.verify_artifact = Some(rec.verify(request.subject, &result)?);
+        }
+        report.verify = Some(result);
+    }
+    if let Some(rejection) = mechanical_rejection(&report) {
+        report.outcome = rejection;
+    } else {
+        let diff = request.repo.diff(&base, &commit).map_err(|e| SignoffError::Git {
+            what: "diffing the goal's base and the commit under review".into(),
+            source: e,
+        })?;
+        let input = JudgeInput {
+            subject: request.subject,
+            contract,
+            claims: request.claims,
+            evidence: request.evidence,
+            verify: report.verify.as_ref(),
+            commit: &commit,
+            base: &base,
+            diff: &diff,
+        };
+        let (run, brief) = recording.map_or((agency_core::RunId::new(), None), |r| (r.run, r.brief));
+        let judged = run_judge(judge, &input, checkout.path(), run, brief, cancel).await;
+        if let Some(rec) = recording {
+            report.transcript_artifact = Some(rec.transcript(request.subject, &judged.transcript)?);
+        }
+        report.outcome = match &judged.verdict {
+            Ok(Verdict::Accept) => Outcome::Accepted,
+            Ok(Verdict::Reject { missing }) => Outcome::Rejected {
+                by: RejectedBy::Judge,
+                missing: missing.clone(),
+            },
+            Err(reason) => Outcome::Inconclusive {
+                reason: reason.clone(),
+            },
+        };
+        report.judge = Some(judged.verdict);
+    }
+    if let Some(rec) = recording {
+        rec.outcome(&report)?;
+    }
+    Ok(report)
+}
+
+/// [`sign_off`] on a fresh single-threaded tokio runtime, for callers with none (the CLI).
+pub fn sign_off_blocking(
+    request: &SignoffRequest<'_>,
+    judge: &Judge<'_>,
+    recording: Option<&Recording<'_>>,
+) -> Result<SignoffReport, SignoffError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| SignoffError::Io {
+            what: "starting the async runtime for the judge".into(),
+            source: e,
+        })?;
+    let cancel = CancelToken::new();
+    runtime.block_on(sign_off(request, judge, recording, &cancel))
+}
+
+/// Stage 1 and the mechanical checks: the rejection they make on their own, if any. Verify's tail comes
+/// first, so the agent sees the failing output before the rest.
+fn mechanical_rejection(report: &SignoffReport) -> Option<Outcome> {
+    let mut missing = Vec::new();
+    let mut by = RejectedBy::Checks;
+    if let Some(verify) = report.verify.as_ref().filter(|v| !v.passed) {
+        by = RejectedBy::Verify;
+        missing.push(format!(
+            "verify `{}` failed in a clean checkout of {} ({}); uncommitted changes do not count. Output tail:\n{}",
+            verify.command,
+            short(&report.commit),
+            verify.describe(),
+            verify.tail.trim_end()
+        ));
+    }
+    missing.extend(report.evidence_problems.iter().cloned());
+    missing.extend(report.protected_edits.iter().map(ProtectedEdit::describe));
+    (!missing.is_empty()).then_some(Outcome::Rejected { by, missing })
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..8).unwrap_or(commit)
+}
+
+/// The protected paths changed between `base` and `commit` that the contract's `may_edit` does not
+/// authorise.
+pub fn protected_edits(
+    repo: &Repo,
+    base: &str,
+    commit: &str,
+    contract: &GoalContract,
+    verify_argv: Option<&[String]>,
+    checkout: &Path,
+) -> Result<Vec<ProtectedEdit>, SignoffError> {
+    let exists =
+        |path: &str| checkout.join(path).exists() || checkout::exists_at(repo, base, path).unwrap_or(false);
+    let rules = ProtectedPaths::for_verify(verify_argv.unwrap_or_default(), &exists);
+    let changes = repo.changed_files(base, commit).map_err(|e| SignoffError::Git {
+        what: "listing the files changed since the goal's base".into(),
+        source: e,
+    })?;
+    let authorised = |path: &str| contract.may_edit.iter().any(|p| crate::glob::matches(p, path));
+    let mut edits = Vec::new();
+    for change in changes {
+        let paths = [Some(&change.path), change.old_path.as_ref()];
+        for path in paths.into_iter().flatten() {
+            let path = path.to_string_lossy().into_owned();
+            if authorised(&path) {
+                continue;
+            }
+            let protection = match rules.rule(&path) {
+                None => continue,
+                Some(Rule::Whole(protection)) => protection,
+                Some(Rule::Sections(sections)) => {
+                    let old = checkout::file_at(repo, base, &path)?;
+                    let new = checkout::file_at(repo, commit, &path)?;
+                    if !sections.changed(old.as_deref(), new.as_deref()) {
+                        continue;
+                    }
+                    Protection::RunnerConfig
+                }
+            };
+            let change_word = match (change.kind, change.old_path.as_ref()) {
+                (ChangeKind::Renamed, Some(old)) if old.to_string_lossy() == path => "renamed away",
+                (ChangeKind::Added, _) | (ChangeKind::Copied, _) | (ChangeKind::Renamed, _) => "added",
+                (ChangeKind::Deleted, _) => "deleted",
+                _ => "modified",
+            };
+            edits.push(ProtectedEdit {
+                path,
+                change: change_word,
+                protection,
+            });
+        }
+    }
+    Ok(edits)
+}

@@ -1,0 +1,105 @@
+//! Writing a sign-off to the blackboard: `signoff_started`, the verify record as an artifact plus
+//! `signoff_verify`, the judge transcript as an artifact, and one of `signoff_accepted`,
+//! `signoff_rejected`, `signoff_inconclusive`. The accepted event *is* the sign-off record that tells a
+//! signed-off goal from one ticked by hand.
+
+use agency_core::{BriefId, EventKind, NewEvent, RunId};
+use agency_store::{ArtifactId, Blackboard, NewArtifact};
+use serde_json::{Value, json};
+
+use crate::SignoffError;
+use crate::outcome::{Outcome, SignoffReport};
+use crate::verify::VerifyResult;
+
+/// Where a sign-off is recorded: a run (and the brief under review, in a runner-owned run).
+#[derive(Debug, Clone, Copy)]
+pub struct Recording<'a> {
+    /// The blackboard.
+    pub store: &'a dyn Blackboard,
+    /// The run the events belong to.
+    pub run: RunId,
+    /// The brief under review, if any.
+    pub brief: Option<BriefId>,
+}
+
+impl Recording<'_> {
+    fn event(&self, kind: EventKind, payload: Value) -> Result<(), SignoffError> {
+        let mut event = NewEvent::new(self.run, kind, payload);
+        if let Some(brief) = self.brief {
+            event = event.brief(brief);
+        }
+        self.store
+            .append_event(event)
+            .map(drop)
+            .map_err(SignoffError::Store)
+    }
+
+    fn artifact(&self, name: String, content_type: &str, bytes: Vec<u8>) -> Result<ArtifactId, SignoffError> {
+        let mut artifact = NewArtifact::new(self.run, name, content_type, bytes);
+        if let Some(brief) = self.brief {
+            artifact = artifact.brief(brief);
+        }
+        let meta = self.store.put_artifact(artifact).map_err(SignoffError::Store)?;
+        Ok(meta.id)
+    }
+
+    /// `signoff_started`.
+    pub fn started(&self, subject: &str, commit: &str, base: &str) -> Result<(), SignoffError> {
+        self.event(
+            EventKind::SignoffStarted,
+            json!({"subject": subject, "commit": commit, "base": base}),
+        )
+    }
+
+    /// The verify record as `signoff/<subject>/verify` (JSON) and `signoff_verify`.
+    pub fn verify(&self, subject: &str, result: &VerifyResult) -> Result<ArtifactId, SignoffError> {
+        let bytes = serde_json::to_vec_pretty(result).map_err(|e| SignoffError::Internal(e.to_string()))?;
+        let id = self.artifact(format!("signoff/{subject}/verify"), "application/json", bytes)?;
+        let tail = crate::verify::last_bytes(&result.tail, 1024);
+        self.event(
+            EventKind::SignoffVerify,
+            json!({
+                "subject": subject,
+                "command": result.command,
+                "exit_code": result.exit_code,
+                "timed_out": result.timed_out,
+                "duration_ms": result.duration_ms,
+                "passed": result.passed,
+                "tail": tail,
+                "artifact": id.to_string(),
+            }),
+        )?;
+        Ok(id)
+    }
+
+    /// The judge transcript as `signoff/<subject>/judge` (markdown).
+    pub fn transcript(&self, subject: &str, transcript: &str) -> Result<ArtifactId, SignoffError> {
+        self.artifact(
+            format!("signoff/{subject}/judge"),
+            "text/markdown",
+            transcript.as_bytes().to_vec(),
+        )
+    }
+
+    /// The outcome event.
+    pub fn outcome(&self, report: &SignoffReport) -> Result<(), SignoffError> {
+        let kind = match report.outcome {
+            Outcome::Accepted => EventKind::SignoffAccepted,
+            Outcome::Rejected { .. } => EventKind::SignoffRejected,
+            Outcome::Inconclusive { .. } => EventKind::SignoffInconclusive,
+        };
+        let mut payload = json!({
+            "subject": report.subject,
+            "commit": report.commit,
+            "base": report.base,
+            "verify_artifact": report.verify_artifact.map(|a| a.to_string()),
+            "judge_artifact": report.transcript_artifact.map(|a| a.to_string()),
+        });
+        if let (Value::Object(map), Ok(Value::Object(outcome))) =
+            (&mut payload, serde_json::to_value(&report.outcome))
+        {
+            map.extend(outcome);
+        }
+        self.event(kind, payload)
+    }
+}

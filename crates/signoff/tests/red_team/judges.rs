@@ -1,0 +1,121 @@
+//! Judges for the suite, as `Runtime`s: one that accepts everything, one that never gives a verdict, and a
+//! one-shot agent that asks the scripted provider (which rejects a trivial verify command).
+
+use agency_exec::runtime::{
+    AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, ReportStatus, Runtime,
+    RuntimeError,
+};
+use agency_llm::{BoxFuture, CancelToken, Message, Provider, Request, Script, ScriptedProvider};
+
+const JUDGE_SCRIPT: &str = r#"
+replies:
+  - role: judge
+    contains: "verify command: `true`"
+    reply:
+      text: |
+        The verify command is `true`: it passes whatever the code does, and calc.py still subtracts.
+        VERDICT: reject
+        missing:
+        - verify is trivial: `true` exercises nothing; run the unittest suite
+        - add(a, b) still returns a - b
+  - role: judge
+    reply:
+      text: |
+        calc.py returns a + b and tests/test_calc.py is unchanged; verify ran the real suite.
+        VERDICT: accept
+        missing: none
+"#;
+
+fn finished(summary: &str) -> AgentOutcome {
+    AgentOutcome {
+        report: Some(AgentReport {
+            status: ReportStatus::Done,
+            summary: summary.to_string(),
+            evidence: Vec::new(),
+            output: serde_json::Value::Null,
+        }),
+        stop: AgentStop::Finished,
+        session_id: None,
+    }
+}
+
+/// Accepts everything it is shown.
+#[derive(Debug)]
+pub struct AcceptsEverything;
+
+impl Runtime for AcceptsEverything {
+    fn name(&self) -> &'static str {
+        "accepts-everything"
+    }
+
+    fn run<'a>(
+        &'a self,
+        _task: &'a AgentTask,
+        _hooks: &'a dyn AgentHooks,
+        _cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        Box::pin(async { Ok(finished("Looks done.\nVERDICT: accept\nmissing: none")) })
+    }
+}
+
+/// Answers, but never with a verdict block.
+#[derive(Debug)]
+pub struct NoVerdict;
+
+impl Runtime for NoVerdict {
+    fn name(&self) -> &'static str {
+        "no-verdict"
+    }
+
+    fn run<'a>(
+        &'a self,
+        _task: &'a AgentTask,
+        _hooks: &'a dyn AgentHooks,
+        _cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        Box::pin(async { Ok(finished("I think it is probably fine, mostly.")) })
+    }
+}
+
+/// A one-turn agent on a provider: sends the task as one request and reports the answer.
+#[derive(Debug)]
+pub struct OneShot<P> {
+    provider: P,
+}
+
+/// The judge that checks: the scripted provider behind a one-turn agent.
+pub fn scripted_judge() -> OneShot<ScriptedProvider> {
+    OneShot {
+        provider: ScriptedProvider::new(Script::from_yaml(JUDGE_SCRIPT).unwrap()),
+    }
+}
+
+impl<P: Provider> Runtime for OneShot<P> {
+    fn name(&self) -> &'static str {
+        "one-shot"
+    }
+
+    fn run<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        hooks: &'a dyn AgentHooks,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        Box::pin(async move {
+            let request = Request {
+                system: task.system.clone(),
+                messages: vec![Message::user(task.prompt.clone())],
+                max_tokens: task.limits.max_tokens,
+                meta: task.meta.clone(),
+                ..Request::default()
+            };
+            let response = self.provider.complete(&request, &mut |_| {}, cancel).await?;
+            hooks.record(AgentEvent::Said(response.text()));
+            Ok(AgentOutcome {
+                report: None,
+                stop: AgentStop::Finished,
+                session_id: None,
+            })
+        })
+    }
+}
