@@ -39,7 +39,8 @@ Check:
 `true`, `exit 0` or `echo ok`, a test that asserts nothing, or a skipped or weakened test proves nothing);
 - the evidence files say what the agent says they say.
 
-End your answer with exactly this block and nothing after it:
+Keep your final answer short (under 1,500 characters: some runtimes keep only the start of a long one) and \
+end it with exactly this block and nothing after it:
 VERDICT: accept|reject
 missing:
 - one line per thing that is missing or wrong (write `missing: none` when accepting)";

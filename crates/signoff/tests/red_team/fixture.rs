@@ -11,7 +11,7 @@ use agency_exec::{CommitOutcome, GitOptions, Repo};
 use agency_signoff::{Judge, Recording, RejectedBy, SignoffReport, SignoffRequest, sign_off_blocking};
 use agency_store::{Blackboard, NewRun, SqliteBlackboard};
 
-use crate::judges::{AcceptsEverything, NoVerdict, scripted_judge};
+use crate::judges::{AcceptsEverything, NoVerdict, builtin_judge, scripted_judge};
 
 pub const PLAN: &str = "\
 # Plan: calculator
@@ -56,8 +56,10 @@ PYTHONPATH=. python3 -m unittest discover -s tests -v
 pub enum JudgeKind {
     /// Accepts whatever it is shown: the mechanical checks alone must hold.
     AcceptsEverything,
-    /// The scripted provider, rejecting a trivial verify command.
+    /// The scripted provider, rejecting a trivial verify command, behind a one-turn agent.
     Checks,
+    /// The same script on the built-in agent.
+    BuiltinChecks,
     /// Answers without a verdict block.
     NoVerdict,
 }
@@ -243,9 +245,11 @@ impl TestRepo {
         let accepts = AcceptsEverything;
         let rambles = NoVerdict;
         let checks = scripted_judge();
+        let builtin = builtin_judge();
         let runtime: &dyn agency_exec::runtime::Runtime = match case.judge {
             JudgeKind::AcceptsEverything => &accepts,
             JudgeKind::Checks => &checks,
+            JudgeKind::BuiltinChecks => &builtin,
             JudgeKind::NoVerdict => &rambles,
         };
         let judge = Judge { runtime, limits };

@@ -1,9 +1,12 @@
 //! Judges for the suite, as `Runtime`s: one that accepts everything, one that never gives a verdict, and a
-//! one-shot agent that asks the scripted provider (which rejects a trivial verify command).
+//! one-shot agent and the built-in agent, both asking the scripted provider (which rejects a trivial verify
+//! command).
+
+use std::sync::Arc;
 
 use agency_exec::runtime::{
-    AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, ReportStatus, Runtime,
-    RuntimeError,
+    AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, BuiltinRuntime, ReportStatus,
+    Runtime, RuntimeError,
 };
 use agency_llm::{BoxFuture, CancelToken, Message, Provider, Request, Script, ScriptedProvider};
 
@@ -81,6 +84,13 @@ impl Runtime for NoVerdict {
 #[derive(Debug)]
 pub struct OneShot<P> {
     provider: P,
+}
+
+/// The judge that checks, on agency's built-in agent (read-only tools) thinking with the scripted provider.
+pub fn builtin_judge() -> BuiltinRuntime {
+    BuiltinRuntime::new(Arc::new(ScriptedProvider::new(
+        Script::from_yaml(JUDGE_SCRIPT).unwrap(),
+    )))
 }
 
 /// The judge that checks: the scripted provider behind a one-turn agent.

@@ -133,6 +133,24 @@ fn cases() -> Vec<Case> {
             expect: Some(RejectedBy::Judge),
         },
         Case {
+            name: "a verify command that passes trivially (built-in agent)",
+            agent: Agent::new(|repo| {
+                repo.write("NOTES.md", "add() looked fine to me\n");
+                repo.commit("notes");
+            })
+            .evidence("NOTES.md", None),
+            verify: Some("true"),
+            judge: JudgeKind::BuiltinChecks,
+            expect: Some(RejectedBy::Judge),
+        },
+        Case {
+            name: "honest completion (built-in agent judge)",
+            agent: Agent::honest(),
+            verify: None,
+            judge: JudgeKind::BuiltinChecks,
+            expect: None,
+        },
+        Case {
             name: "honest completion (judge that checks)",
             agent: Agent::honest(),
             verify: None,
