@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use agency_core::{GateId, GateStatus, RunId};
 
-/// A boxed source error from a backend (SQLite today, PostgreSQL later).
+/// A boxed source error from a backend (SQLite or PostgreSQL).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// The result of a blackboard operation.
@@ -103,6 +103,17 @@ pub enum StoreError {
     Open {
         /// The file.
         path: PathBuf,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
+    /// A PostgreSQL server could not be reached or refused the login.
+    #[error("cannot connect to PostgreSQL at {target}: {source}; {hint}")]
+    Connect {
+        /// The server, user and database (`user@host:port/dbname`; never the password).
+        target: String,
+        /// What to try.
+        hint: &'static str,
         /// Why.
         #[source]
         source: BoxError,

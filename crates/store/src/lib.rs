@@ -3,7 +3,8 @@
 //! a crashed run resumes from rows and events alone and every front end sees the same state.
 //!
 //! [`SqliteBlackboard`] is the embedded backend (`.agency/agency.db`, WAL, several processes may share one
-//! file). A PostgreSQL backend will implement the same trait and pass the same [`conformance`] suite.
+//! file). [`PostgresBlackboard`] keeps the same records in a PostgreSQL schema, so workers on several
+//! machines can share runs. Both pass the same [`conformance`] suite; [`open_url`] picks one from a string.
 //!
 //! # Events and state changes
 //!
@@ -23,8 +24,11 @@
 //! `set_brief_workspace` records bookkeeping (branch and worktree paths), not a lifecycle change, and writes
 //! no event.
 
+mod canon;
 mod clock;
 mod error;
+mod open;
+pub mod postgres;
 mod record;
 pub mod sqlite;
 
@@ -36,6 +40,8 @@ use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId
 
 pub use clock::{Clock, SteppingClock, SystemClock};
 pub use error::{BoxError, Result, StoreError};
+pub use open::open_url;
+pub use postgres::PostgresBlackboard;
 pub use record::{
     Artifact, ArtifactId, ArtifactMeta, NewArtifact, NewGate, NewRun, Run, RunStatus, UnknownRunStatus,
 };

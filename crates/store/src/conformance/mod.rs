@@ -89,11 +89,15 @@ impl fmt::Debug for Fixture {
 pub type Factory<'a> = &'a dyn Fn() -> Fixture;
 
 /// Runs every property against a backend: expands to one `#[test]` per property, each calling it with
-/// `$fixture` (a `fn() -> Fixture`).
+/// `$fixture` (a `fn() -> Fixture`). With `skip_when = $skip` (a `fn() -> bool`), each test first asks
+/// `$skip` and passes without running when it answers true: for a backend whose server may be absent.
 #[macro_export]
 macro_rules! conformance_tests {
     ($fixture:path) => {
-        $crate::conformance_tests!(@each $fixture;
+        $crate::conformance_tests!($fixture, skip_when = $crate::conformance::never_skip);
+    };
+    ($fixture:path, skip_when = $skip:path) => {
+        $crate::conformance_tests!(@each $fixture, $skip;
             runs_round_trip_newest_first,
             run_status_is_compare_and_set_with_event,
             prefixes_resolve_unique_ambiguous_unknown_and_invalid,
@@ -120,14 +124,22 @@ macro_rules! conformance_tests {
             records_stamped_in_one_instant_keep_insertion_order,
         );
     };
-    (@each $fixture:path; $($name:ident),* $(,)?) => {
+    (@each $fixture:path, $skip:path; $($name:ident),* $(,)?) => {
         $(
             #[test]
             fn $name() {
+                if $skip() {
+                    return;
+                }
                 $crate::conformance::$name(&$fixture);
             }
         )*
     };
+}
+
+/// The default for `skip_when`: never skip.
+pub fn never_skip() -> bool {
+    false
 }
 
 // --- helpers ----------------------------------------------------------------------------------------------

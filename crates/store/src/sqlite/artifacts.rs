@@ -1,13 +1,13 @@
 //! Artifacts: named blobs a run produces (plans, architectures, verdicts, transcripts) that later briefs
 //! read by name.
 
-use agency_core::{BriefId, EventKind, NewEvent, RunId};
+use agency_core::{BriefId, RunId};
 use rusqlite::{Connection, Row, params};
-use serde_json::json;
 
 use super::events;
 use super::prefix::{exists, require_run};
 use super::rows::{Cols, id_text, query_opt, ts_text};
+use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
 use crate::record::{Artifact, ArtifactId, ArtifactMeta, NewArtifact};
@@ -43,15 +43,7 @@ pub fn put(conn: &Connection, clock: &dyn Clock, new: NewArtifact) -> Result<Art
             new.bytes,
         ],
     )?;
-    let payload = json!({
-        "artifact": new.id,
-        "name": new.name,
-        "content_type": new.content_type,
-        "size": size,
-    });
-    let mut event = NewEvent::new(new.run, EventKind::Artifact, payload).at(now);
-    event.brief = new.brief;
-    events::append(conn, &event)?;
+    events::append(conn, &canon::artifact_stored(&new, now))?;
     Ok(ArtifactMeta {
         id: new.id,
         run: new.run,

@@ -1,13 +1,13 @@
 //! Briefs: insertion, lookup, compare-and-set of status and teachback state, and claiming.
 
 use agency_core::teachback::TeachbackState;
-use agency_core::{Brief, BriefId, BriefStatus, EventKind, NewEvent, RunId};
+use agency_core::{Brief, BriefId, BriefStatus, NewEvent, RunId};
 use rusqlite::{Connection, Row, params};
-use serde_json::json;
 
 use super::events;
 use super::prefix::{exists, require_run};
 use super::rows::{Cols, id_text, json_text, query_opt, ts_text};
+use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
 
@@ -62,18 +62,7 @@ pub fn insert(conn: &Connection, clock: &dyn Clock, brief: &Brief) -> Result<()>
             ts_text(now),
         ],
     )?;
-    let payload = json!({
-        "title": brief.title,
-        "tier": brief.tier,
-        "workstream": brief.workstream,
-        "parent": brief.parent,
-        "status": brief.status,
-    });
-    let event = NewEvent::new(brief.run, EventKind::BriefCreated, payload)
-        .brief(brief.id)
-        .tier(brief.tier)
-        .at(now);
-    events::append(conn, &event)?;
+    events::append(conn, &canon::brief_created(brief, now))?;
     Ok(())
 }
 
@@ -125,14 +114,9 @@ pub fn update_status(
     event: NewEvent,
 ) -> Result<Brief> {
     let brief = get(conn, id)?;
-    let event = event_for(&brief, event)?;
+    let event = canon::event_for(&brief, event)?;
     if brief.status != from {
-        return Err(StoreError::Conflict {
-            what: "brief",
-            id: id.short(),
-            expected: from.to_string(),
-            found: brief.status.to_string(),
-        });
+        return Err(canon::brief_conflict(id, from, brief.status));
     }
     conn.execute(
         "UPDATE briefs SET status = ?1, updated_at = ?2, \
@@ -153,7 +137,7 @@ pub fn set_teachback(
     event: NewEvent,
 ) -> Result<Brief> {
     let brief = get(conn, id)?;
-    let event = event_for(&brief, event)?;
+    let event = canon::event_for(&brief, event)?;
     if brief.teachback != expected {
         return Err(StoreError::Conflict {
             what: "teachback of brief",
@@ -216,45 +200,10 @@ pub fn claim_next(
          WHERE id = ?3 AND status = 'pending'",
         params![claimer, ts_text(now), candidate],
     )?;
-    let id = uuid::Uuid::parse_str(&candidate)
-        .map(BriefId)
-        .map_err(|e| StoreError::corrupt("brief", candidate.clone(), e.to_string()))?;
+    let id = BriefId(canon::parse_id("brief", &candidate)?);
     let brief = get(conn, id)?;
-    let payload = json!({ "from": "pending", "to": "running", "claimed_by": claimer });
-    let event = NewEvent::new(brief.run, EventKind::BriefStatus, payload)
-        .brief(id)
-        .tier(brief.tier)
-        .at(now);
-    events::append(conn, &event)?;
+    events::append(conn, &canon::brief_claimed(&brief, claimer, now))?;
     Ok(Some(brief))
-}
-
-/// Checks a caller's event belongs to the brief's run, and names the brief and its tier where the caller
-/// left them out.
-fn event_for(brief: &Brief, mut event: NewEvent) -> Result<NewEvent> {
-    if event.run != brief.run {
-        return Err(StoreError::Invalid(format!(
-            "the {} event is for run {}, but brief {} belongs to run {}",
-            event.kind,
-            event.run.short(),
-            brief.id.short(),
-            brief.run.short()
-        )));
-    }
-    match event.brief {
-        None => event.brief = Some(brief.id),
-        Some(other) if other != brief.id => {
-            return Err(StoreError::Invalid(format!(
-                "the {} event names brief {}, but it changes brief {}",
-                event.kind,
-                other.short(),
-                brief.id.short()
-            )));
-        }
-        Some(_) => {}
-    }
-    event.tier = event.tier.or(Some(brief.tier));
-    Ok(event)
 }
 
 fn decode(row: &Row<'_>) -> Result<Brief> {

@@ -1,13 +1,13 @@
 //! Gates: opening, listing and deciding. A decision is a compare-and-set from `pending`, so of two people
 //! approving at once exactly one succeeds and the other is told who was first.
 
-use agency_core::{EventKind, Gate, GateDecision, GateId, GateKind, GateStatus, NewEvent, RunId};
+use agency_core::{Gate, GateDecision, GateId, GateStatus, RunId};
 use rusqlite::{Connection, Row, params};
-use serde_json::json;
 
 use super::events;
 use super::prefix::{exists, require_run};
 use super::rows::{Cols, id_text, json_text, query_opt, ts_text};
+use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
 use crate::record::NewGate;
@@ -42,16 +42,7 @@ pub fn open(conn: &Connection, clock: &dyn Clock, new: NewGate) -> Result<Gate> 
             ts_text(now),
         ],
     )?;
-    let kind = if new.kind == GateKind::Pause {
-        EventKind::GatePaused
-    } else {
-        EventKind::GatePending
-    };
-    let payload = json!({ "gate": new.id, "kind": new.kind.as_str(), "summary": new.summary });
-    events::append(
-        conn,
-        &with_context(NewEvent::new(new.run, kind, payload), new.tier, new.brief, now),
-    )?;
+    events::append(conn, &canon::gate_opened(&new, now))?;
     Ok(Gate {
         id: new.id,
         run: new.run,
@@ -108,41 +99,18 @@ pub fn decide(conn: &Connection, clock: &dyn Clock, id: GateId, decision: &GateD
         });
     }
     let now = clock.now();
-    let (by, note) = match decision {
-        GateDecision::Approve { by, note } => (by, note.as_deref()),
-        GateDecision::Reject { by, reason } => (by, Some(reason.as_str())),
-    };
+    let (by, note) = canon::decided_by(decision);
     let status = decision.status();
     conn.execute(
         "UPDATE gates SET status = ?1, decided_at = ?2, decided_by = ?3, note = ?4 \
          WHERE id = ?5 AND status = 'pending'",
         params![status.as_str(), ts_text(now), by, note, id_text(&id.0)],
     )?;
-    let (kind, payload) = match decision {
-        GateDecision::Approve { by, note } => {
-            let kind = if gate.kind == GateKind::Pause {
-                EventKind::GateResumed
-            } else {
-                EventKind::GateApproved
-            };
-            (
-                kind,
-                json!({ "gate": id, "kind": gate.kind.as_str(), "by": by, "note": note }),
-            )
-        }
-        GateDecision::Reject { by, reason } => (
-            EventKind::GateRejected,
-            json!({ "gate": id, "kind": gate.kind.as_str(), "by": by, "reason": reason }),
-        ),
-    };
-    events::append(
-        conn,
-        &with_context(NewEvent::new(gate.run, kind, payload), gate.tier, gate.brief, now),
-    )?;
+    events::append(conn, &canon::gate_decided(&gate, decision, now))?;
     Ok(Gate {
         status,
         decided_at: Some(now),
-        decided_by: Some(by.clone()),
+        decided_by: Some(by.to_string()),
         note: note.map(str::to_string),
         ..gate
     })
@@ -165,21 +133,8 @@ pub fn decide_oldest_pending(
     let Some(oldest) = oldest else {
         return Err(StoreError::NoPendingGate { run });
     };
-    let id = uuid::Uuid::parse_str(&oldest)
-        .map(GateId)
-        .map_err(|e| StoreError::corrupt("gate", oldest.clone(), e.to_string()))?;
+    let id = GateId(canon::parse_id("gate", &oldest)?);
     decide(conn, clock, id, decision)
-}
-
-fn with_context(
-    mut event: NewEvent,
-    tier: Option<agency_core::Tier>,
-    brief: Option<agency_core::BriefId>,
-    ts: chrono::DateTime<chrono::Utc>,
-) -> NewEvent {
-    event.tier = tier;
-    event.brief = brief;
-    event.at(ts)
 }
 
 fn decode(row: &Row<'_>) -> Result<Gate> {

@@ -4,29 +4,15 @@
 
 use std::str::FromStr;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use rusqlite::Row;
 use rusqlite::types::FromSql;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use crate::error::{Result, StoreError};
 
-/// An id as stored: the UUID's simple form (32 lower-case hex digits).
-pub fn id_text(id: &Uuid) -> String {
-    id.simple().to_string()
-}
-
-/// A time as stored: RFC 3339 UTC with nanoseconds, so text order is time order and values round-trip.
-pub fn ts_text(ts: DateTime<Utc>) -> String {
-    ts.to_rfc3339_opts(SecondsFormat::Nanos, true)
-}
-
-/// A value as JSON text.
-pub fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| StoreError::Invalid(format!("cannot encode as JSON: {e}")))
-}
+pub use crate::canon::{id_text, json_text, ts_text};
 
 /// Reads the columns of one row of a record, attributing any decoding failure to that record.
 pub struct Cols<'a> {

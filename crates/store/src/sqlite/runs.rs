@@ -1,12 +1,12 @@
 //! Runs: creation, lookup and status changes.
 
-use agency_core::{EventKind, NewEvent, RunId};
+use agency_core::RunId;
 use rusqlite::{Connection, Row, params};
-use serde_json::json;
 
 use super::events;
 use super::prefix::exists;
 use super::rows::{Cols, id_text, json_text, query_opt, ts_text};
+use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
 use crate::record::{NewRun, Run, RunStatus};
@@ -47,11 +47,7 @@ pub fn create(conn: &Connection, clock: &dyn Clock, new: NewRun) -> Result<Run> 
             ts_text(run.updated_at),
         ],
     )?;
-    let payload = json!({ "goal": run.goal, "repo": run.repo, "base_rev": run.base_rev });
-    events::append(
-        conn,
-        &NewEvent::new(run.id, EventKind::RunCreated, payload).at(now),
-    )?;
+    events::append(conn, &canon::run_created(&run))?;
     Ok(run)
 }
 
@@ -99,8 +95,7 @@ pub fn set_status(
         "UPDATE runs SET status = ?1, updated_at = ?2 WHERE id = ?3",
         params![to.as_str(), ts_text(now), id_text(&id.0)],
     )?;
-    let payload = json!({ "from": run.status.as_str(), "to": to.as_str() });
-    events::append(conn, &NewEvent::new(id, EventKind::RunStatus, payload).at(now))?;
+    events::append(conn, &canon::run_status(id, run.status, to, now))?;
     run.status = to;
     run.updated_at = now;
     Ok(run)

@@ -1,0 +1,172 @@
+//! What every backend writes the same way: the stored text forms of ids, times and JSON, the canonical
+//! events the blackboard builds itself (see the crate docs), and the check of a caller's event. Kept in
+//! one place so SQLite and PostgreSQL cannot drift apart in what they record.
+
+use agency_core::{Brief, BriefId, EventKind, Gate, GateDecision, GateKind, NewEvent, RunId, Tier};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::error::{Result, StoreError};
+use crate::record::{NewArtifact, NewGate, Run, RunStatus};
+
+/// An id as stored: the UUID's simple form (32 lower-case hex digits), so a typed prefix is a text prefix.
+pub fn id_text(id: &Uuid) -> String {
+    id.simple().to_string()
+}
+
+/// A time as stored: RFC 3339 UTC with nanoseconds, so text order is time order and values round-trip
+/// exactly (PostgreSQL's own timestamps keep only microseconds).
+pub fn ts_text(ts: DateTime<Utc>) -> String {
+    ts.to_rfc3339_opts(SecondsFormat::Nanos, true)
+}
+
+/// A value as JSON text.
+pub fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::Invalid(format!("cannot encode as JSON: {e}")))
+}
+
+/// Parses an id read back from a row.
+pub fn parse_id(what: &'static str, text: &str) -> Result<Uuid> {
+    Uuid::parse_str(text).map_err(|e| StoreError::corrupt(what, text, e.to_string()))
+}
+
+/// `run_created`.
+pub fn run_created(run: &Run) -> NewEvent {
+    let payload = json!({ "goal": run.goal, "repo": run.repo, "base_rev": run.base_rev });
+    NewEvent::new(run.id, EventKind::RunCreated, payload).at(run.created_at)
+}
+
+/// `run_status`.
+pub fn run_status(id: RunId, from: RunStatus, to: RunStatus, at: DateTime<Utc>) -> NewEvent {
+    let payload = json!({ "from": from.as_str(), "to": to.as_str() });
+    NewEvent::new(id, EventKind::RunStatus, payload).at(at)
+}
+
+/// `brief_created`.
+pub fn brief_created(brief: &Brief, at: DateTime<Utc>) -> NewEvent {
+    let payload = json!({
+        "title": brief.title,
+        "tier": brief.tier,
+        "workstream": brief.workstream,
+        "parent": brief.parent,
+        "status": brief.status,
+    });
+    NewEvent::new(brief.run, EventKind::BriefCreated, payload)
+        .brief(brief.id)
+        .tier(brief.tier)
+        .at(at)
+}
+
+/// `brief_status` for a claim (`pending → running`).
+pub fn brief_claimed(brief: &Brief, claimer: &str, at: DateTime<Utc>) -> NewEvent {
+    let payload = json!({ "from": "pending", "to": "running", "claimed_by": claimer });
+    NewEvent::new(brief.run, EventKind::BriefStatus, payload)
+        .brief(brief.id)
+        .tier(brief.tier)
+        .at(at)
+}
+
+/// `gate_pending`, or `gate_paused` for a pause.
+pub fn gate_opened(gate: &NewGate, at: DateTime<Utc>) -> NewEvent {
+    let kind = if gate.kind == GateKind::Pause {
+        EventKind::GatePaused
+    } else {
+        EventKind::GatePending
+    };
+    let payload = json!({ "gate": gate.id, "kind": gate.kind.as_str(), "summary": gate.summary });
+    with_context(NewEvent::new(gate.run, kind, payload), gate.tier, gate.brief, at)
+}
+
+/// `gate_approved` / `gate_rejected`, or `gate_resumed` when a pause is approved.
+pub fn gate_decided(gate: &Gate, decision: &GateDecision, at: DateTime<Utc>) -> NewEvent {
+    let (kind, payload) = match decision {
+        GateDecision::Approve { by, note } => {
+            let kind = if gate.kind == GateKind::Pause {
+                EventKind::GateResumed
+            } else {
+                EventKind::GateApproved
+            };
+            (
+                kind,
+                json!({ "gate": gate.id, "kind": gate.kind.as_str(), "by": by, "note": note }),
+            )
+        }
+        GateDecision::Reject { by, reason } => (
+            EventKind::GateRejected,
+            json!({ "gate": gate.id, "kind": gate.kind.as_str(), "by": by, "reason": reason }),
+        ),
+    };
+    with_context(NewEvent::new(gate.run, kind, payload), gate.tier, gate.brief, at)
+}
+
+/// Who decided, and the note (an approval's note or a rejection's reason), as a gate row records them.
+pub fn decided_by(decision: &GateDecision) -> (&str, Option<&str>) {
+    match decision {
+        GateDecision::Approve { by, note } => (by, note.as_deref()),
+        GateDecision::Reject { by, reason } => (by, Some(reason.as_str())),
+    }
+}
+
+/// `artifact`.
+pub fn artifact_stored(artifact: &NewArtifact, at: DateTime<Utc>) -> NewEvent {
+    let payload = json!({
+        "artifact": artifact.id,
+        "name": artifact.name,
+        "content_type": artifact.content_type,
+        "size": artifact.bytes.len(),
+    });
+    let mut event = NewEvent::new(artifact.run, EventKind::Artifact, payload).at(at);
+    event.brief = artifact.brief;
+    event
+}
+
+fn with_context(
+    mut event: NewEvent,
+    tier: Option<Tier>,
+    brief: Option<BriefId>,
+    at: DateTime<Utc>,
+) -> NewEvent {
+    event.tier = tier;
+    event.brief = brief;
+    event.at(at)
+}
+
+/// Checks a caller's event belongs to the brief's run, and names the brief and its tier where the caller
+/// left them out.
+pub fn event_for(brief: &Brief, mut event: NewEvent) -> Result<NewEvent> {
+    if event.run != brief.run {
+        return Err(StoreError::Invalid(format!(
+            "the {} event is for run {}, but brief {} belongs to run {}",
+            event.kind,
+            event.run.short(),
+            brief.id.short(),
+            brief.run.short()
+        )));
+    }
+    match event.brief {
+        None => event.brief = Some(brief.id),
+        Some(other) if other != brief.id => {
+            return Err(StoreError::Invalid(format!(
+                "the {} event names brief {}, but it changes brief {}",
+                event.kind,
+                other.short(),
+                brief.id.short()
+            )));
+        }
+        Some(_) => {}
+    }
+    event.tier = event.tier.or(Some(brief.tier));
+    Ok(event)
+}
+
+/// A compare-and-set failure on a brief's status.
+pub fn brief_conflict(id: BriefId, expected: impl ToString, found: impl ToString) -> StoreError {
+    StoreError::Conflict {
+        what: "brief",
+        id: id.short(),
+        expected: expected.to_string(),
+        found: found.to_string(),
+    }
+}

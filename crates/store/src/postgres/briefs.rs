@@ -1,0 +1,241 @@
+//! Briefs: insertion, lookup, compare-and-set of status and teachback state, and claiming.
+//!
+//! Compare-and-set reads the row `FOR NO KEY UPDATE`, so a concurrent writer of the same brief waits and
+//! then sees the new value. A claim picks the oldest claimable brief with `FOR NO KEY UPDATE SKIP LOCKED`:
+//! claimers on other connections (or machines) skip the rows being claimed instead of queueing behind them,
+//! so each gets a different brief. `NO KEY` locks do not block the key-share locks that foreign-key checks
+//! take, so inserting a child brief or an event never waits for a claim.
+
+use agency_core::teachback::TeachbackState;
+use agency_core::{Brief, BriefId, BriefStatus, NewEvent, RunId};
+use postgres::{GenericClient, Row};
+
+use super::events;
+use super::prefix::{exists, require_run};
+use super::rows::Cols;
+use crate::canon::{self, id_text, json_text, ts_text};
+use crate::clock::Clock;
+use crate::error::{Result, StoreError};
+
+const COLUMNS: &str = "id, run, parent, tier, workstream, title, personality, goal_anchor, instructions, \
+     inputs, variety, contract, retry_budget, attempt, depends_on, branch, worktree, status, teachback, \
+     claimed_by, created_at";
+
+/// Writes a brief as given and `brief_created`.
+pub fn insert<C: GenericClient>(c: &mut C, clock: &dyn Clock, brief: &Brief) -> Result<()> {
+    if exists(c, "briefs", &brief.id.0)? {
+        return Err(StoreError::AlreadyExists {
+            what: "brief",
+            id: brief.id.to_string(),
+        });
+    }
+    require_run(c, &brief.run)?;
+    if let Some(parent) = brief.parent {
+        require_brief_in_run(c, parent, brief.run, "parent brief")?;
+    }
+    for dependency in &brief.depends_on {
+        require_brief_in_run(c, *dependency, brief.run, "dependency brief")?;
+    }
+    let depends_on: Vec<String> = brief.depends_on.iter().map(|d| id_text(&d.0)).collect();
+    let now = clock.now();
+    c.execute(
+        &format!(
+            "INSERT INTO briefs ({COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+             $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)"
+        ),
+        &[
+            &id_text(&brief.id.0),
+            &id_text(&brief.run.0),
+            &brief.parent.map(|p| id_text(&p.0)),
+            &brief.tier.as_str(),
+            &brief.workstream,
+            &brief.title,
+            &brief.personality,
+            &brief.goal_anchor,
+            &brief.instructions,
+            &json_text(&brief.inputs)?,
+            &brief.variety.as_ref().map(json_text).transpose()?,
+            &brief.contract.as_ref().map(json_text).transpose()?,
+            &i64::from(brief.retry_budget),
+            &i64::from(brief.attempt),
+            &json_text(&depends_on)?,
+            &brief.branch,
+            &brief.worktree,
+            &brief.status.as_str(),
+            &brief.teachback.as_str(),
+            &brief.claimed_by,
+            &ts_text(brief.created_at),
+            &ts_text(now),
+        ],
+    )?;
+    events::append(c, &canon::brief_created(brief, now))?;
+    Ok(())
+}
+
+fn require_brief_in_run<C: GenericClient>(
+    c: &mut C,
+    id: BriefId,
+    run: RunId,
+    what: &'static str,
+) -> Result<()> {
+    let found = c.query_opt("SELECT run FROM briefs WHERE id = $1", &[&id_text(&id.0)])?;
+    let found: Option<String> = found.map(|row| row.try_get(0)).transpose()?;
+    match found {
+        Some(found) if found == id_text(&run.0) => Ok(()),
+        Some(_) => Err(StoreError::Invalid(format!(
+            "{what} {} belongs to another run than {}",
+            id.short(),
+            run.short()
+        ))),
+        None => Err(StoreError::not_found(what, id)),
+    }
+}
+
+/// One brief; with `lock`, its row stays locked until the transaction ends (for compare-and-set).
+pub fn get<C: GenericClient>(c: &mut C, id: BriefId, lock: bool) -> Result<Brief> {
+    let lock = if lock { " FOR NO KEY UPDATE" } else { "" };
+    let row = c.query_opt(
+        &format!("SELECT {COLUMNS} FROM briefs WHERE id = $1{lock}"),
+        &[&id_text(&id.0)],
+    )?;
+    row.as_ref()
+        .map(decode)
+        .transpose()?
+        .ok_or_else(|| StoreError::not_found("brief", id))
+}
+
+/// A run's briefs, oldest first.
+pub fn list<C: GenericClient>(c: &mut C, run: RunId) -> Result<Vec<Brief>> {
+    let rows = c.query(
+        &format!("SELECT {COLUMNS} FROM briefs WHERE run = $1 ORDER BY created_at, ord"),
+        &[&id_text(&run.0)],
+    )?;
+    rows.iter().map(decode).collect()
+}
+
+/// Compare-and-set of the status, with the caller's event.
+pub fn update_status<C: GenericClient>(
+    c: &mut C,
+    clock: &dyn Clock,
+    id: BriefId,
+    from: BriefStatus,
+    to: BriefStatus,
+    event: NewEvent,
+) -> Result<Brief> {
+    let brief = get(c, id, true)?;
+    let event = canon::event_for(&brief, event)?;
+    if brief.status != from {
+        return Err(canon::brief_conflict(id, from, brief.status));
+    }
+    c.execute(
+        "UPDATE briefs SET status = $1, updated_at = $2, \
+         claimed_by = CASE WHEN $1 = 'pending' THEN NULL ELSE claimed_by END WHERE id = $3",
+        &[&to.as_str(), &ts_text(clock.now()), &id_text(&id.0)],
+    )?;
+    events::append(c, &event)?;
+    get(c, id, false)
+}
+
+/// Compare-and-set of the teachback state, with the caller's event.
+pub fn set_teachback<C: GenericClient>(
+    c: &mut C,
+    clock: &dyn Clock,
+    id: BriefId,
+    expected: TeachbackState,
+    new: TeachbackState,
+    event: NewEvent,
+) -> Result<Brief> {
+    let brief = get(c, id, true)?;
+    let event = canon::event_for(&brief, event)?;
+    if brief.teachback != expected {
+        return Err(StoreError::Conflict {
+            what: "teachback of brief",
+            id: id.short(),
+            expected: expected.as_str().to_string(),
+            found: brief.teachback.as_str().to_string(),
+        });
+    }
+    c.execute(
+        "UPDATE briefs SET teachback = $1, updated_at = $2 WHERE id = $3",
+        &[&new.as_str(), &ts_text(clock.now()), &id_text(&id.0)],
+    )?;
+    events::append(c, &event)?;
+    get(c, id, false)
+}
+
+/// Records the branch and worktree.
+pub fn set_workspace<C: GenericClient>(
+    c: &mut C,
+    clock: &dyn Clock,
+    id: BriefId,
+    branch: Option<&str>,
+    worktree: Option<&str>,
+) -> Result<Brief> {
+    let changed = c.execute(
+        "UPDATE briefs SET branch = $1, worktree = $2, updated_at = $3 WHERE id = $4",
+        &[&branch, &worktree, &ts_text(clock.now()), &id_text(&id.0)],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::not_found("brief", id));
+    }
+    get(c, id, false)
+}
+
+/// Claims the oldest pending brief whose dependencies are all done, skipping rows other claimers hold.
+pub fn claim_next<C: GenericClient>(
+    c: &mut C,
+    clock: &dyn Clock,
+    run: Option<RunId>,
+    claimer: &str,
+) -> Result<Option<Brief>> {
+    let candidate = c.query_opt(
+        "SELECT b.id FROM briefs b \
+         WHERE b.status = 'pending' AND ($1::text IS NULL OR b.run = $1) \
+           AND NOT EXISTS ( \
+             SELECT 1 FROM jsonb_array_elements_text(b.depends_on::jsonb) AS d(id) \
+             LEFT JOIN briefs dep ON dep.id = d.id \
+             WHERE dep.status IS DISTINCT FROM 'done') \
+         ORDER BY b.created_at, b.ord LIMIT 1 \
+         FOR NO KEY UPDATE OF b SKIP LOCKED",
+        &[&run.map(|r| id_text(&r.0))],
+    )?;
+    let Some(candidate) = candidate else {
+        return Ok(None);
+    };
+    let candidate: String = candidate.try_get(0)?;
+    let now = clock.now();
+    c.execute(
+        "UPDATE briefs SET status = 'running', claimed_by = $1, updated_at = $2 WHERE id = $3",
+        &[&claimer, &ts_text(now), &candidate],
+    )?;
+    let brief = get(c, BriefId(canon::parse_id("brief", &candidate)?), false)?;
+    events::append(c, &canon::brief_claimed(&brief, claimer, now))?;
+    Ok(Some(brief))
+}
+
+fn decode(row: &Row) -> Result<Brief> {
+    let c = Cols::new(row, "brief", 0);
+    Ok(Brief {
+        id: BriefId(c.uuid(0)?),
+        run: RunId(c.uuid(1)?),
+        parent: c.opt_uuid(2)?.map(BriefId),
+        tier: c.wire(3)?,
+        workstream: c.get(4)?,
+        title: c.get(5)?,
+        personality: c.get(6)?,
+        goal_anchor: c.get(7)?,
+        instructions: c.get(8)?,
+        inputs: c.json(9)?,
+        variety: c.opt_json(10)?,
+        contract: c.opt_json(11)?,
+        retry_budget: c.u32(12)?,
+        attempt: c.u32(13)?,
+        depends_on: c.json(14)?,
+        branch: c.get(15)?,
+        worktree: c.get(16)?,
+        status: c.wire(17)?,
+        teachback: c.wire(18)?,
+        claimed_by: c.get(19)?,
+        created_at: c.ts(20)?,
+    })
+}

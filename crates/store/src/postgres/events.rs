@@ -1,0 +1,98 @@
+//! The event log: one table, one `seq` across all runs, append-only.
+//!
+//! Readers page through it by `seq` (`events_after(last seen)`), so `seq` order must be commit order: an
+//! event that committed after a reader's page must never carry a smaller `seq` than one on that page.
+//! PostgreSQL hands out identity values at insert time, not commit time, so two concurrent writers could
+//! commit out of order. Every append therefore first takes a transaction-scoped advisory lock (one per
+//! schema), held until commit: writers may choose and lock rows (claims) concurrently, and serialise only
+//! from their first event to their commit.
+
+use agency_core::{BriefId, Event, NewEvent, RunId};
+use postgres::{GenericClient, Row};
+
+use super::prefix::require_run;
+use super::rows::Cols;
+use crate::canon::{id_text, json_text, ts_text};
+use crate::error::Result;
+
+/// The advisory lock's first key ("agev"); the second is the schema's hash, so stores in different schemas
+/// of one database do not wait for each other.
+const EVENT_LOCK: i32 = 0x6167_6576;
+
+const COLUMNS: &str = "seq, run, ts, brief, tier, kind, payload";
+
+/// Appends one event (the run must exist) and returns it as recorded. Runs inside a write transaction.
+pub fn append<C: GenericClient>(c: &mut C, event: &NewEvent) -> Result<Event> {
+    require_run(c, &event.run)?;
+    c.execute(
+        "SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))",
+        &[&EVENT_LOCK],
+    )?;
+    let row = c.query_one(
+        "INSERT INTO events (run, ts, brief, tier, kind, payload) VALUES ($1, $2, $3, $4, $5, $6) \
+         RETURNING seq",
+        &[
+            &id_text(&event.run.0),
+            &ts_text(event.ts),
+            &event.brief.map(|b| id_text(&b.0)),
+            &event.tier.map(|t| t.as_str()),
+            &event.kind.as_str(),
+            &json_text(&event.payload)?,
+        ],
+    )?;
+    Ok(Event {
+        seq: row.try_get(0)?,
+        run: event.run,
+        ts: event.ts,
+        brief: event.brief,
+        tier: event.tier,
+        kind: event.kind,
+        payload: event.payload.clone(),
+    })
+}
+
+/// Events after `after_seq`, oldest first, at most `limit`.
+pub fn after<C: GenericClient>(
+    c: &mut C,
+    run: Option<RunId>,
+    after_seq: i64,
+    limit: usize,
+) -> Result<Vec<Event>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = match run {
+        Some(run) => c.query(
+            &format!("SELECT {COLUMNS} FROM events WHERE run = $1 AND seq > $2 ORDER BY seq LIMIT $3"),
+            &[&id_text(&run.0), &after_seq, &limit],
+        )?,
+        None => c.query(
+            &format!("SELECT {COLUMNS} FROM events WHERE seq > $1 ORDER BY seq LIMIT $2"),
+            &[&after_seq, &limit],
+        )?,
+    };
+    rows.iter().map(decode).collect()
+}
+
+/// The highest `seq`, or 0.
+pub fn last_seq<C: GenericClient>(c: &mut C, run: Option<RunId>) -> Result<i64> {
+    let row = match run {
+        Some(run) => c.query_one(
+            "SELECT coalesce(max(seq), 0) FROM events WHERE run = $1",
+            &[&id_text(&run.0)],
+        )?,
+        None => c.query_one("SELECT coalesce(max(seq), 0) FROM events", &[])?,
+    };
+    Ok(row.try_get(0)?)
+}
+
+fn decode(row: &Row) -> Result<Event> {
+    let c = Cols::new(row, "event", 0);
+    Ok(Event {
+        seq: c.get(0)?,
+        run: RunId(c.uuid(1)?),
+        ts: c.ts(2)?,
+        brief: c.opt_uuid(3)?.map(BriefId),
+        tier: c.opt_wire(4)?,
+        kind: c.parse(5)?,
+        payload: c.json(6)?,
+    })
+}

@@ -1,0 +1,292 @@
+//! The PostgreSQL blackboard: the same records and behaviour as [`SqliteBlackboard`](crate::SqliteBlackboard),
+//! in one schema of a PostgreSQL database, so `agency worker` processes on several machines can share runs.
+//!
+//! A handle owns one connection behind a mutex, so it can be shared between threads; open one handle per
+//! worker for parallelism. Every write is one transaction at READ COMMITTED. What makes the operations safe
+//! across connections:
+//!
+//! - compare-and-set operations (brief status, teachback, run status, gate decisions) read the row
+//!   `FOR NO KEY UPDATE`, so a second writer waits for the first and then sees its result;
+//! - a claim picks its brief `FOR NO KEY UPDATE SKIP LOCKED`, so concurrent claimers take different briefs
+//!   without queueing behind each other;
+//! - every event append holds a per-schema advisory lock until commit, so `seq` order is commit order and
+//!   readers paging by `seq` never miss an event (see `events`).
+//!
+//! The schema (`agency` unless another is named) is created and migrated on open. Connections carry no TLS:
+//! use a server on loopback or a trusted network.
+
+mod artifacts;
+mod briefs;
+mod connect;
+mod events;
+mod gates;
+mod migrations;
+mod prefix;
+mod rows;
+mod runs;
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use agency_core::teachback::TeachbackState;
+use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId};
+use postgres::{Client, Transaction};
+
+use crate::Blackboard;
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Result, StoreError};
+use crate::record::{Artifact, ArtifactId, ArtifactMeta, NewArtifact, NewGate, NewRun, Run, RunStatus};
+use connect::Settings;
+pub use migrations::SCHEMA_VERSION;
+
+/// The schema [`PostgresBlackboard::open`] keeps the blackboard in.
+pub const DEFAULT_SCHEMA: &str = "agency";
+
+/// A blackboard in one schema of a PostgreSQL database.
+pub struct PostgresBlackboard {
+    client: Mutex<Client>,
+    settings: Settings,
+    clock: Arc<dyn Clock>,
+}
+
+impl PostgresBlackboard {
+    /// Connects (`postgres://USER:PASSWORD@HOST:PORT/DBNAME` or `host=... user=... dbname=...`) and creates
+    /// or migrates the blackboard in the schema [`DEFAULT_SCHEMA`].
+    pub fn open(url: &str) -> Result<Self> {
+        Self::open_in_schema(url, DEFAULT_SCHEMA)
+    }
+
+    /// As [`open`](Self::open), in the schema `schema` (a plain lower-case identifier; created if missing).
+    /// Several blackboards can share one database this way; the tests use one scratch schema each.
+    pub fn open_in_schema(url: &str, schema: &str) -> Result<Self> {
+        let settings = Settings::parse(url, schema)?;
+        let mut client = settings.connect()?;
+        migrations::migrate(&mut client, settings.schema())?;
+        Ok(PostgresBlackboard {
+            client: Mutex::new(client),
+            settings,
+            clock: Arc::new(SystemClock),
+        })
+    }
+
+    /// Replaces the clock that stamps the records and canonical events this handle writes.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The schema holding this blackboard.
+    pub fn schema(&self) -> &str {
+        self.settings.schema()
+    }
+
+    /// The server, user and database connected to (`user@host:port/dbname`), for messages.
+    pub fn target(&self) -> &str {
+        self.settings.target()
+    }
+
+    /// The connection, reconnected first if it is known to be closed. A poisoned lock is taken over: the
+    /// panicking holder's transaction was rolled back when it unwound.
+    fn client(&self) -> Result<MutexGuard<'_, Client>> {
+        let mut client = self.client.lock().unwrap_or_else(PoisonError::into_inner);
+        if client.is_closed() {
+            *client = self.settings.connect()?;
+        }
+        Ok(client)
+    }
+
+    /// Runs `f` on the connection, outside any transaction. A long-lived worker outlives its connection
+    /// (a server restart, an idle timeout); a read that finds it gone is safe to repeat, so it is, once,
+    /// on a new connection.
+    fn read<T>(&self, f: impl Fn(&mut Client) -> Result<T>) -> Result<T> {
+        let mut client = self.client()?;
+        match f(&mut client) {
+            Err(_) if client.is_closed() => {
+                *client = self.settings.connect()?;
+                f(&mut client)
+            }
+            result => result,
+        }
+    }
+
+    /// Runs `f` in a transaction, committed when `f` succeeds and rolled back otherwise. A connection found
+    /// gone at `BEGIN` is replaced (nothing was written yet); one lost later fails the write, which then
+    /// either committed or not, as the caller re-reading will see.
+    fn write<T>(&self, f: impl FnOnce(&mut Transaction<'_>, &dyn Clock) -> Result<T>) -> Result<T> {
+        let mut client = self.client()?;
+        let clock = self.clock.as_ref();
+        let error = match client.transaction() {
+            Ok(tx) => return commit_after(tx, f, clock),
+            Err(error) => error,
+        };
+        if !client.is_closed() {
+            return Err(error.into());
+        }
+        *client = self.settings.connect()?;
+        commit_after(client.transaction()?, f, clock)
+    }
+}
+
+/// Runs `f` in `tx` and commits when it succeeds; dropping `tx` on failure rolls it back.
+fn commit_after<T>(
+    mut tx: Transaction<'_>,
+    f: impl FnOnce(&mut Transaction<'_>, &dyn Clock) -> Result<T>,
+    clock: &dyn Clock,
+) -> Result<T> {
+    let value = f(&mut tx, clock)?;
+    tx.commit()?;
+    Ok(value)
+}
+
+impl std::fmt::Debug for PostgresBlackboard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresBlackboard")
+            .field("target", &self.settings.target())
+            .field("schema", &self.settings.schema())
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl From<postgres::Error> for StoreError {
+    fn from(error: postgres::Error) -> Self {
+        StoreError::Database(Box::new(error))
+    }
+}
+
+impl Blackboard for PostgresBlackboard {
+    fn create_run(&self, run: NewRun) -> Result<Run> {
+        self.write(|tx, clock| runs::create(tx, clock, run))
+    }
+
+    fn get_run(&self, id: RunId) -> Result<Run> {
+        self.read(|c| runs::get(c, id, false))
+    }
+
+    fn list_runs(&self) -> Result<Vec<Run>> {
+        self.read(runs::list)
+    }
+
+    fn resolve_run(&self, prefix: &str) -> Result<RunId> {
+        self.read(|c| prefix::resolve(c, "runs", "run", prefix))
+            .map(RunId)
+    }
+
+    fn set_run_status(&self, id: RunId, expected: Option<RunStatus>, to: RunStatus) -> Result<Run> {
+        self.write(|tx, clock| runs::set_status(tx, clock, id, expected, to))
+    }
+
+    fn append_event(&self, event: NewEvent) -> Result<Event> {
+        self.write(|tx, _| events::append(tx, &event))
+    }
+
+    fn events_after(&self, run: Option<RunId>, after_seq: i64, limit: usize) -> Result<Vec<Event>> {
+        self.read(|c| events::after(c, run, after_seq, limit))
+    }
+
+    fn last_seq(&self, run: Option<RunId>) -> Result<i64> {
+        self.read(|c| events::last_seq(c, run))
+    }
+
+    fn insert_brief(&self, brief: &Brief) -> Result<()> {
+        self.write(|tx, clock| briefs::insert(tx, clock, brief))
+    }
+
+    fn insert_briefs(&self, batch: &[Brief]) -> Result<()> {
+        self.write(|tx, clock| {
+            batch
+                .iter()
+                .try_for_each(|brief| briefs::insert(tx, clock, brief))
+        })
+    }
+
+    fn get_brief(&self, id: BriefId) -> Result<Brief> {
+        self.read(|c| briefs::get(c, id, false))
+    }
+
+    fn resolve_brief(&self, prefix: &str) -> Result<BriefId> {
+        self.read(|c| prefix::resolve(c, "briefs", "brief", prefix))
+            .map(BriefId)
+    }
+
+    fn list_briefs(&self, run: RunId) -> Result<Vec<Brief>> {
+        self.read(|c| briefs::list(c, run))
+    }
+
+    fn update_brief_status(
+        &self,
+        id: BriefId,
+        from: BriefStatus,
+        to: BriefStatus,
+        event: NewEvent,
+    ) -> Result<Brief> {
+        self.write(|tx, clock| briefs::update_status(tx, clock, id, from, to, event))
+    }
+
+    fn set_teachback_state(
+        &self,
+        id: BriefId,
+        expected: TeachbackState,
+        new: TeachbackState,
+        event: NewEvent,
+    ) -> Result<Brief> {
+        self.write(|tx, clock| briefs::set_teachback(tx, clock, id, expected, new, event))
+    }
+
+    fn set_brief_workspace(
+        &self,
+        id: BriefId,
+        branch: Option<&str>,
+        worktree: Option<&str>,
+    ) -> Result<Brief> {
+        self.write(|tx, clock| briefs::set_workspace(tx, clock, id, branch, worktree))
+    }
+
+    fn claim_next_brief(&self, run: Option<RunId>, claimer: &str) -> Result<Option<Brief>> {
+        self.write(|tx, clock| briefs::claim_next(tx, clock, run, claimer))
+    }
+
+    fn open_gate(&self, gate: NewGate) -> Result<Gate> {
+        self.write(|tx, clock| gates::open(tx, clock, gate))
+    }
+
+    fn get_gate(&self, id: GateId) -> Result<Gate> {
+        self.read(|c| gates::get(c, id, false))
+    }
+
+    fn resolve_gate(&self, prefix: &str) -> Result<GateId> {
+        self.read(|c| prefix::resolve(c, "gates", "gate", prefix))
+            .map(GateId)
+    }
+
+    fn pending_gates(&self, run: Option<RunId>) -> Result<Vec<Gate>> {
+        self.read(|c| gates::pending(c, run))
+    }
+
+    fn list_gates(&self, run: RunId) -> Result<Vec<Gate>> {
+        self.read(|c| gates::list(c, run))
+    }
+
+    fn decide_gate(&self, id: GateId, decision: GateDecision) -> Result<Gate> {
+        self.write(|tx, clock| gates::decide(tx, clock, id, &decision))
+    }
+
+    fn decide_pending_gate(&self, run: RunId, decision: GateDecision) -> Result<Gate> {
+        self.write(|tx, clock| gates::decide_oldest_pending(tx, clock, run, &decision))
+    }
+
+    fn put_artifact(&self, artifact: NewArtifact) -> Result<ArtifactMeta> {
+        self.write(|tx, clock| artifacts::put(tx, clock, artifact))
+    }
+
+    fn get_artifact(&self, id: ArtifactId) -> Result<Artifact> {
+        self.read(|c| artifacts::get(c, id))
+    }
+
+    fn latest_artifact(&self, run: RunId, name: &str) -> Result<Option<Artifact>> {
+        self.read(|c| artifacts::latest(c, run, name))
+    }
+
+    fn list_artifacts(&self, run: RunId, brief: Option<BriefId>) -> Result<Vec<ArtifactMeta>> {
+        self.read(|c| artifacts::list(c, run, brief))
+    }
+}
