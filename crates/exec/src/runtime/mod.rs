@@ -9,10 +9,14 @@
 //!   [`AgentHooks::check_tool`] (the same core state machine the `agency hook` uses);
 //! - "done" is a *report*, not a status: the runner signs the work off afterwards, out of the agent's reach.
 //!
-//! The runtimes: [`builtin`] (agency's own loop with confined tools). Shared pieces: [`redact`] (secrets
-//! kept out of every recorded event) and [`personality`] (the talent pool and role registry).
+//! The runtimes: [`builtin`] (agency's own loop with confined tools) and [`claude_code`] (the Claude Code
+//! CLI gated by `agency hook`). Shared pieces: [`external`] (driving an agent process, reading its
+//! report), [`redact`] (secrets kept out of every recorded event) and [`personality`] (the talent pool and
+//! role registry).
 
 pub mod builtin;
+pub mod claude_code;
+pub mod external;
 pub mod personality;
 pub mod redact;
 
@@ -25,6 +29,7 @@ use agency_llm::{BoxFuture, CallMeta, CancelToken, UsageRecord};
 use serde::{Deserialize, Serialize};
 
 pub use builtin::BuiltinRuntime;
+pub use claude_code::ClaudeCodeRuntime;
 pub use redact::Redactor;
 
 /// Everything an agent is given.

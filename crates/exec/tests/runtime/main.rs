@@ -4,5 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod builtin;
+mod claude_code;
 mod confinement;
 mod support;

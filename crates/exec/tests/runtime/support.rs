@@ -271,3 +271,18 @@ impl Provider for Recording {
 pub fn canonical(path: &Path) -> PathBuf {
     path.canonicalize().unwrap()
 }
+
+/// Whether the real client `program` is on PATH. Without it the test is skipped loudly, or fails when
+/// `AGENCY_REQUIRE_E2E=1` (CI installs the clients and sets it).
+pub fn e2e_client(program: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
+    if !found {
+        assert!(
+            std::env::var("AGENCY_REQUIRE_E2E").as_deref() != Ok("1"),
+            "AGENCY_REQUIRE_E2E=1 but `{program}` is not on PATH"
+        );
+        eprintln!("SKIPPED: `{program}` is not on PATH; install it to run this end-to-end test");
+    }
+    found
+}

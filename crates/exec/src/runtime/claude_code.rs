@@ -1,0 +1,234 @@
+//! The Claude Code runtime: `claude -p` with stream-json input and output, in the brief's worktree.
+//!
+//! The teachback gate is `agency hook`, registered as a PreToolUse command hook through `--settings` (inline
+//! JSON, nothing written into the repository), and Claude Code runs in its **default** permission mode: a
+//! hook that crashes, hangs or is missing leaves the call needing a permission nobody can grant in `-p`,
+//! so it is denied (fail-closed, harness/PROTOCOLS.md §6). The hook finds its brief and blackboard through
+//! `AGENCY_BRIEF` / `AGENCY_DB` / `AGENCY_CONFIG` and answers an explicit allow only when the gate is open.
+//! Read-only tools are pre-allowed with `--allowedTools`; a read-only agent also gets the editing tools
+//! disallowed outright.
+//!
+//! Each agent gets its own HOME (under [`ClaudeCodeRuntime::state_dir`], one per brief and attempt), so no
+//! user settings, credentials or hooks leak in, and the transcript stays there. The session id is kept in
+//! that HOME, so running the same brief attempt again (after a crash or an interrupted run) resumes the
+//! conversation with `--resume`. Every stream event is mapped to an [`AgentEvent`] ([`stream`]).
+
+pub mod stream;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agency_llm::{BoxFuture, CancelToken};
+use serde_json::json;
+
+use super::external::{REPORT_INSTRUCTIONS, drive, parse_report, shell_word};
+use super::redact::{Recorder, Redactor, truncate};
+use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use crate::process::CommandSpec;
+
+/// Claude Code tools that only read; let through without asking the gate.
+pub const READ_ONLY_TOOLS: [&str; 6] = ["Read", "Glob", "Grep", "LS", "TaskGet", "TaskList"];
+/// Tools a read-only agent may not call at all.
+pub const EDITING_TOOLS: [&str; 7] = [
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+    "Bash",
+    "Agent",
+    "Task",
+];
+/// Host variables passed to Claude Code by default: its search path and how it reaches the model.
+pub const DEFAULT_INHERIT: [&str; 6] = [
+    "PATH",
+    "LANG",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+];
+/// The file in the agent's HOME that keeps its session id for `--resume`.
+const SESSION_FILE: &str = "agency-session-id";
+/// Seconds Claude Code waits for one `agency hook` answer.
+const HOOK_TIMEOUT_SECS: u64 = 30;
+
+/// Runs agents with the Claude Code CLI.
+#[derive(Debug, Clone)]
+pub struct ClaudeCodeRuntime {
+    /// The `claude` program: a name looked up on PATH, or a path.
+    pub program: PathBuf,
+    /// The `agency` binary whose `hook` subcommand is the gate.
+    pub agency: PathBuf,
+    /// The blackboard the hook reads (`AGENCY_DB`).
+    pub db: PathBuf,
+    /// The team configuration the hook reads (`AGENCY_CONFIG`), when not the default location.
+    pub config: Option<PathBuf>,
+    /// Where each agent's private HOME is made (`<state_dir>/<brief id>-<attempt>`).
+    pub state_dir: PathBuf,
+    /// `--model`, when set; Claude Code's default otherwise.
+    pub model: Option<String>,
+    /// Host environment variables passed through (the task's own `env` is always passed).
+    pub inherit_env: Vec<String>,
+    /// Strings redacted from every recorded event.
+    pub secrets: Vec<String>,
+}
+
+impl ClaudeCodeRuntime {
+    /// `claude` from PATH, gated by `agency hook` of the binary at `agency` on the blackboard `db`;
+    /// agents' homes under `state_dir`.
+    pub fn new(agency: impl Into<PathBuf>, db: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            program: PathBuf::from("claude"),
+            agency: agency.into(),
+            db: db.into(),
+            config: None,
+            state_dir: state_dir.into(),
+            model: None,
+            inherit_env: DEFAULT_INHERIT.iter().map(|s| (*s).to_owned()).collect(),
+            secrets: Vec::new(),
+        }
+    }
+
+    /// The PreToolUse registration passed with `--settings`: every tool call goes to `agency hook`.
+    pub fn settings(&self) -> serde_json::Value {
+        let command = format!("{} hook", shell_word(&self.agency.to_string_lossy()));
+        json!({"hooks": {"PreToolUse": [{"hooks": [
+            {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS}
+        ]}]}})
+    }
+
+    /// The agent's private HOME for this brief attempt.
+    pub fn home(&self, task: &AgentTask) -> PathBuf {
+        self.state_dir
+            .join(format!("{}-{}", task.brief.id, task.brief.attempt))
+    }
+
+    /// The command that runs the agent; `resume` continues an earlier session.
+    pub fn command(&self, task: &AgentTask, resume: Option<&str>) -> CommandSpec {
+        let home = self.home(task);
+        let mut spec = CommandSpec::new(&self.program)
+            .args([
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+            ])
+            .arg("--settings")
+            .arg(self.settings().to_string())
+            .arg("--allowedTools")
+            .arg(READ_ONLY_TOOLS.join(","));
+        if task.access == Access::ReadOnly {
+            spec = spec.arg("--disallowedTools").arg(EDITING_TOOLS.join(","));
+        }
+        if let Some(model) = &self.model {
+            spec = spec.arg("--model").arg(model);
+        }
+        if !task.system.is_empty() {
+            spec = spec.arg("--append-system-prompt").arg(task.system.join("\n\n"));
+        }
+        if let Some(session) = resume {
+            spec = spec.arg("--resume").arg(session);
+        }
+        let prompt = match resume {
+            Some(_) => "You were interrupted. Continue the task where you stopped.",
+            None => task.prompt.as_str(),
+        };
+        let message = json!({
+            "type": "user",
+            "message": {"role": "user", "content": format!("{prompt}{REPORT_INSTRUCTIONS}")}
+        });
+        spec = spec
+            .cwd(&task.worktree)
+            .stdin(format!("{message}\n"))
+            // A backstop only: `drive` stops the agent at its limit first.
+            .timeout(task.limits.timeout + Duration::from_secs(30));
+        for name in &self.inherit_env {
+            spec = spec.inherit_env(name);
+        }
+        let fixed: [(&str, String); 5] = [
+            ("HOME", home.display().to_string()),
+            ("TERM", "dumb".to_owned()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+            ("DISABLE_TELEMETRY", "1".to_owned()),
+            ("AGENCY_BRIEF", task.brief.id.to_string()),
+        ];
+        for (name, value) in fixed {
+            spec = spec.env(name, value);
+        }
+        spec = spec.env("AGENCY_DB", &self.db);
+        if let Some(config) = &self.config {
+            spec = spec.env("AGENCY_CONFIG", config);
+        }
+        for (name, value) in &task.env {
+            spec = spec.env(name, value);
+        }
+        spec
+    }
+}
+
+impl Runtime for ClaudeCodeRuntime {
+    fn name(&self) -> &'static str {
+        "claude-code"
+    }
+
+    fn run<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        hooks: &'a dyn AgentHooks,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        Box::pin(async move {
+            let home = self.home(task);
+            std::fs::create_dir_all(&home)
+                .map_err(|e| RuntimeError::Other(format!("cannot create {}: {e}", home.display())))?;
+            let session_file = home.join(SESSION_FILE);
+            let resume = std::fs::read_to_string(&session_file)
+                .ok()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty());
+            let redactor = Redactor::new(&task.env, &self.secrets);
+            let recorder = Recorder::new(hooks, &redactor);
+            if let Some(session) = &resume {
+                recorder.note(format!("resuming claude-code session {session}"));
+            }
+            let mut state = stream::StreamState::default();
+            let mut saved = false;
+            let spec = self.command(task, resume.as_deref());
+            let driven = drive("claude-code", spec, task.limits.timeout, cancel, |line| {
+                for event in stream::map_line(line, &mut state, &task.meta) {
+                    recorder.record(event);
+                }
+                // Kept as soon as it is known, so even a run killed mid-way can be resumed.
+                if !saved && let Some(id) = &state.session_id {
+                    saved = std::fs::write(&session_file, id).is_ok();
+                }
+            })
+            .await?;
+            if let Some(stop) = driven.stop {
+                return Ok(AgentOutcome {
+                    report: None,
+                    stop,
+                    session_id: state.session_id,
+                });
+            }
+            let Some(result) = state.result.clone() else {
+                return Err(RuntimeError::Process(format!(
+                    "claude-code ended ({}) without a result: {}",
+                    driven.output.describe(),
+                    truncate(driven.output.stderr.text().trim(), 2_000)
+                )));
+            };
+            let stop = match state.subtype.as_deref() {
+                Some("error_max_turns") => AgentStop::TurnLimit,
+                _ => AgentStop::Finished,
+            };
+            Ok(AgentOutcome {
+                report: parse_report(&result),
+                stop,
+                session_id: state.session_id,
+            })
+        })
+    }
+}

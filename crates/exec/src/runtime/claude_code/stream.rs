@@ -1,0 +1,307 @@
+//! Claude Code's `--output-format stream-json --verbose` events, mapped to [`AgentEvent`]s.
+//!
+//! One JSON object per line (harness/PROTOCOLS.md §5): `system/init` (session id, model, permission mode),
+//! `assistant` (text and `tool_use` blocks), `user` (`tool_result` blocks), `result` (usage, cost,
+//! `permission_denials`, the final text). A tool call is recorded when its result arrives, so it can say
+//! whether it ran: a result that is an error and reads like a refusal (the gate's reason, or Claude Code's
+//! "requested permissions … haven't granted") counts as denied. The `result` event's `permission_denials`
+//! is authoritative, so any denial recorded there that the heuristic missed is noted then.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use agency_llm::{CallMeta, StopReason, Usage, UsageRecord};
+use serde_json::Value;
+
+use crate::runtime::AgentEvent;
+use crate::runtime::redact::truncate;
+
+/// What the mapper learned from the stream besides events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamState {
+    /// The session id, from the first event that carries one.
+    pub session_id: Option<String>,
+    /// The model, from `system/init`.
+    pub model: Option<String>,
+    /// The final `result` event's text, once it came.
+    pub result: Option<String>,
+    /// Whether the result was an error (an API failure, a turn limit).
+    pub is_error: bool,
+    /// The result's subtype (`success`, `error_max_turns`, ...).
+    pub subtype: Option<String>,
+    /// Tool calls seen, by id: name and summary, until their result arrives.
+    pending: BTreeMap<String, (String, String)>,
+    /// Tool call ids recorded as allowed.
+    allowed: BTreeSet<String>,
+}
+
+impl StreamState {
+    /// Whether the `result` event arrived (the turn is over).
+    pub fn finished(&self) -> bool {
+        self.result.is_some()
+    }
+}
+
+/// Maps one stream line to events, updating `state`. Lines that are not JSON objects become notes.
+pub fn map_line(line: &str, state: &mut StreamState, meta: &CallMeta) -> Vec<AgentEvent> {
+    let line = line.trim();
+    if line.is_empty() {
+        return Vec::new();
+    }
+    let Ok(event) = serde_json::from_str::<Value>(line) else {
+        return vec![AgentEvent::Note(format!("claude-code: {}", truncate(line, 300)))];
+    };
+    if state.session_id.is_none()
+        && let Some(id) = event.get("session_id").and_then(Value::as_str)
+    {
+        state.session_id = Some(id.to_owned());
+    }
+    let text = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or_default();
+    match (text("type"), text("subtype")) {
+        ("system", "init") => {
+            state.model = Some(text("model").to_owned());
+            vec![AgentEvent::Note(format!(
+                "claude-code session {} started (model {}, permission mode {})",
+                text("session_id"),
+                text("model"),
+                text("permissionMode")
+            ))]
+        }
+        ("assistant", _) => assistant(&event, state),
+        ("user", _) => tool_results(&event, state),
+        ("result", _) => result(&event, state, meta),
+        _ => Vec::new(),
+    }
+}
+
+fn blocks(event: &Value) -> impl Iterator<Item = &Value> {
+    event
+        .pointer("/message/content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn assistant(event: &Value, state: &mut StreamState) -> Vec<AgentEvent> {
+    let mut out = Vec::new();
+    for block in blocks(event) {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let text = block.get("text").and_then(Value::as_str).unwrap_or_default();
+                if !text.trim().is_empty() {
+                    out.push(AgentEvent::Said(truncate(text, 2_000)));
+                }
+            }
+            Some("tool_use") => {
+                let id = block.get("id").and_then(Value::as_str).unwrap_or_default();
+                let name = block.get("name").and_then(Value::as_str).unwrap_or_default();
+                let summary = summarize(block.get("input").unwrap_or(&Value::Null));
+                state.pending.insert(id.to_owned(), (name.to_owned(), summary));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn tool_results(event: &Value, state: &mut StreamState) -> Vec<AgentEvent> {
+    let mut out = Vec::new();
+    for block in blocks(event) {
+        if block.get("type").and_then(Value::as_str) != Some("tool_result") {
+            continue;
+        }
+        let id = block
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let Some((name, summary)) = state.pending.remove(id) else {
+            continue;
+        };
+        let is_error = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+        let content = match block.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        let allowed = !(is_error && reads_like_denial(&content));
+        if allowed {
+            state.allowed.insert(id.to_owned());
+        }
+        out.push(AgentEvent::ToolCall {
+            name,
+            summary,
+            allowed,
+        });
+        if !allowed {
+            out.push(AgentEvent::Note(format!("denied: {}", truncate(&content, 500))));
+        }
+    }
+    out
+}
+
+fn result(event: &Value, state: &mut StreamState, meta: &CallMeta) -> Vec<AgentEvent> {
+    let mut out = Vec::new();
+    let denials = event
+        .get("permission_denials")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    for denial in denials {
+        let id = denial
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if state.allowed.contains(id) {
+            let name = denial
+                .get("tool_name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            out.push(AgentEvent::Note(format!(
+                "claude-code reports {name} ({id}) as denied"
+            )));
+        }
+    }
+    let count = |key: &str| {
+        event
+            .pointer(&format!("/usage/{key}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    let subtype = event.get("subtype").and_then(Value::as_str).unwrap_or_default();
+    let stop = event
+        .get("stop_reason")
+        .and_then(Value::as_str)
+        .unwrap_or(subtype);
+    out.push(AgentEvent::Usage(UsageRecord {
+        meta: meta.clone(),
+        provider: "claude-code".to_owned(),
+        model: state.model.clone().unwrap_or_default(),
+        usage: Usage {
+            input: count("input_tokens"),
+            output: count("output_tokens"),
+            cache_read: count("cache_read_input_tokens"),
+            cache_write: count("cache_creation_input_tokens"),
+        },
+        cost_usd: event.get("total_cost_usd").and_then(Value::as_f64),
+        latency: Duration::from_millis(event.get("duration_ms").and_then(Value::as_u64).unwrap_or(0)),
+        stop_reason: match stop {
+            "end_turn" => StopReason::EndTurn,
+            "max_tokens" => StopReason::MaxTokens,
+            other => StopReason::Other(other.to_owned()),
+        },
+    }));
+    state.is_error = event.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+    state.subtype = Some(subtype.to_owned());
+    state.result = Some(
+        event
+            .get("result")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+    );
+    out.push(AgentEvent::Note(format!(
+        "claude-code finished: {subtype} after {} turns{}",
+        event.get("num_turns").and_then(Value::as_u64).unwrap_or(0),
+        if state.is_error { " (error)" } else { "" }
+    )));
+    out
+}
+
+/// Whether an error tool result is a refusal rather than a tool that ran and failed.
+fn reads_like_denial(content: &str) -> bool {
+    const MARKERS: [&str; 5] = [
+        "teachback gate",
+        "haven't granted",
+        "PreToolUse",
+        "hook error",
+        "permission",
+    ];
+    MARKERS.iter().any(|m| content.contains(m))
+}
+
+/// The file path or command of a Claude Code tool call, else its JSON.
+fn summarize(input: &Value) -> String {
+    let field = ["file_path", "command", "path", "pattern", "description"]
+        .iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_str));
+    truncate(&field.map_or_else(|| input.to_string(), str::to_owned), 200)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replay(fixture: &str) -> (Vec<AgentEvent>, StreamState) {
+        let mut state = StreamState::default();
+        let meta = CallMeta::default();
+        let events = fixture
+            .lines()
+            .flat_map(|l| map_line(l, &mut state, &meta))
+            .collect();
+        (events, state)
+    }
+
+    fn tool_calls(events: &[AgentEvent]) -> Vec<(String, String, bool)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolCall {
+                    name,
+                    summary,
+                    allowed,
+                } => Some((name.clone(), summary.clone(), *allowed)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_recorded_allowed_write_maps_to_events() {
+        let (events, state) = replay(include_str!(
+            "../../../tests/fixtures/claude-code/write-allowed.jsonl"
+        ));
+        assert_eq!(
+            state.session_id.as_deref(),
+            Some("e68d9403-3f25-4d0a-9b48-58bf3cb7d901")
+        );
+        assert_eq!(state.model.as_deref(), Some("claude-opus-4-8[1m]"));
+        assert_eq!((state.result.as_deref(), state.is_error), (Some("done"), false));
+        assert_eq!(tool_calls(&events), [("Write".into(), "hello.txt".into(), true)]);
+        assert!(events.contains(&AgentEvent::Said("done".into())));
+        let usage = events.iter().find_map(|e| match e {
+            AgentEvent::Usage(u) => Some(u),
+            _ => None,
+        });
+        let usage = usage.unwrap();
+        assert_eq!((usage.usage.input, usage.usage.output), (20, 10));
+        assert_eq!(usage.cost_usd, Some(0.00035));
+        assert_eq!(usage.stop_reason, StopReason::EndTurn);
+    }
+
+    #[test]
+    fn a_recorded_denial_maps_to_a_denied_tool_call() {
+        let (events, state) = replay(include_str!(
+            "../../../tests/fixtures/claude-code/write-denied.jsonl"
+        ));
+        assert!(state.finished());
+        assert_eq!(tool_calls(&events), [("Write".into(), "hello.txt".into(), false)]);
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, AgentEvent::Note(n) if n.contains("haven't granted")))
+        );
+        // Already recorded as denied, so the result's permission_denials adds nothing.
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, AgentEvent::Note(n) if n.contains("reports Write")))
+        );
+    }
+
+    #[test]
+    fn garbage_lines_become_notes() {
+        let mut state = StreamState::default();
+        let events = map_line("not json", &mut state, &CallMeta::default());
+        assert_eq!(events, [AgentEvent::Note("claude-code: not json".into())]);
+    }
+}

@@ -1,0 +1,165 @@
+//! What the external runtimes (Claude Code, Codex, a plain command) share: driving a child that prints
+//! JSON lines under the agent's time limit and the run's cancel token, and reading the agent's report out
+//! of its final message.
+//!
+//! External agents have no `report_result` tool, so they are asked ([`REPORT_INSTRUCTIONS`]) to end with
+//! the same report as a JSON block, which [`parse_report`] finds; an agent that does not is taken to have
+//! simply ended its turn (no report), and the runner's sign-off decides.
+
+use std::io::{BufRead, BufReader};
+use std::time::Duration;
+
+use agency_llm::CancelToken;
+use serde_json::Value;
+
+use super::{AgentReport, AgentStop, RuntimeError};
+use crate::process::{self, CommandSpec, Output, ProcessError};
+
+/// Appended to an external agent's prompt so its final message carries a report agency can read.
+pub const REPORT_INSTRUCTIONS: &str = "\n\nWhen you are finished, end your final message with your report as a \
+JSON object in a ```json block: {\"status\": \"done\" | \"partial\" | \"blocked\", \"summary\": \"what you did \
+and what is left\", \"evidence\": [{\"path\": \"file you changed\", \"quote\": \"a line it now contains\"}], \
+\"output\": {}}. Report honestly: the work is checked independently afterwards.";
+
+/// How a driven child ended.
+#[derive(Debug)]
+pub struct Driven {
+    /// Its exit status and stderr tail (stdout went to the line handler).
+    pub output: Output,
+    /// Set when agency stopped it: at the time limit or on cancel.
+    pub stop: Option<AgentStop>,
+}
+
+/// Cancels the process token when dropped, so a child never outlives the future that drives it.
+struct CancelOnDrop(process::CancelToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// Starts `spec`, hands every stdout line to `on_line` until the child closes stdout, and stops the child
+/// (its whole process group) at `limit` or when `cancel` fires. `runtime` names the runtime in errors.
+pub async fn drive(
+    runtime: &str,
+    spec: CommandSpec,
+    limit: Duration,
+    cancel: &CancelToken,
+    mut on_line: impl FnMut(&str),
+) -> Result<Driven, RuntimeError> {
+    let token = process::CancelToken::new();
+    let guard = CancelOnDrop(token.clone());
+    let mut child = process::spawn(&spec, &token).map_err(|e| match e {
+        ProcessError::ProgramNotFound { program, .. } => RuntimeError::NotInstalled {
+            runtime: runtime.to_owned(),
+            program,
+        },
+        other => RuntimeError::Process(format!("{runtime}: {other}")),
+    })?;
+    // Input, if any, was fed from the spec; otherwise the child reads end-of-file at once.
+    drop(child.stdin.take());
+    let stdout = child.stdout.take();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    // A plain thread, never joined: a grandchild that escaped the group could hold the pipe open, and the
+    // agent must not wait on it (the channel closing or the deadline ends the loop either way).
+    std::thread::Builder::new()
+        .name("agency-agent-stdout".into())
+        .spawn(move || {
+            let Some(stdout) = stdout else { return };
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| RuntimeError::Process(format!("{runtime}: cannot read the agent's output: {e}")))?;
+    let deadline = tokio::time::sleep(limit);
+    tokio::pin!(deadline);
+    let mut stop = None;
+    loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                stop = Some(AgentStop::Cancelled);
+                break;
+            }
+            () = &mut deadline => {
+                stop = Some(AgentStop::Timeout);
+                break;
+            }
+            line = rx.recv() => match line {
+                Some(line) => on_line(&line),
+                None => break,
+            },
+        }
+    }
+    if stop.is_some() {
+        token.cancel();
+    }
+    let waited = tokio::task::spawn_blocking(move || child.wait()).await;
+    drop(guard);
+    let output = waited
+        .map_err(|e| RuntimeError::Process(format!("{runtime}: supervising the agent failed: {e}")))?
+        .map_err(|e| RuntimeError::Process(format!("{runtime}: {e}")))?;
+    Ok(Driven { output, stop })
+}
+
+/// The agent's report in its final message: the last ```json block, else the last `{...}` object, that
+/// reads as an [`AgentReport`].
+pub fn parse_report(text: &str) -> Option<AgentReport> {
+    let fenced = text
+        .rmatch_indices("```json")
+        .filter_map(|(start, _)| {
+            let body = &text[start + "```json".len()..];
+            body.find("```").map(|end| &body[..end])
+        })
+        .find_map(|block| serde_json::from_str::<AgentReport>(block.trim()).ok());
+    fenced.or_else(|| {
+        text.rmatch_indices('{').find_map(|(start, _)| {
+            let mut stream = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+            let value = stream.next()?.ok()?;
+            serde_json::from_value::<AgentReport>(value).ok()
+        })
+    })
+}
+
+/// `program` quoted for the `sh -c` line a client runs a hook command with, when it needs quoting.
+pub fn shell_word(program: &str) -> String {
+    let plain = program
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c));
+    if plain && !program.is_empty() {
+        program.to_owned()
+    } else {
+        format!("'{}'", program.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::ReportStatus;
+
+    #[test]
+    fn reports_are_found_in_fenced_blocks_or_bare_objects() {
+        let fenced = "Done.\n```json\n{\"status\": \"done\", \"summary\": \"fixed add\", \"evidence\": [{\"path\": \"calc.py\"}]}\n```\n";
+        let report = parse_report(fenced).unwrap();
+        assert_eq!(
+            (report.status, report.summary.as_str()),
+            (ReportStatus::Done, "fixed add")
+        );
+        assert_eq!(report.evidence[0].path, "calc.py");
+        let bare = "I stopped. {\"status\": \"blocked\", \"summary\": \"no tests\"} bye";
+        assert_eq!(parse_report(bare).unwrap().status, ReportStatus::Blocked);
+        assert_eq!(parse_report("no report {not json}"), None);
+    }
+
+    #[test]
+    fn hook_programs_are_quoted_only_when_needed() {
+        assert_eq!(shell_word("/usr/bin/agency"), "/usr/bin/agency");
+        assert_eq!(shell_word("/opt/my tools/agency"), "'/opt/my tools/agency'");
+        assert_eq!(shell_word("/a'b"), r"'/a'\''b'");
+    }
+}

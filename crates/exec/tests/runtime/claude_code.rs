@@ -1,0 +1,157 @@
+//! The Claude Code runtime with the real `claude` binary against the fake Anthropic server from
+//! `agency-testkit`. The gate is a stand-in for `agency hook` (a script answering an explicit allow and
+//! logging what it was called with), so these tests need no blackboard; `agency hook` itself is tested
+//! end to end in the CLI crate.
+
+use std::path::Path;
+
+use agency_core::variety::TeachbackMode;
+use agency_exec::runtime::{AgentEvent, AgentStop, ClaudeCodeRuntime, ReportStatus, Runtime};
+use agency_llm::CancelToken;
+use agency_testkit::{FakeAnthropic, Reply};
+use serde_json::json;
+
+use crate::support::{Sandbox, TestHooks, e2e_client, task};
+
+const REPORT: &str = "Done.\n```json\n{\"status\": \"done\", \"summary\": \"wrote hello\", \"evidence\": [{\"path\": \"hello.txt\"}]}\n```";
+
+/// A stand-in for the `agency` binary: `agency hook` logs its environment and allows the call.
+fn fake_agency(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("bin/agency");
+    let log = dir.join("hook.log");
+    let script = format!(
+        "#!/bin/sh\n[ \"$1\" = hook ] || exit 3\ncat > /dev/null\necho \"$AGENCY_BRIEF $AGENCY_DB\" >> '{}'\n\
+         echo '{{\"hookSpecificOutput\":{{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"allow\"}}}}'\n",
+        log.display()
+    );
+    crate::support::write(dir, "bin/agency", &script);
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+fn tool_calls(hooks: &TestHooks) -> Vec<(String, bool)> {
+    hooks.tool_calls()
+}
+
+#[tokio::test]
+async fn claude_code_edits_its_worktree_records_events_and_resumes() {
+    if !e2e_client("claude") {
+        return;
+    }
+    let sandbox = Sandbox::new(&[("README.md", "# demo\n")]);
+    let worktree = sandbox.worktree("hello");
+    let target = worktree.root().join("hello.txt");
+    let server = FakeAnthropic::start(vec![
+        Reply::tool_use("Write", json!({"file_path": target, "content": "hi"})),
+        Reply::text(REPORT),
+        Reply::text("resumed\n```json\n{\"status\": \"done\", \"summary\": \"resumed\"}\n```"),
+    ])
+    .unwrap();
+    let mut task = task(worktree.root(), true, agency_exec::runtime::Access::ReadWrite);
+    task.env.extend([
+        ("ANTHROPIC_BASE_URL".to_owned(), server.base_url()),
+        ("ANTHROPIC_API_KEY".to_owned(), "dummy-key-1234".to_owned()),
+        ("CLAUDE_CODE_MAX_RETRIES".to_owned(), "1".to_owned()),
+    ]);
+    let db = sandbox.dir.path().join("agency.db");
+    let runtime = ClaudeCodeRuntime::new(
+        fake_agency(sandbox.dir.path()),
+        &db,
+        sandbox.dir.path().join("homes"),
+    );
+    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+
+    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+
+    assert_eq!(outcome.stop, AgentStop::Finished, "{:#?}", hooks.events());
+    let report = outcome.report.clone().unwrap();
+    assert_eq!(
+        (report.status, report.summary.as_str()),
+        (ReportStatus::Done, "wrote hello")
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "hi");
+    assert!(!sandbox.repo.root().join("hello.txt").exists());
+    let session = outcome.session_id.clone().unwrap();
+    assert_eq!(tool_calls(&hooks), [("Write".to_owned(), true)]);
+    let events = hooks.events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Usage(u) if u.provider == "claude-code"))
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Note(n) if n.contains(&session)))
+    );
+    // The gate ran with the brief and blackboard it was given.
+    let log = std::fs::read_to_string(sandbox.dir.path().join("hook.log")).unwrap();
+    assert_eq!(
+        log.lines().next().unwrap(),
+        format!("{} {}", task.brief.id, db.display())
+    );
+    // The user's prompt carried the brief, and the personality went into the system prompt.
+    let first = &server.message_requests()[0];
+    assert!(first.to_string().contains("Fix calc.add"), "{first}");
+    assert!(
+        first["system"]
+            .to_string()
+            .contains("You are a careful implementer.")
+    );
+
+    // Running the same attempt again resumes the session with its history.
+    let again = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    assert_eq!(again.report.unwrap().summary, "resumed");
+    let last = server.message_requests().pop().unwrap();
+    assert!(last.to_string().contains("You were interrupted"), "{last}");
+    assert!(
+        last.to_string().contains("wrote hello"),
+        "the resumed request lacks the history: {last}"
+    );
+}
+
+#[tokio::test]
+async fn claude_code_fails_closed_when_the_gate_does_not_answer() {
+    if !e2e_client("claude") {
+        return;
+    }
+    let sandbox = Sandbox::new(&[("README.md", "# demo\n")]);
+    let worktree = sandbox.worktree("denied");
+    let target = worktree.root().join("hello.txt");
+    let server = FakeAnthropic::start(vec![
+        Reply::tool_use("Write", json!({"file_path": target, "content": "hi"})),
+        Reply::text("could not write"),
+    ])
+    .unwrap();
+    let mut task = task(worktree.root(), true, agency_exec::runtime::Access::ReadWrite);
+    task.env.extend([
+        ("ANTHROPIC_BASE_URL".to_owned(), server.base_url()),
+        ("ANTHROPIC_API_KEY".to_owned(), "dummy".to_owned()),
+        ("CLAUDE_CODE_MAX_RETRIES".to_owned(), "1".to_owned()),
+    ]);
+    let runtime = ClaudeCodeRuntime::new(
+        "/nonexistent/agency",
+        sandbox.dir.path().join("agency.db"),
+        sandbox.dir.path().join("homes"),
+    );
+    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    assert_eq!((outcome.stop, outcome.report), (AgentStop::Finished, None));
+    assert!(!target.exists(), "a missing gate let the Write through");
+    assert_eq!(tool_calls(&hooks), [("Write".to_owned(), false)]);
+}
+
+#[tokio::test]
+async fn a_missing_claude_binary_is_reported_as_not_installed() {
+    let sandbox = Sandbox::new(&[("README.md", "# demo\n")]);
+    let worktree = sandbox.worktree("missing");
+    let mut runtime = ClaudeCodeRuntime::new("agency", "db", sandbox.dir.path().join("homes"));
+    runtime.program = "/nonexistent/claude".into();
+    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let task = task(worktree.root(), true, agency_exec::runtime::Access::ReadWrite);
+    let err = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "claude-code: `/nonexistent/claude` was not found on PATH"
+    );
+}
