@@ -19,6 +19,8 @@ pub enum ErrorKind {
     NothingToDo,
     /// No agency workspace here (`agency init` not run). Exit 6.
     NoWorkspace,
+    /// A run ended without succeeding (failed, halted, cancelled). Exit 7.
+    RunFailed,
 }
 
 impl ErrorKind {
@@ -31,6 +33,7 @@ impl ErrorKind {
             ErrorKind::NotFound => 4,
             ErrorKind::NothingToDo => 5,
             ErrorKind::NoWorkspace => 6,
+            ErrorKind::RunFailed => 7,
         }
     }
 }

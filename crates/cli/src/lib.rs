@@ -37,8 +37,12 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the whole pipeline offline on a sample repository with a real bug.
+    Demo(commands::demo::Args),
     /// Set up agency in this git repository: .agency/team.yaml and the blackboard.
     Init(commands::init::Args),
+    /// Run a team on a goal in this repository (or resume a run).
+    Run(commands::run::Args),
     /// Check and explain the team configuration.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
@@ -64,6 +68,8 @@ pub enum Command {
     /// Submit, review and inspect teachbacks.
     #[command(subcommand)]
     Teachback(commands::teachback::TeachbackCommand),
+    /// The session's goals in plan.md: list, show, add, complete (sign-off), cancel, log.
+    Goal(commands::goal::Args),
 }
 
 impl Cli {
@@ -102,7 +108,9 @@ pub fn run(cli: Cli) -> CommandResult {
     let cwd = std::env::current_dir()?;
     let ctx = commands::Context { cwd, overrides };
     match cli.command {
+        Command::Demo(args) => commands::demo::run(&ctx, args),
         Command::Init(args) => commands::init::run(&ctx, args),
+        Command::Run(args) => commands::run::run(&ctx, args),
         Command::Config(cmd) => commands::config::run(&ctx, cmd),
         Command::Variety(cmd) => commands::variety::run(cmd),
         Command::Runs(args) => commands::runs::run(&ctx, args),
@@ -114,5 +122,6 @@ pub fn run(cli: Cli) -> CommandResult {
         Command::Resume(args) => commands::resume::run(&ctx, args),
         Command::Hook(args) => commands::hook::run(&ctx, args),
         Command::Teachback(cmd) => commands::teachback::run(&ctx, cmd),
+        Command::Goal(args) => commands::goal::run(&ctx, args),
     }
 }

@@ -226,8 +226,9 @@ fn plan_done(engine: &Engine, brief: &Brief) -> Result<bool> {
             Some(Tier::T1),
             "PLAN_DONE",
             format!(
-                "{} workstreams — {} ({parallel} parallel)",
+                "{} workstream{} — {} ({parallel} parallel)",
                 ids.len(),
+                if ids.len() == 1 { "" } else { "s" },
                 ids.join(", ")
             ),
         )?;

@@ -429,6 +429,10 @@ impl Engine {
             return Ok(());
         }
         let role = BriefRole::of(&brief);
+        if !role.writes() {
+            // A reader's checkout has served its purpose; implementers keep theirs until committed.
+            let _ = self.branches(brief.run).remove_worktree(&brief);
+        }
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(err) => {
@@ -447,6 +451,15 @@ impl Engine {
             };
             return crate::advance::fail_brief(self, &brief, &format!("the agent {why}"));
         };
+        let mut report = report;
+        if role == BriefRole::Plan {
+            // The run id and the goal anchor are the runner's facts, not the planner's: whatever the model
+            // wrote there is replaced, so the anchor stays verbatim.
+            if let Some(plan) = report.output.as_object_mut() {
+                plan.insert("run_id".into(), json!(brief.run.to_string()));
+                plan.insert("goal_anchor".into(), json!(brief.goal_anchor));
+            }
+        }
         if let Err(problems) = crate::advance::check_output(role, &report.output) {
             return crate::advance::fail_brief(
                 self,

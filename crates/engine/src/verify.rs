@@ -107,6 +107,7 @@ fn record_verify(
     result: &VerifyResult,
 ) -> Result<()> {
     let record = json!({
+        "title": brief.title,
         "command": command,
         "rev": rev,
         "passed": result.passed,

@@ -3,12 +3,15 @@
 
 pub mod approve;
 pub mod config;
+pub mod demo;
+pub mod goal;
 pub mod hook;
 pub mod init;
 pub mod inspect;
 pub mod pause;
 pub mod reject;
 pub mod resume;
+pub mod run;
 pub mod runs;
 pub mod teachback;
 pub mod variety;

@@ -205,7 +205,28 @@ fn line_for(event: &Event) -> Option<Line> {
         EventKind::SignoffAccepted => mk(&tier, "SIGNED_OFF", format!("{title} ✓ accepted"), false),
         EventKind::SignoffRejected => mk(&tier, "SIGNOFF", format!("{title} ✗ rejected"), false),
         EventKind::SignoffInconclusive => mk(&tier, "SIGNOFF", format!("{title} ? inconclusive"), false),
-        EventKind::SignoffStarted | EventKind::SignoffVerify => None,
+        EventKind::SignoffVerify => {
+            let passed = p.get("passed").and_then(Value::as_bool).unwrap_or(false);
+            let rev = text(p, "rev")
+                .map(|r| r.chars().take(8).collect::<String>())
+                .unwrap_or_default();
+            let subject = text(p, "workstream")
+                .map(|w| format!("{w} on the integration branch"))
+                .unwrap_or_else(|| title.to_string());
+            mk(
+                &tier,
+                "VERIFY",
+                format!(
+                    "{} `{}` {} on {rev} ({}) — {subject}",
+                    if passed { "✓" } else { "✗" },
+                    text(p, "command").unwrap_or("?"),
+                    if passed { "passed" } else { "failed" },
+                    text(p, "status").unwrap_or("?"),
+                ),
+                false,
+            )
+        }
+        EventKind::SignoffStarted => None,
         EventKind::BudgetExhausted => mk(
             "RUN",
             "BUDGET",

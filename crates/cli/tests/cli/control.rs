@@ -8,7 +8,7 @@ use agency_store::{Blackboard, NewGate, NewRun, RunStatus, SqliteBlackboard};
 use crate::support::Repo;
 
 fn run_with_gate(repo: &Repo, kind: GateKind) -> (SqliteBlackboard, RunId, agency_core::GateId) {
-    let store = SqliteBlackboard::open(&repo.db()).unwrap();
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
     let run = store
         .create_run(NewRun::new(
             "Fix the off-by-one in pagination",
@@ -82,7 +82,7 @@ fn unknown_and_malformed_run_ids_are_errors() {
 #[test]
 fn an_ambiguous_prefix_lists_candidates() {
     let repo = Repo::initialised();
-    let store = SqliteBlackboard::open(&repo.db()).unwrap();
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
     let mut a = NewRun::new("one", "repo");
     a.id = "abc10000-0000-4000-8000-000000000001".parse().unwrap();
     let mut b = NewRun::new("two", "repo");
@@ -99,7 +99,7 @@ fn an_ambiguous_prefix_lists_candidates() {
 #[test]
 fn pause_and_resume_a_run() {
     let repo = Repo::initialised();
-    let store = SqliteBlackboard::open(&repo.db()).unwrap();
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
     let run = store.create_run(NewRun::new("goal", "repo")).unwrap().id;
     repo.agency(&["pause", &run.short()]).success();
     let pending = store.pending_gates(Some(run)).unwrap();
@@ -118,7 +118,7 @@ fn pause_and_resume_a_run() {
 #[test]
 fn an_ended_run_cannot_be_paused() {
     let repo = Repo::initialised();
-    let store = SqliteBlackboard::open(&repo.db()).unwrap();
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
     let run = store.create_run(NewRun::new("goal", "repo")).unwrap().id;
     store.set_run_status(run, None, RunStatus::Succeeded).unwrap();
     let out = repo.agency(&["pause", &run.short()]).fails_with(5);

@@ -7,6 +7,8 @@ mod support;
 
 mod config;
 mod control;
+mod demo;
+mod goal;
 mod hook;
 mod hook_claude;
 mod hook_codex;

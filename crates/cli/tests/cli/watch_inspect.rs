@@ -24,7 +24,7 @@ fn at(time: &str) -> DateTime<Utc> {
 
 /// A handle whose own records are stamped at `time`.
 fn store_at(repo: &Repo, time: &str) -> SqliteBlackboard {
-    SqliteBlackboard::open(&repo.db())
+    SqliteBlackboard::open(repo.db())
         .unwrap()
         .with_clock(Arc::new(SteppingClock::new(at(time), Duration::zero())))
 }
@@ -338,7 +338,7 @@ fn inspect_shows_the_tree() {
 fn inspect_one_brief_and_one_tier() {
     let repo = Repo::initialised();
     seed_example(&repo);
-    let store = SqliteBlackboard::open(&repo.db()).unwrap();
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
     let run = RunId::from_str(RUN_ID).unwrap();
     let briefs = store.list_briefs(run).unwrap();
     let queue = briefs.iter().find(|b| b.title == "queue-client").unwrap();

@@ -1,0 +1,264 @@
+//! `agency run "goal"`: runs the tiered pipeline on this repository in the foreground with the live log, or
+//! in the background with `--detach`; `--resume <run>` continues a run from the blackboard after its runner
+//! stopped (even killed), spawning nothing twice.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use agency_core::Tier;
+use agency_core::config::{Runtime as RuntimeChoice, TeamConfig};
+use agency_engine::{DriveOutcome, Engine, EngineOptions};
+use agency_exec::runtime::Runtime;
+use agency_exec::runtime::builtin::BuiltinRuntime;
+use agency_exec::{GitOptions, Repo};
+use agency_llm::{CancelToken, Provider, RetryPolicy, ScriptedProvider};
+use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+
+use crate::commands::{Context, config, resolve_run, store_error};
+use crate::error::{CommandError, CommandResult, ErrorKind};
+use crate::render::log::{Level, render_event};
+
+/// `agency run "goal" | --goal-file F | --resume RUN`
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The goal, in your words; it is kept verbatim as the goal anchor of every brief.
+    #[arg(conflicts_with_all = ["goal_file", "resume"])]
+    pub goal: Option<String>,
+    /// Read the goal from a file.
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    pub goal_file: Option<PathBuf>,
+    /// Continue a run whose runner stopped.
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<String>,
+    /// Answer every model call from this script instead of a provider (offline, reproducible runs).
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Approve every gate at once instead of waiting for a human.
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// Start the run and return; follow it with `agency watch <run> --follow`.
+    #[arg(long)]
+    pub detach: bool,
+    /// Show per-agent lines in the live log.
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+/// Runs `agency run`.
+pub fn run(ctx: &Context, args: Args) -> CommandResult {
+    let ws = ctx.workspace()?;
+    let (_, team) = config::load(ctx)?;
+    let store: Arc<dyn Blackboard> = Arc::new(ctx.open_store()?);
+    let run_id = match &args.resume {
+        Some(prefix) => resolve_run(store.as_ref(), prefix)?,
+        None => {
+            let goal = goal_text(&args)?;
+            let engine = build_engine(
+                &ws.root,
+                &ws.root.join(".agency"),
+                store.clone(),
+                team.clone(),
+                &args,
+            )?;
+            let run = engine.start(&goal).map_err(engine_error)?;
+            println!("run {} started on {}", run.id.short(), ws.root.display());
+            run.id
+        }
+    };
+    if args.detach {
+        return detach(&ws.db, run_id, &args);
+    }
+    let engine = build_engine(&ws.root, &ws.root.join(".agency"), store.clone(), team, &args)?;
+    let level = if args.verbose {
+        Level::Verbose
+    } else {
+        Level::Normal
+    };
+    let outcome = drive_with_log(&engine, &ws.db, run_id, level)?;
+    report(run_id, &outcome)
+}
+
+fn goal_text(args: &Args) -> CommandResult<String> {
+    let goal = match (&args.goal, &args.goal_file) {
+        (Some(goal), _) => goal.clone(),
+        (None, Some(file)) => std::fs::read_to_string(file)
+            .map_err(|e| CommandError::input(format!("cannot read the goal file {}: {e}", file.display())))?,
+        (None, None) => {
+            return Err(
+                CommandError::new(ErrorKind::Usage, "give a goal, --goal-file FILE or --resume RUN")
+                    .hint("agency run \"Fix the off-by-one in pagination\""),
+            );
+        }
+    };
+    if goal.trim().is_empty() {
+        return Err(CommandError::input("the goal is empty"));
+    }
+    Ok(goal.trim().to_string())
+}
+
+/// Builds the runner: one provider and one runtime per tier, as team.yaml says (or the script for all).
+pub fn build_engine(
+    root: &Path,
+    agency_dir: &Path,
+    store: Arc<dyn Blackboard>,
+    team: TeamConfig,
+    args: &Args,
+) -> CommandResult<Engine> {
+    let repo = Repo::open(root, GitOptions::default()).map_err(|e| CommandError::input(e.to_string()))?;
+    let providers = providers(&team, args.script.as_deref())?;
+    let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
+    for tier in Tier::ALL {
+        let provider = providers
+            .get(&tier)
+            .cloned()
+            .ok_or_else(|| CommandError::internal("no provider"))?;
+        let choice = team.tiers.runtime(tier);
+        if !matches!(choice, RuntimeChoice::Builtin | RuntimeChoice::Auto) {
+            eprintln!(
+                "note: {tier}: runtime {choice:?} is not wired into `agency run` yet; using the built-in agent"
+            );
+        }
+        runtimes.insert(tier, Arc::new(BuiltinRuntime::new(provider)));
+    }
+    let options = EngineOptions {
+        auto_approve: args.auto_approve,
+        worktrees: agency_dir.join("worktrees"),
+        ..EngineOptions::default()
+    };
+    Engine::new(store, team, repo, runtimes, providers, options).map_err(engine_error)
+}
+
+fn providers(team: &TeamConfig, script: Option<&Path>) -> CommandResult<BTreeMap<Tier, Arc<dyn Provider>>> {
+    let mut out: BTreeMap<Tier, Arc<dyn Provider>> = BTreeMap::new();
+    if let Some(path) = script {
+        let scripted: Arc<dyn Provider> =
+            Arc::new(ScriptedProvider::from_file(path).map_err(|e| CommandError::input(e.to_string()))?);
+        for tier in Tier::ALL {
+            out.insert(tier, scripted.clone());
+        }
+        return Ok(out);
+    }
+    let models = agency_llm::ModelSet::from_config(team, &agency_llm::process_env, RetryPolicy::default())
+        .map_err(|e| {
+            CommandError::input(e.to_string()).hint("set the variable team.yaml names, or pass --script FILE")
+        })?;
+    for tier in Tier::ALL {
+        let model = models
+            .for_tier(team, tier)
+            .ok_or_else(|| CommandError::input(format!("tiers.{tier}: no model for its capability level")))?;
+        out.insert(tier, model.provider.clone());
+    }
+    Ok(out)
+}
+
+/// Maps a runner error to the CLI's.
+pub fn engine_error(err: agency_engine::EngineError) -> CommandError {
+    match err {
+        agency_engine::EngineError::Store(e) => store_error(e),
+        agency_engine::EngineError::Config(m) => CommandError::input(m),
+        other => CommandError::internal(other.to_string()),
+    }
+}
+
+/// Drives the run on this thread while another prints its live log from the blackboard.
+pub fn drive_with_log(
+    engine: &Engine,
+    db: &Path,
+    run: agency_core::RunId,
+    level: Level,
+) -> CommandResult<DriveOutcome> {
+    let done = Arc::new(AtomicBool::new(false));
+    let printer = {
+        let done = done.clone();
+        let db = db.to_path_buf();
+        std::thread::spawn(move || print_log(&db, run, level, &done))
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CommandError::internal(format!("cannot start the runner: {e}")))?;
+    let cancel = CancelToken::new();
+    let outcome = runtime.block_on(engine.drive(run, &cancel));
+    done.store(true, Ordering::SeqCst);
+    let _ = printer.join();
+    outcome.map_err(engine_error)
+}
+
+fn print_log(db: &Path, run: agency_core::RunId, level: Level, done: &AtomicBool) {
+    let Ok(store) = SqliteBlackboard::open(db) else {
+        return;
+    };
+    let mut after = 0;
+    loop {
+        // Read the flag before the page, so the last page after the runner stops is always printed.
+        let finished = done.load(Ordering::SeqCst);
+        if let Ok(events) = store.events_after(Some(run), after, 500) {
+            for event in &events {
+                after = event.seq;
+                if let Some(line) = render_event(event, level) {
+                    println!("{line}");
+                }
+            }
+            if events.len() == 500 {
+                continue;
+            }
+        }
+        if finished {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn report(run: agency_core::RunId, outcome: &DriveOutcome) -> CommandResult {
+    match (&outcome.status, &outcome.branch) {
+        (RunStatus::Succeeded, Some(branch)) => {
+            println!("run {} succeeded: review and merge branch {branch}", run.short());
+            Ok(())
+        }
+        (status, _) => Err(CommandError::new(
+            ErrorKind::RunFailed,
+            format!("run {} ended {}", run.short(), status.as_str()),
+        )
+        .hint(format!("`agency inspect {}` shows where it stopped", run.short()))),
+    }
+}
+
+/// Starts a runner in the background for `run` and returns at once.
+fn detach(db: &Path, run: agency_core::RunId, args: &Args) -> CommandResult {
+    let exe = std::env::current_exe()?;
+    let mut command = std::process::Command::new(exe);
+    command
+        .arg("--db")
+        .arg(db)
+        .arg("run")
+        .arg("--resume")
+        .arg(run.to_string());
+    if let Some(script) = &args.script {
+        command.arg("--script").arg(script);
+    }
+    if args.auto_approve {
+        command.arg("--auto-approve");
+    }
+    let log = db.with_file_name(format!("run-{}.log", run.short()));
+    let file = std::fs::File::create(&log)?;
+    let err = file.try_clone()?;
+    use std::os::unix::process::CommandExt;
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .process_group(0);
+    let child = command.spawn()?;
+    println!(
+        "run {} runs in the background (pid {}, log {})",
+        run.short(),
+        child.id(),
+        log.display()
+    );
+    println!("follow it with: agency watch {} --follow", run.short());
+    Ok(())
+}

@@ -1,0 +1,93 @@
+//! `agency demo`: the README's first command, end to end, with its output pinned.
+
+use crate::support::Repo;
+
+/// Replaces what changes between runs (run ids, times, commit hashes, the temp dir) with placeholders.
+fn normalise(text: &str, dir: &str) -> String {
+    let text = text.replace(dir, "<dir>");
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut line = line.to_string();
+        if line.starts_with('[') && line.len() > 20 {
+            // "[3a620b97] 04:05:06  ..." → "[RUN] HH:MM:SS  ..."
+            line = format!("[RUN] HH:MM:SS{}", &line[19..]);
+        }
+        let words: Vec<String> = line
+            .split(' ')
+            .map(|w| {
+                let core = w.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+                let hexy = core.len() == 8
+                    && core.chars().all(|c| c.is_ascii_hexdigit())
+                    && core.chars().any(|c| c.is_ascii_digit());
+                if hexy {
+                    w.replace(core, "<id>")
+                } else {
+                    w.to_string()
+                }
+            })
+            .collect();
+        let line = words.join(" ");
+        // Branch names carry the run id too.
+        let line = regex_free_replace_run_in_branch(&line);
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+fn regex_free_replace_run_in_branch(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("agency/") {
+        out.push_str(&rest[..at + 7]);
+        rest = &rest[at + 7..];
+        if rest.len() >= 8 && rest[..8].chars().all(|c| c.is_ascii_hexdigit()) {
+            out.push_str("<id>");
+            rest = &rest[8..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn the_demo_runs_the_whole_pipeline_offline() {
+    let repo = Repo::new();
+    let dir = repo.path().join("demo");
+    let out = repo.agency(&["demo", "--dir", dir.to_str().unwrap()]).success();
+    let stdout = normalise(&out.stdout(), dir.to_str().unwrap());
+    insta::assert_snapshot!(stdout, @r#"
+    demo repository: <dir>
+    goal: Fix the pagination bug: page 1 must start at the first item, and every test must pass.
+    [RUN] HH:MM:SS  T1   PLAN_START    Assessing scope: "Fix the pagination bug: page 1 must start at the first item, and every test must pass."
+    [RUN] HH:MM:SS  T1   DONE          plan ✓
+    [RUN] HH:MM:SS  T1   PLAN_DONE     1 workstream — ws-fix-pagination (1 parallel)
+    [RUN] HH:MM:SS  GATE APPROVAL      ⏸  Waiting on approval before the first tier spawns
+    [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (agency demo))
+    [RUN] HH:MM:SS  RUN  STATUS        running
+    [RUN] HH:MM:SS  T4   START         T4 fix-page-offset spawned for ws-fix-pagination
+    [RUN] HH:MM:SS  T4   DONE          fix-page-offset ✓
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `python3 -m unittest -q` passed on <id> (exit 0) — fix-page-offset
+    [RUN] HH:MM:SS  T5   DONE          fix-page-offset ✓
+    [RUN] HH:MM:SS  T5   VERDICT       ✓  all pass — ws-fix-pagination: 1 slice(s) verified
+    [RUN] HH:MM:SS  T1   VERIFY        ✓ `python3 -m unittest -q` passed on <id> (exit 0) — ws-fix-pagination on the integration branch
+    [RUN] HH:MM:SS  T5   VERDICT       ✓  workstream ws-fix-pagination merged into agency/<id>/integration
+    [RUN] HH:MM:SS  T1   ACCEPT_START  Every workstream merged — validating against the goal anchor
+    [RUN] HH:MM:SS  T1   DONE          accept ✓
+    [RUN] HH:MM:SS  T1   SIGNED_OFF    accept ✓ accepted
+    [RUN] HH:MM:SS  T1   ACCEPTED      ✓  page() counts pages from 1 and every test passes — review and merge branch agency/<id>/integration
+    [RUN] HH:MM:SS  RUN  STATUS        succeeded
+    done: branch agency/<id>/integration in <dir>
+    see it with: git -C <dir> log --oneline --graph agency/<id>/integration
+    "#);
+    // The branch exists, holds the fix, and the fix passes the tests.
+    let branch = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("done: branch "))
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(branch.starts_with("agency/") && branch.ends_with("/integration"));
+}
