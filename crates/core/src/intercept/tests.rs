@@ -192,3 +192,32 @@ fn codex_names_classify_like_claude_code_names() {
         classify("Bash", &json!({"command": "ls"}))
     );
 }
+
+mod never_panics {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn any_message_text(text in ".{0,300}") {
+            let _ = teachback_text::parse(&text);
+            let _ = teachback_text::parse(&format!("Teachback:\n{text}"));
+        }
+
+        #[test]
+        fn any_tool_call(name in "[A-Za-z_]{0,12}", command in ".{0,60}", message in ".{0,80}") {
+            let config = TeachbackConfig::default();
+            let input = json!({"command": command, "message": message});
+            let kind = classify(&name, &input);
+            for state in TeachbackState::ALL {
+                for mode in MODES {
+                    for rollout in RolloutMode::ALL {
+                        let _ = decide(&kind, GateState { state, mode, rollout }, &config, &[]);
+                    }
+                }
+            }
+            let _ = task_create::validate(&input);
+        }
+    }
+}
