@@ -68,6 +68,33 @@ pub fn brief_claimed(brief: &Brief, claimer: &str, at: DateTime<Utc>) -> NewEven
         .at(at)
 }
 
+/// `brief_status` for a claim taken back because its lease ended (`running → pending`).
+pub fn brief_reclaimed(brief: &Brief, claimer: Option<&str>, at: DateTime<Utc>) -> NewEvent {
+    let payload = json!({
+        "from": "running",
+        "to": "pending",
+        "claimed_by": claimer,
+        "reason": "lease_expired",
+    });
+    NewEvent::new(brief.run, EventKind::BriefStatus, payload)
+        .brief(brief.id)
+        .tier(brief.tier)
+        .at(at)
+}
+
+/// A failed renewal: the brief is no longer running under this claimer.
+pub fn claim_conflict(brief: &Brief, claimer: &str) -> StoreError {
+    StoreError::Conflict {
+        what: "claim of brief",
+        id: brief.id.short(),
+        expected: format!("running, claimed by {claimer}"),
+        found: match &brief.claimed_by {
+            Some(other) => format!("{}, claimed by {other}", brief.status),
+            None => brief.status.to_string(),
+        },
+    }
+}
+
 /// `gate_pending`, or `gate_paused` for a pause.
 pub fn gate_opened(gate: &NewGate, at: DateTime<Utc>) -> NewEvent {
     let kind = if gate.kind == GateKind::Pause {

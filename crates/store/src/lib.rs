@@ -21,8 +21,9 @@
 //!   `set_teachback_state` (`teachback_submitted`, `teachback_approved`, `teachback_corrected`). The event
 //!   must belong to the brief's run; its `brief` and `tier` are filled in when left empty.
 //!
-//! `set_brief_workspace` records bookkeeping (branch and worktree paths), not a lifecycle change, and writes
-//! no event.
+//! `set_brief_workspace` and `renew_claim` record bookkeeping (branch and worktree paths, a claim's lease),
+//! not a lifecycle change, and write no event. `reclaim_expired` writes `brief_status` for each brief it
+//! takes back.
 
 mod canon;
 mod clock;
@@ -37,6 +38,7 @@ pub mod conformance;
 
 use agency_core::teachback::TeachbackState;
 use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId};
+use chrono::{DateTime, Utc};
 
 pub use clock::{Clock, SteppingClock, SystemClock};
 pub use error::{BoxError, Result, StoreError};
@@ -46,6 +48,11 @@ pub use record::{
     Artifact, ArtifactId, ArtifactMeta, NewArtifact, NewGate, NewRun, Run, RunStatus, UnknownRunStatus,
 };
 pub use sqlite::SqliteBlackboard;
+
+/// How long a claim lasts unless renewed: a worker that claimed a brief renews it
+/// ([`Blackboard::renew_claim`]) well within this while it works; a claim not renewed in time is taken back
+/// by [`Blackboard::reclaim_expired`], so a brief whose worker died (a lost machine) is not stuck `running`.
+pub const CLAIM_LEASE: chrono::Duration = chrono::Duration::minutes(10);
 
 /// The blackboard's operations. Synchronous; a handle is shared between threads (`Send + Sync`) and several
 /// handles (or processes) may work on one store at once. See the crate docs for which event each operation
@@ -132,6 +139,18 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// `to`, `claimed_by`). Two claimers never get the same brief. `None` when nothing is claimable. Gates,
     /// run status and budgets are the caller's to check.
     fn claim_next_brief(&self, run: Option<RunId>, claimer: &str) -> Result<Option<Brief>>;
+
+    /// Extends the claim on a `running` brief held by `claimer` to [`CLAIM_LEASE`] from now (the handle's
+    /// clock); a worker calls it periodically while it works. `Conflict` (nothing written) when the brief
+    /// is no longer `running` or is claimed by someone else, for example after it was reclaimed. No event:
+    /// this is bookkeeping.
+    fn renew_claim(&self, id: BriefId, claimer: &str) -> Result<Brief>;
+
+    /// Moves every `running` brief whose claim lease ended before `now` back to `pending` (clearing
+    /// `claimed_by`, so it can be claimed again) and writes `brief_status` for each (payload: `from`, `to`,
+    /// `claimed_by` (the claimer that lost it), `reason: "lease_expired"`). Returns them, oldest first.
+    /// A brief moved to `running` other than by a claim has no lease and is never reclaimed.
+    fn reclaim_expired(&self, now: DateTime<Utc>) -> Result<Vec<Brief>>;
 
     // --- gates ------------------------------------------------------------------------------------------
 

@@ -132,3 +132,77 @@ pub fn concurrent_claims_on_one_shared_handle_are_exclusive(factory: Factory<'_>
     let claims = claim_all_in_threads(vec![bb.clone(), bb.clone(), bb.clone(), bb.clone()], run);
     assert_each_claimed_once(bb.as_ref(), &ids, &claims);
 }
+
+/// A claim holds for [`CLAIM_LEASE`](crate::CLAIM_LEASE) from when it was taken or last renewed; only its
+/// claimer may renew it. `reclaim_expired` returns briefs whose lease ended to `pending`, unclaimed, with a
+/// `brief_status` event naming the claimer that lost it; they can be claimed again.
+pub fn expired_claims_are_reclaimed_with_an_event(factory: Factory<'_>) {
+    let fx = factory();
+    let t0 = Utc::now();
+    let lease = crate::CLAIM_LEASE;
+    let minutes = chrono::Duration::minutes;
+    let at = |t| fx.handle_with_clock(Arc::new(crate::SteppingClock::new(t, chrono::Duration::zero())));
+    let bb = at(t0);
+    let run = new_run(bb.as_ref());
+    let brief = sample_brief(run, "long-task");
+    let idle = sample_brief(run, "unclaimed");
+    bb.insert_briefs(&[brief.clone(), idle.clone()]).unwrap();
+    assert_eq!(
+        bb.claim_next_brief(Some(run), "w1").unwrap().unwrap().id,
+        brief.id
+    );
+
+    assert!(
+        bb.reclaim_expired(t0 + lease - minutes(1)).unwrap().is_empty(),
+        "lease holds"
+    );
+    let renewed = at(t0 + minutes(5)).renew_claim(brief.id, "w1").unwrap();
+    assert_eq!(renewed.claimed_by.as_deref(), Some("w1"));
+    assert!(matches!(
+        bb.renew_claim(brief.id, "w2"),
+        Err(StoreError::Conflict { .. })
+    ));
+    assert!(matches!(
+        bb.renew_claim(idle.id, "w1"),
+        Err(StoreError::Conflict { .. })
+    ));
+    let seq = bb.last_seq(Some(run)).unwrap();
+    assert!(
+        bb.reclaim_expired(t0 + lease + minutes(1)).unwrap().is_empty(),
+        "the renewal extended the lease"
+    );
+    assert_eq!(
+        bb.last_seq(Some(run)).unwrap(),
+        seq,
+        "renewing and finding nothing write no event"
+    );
+
+    let reclaimed = bb.reclaim_expired(t0 + minutes(5) + lease + minutes(1)).unwrap();
+    assert_eq!(reclaimed.len(), 1);
+    assert_eq!(reclaimed[0].id, brief.id);
+    assert_eq!(reclaimed[0].status, BriefStatus::Pending);
+    assert_eq!(reclaimed[0].claimed_by, None);
+    assert_eq!(bb.get_brief(brief.id).unwrap(), reclaimed[0]);
+    let event = bb.events_after(Some(run), seq, 10).unwrap();
+    assert_eq!(event.len(), 1);
+    assert_eq!(event[0].kind, EventKind::BriefStatus);
+    assert_eq!(event[0].brief, Some(brief.id));
+    assert_eq!(event[0].payload["from"], "running");
+    assert_eq!(event[0].payload["to"], "pending");
+    assert_eq!(event[0].payload["claimed_by"], "w1");
+    assert_eq!(event[0].payload["reason"], "lease_expired");
+    assert!(matches!(
+        bb.renew_claim(brief.id, "w1"),
+        Err(StoreError::Conflict { .. })
+    ));
+    assert_eq!(
+        bb.claim_next_brief(Some(run), "w2").unwrap().unwrap().id,
+        brief.id
+    );
+
+    // A brief that left `running` has no lease left to expire.
+    let done = NewEvent::new(run, EventKind::Completed, json!({}));
+    bb.update_brief_status(brief.id, BriefStatus::Running, BriefStatus::Done, done)
+        .unwrap();
+    assert!(bb.reclaim_expired(t0 + minutes(10_000)).unwrap().is_empty());
+}

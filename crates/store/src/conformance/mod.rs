@@ -112,6 +112,7 @@ macro_rules! conformance_tests {
             claiming_respects_dependencies_and_runs,
             concurrent_claims_across_handles_are_exclusive,
             concurrent_claims_on_one_shared_handle_are_exclusive,
+            expired_claims_are_reclaimed_with_an_event,
             gates_open_decide_and_refuse_a_second_decision,
             pause_gates_pause_and_resume,
             decide_pending_gate_takes_the_oldest,

@@ -8,11 +8,13 @@
 
 use agency_core::teachback::TeachbackState;
 use agency_core::{Brief, BriefId, BriefStatus, NewEvent, RunId};
+use chrono::{DateTime, Utc};
 use postgres::{GenericClient, Row};
 
 use super::events;
 use super::prefix::{exists, require_run};
 use super::rows::Cols;
+use crate::CLAIM_LEASE;
 use crate::canon::{self, id_text, json_text, ts_text};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
@@ -129,7 +131,8 @@ pub fn update_status<C: GenericClient>(
     }
     c.execute(
         "UPDATE briefs SET status = $1, updated_at = $2, \
-         claimed_by = CASE WHEN $1 = 'pending' THEN NULL ELSE claimed_by END WHERE id = $3",
+         claimed_by = CASE WHEN $1 = 'pending' THEN NULL ELSE claimed_by END, \
+         lease_until = CASE WHEN $1 = 'running' THEN lease_until ELSE NULL END WHERE id = $3",
         &[&to.as_str(), &ts_text(clock.now()), &id_text(&id.0)],
     )?;
     events::append(c, &event)?;
@@ -205,12 +208,57 @@ pub fn claim_next<C: GenericClient>(
     let candidate: String = candidate.try_get(0)?;
     let now = clock.now();
     c.execute(
-        "UPDATE briefs SET status = 'running', claimed_by = $1, updated_at = $2 WHERE id = $3",
-        &[&claimer, &ts_text(now), &candidate],
+        "UPDATE briefs SET status = 'running', claimed_by = $1, updated_at = $2, claimed_at = $2, \
+         lease_until = $3 WHERE id = $4",
+        &[&claimer, &ts_text(now), &ts_text(now + CLAIM_LEASE), &candidate],
     )?;
     let brief = get(c, BriefId(canon::parse_id("brief", &candidate)?), false)?;
     events::append(c, &canon::brief_claimed(&brief, claimer, now))?;
     Ok(Some(brief))
+}
+
+/// Extends a claim's lease, if `claimer` still holds the brief.
+pub fn renew_claim<C: GenericClient>(
+    c: &mut C,
+    clock: &dyn Clock,
+    id: BriefId,
+    claimer: &str,
+) -> Result<Brief> {
+    let brief = get(c, id, true)?;
+    if brief.status != BriefStatus::Running || brief.claimed_by.as_deref() != Some(claimer) {
+        return Err(canon::claim_conflict(&brief, claimer));
+    }
+    let now = clock.now();
+    c.execute(
+        "UPDATE briefs SET lease_until = $1, updated_at = $2 WHERE id = $3",
+        &[&ts_text(now + CLAIM_LEASE), &ts_text(now), &id_text(&id.0)],
+    )?;
+    get(c, id, false)
+}
+
+/// Returns running briefs whose lease ended before `now` to pending, each with its event. Rows another
+/// transaction holds (a renewal, a status change in flight) are skipped: they are not idle.
+pub fn reclaim_expired<C: GenericClient>(c: &mut C, now: DateTime<Utc>) -> Result<Vec<Brief>> {
+    let rows = c.query(
+        &format!(
+            "SELECT {COLUMNS} FROM briefs WHERE status = 'running' AND lease_until < $1 \
+             ORDER BY created_at, ord FOR NO KEY UPDATE SKIP LOCKED"
+        ),
+        &[&ts_text(now)],
+    )?;
+    let expired = rows.iter().map(decode).collect::<Result<Vec<_>>>()?;
+    expired
+        .iter()
+        .map(|before| {
+            c.execute(
+                "UPDATE briefs SET status = 'pending', claimed_by = NULL, lease_until = NULL, updated_at = $1 \
+                 WHERE id = $2",
+                &[&ts_text(now), &id_text(&before.id.0)],
+            )?;
+            events::append(c, &canon::brief_reclaimed(before, before.claimed_by.as_deref(), now))?;
+            get(c, before.id, false)
+        })
+        .collect()
 }
 
 fn decode(row: &Row) -> Result<Brief> {

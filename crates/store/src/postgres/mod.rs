@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agency_core::teachback::TeachbackState;
 use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId};
+use chrono::{DateTime, Utc};
 use postgres::{Client, Transaction};
 
 use crate::Blackboard;
@@ -243,6 +244,14 @@ impl Blackboard for PostgresBlackboard {
 
     fn claim_next_brief(&self, run: Option<RunId>, claimer: &str) -> Result<Option<Brief>> {
         self.write(|tx, clock| briefs::claim_next(tx, clock, run, claimer))
+    }
+
+    fn renew_claim(&self, id: BriefId, claimer: &str) -> Result<Brief> {
+        self.write(|tx, clock| briefs::renew_claim(tx, clock, id, claimer))
+    }
+
+    fn reclaim_expired(&self, now: DateTime<Utc>) -> Result<Vec<Brief>> {
+        self.write(|tx, _| briefs::reclaim_expired(tx, now))
     }
 
     fn open_gate(&self, gate: NewGate) -> Result<Gate> {

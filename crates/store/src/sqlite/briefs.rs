@@ -2,11 +2,13 @@
 
 use agency_core::teachback::TeachbackState;
 use agency_core::{Brief, BriefId, BriefStatus, NewEvent, RunId};
+use chrono::{DateTime, Utc};
 use rusqlite::{Connection, Row, params};
 
 use super::events;
 use super::prefix::{exists, require_run};
 use super::rows::{Cols, id_text, json_text, query_opt, ts_text};
+use crate::CLAIM_LEASE;
 use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
@@ -120,7 +122,8 @@ pub fn update_status(
     }
     conn.execute(
         "UPDATE briefs SET status = ?1, updated_at = ?2, \
-         claimed_by = CASE WHEN ?1 = 'pending' THEN NULL ELSE claimed_by END WHERE id = ?3",
+         claimed_by = CASE WHEN ?1 = 'pending' THEN NULL ELSE claimed_by END, \
+         lease_until = CASE WHEN ?1 = 'running' THEN lease_until ELSE NULL END WHERE id = ?3",
         params![to.as_str(), ts_text(clock.now()), id_text(&id.0)],
     )?;
     events::append(conn, &event)?;
@@ -196,14 +199,53 @@ pub fn claim_next(
     };
     let now = clock.now();
     conn.execute(
-        "UPDATE briefs SET status = 'running', claimed_by = ?1, updated_at = ?2 \
-         WHERE id = ?3 AND status = 'pending'",
-        params![claimer, ts_text(now), candidate],
+        "UPDATE briefs SET status = 'running', claimed_by = ?1, updated_at = ?2, claimed_at = ?2, \
+         lease_until = ?3 WHERE id = ?4 AND status = 'pending'",
+        params![claimer, ts_text(now), ts_text(now + CLAIM_LEASE), candidate],
     )?;
     let id = BriefId(canon::parse_id("brief", &candidate)?);
     let brief = get(conn, id)?;
     events::append(conn, &canon::brief_claimed(&brief, claimer, now))?;
     Ok(Some(brief))
+}
+
+/// Extends a claim's lease, if `claimer` still holds the brief.
+pub fn renew_claim(conn: &Connection, clock: &dyn Clock, id: BriefId, claimer: &str) -> Result<Brief> {
+    let brief = get(conn, id)?;
+    if brief.status != BriefStatus::Running || brief.claimed_by.as_deref() != Some(claimer) {
+        return Err(canon::claim_conflict(&brief, claimer));
+    }
+    let now = clock.now();
+    conn.execute(
+        "UPDATE briefs SET lease_until = ?1, updated_at = ?2 WHERE id = ?3",
+        params![ts_text(now + CLAIM_LEASE), ts_text(now), id_text(&id.0)],
+    )?;
+    get(conn, id)
+}
+
+/// Returns running briefs whose lease ended before `now` to pending, each with its event.
+pub fn reclaim_expired(conn: &Connection, now: DateTime<Utc>) -> Result<Vec<Brief>> {
+    let expired: Vec<String> = {
+        let mut stmt = conn.prepare_cached(
+            "SELECT id FROM briefs WHERE status = 'running' AND lease_until < ?1 ORDER BY created_at, rowid",
+        )?;
+        let rows = stmt.query_map(params![ts_text(now)], |row| row.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    expired
+        .iter()
+        .map(|id| {
+            let id = BriefId(canon::parse_id("brief", id)?);
+            let before = get(conn, id)?;
+            conn.execute(
+                "UPDATE briefs SET status = 'pending', claimed_by = NULL, lease_until = NULL, updated_at = ?1 \
+                 WHERE id = ?2",
+                params![ts_text(now), id_text(&id.0)],
+            )?;
+            events::append(conn, &canon::brief_reclaimed(&before, before.claimed_by.as_deref(), now))?;
+            get(conn, id)
+        })
+        .collect()
 }
 
 fn decode(row: &Row<'_>) -> Result<Brief> {

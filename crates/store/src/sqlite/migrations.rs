@@ -10,6 +10,7 @@ use crate::error::{Result, StoreError};
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_initial.sql"),
     include_str!("migrations/0002_insertion_order.sql"),
+    include_str!("migrations/0003_claim_leases.sql"),
 ];
 
 /// The schema version this build writes and understands.

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use agency_core::teachback::TeachbackState;
 use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId};
+use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::Blackboard;
@@ -248,6 +249,14 @@ impl Blackboard for SqliteBlackboard {
 
     fn claim_next_brief(&self, run: Option<RunId>, claimer: &str) -> Result<Option<Brief>> {
         self.write(|tx, clock| briefs::claim_next(tx, clock, run, claimer))
+    }
+
+    fn renew_claim(&self, id: BriefId, claimer: &str) -> Result<Brief> {
+        self.write(|tx, clock| briefs::renew_claim(tx, clock, id, claimer))
+    }
+
+    fn reclaim_expired(&self, now: DateTime<Utc>) -> Result<Vec<Brief>> {
+        self.write(|tx, _| briefs::reclaim_expired(tx, now))
     }
 
     fn open_gate(&self, gate: NewGate) -> Result<Gate> {
