@@ -1,0 +1,309 @@
+//! `agency goal complete ID --evidence ... --path ... [--quote PATH:LINE]`: the two-stage sign-off of the
+//! goal's contract against a commit (default `HEAD`), recorded on the blackboard. Accepted: the goal is set
+//! done and the log says so. Rejected: it stays active, the missing items are logged and printed, exit 3.
+//! Inconclusive: shown as such; it blocks (stays active, exit 3) unless `signoff.inconclusive_blocks` is
+//! off, in which case the goal is set done with an inconclusive record.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agency_core::config::TeamConfig;
+use agency_core::goals::{Goal, GoalStatus, PlanDoc, log_entry};
+use agency_exec::runtime::{AgentLimits, BuiltinRuntime, Evidence};
+use agency_exec::{GitOptions, Repo};
+use agency_llm::{Provider, RetryPolicy, ScriptedProvider};
+use agency_signoff::{Judge, Outcome, Recording, SignoffReport, SignoffRequest, checkout, sign_off_blocking};
+use chrono::Utc;
+
+use super::plan_file::PlanFile;
+use super::records::{Records, goals_run};
+use crate::commands::Context;
+use crate::error::{CommandError, CommandResult, ErrorKind};
+
+/// Arguments of `agency goal complete`.
+#[derive(Debug, clap::Args)]
+pub struct CompleteArgs {
+    /// The goal's id.
+    pub id: String,
+    /// What you claim, in a sentence (repeatable); the judge weighs it against the files.
+    #[arg(long, value_name = "TEXT")]
+    pub evidence: Vec<String>,
+    /// A file in the commit that shows the work: a saved log, a test, the change (repeatable).
+    #[arg(long = "path", value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// A line the file contains, as `PATH:LINE` (repeatable); checked against the file.
+    #[arg(long = "quote", value_name = "PATH:LINE")]
+    pub quotes: Vec<String>,
+    /// The commit under review.
+    #[arg(long, default_value = "HEAD")]
+    pub commit: String,
+    /// Where the goal started (default: the parent of the commit that added the goal to the plan file).
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// Answer the judge's model calls from this script instead of the configured judge model.
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+}
+
+/// Runs the sign-off and applies its outcome to the plan.
+pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult {
+    let doc = plan.read()?;
+    let goal = plan.goal(&doc, &args.id)?;
+    let ws = ctx.workspace()?;
+    let store = ctx.open_store()?;
+    check_status(goal, &args.id, &Records::read(&ws.db, plan)?)?;
+    let contract = goal.contract();
+    let evidence = evidence(&args)?;
+    let team = team_config(&ws.config)?;
+    let repo = Repo::open(&plan.root, GitOptions::default()).map_err(|e| {
+        CommandError::input(e.to_string()).hint("run agency goal complete inside the git repository")
+    })?;
+    let base = match &args.base {
+        Some(base) => base.clone(),
+        None => goal_base(&repo, plan, &doc, goal)?,
+    };
+    if repo.has_changes().unwrap_or(false) {
+        println!(
+            "note       the work tree has uncommitted changes; only commit {} is reviewed",
+            args.commit
+        );
+    }
+    let provider = judge_provider(&team, args.script.as_deref())?;
+    let runtime = BuiltinRuntime::new(provider.clone());
+    let judge = Judge {
+        runtime: &runtime,
+        limits: AgentLimits {
+            max_turns: 20,
+            timeout: Duration::from_secs(10 * 60),
+            ..AgentLimits::default()
+        },
+    };
+    let run = goals_run(&store, plan)?;
+    let recording = Recording {
+        store: &store,
+        run,
+        brief: None,
+    };
+    let request = SignoffRequest {
+        repo: &repo,
+        commit: &args.commit,
+        base: &base,
+        subject: &args.id,
+        contract: &contract,
+        claims: &args.evidence,
+        evidence: &evidence,
+        verify_timeout: Duration::from_secs(team.signoff.verify_timeout_seconds.into()),
+    };
+    println!("sign-off   {} (judge {})", args.id, provider.model());
+    let report = sign_off_blocking(&request, &judge, Some(&recording))
+        .map_err(|e| CommandError::input(format!("{}: sign-off could not run: {e}", args.id)))?;
+    print_report(&report);
+    apply(plan, &args.id, &report, team.signoff.inconclusive_blocks)
+}
+
+fn check_status(goal: &Goal, id: &str, records: &Records) -> CommandResult {
+    match goal.status {
+        Some(GoalStatus::Cancelled) => Err(CommandError::input(format!(
+            "{id} is cancelled; set its status to active to work on it again"
+        ))),
+        Some(GoalStatus::Done) if records.signed.contains(id) => Err(CommandError::new(
+            ErrorKind::NothingToDo,
+            format!("{id} is already signed off"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn evidence(args: &CompleteArgs) -> CommandResult<Vec<Evidence>> {
+    let mut out: Vec<Evidence> = args
+        .paths
+        .iter()
+        .map(|path| Evidence {
+            path: path.clone(),
+            quote: None,
+        })
+        .collect();
+    for quote in &args.quotes {
+        let Some((path, line)) = quote.split_once(':') else {
+            return Err(CommandError::input(format!(
+                "--quote {quote:?}: expected PATH:LINE, e.g. logs/test.log:OK"
+            )));
+        };
+        out.push(Evidence {
+            path: path.trim().to_string(),
+            quote: Some(line.strip_prefix(' ').unwrap_or(line).to_string()),
+        });
+    }
+    Ok(out)
+}
+
+fn team_config(path: &std::path::Path) -> CommandResult<TeamConfig> {
+    if !path.is_file() {
+        return Ok(TeamConfig::default());
+    }
+    let text = std::fs::read_to_string(path)?;
+    agency_core::config::parse_team_config(&text, &path.display().to_string())
+        .map_err(|e| CommandError::input(e.to_string()))
+}
+
+/// The judge's model: the script, `signoff.judge_model`, or the model of the `signoff.judge` level.
+fn judge_provider(team: &TeamConfig, script: Option<&std::path::Path>) -> CommandResult<Arc<dyn Provider>> {
+    if let Some(path) = script {
+        let scripted = ScriptedProvider::from_file(path).map_err(|e| CommandError::input(e.to_string()))?;
+        return Ok(Arc::new(scripted));
+    }
+    let model = match &team.signoff.judge_model {
+        Some(binding) => {
+            agency_llm::model_for_binding(team, binding, &agency_llm::process_env, RetryPolicy::default())
+        }
+        None => agency_llm::model_for_level(
+            team,
+            team.signoff.judge,
+            &agency_llm::process_env,
+            RetryPolicy::default(),
+        ),
+    }
+    .map_err(|e| {
+        CommandError::input(format!("signoff judge: {e}"))
+            .hint("set the key variable team.yaml names, or pass --script FILE")
+    })?;
+    Ok(model.provider)
+}
+
+/// The parent of the commit that added the goal's id marker to the plan file (that commit itself when it is
+/// the repository's first).
+fn goal_base(repo: &Repo, plan: &PlanFile, doc: &PlanDoc, goal: &Goal) -> CommandResult<String> {
+    let marker = goal
+        .lines
+        .id
+        .and_then(|line| doc.line(line))
+        .map(str::trim)
+        .unwrap_or_default();
+    let not_committed = || {
+        CommandError::input(format!(
+            "{}: goal {} is in no commit, so when it started is unknown",
+            plan.relative(),
+            goal.id.as_deref().unwrap_or_default()
+        ))
+        .hint(format!(
+            "commit {} when you add a goal, or pass --base REV",
+            plan.relative()
+        ))
+    };
+    if marker.is_empty() {
+        return Err(not_committed());
+    }
+    let git_error = |e: agency_signoff::SignoffError| CommandError::internal(e.to_string());
+    let added = checkout::commit_adding(repo, &plan.relative(), marker)
+        .map_err(git_error)?
+        .ok_or_else(not_committed)?;
+    Ok(checkout::parent_of(repo, &added)
+        .map_err(git_error)?
+        .unwrap_or(added))
+}
+
+fn print_report(report: &SignoffReport) {
+    let short = |c: &str| c.get(..8).unwrap_or(c).to_string();
+    println!(
+        "commit     {} (base {})",
+        short(&report.commit),
+        short(&report.base)
+    );
+    match &report.verify {
+        Some(v) => println!("verify     {} `{}`", v.describe(), v.command),
+        None => println!("verify     (the contract has no verify command)"),
+    }
+    match &report.judge {
+        Some(Ok(verdict)) => println!(
+            "judge      {}",
+            if *verdict == agency_signoff::Verdict::Accept {
+                "accept"
+            } else {
+                "reject"
+            }
+        ),
+        Some(Err(why)) => println!("judge      no verdict: {why}"),
+        None => println!("judge      not asked (the mechanical checks rejected first)"),
+    }
+    match &report.outcome {
+        Outcome::Accepted => println!("accepted   {}", report.subject),
+        Outcome::Rejected { by, missing } => {
+            println!(
+                "rejected   {} (by {})",
+                report.subject,
+                format!("{by:?}").to_lowercase()
+            );
+            println!("missing");
+            for item in missing {
+                let mut lines = item.lines();
+                println!("  - {}", lines.next().unwrap_or_default());
+                for more in lines {
+                    println!("    {more}");
+                }
+            }
+        }
+        Outcome::Inconclusive { reason } => println!("INCONCLUSIVE {}: {reason}", report.subject),
+    }
+}
+
+/// Patches the plan for the outcome and returns the command's result.
+fn apply(plan: &PlanFile, id: &str, report: &SignoffReport, inconclusive_blocks: bool) -> CommandResult {
+    let short = report.commit.get(..8).unwrap_or(&report.commit);
+    let doc = plan.read()?;
+    let (done, line) = match &report.outcome {
+        Outcome::Accepted => {
+            let verify = report
+                .verify
+                .as_ref()
+                .map_or("no verify".to_string(), |v| format!("verify {}", v.describe()));
+            (
+                true,
+                format!("{id} signed off at {short} ({verify}, judge accept)"),
+            )
+        }
+        Outcome::Rejected { missing, .. } => {
+            let items: Vec<&str> = missing.iter().filter_map(|m| m.lines().next()).collect();
+            (
+                false,
+                format!(
+                    "{id} sign-off rejected at {short}: {}",
+                    clip(&items.join("; "), 400)
+                ),
+            )
+        }
+        Outcome::Inconclusive { reason } => (
+            !inconclusive_blocks,
+            format!("{id} sign-off INCONCLUSIVE at {short}: {}", clip(reason, 300)),
+        ),
+    };
+    let text = if done {
+        doc.set_status(id, GoalStatus::Done)
+            .map_err(|e| plan.patch_error(e))?
+    } else {
+        doc.text()
+    };
+    let text = PlanDoc::parse(&text)
+        .append_log(&log_entry(Utc::now(), &line))
+        .map_err(|e| plan.patch_error(e))?;
+    plan.write(&text)?;
+    if report.blocks(inconclusive_blocks) {
+        return Err(CommandError::input(format!(
+            "{id}: sign-off {}; the goal stays active",
+            report.outcome.word()
+        ))
+        .hint("fix what is missing, commit, and run `agency goal complete` again"));
+    }
+    Ok(())
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}

@@ -1,0 +1,106 @@
+//! `agency goal add | cancel | log MESSAGE`: the plain plan.md changes, each one line-exact patch plus a
+//! log line.
+
+use agency_core::goals::{GoalStatus, NewGoal, PlanDoc, log_entry};
+use chrono::Utc;
+
+use super::plan_file::PlanFile;
+use crate::error::{CommandError, CommandResult};
+
+/// `agency goal add TITLE --done-when ... [--verify ...] [--failure-mode ...] [--may-edit ...] [--subtask ...]`
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// The goal's title.
+    pub title: String,
+    /// The observable condition that makes it done.
+    #[arg(long)]
+    pub done_when: String,
+    /// The stage-1 command (an argv, run without a shell).
+    #[arg(long)]
+    pub verify: Option<String>,
+    /// A way it could look done while it is not (repeatable).
+    #[arg(long = "failure-mode", value_name = "TEXT")]
+    pub failure_modes: Vec<String>,
+    /// A protected path (test, verify script) the goal may change; a glob (repeatable).
+    #[arg(long = "may-edit", value_name = "GLOB")]
+    pub may_edit: Vec<String>,
+    /// A subtask checkbox (repeatable).
+    #[arg(long = "subtask", value_name = "TEXT")]
+    pub subtasks: Vec<String>,
+    /// The id (default: from the title).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// The initial status.
+    #[arg(long, default_value = "active", value_parser = parse_status)]
+    pub status: GoalStatus,
+}
+
+fn parse_status(s: &str) -> Result<GoalStatus, String> {
+    s.parse()
+        .map_err(|e: agency_core::goals::UnknownGoalStatus| e.to_string())
+}
+
+/// Appends the goal (creating plan.md when there is none) and logs it.
+pub fn add(plan: &PlanFile, args: AddArgs) -> CommandResult {
+    let doc = plan
+        .read_or_empty()?
+        .unwrap_or_else(|| PlanDoc::parse("# Plan\n"));
+    let id = args.id.unwrap_or_else(|| doc.suggest_goal_id(&args.title));
+    let new = NewGoal {
+        id: id.clone(),
+        title: args.title,
+        status: args.status,
+        done_when: args.done_when,
+        verify: args.verify,
+        failure_modes: args.failure_modes,
+        may_edit: args.may_edit,
+        subtasks: args.subtasks,
+    };
+    if let Some(verify) = &new.verify {
+        agency_exec::split_command_line(verify).map_err(|e| {
+            CommandError::input(format!("--verify: {e}"))
+                .hint("verify runs without a shell; put a pipeline in a script and verify with the script")
+        })?;
+    }
+    let text = doc.add_goal(&new).map_err(|e| plan.patch_error(e))?;
+    let text = PlanDoc::parse(&text)
+        .append_log(&log_entry(Utc::now(), &format!("{id} added")))
+        .map_err(|e| plan.patch_error(e))?;
+    plan.write(&text)?;
+    println!("added      {id} to {}", plan.relative());
+    println!(
+        "note       commit {} now: the commit that adds a goal is where its sign-off counts edits from",
+        plan.relative()
+    );
+    Ok(())
+}
+
+/// Sets the goal cancelled and logs the reason.
+pub fn cancel(plan: &PlanFile, id: &str, reason: &str) -> CommandResult {
+    let doc = plan.read()?;
+    let goal = plan.goal(&doc, id)?;
+    if goal.status == Some(GoalStatus::Done) {
+        return Err(CommandError::input(format!(
+            "{id} is done; a finished goal is not cancelled"
+        )));
+    }
+    let text = doc
+        .set_status(id, GoalStatus::Cancelled)
+        .map_err(|e| plan.patch_error(e))?;
+    let text = PlanDoc::parse(&text)
+        .append_log(&log_entry(Utc::now(), &format!("{id} cancelled: {reason}")))
+        .map_err(|e| plan.patch_error(e))?;
+    plan.write(&text)?;
+    println!("cancelled  {id}");
+    Ok(())
+}
+
+/// Appends one line to the log.
+pub fn log(plan: &PlanFile, message: &str) -> CommandResult {
+    let doc = plan.read()?;
+    let text = doc
+        .append_log(&log_entry(Utc::now(), message))
+        .map_err(|e| plan.patch_error(e))?;
+    plan.write(&text)?;
+    Ok(())
+}

@@ -1,0 +1,74 @@
+//! `agency goal`: the goals of one session in plan.md (seed pi-goals): list, show, add, complete (the
+//! two-stage sign-off of `agency-signoff`), cancel, log. plan.md is only ever patched line by line; the
+//! sign-off records live on the blackboard (see [`records`]). docs/goals.md describes the format.
+
+mod complete;
+mod edit;
+pub mod plan_file;
+pub mod records;
+mod view;
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use crate::commands::Context;
+use crate::error::CommandResult;
+
+use plan_file::PlanFile;
+
+/// `agency goal [--plan FILE] <command>`
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The plan file (default: plan.md at the repository's top level).
+    #[arg(long, global = true, env = "AGENCY_PLAN", value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: GoalCommand,
+}
+
+/// The goal subcommands.
+#[derive(Debug, Subcommand)]
+pub enum GoalCommand {
+    /// List the goals with their status, subtasks and sign-off.
+    List,
+    /// Show one goal's contract, subtasks and last sign-off.
+    Show {
+        /// The goal's id.
+        id: String,
+    },
+    /// Append a goal to plan.md.
+    Add(edit::AddArgs),
+    /// Sign a goal off: verify in a clean checkout, mechanical checks, then a read-only judge.
+    Complete(complete::CompleteArgs),
+    /// Cancel a goal (not a sign-off), with a reason in the log.
+    Cancel {
+        /// The goal's id.
+        id: String,
+        /// Why it is dropped.
+        #[arg(long)]
+        reason: String,
+    },
+    /// Print the plan's log, or append MESSAGE to it.
+    Log {
+        /// A line to append.
+        message: Option<String>,
+    },
+}
+
+/// Runs `agency goal`.
+pub fn run(ctx: &Context, args: Args) -> CommandResult {
+    let plan = PlanFile::locate(&ctx.cwd, args.plan.as_deref());
+    match args.command {
+        GoalCommand::List => view::list(ctx, &plan),
+        GoalCommand::Show { id } => view::show(ctx, &plan, &id),
+        GoalCommand::Add(add) => edit::add(&plan, add),
+        GoalCommand::Complete(complete) => complete::run(ctx, &plan, complete),
+        GoalCommand::Cancel { id, reason } => edit::cancel(&plan, &id, &reason),
+        GoalCommand::Log { message: None } => view::log(&plan),
+        GoalCommand::Log {
+            message: Some(message),
+        } => edit::log(&plan, &message),
+    }
+}

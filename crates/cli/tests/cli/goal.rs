@@ -1,0 +1,236 @@
+//! `agency goal`: plan.md goals and their sign-off, end to end in a temporary repository with a real (sh)
+//! verify command and a scripted judge.
+
+use std::process::Command;
+
+use crate::support::Repo;
+
+const ACCEPTING_JUDGE: &str = "replies:\n  - role: judge\n    reply: {text: \"Checked value.txt.\\nVERDICT: accept\\nmissing: none\"}\n";
+const RAMBLING_JUDGE: &str =
+    "replies:\n  - role: judge\n    reply: {text: \"Seems fine to me, probably.\"}\n";
+
+fn git(repo: &Repo, args: &[&str]) {
+    let status = Command::new("git")
+        .args(args)
+        .current_dir(repo.path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", repo.path())
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+fn write(repo: &Repo, path: &str, text: &str) {
+    let full = repo.path().join(path);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    std::fs::write(full, text).unwrap();
+}
+
+fn commit(repo: &Repo, message: &str) {
+    git(repo, &["add", "--all", "--", ".", ":!.agency"]);
+    git(repo, &["commit", "-q", "-m", message]);
+}
+
+fn plan(repo: &Repo) -> String {
+    std::fs::read_to_string(repo.path().join("plan.md")).unwrap()
+}
+
+/// A repository whose check fails (`value.txt` says broken) with a committed goal to fix it.
+fn project_with_goal() -> Repo {
+    let repo = Repo::initialised();
+    write(&repo, "value.txt", "broken\n");
+    write(&repo, "tests/check.sh", "grep -qx fixed value.txt\n");
+    write(&repo, "judge.yaml", ACCEPTING_JUDGE);
+    write(&repo, "rambling.yaml", RAMBLING_JUDGE);
+    commit(&repo, "a project with a failing check");
+    repo.agency(&[
+        "goal",
+        "add",
+        "Fix the value",
+        "--done-when",
+        "value.txt says fixed",
+        "--verify",
+        "sh tests/check.sh",
+        "--failure-mode",
+        "the check is weakened",
+        "--subtask",
+        "fix it",
+    ])
+    .success();
+    commit(&repo, "plan: fix the value");
+    repo
+}
+
+#[test]
+fn add_list_show_and_log() {
+    let repo = project_with_goal();
+    let text = plan(&repo);
+    assert!(
+        text.contains("## Goal: Fix the value\n<!-- id: fix-the-value-1 -->\nstatus: active\n"),
+        "{text}"
+    );
+    assert!(text.contains("verify: sh tests/check.sh\n"));
+    let list = repo.agency(&["goal", "list"]).success().stdout();
+    assert!(list.starts_with("fix-the-value-1"), "{list}");
+    assert!(list.contains("active") && list.contains("0/1") && list.contains("Fix the value"));
+    let show = repo
+        .agency(&["goal", "show", "fix-the-value-1"])
+        .success()
+        .stdout();
+    assert!(show.contains("done_when  value.txt says fixed"), "{show}");
+    assert!(show.contains("  - the check is weakened"));
+    repo.agency(&["goal", "log", "started on the value"]).success();
+    let log = repo.agency(&["goal", "log"]).success().stdout();
+    assert!(
+        log.contains("fix-the-value-1 added") && log.contains("started on the value"),
+        "{log}"
+    );
+    let missing = repo.agency(&["goal", "show", "nope"]).fails_with(4);
+    assert!(
+        missing
+            .stderr()
+            .contains("no goal with id \"nope\"; its goals are fix-the-value-1")
+    );
+}
+
+#[test]
+fn complete_rejects_failing_work_then_signs_off_the_fix() {
+    let repo = project_with_goal();
+    // Claimed done with the check still failing: verify rejects, no judge is asked.
+    let rejected = repo
+        .agency(&[
+            "goal",
+            "complete",
+            "fix-the-value-1",
+            "--path",
+            "value.txt",
+            "--script",
+            "judge.yaml",
+        ])
+        .fails_with(3);
+    let out = rejected.stdout();
+    assert!(out.contains("rejected   fix-the-value-1 (by verify)"), "{out}");
+    assert!(out.contains("judge      not asked"), "{out}");
+    assert!(plan(&repo).contains("status: active"));
+    assert!(plan(&repo).contains("fix-the-value-1 sign-off rejected at "));
+    // A fix left uncommitted does not count.
+    write(&repo, "value.txt", "fixed\n");
+    repo.agency(&[
+        "goal",
+        "complete",
+        "fix-the-value-1",
+        "--path",
+        "value.txt",
+        "--script",
+        "judge.yaml",
+    ])
+    .fails_with(3);
+    commit(&repo, "fix the value");
+    let accepted = repo
+        .agency(&[
+            "goal",
+            "complete",
+            "fix-the-value-1",
+            "--evidence",
+            "value.txt now says fixed",
+            "--quote",
+            "value.txt:fixed",
+            "--script",
+            "judge.yaml",
+        ])
+        .success()
+        .stdout();
+    assert!(accepted.contains("verify     exit 0"), "{accepted}");
+    assert!(accepted.contains("judge      accept"), "{accepted}");
+    assert!(accepted.contains("accepted   fix-the-value-1"), "{accepted}");
+    let text = plan(&repo);
+    assert!(text.contains("status: done"), "{text}");
+    assert!(text.contains("fix-the-value-1 signed off at "), "{text}");
+    let list = repo.agency(&["goal", "list"]).success().stdout();
+    assert!(list.contains("[signed off]"), "{list}");
+    let again = repo
+        .agency(&[
+            "goal",
+            "complete",
+            "fix-the-value-1",
+            "--path",
+            "value.txt",
+            "--script",
+            "judge.yaml",
+        ])
+        .fails_with(5);
+    assert!(again.stderr().contains("already signed off"));
+}
+
+#[test]
+fn a_protected_edit_is_rejected_before_the_judge() {
+    let repo = project_with_goal();
+    write(&repo, "tests/check.sh", "true\n");
+    commit(&repo, "simplify the check");
+    let out = repo
+        .agency(&[
+            "goal",
+            "complete",
+            "fix-the-value-1",
+            "--path",
+            "value.txt",
+            "--script",
+            "judge.yaml",
+        ])
+        .fails_with(3)
+        .stdout();
+    assert!(out.contains("rejected   fix-the-value-1 (by checks)"), "{out}");
+    assert!(
+        out.contains("tests/check.sh modified since the goal's base"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_judge_without_a_verdict_is_inconclusive_and_blocks() {
+    let repo = project_with_goal();
+    write(&repo, "value.txt", "fixed\n");
+    commit(&repo, "fix the value");
+    let out = repo
+        .agency(&[
+            "goal",
+            "complete",
+            "fix-the-value-1",
+            "--path",
+            "value.txt",
+            "--script",
+            "rambling.yaml",
+        ])
+        .fails_with(3)
+        .stdout();
+    assert!(out.contains("INCONCLUSIVE fix-the-value-1"), "{out}");
+    assert!(plan(&repo).contains("status: active"));
+    assert!(plan(&repo).contains("sign-off INCONCLUSIVE"));
+}
+
+#[test]
+fn a_goal_ticked_done_by_hand_is_unsigned_and_cancel_logs_why() {
+    let repo = project_with_goal();
+    let text = plan(&repo).replace("status: active", "status: done");
+    std::fs::write(repo.path().join("plan.md"), text).unwrap();
+    let list = repo.agency(&["goal", "list"]).success().stdout();
+    assert!(list.contains("done") && list.contains("[UNSIGNED]"), "{list}");
+    let show = repo
+        .agency(&["goal", "show", "fix-the-value-1"])
+        .success()
+        .stdout();
+    assert!(show.contains("status     done (UNSIGNED)"), "{show}");
+    let text = plan(&repo).replace("status: done", "status: active");
+    std::fs::write(repo.path().join("plan.md"), text).unwrap();
+    repo.agency(&["goal", "cancel", "fix-the-value-1", "--reason", "not needed"])
+        .success();
+    let text = plan(&repo);
+    assert!(
+        text.contains("status: cancelled") && text.contains("fix-the-value-1 cancelled: not needed"),
+        "{text}"
+    );
+}
