@@ -9,13 +9,15 @@
 //!   [`AgentHooks::check_tool`] (the same core state machine the `agency hook` uses);
 //! - "done" is a *report*, not a status: the runner signs the work off afterwards, out of the agent's reach.
 //!
-//! The runtimes: [`builtin`] (agency's own loop with confined tools) and [`claude_code`] (the Claude Code
-//! CLI gated by `agency hook`). Shared pieces: [`external`] (driving an agent process, reading its
+//! The runtimes: [`builtin`] (agency's own loop with confined tools), [`claude_code`] and [`codex`] (the
+//! CLIs, gated by `agency hook`) and [`command`] (any other agent, after a read-only teachback step). Shared pieces: [`external`] (driving an agent process, reading its
 //! report), [`redact`] (secrets kept out of every recorded event) and [`personality`] (the talent pool and
 //! role registry).
 
 pub mod builtin;
 pub mod claude_code;
+pub mod codex;
+pub mod command;
 pub mod external;
 pub mod personality;
 pub mod redact;
@@ -30,6 +32,8 @@ use serde::{Deserialize, Serialize};
 
 pub use builtin::BuiltinRuntime;
 pub use claude_code::ClaudeCodeRuntime;
+pub use codex::{CodexProvider, CodexRuntime};
+pub use command::CommandRuntime;
 pub use redact::Redactor;
 
 /// Everything an agent is given.

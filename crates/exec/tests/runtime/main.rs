@@ -5,5 +5,7 @@
 
 mod builtin;
 mod claude_code;
+mod codex;
+mod command;
 mod confinement;
 mod support;

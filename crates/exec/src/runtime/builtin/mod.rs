@@ -23,7 +23,7 @@ use serde_json::Value;
 
 pub use confine::{Confinement, Refused};
 pub use edit::{Replaced, replace};
-pub use tools::Tool;
+pub use tools::{Tool, Toolset};
 
 use super::redact::{Recorder, Redactor, truncate};
 use super::{
@@ -40,6 +40,12 @@ files with edit_file (exact, unique text) or write_file, and run the project's t
 list, no shell). When you are finished call report_result with an honest status, a short summary and the files \
 that show your work; it ends your session. If you find a security, data or ethics problem, or cannot go on \
 for a reason outside your brief, call raise_signal instead.";
+
+/// Added to the prompt of a teachback-only step.
+pub const TEACHBACK_STEP: &str = "\n\nThis is only the first step: read what you need, then restate the task \
+with submit_teachback and address any corrections until it is approved. Do not try to do the task itself: \
+another agent will, once your teachback is approved. If the task cannot be done, call report_result with \
+status blocked.";
 
 /// Longest assistant text kept in a `Said` event.
 const SAID_MAX: usize = 2_000;
@@ -83,29 +89,76 @@ impl Runtime for BuiltinRuntime {
         cancel: &'a CancelToken,
     ) -> agency_llm::BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
-            let confinement = Confinement::new(&task.worktree)
-                .map_err(|e| RuntimeError::Other(format!("worktree {}: {e}", task.worktree.display())))?;
-            let redactor = Redactor::new(&task.env, &self.secrets);
-            let agent = Agent {
-                provider: self.provider.as_ref(),
-                task,
-                hooks,
-                recorder: Recorder::new(hooks, &redactor),
-                confinement,
-                cancel,
-            };
-            match tokio::time::timeout(task.limits.timeout, agent.run()).await {
-                Ok(result) => result,
-                Err(_) => {
-                    hooks.record(AgentEvent::Note(format!(
-                        "the agent ran past its {}s time limit",
-                        task.limits.timeout.as_secs()
-                    )));
-                    Ok(stopped(AgentStop::Timeout))
-                }
+            match self.drive(task, task.access.into(), hooks, cancel).await? {
+                Ended::Stopped(outcome) => Ok(*outcome),
+                // Only the teachback toolset ends on approval.
+                Ended::Approved => Ok(stopped(AgentStop::Finished)),
             }
         })
     }
+}
+
+impl BuiltinRuntime {
+    /// Runs only the teachback step, read-only: the agent reads, submits its teachback and resubmits until
+    /// it is approved. `Ok(None)` once approved; `Ok(Some(outcome))` when it stopped otherwise (reported
+    /// itself blocked, raised a signal, ran out of turns or time, was cancelled). For runtimes that cannot
+    /// gate an agent's tool calls themselves: they start their agent only after this.
+    pub async fn teachback_step(
+        &self,
+        task: &AgentTask,
+        hooks: &dyn AgentHooks,
+        cancel: &CancelToken,
+    ) -> Result<Option<AgentOutcome>, RuntimeError> {
+        let mut step = task.clone();
+        step.prompt.push_str(TEACHBACK_STEP);
+        match self.drive(&step, Toolset::Teachback, hooks, cancel).await? {
+            Ended::Approved => Ok(None),
+            Ended::Stopped(outcome) => Ok(Some(*outcome)),
+        }
+    }
+
+    async fn drive(
+        &self,
+        task: &AgentTask,
+        toolset: Toolset,
+        hooks: &dyn AgentHooks,
+        cancel: &CancelToken,
+    ) -> Result<Ended, RuntimeError> {
+        let confinement = Confinement::new(&task.worktree)
+            .map_err(|e| RuntimeError::Other(format!("worktree {}: {e}", task.worktree.display())))?;
+        let redactor = Redactor::new(&task.env, &self.secrets);
+        let agent = Agent {
+            provider: self.provider.as_ref(),
+            task,
+            toolset,
+            hooks,
+            recorder: Recorder::new(hooks, &redactor),
+            confinement,
+            cancel,
+        };
+        match tokio::time::timeout(task.limits.timeout, agent.run()).await {
+            Ok(result) => result,
+            Err(_) => {
+                agent.recorder.note(format!(
+                    "the agent ran past its {}s time limit",
+                    task.limits.timeout.as_secs()
+                ));
+                Ok(ended(AgentStop::Timeout))
+            }
+        }
+    }
+}
+
+/// How the loop ended.
+enum Ended {
+    /// The agent stopped, with this outcome.
+    Stopped(Box<AgentOutcome>),
+    /// Its teachback was approved (teachback step only).
+    Approved,
+}
+
+fn ended(stop: AgentStop) -> Ended {
+    Ended::Stopped(Box::new(stopped(stop)))
 }
 
 fn stopped(stop: AgentStop) -> AgentOutcome {
@@ -120,6 +173,7 @@ fn stopped(stop: AgentStop) -> AgentOutcome {
 struct Agent<'a> {
     provider: &'a dyn Provider,
     task: &'a AgentTask,
+    toolset: Toolset,
     hooks: &'a dyn AgentHooks,
     recorder: Recorder<'a>,
     confinement: Confinement,
@@ -134,11 +188,13 @@ enum Handled {
     Report(AgentReport),
     /// The agent raised a signal; the loop ends.
     Signal(AlgedonicSignal),
+    /// The teachback was approved and the toolset is [`Toolset::Teachback`]; the step ends.
+    Approved,
 }
 
 impl Agent<'_> {
-    async fn run(&self) -> Result<AgentOutcome, RuntimeError> {
-        let offered = Tool::offered_for(self.task.access);
+    async fn run(&self) -> Result<Ended, RuntimeError> {
+        let offered = Tool::offered_for(self.toolset);
         // Built once: the cached prefix (system + tools) must not change between turns.
         let mut system = self.task.system.clone();
         system.push(TOOL_GUIDE.to_owned());
@@ -156,7 +212,7 @@ impl Agent<'_> {
             let started = Instant::now();
             let response = match self.provider.complete(&request, &mut |_| {}, self.cancel).await {
                 Ok(response) => response,
-                Err(LlmError::Cancelled) => return Ok(stopped(AgentStop::Cancelled)),
+                Err(LlmError::Cancelled) => return Ok(ended(AgentStop::Cancelled)),
                 Err(e) => return Err(RuntimeError::Model(e)),
             };
             self.recorder.record(AgentEvent::Usage(UsageRecord {
@@ -184,30 +240,31 @@ impl Agent<'_> {
                     ));
                     continue;
                 }
-                return Ok(stopped(AgentStop::Finished));
+                return Ok(ended(AgentStop::Finished));
             }
             let mut results = Vec::with_capacity(calls.len());
             for (id, name, input) in calls {
                 if self.cancel.is_cancelled() {
-                    return Ok(stopped(AgentStop::Cancelled));
+                    return Ok(ended(AgentStop::Cancelled));
                 }
                 match self.call(&name, &input, &offered).await {
                     Handled::Result { content, is_error } => {
                         results.push(Block::tool_result(id, content, is_error));
                     }
                     Handled::Report(report) => {
-                        return Ok(AgentOutcome {
+                        return Ok(Ended::Stopped(Box::new(AgentOutcome {
                             report: Some(report),
                             stop: AgentStop::Finished,
                             session_id: None,
-                        });
+                        })));
                     }
+                    Handled::Approved => return Ok(Ended::Approved),
                     Handled::Signal(signal) => {
                         self.recorder.note(format!(
                             "{:?} signal: {}: {}",
                             signal.level, signal.category, signal.issue
                         ));
-                        return Ok(stopped(AgentStop::Signal(signal)));
+                        return Ok(ended(AgentStop::Signal(signal)));
                     }
                 }
             }
@@ -217,7 +274,7 @@ impl Agent<'_> {
             "the agent used all {} of its turns",
             self.task.limits.max_turns
         ));
-        Ok(stopped(AgentStop::TurnLimit))
+        Ok(ended(AgentStop::TurnLimit))
     }
 
     /// Gates and runs one tool call.
@@ -268,7 +325,16 @@ impl Agent<'_> {
                 Err(e) => Err(e),
             },
             Tool::SubmitTeachback => match args::<Teachback>(input) {
-                Ok(teachback) => self.submit_teachback(&teachback).await,
+                Ok(teachback) => match self.submit_teachback(&teachback).await {
+                    Ok(review)
+                        if self.toolset == Toolset::Teachback
+                            && review.verdict == ReviewVerdict::Approved =>
+                    {
+                        return Handled::Approved;
+                    }
+                    Ok(review) => Ok(review_text(&review)),
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
             },
             Tool::ReportResult => {
@@ -293,7 +359,7 @@ impl Agent<'_> {
         }
     }
 
-    async fn submit_teachback(&self, teachback: &Teachback) -> Result<String, String> {
+    async fn submit_teachback(&self, teachback: &Teachback) -> Result<TeachbackReview, String> {
         if let Err(incomplete) = teachback.validate() {
             return Err(format!(
                 "{incomplete}; fill it in and call submit_teachback again"
@@ -302,7 +368,7 @@ impl Agent<'_> {
         let review = self.hooks.teachback(teachback).await?;
         self.recorder
             .note(format!("teachback reviewed by {}", review.reviewer));
-        Ok(review_text(&review))
+        Ok(review)
     }
 }
 

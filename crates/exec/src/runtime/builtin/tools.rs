@@ -1,5 +1,5 @@
 //! The built-in agent's tools as the model sees them: names, descriptions and JSON Schemas. The set is
-//! fixed per [`Access`] and built once per agent, so the tool list (part of the cached prompt prefix) is
+//! fixed per [`Toolset`] and built once per agent, so the tool list (part of the cached prompt prefix) is
 //! byte-identical on every turn.
 
 use serde_json::{Value, json};
@@ -7,6 +7,27 @@ use serde_json::{Value, json};
 use agency_llm::ToolSpec;
 
 use crate::runtime::Access;
+
+/// Which tools an agent is offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Toolset {
+    /// Read, list, grep and report: judges and reviewers.
+    ReadOnly,
+    /// Everything: implementers, subject to the teachback gate.
+    ReadWrite,
+    /// Read, list, grep, submit the teachback (and report or signal when it cannot): the read-only first
+    /// step that gets a teachback approved before an ungated agent is started.
+    Teachback,
+}
+
+impl From<Access> for Toolset {
+    fn from(access: Access) -> Self {
+        match access {
+            Access::ReadOnly => Toolset::ReadOnly,
+            Access::ReadWrite => Toolset::ReadWrite,
+        }
+    }
+}
 
 /// One built-in tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,20 +99,23 @@ impl Tool {
         )
     }
 
-    /// Whether an agent with `access` is offered this tool.
-    pub fn offered(self, access: Access) -> bool {
-        match access {
-            Access::ReadWrite => true,
-            Access::ReadOnly => matches!(
-                self,
-                Tool::ReadFile | Tool::ListFiles | Tool::Grep | Tool::ReportResult
-            ),
+    /// Whether an agent with `set` is offered this tool.
+    pub fn offered(self, set: Toolset) -> bool {
+        let reads = matches!(
+            self,
+            Tool::ReadFile | Tool::ListFiles | Tool::Grep | Tool::ReportResult
+        );
+        match set {
+            Toolset::ReadWrite => true,
+            Toolset::ReadOnly => reads,
+            Toolset::Teachback => reads || matches!(self, Tool::SubmitTeachback | Tool::RaiseSignal),
         }
     }
 
-    /// The tools offered for `access`.
-    pub fn offered_for(access: Access) -> Vec<Tool> {
-        Tool::ALL.into_iter().filter(|t| t.offered(access)).collect()
+    /// The tools offered for `set`.
+    pub fn offered_for(set: impl Into<Toolset>) -> Vec<Tool> {
+        let set = set.into();
+        Tool::ALL.into_iter().filter(|t| t.offered(set)).collect()
     }
 
     /// The spec sent to the model.
@@ -252,6 +276,21 @@ mod tests {
             .collect();
         assert_eq!(names, ["read_file", "list_files", "grep", "report_result"]);
         assert_eq!(Tool::offered_for(Access::ReadWrite).len(), Tool::ALL.len());
+        let teachback: Vec<&str> = Tool::offered_for(Toolset::Teachback)
+            .into_iter()
+            .map(Tool::name)
+            .collect();
+        assert_eq!(
+            teachback,
+            [
+                "read_file",
+                "list_files",
+                "grep",
+                "submit_teachback",
+                "report_result",
+                "raise_signal"
+            ]
+        );
         for tool in Tool::ALL {
             assert_eq!(Tool::from_name(tool.name()), Some(tool));
             assert_eq!(tool.spec().input_schema["type"], "object");

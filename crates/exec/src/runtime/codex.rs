@@ -1,0 +1,363 @@
+//! The Codex runtime: `codex exec --json` in the brief's worktree, with a private CODEX_HOME holding the
+//! agent's `config.toml` (model and provider) and `hooks.json` (`agency hook` as the PreToolUse gate).
+//! Codex ignores hooks it has not been told to trust, silently, so it runs with
+//! `--dangerously-bypass-hook-trust`; and it reads stdin unless it is at end of file, so stdin is closed
+//! (harness/PROTOCOLS.md §7). Writes are confined to the worktree by Codex's own `workspace-write` sandbox
+//! unless [`CodexRuntime::sandbox`] is off (for machines where it cannot run).
+//!
+//! Unlike Claude Code, Codex lets a tool call through when its hook fails (exit 1, crash, missing
+//! program): the gate is only as reliable as `agency hook` itself. docs/runtimes.md says so.
+//!
+//! The `--json` events (`thread.started`, `item.completed` with `agent_message`, `file_change`,
+//! `command_execution` or `error` items, `turn.completed` with usage) become [`AgentEvent`]s.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agency_llm::{BoxFuture, CallMeta, CancelToken, StopReason, Usage, UsageRecord};
+use serde_json::{Value, json};
+
+use super::external::{REPORT_INSTRUCTIONS, drive, parse_report, shell_word};
+use super::redact::{Recorder, Redactor, truncate};
+use super::{AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use crate::process::CommandSpec;
+
+/// Host variables passed to Codex by default: its search path and how it reaches OpenAI.
+pub const DEFAULT_INHERIT: [&str; 4] = ["PATH", "LANG", "OPENAI_API_KEY", "OPENAI_BASE_URL"];
+
+/// A model provider entry for the agent's `config.toml` (`[model_providers.<name>]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodexProvider {
+    /// Its name, also `model_provider`.
+    pub name: String,
+    /// The API base URL (`http://127.0.0.1:8080/v1`).
+    pub base_url: String,
+    /// `responses` or `chat`.
+    pub wire_api: String,
+    /// The environment variable holding its key (pass it in the task's env).
+    pub env_key: String,
+}
+
+/// Runs agents with the Codex CLI.
+#[derive(Debug, Clone)]
+pub struct CodexRuntime {
+    /// The `codex` program: a name looked up on PATH, or a path.
+    pub program: PathBuf,
+    /// The `agency` binary whose `hook` subcommand is the gate.
+    pub agency: PathBuf,
+    /// The blackboard the hook reads (`AGENCY_DB`).
+    pub db: PathBuf,
+    /// The team configuration the hook reads (`AGENCY_CONFIG`), when not the default location.
+    pub config: Option<PathBuf>,
+    /// Where each agent's CODEX_HOME is made (`<state_dir>/<brief id>-<attempt>`).
+    pub state_dir: PathBuf,
+    /// The model; Codex's default when unset. Codex offers `apply_patch` only for model names it knows.
+    pub model: Option<String>,
+    /// A custom provider; OpenAI when unset.
+    pub provider: Option<CodexProvider>,
+    /// Confine Codex's writes to the worktree with its `workspace-write` sandbox (default), or run it
+    /// without one.
+    pub sandbox: bool,
+    /// Host environment variables passed through (the task's own `env` is always passed).
+    pub inherit_env: Vec<String>,
+    /// Strings redacted from every recorded event.
+    pub secrets: Vec<String>,
+}
+
+impl CodexRuntime {
+    /// `codex` from PATH, gated by `agency hook` of the binary at `agency` on the blackboard `db`; agents'
+    /// homes under `state_dir`.
+    pub fn new(agency: impl Into<PathBuf>, db: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            program: PathBuf::from("codex"),
+            agency: agency.into(),
+            db: db.into(),
+            config: None,
+            state_dir: state_dir.into(),
+            model: None,
+            provider: None,
+            sandbox: true,
+            inherit_env: DEFAULT_INHERIT.iter().map(|s| (*s).to_owned()).collect(),
+            secrets: Vec::new(),
+        }
+    }
+
+    /// The agent's CODEX_HOME (and HOME) for this brief attempt.
+    pub fn home(&self, task: &AgentTask) -> PathBuf {
+        self.state_dir
+            .join(format!("{}-{}", task.brief.id, task.brief.attempt))
+    }
+
+    /// The agent's `config.toml`.
+    pub fn config_toml(&self) -> String {
+        // JSON strings are valid TOML basic strings, so values are quoted with serde_json.
+        let quote = |s: &str| Value::String(s.to_owned()).to_string();
+        let mut out = String::new();
+        if let Some(model) = &self.model {
+            out.push_str(&format!("model = {}\n", quote(model)));
+        }
+        if let Some(p) = &self.provider {
+            out.push_str(&format!(
+                "model_provider = {name}\n\n[model_providers.{name}]\nname = {name}\nbase_url = {}\n\
+                 wire_api = {}\nenv_key = {}\n",
+                quote(&p.base_url),
+                quote(&p.wire_api),
+                quote(&p.env_key),
+                name = quote(&p.name),
+            ));
+        }
+        out
+    }
+
+    /// The agent's `hooks.json`: every tool call goes to `agency hook`.
+    pub fn hooks_json(&self) -> Value {
+        let command = format!("{} hook", shell_word(&self.agency.to_string_lossy()));
+        json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": command, "timeout": 30}]}]}})
+    }
+
+    /// The command that runs the agent.
+    pub fn command(&self, task: &AgentTask) -> CommandSpec {
+        let home = self.home(task);
+        let mut spec = CommandSpec::new(&self.program).args([
+            "exec",
+            "--skip-git-repo-check",
+            "--json",
+            "--dangerously-bypass-hook-trust",
+        ]);
+        spec = if self.sandbox {
+            spec.args(["--sandbox", "workspace-write"])
+        } else {
+            spec.arg("--dangerously-bypass-approvals-and-sandbox")
+        };
+        // Codex has no flag for extra system text, so the personality leads the prompt.
+        let mut prompt = task.system.join("\n\n");
+        if !prompt.is_empty() {
+            prompt.push_str("\n\n");
+        }
+        prompt.push_str(&task.prompt);
+        prompt.push_str(REPORT_INSTRUCTIONS);
+        spec = spec
+            .arg(prompt)
+            .cwd(&task.worktree)
+            .timeout(task.limits.timeout + Duration::from_secs(30));
+        for name in &self.inherit_env {
+            spec = spec.inherit_env(name);
+        }
+        spec = spec
+            .env("HOME", &home)
+            .env("CODEX_HOME", &home)
+            .env("AGENCY_BRIEF", task.brief.id.to_string())
+            .env("AGENCY_DB", &self.db);
+        if let Some(config) = &self.config {
+            spec = spec.env("AGENCY_CONFIG", config);
+        }
+        for (name, value) in &task.env {
+            spec = spec.env(name, value);
+        }
+        spec
+    }
+}
+
+impl Runtime for CodexRuntime {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn run<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        hooks: &'a dyn AgentHooks,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        Box::pin(async move {
+            let home = self.home(task);
+            let write = |name: &str, text: String| {
+                std::fs::create_dir_all(&home)
+                    .and_then(|()| std::fs::write(home.join(name), text))
+                    .map_err(|e| {
+                        RuntimeError::Other(format!("cannot write {}: {e}", home.join(name).display()))
+                    })
+            };
+            write("config.toml", self.config_toml())?;
+            write("hooks.json", self.hooks_json().to_string())?;
+            let redactor = Redactor::new(&task.env, &self.secrets);
+            let recorder = Recorder::new(hooks, &redactor);
+            let mut state = StreamState::default();
+            let driven = drive("codex", self.command(task), task.limits.timeout, cancel, |line| {
+                for event in map_line(line, &mut state, &task.meta) {
+                    recorder.record(event);
+                }
+            })
+            .await?;
+            if let Some(stop) = driven.stop {
+                return Ok(AgentOutcome {
+                    report: None,
+                    stop,
+                    session_id: state.session_id,
+                });
+            }
+            if !driven.output.success() && state.last_message.is_none() {
+                return Err(RuntimeError::Process(format!(
+                    "codex ended ({}): {}",
+                    driven.output.describe(),
+                    truncate(driven.output.stderr.text().trim(), 2_000)
+                )));
+            }
+            Ok(AgentOutcome {
+                report: state.last_message.as_deref().and_then(parse_report),
+                stop: AgentStop::Finished,
+                session_id: state.session_id,
+            })
+        })
+    }
+}
+
+/// What the mapper keeps between Codex events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamState {
+    /// The thread id, from `thread.started`.
+    pub session_id: Option<String>,
+    /// The agent's last message, where its report is.
+    pub last_message: Option<String>,
+}
+
+/// Maps one `codex exec --json` line to events.
+pub fn map_line(line: &str, state: &mut StreamState, meta: &CallMeta) -> Vec<AgentEvent> {
+    let line = line.trim();
+    if line.is_empty() {
+        return Vec::new();
+    }
+    let Ok(event) = serde_json::from_str::<Value>(line) else {
+        return vec![AgentEvent::Note(format!("codex: {}", truncate(line, 300)))];
+    };
+    let str_at = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+    match event.get("type").and_then(Value::as_str).unwrap_or_default() {
+        "thread.started" => {
+            let id = str_at(&event, "thread_id");
+            state.session_id = Some(id.clone());
+            vec![AgentEvent::Note(format!("codex thread {id} started"))]
+        }
+        "item.completed" => {
+            let item = event.get("item").unwrap_or(&Value::Null);
+            match item.get("type").and_then(Value::as_str).unwrap_or_default() {
+                "agent_message" => {
+                    let text = str_at(item, "text");
+                    state.last_message = Some(text.clone());
+                    vec![AgentEvent::Said(truncate(&text, 2_000))]
+                }
+                "file_change" => {
+                    let paths: Vec<String> = item
+                        .get("changes")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|c| format!("{} {}", str_at(c, "kind"), str_at(c, "path")))
+                        .collect();
+                    vec![AgentEvent::ToolCall {
+                        name: "apply_patch".to_owned(),
+                        summary: truncate(&paths.join(", "), 200),
+                        allowed: str_at(item, "status") == "completed",
+                    }]
+                }
+                "command_execution" => vec![AgentEvent::ToolCall {
+                    name: "exec_command".to_owned(),
+                    summary: truncate(&str_at(item, "command"), 200),
+                    allowed: true,
+                }],
+                "error" => vec![AgentEvent::Note(format!("codex: {}", str_at(item, "message")))],
+                other => vec![AgentEvent::Note(format!("codex {other} item"))],
+            }
+        }
+        "turn.completed" => {
+            let count = |key: &str| {
+                event
+                    .pointer(&format!("/usage/{key}"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0)
+            };
+            let cached = count("cached_input_tokens");
+            vec![AgentEvent::Usage(UsageRecord {
+                meta: meta.clone(),
+                provider: "codex".to_owned(),
+                model: String::new(),
+                usage: Usage {
+                    input: count("input_tokens").saturating_sub(cached),
+                    output: count("output_tokens"),
+                    cache_read: cached,
+                    cache_write: count("cache_write_input_tokens"),
+                },
+                cost_usd: None,
+                latency: Duration::ZERO,
+                stop_reason: StopReason::EndTurn,
+            })]
+        }
+        "turn.failed" | "error" => {
+            let message = event
+                .pointer("/error/message")
+                .or_else(|| event.get("message"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            vec![AgentEvent::Note(format!("codex failed: {message}"))]
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_run_maps_to_events() {
+        let mut state = StreamState::default();
+        let events: Vec<AgentEvent> = include_str!("../../tests/fixtures/codex/write.jsonl")
+            .lines()
+            .flat_map(|l| map_line(l, &mut state, &CallMeta::default()))
+            .collect();
+        assert_eq!(
+            state.session_id.as_deref(),
+            Some("01a20172-946a-7342-b34c-d27523728600")
+        );
+        let calls: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolCall {
+                    name,
+                    summary,
+                    allowed,
+                } => Some((name.as_str(), summary.as_str(), *allowed)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("apply_patch", "add /tmp/cx/work/hello.txt", true),
+                ("exec_command", "/bin/bash -lc 'cat hello.txt'", true)
+            ]
+        );
+        assert!(parse_report(state.last_message.as_deref().unwrap_or_default()).is_some());
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, AgentEvent::Usage(u) if u.usage.input == 30))
+        );
+    }
+
+    #[test]
+    fn config_toml_quotes_values() {
+        let mut runtime = CodexRuntime::new("/bin/agency", "db", "/state");
+        runtime.model = Some("gpt-5.5".into());
+        runtime.provider = Some(CodexProvider {
+            name: "fake".into(),
+            base_url: "http://127.0.0.1:1/v1".into(),
+            wire_api: "responses".into(),
+            env_key: "FAKE_KEY".into(),
+        });
+        assert_eq!(
+            runtime.config_toml(),
+            "model = \"gpt-5.5\"\nmodel_provider = \"fake\"\n\n[model_providers.\"fake\"]\nname = \"fake\"\n\
+             base_url = \"http://127.0.0.1:1/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n"
+        );
+    }
+}
