@@ -99,6 +99,7 @@ pub fn approved_plan(engine: &Engine, run: RunId) -> Result<Option<Plan>> {
 /// One pass over the run. Returns whether anything changed.
 pub async fn advance(engine: &Engine, run: RunId) -> Result<bool> {
     let mut progressed = handle_escalation_gates(engine, run)?;
+    progressed |= crate::budget::handle_budget_gates(engine, run)?;
     let briefs = engine.store.list_briefs(run)?;
     for brief in briefs.iter().filter(|b| b.status == BriefStatus::Verifying) {
         progressed |= match BriefRole::of(brief) {

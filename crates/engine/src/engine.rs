@@ -64,6 +64,7 @@ pub struct Engine {
     pub(crate) runtimes: BTreeMap<Tier, Arc<dyn Runtime>>,
     pub(crate) providers: BTreeMap<Tier, Arc<dyn Provider>>,
     pub(crate) options: EngineOptions,
+    pub(crate) ledger: Option<crate::budget::SharedLedger>,
 }
 
 /// How a drive ended.
@@ -100,7 +101,15 @@ impl Engine {
             runtimes,
             providers,
             options,
+            ledger: None,
         })
+    }
+
+    /// Shares the run's budget ledger (the one the metered providers charge), so that an approved
+    /// `budget` gate can raise its limits.
+    pub fn with_ledger(mut self, ledger: crate::budget::SharedLedger) -> Self {
+        self.ledger = Some(ledger);
+        self
     }
 
     /// The blackboard.
@@ -263,7 +272,8 @@ impl Engine {
                 holding = true;
                 continue;
             }
-            if self.options.auto_approve {
+            // A budget is money: it is never approved automatically.
+            if self.options.auto_approve && gate.kind != GateKind::Budget {
                 let note = Some("auto-approved (agency demo)".to_string());
                 self.store.decide_gate(
                     gate.id,
@@ -435,6 +445,19 @@ impl Engine {
         }
         let outcome = match outcome {
             Ok(outcome) => outcome,
+            Err(RuntimeError::Model(agency_llm::LlmError::Budget(exceeded))) => {
+                // Not the agent's failure: the call was refused before it was made. The brief waits at the
+                // budget gate (already open) and starts again once a human raises the limit.
+                let event = NewEvent::new(
+                    brief.run,
+                    EventKind::BriefStatus,
+                    json!({ "from": "running", "to": "pending", "reason": format!("budget: {exceeded}") }),
+                )
+                .brief(brief.id);
+                self.store
+                    .update_brief_status(id, BriefStatus::Running, BriefStatus::Pending, event)?;
+                return Ok(());
+            }
             Err(err) => {
                 return crate::advance::fail_brief(self, &brief, &format!("the agent could not run: {err}"));
             }

@@ -5,6 +5,7 @@
 
 pub mod advance;
 pub mod branches;
+pub mod budget;
 pub mod engine;
 pub mod error;
 mod failure;

@@ -82,7 +82,7 @@ pub fn run(_ctx: &Context, args: Args) -> CommandResult {
         detach: false,
         verbose: args.verbose,
     };
-    let engine = build_engine(&dir, &agency_dir, store, team, &run_args)?;
+    let engine = build_engine(&dir, &agency_dir, store, team, &run_args, None)?;
     println!("demo repository: {}", dir.display());
     println!("goal: {GOAL}");
     if args.interactive {

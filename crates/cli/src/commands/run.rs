@@ -4,17 +4,18 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agency_core::Tier;
 use agency_core::config::{Runtime as RuntimeChoice, TeamConfig};
+use agency_engine::budget::{BlackboardSink, ledger_from_events};
 use agency_engine::{DriveOutcome, Engine, EngineOptions};
 use agency_exec::runtime::Runtime;
 use agency_exec::runtime::builtin::BuiltinRuntime;
 use agency_exec::{GitOptions, Repo};
-use agency_llm::{CancelToken, Provider, RetryPolicy, ScriptedProvider};
+use agency_llm::{BudgetLedger, CancelToken, Metered, Provider, RetryPolicy, ScriptedProvider, UsageSink};
 use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
 
 use crate::commands::{Context, config, resolve_run, store_error};
@@ -52,17 +53,22 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let ws = ctx.workspace()?;
     let (_, team) = config::load(ctx)?;
     let store: Arc<dyn Blackboard> = Arc::new(ctx.open_store()?);
-    let run_id = match &args.resume {
-        Some(prefix) => resolve_run(store.as_ref(), prefix)?,
+    let resuming = match &args.resume {
+        Some(prefix) => Some(resolve_run(store.as_ref(), prefix)?),
+        None => None,
+    };
+    let engine = build_engine(
+        &ws.root,
+        &ws.root.join(".agency"),
+        store.clone(),
+        team,
+        &args,
+        resuming,
+    )?;
+    let run_id = match resuming {
+        Some(run) => run,
         None => {
             let goal = goal_text(&args)?;
-            let engine = build_engine(
-                &ws.root,
-                &ws.root.join(".agency"),
-                store.clone(),
-                team.clone(),
-                &args,
-            )?;
             let run = engine.start(&goal).map_err(engine_error)?;
             println!("run {} started on {}", run.id.short(), ws.root.display());
             run.id
@@ -71,7 +77,6 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     if args.detach {
         return detach(&ws.db, run_id, &args);
     }
-    let engine = build_engine(&ws.root, &ws.root.join(".agency"), store.clone(), team, &args)?;
     let level = if args.verbose {
         Level::Verbose
     } else {
@@ -106,9 +111,25 @@ pub fn build_engine(
     store: Arc<dyn Blackboard>,
     team: TeamConfig,
     args: &Args,
+    resuming: Option<agency_core::RunId>,
 ) -> CommandResult<Engine> {
     let repo = Repo::open(root, GitOptions::default()).map_err(|e| CommandError::input(e.to_string()))?;
-    let providers = providers(&team, args.script.as_deref())?;
+    let limits = agency_llm::budget_limits(&team.budgets);
+    let ledger = match resuming {
+        Some(run) => ledger_from_events(store.as_ref(), run, limits).map_err(engine_error)?,
+        None => BudgetLedger::new(limits),
+    };
+    let ledger = Arc::new(Mutex::new(ledger));
+    let sink: Arc<dyn UsageSink> = Arc::new(BlackboardSink::new(store.clone()));
+    let providers: BTreeMap<Tier, Arc<dyn Provider>> = providers(&team, args.script.as_deref())?
+        .into_iter()
+        .map(|(tier, provider)| {
+            // Metered outside the provider's retries, so one logical call is checked once.
+            let metered: Arc<dyn Provider> =
+                Arc::new(Metered::new(provider, sink.clone()).with_ledger(ledger.clone()));
+            (tier, metered)
+        })
+        .collect();
     let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
     for tier in Tier::ALL {
         let provider = providers
@@ -128,7 +149,9 @@ pub fn build_engine(
         worktrees: agency_dir.join("worktrees"),
         ..EngineOptions::default()
     };
-    Engine::new(store, team, repo, runtimes, providers, options).map_err(engine_error)
+    Ok(Engine::new(store, team, repo, runtimes, providers, options)
+        .map_err(engine_error)?
+        .with_ledger(ledger))
 }
 
 fn providers(team: &TeamConfig, script: Option<&Path>) -> CommandResult<BTreeMap<Tier, Arc<dyn Provider>>> {

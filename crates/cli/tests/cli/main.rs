@@ -5,6 +5,7 @@
 
 mod support;
 
+mod budget;
 mod config;
 mod control;
 mod demo;

@@ -32,6 +32,18 @@ impl Repo {
         repo
     }
 
+    /// Runs git in the repository and asserts it succeeded.
+    pub fn git(&self, args: &[&str]) {
+        let status = Command::new("git")
+            .args(args)
+            .current_dir(self.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", self.path())
+            .status()
+            .expect("git");
+        assert!(status.success(), "git {args:?} failed");
+    }
+
     /// The repository's top level.
     pub fn path(&self) -> &Path {
         self.dir.path()

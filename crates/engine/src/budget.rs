@@ -1,0 +1,244 @@
+//! Budgets on the blackboard. Every model call of a run is checked against the run's ledger *before* it is
+//! made ([`agency_llm::Metered`]); a call that would pass a limit is not made, a `budget_exhausted` event is
+//! written, and a `budget` gate opens. Approving the gate doubles the exhausted limit (`--note` can name
+//! the new limit: "tokens=500000" or "usd=12.5"); rejecting it stops the run. Usage events themselves come
+//! from the agents' hooks, one per model call.
+
+use std::sync::{Arc, Mutex};
+
+use agency_core::RunId;
+use agency_core::event::{EventKind, NewEvent};
+use agency_core::gate::{GateKind, GateStatus};
+use agency_llm::{Amount, BudgetExceeded, BudgetLedger, CallMeta, Limit, Scope, UsageRecord, UsageSink};
+use agency_store::{Blackboard, NewGate, RunStatus};
+use serde_json::json;
+
+use crate::engine::Engine;
+use crate::error::Result;
+
+/// The run's ledger, shared by every metered provider and the engine (which raises limits).
+pub type SharedLedger = Arc<Mutex<BudgetLedger>>;
+
+/// Writes budget refusals to the blackboard and opens the `budget` gate.
+#[derive(Debug)]
+pub struct BlackboardSink {
+    store: Arc<dyn Blackboard>,
+}
+
+impl BlackboardSink {
+    /// A sink writing to `store`.
+    pub fn new(store: Arc<dyn Blackboard>) -> Self {
+        BlackboardSink { store }
+    }
+}
+
+fn amount(a: &Amount) -> serde_json::Value {
+    match a {
+        Amount::Tokens(n) => json!({ "tokens": n }),
+        Amount::Usd(usd) => json!({ "usd": usd }),
+    }
+}
+
+fn scope_json(scope: &Scope) -> serde_json::Value {
+    match scope {
+        Scope::Run => json!({ "kind": "run" }),
+        Scope::Workstream(ws) => json!({ "kind": "workstream", "id": ws }),
+        Scope::Brief(b) => json!({ "kind": "brief", "id": b }),
+    }
+}
+
+impl UsageSink for BlackboardSink {
+    fn record_usage(&self, _record: &UsageRecord) {
+        // Usage events are written by the agent hooks for every runtime alike (external agents report their
+        // own usage); recording here too would count built-in calls twice.
+    }
+
+    fn budget_exhausted(&self, meta: &CallMeta, exceeded: &BudgetExceeded) {
+        let Some(run) = meta.run else { return };
+        let payload = json!({
+            "scope": exceeded.scope.to_string(),
+            "scope_detail": scope_json(&exceeded.scope),
+            "limit": amount(&exceeded.limit),
+            "spent": amount(&exceeded.spent),
+            "needed": amount(&exceeded.needed),
+            "brief": meta.brief,
+        });
+        let mut event = NewEvent::new(run, EventKind::BudgetExhausted, payload.clone());
+        event.brief = meta.brief_id;
+        event.tier = meta.tier;
+        // A sink cannot fail the call (it is already refused); a store error here only loses the record.
+        let _ = self.store.append_event(event);
+        let open = self
+            .store
+            .pending_gates(Some(run))
+            .map(|gates| gates.iter().any(|g| g.kind == GateKind::Budget))
+            .unwrap_or(true);
+        if !open {
+            let summary = json!({
+                "message": format!("Budget reached ({}: {} of {}) — approve to raise it, reject to stop", exceeded.scope, exceeded.spent, exceeded.limit),
+                "produced": payload,
+                "next": ["approve: the limit doubles (or --note tokens=N / usd=X sets it)", "reject: the run stops"],
+            });
+            let _ = self.store.open_gate(NewGate::new(run, GateKind::Budget, summary));
+        }
+    }
+}
+
+/// Reads a `tokens=N` or `usd=X` note into a limit.
+fn limit_from_note(note: &str) -> Option<Limit> {
+    let (key, value) = note.trim().split_once('=')?;
+    match key.trim() {
+        "tokens" => value.trim().parse().ok().map(|t| Limit {
+            tokens: Some(t),
+            usd: None,
+        }),
+        "usd" => value.trim().parse().ok().map(|u| Limit {
+            tokens: None,
+            usd: Some(u),
+        }),
+        _ => None,
+    }
+}
+
+/// Acts on decided budget gates once each: approve raises the limit, reject stops the run.
+pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
+    let Some(ledger) = &engine.ledger else {
+        return Ok(false);
+    };
+    let events = engine.store.events_after(Some(run), 0, usize::MAX)?;
+    let handled: Vec<String> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::BudgetRaised)
+        .filter_map(|e| e.payload.get("gate").and_then(|g| g.as_str()).map(str::to_string))
+        .collect();
+    let mut progressed = false;
+    for gate in engine
+        .store
+        .list_gates(run)?
+        .into_iter()
+        .filter(|g| g.kind == GateKind::Budget)
+    {
+        if gate.status == GateStatus::Pending || handled.contains(&gate.id.to_string()) {
+            continue;
+        }
+        if gate.status == GateStatus::Rejected {
+            if engine.store.get_run(run)?.status != RunStatus::Cancelled {
+                engine.log(
+                    run,
+                    None,
+                    "BUDGET",
+                    "budget gate rejected — stopping the run".into(),
+                )?;
+                engine.store.set_run_status(run, None, RunStatus::Cancelled)?;
+            }
+            return Ok(true);
+        }
+        let scope = match gate.summary["produced"]["scope_detail"]["kind"].as_str() {
+            Some("workstream") => Scope::Workstream(
+                gate.summary["produced"]["scope_detail"]["id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .into(),
+            ),
+            Some("brief") => Scope::Brief(
+                gate.summary["produced"]["scope_detail"]["id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .into(),
+            ),
+            _ => Scope::Run,
+        };
+        let mut ledger = ledger.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let current = ledger.limit(&scope);
+        let raised = gate.note.as_deref().and_then(limit_from_note).unwrap_or(Limit {
+            tokens: current.tokens.map(|t| t.saturating_mul(2)),
+            usd: current.usd.map(|u| u * 2.0),
+        });
+        ledger.raise(scope.clone(), raised);
+        drop(ledger);
+        engine.store.append_event(NewEvent::new(
+            run,
+            EventKind::BudgetRaised,
+            json!({ "gate": gate.id.to_string(), "scope": scope.to_string(), "tokens": raised.tokens, "usd": raised.usd }),
+        ))?;
+        progressed = true;
+    }
+    Ok(progressed)
+}
+
+/// The ledger of a run as its `usage` events left it, for a runner resuming it: the limits from
+/// team.yaml, the spending replayed, and every raise a human approved.
+pub fn ledger_from_events(
+    store: &dyn Blackboard,
+    run: RunId,
+    limits: agency_llm::BudgetLimits,
+) -> Result<BudgetLedger> {
+    let mut ledger = BudgetLedger::new(limits);
+    let briefs = store.list_briefs(run)?;
+    for event in store.events_after(Some(run), 0, usize::MAX)? {
+        match event.kind {
+            EventKind::Usage => {
+                let p = &event.payload;
+                let tokens = [
+                    "input_tokens",
+                    "output_tokens",
+                    "cache_read_tokens",
+                    "cache_write_tokens",
+                ]
+                .iter()
+                .filter_map(|k| p.get(*k).and_then(|v| v.as_u64()))
+                .sum();
+                let usd = p.get("cost_usd").and_then(|v| v.as_f64()).unwrap_or(0.0);
+                let workstream = event
+                    .brief
+                    .and_then(|id| briefs.iter().find(|b| b.id == id))
+                    .map(|b| b.workstream.clone());
+                let scope = agency_llm::CallScope {
+                    workstream,
+                    brief: event.brief.map(|b| b.to_string()),
+                };
+                ledger.record(&scope, agency_llm::Spend { tokens, usd });
+            }
+            EventKind::BudgetRaised => {
+                let p = &event.payload;
+                let scope_text = p.get("scope").and_then(|s| s.as_str()).unwrap_or("run");
+                let scope = match scope_text.split_once(' ') {
+                    Some(("workstream", id)) => Scope::Workstream(id.to_string()),
+                    Some(("brief", id)) => Scope::Brief(id.to_string()),
+                    _ => Scope::Run,
+                };
+                let limit = Limit {
+                    tokens: p.get("tokens").and_then(|v| v.as_u64()),
+                    usd: p.get("usd").and_then(|v| v.as_f64()),
+                };
+                ledger.raise(scope, limit);
+            }
+            _ => {}
+        }
+    }
+    Ok(ledger)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_name_new_limits() {
+        assert_eq!(
+            limit_from_note("tokens=500"),
+            Some(Limit {
+                tokens: Some(500),
+                usd: None
+            })
+        );
+        assert_eq!(
+            limit_from_note(" usd = 2.5 "),
+            Some(Limit {
+                tokens: None,
+                usd: Some(2.5)
+            })
+        );
+        assert_eq!(limit_from_note("more please"), None);
+    }
+}
