@@ -31,6 +31,7 @@ mod error;
 mod open;
 pub mod postgres;
 mod record;
+mod sessions;
 pub mod sqlite;
 
 #[cfg(feature = "conformance")]
@@ -151,6 +152,16 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// `claimed_by` (the claimer that lost it), `reason: "lease_expired"`). Returns them, oldest first.
     /// A brief moved to `running` other than by a claim has no lease and is never reclaimed.
     fn reclaim_expired(&self, now: DateTime<Utc>) -> Result<Vec<Brief>>;
+
+    // --- session bindings -------------------------------------------------------------------------------
+
+    /// Binds a plain client session (Claude Code with no runner) — or, with `agent`, one sub-agent in it —
+    /// to a brief, replacing an earlier binding of the same session and agent, and writes `log` on the
+    /// brief's run (payload: `level`, `message`, `session`, `agent`). `NotFound` for an unknown brief.
+    fn bind_session(&self, session: &str, agent: Option<&str>, brief: BriefId) -> Result<()>;
+
+    /// The brief bound to `agent` in `session`, else to the session itself; `None` when neither is bound.
+    fn session_brief(&self, session: &str, agent: Option<&str>) -> Result<Option<BriefId>>;
 
     // --- gates ------------------------------------------------------------------------------------------
 

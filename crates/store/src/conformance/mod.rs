@@ -32,6 +32,7 @@ mod claims;
 mod gates;
 mod order;
 mod runs;
+mod sessions;
 
 pub use artifacts::*;
 pub use briefs::*;
@@ -39,6 +40,7 @@ pub use claims::*;
 pub use gates::*;
 pub use order::*;
 pub use runs::*;
+pub use sessions::*;
 
 use crate::{
     Blackboard, Clock, NewArtifact, NewGate, NewRun, Result, RunStatus, SteppingClock, StoreError,
@@ -123,6 +125,7 @@ macro_rules! conformance_tests {
             reopening_is_idempotent,
             briefs_stamped_in_one_instant_keep_insertion_order,
             records_stamped_in_one_instant_keep_insertion_order,
+            sessions_bind_to_briefs_with_agents_falling_back,
         );
     };
     (@each $fixture:path, $skip:path; $($name:ident),* $(,)?) => {

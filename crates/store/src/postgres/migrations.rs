@@ -10,6 +10,7 @@ use crate::error::{Result, StoreError};
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_initial.sql"),
     include_str!("migrations/0002_claim_leases.sql"),
+    include_str!("migrations/0003_session_bindings.sql"),
 ];
 
 /// The schema version this build writes and understands.

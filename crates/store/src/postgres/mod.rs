@@ -24,6 +24,7 @@ mod migrations;
 mod prefix;
 mod rows;
 mod runs;
+mod sessions;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -252,6 +253,14 @@ impl Blackboard for PostgresBlackboard {
 
     fn reclaim_expired(&self, now: DateTime<Utc>) -> Result<Vec<Brief>> {
         self.write(|tx, _| briefs::reclaim_expired(tx, now))
+    }
+
+    fn bind_session(&self, session: &str, agent: Option<&str>, brief: BriefId) -> Result<()> {
+        self.write(|tx, clock| sessions::bind(tx, clock, session, agent, brief))
+    }
+
+    fn session_brief(&self, session: &str, agent: Option<&str>) -> Result<Option<BriefId>> {
+        self.read(|c| sessions::lookup(c, session, agent))
     }
 
     fn open_gate(&self, gate: NewGate) -> Result<Gate> {

@@ -14,6 +14,7 @@ mod migrations;
 mod prefix;
 mod rows;
 mod runs;
+mod sessions;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -257,6 +258,14 @@ impl Blackboard for SqliteBlackboard {
 
     fn reclaim_expired(&self, now: DateTime<Utc>) -> Result<Vec<Brief>> {
         self.write(|tx, _| briefs::reclaim_expired(tx, now))
+    }
+
+    fn bind_session(&self, session: &str, agent: Option<&str>, brief: BriefId) -> Result<()> {
+        self.write(|tx, clock| sessions::bind(tx, clock, session, agent, brief))
+    }
+
+    fn session_brief(&self, session: &str, agent: Option<&str>) -> Result<Option<BriefId>> {
+        self.read(|c| sessions::lookup(c, session, agent))
     }
 
     fn open_gate(&self, gate: NewGate) -> Result<Gate> {

@@ -1,0 +1,36 @@
+//! Session bindings, backend-neutral part: the canonical event a binding writes. A plain client session
+//! (Claude Code with no runner) — or one sub-agent in it — is bound to the brief it works on with
+//! [`Blackboard::bind_session`](crate::Blackboard::bind_session), so the hook can find the teachback state
+//! from the event's `session_id` and `agent_id`.
+
+use agency_core::{Brief, EventKind, NewEvent};
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use crate::canon;
+use crate::error::Result;
+
+/// `log` on the brief's run (payload: `level`, `message`, `session`, `agent`), stamped `at`.
+pub fn binding_event(
+    brief: &Brief,
+    session: &str,
+    agent: Option<&str>,
+    at: DateTime<Utc>,
+) -> Result<NewEvent> {
+    let who = match agent {
+        Some(agent) => format!("agent {agent} of session {session}"),
+        None => format!("session {session}"),
+    };
+    let payload = json!({
+        "level": "info",
+        "message": format!("{who} bound to this brief"),
+        "session": session,
+        "agent": agent,
+    });
+    canon::event_for(
+        brief,
+        NewEvent::new(brief.run, EventKind::Log, payload)
+            .brief(brief.id)
+            .at(at),
+    )
+}

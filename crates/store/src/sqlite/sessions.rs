@@ -1,0 +1,40 @@
+//! Session bindings on SQLite: which brief a plain client session, or one sub-agent in it, works on.
+
+use agency_core::BriefId;
+use rusqlite::{Connection, params};
+
+use super::rows::{Cols, id_text, query_opt, ts_text};
+use super::{briefs, events};
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::sessions::binding_event;
+
+/// Binds (or rebinds) `session` / `agent` to `brief` and writes the binding's `log` event.
+pub fn bind(
+    conn: &Connection,
+    clock: &dyn Clock,
+    session: &str,
+    agent: Option<&str>,
+    brief: BriefId,
+) -> Result<()> {
+    let record = briefs::get(conn, brief)?;
+    let now = clock.now();
+    conn.execute(
+        "INSERT INTO session_bindings (session, agent, brief, bound_at) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (session, agent) DO UPDATE SET brief = excluded.brief, bound_at = excluded.bound_at",
+        params![session, agent.unwrap_or(""), id_text(&brief.0), ts_text(now)],
+    )?;
+    events::append(conn, &binding_event(&record, session, agent, now)?)?;
+    Ok(())
+}
+
+/// The brief bound to `agent` in `session`, else to `session` itself.
+pub fn lookup(conn: &Connection, session: &str, agent: Option<&str>) -> Result<Option<BriefId>> {
+    // The session's own binding has agent '', which sorts before any agent id.
+    query_opt(
+        conn,
+        "SELECT brief FROM session_bindings WHERE session = ?1 AND agent IN (?2, '') ORDER BY agent DESC LIMIT 1",
+        params![session, agent.unwrap_or("")],
+        |row| Cols::new(row, "session binding", 0)?.uuid(0).map(BriefId),
+    )
+}
