@@ -278,3 +278,61 @@ fn handles_are_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<PostgresBlackboard>();
 }
+
+#[test]
+fn a_reader_paging_by_seq_never_misses_an_event_of_concurrent_writers() {
+    if no_database() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let reader = scratch.open();
+    let run = new_run(&reader);
+    let (writers, per_writer) = (4, 50);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let seen = std::thread::scope(|scope| {
+        let paging = scope.spawn(|| {
+            let mut seen = Vec::new();
+            let mut last = 0;
+            loop {
+                // Read `done` before the page: once it is set, this page sees every committed event.
+                let finished = done.load(std::sync::atomic::Ordering::SeqCst);
+                let page = reader.events_after(Some(run), last, 1000).unwrap();
+                if let Some(event) = page.last() {
+                    last = event.seq;
+                }
+                seen.extend(page.into_iter().map(|e| e.seq));
+                if finished {
+                    return seen;
+                }
+            }
+        });
+        let writing: Vec<_> = (0..writers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let bb = scratch.open();
+                    for n in 0..per_writer {
+                        let event = agency_core::NewEvent::new(
+                            run,
+                            agency_core::EventKind::Log,
+                            serde_json::json!({ "n": n }),
+                        );
+                        bb.append_event(event).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for writer in writing {
+            writer.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        paging.join().unwrap()
+    });
+    let all: Vec<i64> = reader
+        .events_after(Some(run), 0, 10_000)
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(all.len(), 1 + writers * per_writer);
+    assert_eq!(seen, all, "the pager saw every event, in order, exactly once");
+}
