@@ -10,11 +10,13 @@
 //! - "done" is a *report*, not a status: the runner signs the work off afterwards, out of the agent's reach.
 //!
 //! The runtimes: [`builtin`] (agency's own loop with confined tools), [`claude_code`] and [`codex`] (the
-//! CLIs, gated by `agency hook`) and [`command`] (any other agent, after a read-only teachback step). Shared pieces: [`external`] (driving an agent process, reading its
+//! CLIs, gated by `agency hook`) and [`command`] (any other agent, after a read-only teachback step);
+//! [`choice`] picks one per tier and says why. Shared pieces: [`external`] (driving an agent process, reading its
 //! report), [`redact`] (secrets kept out of every recorded event) and [`personality`] (the talent pool and
 //! role registry).
 
 pub mod builtin;
+pub mod choice;
 pub mod claude_code;
 pub mod codex;
 pub mod command;
@@ -31,6 +33,7 @@ use agency_llm::{BoxFuture, CallMeta, CancelToken, UsageRecord};
 use serde::{Deserialize, Serialize};
 
 pub use builtin::BuiltinRuntime;
+pub use choice::{RuntimeChoice, choose, choose_all};
 pub use claude_code::ClaudeCodeRuntime;
 pub use codex::{CodexProvider, CodexRuntime};
 pub use command::CommandRuntime;

@@ -8,4 +8,5 @@ mod claude_code;
 mod codex;
 mod command;
 mod confinement;
+mod isolation;
 mod support;

@@ -1,0 +1,117 @@
+//! Which runtime runs each tier's agents, and why, in words for the run log. The configured runtime wins;
+//! `auto` (the default for T4 and T5) becomes Claude Code when the `claude` binary is on the PATH and the
+//! built-in agent when it is not (the seed's default, through core's [`Runtime::resolve`]).
+
+use std::ffi::OsStr;
+use std::fmt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use agency_core::Tier;
+use agency_core::config::{Runtime, TiersConfig};
+
+/// The runtime chosen for one tier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeChoice {
+    /// The tier.
+    pub tier: Tier,
+    /// The concrete runtime (never `auto`).
+    pub runtime: Runtime,
+    /// Why, for the run log: `claude found at /usr/bin/claude`, `claude not on PATH`, `configured`.
+    pub reason: String,
+}
+
+// `t4: claude-code (claude found at /usr/bin/claude)`: the line the run log shows.
+impl fmt::Display for RuntimeChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} ({})", self.tier, self.runtime.as_str(), self.reason)
+    }
+}
+
+/// The runtime for `tier`, given where `claude` was found (if anywhere).
+pub fn choose(tiers: &TiersConfig, tier: Tier, claude: Option<&Path>) -> RuntimeChoice {
+    let configured = tiers.runtime(tier);
+    let runtime = configured.resolve(claude.is_some());
+    let reason = match (configured, claude) {
+        (Runtime::Auto, Some(path)) => format!("claude found at {}", path.display()),
+        (Runtime::Auto, None) => "claude not on PATH".to_owned(),
+        _ => "configured".to_owned(),
+    };
+    RuntimeChoice {
+        tier,
+        runtime,
+        reason,
+    }
+}
+
+/// The runtime for every tier, looking `claude` up on `path` (a `PATH` value).
+pub fn choose_all(tiers: &TiersConfig, path: Option<&OsStr>) -> Vec<RuntimeChoice> {
+    let claude = find_program("claude", path);
+    Tier::ALL
+        .into_iter()
+        .map(|tier| choose(tiers, tier, claude.as_deref()))
+        .collect()
+}
+
+/// The first executable file called `name` in the absolute directories of `path`.
+pub fn find_program(name: &str, path: Option<&OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(path?)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            candidate
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agency_core::config::TierConfig;
+
+    #[test]
+    fn auto_tiers_use_claude_code_only_when_it_is_installed() {
+        let tiers = TiersConfig::default();
+        let found = choose(&tiers, Tier::T4, Some(Path::new("/usr/bin/claude")));
+        assert_eq!(
+            found.to_string(),
+            "t4: claude-code (claude found at /usr/bin/claude)"
+        );
+        assert_eq!(
+            choose(&tiers, Tier::T5, None).to_string(),
+            "t5: builtin (claude not on PATH)"
+        );
+        assert_eq!(
+            choose(&tiers, Tier::T2, None).to_string(),
+            "t2: builtin (configured)"
+        );
+        let codex = TiersConfig {
+            t4: TierConfig {
+                runtime: Some(Runtime::Codex),
+                ..TierConfig::default()
+            },
+            ..TiersConfig::default()
+        };
+        let choice = choose(&codex, Tier::T4, Some(Path::new("/usr/bin/claude")));
+        assert_eq!(choice.to_string(), "t4: codex (configured)");
+    }
+
+    #[test]
+    fn programs_are_found_on_absolute_path_entries_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("claude");
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths([Path::new("relative"), dir.path()]).unwrap();
+        assert_eq!(find_program("claude", Some(&path)), Some(bin));
+        assert_eq!(find_program("claude", Some(OsStr::new("relative"))), None);
+        let choices = choose_all(&TiersConfig::default(), Some(&path));
+        assert_eq!(choices.len(), 5);
+        assert_eq!(choices[3].runtime, Runtime::ClaudeCode);
+        assert_eq!(
+            choose_all(&TiersConfig::default(), None)[3].runtime,
+            Runtime::Builtin
+        );
+    }
+}
