@@ -41,6 +41,10 @@ pub fn run_with(env: &HookEnv) -> ExitCode {
         Err(err) => unreadable(env, &format!("cannot read stdin: {err}")),
         Ok(_) if input.len() > event::MAX_INPUT_BYTES => unreadable(env, "hook input is larger than 16 MiB"),
         Ok(_) => match event::parse(&input) {
+            // SessionStart, PostCompact, PostToolUse and Stop belong to the goal hooks.
+            Ok(event) if crate::commands::goal::hooks::handles(&event.event_name) => {
+                return crate::commands::goal::hooks::run(&event, &input, env);
+            }
             Ok(event) => gate::answer(&event, env),
             Err(err) => unreadable(env, &err.to_string()),
         },

@@ -4,6 +4,7 @@
 
 mod complete;
 mod edit;
+pub mod hooks;
 pub mod plan_file;
 pub mod records;
 mod view;

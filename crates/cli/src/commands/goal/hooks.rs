@@ -1,0 +1,331 @@
+//! The goal hooks for one Claude Code / Codex session, answered through `agency hook` (seed pi-goals §8):
+//!
+//! - **SessionStart** (every source: startup, resume, clear, compact) and **PostCompact** inject the
+//!   byte-stable summary of the active goals as `additionalContext`, so the goals survive compaction and a
+//!   provider's prompt cache keeps hitting;
+//! - **PostToolUse** counts file-changing tool calls (`Write`, `Edit`, `MultiEdit`, `NotebookEdit`,
+//!   `apply_patch`) since plan.md was last changed; after [`ENV_REMINDER_EVERY`] of them (default 8) while a
+//!   goal is active it injects the fixed reminder once and starts counting again. State is re-sent only when
+//!   stale: re-injecting every turn teaches a model to ignore it;
+//! - **Stop** keeps the session working (`decision: block`, with each open goal's missing items) while a goal
+//!   is active, or done by hand without a sign-off record, and the session's stop budget
+//!   ([`ENV_STOP_BUDGET`], default 8 continuations) remains. A stop with `stop_hook_active: false` is a new
+//!   turn and resets the count; a spent budget lets the session stop and logs why in plan.md.
+//!
+//! Per-session counters live in `.agency/goal-sessions/<session>.json`. Everything fails open: a goal hook
+//! that cannot read its plan stays silent rather than trapping a session.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use agency_core::goals::{Goal, GoalStatus, PlanDoc, log_entry, render_active_summary};
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::plan_file::PlanFile;
+use super::records::Records;
+use crate::hook::HookEnv;
+use crate::hook::event::HookEvent;
+use crate::workspace::AGENCY_DIR;
+
+/// Continuations the Stop hook may force in one turn.
+pub const ENV_STOP_BUDGET: &str = "AGENCY_GOAL_STOP_BUDGET";
+/// File-changing tool calls without a plan.md change before the reminder.
+pub const ENV_REMINDER_EVERY: &str = "AGENCY_GOAL_REMINDER_EVERY";
+/// The plan file, relative to the session's directory (default plan.md at the repository's top level).
+pub const ENV_PLAN: &str = "AGENCY_PLAN";
+
+const DEFAULT_STOP_BUDGET: u32 = 8;
+const DEFAULT_REMINDER_EVERY: u32 = 8;
+
+/// The reminder, the same bytes every time (pi-goals §8a).
+pub const REMINDER: &str = "<system-reminder>\nagency goals: several files changed since plan.md was last updated.\n\
+- task: tick the subtasks you finished in plan.md; add the ones you found.\n\
+- log: append one short line to ## Log (append, do not rewrite).\n\
+- goal: when a goal's evidence is committed, sign it off with `agency goal complete <id> --path <file>`; do not \
+set status: done by hand.\n\
+- autonomy: keep working toward the active goals; do not stop to ask unless genuinely blocked.\n</system-reminder>";
+
+const SUMMARY_FOOTER: &str = "\nSign a goal off with `agency goal complete <id> --path <evidence file>` once its \
+done_when holds and the work is committed; a goal set done by hand is shown as unsigned.\n";
+
+/// Whether the goal hooks answer this event (the teachback gate answers PreToolUse).
+pub fn handles(event_name: &str) -> bool {
+    matches!(
+        event_name,
+        "SessionStart" | "PostCompact" | "PostToolUse" | "Stop"
+    )
+}
+
+/// A goal hook's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GoalAnswer {
+    /// Nothing to say.
+    Silent,
+    /// Add this text to the model's context (`hookSpecificOutput.additionalContext`).
+    Context {
+        /// The event answered.
+        event: String,
+        /// The text.
+        text: String,
+    },
+    /// Do not stop; keep working on this.
+    Block(String),
+}
+
+/// Answers one goal event; `raw` is the event as sent (for fields the shared parser does not keep).
+pub fn answer(event: &HookEvent, raw: &Value, env: &HookEnv) -> GoalAnswer {
+    let Some(cwd) = event.cwd.clone().or_else(|| env.cwd.clone()) else {
+        return GoalAnswer::Silent;
+    };
+    let plan = PlanFile::locate(&cwd, std::env::var_os(ENV_PLAN).map(PathBuf::from).as_deref());
+    let Ok(Some(doc)) = plan.read_or_empty() else {
+        return GoalAnswer::Silent;
+    };
+    let session = Session::load(&plan.root, event.session_id.as_deref());
+    match event.event_name.as_str() {
+        "SessionStart" | "PostCompact" => summary(&event.event_name, &doc),
+        "PostToolUse" => post_tool_use(event, &doc, &plan, session),
+        "Stop" => {
+            let active = raw
+                .get("stop_hook_active")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let records = env
+                .db_path(Some(&cwd))
+                .and_then(|db| Records::read(&db, &plan).ok())
+                .unwrap_or_default();
+            stop(&doc, &plan, &records, session, active)
+        }
+        _ => GoalAnswer::Silent,
+    }
+}
+
+fn summary(event: &str, doc: &PlanDoc) -> GoalAnswer {
+    if doc.active_goals().next().is_none() {
+        return GoalAnswer::Silent;
+    }
+    GoalAnswer::Context {
+        event: event.to_string(),
+        text: format!("{}{SUMMARY_FOOTER}", render_active_summary(doc)),
+    }
+}
+
+fn post_tool_use(event: &HookEvent, doc: &PlanDoc, plan: &PlanFile, mut session: Session) -> GoalAnswer {
+    let tool = event.tool_name.as_deref().unwrap_or_default();
+    if !matches!(
+        tool,
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "apply_patch"
+    ) {
+        return GoalAnswer::Silent;
+    }
+    if touches_plan(&event.tool_input, plan) {
+        session.edits_since_plan = 0;
+        session.save();
+        return GoalAnswer::Silent;
+    }
+    session.edits_since_plan += 1;
+    let every = env_number(ENV_REMINDER_EVERY, DEFAULT_REMINDER_EVERY);
+    if session.edits_since_plan < every || doc.active_goals().next().is_none() {
+        session.save();
+        return GoalAnswer::Silent;
+    }
+    session.edits_since_plan = 0;
+    session.save();
+    GoalAnswer::Context {
+        event: "PostToolUse".into(),
+        text: REMINDER.to_string(),
+    }
+}
+
+/// Whether a tool call changed the plan file (a `file_path` naming it, or a patch touching it).
+fn touches_plan(input: &Value, plan: &PlanFile) -> bool {
+    let relative = plan.relative();
+    if let Some(path) = input
+        .get("file_path")
+        .or_else(|| input.get("notebook_path"))
+        .and_then(Value::as_str)
+    {
+        let path = Path::new(path);
+        return path == plan.path || path.ends_with(&relative);
+    }
+    input.get("command").and_then(Value::as_str).is_some_and(|patch| {
+        patch
+            .lines()
+            .any(|l| l.starts_with("*** ") && l.trim_end().ends_with(&relative))
+    })
+}
+
+/// Goals that keep a session from stopping: active ones, and done ones with no sign-off record.
+fn open_goals<'d>(doc: &'d PlanDoc, records: &Records) -> Vec<&'d Goal> {
+    doc.goals()
+        .iter()
+        .filter(|g| {
+            let signed = g.id.as_deref().is_some_and(|id| records.signed.contains(id));
+            match g.status {
+                Some(GoalStatus::Active) => true,
+                Some(GoalStatus::Done) => !signed,
+                _ => false,
+            }
+        })
+        .collect()
+}
+
+fn stop(
+    doc: &PlanDoc,
+    plan: &PlanFile,
+    records: &Records,
+    mut session: Session,
+    stop_hook_active: bool,
+) -> GoalAnswer {
+    let open = open_goals(doc, records);
+    if !stop_hook_active {
+        session.stop_blocks = 0;
+    }
+    if open.is_empty() {
+        session.save();
+        return GoalAnswer::Silent;
+    }
+    let budget = env_number(ENV_STOP_BUDGET, DEFAULT_STOP_BUDGET);
+    let ids: Vec<&str> = open
+        .iter()
+        .map(|g| g.id.as_deref().unwrap_or("(no id)"))
+        .collect();
+    if session.stop_blocks >= budget {
+        session.stop_blocks = 0;
+        session.save();
+        let line = format!(
+            "session stopped with goals open ({}): its stop budget of {budget} continuations is spent",
+            ids.join(", ")
+        );
+        if let Ok(text) = doc.append_log(&log_entry(Utc::now(), &line)) {
+            let _ = plan.write(&text);
+        }
+        return GoalAnswer::Silent;
+    }
+    session.stop_blocks += 1;
+    let mut reason = format!(
+        "agency goals: {} goal(s) in {} have no sign-off yet, so keep working (continuation {} of {budget}).\n",
+        open.len(),
+        plan.relative(),
+        session.stop_blocks
+    );
+    for goal in &open {
+        reason.push_str(&goal_gap(goal, records));
+    }
+    reason.push_str(
+        "When a goal's done_when holds and the work is committed, run `agency goal complete <id> --path <evidence \
+         file>`. If a goal cannot be finished, say why with `agency goal cancel <id> --reason \"...\"`.",
+    );
+    session.save();
+    GoalAnswer::Block(reason)
+}
+
+/// One open goal and what is known to be missing.
+fn goal_gap(goal: &Goal, records: &Records) -> String {
+    let id = goal.id.as_deref().unwrap_or("(no id)");
+    let mut out = format!(
+        "- [{id}] {}: done_when {}\n",
+        goal.title,
+        goal.done_when.as_deref().unwrap_or("(missing)")
+    );
+    if goal.status == Some(GoalStatus::Done) {
+        out.push_str("  set done by hand with no sign-off record (unsigned)\n");
+    }
+    match records.last.get(id) {
+        Some(last) if last.outcome == "rejected" => {
+            out.push_str("  last sign-off rejected; missing:\n");
+            for item in &last.details {
+                out.push_str(&format!("    - {}\n", item.lines().next().unwrap_or_default()));
+            }
+        }
+        Some(last) if last.outcome == "inconclusive" => {
+            out.push_str(&format!(
+                "  last sign-off INCONCLUSIVE (not verified): {}\n",
+                last.details.first().map(String::as_str).unwrap_or_default()
+            ));
+        }
+        _ => out.push_str("  not signed off yet\n"),
+    }
+    out
+}
+
+fn env_number(name: &str, default: u32) -> u32 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// A session's counters, kept between hook invocations.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Session {
+    edits_since_plan: u32,
+    stop_blocks: u32,
+    #[serde(skip)]
+    path: Option<PathBuf>,
+}
+
+impl Session {
+    fn load(root: &Path, session_id: Option<&str>) -> Session {
+        let Some(id) = session_id.filter(|s| !s.is_empty()) else {
+            return Session::default();
+        };
+        let name: String = id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let path = root
+            .join(AGENCY_DIR)
+            .join("goal-sessions")
+            .join(format!("{name}.json"));
+        let mut session: Session = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        session.path = Some(path);
+        session
+    }
+
+    fn save(&self) {
+        let Some(path) = &self.path else {
+            return;
+        };
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        if let Ok(bytes) = serde_json::to_vec(self) {
+            let _ = std::fs::write(path, bytes);
+        }
+    }
+}
+
+/// Answers a goal event read by `agency hook` and writes the answer to stdout.
+pub fn run(event: &HookEvent, input: &[u8], env: &HookEnv) -> std::process::ExitCode {
+    let raw: Value = serde_json::from_slice(input).unwrap_or_default();
+    let answer = answer(event, &raw, env);
+    let mut stdout = std::io::stdout().lock();
+    let code = write(&answer, &mut stdout);
+    let _ = stdout.flush();
+    std::process::ExitCode::from(code)
+}
+
+/// Writes the answer as Claude Code and Codex read it; returns the exit code (always 0).
+pub fn write(answer: &GoalAnswer, out: &mut impl Write) -> u8 {
+    let body = match answer {
+        GoalAnswer::Silent => return 0,
+        GoalAnswer::Context { event, text } => {
+            json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+        }
+        GoalAnswer::Block(reason) => json!({"decision": "block", "reason": reason}),
+    };
+    let _ = writeln!(out, "{body}");
+    0
+}

@@ -1,0 +1,138 @@
+//! The goal hooks through the real `agency hook`: the byte-stable summary at session start and after
+//! compaction, the stale-plan reminder, and the Stop hook that keeps a session working while a goal is open,
+//! within its budget and honouring `stop_hook_active`.
+
+use serde_json::{Value, json};
+
+use crate::hook_support::hook;
+use crate::support::Repo;
+
+const PLAN: &str = "# Plan: value\n\n## Goal: Fix the value\n<!-- id: fix-1 -->\nstatus: active\ndone_when: value.txt says fixed\nverify: sh tests/check.sh\n- [ ] fix it\n\n## Log\n- 2026-11-22 03:00  fix-1 added\n";
+
+fn with_plan() -> Repo {
+    let repo = Repo::initialised();
+    std::fs::write(repo.path().join("plan.md"), PLAN).unwrap();
+    repo
+}
+
+fn event(repo: &Repo, name: &str, extra: Value) -> String {
+    let mut event = json!({"hook_event_name": name, "session_id": "s-1", "cwd": repo.path()});
+    if let (Some(event), Some(extra)) = (event.as_object_mut(), extra.as_object()) {
+        event.extend(extra.clone());
+    }
+    event.to_string()
+}
+
+#[test]
+fn session_start_and_compaction_inject_the_same_summary() {
+    let repo = with_plan();
+    let start = hook(
+        &repo,
+        &[],
+        &event(&repo, "SessionStart", json!({"source": "startup"})),
+    );
+    assert_eq!(start.code, Some(0));
+    let context = start.json["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(start.json["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    assert!(
+        context.starts_with("Active goals in plan.md: 1 (open 0, done 0, cancelled 0)\n"),
+        "{context}"
+    );
+    assert!(context.contains("[fix-1] Fix the value\ndone_when: value.txt says fixed\n"));
+    let compact = hook(
+        &repo,
+        &[],
+        &event(&repo, "SessionStart", json!({"source": "compact"})),
+    );
+    assert_eq!(
+        compact.json["hookSpecificOutput"]["additionalContext"],
+        context.as_str()
+    );
+    let post = hook(&repo, &[], &event(&repo, "PostCompact", json!({})));
+    assert_eq!(
+        post.json["hookSpecificOutput"]["additionalContext"],
+        context.as_str()
+    );
+}
+
+#[test]
+fn the_reminder_comes_after_n_edits_without_a_plan_update() {
+    let repo = with_plan();
+    let env = [("AGENCY_GOAL_REMINDER_EVERY", "3")];
+    let write = |path: &str| {
+        event(
+            &repo,
+            "PostToolUse",
+            json!({"tool_name": "Write", "tool_input": {"file_path": repo.path().join(path), "content": "x"}}),
+        )
+    };
+    assert_eq!(hook(&repo, &env, &write("a.txt")).json, Value::Null);
+    assert_eq!(hook(&repo, &env, &write("b.txt")).json, Value::Null);
+    // Reads never count.
+    let read = event(
+        &repo,
+        "PostToolUse",
+        json!({"tool_name": "Read", "tool_input": {"file_path": "a.txt"}}),
+    );
+    assert_eq!(hook(&repo, &env, &read).json, Value::Null);
+    let third = hook(&repo, &env, &write("c.txt"));
+    let reminder = third.json["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reminder.starts_with("<system-reminder>\nagency goals:"),
+        "{reminder}"
+    );
+    // Updating plan.md resets the count.
+    hook(&repo, &env, &write("d.txt"));
+    hook(&repo, &env, &write("e.txt"));
+    assert_eq!(hook(&repo, &env, &write("plan.md")).json, Value::Null);
+    assert_eq!(hook(&repo, &env, &write("f.txt")).json, Value::Null);
+}
+
+#[test]
+fn stop_is_blocked_while_a_goal_is_open_until_the_budget_is_spent() {
+    let repo = with_plan();
+    let env = [("AGENCY_GOAL_STOP_BUDGET", "2")];
+    let stop = |active: bool| event(&repo, "Stop", json!({"stop_hook_active": active}));
+    let first = hook(&repo, &env, &stop(false));
+    assert_eq!(first.json["decision"], "block", "{first:?}");
+    let reason = first.json["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("[fix-1] Fix the value") && reason.contains("not signed off yet"),
+        "{reason}"
+    );
+    assert!(reason.contains("continuation 1 of 2"), "{reason}");
+    assert_eq!(hook(&repo, &env, &stop(true)).json["decision"], "block");
+    // Budget spent: the session may stop, and the plan's log says why.
+    assert_eq!(hook(&repo, &env, &stop(true)).json, Value::Null);
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(
+        plan.contains("session stopped with goals open (fix-1): its stop budget of 2"),
+        "{plan}"
+    );
+    // A new turn (stop_hook_active false) starts a fresh budget.
+    assert_eq!(hook(&repo, &env, &stop(false)).json["decision"], "block");
+}
+
+#[test]
+fn a_goal_done_by_hand_still_holds_the_session_and_cancelled_goals_do_not() {
+    let repo = with_plan();
+    let done = PLAN.replace("status: active", "status: done");
+    std::fs::write(repo.path().join("plan.md"), &done).unwrap();
+    let stop = event(&repo, "Stop", json!({"stop_hook_active": false}));
+    let run = hook(&repo, &[], &stop);
+    assert!(
+        run.json["reason"].as_str().unwrap().contains("unsigned"),
+        "{run:?}"
+    );
+    std::fs::write(
+        repo.path().join("plan.md"),
+        PLAN.replace("status: active", "status: cancelled"),
+    )
+    .unwrap();
+    assert_eq!(hook(&repo, &[], &stop).json, Value::Null);
+}
