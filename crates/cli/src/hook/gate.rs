@@ -116,7 +116,11 @@ fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
             },
             Verdict::Deny { reason } => {
                 record(&db, &brief, tool, &reason, rollout, &config.teachback);
-                Answer::Deny(reason)
+                Answer::Deny(format!(
+                    "{reason} (brief {} \"{}\")",
+                    brief.id.short(),
+                    brief.title
+                ))
             }
             Verdict::WouldDeny { rollout, reason } => {
                 record(&db, &brief, tool, &reason, rollout, &config.teachback);

@@ -16,7 +16,6 @@ use std::process::ExitCode;
 
 pub use history::{ORCHESTRATOR_UNREACHABLE, latest_corrections, raise_due};
 pub use locate::{ENV_BRIEF, ENV_CONFIG, ENV_DB, HookEnv};
-pub use sessions::bind_session;
 
 use answer::Answer;
 

@@ -318,3 +318,57 @@ fn install_writes_claude_code_settings_and_codex_hooks_once() {
         "agency hook"
     );
 }
+
+#[test]
+fn plain_sessions_and_sub_agents_are_bound_with_teachback_start() {
+    let repo = Repo::initialised();
+    let out = repo
+        .agency(&[
+            "teachback",
+            "start",
+            "--title",
+            "session work",
+            "--variety",
+            "2,2,2,2",
+            "--session",
+            "sess-1",
+        ])
+        .success()
+        .stdout();
+    assert!(out.contains("bound      session sess-1"), "{out}");
+    let session_brief = out.split_whitespace().nth(1).unwrap().to_string();
+    let denied = hook(&repo, &[], &write_event(&repo));
+    assert_eq!(denied.decision(), "deny", "{denied:?}");
+    assert!(
+        denied
+            .reason()
+            .contains(&format!("(brief {}", &session_brief[..8])),
+        "{}",
+        denied.reason()
+    );
+
+    // A sub-agent bound to its own, advisory brief may write; another sub-agent falls back to the session.
+    let sub = start_brief(&repo, "1,1,1,1");
+    repo.agency(&[
+        "teachback",
+        "start",
+        "--brief",
+        &sub,
+        "--session",
+        "sess-1",
+        "--agent",
+        "agent-7",
+    ])
+    .success();
+    let event = |agent: &str| {
+        let mut event: Value = serde_json::from_str(&write_event(&repo)).unwrap();
+        event["agent_id"] = json!(agent);
+        event.to_string()
+    };
+    assert_eq!(hook(&repo, &[], &event("agent-7")).decision(), "allow");
+    assert_eq!(hook(&repo, &[], &event("agent-8")).decision(), "deny");
+
+    // Another session is unbound: no opinion.
+    let other = write_event(&repo).replace("sess-1", "sess-2");
+    assert_eq!(hook(&repo, &[], &other).json, Value::Null);
+}

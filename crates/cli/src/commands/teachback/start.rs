@@ -104,7 +104,9 @@ pub fn start(ctx: &Context, args: StartArgs) -> CommandResult {
     let mode = brief.gates().map_or("advisory", |g| g.teachback_mode.as_str());
     println!("brief      {} {} ({mode} teachback)", brief.id, brief.title);
     if let Some(session) = &args.session {
-        crate::hook::bind_session(&store, session, args.agent.as_deref(), brief.id).map_err(store_error)?;
+        store
+            .bind_session(session, args.agent.as_deref(), brief.id)
+            .map_err(store_error)?;
         match &args.agent {
             Some(agent) => println!("bound      agent {agent} of session {session}"),
             None => println!("bound      session {session}"),
