@@ -373,7 +373,8 @@ impl Engine {
     fn prepare_worktree(&self, brief: &Brief, role: BriefRole) -> Result<PathBuf> {
         let branches = self.branches(brief.run);
         let path = if role.writes() {
-            let base = branches.ensure_workstream(&brief.workstream)?;
+            let workstream = branches.ensure_workstream(&brief.workstream)?;
+            let base = self.pipeline_base(brief, &branches)?.unwrap_or(workstream);
             let (branch, path) = branches.prepare_worktree(brief, &base)?;
             self.store
                 .set_brief_workspace(brief.id, Some(&branch), Some(&path.display().to_string()))?;
@@ -396,13 +397,40 @@ impl Engine {
         Ok(path)
     }
 
-    /// The artifacts a brief reads, by name (the newest of each name).
+    /// Where a pipeline task starts: from its predecessors' work, which is not in the workstream branch yet
+    /// (slices merge only after their squad's joint verdict). Its branch is made at the first
+    /// predecessor's branch with the others merged in; `None` for a task with no predecessors.
+    fn pipeline_base(&self, brief: &Brief, branches: &RunBranches) -> Result<Option<String>> {
+        let mut before = Vec::with_capacity(brief.depends_on.len());
+        for id in &brief.depends_on {
+            if let Some(branch) = self.store.get_brief(*id)?.branch {
+                before.push(branch);
+            }
+        }
+        let Some((first, rest)) = before.split_first() else {
+            return Ok(None);
+        };
+        let own = branches.brief(brief);
+        if !rest.is_empty() && !self.repo.branch_exists(&own)? {
+            self.repo.create_branch(&own, first)?;
+            for other in rest {
+                let message = format!("{}: start from {other}", brief.title);
+                // A conflict leaves the branch as it was; every predecessor's diff is among the agent's inputs.
+                branches.merge(&own, other, &message)?;
+            }
+        }
+        Ok(Some(first.clone()))
+    }
+
+    /// The artifacts a brief reads, by name (the newest of each name), then its pipeline predecessors'
+    /// diffs.
     fn inputs_of(&self, brief: &Brief) -> Result<Vec<Input>> {
         let mut inputs = Vec::new();
-        for name in &brief.inputs {
-            if let Some(artifact) = self.store.latest_artifact(brief.run, name)? {
+        let predecessors = brief.depends_on.iter().map(|id| format!("diff/{}", id.short()));
+        for name in brief.inputs.iter().cloned().chain(predecessors) {
+            if let Some(artifact) = self.store.latest_artifact(brief.run, &name)? {
                 inputs.push(Input {
-                    name: name.clone(),
+                    name,
                     text: String::from_utf8_lossy(&artifact.bytes).into_owned(),
                 });
             }

@@ -216,14 +216,18 @@ fn ancestor_of_tier(engine: &Engine, brief: &Brief, tier: Tier) -> Result<Option
     Ok(None)
 }
 
-/// Cancels every unfinished brief below `root`.
+/// Cancels every unfinished brief below `root`, running ones included: what their agents report later is
+/// dropped, and nothing of a superseded subtree is left open to hold its workstream.
 fn cancel_descendants(engine: &Engine, root: BriefId, run: agency_core::RunId) -> Result<()> {
     let briefs = engine.store.list_briefs(run)?;
     let mut frontier = vec![root];
     while let Some(id) = frontier.pop() {
         for child in briefs.iter().filter(|b| b.parent == Some(id)) {
             frontier.push(child.id);
-            if matches!(child.status, BriefStatus::Pending | BriefStatus::Verifying) {
+            if matches!(
+                child.status,
+                BriefStatus::Pending | BriefStatus::Running | BriefStatus::Verifying
+            ) {
                 let event = NewEvent::new(run, EventKind::BriefStatus, json!({ "from": child.status.as_str(), "to": "cancelled", "reason": "superseded by an escalation" }))
                     .brief(child.id);
                 engine

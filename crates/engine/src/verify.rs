@@ -416,8 +416,8 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief]) -> Result<()> {
     Ok(())
 }
 
-/// Whether every implementer of a workstream is done, verified and merged (its verifiers all done, no
-/// retry outstanding).
+/// Whether every implementer of a workstream is done, verified and merged (its verifiers all done or
+/// superseded by an escalation, no retry outstanding).
 pub fn workstream_verified(briefs: &[Brief], workstream: &str) -> bool {
     let in_ws: Vec<&Brief> = briefs.iter().filter(|b| b.workstream == workstream).collect();
     let has_work = in_ws.iter().any(|b| b.tier == Tier::T4);
@@ -432,5 +432,5 @@ pub fn workstream_verified(briefs: &[Brief], workstream: &str) -> bool {
         && in_ws
             .iter()
             .filter(|b| b.tier == Tier::T5)
-            .all(|b| b.status == BriefStatus::Done)
+            .all(|b| matches!(b.status, BriefStatus::Done | BriefStatus::Cancelled))
 }

@@ -1,0 +1,106 @@
+//! Escalation up the ladder: a T4 that reports itself blocked goes to its T3 at once (no retries), which is
+//! re-invoked with the context; a T3 mesh that does not commit in time goes to T2 and never force-commits.
+
+use agency_core::event::EventKind;
+use agency_core::tiers::BriefRole;
+use agency_core::{BriefStatus, Tier};
+use agency_engine::engine::feedback_name;
+use agency_store::{Blackboard, RunStatus};
+
+use crate::support::{Background, GOAL, Project, config, drive, wait_for};
+
+#[tokio::test]
+async fn a_blocked_implementer_escalates_to_its_squad_lead_which_is_re_invoked() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/escalation.yaml"), config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let outcome = drive(&engine, run.id).await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let briefs = project.briefs(run.id);
+    let blocked = briefs
+        .iter()
+        .find(|b| b.tier == Tier::T4 && b.title == "fix-mul" && b.status == BriefStatus::Escalated)
+        .unwrap();
+    assert_eq!(blocked.attempt, 0, "blocked is escalated at once, never retried");
+    let squads: Vec<_> = briefs.iter().filter(|b| b.tier == Tier::T3).collect();
+    assert_eq!(squads.len(), 2, "{}", project.tree(run.id));
+    assert_eq!(squads[0].status, BriefStatus::Cancelled);
+    assert_eq!((squads[1].attempt, squads[1].status), (1, BriefStatus::Done));
+    let context = project.artifact(run.id, &feedback_name(squads[1].id)).unwrap();
+    assert!(
+        context.contains("Escalated to you from t4 \"fix-mul\""),
+        "{context}"
+    );
+    assert!(
+        context.contains("The brief does not say where mul.sh lives."),
+        "{context}"
+    );
+    let escalated: Vec<_> = project
+        .events(run.id)
+        .into_iter()
+        .filter(|e| e.kind == EventKind::Escalated)
+        .collect();
+    assert_eq!(escalated.len(), 1);
+    assert_eq!(escalated[0].payload["failure"], "t4_blocked");
+    assert_eq!(escalated[0].payload["to"], "t3");
+    let branch = outcome.branch.unwrap();
+    assert_eq!(
+        project.file_on(&branch, "mul.sh").unwrap(),
+        "# mul A B: prints A * B\necho $(($1 * $2))\n"
+    );
+    assert_eq!(
+        project.file_on(&branch, "add.sh").unwrap(),
+        "# add A B: prints A + B\necho $(($1 + $2))\n"
+    );
+}
+
+#[test]
+fn a_t3_mesh_timeout_escalates_to_t2_and_never_force_commits() {
+    let project = Project::new();
+    let mut config = config();
+    // One agent at a time: the second squad lead is still pending when the first commits, and with a
+    // zero-minute timeout the mesh has already run out of time.
+    config.runner.concurrency = 1;
+    config.retry.t3_mesh_timeout_minutes = 0;
+    let engine = project.engine(include_str!("../scripts/full.yaml"), config, true);
+    let run = engine.start(GOAL).unwrap();
+    let store = project.store.clone();
+    let driving = Background::drive(engine, run.id);
+    let synthesis = wait_for("the synthesis re-invoked after the mesh timeout", || {
+        store
+            .list_briefs(run.id)
+            .unwrap()
+            .into_iter()
+            .find(|b| BriefRole::of(b) == BriefRole::Synthesis && b.attempt == 1)
+    });
+    driving.stop();
+    let briefs = project.briefs(run.id);
+    assert!(
+        briefs.iter().all(|b| b.tier != Tier::T4),
+        "a timed-out mesh must not dispatch T4 work:\n{}",
+        project.tree(run.id)
+    );
+    let context = project.artifact(run.id, &feedback_name(synthesis.id)).unwrap();
+    assert!(context.contains("T3 mesh timeout"), "{context}");
+    let escalated: Vec<_> = project
+        .events(run.id)
+        .into_iter()
+        .filter(|e| e.kind == EventKind::Escalated)
+        .collect();
+    assert_eq!(escalated.len(), 1, "{escalated:?}");
+    assert_eq!(escalated[0].tier, Some(Tier::T3));
+    assert_eq!(escalated[0].payload["failure"], "t3_stuck");
+    assert_eq!(escalated[0].payload["to"], "t2");
+    assert!(project.log_tags(run.id).contains(&"T3 MESH_TIMEOUT".to_string()));
+    // The squads of the timed-out mesh are superseded, none committed.
+    for squad in briefs
+        .iter()
+        .filter(|b| b.tier == Tier::T3 && b.created_at < synthesis.created_at)
+    {
+        assert!(
+            matches!(squad.status, BriefStatus::Escalated | BriefStatus::Cancelled),
+            "{}",
+            project.tree(run.id)
+        );
+    }
+}

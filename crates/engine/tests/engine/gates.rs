@@ -1,0 +1,164 @@
+//! Gates decided from outside the runner, as `agency reject`, `pause` and `resume` do: a rejected gate
+//! re-invokes its tier with the reason; a pause holds every new spawn of a live run until it is released.
+
+use agency_core::event::EventKind;
+use agency_core::gate::{GateDecision, GateKind};
+use agency_core::tiers::BriefRole;
+use agency_core::{BriefStatus, Tier};
+use agency_engine::engine::feedback_name;
+use agency_store::{Blackboard, NewGate, RunStatus};
+
+use crate::support::{Background, GOAL, Project, config, events, wait_for};
+
+const REASON: &str = "split add.sh and its check into separate workstreams";
+
+#[test]
+fn a_rejected_gate_re_invokes_its_tier_with_the_reason() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/simple.yaml"), config(), false);
+    let run = engine.start(GOAL).unwrap();
+    let store = project.store.clone();
+    let driving = Background::drive(engine, run.id);
+    let first = wait_for("the t1_plan gate", || {
+        store.pending_gates(Some(run.id)).unwrap().pop()
+    });
+    assert_eq!(first.kind, GateKind::T1Plan);
+    assert!(
+        first.summary["message"]
+            .as_str()
+            .unwrap()
+            .contains("Waiting on approval")
+    );
+    store
+        .decide_gate(
+            first.id,
+            GateDecision::Reject {
+                by: "tester".into(),
+                reason: REASON.into(),
+            },
+        )
+        .unwrap();
+    let second = wait_for("the re-invoked plan's gate", || {
+        store
+            .pending_gates(Some(run.id))
+            .unwrap()
+            .into_iter()
+            .find(|g| g.id != first.id)
+    });
+    assert_eq!(second.kind, GateKind::T1Plan);
+    store
+        .decide_gate(
+            second.id,
+            GateDecision::Approve {
+                by: "tester".into(),
+                note: None,
+            },
+        )
+        .unwrap();
+    let outcome = driving.join();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let plans: Vec<_> = project
+        .briefs(run.id)
+        .into_iter()
+        .filter(|b| BriefRole::of(b) == BriefRole::Plan)
+        .collect();
+    assert_eq!(plans.len(), 2);
+    assert_eq!((plans[0].attempt, plans[0].status), (0, BriefStatus::Cancelled));
+    assert_eq!((plans[1].attempt, plans[1].status), (1, BriefStatus::Done));
+    assert_eq!(second.brief, Some(plans[1].id));
+    let feedback = project.artifact(run.id, &feedback_name(plans[1].id)).unwrap();
+    assert!(feedback.contains(REASON), "{feedback}");
+    assert!(feedback.contains("t1_plan"), "{feedback}");
+    let kinds: Vec<EventKind> = project
+        .events(run.id)
+        .iter()
+        .map(|e| e.kind)
+        .filter(|k| {
+            matches!(
+                k,
+                EventKind::GatePending | EventKind::GateRejected | EventKind::GateApproved
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            EventKind::GatePending,
+            EventKind::GateRejected,
+            EventKind::GatePending,
+            EventKind::GateApproved
+        ]
+    );
+}
+
+#[test]
+fn a_pause_holds_new_spawns_of_a_live_run_until_it_is_resumed() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/simple.yaml"), config(), false);
+    let run = engine.start(GOAL).unwrap();
+    let store = project.store.clone();
+    let driving = Background::drive(engine, run.id);
+    // While the run waits at the plan gate, pause it (as `agency pause` does), then approve the plan.
+    let plan_gate = wait_for("the t1_plan gate", || {
+        store.pending_gates(Some(run.id)).unwrap().pop()
+    });
+    let pause = store
+        .open_gate(NewGate::new(
+            run.id,
+            GateKind::Pause,
+            serde_json::json!({ "message": "paused by the test" }),
+        ))
+        .unwrap();
+    store
+        .decide_gate(
+            plan_gate.id,
+            GateDecision::Approve {
+                by: "tester".into(),
+                note: None,
+            },
+        )
+        .unwrap();
+    // The approved plan's T4 brief is written, but not spawned.
+    let implementer = wait_for("the T4 brief", || {
+        store
+            .list_briefs(run.id)
+            .unwrap()
+            .into_iter()
+            .find(|b| b.tier == Tier::T4)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let spawned = |store: &dyn Blackboard| {
+        events(store, run.id)
+            .iter()
+            .filter(|e| e.kind == EventKind::Spawned)
+            .count()
+    };
+    assert_eq!(
+        spawned(store.as_ref()),
+        1,
+        "only the planner ran before the pause"
+    );
+    assert_eq!(
+        store.get_brief(implementer.id).unwrap().status,
+        BriefStatus::Pending
+    );
+    assert_eq!(store.get_run(run.id).unwrap().status, RunStatus::Running);
+    store
+        .decide_gate(
+            pause.id,
+            GateDecision::Approve {
+                by: "tester".into(),
+                note: None,
+            },
+        )
+        .unwrap();
+    let outcome = driving.join();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let all = project.events(run.id);
+    let resumed = all.iter().position(|e| e.kind == EventKind::GateResumed).unwrap();
+    let first_t4 = all
+        .iter()
+        .position(|e| e.kind == EventKind::Spawned && e.brief == Some(implementer.id))
+        .unwrap();
+    assert!(first_t4 > resumed, "the T4 spawned only after the resume");
+}

@@ -1,0 +1,12 @@
+//! End-to-end tests of the runner: real git repositories, a real SQLite blackboard, real verify processes,
+//! the built-in agent, and a scripted model (`tests/scripts/*.yaml`). One test binary, small helpers in
+//! `support`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod escalation;
+mod gates;
+mod profiles;
+mod verdicts;

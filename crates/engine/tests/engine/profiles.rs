@@ -1,0 +1,189 @@
+//! The seed's three depth profiles, end to end: full (T2 → T3 mesh → T4 swarm and pipeline → T5), medium
+//! (T3 → T4 → T5) and simple (T4 → T5). Each ends with the fixes on the integration branch, a succeeded run,
+//! the expected briefs tree and the tier lines of the live log.
+
+use agency_core::Tier;
+use agency_core::event::EventKind;
+use agency_core::gate::GateKind;
+use agency_store::{Blackboard, RunStatus};
+
+use crate::support::{GOAL, Project, config, drive};
+
+#[tokio::test]
+async fn simple_profile_runs_t4_then_t5_then_accept() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/simple.yaml"), config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let outcome = drive(&engine, run.id).await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let branch = outcome.branch.unwrap();
+    assert_eq!(branch, format!("agency/{}/integration", run.id.short()));
+    assert_eq!(
+        project.file_on(&branch, "add.sh").unwrap(),
+        "# add A B: prints A + B\necho $(($1 + $2))\n"
+    );
+    assert_eq!(
+        project.tree(run.id),
+        "\
+t1 plan (planner) #0 done
+  t1 accept (acceptor) #0 done
+  t4 fix-add (implementer) #0 done
+    t5 fix-add (verifier) #0 done
+"
+    );
+    assert_eq!(
+        project.log_tags(run.id),
+        [
+            "T1 PLAN_START",
+            "T1 PLAN_DONE",
+            "T4 START",
+            "T5 VERDICT",
+            "T1 ACCEPT_START",
+            "T1 ACCEPTED"
+        ]
+    );
+    assert_eq!(
+        project.store.get_run(run.id).unwrap().status,
+        RunStatus::Succeeded
+    );
+}
+
+#[tokio::test]
+async fn medium_profile_runs_t3_then_a_t4_swarm_then_t5_per_slice() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/medium.yaml"), config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let outcome = drive(&engine, run.id).await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let branch = outcome.branch.unwrap();
+    assert_eq!(
+        project.file_on(&branch, "add.sh").unwrap(),
+        "# add A B: prints A + B\necho $(($1 + $2))\n"
+    );
+    assert_eq!(
+        project.file_on(&branch, "mul.sh").unwrap(),
+        "# mul A B: prints A * B\necho $(($1 * $2))\n"
+    );
+    assert_eq!(
+        project.tree(run.id),
+        "\
+t1 plan (planner) #0 done
+  t1 accept (acceptor) #0 done
+  t3 arithmetic (squad-lead) #0 done
+    t4 fix-add (implementer) #0 done
+      t5 fix-add (verifier) #0 done
+    t4 fix-mul (implementer) #0 done
+      t5 fix-mul (verifier) #0 done
+"
+    );
+    // fix-add carries its own variety (8, fix-mul 4): its teachback was blocking and reviewed by T3.
+    let events = project.events(run.id);
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == EventKind::TeachbackApproved && e.tier == Some(Tier::T4))
+    );
+    assert_eq!(
+        project.log_tags(run.id),
+        [
+            "T1 PLAN_START",
+            "T1 PLAN_DONE",
+            "T3 START",
+            "T3 TASKS",
+            "T5 VERDICT",
+            "T1 ACCEPT_START",
+            "T1 ACCEPTED"
+        ]
+    );
+    // One joint verdict for the squad, all pass.
+    let verdicts: Vec<&str> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Verdict)
+        .map(|e| e.payload["joint"]["joint_verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["pass"]);
+}
+
+#[tokio::test]
+async fn full_profile_runs_every_tier_with_a_mesh_a_swarm_and_a_pipeline() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/full.yaml"), config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let outcome = drive(&engine, run.id).await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let branch = outcome.branch.unwrap();
+    assert_eq!(
+        project.file_on(&branch, "add.sh").unwrap(),
+        "# add A B: prints A + B\necho $(($1 + $2))\n"
+    );
+    assert_eq!(
+        project.file_on(&branch, "mul.sh").unwrap(),
+        "# mul A B: prints A * B\necho $(($1 * $2))\n"
+    );
+    assert_eq!(
+        project.file_on(&branch, "neg.sh").unwrap(),
+        "# neg A: prints -A\necho $((0 - $1))\n"
+    );
+    assert_eq!(
+        project.file_on(&branch, "NOTES.md").unwrap(),
+        "neg.sh prints 0 - A.\n"
+    );
+    assert_eq!(
+        project.tree(run.id),
+        "\
+t1 plan (planner) #0 done
+  t1 accept (acceptor) #0 done
+  t2 lead (lead-architect) #0 done
+    t2 arithmetic (architect) #0 done
+    t2 sign (architect) #0 done
+    t2 synthesis (synthesis) #0 done
+      t3 squad-arith (squad-lead) #0 done
+        t4 fix-add (implementer) #0 done
+          t5 fix-add (verifier) #0 done
+        t4 fix-mul (implementer) #0 done
+          t5 fix-mul (verifier) #0 done
+      t3 squad-sign (squad-lead) #0 done
+        t4 fix-neg (implementer) #0 done
+          t5 fix-neg (verifier) #0 done
+        t4 note-neg (implementer) #0 done
+          t5 note-neg (verifier) #0 done
+"
+    );
+    let briefs = project.briefs(run.id);
+    let by_title = |t: &str, tier: Tier| briefs.iter().find(|b| b.title == t && b.tier == tier).unwrap();
+    // The pipeline: note-neg waits for fix-neg; the swarm has no dependencies.
+    assert_eq!(
+        by_title("note-neg", Tier::T4).depends_on,
+        [by_title("fix-neg", Tier::T4).id]
+    );
+    assert!(by_title("fix-add", Tier::T4).depends_on.is_empty());
+    // Specialists read the lead's boundaries; squads read the canonical architecture.
+    assert_eq!(by_title("sign", Tier::T2).inputs, ["boundaries/ws-calc"]);
+    assert_eq!(by_title("squad-sign", Tier::T3).inputs, ["architecture/ws-calc"]);
+    let tags = project.log_tags(run.id);
+    for tag in [
+        "T1 PLAN_START",
+        "T1 PLAN_DONE",
+        "T2 LEAD_START",
+        "T2 BOUNDS_READY",
+        "T2 SYNTH_DONE",
+        "T3 MESH_DONE",
+        "T3 TASKS",
+        "T5 VERDICT",
+        "T1 ACCEPT_START",
+        "T1 ACCEPTED",
+    ] {
+        assert!(tags.iter().any(|t| t == tag), "{tag} missing from {tags:?}");
+    }
+    assert_eq!(tags.first().unwrap(), "T1 PLAN_START");
+    assert_eq!(tags.last().unwrap(), "T1 ACCEPTED");
+    // Gates: the plan (always) and the synthesis (on by default), both auto-approved.
+    let gates: Vec<GateKind> = project
+        .store
+        .list_gates(run.id)
+        .unwrap()
+        .iter()
+        .map(|g| g.kind)
+        .collect();
+    assert_eq!(gates, [GateKind::T1Plan, GateKind::T2Synthesis]);
+}
