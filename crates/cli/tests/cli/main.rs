@@ -10,6 +10,7 @@ mod config;
 mod control;
 mod demo;
 mod goal;
+mod goal_e2e;
 mod goal_hooks;
 mod hook;
 mod hook_claude;

@@ -1,0 +1,131 @@
+//! End to end with the real Claude Code CLI against the fake Anthropic server, with the goal hooks
+//! registered: the session is kept from stopping while its goal is open, does the work, signs it off with
+//! `agency goal complete`, and is then let stop.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use agency_testkit::{FakeAnthropic, Reply};
+use serde_json::json;
+
+use crate::hook_claude::run_with_deadline;
+use crate::hook_support::e2e_client;
+use crate::support::Repo;
+
+const JUDGE: &str = "replies:\n  - role: judge\n    reply: {text: \"value.txt says fixed.\\nVERDICT: accept\\nmissing: none\"}\n";
+
+fn git(repo: &Repo, args: &[&str]) {
+    let status = Command::new("git")
+        .args(args)
+        .current_dir(repo.path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", repo.path())
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+#[test]
+fn claude_code_is_kept_working_until_its_goal_is_signed_off() {
+    if !e2e_client("claude") {
+        return;
+    }
+    let repo = Repo::initialised();
+    std::fs::write(repo.path().join("value.txt"), "broken\n").unwrap();
+    std::fs::create_dir_all(repo.path().join("tests")).unwrap();
+    std::fs::write(repo.path().join("tests/check.sh"), "grep -qx fixed value.txt\n").unwrap();
+    std::fs::write(repo.path().join("judge.yaml"), JUDGE).unwrap();
+    git(&repo, &["add", "value.txt", "tests", "judge.yaml"]);
+    git(&repo, &["commit", "-q", "-m", "a failing check"]);
+    repo.agency(&[
+        "goal",
+        "add",
+        "Fix the value",
+        "--done-when",
+        "value.txt says fixed",
+        "--verify",
+        "sh tests/check.sh",
+    ])
+    .success();
+    git(&repo, &["add", "plan.md"]);
+    git(&repo, &["commit", "-q", "-m", "plan: fix the value"]);
+
+    let agency = env!("CARGO_BIN_EXE_agency");
+    let sign_off = format!(
+        "echo fixed > value.txt && git add value.txt && git commit -q -m 'fix the value' && {agency} goal complete fix-the-value-1 --path value.txt --script judge.yaml"
+    );
+    let server = FakeAnthropic::start(vec![
+        // Claims done at once: the Stop hook sends it back to work.
+        Reply::text("All done."),
+        Reply::tool_use(
+            "Bash",
+            json!({"command": sign_off, "description": "fix, commit and sign off"}),
+        ),
+        Reply::text("Signed off."),
+    ])
+    .expect("fake server");
+    let hook = json!([{"hooks": [{"type": "command", "command": format!("{agency} hook"), "timeout": 30}]}]);
+    let settings = json!({"hooks": {"SessionStart": hook, "Stop": hook}});
+    let home = tempfile::tempdir().unwrap();
+    let mut command = Command::new("claude");
+    command
+        .args([
+            "-p",
+            "fix the value",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .args(["--allowedTools", "Bash", "--settings"])
+        .arg(settings.to_string())
+        .current_dir(repo.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("TERM", "dumb")
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_MAX_RETRIES", "1")
+        .env("AGENCY_GOAL_STOP_BUDGET", "4")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = run_with_deadline(command, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "claude failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let requests = server.message_requests();
+    let bodies: Vec<String> = requests.iter().map(|r| r.to_string()).collect();
+    // The session start carried the goal summary, and the early "All done." was sent back with the gap.
+    assert!(
+        bodies[0].contains("[fix-the-value-1] Fix the value"),
+        "{}",
+        bodies[0]
+    );
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.contains("have no sign-off yet") && b.contains("not signed off yet")),
+        "the Stop hook's reason never reached the model: {bodies:#?}"
+    );
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(plan.contains("status: done"), "{plan}\n{stdout}");
+    assert!(plan.contains("fix-the-value-1 signed off at "), "{plan}");
+    // Signed off, the session was let stop: no request after the final text.
+    assert_eq!(requests.len(), 3, "{bodies:#?}");
+}
