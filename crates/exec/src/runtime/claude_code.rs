@@ -21,7 +21,7 @@ use std::time::Duration;
 use agency_llm::{BoxFuture, CancelToken};
 use serde_json::json;
 
-use super::external::{REPORT_INSTRUCTIONS, drive, parse_report, shell_word};
+use super::external::{Flow, REPORT_INSTRUCTIONS, drive, parse_report, shell_word};
 use super::redact::{Recorder, Redactor, truncate};
 use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
@@ -196,7 +196,7 @@ impl Runtime for ClaudeCodeRuntime {
             let mut state = stream::StreamState::default();
             let mut saved = false;
             let spec = self.command(task, resume.as_deref());
-            let driven = drive("claude-code", spec, task.limits.timeout, cancel, |line| {
+            let driven = drive("claude-code", spec, None, task.limits.timeout, cancel, |line| {
                 for event in stream::map_line(line, &mut state, &task.meta) {
                     recorder.record(event);
                 }
@@ -204,6 +204,7 @@ impl Runtime for ClaudeCodeRuntime {
                 if !saved && let Some(id) = &state.session_id {
                     saved = std::fs::write(&session_file, id).is_ok();
                 }
+                Flow::Continue
             })
             .await?;
             if let Some(stop) = driven.stop {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use agency_llm::{BoxFuture, CallMeta, CancelToken, StopReason, Usage, UsageRecord};
 use serde_json::{Value, json};
 
-use super::external::{REPORT_INSTRUCTIONS, drive, parse_report, shell_word};
+use super::external::{Flow, REPORT_INSTRUCTIONS, drive, parse_report, shell_word};
 use super::redact::{Recorder, Redactor, truncate};
 use super::{AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
@@ -183,11 +183,19 @@ impl Runtime for CodexRuntime {
             let redactor = Redactor::new(&task.env, &self.secrets);
             let recorder = Recorder::new(hooks, &redactor);
             let mut state = StreamState::default();
-            let driven = drive("codex", self.command(task), task.limits.timeout, cancel, |line| {
-                for event in map_line(line, &mut state, &task.meta) {
-                    recorder.record(event);
-                }
-            })
+            let driven = drive(
+                "codex",
+                self.command(task),
+                None,
+                task.limits.timeout,
+                cancel,
+                |line| {
+                    for event in map_line(line, &mut state, &task.meta) {
+                        recorder.record(event);
+                    }
+                    Flow::Continue
+                },
+            )
             .await?;
             if let Some(stop) = driven.stop {
                 return Ok(AgentOutcome {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use agency_llm::{BoxFuture, CancelToken};
 
 use super::builtin::BuiltinRuntime;
-use super::external::{REPORT_INSTRUCTIONS, drive, parse_report};
+use super::external::{Flow, REPORT_INSTRUCTIONS, drive, parse_report};
 use super::redact::{Recorder, Redactor, truncate};
 use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
@@ -95,7 +95,7 @@ impl Runtime for CommandRuntime {
             }
             recorder.note(format!("starting {}", self.argv.join(" ")));
             let mut tail = String::new();
-            let driven = drive("command", spec, task.limits.timeout, cancel, |line| {
+            let driven = drive("command", spec, None, task.limits.timeout, cancel, |line| {
                 tail.push_str(line);
                 tail.push('\n');
                 if tail.len() > OUTPUT_TAIL {
@@ -105,6 +105,7 @@ impl Runtime for CommandRuntime {
                     }
                     tail.drain(..cut);
                 }
+                Flow::Continue
             })
             .await?;
             recorder.note(format!(

@@ -21,6 +21,15 @@ JSON object in a ```json block: {\"status\": \"done\" | \"partial\" | \"blocked\
 and what is left\", \"evidence\": [{\"path\": \"file you changed\", \"quote\": \"a line it now contains\"}], \
 \"output\": {}}. Report honestly: the work is checked independently afterwards.";
 
+/// What the line handler wants next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Keep reading.
+    Continue,
+    /// The agent is done: close its stdin (agents that read commands until end of input then exit).
+    CloseInput,
+}
+
 /// How a driven child ended.
 #[derive(Debug)]
 pub struct Driven {
@@ -41,12 +50,16 @@ impl Drop for CancelOnDrop {
 
 /// Starts `spec`, hands every stdout line to `on_line` until the child closes stdout, and stops the child
 /// (its whole process group) at `limit` or when `cancel` fires. `runtime` names the runtime in errors.
+///
+/// Stdin: bytes in the spec are fed and the pipe closed at once; `input` instead is written and the pipe
+/// kept open until `on_line` answers [`Flow::CloseInput`]; with neither, the child reads end of file.
 pub async fn drive(
     runtime: &str,
     spec: CommandSpec,
+    input: Option<Vec<u8>>,
     limit: Duration,
     cancel: &CancelToken,
-    mut on_line: impl FnMut(&str),
+    mut on_line: impl FnMut(&str) -> Flow,
 ) -> Result<Driven, RuntimeError> {
     let token = process::CancelToken::new();
     let guard = CancelOnDrop(token.clone());
@@ -57,8 +70,22 @@ pub async fn drive(
         },
         other => RuntimeError::Process(format!("{runtime}: {other}")),
     })?;
-    // Input, if any, was fed from the spec; otherwise the child reads end-of-file at once.
-    drop(child.stdin.take());
+    let mut stdin = match (child.stdin.take(), input) {
+        (Some(mut pipe), Some(bytes)) => {
+            // Written on a blocking thread: a large prompt can fill the pipe before the child reads it.
+            let written = tokio::task::spawn_blocking(move || {
+                use std::io::Write as _;
+                pipe.write_all(&bytes).and_then(|()| pipe.flush()).map(|()| pipe)
+            })
+            .await;
+            match written {
+                Ok(Ok(pipe)) => Some(pipe),
+                // The child is gone or not reading; what it printed says why.
+                _ => None,
+            }
+        }
+        _ => None,
+    };
     let stdout = child.stdout.take();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     // A plain thread, never joined: a grandchild that escaped the group could hold the pipe open, and the
@@ -90,11 +117,16 @@ pub async fn drive(
                 break;
             }
             line = rx.recv() => match line {
-                Some(line) => on_line(&line),
+                Some(line) => {
+                    if on_line(&line) == Flow::CloseInput {
+                        drop(stdin.take());
+                    }
+                }
                 None => break,
             },
         }
     }
+    drop(stdin);
     if stop.is_some() {
         token.cancel();
     }

@@ -10,7 +10,8 @@
 //! - "done" is a *report*, not a status: the runner signs the work off afterwards, out of the agent's reach.
 //!
 //! The runtimes: [`builtin`] (agency's own loop with confined tools), [`claude_code`] and [`codex`] (the
-//! CLIs, gated by `agency hook`) and [`command`] (any other agent, after a read-only teachback step);
+//! CLIs, gated by `agency hook`), [`pi`] and [`command`] (agents without hooks, started after a
+//! read-only teachback step);
 //! [`choice`] picks one per tier and says why. Shared pieces: [`external`] (driving an agent process, reading its
 //! report), [`redact`] (secrets kept out of every recorded event) and [`personality`] (the talent pool and
 //! role registry).
@@ -22,6 +23,7 @@ pub mod codex;
 pub mod command;
 pub mod external;
 pub mod personality;
+pub mod pi;
 pub mod redact;
 
 use std::path::PathBuf;
@@ -37,6 +39,7 @@ pub use choice::{RuntimeChoice, choose, choose_all};
 pub use claude_code::ClaudeCodeRuntime;
 pub use codex::{CodexProvider, CodexRuntime};
 pub use command::CommandRuntime;
+pub use pi::PiRuntime;
 pub use redact::Redactor;
 
 /// Everything an agent is given.

@@ -9,4 +9,5 @@ mod codex;
 mod command;
 mod confinement;
 mod isolation;
+mod pi;
 mod support;

@@ -286,3 +286,18 @@ pub fn e2e_client(program: &str) -> bool {
     }
     found
 }
+
+/// Like [`e2e_client`] for a client CI does not install (pi): skipped loudly when missing, required only
+/// with `AGENCY_REQUIRE_PI=1`.
+pub fn optional_client(program: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
+    if !found {
+        assert!(
+            std::env::var("AGENCY_REQUIRE_PI").as_deref() != Ok("1"),
+            "AGENCY_REQUIRE_PI=1 but `{program}` is not on PATH"
+        );
+        eprintln!("SKIPPED: `{program}` is not on PATH; install it to run this end-to-end test");
+    }
+    found
+}

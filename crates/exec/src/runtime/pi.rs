@@ -1,0 +1,328 @@
+//! The pi runtime: the pi coding agent (`pi --mode rpc`, JSON lines over stdio) in the brief's worktree.
+//! pi has no hook agency could gate its tool calls with, so, as for the command runtime, the teachback is
+//! done first in a read-only step by the built-in agent ([`BuiltinRuntime::teachback_step`]) and pi is
+//! started only once it is approved.
+//!
+//! pi gets a private agent directory (`PI_CODING_AGENT_DIR`, also its HOME) per brief attempt, holding the
+//! optional `models.json` (custom providers, such as a local server) and its sessions; extensions, skills,
+//! prompt templates and themes are not loaded, and startup network calls are off. The prompt is sent as one
+//! `prompt` command; when pi answers `agent_end` its stdin is closed and it exits. Its events
+//! (`tool_execution_end`, assistant `message_end` with usage and cost) become [`AgentEvent`]s.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agency_llm::{BoxFuture, CallMeta, CancelToken, StopReason, Usage, UsageRecord};
+use serde_json::{Value, json};
+
+use super::builtin::BuiltinRuntime;
+use super::external::{Flow, REPORT_INSTRUCTIONS, drive, parse_report};
+use super::redact::{Recorder, Redactor, truncate};
+use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use crate::process::CommandSpec;
+
+/// pi's tools that only read, all a read-only agent is given.
+pub const READ_ONLY_TOOLS: &str = "read,grep,find,ls";
+
+/// Runs agents with the pi coding agent.
+#[derive(Debug, Clone)]
+pub struct PiRuntime {
+    /// The `pi` program: a name looked up on PATH, or a path.
+    pub program: PathBuf,
+    /// The built-in agent that does the read-only teachback step first.
+    pub teachback: BuiltinRuntime,
+    /// Where each agent's private pi directory is made (`<state_dir>/<brief id>-<attempt>`).
+    pub state_dir: PathBuf,
+    /// `--provider`, when set.
+    pub provider: Option<String>,
+    /// `--model`, when set.
+    pub model: Option<String>,
+    /// Written as the agent's `models.json` (pi's custom providers), when set.
+    pub models_json: Option<Value>,
+    /// Host environment variables passed through (the task's own `env` is always passed).
+    pub inherit_env: Vec<String>,
+    /// Strings redacted from every recorded event.
+    pub secrets: Vec<String>,
+}
+
+impl PiRuntime {
+    /// `pi` from PATH after a teachback step by `teachback`; agents' directories under `state_dir`.
+    pub fn new(teachback: BuiltinRuntime, state_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            program: PathBuf::from("pi"),
+            teachback,
+            state_dir: state_dir.into(),
+            provider: None,
+            model: None,
+            models_json: None,
+            inherit_env: ["PATH", "LANG", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"]
+                .map(str::to_owned)
+                .to_vec(),
+            secrets: Vec::new(),
+        }
+    }
+
+    /// The agent's private pi directory for this brief attempt.
+    pub fn home(&self, task: &AgentTask) -> PathBuf {
+        self.state_dir
+            .join(format!("{}-{}", task.brief.id, task.brief.attempt))
+    }
+
+    /// The command that runs the agent (the prompt goes in over stdin).
+    pub fn command(&self, task: &AgentTask) -> CommandSpec {
+        let home = self.home(task);
+        let mut spec = CommandSpec::new(&self.program)
+            .args([
+                "--mode",
+                "rpc",
+                "--no-extensions",
+                "--no-skills",
+                "--no-prompt-templates",
+            ])
+            .arg("--session-dir")
+            .arg(home.join("sessions"));
+        if let Some(provider) = &self.provider {
+            spec = spec.arg("--provider").arg(provider);
+        }
+        if let Some(model) = &self.model {
+            spec = spec.arg("--model").arg(model);
+        }
+        if !task.system.is_empty() {
+            spec = spec.arg("--append-system-prompt").arg(task.system.join("\n\n"));
+        }
+        if task.access == Access::ReadOnly {
+            spec = spec.arg("--tools").arg(READ_ONLY_TOOLS);
+        }
+        spec = spec
+            .cwd(&task.worktree)
+            .timeout(task.limits.timeout + Duration::from_secs(30));
+        for name in &self.inherit_env {
+            spec = spec.inherit_env(name);
+        }
+        spec = spec
+            .env("HOME", &home)
+            .env("PI_CODING_AGENT_DIR", &home)
+            .env("PI_OFFLINE", "1")
+            .env("PI_TELEMETRY", "0");
+        for (name, value) in &task.env {
+            spec = spec.env(name, value);
+        }
+        spec
+    }
+}
+
+impl Runtime for PiRuntime {
+    fn name(&self) -> &'static str {
+        "pi"
+    }
+
+    fn run<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        hooks: &'a dyn AgentHooks,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        Box::pin(async move {
+            let home = self.home(task);
+            std::fs::create_dir_all(&home)
+                .map_err(|e| RuntimeError::Other(format!("cannot create {}: {e}", home.display())))?;
+            if let Some(models) = &self.models_json {
+                std::fs::write(home.join("models.json"), models.to_string())
+                    .map_err(|e| RuntimeError::Other(format!("cannot write models.json: {e}")))?;
+            }
+            let redactor = Redactor::new(&task.env, &self.secrets);
+            let recorder = Recorder::new(hooks, &redactor);
+            if task.access == Access::ReadWrite {
+                recorder.note("teachback step (read-only, built-in agent) before pi starts");
+                if let Some(outcome) = self.teachback.teachback_step(task, hooks, cancel).await? {
+                    recorder.note("the teachback was not approved; pi was not started");
+                    return Ok(outcome);
+                }
+            }
+            let prompt =
+                json!({"type": "prompt", "message": format!("{}{REPORT_INSTRUCTIONS}", task.prompt)});
+            let mut state = StreamState::default();
+            let spec = self.command(task);
+            let input = format!("{prompt}\n").into_bytes();
+            let driven = drive("pi", spec, Some(input), task.limits.timeout, cancel, |line| {
+                for event in map_line(line, &mut state, &task.meta) {
+                    recorder.record(event);
+                }
+                if state.ended {
+                    Flow::CloseInput
+                } else {
+                    Flow::Continue
+                }
+            })
+            .await?;
+            if let Some(stop) = driven.stop {
+                return Ok(AgentOutcome {
+                    report: None,
+                    stop,
+                    session_id: None,
+                });
+            }
+            if !state.ended {
+                return Err(RuntimeError::Process(format!(
+                    "pi ended ({}) before the agent finished: {}",
+                    driven.output.describe(),
+                    truncate(driven.output.stderr.text().trim(), 2_000)
+                )));
+            }
+            Ok(AgentOutcome {
+                report: state.last_text.as_deref().and_then(parse_report),
+                stop: AgentStop::Finished,
+                session_id: None,
+            })
+        })
+    }
+}
+
+/// What the mapper keeps between pi events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamState {
+    /// The last assistant text, where the report is.
+    pub last_text: Option<String>,
+    /// `agent_end` arrived.
+    pub ended: bool,
+}
+
+/// Maps one `pi --mode rpc` line to events.
+pub fn map_line(line: &str, state: &mut StreamState, meta: &CallMeta) -> Vec<AgentEvent> {
+    let line = line.trim_end_matches('\r');
+    if line.trim().is_empty() {
+        return Vec::new();
+    }
+    let Ok(event) = serde_json::from_str::<Value>(line) else {
+        return vec![AgentEvent::Note(format!("pi: {}", truncate(line, 300)))];
+    };
+    let str_at = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+    match str_at(&event, "type").as_str() {
+        "response" if event.get("success") == Some(&Value::Bool(false)) => {
+            vec![AgentEvent::Note(format!(
+                "pi refused {}: {}",
+                str_at(&event, "command"),
+                str_at(&event, "error")
+            ))]
+        }
+        "tool_execution_end" => {
+            let args = event.get("args").unwrap_or(&Value::Null);
+            let summary = ["path", "command", "pattern"]
+                .iter()
+                .find_map(|k| args.get(*k).and_then(Value::as_str))
+                .map_or_else(|| args.to_string(), str::to_owned);
+            vec![AgentEvent::ToolCall {
+                name: str_at(&event, "toolName"),
+                summary: truncate(&summary, 200),
+                allowed: true,
+            }]
+        }
+        "message_end" => {
+            let message = event.get("message").unwrap_or(&Value::Null);
+            if str_at(message, "role") != "assistant" {
+                return Vec::new();
+            }
+            assistant_message(message, state, meta)
+        }
+        "agent_end" => {
+            state.ended = true;
+            vec![AgentEvent::Note("pi finished".to_owned())]
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn assistant_message(message: &Value, state: &mut StreamState, meta: &CallMeta) -> Vec<AgentEvent> {
+    let text: String = message
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    let mut out = Vec::new();
+    if !text.trim().is_empty() {
+        out.push(AgentEvent::Said(truncate(&text, 2_000)));
+        state.last_text = Some(text);
+    }
+    let count = |key: &str| {
+        message
+            .pointer(&format!("/usage/{key}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    let stop = message
+        .get("stopReason")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    out.push(AgentEvent::Usage(UsageRecord {
+        meta: meta.clone(),
+        provider: format!(
+            "pi/{}",
+            message
+                .get("provider")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        ),
+        model: message
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        usage: Usage {
+            input: count("input"),
+            output: count("output"),
+            cache_read: count("cacheRead"),
+            cache_write: count("cacheWrite"),
+        },
+        cost_usd: message.pointer("/usage/cost/total").and_then(Value::as_f64),
+        latency: Duration::ZERO,
+        stop_reason: match stop {
+            "stop" => StopReason::EndTurn,
+            "toolUse" => StopReason::ToolUse,
+            "length" => StopReason::MaxTokens,
+            other => StopReason::Other(other.to_owned()),
+        },
+    }));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rpc_events_map_to_agent_events() {
+        let lines = [
+            r#"{"type":"response","command":"prompt","success":true}"#,
+            r#"{"type":"tool_execution_end","toolCallId":"t1","toolName":"write","args":{"path":"hello.txt","content":"hi"},"result":{},"isError":false}"#,
+            r#"{"type":"message_end","message":{"role":"toolResult","content":[]}}"#,
+            r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"provider":"fake","model":"m","usage":{"input":10,"output":5,"cacheRead":2,"cacheWrite":0,"cost":{"total":0.5}},"stopReason":"stop"}}"#,
+            r#"{"type":"agent_end","messages":[]}"#,
+        ];
+        let mut state = StreamState::default();
+        let events: Vec<AgentEvent> = lines
+            .iter()
+            .flat_map(|l| map_line(l, &mut state, &CallMeta::default()))
+            .collect();
+        assert!(state.ended);
+        assert_eq!(state.last_text.as_deref(), Some("done"));
+        assert_eq!(
+            events[0],
+            AgentEvent::ToolCall {
+                name: "write".into(),
+                summary: "hello.txt".into(),
+                allowed: true
+            }
+        );
+        assert_eq!(events[1], AgentEvent::Said("done".into()));
+        let AgentEvent::Usage(usage) = &events[2] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(
+            (usage.usage.input, usage.usage.cache_read, usage.cost_usd),
+            (10, 2, Some(0.5))
+        );
+    }
+}
