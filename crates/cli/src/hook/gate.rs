@@ -11,7 +11,7 @@ use agency_core::config::{RolloutMode, TeachbackConfig, TeamConfig, UnboundSessi
 use agency_core::intercept::{self, GateState, ToolKind, Verdict, task_create};
 use agency_core::teachback::{TeachbackAction, TeachbackState, transition};
 use agency_core::variety::TeachbackMode;
-use agency_core::{Brief, EventKind, NewEvent, Teachback};
+use agency_core::{Brief, BriefId, EventKind, NewEvent, Teachback};
 use agency_store::{Blackboard, SqliteBlackboard};
 use chrono::Utc;
 use serde_json::json;
@@ -62,8 +62,6 @@ fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
         .tool_name
         .as_deref()
         .ok_or("the PreToolUse event has no tool_name")?;
-    let config = env.team_config(cwd)?;
-    let rollout = rollout(&config)?;
     let kind = intercept::classify(tool, &event.tool_input);
     let db = env.db_path(cwd);
     let bound = match (&env.brief, &db) {
@@ -72,9 +70,13 @@ fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
         }
         (Some(prefix), Some(db)) => {
             let store = SqliteBlackboard::open_read_only(db).map_err(|e| e.to_string())?;
-            let id = store
-                .resolve_brief(prefix)
-                .map_err(|e| format!("{ENV_BRIEF}={prefix}: {e}"))?;
+            // A full id is looked up directly; only a prefix needs resolving (which scans the id index).
+            let id = match prefix.parse::<BriefId>() {
+                Ok(id) => id,
+                Err(_) => store
+                    .resolve_brief(prefix)
+                    .map_err(|e| format!("{ENV_BRIEF}={prefix}: {e}"))?,
+            };
             Some((store, id))
         }
         (None, Some(db)) if db.is_file() => {
@@ -86,12 +88,26 @@ fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
         (None, _) => None,
     };
     let Some((store, id)) = bound else {
+        let config = env.team_config(cwd)?;
+        let rollout = rollout(&config)?;
         return Ok(unbound(&kind, event, &config, rollout));
     };
-    let brief = store.get_brief(id).map_err(|e| e.to_string())?;
+    let brief = store.get_brief(id).map_err(|e| {
+        let e = e.to_string();
+        match &env.brief {
+            Some(typed) => format!("{ENV_BRIEF}={typed}: {e}"),
+            None => e,
+        }
+    })?;
     let mode = brief
         .gates()
         .map_or(TeachbackMode::Advisory, |g| g.teachback_mode);
+    // The common case, an open gate or a read, needs nothing more: no team.yaml, no writes.
+    if intercept::allowed_regardless(&kind, brief.teachback, mode) {
+        return Ok(Answer::Allow);
+    }
+    let config = env.team_config(cwd)?;
+    let rollout = rollout(&config)?;
     let corrections = if brief.teachback == TeachbackState::Correcting {
         history::latest_corrections(&store, &brief).map_err(|e| e.to_string())?
     } else {

@@ -151,6 +151,18 @@ enum Block {
     Submit(Teachback),
 }
 
+/// Whether [`decide`] allows this call whatever the configuration and rollout mode are: the gate is open
+/// (advisory, or active) or the call only reads. The hook's fast path answers these without loading
+/// team.yaml. A message is never decided here (it may carry the teachback), nor a TaskCreate (its metadata
+/// is checked).
+pub fn allowed_regardless(kind: &ToolKind, state: TeachbackState, mode: TeachbackMode) -> bool {
+    match kind {
+        ToolKind::Message { .. } | ToolKind::TaskCreate => false,
+        ToolKind::ReadOnly => true,
+        _ => mode == TeachbackMode::Advisory || state == TeachbackState::Active,
+    }
+}
+
 /// The interception matrix. `corrections` are the reviewer's items when the state is `correcting`, quoted
 /// in the reason so the agent knows what to fix.
 pub fn decide(kind: &ToolKind, gate: GateState, config: &TeachbackConfig, corrections: &[String]) -> Verdict {

@@ -152,6 +152,40 @@ fn the_whole_matrix() {
 }
 
 #[test]
+fn allowed_regardless_means_allowed_under_every_config_and_rollout() {
+    let configs = [
+        TeachbackConfig::default(),
+        TeachbackConfig {
+            readonly_bash: Vec::new(),
+            ..TeachbackConfig::default()
+        },
+    ];
+    let mut fast = 0;
+    for (tool, input, _) in calls() {
+        let kind = classify(tool, &input);
+        for state in TeachbackState::ALL {
+            for mode in MODES {
+                if !allowed_regardless(&kind, state, mode) {
+                    continue;
+                }
+                fast += 1;
+                for config in &configs {
+                    for rollout in RolloutMode::ALL {
+                        let gate = GateState { state, mode, rollout };
+                        assert_eq!(
+                            decide(&kind, gate, config, &[]),
+                            Verdict::Allow,
+                            "{tool} {state} {mode:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(fast > 100, "{fast}");
+}
+
+#[test]
 fn reasons_say_what_to_do_next() {
     let config = TeachbackConfig::default();
     let write = classify("Write", &json!({}));
