@@ -17,6 +17,7 @@ mod hook_claude;
 mod hook_codex;
 mod hook_support;
 mod init;
+mod resume;
 mod teachback;
 mod variety;
 mod watch_inspect;

@@ -1,0 +1,164 @@
+//! `agency run --resume` after the runner was killed with SIGKILL mid-run: the run completes from the
+//! blackboard, nothing recorded is lost, and no brief is spawned twice unless it was in flight at the kill
+//! (then it is restarted once, as configured).
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agency_core::event::EventKind;
+use agency_core::{BriefId, Event, RunId, Tier};
+use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+
+use crate::support::Repo;
+
+/// The medium-profile script of the engine's end-to-end tests: T1 → T3 → two T4s → T5s → accept.
+const SCRIPT: &str = include_str!("../../../engine/tests/scripts/medium.yaml");
+
+/// The project that script fixes: two scripts with the wrong operator and their checks.
+const FILES: &[(&str, &str)] = &[
+    ("add.sh", "# add A B: prints A + B\necho $(($1 - $2))\n"),
+    ("mul.sh", "# mul A B: prints A * B\necho $(($1 + $2))\n"),
+    (
+        "test_add.sh",
+        "out=$(sh add.sh 2 3)\n[ \"$out\" = 5 ] || { echo \"add 2 3 gave $out, expected 5\"; exit 1; }\n",
+    ),
+    (
+        "test_mul.sh",
+        "out=$(sh mul.sh 2 3)\n[ \"$out\" = 6 ] || { echo \"mul 2 3 gave $out, expected 6\"; exit 1; }\n",
+    ),
+    ("test_arith.sh", "sh test_add.sh && sh test_mul.sh\n"),
+];
+
+fn all_events(store: &SqliteBlackboard) -> Vec<Event> {
+    store.events_after(None, 0, 100_000).unwrap()
+}
+
+fn spawns(events: &[Event]) -> BTreeMap<BriefId, usize> {
+    let mut counts = BTreeMap::new();
+    for e in events.iter().filter(|e| e.kind == EventKind::Spawned) {
+        *counts.entry(e.brief.unwrap()).or_insert(0) += 1;
+    }
+    counts
+}
+
+#[test]
+fn a_run_killed_mid_run_resumes_and_completes_without_double_spawns() {
+    let repo = Repo::initialised();
+    for (name, text) in FILES {
+        std::fs::write(repo.path().join(name), text).unwrap();
+    }
+    repo.git(&["add", "."]);
+    repo.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "commit",
+        "-qm",
+        "calculator",
+    ]);
+    let script = repo.path().join(".agency").join("script.yaml");
+    std::fs::write(&script, SCRIPT).unwrap();
+
+    let mut runner = Command::new(env!("CARGO_BIN_EXE_agency"))
+        .args([
+            "run",
+            "Fix the shell calculator so that every check passes.",
+            "--auto-approve",
+            "--script",
+        ])
+        .arg(&script)
+        .current_dir(repo.path())
+        .env_remove("AGENCY_DB")
+        .env_remove("AGENCY_CONFIG")
+        .env("USER", "tester")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // Kill it the moment the first implementer is spawned: the plan and the squad lead are recorded, the
+    // T4s are in flight or just done.
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let t4_spawned = all_events(&store)
+            .iter()
+            .any(|e| e.kind == EventKind::Spawned && e.tier == Some(Tier::T4));
+        if t4_spawned {
+            break;
+        }
+        assert!(
+            runner.try_wait().unwrap().is_none(),
+            "the runner ended before it could be killed"
+        );
+        assert!(Instant::now() < deadline, "no implementer was spawned within 60s");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SIGKILL: no chance to clean up.
+    runner.kill().unwrap();
+    runner.wait().unwrap();
+
+    let before = all_events(&store);
+    let run: RunId = before[0].run;
+    assert_ne!(
+        store.get_run(run).unwrap().status,
+        RunStatus::Succeeded,
+        "killed too late to test resume"
+    );
+    let briefs_before = store.list_briefs(run).unwrap();
+    // What was in flight at the kill: spawned, with no outcome recorded yet.
+    let in_flight: Vec<BriefId> = briefs_before
+        .iter()
+        .filter(|b| b.status == agency_core::BriefStatus::Running)
+        .map(|b| b.id)
+        .collect();
+
+    let resumed = repo.agency(&[
+        "run",
+        "--resume",
+        &run.short(),
+        "--auto-approve",
+        "--script",
+        script.to_str().unwrap(),
+    ]);
+    let resumed = resumed.success();
+    assert!(resumed.stdout().contains("succeeded"), "{}", resumed.stdout());
+    assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
+
+    let after = all_events(&store);
+    // Nothing recorded is lost: the history before the kill is a prefix of the history after.
+    assert_eq!(&after[..before.len()], &before[..]);
+    // Every brief recorded before the kill is still there, each restarted at most once.
+    let briefs_after = store.list_briefs(run).unwrap();
+    for brief in &briefs_before {
+        assert!(briefs_after.iter().any(|b| b.id == brief.id));
+    }
+    for (brief, count) in spawns(&after) {
+        let allowed = if in_flight.contains(&brief) { 2 } else { 1 };
+        assert!(
+            count <= allowed,
+            "brief {} spawned {count} times (in flight at the kill: {})",
+            brief.short(),
+            in_flight.contains(&brief)
+        );
+    }
+    // Restarts are said in the log.
+    let restarts = after[before.len()..]
+        .iter()
+        .filter(|e| e.kind == EventKind::Log && e.payload["tag"] == "RESUME")
+        .count();
+    assert_eq!(restarts, in_flight.len());
+    // The work is on the integration branch.
+    let show = Command::new("git")
+        .args(["show", &format!("agency/{}/integration:mul.sh", run.short())])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&show.stdout),
+        "# mul A B: prints A * B\necho $(($1 * $2))\n"
+    );
+}
