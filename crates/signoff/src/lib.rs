@@ -5,7 +5,8 @@
 //! evidence, and:
 //! 1. checks out the commit in a temporary detached worktree ([`checkout`]), so uncommitted work does not
 //!    count;
-//! 2. runs the **mechanical checks**, which reject on their own whatever a judge would say: the evidence
+//! 2. runs the **mechanical checks**, which reject on their own whatever a judge would say: the contract is
+//!    the one agreed when the goal was set (a softened one is refused, and the agreed one is used); the evidence
 //!    names files that exist in the commit and quotes lines that are in them ([`evidence`]); no protected
 //!    path (tests, the verify command's files, test-runner configuration) changed since the base unless
 //!    the contract's `may_edit` authorises it ([`protected`]);
@@ -32,7 +33,7 @@ pub mod verify;
 pub use checkout::CleanCheckout;
 pub use judge::{Judge, JudgeInput, JudgeRun};
 pub use outcome::{Outcome, ProtectedEdit, RejectedBy, SignoffReport};
-pub use pipeline::{SignoffRequest, protected_edits, sign_off, sign_off_blocking};
+pub use pipeline::{SignoffRequest, contract_changes, protected_edits, sign_off, sign_off_blocking};
 pub use record::Recording;
 pub use verdict::{Verdict, parse_verdict};
 pub use verify::VerifyResult;

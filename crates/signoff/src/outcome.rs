@@ -87,6 +87,8 @@ pub struct SignoffReport {
     pub outcome: Outcome,
     /// Stage 1, when the contract has a verify command.
     pub verify: Option<VerifyResult>,
+    /// How the plan's contract was changed since the goal was agreed.
+    pub contract_changes: Vec<String>,
     /// Evidence that does not hold.
     pub evidence_problems: Vec<String>,
     /// Unauthorised edits to protected paths.

@@ -30,8 +30,12 @@ pub struct SignoffRequest<'a> {
     pub base: &'a str,
     /// The goal id or brief title, for records and the judge.
     pub subject: &'a str,
-    /// What done means.
+    /// What done means, as the plan says now.
     pub contract: &'a GoalContract,
+    /// The contract as agreed when the goal was set (the plan file at the commit that added it), when known.
+    /// It is the one checked against: a contract softened since (a new `may_edit`, an easier `verify`) counts
+    /// for nothing and is itself a rejection.
+    pub agreed: Option<&'a GoalContract>,
     /// The agent's claims, free text, for the judge.
     pub claims: &'a [String],
     /// Files (and quoted lines) the agent offers as evidence.
@@ -48,7 +52,7 @@ pub async fn sign_off(
     recording: Option<&Recording<'_>>,
     cancel: &CancelToken,
 ) -> Result<SignoffReport, SignoffError> {
-    let contract = request.contract;
+    let contract = request.agreed.unwrap_or(request.contract);
     if contract.done_when.trim().is_empty() {
         return Err(SignoffError::Input(format!(
             "{}: done_when is empty; a contract needs an observable condition to be signed off against",
@@ -75,6 +79,10 @@ pub async fn sign_off(
         outcome: Outcome::Accepted,
         verify: None,
         evidence_problems: check_evidence(checkout.path(), request.evidence),
+        contract_changes: request
+            .agreed
+            .map(|agreed| contract_changes(agreed, request.contract))
+            .unwrap_or_default(),
         protected_edits: protected_edits(
             request.repo,
             &base,
@@ -167,9 +175,44 @@ fn mechanical_rejection(report: &SignoffReport) -> Option<Outcome> {
             verify.tail.trim_end()
         ));
     }
+    missing.extend(report.contract_changes.iter().cloned());
     missing.extend(report.evidence_problems.iter().cloned());
     missing.extend(report.protected_edits.iter().map(ProtectedEdit::describe));
     (!missing.is_empty()).then_some(Outcome::Rejected { by, missing })
+}
+
+/// How the plan's contract differs from the agreed one, one line per changed field.
+pub fn contract_changes(agreed: &GoalContract, now: &GoalContract) -> Vec<String> {
+    let mut changes = Vec::new();
+    let mut field = |name: &str, was: String, is: String| {
+        if was != is {
+            changes.push(format!(
+                "the contract's {name} changed since the goal was agreed (was {was}, now {is}); the agreed one is \
+                 checked, and a changed contract needs a new goal"
+            ));
+        }
+    };
+    field(
+        "done_when",
+        format!("{:?}", agreed.done_when),
+        format!("{:?}", now.done_when),
+    );
+    field(
+        "verify",
+        format!("{:?}", agreed.verify),
+        format!("{:?}", now.verify),
+    );
+    field(
+        "failure_modes",
+        format!("{:?}", agreed.failure_modes),
+        format!("{:?}", now.failure_modes),
+    );
+    field(
+        "may_edit",
+        format!("{:?}", agreed.may_edit),
+        format!("{:?}", now.may_edit),
+    );
+    changes
 }
 
 fn short(commit: &str) -> &str {

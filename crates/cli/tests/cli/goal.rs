@@ -234,3 +234,29 @@ fn a_goal_ticked_done_by_hand_is_unsigned_and_cancel_logs_why() {
         "{text}"
     );
 }
+
+#[test]
+fn a_contract_softened_after_it_was_agreed_is_rejected() {
+    let repo = project_with_goal();
+    let text = plan(&repo).replace("verify: sh tests/check.sh", "verify: true");
+    std::fs::write(repo.path().join("plan.md"), text).unwrap();
+    commit(&repo, "plan: simpler verify");
+    let out = repo
+        .agency(&[
+            "goal",
+            "complete",
+            "fix-the-value-1",
+            "--path",
+            "value.txt",
+            "--script",
+            "judge.yaml",
+        ])
+        .fails_with(3)
+        .stdout();
+    // The agreed verify still runs (and fails), and the change itself is listed.
+    assert!(out.contains("verify     exit 1"), "{out}");
+    assert!(
+        out.contains("the contract's verify changed since the goal was agreed"),
+        "{out}"
+    );
+}

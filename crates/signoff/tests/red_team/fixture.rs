@@ -128,8 +128,28 @@ pub struct TestRepo {
     base: String,
 }
 
+impl Case {
+    /// The plan as agreed for this case: the fixture's, with the case's verify command and `may_edit`.
+    pub fn plan(&self) -> String {
+        let mut plan = PLAN.to_string();
+        if let Some(verify) = self.verify {
+            plan = plan.replace("verify: sh scripts/verify.sh", &format!("verify: {verify}"));
+        }
+        if !self.agent.may_edit.is_empty() {
+            let items: String = self.agent.may_edit.iter().map(|p| format!("  - {p}\n")).collect();
+            plan = plan.replace("- [ ] fix add", &format!("may_edit:\n{items}- [ ] fix add"));
+        }
+        plan
+    }
+}
+
 impl TestRepo {
-    pub fn new() -> TestRepo {
+    /// The fixture with the case's agreed plan committed; that commit is the goal's base.
+    pub fn for_case(case: &Case) -> TestRepo {
+        TestRepo::new(&case.plan())
+    }
+
+    pub fn new(plan: &str) -> TestRepo {
         let dir = tempfile::tempdir().unwrap();
         let options = GitOptions {
             home: Some(dir.path().to_path_buf()),
@@ -146,7 +166,7 @@ impl TestRepo {
         this.write("tests/test_calc.py", TEST);
         this.write("scripts/verify.sh", VERIFY);
         this.commit("a calculator with a failing test");
-        this.write("plan.md", PLAN);
+        this.write("plan.md", plan);
         this.commit("plan: fix add");
         let base = this.repo.head_rev().unwrap();
         TestRepo { base, ..this }
@@ -181,14 +201,9 @@ impl TestRepo {
         assert!(matches!(outcome, CommitOutcome::Committed { .. }));
     }
 
-    fn contract(&self, case: &Case) -> GoalContract {
-        let doc = PlanDoc::parse(PLAN);
-        let mut contract = doc.goal("fix-add-1").unwrap().contract();
-        if let Some(verify) = case.verify {
-            contract.verify = Some(verify.to_string());
-        }
-        contract.may_edit = case.agent.may_edit.clone();
-        contract
+    /// The goal's contract in `plan`.
+    fn contract(plan: &str) -> GoalContract {
+        PlanDoc::parse(plan).goal("fix-add-1").unwrap().contract()
     }
 
     /// Lets the agent act, then signs its work off at `HEAD`.
@@ -226,13 +241,15 @@ impl TestRepo {
 
     fn sign(&self, case: &Case, recording: Option<&Recording<'_>>) -> SignoffReport {
         (case.agent.act)(self);
-        let contract = self.contract(case);
+        let agreed = Self::contract(&case.plan());
+        let contract = Self::contract(&std::fs::read_to_string(self.root().join("plan.md")).unwrap());
         let request = SignoffRequest {
             repo: &self.repo,
             commit: "HEAD",
             base: &self.base,
             subject: "fix-add-1",
             contract: &contract,
+            agreed: Some(&agreed),
             claims: &case.agent.claims,
             evidence: &case.agent.evidence,
             verify_timeout: Duration::from_secs(60),

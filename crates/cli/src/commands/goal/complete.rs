@@ -59,9 +59,27 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
     let repo = Repo::open(&plan.root, GitOptions::default()).map_err(|e| {
         CommandError::input(e.to_string()).hint("run agency goal complete inside the git repository")
     })?;
-    let base = match &args.base {
-        Some(base) => base.clone(),
-        None => goal_base(&repo, plan, &doc, goal)?,
+    let added = goal_added_in(&repo, plan, &doc, goal)?;
+    let base = match (&args.base, &added) {
+        (Some(base), _) => base.clone(),
+        (None, Some(added)) => checkout::parent_of(&repo, added)
+            .map_err(|e| CommandError::internal(e.to_string()))?
+            .unwrap_or_else(|| added.clone()),
+        (None, None) => {
+            return Err(CommandError::input(format!(
+                "{}: goal {} is in no commit, so when it started is unknown",
+                plan.relative(),
+                args.id
+            ))
+            .hint(format!(
+                "commit {} when you add a goal, or pass --base REV",
+                plan.relative()
+            )));
+        }
+    };
+    let agreed = match &added {
+        Some(added) => agreed_contract(&repo, plan, added, &args.id)?,
+        None => None,
     };
     if repo.has_changes().unwrap_or(false) {
         println!(
@@ -91,6 +109,7 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
         base: &base,
         subject: &args.id,
         contract: &contract,
+        agreed: agreed.as_ref(),
         claims: &args.evidence,
         evidence: &evidence,
         verify_timeout: Duration::from_secs(team.signoff.verify_timeout_seconds.into()),
@@ -171,36 +190,30 @@ fn judge_provider(team: &TeamConfig, script: Option<&std::path::Path>) -> Comman
     Ok(model.provider)
 }
 
-/// The parent of the commit that added the goal's id marker to the plan file (that commit itself when it is
-/// the repository's first).
-fn goal_base(repo: &Repo, plan: &PlanFile, doc: &PlanDoc, goal: &Goal) -> CommandResult<String> {
+/// The commit that added the goal's id marker to the plan file, if it was ever committed.
+fn goal_added_in(repo: &Repo, plan: &PlanFile, doc: &PlanDoc, goal: &Goal) -> CommandResult<Option<String>> {
     let marker = goal
         .lines
         .id
         .and_then(|line| doc.line(line))
         .map(str::trim)
         .unwrap_or_default();
-    let not_committed = || {
-        CommandError::input(format!(
-            "{}: goal {} is in no commit, so when it started is unknown",
-            plan.relative(),
-            goal.id.as_deref().unwrap_or_default()
-        ))
-        .hint(format!(
-            "commit {} when you add a goal, or pass --base REV",
-            plan.relative()
-        ))
-    };
     if marker.is_empty() {
-        return Err(not_committed());
+        return Ok(None);
     }
-    let git_error = |e: agency_signoff::SignoffError| CommandError::internal(e.to_string());
-    let added = checkout::commit_adding(repo, &plan.relative(), marker)
-        .map_err(git_error)?
-        .ok_or_else(not_committed)?;
-    Ok(checkout::parent_of(repo, &added)
-        .map_err(git_error)?
-        .unwrap_or(added))
+    checkout::commit_adding(repo, &plan.relative(), marker).map_err(|e| CommandError::internal(e.to_string()))
+}
+
+/// The goal's contract as committed when it was added: what was agreed.
+fn agreed_contract(
+    repo: &Repo,
+    plan: &PlanFile,
+    added: &str,
+    id: &str,
+) -> CommandResult<Option<agency_core::contract::GoalContract>> {
+    let text = checkout::file_at(repo, added, &plan.relative())
+        .map_err(|e| CommandError::internal(e.to_string()))?;
+    Ok(text.and_then(|text| PlanDoc::parse(&text).goal(id).map(Goal::contract)))
 }
 
 fn print_report(report: &SignoffReport) {
