@@ -149,7 +149,52 @@ pub fn retry(engine: &Engine, brief: &Brief, attempt: u32, feedback: &str) -> Re
         .brief(next.id)
         .tier(brief.tier),
     )?;
+    repoint_dependents(engine, brief.id, next.id)?;
     Ok(next)
+}
+
+/// Pipeline tasks still waiting on `old` would wait for good (a brief is claimed only once everything it
+/// depends on is done, and a superseded attempt never is): each is replaced by a copy that waits on `new`
+/// instead, and so on down the pipeline.
+fn repoint_dependents(engine: &Engine, old: BriefId, new: BriefId) -> Result<()> {
+    let waiting: Vec<Brief> = engine
+        .store
+        .list_briefs(engine.store.get_brief(new)?.run)?
+        .into_iter()
+        .filter(|b| b.status == BriefStatus::Pending && b.depends_on.contains(&old))
+        .collect();
+    for dependent in waiting {
+        let event = NewEvent::new(
+            dependent.run,
+            EventKind::BriefStatus,
+            json!({ "from": "pending", "to": "cancelled", "reason": "its predecessor was retried" }),
+        )
+        .brief(dependent.id);
+        engine.store.update_brief_status(
+            dependent.id,
+            BriefStatus::Pending,
+            BriefStatus::Cancelled,
+            event,
+        )?;
+        let mut copy = dependent.clone();
+        copy.id = BriefId::new();
+        copy.depends_on = dependent
+            .depends_on
+            .iter()
+            .map(|d| if *d == old { new } else { *d })
+            .collect();
+        copy.created_at = chrono::Utc::now();
+        engine.store.insert_brief(&copy)?;
+        if let Some(feedback) = engine
+            .store
+            .latest_artifact(dependent.run, &feedback_name(dependent.id))?
+        {
+            let text = String::from_utf8_lossy(&feedback.bytes);
+            engine.put_text(&copy, &feedback_name(copy.id), "text/plain", &text)?;
+        }
+        repoint_dependents(engine, dependent.id, copy.id)?;
+    }
+    Ok(())
 }
 
 /// Hands a failure to the nearest ancestor of tier `to`: it is re-invoked with the failure as context and

@@ -1,5 +1,6 @@
-//! T5 joint verdicts: a partial verdict re-runs only the failed slice, with the verifier's issues in its
-//! corrected brief; the slice that passed is neither re-run nor re-verified.
+//! Retrying slices: a partial T5 verdict re-runs only the failed slice, with the verifier's issues in its
+//! corrected brief (the slice that passed is neither re-run nor re-verified); a pipeline task whose
+//! predecessor failed stage 1 waits for the retry and starts from its work.
 
 use agency_core::event::EventKind;
 use agency_core::{BriefStatus, Tier};
@@ -82,5 +83,43 @@ t1 plan (planner) #0 done
     assert_eq!(
         project.file_on(&branch, "add.sh").unwrap(),
         "# add A B: prints A + B\necho $(($1 + $2))\n"
+    );
+}
+
+#[tokio::test]
+async fn a_pipeline_task_waits_for_its_retried_predecessor_and_starts_from_its_work() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/pipeline.yaml"), config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let outcome = drive(&engine, run.id).await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let briefs = project.briefs(run.id);
+    let live = |title: &str| {
+        briefs
+            .iter()
+            .rev()
+            .find(|b| b.tier == Tier::T4 && b.title == title && b.status == BriefStatus::Done)
+            .unwrap()
+    };
+    assert_eq!(live("fix-neg").attempt, 1);
+    assert_eq!(live("note-neg").depends_on, [live("fix-neg").id]);
+    // Stage 1 failed the first attempt with the command's own output.
+    let first = briefs
+        .iter()
+        .find(|b| b.title == "fix-neg" && b.attempt == 0)
+        .unwrap();
+    assert_eq!(first.status, BriefStatus::Failed);
+    let feedback = project
+        .artifact(run.id, &feedback_name(live("fix-neg").id))
+        .unwrap();
+    assert!(feedback.contains("neg 4 gave 0, expected -4"), "{feedback}");
+    let branch = outcome.branch.unwrap();
+    assert_eq!(
+        project.file_on(&branch, "neg.sh").unwrap(),
+        "# neg A: prints -A\necho $((0 - $1))\n"
+    );
+    assert_eq!(
+        project.file_on(&branch, "NOTES.md").unwrap(),
+        "neg.sh prints 0 - A.\n"
     );
 }
