@@ -119,6 +119,7 @@ impl ClaudeCodeRuntime {
             .arg(self.settings().to_string())
             .arg("--allowedTools")
             .arg(READ_ONLY_TOOLS.join(","));
+        spec = spec.arg("--max-turns").arg(task.limits.max_turns.to_string());
         if task.access == Access::ReadOnly {
             spec = spec.arg("--disallowedTools").arg(EDITING_TOOLS.join(","));
         }

@@ -155,3 +155,46 @@ async fn a_missing_claude_binary_is_reported_as_not_installed() {
         "claude-code: `/nonexistent/claude` was not found on PATH"
     );
 }
+
+#[test]
+fn the_command_runs_in_the_default_permission_mode_with_the_gate_and_a_private_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = ClaudeCodeRuntime::new("/opt/agency tools/agency", "/runs/agency.db", dir.path());
+    let task = task(dir.path(), true, agency_exec::runtime::Access::ReadOnly);
+    let spec = runtime.command(&task, None);
+    let args: Vec<String> = spec
+        .args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    // No --permission-mode: the default mode is what makes a broken gate a denial.
+    assert!(
+        !args
+            .iter()
+            .any(|a| a.contains("permission-mode") || a.contains("skip-permissions"))
+    );
+    let after = |flag: &str| args[args.iter().position(|a| a == flag).unwrap() + 1].clone();
+    assert_eq!(after("--max-turns"), "12");
+    assert_eq!(after("--allowedTools"), "Read,Glob,Grep,LS,TaskGet,TaskList");
+    assert!(after("--disallowedTools").contains("Write"));
+    let settings: serde_json::Value = serde_json::from_str(&after("--settings")).unwrap();
+    assert_eq!(
+        settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        "'/opt/agency tools/agency' hook"
+    );
+    let env: std::collections::BTreeMap<String, String> = spec
+        .env
+        .set
+        .iter()
+        .map(|(k, v)| (k.clone(), v.to_string_lossy().into_owned()))
+        .collect();
+    assert_eq!(env["HOME"], runtime.home(&task).display().to_string());
+    assert_eq!(env["AGENCY_BRIEF"], task.brief.id.to_string());
+    assert_eq!(env["AGENCY_DB"], "/runs/agency.db");
+    assert!(
+        spec.env
+            .inherit
+            .iter()
+            .all(|name| name == "PATH" || name == "LANG" || name.starts_with("ANTHROPIC_"))
+    );
+}
