@@ -136,3 +136,18 @@ fn a_goal_done_by_hand_still_holds_the_session_and_cancelled_goals_do_not() {
     .unwrap();
     assert_eq!(hook(&repo, &[], &stop).json, Value::Null);
 }
+
+#[test]
+fn install_hooks_registers_the_goal_events() {
+    let repo = Repo::initialised();
+    repo.agency(&["goal", "install-hooks", "--command", "agency hook"])
+        .success();
+    let text = std::fs::read_to_string(repo.path().join(".claude/settings.json")).unwrap();
+    let settings: Value = serde_json::from_str(&text).unwrap();
+    for event in ["SessionStart", "PostCompact", "PostToolUse", "Stop"] {
+        assert_eq!(
+            settings["hooks"][event][0]["hooks"][0]["command"], "agency hook",
+            "{text}"
+        );
+    }
+}

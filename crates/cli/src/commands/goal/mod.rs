@@ -5,6 +5,7 @@
 mod complete;
 mod edit;
 pub mod hooks;
+pub mod install;
 pub mod plan_file;
 pub mod records;
 mod view;
@@ -51,6 +52,8 @@ pub enum GoalCommand {
         #[arg(long)]
         reason: String,
     },
+    /// Register `agency hook` for the goal events in .claude/settings.json (or a Codex hooks.json).
+    InstallHooks(install::InstallArgs),
     /// Print the plan's log, or append MESSAGE to it.
     Log {
         /// A line to append.
@@ -67,6 +70,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         GoalCommand::Add(add) => edit::add(&plan, add),
         GoalCommand::Complete(complete) => complete::run(ctx, &plan, complete),
         GoalCommand::Cancel { id, reason } => edit::cancel(&plan, &id, &reason),
+        GoalCommand::InstallHooks(install) => install::run(ctx, install),
         GoalCommand::Log { message: None } => view::log(&plan),
         GoalCommand::Log {
             message: Some(message),
