@@ -272,8 +272,10 @@ impl Engine {
                 holding = true;
                 continue;
             }
-            // A budget is money: it is never approved automatically.
-            if self.options.auto_approve && gate.kind != GateKind::Budget {
+            // A budget is money, and an escalation gate is the end of the ladder (approving it grants a
+            // fresh retry budget, so approving it automatically would loop for ever): neither is approved
+            // automatically.
+            if self.options.auto_approve && !matches!(gate.kind, GateKind::Budget | GateKind::Escalation) {
                 let note = Some("auto-approved (agency demo)".to_string());
                 self.store.decide_gate(
                     gate.id,

@@ -1,13 +1,15 @@
 //! Escalation up the ladder: a T4 that reports itself blocked goes to its T3 at once (no retries), which is
-//! re-invoked with the context; a T3 mesh that does not commit in time goes to T2 and never force-commits.
+//! re-invoked with the context; a T3 mesh that does not commit in time goes to T2 and never force-commits;
+//! escalation repeated too often stops at a human gate.
 
 use agency_core::event::EventKind;
+use agency_core::gate::{GateDecision, GateKind, GateStatus};
 use agency_core::tiers::BriefRole;
 use agency_core::{BriefStatus, Tier};
 use agency_engine::engine::feedback_name;
 use agency_store::{Blackboard, RunStatus};
 
-use crate::support::{Background, GOAL, Project, config, drive, wait_for};
+use crate::support::{Background, GOAL, Project, config, drive, events, wait_for};
 
 #[tokio::test]
 async fn a_blocked_implementer_escalates_to_its_squad_lead_which_is_re_invoked() {
@@ -103,4 +105,60 @@ fn a_t3_mesh_timeout_escalates_to_t2_and_never_force_commits() {
             project.tree(run.id)
         );
     }
+}
+
+#[test]
+fn repeated_escalation_stops_at_a_human_gate_that_auto_approve_does_not_pass() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/stuck.yaml"), config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let store = project.store.clone();
+    let driving = Background::drive(engine, run.id);
+    let gate = wait_for("an escalation gate", || {
+        store
+            .pending_gates(Some(run.id))
+            .unwrap()
+            .into_iter()
+            .find(|g| g.kind == GateKind::Escalation)
+    });
+    assert!(
+        gate.summary["message"]
+            .as_str()
+            .unwrap()
+            .contains("repeated escalation"),
+        "{}",
+        gate.summary
+    );
+    // The squad lead was re-invoked twice before the ladder gave up.
+    let squads = |store: &dyn Blackboard| {
+        store
+            .list_briefs(run.id)
+            .unwrap()
+            .iter()
+            .filter(|b| b.tier == Tier::T3)
+            .count()
+    };
+    assert_eq!(squads(store.as_ref()), 3, "{}", project.tree(run.id));
+    // It holds: no new agent starts, the gate stays open for a human.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let spawned = |store: &dyn Blackboard| {
+        events(store, run.id)
+            .iter()
+            .filter(|e| e.kind == EventKind::Spawned)
+            .count()
+    };
+    let before = spawned(store.as_ref());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(spawned(store.as_ref()), before);
+    assert_eq!(store.get_gate(gate.id).unwrap().status, GateStatus::Pending);
+    store
+        .decide_gate(
+            gate.id,
+            GateDecision::Reject {
+                by: "tester".into(),
+                reason: "give it to another team".into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(driving.join().status, RunStatus::Failed);
 }
