@@ -151,3 +151,13 @@ fn install_hooks_registers_the_goal_events() {
         );
     }
 }
+
+#[test]
+fn without_a_session_id_only_the_first_stop_is_blocked() {
+    let repo = with_plan();
+    let stop = |active: bool| {
+        json!({"hook_event_name": "Stop", "cwd": repo.path(), "stop_hook_active": active}).to_string()
+    };
+    assert_eq!(hook(&repo, &[], &stop(false)).json["decision"], "block");
+    assert_eq!(hook(&repo, &[], &stop(true)).json, Value::Null);
+}

@@ -12,7 +12,8 @@
 //!   ([`ENV_STOP_BUDGET`], default 8 continuations) remains. A stop with `stop_hook_active: false` is a new
 //!   turn and resets the count; a spent budget lets the session stop and logs why in plan.md.
 //!
-//! Per-session counters live in `.agency/goal-sessions/<session>.json`. Everything fails open: a goal hook
+//! Per-session counters live in `.agency/goal-sessions/<session>.json` (in the temporary directory when the
+//! repository has no `.agency/`). Everything fails open: a goal hook
 //! that cannot read its plan stays silent rather than trapping a session.
 
 use std::io::Write;
@@ -180,6 +181,10 @@ fn stop(
     stop_hook_active: bool,
 ) -> GoalAnswer {
     let open = open_goals(doc, records);
+    // No session id, no counter: the only loop guard left is stop_hook_active itself.
+    if session.path.is_none() && stop_hook_active {
+        return GoalAnswer::Silent;
+    }
     if !stop_hook_active {
         session.stop_blocks = 0;
     }
@@ -282,10 +287,19 @@ impl Session {
                 }
             })
             .collect();
-        let path = root
-            .join(AGENCY_DIR)
-            .join("goal-sessions")
-            .join(format!("{name}.json"));
+        // Without an agency workspace the counters go to the temporary directory rather than creating
+        // `.agency/` in someone's repository; they must be kept somewhere, or the stop budget never runs out.
+        let dir = if root.join(AGENCY_DIR).is_dir() {
+            root.join(AGENCY_DIR).join("goal-sessions")
+        } else {
+            let key: String = root
+                .to_string_lossy()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            std::env::temp_dir().join("agency-goal-sessions").join(key)
+        };
+        let path = dir.join(format!("{name}.json"));
         let mut session: Session = std::fs::read(&path)
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
