@@ -32,7 +32,12 @@ pub async fn workstreams(engine: &Engine, run: RunId) -> Result<bool> {
     else {
         return Ok(false);
     };
-    let started = |ws: &str| briefs.iter().any(|b| b.workstream == ws && b.tier != Tier::T1);
+    // Started under the current plan: after T1 re-plans, what the superseded plan started counts for nothing.
+    let started = |ws: &str| {
+        briefs
+            .iter()
+            .any(|b| b.workstream == ws && b.tier != Tier::T1 && b.parent == Some(plan_brief.id))
+    };
     for stage in plan.stages() {
         let ids: Vec<String> = stage.workstreams.to_vec();
         if !ids.iter().any(|id| started(id)) {

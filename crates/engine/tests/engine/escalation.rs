@@ -162,3 +162,47 @@ fn repeated_escalation_stops_at_a_human_gate_that_auto_approve_does_not_pass() {
         .unwrap();
     assert_eq!(driving.join().status, RunStatus::Failed);
 }
+
+#[tokio::test]
+async fn a_full_t5_fail_on_a_shallow_path_escalates_to_t1_which_re_plans() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/fail.yaml"), config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let outcome = drive(&engine, run.id).await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let plans: Vec<_> = project
+        .briefs(run.id)
+        .into_iter()
+        .filter(|b| BriefRole::of(b) == BriefRole::Plan)
+        .collect();
+    assert_eq!(plans.len(), 2, "{}", project.tree(run.id));
+    assert_eq!(
+        (plans[0].status, plans[1].status),
+        (BriefStatus::Cancelled, BriefStatus::Done)
+    );
+    let context = project.artifact(run.id, &feedback_name(plans[1].id)).unwrap();
+    assert!(
+        context.contains("the split ignores the shared contract"),
+        "{context}"
+    );
+    let escalated: Vec<_> = project
+        .events(run.id)
+        .into_iter()
+        .filter(|e| e.kind == EventKind::Escalated)
+        .collect();
+    assert_eq!(escalated.len(), 1);
+    assert_eq!(escalated[0].payload["failure"], "t5_fail");
+    assert_eq!(escalated[0].payload["to"], "t1", "no T2 on a [t3, t4, t5] path");
+    let verdicts: Vec<String> = project
+        .events(run.id)
+        .iter()
+        .filter(|e| e.kind == EventKind::Verdict)
+        .map(|e| e.payload["joint"]["joint_verdict"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(verdicts, ["fail", "pass"]);
+    let branch = outcome.branch.unwrap();
+    assert_eq!(
+        project.file_on(&branch, "mul.sh").unwrap(),
+        "# mul A B: prints A * B\necho $(($1 * $2))\n"
+    );
+}
