@@ -137,6 +137,8 @@ impl CodexRuntime {
         prompt.push_str(&task.prompt);
         prompt.push_str(REPORT_INSTRUCTIONS);
         spec = spec
+            // `--` so a prompt that starts with `-` is not read as a flag.
+            .arg("--")
             .arg(prompt)
             .cwd(&task.worktree)
             .timeout(task.limits.timeout + Duration::from_secs(30));

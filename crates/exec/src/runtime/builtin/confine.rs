@@ -116,6 +116,11 @@ impl Confinement {
                 Component::Normal(name) => out.push(name),
             }
         }
+        if given.is_absolute() {
+            // Judged once resolved: the worktree may be named through a symlink (`/home` → `/data/home`),
+            // so an absolute path inside it need not start with the canonical root.
+            return Ok(out);
+        }
         self.inside(path, out)
     }
 
@@ -181,5 +186,19 @@ mod tests {
         assert!(c.writable("dangling").unwrap_err().0.contains("does not exist"));
         assert!(c.writable(".git/config").unwrap_err().0.contains(".git"));
         assert!(c.writable("").is_err());
+    }
+
+    #[test]
+    fn absolute_paths_through_a_symlinked_root_are_inside() {
+        let (dir, _) = setup();
+        let alias = dir.path().join("alias");
+        std::os::unix::fs::symlink(dir.path().join("wt"), &alias).unwrap();
+        let c = Confinement::new(&alias).unwrap();
+        let via_alias = alias.join("src/a.txt").display().to_string();
+        assert_eq!(c.relative(&c.existing(&via_alias).unwrap()), "src/a.txt");
+        let new = alias.join("src/new.txt").display().to_string();
+        assert_eq!(c.relative(&c.writable(&new).unwrap()), "src/new.txt");
+        let out = alias.join("../outside.txt").display().to_string();
+        assert!(c.existing(&out).unwrap_err().0.contains("outside the worktree"));
     }
 }
