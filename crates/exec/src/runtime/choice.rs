@@ -1,14 +1,23 @@
 //! Which runtime runs each tier's agents, and why, in words for the run log. The configured runtime wins;
 //! `auto` (the default for T4 and T5) becomes Claude Code when the `claude` binary is on the PATH and the
-//! built-in agent when it is not (the seed's default, through core's [`Runtime::resolve`]).
+//! built-in agent when it is not (the seed's default, through core's [`Runtime::resolve`]). [`build`]
+//! then makes the chosen runtime from what the runner knows ([`RuntimeSetup`]).
 
 use std::ffi::OsStr;
 use std::fmt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use agency_core::Tier;
 use agency_core::config::{Runtime, TiersConfig};
+use agency_llm::Provider;
+
+use super::{
+    BuiltinRuntime, ClaudeCodeRuntime, CodexRuntime, CommandRuntime, PiRuntime, Runtime as AgentRuntime,
+    RuntimeError,
+};
 
 /// The runtime chosen for one tier.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +74,66 @@ pub fn find_program(name: &str, path: Option<&OsStr>) -> Option<PathBuf> {
         })
 }
 
+/// What the runner knows that the runtimes need.
+#[derive(Debug, Clone)]
+pub struct RuntimeSetup {
+    /// The tier's model: the built-in agent thinks with it, and does the teachback step for pi and command.
+    pub provider: Arc<dyn Provider>,
+    /// The `agency` binary whose `hook` subcommand gates Claude Code and Codex.
+    pub agency: PathBuf,
+    /// The run's blackboard (`AGENCY_DB` for the hook).
+    pub db: PathBuf,
+    /// The team configuration (`AGENCY_CONFIG` for the hook), when not the default location.
+    pub config: Option<PathBuf>,
+    /// Where external agents' private homes go (e.g. `.agency/agents`).
+    pub state_dir: PathBuf,
+    /// The tier's `command` argv from team.yaml, for `runtime: command`.
+    pub command: Option<Vec<String>>,
+    /// Strings to redact from every recorded event.
+    pub secrets: Vec<String>,
+}
+
+/// The runtime `choice` names, made from `setup`. `command` without an argv is an error naming the tier.
+pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn AgentRuntime>, RuntimeError> {
+    let builtin = BuiltinRuntime::new(setup.provider.clone()).with_secrets(setup.secrets.clone());
+    Ok(match choice.runtime {
+        Runtime::Builtin | Runtime::Auto => Arc::new(builtin),
+        Runtime::ClaudeCode => {
+            let mut runtime =
+                ClaudeCodeRuntime::new(&setup.agency, &setup.db, setup.state_dir.join("claude-code"));
+            runtime.config.clone_from(&setup.config);
+            runtime.secrets.clone_from(&setup.secrets);
+            Arc::new(runtime)
+        }
+        Runtime::Codex => {
+            let mut runtime = CodexRuntime::new(&setup.agency, &setup.db, setup.state_dir.join("codex"));
+            runtime.config.clone_from(&setup.config);
+            runtime.secrets.clone_from(&setup.secrets);
+            Arc::new(runtime)
+        }
+        Runtime::Pi => {
+            let mut runtime = PiRuntime::new(builtin, setup.state_dir.join("pi"));
+            runtime.secrets.clone_from(&setup.secrets);
+            Arc::new(runtime)
+        }
+        Runtime::Command => {
+            let argv = setup
+                .command
+                .clone()
+                .filter(|argv| !argv.is_empty())
+                .ok_or_else(|| {
+                    RuntimeError::Other(format!(
+                        "tiers.{}.command: `runtime: command` needs the argv to start",
+                        choice.tier
+                    ))
+                })?;
+            let mut runtime = CommandRuntime::new(argv, builtin);
+            runtime.secrets.clone_from(&setup.secrets);
+            Arc::new(runtime)
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +181,41 @@ mod tests {
         assert_eq!(
             choose_all(&TiersConfig::default(), None)[3].runtime,
             Runtime::Builtin
+        );
+    }
+
+    #[test]
+    fn build_makes_the_chosen_runtime() {
+        let script = agency_llm::Script::from_yaml("replies: []").unwrap();
+        let setup = RuntimeSetup {
+            provider: Arc::new(agency_llm::ScriptedProvider::new(script)),
+            agency: "/usr/bin/agency".into(),
+            db: ".agency/agency.db".into(),
+            config: None,
+            state_dir: ".agency/agents".into(),
+            command: None,
+            secrets: vec![],
+        };
+        let made = |runtime| {
+            let choice = RuntimeChoice {
+                tier: Tier::T4,
+                runtime,
+                reason: String::new(),
+            };
+            build(&choice, &setup)
+        };
+        for (runtime, name) in [
+            (Runtime::Builtin, "builtin"),
+            (Runtime::ClaudeCode, "claude-code"),
+            (Runtime::Codex, "codex"),
+            (Runtime::Pi, "pi"),
+        ] {
+            assert_eq!(made(runtime).unwrap().name(), name);
+        }
+        let err = made(Runtime::Command).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tiers.t4.command: `runtime: command` needs the argv to start"
         );
     }
 }
