@@ -121,6 +121,34 @@ mod tests {
         ));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_without_panicking(text in "(?s).{0,300}") {
+            let _ = parse_verdict(&text);
+        }
+
+        #[test]
+        fn prose_before_the_block_does_not_matter(
+            prose in "[a-zA-Z .,\n]{0,200}",
+            items in proptest::collection::vec("[a-z][a-z ]{0,20}", 0..4),
+        ) {
+            let mut block = String::from("VERDICT: reject\nmissing:\n");
+            for item in &items {
+                block.push_str(&format!("- {item}\n"));
+            }
+            let parsed = parse_verdict(&format!("{prose}\n{block}")).unwrap();
+            let Verdict::Reject { missing } = parsed else { panic!("not a reject") };
+            let expected: Vec<String> = items.iter().map(|i| i.trim().to_string()).filter(|i| !is_none(i)).collect();
+            if expected.is_empty() {
+                proptest::prop_assert_eq!(missing.len(), 1);
+            } else {
+                proptest::prop_assert_eq!(missing, expected);
+            }
+            let accept = parse_verdict(&format!("{prose}\nVERDICT: accept\nmissing: none\n")).unwrap();
+            proptest::prop_assert_eq!(accept, Verdict::Accept);
+        }
+    }
+
     #[test]
     fn anything_else_is_no_verdict() {
         for text in [
