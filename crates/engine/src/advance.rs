@@ -270,12 +270,22 @@ fn gated_expand(
     engine: &Engine,
     brief: &Brief,
     kind: GateKind,
-    expand: fn(&Engine, &Brief) -> Result<Vec<NewBrief>>,
+    expand: fn(&Engine, &Brief, bool) -> Result<Vec<NewBrief>>,
 ) -> Result<bool> {
     if has_children(engine, brief)? {
         return finish(engine, brief, "children written");
     }
-    let children = expand(engine, brief)?;
+    // Every pass comes here while a human reads the gate: nothing to redo until it is decided, and the
+    // tier's outcome is announced (logged, its artifacts stored) only once, before the gate opens.
+    let gate = if engine.config.visibility.gate_enabled(kind) {
+        gate_of(engine, brief, kind)?
+    } else {
+        None
+    };
+    if gate.as_ref().is_some_and(|g| g.status == GateStatus::Pending) {
+        return Ok(false);
+    }
+    let children = expand(engine, brief, gate.is_none())?;
     let next: Vec<String> = children
         .iter()
         .map(|c| format!("{} {}", c.tier, c.title))
@@ -317,20 +327,22 @@ fn has_children(engine: &Engine, brief: &Brief) -> Result<bool> {
         .any(|b| b.parent == Some(brief.id)))
 }
 
-fn expand_lead(engine: &Engine, brief: &Brief) -> Result<Vec<NewBrief>> {
+fn expand_lead(engine: &Engine, brief: &Brief, announce: bool) -> Result<Vec<NewBrief>> {
     let lead: LeadOutput = output_of(engine, brief)?;
-    let boundaries = serde_json::to_string_pretty(
-        &json!({ "boundaries": lead.boundaries, "shared_assumptions": lead.shared_assumptions }),
-    )
-    .unwrap_or_default();
     let name = format!("boundaries/{}", brief.workstream);
-    engine.put_text(brief, &name, "application/json", &boundaries)?;
-    engine.log(
-        brief.run,
-        Some(Tier::T2),
-        "BOUNDS_READY",
-        "Domain boundaries + shared assumptions published".into(),
-    )?;
+    if announce {
+        let boundaries = serde_json::to_string_pretty(
+            &json!({ "boundaries": lead.boundaries, "shared_assumptions": lead.shared_assumptions }),
+        )
+        .unwrap_or_default();
+        engine.put_text(brief, &name, "application/json", &boundaries)?;
+        engine.log(
+            brief.run,
+            Some(Tier::T2),
+            "BOUNDS_READY",
+            "Domain boundaries + shared assumptions published".into(),
+        )?;
+    }
     Ok(lead
         .specialists
         .into_iter()
@@ -384,16 +396,18 @@ fn synthesis_due(engine: &Engine, run: RunId) -> Result<bool> {
     Ok(progressed)
 }
 
-fn expand_synthesis(engine: &Engine, brief: &Brief) -> Result<Vec<NewBrief>> {
-    let synthesis: SynthesisOutput = output_of(engine, brief)?;
+fn expand_synthesis(engine: &Engine, brief: &Brief, announce: bool) -> Result<Vec<NewBrief>> {
     let name = format!("architecture/{}", brief.workstream);
-    engine.put_text(brief, &name, "text/markdown", &synthesis.canonical_architecture)?;
-    engine.log(
-        brief.run,
-        Some(Tier::T2),
-        "SYNTH_DONE",
-        "Canonical architecture written to blackboard".into(),
-    )?;
+    if announce {
+        let synthesis: SynthesisOutput = output_of(engine, brief)?;
+        engine.put_text(brief, &name, "text/markdown", &synthesis.canonical_architecture)?;
+        engine.log(
+            brief.run,
+            Some(Tier::T2),
+            "SYNTH_DONE",
+            "Canonical architecture written to blackboard".into(),
+        )?;
+    }
     let briefs = engine.store.list_briefs(brief.run)?;
     let lead = brief
         .parent
@@ -448,7 +462,12 @@ fn squad_done(engine: &Engine, brief: &Brief, briefs: &[Brief]) -> Result<bool> 
         crate::progress::mesh_timeout(engine, brief, &peers)?;
         return Ok(false);
     }
-    if peers.len() > 1 && gate_of(engine, brief, GateKind::T3Plan)?.is_none() && !has_children(engine, brief)?
+    // One line per mesh: the first squad lead's expansion says it.
+    let first = peers.first().map(|p| p.id) == Some(brief.id);
+    if peers.len() > 1
+        && first
+        && gate_of(engine, brief, GateKind::T3Plan)?.is_none()
+        && !has_children(engine, brief)?
     {
         engine.log(
             brief.run,
@@ -464,20 +483,22 @@ fn squad_done(engine: &Engine, brief: &Brief, briefs: &[Brief]) -> Result<bool> 
     gated_expand(engine, brief, GateKind::T3Plan, expand_squad)
 }
 
-fn expand_squad(engine: &Engine, brief: &Brief) -> Result<Vec<NewBrief>> {
+fn expand_squad(engine: &Engine, brief: &Brief, announce: bool) -> Result<Vec<NewBrief>> {
     let squad: SquadOutput = output_of(engine, brief)?;
     let pipeline = squad.tasks.iter().filter(|t| !t.depends_on.is_empty()).count();
-    engine.log(
-        brief.run,
-        Some(Tier::T3),
-        "TASKS",
-        format!(
-            "{}: {} T4 tasks ({} swarm, {pipeline} pipeline)",
-            brief.title,
-            squad.tasks.len(),
-            squad.tasks.len() - pipeline
-        ),
-    )?;
+    if announce {
+        engine.log(
+            brief.run,
+            Some(Tier::T3),
+            "TASKS",
+            format!(
+                "{}: {} T4 tasks ({} swarm, {pipeline} pipeline)",
+                brief.title,
+                squad.tasks.len(),
+                squad.tasks.len() - pipeline
+            ),
+        )?;
+    }
     Ok(dependency_order(squad.tasks)
         .into_iter()
         .map(|t| t.into_new_brief(Tier::T4, &brief.workstream, brief.contract.as_ref()))

@@ -162,3 +162,71 @@ fn a_pause_holds_new_spawns_of_a_live_run_until_it_is_resumed() {
         .unwrap();
     assert!(first_t4 > resumed, "the T4 spawned only after the resume");
 }
+
+#[test]
+fn a_tier_waiting_at_its_gate_is_announced_once() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/full.yaml"), config(), false);
+    let run = engine.start(GOAL).unwrap();
+    let store = project.store.clone();
+    let driving = Background::drive(engine, run.id);
+    let decide_next = |kind: GateKind| {
+        let gate = wait_for("a gate", || store.pending_gates(Some(run.id)).unwrap().pop());
+        assert_eq!(gate.kind, kind);
+        gate
+    };
+    let plan = decide_next(GateKind::T1Plan);
+    store
+        .decide_gate(
+            plan.id,
+            GateDecision::Approve {
+                by: "tester".into(),
+                note: None,
+            },
+        )
+        .unwrap();
+    let synthesis = decide_next(GateKind::T2Synthesis);
+    assert!(
+        synthesis.summary["next"].to_string().contains("t3 squad-sign"),
+        "{}",
+        synthesis.summary
+    );
+    // The runner polls every 20ms while the human reads: the tier's outcome is logged and stored once.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let synth_done = |store: &dyn Blackboard| {
+        events(store, run.id)
+            .iter()
+            .filter(|e| e.kind == EventKind::Log && e.payload["tag"] == "SYNTH_DONE")
+            .count()
+    };
+    assert_eq!(synth_done(store.as_ref()), 1);
+    store
+        .decide_gate(
+            synthesis.id,
+            GateDecision::Approve {
+                by: "tester".into(),
+                note: None,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        driving.join().status,
+        RunStatus::Succeeded,
+        "{}",
+        project.tree(run.id)
+    );
+    assert_eq!(synth_done(store.as_ref()), 1);
+    let architectures = store
+        .list_artifacts(run.id, None)
+        .unwrap()
+        .into_iter()
+        .filter(|a| a.name == "architecture/ws-calc")
+        .count();
+    assert_eq!(architectures, 1);
+    let mesh_done = project
+        .log_tags(run.id)
+        .iter()
+        .filter(|t| *t == "T3 MESH_DONE")
+        .count();
+    assert_eq!(mesh_done, 1, "one mesh, one MESH_DONE");
+}
