@@ -260,3 +260,29 @@ fn a_contract_softened_after_it_was_agreed_is_rejected() {
         "{out}"
     );
 }
+
+#[test]
+fn without_a_judge_model_verify_still_runs_and_the_sign_off_is_inconclusive() {
+    let repo = project_with_goal();
+    write(&repo, "value.txt", "fixed\n");
+    commit(&repo, "fix the value");
+    // No --script and no API key in the environment: the judge cannot be built. (Where a key is set, this
+    // would call the real model: not here.)
+    if std::env::var_os("ANTHROPIC_API_KEY").is_some() {
+        return;
+    }
+    let run = repo
+        .agency(&["goal", "complete", "fix-the-value-1", "--path", "value.txt"])
+        .fails_with(3);
+    let out = run.stdout();
+    assert!(out.contains("verify     exit 0"), "{out}");
+    assert!(
+        out.contains("INCONCLUSIVE fix-the-value-1: the judge could not run"),
+        "{out}"
+    );
+    assert!(
+        run.stderr().contains("the judge gave no verdict"),
+        "{}",
+        run.stderr()
+    );
+}

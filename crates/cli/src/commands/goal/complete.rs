@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use agency_core::config::TeamConfig;
 use agency_core::goals::{Goal, GoalStatus, PlanDoc, log_entry};
-use agency_exec::runtime::{AgentLimits, BuiltinRuntime, Evidence};
+use agency_exec::runtime::{AgentLimits, BuiltinRuntime, Evidence, Runtime, RuntimeError};
 use agency_exec::{GitOptions, Repo};
 use agency_llm::{Provider, RetryPolicy, ScriptedProvider};
 use agency_signoff::{Judge, Outcome, Recording, SignoffReport, SignoffRequest, checkout, sign_off_blocking};
@@ -81,16 +81,28 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
         Some(added) => agreed_contract(&repo, plan, added, &args.id)?,
         None => None,
     };
-    if repo.has_changes().unwrap_or(false) {
+    if uncommitted_work(&plan.root) {
         println!(
             "note       the work tree has uncommitted changes; only commit {} is reviewed",
             args.commit
         );
     }
-    let provider = judge_provider(&team, args.script.as_deref())?;
-    let runtime = BuiltinRuntime::new(provider.clone());
+    // A judge that cannot be built (no key) does not stop verify and the checks from running: the sign-off
+    // then ends inconclusive, as any judge failure does.
+    let (runtime, judge_name): (Box<dyn Runtime>, String) =
+        match judge_provider(&team, args.script.as_deref()) {
+            Ok(provider) => {
+                let name = provider.model().to_string();
+                (Box::new(BuiltinRuntime::new(provider)), name)
+            }
+            Err(err) => {
+                let why = err.message.clone();
+                eprintln!("warning: {why}");
+                (Box::new(Unavailable(why)), "unavailable".to_string())
+            }
+        };
     let judge = Judge {
-        runtime: &runtime,
+        runtime: runtime.as_ref(),
         limits: AgentLimits {
             max_turns: 20,
             timeout: Duration::from_secs(10 * 60),
@@ -114,11 +126,46 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
         evidence: &evidence,
         verify_timeout: Duration::from_secs(team.signoff.verify_timeout_seconds.into()),
     };
-    println!("sign-off   {} (judge {})", args.id, provider.model());
+    println!("sign-off   {} (judge {judge_name})", args.id);
     let report = sign_off_blocking(&request, &judge, Some(&recording))
         .map_err(|e| CommandError::input(format!("{}: sign-off could not run: {e}", args.id)))?;
     print_report(&report);
     apply(plan, &args.id, &report, team.signoff.inconclusive_blocks)
+}
+
+/// Changes `git status` shows outside `.agency/` (agency's own files are not the agent's work).
+fn uncommitted_work(root: &std::path::Path) -> bool {
+    let spec = agency_exec::CommandSpec::new("git")
+        .args(["status", "--porcelain", "--untracked-files=all"])
+        .cwd(root)
+        .inherit_env("PATH")
+        .inherit_env("HOME")
+        .env("GIT_CONFIG_NOSYSTEM", "1");
+    agency_exec::run(&spec).is_ok_and(|out| {
+        out.stdout
+            .text()
+            .lines()
+            .any(|line| !line.get(3..).unwrap_or_default().starts_with(".agency/"))
+    })
+}
+
+/// The judge when no model can be built: every run fails with the reason, so the sign-off is inconclusive.
+#[derive(Debug)]
+struct Unavailable(String);
+
+impl Runtime for Unavailable {
+    fn name(&self) -> &'static str {
+        "unavailable"
+    }
+
+    fn run<'a>(
+        &'a self,
+        _task: &'a agency_exec::runtime::AgentTask,
+        _hooks: &'a dyn agency_exec::runtime::AgentHooks,
+        _cancel: &'a agency_llm::CancelToken,
+    ) -> agency_llm::BoxFuture<'a, Result<agency_exec::runtime::AgentOutcome, RuntimeError>> {
+        Box::pin(async move { Err(RuntimeError::Other(self.0.clone())) })
+    }
 }
 
 fn check_status(goal: &Goal, id: &str, records: &Records) -> CommandResult {
@@ -301,11 +348,18 @@ fn apply(plan: &PlanFile, id: &str, report: &SignoffReport, inconclusive_blocks:
         .map_err(|e| plan.patch_error(e))?;
     plan.write(&text)?;
     if report.blocks(inconclusive_blocks) {
+        let hint = match report.outcome {
+            Outcome::Inconclusive { .. } => {
+                "the judge gave no verdict: check its model settings (signoff.judge, signoff.judge_model) and run \
+                 `agency goal complete` again"
+            }
+            _ => "fix what is missing, commit, and run `agency goal complete` again",
+        };
         return Err(CommandError::input(format!(
             "{id}: sign-off {}; the goal stays active",
             report.outcome.word()
         ))
-        .hint("fix what is missing, commit, and run `agency goal complete` again"));
+        .hint(hint));
     }
     Ok(())
 }
