@@ -22,8 +22,28 @@ fn write_hello(repo: &Repo) -> Vec<Reply> {
     ]
 }
 
-/// Runs `claude -p` in the repository with an isolated HOME and the hook command given.
+/// Runs `claude -p` in the repository with an isolated HOME and the hook command given, as an agent the
+/// runner started for `brief`.
 fn claude(repo: &Repo, server: &FakeAnthropic, hook_command: &str, brief: &str) -> Output {
+    let db = repo.db();
+    let db = db.to_str().expect("utf-8 path");
+    claude_with(
+        repo,
+        server,
+        hook_command,
+        &[("AGENCY_BRIEF", brief), ("AGENCY_DB", db)],
+        &[],
+    )
+}
+
+/// Runs `claude -p` with extra environment variables and arguments.
+fn claude_with(
+    repo: &Repo,
+    server: &FakeAnthropic,
+    hook_command: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Output {
     let home = tempfile::tempdir().expect("home");
     let settings = json!({"hooks": {"PreToolUse": [{"hooks": [
         {"type": "command", "command": hook_command, "timeout": 10}]}]}});
@@ -48,8 +68,8 @@ fn claude(repo: &Repo, server: &FakeAnthropic, hook_command: &str, brief: &str) 
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_TELEMETRY", "1")
         .env("CLAUDE_CODE_MAX_RETRIES", "1")
-        .env("AGENCY_BRIEF", brief)
-        .env("AGENCY_DB", repo.db())
+        .envs(env.iter().copied())
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -169,5 +189,41 @@ fn claude_code_write_is_denied_when_the_hook_is_broken() {
     assert!(
         stdout.contains("\"permission_denials\":[{\"tool_name\":\"Write\""),
         "{stdout}"
+    );
+}
+
+#[test]
+fn claude_code_plain_session_bound_with_teachback_start() {
+    if !e2e_client("claude") {
+        return;
+    }
+    let repo = Repo::initialised();
+    let session = "0b7c3f9e-5a1d-4c2e-9f00-3d2a1b4c5e6f";
+    repo.agency(&[
+        "teachback",
+        "start",
+        "--title",
+        "write hello",
+        "--variety",
+        "2,2,2,2",
+        "--session",
+        session,
+    ])
+    .success();
+    let server = FakeAnthropic::start(write_hello(&repo)).expect("fake server");
+    // No AGENCY_BRIEF or AGENCY_DB: the hook finds .agency/ from the session's cwd and the brief through
+    // the session's binding.
+    let out = claude_with(&repo, &server, &agency_hook(), &[], &["--session-id", session]);
+    assert_ran(&out);
+    assert!(
+        !hello_exists(&repo),
+        "the Write ran in a bound session whose teachback is pending"
+    );
+    let results = server.tool_results();
+    assert!(
+        results.iter().any(|r| r["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("teachback gate:"))),
+        "{results:#?}"
     );
 }
