@@ -105,20 +105,21 @@ pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
     let Some(ledger) = &engine.ledger else {
         return Ok(false);
     };
-    let events = engine.store.events_after(Some(run), 0, usize::MAX)?;
-    let handled: Vec<String> = events
-        .iter()
-        .filter(|e| e.kind == EventKind::BudgetRaised)
-        .filter_map(|e| e.payload.get("gate").and_then(|g| g.as_str()).map(str::to_string))
-        .collect();
-    let mut progressed = false;
-    for gate in engine
+    let decided: Vec<_> = engine
         .store
         .list_gates(run)?
         .into_iter()
-        .filter(|g| g.kind == GateKind::Budget)
-    {
-        if gate.status == GateStatus::Pending || handled.contains(&gate.id.to_string()) {
+        .filter(|g| g.kind == GateKind::Budget && g.status != GateStatus::Pending)
+        .collect();
+    // This runs on every pass of the runner: the run's events (ten or more per brief) are read only when
+    // there is a decided budget gate that may still need acting on, not on every pass.
+    if decided.is_empty() {
+        return Ok(false);
+    }
+    let handled = raised_gates(engine.store.as_ref(), run)?;
+    let mut progressed = false;
+    for gate in decided {
+        if handled.contains(&gate.id.to_string()) {
             continue;
         }
         if gate.status == GateStatus::Rejected {
@@ -166,6 +167,27 @@ pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
     Ok(progressed)
 }
 
+/// The ids of the budget gates a `budget_raised` event already acted on, reading the run's events a page
+/// at a time so they are never all held at once.
+fn raised_gates(store: &dyn Blackboard, run: RunId) -> Result<Vec<String>> {
+    let mut handled = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.events_after(Some(run), after, EVENT_PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        handled.extend(
+            page.iter()
+                .filter(|e| e.kind == EventKind::BudgetRaised)
+                .filter_map(|e| e.payload.get("gate").and_then(|g| g.as_str()).map(str::to_string)),
+        );
+    }
+    Ok(handled)
+}
+
+/// How many events are read at once when a run's whole history is replayed.
+const EVENT_PAGE: usize = 1_000;
+
 /// The ledger of a run as its `usage` events left it, for a runner resuming it: the limits from
 /// team.yaml, the spending replayed, and every raise a human approved.
 pub fn ledger_from_events(
@@ -174,46 +196,54 @@ pub fn ledger_from_events(
     limits: agency_llm::BudgetLimits,
 ) -> Result<BudgetLedger> {
     let mut ledger = BudgetLedger::new(limits);
-    let briefs = store.list_briefs(run)?;
-    for event in store.events_after(Some(run), 0, usize::MAX)? {
-        match event.kind {
-            EventKind::Usage => {
-                let p = &event.payload;
-                let tokens = [
-                    "input_tokens",
-                    "output_tokens",
-                    "cache_read_tokens",
-                    "cache_write_tokens",
-                ]
-                .iter()
-                .filter_map(|k| p.get(*k).and_then(|v| v.as_u64()))
-                .sum();
-                let usd = p.get("cost_usd").and_then(|v| v.as_f64()).unwrap_or(0.0);
-                let workstream = event
-                    .brief
-                    .and_then(|id| briefs.iter().find(|b| b.id == id))
-                    .map(|b| b.workstream.clone());
-                let scope = agency_llm::CallScope {
-                    workstream,
-                    brief: event.brief.map(|b| b.to_string()),
-                };
-                ledger.record(&scope, agency_llm::Spend { tokens, usd });
+    // Usage events are looked up by brief: a map, not a scan of the briefs per event.
+    let briefs: std::collections::HashMap<agency_core::BriefId, String> = store
+        .list_briefs(run)?
+        .into_iter()
+        .map(|b| (b.id, b.workstream))
+        .collect();
+    let mut after = 0;
+    loop {
+        let page = store.events_after(Some(run), after, EVENT_PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for event in page {
+            match event.kind {
+                EventKind::Usage => {
+                    let p = &event.payload;
+                    let tokens = [
+                        "input_tokens",
+                        "output_tokens",
+                        "cache_read_tokens",
+                        "cache_write_tokens",
+                    ]
+                    .iter()
+                    .filter_map(|k| p.get(*k).and_then(|v| v.as_u64()))
+                    .sum();
+                    let usd = p.get("cost_usd").and_then(|v| v.as_f64()).unwrap_or(0.0);
+                    let workstream = event.brief.and_then(|id| briefs.get(&id)).cloned();
+                    let scope = agency_llm::CallScope {
+                        workstream,
+                        brief: event.brief.map(|b| b.to_string()),
+                    };
+                    ledger.record(&scope, agency_llm::Spend { tokens, usd });
+                }
+                EventKind::BudgetRaised => {
+                    let p = &event.payload;
+                    let scope_text = p.get("scope").and_then(|s| s.as_str()).unwrap_or("run");
+                    let scope = match scope_text.split_once(' ') {
+                        Some(("workstream", id)) => Scope::Workstream(id.to_string()),
+                        Some(("brief", id)) => Scope::Brief(id.to_string()),
+                        _ => Scope::Run,
+                    };
+                    let limit = Limit {
+                        tokens: p.get("tokens").and_then(|v| v.as_u64()),
+                        usd: p.get("usd").and_then(|v| v.as_f64()),
+                    };
+                    ledger.raise(scope, limit);
+                }
+                _ => {}
             }
-            EventKind::BudgetRaised => {
-                let p = &event.payload;
-                let scope_text = p.get("scope").and_then(|s| s.as_str()).unwrap_or("run");
-                let scope = match scope_text.split_once(' ') {
-                    Some(("workstream", id)) => Scope::Workstream(id.to_string()),
-                    Some(("brief", id)) => Scope::Brief(id.to_string()),
-                    _ => Scope::Run,
-                };
-                let limit = Limit {
-                    tokens: p.get("tokens").and_then(|v| v.as_u64()),
-                    usd: p.get("usd").and_then(|v| v.as_f64()),
-                };
-                ledger.raise(scope, limit);
-            }
-            _ => {}
         }
     }
     Ok(ledger)

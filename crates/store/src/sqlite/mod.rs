@@ -17,6 +17,7 @@ mod runs;
 mod sessions;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -42,6 +43,20 @@ pub struct SqliteBlackboard {
     clock: Arc<dyn Clock>,
     read_only: bool,
     path: Option<PathBuf>,
+    /// Writes made through this handle (SQLite's `data_version` counts only other connections' commits).
+    writes: AtomicU64,
+    /// The last `list_briefs` answer: the runner reads the whole run several times per pass, mostly with
+    /// nothing written in between, and decoding every row again is most of its cost on a large run.
+    briefs_cache: Mutex<Option<BriefsCache>>,
+}
+
+/// A run's briefs as of one version of the database.
+#[derive(Debug)]
+struct BriefsCache {
+    run: RunId,
+    /// `(PRAGMA data_version, writes)` when they were read: equal again means nothing was committed since.
+    version: (i64, u64),
+    briefs: Vec<Brief>,
 }
 
 impl SqliteBlackboard {
@@ -103,6 +118,8 @@ impl SqliteBlackboard {
             clock: Arc::new(SystemClock),
             read_only,
             path: path.map(Path::to_path_buf),
+            writes: AtomicU64::new(0),
+            briefs_cache: Mutex::new(None),
         }
     }
 
@@ -119,6 +136,9 @@ impl SqliteBlackboard {
             return Err(StoreError::ReadOnly);
         }
         let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        // Counted under the connection's lock, before the transaction, so a reader holding that lock never
+        // pairs a new count with old rows (a failed write only costs a needless re-read).
+        self.writes.fetch_add(1, Ordering::SeqCst);
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let value = f(&tx, self.clock.as_ref())?;
         tx.commit()?;
@@ -216,7 +236,21 @@ impl Blackboard for SqliteBlackboard {
     }
 
     fn list_briefs(&self, run: RunId) -> Result<Vec<Brief>> {
-        self.read(|conn| briefs::list(conn, run))
+        self.read(|conn| {
+            let data_version: i64 = conn.query_row("PRAGMA data_version", [], |row| row.get(0))?;
+            let version = (data_version, self.writes.load(Ordering::SeqCst));
+            let mut cache = self.briefs_cache.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(cached) = cache.as_ref().filter(|c| c.run == run && c.version == version) {
+                return Ok(cached.briefs.clone());
+            }
+            let briefs = briefs::list(conn, run)?;
+            *cache = Some(BriefsCache {
+                run,
+                version,
+                briefs: briefs.clone(),
+            });
+            Ok(briefs)
+        })
     }
 
     fn update_brief_status(
