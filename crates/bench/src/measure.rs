@@ -1,0 +1,62 @@
+//! Reading the process's own cost: CPU time of this process (every thread, user + system; not its
+//! children), CPU time of the children it waited for (git, verify commands), and peak resident memory.
+
+use std::time::Duration;
+
+/// One reading.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    /// This process's CPU time so far.
+    pub cpu: Duration,
+    /// CPU time of the child processes it has waited for.
+    pub children_cpu: Duration,
+    /// The high-water mark of resident memory (`VmHWM`), in KiB.
+    pub peak_rss_kb: u64,
+}
+
+impl Sample {
+    /// Reads the counters now.
+    pub fn now() -> Result<Sample, String> {
+        Ok(Sample {
+            cpu: to_duration(rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime)),
+            children_cpu: children_cpu()?,
+            peak_rss_kb: peak_rss_kb()?,
+        })
+    }
+}
+
+/// The calling thread's CPU time so far (the bench's agents run on the runner's thread).
+pub fn thread_cpu() -> Duration {
+    to_duration(rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime))
+}
+
+fn to_duration(ts: rustix::time::Timespec) -> Duration {
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// `cutime + cstime` from `/proc/self/stat`, in clock ticks of 1/100 s (the Linux `USER_HZ`).
+fn children_cpu() -> Result<Duration, String> {
+    let stat = std::fs::read_to_string("/proc/self/stat").map_err(|e| format!("/proc/self/stat: {e}"))?;
+    // The command name may hold spaces; the fields after it are plain numbers.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .ok_or("/proc/self/stat: no command name")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name, field 3 (state) is index 0, so cutime (16) and cstime (17) are 13 and 14.
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    Ok(Duration::from_millis((ticks(13) + ticks(14)) * 10))
+}
+
+fn peak_rss_kb() -> Result<u64, String> {
+    let status =
+        std::fs::read_to_string("/proc/self/status").map_err(|e| format!("/proc/self/status: {e}"))?;
+    Ok(status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0))
+}
