@@ -212,6 +212,12 @@ impl Engine {
                         if let Some(joined) = joined {
                             let (brief, outcome) = joined.map_err(|e| EngineError::State(format!("agent task: {e}")))?;
                             self.finish_agent(brief, outcome).await?;
+                            // Agents that finished meanwhile are recorded too before the next pass over the
+                            // run: one pass per batch of finished agents, not one per agent.
+                            while let Some(joined) = agents.try_join_next() {
+                                let (brief, outcome) = joined.map_err(|e| EngineError::State(format!("agent task: {e}")))?;
+                                self.finish_agent(brief, outcome).await?;
+                            }
                         }
                     }
                     () = tokio::time::sleep(self.options.poll) => {}
