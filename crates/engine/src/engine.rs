@@ -125,6 +125,7 @@ impl Engine {
         new.config = serde_json::to_value(&self.config).unwrap_or_default();
         let run = self.store.create_run(new)?;
         RunBranches::new(self.repo.clone(), run.id, &self.options.worktrees).ensure_integration(&base)?;
+        crate::forge::remember_base(self, &run)?;
         let plan = Brief {
             id: BriefId::new(),
             run: run.id,
@@ -184,12 +185,14 @@ impl Engine {
         self.release_orphaned_claims(run)?;
         let mut agents: JoinSet<(BriefId, std::result::Result<AgentOutcome, RuntimeError>)> = JoinSet::new();
         let concurrency = usize::try_from(self.config.runner.concurrency.max(1)).unwrap_or(1);
+        let mut outbox = crate::notify::Outbox::open(self, run);
         loop {
             if cancel.is_cancelled() {
                 agents.abort_all();
                 return Err(EngineError::Cancelled);
             }
             let record = self.store.get_run(run)?;
+            outbox.deliver(self, &record).await;
             if record.status.is_terminal() {
                 agents.abort_all();
                 return Ok(self.outcome(&record));

@@ -12,6 +12,7 @@
 //! [`TeamConfig::default()`].
 
 mod error;
+mod forge;
 mod locate;
 mod models;
 mod notifiers;
@@ -27,6 +28,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use error::{ConfigError, ConfigProblem};
+pub use forge::ForgeConfig;
 pub use models::{
     CapabilityLevel, ModelBinding, ModelPrice, ModelsConfig, ProviderConfig, ProviderKind, ProviderTimeouts,
 };
@@ -81,6 +83,10 @@ pub struct TeamConfig {
     /// The runner's own limits.
     #[serde(deserialize_with = "null_as_default")]
     pub runner: RunnerConfig,
+    /// Where a succeeded run is proposed for review (a GitHub pull request). Default: GitHub, when
+    /// `GITHUB_TOKEN` is set and `origin` is a github.com remote.
+    #[serde(deserialize_with = "null_as_default")]
+    pub forge: ForgeConfig,
 }
 
 impl Default for TeamConfig {
@@ -97,6 +103,7 @@ impl Default for TeamConfig {
             notifiers: Vec::new(),
             personalities: PersonalitiesConfig::default(),
             runner: RunnerConfig::default(),
+            forge: ForgeConfig::default(),
         }
     }
 }

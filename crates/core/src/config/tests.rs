@@ -91,7 +91,7 @@ fn unknown_key_names_line_path_and_the_keys_allowed() {
     assert_eq!(
         error_text("runner:\n  concurrency: 2\nrunnr: {}\n"),
         "team.yaml:3: runnr: unknown key; expected one of visibility, providers, models, tiers, \
-         retry, teachback, budgets, signoff, notifiers, personalities, runner"
+         retry, teachback, budgets, signoff, notifiers, personalities, runner, forge"
     );
 }
 

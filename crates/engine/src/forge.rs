@@ -1,0 +1,341 @@
+//! Publishing a succeeded run for review: push the integration branch and open a GitHub pull request.
+//!
+//! The seed's `vcs/` adapter. It acts only when the `forge` section's token variable is set and the
+//! configured remote (`origin`) points at the forge's host (`github.com`); otherwise the run ends with the
+//! branch alone and a verbose log line says why no pull request was opened. The pull request's base is the
+//! branch the run started from (recorded at start by [`remember_base`]); its body is T1's accept summary,
+//! the verify result of every workstream merged into the integration branch, and the run id. Nothing is
+//! ever merged here: a human merges the pull request.
+//!
+//! Publishing happens once per run: its outcome is a `log` event carrying a `forge` key, which a resumed
+//! runner finds and reuses.
+
+use agency_core::Tier;
+use agency_core::event::{EventKind, NewEvent};
+use agency_exec::process;
+use agency_store::Run;
+use serde_json::{Value, json};
+
+use crate::engine::Engine;
+use crate::notify::{NotifyError, post_json};
+
+/// The payload key of the publish record.
+const FORGE_KEY: &str = "forge";
+/// The payload key of the base branch recorded at start.
+const BASE_KEY: &str = "base_branch";
+
+/// What publishing found or did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Published {
+    /// The pull request, when one was opened.
+    pub url: Option<String>,
+    /// T1's accept summary.
+    pub accept_summary: Option<String>,
+}
+
+/// Records the branch checked out when the run starts: the pull request's base.
+pub(crate) fn remember_base(engine: &Engine, run: &Run) -> crate::Result<()> {
+    let Some(branch) = engine.repo.current_branch()? else {
+        return Ok(());
+    };
+    let payload = json!({
+        "level": "verbose",
+        "tag": "BASE",
+        "message": format!("the run starts from branch {branch}"),
+        BASE_KEY: branch,
+    });
+    engine
+        .store
+        .append_event(NewEvent::new(run.id, EventKind::Log, payload))?;
+    Ok(())
+}
+
+/// What the blackboard says about the run's result.
+#[derive(Debug, Default)]
+struct RunFacts {
+    accept_summary: Option<String>,
+    base: Option<String>,
+    verifies: Vec<Value>,
+    published: Option<Value>,
+}
+
+fn facts(engine: &Engine, run: &Run) -> RunFacts {
+    let mut facts = RunFacts::default();
+    let mut after = 0;
+    while let Ok(page) = engine.store.events_after(Some(run.id), after, 1000) {
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for event in page {
+            let p = event.payload;
+            match event.kind {
+                EventKind::SignoffAccepted if event.tier == Some(Tier::T1) => {
+                    facts.accept_summary = p["summary"].as_str().map(str::to_string);
+                }
+                // Only the re-verification after each merge into the integration branch names a workstream.
+                EventKind::SignoffVerify if p.get("workstream").is_some() => facts.verifies.push(p),
+                EventKind::Log if p.get(BASE_KEY).is_some() => {
+                    facts.base = p[BASE_KEY].as_str().map(str::to_string);
+                }
+                EventKind::Log if p.get(FORGE_KEY).is_some() => facts.published = Some(p[FORGE_KEY].clone()),
+                _ => {}
+            }
+        }
+    }
+    facts
+}
+
+/// Pushes the integration branch and opens the pull request, once per run. Never fails the run: whatever
+/// goes wrong is logged and the branch stays for review.
+pub(crate) async fn publish(engine: &Engine, run: &Run) -> Published {
+    let facts = facts(engine, run);
+    if let Some(done) = &facts.published {
+        return Published {
+            url: done["url"].as_str().map(str::to_string),
+            accept_summary: facts.accept_summary,
+        };
+    }
+    let branch = engine.branches(run.id).integration();
+    let (url, level, message) = match open_pull_request(engine, run, &facts, &branch).await {
+        Ok(url) => (Some(url.clone()), "normal", format!("pull request opened: {url}")),
+        Err(Skip::NotConfigured(why)) => (
+            None,
+            "verbose",
+            format!("no pull request: {why}; review branch {branch}"),
+        ),
+        Err(Skip::Failed(why)) => (
+            None,
+            "normal",
+            format!("no pull request: {why}; review branch {branch}"),
+        ),
+    };
+    let payload = json!({ "level": level, "tag": "PR", "message": message, FORGE_KEY: { "url": url } });
+    let mut event = NewEvent::new(run.id, EventKind::Log, payload);
+    event.tier = Some(Tier::T1);
+    let _ = engine.store.append_event(event);
+    Published {
+        url,
+        accept_summary: facts.accept_summary,
+    }
+}
+
+/// Why no pull request was opened.
+#[derive(Debug)]
+enum Skip {
+    /// No forge is configured (no token, no GitHub remote): the expected case, logged quietly.
+    NotConfigured(String),
+    /// A forge is configured and publishing failed: the human should hear it.
+    Failed(String),
+}
+
+async fn open_pull_request(
+    engine: &Engine,
+    run: &Run,
+    facts: &RunFacts,
+    branch: &str,
+) -> Result<String, Skip> {
+    let forge = &engine.config.forge;
+    let token = std::env::var(&forge.token_env)
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| Skip::NotConfigured(format!("${} is not set", forge.token_env)))?;
+    let remote_url = engine
+        .repo
+        .run_git(&["config", "--get", &format!("remote.{}.url", forge.remote)])
+        .map(|o| o.stdout.text().trim().to_string())
+        .map_err(|_| Skip::NotConfigured(format!("the repository has no remote named {}", forge.remote)))?;
+    let (owner, name) = github_repo(&remote_url, &forge.host).ok_or_else(|| {
+        Skip::NotConfigured(format!(
+            "remote {} is not a {} repository",
+            forge.remote, forge.host
+        ))
+    })?;
+    let base = match &facts.base {
+        Some(base) => base.clone(),
+        None => engine.repo.current_branch().ok().flatten().ok_or_else(|| {
+            Skip::Failed("the branch the run started from is unknown (detached HEAD)".into())
+        })?,
+    };
+    push(engine, &forge.remote, branch, &remote_url, &token).await?;
+    let api = format!(
+        "{}/repos/{owner}/{name}/pulls",
+        forge.api_url.trim_end_matches('/')
+    );
+    let body = json!({
+        "title": pr_title(&run.goal),
+        "head": branch,
+        "base": base,
+        "body": pr_body(run, facts),
+        "maintainer_can_modify": true,
+    });
+    let headers = [
+        ("authorization", format!("Bearer {token}")),
+        ("accept", "application/vnd.github+json".to_string()),
+        ("x-github-api-version", "2022-11-28".to_string()),
+    ];
+    let answer = post_json(&api, &headers, &body).await.map_err(|e| match e {
+        NotifyError::Status { status, body } => {
+            Skip::Failed(format!("GitHub answered {status} to the pull request: {body}"))
+        }
+        other => Skip::Failed(format!("the pull request could not be created: {other}")),
+    })?;
+    answer["html_url"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| Skip::Failed("GitHub's answer has no html_url".into()))
+}
+
+/// Pushes `branch` to `remote` with the user's git credentials; over HTTPS the token is offered too, in the
+/// environment (never on the command line, where other users could read it).
+async fn push(
+    engine: &Engine,
+    remote: &str,
+    branch: &str,
+    remote_url: &str,
+    token: &str,
+) -> Result<(), Skip> {
+    let refspec = format!("{branch}:refs/heads/{branch}");
+    let mut spec = engine
+        .repo
+        .git_spec(&["push", "--quiet", remote, &refspec])
+        .inherit_env("SSH_AUTH_SOCK")
+        .inherit_env("GIT_SSH_COMMAND");
+    if remote_url.starts_with("https://") {
+        let basic = base64(format!("x-access-token:{token}").as_bytes());
+        spec = spec
+            .env("GIT_CONFIG_COUNT", "1")
+            .env("GIT_CONFIG_KEY_0", "http.extraHeader")
+            .env("GIT_CONFIG_VALUE_0", format!("Authorization: Basic {basic}"));
+    }
+    let output = tokio::task::spawn_blocking(move || process::run(&spec))
+        .await
+        .map_err(|e| Skip::Failed(format!("git push could not run: {e}")))?
+        .map_err(|e| Skip::Failed(format!("git push could not run: {e}")))?;
+    if output.success() {
+        return Ok(());
+    }
+    Err(Skip::Failed(format!(
+        "git push {remote} {branch} failed ({}): {}",
+        output.describe(),
+        output.stderr.text().trim()
+    )))
+}
+
+/// `owner` and `repo` of a remote URL on `host`: `https://host/o/r(.git)`, `git@host:o/r(.git)`,
+/// `ssh://git@host/o/r(.git)`.
+pub fn github_repo(url: &str, host: &str) -> Option<(String, String)> {
+    let path = url
+        .strip_prefix(&format!("https://{host}/"))
+        .or_else(|| url.strip_prefix(&format!("http://{host}/")))
+        .or_else(|| url.strip_prefix(&format!("git@{host}:")))
+        .or_else(|| url.strip_prefix(&format!("ssh://git@{host}/")))?;
+    let path = path.trim_end_matches('/');
+    let path = path.strip_suffix(".git").unwrap_or(path);
+    let (owner, name) = path.split_once('/')?;
+    let valid = |s: &str| !s.is_empty() && !s.contains('/');
+    (valid(owner) && valid(name)).then(|| (owner.to_string(), name.to_string()))
+}
+
+/// The goal's first line, cut to a readable title length.
+fn pr_title(goal: &str) -> String {
+    const MAX: usize = 72;
+    let line = goal.lines().next().unwrap_or("").trim();
+    if line.chars().count() <= MAX {
+        return line.to_string();
+    }
+    let mut out: String = line.chars().take(MAX - 1).collect();
+    out.push('…');
+    out
+}
+
+fn pr_body(run: &Run, facts: &RunFacts) -> String {
+    let mut body = String::new();
+    body.push_str(
+        facts
+            .accept_summary
+            .as_deref()
+            .unwrap_or("T1 accepted the result."),
+    );
+    body.push_str("\n\n## Verification\n\n");
+    if facts.verifies.is_empty() {
+        body.push_str("No workstream had a verify command.\n");
+    }
+    for v in &facts.verifies {
+        let verdict = if v["passed"].as_bool() == Some(true) {
+            "passed"
+        } else {
+            "failed"
+        };
+        body.push_str(&format!(
+            "- `{}`: `{}` {verdict} ({}) at {}\n",
+            v["workstream"].as_str().unwrap_or("?"),
+            v["command"].as_str().unwrap_or("?"),
+            v["status"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v["status"].to_string()),
+            v["rev"].as_str().map(|r| &r[..r.len().min(12)]).unwrap_or("?"),
+        ));
+    }
+    body.push_str(&format!(
+        "\nagency run `{}`. Nothing is merged until a human merges this pull request.\n",
+        run.id
+    ));
+    body
+}
+
+/// Standard base64 with padding (for the HTTP basic credentials git sends).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_remotes_in_every_form_give_owner_and_repo() {
+        let want = Some(("acme".to_string(), "widget".to_string()));
+        for url in [
+            "https://github.com/acme/widget.git",
+            "https://github.com/acme/widget",
+            "git@github.com:acme/widget.git",
+            "ssh://git@github.com/acme/widget.git",
+        ] {
+            assert_eq!(github_repo(url, "github.com"), want, "{url}");
+        }
+        assert_eq!(
+            github_repo("https://gitlab.com/acme/widget.git", "github.com"),
+            None
+        );
+        assert_eq!(github_repo("/srv/git/widget.git", "github.com"), None);
+        assert_eq!(github_repo("https://github.com/acme", "github.com"), None);
+    }
+
+    #[test]
+    fn base64_matches_the_standard_alphabet_and_padding() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"x-access-token:t"), "eC1hY2Nlc3MtdG9rZW46dA==");
+    }
+
+    #[test]
+    fn titles_are_the_goals_first_line_cut_short() {
+        assert_eq!(pr_title("Fix the bug\nmore detail"), "Fix the bug");
+        assert_eq!(pr_title(&"x".repeat(100)).chars().count(), 72);
+    }
+}
