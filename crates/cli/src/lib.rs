@@ -70,6 +70,11 @@ pub enum Command {
     Teachback(commands::teachback::TeachbackCommand),
     /// The session's goals in plan.md: list, show, add, complete (sign-off), cancel, log.
     Goal(commands::goal::Args),
+    /// Check the configured models: one tiny request per capability level and the judge.
+    #[command(subcommand)]
+    Models(commands::models::ModelsCommand),
+    /// Remove the worktrees and branches of finished runs.
+    Gc(commands::gc::Args),
 }
 
 impl Cli {
@@ -123,5 +128,7 @@ pub fn run(cli: Cli) -> CommandResult {
         Command::Hook(args) => commands::hook::run(&ctx, args),
         Command::Teachback(cmd) => commands::teachback::run(&ctx, cmd),
         Command::Goal(args) => commands::goal::run(&ctx, args),
+        Command::Models(cmd) => commands::models::run(&ctx, cmd),
+        Command::Gc(args) => commands::gc::run(&ctx, args),
     }
 }

@@ -4,10 +4,12 @@
 pub mod approve;
 pub mod config;
 pub mod demo;
+pub mod gc;
 pub mod goal;
 pub mod hook;
 pub mod init;
 pub mod inspect;
+pub mod models;
 pub mod pause;
 pub mod reject;
 pub mod resume;

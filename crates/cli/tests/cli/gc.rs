@@ -1,0 +1,133 @@
+//! `agency gc`: finished runs lose their worktrees and branches (a succeeded run keeps its integration
+//! branch unless `--all`); runs still going are untouched; `--dry-run` changes nothing.
+
+use std::process::Command;
+
+use agency_store::{Blackboard, NewRun, RunStatus, SqliteBlackboard};
+
+use crate::support::Repo;
+
+fn git_out(repo: &Repo, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(repo.path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", repo.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn branches(repo: &Repo) -> Vec<String> {
+    git_out(
+        repo,
+        &["for-each-ref", "--format=%(refname:short)", "refs/heads/agency/"],
+    )
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+/// A run with `status` on the blackboard; returns its short id.
+fn run_with_status(repo: &Repo, status: RunStatus) -> String {
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = store
+        .create_run(NewRun::new("a goal", repo.path().display().to_string()))
+        .unwrap();
+    store.set_run_status(run.id, None, status).unwrap();
+    run.id.short()
+}
+
+#[test]
+fn finished_runs_are_collected_and_a_succeeded_runs_branch_is_kept() {
+    let repo = Repo::initialised();
+    repo.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "--quiet",
+        "--allow-empty",
+        "-m",
+        "base",
+    ]);
+    let ok = run_with_status(&repo, RunStatus::Succeeded);
+    let failed = run_with_status(&repo, RunStatus::Failed);
+    let running = run_with_status(&repo, RunStatus::Running);
+    for run in [&ok, &failed, &running] {
+        repo.git(&["branch", &format!("agency/{run}/integration")]);
+        repo.git(&["branch", &format!("agency/{run}/api/work")]);
+    }
+    // Brief worktrees: one on its branch, one detached (a reader's), for each run.
+    for run in [&ok, &failed, &running] {
+        let branch = format!("agency/{run}/api/0000aaaa");
+        let on_branch = format!(".agency/worktrees/{run}/0000aaaa");
+        let detached = format!(".agency/worktrees/{run}/0000bbbb");
+        repo.git(&["worktree", "add", "--quiet", "-b", &branch, &on_branch]);
+        repo.git(&["worktree", "add", "--quiet", "--detach", &detached]);
+    }
+    let before = branches(&repo);
+    assert_eq!(before.len(), 9);
+
+    let dry = repo.agency(&["gc", "--dry-run"]).success().stdout();
+    assert!(
+        dry.contains(&format!("would delete branch agency/{failed}/integration")),
+        "{dry}"
+    );
+    assert!(dry.contains("would remove worktree "), "{dry}");
+    assert_eq!(branches(&repo), before, "--dry-run removed something");
+    assert!(
+        repo.path()
+            .join(format!(".agency/worktrees/{ok}/0000aaaa"))
+            .exists()
+    );
+
+    let out = repo.agency(&["gc"]).success().stdout();
+    assert!(
+        out.contains(&format!("kept branch agency/{ok}/integration")),
+        "{out}"
+    );
+    let mut left = branches(&repo);
+    left.sort();
+    let mut want = vec![
+        format!("agency/{ok}/integration"),
+        format!("agency/{running}/api/0000aaaa"),
+        format!("agency/{running}/api/work"),
+        format!("agency/{running}/integration"),
+    ];
+    want.sort();
+    assert_eq!(left, want, "{out}");
+    for run in [&ok, &failed] {
+        assert!(
+            !repo.path().join(format!(".agency/worktrees/{run}")).exists(),
+            "{out}"
+        );
+    }
+    assert!(
+        repo.path()
+            .join(format!(".agency/worktrees/{running}/0000aaaa"))
+            .exists()
+    );
+    assert!(
+        repo.path()
+            .join(format!(".agency/worktrees/{running}/0000bbbb"))
+            .exists()
+    );
+    assert_eq!(out.matches("removed worktree").count(), 4, "{out}");
+
+    let all = repo.agency(&["gc", "--all"]).success().stdout();
+    assert!(
+        all.contains(&format!("deleted branch agency/{ok}/integration")),
+        "{all}"
+    );
+    assert_eq!(branches(&repo).len(), 3);
+
+    let again = repo.agency(&["gc"]).success().stdout();
+    assert_eq!(again.trim(), "nothing to collect");
+}
