@@ -429,11 +429,33 @@ fn expand_synthesis(engine: &Engine, brief: &Brief, announce: bool) -> Result<Ve
 
 /// The newest attempt of each titled child of `parent`, skipping cancelled ones.
 pub(crate) fn latest_children(briefs: &[Brief], parent: BriefId) -> Vec<&Brief> {
+    latest_of(briefs.iter().filter(|b| b.parent == Some(parent)))
+}
+
+/// Every brief's children, oldest first, for passes that look at the children of many briefs: one scan of
+/// the run instead of one per parent.
+pub(crate) fn children_index(briefs: &[Brief]) -> std::collections::HashMap<BriefId, Vec<&Brief>> {
+    let mut index: std::collections::HashMap<BriefId, Vec<&Brief>> = std::collections::HashMap::new();
+    for brief in briefs {
+        if let Some(parent) = brief.parent {
+            index.entry(parent).or_default().push(brief);
+        }
+    }
+    index
+}
+
+/// [`latest_children`] over an index from [`children_index`].
+pub(crate) fn latest_indexed<'a>(
+    index: &std::collections::HashMap<BriefId, Vec<&'a Brief>>,
+    parent: BriefId,
+) -> Vec<&'a Brief> {
+    latest_of(index.get(&parent).into_iter().flatten().copied())
+}
+
+/// The newest attempt of each title among `children` (oldest first), skipping cancelled ones.
+fn latest_of<'a>(children: impl Iterator<Item = &'a Brief>) -> Vec<&'a Brief> {
     let mut by_title: BTreeMap<&str, &Brief> = BTreeMap::new();
-    for brief in briefs
-        .iter()
-        .filter(|b| b.parent == Some(parent) && b.status != BriefStatus::Cancelled)
-    {
+    for brief in children.filter(|b| b.status != BriefStatus::Cancelled) {
         let keep = by_title
             .get(brief.title.as_str())
             .is_none_or(|b| b.attempt <= brief.attempt);

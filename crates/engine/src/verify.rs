@@ -16,7 +16,7 @@ use agency_exec::{CommandSpec, CommitOutcome, MergeOutcome};
 use agency_store::NewGate;
 use serde_json::json;
 
-use crate::advance::{latest_children, output_of, write_children};
+use crate::advance::{output_of, write_children};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 
@@ -218,8 +218,9 @@ pub async fn joint_verdicts(engine: &Engine, run: RunId) -> Result<bool> {
     squads.dedup();
     squads.sort();
     squads.dedup();
+    let children = crate::advance::children_index(&briefs);
     for (parent, workstream) in squads {
-        let tasks: Vec<&Brief> = latest_children(&briefs, parent)
+        let tasks: Vec<&Brief> = crate::advance::latest_indexed(&children, parent)
             .into_iter()
             .filter(|b| b.tier == Tier::T4 && b.workstream == workstream)
             .collect();
@@ -228,7 +229,7 @@ pub async fn joint_verdicts(engine: &Engine, run: RunId) -> Result<bool> {
         }
         let mut verifiers = Vec::with_capacity(tasks.len());
         for task in &tasks {
-            match latest_children(&briefs, task.id)
+            match crate::advance::latest_indexed(&children, task.id)
                 .into_iter()
                 .find(|b| b.tier == Tier::T5)
             {
