@@ -352,7 +352,7 @@ impl Engine {
                 Access::ReadOnly
             },
             limits: self.options.limits,
-            env: Vec::new(),
+            env: agent_env(),
             meta: call_meta(&brief),
             worktree,
             brief: brief.clone(),
@@ -567,6 +567,15 @@ impl Engine {
             }
         }
     }
+}
+
+/// What commands an agent runs may see of the runner's environment: enough to find programs and write
+/// temporary files, never the keys and tokens the runner itself holds.
+fn agent_env() -> Vec<(String, String)> {
+    ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TERM"]
+        .into_iter()
+        .filter_map(|name| std::env::var(name).ok().map(|value| (name.to_string(), value)))
+        .collect()
 }
 
 /// The artifact name of a brief's structured output.

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::advance::{accept_brief, approved_plan, output_of, start_workstreams, write_children};
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::verify::{run_verify, workstream_verified};
+use crate::verify::{ending, verify_rev, workstream_verified};
 
 fn merged_name(workstream: &str) -> String {
     format!("merged/{workstream}")
@@ -99,17 +99,24 @@ async fn merge_workstream(engine: &Engine, plan_brief: &Brief, ws: &agency_core:
     }
     if let Some(command) = &ws.contract.verify {
         let rev = engine.repo.rev_parse(&into)?;
-        let result = run_verify(engine, run, &rev, command, &format!("integration-{}", ws.id)).await?;
+        let result = verify_rev(engine, &rev, command).await?;
         engine.store.append_event(
-            NewEvent::new(run, EventKind::SignoffVerify, json!({
-                "workstream": ws.id, "command": command, "rev": rev, "passed": result.passed, "status": result.status, "tail": result.tail,
-            }))
+            NewEvent::new(
+                run,
+                EventKind::SignoffVerify,
+                json!({
+                    "workstream": ws.id, "command": command, "rev": rev, "passed": result.passed,
+                    "status": ending(&result), "duration_ms": result.duration_ms, "tail": result.tail,
+                }),
+            )
             .tier(Tier::T1),
         )?;
         if !result.passed {
             let why = format!(
                 "after merging {} the integration branch fails `{command}` ({}):\n{}",
-                ws.id, result.status, result.tail
+                ws.id,
+                result.describe(),
+                result.tail
             );
             return escalate_workstream(engine, run, &ws.id, &why);
         }

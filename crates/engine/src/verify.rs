@@ -1,8 +1,9 @@
 //! Checking work out of the agents' reach. When an implementer stops, the runner commits its worktree and
-//! runs the contract's verify command itself, in a clean checkout of that commit (stage 1 of sign-off: a
-//! non-zero exit fails the brief at once, with no model call spent). Then an independent read-only T5
-//! verifier judges the slice; when every slice of a squad is judged, the joint verdict decides: pass merges
-//! the slices into the workstream branch, partial retries only the failed slices, fail escalates.
+//! runs the contract's verify command itself, in a clean checkout of that commit (stage 1 of sign-off, the
+//! sign-off crate's own: a non-zero exit fails the brief at once, with no model call spent). Then an
+//! independent read-only T5 verifier judges the slice; when every slice of a squad is judged, the joint
+//! verdict decides: pass merges the slices into the workstream branch, partial retries only the failed
+//! slices, fail escalates.
 
 use std::time::Duration;
 
@@ -12,7 +13,9 @@ use agency_core::gate::{GateKind, GateStatus};
 use agency_core::tiers::VerifierOutput;
 use agency_core::verdict::{JointOutcome, T5Result, Verdict, joint_verdict};
 use agency_core::{Brief, BriefStatus, NewBrief, RunId, Tier};
-use agency_exec::{CommandSpec, CommitOutcome, MergeOutcome};
+use agency_exec::{CommitOutcome, MergeOutcome};
+use agency_signoff::verify::{VerifyResult, run_verify, verify_argv};
+use agency_signoff::{CleanCheckout, SignoffError};
 use agency_store::NewGate;
 use serde_json::json;
 
@@ -20,99 +23,43 @@ use crate::advance::{output_of, write_children};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 
-/// What stage 1 found.
-#[derive(Debug, Clone)]
-pub struct VerifyResult {
-    /// Whether the command exited 0 in time.
-    pub passed: bool,
-    /// `exit 0`, `exit 1`, `signal 9 (timed out after 600.0s)`, or why it could not start.
-    pub status: String,
-    /// How long it ran.
-    pub duration: Duration,
-    /// The end of its output.
-    pub tail: String,
-}
-
-/// Runs `command` (split without a shell) in a clean detached checkout of `rev`, removed afterwards.
-pub async fn run_verify(
-    engine: &Engine,
-    run: RunId,
-    rev: &str,
-    command: &str,
-    label: &str,
-) -> Result<VerifyResult> {
-    let branches = engine.branches(run);
-    let path = branches.scratch_path(&format!("verify-{label}"));
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| EngineError::State(e.to_string()))?;
-    }
-    let checkout = engine.repo.add_detached_worktree(&path, rev)?;
-    let spec = match CommandSpec::from_command_line(command) {
-        Ok(spec) => spec
-            .cwd(checkout.root())
-            .inherit_env("PATH")
-            .inherit_env("HOME")
-            .inherit_env("LANG")
-            .inherit_env("TMPDIR")
-            .timeout(Duration::from_secs(u64::from(
-                engine.config.signoff.verify_timeout_seconds,
-            ))),
-        Err(err) => {
-            engine.repo.remove_worktree(&path, true)?;
-            return Ok(VerifyResult {
-                passed: false,
-                status: format!("the verify command cannot run without a shell: {err}"),
-                duration: Duration::ZERO,
-                tail: String::new(),
-            });
-        }
-    };
+/// Runs the contract's verify command on `rev` in a clean checkout, through the sign-off crate (the same
+/// stage 1 every sign-off uses). A command that needs a shell fails here with the reason.
+pub async fn verify_rev(engine: &Engine, rev: &str, command: &str) -> Result<VerifyResult> {
+    let repo = engine.repo.clone();
+    let (rev, command) = (rev.to_string(), command.to_string());
+    let timeout = Duration::from_secs(u64::from(engine.config.signoff.verify_timeout_seconds));
     // Tests can take minutes: keep them off the runner's event loop.
-    let output = tokio::task::spawn_blocking(move || agency_exec::process::run(&spec))
-        .await
-        .map_err(|e| EngineError::State(format!("verify task: {e}")))?;
-    engine.repo.remove_worktree(&path, true)?;
-    Ok(match output {
-        Ok(out) => {
-            let mut tail = out.stdout.text().into_owned();
-            tail.push_str(&out.stderr.text());
-            let tail = last_lines(&tail, 40);
-            VerifyResult {
-                passed: out.success(),
-                status: out.describe(),
-                duration: out.duration,
-                tail,
-            }
-        }
-        Err(err) => VerifyResult {
-            passed: false,
-            status: err.to_string(),
-            duration: Duration::ZERO,
-            tail: String::new(),
-        },
+    tokio::task::spawn_blocking(move || -> std::result::Result<VerifyResult, SignoffError> {
+        let argv = verify_argv(&command)?;
+        let checkout = CleanCheckout::create(&repo, &rev)?;
+        run_verify(&command, &argv, checkout.path(), timeout)
     })
+    .await
+    .map_err(|e| EngineError::State(format!("verify task: {e}")))?
+    .map_err(|e| EngineError::State(format!("verify: {e}")))
 }
 
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+/// How a verify command ended, without its duration (the log line stays the same from run to run; the
+/// duration is in the record).
+pub fn ending(result: &VerifyResult) -> String {
+    match (result.exit_code, result.signal, result.timed_out) {
+        (_, _, true) => "timed out".to_string(),
+        (Some(code), _, _) => format!("exit {code}"),
+        (None, Some(signal), _) => format!("signal {signal}"),
+        (None, None, _) => "did not run".to_string(),
+    }
 }
 
 /// Records a verify result as an artifact and a `signoff_verify` event.
-fn record_verify(
-    engine: &Engine,
-    brief: &Brief,
-    command: &str,
-    rev: &str,
-    result: &VerifyResult,
-) -> Result<()> {
+fn record_verify(engine: &Engine, brief: &Brief, rev: &str, result: &VerifyResult) -> Result<()> {
     let record = json!({
         "title": brief.title,
-        "command": command,
+        "command": result.command,
         "rev": rev,
         "passed": result.passed,
-        "status": result.status,
-        "duration_ms": result.duration.as_millis() as u64,
+        "status": ending(result),
+        "duration_ms": result.duration_ms,
         "tail": result.tail,
     });
     engine.put_text(
@@ -154,12 +101,13 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     }
     let rev = engine.repo.rev_parse(&branch)?;
     if let Some(command) = brief.contract.as_ref().and_then(|c| c.verify.clone()) {
-        let result = run_verify(engine, brief.run, &rev, &command, &brief.id.short()).await?;
-        record_verify(engine, brief, &command, &rev, &result)?;
+        let result = verify_rev(engine, &rev, &command).await?;
+        record_verify(engine, brief, &rev, &result)?;
         if !result.passed {
             let why = format!(
                 "`{command}` failed on its commit ({}):\n{}",
-                result.status, result.tail
+                result.describe(),
+                result.tail
             );
             crate::failure::fail_brief(engine, brief, &why)?;
             return Ok(true);

@@ -16,7 +16,11 @@ use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::render::log::Level;
 
 /// The demo repository's files, as compiled in.
-const FILES: [(&str, &str); 3] = [
+const FILES: [(&str, &str); 4] = [
+    (
+        ".gitignore",
+        include_str!("../../../../examples/demo/repo/.gitignore"),
+    ),
     (
         "pagination.py",
         include_str!("../../../../examples/demo/repo/pagination.py"),

@@ -73,6 +73,8 @@ fn line_for(event: &Event) -> Option<Line> {
         })
     };
     let title = text(p, "title").unwrap_or("");
+    // Sign-off records name what they judged `subject`.
+    let subject = text(p, "title").or_else(|| text(p, "subject")).unwrap_or("");
     match event.kind {
         EventKind::Log => {
             let tag = text(p, "tag").unwrap_or("LOG");
@@ -202,26 +204,50 @@ fn line_for(event: &Event) -> Option<Line> {
             ),
             true,
         ),
-        EventKind::SignoffAccepted => mk(&tier, "SIGNED_OFF", format!("{title} ✓ accepted"), false),
-        EventKind::SignoffRejected => mk(&tier, "SIGNOFF", format!("{title} ✗ rejected"), false),
-        EventKind::SignoffInconclusive => mk(&tier, "SIGNOFF", format!("{title} ? inconclusive"), false),
+        EventKind::SignoffAccepted => mk(&tier, "SIGNED_OFF", format!("{subject} ✓ accepted"), false),
+        EventKind::SignoffRejected => {
+            let missing: Vec<&str> = p
+                .get("missing")
+                .and_then(Value::as_array)
+                .map(|m| m.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            mk(
+                &tier,
+                "SIGNOFF",
+                format!("{subject} ✗ rejected: {}", missing.join("; ")),
+                false,
+            )
+        }
+        EventKind::SignoffInconclusive => mk(
+            &tier,
+            "SIGNOFF",
+            format!("{subject} ? inconclusive: {}", text(p, "reason").unwrap_or("")),
+            false,
+        ),
         EventKind::SignoffVerify => {
             let passed = p.get("passed").and_then(Value::as_bool).unwrap_or(false);
-            let rev = text(p, "rev")
-                .map(|r| r.chars().take(8).collect::<String>())
+            let on = text(p, "rev")
+                .map(|r| format!(" on {}", r.chars().take(8).collect::<String>()))
                 .unwrap_or_default();
+            let status = match (text(p, "status"), p.get("exit_code").and_then(Value::as_i64)) {
+                (Some(status), _) => status.to_string(),
+                (None, Some(code)) => format!("exit {code}"),
+                (None, None) if p.get("timed_out").and_then(Value::as_bool) == Some(true) => {
+                    "timed out".into()
+                }
+                (None, None) => "did not run".into(),
+            };
             let subject = text(p, "workstream")
                 .map(|w| format!("{w} on the integration branch"))
-                .unwrap_or_else(|| title.to_string());
+                .unwrap_or_else(|| subject.to_string());
             mk(
                 &tier,
                 "VERIFY",
                 format!(
-                    "{} `{}` {} on {rev} ({}) — {subject}",
+                    "{} `{}` {}{on} ({status}) — {subject}",
                     if passed { "✓" } else { "✗" },
                     text(p, "command").unwrap_or("?"),
                     if passed { "passed" } else { "failed" },
-                    text(p, "status").unwrap_or("?"),
                 ),
                 false,
             )
@@ -267,6 +293,12 @@ pub fn render_event(event: &Event, level: Level) -> Option<String> {
     if line.verbose_only && level == Level::Normal {
         return None;
     }
+    // One event, one line: multi-line payloads (a verify tail, a list of missing items) are for `inspect`.
+    let message = match line.message.split_once('\n') {
+        Some((first, _)) => format!("{first} …"),
+        None => line.message,
+    };
+    let line = Line { message, ..line };
     let run = event.run.short();
     let time = event.ts.format("%H:%M:%S");
     Some(
