@@ -471,9 +471,11 @@ fn latest_of<'a>(children: impl Iterator<Item = &'a Brief>) -> Vec<&'a Brief> {
 /// T3 mesh: a squad's tasks are dispatched only once every squad of its workstream has committed.
 fn squad_done(engine: &Engine, brief: &Brief, briefs: &[Brief]) -> Result<bool> {
     let peers: Vec<&Brief> = match brief.parent {
+        // The mesh is the squads of one workstream's domain; on a [t3, t4, t5] path every workstream's
+        // squad hangs off T1's plan, and those are not peers.
         Some(parent) => latest_children(briefs, parent)
             .into_iter()
-            .filter(|b| b.tier == Tier::T3)
+            .filter(|b| b.tier == Tier::T3 && b.workstream == brief.workstream)
             .collect(),
         None => vec![brief],
     };
