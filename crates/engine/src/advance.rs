@@ -14,7 +14,6 @@
 use std::collections::BTreeMap;
 
 use agency_core::brief::BriefPlacement;
-use agency_core::event::{EventKind, NewEvent};
 use agency_core::gate::{Gate, GateKind, GateStatus};
 use agency_core::plan::Plan;
 use agency_core::tiers::{
@@ -121,16 +120,7 @@ pub async fn advance(engine: &Engine, run: RunId) -> Result<bool> {
 
 /// Moves a verifying brief to done with a `completed`-style log.
 fn finish(engine: &Engine, brief: &Brief, note: &str) -> Result<bool> {
-    let event = NewEvent::new(
-        brief.run,
-        EventKind::BriefStatus,
-        json!({ "from": "verifying", "to": "done", "note": note }),
-    )
-    .brief(brief.id)
-    .tier(brief.tier);
-    engine
-        .store
-        .update_brief_status(brief.id, BriefStatus::Verifying, BriefStatus::Done, event)?;
+    engine.move_brief(brief, BriefStatus::Done, json!({ "note": note }))?;
     Ok(true)
 }
 
@@ -178,18 +168,7 @@ fn at_gate(
             GateStatus::Approved => Ok(AtGate::Go),
             GateStatus::Rejected => {
                 let reason = gate.note.unwrap_or_else(|| "rejected".into());
-                let event = NewEvent::new(
-                    brief.run,
-                    EventKind::BriefStatus,
-                    json!({ "from": "verifying", "to": "cancelled", "reason": reason }),
-                )
-                .brief(brief.id);
-                engine.store.update_brief_status(
-                    brief.id,
-                    BriefStatus::Verifying,
-                    BriefStatus::Cancelled,
-                    event,
-                )?;
+                engine.move_brief(brief, BriefStatus::Cancelled, json!({ "reason": reason }))?;
                 let feedback = format!(
                     "A human rejected your output at the {kind} gate: {reason}\nRevise it accordingly."
                 );
@@ -648,17 +627,10 @@ fn handle_escalation_gates(engine: &Engine, run: RunId) -> Result<bool> {
         match gate.status {
             GateStatus::Pending => {}
             GateStatus::Approved => {
-                let event = NewEvent::new(
-                    run,
-                    EventKind::BriefStatus,
-                    json!({ "from": "escalated", "to": "cancelled", "reason": "a human unblocked it" }),
-                )
-                .brief(id);
-                engine.store.update_brief_status(
-                    id,
-                    BriefStatus::Escalated,
+                engine.move_brief(
+                    &brief,
                     BriefStatus::Cancelled,
-                    event,
+                    json!({ "reason": "a human unblocked it" }),
                 )?;
                 let mut fresh = brief.clone();
                 fresh.retry_budget = brief.attempt + 1 + retry_budget(engine, run)?;
@@ -672,17 +644,10 @@ fn handle_escalation_gates(engine: &Engine, run: RunId) -> Result<bool> {
                 progressed = true;
             }
             GateStatus::Rejected => {
-                let event = NewEvent::new(
-                    run,
-                    EventKind::BriefStatus,
-                    json!({ "from": "escalated", "to": "cancelled", "reason": "a human stopped the run" }),
-                )
-                .brief(id);
-                engine.store.update_brief_status(
-                    id,
-                    BriefStatus::Escalated,
+                engine.move_brief(
+                    &brief,
                     BriefStatus::Cancelled,
-                    event,
+                    json!({ "reason": "a human stopped the run" }),
                 )?;
                 engine.store.set_run_status(run, None, RunStatus::Failed)?;
                 progressed = true;

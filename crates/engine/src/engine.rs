@@ -458,6 +458,26 @@ impl Engine {
             .map(|a| String::from_utf8_lossy(&a.bytes).into_owned()))
     }
 
+    /// Moves `brief` from the status it has to `to` (compare-and-set) with a `brief_status` event whose
+    /// payload is `from`, `to` and the fields of `detail` (a reason or a note).
+    pub(crate) fn move_brief(
+        &self,
+        brief: &Brief,
+        to: BriefStatus,
+        detail: serde_json::Value,
+    ) -> Result<Brief> {
+        let mut payload = json!({ "from": brief.status.as_str(), "to": to.as_str() });
+        if let (Some(map), serde_json::Value::Object(extra)) = (payload.as_object_mut(), detail) {
+            map.extend(extra);
+        }
+        let event = NewEvent::new(brief.run, EventKind::BriefStatus, payload)
+            .brief(brief.id)
+            .tier(brief.tier);
+        Ok(self
+            .store
+            .update_brief_status(brief.id, brief.status, to, event)?)
+    }
+
     /// Stores text for a brief as a named artifact.
     pub(crate) fn put_text(&self, brief: &Brief, name: &str, content_type: &str, text: &str) -> Result<()> {
         let mut artifact = NewArtifact::new(brief.run, name, content_type, text.as_bytes().to_vec());
@@ -487,14 +507,11 @@ impl Engine {
             Err(RuntimeError::Model(agency_llm::LlmError::Budget(exceeded))) => {
                 // Not the agent's failure: the call was refused before it was made. The brief waits at the
                 // budget gate (already open) and starts again once a human raises the limit.
-                let event = NewEvent::new(
-                    brief.run,
-                    EventKind::BriefStatus,
-                    json!({ "from": "running", "to": "pending", "reason": format!("budget: {exceeded}") }),
-                )
-                .brief(brief.id);
-                self.store
-                    .update_brief_status(id, BriefStatus::Running, BriefStatus::Pending, event)?;
+                self.move_brief(
+                    &brief,
+                    BriefStatus::Pending,
+                    json!({ "reason": format!("budget: {exceeded}") }),
+                )?;
                 return Ok(());
             }
             Err(err) => {

@@ -164,17 +164,10 @@ fn repoint_dependents(engine: &Engine, old: BriefId, new: BriefId) -> Result<()>
         .filter(|b| b.status == BriefStatus::Pending && b.depends_on.contains(&old))
         .collect();
     for dependent in waiting {
-        let event = NewEvent::new(
-            dependent.run,
-            EventKind::BriefStatus,
-            json!({ "from": "pending", "to": "cancelled", "reason": "its predecessor was retried" }),
-        )
-        .brief(dependent.id);
-        engine.store.update_brief_status(
-            dependent.id,
-            BriefStatus::Pending,
+        engine.move_brief(
+            &dependent,
             BriefStatus::Cancelled,
-            event,
+            json!({ "reason": "its predecessor was retried" }),
         )?;
         let mut copy = dependent.clone();
         copy.id = BriefId::new();
@@ -239,11 +232,11 @@ fn escalate(engine: &Engine, brief: &Brief, to: EscalationTarget, why: &str) -> 
         .tier(owner.tier);
     engine.store.append_event(event)?;
     if !owner.status.is_terminal() || owner.status == BriefStatus::Done {
-        let cancel = NewEvent::new(brief.run, EventKind::BriefStatus, json!({ "from": owner.status.as_str(), "to": "cancelled", "reason": "re-invoked after an escalation" }))
-            .brief(owner.id);
-        engine
-            .store
-            .update_brief_status(owner.id, owner.status, BriefStatus::Cancelled, cancel)?;
+        engine.move_brief(
+            &owner,
+            BriefStatus::Cancelled,
+            json!({ "reason": "re-invoked after an escalation" }),
+        )?;
     }
     retry(engine, &owner, owner.attempt + 1, &context)?;
     Ok(())
@@ -273,11 +266,11 @@ fn cancel_descendants(engine: &Engine, root: BriefId, run: agency_core::RunId) -
                 child.status,
                 BriefStatus::Pending | BriefStatus::Running | BriefStatus::Verifying
             ) {
-                let event = NewEvent::new(run, EventKind::BriefStatus, json!({ "from": child.status.as_str(), "to": "cancelled", "reason": "superseded by an escalation" }))
-                    .brief(child.id);
-                engine
-                    .store
-                    .update_brief_status(child.id, child.status, BriefStatus::Cancelled, event)?;
+                engine.move_brief(
+                    child,
+                    BriefStatus::Cancelled,
+                    json!({ "reason": "superseded by an escalation" }),
+                )?;
             }
         }
     }

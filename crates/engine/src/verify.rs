@@ -140,16 +140,11 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
 }
 
 fn finish_implementer(engine: &Engine, brief: &Brief) -> Result<bool> {
-    let event = NewEvent::new(
-        brief.run,
-        EventKind::BriefStatus,
-        json!({ "from": "verifying", "to": "done", "note": "committed and verified; waiting for T5" }),
-    )
-    .brief(brief.id)
-    .tier(brief.tier);
-    engine
-        .store
-        .update_brief_status(brief.id, BriefStatus::Verifying, BriefStatus::Done, event)?;
+    engine.move_brief(
+        brief,
+        BriefStatus::Done,
+        json!({ "note": "committed and verified; waiting for T5" }),
+    )?;
     Ok(true)
 }
 
@@ -309,16 +304,7 @@ fn retry_slice(engine: &Engine, task: &Brief, why: &str) -> Result<()> {
 /// Verifiers whose results were acted on are done.
 fn consume(engine: &Engine, verifiers: &[&Brief]) -> Result<()> {
     for v in verifiers.iter().filter(|v| v.status == BriefStatus::Verifying) {
-        let event = NewEvent::new(
-            v.run,
-            EventKind::BriefStatus,
-            json!({ "from": "verifying", "to": "done" }),
-        )
-        .brief(v.id)
-        .tier(v.tier);
-        engine
-            .store
-            .update_brief_status(v.id, BriefStatus::Verifying, BriefStatus::Done, event)?;
+        engine.move_brief(v, BriefStatus::Done, json!({}))?;
     }
     Ok(())
 }
