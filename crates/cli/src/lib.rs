@@ -75,6 +75,8 @@ pub enum Command {
     Models(commands::models::ModelsCommand),
     /// Remove the worktrees and branches of finished runs.
     Gc(commands::gc::Args),
+    /// Serve the web dashboard: runs, live logs and gate decisions in a browser, behind a token.
+    Dashboard(commands::dashboard::Args),
 }
 
 impl Cli {
@@ -130,5 +132,6 @@ pub fn run(cli: Cli) -> CommandResult {
         Command::Goal(args) => commands::goal::run(&ctx, args),
         Command::Models(cmd) => commands::models::run(&ctx, cmd),
         Command::Gc(args) => commands::gc::run(&ctx, args),
+        Command::Dashboard(args) => commands::dashboard::run(&ctx, args),
     }
 }

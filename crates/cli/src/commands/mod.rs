@@ -3,6 +3,7 @@
 
 pub mod approve;
 pub mod config;
+pub mod dashboard;
 pub mod demo;
 pub mod gc;
 pub mod goal;

@@ -8,6 +8,7 @@ mod support;
 mod budget;
 mod config;
 mod control;
+mod dashboard;
 mod demo;
 mod gc;
 mod goal;

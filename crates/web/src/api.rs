@@ -1,0 +1,277 @@
+//! The JSON API: runs, one run's briefs and gates, its events (with their live-log lines), and the two gate
+//! decisions. Ids in paths are full ids or any unique prefix, as on the command line.
+
+use std::collections::BTreeMap;
+
+use agency_core::gate::{Gate, GateDecision};
+use agency_core::{Brief, Event, RunId};
+use agency_store::Run;
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use serde::{Deserialize, Serialize};
+
+use crate::Dashboard;
+use crate::auth::Authorized;
+use crate::error::ApiError;
+
+/// Who the blackboard says decided a gate through the dashboard.
+pub const DECIDER: &str = "dashboard";
+/// The most events one page returns.
+pub const MAX_PAGE: usize = 1_000;
+
+/// Runs a blocking blackboard call off the event loop.
+pub(crate) async fn blocking<T: Send + 'static>(
+    call: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(call)
+        .await
+        .map_err(|e| ApiError::internal(format!("the blackboard call did not finish: {e}")))?
+}
+
+/// A run in the list.
+#[derive(Debug, Serialize)]
+pub struct RunRow {
+    #[serde(flatten)]
+    run: RunSummary,
+    /// Gates of this run waiting for a decision.
+    pending_gates: usize,
+}
+
+/// What the page shows of a run.
+#[derive(Debug, Serialize)]
+pub struct RunSummary {
+    id: RunId,
+    short: String,
+    goal: String,
+    repo: String,
+    status: &'static str,
+    /// RFC 3339.
+    created_at: String,
+    /// RFC 3339.
+    updated_at: String,
+}
+
+impl RunSummary {
+    fn of(run: &Run) -> Self {
+        RunSummary {
+            id: run.id,
+            short: run.id.short(),
+            goal: run.goal.clone(),
+            repo: run.repo.clone(),
+            status: run.status.as_str(),
+            created_at: run.created_at.to_rfc3339(),
+            updated_at: run.updated_at.to_rfc3339(),
+        }
+    }
+}
+
+/// `GET /api/runs`: every run, newest first, with how many gates each has pending.
+pub async fn runs(State(d): State<Dashboard>, _: Authorized) -> Result<Json<Vec<RunRow>>, ApiError> {
+    let store = d.store.clone();
+    let rows = blocking(move || {
+        let mut pending: BTreeMap<RunId, usize> = BTreeMap::new();
+        for gate in store.pending_gates(None)? {
+            *pending.entry(gate.run).or_default() += 1;
+        }
+        Ok(store
+            .list_runs()?
+            .iter()
+            .map(|run| RunRow {
+                run: RunSummary::of(run),
+                pending_gates: pending.get(&run.id).copied().unwrap_or(0),
+            })
+            .collect())
+    })
+    .await?;
+    Ok(Json(rows))
+}
+
+/// One brief as the page lists it.
+#[derive(Debug, Serialize)]
+pub struct BriefRow {
+    id: String,
+    parent: Option<String>,
+    tier: &'static str,
+    workstream: String,
+    title: String,
+    status: &'static str,
+    teachback: &'static str,
+    attempt: u32,
+    branch: Option<String>,
+}
+
+impl BriefRow {
+    fn of(brief: &Brief) -> Self {
+        BriefRow {
+            id: brief.id.short(),
+            parent: brief.parent.map(|p| p.short()),
+            tier: brief.tier.as_str(),
+            workstream: brief.workstream.clone(),
+            title: brief.title.clone(),
+            status: brief.status.as_str(),
+            teachback: brief.teachback.as_str(),
+            attempt: brief.attempt,
+            branch: brief.branch.clone(),
+        }
+    }
+}
+
+/// `GET /api/runs/{run}`.
+#[derive(Debug, Serialize)]
+pub struct RunDetail {
+    run: RunSummary,
+    briefs: Vec<BriefRow>,
+    gates: Vec<Gate>,
+}
+
+/// `GET /api/runs/{run}`: the run, its briefs in creation order, and its gates (pending ones first).
+pub async fn run(
+    State(d): State<Dashboard>,
+    _: Authorized,
+    Path(run): Path<String>,
+) -> Result<Json<RunDetail>, ApiError> {
+    let store = d.store.clone();
+    let detail = blocking(move || {
+        let id = store.resolve_run(&run)?;
+        let record = store.get_run(id)?;
+        let briefs = store.list_briefs(id)?.iter().map(BriefRow::of).collect();
+        let mut gates = store.list_gates(id)?;
+        gates.sort_by_key(|g| (g.status != agency_core::gate::GateStatus::Pending, g.opened_at));
+        Ok(RunDetail {
+            run: RunSummary::of(&record),
+            briefs,
+            gates,
+        })
+    })
+    .await?;
+    Ok(Json(detail))
+}
+
+/// Which events to return.
+#[derive(Debug, Deserialize)]
+pub struct Page {
+    /// Events after this sequence number (0: from the start).
+    #[serde(default)]
+    pub after: i64,
+    /// At most this many (default 200, at most [`MAX_PAGE`]).
+    pub limit: Option<usize>,
+}
+
+/// An event with the live-log line it renders to.
+#[derive(Debug, Serialize)]
+pub struct EventRow {
+    #[serde(flatten)]
+    pub event: Event,
+    /// What `agency watch` prints for it, if it prints anything.
+    pub line: Option<String>,
+}
+
+/// `GET /api/runs/{run}/events?after=N&limit=M`: the next page of a run's events.
+pub async fn events(
+    State(d): State<Dashboard>,
+    _: Authorized,
+    Path(run): Path<String>,
+    Query(page): Query<Page>,
+) -> Result<Json<Vec<EventRow>>, ApiError> {
+    let limit = page.limit.unwrap_or(200).clamp(1, MAX_PAGE);
+    let store = d.store.clone();
+    let events = blocking(move || {
+        let id = store.resolve_run(&run)?;
+        Ok(store.events_after(Some(id), page.after, limit)?)
+    })
+    .await?;
+    Ok(Json(
+        events
+            .into_iter()
+            .map(|event| EventRow {
+                line: (d.render)(&event),
+                event,
+            })
+            .collect(),
+    ))
+}
+
+/// The body of an approval: an optional note (a budget gate reads `tokens=N` / `usd=X` from it).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApproveBody {
+    #[serde(default)]
+    note: Option<String>,
+}
+
+/// The body of a rejection: the reason the tier is re-invoked with.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RejectBody {
+    reason: String,
+}
+
+/// Reads a JSON body, naming what was expected when it does not fit.
+fn body<T: serde::de::DeserializeOwned>(bytes: &[u8], expected: &str) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("the request body: expected {expected} ({e})")))
+}
+
+/// `POST /api/gates/{gate}/approve` with `{"note": "..."}` or no body.
+pub async fn approve(
+    State(d): State<Dashboard>,
+    _: Authorized,
+    Path(gate): Path<String>,
+    bytes: Bytes,
+) -> Result<Json<Gate>, ApiError> {
+    let ApproveBody { note } = if bytes.iter().all(u8::is_ascii_whitespace) {
+        ApproveBody::default()
+    } else {
+        body(&bytes, r#"JSON like {"note": "why"} (the note is optional)"#)?
+    };
+    let note = note.filter(|n| !n.trim().is_empty());
+    decide(
+        &d,
+        gate,
+        GateDecision::Approve {
+            by: DECIDER.into(),
+            note,
+        },
+    )
+    .await
+}
+
+/// `POST /api/gates/{gate}/reject` with `{"reason": "..."}`: the tier is re-invoked with the reason.
+pub async fn reject(
+    State(d): State<Dashboard>,
+    _: Authorized,
+    Path(gate): Path<String>,
+    bytes: Bytes,
+) -> Result<Json<Gate>, ApiError> {
+    let RejectBody { reason } = body(&bytes, r#"JSON like {"reason": "what to change"}"#)?;
+    if reason.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "reason: must say why; the tier is re-invoked with it",
+        ));
+    }
+    decide(
+        &d,
+        gate,
+        GateDecision::Reject {
+            by: DECIDER.into(),
+            reason,
+        },
+    )
+    .await
+}
+
+async fn decide(d: &Dashboard, gate: String, decision: GateDecision) -> Result<Json<Gate>, ApiError> {
+    let store = d.store.clone();
+    let gate = blocking(move || {
+        let id = store.resolve_gate(&gate)?;
+        Ok(store.decide_gate(id, decision)?)
+    })
+    .await?;
+    Ok(Json(gate))
+}
+
+/// Anything else: 404 in the API's shape.
+pub async fn not_found() -> ApiError {
+    ApiError::not_found("no such page; the API is under /api/runs and /api/gates")
+}

@@ -1,0 +1,307 @@
+//! The dashboard over a real SQLite blackboard, served on 127.0.0.1 and spoken to over real HTTP.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agency_core::gate::{GateKind, GateStatus};
+use agency_core::{EventKind, GateId, NewEvent, RunId};
+use agency_store::{Blackboard, NewGate, NewRun, RunStatus, SqliteBlackboard};
+use agency_web::{Dashboard, Token};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+const TOKEN: &str = "test-token-0123456789abcdef";
+
+struct Served {
+    base: String,
+    store: Arc<SqliteBlackboard>,
+    run: RunId,
+    gate: GateId,
+    _dir: tempfile::TempDir,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+/// A blackboard with one run waiting at its plan gate, and a dashboard serving it.
+async fn serve() -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteBlackboard::open(dir.path().join("agency.db")).unwrap());
+    let run = store
+        .create_run(NewRun::new("Fix the pagination bug", "/repo"))
+        .unwrap();
+    store
+        .append_event(NewEvent::new(
+            run.id,
+            EventKind::Log,
+            json!({ "tag": "PLAN_START", "message": "Assessing scope" }),
+        ))
+        .unwrap();
+    let gate = store
+        .open_gate(NewGate::new(
+            run.id,
+            GateKind::T1Plan,
+            json!({ "message": "Waiting on approval before the first tier spawns" }),
+        ))
+        .unwrap();
+    let render: agency_web::Renderer = Arc::new(|event: &agency_core::Event| {
+        event
+            .payload
+            .get("tag")
+            .and_then(Value::as_str)
+            .map(|tag| format!("{tag} line"))
+    });
+    let dashboard = Dashboard::new(store.clone(), Token::parse(TOKEN).unwrap())
+        .with_renderer(render)
+        .with_poll(Duration::from_millis(20));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(dashboard.serve(listener, async {
+        let _ = stopped.await;
+    }));
+    Served {
+        base,
+        store,
+        run: run.id,
+        gate: gate.id,
+        _dir: dir,
+        _stop: stop,
+    }
+}
+
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().build().unwrap()
+}
+
+async fn json_of(response: reqwest::Response) -> Value {
+    serde_json::from_str(&response.text().await.unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn strangers_can_neither_read_runs_nor_decide_gates() {
+    let s = serve().await;
+    let http = client();
+    let approve = format!("{}/api/gates/{}/approve", s.base, s.gate);
+    for response in [
+        http.get(format!("{}/api/runs", s.base)).send().await.unwrap(),
+        http.post(&approve).send().await.unwrap(),
+        http.post(&approve)
+            .header("Authorization", "Bearer not-the-token-at-all-000000")
+            .send()
+            .await
+            .unwrap(),
+        // The token in the query string (or anywhere but the header) is not accepted.
+        http.post(format!("{approve}?token={TOKEN}"))
+            .send()
+            .await
+            .unwrap(),
+    ] {
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(response.headers()["www-authenticate"], "Bearer");
+        let body = json_of(response).await;
+        assert!(body["error"].as_str().unwrap().contains("token"), "{body}");
+    }
+    assert_eq!(s.store.get_gate(s.gate).unwrap().status, GateStatus::Pending);
+}
+
+#[tokio::test]
+async fn the_token_holder_approves_a_gate_once() {
+    let s = serve().await;
+    let http = client();
+    let approve = format!("{}/api/gates/{}/approve", s.base, s.gate.short());
+    let response = http
+        .post(&approve)
+        .bearer_auth(TOKEN)
+        .body(r#"{"note": "looks right"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(json_of(response).await["status"], "approved");
+    let gate = s.store.get_gate(s.gate).unwrap();
+    assert_eq!(gate.status, GateStatus::Approved);
+    assert_eq!(gate.decided_by.as_deref(), Some("dashboard"));
+    assert_eq!(gate.note.as_deref(), Some("looks right"));
+    let again = http.post(&approve).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+    assert!(
+        json_of(again).await["error"]
+            .as_str()
+            .unwrap()
+            .contains("already approved by dashboard")
+    );
+}
+
+#[tokio::test]
+async fn a_rejection_must_give_its_reason() {
+    let s = serve().await;
+    let http = client();
+    let reject = format!("{}/api/gates/{}/reject", s.base, s.gate);
+    for (body, expected) in [
+        ("", "the request body: expected JSON like"),
+        (r#"{"why": "x"}"#, "unknown field `why`"),
+        (r#"{"reason": "   "}"#, "reason: must say why"),
+    ] {
+        let response = http
+            .post(&reject)
+            .bearer_auth(TOKEN)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
+        let error = json_of(response).await;
+        assert!(error["error"].as_str().unwrap().contains(expected), "{error}");
+    }
+    assert_eq!(s.store.get_gate(s.gate).unwrap().status, GateStatus::Pending);
+    let response = http
+        .post(&reject)
+        .bearer_auth(TOKEN)
+        .body(r#"{"reason": "split the workstream in two"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let gate = s.store.get_gate(s.gate).unwrap();
+    assert_eq!(gate.status, GateStatus::Rejected);
+    assert_eq!(gate.note.as_deref(), Some("split the workstream in two"));
+}
+
+#[tokio::test]
+async fn unknown_and_malformed_ids_are_told_apart() {
+    let s = serve().await;
+    let http = client();
+    let unknown = http
+        .post(format!("{}/api/gates/{}/approve", s.base, GateId::new()))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+    let malformed = http
+        .get(format!("{}/api/runs/not-hex", s.base))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
+    assert!(
+        json_of(malformed).await["error"]
+            .as_str()
+            .unwrap()
+            .contains("expected hex digits")
+    );
+    let nowhere = http.get(format!("{}/nowhere", s.base)).send().await.unwrap();
+    assert_eq!(nowhere.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn runs_their_gates_and_their_log_lines_are_listed() {
+    let s = serve().await;
+    let http = client();
+    let runs = json_of(
+        http.get(format!("{}/api/runs", s.base))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(runs[0]["short"], s.run.short());
+    assert_eq!(runs[0]["pending_gates"], 1);
+    assert_eq!(runs[0]["status"], "planning");
+    let detail = json_of(
+        http.get(format!("{}/api/runs/{}", s.base, s.run.short()))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(detail["run"]["goal"], "Fix the pagination bug");
+    assert_eq!(detail["gates"][0]["kind"], "t1_plan");
+    assert_eq!(detail["gates"][0]["status"], "pending");
+    let events = json_of(
+        http.get(format!("{}/api/runs/{}/events?after=0", s.base, s.run))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let lines: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["line"].as_str())
+        .collect();
+    assert_eq!(lines, ["PLAN_START line"]);
+}
+
+#[tokio::test]
+async fn the_live_log_streams_new_events_and_ends_with_the_run() {
+    let s = serve().await;
+    let mut response = client()
+        .get(format!("{}/api/runs/{}/stream", s.base, s.run))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut seen = String::new();
+    // The event written before the client connected comes first.
+    while !seen.contains("PLAN_START line") {
+        seen.push_str(&String::from_utf8_lossy(
+            &response.chunk().await.unwrap().unwrap(),
+        ));
+    }
+    s.store
+        .append_event(NewEvent::new(
+            s.run,
+            EventKind::Log,
+            json!({ "tag": "PLAN_DONE", "message": "1 workstream" }),
+        ))
+        .unwrap();
+    while !seen.contains("PLAN_DONE line") {
+        seen.push_str(&String::from_utf8_lossy(
+            &response.chunk().await.unwrap().unwrap(),
+        ));
+    }
+    assert!(seen.contains("event: agency"));
+    s.store.set_run_status(s.run, None, RunStatus::Cancelled).unwrap();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(10), response.chunk())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(seen.contains("event: end"), "{seen}");
+}
+
+#[tokio::test]
+async fn the_page_is_served_with_a_strict_policy() {
+    let s = serve().await;
+    let http = client();
+    let page = http.get(format!("{}/", s.base)).send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let policy = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(policy.contains("script-src 'self'"), "{policy}");
+    assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    assert_eq!(page.headers()["referrer-policy"], "no-referrer");
+    assert!(page.headers().get("access-control-allow-origin").is_none());
+    assert!(page.text().await.unwrap().contains("<script src=\"/app.js\""));
+    let script = http.get(format!("{}/app.js", s.base)).send().await.unwrap();
+    let script = script.text().await.unwrap();
+    assert!(script.contains("Authorization"));
+    assert!(
+        !script.contains("innerHTML"),
+        "agents' text must never be parsed as markup"
+    );
+}
