@@ -5,8 +5,7 @@
 
 const state = { token: null, run: null, stream: null };
 
-function takeToken() {
-  const fragment = new URLSearchParams(location.hash.slice(1));
+function takeToken(fragment) {
   const fromUrl = fragment.get("token");
   if (fromUrl) {
     sessionStorage.setItem("agency-token", fromUrl);
@@ -43,7 +42,7 @@ async function loadRuns() {
   list.replaceChildren();
   for (const run of runs) {
     const item = element("li");
-    const link = element("a", run.short + "  " + run.status + (run.pending_gates ? "  ⏸ " + run.pending_gates : ""));
+    const link = element("a", run.short + "  " + run.status + (run.pending_gates ? "  · " + run.pending_gates + " gate(s) waiting" : ""));
     link.href = "#run=" + run.id;
     link.title = run.goal;
     link.addEventListener("click", (e) => { e.preventDefault(); openRun(run.id); });
@@ -148,7 +147,9 @@ async function follow(id) {
 }
 
 async function start() {
-  state.token = takeToken();
+  // Read once: taking the token clears the fragment (`#token=…&run=…`) from the address bar.
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  state.token = takeToken(fragment);
   if (!state.token) {
     say("No token: open the URL `agency dashboard` printed (it ends with #token=…).");
     return;
@@ -156,7 +157,7 @@ async function start() {
   try {
     await loadRuns();
     say("");
-    const wanted = new URLSearchParams(location.hash.slice(1)).get("run");
+    const wanted = fragment.get("run");
     if (wanted) openRun(wanted);
     setInterval(() => loadRuns().catch((err) => say(err.message)), 5000);
   } catch (err) {
