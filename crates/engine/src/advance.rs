@@ -104,10 +104,20 @@ pub async fn advance(engine: &Engine, run: RunId) -> Result<bool> {
         progressed |= match BriefRole::of(brief) {
             BriefRole::Plan => plan_done(engine, brief)?,
             BriefRole::Lead => gated_expand(engine, brief, GateKind::T2Lead, expand_lead)?,
-            BriefRole::Specialist => finish(engine, brief, "architecture ready")?,
+            BriefRole::Specialist => {
+                finish(engine, brief, "architecture ready")?;
+                crate::narrate::specialist_done(engine, brief)?;
+                true
+            }
             BriefRole::Synthesis => gated_expand(engine, brief, GateKind::T2Synthesis, expand_synthesis)?,
             BriefRole::SquadLead => squad_done(engine, brief, &briefs)?,
-            BriefRole::Implementer => crate::verify::implementer_done(engine, brief).await?,
+            BriefRole::Implementer => {
+                let moved = crate::verify::implementer_done(engine, brief).await?;
+                if engine.store.get_brief(brief.id)?.status == BriefStatus::Done {
+                    crate::narrate::verifiers_started(engine, brief)?;
+                }
+                moved
+            }
             BriefRole::Verifier => false,
             BriefRole::Accept => crate::progress::accept_done(engine, brief)?,
         };
@@ -213,9 +223,28 @@ fn plan_done(engine: &Engine, brief: &Brief) -> Result<bool> {
             ),
         )?;
     }
+    // "before T2 spawns": the tiers the first stage's workstreams start with.
+    let mut entry_tiers: Vec<Tier> = plan
+        .stages()
+        .first()
+        .map(|s| {
+            s.workstreams
+                .iter()
+                .filter_map(|id| plan.workstream(id))
+                .filter_map(|w| w.tier_path.first().copied())
+                .collect()
+        })
+        .unwrap_or_default();
+    entry_tiers.sort();
+    entry_tiers.dedup();
+    let entry_text = entry_tiers
+        .iter()
+        .map(|t| t.as_str().to_ascii_uppercase())
+        .collect::<Vec<_>>()
+        .join("/");
     let summary = || {
         gate_summary(
-            "Waiting on approval before the first tier spawns".into(),
+            format!("Waiting on approval before {entry_text} spawns"),
             json!({ "complexity": plan.complexity, "workstreams": plan.workstreams.iter().map(|w| json!({
                 "id": w.id, "tier_path": w.tier_path, "variety_score": w.variety.score(), "done_when": w.contract.done_when,
             })).collect::<Vec<_>>(), "self_critique_summary": plan.self_critique_summary }),
@@ -292,7 +321,8 @@ fn gated_expand(
         AtGate::Wait => Ok(false),
         AtGate::Rejected => Ok(true),
         AtGate::Go => {
-            write_children(engine, brief, children)?;
+            let written = write_children(engine, brief, children)?;
+            crate::narrate::children_started(engine, brief, &written)?;
             finish(engine, brief, "children written")
         }
     }
@@ -472,16 +502,7 @@ fn squad_done(engine: &Engine, brief: &Brief, briefs: &[Brief]) -> Result<bool> 
         && gate_of(engine, brief, GateKind::T3Plan)?.is_none()
         && !has_children(engine, brief)?
     {
-        engine.log(
-            brief.run,
-            Some(Tier::T3),
-            "MESH_DONE",
-            format!(
-                "{}: {} squad leads committed their task split",
-                brief.workstream,
-                peers.len()
-            ),
-        )?;
+        crate::narrate::mesh_done(engine, brief, &peers)?;
     }
     gated_expand(engine, brief, GateKind::T3Plan, expand_squad)
 }
@@ -490,9 +511,23 @@ fn expand_squad(engine: &Engine, brief: &Brief, announce: bool) -> Result<Vec<Ne
     let squad: SquadOutput = output_of(engine, brief)?;
     let pipeline = squad.tasks.iter().filter(|t| !t.depends_on.is_empty()).count();
     if announce {
-        engine.log(
+        // In a mesh, MESH_DONE already gave the whole split; each squad's share is detail.
+        let in_mesh = match brief.parent {
+            Some(parent) => {
+                let briefs = engine.store.list_briefs(brief.run)?;
+                latest_children(&briefs, parent)
+                    .iter()
+                    .filter(|b| b.tier == Tier::T3 && b.workstream == brief.workstream)
+                    .count()
+                    > 1
+            }
+            None => false,
+        };
+        let level = if in_mesh { "verbose" } else { "normal" };
+        engine.log_at(
             brief.run,
             Some(Tier::T3),
+            level,
             "TASKS",
             format!(
                 "{}: {} T4 tasks ({} swarm, {pipeline} pipeline)",
@@ -571,17 +606,18 @@ pub(crate) fn start_workstreams(engine: &Engine, run: RunId, plan: &Plan, ids: &
         .collect();
     for entry in &entries {
         let tier = entry.tier.as_str().to_ascii_uppercase();
-        let tag = if entry.tier == Tier::T2 {
-            "LEAD_START"
+        let (tag, message) = if entry.tier == Tier::T2 {
+            (
+                "LEAD_START",
+                format!("Lead Architect spawned for {}", entry.workstream),
+            )
         } else {
-            "START"
+            (
+                "START",
+                format!("{tier} {} spawned for {}", entry.title, entry.workstream),
+            )
         };
-        engine.log(
-            run,
-            Some(entry.tier),
-            tag,
-            format!("{tier} {} spawned for {}", entry.title, entry.workstream),
-        )?;
+        engine.log(run, Some(entry.tier), tag, message)?;
     }
     write_children(engine, plan_brief, entries)?;
     Ok(())

@@ -165,10 +165,22 @@ impl Engine {
 
     /// Writes a tier-level log line (what `agency watch` shows at the normal level).
     pub(crate) fn log(&self, run: RunId, tier: Option<Tier>, tag: &str, message: String) -> Result<()> {
+        self.log_at(run, tier, "normal", tag, message)
+    }
+
+    /// Writes a log line at `level` (`normal`, or `verbose` for detail `agency watch --verbose` adds).
+    pub(crate) fn log_at(
+        &self,
+        run: RunId,
+        tier: Option<Tier>,
+        level: &str,
+        tag: &str,
+        message: String,
+    ) -> Result<()> {
         let mut event = NewEvent::new(
             run,
             EventKind::Log,
-            json!({ "level": "normal", "tag": tag, "message": message }),
+            json!({ "level": level, "tag": tag, "message": message }),
         );
         event.tier = tier;
         self.store.append_event(event)?;
@@ -561,12 +573,15 @@ impl Engine {
             "application/json",
             &serde_json::to_string(&report).unwrap_or_default(),
         )?;
-        let payload = json!({
+        let mut payload = json!({
             "title": brief.title,
             "status": report.status,
             "summary": report.summary,
             "attempt": brief.attempt,
         });
+        if brief.attempt > 0 && report.status == agency_exec::runtime::ReportStatus::Done {
+            payload["note"] = json!("retry resolved");
+        }
         match report.status {
             agency_exec::runtime::ReportStatus::Done => {
                 let event = NewEvent::new(brief.run, EventKind::Completed, payload)

@@ -11,6 +11,7 @@ pub mod error;
 mod failure;
 mod forge;
 pub mod hooks;
+mod narrate;
 pub mod notify;
 mod progress;
 pub mod prompts;

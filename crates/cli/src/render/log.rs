@@ -142,11 +142,14 @@ fn line_for(event: &Event) -> Option<Line> {
         }
         EventKind::Completed => {
             let note = text(p, "note").map(|n| format!("  ({n})")).unwrap_or_default();
+            // The seed's normal log shows each worker's DONE; the other tiers' completions are told by
+            // their tier lines (PLAN_DONE, SPEC_DONE, MESH_DONE, VERDICT, ACCEPTED).
+            let detail = event.tier.is_some_and(|t| t != agency_core::tier::Tier::T4);
             mk(
                 &tier,
                 "DONE",
                 format!("{}{title} ✓{note}", agent_prefix(p)),
-                false,
+                detail,
             )
         }
         EventKind::Failed => {

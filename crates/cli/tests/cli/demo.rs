@@ -3,7 +3,7 @@
 use crate::support::Repo;
 
 /// Replaces what changes between runs (run ids, times, commit hashes, the temp dir) with placeholders.
-fn normalise(text: &str, dir: &str) -> String {
+pub(crate) fn normalise(text: &str, dir: &str) -> String {
     let text = text.replace(dir, "<dir>");
     let mut out = String::new();
     for line in text.lines() {
@@ -60,20 +60,18 @@ fn the_demo_runs_the_whole_pipeline_offline() {
     demo repository: <dir>
     goal: Fix the pagination bug: page 1 must start at the first item, and every test must pass.
     [RUN] HH:MM:SS  T1   PLAN_START    Assessing scope: "Fix the pagination bug: page 1 must start at the first item, and every test must pass."
-    [RUN] HH:MM:SS  T1   DONE          plan ✓
     [RUN] HH:MM:SS  T1   PLAN_DONE     1 workstream — ws-fix-pagination (1 parallel)
-    [RUN] HH:MM:SS  GATE APPROVAL      ⏸  Waiting on approval before the first tier spawns
+    [RUN] HH:MM:SS  GATE APPROVAL      ⏸  Waiting on approval before T4 spawns
     [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (agency demo))
     [RUN] HH:MM:SS  RUN  STATUS        running
     [RUN] HH:MM:SS  T4   START         T4 fix-page-offset spawned for ws-fix-pagination
     [RUN] HH:MM:SS  T4   DONE          fix-page-offset ✓
     [RUN] HH:MM:SS  T4   VERIFY        ✓ `python3 -m unittest -q` passed on <id> (exit 0) — fix-page-offset
-    [RUN] HH:MM:SS  T5   DONE          fix-page-offset ✓
+    [RUN] HH:MM:SS  T5   VERIFY_START  ws-fix-pagination: 1 verifier spawned
     [RUN] HH:MM:SS  T5   VERDICT       ✓  all pass — ws-fix-pagination: 1 slice(s) verified
     [RUN] HH:MM:SS  T1   VERIFY        ✓ `python3 -m unittest -q` passed on <id> (exit 0) — ws-fix-pagination on the integration branch
     [RUN] HH:MM:SS  T5   VERDICT       ✓  workstream ws-fix-pagination merged into agency/<id>/integration
     [RUN] HH:MM:SS  T1   ACCEPT_START  Every workstream merged — validating against the goal anchor
-    [RUN] HH:MM:SS  T1   DONE          accept ✓
     [RUN] HH:MM:SS  T1   SIGNED_OFF    accept ✓ accepted
     [RUN] HH:MM:SS  T1   ACCEPTED      ✓  page() counts pages from 1 and every test passes — review and merge branch agency/<id>/integration
     [RUN] HH:MM:SS  RUN  STATUS        succeeded

@@ -24,3 +24,4 @@ mod resume;
 mod teachback;
 mod variety;
 mod watch_inspect;
+mod watch_run;

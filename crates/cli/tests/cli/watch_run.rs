@@ -1,0 +1,152 @@
+//! `agency watch` over real runs: the engine's scripted profiles run by `agency run`, then watched. The
+//! normal log must read like the seed's live-log example (seed 001, "Human-Readable Live Log"): plan,
+//! gate, lead, boundaries, specialists, synthesis, mesh, swarm, verifiers, verdicts — each line once.
+
+use crate::demo::normalise;
+use crate::support::Repo;
+
+/// The shell calculator the engine's scripts fix: three scripts with the wrong operator and their checks.
+const FILES: &[(&str, &str)] = &[
+    ("add.sh", "# add A B: prints A + B\necho $(($1 - $2))\n"),
+    ("mul.sh", "# mul A B: prints A * B\necho $(($1 + $2))\n"),
+    ("neg.sh", "# neg A: prints -A\necho $((0 + $1))\n"),
+    (
+        "test_add.sh",
+        "out=$(sh add.sh 2 3)\n[ \"$out\" = 5 ] || { echo \"add 2 3 gave $out, expected 5\"; exit 1; }\n",
+    ),
+    (
+        "test_mul.sh",
+        "out=$(sh mul.sh 2 3)\n[ \"$out\" = 6 ] || { echo \"mul 2 3 gave $out, expected 6\"; exit 1; }\n",
+    ),
+    (
+        "test_neg.sh",
+        "out=$(sh neg.sh 4)\n[ \"$out\" = -4 ] || { echo \"neg 4 gave $out, expected -4\"; exit 1; }\n",
+    ),
+    ("test_arith.sh", "sh test_add.sh && sh test_mul.sh\n"),
+    (
+        "test_all.sh",
+        "sh test_add.sh && sh test_mul.sh && sh test_neg.sh\n",
+    ),
+];
+
+/// Runs `script` to its end with `agency run` (one agent at a time, so the log's order is fixed) and
+/// returns `agency watch` of that run, normalised.
+fn watch_after_run(script: &str) -> String {
+    let repo = Repo::initialised();
+    for (name, text) in FILES {
+        std::fs::write(repo.path().join(name), text).unwrap();
+    }
+    let team = repo.path().join(".agency").join("team.yaml");
+    let config = std::fs::read_to_string(&team).unwrap();
+    assert!(config.contains("  concurrency: 4 "), "{config}");
+    std::fs::write(
+        &team,
+        config.replacen("  concurrency: 4 ", "  concurrency: 1 ", 1),
+    )
+    .unwrap();
+    repo.git(&["add", "."]);
+    repo.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "commit",
+        "-qm",
+        "calculator",
+    ]);
+    let script_path = repo.path().join(".agency").join("script.yaml");
+    std::fs::write(&script_path, script).unwrap();
+    let out = repo
+        .agency(&[
+            "run",
+            "Fix the shell calculator so that every check passes.",
+            "--auto-approve",
+            "--script",
+            script_path.to_str().unwrap(),
+        ])
+        .success()
+        .stdout();
+    let run = out
+        .lines()
+        .find_map(|l| l.strip_prefix("run "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap()
+        .to_string();
+    let watched = repo.agency(&["watch", &run]).success().stdout();
+    normalise(&watched, repo.path().to_str().unwrap())
+}
+
+#[test]
+fn watch_of_a_full_profile_run_reads_like_the_seed() {
+    let log = watch_after_run(include_str!("../../../engine/tests/scripts/full.yaml"));
+    insta::assert_snapshot!(log, @r#"
+    [RUN] HH:MM:SS  T1   PLAN_START    Assessing scope: "Fix the shell calculator so that every check passes."
+    [RUN] HH:MM:SS  T1   PLAN_DONE     1 workstream — ws-calc (1 parallel)
+    [RUN] HH:MM:SS  GATE APPROVAL      ⏸  Waiting on approval before T2 spawns
+    [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (agency demo))
+    [RUN] HH:MM:SS  RUN  STATUS        running
+    [RUN] HH:MM:SS  T2   LEAD_START    Lead Architect spawned for ws-calc
+    [RUN] HH:MM:SS  T2   BOUNDS_READY  Domain boundaries + shared assumptions published
+    [RUN] HH:MM:SS  T2   SPEC_START    2 specialists spawned (parallel): arithmetic, sign
+    [RUN] HH:MM:SS  T2   SPEC_DONE     arithmetic architecture draft ready
+    [RUN] HH:MM:SS  T2   SPEC_DONE     sign architecture draft ready
+    [RUN] HH:MM:SS  T2   SYNTH_DONE    Canonical architecture written to blackboard
+    [RUN] HH:MM:SS  GATE INSPECTION    ⏸  T2 synthesis ready for review
+    [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (agency demo))
+    [RUN] HH:MM:SS  T3   MESH_START    ws-calc: 2 squad leads negotiating task boundaries
+    [RUN] HH:MM:SS  T3   MESH_DONE     ws-calc: task split committed by 2 squad leads — 4 T4 tasks (3 swarm, 1 pipeline)
+    [RUN] HH:MM:SS  T4   SWARM_START   squad-arith: 2 workers spawned in parallel
+    [RUN] HH:MM:SS  T4   SWARM_START   squad-sign: 1 worker spawned, 1 pipelined behind it
+    [RUN] HH:MM:SS  T4   DONE          fix-add ✓
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_add.sh` passed on <id> (exit 0) — fix-add
+    [RUN] HH:MM:SS  T4   DONE          fix-mul ✓
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_mul.sh` passed on <id> (exit 0) — fix-mul
+    [RUN] HH:MM:SS  T5   VERIFY_START  squad-arith: 2 verifiers spawned
+    [RUN] HH:MM:SS  T4   DONE          fix-neg ✓
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_neg.sh` passed on <id> (exit 0) — fix-neg
+    [RUN] HH:MM:SS  T4   DONE          note-neg ✓
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_neg.sh` passed on <id> (exit 0) — note-neg
+    [RUN] HH:MM:SS  T5   VERIFY_START  squad-sign: 2 verifiers spawned
+    [RUN] HH:MM:SS  T5   VERDICT       ✓  all pass — ws-calc: 2 slice(s) verified
+    [RUN] HH:MM:SS  T5   VERDICT       ✓  all pass — ws-calc: 2 slice(s) verified
+    [RUN] HH:MM:SS  T1   VERIFY        ✓ `sh test_all.sh` passed on <id> (exit 0) — ws-calc on the integration branch
+    [RUN] HH:MM:SS  T5   VERDICT       ✓  workstream ws-calc merged into agency/<id>/integration
+    [RUN] HH:MM:SS  T1   ACCEPT_START  Every workstream merged — validating against the goal anchor
+    [RUN] HH:MM:SS  T1   SIGNED_OFF    accept ✓ accepted
+    [RUN] HH:MM:SS  T1   ACCEPTED      ✓  every check passes — review and merge branch agency/<id>/integration
+    [RUN] HH:MM:SS  RUN  STATUS        succeeded
+    "#);
+}
+
+#[test]
+fn watch_of_a_partial_verdict_shows_the_failed_slice_and_its_retry() {
+    let log = watch_after_run(include_str!("../../../engine/tests/scripts/partial.yaml"));
+    insta::assert_snapshot!(log, @r#"
+    [RUN] HH:MM:SS  T1   PLAN_START    Assessing scope: "Fix the shell calculator so that every check passes."
+    [RUN] HH:MM:SS  T1   PLAN_DONE     1 workstream — ws-arith (1 parallel)
+    [RUN] HH:MM:SS  GATE APPROVAL      ⏸  Waiting on approval before T3 spawns
+    [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (agency demo))
+    [RUN] HH:MM:SS  RUN  STATUS        running
+    [RUN] HH:MM:SS  T3   START         T3 arithmetic spawned for ws-arith
+    [RUN] HH:MM:SS  T3   TASKS         arithmetic: 2 T4 tasks (2 swarm, 0 pipeline)
+    [RUN] HH:MM:SS  T4   SWARM_START   arithmetic: 2 workers spawned in parallel
+    [RUN] HH:MM:SS  T4   DONE          fix-add ✓
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_add.sh` passed on <id> (exit 0) — fix-add
+    [RUN] HH:MM:SS  T4   DONE          fix-mul ✓
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_mul.sh` passed on <id> (exit 0) — fix-mul
+    [RUN] HH:MM:SS  T5   VERIFY_START  arithmetic: 2 verifiers spawned
+    [RUN] HH:MM:SS  T5   VERDICT       partial — fix-mul need rework
+    [RUN] HH:MM:SS  T4   FAIL          fix-mul ✗  (retry 1/2)
+    [RUN] HH:MM:SS  T4   RETRY         fix-mul retried with a corrected brief
+    [RUN] HH:MM:SS  T4   DONE          fix-mul ✓  (retry resolved)
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_mul.sh` passed on <id> (exit 0) — fix-mul
+    [RUN] HH:MM:SS  T5   VERIFY_START  arithmetic: 1 verifier spawned
+    [RUN] HH:MM:SS  T5   VERDICT       ✓  all pass — ws-arith: 2 slice(s) verified
+    [RUN] HH:MM:SS  T1   VERIFY        ✓ `sh test_arith.sh` passed on <id> (exit 0) — ws-arith on the integration branch
+    [RUN] HH:MM:SS  T5   VERDICT       ✓  workstream ws-arith merged into agency/<id>/integration
+    [RUN] HH:MM:SS  T1   ACCEPT_START  Every workstream merged — validating against the goal anchor
+    [RUN] HH:MM:SS  T1   SIGNED_OFF    accept ✓ accepted
+    [RUN] HH:MM:SS  T1   ACCEPTED      ✓  every check passes — review and merge branch agency/<id>/integration
+    [RUN] HH:MM:SS  RUN  STATUS        succeeded
+    "#);
+}
