@@ -14,6 +14,7 @@ use crate::commands::run::{Args as RunArgs, build_engine, drive_with_log, engine
 use crate::commands::{Context, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::render::log::Level;
+use crate::workspace::{Overrides, Workspace};
 
 /// The demo repository's files, as compiled in.
 const FILES: [(&str, &str); 4] = [
@@ -86,7 +87,8 @@ pub fn run(_ctx: &Context, args: Args) -> CommandResult {
         detach: false,
         verbose: args.verbose,
     };
-    let engine = build_engine(&dir, &agency_dir, store, team, &run_args, None)?;
+    let workspace = Workspace::at(dir.clone(), &Overrides::default());
+    let runner = build_engine(&workspace, store, team, &run_args, None)?;
     println!("demo repository: {}", dir.display());
     println!("goal: {GOAL}");
     if args.interactive {
@@ -95,13 +97,13 @@ pub fn run(_ctx: &Context, args: Args) -> CommandResult {
             dir.display()
         );
     }
-    let run = engine.start(GOAL).map_err(engine_error)?;
+    let run = runner.engine.start(GOAL).map_err(engine_error)?;
     let level = if args.verbose {
         Level::Verbose
     } else {
         Level::Normal
     };
-    let outcome = drive_with_log(&engine, &db, run.id, level)?;
+    let outcome = drive_with_log(&runner, &db, run.id, level)?;
     match outcome.branch {
         Some(branch) => {
             println!("done: branch {branch} in {}", dir.display());

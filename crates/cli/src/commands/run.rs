@@ -8,12 +8,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agency_core::Tier;
-use agency_core::config::{Runtime as RuntimeChoice, TeamConfig};
+use serde_json::json;
+
+use agency_core::config::TeamConfig;
+use agency_core::{EventKind, NewEvent, Tier};
 use agency_engine::budget::{BlackboardSink, ledger_from_events};
 use agency_engine::{DriveOutcome, Engine, EngineOptions};
-use agency_exec::runtime::Runtime;
-use agency_exec::runtime::builtin::BuiltinRuntime;
+use agency_exec::runtime::{
+    ModelSource, Runtime, RuntimeChoice, RuntimeSetup, build as build_runtime, choose_for_run,
+};
 use agency_exec::{GitOptions, Repo};
 use agency_llm::{BudgetLedger, CancelToken, Metered, Provider, RetryPolicy, ScriptedProvider, UsageSink};
 use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
@@ -21,6 +24,7 @@ use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
 use crate::commands::{Context, config, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::render::log::{Level, render_event};
+use crate::workspace::{AGENCY_DIR, Workspace};
 
 /// `agency run "goal" | --goal-file F | --resume RUN`
 #[derive(Debug, clap::Args)]
@@ -57,19 +61,12 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         Some(prefix) => Some(resolve_run(store.as_ref(), prefix)?),
         None => None,
     };
-    let engine = build_engine(
-        &ws.root,
-        &ws.root.join(".agency"),
-        store.clone(),
-        team,
-        &args,
-        resuming,
-    )?;
+    let runner = build_engine(&ws, store.clone(), team, &args, resuming)?;
     let run_id = match resuming {
         Some(run) => run,
         None => {
             let goal = goal_text(&args)?;
-            let run = engine.start(&goal).map_err(engine_error)?;
+            let run = runner.engine.start(&goal).map_err(engine_error)?;
             println!("run {} started on {}", run.id.short(), ws.root.display());
             run.id
         }
@@ -82,7 +79,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     } else {
         Level::Normal
     };
-    let outcome = drive_with_log(&engine, &ws.db, run_id, level)?;
+    let outcome = drive_with_log(&runner, &ws.db, run_id, level)?;
     report(run_id, &outcome)
 }
 
@@ -104,16 +101,25 @@ fn goal_text(args: &Args) -> CommandResult<String> {
     Ok(goal.trim().to_string())
 }
 
+/// A runner ready to drive: the engine, and which runtime each tier's agents use and why.
+#[derive(Debug)]
+pub struct Runner {
+    /// The engine.
+    pub engine: Engine,
+    /// One choice per tier, in tier order; written to the run's log when it is driven.
+    pub runtimes: Vec<RuntimeChoice>,
+}
+
 /// Builds the runner: one provider and one runtime per tier, as team.yaml says (or the script for all).
 pub fn build_engine(
-    root: &Path,
-    agency_dir: &Path,
+    ws: &Workspace,
     store: Arc<dyn Blackboard>,
     team: TeamConfig,
     args: &Args,
     resuming: Option<agency_core::RunId>,
-) -> CommandResult<Engine> {
-    let repo = Repo::open(root, GitOptions::default()).map_err(|e| CommandError::input(e.to_string()))?;
+) -> CommandResult<Runner> {
+    let repo = Repo::open(&ws.root, GitOptions::default()).map_err(|e| CommandError::input(e.to_string()))?;
+    let agency_dir = ws.root.join(AGENCY_DIR);
     let limits = agency_llm::budget_limits(&team.budgets);
     let ledger = match resuming {
         Some(run) => ledger_from_events(store.as_ref(), run, limits).map_err(engine_error)?,
@@ -130,28 +136,86 @@ pub fn build_engine(
             (tier, metered)
         })
         .collect();
+    let source = match args.script {
+        Some(_) => ModelSource::Scripted,
+        None => ModelSource::Live,
+    };
+    let choices = choose_for_run(&team.tiers, std::env::var_os("PATH").as_deref(), source);
+    let agency = std::env::current_exe()
+        .map_err(|e| CommandError::internal(format!("cannot locate the agency binary for the hook: {e}")))?;
+    let secrets = provider_keys(&team);
     let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
-    for tier in Tier::ALL {
+    for choice in &choices {
         let provider = providers
-            .get(&tier)
+            .get(&choice.tier)
             .cloned()
             .ok_or_else(|| CommandError::internal("no provider"))?;
-        let choice = team.tiers.runtime(tier);
-        if !matches!(choice, RuntimeChoice::Builtin | RuntimeChoice::Auto) {
-            eprintln!(
-                "note: {tier}: runtime {choice:?} is not wired into `agency run` yet; using the built-in agent"
-            );
-        }
-        runtimes.insert(tier, Arc::new(BuiltinRuntime::new(provider)));
+        let setup = RuntimeSetup {
+            provider,
+            agency: agency.clone(),
+            db: ws.db.clone(),
+            config: ws.config.is_file().then(|| ws.config.clone()),
+            state_dir: agency_dir.join("agents"),
+            command: team.tiers.get(choice.tier).command.clone(),
+            secrets: secrets.clone(),
+        };
+        let runtime = build_runtime(choice, &setup).map_err(|e| CommandError::input(e.to_string()))?;
+        runtimes.insert(choice.tier, runtime);
     }
     let options = EngineOptions {
         auto_approve: args.auto_approve,
         worktrees: agency_dir.join("worktrees"),
         ..EngineOptions::default()
     };
-    Ok(Engine::new(store, team, repo, runtimes, providers, options)
+    let engine = Engine::new(store, team, repo, runtimes, providers, options)
         .map_err(engine_error)?
-        .with_ledger(ledger))
+        .with_ledger(ledger);
+    Ok(Runner {
+        engine,
+        runtimes: choices,
+    })
+}
+
+/// The values of the API keys team.yaml's providers read, redacted from everything an agent records.
+fn provider_keys(team: &TeamConfig) -> Vec<String> {
+    team.providers
+        .values()
+        .filter_map(|provider| std::env::var(provider.api_key_env()).ok())
+        .filter(|key| !key.is_empty())
+        .collect()
+}
+
+/// Writes which runtime each tier uses and why to the run's log, each time a runner starts driving it (a
+/// resumed run may run where `claude` is, or is not, installed): one `RUNTIMES` line, tiers that share a
+/// runtime and reason grouped (`t1, t2, t3: builtin (configured); t4, t5: claude-code (claude found at
+/// /usr/bin/claude)`), and every choice in the payload.
+fn announce_runtimes(
+    store: &dyn Blackboard,
+    run: agency_core::RunId,
+    choices: &[RuntimeChoice],
+) -> CommandResult {
+    let mut groups: Vec<(Vec<&str>, String)> = Vec::new();
+    for choice in choices {
+        let what = format!("{} ({})", choice.runtime.as_str(), choice.reason);
+        match groups.iter_mut().find(|(_, w)| *w == what) {
+            Some((tiers, _)) => tiers.push(choice.tier.as_str()),
+            None => groups.push((vec![choice.tier.as_str()], what)),
+        }
+    }
+    let message = groups
+        .iter()
+        .map(|(tiers, what)| format!("{}: {what}", tiers.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let tiers: Vec<serde_json::Value> = choices
+        .iter()
+        .map(|c| json!({ "tier": c.tier, "runtime": c.runtime.as_str(), "reason": c.reason }))
+        .collect();
+    let payload = json!({ "level": "normal", "tag": "RUNTIMES", "message": message, "tiers": tiers });
+    store
+        .append_event(NewEvent::new(run, EventKind::Log, payload))
+        .map_err(store_error)?;
+    Ok(())
 }
 
 fn providers(team: &TeamConfig, script: Option<&Path>) -> CommandResult<BTreeMap<Tier, Arc<dyn Provider>>> {
@@ -188,11 +252,13 @@ pub fn engine_error(err: agency_engine::EngineError) -> CommandError {
 
 /// Drives the run on this thread while another prints its live log from the blackboard.
 pub fn drive_with_log(
-    engine: &Engine,
+    runner: &Runner,
     db: &Path,
     run: agency_core::RunId,
     level: Level,
 ) -> CommandResult<DriveOutcome> {
+    let engine = &runner.engine;
+    announce_runtimes(engine.store().as_ref(), run, &runner.runtimes)?;
     let done = Arc::new(AtomicBool::new(false));
     let printer = {
         let done = done.clone();

@@ -81,6 +81,7 @@ fn watch_of_a_full_profile_run_reads_like_the_seed() {
     let log = watch_after_run(include_str!("../../../engine/tests/scripts/full.yaml"));
     insta::assert_snapshot!(log, @r#"
     [RUN] HH:MM:SS  T1   PLAN_START    Assessing scope: "Fix the shell calculator so that every check passes."
+    [RUN] HH:MM:SS  RUN  RUNTIMES      t1, t2, t3: builtin (configured); t4, t5: builtin (auto in a scripted run: a script cannot drive an external CLI)
     [RUN] HH:MM:SS  T1   PLAN_DONE     1 workstream — ws-calc (1 parallel)
     [RUN] HH:MM:SS  GATE APPROVAL      ⏸  Waiting on approval before T2 spawns
     [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (agency demo))
@@ -123,6 +124,7 @@ fn watch_of_a_partial_verdict_shows_the_failed_slice_and_its_retry() {
     let log = watch_after_run(include_str!("../../../engine/tests/scripts/partial.yaml"));
     insta::assert_snapshot!(log, @r#"
     [RUN] HH:MM:SS  T1   PLAN_START    Assessing scope: "Fix the shell calculator so that every check passes."
+    [RUN] HH:MM:SS  RUN  RUNTIMES      t1, t2, t3: builtin (configured); t4, t5: builtin (auto in a scripted run: a script cannot drive an external CLI)
     [RUN] HH:MM:SS  T1   PLAN_DONE     1 workstream — ws-arith (1 parallel)
     [RUN] HH:MM:SS  GATE APPROVAL      ⏸  Waiting on approval before T3 spawns
     [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (agency demo))

@@ -1,7 +1,9 @@
 //! Which runtime runs each tier's agents, and why, in words for the run log. The configured runtime wins;
 //! `auto` (the default for T4 and T5) becomes Claude Code when the `claude` binary is on the PATH and the
-//! built-in agent when it is not (the seed's default, through core's [`Runtime::resolve`]). [`build`]
-//! then makes the chosen runtime from what the runner knows ([`RuntimeSetup`]).
+//! built-in agent when it is not (the seed's default, through core's [`Runtime::resolve`]). In a run whose
+//! models answer from a script, `auto` is always the built-in agent: a script answers agency's own model
+//! calls and cannot drive an external CLI ([`choose_for_run`]). [`build`] then makes the chosen runtime
+//! from what the runner knows ([`RuntimeSetup`]).
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -60,6 +62,34 @@ pub fn choose_all(tiers: &TiersConfig, path: Option<&OsStr>) -> Vec<RuntimeChoic
         .into_iter()
         .map(|tier| choose(tiers, tier, claude.as_deref()))
         .collect()
+}
+
+/// Where a run's models answer from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelSource {
+    /// The configured providers.
+    Live,
+    /// A script (`agency run --script`, the demo): it answers agency's own model calls only.
+    Scripted,
+}
+
+/// Why `auto` is the built-in agent in a scripted run, for the run log.
+pub const SCRIPTED_AUTO_REASON: &str = "auto in a scripted run: a script cannot drive an external CLI";
+
+/// The runtime for every tier of a run whose models answer from `source`, looking `claude` up on `path`.
+/// Explicitly configured runtimes are kept even in a scripted run (an external CLI then reaches its
+/// model through its own environment, e.g. `ANTHROPIC_BASE_URL`).
+pub fn choose_for_run(tiers: &TiersConfig, path: Option<&OsStr>, source: ModelSource) -> Vec<RuntimeChoice> {
+    let mut choices = choose_all(tiers, path);
+    if source == ModelSource::Scripted {
+        for choice in &mut choices {
+            if tiers.runtime(choice.tier) == Runtime::Auto {
+                choice.runtime = Runtime::Builtin;
+                choice.reason = SCRIPTED_AUTO_REASON.to_owned();
+            }
+        }
+    }
+    choices
 }
 
 /// The first executable file called `name` in the absolute directories of `path`.
@@ -182,6 +212,31 @@ mod tests {
             choose_all(&TiersConfig::default(), None)[3].runtime,
             Runtime::Builtin
         );
+    }
+
+    #[test]
+    fn auto_is_builtin_in_a_scripted_run_but_configured_runtimes_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("claude");
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths([dir.path()]).unwrap();
+        let tiers = TiersConfig {
+            t5: TierConfig {
+                runtime: Some(Runtime::ClaudeCode),
+                ..TierConfig::default()
+            },
+            ..TiersConfig::default()
+        };
+        let scripted = choose_for_run(&tiers, Some(&path), ModelSource::Scripted);
+        assert_eq!(
+            scripted[3].to_string(),
+            format!("t4: builtin ({SCRIPTED_AUTO_REASON})")
+        );
+        assert_eq!(scripted[4].to_string(), "t5: claude-code (configured)");
+        let live = choose_for_run(&tiers, Some(&path), ModelSource::Live);
+        assert_eq!(live[3].runtime, Runtime::ClaudeCode);
+        assert_eq!(live[3].reason, format!("claude found at {}", bin.display()));
     }
 
     #[test]

@@ -148,6 +148,11 @@ impl ClaudeCodeRuntime {
         for name in &self.inherit_env {
             spec = spec.inherit_env(name);
         }
+        // The task's variables first, so that none of them (the runner passes its HOME) can replace the
+        // private HOME or the gate's variables set after them.
+        for (name, value) in &task.env {
+            spec = spec.env(name, value);
+        }
         let fixed: [(&str, String); 5] = [
             ("HOME", home.display().to_string()),
             ("TERM", "dumb".to_owned()),
@@ -161,9 +166,6 @@ impl ClaudeCodeRuntime {
         spec = spec.env("AGENCY_DB", &self.db);
         if let Some(config) = &self.config {
             spec = spec.env("AGENCY_CONFIG", config);
-        }
-        for (name, value) in &task.env {
-            spec = spec.env(name, value);
         }
         spec
     }

@@ -145,6 +145,11 @@ impl CodexRuntime {
         for name in &self.inherit_env {
             spec = spec.inherit_env(name);
         }
+        // The task's variables first, so that none of them (the runner passes its HOME) can replace the
+        // private CODEX_HOME or the gate's variables set after them.
+        for (name, value) in &task.env {
+            spec = spec.env(name, value);
+        }
         spec = spec
             .env("HOME", &home)
             .env("CODEX_HOME", &home)
@@ -152,9 +157,6 @@ impl CodexRuntime {
             .env("AGENCY_DB", &self.db);
         if let Some(config) = &self.config {
             spec = spec.env("AGENCY_CONFIG", config);
-        }
-        for (name, value) in &task.env {
-            spec = spec.env(name, value);
         }
         spec
     }

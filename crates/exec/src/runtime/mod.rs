@@ -35,7 +35,7 @@ use agency_llm::{BoxFuture, CallMeta, CancelToken, UsageRecord};
 use serde::{Deserialize, Serialize};
 
 pub use builtin::BuiltinRuntime;
-pub use choice::{RuntimeChoice, RuntimeSetup, build, choose, choose_all};
+pub use choice::{ModelSource, RuntimeChoice, RuntimeSetup, build, choose, choose_all, choose_for_run};
 pub use claude_code::ClaudeCodeRuntime;
 pub use codex::{CodexProvider, CodexRuntime};
 pub use command::CommandRuntime;

@@ -99,15 +99,15 @@ impl PiRuntime {
         for name in &self.inherit_env {
             spec = spec.inherit_env(name);
         }
-        spec = spec
-            .env("HOME", &home)
-            .env("PI_CODING_AGENT_DIR", &home)
-            .env("PI_OFFLINE", "1")
-            .env("PI_TELEMETRY", "0");
+        // The task's variables first, so that none of them (the runner passes its HOME) can replace the
+        // private agent directory set after them.
         for (name, value) in &task.env {
             spec = spec.env(name, value);
         }
-        spec
+        spec.env("HOME", &home)
+            .env("PI_CODING_AGENT_DIR", &home)
+            .env("PI_OFFLINE", "1")
+            .env("PI_TELEMETRY", "0")
     }
 }
 

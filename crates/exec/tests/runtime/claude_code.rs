@@ -160,7 +160,9 @@ async fn a_missing_claude_binary_is_reported_as_not_installed() {
 fn the_command_runs_in_the_default_permission_mode_with_the_gate_and_a_private_home() {
     let dir = tempfile::tempdir().unwrap();
     let runtime = ClaudeCodeRuntime::new("/opt/agency tools/agency", "/runs/agency.db", dir.path());
-    let task = task(dir.path(), true, agency_exec::runtime::Access::ReadOnly);
+    let mut task = task(dir.path(), true, agency_exec::runtime::Access::ReadOnly);
+    // The runner passes its own HOME among the task's variables; the agent's private one must win.
+    task.env.push(("HOME".into(), "/home/runner".into()));
     let spec = runtime.command(&task, None);
     let args: Vec<String> = spec
         .args
@@ -188,6 +190,7 @@ fn the_command_runs_in_the_default_permission_mode_with_the_gate_and_a_private_h
         .iter()
         .map(|(k, v)| (k.clone(), v.to_string_lossy().into_owned()))
         .collect();
+    // Later entries win, as when the child's environment is resolved.
     assert_eq!(env["HOME"], runtime.home(&task).display().to_string());
     assert_eq!(env["AGENCY_BRIEF"], task.brief.id.to_string());
     assert_eq!(env["AGENCY_DB"], "/runs/agency.db");
