@@ -198,6 +198,7 @@ impl Engine {
         let mut agents: JoinSet<(BriefId, std::result::Result<AgentOutcome, RuntimeError>)> = JoinSet::new();
         let concurrency = usize::try_from(self.config.runner.concurrency.max(1)).unwrap_or(1);
         let mut outbox = crate::notify::Outbox::open(self, run);
+        let mut board_reviews = crate::board_review::BoardReviews::default();
         loop {
             if cancel.is_cancelled() {
                 agents.abort_all();
@@ -210,6 +211,7 @@ impl Engine {
                 return Ok(self.outcome(&record));
             }
             let waiting = self.tend_gates(run)?;
+            board_reviews.tend(self, run, cancel)?;
             let progressed = crate::advance::advance(self, run).await?;
             let mut spawned = false;
             if !waiting && !self.paused(run)? {
@@ -325,7 +327,7 @@ impl Engine {
     }
 
     /// The reviewer of a brief's teachback: the parent tier's model, or a human when the gate is on.
-    fn reviewer(&self, brief: &Brief) -> Reviewer {
+    pub(crate) fn reviewer(&self, brief: &Brief) -> Reviewer {
         if self.config.visibility.gate_enabled(GateKind::Teachback) && !self.options.auto_approve {
             return Reviewer::Human {
                 poll: self.options.poll,

@@ -1,6 +1,11 @@
 //! The runner's side of an agent run ([`AgentHooks`]): the teachback goes through the core state machine
 //! and is reviewed by the parent tier's model (or a human, when the `teachback` gate is on); every tool
 //! call is checked against the brief's teachback state; what the agent does becomes events.
+//!
+//! The review itself ([`review`]) and its record on the blackboard ([`review_payload`], with the
+//! [`review_message`] the agent reads) are shared with the review of teachbacks external agents submit
+//! through the blackboard (`crate::board_review`) and with `agency teachback approve|correct`, so a
+//! review reads the same wherever it was made.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,6 +24,9 @@ use serde_json::json;
 
 use crate::prompts;
 use crate::task::call_meta;
+
+/// The `via` of a teachback submitted through [`AgentHooks::teachback`] (reviewed in process).
+pub const VIA_RUNNER: &str = "runner";
 
 /// Who reviews blocking teachbacks.
 #[derive(Debug, Clone)]
@@ -78,6 +86,9 @@ impl RunnerHooks {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let next = transition(*guard, self.mode, action).map_err(|e| e.to_string())?;
+        let mut payload = payload;
+        payload["from"] = json!(*guard);
+        payload["to"] = json!(next);
         let event = NewEvent::new(self.brief.run, kind, payload)
             .brief(self.brief.id)
             .tier(self.brief.tier);
@@ -89,55 +100,120 @@ impl RunnerHooks {
     }
 
     async fn review(&self, teachback: &Teachback) -> Result<TeachbackReview, String> {
-        match &self.reviewer {
-            Reviewer::Model(provider) => {
-                review_by_model(provider.as_ref(), &self.brief, teachback, &self.cancel).await
+        review(
+            self.store.as_ref(),
+            &self.reviewer,
+            &self.brief,
+            teachback,
+            &self.cancel,
+        )
+        .await
+    }
+}
+
+/// Has `teachback` of `brief` reviewed by `reviewer`: the parent tier's model, or a human through a
+/// `teachback` gate (opened on `store` and polled until decided). An `Err` says why there is no review.
+pub async fn review(
+    store: &dyn Blackboard,
+    reviewer: &Reviewer,
+    brief: &Brief,
+    teachback: &Teachback,
+    cancel: &CancelToken,
+) -> Result<TeachbackReview, String> {
+    match reviewer {
+        Reviewer::Model(provider) => review_by_model(provider.as_ref(), brief, teachback, cancel).await,
+        Reviewer::Human { poll } => review_by_human(store, brief, teachback, *poll, cancel).await,
+    }
+}
+
+async fn review_by_human(
+    store: &dyn Blackboard,
+    brief: &Brief,
+    teachback: &Teachback,
+    poll: Duration,
+    cancel: &CancelToken,
+) -> Result<TeachbackReview, String> {
+    let summary = json!({
+        "message": format!("Teachback of {} waiting for review", brief.title),
+        "teachback": teachback.to_string(),
+    });
+    let mut gate = NewGate::new(brief.run, GateKind::Teachback, summary);
+    gate.brief = Some(brief.id);
+    gate.tier = Some(brief.tier);
+    let gate = store.open_gate(gate).map_err(|e| e.to_string())?;
+    loop {
+        if cancel.is_cancelled() {
+            return Err("the run was cancelled".into());
+        }
+        let current = store.get_gate(gate.id).map_err(|e| e.to_string())?;
+        let reviewer = current.decided_by.clone().unwrap_or_else(|| "human".into());
+        match current.status {
+            GateStatus::Pending => tokio::time::sleep(poll).await,
+            GateStatus::Approved => {
+                return Ok(TeachbackReview {
+                    verdict: ReviewVerdict::Approved,
+                    reviewer,
+                    note: current.note,
+                });
             }
-            Reviewer::Human { poll } => self.review_by_human(teachback, *poll).await,
+            GateStatus::Rejected => {
+                let item = current
+                    .note
+                    .clone()
+                    .unwrap_or_else(|| "rejected without a reason".into());
+                return Ok(TeachbackReview {
+                    verdict: ReviewVerdict::Corrections(vec![item]),
+                    reviewer,
+                    note: None,
+                });
+            }
         }
     }
+}
 
-    async fn review_by_human(
-        &self,
-        teachback: &Teachback,
-        poll: Duration,
-    ) -> Result<TeachbackReview, String> {
-        let summary = json!({
-            "message": format!("Teachback of {} waiting for review", self.brief.title),
-            "teachback": teachback.to_string(),
-        });
-        let mut gate = NewGate::new(self.brief.run, GateKind::Teachback, summary);
-        gate.brief = Some(self.brief.id);
-        gate.tier = Some(self.brief.tier);
-        let gate = self.store.open_gate(gate).map_err(|e| e.to_string())?;
-        loop {
-            if self.cancel.is_cancelled() {
-                return Err("the run was cancelled".into());
-            }
-            let current = self.store.get_gate(gate.id).map_err(|e| e.to_string())?;
-            let reviewer = current.decided_by.clone().unwrap_or_else(|| "human".into());
-            match current.status {
-                GateStatus::Pending => tokio::time::sleep(poll).await,
-                GateStatus::Approved => {
-                    return Ok(TeachbackReview {
-                        verdict: ReviewVerdict::Approved,
-                        reviewer,
-                        note: current.note,
-                    });
-                }
-                GateStatus::Rejected => {
-                    let item = current
-                        .note
-                        .clone()
-                        .unwrap_or_else(|| "rejected without a reason".into());
-                    return Ok(TeachbackReview {
-                        verdict: ReviewVerdict::Corrections(vec![item]),
-                        reviewer,
-                        note: None,
-                    });
-                }
-            }
+/// What the agent is told of a review: approved and what it may do now, or the numbered corrections and
+/// how to resubmit. Stored with the review's record, printed by `agency teachback submit`.
+pub fn review_message(review: &TeachbackReview) -> String {
+    let note = review
+        .note
+        .as_deref()
+        .map(|n| format!(" Note: {n}"))
+        .unwrap_or_default();
+    match &review.verdict {
+        ReviewVerdict::Approved => format!(
+            "Teachback approved by {}: go on with the work; you may now change files and run commands.{note}",
+            review.reviewer
+        ),
+        ReviewVerdict::Corrections(items) => {
+            let list: Vec<String> = items
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{}. {c}", i + 1))
+                .collect();
+            format!(
+                "Teachback corrections requested by {}: {} Address each one and submit your teachback again.{note}",
+                review.reviewer,
+                list.join(" ")
+            )
         }
+    }
+}
+
+/// The payload of a review's `teachback_approved` / `teachback_corrected` record: the review's own fields
+/// (`verdict`, `reviewer`, `note`, as `agency teachback show` and the hook read them), the brief's title
+/// and the message the agent sees. The state change's `from` and `to` are added by whoever writes it.
+pub fn review_payload(brief: &Brief, review: &TeachbackReview) -> serde_json::Value {
+    let mut payload = serde_json::to_value(review).unwrap_or_else(|_| json!({}));
+    payload["title"] = json!(brief.title);
+    payload["message"] = json!(review_message(review));
+    payload
+}
+
+/// The event kind of a review's record.
+pub fn review_kind(review: &TeachbackReview) -> EventKind {
+    match review.verdict {
+        ReviewVerdict::Approved => EventKind::TeachbackApproved,
+        ReviewVerdict::Corrections(_) => EventKind::TeachbackCorrected,
     }
 }
 
@@ -234,7 +310,9 @@ impl AgentHooks for RunnerHooks {
             if self.state() == TeachbackState::Active {
                 return Err("your teachback is already approved; go on with the work".into());
             }
-            let payload = json!({ "title": self.brief.title, "teachback": teachback });
+            // `via: runner` marks a teachback this runner reviews in process, which the review of
+            // blackboard submissions must leave alone.
+            let payload = json!({ "title": self.brief.title, "teachback": teachback, "via": VIA_RUNNER });
             self.step(&TeachbackAction::Submit, EventKind::TeachbackSubmitted, payload)?;
             if self.mode == TeachbackMode::Advisory {
                 return Ok(TeachbackReview {
@@ -244,12 +322,8 @@ impl AgentHooks for RunnerHooks {
                 });
             }
             let review = self.review(teachback).await?;
-            let kind = match review.verdict {
-                ReviewVerdict::Approved => EventKind::TeachbackApproved,
-                ReviewVerdict::Corrections(_) => EventKind::TeachbackCorrected,
-            };
-            let payload = json!({ "title": self.brief.title, "review": review });
-            self.step(&review.action(), kind, payload)?;
+            let payload = review_payload(&self.brief, &review);
+            self.step(&review.action(), review_kind(&review), payload)?;
             Ok(review)
         })
     }

@@ -4,6 +4,7 @@
 //! out of their reach, and writes every step to the blackboard, from which a killed run resumes.
 
 pub mod advance;
+mod board_review;
 pub mod branches;
 pub mod budget;
 pub mod engine;

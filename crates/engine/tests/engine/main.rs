@@ -6,6 +6,7 @@
 
 mod support;
 
+mod board_review;
 mod escalation;
 mod gates;
 mod profiles;

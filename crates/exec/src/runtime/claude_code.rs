@@ -21,7 +21,7 @@ use std::time::Duration;
 use agency_llm::{BoxFuture, CancelToken};
 use serde_json::json;
 
-use super::external::{Flow, REPORT_INSTRUCTIONS, drive, parse_report, shell_word};
+use super::external::{Flow, REPORT_INSTRUCTIONS, drive, parse_report, shell_word, teachback_for};
 use super::redact::{Recorder, Redactor, truncate};
 use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
@@ -133,8 +133,8 @@ impl ClaudeCodeRuntime {
             spec = spec.arg("--resume").arg(session);
         }
         let prompt = match resume {
-            Some(_) => "You were interrupted. Continue the task where you stopped.",
-            None => task.prompt.as_str(),
+            Some(_) => "You were interrupted. Continue the task where you stopped.".to_owned(),
+            None => format!("{}{}", task.prompt, teachback_for(task, &self.agency)),
         };
         let message = json!({
             "type": "user",
@@ -174,6 +174,10 @@ impl ClaudeCodeRuntime {
 impl Runtime for ClaudeCodeRuntime {
     fn name(&self) -> &'static str {
         "claude-code"
+    }
+
+    fn teachback_on_blackboard(&self) -> bool {
+        true
     }
 
     fn run<'a>(

@@ -17,7 +17,7 @@ use std::time::Duration;
 use agency_llm::{BoxFuture, CallMeta, CancelToken, StopReason, Usage, UsageRecord};
 use serde_json::{Value, json};
 
-use super::external::{Flow, REPORT_INSTRUCTIONS, drive, parse_report, shell_word};
+use super::external::{Flow, REPORT_INSTRUCTIONS, drive, parse_report, shell_word, teachback_for};
 use super::redact::{Recorder, Redactor, truncate};
 use super::{AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
@@ -135,6 +135,7 @@ impl CodexRuntime {
             prompt.push_str("\n\n");
         }
         prompt.push_str(&task.prompt);
+        prompt.push_str(&teachback_for(task, &self.agency));
         prompt.push_str(REPORT_INSTRUCTIONS);
         spec = spec
             // `--` so a prompt that starts with `-` is not read as a flag.
@@ -165,6 +166,10 @@ impl CodexRuntime {
 impl Runtime for CodexRuntime {
     fn name(&self) -> &'static str {
         "codex"
+    }
+
+    fn teachback_on_blackboard(&self) -> bool {
+        true
     }
 
     fn run<'a>(

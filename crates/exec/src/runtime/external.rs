@@ -4,15 +4,19 @@
 //!
 //! External agents have no `report_result` tool, so they are asked ([`REPORT_INSTRUCTIONS`]) to end with
 //! the same report as a JSON block, which [`parse_report`] finds; an agent that does not is taken to have
-//! simply ended its turn (no report), and the runner's sign-off decides.
+//! simply ended its turn (no report), and the runner's sign-off decides. Nor do they have
+//! `submit_teachback`: those gated by `agency hook` are told how to teach back with `agency teachback
+//! submit` ([`teachback_instructions`]).
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::time::Duration;
 
+use agency_core::variety::TeachbackMode;
 use agency_llm::CancelToken;
 use serde_json::Value;
 
-use super::{AgentReport, AgentStop, RuntimeError};
+use super::{Access, AgentReport, AgentStop, AgentTask, RuntimeError};
 use crate::process::{self, CommandSpec, Output, ProcessError};
 
 /// Appended to an external agent's prompt so its final message carries a report agency can read.
@@ -20,6 +24,51 @@ pub const REPORT_INSTRUCTIONS: &str = "\n\nWhen you are finished, end your final
 JSON object in a ```json block: {\"status\": \"done\" | \"partial\" | \"blocked\", \"summary\": \"what you did \
 and what is left\", \"evidence\": [{\"path\": \"file you changed\", \"quote\": \"a line it now contains\"}], \
 \"output\": {}}. Report honestly: the work is checked independently afterwards.";
+
+/// How an agent gated by `agency hook` teaches back, appended to its prompt when it may change files: the
+/// one-line `agency teachback submit` command (with the fields the built-in agent's `submit_teachback`
+/// asks for), that it waits for the review and prints it, and what to do with each answer. Blocking
+/// briefs must wait for approval; advisory ones send it and go on.
+pub fn teachback_instructions(agency: &Path, mode: TeachbackMode) -> String {
+    let program = shell_word(&agency.to_string_lossy());
+    let when = match mode {
+        TeachbackMode::Blocking => {
+            "Before you change any file or run any command other than reading, teach back: restate the task so \
+             your lead can check you understood it. Changes are refused until your teachback is approved; \
+             reading is allowed meanwhile."
+        }
+        TeachbackMode::Advisory => {
+            "Before you start, teach back: restate the task so your lead can check you understood it. It is \
+             recorded and you may go on at once."
+        }
+    };
+    format!(
+        "\n\n{when} Send it by running this one command with your shell tool (Bash), all on one line, \
+         with none of the characters ; & | > ` or $( in the values:\n\n\
+         {program} teachback submit --building \"what you will build\" --constraint \"a key constraint\" \
+         [--constraint \"another\" ...] [--interface \"an interface you produce or use\" ...] \
+         --approach \"how you will do it\" --most-likely-wrong \"the part of your understanding most likely to \
+         be wrong\" --least-confident \"what you are least sure of\" [--first-action \"your first step\"]\n\n\
+         It waits for the review and prints it. \"Teachback approved\": go on with the work. \"Teachback \
+         corrections requested\": address each numbered item and run the command again with your corrected \
+         teachback. \"No review yet\": read the code meanwhile and try again later; a denied change also \
+         tells you where the review stands."
+    )
+}
+
+/// [`teachback_instructions`] for `task`'s brief, or nothing for an agent that only reads (it changes
+/// nothing, so it has nothing to be gated on).
+pub fn teachback_for(task: &AgentTask, agency: &Path) -> String {
+    if task.access == Access::ReadOnly {
+        return String::new();
+    }
+    // A brief without variety is coordination work: its teachback is advisory (as in the runner's gate).
+    let mode = task
+        .brief
+        .gates()
+        .map_or(TeachbackMode::Advisory, |g| g.teachback_mode);
+    teachback_instructions(agency, mode)
+}
 
 /// What the line handler wants next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,6 +235,28 @@ mod tests {
         let bare = "I stopped. {\"status\": \"blocked\", \"summary\": \"no tests\"} bye";
         assert_eq!(parse_report(bare).unwrap().status, ReportStatus::Blocked);
         assert_eq!(parse_report("no report {not json}"), None);
+    }
+
+    #[test]
+    fn teachback_instructions_name_every_field_and_the_agency_binary() {
+        let text = teachback_instructions(Path::new("/opt/bin/agency"), TeachbackMode::Blocking);
+        for flag in [
+            "--building",
+            "--constraint",
+            "--interface",
+            "--approach",
+            "--most-likely-wrong",
+            "--least-confident",
+        ] {
+            assert!(text.contains(flag), "{flag} missing: {text}");
+        }
+        assert!(
+            text.contains("/opt/bin/agency teachback submit --building"),
+            "{text}"
+        );
+        assert!(text.contains("Changes are refused until"), "{text}");
+        let advisory = teachback_instructions(Path::new("/opt/bin/agency"), TeachbackMode::Advisory);
+        assert!(advisory.contains("go on at once"), "{advisory}");
     }
 
     #[test]

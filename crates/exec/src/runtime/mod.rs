@@ -6,7 +6,9 @@
 //! - the agent works only inside [`AgentTask::worktree`];
 //! - before a blocking brief's agent may edit, its teachback goes through [`AgentHooks::teachback`] and the
 //!   agent waits for the review (approved, or corrections to resubmit); every tool call is checked with
-//!   [`AgentHooks::check_tool`] (the same core state machine the `agency hook` uses);
+//!   [`AgentHooks::check_tool`] (the same core state machine the `agency hook` uses). Claude Code and Codex
+//!   are gated by `agency hook` instead and send their teachback through the blackboard, where the runner
+//!   reviews it ([`Runtime::teachback_on_blackboard`]);
 //! - "done" is a *report*, not a status: the runner signs the work off afterwards, out of the agent's reach.
 //!
 //! The runtimes: [`builtin`] (agency's own loop with confined tools), [`claude_code`] and [`codex`] (the
@@ -265,6 +267,13 @@ pub enum RuntimeError {
 pub trait Runtime: Send + Sync + std::fmt::Debug {
     /// Its name in config and logs: `builtin`, `claude-code`, `codex`, `pi`, `command`.
     fn name(&self) -> &'static str;
+
+    /// Whether this runtime's agents send their teachback through the blackboard (`agency hook`, `agency
+    /// teachback submit`) rather than through [`AgentHooks::teachback`]; the runner then reviews it from
+    /// the blackboard. Only the runtimes gated by `agency hook` do.
+    fn teachback_on_blackboard(&self) -> bool {
+        false
+    }
 
     /// Runs one agent for `task` until it reports, stops, times out or `cancel` fires.
     fn run<'a>(

@@ -1,34 +1,95 @@
 //! The state-changing verbs: `submit` (the agent), `approve` and `correct` (the reviewer). Each writes a
 //! structured record with its event; the agent sees it in the gate's next answer (a correction is quoted in
-//! every denial until it resubmits; after approval its calls are allowed).
+//! every denial until it resubmits; after approval its calls are allowed). An agent a runner started
+//! (`AGENCY_BRIEF` set) also gets it from `submit`, which waits, bounded, for the review and prints its
+//! message, so the agent is woken by the answer rather than left waiting.
 
 use std::io::Read;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use agency_core::intercept::teachback_text;
-use agency_core::teachback::{ReviewVerdict, TeachbackAction, TeachbackError, TeachbackReview, transition};
+use agency_core::teachback::{
+    ReviewVerdict, TeachbackAction, TeachbackError, TeachbackReview, TeachbackState, transition,
+};
 use agency_core::variety::TeachbackMode;
 use agency_core::{Brief, EventKind, NewEvent, Teachback};
+use agency_engine::hooks::{review_kind, review_payload};
 use agency_store::Blackboard;
+use chrono::Utc;
 use serde_json::json;
 
 use super::resolve_brief;
 use crate::commands::{Context, decider, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
+use crate::hook::{ENV_BRIEF, raise_due};
 
-/// `agency teachback submit [--brief B] [--file F | TEXT]`
+/// `agency teachback submit [--brief B] [--wait SECS] (--building ... | --file F | TEXT)`
 #[derive(Debug, clap::Args)]
 pub struct SubmitArgs {
     /// The brief (default: $AGENCY_BRIEF).
     #[arg(long)]
     pub brief: Option<String>,
     /// Read the teachback from this file ("-" or nothing: stdin).
-    #[arg(long, value_name = "PATH", conflicts_with = "text")]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["text", "building"])]
     pub file: Option<PathBuf>,
     /// The teachback: "Teachback:" and one "- Field: value" line per field, or its JSON.
-    #[arg(allow_hyphen_values = true)]
+    #[arg(allow_hyphen_values = true, conflicts_with = "building")]
     pub text: Option<String>,
+    #[command(flatten)]
+    pub fields: FieldArgs,
+    /// Wait up to this many seconds for the review and print it (default: 100 for an agent a runner
+    /// started, i.e. with $AGENCY_BRIEF set; 0 otherwise).
+    #[arg(long, value_name = "SECS")]
+    pub wait: Option<u64>,
 }
+
+/// The teachback as one flag per field: one shell line, no file or here-document needed (what an agent
+/// whose edits are still blocked can run).
+#[derive(Debug, clap::Args)]
+pub struct FieldArgs {
+    /// What you understand you are building.
+    #[arg(long, value_name = "TEXT", requires_all = ["constraints", "approach", "most_likely_wrong", "least_confident"])]
+    pub building: Option<String>,
+    /// A constraint you work within; repeat for several.
+    #[arg(long = "constraint", value_name = "TEXT", requires = "building")]
+    pub constraints: Vec<String>,
+    /// An interface you produce or consume; repeat for several.
+    #[arg(long = "interface", value_name = "TEXT", requires = "building")]
+    pub interfaces: Vec<String>,
+    /// Your approach, briefly.
+    #[arg(long, value_name = "TEXT", requires = "building")]
+    pub approach: Option<String>,
+    /// The part of your understanding most likely to be wrong.
+    #[arg(long, value_name = "TEXT", requires = "building")]
+    pub most_likely_wrong: Option<String>,
+    /// What you are least confident about.
+    #[arg(long, value_name = "TEXT", requires = "building")]
+    pub least_confident: Option<String>,
+    /// The first thing you will do once allowed.
+    #[arg(long, value_name = "TEXT", requires = "building")]
+    pub first_action: Option<String>,
+}
+
+impl FieldArgs {
+    fn teachback(&self) -> Option<Teachback> {
+        Some(Teachback {
+            building: self.building.clone()?,
+            key_constraints: self.constraints.clone(),
+            interfaces: self.interfaces.clone(),
+            approach: self.approach.clone().unwrap_or_default(),
+            most_likely_wrong: self.most_likely_wrong.clone().unwrap_or_default(),
+            least_confident: self.least_confident.clone().unwrap_or_default(),
+            first_action: self.first_action.clone(),
+        })
+    }
+}
+
+/// How long an agent a runner started waits for its review by default: under the two minutes Claude
+/// Code gives a Bash command, so the wait ends with an answer rather than being killed.
+const AGENT_WAIT_SECS: u64 = 100;
+/// How often the blackboard is read while waiting.
+const WAIT_POLL: Duration = Duration::from_millis(200);
 
 /// `agency teachback approve <brief> [--note ...]`
 #[derive(Debug, clap::Args)]
@@ -87,6 +148,12 @@ fn apply(
 }
 
 fn read_teachback(args: &SubmitArgs) -> CommandResult<Teachback> {
+    if let Some(teachback) = args.fields.teachback() {
+        return teachback.validate().map(|()| teachback).map_err(|e| {
+            CommandError::input(format!("the teachback is incomplete: {} must not be empty", e.missing.join(", ")))
+                .hint("give --building, --constraint (one or more), --approach, --most-likely-wrong and --least-confident")
+        });
+    }
     let text = match (&args.text, &args.file) {
         (Some(text), _) => text.clone(),
         (None, Some(path)) if path.as_os_str() != "-" => std::fs::read_to_string(path)
@@ -116,6 +183,7 @@ pub fn submit(ctx: &Context, args: SubmitArgs) -> CommandResult {
     let store = ctx.open_store()?;
     let id = resolve_brief(&store, args.brief.as_deref())?;
     let brief = store.get_brief(id).map_err(store_error)?;
+    let cursor = store.last_seq(Some(brief.run)).map_err(store_error)?;
     let payload = json!({"teachback": teachback, "text": teachback.to_string(), "via": "cli"});
     let after = apply(
         &store,
@@ -130,10 +198,79 @@ pub fn submit(ctx: &Context, args: SubmitArgs) -> CommandResult {
         brief.title,
         after.teachback
     );
-    if after.teachback != agency_core::TeachbackState::Active {
+    if after.teachback == TeachbackState::Active {
+        return Ok(());
+    }
+    let runner_started = std::env::var(ENV_BRIEF).is_ok_and(|v| !v.is_empty());
+    let wait = args
+        .wait
+        .unwrap_or(if runner_started { AGENT_WAIT_SECS } else { 0 });
+    if wait == 0 {
         println!("wait for the reviewer: edits stay blocked until the teachback is approved");
+        return Ok(());
+    }
+    println!("waiting up to {wait} s for the review...");
+    match wait_for_review(&store, &after, cursor, Duration::from_secs(wait))? {
+        Some(message) => println!("{message}"),
+        None => {
+            println!(
+                "No review yet after {wait} s. Reading is allowed meanwhile; `agency teachback show` shows the \
+                 review once it is made (approved: go on; corrections: address them and submit again)."
+            );
+            let config = super::team_config(ctx)?;
+            let current = store.get_brief(after.id).map_err(store_error)?;
+            raise_due(&store, &current, &config.teachback, Utc::now()).map_err(store_error)?;
+        }
     }
     Ok(())
+}
+
+/// Waits until `brief` leaves `under_review` and returns the message of the review that moved it (read
+/// from the events after `cursor`), or `None` when `limit` passes first.
+fn wait_for_review(
+    store: &dyn Blackboard,
+    brief: &Brief,
+    cursor: i64,
+    limit: Duration,
+) -> CommandResult<Option<String>> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let current = store.get_brief(brief.id).map_err(store_error)?;
+        if current.teachback != TeachbackState::UnderReview {
+            return Ok(Some(review_message_after(store, &current, cursor)?));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(WAIT_POLL);
+    }
+}
+
+/// The message of the latest review of `brief` recorded after `cursor`.
+fn review_message_after(store: &dyn Blackboard, brief: &Brief, cursor: i64) -> CommandResult<String> {
+    let mut after = cursor;
+    let mut message = None;
+    loop {
+        let page = store
+            .events_after(Some(brief.run), after, 500)
+            .map_err(store_error)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for event in page.iter().filter(|e| e.brief == Some(brief.id)) {
+            if matches!(
+                event.kind,
+                EventKind::TeachbackApproved | EventKind::TeachbackCorrected
+            ) {
+                message = event.payload["message"].as_str().map(String::from);
+            }
+        }
+    }
+    Ok(message.unwrap_or_else(|| {
+        format!(
+            "The teachback is now {}; `agency teachback show` shows the review.",
+            brief.teachback
+        )
+    }))
 }
 
 fn review(ctx: &Context, typed: &str, verdict: ReviewVerdict, note: Option<String>) -> CommandResult<Brief> {
@@ -145,12 +282,9 @@ fn review(ctx: &Context, typed: &str, verdict: ReviewVerdict, note: Option<Strin
         reviewer: decider(),
         note,
     };
-    let kind = match review.verdict {
-        ReviewVerdict::Approved => EventKind::TeachbackApproved,
-        ReviewVerdict::Corrections(_) => EventKind::TeachbackCorrected,
-    };
-    let payload = serde_json::to_value(&review).map_err(|e| CommandError::internal(e.to_string()))?;
-    apply(&store, &brief, &review.action(), kind, payload)?;
+    // The same record the runner writes when it reviews, with the message the agent will read.
+    let payload = review_payload(&brief, &review);
+    apply(&store, &brief, &review.action(), review_kind(&review), payload)?;
     Ok(brief)
 }
 

@@ -1,0 +1,306 @@
+//! `agency run` with a real Claude Code implementer (`tiers.t4.runtime: claude-code`) against the fake
+//! Anthropic server, the rest of the run scripted (`--script`): the implementer is denied a Write while its
+//! blocking teachback is pending, teaches back with `agency teachback submit`, which waits for the review
+//! the runner makes from the blackboard and prints it — corrections first (the gate quotes them when it
+//! denies the next Write), then, resubmitted, approval; the Write then runs in the implementer's own
+//! worktree, agency verifies and merges the fix, and the run succeeds.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use agency_core::event::EventKind;
+use agency_core::{Event, Tier};
+use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+use agency_testkit::{FakeAnthropic, Reply};
+use serde_json::json;
+
+use crate::hook_claude::run_with_deadline;
+use crate::hook_support::e2e_client;
+use crate::support::Repo;
+
+const GOAL: &str = "Fix the pagination bug: page 1 must start at the first item, and every test must pass.";
+
+const FIXED: &str = "\"\"\"Split a list into pages for display.\"\"\"\n\n\ndef page(items, number, size):\n    \
+\"\"\"Return page `number` (counted from 1) of `items`, `size` items per page.\"\"\"\n    \
+start = (number - 1) * size\n    return items[start:start + size]\n\n\ndef page_count(items, size):\n    \
+\"\"\"How many pages `items` fill at `size` items per page.\"\"\"\n    return (len(items) + size - 1) // size\n";
+
+const REPORT: &str = "Fixed.\n```json\n{\"status\": \"done\", \"summary\": \"page() starts at (number - 1) * size\", \
+\"evidence\": [{\"path\": \"pagination.py\", \"quote\": \"    start = (number - 1) * size\"}]}\n```";
+
+fn demo_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo")
+}
+
+/// The demo repository, committed, with agency initialised and T4 on Claude Code.
+fn repo_with_claude_code_implementers() -> Repo {
+    let repo = Repo::new();
+    for name in ["pagination.py", "test_pagination.py", ".gitignore"] {
+        std::fs::copy(demo_dir().join("repo").join(name), repo.path().join(name)).unwrap();
+    }
+    repo.git(&["add", "."]);
+    repo.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "start",
+    ]);
+    repo.agency(&["init"]).success();
+    let config = repo.path().join(".agency/team.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let auto = "fast-cheap        # implementer: atomic tasks\n    runtime: auto ";
+    assert!(text.contains(auto), "{text}");
+    let text = text.replacen(
+        auto,
+        "fast-cheap        # implementer: atomic tasks\n    runtime: claude-code ",
+        1,
+    );
+    std::fs::write(&config, text).unwrap();
+    repo.agency(&["config", "check"]).success();
+    repo
+}
+
+/// The demo's script with a reviewer that asks for corrections of a first draft (a teachback saying
+/// `FIRST-DRAFT`) before it approves.
+fn script_with_a_correcting_reviewer(repo: &Repo) -> PathBuf {
+    let demo = std::fs::read_to_string(demo_dir().join("script.yaml")).unwrap();
+    let correcting = "replies:\n  - role: teachback-reviewer\n    contains: FIRST-DRAFT\n    reply:\n      \
+        tool_calls:\n        - name: review_teachback\n          input: {approved: false, corrections: \
+        [\"say what happens past the last page\"]}\n";
+    assert!(demo.contains("replies:\n"));
+    let script = demo.replacen("replies:\n", correcting, 1);
+    let path = repo.path().join(".agency/script.yaml");
+    std::fs::write(&path, script).unwrap();
+    path
+}
+
+/// `agency teachback submit` as the implementer runs it, one line, with `least` as its least sure part.
+fn submit_command(least: &str) -> String {
+    format!(
+        "{} teachback submit --building 'a fix for page() so that pages count from 1' \
+         --constraint 'do not edit test_pagination.py' --constraint 'page_count() stays as it is' \
+         --interface 'page(items, number, size) returns a list' \
+         --approach 'start at (number - 1) * size' --most-likely-wrong 'whether page 0 must keep working' \
+         --least-confident '{least}'",
+        env!("CARGO_BIN_EXE_agency")
+    )
+}
+
+/// What the fake model has Claude Code do, turn by turn.
+fn implementer_script() -> Vec<Reply> {
+    let write = || Reply::tool_use("Write", json!({"file_path": "pagination.py", "content": FIXED}));
+    let bash =
+        |command: String| Reply::tool_use("Bash", json!({"command": command, "description": "Teach back"}));
+    vec![
+        Reply::tool_use("Read", json!({"file_path": "pagination.py"})),
+        // Denied: the teachback is blocking and has not been sent.
+        write(),
+        bash(submit_command("FIRST-DRAFT pages past the last one")),
+        // Denied again: the teachback must be corrected first.
+        write(),
+        bash(submit_command("an empty list past the last page seems right")),
+        write(),
+        Reply::text(REPORT),
+    ]
+}
+
+/// Runs `agency run` in the repository with Claude Code's model endpoint pointing at `server`.
+fn agency_run(repo: &Repo, server: &FakeAnthropic) -> Output {
+    let script = script_with_a_correcting_reviewer(repo);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agency"));
+    command
+        .args([
+            "run",
+            GOAL,
+            "--script",
+            script.to_str().unwrap(),
+            "--auto-approve",
+        ])
+        .current_dir(repo.path())
+        .env_remove("AGENCY_DB")
+        .env_remove("AGENCY_CONFIG")
+        .env_remove("AGENCY_BRIEF")
+        .env("NO_COLOR", "1")
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "dummy-key-for-the-fake")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    run_with_deadline(command, Duration::from_secs(180))
+}
+
+fn all_events(store: &SqliteBlackboard, run: agency_core::RunId) -> Vec<Event> {
+    store.events_after(Some(run), 0, usize::MAX).unwrap()
+}
+
+fn git_show(repo: &Path, what: &str) -> String {
+    let out = Command::new("git")
+        .args(["show", what])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git show {what}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_claude_code_implementer_teaches_back_is_reviewed_by_the_runner_and_its_fix_merges() {
+    if !e2e_client("claude") {
+        return;
+    }
+    let repo = repo_with_claude_code_implementers();
+    let server = FakeAnthropic::start(implementer_script()).expect("fake server");
+
+    let out = agency_run(&repo, &server);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "agency run failed:\nstdout:\n{stdout}\nstderr:\n{stderr}\ntool results:\n{:#?}",
+        server.tool_results()
+    );
+    assert!(stdout.contains("t4: claude-code (configured)"), "{stdout}");
+    assert!(stdout.contains("t5: builtin (auto in a scripted run"), "{stdout}");
+
+    // What Claude Code was told: the gate's denial, the corrections (printed by the teachback command, then
+    // quoted by the gate), and the approval.
+    let results: Vec<String> = server
+        .tool_results()
+        .iter()
+        .map(|r| r["content"].to_string())
+        .collect();
+    let first = |needle: &str| {
+        results
+            .iter()
+            .position(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("`{needle}` never reached the model: {results:#?}"))
+    };
+    let pending = first("while the teachback is pending");
+    let corrections = first(
+        "Teachback corrections requested by t3/ws-fix-pagination: 1. say what happens past the last page",
+    );
+    let quoted = first("The reviewer asked for corrections: 1. say what happens past the last page");
+    let approved = first("Teachback approved by t3/ws-fix-pagination");
+    assert!(
+        pending < corrections && corrections < quoted && quoted < approved,
+        "{results:#?}"
+    );
+    assert!(
+        server.message_requests()[0]["messages"][0]["content"]
+            .to_string()
+            .contains("teachback submit --building"),
+        "the prompt does not say how to teach back"
+    );
+
+    // The fix is on the integration branch; the repository's own checkout is untouched.
+    let branch = stdout
+        .lines()
+        .find_map(|l| l.split("review and merge branch ").nth(1))
+        .unwrap_or_else(|| panic!("no branch in {stdout}"))
+        .trim()
+        .to_string();
+    assert!(
+        git_show(repo.path(), &format!("{branch}:pagination.py")).contains("start = (number - 1) * size")
+    );
+    assert!(
+        std::fs::read_to_string(repo.path().join("pagination.py"))
+            .unwrap()
+            .contains("start = number * size")
+    );
+
+    // Everything is on the blackboard.
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = store.list_runs().unwrap()[0].clone();
+    assert_eq!(run.status, RunStatus::Succeeded);
+    let events = all_events(&store, run.id);
+    let implementer = store
+        .list_briefs(run.id)
+        .unwrap()
+        .into_iter()
+        .find(|b| b.tier == Tier::T4)
+        .unwrap();
+    let of_implementer: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.brief == Some(implementer.id))
+        .collect();
+    let spawned = of_implementer
+        .iter()
+        .find(|e| e.kind == EventKind::Spawned)
+        .unwrap();
+    assert_eq!(spawned.payload["runtime"], "claude-code");
+    let tool_calls: Vec<(String, bool)> = of_implementer
+        .iter()
+        .filter(|e| e.kind == EventKind::Log && e.payload["tag"] == "TOOL")
+        .map(|e| {
+            let message = e.payload["message"].as_str().unwrap();
+            let tool = message.split_whitespace().nth(1).unwrap_or_default().to_string();
+            (tool, e.payload["allowed"].as_bool().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        tool_calls,
+        [
+            ("Read".to_string(), true),
+            ("Write".to_string(), false),
+            ("Bash".to_string(), true),
+            ("Write".to_string(), false),
+            ("Bash".to_string(), true),
+            ("Write".to_string(), true)
+        ],
+        "{of_implementer:#?}"
+    );
+    let denied = of_implementer
+        .iter()
+        .find(|e| e.kind == EventKind::TeachbackDenied)
+        .expect("the hook recorded its denial");
+    assert_eq!(denied.payload["tool"], "Write");
+    let submitted = of_implementer
+        .iter()
+        .find(|e| e.kind == EventKind::TeachbackSubmitted)
+        .unwrap();
+    assert_eq!(
+        (
+            submitted.payload["via"].as_str(),
+            submitted.payload["to"].as_str()
+        ),
+        (Some("cli"), Some("under_review"))
+    );
+    let corrected = of_implementer
+        .iter()
+        .find(|e| e.kind == EventKind::TeachbackCorrected)
+        .expect("the runner recorded its corrections");
+    assert_eq!(
+        corrected.payload["verdict"]["corrections"],
+        json!(["say what happens past the last page"])
+    );
+    assert_eq!(corrected.payload["to"], "correcting");
+    let review = of_implementer
+        .iter()
+        .find(|e| e.kind == EventKind::TeachbackApproved)
+        .expect("the runner recorded its review");
+    assert_eq!(review.payload["reviewer"], "t3/ws-fix-pagination");
+    assert_eq!(review.payload["verdict"], "approved");
+    assert_eq!(review.payload["to"], "active");
+    assert!(
+        review.payload["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Teachback approved by t3/ws-fix-pagination")
+    );
+    let usage = of_implementer
+        .iter()
+        .find(|e| e.kind == EventKind::Usage)
+        .expect("claude-code's usage");
+    assert_eq!(usage.payload["provider"], "claude-code");
+    assert!(usage.payload["output_tokens"].as_u64().unwrap() > 0);
+    // The API key reached Claude Code (it talked to the fake) but no event.
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.payload.to_string().contains("dummy-key-for-the-fake"))
+    );
+}

@@ -1,0 +1,188 @@
+//! Teachbacks sent through the blackboard (as Claude Code and Codex agents send them, through `agency
+//! hook` or `agency teachback submit`) are reviewed by the runner; a reviewer that keeps failing ends in
+//! the algedonic ALERT, with the brief left under review for a human. The agent here stands in for an
+//! external CLI: it writes its submission to the blackboard exactly as `agency teachback submit` does and
+//! then waits, so the runner's side is what is tested (the real Claude Code flow is in the CLI's
+//! `run_claude` test).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agency_core::event::{EventKind, NewEvent};
+use agency_core::{TeachbackState, Tier};
+use agency_engine::{Engine, EngineOptions};
+use agency_exec::runtime::{
+    AgentHooks, AgentLimits, AgentOutcome, AgentStop, AgentTask, BuiltinRuntime, Runtime, RuntimeError,
+};
+use agency_llm::{BoxFuture, CancelToken, Provider, Script, ScriptedProvider};
+use agency_store::Blackboard;
+use serde_json::json;
+
+use crate::support::{GOAL, Project, config, events};
+
+/// Sends its teachback through the blackboard and waits to be stopped.
+#[derive(Debug)]
+struct BoardAgent {
+    store: Arc<dyn Blackboard>,
+}
+
+impl Runtime for BoardAgent {
+    fn name(&self) -> &'static str {
+        "board-agent"
+    }
+
+    fn teachback_on_blackboard(&self) -> bool {
+        true
+    }
+
+    fn run<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        _hooks: &'a dyn AgentHooks,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        Box::pin(async move {
+            let brief = &task.brief;
+            let teachback = json!({
+                "building": "add.sh that adds", "key_constraints": ["only add.sh"], "interfaces": [],
+                "approach": "swap the operator", "most_likely_wrong": "nothing", "least_confident": "the tests",
+            });
+            let event = NewEvent::new(
+                brief.run,
+                EventKind::TeachbackSubmitted,
+                json!({"teachback": teachback, "via": "cli", "from": "pending", "to": "under_review"}),
+            )
+            .brief(brief.id);
+            self.store
+                .set_teachback_state(
+                    brief.id,
+                    TeachbackState::Pending,
+                    TeachbackState::UnderReview,
+                    event,
+                )
+                .map_err(|e| RuntimeError::Other(e.to_string()))?;
+            cancel.cancelled().await;
+            Ok(AgentOutcome {
+                report: None,
+                stop: AgentStop::Cancelled,
+                session_id: None,
+            })
+        })
+    }
+}
+
+/// The simple profile with a blocking implementer and no reviewer in the script: every review fails.
+fn engine(project: &Project) -> Engine {
+    let script = include_str!("../scripts/simple.yaml").replace(
+        "variety: { novelty: 1, scope: 1, uncertainty: 1, risk: 1 }",
+        "variety: { novelty: 1, scope: 2, uncertainty: 2, risk: 2 }\n                  \
+         shallower_path_reason: \"one operator in one file\"",
+    );
+    assert!(!script.contains("teachback-reviewer"));
+    let provider: Arc<dyn Provider> = Arc::new(ScriptedProvider::new(Script::from_yaml(&script).unwrap()));
+    let store: Arc<dyn Blackboard> = project.store.clone();
+    let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
+    let mut providers: BTreeMap<Tier, Arc<dyn Provider>> = BTreeMap::new();
+    for tier in Tier::ALL {
+        let runtime: Arc<dyn Runtime> = if tier == Tier::T4 {
+            Arc::new(BoardAgent { store: store.clone() })
+        } else {
+            Arc::new(BuiltinRuntime::new(provider.clone()))
+        };
+        runtimes.insert(tier, runtime);
+        providers.insert(tier, provider.clone());
+    }
+    let options = EngineOptions {
+        auto_approve: true,
+        worker: "test-runner".into(),
+        poll: Duration::from_millis(20),
+        worktrees: project.dir.path().join("worktrees"),
+        limits: AgentLimits {
+            max_turns: 8,
+            timeout: Duration::from_secs(30),
+            command_timeout: Duration::from_secs(10),
+            ..AgentLimits::default()
+        },
+        output_retries: 2,
+    };
+    Engine::new(
+        store,
+        config(),
+        project.repo.clone(),
+        runtimes,
+        providers,
+        options,
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_reviewer_that_keeps_failing_raises_the_alert_and_leaves_the_brief_under_review() {
+    let project = Project::new();
+    let engine = engine(&project);
+    let run = engine.start(GOAL).unwrap();
+    let cancel = CancelToken::new();
+    let driving = {
+        let engine = engine.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move { engine.drive(run.id, &cancel).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let alert = loop {
+        let found = events(project.store.as_ref(), run.id)
+            .into_iter()
+            .find(|e| e.kind == EventKind::Alert);
+        if let Some(alert) = found {
+            break alert;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no ALERT was raised:\n{:#?}",
+            events(project.store.as_ref(), run.id)
+                .iter()
+                .map(|e| format!(
+                    "{} {:?} {}",
+                    e.kind.as_str(),
+                    e.brief.map(|b| b.short()),
+                    e.payload
+                ))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    cancel.cancel();
+    let _ = driving.await;
+
+    let message = alert.payload["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "META-BLOCK: orchestrator unreachable: the teachback of fix-add could not be reviewed"
+        ),
+        "{message}"
+    );
+    assert_eq!(alert.payload["teachback_state"], "under_review");
+    let implementer = project
+        .briefs(run.id)
+        .into_iter()
+        .find(|b| b.tier == Tier::T4)
+        .unwrap();
+    assert_eq!(alert.brief, Some(implementer.id));
+    assert_eq!(implementer.teachback, TeachbackState::UnderReview);
+    let all = events(project.store.as_ref(), run.id);
+    let failures = all
+        .iter()
+        .filter(|e| {
+            e.kind == EventKind::Log
+                && e.payload["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("teachback failed"))
+        })
+        .count();
+    assert_eq!(failures, 3);
+    assert_eq!(all.iter().filter(|e| e.kind == EventKind::Alert).count(), 1);
+    assert!(!all.iter().any(|e| matches!(
+        e.kind,
+        EventKind::TeachbackApproved | EventKind::TeachbackCorrected
+    )));
+}
