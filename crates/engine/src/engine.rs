@@ -14,13 +14,14 @@ use agency_core::gate::{GateDecision, GateKind};
 use agency_core::tiers::{BriefRole, PLAN_TITLE, RUN_WORKSTREAM};
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 use agency_exec::Repo;
-use agency_exec::runtime::{Access, AgentLimits, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use agency_exec::runtime::{Access, AgentLimits, AgentStop, AgentTask, Runtime, RuntimeError};
 use agency_llm::{CancelToken, Provider};
 use agency_store::{Blackboard, NewArtifact, NewRun, Run, RunStatus};
 use serde_json::json;
 use tokio::task::JoinSet;
 
 use crate::branches::RunBranches;
+use crate::crew::AgentEnd;
 use crate::error::{EngineError, Result};
 use crate::hooks::{Reviewer, RunnerHooks};
 use crate::task::{Input, call_meta, render_prompt, system_blocks};
@@ -191,54 +192,37 @@ impl Engine {
         RunBranches::new(self.repo.clone(), run, &self.options.worktrees)
     }
 
-    /// Drives `run` until it succeeds, fails, halts or is cancelled. Safe to call on a run another runner
-    /// was driving when it died: claims it left behind are released first.
+    /// Drives `run` until it succeeds, fails, halts or is cancelled: the run's one driver (tier handling,
+    /// gates, merges), running agents itself and beside any [`Engine::work`]ers on the same blackboard.
+    /// Safe to call on a run another runner was driving when it died: claims it left behind are released
+    /// first (what `agency run --resume` means), and claims of workers that died later are taken back
+    /// when their lease ends.
     pub async fn drive(&self, run: RunId, cancel: &CancelToken) -> Result<DriveOutcome> {
         self.release_orphaned_claims(run)?;
-        let mut agents: JoinSet<(BriefId, std::result::Result<AgentOutcome, RuntimeError>)> = JoinSet::new();
-        let concurrency = usize::try_from(self.config.runner.concurrency.max(1)).unwrap_or(1);
+        let mut crew = crate::crew::Crew::new(self);
         let mut outbox = crate::notify::Outbox::open(self, run);
         let mut board_reviews = crate::board_review::BoardReviews::default();
         loop {
             if cancel.is_cancelled() {
-                agents.abort_all();
+                crew.abort_all();
                 return Err(EngineError::Cancelled);
             }
             let record = self.store.get_run(run)?;
             outbox.deliver(self, &record).await;
             if record.status.is_terminal() {
-                agents.abort_all();
+                crew.abort_all();
                 return Ok(self.outcome(&record));
             }
+            crew.reclaim_expired(self, run)?;
             let waiting = self.tend_gates(run)?;
             board_reviews.tend(self, run, cancel)?;
             let progressed = crate::advance::advance(self, run).await?;
             let mut spawned = false;
             if !waiting && !self.paused(run)? {
-                while agents.len() < concurrency {
-                    let Some(brief) = self.store.claim_next_brief(Some(run), &self.options.worker)? else {
-                        break;
-                    };
-                    self.spawn_agent(&mut agents, brief, cancel)?;
-                    spawned = true;
-                }
+                spawned = crew.fill(self, run, cancel)?;
             }
-            if !agents.is_empty() {
-                tokio::select! {
-                    joined = agents.join_next() => {
-                        if let Some(joined) = joined {
-                            let (brief, outcome) = joined.map_err(|e| EngineError::State(format!("agent task: {e}")))?;
-                            self.finish_agent(brief, outcome).await?;
-                            // Agents that finished meanwhile are recorded too before the next pass over the
-                            // run: one pass per batch of finished agents, not one per agent.
-                            while let Some(joined) = agents.try_join_next() {
-                                let (brief, outcome) = joined.map_err(|e| EngineError::State(format!("agent task: {e}")))?;
-                                self.finish_agent(brief, outcome).await?;
-                            }
-                        }
-                    }
-                    () = tokio::time::sleep(self.options.poll) => {}
-                }
+            if !crew.is_empty() {
+                crew.collect(self, self.options.poll).await?;
                 continue;
             }
             if !(spawned || progressed) {
@@ -342,9 +326,9 @@ impl Engine {
         }
     }
 
-    fn spawn_agent(
+    pub(crate) fn spawn_agent(
         &self,
-        agents: &mut JoinSet<(BriefId, std::result::Result<AgentOutcome, RuntimeError>)>,
+        agents: &mut JoinSet<(BriefId, AgentEnd)>,
         brief: Brief,
         cancel: &CancelToken,
     ) -> Result<()> {
@@ -388,9 +372,16 @@ impl Engine {
         )?;
         let cancel = cancel.child();
         let id = brief.id;
+        let claim =
+            crate::crew::hold_claim(self.store.clone(), id, self.options.worker.clone(), self.lease());
         agents.spawn(async move {
-            let outcome = runtime.run(&task, &hooks, &cancel).await;
-            (id, outcome)
+            tokio::select! {
+                outcome = runtime.run(&task, &hooks, &cancel) => (id, AgentEnd::Finished(Box::new(outcome))),
+                () = claim => {
+                    cancel.cancel();
+                    (id, AgentEnd::ClaimLost)
+                }
+            }
         });
         Ok(())
     }
@@ -502,13 +493,17 @@ impl Engine {
 
     /// Records an agent's outcome: a valid report moves the brief to `verifying` for [`crate::advance`];
     /// anything else is a failure for the escalation ladder.
-    async fn finish_agent(
-        &self,
-        id: BriefId,
-        outcome: std::result::Result<AgentOutcome, RuntimeError>,
-    ) -> Result<()> {
+    pub(crate) async fn finish_agent(&self, id: BriefId, end: AgentEnd) -> Result<()> {
+        let AgentEnd::Finished(outcome) = end else {
+            return Ok(());
+        };
+        let outcome = *outcome;
         let brief = self.store.get_brief(id)?;
-        if brief.status != BriefStatus::Running {
+        // Cancelled meanwhile, or reclaimed by another runner after this one's lease ran out: the brief is
+        // no longer this agent's to report on.
+        if brief.status != BriefStatus::Running
+            || brief.claimed_by.as_deref() != Some(self.options.worker.as_str())
+        {
             return Ok(());
         }
         let role = BriefRole::of(&brief);

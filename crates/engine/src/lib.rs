@@ -7,6 +7,7 @@ pub mod advance;
 mod board_review;
 pub mod branches;
 pub mod budget;
+mod crew;
 pub mod engine;
 pub mod error;
 mod failure;

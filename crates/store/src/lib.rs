@@ -50,10 +50,11 @@ pub use record::{
 };
 pub use sqlite::SqliteBlackboard;
 
-/// How long a claim lasts unless renewed: a worker that claimed a brief renews it
-/// ([`Blackboard::renew_claim`]) well within this while it works; a claim not renewed in time is taken back
-/// by [`Blackboard::reclaim_expired`], so a brief whose worker died (a lost machine) is not stuck `running`.
-pub const CLAIM_LEASE: chrono::Duration = chrono::Duration::minutes(10);
+/// How long a claim lasts unless renewed, when the claimer has no setting of its own (team.yaml's
+/// `runner.claim_lease_seconds`): a worker that claimed a brief renews it ([`Blackboard::renew_claim`]) well
+/// within its lease while it works; a claim not renewed in time is taken back by
+/// [`Blackboard::reclaim_expired`], so a brief whose worker died (a lost machine) is not stuck `running`.
+pub const DEFAULT_CLAIM_LEASE: chrono::Duration = chrono::Duration::minutes(10);
 
 /// The blackboard's operations. Synchronous; a handle is shared between threads (`Send + Sync`) and several
 /// handles (or processes) may work on one store at once. See the crate docs for which event each operation
@@ -136,22 +137,28 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     -> Result<Brief>;
 
     /// Atomically claims the oldest `pending` brief (of one run, or of any run) whose `depends_on` are all
-    /// `done`: moves it to `running` with `claimed_by = claimer` and writes `brief_status` (payload: `from`,
-    /// `to`, `claimed_by`). Two claimers never get the same brief. `None` when nothing is claimable. Gates,
-    /// run status and budgets are the caller's to check.
-    fn claim_next_brief(&self, run: Option<RunId>, claimer: &str) -> Result<Option<Brief>>;
+    /// `done`: moves it to `running` with `claimed_by = claimer`, a lease of `lease` from now (the handle's
+    /// clock), and writes `brief_status` (payload: `from`, `to`, `claimed_by`). Two claimers never get the
+    /// same brief. `None` when nothing is claimable. Gates, run status and budgets are the caller's to check.
+    fn claim_next_brief(
+        &self,
+        run: Option<RunId>,
+        claimer: &str,
+        lease: chrono::Duration,
+    ) -> Result<Option<Brief>>;
 
-    /// Extends the claim on a `running` brief held by `claimer` to [`CLAIM_LEASE`] from now (the handle's
-    /// clock); a worker calls it periodically while it works. `Conflict` (nothing written) when the brief
-    /// is no longer `running` or is claimed by someone else, for example after it was reclaimed. No event:
-    /// this is bookkeeping.
-    fn renew_claim(&self, id: BriefId, claimer: &str) -> Result<Brief>;
+    /// Extends the claim on a `running` brief held by `claimer` to `lease` from now (the handle's clock); a
+    /// worker calls it periodically while it works. `Conflict` (nothing written) when the brief is no
+    /// longer `running` or is claimed by someone else, for example after it was reclaimed. No event: this
+    /// is bookkeeping.
+    fn renew_claim(&self, id: BriefId, claimer: &str, lease: chrono::Duration) -> Result<Brief>;
 
-    /// Moves every `running` brief whose claim lease ended before `now` back to `pending` (clearing
-    /// `claimed_by`, so it can be claimed again) and writes `brief_status` for each (payload: `from`, `to`,
-    /// `claimed_by` (the claimer that lost it), `reason: "lease_expired"`). Returns them, oldest first.
-    /// A brief moved to `running` other than by a claim has no lease and is never reclaimed.
-    fn reclaim_expired(&self, now: DateTime<Utc>) -> Result<Vec<Brief>>;
+    /// Moves every `running` brief (of one run, or of any run) whose claim lease ended before `now` back to
+    /// `pending` (clearing `claimed_by`, so it can be claimed again) and writes `brief_status` for each
+    /// (payload: `from`, `to`, `claimed_by` (the claimer that lost it), `reason: "lease_expired"`). Returns
+    /// them, oldest first. Two reclaimers never both take the same brief. A brief moved to `running` other
+    /// than by a claim has no lease and is never reclaimed.
+    fn reclaim_expired(&self, run: Option<RunId>, now: DateTime<Utc>) -> Result<Vec<Brief>>;
 
     // --- session bindings -------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ use std::sync::Once;
 
 use agency_store::conformance::{Fixture, new_run, sample_brief};
 use agency_store::postgres::SCHEMA_VERSION;
-use agency_store::{Blackboard, NewRun, PostgresBlackboard, StoreError};
+use agency_store::{Blackboard, DEFAULT_CLAIM_LEASE, NewRun, PostgresBlackboard, StoreError};
 use postgres::{Client, NoTls};
 
 const URL_VAR: &str = "AGENCY_TEST_POSTGRES_URL";
@@ -182,11 +182,17 @@ fn a_claim_skips_a_brief_another_transaction_has_locked() {
     )
     .unwrap();
     // This claim neither waits for that worker nor takes its brief.
-    let claimed = bb.claim_next_brief(Some(run), "w2").unwrap().unwrap();
+    let claimed = bb
+        .claim_next_brief(Some(run), "w2", DEFAULT_CLAIM_LEASE)
+        .unwrap()
+        .unwrap();
     assert_eq!(claimed.id, second.id);
     tx.rollback().unwrap();
     assert_eq!(
-        bb.claim_next_brief(Some(run), "w2").unwrap().unwrap().id,
+        bb.claim_next_brief(Some(run), "w2", DEFAULT_CLAIM_LEASE)
+            .unwrap()
+            .unwrap()
+            .id,
         first.id
     );
 }

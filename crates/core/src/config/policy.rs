@@ -225,6 +225,10 @@ pub struct RunnerConfig {
     pub concurrency: u32,
     /// Keep a failed brief's worktree for inspection instead of removing it. Default true.
     pub keep_worktrees_on_failure: bool,
+    /// How long a claim on a brief lasts unless its runner renews it (every third of it while the agent
+    /// works): a runner that died holding a claim loses it this long after its last renewal, and another
+    /// runner on the same blackboard takes the brief over. Default 600.
+    pub claim_lease_seconds: u32,
 }
 
 impl Default for RunnerConfig {
@@ -232,6 +236,7 @@ impl Default for RunnerConfig {
         RunnerConfig {
             concurrency: 4,
             keep_worktrees_on_failure: true,
+            claim_lease_seconds: 600,
         }
     }
 }

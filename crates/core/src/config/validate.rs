@@ -246,6 +246,7 @@ fn policies(config: &TeamConfig, issues: &mut Issues) {
     issues.at_least_one("signoff.verify_timeout_seconds", signoff.verify_timeout_seconds);
 
     issues.at_least_one("runner.concurrency", config.runner.concurrency);
+    issues.at_least_one("runner.claim_lease_seconds", config.runner.claim_lease_seconds);
 }
 
 fn budget_ok(path: &str, limit: &BudgetLimit, issues: &mut Issues) {

@@ -9,5 +9,6 @@ mod support;
 mod board_review;
 mod escalation;
 mod gates;
+mod leases;
 mod profiles;
 mod verdicts;

@@ -72,16 +72,32 @@ impl Project {
 
     /// A runner on this project answering every model call from `script` (YAML text).
     pub fn engine(&self, script: &str, config: TeamConfig, auto_approve: bool) -> Engine {
+        self.runner(script, config, auto_approve, "test-runner", |_, builtin| builtin)
+    }
+
+    /// A runner named `worker` whose agents are `runtime(tier, the built-in runtime on the script)`: one of
+    /// several runners on this project's blackboard, some with agents that are slow or never finish.
+    pub fn runner(
+        &self,
+        script: &str,
+        config: TeamConfig,
+        auto_approve: bool,
+        worker: &str,
+        runtime: impl Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime>,
+    ) -> Engine {
         let provider: Arc<dyn Provider> = Arc::new(ScriptedProvider::new(Script::from_yaml(script).unwrap()));
         let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
         let mut providers: BTreeMap<Tier, Arc<dyn Provider>> = BTreeMap::new();
         for tier in Tier::ALL {
-            runtimes.insert(tier, Arc::new(BuiltinRuntime::new(provider.clone())));
+            runtimes.insert(
+                tier,
+                runtime(tier, Arc::new(BuiltinRuntime::new(provider.clone()))),
+            );
             providers.insert(tier, provider.clone());
         }
         let options = EngineOptions {
             auto_approve,
-            worker: "test-runner".into(),
+            worker: worker.into(),
             poll: Duration::from_millis(20),
             worktrees: self.dir.path().join("worktrees"),
             limits: AgentLimits {

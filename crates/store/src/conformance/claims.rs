@@ -9,7 +9,10 @@ pub fn claiming_respects_dependencies_and_runs(factory: Factory<'_>) {
     let bb = fx.handle();
     let run = new_run(bb.as_ref());
     let other = new_run(bb.as_ref());
-    assert_eq!(bb.claim_next_brief(Some(run), "w").unwrap(), None);
+    assert_eq!(
+        bb.claim_next_brief(Some(run), "w", DEFAULT_CLAIM_LEASE).unwrap(),
+        None
+    );
 
     let first = sample_brief(run, "first");
     bb.insert_brief(&first).unwrap();
@@ -19,7 +22,10 @@ pub fn claiming_respects_dependencies_and_runs(factory: Factory<'_>) {
     let elsewhere = sample_brief(other, "elsewhere");
     bb.insert_brief(&elsewhere).unwrap();
 
-    let claimed = bb.claim_next_brief(Some(run), "worker-1").unwrap().unwrap();
+    let claimed = bb
+        .claim_next_brief(Some(run), "worker-1", DEFAULT_CLAIM_LEASE)
+        .unwrap()
+        .unwrap();
     assert_eq!(claimed.id, first.id);
     assert_eq!(claimed.status, BriefStatus::Running);
     assert_eq!(claimed.claimed_by.as_deref(), Some("worker-1"));
@@ -30,7 +36,8 @@ pub fn claiming_respects_dependencies_and_runs(factory: Factory<'_>) {
     assert_eq!(event.payload["claimed_by"], "worker-1");
 
     assert_eq!(
-        bb.claim_next_brief(Some(run), "worker-2").unwrap(),
+        bb.claim_next_brief(Some(run), "worker-2", DEFAULT_CLAIM_LEASE)
+            .unwrap(),
         None,
         "second waits for first"
     );
@@ -38,14 +45,24 @@ pub fn claiming_respects_dependencies_and_runs(factory: Factory<'_>) {
     bb.update_brief_status(first.id, BriefStatus::Running, BriefStatus::Done, done)
         .unwrap();
     assert_eq!(
-        bb.claim_next_brief(Some(run), "worker-2").unwrap().unwrap().id,
+        bb.claim_next_brief(Some(run), "worker-2", DEFAULT_CLAIM_LEASE)
+            .unwrap()
+            .unwrap()
+            .id,
         second.id
     );
-    assert_eq!(bb.claim_next_brief(Some(run), "worker-2").unwrap(), None);
+    assert_eq!(
+        bb.claim_next_brief(Some(run), "worker-2", DEFAULT_CLAIM_LEASE)
+            .unwrap(),
+        None
+    );
 
     let requeue = NewEvent::new(other, EventKind::Retried, json!({}));
     assert_eq!(
-        bb.claim_next_brief(None, "worker-3").unwrap().unwrap().id,
+        bb.claim_next_brief(None, "worker-3", DEFAULT_CLAIM_LEASE)
+            .unwrap()
+            .unwrap()
+            .id,
         elsewhere.id
     );
     let requeued = bb
@@ -53,14 +70,18 @@ pub fn claiming_respects_dependencies_and_runs(factory: Factory<'_>) {
         .unwrap();
     assert_eq!(requeued.claimed_by, None);
     assert_eq!(
-        bb.claim_next_brief(None, "worker-4")
+        bb.claim_next_brief(None, "worker-4", DEFAULT_CLAIM_LEASE)
             .unwrap()
             .unwrap()
             .claimed_by
             .as_deref(),
         Some("worker-4")
     );
-    assert_eq!(bb.claim_next_brief(None, "worker-4").unwrap(), None);
+    assert_eq!(
+        bb.claim_next_brief(None, "worker-4", DEFAULT_CLAIM_LEASE)
+            .unwrap(),
+        None
+    );
 }
 
 fn claim_all_in_threads(bbs: Vec<Arc<dyn Blackboard>>, run: RunId) -> HashMap<BriefId, Vec<String>> {
@@ -72,7 +93,10 @@ fn claim_all_in_threads(bbs: Vec<Arc<dyn Blackboard>>, run: RunId) -> HashMap<Br
                 scope.spawn(move || {
                     let name = format!("worker-{n}");
                     let mut mine = Vec::new();
-                    while let Some(brief) = bb.claim_next_brief(Some(run), &name).unwrap() {
+                    while let Some(brief) = bb
+                        .claim_next_brief(Some(run), &name, DEFAULT_CLAIM_LEASE)
+                        .unwrap()
+                    {
                         assert_eq!(brief.claimed_by.as_deref(), Some(name.as_str()));
                         mine.push((brief.id, name.clone()));
                     }
@@ -133,13 +157,15 @@ pub fn concurrent_claims_on_one_shared_handle_are_exclusive(factory: Factory<'_>
     assert_each_claimed_once(bb.as_ref(), &ids, &claims);
 }
 
-/// A claim holds for [`CLAIM_LEASE`](crate::CLAIM_LEASE) from when it was taken or last renewed; only its
+/// A claim holds for the lease its claimer asked for, from when it was taken or last renewed; only its
 /// claimer may renew it. `reclaim_expired` returns briefs whose lease ended to `pending`, unclaimed, with a
-/// `brief_status` event naming the claimer that lost it; they can be claimed again.
+/// `brief_status` event naming the claimer that lost it; they can be claimed again. A reclaim scoped to
+/// another run leaves them alone.
 pub fn expired_claims_are_reclaimed_with_an_event(factory: Factory<'_>) {
     let fx = factory();
     let t0 = Utc::now();
-    let lease = crate::CLAIM_LEASE;
+    // Not the default: the lease is the claimer's.
+    let lease = chrono::Duration::minutes(3);
     let minutes = chrono::Duration::minutes;
     let at = |t| fx.handle_with_clock(Arc::new(crate::SteppingClock::new(t, chrono::Duration::zero())));
     let bb = at(t0);
@@ -148,28 +174,39 @@ pub fn expired_claims_are_reclaimed_with_an_event(factory: Factory<'_>) {
     let idle = sample_brief(run, "unclaimed");
     bb.insert_briefs(&[brief.clone(), idle.clone()]).unwrap();
     assert_eq!(
-        bb.claim_next_brief(Some(run), "w1").unwrap().unwrap().id,
+        bb.claim_next_brief(Some(run), "w1", lease).unwrap().unwrap().id,
         brief.id
     );
 
     assert!(
-        bb.reclaim_expired(t0 + lease - minutes(1)).unwrap().is_empty(),
+        bb.reclaim_expired(None, t0 + lease - minutes(1))
+            .unwrap()
+            .is_empty(),
         "lease holds"
     );
-    let renewed = at(t0 + minutes(5)).renew_claim(brief.id, "w1").unwrap();
+    let renewed = at(t0 + minutes(2)).renew_claim(brief.id, "w1", lease).unwrap();
     assert_eq!(renewed.claimed_by.as_deref(), Some("w1"));
     assert!(matches!(
-        bb.renew_claim(brief.id, "w2"),
+        bb.renew_claim(brief.id, "w2", lease),
         Err(StoreError::Conflict { .. })
     ));
     assert!(matches!(
-        bb.renew_claim(idle.id, "w1"),
+        bb.renew_claim(idle.id, "w1", lease),
         Err(StoreError::Conflict { .. })
     ));
     let seq = bb.last_seq(Some(run)).unwrap();
     assert!(
-        bb.reclaim_expired(t0 + lease + minutes(1)).unwrap().is_empty(),
+        bb.reclaim_expired(None, t0 + lease + minutes(1))
+            .unwrap()
+            .is_empty(),
         "the renewal extended the lease"
+    );
+    let other = new_run(bb.as_ref());
+    assert!(
+        bb.reclaim_expired(Some(other), t0 + minutes(10_000))
+            .unwrap()
+            .is_empty(),
+        "a reclaim of another run"
     );
     assert_eq!(
         bb.last_seq(Some(run)).unwrap(),
@@ -177,7 +214,9 @@ pub fn expired_claims_are_reclaimed_with_an_event(factory: Factory<'_>) {
         "renewing and finding nothing write no event"
     );
 
-    let reclaimed = bb.reclaim_expired(t0 + minutes(5) + lease + minutes(1)).unwrap();
+    let reclaimed = bb
+        .reclaim_expired(Some(run), t0 + minutes(2) + lease + minutes(1))
+        .unwrap();
     assert_eq!(reclaimed.len(), 1);
     assert_eq!(reclaimed[0].id, brief.id);
     assert_eq!(reclaimed[0].status, BriefStatus::Pending);
@@ -192,11 +231,14 @@ pub fn expired_claims_are_reclaimed_with_an_event(factory: Factory<'_>) {
     assert_eq!(event[0].payload["claimed_by"], "w1");
     assert_eq!(event[0].payload["reason"], "lease_expired");
     assert!(matches!(
-        bb.renew_claim(brief.id, "w1"),
+        bb.renew_claim(brief.id, "w1", lease),
         Err(StoreError::Conflict { .. })
     ));
     assert_eq!(
-        bb.claim_next_brief(Some(run), "w2").unwrap().unwrap().id,
+        bb.claim_next_brief(Some(run), "w2", DEFAULT_CLAIM_LEASE)
+            .unwrap()
+            .unwrap()
+            .id,
         brief.id
     );
 
@@ -204,5 +246,38 @@ pub fn expired_claims_are_reclaimed_with_an_event(factory: Factory<'_>) {
     let done = NewEvent::new(run, EventKind::Completed, json!({}));
     bb.update_brief_status(brief.id, BriefStatus::Running, BriefStatus::Done, done)
         .unwrap();
-    assert!(bb.reclaim_expired(t0 + minutes(10_000)).unwrap().is_empty());
+    assert!(bb.reclaim_expired(None, t0 + minutes(10_000)).unwrap().is_empty());
+}
+
+/// 50 claims whose lease ended, 4 handles reclaiming at once (as the runners of several machines do): each
+/// brief is reclaimed by exactly one of them, with exactly one event.
+pub fn concurrent_reclaims_take_each_expired_claim_once(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let run = new_run(bb.as_ref());
+    let ids = insert_many(bb.as_ref(), run, 50);
+    let lease = chrono::Duration::seconds(1);
+    while bb.claim_next_brief(Some(run), "gone", lease).unwrap().is_some() {}
+    let seq = bb.last_seq(Some(run)).unwrap();
+    let later = Utc::now() + chrono::Duration::minutes(1);
+    let handles: Vec<Box<dyn Blackboard>> = (0..4).map(|_| fx.handle()).collect();
+    let reclaimed: Vec<BriefId> = std::thread::scope(|scope| {
+        let workers: Vec<_> = handles
+            .iter()
+            .map(|h| scope.spawn(move || h.reclaim_expired(Some(run), later).unwrap()))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .map(|b| b.id)
+            .collect()
+    });
+    let mut sorted = reclaimed.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), reclaimed.len(), "a brief reclaimed twice");
+    assert_eq!(reclaimed.len(), ids.len(), "every expired claim reclaimed");
+    let events = bb.events_after(Some(run), seq, 1000).unwrap();
+    assert_eq!(events.len(), ids.len(), "one event per reclaimed brief");
+    assert!(events.iter().all(|e| e.payload["reason"] == "lease_expired"));
 }

@@ -43,8 +43,8 @@ pub use runs::*;
 pub use sessions::*;
 
 use crate::{
-    Blackboard, Clock, NewArtifact, NewGate, NewRun, Result, RunStatus, SteppingClock, StoreError,
-    SystemClock,
+    Blackboard, Clock, DEFAULT_CLAIM_LEASE, NewArtifact, NewGate, NewRun, Result, RunStatus, SteppingClock,
+    StoreError, SystemClock,
 };
 
 /// Opens one handle on a fixture's store, stamping with the given clock.
@@ -115,6 +115,7 @@ macro_rules! conformance_tests {
             concurrent_claims_across_handles_are_exclusive,
             concurrent_claims_on_one_shared_handle_are_exclusive,
             expired_claims_are_reclaimed_with_an_event,
+            concurrent_reclaims_take_each_expired_claim_once,
             gates_open_decide_and_refuse_a_second_decision,
             pause_gates_pause_and_resume,
             decide_pending_gate_takes_the_oldest,

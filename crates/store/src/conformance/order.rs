@@ -29,9 +29,10 @@ pub fn briefs_stamped_in_one_instant_keep_insertion_order(factory: Factory<'_>) 
 
     let listed: Vec<BriefId> = bb.list_briefs(run).unwrap().iter().map(|b| b.id).collect();
     assert_eq!(listed, ids, "list_briefs is insertion order");
-    let claimed: Vec<BriefId> = std::iter::from_fn(|| bb.claim_next_brief(Some(run), "w").unwrap())
-        .map(|b| b.id)
-        .collect();
+    let claimed: Vec<BriefId> =
+        std::iter::from_fn(|| bb.claim_next_brief(Some(run), "w", DEFAULT_CLAIM_LEASE).unwrap())
+            .map(|b| b.id)
+            .collect();
     assert_eq!(claimed, ids, "claims take briefs in insertion order");
 }
 

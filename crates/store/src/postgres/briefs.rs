@@ -14,7 +14,6 @@ use postgres::{GenericClient, Row};
 use super::events;
 use super::prefix::{exists, require_run};
 use super::rows::Cols;
-use crate::CLAIM_LEASE;
 use crate::canon::{self, id_text, json_text, ts_text};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
@@ -190,6 +189,7 @@ pub fn claim_next<C: GenericClient>(
     clock: &dyn Clock,
     run: Option<RunId>,
     claimer: &str,
+    lease: chrono::Duration,
 ) -> Result<Option<Brief>> {
     let candidate = c.query_opt(
         "SELECT b.id FROM briefs b \
@@ -210,7 +210,7 @@ pub fn claim_next<C: GenericClient>(
     c.execute(
         "UPDATE briefs SET status = 'running', claimed_by = $1, updated_at = $2, claimed_at = $2, \
          lease_until = $3 WHERE id = $4",
-        &[&claimer, &ts_text(now), &ts_text(now + CLAIM_LEASE), &candidate],
+        &[&claimer, &ts_text(now), &ts_text(now + lease), &candidate],
     )?;
     let brief = get(c, BriefId(canon::parse_id("brief", &candidate)?), false)?;
     events::append(c, &canon::brief_claimed(&brief, claimer, now))?;
@@ -223,6 +223,7 @@ pub fn renew_claim<C: GenericClient>(
     clock: &dyn Clock,
     id: BriefId,
     claimer: &str,
+    lease: chrono::Duration,
 ) -> Result<Brief> {
     let brief = get(c, id, true)?;
     if brief.status != BriefStatus::Running || brief.claimed_by.as_deref() != Some(claimer) {
@@ -231,20 +232,24 @@ pub fn renew_claim<C: GenericClient>(
     let now = clock.now();
     c.execute(
         "UPDATE briefs SET lease_until = $1, updated_at = $2 WHERE id = $3",
-        &[&ts_text(now + CLAIM_LEASE), &ts_text(now), &id_text(&id.0)],
+        &[&ts_text(now + lease), &ts_text(now), &id_text(&id.0)],
     )?;
     get(c, id, false)
 }
 
 /// Returns running briefs whose lease ended before `now` to pending, each with its event. Rows another
 /// transaction holds (a renewal, a status change in flight) are skipped: they are not idle.
-pub fn reclaim_expired<C: GenericClient>(c: &mut C, now: DateTime<Utc>) -> Result<Vec<Brief>> {
+pub fn reclaim_expired<C: GenericClient>(
+    c: &mut C,
+    run: Option<RunId>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Brief>> {
     let rows = c.query(
         &format!(
             "SELECT {COLUMNS} FROM briefs WHERE status = 'running' AND lease_until < $1 \
-             ORDER BY created_at, ord FOR NO KEY UPDATE SKIP LOCKED"
+             AND ($2::text IS NULL OR run = $2) ORDER BY created_at, ord FOR NO KEY UPDATE SKIP LOCKED"
         ),
-        &[&ts_text(now)],
+        &[&ts_text(now), &run.map(|r| id_text(&r.0))],
     )?;
     let expired = rows.iter().map(decode).collect::<Result<Vec<_>>>()?;
     expired

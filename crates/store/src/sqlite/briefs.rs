@@ -8,7 +8,6 @@ use rusqlite::{Connection, Row, params};
 use super::events;
 use super::prefix::{exists, require_run};
 use super::rows::{Cols, id_text, json_text, query_opt, ts_text};
-use crate::CLAIM_LEASE;
 use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
@@ -182,6 +181,7 @@ pub fn claim_next(
     clock: &dyn Clock,
     run: Option<RunId>,
     claimer: &str,
+    lease: chrono::Duration,
 ) -> Result<Option<Brief>> {
     let candidate: Option<String> = query_opt(
         conn,
@@ -201,7 +201,7 @@ pub fn claim_next(
     conn.execute(
         "UPDATE briefs SET status = 'running', claimed_by = ?1, updated_at = ?2, claimed_at = ?2, \
          lease_until = ?3 WHERE id = ?4 AND status = 'pending'",
-        params![claimer, ts_text(now), ts_text(now + CLAIM_LEASE), candidate],
+        params![claimer, ts_text(now), ts_text(now + lease), candidate],
     )?;
     let id = BriefId(canon::parse_id("brief", &candidate)?);
     let brief = get(conn, id)?;
@@ -210,7 +210,13 @@ pub fn claim_next(
 }
 
 /// Extends a claim's lease, if `claimer` still holds the brief.
-pub fn renew_claim(conn: &Connection, clock: &dyn Clock, id: BriefId, claimer: &str) -> Result<Brief> {
+pub fn renew_claim(
+    conn: &Connection,
+    clock: &dyn Clock,
+    id: BriefId,
+    claimer: &str,
+    lease: chrono::Duration,
+) -> Result<Brief> {
     let brief = get(conn, id)?;
     if brief.status != BriefStatus::Running || brief.claimed_by.as_deref() != Some(claimer) {
         return Err(canon::claim_conflict(&brief, claimer));
@@ -218,18 +224,21 @@ pub fn renew_claim(conn: &Connection, clock: &dyn Clock, id: BriefId, claimer: &
     let now = clock.now();
     conn.execute(
         "UPDATE briefs SET lease_until = ?1, updated_at = ?2 WHERE id = ?3",
-        params![ts_text(now + CLAIM_LEASE), ts_text(now), id_text(&id.0)],
+        params![ts_text(now + lease), ts_text(now), id_text(&id.0)],
     )?;
     get(conn, id)
 }
 
 /// Returns running briefs whose lease ended before `now` to pending, each with its event.
-pub fn reclaim_expired(conn: &Connection, now: DateTime<Utc>) -> Result<Vec<Brief>> {
+pub fn reclaim_expired(conn: &Connection, run: Option<RunId>, now: DateTime<Utc>) -> Result<Vec<Brief>> {
     let expired: Vec<String> = {
         let mut stmt = conn.prepare_cached(
-            "SELECT id FROM briefs WHERE status = 'running' AND lease_until < ?1 ORDER BY created_at, rowid",
+            "SELECT id FROM briefs WHERE status = 'running' AND lease_until < ?1 AND (?2 IS NULL OR run = ?2) \
+             ORDER BY created_at, rowid",
         )?;
-        let rows = stmt.query_map(params![ts_text(now)], |row| row.get(0))?;
+        let rows = stmt.query_map(params![ts_text(now), run.map(|r| id_text(&r.0))], |row| {
+            row.get(0)
+        })?;
         rows.collect::<rusqlite::Result<_>>()?
     };
     expired

@@ -282,16 +282,21 @@ impl Blackboard for SqliteBlackboard {
         self.write(|tx, clock| briefs::set_workspace(tx, clock, id, branch, worktree))
     }
 
-    fn claim_next_brief(&self, run: Option<RunId>, claimer: &str) -> Result<Option<Brief>> {
-        self.write(|tx, clock| briefs::claim_next(tx, clock, run, claimer))
+    fn claim_next_brief(
+        &self,
+        run: Option<RunId>,
+        claimer: &str,
+        lease: chrono::Duration,
+    ) -> Result<Option<Brief>> {
+        self.write(|tx, clock| briefs::claim_next(tx, clock, run, claimer, lease))
     }
 
-    fn renew_claim(&self, id: BriefId, claimer: &str) -> Result<Brief> {
-        self.write(|tx, clock| briefs::renew_claim(tx, clock, id, claimer))
+    fn renew_claim(&self, id: BriefId, claimer: &str, lease: chrono::Duration) -> Result<Brief> {
+        self.write(|tx, clock| briefs::renew_claim(tx, clock, id, claimer, lease))
     }
 
-    fn reclaim_expired(&self, now: DateTime<Utc>) -> Result<Vec<Brief>> {
-        self.write(|tx, _| briefs::reclaim_expired(tx, now))
+    fn reclaim_expired(&self, run: Option<RunId>, now: DateTime<Utc>) -> Result<Vec<Brief>> {
+        self.write(|tx, _| briefs::reclaim_expired(tx, run, now))
     }
 
     fn bind_session(&self, session: &str, agent: Option<&str>, brief: BriefId) -> Result<()> {

@@ -1,0 +1,163 @@
+//! Several runners on one blackboard: claims have leases. A runner renews the claims of agents that work
+//! longer than the lease, and a runner that dies holding a claim loses it when its lease ends — the brief
+//! is then picked up again by exactly one of the runners still alive.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agency_core::event::EventKind;
+use agency_core::{BriefStatus, Tier};
+use agency_exec::runtime::{AgentHooks, AgentOutcome, AgentTask, Runtime, RuntimeError};
+use agency_llm::{BoxFuture, CancelToken};
+use agency_store::{Blackboard, RunStatus};
+
+use crate::support::{GOAL, Project, config, events, spawns_per_brief};
+
+const SCRIPT: &str = include_str!("../scripts/medium.yaml");
+
+/// An agent that waits `delay` before the real one starts: longer than the lease, so its claim must be
+/// renewed.
+#[derive(Debug)]
+struct Slow {
+    inner: Arc<dyn Runtime>,
+    delay: Duration,
+}
+
+impl Runtime for Slow {
+    fn name(&self) -> &'static str {
+        "slow"
+    }
+
+    fn run<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        hooks: &'a dyn AgentHooks,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.inner.run(task, hooks, cancel).await
+        })
+    }
+}
+
+/// An agent that never finishes: its runner is about to die.
+#[derive(Debug)]
+struct Stuck;
+
+impl Runtime for Stuck {
+    fn name(&self) -> &'static str {
+        "stuck"
+    }
+
+    fn run<'a>(
+        &'a self,
+        _task: &'a AgentTask,
+        _hooks: &'a dyn AgentHooks,
+        _cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// Waits until a brief titled `title` of tier `tier` is running under `worker`.
+async fn claimed_by(store: &dyn Blackboard, run: agency_core::RunId, tier: Tier, title: &str, worker: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let held = store.list_briefs(run).unwrap().iter().any(|b| {
+            b.tier == tier
+                && b.title == title
+                && b.status == BriefStatus::Running
+                && b.claimed_by.as_deref() == Some(worker)
+        });
+        if held {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{worker} never claimed {title}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_dead_workers_brief_is_picked_up_once_and_a_slow_agents_claim_is_renewed() {
+    let project = Project::new();
+    let mut config = config();
+    config.runner.concurrency = 1;
+    config.runner.claim_lease_seconds = 1;
+    // The driver's implementers take 1.5 leases: without renewals their claims would be taken back.
+    let driver = project.runner(SCRIPT, config.clone(), true, "driver", |tier, builtin| {
+        if tier == Tier::T4 {
+            Arc::new(Slow {
+                inner: builtin,
+                delay: Duration::from_millis(1500),
+            })
+        } else {
+            builtin
+        }
+    });
+    let doomed = project.runner(SCRIPT, config.clone(), true, "doomed", |_, _| Arc::new(Stuck));
+    let survivor = project.runner(SCRIPT, config, true, "survivor", |_, builtin| builtin);
+
+    let run = driver.start(GOAL).unwrap().id;
+    let cancel = CancelToken::new();
+    let driving = {
+        let (driver, cancel) = (driver.clone(), cancel.clone());
+        tokio::spawn(async move { driver.drive(run, &cancel).await })
+    };
+    // The driver holds fix-add (one agent at a time); the doomed worker takes fix-mul, then dies without a
+    // word: its task is dropped, its claim left `running`.
+    claimed_by(project.store.as_ref(), run, Tier::T4, "fix-add", "driver").await;
+    let dying = {
+        let (doomed, cancel) = (doomed.clone(), cancel.clone());
+        tokio::spawn(async move { doomed.work(run, &cancel).await })
+    };
+    claimed_by(project.store.as_ref(), run, Tier::T4, "fix-mul", "doomed").await;
+    dying.abort();
+    let _ = dying.await;
+    // Another worker joins; it and the driver both watch for expired claims.
+    let working = {
+        let (survivor, cancel) = (survivor.clone(), cancel.clone());
+        tokio::spawn(async move { survivor.work(run, &cancel).await })
+    };
+
+    let outcome = tokio::time::timeout(Duration::from_secs(60), driving)
+        .await
+        .expect("the run did not finish within 60s")
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run));
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), working)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap(),
+        RunStatus::Succeeded
+    );
+
+    let events = events(project.store.as_ref(), run);
+    let reclaims: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::BriefStatus && e.payload["reason"] == "lease_expired")
+        .collect();
+    assert_eq!(reclaims.len(), 1, "one reclaim, of the dead worker's brief");
+    assert_eq!(reclaims[0].payload["claimed_by"], "doomed");
+    let briefs = project.briefs(run);
+    let fix_mul = briefs
+        .iter()
+        .find(|b| b.tier == Tier::T4 && b.title == "fix-mul")
+        .unwrap();
+    assert_eq!(reclaims[0].brief, Some(fix_mul.id));
+    assert_eq!(fix_mul.status, BriefStatus::Done);
+    assert_ne!(fix_mul.claimed_by.as_deref(), Some("doomed"));
+    // Picked up once: two spawns of fix-mul (the dead worker's and one more), one of every other brief.
+    for (brief, spawns) in spawns_per_brief(&events) {
+        let expected = if brief == fix_mul.id { 2 } else { 1 };
+        assert_eq!(spawns, expected, "spawns of {brief}:\n{}", project.tree(run));
+    }
+    let reclaimed_lines = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Log && e.payload["tag"] == "RECLAIMED")
+        .count();
+    assert_eq!(reclaimed_lines, 1);
+}
