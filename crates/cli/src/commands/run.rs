@@ -15,7 +15,7 @@ use agency_core::{EventKind, NewEvent, Tier};
 use agency_engine::budget::{BlackboardSink, ledger_from_events};
 use agency_engine::{DriveOutcome, Engine, EngineOptions};
 use agency_exec::runtime::{
-    ModelSource, Runtime, RuntimeChoice, RuntimeSetup, build as build_runtime, choose_for_run,
+    CodexProvider, ModelSource, Runtime, RuntimeChoice, RuntimeSetup, build as build_runtime, choose_for_run,
 };
 use agency_exec::{GitOptions, Repo};
 use agency_llm::{BudgetLedger, CancelToken, Metered, Provider, RetryPolicy, ScriptedProvider, UsageSink};
@@ -158,6 +158,7 @@ pub fn build_engine(
             state_dir: agency_dir.join("agents"),
             command: team.tiers.get(choice.tier).command.clone(),
             secrets: secrets.clone(),
+            codex_provider: codex_provider(),
         };
         let runtime = build_runtime(choice, &setup).map_err(|e| CommandError::input(e.to_string()))?;
         runtimes.insert(choice.tier, runtime);
@@ -173,6 +174,18 @@ pub fn build_engine(
     Ok(Runner {
         engine,
         runtimes: choices,
+    })
+}
+
+/// The endpoint `OPENAI_BASE_URL` names, for Codex agents (Codex itself does not read the variable); its
+/// key is `OPENAI_API_KEY`, which Codex inherits.
+fn codex_provider() -> Option<CodexProvider> {
+    let base_url = std::env::var("OPENAI_BASE_URL").ok().filter(|u| !u.is_empty())?;
+    Some(CodexProvider {
+        name: "openai-base-url".into(),
+        base_url,
+        wire_api: "responses".into(),
+        env_key: "OPENAI_API_KEY".into(),
     })
 }
 

@@ -21,7 +21,7 @@ mod hook_support;
 mod init;
 mod models;
 mod resume;
-mod run_claude;
+mod run_external;
 mod teachback;
 mod teachback_wait;
 mod variety;

@@ -17,8 +17,8 @@ use agency_core::config::{Runtime, TiersConfig};
 use agency_llm::Provider;
 
 use super::{
-    BuiltinRuntime, ClaudeCodeRuntime, CodexRuntime, CommandRuntime, PiRuntime, Runtime as AgentRuntime,
-    RuntimeError,
+    BuiltinRuntime, ClaudeCodeRuntime, CodexProvider, CodexRuntime, CommandRuntime, PiRuntime,
+    Runtime as AgentRuntime, RuntimeError,
 };
 
 /// The runtime chosen for one tier.
@@ -121,6 +121,8 @@ pub struct RuntimeSetup {
     pub command: Option<Vec<String>>,
     /// Strings to redact from every recorded event.
     pub secrets: Vec<String>,
+    /// The endpoint Codex agents use instead of OpenAI's (from `OPENAI_BASE_URL` in `agency run`).
+    pub codex_provider: Option<CodexProvider>,
 }
 
 /// The runtime `choice` names, made from `setup`. `command` without an argv is an error naming the tier.
@@ -139,6 +141,7 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             let mut runtime = CodexRuntime::new(&setup.agency, &setup.db, setup.state_dir.join("codex"));
             runtime.config.clone_from(&setup.config);
             runtime.secrets.clone_from(&setup.secrets);
+            runtime.provider.clone_from(&setup.codex_provider);
             Arc::new(runtime)
         }
         Runtime::Pi => {
@@ -250,6 +253,7 @@ mod tests {
             state_dir: ".agency/agents".into(),
             command: None,
             secrets: vec![],
+            codex_provider: None,
         };
         let made = |runtime| {
             let choice = RuntimeChoice {

@@ -11,7 +11,7 @@
 //! The `--json` events (`thread.started`, `item.completed` with `agent_message`, `file_change`,
 //! `command_execution` or `error` items, `turn.completed` with usage) become [`AgentEvent`]s.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agency_llm::{BoxFuture, CallMeta, CancelToken, StopReason, Usage, UsageRecord};
@@ -22,8 +22,9 @@ use super::redact::{Recorder, Redactor, truncate};
 use super::{AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
 
-/// Host variables passed to Codex by default: its search path and how it reaches OpenAI.
-pub const DEFAULT_INHERIT: [&str; 4] = ["PATH", "LANG", "OPENAI_API_KEY", "OPENAI_BASE_URL"];
+/// Host variables passed to Codex by default: its search path and its OpenAI key. (Codex does not read
+/// `OPENAI_BASE_URL`; a custom endpoint is a [`CodexProvider`] in its `config.toml`.)
+pub const DEFAULT_INHERIT: [&str; 3] = ["PATH", "LANG", "OPENAI_API_KEY"];
 
 /// A model provider entry for the agent's `config.toml` (`[model_providers.<name>]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +105,19 @@ impl CodexRuntime {
                 quote(&p.wire_api),
                 quote(&p.env_key),
                 name = quote(&p.name),
+            ));
+        }
+        // The sandbox keeps writes in the worktree, but `agency teachback submit`, which the agent runs to
+        // teach back, writes the blackboard: its directory is made writable too (docs/runtimes.md says
+        // what that allows).
+        if self.sandbox
+            && let Some(dir) = std::path::absolute(&self.db)
+                .ok()
+                .and_then(|db| db.parent().map(Path::to_path_buf))
+        {
+            out.push_str(&format!(
+                "\n[sandbox_workspace_write]\nwritable_roots = [{}]\n",
+                quote(&dir.to_string_lossy())
             ));
         }
         out
@@ -364,6 +378,8 @@ mod tests {
     #[test]
     fn config_toml_quotes_values() {
         let mut runtime = CodexRuntime::new("/bin/agency", "db", "/state");
+        // Without the sandbox's writable root (tested with the runtime), only the model and provider.
+        runtime.sandbox = false;
         runtime.model = Some("gpt-5.5".into());
         runtime.provider = Some(CodexProvider {
             name: "fake".into(),

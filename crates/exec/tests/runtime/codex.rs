@@ -104,3 +104,19 @@ async fn codex_edits_denied_by_the_gate_do_not_happen() {
         "{outputs:#?}"
     );
 }
+
+#[test]
+fn the_sandbox_lets_the_teachback_command_write_the_blackboard_and_nothing_else_outside() {
+    let mut runtime = CodexRuntime::new(
+        "/usr/bin/agency",
+        "/repo/.agency/agency.db",
+        "/repo/.agency/agents",
+    );
+    let config = runtime.config_toml();
+    assert!(
+        config.ends_with("[sandbox_workspace_write]\nwritable_roots = [\"/repo/.agency\"]\n"),
+        "{config}"
+    );
+    runtime.sandbox = false;
+    assert!(!runtime.config_toml().contains("writable_roots"));
+}

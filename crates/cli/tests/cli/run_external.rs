@@ -1,9 +1,10 @@
-//! `agency run` with a real Claude Code implementer (`tiers.t4.runtime: claude-code`) against the fake
-//! Anthropic server, the rest of the run scripted (`--script`): the implementer is denied a Write while its
-//! blocking teachback is pending, teaches back with `agency teachback submit`, which waits for the review
-//! the runner makes from the blackboard and prints it — corrections first (the gate quotes them when it
-//! denies the next Write), then, resubmitted, approval; the Write then runs in the implementer's own
-//! worktree, agency verifies and merges the fix, and the run succeeds.
+//! `agency run` with a real external implementer (`tiers.t4.runtime: claude-code`, or `codex`) against the
+//! fake model servers, the rest of the run scripted (`--script`). With Claude Code: the implementer is
+//! denied a Write while its blocking teachback is pending, teaches back with `agency teachback submit`,
+//! which waits for the review the runner makes from the blackboard and prints it — corrections first (the
+//! gate quotes them when it denies the next Write), then, resubmitted, approval; the Write then runs in the
+//! implementer's own worktree, agency verifies and merges the fix, and the run succeeds. With Codex: the
+//! same without the corrections round, its teachback command run inside Codex's sandbox.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -12,7 +13,7 @@ use std::time::Duration;
 use agency_core::event::EventKind;
 use agency_core::{Event, Tier};
 use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
-use agency_testkit::{FakeAnthropic, Reply};
+use agency_testkit::{FakeAnthropic, FakeOpenAi, Reply};
 use serde_json::json;
 
 use crate::hook_claude::run_with_deadline;
@@ -33,8 +34,8 @@ fn demo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo")
 }
 
-/// The demo repository, committed, with agency initialised and T4 on Claude Code.
-fn repo_with_claude_code_implementers() -> Repo {
+/// The demo repository, committed, with agency initialised and T4 on `runtime`.
+fn repo_with_implementers_on(runtime: &str) -> Repo {
     let repo = Repo::new();
     for name in ["pagination.py", "test_pagination.py", ".gitignore"] {
         std::fs::copy(demo_dir().join("repo").join(name), repo.path().join(name)).unwrap();
@@ -56,7 +57,7 @@ fn repo_with_claude_code_implementers() -> Repo {
     assert!(text.contains(auto), "{text}");
     let text = text.replacen(
         auto,
-        "fast-cheap        # implementer: atomic tasks\n    runtime: claude-code ",
+        &format!("fast-cheap        # implementer: atomic tasks\n    runtime: {runtime} "),
         1,
     );
     std::fs::write(&config, text).unwrap();
@@ -108,9 +109,8 @@ fn implementer_script() -> Vec<Reply> {
     ]
 }
 
-/// Runs `agency run` in the repository with Claude Code's model endpoint pointing at `server`.
-fn agency_run(repo: &Repo, server: &FakeAnthropic) -> Output {
-    let script = script_with_a_correcting_reviewer(repo);
+/// Runs `agency run` with the script at `script` and `env` (the external agent's model endpoint).
+fn agency_run(repo: &Repo, script: &Path, env: &[(&str, String)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agency"));
     command
         .args([
@@ -125,8 +125,7 @@ fn agency_run(repo: &Repo, server: &FakeAnthropic) -> Output {
         .env_remove("AGENCY_CONFIG")
         .env_remove("AGENCY_BRIEF")
         .env("NO_COLOR", "1")
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", "dummy-key-for-the-fake")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -148,14 +147,19 @@ fn git_show(repo: &Path, what: &str) -> String {
 }
 
 #[test]
-fn a_claude_code_implementer_teaches_back_is_reviewed_by_the_runner_and_its_fix_merges() {
+fn claude_code_implementer_is_corrected_then_approved_by_the_runner_and_its_fix_merges() {
     if !e2e_client("claude") {
         return;
     }
-    let repo = repo_with_claude_code_implementers();
+    let repo = repo_with_implementers_on("claude-code");
     let server = FakeAnthropic::start(implementer_script()).expect("fake server");
 
-    let out = agency_run(&repo, &server);
+    let script = script_with_a_correcting_reviewer(&repo);
+    let env = [
+        ("ANTHROPIC_BASE_URL", server.base_url()),
+        ("ANTHROPIC_API_KEY", "dummy-key-for-the-fake".to_string()),
+    ];
+    let out = agency_run(&repo, &script, &env);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
@@ -197,12 +201,7 @@ fn a_claude_code_implementer_teaches_back_is_reviewed_by_the_runner_and_its_fix_
     );
 
     // The fix is on the integration branch; the repository's own checkout is untouched.
-    let branch = stdout
-        .lines()
-        .find_map(|l| l.split("review and merge branch ").nth(1))
-        .unwrap_or_else(|| panic!("no branch in {stdout}"))
-        .trim()
-        .to_string();
+    let branch = branch_of(&stdout);
     assert!(
         git_show(repo.path(), &format!("{branch}:pagination.py")).contains("start = (number - 1) * size")
     );
@@ -302,5 +301,76 @@ fn a_claude_code_implementer_teaches_back_is_reviewed_by_the_runner_and_its_fix_
         !events
             .iter()
             .any(|e| e.payload.to_string().contains("dummy-key-for-the-fake"))
+    );
+}
+
+/// The run's integration branch, from `agency run`'s last line.
+fn branch_of(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.split("review and merge branch ").nth(1))
+        .unwrap_or_else(|| panic!("no branch in {stdout}"))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
+    if !e2e_client("codex") {
+        return;
+    }
+    let repo = repo_with_implementers_on("codex");
+    let patch = "*** Begin Patch\n*** Update File: pagination.py\n@@\n-    start = number * size\n\
+                 +    start = (number - 1) * size\n*** End Patch\n";
+    let server = FakeOpenAi::start(vec![
+        // Denied: the teachback is blocking and has not been sent.
+        Reply::custom("apply_patch", patch),
+        Reply::tool_use(
+            "exec_command",
+            json!({"cmd": submit_command("an empty list past the last page seems right")}),
+        ),
+        Reply::custom("apply_patch", patch),
+        Reply::text(REPORT),
+    ])
+    .expect("fake server");
+    let env = [
+        ("OPENAI_BASE_URL", server.base_url()),
+        ("OPENAI_API_KEY", "dummy-key-for-the-fake".to_string()),
+    ];
+    let out = agency_run(&repo, &demo_dir().join("script.yaml"), &env);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let outputs = server.tool_outputs();
+    assert!(
+        out.status.success(),
+        "agency run failed:\nstdout:\n{stdout}\nstderr:\n{}\ntool outputs:\n{outputs:#?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("t4: codex (configured)"), "{stdout}");
+    let outputs: Vec<String> = outputs.iter().map(|o| o.to_string()).collect();
+    let first = |needle: &str| {
+        outputs
+            .iter()
+            .position(|o| o.contains(needle))
+            .unwrap_or_else(|| panic!("`{needle}` never reached the model: {outputs:#?}"))
+    };
+    assert!(first("teachback gate:") < first("Teachback approved by t3/ws-fix-pagination"));
+    let branch = branch_of(&stdout);
+    assert!(
+        git_show(repo.path(), &format!("{branch}:pagination.py")).contains("start = (number - 1) * size")
+    );
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = store.list_runs().unwrap()[0].clone();
+    assert_eq!(run.status, RunStatus::Succeeded);
+    let events = all_events(&store, run.id);
+    assert!(events.iter().any(|e| e.kind == EventKind::TeachbackDenied));
+    assert!(
+        events.iter().any(
+            |e| e.kind == EventKind::TeachbackApproved && e.payload["reviewer"] == "t3/ws-fix-pagination"
+        )
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == EventKind::Usage && e.payload["provider"] == "codex")
     );
 }
