@@ -105,6 +105,8 @@ fn implementer_script() -> Vec<Reply> {
         write(),
         bash(submit_command("an empty list past the last page seems right")),
         write(),
+        // What the agent's commands see of the runner's environment.
+        bash("env".to_string()),
         Reply::text(REPORT),
     ]
 }
@@ -158,6 +160,7 @@ fn claude_code_implementer_is_corrected_then_approved_by_the_runner_and_its_fix_
     let env = [
         ("ANTHROPIC_BASE_URL", server.base_url()),
         ("ANTHROPIC_API_KEY", "dummy-key-for-the-fake".to_string()),
+        ("GITHUB_TOKEN", "runner-only-secret-4711".to_string()),
     ];
     let out = agency_run(&repo, &script, &env);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -193,6 +196,10 @@ fn claude_code_implementer_is_corrected_then_approved_by_the_runner_and_its_fix_
         pending < corrections && corrections < quoted && quoted < approved,
         "{results:#?}"
     );
+    // The agent sees the gate's variables and its private HOME, never the runner's other secrets.
+    let env = &results[first("AGENCY_BRIEF=")];
+    assert!(!env.contains("runner-only-secret-4711"), "{env}");
+    assert!(env.contains(".agency/agents/claude-code/"), "{env}");
     assert!(
         server.message_requests()[0]["messages"][0]["content"]
             .to_string()
@@ -248,7 +255,8 @@ fn claude_code_implementer_is_corrected_then_approved_by_the_runner_and_its_fix_
             ("Bash".to_string(), true),
             ("Write".to_string(), false),
             ("Bash".to_string(), true),
-            ("Write".to_string(), true)
+            ("Write".to_string(), true),
+            ("Bash".to_string(), true)
         ],
         "{of_implementer:#?}"
     );
