@@ -79,38 +79,140 @@ pub(crate) fn output_of<T: DeserializeOwned>(engine: &Engine, brief: &Brief) -> 
         .map_err(|e| EngineError::State(format!("brief {} output: {e}", brief.id.short())))
 }
 
+/// The newest T1 plan brief that was approved, and its plan.
+#[derive(Debug)]
+pub struct ApprovedPlan {
+    /// The plan brief (status `done`): every workstream's entry brief is its child.
+    pub brief: Brief,
+    /// Its validated plan.
+    pub plan: Plan,
+    /// What the runner already knows of its stages: never forgotten while this plan holds.
+    pub(crate) stages: std::sync::Mutex<crate::progress::StageProgress>,
+}
+
 /// The plan of the newest T1 plan brief that was approved, if any.
 pub fn approved_plan(engine: &Engine, run: RunId) -> Result<Option<Plan>> {
-    let briefs = engine.store.list_briefs(run)?;
-    let Some(plan) = briefs
-        .iter()
+    Ok(approved(engine, run)?.map(|a| a.plan.clone()))
+}
+
+/// The run's approved plan, parsed once per runner: it is read again only when its brief stopped being the
+/// approved one (T1 re-planned after an escalation) — one status lookup per call instead of a scan of the
+/// run, an artifact read and a validation.
+pub(crate) fn approved(engine: &Engine, run: RunId) -> Result<Option<std::sync::Arc<ApprovedPlan>>> {
+    let cached = engine
+        .plan_cache
+        .lock()
+        .map_err(|_| EngineError::State("plan cache poisoned".into()))?
+        .clone();
+    if let Some(cached) = cached
+        && cached.brief.run == run
+        && engine.store.get_brief(cached.brief.id)?.status == BriefStatus::Done
+    {
+        return Ok(Some(cached));
+    }
+    let done = engine.store.list_briefs_by_status(run, BriefStatus::Done)?;
+    let Some(brief) = done
+        .into_iter()
         .rev()
-        .find(|b| BriefRole::of(b) == BriefRole::Plan && b.status == BriefStatus::Done)
+        .find(|b| BriefRole::of(b) == BriefRole::Plan)
     else {
         return Ok(None);
     };
-    let value: Value = output_of(engine, plan)?;
-    agency_core::validate_plan(&value)
-        .map(Some)
-        .map_err(|e| EngineError::State(e.to_string()))
+    let value: Value = output_of(engine, &brief)?;
+    let plan = agency_core::validate_plan(&value).map_err(|e| EngineError::State(e.to_string()))?;
+    let approved = std::sync::Arc::new(ApprovedPlan {
+        brief,
+        plan,
+        stages: std::sync::Mutex::default(),
+    });
+    *engine
+        .plan_cache
+        .lock()
+        .map_err(|_| EngineError::State("plan cache poisoned".into()))? = Some(approved.clone());
+    Ok(Some(approved))
 }
 
-/// One pass over the run. Returns whether anything changed.
+/// The runner's passes over one run. A pass runs when the blackboard changed since the last one (its
+/// newest event moved) or a timer is due; otherwise there is nothing new to act on and it is skipped. It
+/// hands [`crate::progress::workstreams`] the workstreams whose briefs changed, so merges are considered
+/// only where something happened.
+#[derive(Debug, Default)]
+pub(crate) struct Passes {
+    last_seq: Option<i64>,
+}
+
+impl Passes {
+    /// Runs a pass if one is due. Returns whether anything changed.
+    pub(crate) async fn run(&mut self, engine: &Engine, run: RunId) -> Result<bool> {
+        let seq = engine.store.last_seq(Some(run))?;
+        let due = engine.timer_due()?;
+        let touched = match self.last_seq {
+            // The first pass of a drive (a resume included) looks at everything once.
+            None => None,
+            Some(last) if last == seq && !due => return Ok(false),
+            Some(last) => Some(touched_workstreams(engine, run, last)?),
+        };
+        self.last_seq = Some(seq);
+        let mut progressed = false;
+        if touched.is_none() {
+            progressed |= synthesis_due_anywhere(engine, run)?;
+        }
+        progressed |= pass(engine, run, touched.as_ref()).await?;
+        Ok(progressed)
+    }
+}
+
+/// The workstreams of the briefs that have events after `after`.
+fn touched_workstreams(engine: &Engine, run: RunId, after: i64) -> Result<std::collections::HashSet<String>> {
+    const PAGE: usize = 500;
+    let mut briefs = std::collections::HashSet::new();
+    let mut cursor = after;
+    loop {
+        let page = engine.store.events_after(Some(run), cursor, PAGE)?;
+        briefs.extend(page.iter().filter_map(|e| e.brief));
+        match page.last() {
+            Some(last) if page.len() == PAGE => cursor = last.seq,
+            _ => break,
+        }
+    }
+    let mut touched = std::collections::HashSet::new();
+    for id in briefs {
+        touched.insert(engine.store.get_brief(id)?.workstream);
+    }
+    Ok(touched)
+}
+
+/// One full pass over the run, as a runner that starts driving makes it. Returns whether anything changed.
 pub async fn advance(engine: &Engine, run: RunId) -> Result<bool> {
+    let mut progressed = synthesis_due_anywhere(engine, run)?;
+    progressed |= pass(engine, run, None).await?;
+    Ok(progressed)
+}
+
+/// One pass: `touched` names the workstreams that changed since the last one (`None`: all may have).
+async fn pass(
+    engine: &Engine,
+    run: RunId,
+    touched: Option<&std::collections::HashSet<String>>,
+) -> Result<bool> {
     let mut progressed = handle_escalation_gates(engine, run)?;
     progressed |= crate::budget::handle_budget_gates(engine, run)?;
-    let briefs = engine.store.list_briefs(run)?;
-    for brief in briefs.iter().filter(|b| b.status == BriefStatus::Verifying) {
+    // Only what is `verifying` needs the runner; everything else waits on an agent or a human.
+    let verifying = engine.store.list_briefs_by_status(run, BriefStatus::Verifying)?;
+    for brief in &verifying {
         progressed |= match BriefRole::of(brief) {
             BriefRole::Plan => plan_done(engine, brief)?,
             BriefRole::Lead => gated_expand(engine, brief, GateKind::T2Lead, expand_lead)?,
             BriefRole::Specialist => {
                 finish(engine, brief, "architecture ready")?;
                 crate::narrate::specialist_done(engine, brief)?;
+                if let Some(lead) = brief.parent {
+                    synthesis_due(engine, &engine.store.get_brief(lead)?)?;
+                }
                 true
             }
             BriefRole::Synthesis => gated_expand(engine, brief, GateKind::T2Synthesis, expand_synthesis)?,
-            BriefRole::SquadLead => squad_done(engine, brief, &briefs)?,
+            BriefRole::SquadLead => squad_done(engine, brief)?,
             BriefRole::Implementer => {
                 let moved = crate::verify::implementer_done(engine, brief).await?;
                 if engine.store.get_brief(brief.id)?.status == BriefStatus::Done {
@@ -122,10 +224,58 @@ pub async fn advance(engine: &Engine, run: RunId) -> Result<bool> {
             BriefRole::Accept => crate::progress::accept_done(engine, brief)?,
         };
     }
-    progressed |= crate::verify::joint_verdicts(engine, run).await?;
-    progressed |= synthesis_due(engine, run)?;
-    progressed |= crate::progress::workstreams(engine, run).await?;
+    if some_squad_judged(engine, &verifying)? {
+        progressed |= crate::verify::joint_verdicts(engine, run).await?;
+    }
+    progressed |= crate::progress::workstreams(engine, run, touched).await?;
     Ok(progressed)
+}
+
+/// Whether some squad has every slice of its round judged (each current task's verifier `verifying`, or
+/// `done` from an earlier round), so a joint verdict is due. Looks only at the squads of the verifiers that
+/// are `verifying` now, one read of each squad's tasks: the joint verdict itself reads the run, so it is
+/// formed when due instead of on every pass while verifiers finish one by one.
+fn some_squad_judged(engine: &Engine, verifying: &[Brief]) -> Result<bool> {
+    let judged: std::collections::HashSet<BriefId> = verifying
+        .iter()
+        .filter(|b| b.tier == Tier::T5)
+        .filter_map(|b| b.parent)
+        .collect();
+    let mut squads: Vec<(BriefId, String)> = Vec::new();
+    for task in &judged {
+        let task = engine.store.get_brief(*task)?;
+        if let Some(parent) = task.parent
+            && !squads.iter().any(|(p, w)| *p == parent && *w == task.workstream)
+        {
+            squads.push((parent, task.workstream));
+        }
+    }
+    for (parent, workstream) in squads {
+        let siblings = engine.store.list_children(parent)?;
+        let tasks: Vec<&Brief> = latest_of(siblings.iter())
+            .into_iter()
+            .filter(|b| b.tier == Tier::T4 && b.workstream == workstream)
+            .collect();
+        if tasks.iter().any(|t| t.status != BriefStatus::Done) {
+            continue;
+        }
+        let mut complete = true;
+        for task in tasks.iter().filter(|t| !judged.contains(&t.id)) {
+            // Not judged in this round: it must have passed an earlier one.
+            let children = engine.store.list_children(task.id)?;
+            let passed = latest_of(children.iter())
+                .iter()
+                .any(|v| v.tier == Tier::T5 && v.status == BriefStatus::Done);
+            if !passed {
+                complete = false;
+                break;
+            }
+        }
+        if complete {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Moves a verifying brief to done with a `completed`-style log.
@@ -329,11 +479,7 @@ fn gated_expand(
 }
 
 fn has_children(engine: &Engine, brief: &Brief) -> Result<bool> {
-    Ok(engine
-        .store
-        .list_briefs(brief.run)?
-        .iter()
-        .any(|b| b.parent == Some(brief.id)))
+    Ok(!engine.store.list_children(brief.id)?.is_empty())
 }
 
 fn expand_lead(engine: &Engine, brief: &Brief, announce: bool) -> Result<Vec<NewBrief>> {
@@ -363,44 +509,56 @@ fn expand_lead(engine: &Engine, brief: &Brief, announce: bool) -> Result<Vec<New
         .collect())
 }
 
-/// Once every specialist of a workstream is done, the lead's synthesis brief is written (once).
-fn synthesis_due(engine: &Engine, run: RunId) -> Result<bool> {
-    let briefs = engine.store.list_briefs(run)?;
-    let mut progressed = false;
-    for lead in briefs
-        .iter()
-        .filter(|b| BriefRole::of(b) == BriefRole::Lead && b.status == BriefStatus::Done)
-    {
-        let specialists: Vec<&Brief> = latest_children(&briefs, lead.id);
-        if specialists.is_empty() || specialists.iter().any(|s| s.status != BriefStatus::Done) {
-            continue;
-        }
-        if briefs
+/// Once every specialist of a done lead is done, the lead's synthesis brief is written (once). Called when
+/// a specialist finishes, and for every lead when a runner starts driving (a crash between the two steps).
+pub(crate) fn synthesis_due(engine: &Engine, lead: &Brief) -> Result<bool> {
+    if BriefRole::of(lead) != BriefRole::Lead || lead.status != BriefStatus::Done {
+        return Ok(false);
+    }
+    let children = engine.store.list_children(lead.id)?;
+    let specialists: Vec<&Brief> = latest_of(
+        children
             .iter()
-            .any(|b| b.parent == Some(lead.id) && b.title == SYNTHESIS_TITLE)
-        {
-            continue;
-        }
-        let mut inputs = vec![format!("boundaries/{}", lead.workstream)];
-        for spec in &specialists {
-            let out: SpecialistOutput = output_of(engine, spec)?;
-            let name = format!("architecture/{}/{}", lead.workstream, spec.title);
-            engine.put_text(spec, &name, "text/markdown", &out.architecture)?;
-            inputs.push(name);
-        }
-        let synthesis = NewBrief {
-            tier: Tier::T2,
-            workstream: lead.workstream.clone(),
-            title: SYNTHESIS_TITLE.into(),
-            personality: lead.personality.clone(),
-            instructions: "Resolve conflicts between the specialists' architectures and write the canonical architecture.".into(),
-            inputs,
-            variety: lead.variety,
-            contract: lead.contract.clone(),
-            depends_on: vec![],
-        };
-        write_children(engine, lead, vec![synthesis])?;
-        progressed = true;
+            .filter(|b| BriefRole::of(b) == BriefRole::Specialist),
+    );
+    if specialists.is_empty() || specialists.iter().any(|s| s.status != BriefStatus::Done) {
+        return Ok(false);
+    }
+    if children.iter().any(|b| b.title == SYNTHESIS_TITLE) {
+        return Ok(false);
+    }
+    let mut inputs = vec![format!("boundaries/{}", lead.workstream)];
+    for spec in &specialists {
+        let out: SpecialistOutput = output_of(engine, spec)?;
+        let name = format!("architecture/{}/{}", lead.workstream, spec.title);
+        engine.put_text(spec, &name, "text/markdown", &out.architecture)?;
+        inputs.push(name);
+    }
+    let synthesis = NewBrief {
+        tier: Tier::T2,
+        workstream: lead.workstream.clone(),
+        title: SYNTHESIS_TITLE.into(),
+        personality: lead.personality.clone(),
+        instructions:
+            "Resolve conflicts between the specialists' architectures and write the canonical architecture."
+                .into(),
+        inputs,
+        variety: lead.variety,
+        contract: lead.contract.clone(),
+        depends_on: vec![],
+    };
+    write_children(engine, lead, vec![synthesis])?;
+    Ok(true)
+}
+
+/// [`synthesis_due`] for every lead under the approved plan: what a runner that starts driving checks once.
+pub(crate) fn synthesis_due_anywhere(engine: &Engine, run: RunId) -> Result<bool> {
+    let Some(approved) = approved(engine, run)? else {
+        return Ok(false);
+    };
+    let mut progressed = false;
+    for lead in engine.store.list_children(approved.brief.id)? {
+        progressed |= synthesis_due(engine, &lead)?;
     }
     Ok(progressed)
 }
@@ -417,12 +575,12 @@ fn expand_synthesis(engine: &Engine, brief: &Brief, announce: bool) -> Result<Ve
             "Canonical architecture written to blackboard".into(),
         )?;
     }
-    let briefs = engine.store.list_briefs(brief.run)?;
     let lead = brief
         .parent
         .ok_or_else(|| EngineError::State("synthesis without a lead".into()))?;
+    let children = engine.store.list_children(lead)?;
     let mut squads = Vec::new();
-    for spec in latest_children(&briefs, lead)
+    for spec in latest_of(children.iter())
         .into_iter()
         .filter(|b| BriefRole::of(b) == BriefRole::Specialist)
     {
@@ -434,11 +592,6 @@ fn expand_synthesis(engine: &Engine, brief: &Brief, announce: bool) -> Result<Ve
         }
     }
     Ok(squads)
-}
-
-/// The newest attempt of each titled child of `parent`, skipping cancelled ones.
-pub(crate) fn latest_children(briefs: &[Brief], parent: BriefId) -> Vec<&Brief> {
-    latest_of(briefs.iter().filter(|b| b.parent == Some(parent)))
 }
 
 /// Every brief's children, oldest first, for passes that look at the children of many briefs: one scan of
@@ -453,7 +606,7 @@ pub(crate) fn children_index(briefs: &[Brief]) -> std::collections::HashMap<Brie
     index
 }
 
-/// [`latest_children`] over an index from [`children_index`].
+/// The newest attempt of each title among `parent`'s children in an index from [`children_index`].
 pub(crate) fn latest_indexed<'a>(
     index: &std::collections::HashMap<BriefId, Vec<&'a Brief>>,
     parent: BriefId,
@@ -462,7 +615,7 @@ pub(crate) fn latest_indexed<'a>(
 }
 
 /// The newest attempt of each title among `children` (oldest first), skipping cancelled ones.
-fn latest_of<'a>(children: impl Iterator<Item = &'a Brief>) -> Vec<&'a Brief> {
+pub(crate) fn latest_of<'a>(children: impl Iterator<Item = &'a Brief>) -> Vec<&'a Brief> {
     let mut by_title: BTreeMap<&str, &Brief> = BTreeMap::new();
     for brief in children.filter(|b| b.status != BriefStatus::Cancelled) {
         let keep = by_title
@@ -477,17 +630,24 @@ fn latest_of<'a>(children: impl Iterator<Item = &'a Brief>) -> Vec<&'a Brief> {
     list
 }
 
-/// T3 mesh: a squad's tasks are dispatched only once every squad of its workstream has committed.
-fn squad_done(engine: &Engine, brief: &Brief, briefs: &[Brief]) -> Result<bool> {
-    let peers: Vec<&Brief> = match brief.parent {
-        // The mesh is the squads of one workstream's domain; on a [t3, t4, t5] path every workstream's
-        // squad hangs off T1's plan, and those are not peers.
-        Some(parent) => latest_children(briefs, parent)
-            .into_iter()
-            .filter(|b| b.tier == Tier::T3 && b.workstream == brief.workstream)
-            .collect(),
-        None => vec![brief],
+/// The squad leads of `brief`'s mesh (itself included, newest attempts): the T3 siblings of its
+/// workstream. On a [t3, t4, t5] path every workstream's squad hangs off T1's plan, and those are not peers.
+fn mesh_of(engine: &Engine, brief: &Brief) -> Result<Vec<Brief>> {
+    let Some(parent) = brief.parent else {
+        return Ok(vec![brief.clone()]);
     };
+    let siblings = engine.store.list_children(parent)?;
+    Ok(latest_of(siblings.iter())
+        .into_iter()
+        .filter(|b| b.tier == Tier::T3 && b.workstream == brief.workstream)
+        .cloned()
+        .collect())
+}
+
+/// T3 mesh: a squad's tasks are dispatched only once every squad of its workstream has committed.
+fn squad_done(engine: &Engine, brief: &Brief) -> Result<bool> {
+    let mesh = mesh_of(engine, brief)?;
+    let peers: Vec<&Brief> = mesh.iter().collect();
     if peers
         .iter()
         .any(|p| matches!(p.status, BriefStatus::Pending | BriefStatus::Running))
@@ -512,17 +672,7 @@ fn expand_squad(engine: &Engine, brief: &Brief, announce: bool) -> Result<Vec<Ne
     let pipeline = squad.tasks.iter().filter(|t| !t.depends_on.is_empty()).count();
     if announce {
         // In a mesh, MESH_DONE already gave the whole split; each squad's share is detail.
-        let in_mesh = match brief.parent {
-            Some(parent) => {
-                let briefs = engine.store.list_briefs(brief.run)?;
-                latest_children(&briefs, parent)
-                    .iter()
-                    .filter(|b| b.tier == Tier::T3 && b.workstream == brief.workstream)
-                    .count()
-                    > 1
-            }
-            None => false,
-        };
+        let in_mesh = mesh_of(engine, brief)?.len() > 1;
         let level = if in_mesh { "verbose" } else { "normal" };
         engine.log_at(
             brief.run,
@@ -570,8 +720,8 @@ pub(crate) fn write_children(engine: &Engine, parent: &Brief, children: Vec<NewB
 
 /// The retry budget of new briefs: the configured base times the plan's multiplier.
 pub(crate) fn retry_budget(engine: &Engine, run: RunId) -> Result<u32> {
-    let multiplier = approved_plan(engine, run)?
-        .map(|p| p.retry_budget_multiplier)
+    let multiplier = approved(engine, run)?
+        .map(|a| a.plan.retry_budget_multiplier)
         .unwrap_or(1);
     Ok(agency_core::escalation::retry_budget(
         engine.config.retry.base_budget,
@@ -581,14 +731,10 @@ pub(crate) fn retry_budget(engine: &Engine, run: RunId) -> Result<u32> {
 
 /// Writes the entry briefs of the given workstreams under the plan brief.
 pub(crate) fn start_workstreams(engine: &Engine, run: RunId, plan: &Plan, ids: &[String]) -> Result<()> {
-    let briefs = engine.store.list_briefs(run)?;
-    let Some(plan_brief) = briefs
-        .iter()
-        .rev()
-        .find(|b| BriefRole::of(b) == BriefRole::Plan && b.status == BriefStatus::Done)
-    else {
+    let Some(approved) = approved(engine, run)? else {
         return Err(EngineError::State("no approved plan brief".into()));
     };
+    let plan_brief = &approved.brief;
     let entries: Vec<NewBrief> = ids
         .iter()
         .filter_map(|id| plan.workstream(id))

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agency_core::config::TeamConfig;
@@ -66,6 +66,10 @@ pub struct Engine {
     pub(crate) providers: BTreeMap<Tier, Arc<dyn Provider>>,
     pub(crate) options: EngineOptions,
     pub(crate) ledger: Option<crate::budget::SharedLedger>,
+    /// The run's approved plan, parsed once (see [`crate::advance::approved`]).
+    pub(crate) plan_cache: Arc<Mutex<Option<Arc<crate::advance::ApprovedPlan>>>>,
+    /// The earliest time a pass must run even if nothing changed on the blackboard (a T3 mesh timeout).
+    pub(crate) wake: Arc<Mutex<Option<chrono::DateTime<chrono::Utc>>>>,
 }
 
 /// How a drive ended.
@@ -103,6 +107,8 @@ impl Engine {
             providers,
             options,
             ledger: None,
+            plan_cache: Arc::new(Mutex::new(None)),
+            wake: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -164,6 +170,31 @@ impl Engine {
         Ok(run)
     }
 
+    /// Asks for a pass over the run at `at` at the latest, even if nothing changes before then.
+    pub(crate) fn wake_at(&self, at: chrono::DateTime<chrono::Utc>) -> Result<()> {
+        let mut wake = self
+            .wake
+            .lock()
+            .map_err(|_| EngineError::State("timer poisoned".into()))?;
+        if wake.is_none_or(|w| at < w) {
+            *wake = Some(at);
+        }
+        Ok(())
+    }
+
+    /// Whether a timer asked for with [`Engine::wake_at`] is due; a due timer is cleared.
+    pub(crate) fn timer_due(&self) -> Result<bool> {
+        let mut wake = self
+            .wake
+            .lock()
+            .map_err(|_| EngineError::State("timer poisoned".into()))?;
+        let due = wake.is_some_and(|w| chrono::Utc::now() >= w);
+        if due {
+            *wake = None;
+        }
+        Ok(due)
+    }
+
     /// Writes a tier-level log line (what `agency watch` shows at the normal level).
     pub(crate) fn log(&self, run: RunId, tier: Option<Tier>, tag: &str, message: String) -> Result<()> {
         self.log_at(run, tier, "normal", tag, message)
@@ -200,6 +231,7 @@ impl Engine {
     pub async fn drive(&self, run: RunId, cancel: &CancelToken) -> Result<DriveOutcome> {
         self.release_orphaned_claims(run)?;
         let mut crew = crate::crew::Crew::new(self);
+        let mut passes = crate::advance::Passes::default();
         let mut outbox = crate::notify::Outbox::open(self, run);
         let mut board_reviews = crate::board_review::BoardReviews::default();
         loop {
@@ -216,7 +248,7 @@ impl Engine {
             crew.reclaim_expired(self, run)?;
             let waiting = self.tend_gates(run)?;
             board_reviews.tend(self, run, cancel)?;
-            let progressed = crate::advance::advance(self, run).await?;
+            let progressed = passes.run(self, run).await?;
             let mut spawned = false;
             if !waiting && !self.paused(run)? {
                 spawned = crew.fill(self, run, cancel)?;
@@ -242,10 +274,8 @@ impl Engine {
     /// Briefs a dead runner left `running` go back to `pending`, so they are spawned again (their worktree
     /// and branch are reused).
     fn release_orphaned_claims(&self, run: RunId) -> Result<()> {
-        for brief in self.store.list_briefs(run)? {
-            if brief.status == BriefStatus::Running
-                && brief.claimed_by.as_deref() != Some(&self.options.worker)
-            {
+        for brief in self.store.list_briefs_by_status(run, BriefStatus::Running)? {
+            if brief.claimed_by.as_deref() != Some(&self.options.worker) {
                 let event = NewEvent::new(
                     run,
                     EventKind::Log,

@@ -121,9 +121,9 @@ pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decisio
 
 /// The tier path of the brief's workstream, from the approved plan; the full path when unknown.
 fn workstream_path(engine: &Engine, brief: &Brief) -> Result<Vec<Tier>> {
-    let plan = crate::advance::approved_plan(engine, brief.run)?;
-    Ok(plan
-        .and_then(|p| p.workstream(&brief.workstream).map(|w| w.tier_path.clone()))
+    let approved = crate::advance::approved(engine, brief.run)?;
+    Ok(approved
+        .and_then(|a| a.plan.workstream(&brief.workstream).map(|w| w.tier_path.clone()))
         .unwrap_or_else(|| vec![Tier::T2, Tier::T3, Tier::T4, Tier::T5]))
 }
 
@@ -159,9 +159,9 @@ pub fn retry(engine: &Engine, brief: &Brief, attempt: u32, feedback: &str) -> Re
 fn repoint_dependents(engine: &Engine, old: BriefId, new: BriefId) -> Result<()> {
     let waiting: Vec<Brief> = engine
         .store
-        .list_briefs(engine.store.get_brief(new)?.run)?
+        .list_briefs_by_status(engine.store.get_brief(new)?.run, BriefStatus::Pending)?
         .into_iter()
-        .filter(|b| b.status == BriefStatus::Pending && b.depends_on.contains(&old))
+        .filter(|b| b.depends_on.contains(&old))
         .collect();
     for dependent in waiting {
         engine.move_brief(
@@ -196,10 +196,8 @@ fn repoint_dependents(engine: &Engine, old: BriefId, new: BriefId) -> Result<()>
 fn escalate(engine: &Engine, brief: &Brief, to: EscalationTarget, why: &str) -> Result<()> {
     let escalations = engine
         .store
-        .list_briefs(brief.run)?
-        .iter()
-        .filter(|b| b.status == BriefStatus::Escalated)
-        .count();
+        .list_briefs_by_status(brief.run, BriefStatus::Escalated)?
+        .len();
     if escalations > engine.config.retry.max_escalations_before_gate as usize {
         return open_escalation_gate(
             engine,
@@ -213,7 +211,7 @@ fn escalate(engine: &Engine, brief: &Brief, to: EscalationTarget, why: &str) -> 
     let Some(owner) = ancestor_of_tier(engine, brief, tier)? else {
         return open_escalation_gate(engine, brief, why);
     };
-    cancel_descendants(engine, owner.id, brief.run)?;
+    cancel_descendants(engine, owner.id)?;
     let context = format!(
         "Escalated to you from {} \"{}\" (attempt {}): {why}\nRe-scope or correct your output so this cannot happen again.",
         brief.tier, brief.title, brief.attempt
@@ -256,11 +254,10 @@ fn ancestor_of_tier(engine: &Engine, brief: &Brief, tier: Tier) -> Result<Option
 
 /// Cancels every unfinished brief below `root`, running ones included: what their agents report later is
 /// dropped, and nothing of a superseded subtree is left open to hold its workstream.
-fn cancel_descendants(engine: &Engine, root: BriefId, run: agency_core::RunId) -> Result<()> {
-    let briefs = engine.store.list_briefs(run)?;
+fn cancel_descendants(engine: &Engine, root: BriefId) -> Result<()> {
     let mut frontier = vec![root];
     while let Some(id) = frontier.pop() {
-        for child in briefs.iter().filter(|b| b.parent == Some(id)) {
+        for child in &engine.store.list_children(id)? {
             frontier.push(child.id);
             if matches!(
                 child.status,

@@ -7,7 +7,7 @@
 use agency_core::tiers::{BriefRole, SquadOutput};
 use agency_core::{Brief, BriefStatus, Tier};
 
-use crate::advance::{latest_children, output_of};
+use crate::advance::{latest_of, output_of};
 use crate::engine::Engine;
 use crate::error::Result;
 
@@ -120,29 +120,33 @@ pub(crate) fn verifiers_started(engine: &Engine, implementer: &Brief) -> Result<
     let Some(parent) = implementer.parent else {
         return Ok(());
     };
-    let briefs = engine.store.list_briefs(implementer.run)?;
-    let tasks: Vec<&Brief> = latest_children(&briefs, parent)
+    let siblings = engine.store.list_children(parent)?;
+    let tasks: Vec<&Brief> = latest_of(siblings.iter())
         .into_iter()
         .filter(|b| b.tier == Tier::T4 && b.workstream == implementer.workstream)
         .collect();
     if tasks.iter().any(|t| t.status != BriefStatus::Done) {
         return Ok(());
     }
-    let round = tasks
-        .iter()
-        .filter(|t| {
-            latest_children(&briefs, t.id)
-                .iter()
-                .any(|v| v.tier == Tier::T5 && v.status != BriefStatus::Done)
-        })
-        .count();
+    let mut round = 0;
+    for task in &tasks {
+        let children = engine.store.list_children(task.id)?;
+        if latest_of(children.iter())
+            .iter()
+            .any(|v| v.tier == Tier::T5 && v.status != BriefStatus::Done)
+        {
+            round += 1;
+        }
+    }
     if round == 0 {
         return Ok(());
     }
-    let squad = briefs
-        .iter()
-        .find(|b| b.id == parent && b.tier == Tier::T3)
-        .map_or(implementer.workstream.as_str(), |b| b.title.as_str());
+    let owner = engine.store.get_brief(parent)?;
+    let squad = if owner.tier == Tier::T3 {
+        owner.title.as_str()
+    } else {
+        implementer.workstream.as_str()
+    };
     engine.log(
         implementer.run,
         Some(Tier::T5),

@@ -10,47 +10,47 @@ use agency_exec::MergeOutcome;
 use agency_store::RunStatus;
 use serde_json::json;
 
-use crate::advance::{accept_brief, approved_plan, output_of, start_workstreams, write_children};
+use std::collections::HashSet;
+
+use crate::advance::{ApprovedPlan, accept_brief, approved, output_of, start_workstreams, write_children};
 use crate::engine::Engine;
-use crate::error::Result;
-use crate::verify::{ending, verify_rev, workstream_verified};
+use crate::error::{EngineError, Result};
+use crate::verify::{ending, verify_rev};
 
 fn merged_name(workstream: &str) -> String {
     format!("merged/{workstream}")
 }
 
+/// What the runner knows of an approved plan's stages: which workstreams started and which merged. Both
+/// only ever grow while the plan holds, so each is looked up on the blackboard once.
+#[derive(Debug, Default)]
+pub(crate) struct StageProgress {
+    started: HashSet<String>,
+    merged: HashSet<String>,
+}
+
 /// Starts stages, merges verified workstreams, and writes T1's accept brief when everything is in.
-pub async fn workstreams(engine: &Engine, run: RunId) -> Result<bool> {
-    let Some(plan) = approved_plan(engine, run)? else {
+/// `touched` names the workstreams whose briefs changed since the last pass (`None`: any may have): only
+/// those can have become ready to merge.
+pub async fn workstreams(engine: &Engine, run: RunId, touched: Option<&HashSet<String>>) -> Result<bool> {
+    let Some(approved) = approved(engine, run)? else {
         return Ok(false);
     };
-    let briefs = engine.store.list_briefs(run)?;
-    let Some(plan_brief) = briefs
-        .iter()
-        .rev()
-        .find(|b| BriefRole::of(b) == BriefRole::Plan && b.status == BriefStatus::Done)
-    else {
-        return Ok(false);
-    };
-    // Started under the current plan: after T1 re-plans, what the superseded plan started counts for nothing.
-    let started = |ws: &str| {
-        briefs
-            .iter()
-            .any(|b| b.workstream == ws && b.tier != Tier::T1 && b.parent == Some(plan_brief.id))
-    };
+    let (plan, plan_brief) = (&approved.plan, &approved.brief);
     for stage in plan.stages() {
         let ids: Vec<String> = stage.workstreams.to_vec();
-        if !ids.iter().any(|id| started(id)) {
-            start_workstreams(engine, run, &plan, &ids)?;
+        if !started_any(engine, &approved, &ids)? {
+            start_workstreams(engine, run, plan, &ids)?;
             return Ok(true);
         }
         let mut all_merged = true;
         for ws in stage.workstreams.iter().filter_map(|id| plan.workstream(id)) {
-            if engine.store.latest_artifact(run, &merged_name(&ws.id))?.is_some() {
+            if merged(engine, &approved, &ws.id, touched)? {
                 continue;
             }
             all_merged = false;
-            if workstream_verified(&briefs, &ws.id) {
+            let may_be_ready = touched.is_none_or(|t| t.contains(&ws.id));
+            if may_be_ready && workstream_settled(engine, run, &ws.id)? {
                 merge_workstream(engine, plan_brief, ws).await?;
                 return Ok(true);
             }
@@ -59,7 +59,8 @@ pub async fn workstreams(engine: &Engine, run: RunId) -> Result<bool> {
             return Ok(false);
         }
     }
-    if !briefs.iter().any(|b| BriefRole::of(b) == BriefRole::Accept) {
+    let children = engine.store.list_children(plan_brief.id)?;
+    if !children.iter().any(|b| BriefRole::of(b) == BriefRole::Accept) {
         engine.log(
             run,
             Some(Tier::T1),
@@ -69,11 +70,81 @@ pub async fn workstreams(engine: &Engine, run: RunId) -> Result<bool> {
         write_children(
             engine,
             plan_brief,
-            vec![accept_brief(&plan, &plan_brief.goal_anchor)],
+            vec![accept_brief(plan, &plan_brief.goal_anchor)],
         )?;
         return Ok(true);
     }
     Ok(false)
+}
+
+fn stages_of(approved: &ApprovedPlan) -> Result<std::sync::MutexGuard<'_, StageProgress>> {
+    approved
+        .stages
+        .lock()
+        .map_err(|_| EngineError::State("stage progress poisoned".into()))
+}
+
+/// Whether any of `ids` was started under this plan (after T1 re-plans, what the superseded plan started
+/// counts for nothing): its entry brief is a child of the plan brief.
+fn started_any(engine: &Engine, approved: &ApprovedPlan, ids: &[String]) -> Result<bool> {
+    if ids
+        .iter()
+        .any(|id| stages_of(approved).is_ok_and(|s| s.started.contains(id)))
+    {
+        return Ok(true);
+    }
+    let children = engine.store.list_children(approved.brief.id)?;
+    let mut stages = stages_of(approved)?;
+    for child in children.iter().filter(|b| b.tier != Tier::T1) {
+        stages.started.insert(child.workstream.clone());
+    }
+    Ok(ids.iter().any(|id| stages.started.contains(id)))
+}
+
+/// Whether `workstream` is merged into the integration branch. Known merges are remembered; the
+/// blackboard is asked only where something changed (or on a full pass).
+fn merged(
+    engine: &Engine,
+    approved: &ApprovedPlan,
+    workstream: &str,
+    touched: Option<&HashSet<String>>,
+) -> Result<bool> {
+    if stages_of(approved)?.merged.contains(workstream) {
+        return Ok(true);
+    }
+    if touched.is_some_and(|t| !t.contains(workstream) && !t.contains(&approved.brief.workstream)) {
+        return Ok(false);
+    }
+    let found = engine
+        .store
+        .latest_artifact(approved.brief.run, &merged_name(workstream))?
+        .is_some();
+    if found {
+        stages_of(approved)?.merged.insert(workstream.to_string());
+    }
+    Ok(found)
+}
+
+/// Whether every implementer of a workstream is done, verified and merged into its branch: it has T4
+/// work, nothing of it is pending, running or verifying, and each of its verifiers is done or superseded
+/// (no retry outstanding). Three indexed counts, not a read of the workstream.
+fn workstream_settled(engine: &Engine, run: RunId, workstream: &str) -> Result<bool> {
+    let open = [BriefStatus::Pending, BriefStatus::Running, BriefStatus::Verifying];
+    let unsettled_verifiers = [
+        BriefStatus::Pending,
+        BriefStatus::Running,
+        BriefStatus::Verifying,
+        BriefStatus::Failed,
+        BriefStatus::Escalated,
+    ];
+    Ok(
+        engine.store.count_briefs(run, workstream, Some(Tier::T4), &[])? > 0
+            && engine.store.count_briefs(run, workstream, None, &open)? == 0
+            && engine
+                .store
+                .count_briefs(run, workstream, Some(Tier::T5), &unsettled_verifiers)?
+                == 0,
+    )
 }
 
 async fn merge_workstream(engine: &Engine, plan_brief: &Brief, ws: &agency_core::Workstream) -> Result<()> {
@@ -122,6 +193,9 @@ async fn merge_workstream(engine: &Engine, plan_brief: &Brief, ws: &agency_core:
         }
     }
     engine.put_text(plan_brief, &merged_name(&ws.id), "text/plain", &into)?;
+    if let Some(approved) = approved(engine, run)? {
+        stages_of(&approved)?.merged.insert(ws.id.clone());
+    }
     engine.log(
         run,
         Some(Tier::T5),
@@ -134,11 +208,11 @@ async fn merge_workstream(engine: &Engine, plan_brief: &Brief, ws: &agency_core:
 /// A workstream that cannot be integrated goes to a human: its last implementer's escalation gate.
 fn escalate_workstream(engine: &Engine, run: RunId, workstream: &str, why: &str) -> Result<()> {
     engine.log(run, Some(Tier::T1), "INTEGRATION", why.to_string())?;
-    let briefs = engine.store.list_briefs(run)?;
-    if let Some(last) = briefs
+    let done = engine.store.list_briefs_by_status(run, BriefStatus::Done)?;
+    if let Some(last) = done
         .iter()
         .rev()
-        .find(|b| b.workstream == workstream && b.tier == Tier::T4 && b.status == BriefStatus::Done)
+        .find(|b| b.workstream == workstream && b.tier == Tier::T4)
     {
         let decision = Decision::Escalate {
             to: EscalationTarget::Human,
@@ -195,7 +269,8 @@ pub fn mesh_timeout(engine: &Engine, brief: &Brief, peers: &[&Brief]) -> Result<
         .min()
         .unwrap_or(brief.created_at);
     if chrono::Utc::now() - started <= limit {
-        return Ok(());
+        // Nothing may change on the blackboard before then: a pass must still come when it is due.
+        return engine.wake_at(started + limit);
     }
     let stuck: Vec<&str> = peers
         .iter()

@@ -350,22 +350,3 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief]) -> Result<()> {
     }
     Ok(())
 }
-
-/// Whether every implementer of a workstream is done, verified and merged (its verifiers all done or
-/// superseded by an escalation, no retry outstanding).
-pub fn workstream_verified(briefs: &[Brief], workstream: &str) -> bool {
-    let in_ws: Vec<&Brief> = briefs.iter().filter(|b| b.workstream == workstream).collect();
-    let has_work = in_ws.iter().any(|b| b.tier == Tier::T4);
-    let open = in_ws.iter().any(|b| {
-        matches!(
-            b.status,
-            BriefStatus::Pending | BriefStatus::Running | BriefStatus::Verifying
-        )
-    });
-    has_work
-        && !open
-        && in_ws
-            .iter()
-            .filter(|b| b.tier == Tier::T5)
-            .all(|b| matches!(b.status, BriefStatus::Done | BriefStatus::Cancelled))
-}

@@ -38,7 +38,7 @@ pub mod sqlite;
 pub mod conformance;
 
 use agency_core::teachback::TeachbackState;
-use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId};
+use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId, Tier};
 use chrono::{DateTime, Utc};
 
 pub use clock::{Clock, SteppingClock, SystemClock};
@@ -111,6 +111,23 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
 
     /// A run's briefs, oldest first.
     fn list_briefs(&self, run: RunId) -> Result<Vec<Brief>>;
+
+    /// A run's briefs in `status`, oldest first. Indexed: the runner's passes read what is `verifying`, not
+    /// the whole run.
+    fn list_briefs_by_status(&self, run: RunId, status: BriefStatus) -> Result<Vec<Brief>>;
+
+    /// The briefs whose parent is `parent`, oldest first (every attempt). Indexed.
+    fn list_children(&self, parent: BriefId) -> Result<Vec<Brief>>;
+
+    /// How many briefs of `run` in `workstream` (of `tier`, when given) have one of `statuses` (any status,
+    /// when empty). Indexed: answers "is anything of this workstream still open" without reading it.
+    fn count_briefs(
+        &self,
+        run: RunId,
+        workstream: &str,
+        tier: Option<Tier>,
+        statuses: &[BriefStatus],
+    ) -> Result<u64>;
 
     /// Compare-and-set of a brief's status: moves it from `from` to `to` and appends the caller's `event`, or
     /// fails with `Conflict` and writes nothing if the status is no longer `from`. Moving back to `pending`

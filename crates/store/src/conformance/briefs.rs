@@ -229,3 +229,88 @@ pub fn brief_workspace_is_recorded(factory: Factory<'_>) {
         Err(StoreError::NotFound { .. })
     ));
 }
+
+/// `list_briefs_by_status` and `list_children` answer exactly what a filter over `list_briefs` would, in
+/// the same order (oldest first), and follow status changes; `count_briefs` counts a workstream's briefs by
+/// tier and status.
+pub fn briefs_by_status_by_parent_and_counted_by_workstream(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let run = new_run(bb.as_ref());
+    let other = new_run(bb.as_ref());
+    let t0 = Utc::now();
+    let mut parent = sample_brief(run, "squad");
+    parent.tier = Tier::T3;
+    parent.created_at = t0;
+    let mut all = vec![parent.clone()];
+    for i in 0..6 {
+        let mut child = sample_brief(run, &format!("task-{i}"));
+        child.parent = Some(parent.id);
+        // Same timestamp for some: insertion order breaks the tie.
+        child.created_at = t0 + chrono::Duration::milliseconds(i64::from(i / 2));
+        if i % 3 == 0 {
+            child.workstream = "ws-other".into();
+        }
+        all.push(child);
+    }
+    bb.insert_briefs(&all).unwrap();
+    let mut elsewhere = sample_brief(other, "elsewhere");
+    elsewhere.status = BriefStatus::Pending;
+    bb.insert_brief(&elsewhere).unwrap();
+    let moved = |id: BriefId, from: BriefStatus, to: BriefStatus| {
+        let event = NewEvent::new(run, EventKind::BriefStatus, json!({}));
+        bb.update_brief_status(id, from, to, event).unwrap();
+    };
+    moved(all[2].id, BriefStatus::Pending, BriefStatus::Verifying);
+    moved(all[5].id, BriefStatus::Pending, BriefStatus::Verifying);
+    moved(all[3].id, BriefStatus::Pending, BriefStatus::Done);
+
+    let ids = |briefs: Vec<Brief>| briefs.into_iter().map(|b| b.id).collect::<Vec<_>>();
+    let listed = bb.list_briefs(run).unwrap();
+    for status in [
+        BriefStatus::Pending,
+        BriefStatus::Verifying,
+        BriefStatus::Done,
+        BriefStatus::Failed,
+    ] {
+        let expected: Vec<BriefId> = listed
+            .iter()
+            .filter(|b| b.status == status)
+            .map(|b| b.id)
+            .collect();
+        assert_eq!(
+            ids(bb.list_briefs_by_status(run, status).unwrap()),
+            expected,
+            "{status:?}"
+        );
+    }
+    assert_eq!(
+        bb.list_briefs_by_status(run, BriefStatus::Verifying).unwrap()[0],
+        bb.get_brief(all[2].id).unwrap(),
+        "whole briefs"
+    );
+    let children: Vec<BriefId> = listed
+        .iter()
+        .filter(|b| b.parent == Some(parent.id))
+        .map(|b| b.id)
+        .collect();
+    assert_eq!(children.len(), 6);
+    assert_eq!(ids(bb.list_children(parent.id).unwrap()), children);
+    assert!(bb.list_children(all[1].id).unwrap().is_empty());
+
+    let open = [BriefStatus::Pending, BriefStatus::Running, BriefStatus::Verifying];
+    // ws-core: the squad (pending), task-1 and task-4 (verifying), task-2 (done), task-5 (pending);
+    // ws-other: task-0 and task-3 (pending).
+    assert_eq!(bb.count_briefs(run, "ws-core", None, &[]).unwrap(), 5);
+    assert_eq!(bb.count_briefs(run, "ws-core", None, &open).unwrap(), 4);
+    assert_eq!(bb.count_briefs(run, "ws-core", Some(Tier::T4), &open).unwrap(), 3);
+    assert_eq!(
+        bb.count_briefs(run, "ws-core", Some(Tier::T4), &[BriefStatus::Verifying])
+            .unwrap(),
+        2
+    );
+    assert_eq!(bb.count_briefs(run, "ws-other", None, &open).unwrap(), 2);
+    assert_eq!(bb.count_briefs(run, "ws-other", Some(Tier::T5), &[]).unwrap(), 0);
+    assert_eq!(bb.count_briefs(other, "ws-core", None, &[]).unwrap(), 1);
+    assert_eq!(bb.count_briefs(run, "ws-none", None, &[]).unwrap(), 0);
+}

@@ -111,6 +111,7 @@ macro_rules! conformance_tests {
             brief_status_cas_writes_event_or_nothing,
             teachback_cas_writes_event_or_nothing,
             brief_workspace_is_recorded,
+            briefs_by_status_by_parent_and_counted_by_workstream,
             claiming_respects_dependencies_and_runs,
             concurrent_claims_across_handles_are_exclusive,
             concurrent_claims_on_one_shared_handle_are_exclusive,

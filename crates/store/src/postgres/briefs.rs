@@ -7,7 +7,7 @@
 //! take, so inserting a child brief or an event never waits for a claim.
 
 use agency_core::teachback::TeachbackState;
-use agency_core::{Brief, BriefId, BriefStatus, NewEvent, RunId};
+use agency_core::{Brief, BriefId, BriefStatus, NewEvent, RunId, Tier};
 use chrono::{DateTime, Utc};
 use postgres::{GenericClient, Row};
 
@@ -112,6 +112,42 @@ pub fn list<C: GenericClient>(c: &mut C, run: RunId) -> Result<Vec<Brief>> {
         &[&id_text(&run.0)],
     )?;
     rows.iter().map(decode).collect()
+}
+
+/// A run's briefs in one status, oldest first.
+pub fn list_by_status<C: GenericClient>(c: &mut C, run: RunId, status: BriefStatus) -> Result<Vec<Brief>> {
+    let rows = c.query(
+        &format!("SELECT {COLUMNS} FROM briefs WHERE run = $1 AND status = $2 ORDER BY created_at, ord"),
+        &[&id_text(&run.0), &status.as_str()],
+    )?;
+    rows.iter().map(decode).collect()
+}
+
+/// A brief's children, oldest first.
+pub fn children<C: GenericClient>(c: &mut C, parent: BriefId) -> Result<Vec<Brief>> {
+    let rows = c.query(
+        &format!("SELECT {COLUMNS} FROM briefs WHERE parent = $1 ORDER BY created_at, ord"),
+        &[&id_text(&parent.0)],
+    )?;
+    rows.iter().map(decode).collect()
+}
+
+/// Counts a workstream's briefs of a tier (any, when `None`) in any of `statuses` (any, when empty).
+pub fn count<C: GenericClient>(
+    c: &mut C,
+    run: RunId,
+    workstream: &str,
+    tier: Option<Tier>,
+    statuses: &[BriefStatus],
+) -> Result<u64> {
+    let wanted: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
+    let row = c.query_one(
+        "SELECT COUNT(*) FROM briefs WHERE run = $1 AND workstream = $2 \
+         AND ($3::text IS NULL OR tier = $3) AND (cardinality($4::text[]) = 0 OR status = ANY($4))",
+        &[&id_text(&run.0), &workstream, &tier.map(|t| t.as_str()), &wanted],
+    )?;
+    let n: i64 = row.try_get(0)?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 /// Compare-and-set of the status, with the caller's event.

@@ -29,7 +29,7 @@ mod sessions;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agency_core::teachback::TeachbackState;
-use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId};
+use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId, Tier};
 use chrono::{DateTime, Utc};
 use postgres::{Client, Transaction};
 
@@ -212,6 +212,24 @@ impl Blackboard for PostgresBlackboard {
 
     fn list_briefs(&self, run: RunId) -> Result<Vec<Brief>> {
         self.read(|c| briefs::list(c, run))
+    }
+
+    fn list_briefs_by_status(&self, run: RunId, status: BriefStatus) -> Result<Vec<Brief>> {
+        self.read(|c| briefs::list_by_status(c, run, status))
+    }
+
+    fn list_children(&self, parent: BriefId) -> Result<Vec<Brief>> {
+        self.read(|c| briefs::children(c, parent))
+    }
+
+    fn count_briefs(
+        &self,
+        run: RunId,
+        workstream: &str,
+        tier: Option<Tier>,
+        statuses: &[BriefStatus],
+    ) -> Result<u64> {
+        self.read(|c| briefs::count(c, run, workstream, tier, statuses))
     }
 
     fn update_brief_status(

@@ -1,7 +1,7 @@
 //! Briefs: insertion, lookup, compare-and-set of status and teachback state, and claiming.
 
 use agency_core::teachback::TeachbackState;
-use agency_core::{Brief, BriefId, BriefStatus, NewEvent, RunId};
+use agency_core::{Brief, BriefId, BriefStatus, NewEvent, RunId, Tier};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, Row, params};
 
@@ -103,6 +103,49 @@ pub fn list(conn: &Connection, run: RunId) -> Result<Vec<Brief>> {
     ))?;
     let rows = stmt.query_and_then(params![id_text(&run.0)], decode)?;
     rows.collect()
+}
+
+/// A run's briefs in one status, oldest first.
+pub fn list_by_status(conn: &Connection, run: RunId, status: BriefStatus) -> Result<Vec<Brief>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM briefs WHERE run = ?1 AND status = ?2 ORDER BY created_at, rowid"
+    ))?;
+    let rows = stmt.query_and_then(params![id_text(&run.0), status.as_str()], decode)?;
+    rows.collect()
+}
+
+/// A brief's children, oldest first.
+pub fn children(conn: &Connection, parent: BriefId) -> Result<Vec<Brief>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM briefs WHERE parent = ?1 ORDER BY created_at, rowid"
+    ))?;
+    let rows = stmt.query_and_then(params![id_text(&parent.0)], decode)?;
+    rows.collect()
+}
+
+/// Counts a workstream's briefs of a tier (any, when `None`) in any of `statuses` (any, when empty).
+pub fn count(
+    conn: &Connection,
+    run: RunId,
+    workstream: &str,
+    tier: Option<Tier>,
+    statuses: &[BriefStatus],
+) -> Result<u64> {
+    let wanted: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
+    let mut stmt = conn.prepare_cached(
+        "SELECT COUNT(*) FROM briefs WHERE run = ?1 AND workstream = ?2 AND (?3 IS NULL OR tier = ?3) \
+         AND (?4 = '[]' OR status IN (SELECT value FROM json_each(?4)))",
+    )?;
+    let n: i64 = stmt.query_row(
+        params![
+            id_text(&run.0),
+            workstream,
+            tier.map(|t| t.as_str()),
+            json_text(&wanted)?
+        ],
+        |row| row.get(0),
+    )?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 /// Compare-and-set of the status, with the caller's event.

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agency_core::teachback::TeachbackState;
-use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId};
+use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId, Tier};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
@@ -251,6 +251,24 @@ impl Blackboard for SqliteBlackboard {
             });
             Ok(briefs)
         })
+    }
+
+    fn list_briefs_by_status(&self, run: RunId, status: BriefStatus) -> Result<Vec<Brief>> {
+        self.read(|conn| briefs::list_by_status(conn, run, status))
+    }
+
+    fn list_children(&self, parent: BriefId) -> Result<Vec<Brief>> {
+        self.read(|conn| briefs::children(conn, parent))
+    }
+
+    fn count_briefs(
+        &self,
+        run: RunId,
+        workstream: &str,
+        tier: Option<Tier>,
+        statuses: &[BriefStatus],
+    ) -> Result<u64> {
+        self.read(|conn| briefs::count(conn, run, workstream, tier, statuses))
     }
 
     fn update_brief_status(
