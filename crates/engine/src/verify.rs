@@ -78,10 +78,11 @@ fn record_verify(engine: &Engine, brief: &Brief, rev: &str, result: &VerifyResul
 
 /// An implementer reported done: commit its work, run stage 1, and hand the slice to a verifier.
 pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
-    let briefs = engine.store.list_briefs(brief.run)?;
-    if briefs
+    if engine
+        .store
+        .list_children(brief.id)?
         .iter()
-        .any(|b| b.parent == Some(brief.id) && b.tier == Tier::T5)
+        .any(|b| b.tier == Tier::T5)
     {
         return finish_implementer(engine, brief);
     }
