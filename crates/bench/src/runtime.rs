@@ -10,7 +10,7 @@ use std::time::Duration;
 use agency_core::teachback::Teachback;
 use agency_core::tiers::BriefRole;
 use agency_exec::runtime::{
-    AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, ReportStatus, Runtime,
+    AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, Evidence, ReportStatus, Runtime,
     RuntimeError, ToolCallView, ToolDecision,
 };
 use agency_llm::{BoxFuture, CancelToken};
@@ -93,7 +93,8 @@ impl InstantRuntime {
                     .map_err(|e| RuntimeError::Other(format!("{}: {e}", file.display())))?;
                 json!({})
             }
-            BriefRole::Verifier => json!({ "verdict": "pass", "issues": [], "notes": "ok" }),
+            // A T5 brief is a sign-off; its judge answers in text (see `work`).
+            BriefRole::Verifier => Value::Null,
             BriefRole::Accept => json!({ "accept": true, "summary": "Every slice is in.", "missing": [] }),
             other => {
                 return Err(RuntimeError::Other(format!(
@@ -140,16 +141,36 @@ impl InstantRuntime {
             });
         }
         let start = thread_cpu();
+        if role == BriefRole::Verifier {
+            // The sign-off judge: read-only, its verdict at the end of its answer.
+            self.charge(start);
+            return Ok(AgentOutcome {
+                report: None,
+                stop: AgentStop::Finished,
+                session_id: None,
+                final_text: Some("The slice file is there.\nVERDICT: accept\nmissing: none".into()),
+            });
+        }
         let output = self.output(task, role);
+        // An implementer cites the file it wrote: the sign-off checks it is in the commit.
+        let evidence = if role == BriefRole::Implementer {
+            vec![Evidence {
+                path: format!("{}.txt", task.brief.id),
+                quote: Some(task.brief.title.clone()),
+            }]
+        } else {
+            vec![]
+        };
         let outcome = output.map(|output| AgentOutcome {
             report: Some(AgentReport {
                 status: ReportStatus::Done,
                 summary: format!("{} done", task.brief.title),
-                evidence: vec![],
+                evidence,
                 output,
             }),
             stop: AgentStop::Finished,
             session_id: None,
+            final_text: None,
         });
         self.charge(start);
         outcome

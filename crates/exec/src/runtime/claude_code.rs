@@ -219,6 +219,7 @@ impl Runtime for ClaudeCodeRuntime {
                     report: None,
                     stop,
                     session_id: state.session_id,
+                    final_text: state.result.as_deref().map(super::final_text),
                 });
             }
             let Some(result) = state.result.clone() else {
@@ -236,6 +237,7 @@ impl Runtime for ClaudeCodeRuntime {
                 report: parse_report(&result),
                 stop,
                 session_id: state.session_id,
+                final_text: Some(super::final_text(&result)),
             })
         })
     }

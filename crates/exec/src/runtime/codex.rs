@@ -225,6 +225,7 @@ impl Runtime for CodexRuntime {
                     report: None,
                     stop,
                     session_id: state.session_id,
+                    final_text: state.last_message.as_deref().map(super::final_text),
                 });
             }
             if !driven.output.success() && state.last_message.is_none() {
@@ -238,6 +239,7 @@ impl Runtime for CodexRuntime {
                 report: state.last_message.as_deref().and_then(parse_report),
                 stop: AgentStop::Finished,
                 session_id: state.session_id,
+                final_text: state.last_message.as_deref().map(super::final_text),
             })
         })
     }

@@ -118,6 +118,7 @@ impl Runtime for CommandRuntime {
                 report: parse_report(&tail),
                 stop: driven.stop.unwrap_or(AgentStop::Finished),
                 session_id: None,
+                final_text: Some(super::final_text(&tail)),
             })
         })
     }

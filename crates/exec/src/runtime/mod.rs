@@ -147,6 +147,24 @@ pub struct AgentOutcome {
     pub stop: AgentStop,
     /// The runtime's session id, when it has one (Claude Code), so an interrupted agent can be resumed.
     pub session_id: Option<String>,
+    /// The agent's last message in full (its end kept when over [`FINAL_TEXT_MAX`] bytes): a judge's verdict
+    /// block sits at the end of its answer.
+    pub final_text: Option<String>,
+}
+
+/// The most bytes of an agent's last message an [`AgentOutcome`] keeps.
+pub const FINAL_TEXT_MAX: usize = 64 * 1024;
+
+/// `text` bounded to [`FINAL_TEXT_MAX`] bytes, keeping its end (where a verdict is).
+pub fn final_text(text: &str) -> String {
+    if text.len() <= FINAL_TEXT_MAX {
+        return text.to_owned();
+    }
+    let mut start = text.len() - FINAL_TEXT_MAX;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &text[start..])
 }
 
 /// Why an agent stopped.

@@ -160,6 +160,7 @@ impl Runtime for PiRuntime {
                     report: None,
                     stop,
                     session_id: None,
+                    final_text: state.last_text.as_deref().map(super::final_text),
                 });
             }
             if !state.ended {
@@ -173,6 +174,7 @@ impl Runtime for PiRuntime {
                 report: state.last_text.as_deref().and_then(parse_report),
                 stop: AgentStop::Finished,
                 session_id: None,
+                final_text: state.last_text.as_deref().map(super::final_text),
             })
         })
     }

@@ -97,6 +97,11 @@ impl<'a> Recorder<'a> {
         self.hooks.record(self.redactor.event(event));
     }
 
+    /// `text` redacted, for what a runtime returns rather than records.
+    pub fn redacted(&self, text: &str) -> String {
+        self.redactor.redact(text)
+    }
+
     /// Records a note, redacted.
     pub fn note(&self, text: impl Into<String>) {
         self.record(AgentEvent::Note(text.into()));

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 use agency_core::teachback::ReviewVerdict;
 use agency_core::variety::TeachbackMode;
 use agency_exec::runtime::{
-    Access, AgentEvent, AgentStop, BuiltinRuntime, ReportStatus, Runtime, SignalLevel,
+    Access, AgentEvent, AgentStop, BuiltinRuntime, FINAL_TEXT_MAX, ReportStatus, Runtime, SignalLevel,
+    final_text,
 };
 use agency_llm::CancelToken;
 
@@ -204,6 +205,56 @@ replies:
         "{refused:?}"
     );
     assert!(!worktree.root().join("x").exists());
+}
+
+#[tokio::test]
+async fn the_outcome_keeps_the_whole_final_answer_where_a_verdict_sits_at_its_end() {
+    let sandbox = Sandbox::new(&[("calc.py", CALC)]);
+    let worktree = sandbox.worktree("answer");
+    // A judge's long answer: 6,000 bytes of reasoning (and a secret) before the verdict block.
+    let reasoning = "The diff changes calc.py only. ".repeat(200);
+    let answer = format!("{reasoning}sk-test-0123456789\nVERDICT: accept\nmissing: none");
+    let script = format!(
+        "replies:\n  - role: implementer\n    reply:\n      text: {}\n",
+        serde_json::to_string(&answer).unwrap()
+    );
+    let provider = Recording::new(&script);
+    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let mut task = task(worktree.root(), false, Access::ReadOnly);
+    task.env
+        .push(("JUDGE_API_KEY".into(), "sk-test-0123456789".into()));
+    let outcome = BuiltinRuntime::new(provider)
+        .run(&task, &hooks, &CancelToken::new())
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, AgentStop::Finished);
+    let text = outcome.final_text.unwrap();
+    assert!(text.ends_with("VERDICT: accept\nmissing: none"), "{text}");
+    assert!(text.starts_with("The diff changes calc.py only."));
+    assert!(!text.contains("sk-test-0123456789") && text.contains("[redacted]"));
+    // What is recorded as the agent's words stays short; the outcome is what a caller parses.
+    let said: Vec<String> = hooks
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::Said(text) => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        said[0].len() < 2_100 && !said[0].contains("VERDICT"),
+        "{}",
+        said[0].len()
+    );
+}
+
+#[test]
+fn a_final_text_over_its_bound_keeps_its_end() {
+    let long = format!("{}VERDICT: reject\nmissing:\n- tests", "x".repeat(FINAL_TEXT_MAX));
+    let kept = final_text(&long);
+    assert!(kept.len() <= FINAL_TEXT_MAX + "…".len());
+    assert!(kept.starts_with('…') && kept.ends_with("VERDICT: reject\nmissing:\n- tests"));
+    assert_eq!(final_text("short"), "short");
 }
 
 #[tokio::test]

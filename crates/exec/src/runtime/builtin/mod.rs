@@ -28,7 +28,7 @@ pub use tools::{Tool, Toolset};
 use super::redact::{Recorder, Redactor, truncate};
 use super::{
     AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, AlgedonicSignal, Runtime,
-    RuntimeError, ToolCallView, ToolDecision,
+    RuntimeError, ToolCallView, ToolDecision, final_text,
 };
 
 /// How the built-in agent works its tools; appended to the task's system blocks, the same bytes every turn.
@@ -47,7 +47,8 @@ with submit_teachback and address any corrections until it is approved. Do not t
 another agent will, once your teachback is approved. If the task cannot be done, call report_result with \
 status blocked.";
 
-/// Longest assistant text kept in a `Said` event.
+/// Longest assistant text kept in a `Said` event (the outcome keeps the last one whole, see
+/// [`AgentOutcome::final_text`]).
 const SAID_MAX: usize = 2_000;
 /// Longest tool-input summary kept in a `ToolCall` event.
 const SUMMARY_MAX: usize = 200;
@@ -166,6 +167,7 @@ fn stopped(stop: AgentStop) -> AgentOutcome {
         report: None,
         stop,
         session_id: None,
+        final_text: None,
     }
 }
 
@@ -200,6 +202,8 @@ impl Agent<'_> {
         system.push(TOOL_GUIDE.to_owned());
         let tools: Vec<_> = offered.iter().map(|t| t.spec()).collect();
         let mut messages = vec![Message::user(self.task.prompt.clone())];
+        // The last thing the model said, whole: it is the answer when the agent ends without reporting.
+        let mut last_said: Option<String> = None;
         for _ in 0..self.task.limits.max_turns {
             let request = Request {
                 system: system.clone(),
@@ -227,6 +231,7 @@ impl Agent<'_> {
             let said = response.text();
             if !said.trim().is_empty() {
                 self.recorder.record(AgentEvent::Said(truncate(&said, SAID_MAX)));
+                last_said = Some(said);
             }
             let calls: Vec<(String, String, Value)> = response
                 .tool_calls()
@@ -240,7 +245,9 @@ impl Agent<'_> {
                     ));
                     continue;
                 }
-                return Ok(ended(AgentStop::Finished));
+                let mut outcome = stopped(AgentStop::Finished);
+                outcome.final_text = last_said.map(|text| self.recorder.redacted(&final_text(&text)));
+                return Ok(Ended::Stopped(Box::new(outcome)));
             }
             let mut results = Vec::with_capacity(calls.len());
             for (id, name, input) in calls {
@@ -256,6 +263,9 @@ impl Agent<'_> {
                             report: Some(report),
                             stop: AgentStop::Finished,
                             session_id: None,
+                            final_text: last_said
+                                .take()
+                                .map(|text| self.recorder.redacted(&final_text(&text))),
                         })));
                     }
                     Handled::Approved => return Ok(Ended::Approved),
