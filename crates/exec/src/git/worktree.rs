@@ -4,8 +4,19 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::{GitError, Repo, check_name};
+
+/// Held while git adds, removes or prunes a worktree. git does not make these safe against each other: an
+/// `add` reads every entry of `.git/worktrees` (failing on one another `add` is still writing) and a
+/// `prune` deletes an entry another `add` has only begun. Within one process (the runner creating agents'
+/// worktrees while sign-offs make their clean checkouts on other threads) they take turns.
+static WORKTREE_CHANGES: Mutex<()> = Mutex::new(());
+
+fn worktree_changes() -> MutexGuard<'static, ()> {
+    WORKTREE_CHANGES.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// One entry of `git worktree list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +40,7 @@ impl Repo {
     pub fn add_worktree(&self, path: &Path, branch: &str, base: &str) -> Result<Repo, GitError> {
         check_name("branch", branch)?;
         check_name("revision", base)?;
+        let _turn = worktree_changes();
         self.run_git(&[
             OsStr::new("worktree"),
             "add".as_ref(),
@@ -45,6 +57,7 @@ impl Repo {
     /// out elsewhere); returns that work tree.
     pub fn checkout_worktree(&self, path: &Path, branch: &str) -> Result<Repo, GitError> {
         check_name("branch", branch)?;
+        let _turn = worktree_changes();
         self.run_git(&[
             OsStr::new("worktree"),
             "add".as_ref(),
@@ -65,6 +78,7 @@ impl Repo {
             "--quiet".as_ref(),
             "--detach".as_ref(),
         ];
+        let _turn = worktree_changes();
         self.run_git(&[&args[..], &[path.as_os_str(), rev.as_ref()]].concat())?;
         self.open_other(path)
     }
@@ -72,6 +86,7 @@ impl Repo {
     /// Removes the worktree at `path` (with `force`, even with uncommitted changes) and prunes git's records
     /// of worktrees whose directories are gone. A directory deleted by hand is just pruned.
     pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<(), GitError> {
+        let _turn = worktree_changes();
         if path.exists() {
             let mut args = vec![OsStr::new("worktree"), "remove".as_ref()];
             if force {
@@ -80,11 +95,16 @@ impl Repo {
             args.push(path.as_os_str());
             self.run_git(&args)?;
         }
-        self.prune_worktrees()
+        self.prune()
     }
 
     /// Forgets worktrees whose directories no longer exist.
     pub fn prune_worktrees(&self) -> Result<(), GitError> {
+        let _turn = worktree_changes();
+        self.prune()
+    }
+
+    fn prune(&self) -> Result<(), GitError> {
         self.run_git(&["worktree", "prune"]).map(drop)
     }
 
