@@ -38,18 +38,18 @@ impl CleanCheckout {
                 what: "creating the temporary checkout directory".into(),
                 source: e,
             })?;
-        let path = dir.path().join("checkout");
-        git(
-            repo,
-            &[
-                "worktree".as_ref(),
-                "add".as_ref(),
-                "--quiet".as_ref(),
-                "--detach".as_ref(),
-                path.as_os_str(),
-                commit.as_ref(),
-            ],
-        )?;
+        // git names the worktree's admin directory after the last path component: a name unique to this
+        // checkout (the temporary directory's own), so that sign-offs running at once never race for one.
+        let name = dir
+            .path()
+            .file_name()
+            .map_or_else(|| "checkout".into(), |n| n.to_string_lossy().into_owned());
+        let path = dir.path().join(name);
+        repo.add_detached_worktree(&path, &commit)
+            .map_err(|e| SignoffError::Git {
+                what: format!("checking out {commit} for the sign-off"),
+                source: e,
+            })?;
         Ok(CleanCheckout {
             repo: repo.clone(),
             path,

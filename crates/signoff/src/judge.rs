@@ -39,8 +39,7 @@ Check:
 `true`, `exit 0` or `echo ok`, a test that asserts nothing, or a skipped or weakened test proves nothing);
 - the evidence files say what the agent says they say.
 
-Keep your final answer short (under 1,500 characters: some runtimes keep only the start of a long one) and \
-end it with exactly this block and nothing after it:
+Keep your final answer short and end it with exactly this block and nothing after it:
 VERDICT: accept|reject
 missing:
 - one line per thing that is missing or wrong (write `missing: none` when accepting)";
@@ -52,6 +51,31 @@ pub struct Judge<'a> {
     pub runtime: &'a dyn Runtime,
     /// Its turn, token and time limits.
     pub limits: AgentLimits,
+    /// In a run: the brief it judges as and who else sees what it does; `None` outside a run.
+    pub run_as: Option<&'a RunAs<'a>>,
+}
+
+/// A judge inside a run works as one of the run's briefs (the slice's T5 brief, T1's accept brief): its model
+/// calls carry that brief's metadata, so budgets, usage and scripted replies are the run's, and everything it
+/// does is also passed to the runner's hooks, which write it to the blackboard.
+pub struct RunAs<'a> {
+    /// The brief.
+    pub brief: &'a Brief,
+    /// The metadata of its model calls.
+    pub meta: CallMeta,
+    /// The tier's own instructions (what a slice's or a run's sign-off weighs), sent after the judge's.
+    pub system: Option<&'a str>,
+    /// Sees every event the judge records (tool calls, usage, what it said); its tool decisions are not asked.
+    pub observer: &'a dyn AgentHooks,
+}
+
+impl std::fmt::Debug for RunAs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunAs")
+            .field("brief", &self.brief.id)
+            .field("meta", &self.meta)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What the judge is shown.
@@ -59,6 +83,8 @@ pub struct Judge<'a> {
 pub struct JudgeInput<'a> {
     /// What the goal or brief is called, for the prompt.
     pub subject: &'a str,
+    /// What the agent was asked, beyond the contract (in a run: the goal anchor and the brief).
+    pub asked: Option<&'a str>,
     /// The contract.
     pub contract: &'a GoalContract,
     /// The agent's claims, as free text.
@@ -94,25 +120,38 @@ pub async fn run_judge(
     cancel: &CancelToken,
 ) -> JudgeRun {
     let prompt = render_prompt(input);
-    let brief = judge_brief(input, run, parent);
+    let (brief, meta) = match judge.run_as {
+        Some(run_as) => (run_as.brief.clone(), run_as.meta.clone()),
+        None => {
+            let brief = judge_brief(input, run, parent);
+            let meta = CallMeta {
+                run: Some(run),
+                brief_id: Some(brief.id),
+                brief: Some(format!("signoff/{}", input.subject)),
+                workstream: Some(brief.workstream.clone()),
+                role: Some("judge".into()),
+                tier: Some(Tier::T5),
+            };
+            (brief, meta)
+        }
+    };
     let task = AgentTask {
-        meta: CallMeta {
-            run: Some(run),
-            brief_id: Some(brief.id),
-            brief: Some(format!("signoff/{}", input.subject)),
-            workstream: Some(brief.workstream.clone()),
-            role: Some("judge".into()),
-            tier: Some(Tier::T5),
-        },
+        meta,
         brief,
         worktree: checkout.to_path_buf(),
-        system: vec![JUDGE_SYSTEM.to_string()],
+        system: std::iter::once(JUDGE_SYSTEM)
+            .chain(judge.run_as.and_then(|r| r.system))
+            .map(str::to_string)
+            .collect(),
         prompt: prompt.clone(),
         access: Access::ReadOnly,
         limits: judge.limits,
         env: Vec::new(),
     };
-    let hooks = JudgeHooks::default();
+    let hooks = JudgeHooks {
+        events: Mutex::default(),
+        observer: judge.run_as.map(|r| r.observer),
+    };
     // The runtime keeps its own limit; this outer one only guards against a runtime that does not.
     let deadline = judge.limits.timeout + Duration::from_secs(30);
     let outcome = tokio::time::timeout(deadline, judge.runtime.run(&task, &hooks, cancel)).await;
@@ -132,6 +171,9 @@ pub async fn run_judge(
             let mut answers: Vec<&str> = Vec::new();
             if let Some(report) = &outcome.report {
                 answers.push(&report.summary);
+            }
+            if let Some(text) = &outcome.final_text {
+                answers.push(text);
             }
             if let Some(said) = events.iter().rev().find_map(|e| match e {
                 AgentEvent::Said(text) => Some(text.as_str()),
@@ -178,6 +220,9 @@ pub fn render_prompt(input: &JudgeInput<'_>) -> String {
     let contract = input.contract;
     let mut out = String::new();
     let _ = writeln!(out, "Goal under sign-off: {}\n", input.subject);
+    if let Some(asked) = input.asked {
+        let _ = writeln!(out, "What the agent was asked:\n{}\n", asked.trim_end());
+    }
     let _ = writeln!(out, "done_when: {}", contract.done_when);
     let _ = writeln!(
         out,
@@ -273,13 +318,14 @@ fn judge_brief(input: &JudgeInput<'_>, run: RunId, parent: Option<BriefId>) -> B
     }
 }
 
-/// The judge's side of the runtime contract: no teachback wait, read-only tools only, everything recorded.
-#[derive(Debug, Default)]
-struct JudgeHooks {
+/// The judge's side of the runtime contract: no teachback wait, read-only tools only, everything recorded
+/// (and passed on to the observer, in a run).
+struct JudgeHooks<'a> {
     events: Mutex<Vec<AgentEvent>>,
+    observer: Option<&'a dyn AgentHooks>,
 }
 
-impl JudgeHooks {
+impl JudgeHooks<'_> {
     fn take(&self) -> Vec<AgentEvent> {
         self.events
             .lock()
@@ -288,7 +334,7 @@ impl JudgeHooks {
     }
 }
 
-impl AgentHooks for JudgeHooks {
+impl AgentHooks for JudgeHooks<'_> {
     fn teachback<'a>(
         &'a self,
         _teachback: &'a agency_core::Teachback,
@@ -314,6 +360,9 @@ impl AgentHooks for JudgeHooks {
     }
 
     fn record(&self, event: AgentEvent) {
+        if let Some(observer) = self.observer {
+            observer.record(event.clone());
+        }
         if let Ok(mut events) = self.events.lock() {
             events.push(event);
         }

@@ -31,9 +31,12 @@ pub mod verdict;
 pub mod verify;
 
 pub use checkout::CleanCheckout;
-pub use judge::{Judge, JudgeInput, JudgeRun};
+pub use judge::{Judge, JudgeInput, JudgeRun, RunAs};
 pub use outcome::{Outcome, ProtectedEdit, RejectedBy, SignoffReport};
-pub use pipeline::{SignoffRequest, contract_changes, protected_edits, sign_off, sign_off_blocking};
+pub use pipeline::{
+    Checked, SignoffRequest, Verified, check, contract_changes, judge_stage, protected_edits, sign_off,
+    sign_off_blocking,
+};
 pub use record::Recording;
 pub use verdict::{Verdict, parse_verdict};
 pub use verify::VerifyResult;

@@ -8,6 +8,7 @@ use agency_core::contract::GoalContract;
 use agency_exec::runtime::Evidence;
 use agency_exec::{ChangeKind, Repo};
 use agency_llm::CancelToken;
+use agency_store::ArtifactId;
 
 use crate::SignoffError;
 use crate::checkout::{self, CleanCheckout};
@@ -17,7 +18,7 @@ use crate::outcome::{Outcome, ProtectedEdit, RejectedBy, SignoffReport};
 use crate::protected::{ProtectedPaths, Protection, Rule};
 use crate::record::Recording;
 use crate::verdict::Verdict;
-use crate::verify::{run_verify, verify_argv};
+use crate::verify::{VerifyResult, run_verify, verify_argv};
 
 /// One sign-off to carry out.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +31,8 @@ pub struct SignoffRequest<'a> {
     pub base: &'a str,
     /// The goal id or brief title, for records and the judge.
     pub subject: &'a str,
+    /// What the agent was asked beyond the contract, for the judge (in a run: the goal anchor and the brief).
+    pub asked: Option<&'a str>,
     /// What done means, as the plan says now.
     pub contract: &'a GoalContract,
     /// The contract as agreed when the goal was set (the plan file at the commit that added it), when known.
@@ -42,6 +45,36 @@ pub struct SignoffRequest<'a> {
     pub evidence: &'a [Evidence],
     /// The verify command is killed after this long.
     pub verify_timeout: Duration,
+    /// Stage 1 as the caller already ran it on this very commit in a clean checkout with this crate's
+    /// [`run_verify`] (the runner does, when an implementer commits, to fail fast): reused, and recorded,
+    /// instead of running the tests a second time. It must be the result of the contract's own command.
+    pub verified: Option<&'a Verified>,
+}
+
+/// Stage 1 already run on the commit under review (see [`SignoffRequest::verified`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// What the verify command did.
+    pub result: VerifyResult,
+    /// Where it is already recorded, if it is: then it is not recorded again.
+    pub artifact: Option<ArtifactId>,
+}
+
+/// A sign-off after its first half ([`check`]): the clean checkout, and the report with stage 1 and the
+/// mechanical checks filled in. [`judge_stage`] finishes it.
+#[derive(Debug)]
+pub struct Checked {
+    report: SignoffReport,
+    checkout: CleanCheckout,
+    /// The patch from base to commit, for the judge; empty when the checks already rejected.
+    diff: String,
+}
+
+impl Checked {
+    /// The report so far.
+    pub fn report(&self) -> &SignoffReport {
+        &self.report
+    }
 }
 
 /// Runs the two-stage sign-off (see the crate docs). An `Err` means it could not be carried out; a
@@ -52,6 +85,17 @@ pub async fn sign_off(
     recording: Option<&Recording<'_>>,
     cancel: &CancelToken,
 ) -> Result<SignoffReport, SignoffError> {
+    let checked = check(request, recording)?;
+    judge_stage(checked, request, judge, recording, cancel).await
+}
+
+/// The first half of [`sign_off`], all of it blocking (git, the verify command): the clean checkout, the
+/// mechanical checks and stage 1. A caller on an async runtime runs it on a blocking thread, then
+/// [`judge_stage`] with the same request.
+pub fn check(
+    request: &SignoffRequest<'_>,
+    recording: Option<&Recording<'_>>,
+) -> Result<Checked, SignoffError> {
     let contract = request.agreed.unwrap_or(request.contract);
     if contract.done_when.trim().is_empty() {
         return Err(SignoffError::Input(format!(
@@ -97,21 +141,62 @@ pub async fn sign_off(
     };
     if let Some(argv) = &argv {
         let command = contract.verify.as_deref().unwrap_or_default();
-        let result = run_verify(command, argv, checkout.path(), request.verify_timeout)?;
-        if let Some(rec) = recording {
-            report.verify_artifact = Some(rec.verify(request.subject, &result)?);
-        }
+        let (result, recorded) = match request.verified {
+            Some(done) if done.result.command == command => (done.result.clone(), done.artifact),
+            Some(done) => {
+                return Err(SignoffError::Input(format!(
+                    "{}: the verify result given was of `{}`, the contract's command is `{command}`",
+                    request.subject, done.result.command
+                )));
+            }
+            None => (
+                run_verify(command, argv, checkout.path(), request.verify_timeout)?,
+                None,
+            ),
+        };
+        report.verify_artifact = match (recorded, recording) {
+            (Some(artifact), _) => Some(artifact),
+            (None, Some(rec)) => Some(rec.verify(request.subject, &commit, &result)?),
+            (None, None) => None,
+        };
         report.verify = Some(result);
     }
+    let mut diff = String::new();
     if let Some(rejection) = mechanical_rejection(&report) {
         report.outcome = rejection;
     } else {
-        let diff = request.repo.diff(&base, &commit).map_err(|e| SignoffError::Git {
+        diff = request.repo.diff(&base, &commit).map_err(|e| SignoffError::Git {
             what: "diffing the goal's base and the commit under review".into(),
             source: e,
         })?;
+    }
+    Ok(Checked {
+        report,
+        checkout,
+        diff,
+    })
+}
+
+/// The second half of [`sign_off`]: unless [`check`] already rejected, the judge; then the outcome is
+/// recorded.
+pub async fn judge_stage(
+    checked: Checked,
+    request: &SignoffRequest<'_>,
+    judge: &Judge<'_>,
+    recording: Option<&Recording<'_>>,
+    cancel: &CancelToken,
+) -> Result<SignoffReport, SignoffError> {
+    let Checked {
+        mut report,
+        checkout,
+        diff,
+    } = checked;
+    let contract = request.agreed.unwrap_or(request.contract);
+    let (base, commit) = (report.base.clone(), report.commit.clone());
+    if !matches!(report.outcome, Outcome::Rejected { .. }) {
         let input = JudgeInput {
             subject: request.subject,
+            asked: request.asked,
             contract,
             claims: request.claims,
             evidence: request.evidence,

@@ -3,7 +3,7 @@
 //! `signoff_rejected`, `signoff_inconclusive`. The accepted event *is* the sign-off record that tells a
 //! signed-off goal from one ticked by hand.
 
-use agency_core::{BriefId, EventKind, NewEvent, RunId};
+use agency_core::{BriefId, EventKind, NewEvent, RunId, Tier};
 use agency_store::{ArtifactId, Blackboard, NewArtifact};
 use serde_json::{Value, json};
 
@@ -20,6 +20,8 @@ pub struct Recording<'a> {
     pub run: RunId,
     /// The brief under review, if any.
     pub brief: Option<BriefId>,
+    /// The tier its events are shown under (T5 for a slice, T1 for a run's acceptance), if any.
+    pub tier: Option<Tier>,
 }
 
 impl Recording<'_> {
@@ -27,6 +29,9 @@ impl Recording<'_> {
         let mut event = NewEvent::new(self.run, kind, payload);
         if let Some(brief) = self.brief {
             event = event.brief(brief);
+        }
+        if let Some(tier) = self.tier {
+            event = event.tier(tier);
         }
         self.store
             .append_event(event)
@@ -51,8 +56,13 @@ impl Recording<'_> {
         )
     }
 
-    /// The verify record as `signoff/<subject>/verify` (JSON) and `signoff_verify`.
-    pub fn verify(&self, subject: &str, result: &VerifyResult) -> Result<ArtifactId, SignoffError> {
+    /// The verify record of `commit` as `signoff/<subject>/verify` (JSON) and `signoff_verify`.
+    pub fn verify(
+        &self,
+        subject: &str,
+        commit: &str,
+        result: &VerifyResult,
+    ) -> Result<ArtifactId, SignoffError> {
         let bytes = serde_json::to_vec_pretty(result).map_err(|e| SignoffError::Internal(e.to_string()))?;
         let id = self.artifact(format!("signoff/{subject}/verify"), "application/json", bytes)?;
         let tail = crate::verify::last_bytes(&result.tail, 1024);
@@ -60,6 +70,7 @@ impl Recording<'_> {
             EventKind::SignoffVerify,
             json!({
                 "subject": subject,
+                "rev": commit,
                 "command": result.command,
                 "exit_code": result.exit_code,
                 "timed_out": result.timed_out,

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use agency_exec::{CommandSpec, run, split_command_line};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::SignoffError;
 
@@ -19,7 +19,7 @@ pub const TAIL_BYTES: usize = 4 * 1024;
 const INHERITED_ENV: &[&str] = &["PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TERM"];
 
 /// What the verify command did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerifyResult {
     /// The command as written in the contract.
     pub command: String,

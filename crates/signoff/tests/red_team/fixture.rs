@@ -222,6 +222,7 @@ impl TestRepo {
             store: &store,
             run: run.id,
             brief: None,
+            tier: None,
         };
         let report = self.sign(case, Some(&recording));
         let events = store
@@ -248,11 +249,13 @@ impl TestRepo {
             commit: "HEAD",
             base: &self.base,
             subject: "fix-add-1",
+            asked: None,
             contract: &contract,
             agreed: Some(&agreed),
             claims: &case.agent.claims,
             evidence: &case.agent.evidence,
             verify_timeout: Duration::from_secs(60),
+            verified: None,
         };
         let limits = AgentLimits {
             max_turns: 4,
@@ -269,7 +272,11 @@ impl TestRepo {
             JudgeKind::BuiltinChecks => &builtin,
             JudgeKind::NoVerdict => &rambles,
         };
-        let judge = Judge { runtime, limits };
+        let judge = Judge {
+            runtime,
+            limits,
+            run_as: None,
+        };
         sign_off_blocking(&request, &judge, recording).unwrap()
     }
 }

@@ -39,6 +39,7 @@ fn finished(summary: &str) -> AgentOutcome {
         }),
         stop: AgentStop::Finished,
         session_id: None,
+        final_text: None,
     }
 }
 
@@ -125,6 +126,7 @@ impl<P: Provider> Runtime for OneShot<P> {
                 report: None,
                 stop: AgentStop::Finished,
                 session_id: None,
+                final_text: None,
             })
         })
     }

@@ -108,23 +108,27 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
             timeout: Duration::from_secs(10 * 60),
             ..AgentLimits::default()
         },
+        run_as: None,
     };
     let run = goals_run(&store, plan)?;
     let recording = Recording {
         store: &store,
         run,
         brief: None,
+        tier: None,
     };
     let request = SignoffRequest {
         repo: &repo,
         commit: &args.commit,
         base: &base,
         subject: &args.id,
+        asked: None,
         contract: &contract,
         agreed: agreed.as_ref(),
         claims: &args.evidence,
         evidence: &evidence,
         verify_timeout: Duration::from_secs(team.signoff.verify_timeout_seconds.into()),
+        verified: None,
     };
     println!("sign-off   {} (judge {judge_name})", args.id);
     let report = sign_off_blocking(&request, &judge, Some(&recording))
