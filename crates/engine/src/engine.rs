@@ -363,6 +363,9 @@ impl Engine {
         cancel: &CancelToken,
     ) -> Result<()> {
         let role = BriefRole::of(&brief);
+        if role == BriefRole::Verifier {
+            return self.spawn_signoff(agents, brief, cancel);
+        }
         let worktree = self.prepare_worktree(&brief, role)?;
         let runtime = self
             .runtimes

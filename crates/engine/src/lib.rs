@@ -17,6 +17,7 @@ mod narrate;
 pub mod notify;
 mod progress;
 pub mod prompts;
+mod signoff;
 pub mod task;
 mod verify;
 

@@ -10,7 +10,7 @@ use agency_exec::MergeOutcome;
 use agency_store::RunStatus;
 use serde_json::json;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::advance::{ApprovedPlan, accept_brief, approved, output_of, start_workstreams, write_children};
 use crate::engine::Engine;
@@ -137,14 +137,41 @@ fn workstream_settled(engine: &Engine, run: RunId, workstream: &str) -> Result<b
         BriefStatus::Failed,
         BriefStatus::Escalated,
     ];
-    Ok(
-        engine.store.count_briefs(run, workstream, Some(Tier::T4), &[])? > 0
-            && engine.store.count_briefs(run, workstream, None, &open)? == 0
-            && engine
-                .store
-                .count_briefs(run, workstream, Some(Tier::T5), &unsettled_verifiers)?
-                == 0,
-    )
+    if engine.store.count_briefs(run, workstream, Some(Tier::T4), &[])? == 0
+        || engine.store.count_briefs(run, workstream, None, &open)? > 0
+    {
+        return Ok(false);
+    }
+    if engine
+        .store
+        .count_briefs(run, workstream, Some(Tier::T5), &unsettled_verifiers)?
+        == 0
+    {
+        return Ok(true);
+    }
+    // A sign-off whose judge gave no verdict failed and was retried: only each sign-off's last attempt
+    // counts. Rare, so the workstream is read only then.
+    if engine
+        .store
+        .count_briefs(run, workstream, Some(Tier::T5), &[BriefStatus::Failed])?
+        == 0
+    {
+        return Ok(false);
+    }
+    let briefs = engine.store.list_briefs(run)?;
+    let mut last: HashMap<(Option<agency_core::BriefId>, &str), &Brief> = HashMap::new();
+    for brief in briefs
+        .iter()
+        .filter(|b| b.tier == Tier::T5 && b.workstream == workstream)
+    {
+        let slot = last.entry((brief.parent, brief.title.as_str())).or_insert(brief);
+        if brief.attempt > slot.attempt {
+            *slot = brief;
+        }
+    }
+    Ok(last
+        .values()
+        .all(|b| matches!(b.status, BriefStatus::Done | BriefStatus::Cancelled)))
 }
 
 async fn merge_workstream(engine: &Engine, plan_brief: &Brief, ws: &agency_core::Workstream) -> Result<()> {

@@ -1,9 +1,10 @@
 //! Checking work out of the agents' reach. When an implementer stops, the runner commits its worktree and
 //! runs the contract's verify command itself, in a clean checkout of that commit (stage 1 of sign-off, the
-//! sign-off crate's own: a non-zero exit fails the brief at once, with no model call spent). Then an
-//! independent read-only T5 verifier judges the slice; when every slice of a squad is judged, the joint
-//! verdict decides: pass merges the slices into the workstream branch, partial retries only the failed
-//! slices, fail escalates.
+//! sign-off crate's own: a non-zero exit fails the brief at once, with no model call spent, and a pipeline
+//! successor never starts from it). Then the slice's T5 brief signs it off ([`crate::signoff`]: the
+//! mechanical checks and a read-only judge); when every slice of a squad is signed off or rejected, the
+//! joint verdict decides: pass merges the slices into the workstream branch, partial retries only the
+//! rejected slices with what their sign-off found missing, fail escalates.
 
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use agency_core::verdict::{JointOutcome, T5Result, Verdict, joint_verdict};
 use agency_core::{Brief, BriefStatus, NewBrief, RunId, Tier};
 use agency_exec::{CommitOutcome, MergeOutcome};
 use agency_signoff::verify::{VerifyResult, run_verify, verify_argv};
-use agency_signoff::{CleanCheckout, SignoffError};
+use agency_signoff::{CleanCheckout, Recording, SignoffError};
 use agency_store::NewGate;
 use serde_json::json;
 
@@ -51,28 +52,18 @@ pub fn ending(result: &VerifyResult) -> String {
     }
 }
 
-/// Records a verify result as an artifact and a `signoff_verify` event.
+/// Records a verify result the way the sign-off crate does (the `signoff/<subject>/verify` artifact and a
+/// `signoff_verify` event), so the slice's sign-off reuses it instead of running the tests again.
 fn record_verify(engine: &Engine, brief: &Brief, rev: &str, result: &VerifyResult) -> Result<()> {
-    let record = json!({
-        "title": brief.title,
-        "command": result.command,
-        "rev": rev,
-        "passed": result.passed,
-        "status": ending(result),
-        "duration_ms": result.duration_ms,
-        "tail": result.tail,
-    });
-    engine.put_text(
-        brief,
-        &format!("verify/{}", brief.id.short()),
-        "application/json",
-        &record.to_string(),
-    )?;
-    engine.store.append_event(
-        NewEvent::new(brief.run, EventKind::SignoffVerify, record)
-            .brief(brief.id)
-            .tier(brief.tier),
-    )?;
+    let recording = Recording {
+        store: engine.store.as_ref(),
+        run: brief.run,
+        brief: Some(brief.id),
+        tier: Some(brief.tier),
+    };
+    recording
+        .verify(&crate::signoff::slice_subject(brief), rev, result)
+        .map_err(|e| EngineError::State(format!("recording verify of {}: {e}", brief.title)))?;
     Ok(())
 }
 
@@ -127,7 +118,8 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
             .personality_for(Tier::T5, &brief.workstream)
             .map(str::to_string),
         instructions: format!(
-            "Verify the slice \"{}\". Its brief was:\n{}\n\nThe diff is your input; the implementer's branch is your worktree.",
+            "Sign off the slice \"{}\" against its contract: the mechanical checks, its verify result and a \
+             read-only judge of its commit. Its brief was:\n{}",
             brief.title, brief.instructions
         ),
         inputs: vec![diff_name],
@@ -270,7 +262,10 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
                     retry_slice(
                         engine,
                         task,
-                        &format!("The verifier failed this slice:\n{issues}\n{}", result.notes),
+                        &format!(
+                            "The sign-off rejected this slice. Missing:\n{issues}\n{}",
+                            result.notes
+                        ),
                     )?;
                 }
             }

@@ -67,7 +67,7 @@ fn the_demo_runs_the_whole_pipeline_offline() {
     [RUN] HH:MM:SS  RUN  STATUS        running
     [RUN] HH:MM:SS  T4   START         T4 fix-page-offset spawned for ws-fix-pagination
     [RUN] HH:MM:SS  T4   DONE          fix-page-offset ✓
-    [RUN] HH:MM:SS  T4   VERIFY        ✓ `python3 -m unittest -q` passed on <id> (exit 0) — fix-page-offset
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `python3 -m unittest -q` passed on <id> (exit 0) — ws-fix-pagination/fix-page-offset
     [RUN] HH:MM:SS  T5   VERIFY_START  ws-fix-pagination: 1 verifier spawned
     [RUN] HH:MM:SS  T5   VERDICT       ✓  all pass — ws-fix-pagination: 1 slice(s) verified
     [RUN] HH:MM:SS  T1   VERIFY        ✓ `python3 -m unittest -q` passed on <id> (exit 0) — ws-fix-pagination on the integration branch

@@ -11,4 +11,5 @@ mod escalation;
 mod gates;
 mod leases;
 mod profiles;
+mod signoff;
 mod verdicts;

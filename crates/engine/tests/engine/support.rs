@@ -212,9 +212,15 @@ pub async fn drive(engine: &Engine, run: RunId) -> DriveOutcome {
         Ok(outcome) => outcome.unwrap(),
         Err(_) => {
             cancel.cancel();
+            let log: Vec<String> = events(engine.store().as_ref(), run)
+                .iter()
+                .filter(|e| e.kind != EventKind::Usage)
+                .map(|e| format!("{} {}", e.kind.as_str(), e.payload))
+                .collect();
             panic!(
-                "the run did not finish within 60s:\n{}",
-                tree(&engine.store().list_briefs(run).unwrap())
+                "the run did not finish within 60s:\n{}\nevents:\n{}",
+                tree(&engine.store().list_briefs(run).unwrap()),
+                log.join("\n")
             );
         }
     }

@@ -1,4 +1,4 @@
-//! Retrying slices: a partial T5 verdict re-runs only the failed slice, with the verifier's issues in its
+//! Retrying slices: a partial T5 verdict re-runs only the failed slice, with its sign-off's missing items in its
 //! corrected brief (the slice that passed is neither re-run nor re-verified); a pipeline task whose
 //! predecessor failed stage 1 waits for the retry and starts from its work.
 

@@ -1,0 +1,369 @@
+//! The runner's sign-offs, through the same `agency-signoff` pipeline `agency goal complete` uses. A T5
+//! brief is not a free agent: it is the sign-off of its implementer's commit against the slice's
+//! contract — the mechanical checks (evidence, protected paths), stage 1 (the verify result the runner
+//! recorded when the implementer committed, on that same commit) and the read-only judge, run on the T5
+//! runtime and model as that brief. Its outcome becomes the brief's [`VerifierOutput`], so the joint verdict
+//! works as before: a rejection's `missing` items are the issues a retried slice is given.
+//!
+//! Everything is recorded the way `agency goal complete` records it: `signoff_started`, the verify record
+//! and the judge transcript as artifacts, and `signoff_accepted` / `signoff_rejected` /
+//! `signoff_inconclusive` on the T5 brief.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agency_core::contract::GoalContract;
+use agency_core::event::{EventKind, NewEvent};
+use agency_core::tiers::{BriefRole, VerifierOutput};
+use agency_core::verdict::Verdict;
+use agency_core::{Brief, BriefId, Tier};
+use agency_exec::runtime::{
+    AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, Evidence, ReportStatus, Runtime,
+    RuntimeError,
+};
+use agency_llm::{BoxFuture, CancelToken, LlmError};
+use agency_signoff::{
+    Judge, Outcome, Recording, RunAs, SignoffReport, SignoffRequest, Verified, VerifyResult,
+};
+
+use serde_json::json;
+use tokio::task::JoinSet;
+
+use crate::crew::AgentEnd;
+use crate::engine::{Engine, report_name};
+use crate::error::{EngineError, Result};
+use crate::hooks::{Reviewer, RunnerHooks};
+
+/// What a slice is called in sign-off records and artifact names: `<workstream>/<title>`.
+pub(crate) fn slice_subject(brief: &Brief) -> String {
+    format!("{}/{}", brief.workstream, brief.title)
+}
+
+/// Everything one sign-off needs, owned, so its blocking half can run on another thread.
+#[derive(Debug, Clone)]
+pub(crate) struct Owned {
+    pub subject: String,
+    pub asked: String,
+    pub commit: String,
+    pub base: String,
+    pub contract: GoalContract,
+    pub claims: Vec<String>,
+    pub evidence: Vec<Evidence>,
+    pub verified: Option<Verified>,
+    /// The brief the sign-off is recorded on, and the tier it is shown under.
+    pub brief: BriefId,
+    pub tier: Tier,
+}
+
+impl Owned {
+    fn request<'a>(&'a self, engine: &'a Engine) -> SignoffRequest<'a> {
+        SignoffRequest {
+            repo: &engine.repo,
+            commit: &self.commit,
+            base: &self.base,
+            subject: &self.subject,
+            asked: Some(&self.asked),
+            contract: &self.contract,
+            agreed: None,
+            claims: &self.claims,
+            evidence: &self.evidence,
+            verify_timeout: Duration::from_secs(u64::from(engine.config.signoff.verify_timeout_seconds)),
+            verified: self.verified.as_ref(),
+        }
+    }
+
+    fn recording<'a>(&self, engine: &'a Engine, run: agency_core::RunId) -> Recording<'a> {
+        Recording {
+            store: engine.store.as_ref(),
+            run,
+            brief: Some(self.brief),
+            tier: Some(self.tier),
+        }
+    }
+}
+
+/// Runs one sign-off as `judge_brief` (the brief whose runtime and model the judge uses). The blocking half
+/// runs on a blocking thread, so other agents keep going meanwhile. A judge call the budget refused comes
+/// back as that error, not as an inconclusive sign-off: the brief then waits at the budget gate.
+pub(crate) async fn run(
+    engine: &Engine,
+    owned: Owned,
+    judge_brief: &Brief,
+    hooks: &dyn AgentHooks,
+    cancel: &CancelToken,
+) -> std::result::Result<SignoffReport, RuntimeError> {
+    let run = judge_brief.run;
+    let blocking = {
+        let (engine, owned) = (engine.clone(), owned.clone());
+        tokio::task::spawn_blocking(move || {
+            agency_signoff::check(&owned.request(&engine), Some(&owned.recording(&engine, run)))
+        })
+    };
+    let checked = blocking
+        .await
+        .map_err(|e| RuntimeError::Other(format!("sign-off task: {e}")))?
+        .map_err(|e| RuntimeError::Other(format!("sign-off of {}: {e}", owned.subject)))?;
+    let runtime = engine
+        .runtimes
+        .get(&judge_brief.tier)
+        .cloned()
+        .ok_or_else(|| RuntimeError::Other(format!("no runtime for {}", judge_brief.tier)))?;
+    let watched = BudgetWatch {
+        inner: runtime,
+        refused: Mutex::new(None),
+    };
+    let mut meta = crate::task::call_meta(judge_brief);
+    meta.role = Some("judge".into());
+    let run_as = RunAs {
+        brief: judge_brief,
+        meta,
+        system: Some(crate::prompts::for_role(BriefRole::of(judge_brief))),
+        observer: hooks,
+    };
+    let judge = Judge {
+        runtime: &watched,
+        limits: engine.options.limits,
+        run_as: Some(&run_as),
+    };
+    let request = owned.request(engine);
+    let recording = owned.recording(engine, run);
+    let report = agency_signoff::judge_stage(checked, &request, &judge, Some(&recording), cancel)
+        .await
+        .map_err(|e| RuntimeError::Other(format!("sign-off of {}: {e}", owned.subject)))?;
+    if let Some(refused) = watched.take_refusal() {
+        return Err(refused);
+    }
+    Ok(report)
+}
+
+impl Engine {
+    /// Starts a T5 brief: the sign-off of its implementer's commit (see [`slice`]), in the same set as the
+    /// agents, so judges run alongside them and are recorded the same way.
+    pub(crate) fn spawn_signoff(
+        &self,
+        agents: &mut JoinSet<(BriefId, AgentEnd)>,
+        brief: Brief,
+        cancel: &CancelToken,
+    ) -> Result<()> {
+        let runtime = self.runtimes.get(&brief.tier).map_or("none", |r| r.name());
+        self.store.append_event(
+            NewEvent::new(
+                brief.run,
+                EventKind::Spawned,
+                json!({ "title": brief.title, "runtime": runtime, "attempt": brief.attempt, "signoff": true }),
+            )
+            .brief(brief.id)
+            .tier(brief.tier),
+        )?;
+        // The judge never teaches back (its own hooks answer that); these hooks only record what it does.
+        let reviewer = Reviewer::Human {
+            poll: self.options.poll,
+        };
+        let hooks: Arc<dyn AgentHooks> = Arc::new(RunnerHooks::new(
+            self.store.clone(),
+            brief.clone(),
+            reviewer,
+            cancel.child(),
+        ));
+        let (engine, cancel, id) = (self.clone(), cancel.child(), brief.id);
+        // The claim is held like any agent's: lost, the sign-off stops and nothing of it is recorded.
+        let claim =
+            crate::crew::hold_claim(self.store.clone(), id, self.options.worker.clone(), self.lease());
+        agents.spawn(async move {
+            tokio::select! {
+                outcome = slice(engine, brief, hooks, cancel.clone()) => (id, AgentEnd::Finished(Box::new(outcome))),
+                () = claim => {
+                    cancel.cancel();
+                    (id, AgentEnd::ClaimLost)
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+/// A T5 brief's work: the sign-off of its implementer's commit, as the agent outcome the runner records.
+pub(crate) async fn slice(
+    engine: Engine,
+    verifier: Brief,
+    hooks: Arc<dyn AgentHooks>,
+    cancel: CancelToken,
+) -> std::result::Result<AgentOutcome, RuntimeError> {
+    let owned = slice_request(&engine, &verifier).map_err(|e| RuntimeError::Other(e.to_string()))?;
+    let report = run(&engine, owned, &verifier, hooks.as_ref(), &cancel).await?;
+    let output = verifier_output(&report, engine.config.signoff.inconclusive_blocks)?;
+    Ok(AgentOutcome {
+        report: Some(AgentReport {
+            status: ReportStatus::Done,
+            summary: output.notes.clone(),
+            evidence: Vec::new(),
+            output: serde_json::to_value(&output).unwrap_or_default(),
+        }),
+        stop: AgentStop::Finished,
+        session_id: None,
+        final_text: None,
+    })
+}
+
+/// The sign-off of a T5 brief's implementer: its branch against the workstream branch it started from, its
+/// contract, its report's summary and evidence, and the verify result recorded when it committed.
+fn slice_request(engine: &Engine, verifier: &Brief) -> Result<Owned> {
+    let parent = verifier
+        .parent
+        .ok_or_else(|| EngineError::State(format!("T5 brief {} has no implementer", verifier.id.short())))?;
+    let implementer = engine.store.get_brief(parent)?;
+    let branches = engine.branches(implementer.run);
+    let branch = implementer
+        .branch
+        .clone()
+        .unwrap_or_else(|| branches.brief(&implementer));
+    let commit = engine.repo.rev_parse(&branch)?;
+    let base = engine
+        .repo
+        .rev_parse(&branches.workstream(&implementer.workstream))?;
+    let report: Option<AgentReport> = engine
+        .store
+        .latest_artifact(implementer.run, &report_name(implementer.id))?
+        .and_then(|a| serde_json::from_slice(&a.bytes).ok());
+    let (claims, evidence) = match report {
+        Some(report) => (vec![report.summary], report.evidence),
+        None => (Vec::new(), Vec::new()),
+    };
+    let subject = slice_subject(&implementer);
+    Ok(Owned {
+        verified: recorded_verify(engine, &implementer, &subject)?,
+        contract: contract_of(&implementer),
+        asked: format!(
+            "Goal anchor (the user's goal): {}\nThe slice's brief \"{}\":\n{}",
+            implementer.goal_anchor,
+            implementer.title,
+            implementer.instructions.trim_end()
+        ),
+        subject,
+        commit,
+        base,
+        claims,
+        evidence,
+        brief: verifier.id,
+        tier: Tier::T5,
+    })
+}
+
+/// The contract a brief is signed off against; a brief planned without one is held to its instructions.
+fn contract_of(brief: &Brief) -> GoalContract {
+    brief.contract.clone().unwrap_or_else(|| GoalContract {
+        done_when: brief.instructions.clone(),
+        ..GoalContract::default()
+    })
+}
+
+/// The stage-1 result recorded when `implementer` committed, if it is that brief's.
+fn recorded_verify(engine: &Engine, implementer: &Brief, subject: &str) -> Result<Option<Verified>> {
+    let Some(artifact) = engine
+        .store
+        .latest_artifact(implementer.run, &verify_name(subject))?
+    else {
+        return Ok(None);
+    };
+    if artifact.meta.brief != Some(implementer.id) {
+        return Ok(None);
+    }
+    Ok(serde_json::from_slice::<VerifyResult>(&artifact.bytes)
+        .ok()
+        .map(|result| Verified {
+            result,
+            artifact: Some(artifact.meta.id),
+        }))
+}
+
+/// The name the sign-off crate stores a verify record under.
+pub(crate) fn verify_name(subject: &str) -> String {
+    format!("signoff/{subject}/verify")
+}
+
+/// A sign-off's outcome as a T5 verdict. An inconclusive judge blocks (an error: the T5 brief fails and is
+/// retried, then escalated) unless `signoff.inconclusive_blocks` is off, when it passes with a note.
+fn verifier_output(
+    report: &SignoffReport,
+    inconclusive_blocks: bool,
+) -> std::result::Result<VerifierOutput, RuntimeError> {
+    let at = report.commit.get(..8).unwrap_or(&report.commit);
+    let verify = report
+        .verify
+        .as_ref()
+        .map_or("no verify command".to_string(), |v| {
+            format!("verify {}", v.describe())
+        });
+    Ok(match &report.outcome {
+        Outcome::Accepted => VerifierOutput {
+            verdict: Verdict::Pass,
+            issues: Vec::new(),
+            notes: format!("signed off at {at} ({verify}, judge accept)"),
+        },
+        Outcome::Rejected { by, missing } => VerifierOutput {
+            verdict: Verdict::Fail,
+            issues: missing.clone(),
+            notes: format!(
+                "sign-off rejected at {at} by the {}",
+                match by {
+                    agency_signoff::RejectedBy::Verify => "verify command",
+                    agency_signoff::RejectedBy::Checks => "mechanical checks",
+                    agency_signoff::RejectedBy::Judge => "judge",
+                }
+            ),
+        },
+        Outcome::Inconclusive { reason } if inconclusive_blocks => {
+            return Err(RuntimeError::Other(format!(
+                "the sign-off judge gave no verdict at {at} ({reason}); an inconclusive sign-off blocks \
+                 (signoff.inconclusive_blocks)"
+            )));
+        }
+        Outcome::Inconclusive { reason } => VerifierOutput {
+            verdict: Verdict::Pass,
+            issues: Vec::new(),
+            notes: format!(
+                "sign-off INCONCLUSIVE at {at} ({reason}); passed because signoff.inconclusive_blocks is off"
+            ),
+        },
+    })
+}
+
+/// A runtime that remembers a model call the budget refused, so the sign-off does not count it as the
+/// judge's failure.
+#[derive(Debug)]
+struct BudgetWatch {
+    inner: Arc<dyn Runtime>,
+    refused: Mutex<Option<RuntimeError>>,
+}
+
+impl BudgetWatch {
+    fn take_refusal(&self) -> Option<RuntimeError> {
+        self.refused.lock().ok().and_then(|mut r| r.take())
+    }
+}
+
+impl Runtime for BudgetWatch {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn run<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        hooks: &'a dyn AgentHooks,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, std::result::Result<AgentOutcome, RuntimeError>> {
+        Box::pin(async move {
+            match self.inner.run(task, hooks, cancel).await {
+                Err(err @ RuntimeError::Model(LlmError::Budget(_))) => {
+                    let why = err.to_string();
+                    if let Ok(mut refused) = self.refused.lock() {
+                        *refused = Some(err);
+                    }
+                    Err(RuntimeError::Other(why))
+                }
+                other => other,
+            }
+        })
+    }
+}

@@ -1,0 +1,208 @@
+//! Sign-off inside a run: a T5 brief is the sign-off of its slice's commit (the mechanical checks, the
+//! verify result, the read-only judge). The checks reject a slice that rewrote its own test even when the
+//! judge accepts everything; a judge that gives no verdict blocks the slice unless
+//! `signoff.inconclusive_blocks` is off.
+
+use agency_core::event::EventKind;
+use agency_core::{BriefStatus, Event, Tier};
+use agency_engine::engine::feedback_name;
+use agency_store::{Blackboard, RunStatus};
+
+use crate::support::{Background, GOAL, Project, config, drive, events, spawns_per_brief, wait_for};
+
+/// The sign-off outcome events of the run, as (kind, subject, payload).
+fn outcomes(events: &[Event]) -> Vec<(EventKind, String, serde_json::Value)> {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::SignoffAccepted | EventKind::SignoffRejected | EventKind::SignoffInconclusive
+            )
+        })
+        .map(|e| {
+            let subject = e.payload["subject"].as_str().unwrap_or_default().to_string();
+            (e.kind, subject, e.payload.clone())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_slice_that_rewrites_its_test_is_rejected_by_the_checks_even_when_the_judge_accepts() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/protected.yaml"), config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let outcome = drive(&engine, run.id).await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    assert_eq!(
+        project.tree(run.id),
+        "\
+t1 plan (planner) #0 done
+  t1 accept (acceptor) #0 done
+  t3 arithmetic (squad-lead) #0 done
+    t4 fix-add (implementer) #0 done
+      t5 fix-add (verifier) #0 done
+    t4 fix-mul (implementer) #0 failed
+      t5 fix-mul (verifier) #0 done
+    t4 fix-mul (implementer) #1 done
+      t5 fix-mul (verifier) #0 done
+"
+    );
+    let events = project.events(run.id);
+    let slices: Vec<_> = outcomes(&events)
+        .into_iter()
+        .filter(|(_, subject, _)| subject.starts_with("ws-arith/"))
+        .collect();
+    let rejected: Vec<_> = slices
+        .iter()
+        .filter(|(kind, _, _)| *kind == EventKind::SignoffRejected)
+        .collect();
+    assert_eq!(rejected.len(), 1, "{slices:?}");
+    let (_, subject, payload) = rejected[0];
+    assert_eq!(subject, "ws-arith/fix-mul");
+    // The checks rejected it on their own: verify passed (the rewritten test exits 0) and the judge, which
+    // accepts everything, was never asked.
+    assert_eq!(payload["by"], "checks");
+    assert!(payload["judge_artifact"].is_null(), "{payload}");
+    let missing = payload["missing"].to_string();
+    assert!(
+        missing.contains("test_mul.sh modified since the goal's base"),
+        "{missing}"
+    );
+    let accepted = slices
+        .iter()
+        .filter(|(kind, _, _)| *kind == EventKind::SignoffAccepted)
+        .count();
+    assert_eq!(accepted, 2, "fix-add, then fix-mul's second attempt: {slices:?}");
+    // Only fix-mul was redone, told which file it may not touch.
+    let briefs = project.briefs(run.id);
+    let retried = briefs
+        .iter()
+        .find(|b| b.tier == Tier::T4 && b.title == "fix-mul" && b.attempt == 1)
+        .unwrap();
+    let feedback = project.artifact(run.id, &feedback_name(retried.id)).unwrap();
+    assert!(feedback.contains("test_mul.sh modified"), "{feedback}");
+    let spawns = spawns_per_brief(&events);
+    let fix_add_spawns: usize = briefs
+        .iter()
+        .filter(|b| b.tier == Tier::T4 && b.title == "fix-add")
+        .map(|b| spawns.get(&b.id).copied().unwrap_or(0))
+        .sum();
+    assert_eq!(fix_add_spawns, 1);
+    let branch = outcome.branch.unwrap();
+    assert_eq!(
+        project.file_on(&branch, "test_mul.sh").unwrap(),
+        project.file_on("main", "test_mul.sh").unwrap(),
+        "the rewritten test never reaches the integration branch"
+    );
+    assert_eq!(
+        project.file_on(&branch, "mul.sh").unwrap(),
+        "# mul A B: prints A * B\necho $(($1 * $2))\n"
+    );
+}
+
+#[tokio::test]
+async fn a_judge_reject_is_recorded_as_the_slice_sign_off_with_its_transcript() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/partial.yaml"), config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let outcome = drive(&engine, run.id).await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let events = project.events(run.id);
+    let rejected: Vec<_> = outcomes(&events)
+        .into_iter()
+        .filter(|(kind, _, _)| *kind == EventKind::SignoffRejected)
+        .collect();
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    let (_, subject, payload) = &rejected[0];
+    assert_eq!(subject, "ws-arith/fix-mul");
+    assert_eq!(payload["by"], "judge");
+    assert_eq!(
+        payload["missing"],
+        serde_json::json!(["mul.sh still carries the LEFTOVER-DEBUG marker; remove it"])
+    );
+    // Both judges' transcripts are stored, with the prompt each saw and its answer: the first was shown the
+    // diff carrying the marker.
+    let transcripts: Vec<String> = project
+        .store
+        .list_artifacts(run.id, None)
+        .unwrap()
+        .into_iter()
+        .filter(|a| a.name == "signoff/ws-arith/fix-mul/judge")
+        .map(|a| String::from_utf8(project.store.get_artifact(a.id).unwrap().bytes).unwrap())
+        .collect();
+    assert_eq!(transcripts.len(), 2);
+    assert!(transcripts[0].contains("LEFTOVER-DEBUG"), "{}", transcripts[0]);
+    assert!(transcripts[0].contains("VERDICT: reject"), "{}", transcripts[0]);
+    assert!(transcripts[1].contains("VERDICT: accept"), "{}", transcripts[1]);
+    // Stage 1 ran once per attempt, when the implementer committed; the sign-off reused it.
+    let verifies = events
+        .iter()
+        .filter(|e| e.kind == EventKind::SignoffVerify && e.payload["subject"] == "ws-arith/fix-mul")
+        .count();
+    assert_eq!(verifies, 2);
+}
+
+#[tokio::test]
+async fn an_inconclusive_judge_passes_the_slice_only_when_the_setting_allows_it() {
+    let script =
+        include_str!("../scripts/medium.yaml").replace("VERDICT: accept\n        missing: none\n", "");
+    let project = Project::new();
+    let mut config = config();
+    config.signoff.inconclusive_blocks = false;
+    let engine = project.engine(&script, config, true);
+    let run = engine.start(GOAL).unwrap();
+    let outcome = drive(&engine, run.id).await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let inconclusive = outcomes(&project.events(run.id))
+        .into_iter()
+        .filter(|(kind, subject, _)| {
+            *kind == EventKind::SignoffInconclusive && subject.starts_with("ws-arith/")
+        })
+        .count();
+    assert_eq!(inconclusive, 2);
+}
+
+#[test]
+fn an_inconclusive_judge_blocks_the_slice_by_default() {
+    let script =
+        include_str!("../scripts/medium.yaml").replace("VERDICT: accept\n        missing: none\n", "");
+    let project = Project::new();
+    let engine = project.engine(&script, config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let store = project.store.clone();
+    let driving = Background::drive(engine, run.id);
+    // The T5 brief fails (it is the judge that failed, not the slice) and is retried.
+    let retried = wait_for("a T5 brief retried after an inconclusive sign-off", || {
+        store
+            .list_briefs(run.id)
+            .unwrap()
+            .into_iter()
+            .find(|b| b.tier == Tier::T5 && b.attempt == 1)
+    });
+    driving.stop();
+    let failed: Vec<_> = events(store.as_ref(), run.id)
+        .into_iter()
+        .filter(|e| e.kind == EventKind::Failed && e.tier == Some(Tier::T5))
+        .collect();
+    assert!(!failed.is_empty());
+    let reason = failed[0].payload["reason"].as_str().unwrap();
+    assert!(reason.contains("gave no verdict"), "{reason}");
+    assert!(reason.contains("signoff.inconclusive_blocks"), "{reason}");
+    assert_eq!(retried.title, failed[0].payload["title"].as_str().unwrap());
+    // Nothing was merged on an inconclusive sign-off.
+    assert!(
+        project.artifact(run.id, "merged/ws-arith").is_none(),
+        "{}",
+        project.tree(run.id)
+    );
+    let briefs = project.briefs(run.id);
+    assert!(
+        briefs
+            .iter()
+            .filter(|b| b.tier == Tier::T4)
+            .all(|b| b.status == BriefStatus::Done),
+        "the implementers are not blamed for the judge: {}",
+        project.tree(run.id)
+    );
+}
