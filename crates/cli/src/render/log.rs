@@ -207,7 +207,14 @@ fn line_for(event: &Event) -> Option<Line> {
             ),
             true,
         ),
-        EventKind::SignoffAccepted => mk(&tier, "SIGNED_OFF", format!("{subject} ✓ accepted"), false),
+        // A slice's sign-off is summed up by its squad's VERDICT line (and slices sign off in any order);
+        // its rejections stay in view.
+        EventKind::SignoffAccepted => mk(
+            &tier,
+            "SIGNED_OFF",
+            format!("{subject} ✓ accepted"),
+            event.tier == Some(agency_core::Tier::T5),
+        ),
         EventKind::SignoffRejected => {
             let missing: Vec<&str> = p
                 .get("missing")

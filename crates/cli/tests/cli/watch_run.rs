@@ -99,14 +99,14 @@ fn watch_of_a_full_profile_run_reads_like_the_seed() {
     [RUN] HH:MM:SS  T4   SWARM_START   squad-arith: 2 workers spawned in parallel
     [RUN] HH:MM:SS  T4   SWARM_START   squad-sign: 1 worker spawned, 1 pipelined behind it
     [RUN] HH:MM:SS  T4   DONE          fix-add ✓
-    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_add.sh` passed on <id> (exit 0) — fix-add
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_add.sh` passed on <id> (exit 0) — ws-calc/fix-add
     [RUN] HH:MM:SS  T4   DONE          fix-mul ✓
-    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_mul.sh` passed on <id> (exit 0) — fix-mul
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_mul.sh` passed on <id> (exit 0) — ws-calc/fix-mul
     [RUN] HH:MM:SS  T5   VERIFY_START  squad-arith: 2 verifiers spawned
     [RUN] HH:MM:SS  T4   DONE          fix-neg ✓
-    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_neg.sh` passed on <id> (exit 0) — fix-neg
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_neg.sh` passed on <id> (exit 0) — ws-calc/fix-neg
     [RUN] HH:MM:SS  T4   DONE          note-neg ✓
-    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_neg.sh` passed on <id> (exit 0) — note-neg
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_neg.sh` passed on <id> (exit 0) — ws-calc/note-neg
     [RUN] HH:MM:SS  T5   VERIFY_START  squad-sign: 2 verifiers spawned
     [RUN] HH:MM:SS  T5   VERDICT       ✓  all pass — ws-calc: 2 slice(s) verified
     [RUN] HH:MM:SS  T5   VERDICT       ✓  all pass — ws-calc: 2 slice(s) verified
@@ -133,15 +133,16 @@ fn watch_of_a_partial_verdict_shows_the_failed_slice_and_its_retry() {
     [RUN] HH:MM:SS  T3   TASKS         arithmetic: 2 T4 tasks (2 swarm, 0 pipeline)
     [RUN] HH:MM:SS  T4   SWARM_START   arithmetic: 2 workers spawned in parallel
     [RUN] HH:MM:SS  T4   DONE          fix-add ✓
-    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_add.sh` passed on <id> (exit 0) — fix-add
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_add.sh` passed on <id> (exit 0) — ws-arith/fix-add
     [RUN] HH:MM:SS  T4   DONE          fix-mul ✓
-    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_mul.sh` passed on <id> (exit 0) — fix-mul
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_mul.sh` passed on <id> (exit 0) — ws-arith/fix-mul
     [RUN] HH:MM:SS  T5   VERIFY_START  arithmetic: 2 verifiers spawned
+    [RUN] HH:MM:SS  T5   SIGNOFF       ws-arith/fix-mul ✗ rejected: mul.sh still carries the LEFTOVER-DEBUG marker; remove it
     [RUN] HH:MM:SS  T5   VERDICT       partial — fix-mul need rework
     [RUN] HH:MM:SS  T4   FAIL          fix-mul ✗  (retry 1/2)
     [RUN] HH:MM:SS  T4   RETRY         fix-mul retried with a corrected brief
     [RUN] HH:MM:SS  T4   DONE          fix-mul ✓  (retry resolved)
-    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_mul.sh` passed on <id> (exit 0) — fix-mul
+    [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_mul.sh` passed on <id> (exit 0) — ws-arith/fix-mul
     [RUN] HH:MM:SS  T5   VERIFY_START  arithmetic: 1 verifier spawned
     [RUN] HH:MM:SS  T5   VERDICT       ✓  all pass — ws-arith: 2 slice(s) verified
     [RUN] HH:MM:SS  T1   VERIFY        ✓ `sh test_arith.sh` passed on <id> (exit 0) — ws-arith on the integration branch

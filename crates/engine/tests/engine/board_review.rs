@@ -67,6 +67,7 @@ impl Runtime for BoardAgent {
                 report: None,
                 stop: AgentStop::Cancelled,
                 session_id: None,
+                final_text: None,
             })
         })
     }
