@@ -224,18 +224,18 @@ async fn pass(
             BriefRole::Accept => crate::progress::accept_done(engine, brief)?,
         };
     }
-    if some_squad_judged(engine, &verifying)? {
-        progressed |= crate::verify::joint_verdicts(engine, run).await?;
+    let judged = judged_squads(engine, &verifying)?;
+    if !judged.is_empty() {
+        progressed |= crate::verify::joint_verdicts(engine, &judged).await?;
     }
     progressed |= crate::progress::workstreams(engine, run, touched).await?;
     Ok(progressed)
 }
 
-/// Whether some squad has every slice of its round judged (each current task's verifier `verifying`, or
-/// `done` from an earlier round), so a joint verdict is due. Looks only at the squads of the verifiers that
-/// are `verifying` now, one read of each squad's tasks: the joint verdict itself reads the run, so it is
-/// formed when due instead of on every pass while verifiers finish one by one.
-fn some_squad_judged(engine: &Engine, verifying: &[Brief]) -> Result<bool> {
+/// The squads (parent brief, workstream) whose round is fully judged — each current task's verifier
+/// `verifying`, or `done` from an earlier round — so a joint verdict is due. Looks only at the squads of
+/// the verifiers that are `verifying` now, one read of each squad's tasks.
+fn judged_squads(engine: &Engine, verifying: &[Brief]) -> Result<Vec<(BriefId, String)>> {
     let judged: std::collections::HashSet<BriefId> = verifying
         .iter()
         .filter(|b| b.tier == Tier::T5)
@@ -250,6 +250,7 @@ fn some_squad_judged(engine: &Engine, verifying: &[Brief]) -> Result<bool> {
             squads.push((parent, task.workstream));
         }
     }
+    let mut due = Vec::new();
     for (parent, workstream) in squads {
         let siblings = engine.store.list_children(parent)?;
         let tasks: Vec<&Brief> = latest_of(siblings.iter())
@@ -272,10 +273,10 @@ fn some_squad_judged(engine: &Engine, verifying: &[Brief]) -> Result<bool> {
             }
         }
         if complete {
-            return Ok(true);
+            due.push((parent, workstream));
         }
     }
-    Ok(false)
+    Ok(due)
 }
 
 /// Moves a verifying brief to done with a `completed`-style log.
@@ -592,26 +593,6 @@ fn expand_synthesis(engine: &Engine, brief: &Brief, announce: bool) -> Result<Ve
         }
     }
     Ok(squads)
-}
-
-/// Every brief's children, oldest first, for passes that look at the children of many briefs: one scan of
-/// the run instead of one per parent.
-pub(crate) fn children_index(briefs: &[Brief]) -> std::collections::HashMap<BriefId, Vec<&Brief>> {
-    let mut index: std::collections::HashMap<BriefId, Vec<&Brief>> = std::collections::HashMap::new();
-    for brief in briefs {
-        if let Some(parent) = brief.parent {
-            index.entry(parent).or_default().push(brief);
-        }
-    }
-    index
-}
-
-/// The newest attempt of each title among `parent`'s children in an index from [`children_index`].
-pub(crate) fn latest_indexed<'a>(
-    index: &std::collections::HashMap<BriefId, Vec<&'a Brief>>,
-    parent: BriefId,
-) -> Vec<&'a Brief> {
-    latest_of(index.get(&parent).into_iter().flatten().copied())
 }
 
 /// The newest attempt of each title among `children` (oldest first), skipping cancelled ones.

@@ -13,7 +13,7 @@ use agency_core::event::{EventKind, NewEvent};
 use agency_core::gate::{GateKind, GateStatus};
 use agency_core::tiers::VerifierOutput;
 use agency_core::verdict::{JointOutcome, T5Result, Verdict, joint_verdict};
-use agency_core::{Brief, BriefStatus, NewBrief, RunId, Tier};
+use agency_core::{Brief, BriefId, BriefStatus, NewBrief, Tier};
 use agency_exec::{CommitOutcome, MergeOutcome};
 use agency_signoff::verify::{VerifyResult, run_verify, verify_argv};
 use agency_signoff::{CleanCheckout, Recording, SignoffError};
@@ -141,35 +141,27 @@ fn finish_implementer(engine: &Engine, brief: &Brief) -> Result<bool> {
     Ok(true)
 }
 
-/// Forms joint verdicts for every squad whose slices are all judged.
-pub async fn joint_verdicts(engine: &Engine, run: RunId) -> Result<bool> {
-    let briefs = engine.store.list_briefs(run)?;
+/// Forms the joint verdict of each squad (the parent brief of its implementers, and their workstream) whose
+/// slices are all judged; [`crate::advance`] names the squads whose round may be complete.
+pub async fn joint_verdicts(engine: &Engine, squads: &[(BriefId, String)]) -> Result<bool> {
     let mut progressed = false;
-    // A squad: the implementers under one parent (a T3, or T1's plan for a compact path) in one workstream.
-    let mut squads: Vec<(agency_core::BriefId, String)> = briefs
-        .iter()
-        .filter(|b| b.tier == Tier::T4)
-        .filter_map(|b| b.parent.map(|p| (p, b.workstream.clone())))
-        .collect();
-    squads.dedup();
-    squads.sort();
-    squads.dedup();
-    let children = crate::advance::children_index(&briefs);
     for (parent, workstream) in squads {
-        let tasks: Vec<&Brief> = crate::advance::latest_indexed(&children, parent)
+        let siblings = engine.store.list_children(*parent)?;
+        let tasks: Vec<&Brief> = crate::advance::latest_of(siblings.iter())
             .into_iter()
-            .filter(|b| b.tier == Tier::T4 && b.workstream == workstream)
+            .filter(|b| b.tier == Tier::T4 && &b.workstream == workstream)
             .collect();
         if tasks.is_empty() || tasks.iter().any(|t| t.status != BriefStatus::Done) {
             continue;
         }
-        let mut verifiers = Vec::with_capacity(tasks.len());
+        let mut verifiers: Vec<Brief> = Vec::with_capacity(tasks.len());
         for task in &tasks {
-            match crate::advance::latest_indexed(&children, task.id)
+            let children = engine.store.list_children(task.id)?;
+            match crate::advance::latest_of(children.iter())
                 .into_iter()
                 .find(|b| b.tier == Tier::T5)
             {
-                Some(v) => verifiers.push(v),
+                Some(v) => verifiers.push(v.clone()),
                 None => break,
             }
         }
@@ -183,6 +175,7 @@ pub async fn joint_verdicts(engine: &Engine, run: RunId) -> Result<bool> {
         if verifiers.iter().all(|v| v.status == BriefStatus::Done) {
             continue;
         }
+        let verifiers: Vec<&Brief> = verifiers.iter().collect();
         progressed |= judge_squad(engine, &tasks, &verifiers)?;
     }
     Ok(progressed)
