@@ -240,3 +240,87 @@ fn read_only_opens_a_file_no_writer_has_open() {
     assert!(reader.is_read_only());
     assert_eq!(reader.get_run(id).unwrap().id, id);
 }
+
+fn wal_len(path: &std::path::Path) -> u64 {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(wal).map_or(0, |m| m.len())
+}
+
+#[test]
+fn append_handles_create_nothing_and_refuse_other_schemas() {
+    let (_dir, path) = temp_db();
+    let err = SqliteBlackboard::open_for_append(&path).unwrap_err();
+    assert!(matches!(err, StoreError::Missing { .. }), "{err}");
+    assert!(!path.exists(), "an append open creates nothing");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("CREATE TABLE x (y)")
+        .unwrap();
+    let err = SqliteBlackboard::open_for_append(&path).unwrap_err();
+    assert!(
+        matches!(err, StoreError::SchemaOutdated { found: 0, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn appends_stay_in_a_small_wal_and_are_read_by_the_next_process() {
+    let (_dir, path) = temp_db();
+    let run = SqliteBlackboard::open(&path)
+        .unwrap()
+        .create_run(NewRun::new("goal", "/repo"))
+        .unwrap();
+    // The full open checkpointed and removed the WAL when it closed.
+    assert_eq!(wal_len(&path), 0);
+    let appended = {
+        let store = SqliteBlackboard::open_for_append(&path).unwrap();
+        store
+            .append_event(agency_core::NewEvent::new(
+                run.id,
+                agency_core::EventKind::Log,
+                serde_json::json!({"message": "denied"}),
+            ))
+            .unwrap()
+    };
+    // Closed without a checkpoint: the commit is in the WAL, and a new handle (as another process) sees it.
+    assert!(wal_len(&path) > 0);
+    let reader = SqliteBlackboard::open_read_only(&path).unwrap();
+    let events = reader.events_after(Some(run.id), 0, 100).unwrap();
+    assert!(events.iter().any(|e| e.seq == appended.seq));
+}
+
+#[test]
+fn a_large_wal_is_checkpointed_when_an_append_handle_closes() {
+    let (_dir, path) = temp_db();
+    let run = SqliteBlackboard::open(&path)
+        .unwrap()
+        .create_run(NewRun::new("goal", "/repo"))
+        .unwrap();
+    let big = "x".repeat(8 * 1024);
+    let mut appends = 0;
+    while wal_len(&path) < agency_store::sqlite::APPEND_WAL_LIMIT {
+        let store = SqliteBlackboard::open_for_append(&path).unwrap();
+        store
+            .append_event(agency_core::NewEvent::new(
+                run.id,
+                agency_core::EventKind::Log,
+                serde_json::json!({"message": big}),
+            ))
+            .unwrap();
+        appends += 1;
+        assert!(appends < 1000, "the WAL never reached the limit");
+    }
+    // The next append handle finds the WAL past the limit and checkpoints it away when it closes.
+    drop(SqliteBlackboard::open_for_append(&path).unwrap());
+    assert_eq!(wal_len(&path), 0);
+    let events = SqliteBlackboard::open_read_only(&path)
+        .unwrap()
+        .events_after(Some(run.id), 0, 10_000)
+        .unwrap();
+    let logs = events
+        .iter()
+        .filter(|e| e.kind == agency_core::EventKind::Log)
+        .count();
+    assert_eq!(logs, appends);
+}

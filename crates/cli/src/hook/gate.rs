@@ -113,25 +113,26 @@ fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
     } else {
         Vec::new()
     };
-    drop(store);
     let gate = GateState {
         state: brief.teachback,
         mode,
         rollout,
     };
     let db = db.unwrap_or_default();
+    // Only a submission or a denial writes; it opens its handle while this one still holds the WAL index.
+    let writer = || appender(&db, store);
     Ok(
         match intercept::decide(&kind, gate, &config.teachback, &corrections) {
             Verdict::Allow if kind == ToolKind::TaskCreate => task_create_answer(event, rollout),
             Verdict::Allow => Answer::Allow,
-            Verdict::Submit(teachback) => match submit(&db, &brief, mode, &teachback, event) {
+            Verdict::Submit(teachback) => match submit(writer(), &brief, mode, &teachback, event) {
                 Ok(()) => Answer::Allow,
                 Err(problem) => Answer::Deny(format!(
                     "agency hook: your teachback could not be recorded ({problem}); send it again"
                 )),
             },
             Verdict::Deny { reason } => {
-                record(&db, &brief, tool, &reason, rollout, &config.teachback);
+                record(writer(), &brief, tool, &reason, rollout, &config.teachback);
                 Answer::Deny(format!(
                     "{reason} (brief {} \"{}\")",
                     brief.id.short(),
@@ -139,7 +140,7 @@ fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
                 ))
             }
             Verdict::WouldDeny { rollout, reason } => {
-                record(&db, &brief, tool, &reason, rollout, &config.teachback);
+                record(writer(), &brief, tool, &reason, rollout, &config.teachback);
                 match rollout {
                     RolloutMode::Warn => Answer::Warn(reason),
                     _ => Answer::Allow,
@@ -182,16 +183,26 @@ fn task_create_answer(event: &HookEvent, rollout: RolloutMode) -> Answer {
     }
 }
 
+/// A handle to record with, opened while `reader` is still open: a process that opens a WAL database
+/// nobody else holds must first re-read the whole WAL, and the reader already did. The reader is closed
+/// before the writer, so the writer's close is the last one and may checkpoint (see
+/// [`SqliteBlackboard::open_for_append`]).
+fn appender(db: &Path, reader: SqliteBlackboard) -> agency_store::Result<SqliteBlackboard> {
+    let writer = SqliteBlackboard::open_for_append(db);
+    drop(reader);
+    writer
+}
+
 /// Records the teachback a tool call carried and moves the brief on.
 fn submit(
-    db: &Path,
+    store: agency_store::Result<SqliteBlackboard>,
     brief: &Brief,
     mode: TeachbackMode,
     teachback: &Teachback,
     event: &HookEvent,
 ) -> Result<(), String> {
     let next = transition(brief.teachback, mode, &TeachbackAction::Submit).map_err(|e| e.to_string())?;
-    let store = SqliteBlackboard::open(db).map_err(|e| e.to_string())?;
+    let store = store.map_err(|e| e.to_string())?;
     let payload = json!({
         "teachback": teachback,
         "text": teachback.to_string(),
@@ -211,14 +222,14 @@ fn submit(
 /// Records a denial (or a would-have-been denial), and raises a stall alert if one is due. Best effort:
 /// the call is answered the same whether or not the record could be written.
 fn record(
-    db: &Path,
+    store: agency_store::Result<SqliteBlackboard>,
     brief: &Brief,
     tool: &str,
     reason: &str,
     rollout: RolloutMode,
     config: &TeachbackConfig,
 ) {
-    let result = SqliteBlackboard::open(db).and_then(|store| {
+    let result = store.and_then(|store| {
         let payload = json!({
             "tool": tool,
             "rollout": rollout,

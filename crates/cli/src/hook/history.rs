@@ -110,6 +110,15 @@ pub fn raise_due(
     ) {
         return Ok(None);
     }
+    // The stall began no earlier than the brief was created, so a brief younger than its timeout cannot be
+    // stalled yet: the hook records denials this way without reading the run's events.
+    let timeout = match brief.teachback {
+        TeachbackState::Pending => config.pending_timeout_minutes,
+        _ => config.review_timeout_minutes,
+    };
+    if now - brief.created_at < Duration::minutes(i64::from(timeout)) {
+        return Ok(None);
+    }
     let events = brief_events(store, brief)?;
     let Some(alert) = due(brief, &events, config, now) else {
         return Ok(None);

@@ -24,6 +24,7 @@ use std::time::Duration;
 use agency_core::teachback::TeachbackState;
 use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId, Tier};
 use chrono::{DateTime, Utc};
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::Blackboard;
@@ -32,6 +33,11 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
 use crate::record::{Artifact, ArtifactId, ArtifactMeta, NewArtifact, NewGate, NewRun, Run, RunStatus};
 pub use migrations::SCHEMA_VERSION;
+
+/// The WAL size below which [`SqliteBlackboard::open_for_append`] leaves its commits in the WAL at close.
+/// A process that opens the database while no other holds it re-reads the whole WAL (about 1.5 µs per
+/// 4 KiB page), so this bounds what a skipped checkpoint costs every later reader.
+pub const APPEND_WAL_LIMIT: u64 = 256 * 1024;
 
 /// How long a write waits for another process's write lock before failing with `Busy`.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -86,6 +92,43 @@ impl SqliteBlackboard {
         configure(&conn, true).map_err(|e| open_error(path, e))?;
         migrations::check_readable(&conn)?;
         Ok(Self::from_connection(conn, true, Some(path)))
+    }
+
+    /// Opens an existing, current blackboard to append a few records from a short-lived process (the hook
+    /// recording a denial or a teachback). It neither creates nor migrates: a schema from another build is
+    /// refused, as for reading.
+    ///
+    /// Closing the last connection to a WAL database normally checkpoints the WAL into the database and
+    /// deletes it, which costs three or four fsyncs — most of a denial's time. So while the WAL is small
+    /// ([`APPEND_WAL_LIMIT`]) this handle skips that checkpoint and leaves its commits in the WAL (as durable
+    /// as any commit there under `synchronous=NORMAL`). The WAL cannot grow without bound that way: the
+    /// next process to open it must re-read all of it (nobody holds the shared index), so once it is past
+    /// the limit this handle checkpoints on close as usual, and a long-lived writer (the runner) checkpoints
+    /// it whenever it is alive.
+    pub fn open_for_append(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        if !path.is_file() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let wal_small = std::fs::metadata(&wal).map_or(true, |m| m.len() < APPEND_WAL_LIMIT);
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e))?;
+        let setup = |conn: &Connection| -> rusqlite::Result<()> {
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            conn.pragma_update(None, "foreign_keys", true)?;
+            // The journal mode (WAL) is stored in the file; `synchronous` is per connection, and must be
+            // NORMAL, or every commit would fsync the WAL.
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, wal_small)?;
+            Ok(())
+        };
+        setup(&conn).map_err(|e| open_error(path, e))?;
+        migrations::check_readable(&conn)?;
+        Ok(Self::from_connection(conn, false, Some(path)))
     }
 
     /// A private, empty, migrated blackboard in memory (tests).
