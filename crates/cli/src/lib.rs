@@ -23,8 +23,15 @@ use crate::workspace::Overrides;
 #[derive(Debug, Parser)]
 #[command(name = "agency", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
-    /// The blackboard database (default: .agency/agency.db at the repository's top level).
-    #[arg(long, global = true, env = "AGENCY_DB", value_name = "PATH")]
+    /// The blackboard: a SQLite file (default: .agency/agency.db at the repository's top level) or a
+    /// PostgreSQL connection string (postgres://USER:PASSWORD@HOST/DB or 'host=HOST user=USER dbname=DB').
+    #[arg(
+        long,
+        global = true,
+        env = "AGENCY_DB",
+        value_name = "PATH|URL",
+        hide_env_values = true
+    )]
     pub db: Option<PathBuf>,
     /// The team configuration (default: .agency/team.yaml at the repository's top level).
     #[arg(long, global = true, env = "AGENCY_CONFIG", value_name = "PATH")]

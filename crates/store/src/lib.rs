@@ -43,7 +43,7 @@ use chrono::{DateTime, Utc};
 
 pub use clock::{Clock, SteppingClock, SystemClock};
 pub use error::{BoxError, Result, StoreError};
-pub use open::open_url;
+pub use open::{is_postgres, open_url};
 pub use postgres::PostgresBlackboard;
 pub use record::{
     Artifact, ArtifactId, ArtifactMeta, NewArtifact, NewGate, NewRun, Run, RunStatus, UnknownRunStatus,

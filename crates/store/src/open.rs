@@ -33,8 +33,11 @@ pub fn open_url(url: &str) -> Result<Box<dyn Blackboard>> {
     Ok(Box::new(SqliteBlackboard::open(Path::new(path))?))
 }
 
-/// Whether `url` is a PostgreSQL connection string rather than a file path.
-fn is_postgres(url: &str) -> bool {
+/// Whether `url` is a PostgreSQL connection string (`postgres://...`, `postgresql://...`, or key/value
+/// pairs starting with a libpq key) rather than a file path: the choice [`open_url`] makes, for callers
+/// that must know the backend before opening it.
+pub fn is_postgres(url: &str) -> bool {
+    let url = url.trim();
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         return true;
     }

@@ -2,7 +2,6 @@
 //! the universal approval path; a live runner sees it on its next poll.
 
 use agency_core::gate::GateDecision;
-use agency_store::Blackboard;
 
 use crate::commands::{Context, decider, gate_to_decide, resolve_run, store_error};
 use crate::error::CommandResult;
@@ -20,8 +19,8 @@ pub struct Args {
 /// Runs `agency approve`.
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
-    let run = resolve_run(&store, &args.run)?;
-    let gate = gate_to_decide(&store, run)?;
+    let run = resolve_run(&*store, &args.run)?;
+    let gate = gate_to_decide(&*store, run)?;
     store
         .decide_gate(
             gate.id,

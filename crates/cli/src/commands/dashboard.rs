@@ -27,7 +27,7 @@ pub struct Args {
 
 /// Runs `agency dashboard` until it is stopped.
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
-    let store: Arc<dyn Blackboard> = Arc::new(ctx.open_store()?);
+    let store: Arc<dyn Blackboard> = ctx.open_store()?;
     let token = match std::env::var(ENV_TOKEN) {
         Ok(text) if !text.is_empty() => {
             Token::parse(&text).map_err(|e| CommandError::input(format!("{ENV_TOKEN}: {e}")))?

@@ -103,7 +103,7 @@ pub fn run(_ctx: &Context, args: Args) -> CommandResult {
     } else {
         Level::Normal
     };
-    let outcome = drive_with_log(&runner, &db, run.id, level)?;
+    let outcome = drive_with_log(&runner, &workspace.db, run.id, level)?;
     match outcome.branch {
         Some(branch) => {
             println!("done: branch {branch} in {}", dir.display());

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use agency_exec::{GitOptions, Repo};
-use agency_store::{Blackboard, RunStatus};
+use agency_store::RunStatus;
 
 use crate::commands::{Context, store_error};
 use crate::error::{CommandError, CommandResult};

@@ -4,12 +4,10 @@
 
 use std::fs;
 
-use agency_core::config::DEFAULT_TEAM_YAML;
-use agency_store::SqliteBlackboard;
-
 use crate::commands::{Context, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::workspace::{AGENCY_DIR, Workspace, find_git_root};
+use agency_core::config::DEFAULT_TEAM_YAML;
 
 /// `agency init [--force]`
 #[derive(Debug, clap::Args)]
@@ -48,13 +46,10 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         fs::write(&ws.config, DEFAULT_TEAM_YAML)?;
         println!("wrote     {}", ws.config.display());
     }
-    let existed = ws.db.exists();
-    SqliteBlackboard::open(&ws.db).map_err(store_error)?;
-    println!(
-        "{} {}",
-        if existed { "kept     " } else { "created  " },
-        ws.db.display()
-    );
+    // A PostgreSQL blackboard's schema is created or migrated here too.
+    let existed = ws.db.exists() && !ws.db.is_postgres();
+    ws.db.open().map_err(store_error)?;
+    println!("{} {}", if existed { "kept     " } else { "created  " }, ws.db);
     println!("next: agency config check, then agency run \"<goal>\"");
     Ok(())
 }

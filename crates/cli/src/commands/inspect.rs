@@ -35,10 +35,10 @@ fn to_json<T: serde::Serialize>(value: &T) -> CommandResult<String> {
 /// Runs `agency inspect`.
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
-    let run_id = resolve_run(&store, &args.run)?;
+    let run_id = resolve_run(&*store, &args.run)?;
     let run = store.get_run(run_id).map_err(store_error)?;
     if let Some(prefix) = &args.brief {
-        return inspect_brief(&store, run_id, prefix, args.json);
+        return inspect_brief(&*store, run_id, prefix, args.json);
     }
     let tier = match &args.tier {
         Some(text) => Some(

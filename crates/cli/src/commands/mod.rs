@@ -21,10 +21,11 @@ pub mod variety;
 pub mod watch;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use agency_core::RunId;
 use agency_core::gate::{Gate, GateKind, GateStatus};
-use agency_store::{Blackboard, SqliteBlackboard, StoreError};
+use agency_store::{Blackboard, StoreError};
 
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::workspace::{Overrides, Workspace};
@@ -44,17 +45,17 @@ impl Context {
         Workspace::discover(&self.cwd, &self.overrides)
     }
 
-    /// Opens the blackboard for reading and writing.
-    pub fn open_store(&self) -> CommandResult<SqliteBlackboard> {
+    /// Opens the blackboard for reading and writing: the SQLite file, or the PostgreSQL database `--db`
+    /// names.
+    pub fn open_store(&self) -> CommandResult<Arc<dyn Blackboard>> {
         let ws = self.workspace()?;
         if !ws.has_db() {
-            return Err(CommandError::new(
-                ErrorKind::NoWorkspace,
-                format!("no blackboard at {}", ws.db.display()),
-            )
-            .hint("run `agency init` at the top of your git repository"));
+            return Err(
+                CommandError::new(ErrorKind::NoWorkspace, format!("no blackboard at {}", ws.db))
+                    .hint("run `agency init` at the top of your git repository"),
+            );
         }
-        SqliteBlackboard::open(&ws.db).map_err(store_error)
+        ws.db.open().map_err(store_error)
     }
 }
 

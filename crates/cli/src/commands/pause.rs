@@ -2,7 +2,7 @@
 //! `agency resume` releases it.
 
 use agency_core::gate::{GateKind, GateStatus};
-use agency_store::{Blackboard, NewGate};
+use agency_store::NewGate;
 
 use crate::commands::{Context, decider, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
@@ -17,7 +17,7 @@ pub struct Args {
 /// Runs `agency pause`.
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
-    let run = resolve_run(&store, &args.run)?;
+    let run = resolve_run(&*store, &args.run)?;
     let status = store.get_run(run).map_err(store_error)?.status;
     if status.is_terminal() {
         return Err(CommandError::new(

@@ -1,7 +1,6 @@
 //! `agency resume <run>`: releases a manual pause by approving the run's pending `pause` gate.
 
 use agency_core::gate::{GateDecision, GateKind, GateStatus};
-use agency_store::Blackboard;
 
 use crate::commands::{Context, decider, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
@@ -16,7 +15,7 @@ pub struct Args {
 /// Runs `agency resume`.
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
-    let run = resolve_run(&store, &args.run)?;
+    let run = resolve_run(&*store, &args.run)?;
     let pause = store
         .list_gates(run)
         .map_err(store_error)?

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use agency_core::config::TeamConfig;
+use agency_core::config::{Runtime as ConfiguredRuntime, TeamConfig};
 use agency_core::{EventKind, NewEvent, Tier};
 use agency_engine::budget::{BlackboardSink, ledger_from_events};
 use agency_engine::{DriveOutcome, Engine, EngineOptions};
@@ -19,12 +19,12 @@ use agency_exec::runtime::{
 };
 use agency_exec::{GitOptions, Repo};
 use agency_llm::{BudgetLedger, CancelToken, Metered, Provider, RetryPolicy, ScriptedProvider, UsageSink};
-use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+use agency_store::{Blackboard, RunStatus};
 
 use crate::commands::{Context, config, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::render::log::{Level, render_event};
-use crate::workspace::{AGENCY_DIR, Workspace};
+use crate::workspace::{AGENCY_DIR, BlackboardAt, Workspace};
 
 /// `agency run "goal" | --goal-file F | --resume RUN`
 #[derive(Debug, clap::Args)]
@@ -56,7 +56,7 @@ pub struct Args {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let ws = ctx.workspace()?;
     let (_, team) = config::load(ctx)?;
-    let store: Arc<dyn Blackboard> = Arc::new(ctx.open_store()?);
+    let store: Arc<dyn Blackboard> = ctx.open_store()?;
     let resuming = match &args.resume {
         Some(prefix) => Some(resolve_run(store.as_ref(), prefix)?),
         None => None,
@@ -72,7 +72,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         }
     };
     if args.detach {
-        return detach(&ws.db, run_id, &args);
+        return detach(&ws, run_id, &args);
     }
     let level = if args.verbose {
         Level::Verbose
@@ -140,7 +140,10 @@ pub fn build_engine(
         Some(_) => ModelSource::Scripted,
         None => ModelSource::Live,
     };
-    let choices = choose_for_run(&team.tiers, std::env::var_os("PATH").as_deref(), source);
+    let mut choices = choose_for_run(&team.tiers, std::env::var_os("PATH").as_deref(), source);
+    if ws.db.is_postgres() {
+        hook_free(&team, &mut choices, &ws.db)?;
+    }
     let agency = std::env::current_exe()
         .map_err(|e| CommandError::internal(format!("cannot locate the agency binary for the hook: {e}")))?;
     let secrets = provider_keys(&team);
@@ -153,7 +156,9 @@ pub fn build_engine(
         let setup = RuntimeSetup {
             provider,
             agency: agency.clone(),
-            db: ws.db.clone(),
+            // The hook's blackboard. Only SQLite has one: no hook-gated runtime runs on PostgreSQL
+            // (`hook_free`), so the empty path is never used.
+            db: ws.db.sqlite().map(Path::to_path_buf).unwrap_or_default(),
             config: ws.config.is_file().then(|| ws.config.clone()),
             state_dir: agency_dir.join("agents"),
             command: team.tiers.get(choice.tier).command.clone(),
@@ -176,6 +181,44 @@ pub fn build_engine(
         runtimes: choices,
     })
 }
+
+/// The runtimes a run on a PostgreSQL blackboard may use. Claude Code and Codex agents are gated by
+/// `agency hook`, which reads the blackboard from a SQLite file on every tool call (no connection pool, no
+/// async runtime: a few milliseconds per call), so it cannot gate a run kept in PostgreSQL. `auto` becomes
+/// the built-in agent there, with the reason in the run log; a tier configured for one of them is an error
+/// naming the tiers and what to do, before anything is recorded.
+fn hook_free(team: &TeamConfig, choices: &mut [RuntimeChoice], db: &BlackboardAt) -> CommandResult {
+    let hook_gated = |runtime: ConfiguredRuntime| {
+        matches!(runtime, ConfiguredRuntime::ClaudeCode | ConfiguredRuntime::Codex)
+    };
+    for choice in choices.iter_mut() {
+        if team.tiers.runtime(choice.tier) == ConfiguredRuntime::Auto && hook_gated(choice.runtime) {
+            choice.runtime = ConfiguredRuntime::Builtin;
+            choice.reason = POSTGRES_AUTO_REASON.to_string();
+        }
+    }
+    let gated: Vec<String> = choices
+        .iter()
+        .filter(|c| hook_gated(c.runtime))
+        .map(|c| format!("{} ({})", c.tier, c.runtime.as_str()))
+        .collect();
+    if gated.is_empty() {
+        return Ok(());
+    }
+    Err(CommandError::input(format!(
+        "tiers {} run agents gated by `agency hook`, which reads the blackboard only from a SQLite file; this \
+         run's blackboard is PostgreSQL ({db})",
+        gated.join(", ")
+    ))
+    .hint(
+        "set `runtime: builtin` for those tiers in team.yaml (the built-in agent is gated in-process and works on \
+         PostgreSQL), or run on the SQLite blackboard (drop --db / AGENCY_DB)",
+    ))
+}
+
+/// Why `auto` is the built-in agent on PostgreSQL, for the run log.
+const POSTGRES_AUTO_REASON: &str =
+    "auto on a PostgreSQL blackboard: the hook that gates Claude Code reads SQLite only";
 
 /// The endpoint `OPENAI_BASE_URL` names, for Codex agents (Codex itself does not read the variable); its
 /// key is `OPENAI_API_KEY`, which Codex inherits.
@@ -266,7 +309,7 @@ pub fn engine_error(err: agency_engine::EngineError) -> CommandError {
 /// Drives the run on this thread while another prints its live log from the blackboard.
 pub fn drive_with_log(
     runner: &Runner,
-    db: &Path,
+    db: &BlackboardAt,
     run: agency_core::RunId,
     level: Level,
 ) -> CommandResult<DriveOutcome> {
@@ -275,7 +318,7 @@ pub fn drive_with_log(
     let done = Arc::new(AtomicBool::new(false));
     let printer = {
         let done = done.clone();
-        let db = db.to_path_buf();
+        let db = db.clone();
         std::thread::spawn(move || print_log(&db, run, level, &done))
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -289,8 +332,9 @@ pub fn drive_with_log(
     outcome.map_err(engine_error)
 }
 
-fn print_log(db: &Path, run: agency_core::RunId, level: Level, done: &AtomicBool) {
-    let Ok(store) = SqliteBlackboard::open(db) else {
+fn print_log(db: &BlackboardAt, run: agency_core::RunId, level: Level, done: &AtomicBool) {
+    // A handle of its own, so reading the log never waits on the runner's.
+    let Ok(store) = db.open() else {
         return;
     };
     let mut after = 0;
@@ -329,13 +373,13 @@ fn report(run: agency_core::RunId, outcome: &DriveOutcome) -> CommandResult {
     }
 }
 
-/// Starts a runner in the background for `run` and returns at once.
-fn detach(db: &Path, run: agency_core::RunId, args: &Args) -> CommandResult {
+/// Starts a runner in the background for `run` and returns at once. The blackboard is named to it in
+/// `AGENCY_DB`, not in its argv, where a connection string's password would show in `ps`.
+fn detach(ws: &Workspace, run: agency_core::RunId, args: &Args) -> CommandResult {
     let exe = std::env::current_exe()?;
     let mut command = std::process::Command::new(exe);
     command
-        .arg("--db")
-        .arg(db)
+        .env("AGENCY_DB", ws.db.to_env_value())
         .arg("run")
         .arg("--resume")
         .arg(run.to_string());
@@ -345,7 +389,12 @@ fn detach(db: &Path, run: agency_core::RunId, args: &Args) -> CommandResult {
     if args.auto_approve {
         command.arg("--auto-approve");
     }
-    let log = db.with_file_name(format!("run-{}.log", run.short()));
+    // Beside the SQLite file, or in .agency/ for PostgreSQL.
+    let log_dir = match ws.db.sqlite().and_then(Path::parent) {
+        Some(dir) => dir.to_path_buf(),
+        None => ws.root.join(AGENCY_DIR),
+    };
+    let log = log_dir.join(format!("run-{}.log", run.short()));
     let file = std::fs::File::create(&log)?;
     let err = file.try_clone()?;
     use std::os::unix::process::CommandExt;

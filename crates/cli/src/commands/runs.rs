@@ -1,7 +1,5 @@
 //! `agency runs`: the runs on this blackboard, newest first, with the short ids other commands accept.
 
-use agency_store::Blackboard;
-
 use crate::commands::{Context, store_error};
 use crate::error::{CommandError, CommandResult};
 

@@ -5,8 +5,6 @@ use std::io::Write;
 use std::thread;
 use std::time::Duration;
 
-use agency_store::Blackboard;
-
 use crate::commands::{Context, resolve_run, store_error};
 use crate::error::CommandResult;
 use crate::render::log::{Level, render_event};
@@ -32,7 +30,7 @@ pub struct Args {
 /// Runs `agency watch`.
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
-    let run = resolve_run(&store, &args.run)?;
+    let run = resolve_run(&*store, &args.run)?;
     let level = if args.verbose {
         Level::Verbose
     } else {

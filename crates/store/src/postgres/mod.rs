@@ -99,33 +99,54 @@ impl PostgresBlackboard {
     /// Runs `f` on the connection, outside any transaction. A long-lived worker outlives its connection
     /// (a server restart, an idle timeout); a read that finds it gone is safe to repeat, so it is, once,
     /// on a new connection.
-    fn read<T>(&self, f: impl Fn(&mut Client) -> Result<T>) -> Result<T> {
-        let mut client = self.client()?;
-        match f(&mut client) {
-            Err(_) if client.is_closed() => {
-                *client = self.settings.connect()?;
-                f(&mut client)
+    fn read<T: Send>(&self, f: impl Fn(&mut Client) -> Result<T> + Send) -> Result<T> {
+        off_async_runtime(move || {
+            let mut client = self.client()?;
+            match f(&mut client) {
+                Err(_) if client.is_closed() => {
+                    *client = self.settings.connect()?;
+                    f(&mut client)
+                }
+                result => result,
             }
-            result => result,
-        }
+        })
     }
 
     /// Runs `f` in a transaction, committed when `f` succeeds and rolled back otherwise. A connection found
     /// gone at `BEGIN` is replaced (nothing was written yet); one lost later fails the write, which then
     /// either committed or not, as the caller re-reading will see.
-    fn write<T>(&self, f: impl FnOnce(&mut Transaction<'_>, &dyn Clock) -> Result<T>) -> Result<T> {
-        let mut client = self.client()?;
-        let clock = self.clock.as_ref();
-        let error = match client.transaction() {
-            Ok(tx) => return commit_after(tx, f, clock),
-            Err(error) => error,
-        };
-        if !client.is_closed() {
-            return Err(error.into());
-        }
-        *client = self.settings.connect()?;
-        commit_after(client.transaction()?, f, clock)
+    fn write<T: Send>(
+        &self,
+        f: impl FnOnce(&mut Transaction<'_>, &dyn Clock) -> Result<T> + Send,
+    ) -> Result<T> {
+        off_async_runtime(|| {
+            let mut client = self.client()?;
+            let clock = self.clock.as_ref();
+            let error = match client.transaction() {
+                Ok(tx) => return commit_after(tx, f, clock),
+                Err(error) => error,
+            };
+            if !client.is_closed() {
+                return Err(error.into());
+            }
+            *client = self.settings.connect()?;
+            commit_after(client.transaction()?, f, clock)
+        })
     }
+}
+
+/// Runs `f`, which blocks on the `postgres` client, on a thread where that may block. The client drives
+/// its connection on a tokio runtime of its own, which tokio refuses to enter from a thread already inside
+/// one (a panic: "Cannot start a runtime from within a runtime") — and the runner calls the blackboard from
+/// its async tasks. There, `f` runs on a scoped thread of its own; everywhere else, on this one.
+fn off_async_runtime<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
+    }
+    std::thread::scope(|scope| match scope.spawn(f).join() {
+        Ok(result) => result,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
 }
 
 /// Runs `f` in `tx` and commits when it succeeds; dropping `tx` on failure rolls it back.

@@ -52,7 +52,7 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
     let goal = plan.goal(&doc, &args.id)?;
     let ws = ctx.workspace()?;
     let store = ctx.open_store()?;
-    check_status(goal, &args.id, &Records::read(&ws.db, plan)?)?;
+    check_status(goal, &args.id, &Records::at(&ws.db, plan)?)?;
     let contract = goal.contract();
     let evidence = evidence(&args)?;
     let team = team_config(&ws.config)?;
@@ -110,9 +110,9 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
         },
         run_as: None,
     };
-    let run = goals_run(&store, plan)?;
+    let run = goals_run(&*store, plan)?;
     let recording = Recording {
-        store: &store,
+        store: &*store,
         run,
         brief: None,
         tier: None,

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::plan_file::PlanFile;
 use crate::commands::store_error;
 use crate::error::CommandResult;
+use crate::workspace::BlackboardAt;
 
 /// The last sign-off attempt for a goal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,11 +53,23 @@ impl Records {
         let Ok(store) = SqliteBlackboard::open_read_only(db) else {
             return Ok(Records::default());
         };
-        let Some(run) = find_goals_run(&store, plan)? else {
+        Records::from_store(&store, plan)
+    }
+
+    /// [`read`](Self::read) for either backend: a PostgreSQL blackboard is opened (and must be reachable).
+    pub fn at(db: &BlackboardAt, plan: &PlanFile) -> CommandResult<Records> {
+        match db {
+            BlackboardAt::Sqlite(path) => Records::read(path, plan),
+            BlackboardAt::Postgres(_) => Records::from_store(&*db.open().map_err(store_error)?, plan),
+        }
+    }
+
+    fn from_store(store: &dyn Blackboard, plan: &PlanFile) -> CommandResult<Records> {
+        let Some(run) = find_goals_run(store, plan)? else {
             return Ok(Records::default());
         };
         let mut records = Records::default();
-        for event in all_events(&store, run)? {
+        for event in all_events(store, run)? {
             records.add(&event);
         }
         Ok(records)

@@ -10,7 +10,7 @@ use crate::error::CommandResult;
 
 fn records(ctx: &Context, plan: &PlanFile) -> CommandResult<Records> {
     match ctx.workspace() {
-        Ok(ws) => Records::read(&ws.db, plan),
+        Ok(ws) => Records::at(&ws.db, plan),
         // No blackboard: nothing was ever signed off here.
         Err(_) => Ok(Records::default()),
     }

@@ -66,7 +66,7 @@ fn all_events(store: &dyn Blackboard, run: Option<agency_core::RunId>) -> Comman
 /// Runs `agency teachback show`.
 pub fn show(ctx: &Context, args: ShowArgs) -> CommandResult {
     let store = ctx.open_store()?;
-    let id = resolve_brief(&store, args.brief.as_deref())?;
+    let id = resolve_brief(&*store, args.brief.as_deref())?;
     let brief = store.get_brief(id).map_err(store_error)?;
     println!("brief      {} {}", brief.id, brief.title);
     println!("state      {}", brief.teachback);
@@ -74,7 +74,7 @@ pub fn show(ctx: &Context, args: ShowArgs) -> CommandResult {
         .variety_score()
         .map_or("none".to_string(), |s| s.to_string());
     println!("mode       {} (variety {score})", mode_name(&brief));
-    let events: Vec<Event> = all_events(&store, Some(brief.run))?
+    let events: Vec<Event> = all_events(&*store, Some(brief.run))?
         .into_iter()
         .filter(|e| e.brief == Some(brief.id))
         .collect();
@@ -138,7 +138,7 @@ fn briefs(store: &dyn Blackboard, run: Option<&str>) -> CommandResult<Vec<Brief>
 /// Runs `agency teachback list`.
 pub fn list(ctx: &Context, args: ListArgs) -> CommandResult {
     let store = ctx.open_store()?;
-    let briefs = briefs(&store, args.run.as_deref())?;
+    let briefs = briefs(&*store, args.run.as_deref())?;
     if briefs.is_empty() {
         println!("no briefs");
         return Ok(());
@@ -164,12 +164,12 @@ pub fn list(ctx: &Context, args: ListArgs) -> CommandResult {
 pub fn report(ctx: &Context, args: ReportArgs) -> CommandResult {
     let store = ctx.open_store()?;
     let run = match &args.run {
-        Some(typed) => Some(resolve_run(&store, typed)?),
+        Some(typed) => Some(resolve_run(&*store, typed)?),
         None => None,
     };
     // (brief, tool) → (would-have-blocked under shadow/warn, blocked under enforce).
     let mut counts: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
-    for event in all_events(&store, run)?
+    for event in all_events(&*store, run)?
         .iter()
         .filter(|e| e.kind == EventKind::TeachbackDenied)
     {
@@ -214,7 +214,7 @@ pub fn check(ctx: &Context, args: CheckArgs) -> CommandResult {
             continue;
         }
         for brief in store.list_briefs(run.id).map_err(store_error)? {
-            if raise_due(&store, &brief, &config.teachback, now)
+            if raise_due(&*store, &brief, &config.teachback, now)
                 .map_err(store_error)?
                 .is_some()
             {

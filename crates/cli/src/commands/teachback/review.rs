@@ -181,12 +181,12 @@ fn read_teachback(args: &SubmitArgs) -> CommandResult<Teachback> {
 pub fn submit(ctx: &Context, args: SubmitArgs) -> CommandResult {
     let teachback = read_teachback(&args)?;
     let store = ctx.open_store()?;
-    let id = resolve_brief(&store, args.brief.as_deref())?;
+    let id = resolve_brief(&*store, args.brief.as_deref())?;
     let brief = store.get_brief(id).map_err(store_error)?;
     let cursor = store.last_seq(Some(brief.run)).map_err(store_error)?;
     let payload = json!({"teachback": teachback, "text": teachback.to_string(), "via": "cli"});
     let after = apply(
-        &store,
+        &*store,
         &brief,
         &TeachbackAction::Submit,
         EventKind::TeachbackSubmitted,
@@ -210,7 +210,7 @@ pub fn submit(ctx: &Context, args: SubmitArgs) -> CommandResult {
         return Ok(());
     }
     println!("waiting up to {wait} s for the review...");
-    match wait_for_review(&store, &after, cursor, Duration::from_secs(wait))? {
+    match wait_for_review(&*store, &after, cursor, Duration::from_secs(wait))? {
         Some(message) => println!("{message}"),
         None => {
             println!(
@@ -219,7 +219,7 @@ pub fn submit(ctx: &Context, args: SubmitArgs) -> CommandResult {
             );
             let config = super::team_config(ctx)?;
             let current = store.get_brief(after.id).map_err(store_error)?;
-            raise_due(&store, &current, &config.teachback, Utc::now()).map_err(store_error)?;
+            raise_due(&*store, &current, &config.teachback, Utc::now()).map_err(store_error)?;
         }
     }
     Ok(())
@@ -275,7 +275,7 @@ fn review_message_after(store: &dyn Blackboard, brief: &Brief, cursor: i64) -> C
 
 fn review(ctx: &Context, typed: &str, verdict: ReviewVerdict, note: Option<String>) -> CommandResult<Brief> {
     let store = ctx.open_store()?;
-    let id = resolve_brief(&store, Some(typed))?;
+    let id = resolve_brief(&*store, Some(typed))?;
     let brief = store.get_brief(id).map_err(store_error)?;
     let review = TeachbackReview {
         verdict,
@@ -284,7 +284,7 @@ fn review(ctx: &Context, typed: &str, verdict: ReviewVerdict, note: Option<Strin
     };
     // The same record the runner writes when it reviews, with the message the agent will read.
     let payload = review_payload(&brief, &review);
-    apply(&store, &brief, &review.action(), review_kind(&review), payload)?;
+    apply(&*store, &brief, &review.action(), review_kind(&review), payload)?;
     Ok(brief)
 }
 

@@ -94,9 +94,9 @@ fn open_brief(
 pub fn start(ctx: &Context, args: StartArgs) -> CommandResult {
     let store = ctx.open_store()?;
     let id = match (&args.brief, &args.title, &args.variety) {
-        (Some(typed), _, _) => resolve_brief(&store, Some(typed))?,
+        (Some(typed), _, _) => resolve_brief(&*store, Some(typed))?,
         (None, Some(title), Some(variety)) => {
-            open_brief(&store, ctx, title, parse_variety(variety)?, &args.instructions)?
+            open_brief(&*store, ctx, title, parse_variety(variety)?, &args.instructions)?
         }
         _ => return Err(CommandError::input("give --brief, or --title and --variety")),
     };
