@@ -55,19 +55,27 @@ impl RunBranches {
 
     /// Creates the integration branch at `base` unless it exists.
     pub fn ensure_integration(&self, base: &str) -> Result<()> {
-        if !self.repo.branch_exists(&self.integration())? {
-            self.repo.create_branch(&self.integration(), base)?;
-        }
-        Ok(())
+        self.ensure_branch(&self.integration(), base)
     }
 
     /// Creates the workstream branch at the integration branch's head unless it exists.
     pub fn ensure_workstream(&self, workstream: &str) -> Result<String> {
         let branch = self.workstream(workstream);
-        if !self.repo.branch_exists(&branch)? {
-            self.repo.create_branch(&branch, &self.integration())?;
-        }
+        self.ensure_branch(&branch, &self.integration())?;
         Ok(branch)
+    }
+
+    /// Creates `branch` at `base` unless it exists. Runners sharing the repository (a driver and an
+    /// `agency worker` starting a workstream's first agents at once) race to create it from the same
+    /// base: a failure because the other one just did is no failure.
+    fn ensure_branch(&self, branch: &str, base: &str) -> Result<()> {
+        if self.repo.branch_exists(branch)? {
+            return Ok(());
+        }
+        match self.repo.create_branch(branch, base) {
+            Err(_) if self.repo.branch_exists(branch)? => Ok(()),
+            created => Ok(created?),
+        }
     }
 
     /// The brief's worktree path.
