@@ -84,6 +84,8 @@ pub enum Command {
     Gc(commands::gc::Args),
     /// Serve the web dashboard: runs, live logs and gate decisions in a browser, behind a token.
     Dashboard(commands::dashboard::Args),
+    /// Run agents for a run another `agency run` drives on the same blackboard.
+    Worker(commands::worker::Args),
 }
 
 impl Cli {
@@ -140,5 +142,6 @@ pub fn run(cli: Cli) -> CommandResult {
         Command::Models(cmd) => commands::models::run(&ctx, cmd),
         Command::Gc(args) => commands::gc::run(&ctx, args),
         Command::Dashboard(args) => commands::dashboard::run(&ctx, args),
+        Command::Worker(args) => commands::worker::run(&ctx, args),
     }
 }

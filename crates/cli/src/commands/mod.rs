@@ -19,6 +19,7 @@ pub mod runs;
 pub mod teachback;
 pub mod variety;
 pub mod watch;
+pub mod worker;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -61,7 +61,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         Some(prefix) => Some(resolve_run(store.as_ref(), prefix)?),
         None => None,
     };
-    let runner = build_engine(&ws, store.clone(), team, &args, resuming)?;
+    let runner = build_engine(&ws, store.clone(), team, &args, resuming, runner_name("runner"))?;
     let run_id = match resuming {
         Some(run) => run,
         None => {
@@ -110,13 +110,26 @@ pub struct Runner {
     pub runtimes: Vec<RuntimeChoice>,
 }
 
-/// Builds the runner: one provider and one runtime per tier, as team.yaml says (or the script for all).
+/// This process's name in claims and logs: `ROLE-HOST-PID`. The host keeps runners on several machines
+/// sharing one PostgreSQL blackboard apart (their process ids may well be equal).
+pub fn runner_name(role: &str) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{role}-{host}-{}", std::process::id())
+}
+
+/// Builds the runner: one provider and one runtime per tier, as team.yaml says (or the script for all),
+/// named `worker` in claims.
 pub fn build_engine(
     ws: &Workspace,
     store: Arc<dyn Blackboard>,
     team: TeamConfig,
     args: &Args,
     resuming: Option<agency_core::RunId>,
+    worker: String,
 ) -> CommandResult<Runner> {
     let repo = Repo::open(&ws.root, GitOptions::default()).map_err(|e| CommandError::input(e.to_string()))?;
     let agency_dir = ws.root.join(AGENCY_DIR);
@@ -170,6 +183,7 @@ pub fn build_engine(
     }
     let options = EngineOptions {
         auto_approve: args.auto_approve,
+        worker,
         worktrees: agency_dir.join("worktrees"),
         ..EngineOptions::default()
     };
@@ -412,4 +426,37 @@ fn detach(ws: &Workspace, run: agency_core::RunId, args: &Args) -> CommandResult
     );
     println!("follow it with: agency watch {} --follow", run.short());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn choice(tier: Tier, runtime: ConfiguredRuntime) -> RuntimeChoice {
+        RuntimeChoice {
+            tier,
+            runtime,
+            reason: "claude found at /usr/bin/claude".into(),
+        }
+    }
+
+    #[test]
+    fn on_postgres_auto_becomes_builtin_and_a_configured_hook_runtime_is_refused() {
+        let pg = BlackboardAt::Postgres("host=db user=u password=s3cret dbname=agency".into());
+        let mut team = TeamConfig::default();
+        assert_eq!(team.tiers.runtime(Tier::T4), ConfiguredRuntime::Auto);
+        let mut choices = vec![
+            choice(Tier::T3, ConfiguredRuntime::Builtin),
+            choice(Tier::T4, ConfiguredRuntime::ClaudeCode),
+        ];
+        hook_free(&team, &mut choices, &pg).unwrap();
+        assert_eq!(choices[1].runtime, ConfiguredRuntime::Builtin);
+        assert_eq!(choices[1].reason, POSTGRES_AUTO_REASON);
+
+        team.tiers.t5.runtime = Some(ConfiguredRuntime::ClaudeCode);
+        let mut choices = vec![choice(Tier::T5, ConfiguredRuntime::ClaudeCode)];
+        let err = hook_free(&team, &mut choices, &pg).unwrap_err().to_string();
+        assert!(err.contains("t5 (claude-code)"), "{err}");
+        assert!(!err.contains("s3cret"), "{err}");
+    }
 }

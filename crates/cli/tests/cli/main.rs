@@ -20,6 +20,7 @@ mod hook_codex;
 mod hook_support;
 mod init;
 mod models;
+mod postgres;
 mod resume;
 mod run_external;
 mod teachback;
