@@ -187,6 +187,17 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// The brief bound to `agent` in `session`, else to the session itself; `None` when neither is bound.
     fn session_brief(&self, session: &str, agent: Option<&str>) -> Result<Option<BriefId>>;
 
+    /// Records that the client's task `task` in `session` (Claude Code's TaskCreate id) is the brief `brief`,
+    /// replacing an earlier record of the same task, and writes `log` on the brief's run (payload: `level`,
+    /// `message`, `session`, `task`). `NotFound` for an unknown brief.
+    fn bind_task(&self, session: &str, task: &str, brief: BriefId) -> Result<()>;
+
+    /// The brief of `task` in `session`, if the task was recorded.
+    fn task_brief(&self, session: &str, task: &str) -> Result<Option<BriefId>>;
+
+    /// Every recorded task of `session` with its brief, oldest first.
+    fn session_tasks(&self, session: &str) -> Result<Vec<(String, BriefId)>>;
+
     // --- gates ------------------------------------------------------------------------------------------
 
     /// Opens a pending gate and writes `gate_pending`, or `gate_paused` for [`GateKind::Pause`]

@@ -1,4 +1,4 @@
-//! Session bindings, backend-neutral part: the canonical event a binding writes. A plain client session
+//! Session bindings, backend-neutral part: the canonical events a binding writes. A plain client session
 //! (Claude Code with no runner) — or one sub-agent in it — is bound to the brief it works on with
 //! [`Blackboard::bind_session`](crate::Blackboard::bind_session), so the hook can find the teachback state
 //! from the event's `session_id` and `agent_id`.
@@ -26,6 +26,23 @@ pub fn binding_event(
         "message": format!("{who} bound to this brief"),
         "session": session,
         "agent": agent,
+    });
+    canon::event_for(
+        brief,
+        NewEvent::new(brief.run, EventKind::Log, payload)
+            .brief(brief.id)
+            .at(at),
+    )
+}
+
+/// `log` on the brief's run (payload: `level`, `message`, `session`, `task`), stamped `at`: the client task
+/// `task` of `session` is this brief.
+pub fn task_event(brief: &Brief, session: &str, task: &str, at: DateTime<Utc>) -> Result<NewEvent> {
+    let payload = json!({
+        "level": "info",
+        "message": format!("task {task} of session {session} is this brief"),
+        "session": session,
+        "task": task,
     });
     canon::event_for(
         brief,

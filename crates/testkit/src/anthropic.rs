@@ -15,20 +15,36 @@ use crate::{Reply, scripted};
 pub struct FakeAnthropic {
     server: Server,
     script: Arc<Mutex<Vec<Reply>>>,
+    rules: Arc<Mutex<Vec<Rule>>>,
 }
+
+/// A conversation of its own: requests whose first user message contains `marker` (a sub-agent's prompt)
+/// are answered from `script`, by that conversation's own assistant turns.
+type Rule = (String, Vec<Reply>);
 
 impl FakeAnthropic {
     /// Starts a server answering tool-bearing requests from `script` (reply *i* for a history holding *i*
     /// assistant turns, "done" past the end) and tool-less ones (title generation) with "ok".
     pub fn start(script: Vec<Reply>) -> std::io::Result<FakeAnthropic> {
         let script = Arc::new(Mutex::new(script));
+        let rules: Arc<Mutex<Vec<Rule>>> = Arc::new(Mutex::new(Vec::new()));
         let ids = Arc::new(AtomicUsize::new(1));
-        let shared = script.clone();
+        let (shared, shared_rules) = (script.clone(), rules.clone());
         let server = Server::start(Arc::new(move |request: &RecordedRequest| {
-            let script = shared.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            let first = first_user_message(&request.body);
+            let rules = shared_rules.lock().unwrap_or_else(PoisonError::into_inner);
+            let script = match rules.iter().find(|(marker, _)| first.contains(marker.as_str())) {
+                Some((_, script)) => script.clone(),
+                None => shared.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+            };
+            drop(rules);
             respond(request, &script, &ids)
         }))?;
-        Ok(FakeAnthropic { server, script })
+        Ok(FakeAnthropic {
+            server,
+            script,
+            rules,
+        })
     }
 
     /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.
@@ -39,6 +55,15 @@ impl FakeAnthropic {
     /// Replaces the script (for a second run against the same server).
     pub fn set_script(&self, script: Vec<Reply>) {
         *self.script.lock().unwrap_or_else(PoisonError::into_inner) = script;
+    }
+
+    /// Answers the conversations whose first user message contains `marker` — a sub-agent started with a
+    /// prompt the main script wrote — from `script` instead (harness/PROTOCOLS.md §3's rules).
+    pub fn set_rule(&self, marker: impl Into<String>, script: Vec<Reply>) {
+        self.rules
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((marker.into(), script));
     }
 
     /// Every request received, in order.
@@ -79,6 +104,15 @@ fn is_messages(path: &str) -> bool {
 
 fn has_tools(body: &Value) -> bool {
     body["tools"].as_array().is_some_and(|t| !t.is_empty())
+}
+
+/// The first user message of a request, as JSON text (its content may be a string or blocks).
+fn first_user_message(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
 }
 
 /// Assistant turns in the history; `role: "system"` entries mid-conversation are tolerated (§2).

@@ -23,7 +23,8 @@ pub struct Args {
 /// `agency hook ...`
 #[derive(Debug, Subcommand)]
 pub enum HookCommand {
-    /// Register `agency hook` as a PreToolUse hook for Claude Code (default) or Codex.
+    /// Register `agency hook` as a PreToolUse hook for Claude Code (default) or Codex (and, for Claude Code,
+    /// on PostToolUse of TaskCreate, which opens a task's brief).
     Install(InstallArgs),
 }
 
@@ -75,6 +76,11 @@ pub fn registration(command: &str) -> Value {
     json!({"hooks": [{"type": "command", "command": command, "timeout": 10}]})
 }
 
+/// The registration that turns a created task into a brief (Claude Code's TaskCreate; docs/hooks.md).
+pub fn task_registration(command: &str) -> Value {
+    json!({"matcher": "TaskCreate", "hooks": [{"type": "command", "command": command, "timeout": 10}]})
+}
+
 fn default_command() -> CommandResult<String> {
     let exe = std::env::current_exe()?;
     let exe = exe.to_string_lossy();
@@ -86,9 +92,10 @@ fn default_command() -> CommandResult<String> {
     })
 }
 
-/// Adds the PreToolUse registration to a settings/hooks file, keeping everything else in it. A second
-/// install replaces the earlier agency entry rather than adding another.
-fn merge_into(path: &Path, command: &str) -> CommandResult {
+/// Adds registrations (hook event, entry) to a settings/hooks file, keeping everything else in it. A
+/// second install replaces the earlier agency entry of the same event and matcher rather than adding another
+/// (so the goal hooks' own PostToolUse entry, which has no matcher, is kept).
+fn merge_into(path: &Path, entries: &[(&str, Value)]) -> CommandResult {
     let mut settings: Value = match std::fs::read_to_string(path) {
         Ok(text) if !text.trim().is_empty() => serde_json::from_str(&text).map_err(|e| {
             CommandError::input(format!(
@@ -118,24 +125,27 @@ fn merge_into(path: &Path, command: &str) -> CommandResult {
             path.display()
         )));
     };
-    let pre = hooks.entry("PreToolUse").or_insert_with(|| json!([]));
-    let Some(pre) = pre.as_array_mut() else {
-        return Err(CommandError::input(format!(
-            "{}: \"hooks.PreToolUse\" is not a list",
-            path.display()
-        )));
-    };
-    let is_ours = |entry: &Value| {
-        entry["hooks"].as_array().is_some_and(|hs| {
-            hs.iter().any(|h| {
-                h["command"]
-                    .as_str()
-                    .is_some_and(|c| c.ends_with("agency hook") || c.ends_with("agency' hook"))
-            })
-        })
-    };
-    pre.retain(|entry| !is_ours(entry));
-    pre.push(registration(command));
+    for (event, entry) in entries {
+        let list = hooks.entry(*event).or_insert_with(|| json!([]));
+        let Some(list) = list.as_array_mut() else {
+            return Err(CommandError::input(format!(
+                "{}: \"hooks.{event}\" is not a list",
+                path.display()
+            )));
+        };
+        let is_ours = |existing: &Value| {
+            existing["matcher"] == entry["matcher"]
+                && existing["hooks"].as_array().is_some_and(|hs| {
+                    hs.iter().any(|h| {
+                        h["command"]
+                            .as_str()
+                            .is_some_and(|c| c.ends_with("agency hook") || c.ends_with("agency' hook"))
+                    })
+                })
+        };
+        list.retain(|existing| !is_ours(existing));
+        list.push(entry.clone());
+    }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -156,8 +166,17 @@ fn install(ctx: &Context, args: InstallArgs) -> CommandResult {
             None => crate::workspace::find_git_root(&ctx.cwd).unwrap_or_else(|| ctx.cwd.clone()),
         };
         let path = project.join(".claude").join("settings.json");
-        merge_into(&path, &command)?;
-        println!("installed  PreToolUse hook for Claude Code in {}", path.display());
+        merge_into(
+            &path,
+            &[
+                ("PreToolUse", registration(&command)),
+                ("PostToolUse", task_registration(&command)),
+            ],
+        )?;
+        println!(
+            "installed  PreToolUse hook (and PostToolUse for TaskCreate) for Claude Code in {}",
+            path.display()
+        );
         println!(
             "note       for a gate that fails closed, run the agent in the default permission mode (not \
              acceptEdits or bypassPermissions): see docs/hooks.md"
@@ -174,7 +193,7 @@ fn install(ctx: &Context, args: InstallArgs) -> CommandResult {
                 .ok_or_else(|| CommandError::input("no CODEX_HOME or HOME; pass --codex-home"))?,
         };
         let path = home.join("hooks.json");
-        merge_into(&path, &command)?;
+        merge_into(&path, &[("PreToolUse", registration(&command))])?;
         println!("installed  PreToolUse hook for Codex in {}", path.display());
         println!(
             "note       Codex runs hooks only once trusted (or with --dangerously-bypass-hook-trust), and fails \

@@ -17,6 +17,10 @@ pub enum Answer {
     Allow,
     /// Allow, running the tool with this input instead (TaskCreate with derived metadata).
     AllowUpdated(Value),
+    /// Allow, and tell the agent this (a task it took and the brief it now works under).
+    AllowWithContext(String),
+    /// After a tool ran (PostToolUse): add this text to the agent's context.
+    PostToolUseContext(String),
     /// Allow, and tell the agent (and user) this would have been denied under enforce.
     Warn(String),
     /// Allow, and warn the user loudly that the gate is not working (plain sessions only).
@@ -47,6 +51,14 @@ pub fn write(answer: &Answer, out: &mut impl Write, err: &mut impl Write) -> u8 
             let mut body = decision("allow", "agency: task metadata validated");
             body["hookSpecificOutput"]["updatedInput"] = input.clone();
             body
+        }
+        Answer::AllowWithContext(text) => {
+            let mut body = decision("allow", "agency: teachback gate open");
+            body["hookSpecificOutput"]["additionalContext"] = Value::from(text.as_str());
+            body
+        }
+        Answer::PostToolUseContext(text) => {
+            json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": text}})
         }
         Answer::Warn(reason) => {
             let mut body = decision("allow", reason);
@@ -109,6 +121,21 @@ mod tests {
             (2, String::new(), "no\n".into())
         );
         assert_eq!(written(&Answer::Silent), (0, String::new(), String::new()));
+    }
+
+    #[test]
+    fn context_rides_on_an_allow_or_after_the_tool() {
+        let (_, out, _) = written(&Answer::AllowWithContext("C".into()));
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "allow");
+        assert_eq!(v["hookSpecificOutput"]["additionalContext"], "C");
+        let (code, out, _) = written(&Answer::PostToolUseContext("C".into()));
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(code, 0);
+        assert_eq!(
+            v,
+            json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "C"}})
+        );
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub struct HookEvent {
     pub tool_name: Option<String>,
     /// The tool's input, `Null` when absent.
     pub tool_input: Value,
+    /// What the tool returned (PostToolUse), `Null` when absent.
+    pub tool_response: Value,
     /// Who sent it.
     pub client: Client,
 }
@@ -67,6 +69,7 @@ pub fn parse(bytes: &[u8]) -> Result<HookEvent, MalformedEvent> {
         cwd: text("cwd").map(PathBuf::from),
         tool_name: text("tool_name"),
         tool_input: value.get("tool_input").cloned().unwrap_or(Value::Null),
+        tool_response: value.get("tool_response").cloned().unwrap_or(Value::Null),
         event_name,
         client,
     })

@@ -21,6 +21,7 @@ use super::event::HookEvent;
 use super::history;
 use super::locate::{ENV_BRIEF, HookEnv};
 use super::sessions;
+use super::tasks;
 
 /// The answer to one well-formed event.
 pub fn answer(event: &HookEvent, env: &HookEnv) -> Answer {
@@ -80,6 +81,13 @@ fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
             Some((store, id))
         }
         (None, Some(db)) if db.is_file() => {
+            // Taking a task that TaskCreate opened as a brief binds the taker to it (plain sessions only: a
+            // runner's agent has its brief already).
+            if let Some(task) = tasks::claimed_task(event)
+                && let Some(answer) = tasks::claim(db, event, &task)?
+            {
+                return Ok(answer);
+            }
             let store = SqliteBlackboard::open_read_only(db).map_err(|e| e.to_string())?;
             sessions::bound_brief(&store, event.session_id.as_deref(), event.agent_id.as_deref())
                 .map_err(|e| e.to_string())?

@@ -10,6 +10,7 @@ mod gate;
 mod history;
 pub mod locate;
 mod sessions;
+mod tasks;
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -40,7 +41,9 @@ pub fn run_with(env: &HookEnv) -> ExitCode {
         Err(err) => unreadable(env, &format!("cannot read stdin: {err}")),
         Ok(_) if input.len() > event::MAX_INPUT_BYTES => unreadable(env, "hook input is larger than 16 MiB"),
         Ok(_) => match event::parse(&input) {
-            // SessionStart, PostCompact, PostToolUse and Stop belong to the goal hooks.
+            // A created task becomes a brief; other PostToolUse events, SessionStart, PostCompact and Stop
+            // belong to the goal hooks.
+            Ok(event) if tasks::is_task_created(&event) => tasks::created(&event, env),
             Ok(event) if crate::commands::goal::hooks::handles(&event.event_name) => {
                 return crate::commands::goal::hooks::run(&event, &input, env);
             }

@@ -285,7 +285,14 @@ fn install_writes_claude_code_settings_and_codex_hooks_once() {
     let repo = Repo::initialised();
     let settings = repo.path().join(".claude/settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
-    std::fs::write(&settings, r#"{"permissions": {"allow": ["Read"]}}"#).unwrap();
+    // Another tool's settings, and the goal hooks' PostToolUse entry (no matcher), are kept.
+    let goal_entry = json!({"hooks": [{"type": "command", "command": "agency hook", "timeout": 10}]});
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"allow": ["Read"]}, "hooks": {"PostToolUse": [goal_entry.clone()]}})
+            .to_string(),
+    )
+    .unwrap();
     repo.agency(&["hook", "install", "--command", "agency hook"])
         .success();
     repo.agency(&["hook", "install", "--command", "agency hook"])
@@ -298,6 +305,12 @@ fn install_writes_claude_code_settings_and_codex_hooks_once() {
     assert_eq!(
         written["hooks"]["PreToolUse"],
         json!([{"hooks": [{"type": "command", "command": "agency hook", "timeout": 10}]}])
+    );
+    assert_eq!(
+        written["hooks"]["PostToolUse"],
+        json!([goal_entry, {"matcher": "TaskCreate",
+            "hooks": [{"type": "command", "command": "agency hook", "timeout": 10}]}]),
+        "TaskCreate opens briefs once installed, and installing twice adds nothing"
     );
     let codex_home = repo.path().join("codex-home");
     let home = codex_home.to_str().unwrap();

@@ -44,9 +44,21 @@ fn claude_with(
     env: &[(&str, &str)],
     args: &[&str],
 ) -> Output {
-    let home = tempfile::tempdir().expect("home");
     let settings = json!({"hooks": {"PreToolUse": [{"hooks": [
         {"type": "command", "command": hook_command, "timeout": 10}]}]}});
+    claude_settings(repo, server, &settings, env, args)
+}
+
+/// Runs `claude -p "write hello"` in the repository with an isolated HOME, these `--settings`, extra
+/// environment variables and arguments.
+pub fn claude_settings(
+    repo: &Repo,
+    server: &FakeAnthropic,
+    settings: &serde_json::Value,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Output {
+    let home = tempfile::tempdir().expect("home");
     let mut command = Command::new("claude");
     command
         .args([
@@ -97,11 +109,11 @@ pub fn run_with_deadline(mut command: Command, deadline: Duration) -> Output {
     }
 }
 
-fn agency_hook() -> String {
+pub fn agency_hook() -> String {
     format!("{} hook", env!("CARGO_BIN_EXE_agency"))
 }
 
-fn assert_ran(out: &Output) {
+pub fn assert_ran(out: &Output) {
     assert!(
         out.status.success(),
         "claude failed:\nstdout:\n{}\nstderr:\n{}",

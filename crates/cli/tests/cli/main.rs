@@ -18,6 +18,8 @@ mod hook;
 mod hook_claude;
 mod hook_codex;
 mod hook_support;
+mod hook_tasks;
+mod hook_tasks_claude;
 mod init;
 mod models;
 mod postgres;

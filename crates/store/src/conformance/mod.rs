@@ -128,6 +128,7 @@ macro_rules! conformance_tests {
             briefs_stamped_in_one_instant_keep_insertion_order,
             records_stamped_in_one_instant_keep_insertion_order,
             sessions_bind_to_briefs_with_agents_falling_back,
+            session_tasks_record_their_briefs,
         );
     };
     (@each $fixture:path, $skip:path; $($name:ident),* $(,)?) => {

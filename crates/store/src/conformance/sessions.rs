@@ -1,5 +1,5 @@
 //! Session bindings: a session or one sub-agent in it is bound to a brief, the sub-agent's own binding
-//! wins, rebinding replaces, and every binding is an event.
+//! wins, rebinding replaces, and every binding is an event; a session's tasks each name their brief.
 
 use super::*;
 
@@ -60,5 +60,60 @@ pub fn sessions_bind_to_briefs_with_agents_falling_back(factory: Factory<'_>) {
     assert_eq!(
         bindings[1].payload["message"],
         "agent a1 of session s1 bound to this brief"
+    );
+}
+
+/// Records a session's tasks, keeps sessions apart, replaces a re-recorded task, lists them in order, writes
+/// one event each, and refuses unknown briefs.
+pub fn session_tasks_record_their_briefs(factory: Factory<'_>) {
+    let fixture = factory();
+    let bb = fixture.handle();
+    let run = new_run(&*bb);
+    let first = sample_brief(run, "first");
+    let second = sample_brief(run, "second");
+    bb.insert_briefs(&[first.clone(), second.clone()]).unwrap();
+
+    assert_eq!(bb.task_brief("s1", "1").unwrap(), None);
+    assert!(bb.session_tasks("s1").unwrap().is_empty());
+
+    bb.bind_task("s1", "1", first.id).unwrap();
+    bb.bind_task("s1", "2", second.id).unwrap();
+    bb.bind_task("s2", "1", second.id).unwrap();
+    assert_eq!(bb.task_brief("s1", "1").unwrap(), Some(first.id));
+    assert_eq!(bb.task_brief("s1", "2").unwrap(), Some(second.id));
+    assert_eq!(bb.task_brief("s2", "1").unwrap(), Some(second.id));
+    assert_eq!(bb.task_brief("s2", "2").unwrap(), None);
+    assert_eq!(
+        bb.session_tasks("s1").unwrap(),
+        vec![("1".to_string(), first.id), ("2".to_string(), second.id)]
+    );
+    // A task is not a session binding: nobody is bound to a brief by creating a task.
+    assert_eq!(bb.session_brief("s1", None).unwrap(), None);
+
+    bb.bind_task("s1", "1", second.id).unwrap();
+    assert_eq!(
+        fixture.handle().task_brief("s1", "1").unwrap(),
+        Some(second.id),
+        "re-recording replaces, as another handle sees"
+    );
+
+    assert!(matches!(
+        bb.bind_task("s3", "1", BriefId::new()),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert_eq!(bb.task_brief("s3", "1").unwrap(), None);
+
+    let records: Vec<_> = bb
+        .events_after(Some(run), 0, 100)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == EventKind::Log && e.payload.get("task").is_some())
+        .collect();
+    assert_eq!(records.len(), 4);
+    assert_eq!(records[0].brief, Some(first.id));
+    assert_eq!(records[0].payload["session"], "s1");
+    assert_eq!(
+        records[0].payload["message"],
+        "task 1 of session s1 is this brief"
     );
 }

@@ -8,7 +8,7 @@ use super::{briefs, events};
 use crate::canon::{id_text, ts_text};
 use crate::clock::Clock;
 use crate::error::Result;
-use crate::sessions::binding_event;
+use crate::sessions::{binding_event, task_event};
 
 /// Binds (or rebinds) `session` / `agent` to `brief` and writes the binding's `log` event.
 pub fn bind<C: GenericClient>(
@@ -40,4 +40,49 @@ pub fn lookup<C: GenericClient>(c: &mut C, session: &str, agent: Option<&str>) -
     row.as_ref()
         .map(|row| Cols::new(row, "session binding", 0).uuid(0).map(BriefId))
         .transpose()
+}
+
+/// Records that `task` of `session` is `brief` (replacing an earlier record) and writes the `log` event.
+pub fn bind_task<C: GenericClient>(
+    c: &mut C,
+    clock: &dyn Clock,
+    session: &str,
+    task: &str,
+    brief: BriefId,
+) -> Result<()> {
+    let record = briefs::get(c, brief, false)?;
+    let now = clock.now();
+    c.execute(
+        "INSERT INTO session_tasks (session, task, brief, bound_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (session, task) DO UPDATE SET brief = excluded.brief, bound_at = excluded.bound_at",
+        &[&session, &task, &id_text(&brief.0), &ts_text(now)],
+    )?;
+    events::append(c, &task_event(&record, session, task, now)?)?;
+    Ok(())
+}
+
+/// The brief of `task` in `session`.
+pub fn task_brief<C: GenericClient>(c: &mut C, session: &str, task: &str) -> Result<Option<BriefId>> {
+    let row = c.query_opt(
+        "SELECT brief FROM session_tasks WHERE session = $1 AND task = $2",
+        &[&session, &task],
+    )?;
+    row.as_ref()
+        .map(|row| Cols::new(row, "session task", 0).uuid(0).map(BriefId))
+        .transpose()
+}
+
+/// Every task of `session` with its brief, oldest binding first.
+pub fn tasks<C: GenericClient>(c: &mut C, session: &str) -> Result<Vec<(String, BriefId)>> {
+    let rows = c.query(
+        "SELECT brief, task FROM session_tasks WHERE session = $1 \
+         ORDER BY bound_at COLLATE \"C\", task COLLATE \"C\"",
+        &[&session],
+    )?;
+    rows.iter()
+        .map(|row| {
+            let cols = Cols::new(row, "session task", 0);
+            Ok((cols.get::<String>(1)?, BriefId(cols.uuid(0)?)))
+        })
+        .collect()
 }

@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_claim_leases.sql"),
     include_str!("migrations/0004_session_bindings.sql"),
     include_str!("migrations/0005_brief_lookups.sql"),
+    include_str!("migrations/0006_session_tasks.sql"),
 ];
 
 /// The schema version this build writes and understands.

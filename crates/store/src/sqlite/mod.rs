@@ -368,6 +368,18 @@ impl Blackboard for SqliteBlackboard {
         self.read(|c| sessions::lookup(c, session, agent))
     }
 
+    fn bind_task(&self, session: &str, task: &str, brief: BriefId) -> Result<()> {
+        self.write(|tx, clock| sessions::bind_task(tx, clock, session, task, brief))
+    }
+
+    fn task_brief(&self, session: &str, task: &str) -> Result<Option<BriefId>> {
+        self.read(|c| sessions::task_brief(c, session, task))
+    }
+
+    fn session_tasks(&self, session: &str) -> Result<Vec<(String, BriefId)>> {
+        self.read(|c| sessions::tasks(c, session))
+    }
+
     fn open_gate(&self, gate: NewGate) -> Result<Gate> {
         self.write(|tx, clock| gates::open(tx, clock, gate))
     }
