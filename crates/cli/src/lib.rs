@@ -103,6 +103,7 @@ pub fn main() -> ExitCode {
     if hook::is_hook_invocation(&std::env::args_os().collect::<Vec<_>>()) {
         return hook::run();
     }
+    quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -116,6 +117,28 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => err.report(),
     }
+}
+
+/// The exit status of a process ended by SIGPIPE, which is how Unix tools end when their reader goes away.
+const BROKEN_PIPE_EXIT: i32 = 128 + 13;
+
+/// `agency runs | head` closes the pipe after a few lines. Rust ignores SIGPIPE, so the next `println!`
+/// panics instead of ending the process as other tools do; this ends it quietly with the status SIGPIPE
+/// would have given. Every other panic is reported as before.
+fn quiet_on_closed_stdout() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(BROKEN_PIPE_EXIT);
+        }
+        report(info);
+    }));
 }
 
 /// Dispatches a parsed command line.

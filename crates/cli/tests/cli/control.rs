@@ -124,3 +124,38 @@ fn an_ended_run_cannot_be_paused() {
     let out = repo.agency(&["pause", &run.short()]).fails_with(5);
     assert!(out.stderr().contains("has ended"), "{}", out.stderr());
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly() {
+    let repo = Repo::initialised();
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    // More than a pipe holds (64 KiB), so the command is still writing when the reader leaves.
+    for i in 0..1000 {
+        store
+            .create_run(NewRun::new(
+                format!("goal {i}"),
+                repo.path().display().to_string(),
+            ))
+            .unwrap();
+    }
+    // `agency runs | head -1`: the reader closes the pipe after one line.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agency"))
+        .arg("runs")
+        .current_dir(repo.path())
+        .env_remove("AGENCY_DB")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(141)),
+        "{:?}",
+        out.status
+    );
+}
