@@ -173,8 +173,9 @@ fn created_text(task: &str, brief: &Brief) -> String {
 
 /// Binds the agent taking `task` (the event's sub-agent, else its session) to the task's brief, and
 /// answers the claim: allowed — taking a task changes no file — with what the agent must do next. `None`
-/// when the task has no brief (created without variety, or before the hook was installed): the call is
-/// then decided as any other.
+/// when the task has no brief (created without variety, or before the hook was installed), or when the
+/// agent works under a brief whose gate is still closed: taking another task must not be a way around
+/// its own teachback, so the call is then decided as any other (denied, with that brief's reason).
 pub fn claim(db: &std::path::Path, event: &HookEvent, task: &str) -> Result<Option<Answer>, String> {
     let Some(session) = event.session_id.as_deref() else {
         return Ok(None);
@@ -184,7 +185,14 @@ pub fn claim(db: &std::path::Path, event: &HookEvent, task: &str) -> Result<Opti
         return Ok(None);
     };
     let agent = event.agent_id.as_deref();
-    if store.session_brief(session, agent).map_err(|e| e.to_string())? != Some(id) {
+    let current = store.session_brief(session, agent).map_err(|e| e.to_string())?;
+    if let Some(current) = current.filter(|c| *c != id) {
+        let current = store.get_brief(current).map_err(|e| e.to_string())?;
+        if mode(&current) == TeachbackMode::Blocking && current.teachback != TeachbackState::Active {
+            return Ok(None);
+        }
+    }
+    if current != Some(id) {
         store
             .bind_session(session, agent, id)
             .map_err(|e| e.to_string())?;

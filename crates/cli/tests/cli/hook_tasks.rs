@@ -252,3 +252,48 @@ fn tasks_without_a_brief_change_nothing() {
         None
     );
 }
+
+#[test]
+fn taking_a_task_is_no_way_around_a_closed_gate() {
+    let repo = Repo::initialised();
+    create_task(&repo, None, "1", task_input("blocking", [2, 2, 2, 2]));
+    create_task(&repo, None, "2", task_input("advisory", [1, 1, 1, 1]));
+    let (blocking, advisory) = (task_brief(&repo, "1"), task_brief(&repo, "2"));
+    assert_eq!(
+        hook(&repo, &[], &take(&repo, Some(SUB_AGENT), "1")).decision(),
+        "allow"
+    );
+    // Bound to a pending blocking brief, the sub-agent may not switch to the advisory task to write.
+    let switched = hook(&repo, &[], &take(&repo, Some(SUB_AGENT), "2"));
+    assert_eq!(switched.decision(), "deny", "{switched:?}");
+    assert!(
+        switched.reason().contains(&blocking.id.short()),
+        "{}",
+        switched.reason()
+    );
+    let bound = store(&repo).session_brief(SESSION, Some(SUB_AGENT)).unwrap();
+    assert_eq!(bound, Some(blocking.id));
+    assert_eq!(
+        hook(&repo, &[], &write(&repo, Some(SUB_AGENT))).decision(),
+        "deny"
+    );
+    // Once its own teachback is approved it may take the next task.
+    repo.agency(&[
+        "teachback",
+        "submit",
+        "--brief",
+        &blocking.id.to_string(),
+        TEACHBACK,
+    ])
+    .success();
+    repo.agency(&["teachback", "approve", &blocking.id.to_string()])
+        .success();
+    assert_eq!(
+        hook(&repo, &[], &take(&repo, Some(SUB_AGENT), "2")).decision(),
+        "allow"
+    );
+    assert_eq!(
+        store(&repo).session_brief(SESSION, Some(SUB_AGENT)).unwrap(),
+        Some(advisory.id)
+    );
+}
