@@ -93,9 +93,8 @@ impl InstantRuntime {
                     .map_err(|e| RuntimeError::Other(format!("{}: {e}", file.display())))?;
                 json!({})
             }
-            // A T5 brief is a sign-off; its judge answers in text (see `work`).
-            BriefRole::Verifier => Value::Null,
-            BriefRole::Accept => json!({ "accept": true, "summary": "Every slice is in.", "missing": [] }),
+            // T5 and T1's acceptance are sign-offs; their judges answer in text (see `work`).
+            BriefRole::Verifier | BriefRole::Accept => Value::Null,
             other => {
                 return Err(RuntimeError::Other(format!(
                     "the bench plan has no {} briefs",
@@ -141,8 +140,8 @@ impl InstantRuntime {
             });
         }
         let start = thread_cpu();
-        if role == BriefRole::Verifier {
-            // The sign-off judge: read-only, its verdict at the end of its answer.
+        if task.meta.role.as_deref() == Some("judge") {
+            // A sign-off's judge (a slice's T5, T1's acceptance): its verdict at the end of its answer.
             self.charge(start);
             return Ok(AgentOutcome {
                 report: None,

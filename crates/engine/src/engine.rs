@@ -363,7 +363,8 @@ impl Engine {
         cancel: &CancelToken,
     ) -> Result<()> {
         let role = BriefRole::of(&brief);
-        if role == BriefRole::Verifier {
+        // A slice's T5 brief and T1's acceptance are sign-offs, not free agents.
+        if matches!(role, BriefRole::Verifier | BriefRole::Accept) {
             return self.spawn_signoff(agents, brief, cancel);
         }
         let worktree = self.prepare_worktree(&brief, role)?;

@@ -249,7 +249,7 @@ fn escalate_workstream(engine: &Engine, run: RunId, workstream: &str, why: &str)
     Ok(())
 }
 
-/// T1 accepted or rejected the integrated result.
+/// T1's acceptance sign-off accepted or rejected the integrated result.
 pub fn accept_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     let out: AcceptOutput = output_of(engine, brief)?;
     if !out.accept {
@@ -265,16 +265,12 @@ pub fn accept_done(engine: &Engine, brief: &Brief) -> Result<bool> {
         return Ok(true);
     }
     let branch = engine.branches(brief.run).integration();
-    let event = NewEvent::new(
-        brief.run,
-        EventKind::SignoffAccepted,
-        json!({ "title": brief.title, "summary": out.summary, "branch": branch }),
-    )
-    .brief(brief.id)
-    .tier(Tier::T1);
-    engine
-        .store
-        .update_brief_status(brief.id, BriefStatus::Verifying, BriefStatus::Done, event)?;
+    // The sign-off record (`signoff_accepted`, T1) was written by the acceptance sign-off itself.
+    engine.move_brief(
+        brief,
+        BriefStatus::Done,
+        json!({ "note": "accepted", "summary": out.summary, "branch": branch }),
+    )?;
     engine.log(
         brief.run,
         Some(Tier::T1),

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use agency_core::contract::GoalContract;
 use agency_core::event::{EventKind, NewEvent};
-use agency_core::tiers::{BriefRole, VerifierOutput};
+use agency_core::tiers::{AcceptOutput, BriefRole, VerifierOutput};
 use agency_core::verdict::Verdict;
 use agency_core::{Brief, BriefId, Tier};
 use agency_exec::runtime::{
@@ -85,7 +85,7 @@ impl Owned {
 /// Runs one sign-off as `judge_brief` (the brief whose runtime and model the judge uses). The blocking half
 /// runs on a blocking thread, so other agents keep going meanwhile. A judge call the budget refused comes
 /// back as that error, not as an inconclusive sign-off: the brief then waits at the budget gate.
-pub(crate) async fn run(
+pub(crate) async fn run_signoff(
     engine: &Engine,
     owned: Owned,
     judge_brief: &Brief,
@@ -169,9 +169,17 @@ impl Engine {
         // The claim is held like any agent's: lost, the sign-off stops and nothing of it is recorded.
         let claim =
             crate::crew::hold_claim(self.store.clone(), id, self.options.worker.clone(), self.lease());
+        let accept = BriefRole::of(&brief) == BriefRole::Accept;
         agents.spawn(async move {
+            let work = async {
+                if accept {
+                    acceptance(engine, brief, hooks, cancel.clone()).await
+                } else {
+                    slice(engine, brief, hooks, cancel.clone()).await
+                }
+            };
             tokio::select! {
-                outcome = slice(engine, brief, hooks, cancel.clone()) => (id, AgentEnd::Finished(Box::new(outcome))),
+                outcome = work => (id, AgentEnd::Finished(Box::new(outcome))),
                 () = claim => {
                     cancel.cancel();
                     (id, AgentEnd::ClaimLost)
@@ -182,6 +190,213 @@ impl Engine {
     }
 }
 
+/// T1's acceptance: the sign-off of the integration branch against the goal anchor and every workstream's
+/// contract. Every workstream's verify runs on the integration branch as it now is (a later merge can break
+/// an earlier workstream); then the mechanical checks (the run's changes since its base, protected paths
+/// unless some contract of the run authorised them) and the judge, run on T1's runtime as the accept brief.
+/// Its outcome is T1's [`AcceptOutput`]: accepted, the run succeeds; rejected, a human decides.
+pub(crate) async fn acceptance(
+    engine: Engine,
+    accept: Brief,
+    hooks: Arc<dyn AgentHooks>,
+    cancel: CancelToken,
+) -> std::result::Result<AgentOutcome, RuntimeError> {
+    let other = |e: EngineError| RuntimeError::Other(e.to_string());
+    let plan = crate::advance::approved_plan(&engine, accept.run)
+        .map_err(other)?
+        .ok_or_else(|| RuntimeError::Other("accept: the run has no approved plan".into()))?;
+    let run = engine.store.get_run(accept.run).map_err(|e| other(e.into()))?;
+    let base = run
+        .base_rev
+        .ok_or_else(|| RuntimeError::Other("accept: the run records no base commit".into()))?;
+    let commit = engine
+        .repo
+        .rev_parse(&engine.branches(accept.run).integration())
+        .map_err(|e| other(e.into()))?;
+    let recording = Recording {
+        store: engine.store.as_ref(),
+        run: accept.run,
+        brief: Some(accept.id),
+        tier: Some(Tier::T1),
+    };
+    let mut ran = Vec::new();
+    let mut failed = Vec::new();
+    for ws in &plan.workstreams {
+        let Some(command) = &ws.contract.verify else {
+            continue;
+        };
+        let result = crate::verify::verify_rev(&engine, &commit, command)
+            .await
+            .map_err(other)?;
+        recording
+            .verify(&format!("{ACCEPT_SUBJECT}/{}", ws.id), &commit, &result)
+            .map_err(|e| RuntimeError::Other(e.to_string()))?;
+        ran.push(format!("- {}: `{command}` {}", ws.id, result.describe()));
+        if !result.passed {
+            failed.push(format!(
+                "workstream {}: `{command}` fails on the integration branch ({}):\n{}",
+                ws.id,
+                result.describe(),
+                result.tail.trim_end()
+            ));
+        }
+    }
+    let report = if failed.is_empty() {
+        let owned = acceptance_request(&engine, &accept, &plan, &base, &commit, &ran).map_err(other)?;
+        run_signoff(&engine, owned, &accept, hooks.as_ref(), &cancel).await?
+    } else {
+        // Stage 1 rejects on its own: no judge is asked.
+        let report = SignoffReport {
+            subject: ACCEPT_SUBJECT.into(),
+            commit: commit.clone(),
+            base: base.clone(),
+            outcome: Outcome::Rejected {
+                by: agency_signoff::RejectedBy::Verify,
+                missing: failed,
+            },
+            verify: None,
+            contract_changes: Vec::new(),
+            evidence_problems: Vec::new(),
+            protected_edits: Vec::new(),
+            judge: None,
+            judge_answer: None,
+            verify_artifact: None,
+            transcript_artifact: None,
+        };
+        recording
+            .started(ACCEPT_SUBJECT, &commit, &base)
+            .and_then(|()| recording.outcome(&report))
+            .map_err(|e| RuntimeError::Other(e.to_string()))?;
+        report
+    };
+    let output = accept_output(&report, engine.config.signoff.inconclusive_blocks)?;
+    Ok(AgentOutcome {
+        report: Some(AgentReport {
+            status: ReportStatus::Done,
+            summary: output.summary.clone(),
+            evidence: Vec::new(),
+            output: serde_json::to_value(&output).unwrap_or_default(),
+        }),
+        stop: AgentStop::Finished,
+        session_id: None,
+        final_text: None,
+    })
+}
+
+/// What T1's acceptance is recorded under.
+const ACCEPT_SUBJECT: &str = "accept";
+
+/// The acceptance sign-off: the integration branch from the run's base, one contract made of the goal
+/// anchor and every workstream's (their failure modes; the `may_edit` of every contract in the run, since
+/// each slice was already signed off under its own), the files the run changed as the evidence.
+fn acceptance_request(
+    engine: &Engine,
+    accept: &Brief,
+    plan: &agency_core::plan::Plan,
+    base: &str,
+    commit: &str,
+    verified: &[String],
+) -> Result<Owned> {
+    let mut done_when = format!("The goal holds: {}", accept.goal_anchor);
+    let mut failure_modes = Vec::new();
+    let mut may_edit = Vec::new();
+    for ws in &plan.workstreams {
+        done_when.push_str(&format!("\n- workstream {}: {}", ws.id, ws.contract.done_when));
+        failure_modes.extend(
+            ws.contract
+                .failure_modes
+                .iter()
+                .map(|m| format!("{}: {m}", ws.id)),
+        );
+        may_edit.extend(ws.contract.may_edit.iter().cloned());
+    }
+    for brief in engine.store.list_briefs(accept.run)? {
+        if let Some(contract) = brief.contract.filter(|_| brief.tier == Tier::T4) {
+            may_edit.extend(contract.may_edit);
+        }
+    }
+    may_edit.sort();
+    may_edit.dedup();
+    let evidence = engine
+        .repo
+        .changed_files(base, commit)?
+        .into_iter()
+        .filter(|c| c.kind != agency_exec::ChangeKind::Deleted)
+        .map(|c| Evidence {
+            path: c.path.to_string_lossy().into_owned(),
+            quote: None,
+        })
+        .collect();
+    let verified = if verified.is_empty() {
+        "No workstream has a verify command.".to_string()
+    } else {
+        format!(
+            "agency ran every workstream's verify command on this commit, in a clean checkout:\n{}",
+            verified.join("\n")
+        )
+    };
+    Ok(Owned {
+        subject: ACCEPT_SUBJECT.into(),
+        asked: format!(
+            "Goal anchor (the user's goal, verbatim): {}\nAccept the integrated result only if it fulfils the goal, \
+             not just the plan.\n{verified}",
+            accept.goal_anchor
+        ),
+        commit: commit.to_string(),
+        base: base.to_string(),
+        contract: GoalContract {
+            done_when,
+            verify: None,
+            failure_modes,
+            may_edit,
+        },
+        claims: vec![
+            "every workstream was signed off slice by slice and merged into the integration branch".into(),
+        ],
+        evidence,
+        verified: None,
+        brief: accept.id,
+        tier: Tier::T1,
+    })
+}
+
+/// An acceptance sign-off's outcome as T1's output. Inconclusive blocks as a slice's does.
+fn accept_output(
+    report: &SignoffReport,
+    inconclusive_blocks: bool,
+) -> std::result::Result<AcceptOutput, RuntimeError> {
+    let at = report.commit.get(..8).unwrap_or(&report.commit);
+    Ok(match &report.outcome {
+        Outcome::Accepted => AcceptOutput {
+            accept: true,
+            summary: report
+                .judge_answer
+                .clone()
+                .filter(|a| !a.is_empty())
+                .unwrap_or_else(|| format!("the integration branch is signed off at {at}")),
+            missing: Vec::new(),
+        },
+        Outcome::Rejected { missing, .. } => AcceptOutput {
+            accept: false,
+            summary: format!("the integration branch's sign-off was rejected at {at}"),
+            missing: missing.clone(),
+        },
+        Outcome::Inconclusive { reason } if inconclusive_blocks => {
+            return Err(RuntimeError::Other(format!(
+                "the acceptance judge gave no verdict at {at} ({reason}); an inconclusive sign-off blocks \
+                 (signoff.inconclusive_blocks)"
+            )));
+        }
+        Outcome::Inconclusive { reason } => AcceptOutput {
+            accept: true,
+            summary: format!(
+                "sign-off INCONCLUSIVE at {at} ({reason}); accepted because signoff.inconclusive_blocks is off"
+            ),
+            missing: Vec::new(),
+        },
+    })
+}
+
 /// A T5 brief's work: the sign-off of its implementer's commit, as the agent outcome the runner records.
 pub(crate) async fn slice(
     engine: Engine,
@@ -190,7 +405,7 @@ pub(crate) async fn slice(
     cancel: CancelToken,
 ) -> std::result::Result<AgentOutcome, RuntimeError> {
     let owned = slice_request(&engine, &verifier).map_err(|e| RuntimeError::Other(e.to_string()))?;
-    let report = run(&engine, owned, &verifier, hooks.as_ref(), &cancel).await?;
+    let report = run_signoff(&engine, owned, &verifier, hooks.as_ref(), &cancel).await?;
     let output = verifier_output(&report, engine.config.signoff.inconclusive_blocks)?;
     Ok(AgentOutcome {
         report: Some(AgentReport {

@@ -106,6 +106,8 @@ pub struct JudgeInput<'a> {
 pub struct JudgeRun {
     /// The verdict, or why there is none.
     pub verdict: Result<Verdict, String>,
+    /// What the judge said before its verdict block, when it gave one.
+    pub answer: Option<String>,
     /// The prompt and everything the judge did and said, for the record.
     pub transcript: String,
 }
@@ -163,6 +165,7 @@ pub async fn run_judge(
     for event in &events {
         let _ = writeln!(transcript, "{}", describe_event(event));
     }
+    let mut answer = None;
     let verdict = match outcome {
         Err(_) => Err(format!("the judge did not finish within {}s", deadline.as_secs())),
         Ok(Err(err)) => Err(format!("the judge could not run: {err}")),
@@ -181,18 +184,33 @@ pub async fn run_judge(
             }) {
                 answers.push(said);
             }
-            first_verdict(&answers)
+            first_verdict(&answers).map(|(verdict, said)| {
+                answer = Some(said);
+                verdict
+            })
         }
     };
-    JudgeRun { verdict, transcript }
+    JudgeRun {
+        verdict,
+        answer,
+        transcript,
+    }
 }
 
-/// The first answer that carries a verdict; otherwise why the last one does not.
-fn first_verdict(answers: &[&str]) -> Result<Verdict, String> {
+/// The first answer that carries a verdict, with what it says before the block; otherwise why the last one
+/// does not.
+fn first_verdict(answers: &[&str]) -> Result<(Verdict, String), String> {
     let mut why = "the judge gave no answer".to_string();
     for answer in answers {
         match parse_verdict(answer) {
-            Ok(verdict) => return Ok(verdict),
+            Ok(verdict) => {
+                let before = answer
+                    .rfind("VERDICT:")
+                    .map_or(*answer, |at| &answer[..at])
+                    .trim()
+                    .to_string();
+                return Ok((verdict, before));
+            }
             Err(err) => why = err,
         }
     }

@@ -95,6 +95,8 @@ pub struct SignoffReport {
     pub protected_edits: Vec<ProtectedEdit>,
     /// The judge's verdict (or why it gave none); `None` when it was not asked.
     pub judge: Option<Result<Verdict, String>>,
+    /// What the judge said before its verdict block (its account of the work), when it gave a verdict.
+    pub judge_answer: Option<String>,
     /// The stored verify record, when recorded.
     pub verify_artifact: Option<ArtifactId>,
     /// The stored judge transcript, when recorded.

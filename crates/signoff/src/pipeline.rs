@@ -136,6 +136,7 @@ pub fn check(
             checkout.path(),
         )?,
         judge: None,
+        judge_answer: None,
         verify_artifact: None,
         transcript_artifact: None,
     };
@@ -221,6 +222,7 @@ pub async fn judge_stage(
             },
         };
         report.judge = Some(judged.verdict);
+        report.judge_answer = judged.answer;
     }
     if let Some(rec) = recording {
         rec.outcome(&report)?;

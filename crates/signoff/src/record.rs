@@ -105,6 +105,7 @@ impl Recording<'_> {
             "base": report.base,
             "verify_artifact": report.verify_artifact.map(|a| a.to_string()),
             "judge_artifact": report.transcript_artifact.map(|a| a.to_string()),
+            "summary": report.judge_answer,
         });
         if let (Value::Object(map), Ok(Value::Object(outcome))) =
             (&mut payload, serde_json::to_value(&report.outcome))

@@ -73,6 +73,7 @@ fn the_demo_runs_the_whole_pipeline_offline() {
     [RUN] HH:MM:SS  T1   VERIFY        ✓ `python3 -m unittest -q` passed on <id> (exit 0) — ws-fix-pagination on the integration branch
     [RUN] HH:MM:SS  T5   VERDICT       ✓  workstream ws-fix-pagination merged into agency/<id>/integration
     [RUN] HH:MM:SS  T1   ACCEPT_START  Every workstream merged — validating against the goal anchor
+    [RUN] HH:MM:SS  T1   VERIFY        ✓ `python3 -m unittest -q` passed on <id> (exit 0) — accept/ws-fix-pagination
     [RUN] HH:MM:SS  T1   SIGNED_OFF    accept ✓ accepted
     [RUN] HH:MM:SS  T1   ACCEPTED      ✓  page() counts pages from 1 and every test passes — review and merge branch agency/<id>/integration
     [RUN] HH:MM:SS  RUN  STATUS        succeeded

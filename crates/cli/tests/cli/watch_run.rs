@@ -113,6 +113,7 @@ fn watch_of_a_full_profile_run_reads_like_the_seed() {
     [RUN] HH:MM:SS  T1   VERIFY        ✓ `sh test_all.sh` passed on <id> (exit 0) — ws-calc on the integration branch
     [RUN] HH:MM:SS  T5   VERDICT       ✓  workstream ws-calc merged into agency/<id>/integration
     [RUN] HH:MM:SS  T1   ACCEPT_START  Every workstream merged — validating against the goal anchor
+    [RUN] HH:MM:SS  T1   VERIFY        ✓ `sh test_all.sh` passed on <id> (exit 0) — accept/ws-calc
     [RUN] HH:MM:SS  T1   SIGNED_OFF    accept ✓ accepted
     [RUN] HH:MM:SS  T1   ACCEPTED      ✓  every check passes — review and merge branch agency/<id>/integration
     [RUN] HH:MM:SS  RUN  STATUS        succeeded
@@ -148,6 +149,7 @@ fn watch_of_a_partial_verdict_shows_the_failed_slice_and_its_retry() {
     [RUN] HH:MM:SS  T1   VERIFY        ✓ `sh test_arith.sh` passed on <id> (exit 0) — ws-arith on the integration branch
     [RUN] HH:MM:SS  T5   VERDICT       ✓  workstream ws-arith merged into agency/<id>/integration
     [RUN] HH:MM:SS  T1   ACCEPT_START  Every workstream merged — validating against the goal anchor
+    [RUN] HH:MM:SS  T1   VERIFY        ✓ `sh test_arith.sh` passed on <id> (exit 0) — accept/ws-arith
     [RUN] HH:MM:SS  T1   SIGNED_OFF    accept ✓ accepted
     [RUN] HH:MM:SS  T1   ACCEPTED      ✓  every check passes — review and merge branch agency/<id>/integration
     [RUN] HH:MM:SS  RUN  STATUS        succeeded

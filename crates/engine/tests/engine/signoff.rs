@@ -206,3 +206,74 @@ fn an_inconclusive_judge_blocks_the_slice_by_default() {
         project.tree(run.id)
     );
 }
+
+#[tokio::test]
+async fn t1_accepts_by_signing_off_the_integration_branch_against_every_contract() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/medium.yaml"), config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let outcome = drive(&engine, run.id).await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let events = project.events(run.id);
+    let accepted: Vec<_> = outcomes(&events)
+        .into_iter()
+        .filter(|(_, subject, _)| subject == "accept")
+        .collect();
+    assert_eq!(accepted.len(), 1, "{accepted:?}");
+    let (kind, _, payload) = &accepted[0];
+    assert_eq!(*kind, EventKind::SignoffAccepted);
+    // The judge's account is the run's summary (the pull request's description starts with it).
+    assert_eq!(payload["summary"], "every check passes");
+    let t1 = events
+        .iter()
+        .find(|e| e.kind == EventKind::SignoffAccepted && e.payload["subject"] == "accept")
+        .unwrap();
+    assert_eq!(t1.tier, Some(Tier::T1));
+    // The workstream's verify ran again on the final integration branch, recorded for the acceptance.
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == EventKind::SignoffVerify && e.payload["subject"] == "accept/ws-arith"),
+        "no acceptance verify"
+    );
+    // The judge was shown the goal anchor and the workstream's contract.
+    let transcript = project.artifact(run.id, "signoff/accept/judge").unwrap();
+    assert!(transcript.contains(GOAL), "{transcript}");
+    assert!(
+        transcript.contains("workstream ws-arith: sh test_add.sh and sh test_mul.sh pass"),
+        "{transcript}"
+    );
+}
+
+#[test]
+fn a_rejected_acceptance_goes_to_a_human_with_what_is_missing() {
+    let script = include_str!("../scripts/medium.yaml").replace(
+        "        every check passes\n        VERDICT: accept\n        missing: none\n",
+        "        The goal asks for every check; only two were run.\n        VERDICT: reject\n        missing:\n        - neg.sh is still wrong and test_neg.sh fails\n",
+    );
+    let project = Project::new();
+    let engine = project.engine(&script, config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let store = project.store.clone();
+    let driving = Background::drive(engine, run.id);
+    let gate = wait_for("an escalation gate after the acceptance was rejected", || {
+        store
+            .pending_gates(Some(run.id))
+            .unwrap()
+            .into_iter()
+            .find(|g| g.kind == agency_core::gate::GateKind::Escalation)
+    });
+    driving.stop();
+    assert!(
+        gate.summary
+            .to_string()
+            .contains("neg.sh is still wrong and test_neg.sh fails"),
+        "{}",
+        gate.summary
+    );
+    let rejected = outcomes(&events(store.as_ref(), run.id))
+        .into_iter()
+        .find(|(kind, subject, _)| *kind == EventKind::SignoffRejected && subject == "accept");
+    assert!(rejected.is_some());
+    assert_ne!(store.get_run(run.id).unwrap().status, RunStatus::Succeeded);
+}
