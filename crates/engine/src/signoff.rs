@@ -260,6 +260,7 @@ pub(crate) async fn acceptance(
             protected_edits: Vec::new(),
             judge: None,
             judge_answer: None,
+            judge_signal: None,
             verify_artifact: None,
             transcript_artifact: None,
         };
@@ -269,6 +270,9 @@ pub(crate) async fn acceptance(
             .map_err(|e| RuntimeError::Other(e.to_string()))?;
         report
     };
+    if let Some(signal) = report.judge_signal {
+        return Ok(raised(signal));
+    }
     let output = accept_output(&report, engine.config.signoff.inconclusive_blocks)?;
     Ok(AgentOutcome {
         report: Some(AgentReport {
@@ -281,6 +285,16 @@ pub(crate) async fn acceptance(
         session_id: None,
         final_text: None,
     })
+}
+
+/// A judge's signal as its brief's outcome: the runner handles it as any agent's (HALT stops the run).
+fn raised(signal: agency_exec::runtime::AlgedonicSignal) -> AgentOutcome {
+    AgentOutcome {
+        report: None,
+        stop: AgentStop::Signal(signal),
+        session_id: None,
+        final_text: None,
+    }
 }
 
 /// What T1's acceptance is recorded under.
@@ -406,6 +420,9 @@ pub(crate) async fn slice(
 ) -> std::result::Result<AgentOutcome, RuntimeError> {
     let owned = slice_request(&engine, &verifier).map_err(|e| RuntimeError::Other(e.to_string()))?;
     let report = run_signoff(&engine, owned, &verifier, hooks.as_ref(), &cancel).await?;
+    if let Some(signal) = report.judge_signal {
+        return Ok(raised(signal));
+    }
     let output = verifier_output(&report, engine.config.signoff.inconclusive_blocks)?;
     Ok(AgentOutcome {
         report: Some(AgentReport {

@@ -16,7 +16,8 @@ use agency_core::contract::GoalContract;
 use agency_core::teachback::{ReviewVerdict, TeachbackReview};
 use agency_core::{BriefId, BriefStatus, RunId, TeachbackState, Tier};
 use agency_exec::runtime::{
-    Access, AgentEvent, AgentHooks, AgentLimits, AgentTask, Evidence, Runtime, ToolCallView, ToolDecision,
+    Access, AgentEvent, AgentHooks, AgentLimits, AgentOutcome, AgentStop, AgentTask, AlgedonicSignal,
+    Evidence, Runtime, ToolCallView, ToolDecision,
 };
 use agency_llm::{BoxFuture, CallMeta, CancelToken};
 
@@ -108,6 +109,8 @@ pub struct JudgeRun {
     pub verdict: Result<Verdict, String>,
     /// What the judge said before its verdict block, when it gave one.
     pub answer: Option<String>,
+    /// The signal the judge raised instead of a verdict (a HALT stops a run).
+    pub signal: Option<AlgedonicSignal>,
     /// The prompt and everything the judge did and said, for the record.
     pub transcript: String,
 }
@@ -166,9 +169,22 @@ pub async fn run_judge(
         let _ = writeln!(transcript, "{}", describe_event(event));
     }
     let mut answer = None;
+    let mut signal = None;
     let verdict = match outcome {
         Err(_) => Err(format!("the judge did not finish within {}s", deadline.as_secs())),
         Ok(Err(err)) => Err(format!("the judge could not run: {err}")),
+        Ok(Ok(AgentOutcome {
+            stop: AgentStop::Signal(raised),
+            ..
+        })) => {
+            let _ = writeln!(transcript, "\nstopped: signal {raised:?}");
+            let why = format!(
+                "the judge raised a {:?} signal ({}): {}",
+                raised.level, raised.category, raised.issue
+            );
+            signal = Some(raised);
+            Err(why)
+        }
         Ok(Ok(outcome)) => {
             let _ = writeln!(transcript, "\nstopped: {:?}", outcome.stop);
             let mut answers: Vec<&str> = Vec::new();
@@ -193,6 +209,7 @@ pub async fn run_judge(
     JudgeRun {
         verdict,
         answer,
+        signal,
         transcript,
     }
 }
@@ -367,6 +384,7 @@ impl AgentHooks for JudgeHooks<'_> {
     }
 
     fn check_tool(&self, call: &ToolCallView<'_>) -> ToolDecision {
+        // raise_signal is read-only: a judge that finds a security, data or ethics problem may HALT.
         if call.read_only {
             ToolDecision::Allow
         } else {

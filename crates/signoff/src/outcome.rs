@@ -97,6 +97,8 @@ pub struct SignoffReport {
     pub judge: Option<Result<Verdict, String>>,
     /// What the judge said before its verdict block (its account of the work), when it gave a verdict.
     pub judge_answer: Option<String>,
+    /// The signal the judge raised instead of a verdict (the sign-off is inconclusive; a run halts on HALT).
+    pub judge_signal: Option<agency_exec::runtime::AlgedonicSignal>,
     /// The stored verify record, when recorded.
     pub verify_artifact: Option<ArtifactId>,
     /// The stored judge transcript, when recorded.

@@ -137,6 +137,7 @@ pub fn check(
         )?,
         judge: None,
         judge_answer: None,
+        judge_signal: None,
         verify_artifact: None,
         transcript_artifact: None,
     };
@@ -223,6 +224,7 @@ pub async fn judge_stage(
         };
         report.judge = Some(judged.verdict);
         report.judge_answer = judged.answer;
+        report.judge_signal = judged.signal;
     }
     if let Some(rec) = recording {
         rec.outcome(&report)?;

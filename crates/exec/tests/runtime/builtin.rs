@@ -198,7 +198,10 @@ replies:
         .unwrap();
     let requests = provider.requests();
     let names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["read_file", "list_files", "grep", "report_result"]);
+    assert_eq!(
+        names,
+        ["read_file", "list_files", "grep", "report_result", "raise_signal"]
+    );
     let refused = provider.results_sent_in_turn(2);
     assert!(
         refused[0].1 && refused[0].0.starts_with("there is no tool `write_file` here"),

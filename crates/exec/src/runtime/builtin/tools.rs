@@ -11,7 +11,7 @@ use crate::runtime::Access;
 /// Which tools an agent is offered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Toolset {
-    /// Read, list, grep and report: judges and reviewers.
+    /// Read, list, grep, report and raise a signal: planners, judges and reviewers.
     ReadOnly,
     /// Everything: implementers, subject to the teachback gate.
     ReadWrite,
@@ -105,9 +105,11 @@ impl Tool {
             self,
             Tool::ReadFile | Tool::ListFiles | Tool::Grep | Tool::ReportResult
         );
+        // Every agent can raise a signal: a reader (a planner, a judge) that finds a security, data or ethics
+        // problem must be able to HALT the run as well as a writer can.
         match set {
             Toolset::ReadWrite => true,
-            Toolset::ReadOnly => reads,
+            Toolset::ReadOnly => reads || self == Tool::RaiseSignal,
             Toolset::Teachback => reads || matches!(self, Tool::SubmitTeachback | Tool::RaiseSignal),
         }
     }
@@ -269,12 +271,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn read_only_access_offers_only_reading_and_reporting() {
+    fn read_only_access_offers_reading_reporting_and_signals() {
         let names: Vec<&str> = Tool::offered_for(Access::ReadOnly)
             .into_iter()
             .map(Tool::name)
             .collect();
-        assert_eq!(names, ["read_file", "list_files", "grep", "report_result"]);
+        assert_eq!(
+            names,
+            ["read_file", "list_files", "grep", "report_result", "raise_signal"]
+        );
         assert_eq!(Tool::offered_for(Access::ReadWrite).len(), Tool::ALL.len());
         let teachback: Vec<&str> = Tool::offered_for(Toolset::Teachback)
             .into_iter()
