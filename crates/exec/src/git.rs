@@ -140,6 +140,8 @@ pub enum GitError {
 #[derive(Debug, Clone)]
 pub struct Repo {
     root: PathBuf,
+    /// The repository's common git directory (shared by all its worktrees); empty for a probe.
+    common_dir: PathBuf,
     options: GitOptions,
 }
 
@@ -148,13 +150,19 @@ impl Repo {
     pub fn open(path: &Path, options: GitOptions) -> Result<Self, GitError> {
         let probe = Self {
             root: path.to_path_buf(),
+            common_dir: PathBuf::new(),
             options,
         };
         let not_a_work_tree = |detail: String| GitError::NotAWorkTree {
             path: path.to_path_buf(),
             detail,
         };
-        let output = match probe.run(&["rev-parse", "--is-inside-work-tree", "--show-toplevel"]) {
+        let output = match probe.run(&[
+            "rev-parse",
+            "--is-inside-work-tree",
+            "--show-toplevel",
+            "--git-common-dir",
+        ]) {
             Ok(output) => output,
             Err(GitError::Process(ProcessError::MissingCwd { .. })) => {
                 return Err(not_a_work_tree("no such directory".to_owned()));
@@ -172,8 +180,14 @@ impl Repo {
         let root = lines
             .next()
             .ok_or_else(|| not_a_work_tree("git printed no top level".to_owned()))?;
+        // Relative to the directory git ran in (`.git` at the top level of the main work tree).
+        let common_dir = lines
+            .next()
+            .map(|dir| path.join(dir))
+            .ok_or_else(|| not_a_work_tree("git printed no common git directory".to_owned()))?;
         Ok(Self {
             root: PathBuf::from(root),
+            common_dir,
             options: probe.options,
         })
     }
@@ -187,6 +201,7 @@ impl Repo {
         })?;
         let probe = Self {
             root: path.to_path_buf(),
+            common_dir: PathBuf::new(),
             options,
         };
         probe.run_git(&["init", "--quiet", "--initial-branch", initial_branch])?;
@@ -201,6 +216,11 @@ impl Repo {
     /// The work tree's top-level directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The git directory every worktree of this repository shares (`.git` of the main work tree).
+    pub fn common_dir(&self) -> &Path {
+        &self.common_dir
     }
 
     /// The options git is invoked with.

@@ -11,11 +11,41 @@ use super::{GitError, Repo, check_name};
 /// Held while git adds, removes or prunes a worktree. git does not make these safe against each other: an
 /// `add` reads every entry of `.git/worktrees` (failing on one another `add` is still writing) and a
 /// `prune` deletes an entry another `add` has only begun. Within one process (the runner creating agents'
-/// worktrees while sign-offs make their clean checkouts on other threads) they take turns.
+/// worktrees while sign-offs make their clean checkouts on other threads) they take turns on this mutex;
+/// across processes (a run's driver and an `agency worker` on the same repository) on [`LOCK_FILE`].
 static WORKTREE_CHANGES: Mutex<()> = Mutex::new(());
 
-fn worktree_changes() -> MutexGuard<'static, ()> {
-    WORKTREE_CHANGES.lock().unwrap_or_else(PoisonError::into_inner)
+/// The file in the repository's common git directory whose exclusive lock every agency process holds while
+/// it changes worktrees.
+pub const LOCK_FILE: &str = "agency-worktrees.lock";
+
+/// A turn at changing the repository's worktrees: this process's mutex, then the repository's file lock
+/// (released when the file is closed, also when the process dies).
+struct Turn {
+    _file: std::fs::File,
+    _thread: MutexGuard<'static, ()>,
+}
+
+impl Repo {
+    fn worktree_changes(&self) -> Result<Turn, GitError> {
+        let thread = WORKTREE_CHANGES.lock().unwrap_or_else(PoisonError::into_inner);
+        let path = self.common_dir().join(LOCK_FILE);
+        let io = |source| GitError::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        file.lock().map_err(io)?;
+        Ok(Turn {
+            _file: file,
+            _thread: thread,
+        })
+    }
 }
 
 /// One entry of `git worktree list`.
@@ -40,7 +70,7 @@ impl Repo {
     pub fn add_worktree(&self, path: &Path, branch: &str, base: &str) -> Result<Repo, GitError> {
         check_name("branch", branch)?;
         check_name("revision", base)?;
-        let _turn = worktree_changes();
+        let _turn = self.worktree_changes()?;
         self.run_git(&[
             OsStr::new("worktree"),
             "add".as_ref(),
@@ -57,7 +87,7 @@ impl Repo {
     /// out elsewhere); returns that work tree.
     pub fn checkout_worktree(&self, path: &Path, branch: &str) -> Result<Repo, GitError> {
         check_name("branch", branch)?;
-        let _turn = worktree_changes();
+        let _turn = self.worktree_changes()?;
         self.run_git(&[
             OsStr::new("worktree"),
             "add".as_ref(),
@@ -78,7 +108,7 @@ impl Repo {
             "--quiet".as_ref(),
             "--detach".as_ref(),
         ];
-        let _turn = worktree_changes();
+        let _turn = self.worktree_changes()?;
         self.run_git(&[&args[..], &[path.as_os_str(), rev.as_ref()]].concat())?;
         self.open_other(path)
     }
@@ -86,7 +116,7 @@ impl Repo {
     /// Removes the worktree at `path` (with `force`, even with uncommitted changes) and prunes git's records
     /// of worktrees whose directories are gone. A directory deleted by hand is just pruned.
     pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<(), GitError> {
-        let _turn = worktree_changes();
+        let _turn = self.worktree_changes()?;
         if path.exists() {
             let mut args = vec![OsStr::new("worktree"), "remove".as_ref()];
             if force {
@@ -100,7 +130,7 @@ impl Repo {
 
     /// Forgets worktrees whose directories no longer exist.
     pub fn prune_worktrees(&self) -> Result<(), GitError> {
-        let _turn = worktree_changes();
+        let _turn = self.worktree_changes()?;
         self.prune()
     }
 

@@ -358,3 +358,36 @@ fn a_dirty_target_refuses_the_merge_as_an_error() {
     assert!(err.to_string().contains("would be overwritten"), "{err}");
     assert_eq!(read(&t.repo, "shared.txt"), "uncommitted in main\n");
 }
+
+#[test]
+fn worktree_changes_wait_for_another_process_holding_the_repository_lock() {
+    let t = TestRepo::new();
+    let linked = t.dir.path().join("linked");
+    assert_eq!(
+        t.repo.common_dir().canonicalize().unwrap(),
+        t.repo.root().join(".git").canonicalize().unwrap()
+    );
+    // Another agency process (a worker on the same repository) is changing worktrees: it holds the lock.
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(t.repo.common_dir().join(agency_exec::git::worktree::LOCK_FILE))
+        .unwrap();
+    held.lock().unwrap();
+    let repo = t.repo.clone();
+    let target = linked.clone();
+    let adding =
+        std::thread::spawn(move || repo.add_worktree(&target, "agency/lock/test", "HEAD").map(|_| ()));
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert!(!linked.exists(), "the add must wait for the other process's turn");
+    drop(held);
+    adding.join().unwrap().unwrap();
+    assert!(linked.join("README.md").exists());
+    // A linked worktree shares the repository's lock.
+    let inside = t.repo.open_other(&linked).unwrap();
+    assert_eq!(
+        inside.common_dir().canonicalize().unwrap(),
+        t.repo.common_dir().canonicalize().unwrap()
+    );
+}
