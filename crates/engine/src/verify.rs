@@ -227,7 +227,14 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
     }
     let summary = match joint.joint_verdict {
         JointOutcome::Pass => format!("✓  all pass — {workstream}: {} slice(s) verified", results.len()),
-        JointOutcome::Partial => format!("partial — {} need rework", joint.failed_scopes.join(", ")),
+        JointOutcome::Partial => {
+            let verb = if joint.failed_scopes.len() == 1 {
+                "needs"
+            } else {
+                "need"
+            };
+            format!("partial — {} {verb} rework", joint.failed_scopes.join(", "))
+        }
         JointOutcome::Fail => format!("fail — every slice of {workstream} failed"),
     };
     engine.store.append_event(
