@@ -288,11 +288,63 @@ impl TeachbackReview {
             ReviewVerdict::Corrections(items) => TeachbackAction::Correct { items: items.clone() },
         }
     }
+
+    /// What the agent is told of this review: approved and what it may do now, or the numbered corrections
+    /// and `resubmit` (how this agent sends its teachback again, e.g. "call submit_teachback again").
+    pub fn message(&self, resubmit: &str) -> String {
+        let note = self
+            .note
+            .as_deref()
+            .map(|n| format!(" Note: {n}"))
+            .unwrap_or_default();
+        match &self.verdict {
+            ReviewVerdict::Approved => format!(
+                "Teachback approved by {}: go on with the work; you may now change files and run commands.{note}",
+                self.reviewer
+            ),
+            ReviewVerdict::Corrections(items) => {
+                let list: Vec<String> = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| format!("{}. {c}", i + 1))
+                    .collect();
+                format!(
+                    "Teachback corrections requested by {}: {} Address each one and {resubmit}.{note}",
+                    self.reviewer,
+                    list.join(" ")
+                )
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_review_tells_the_agent_what_to_do_next() {
+        let approved = TeachbackReview {
+            verdict: ReviewVerdict::Approved,
+            reviewer: "t3/ws-api".into(),
+            note: Some("mind the retries".into()),
+        };
+        assert_eq!(
+            approved.message("unused"),
+            "Teachback approved by t3/ws-api: go on with the work; you may now change files and run \
+             commands. Note: mind the retries"
+        );
+        let corrected = TeachbackReview {
+            verdict: ReviewVerdict::Corrections(vec!["name the file".into(), "say the test".into()]),
+            reviewer: "cli:ann".into(),
+            note: None,
+        };
+        assert_eq!(
+            corrected.message("call submit_teachback again"),
+            "Teachback corrections requested by cli:ann: 1. name the file 2. say the test Address each one \
+             and call submit_teachback again."
+        );
+    }
 
     const MODES: [TeachbackMode; 2] = [TeachbackMode::Blocking, TeachbackMode::Advisory];
 

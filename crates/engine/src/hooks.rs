@@ -171,32 +171,10 @@ async fn review_by_human(
     }
 }
 
-/// What the agent is told of a review: approved and what it may do now, or the numbered corrections and
-/// how to resubmit. Stored with the review's record, printed by `agency teachback submit`.
+/// What the agent is told of a review, stored with the review's record and printed by `agency teachback
+/// submit`.
 pub fn review_message(review: &TeachbackReview) -> String {
-    let note = review
-        .note
-        .as_deref()
-        .map(|n| format!(" Note: {n}"))
-        .unwrap_or_default();
-    match &review.verdict {
-        ReviewVerdict::Approved => format!(
-            "Teachback approved by {}: go on with the work; you may now change files and run commands.{note}",
-            review.reviewer
-        ),
-        ReviewVerdict::Corrections(items) => {
-            let list: Vec<String> = items
-                .iter()
-                .enumerate()
-                .map(|(i, c)| format!("{}. {c}", i + 1))
-                .collect();
-            format!(
-                "Teachback corrections requested by {}: {} Address each one and submit your teachback again.{note}",
-                review.reviewer,
-                list.join(" ")
-            )
-        }
-    }
+    review.message("submit your teachback again")
 }
 
 /// The payload of a review's `teachback_approved` / `teachback_corrected` record: the review's own fields

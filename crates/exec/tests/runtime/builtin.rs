@@ -105,12 +105,12 @@ async fn edits_are_denied_until_the_teachback_is_approved_then_the_agent_fixes_t
     assert!(
         corrections[0]
             .0
-            .contains("corrections requested by t3/ws-calc:\n1. say which test checks add"),
+            .contains("corrections requested by t3/ws-calc: 1. say which test checks add"),
         "{corrections:?}"
     );
     let approved = provider.results_sent_in_turn(5);
     assert!(
-        approved[0].0.starts_with("approved by t3/ws-calc"),
+        approved[0].0.starts_with("Teachback approved by t3/ws-calc"),
         "{approved:?}"
     );
     let tests = provider.results_sent_in_turn(7);

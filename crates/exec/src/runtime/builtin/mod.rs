@@ -384,29 +384,7 @@ impl Agent<'_> {
 
 /// The review as the agent reads it.
 pub fn review_text(review: &TeachbackReview) -> String {
-    let note = review
-        .note
-        .as_deref()
-        .map(|n| format!("\nNote: {n}"))
-        .unwrap_or_default();
-    match &review.verdict {
-        ReviewVerdict::Approved => format!(
-            "approved by {}: you may now change files and run commands.{note}",
-            review.reviewer
-        ),
-        ReviewVerdict::Corrections(items) => {
-            let list: Vec<String> = items
-                .iter()
-                .enumerate()
-                .map(|(i, c)| format!("{}. {c}", i + 1))
-                .collect();
-            format!(
-                "corrections requested by {}:\n{}\nAddress each one and call submit_teachback again.{note}",
-                review.reviewer,
-                list.join("\n")
-            )
-        }
-    }
+    review.message("call submit_teachback again")
 }
 
 fn error(content: impl Into<String>) -> Handled {
