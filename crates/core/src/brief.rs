@@ -18,7 +18,7 @@ use crate::ids::{BriefId, RunId};
 use crate::plan::check::{Checker, Problem, field_path, write_problems};
 use crate::teachback::TeachbackState;
 use crate::tier::{Tier, UnknownTier};
-use crate::variety::{Gates, Variety};
+use crate::variety::{Gates, TeachbackMode, Variety};
 
 /// Where a brief stands in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -147,6 +147,12 @@ impl Brief {
     /// may omit it, and then teachback is advisory).
     pub fn gates(&self) -> Option<Gates> {
         self.variety.map(|v| v.gates())
+    }
+
+    /// How its teachback gates its work: what its variety implies, and advisory for a brief with no variety
+    /// (coordination work). The hook, the runner and the CLI all ask this one question.
+    pub fn teachback_mode(&self) -> TeachbackMode {
+        self.gates().map_or(TeachbackMode::Advisory, |g| g.teachback_mode)
     }
 
     /// The brief's variety score, if it has one.

@@ -22,7 +22,6 @@ use std::time::Instant;
 
 use agency_core::event::{EventKind, NewEvent};
 use agency_core::teachback::{Teachback, TeachbackState, transition};
-use agency_core::variety::TeachbackMode;
 use agency_core::{BriefId, BriefStatus, RunId};
 use agency_llm::CancelToken;
 use agency_store::Blackboard;
@@ -153,9 +152,7 @@ impl BoardReviews {
         self.tasks.spawn(async move {
             let outcome = async {
                 let review = review(store.as_ref(), &reviewer, &brief, &teachback, &cancel).await?;
-                let mode = brief
-                    .gates()
-                    .map_or(TeachbackMode::Advisory, |g| g.teachback_mode);
+                let mode = brief.teachback_mode();
                 let from = TeachbackState::UnderReview;
                 let to = transition(from, mode, &review.action()).map_err(|e| e.to_string())?;
                 let mut payload = review_payload(&brief, &review);

@@ -51,11 +51,7 @@ pub struct RunnerHooks {
 impl RunnerHooks {
     /// Hooks for `brief`, whose teachback state is read from the blackboard copy given.
     pub fn new(store: Arc<dyn Blackboard>, brief: Brief, reviewer: Reviewer, cancel: CancelToken) -> Self {
-        // A brief without variety is coordination work: its teachback is advisory.
-        let mode = brief
-            .gates()
-            .map(|g| g.teachback_mode)
-            .unwrap_or(TeachbackMode::Advisory);
+        let mode = brief.teachback_mode();
         let state = Mutex::new(brief.teachback);
         RunnerHooks {
             store,

@@ -107,9 +107,7 @@ fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
             None => e,
         }
     })?;
-    let mode = brief
-        .gates()
-        .map_or(TeachbackMode::Advisory, |g| g.teachback_mode);
+    let mode = brief.teachback_mode();
     // The common case, an open gate or a read, needs nothing more: no team.yaml, no writes.
     if intercept::allowed_regardless(&kind, brief.teachback, mode) {
         return Ok(Answer::Allow);

@@ -148,17 +148,11 @@ fn placement(store: &SqliteBlackboard, event: &HookEvent, session: &str) -> Resu
     Ok(place(run.id, None, goal))
 }
 
-fn mode(brief: &Brief) -> TeachbackMode {
-    brief
-        .gates()
-        .map_or(TeachbackMode::Advisory, |g| g.teachback_mode)
-}
-
 fn created_text(task: &str, brief: &Brief) -> String {
     let score = brief
         .variety_score()
         .map_or_else(String::new, |s| format!("variety {s}, "));
-    let rule = match mode(brief) {
+    let rule = match brief.teachback_mode() {
         TeachbackMode::Blocking => "may not edit until its teachback is approved",
         TeachbackMode::Advisory => "sends a teachback, which is recorded, and may work at once",
     };
@@ -167,7 +161,7 @@ fn created_text(task: &str, brief: &Brief) -> String {
          in_progress) works under that brief and {rule}.",
         brief.id.short(),
         brief.title,
-        mode(brief).as_str()
+        brief.teachback_mode().as_str()
     )
 }
 
@@ -188,7 +182,8 @@ pub fn claim(db: &std::path::Path, event: &HookEvent, task: &str) -> Result<Opti
     let current = store.session_brief(session, agent).map_err(|e| e.to_string())?;
     if let Some(current) = current.filter(|c| *c != id) {
         let current = store.get_brief(current).map_err(|e| e.to_string())?;
-        if mode(&current) == TeachbackMode::Blocking && current.teachback != TeachbackState::Active {
+        if current.teachback_mode() == TeachbackMode::Blocking && current.teachback != TeachbackState::Active
+        {
             return Ok(None);
         }
     }
@@ -202,7 +197,7 @@ pub fn claim(db: &std::path::Path, event: &HookEvent, task: &str) -> Result<Opti
 }
 
 fn claimed_text(task: &str, brief: &Brief) -> String {
-    let next = match (mode(brief), brief.teachback) {
+    let next = match (brief.teachback_mode(), brief.teachback) {
         (_, TeachbackState::Active) => "Its teachback is approved: go ahead.".to_string(),
         (TeachbackMode::Advisory, _) => format!(
             "Send your teachback (a SendMessage starting with \"Teachback:\"); it is recorded and you may \
@@ -222,7 +217,7 @@ fn claimed_text(task: &str, brief: &Brief) -> String {
         "agency: you took task {task}, which is brief {} \"{}\" ({} teachback, {}). {next}",
         brief.id.short(),
         brief.title,
-        mode(brief).as_str(),
+        brief.teachback_mode().as_str(),
         brief.teachback.as_str().replace('_', " ")
     )
 }

@@ -62,11 +62,7 @@ pub fn teachback_for(task: &AgentTask, agency: &Path) -> String {
     if task.access == Access::ReadOnly {
         return String::new();
     }
-    // A brief without variety is coordination work: its teachback is advisory (as in the runner's gate).
-    let mode = task
-        .brief
-        .gates()
-        .map_or(TeachbackMode::Advisory, |g| g.teachback_mode);
+    let mode = task.brief.teachback_mode();
     teachback_instructions(agency, mode)
 }
 

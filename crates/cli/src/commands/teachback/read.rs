@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use agency_core::variety::TeachbackMode;
 use agency_core::{Brief, Event, EventKind};
 use agency_store::{Blackboard, RunStatus};
 use chrono::Utc;
@@ -45,10 +44,7 @@ pub struct CheckArgs {
 }
 
 fn mode_name(brief: &Brief) -> &'static str {
-    brief
-        .gates()
-        .map_or(TeachbackMode::Advisory, |g| g.teachback_mode)
-        .as_str()
+    brief.teachback_mode().as_str()
 }
 
 fn all_events(store: &dyn Blackboard, run: Option<agency_core::RunId>) -> CommandResult<Vec<Event>> {

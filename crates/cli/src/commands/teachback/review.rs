@@ -12,7 +12,6 @@ use agency_core::intercept::teachback_text;
 use agency_core::teachback::{
     ReviewVerdict, TeachbackAction, TeachbackError, TeachbackReview, TeachbackState, transition,
 };
-use agency_core::variety::TeachbackMode;
 use agency_core::{Brief, EventKind, NewEvent, Teachback};
 use agency_engine::hooks::{review_kind, review_payload};
 use agency_store::Blackboard;
@@ -114,12 +113,6 @@ pub struct CorrectArgs {
     pub note: Option<String>,
 }
 
-fn mode_of(brief: &Brief) -> TeachbackMode {
-    brief
-        .gates()
-        .map_or(TeachbackMode::Advisory, |g| g.teachback_mode)
-}
-
 /// Applies `action` and writes `kind` with `payload` (plus `from`/`to`) in one compare-and-set.
 fn apply(
     store: &dyn Blackboard,
@@ -128,7 +121,7 @@ fn apply(
     kind: EventKind,
     mut payload: serde_json::Value,
 ) -> CommandResult<Brief> {
-    let next = transition(brief.teachback, mode_of(brief), action).map_err(|err| {
+    let next = transition(brief.teachback, brief.teachback_mode(), action).map_err(|err| {
         // An empty correction is bad input; anything else is an action the state does not allow.
         let kind = match err {
             TeachbackError::EmptyCorrections => ErrorKind::Input,
