@@ -90,9 +90,7 @@ impl RunBranches {
         if path.join(".git").exists() {
             return Ok((branch, path));
         }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| crate::error::EngineError::State(e.to_string()))?;
-        }
+        worktree_dir(&path)?;
         if self.repo.branch_exists(&branch)? {
             self.repo.checkout_worktree(&path, &branch)?;
         } else {
@@ -107,9 +105,7 @@ impl RunBranches {
         if path.join(".git").exists() {
             return Ok(path);
         }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| crate::error::EngineError::State(e.to_string()))?;
-        }
+        worktree_dir(&path)?;
         self.repo.add_detached_worktree(&path, rev)?;
         Ok(path)
     }
@@ -148,4 +144,17 @@ impl RunBranches {
         self.worktrees
             .join(format!("{label}-{}", agency_core::BriefId::new().short()))
     }
+}
+
+/// Makes the directory a worktree goes in; the error names it.
+fn worktree_dir(path: &std::path::Path) -> Result<()> {
+    let Some(parent) = path.parent() else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(parent).map_err(|e| {
+        crate::error::EngineError::State(format!(
+            "cannot make the worktree directory {}: {e}",
+            parent.display()
+        ))
+    })
 }

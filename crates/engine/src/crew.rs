@@ -5,15 +5,22 @@
 //! blackboard also takes back claims whose lease ended — their runner died — so with several runners on one
 //! PostgreSQL blackboard a dead worker's brief is picked up again, by exactly one of the others.
 //!
+//! A runner that stops on an error, or is cancelled, first stops its agents and then gives their briefs
+//! back ([`Crew::release`]): they are claimable again at once, not one lease later, and the log says why
+//! (`RELEASED`). Only a runner that dies without a word (kill -9, a lost machine) leaves its claims to
+//! their lease.
+//!
 //! [`Engine::drive`] (the run's driver: tier handling, gates, merges) and [`Engine::work`] (a worker that
 //! only runs agents for a run someone else drives) share this.
 
 use std::time::{Duration, Instant};
 
-use agency_core::{BriefId, RunId};
+use agency_core::event::{EventKind, NewEvent};
+use agency_core::{BriefId, BriefStatus, RunId};
 use agency_exec::runtime::{AgentOutcome, RuntimeError};
 use agency_llm::CancelToken;
 use agency_store::{Blackboard, RunStatus, StoreError};
+use serde_json::json;
 use std::sync::Arc;
 use tokio::task::JoinSet;
 
@@ -48,9 +55,26 @@ impl Crew {
         self.agents.is_empty()
     }
 
-    /// Stops every agent (the runner is ending).
+    /// Stops every agent (the run ended: nothing is left for them to do).
     pub(crate) fn abort_all(&mut self) {
         self.agents.abort_all();
+    }
+
+    /// Ends this runner's part in `run` after its loop stopped with `error`: stops every agent and waits
+    /// until they have stopped (so none records an outcome afterwards), then moves each brief it still
+    /// holds back to `pending` with a `RELEASED` log line saying why, so another runner (or this one,
+    /// resumed) takes it at once. A brief whose claim this runner has meanwhile lost is left to its new
+    /// holder. If the blackboard cannot be written, the claims return when their lease ends; the error
+    /// then says so too.
+    pub(crate) async fn release(&mut self, engine: &Engine, run: RunId, error: EngineError) -> EngineError {
+        self.agents.shutdown().await;
+        match engine.release_claims(run, &error) {
+            Ok(()) => error,
+            Err(failed) => EngineError::State(format!(
+                "{error}; its claims could not be given back ({failed}): they return to the run when their \
+                 lease ends"
+            )),
+        }
     }
 
     /// Claims pending briefs of `run` and starts their agents, up to the concurrency limit. Returns
@@ -141,16 +165,57 @@ impl Engine {
         Duration::from_secs(u64::from(self.config.runner.claim_lease_seconds.max(1)))
     }
 
+    /// Moves every brief of `run` this runner holds back to `pending`, each with a `RELEASED` log line
+    /// (the status change's own event) naming this runner and why it stopped.
+    fn release_claims(&self, run: RunId, why: &EngineError) -> Result<()> {
+        let me = self.options.worker.as_str();
+        for brief in self.store.list_briefs_by_status(run, BriefStatus::Running)? {
+            // Checked on the record just read; the compare-and-set below then refuses any other status
+            // change. A claim lost to another runner between the two would need this runner's lease to
+            // have run out first, and its agents were renewing it until a moment ago.
+            if brief.claimed_by.as_deref() != Some(me) {
+                continue;
+            }
+            let payload = json!({
+                "level": "normal",
+                "tag": "RELEASED",
+                "message": format!("{}: its runner {me} stopped ({why}); free for another runner", brief.title),
+                "from": BriefStatus::Running.as_str(),
+                "to": BriefStatus::Pending.as_str(),
+                "claimed_by": me,
+                "reason": "runner_stopped",
+            });
+            let event = NewEvent::new(run, EventKind::Log, payload)
+                .brief(brief.id)
+                .tier(brief.tier);
+            match self
+                .store
+                .update_brief_status(brief.id, BriefStatus::Running, BriefStatus::Pending, event)
+            {
+                // Finished, failed or reclaimed meanwhile: not this runner's to give back any more.
+                Ok(_) | Err(StoreError::Conflict { .. }) => {}
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Ok(())
+    }
+
     /// Works on `run` as a worker beside the runner that drives it (another process, possibly on another
     /// machine, on the same blackboard): claims its pending briefs while no gate holds the run, runs their
     /// agents and records their outcomes, until the run ends. Tier handling, gates and merges stay with the
     /// driver. Claims of runners that died are taken back when their lease ends; nothing is taken from a
-    /// live runner.
+    /// live runner. Stopping on an error or when cancelled, it gives its claims back first.
     pub async fn work(&self, run: RunId, cancel: &CancelToken) -> Result<RunStatus> {
         let mut crew = Crew::new(self);
+        match self.work_loop(run, cancel, &mut crew).await {
+            Ok(status) => Ok(status),
+            Err(error) => Err(crew.release(self, run, error).await),
+        }
+    }
+
+    async fn work_loop(&self, run: RunId, cancel: &CancelToken, crew: &mut Crew) -> Result<RunStatus> {
         loop {
             if cancel.is_cancelled() {
-                crew.abort_all();
                 return Err(EngineError::Cancelled);
             }
             let record = self.store.get_run(run)?;

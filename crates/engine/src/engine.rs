@@ -227,16 +227,28 @@ impl Engine {
     /// gates, merges), running agents itself and beside any [`Engine::work`]ers on the same blackboard.
     /// Safe to call on a run another runner was driving when it died: claims it left behind are released
     /// first (what `agency run --resume` means), and claims of workers that died later are taken back
-    /// when their lease ends.
+    /// when their lease ends. Stopping on an error or when cancelled, it stops its agents and gives their
+    /// briefs back first.
     pub async fn drive(&self, run: RunId, cancel: &CancelToken) -> Result<DriveOutcome> {
         self.release_orphaned_claims(run)?;
         let mut crew = crate::crew::Crew::new(self);
+        match self.drive_loop(run, cancel, &mut crew).await {
+            Ok(outcome) => Ok(outcome),
+            Err(error) => Err(crew.release(self, run, error).await),
+        }
+    }
+
+    async fn drive_loop(
+        &self,
+        run: RunId,
+        cancel: &CancelToken,
+        crew: &mut crate::crew::Crew,
+    ) -> Result<DriveOutcome> {
         let mut passes = crate::advance::Passes::default();
         let mut outbox = crate::notify::Outbox::open(self, run);
         let mut board_reviews = crate::board_review::BoardReviews::default();
         loop {
             if cancel.is_cancelled() {
-                crew.abort_all();
                 return Err(EngineError::Cancelled);
             }
             let record = self.store.get_run(run)?;

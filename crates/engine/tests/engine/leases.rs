@@ -3,80 +3,16 @@
 //! is then picked up again by exactly one of the runners still alive.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agency_core::event::EventKind;
 use agency_core::{BriefStatus, Tier};
-use agency_exec::runtime::{AgentHooks, AgentOutcome, AgentTask, Runtime, RuntimeError};
-use agency_llm::{BoxFuture, CancelToken};
-use agency_store::{Blackboard, RunStatus};
+use agency_llm::CancelToken;
+use agency_store::RunStatus;
 
-use crate::support::{GOAL, Project, config, events, spawns_per_brief};
+use crate::support::{GOAL, Project, Slow, Stuck, claimed_by, config, events, spawns_per_brief};
 
 const SCRIPT: &str = include_str!("../scripts/medium.yaml");
-
-/// An agent that waits `delay` before the real one starts: longer than the lease, so its claim must be
-/// renewed.
-#[derive(Debug)]
-struct Slow {
-    inner: Arc<dyn Runtime>,
-    delay: Duration,
-}
-
-impl Runtime for Slow {
-    fn name(&self) -> &'static str {
-        "slow"
-    }
-
-    fn run<'a>(
-        &'a self,
-        task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
-        cancel: &'a CancelToken,
-    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
-        Box::pin(async move {
-            tokio::time::sleep(self.delay).await;
-            self.inner.run(task, hooks, cancel).await
-        })
-    }
-}
-
-/// An agent that never finishes: its runner is about to die.
-#[derive(Debug)]
-struct Stuck;
-
-impl Runtime for Stuck {
-    fn name(&self) -> &'static str {
-        "stuck"
-    }
-
-    fn run<'a>(
-        &'a self,
-        _task: &'a AgentTask,
-        _hooks: &'a dyn AgentHooks,
-        _cancel: &'a CancelToken,
-    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
-        Box::pin(std::future::pending())
-    }
-}
-
-/// Waits until a brief titled `title` of tier `tier` is running under `worker`.
-async fn claimed_by(store: &dyn Blackboard, run: agency_core::RunId, tier: Tier, title: &str, worker: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let held = store.list_briefs(run).unwrap().iter().any(|b| {
-            b.tier == tier
-                && b.title == title
-                && b.status == BriefStatus::Running
-                && b.claimed_by.as_deref() == Some(worker)
-        });
-        if held {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{worker} never claimed {title}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 #[tokio::test]
 async fn a_dead_workers_brief_is_picked_up_once_and_a_slow_agents_claim_is_renewed() {
@@ -95,7 +31,9 @@ async fn a_dead_workers_brief_is_picked_up_once_and_a_slow_agents_claim_is_renew
             builtin
         }
     });
-    let doomed = project.runner(SCRIPT, config.clone(), true, "doomed", |_, _| Arc::new(Stuck));
+    let doomed = project.runner(SCRIPT, config.clone(), true, "doomed", |_, _| {
+        Arc::new(Stuck::default())
+    });
     let survivor = project.runner(SCRIPT, config, true, "survivor", |_, builtin| builtin);
 
     let run = driver.start(GOAL).unwrap().id;

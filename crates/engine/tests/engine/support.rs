@@ -5,15 +5,18 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use agency_core::config::TeamConfig;
 use agency_core::event::EventKind;
 use agency_core::{Brief, BriefId, Event, RunId, Tier};
 use agency_engine::{DriveOutcome, Engine, EngineOptions};
-use agency_exec::runtime::{AgentLimits, BuiltinRuntime, Runtime};
+use agency_exec::runtime::{
+    AgentHooks, AgentLimits, AgentOutcome, AgentTask, BuiltinRuntime, Runtime, RuntimeError,
+};
 use agency_exec::{GitOptions, Repo};
-use agency_llm::{CancelToken, Provider, Script, ScriptedProvider};
+use agency_llm::{BoxFuture, CancelToken, Provider, Script, ScriptedProvider};
 use agency_store::{Blackboard, SqliteBlackboard};
 use tempfile::TempDir;
 
@@ -85,6 +88,19 @@ impl Project {
         worker: &str,
         runtime: impl Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime>,
     ) -> Engine {
+        self.runner_with(script, config, auto_approve, worker, runtime, |_| {})
+    }
+
+    /// [`Project::runner`], with its options changed by `adjust` (a worktree directory it cannot use, say).
+    pub fn runner_with(
+        &self,
+        script: &str,
+        config: TeamConfig,
+        auto_approve: bool,
+        worker: &str,
+        runtime: impl Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime>,
+        adjust: impl FnOnce(&mut EngineOptions),
+    ) -> Engine {
         let provider: Arc<dyn Provider> = Arc::new(ScriptedProvider::new(Script::from_yaml(script).unwrap()));
         let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
         let mut providers: BTreeMap<Tier, Arc<dyn Provider>> = BTreeMap::new();
@@ -95,7 +111,7 @@ impl Project {
             );
             providers.insert(tier, provider.clone());
         }
-        let options = EngineOptions {
+        let mut options = EngineOptions {
             auto_approve,
             worker: worker.into(),
             poll: Duration::from_millis(20),
@@ -108,6 +124,7 @@ impl Project {
             },
             output_retries: 2,
         };
+        adjust(&mut options);
         let store: Arc<dyn Blackboard> = self.store.clone();
         Engine::new(store, config, self.repo.clone(), runtimes, providers, options).unwrap()
     }
@@ -278,5 +295,92 @@ pub fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
             "timed out waiting for {what}"
         );
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// An agent that waits `delay` before the real one starts: one that keeps its claim a while (longer than
+/// the lease, when a test needs the claim renewed).
+#[derive(Debug)]
+pub struct Slow {
+    /// The agent that then runs.
+    pub inner: Arc<dyn Runtime>,
+    /// How long it waits first.
+    pub delay: Duration,
+}
+
+impl Runtime for Slow {
+    fn name(&self) -> &'static str {
+        "slow"
+    }
+
+    fn run<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        hooks: &'a dyn AgentHooks,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.inner.run(task, hooks, cancel).await
+        })
+    }
+}
+
+/// An agent that never finishes (its runner is about to stop), and says when it was stopped.
+#[derive(Debug, Default)]
+pub struct Stuck {
+    stopped: Arc<AtomicBool>,
+}
+
+impl Stuck {
+    /// Whether an agent of this runtime was stopped (its run dropped) since it started.
+    pub fn stopped(&self) -> Arc<AtomicBool> {
+        self.stopped.clone()
+    }
+}
+
+/// Sets its flag when dropped: the agent's run was stopped.
+struct OnStop(Arc<AtomicBool>);
+
+impl Drop for OnStop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Runtime for Stuck {
+    fn name(&self) -> &'static str {
+        "stuck"
+    }
+
+    fn run<'a>(
+        &'a self,
+        _task: &'a AgentTask,
+        _hooks: &'a dyn AgentHooks,
+        _cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        let guard = OnStop(self.stopped.clone());
+        Box::pin(async move {
+            let _guard = guard;
+            std::future::pending().await
+        })
+    }
+}
+
+/// Waits until a brief titled `title` of tier `tier` is running under `worker`.
+pub async fn claimed_by(store: &dyn Blackboard, run: RunId, tier: Tier, title: &str, worker: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let held = store.list_briefs(run).unwrap().iter().any(|b| {
+            b.tier == tier
+                && b.title == title
+                && b.status == agency_core::BriefStatus::Running
+                && b.claimed_by.as_deref() == Some(worker)
+        });
+        if held {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{worker} never claimed {title}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

@@ -1,0 +1,184 @@
+//! Who gives claims back, and when. A runner that stops on an error, or is cancelled, stops its agents and
+//! gives their briefs back at once (`RELEASED`), instead of leaving the run to wait one lease; only a
+//! runner that dies without a word leaves its claims to their lease (tests in `leases`).
+//!
+//! The lease here is team.yaml's default (600 s) and every run must finish within 60 s, so a claim left
+//! to its lease fails the test.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use agency_core::event::EventKind;
+use agency_core::{BriefStatus, Event, RunId, Tier};
+use agency_engine::{EngineError, EngineOptions};
+use agency_llm::CancelToken;
+use agency_store::{Blackboard, RunStatus};
+
+use crate::support::{GOAL, Project, Slow, Stuck, claimed_by, config, events, spawns_per_brief};
+
+const SCRIPT: &str = include_str!("../scripts/medium.yaml");
+
+/// One agent at a time per runner, the default lease.
+fn one_at_a_time() -> agency_core::config::TeamConfig {
+    let mut config = config();
+    config.runner.concurrency = 1;
+    config
+}
+
+/// A driver whose implementers take a moment, so it still holds fix-add when a worker takes fix-mul.
+fn patient_driver(project: &Project) -> agency_engine::Engine {
+    project.runner(SCRIPT, one_at_a_time(), true, "driver", |tier, builtin| {
+        if tier == Tier::T4 {
+            Arc::new(Slow {
+                inner: builtin,
+                delay: Duration::from_millis(500),
+            })
+        } else {
+            builtin
+        }
+    })
+}
+
+/// The `RELEASED` lines of the run: the brief each gave back and who held it.
+fn released(events: &[Event]) -> Vec<(agency_core::BriefId, String)> {
+    events
+        .iter()
+        .filter(|e| e.kind == EventKind::Log && e.payload["tag"] == "RELEASED")
+        .map(|e| {
+            assert_eq!(e.payload["from"], "running");
+            assert_eq!(e.payload["to"], "pending");
+            assert_eq!(e.payload["reason"], "runner_stopped");
+            (
+                e.brief.unwrap(),
+                e.payload["claimed_by"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Drives `run` with `driver` to its end (60 s at most) while `during` acts beside it.
+async fn drive_while(
+    driver: &agency_engine::Engine,
+    run: RunId,
+    during: impl std::future::Future<Output = ()>,
+) -> agency_engine::DriveOutcome {
+    let cancel = CancelToken::new();
+    let driving = {
+        let (driver, cancel) = (driver.clone(), cancel.clone());
+        tokio::spawn(async move { driver.drive(run, &cancel).await })
+    };
+    during.await;
+    let outcome = tokio::time::timeout(Duration::from_secs(60), driving).await;
+    cancel.cancel();
+    outcome
+        .expect("the run did not finish within 60 s: a claim was left to its lease")
+        .unwrap()
+        .unwrap()
+}
+
+/// The brief of tier `tier` titled `title`.
+fn brief_id(project: &Project, run: RunId, tier: Tier, title: &str) -> agency_core::BriefId {
+    project
+        .briefs(run)
+        .iter()
+        .find(|b| b.tier == tier && b.title == title)
+        .unwrap()
+        .id
+}
+
+#[tokio::test]
+async fn a_worker_that_stops_on_an_error_gives_its_claim_back_at_once() {
+    let project = Project::new();
+    let driver = patient_driver(&project);
+    // A worker that cannot make a worktree: a file stands where its worktree directory should be, so the
+    // first brief it claims ends its loop with an error naming that directory.
+    let blocked = project.dir.path().join("not-a-directory");
+    std::fs::write(&blocked, "").unwrap();
+    let broken = project.runner_with(
+        SCRIPT,
+        one_at_a_time(),
+        true,
+        "broken",
+        |_, builtin| builtin,
+        |options: &mut EngineOptions| options.worktrees = blocked.join("worktrees"),
+    );
+    let run = driver.start(GOAL).unwrap().id;
+
+    let store = project.store.clone();
+    let outcome = drive_while(&driver, run, async {
+        claimed_by(store.as_ref(), run, Tier::T4, "fix-add", "driver").await;
+        let ended = tokio::time::timeout(Duration::from_secs(30), broken.work(run, &CancelToken::new()))
+            .await
+            .expect("the broken worker did not stop");
+        let error = ended.unwrap_err().to_string();
+        assert!(
+            error.contains("cannot make the worktree directory") && error.contains("not-a-directory"),
+            "{error}"
+        );
+    })
+    .await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run));
+
+    let events = events(project.store.as_ref(), run);
+    let fix_mul = brief_id(&project, run, Tier::T4, "fix-mul");
+    assert_eq!(released(&events), vec![(fix_mul, "broken".to_string())]);
+    assert!(
+        !events.iter().any(|e| e.payload["reason"] == "lease_expired"),
+        "nothing was left to its lease"
+    );
+    // The broken worker never started an agent: the driver's spawn of fix-mul is its only one.
+    assert!(spawns_per_brief(&events).values().all(|&n| n == 1));
+}
+
+#[tokio::test]
+async fn a_cancelled_worker_stops_its_agent_then_gives_its_claim_back() {
+    let project = Project::new();
+    let driver = patient_driver(&project);
+    let stuck = Arc::new(Stuck::default());
+    let stopped = stuck.stopped();
+    let quitter = {
+        let stuck = stuck.clone();
+        project.runner(SCRIPT, one_at_a_time(), true, "quitter", move |_, _| {
+            stuck.clone()
+        })
+    };
+    let run = driver.start(GOAL).unwrap().id;
+
+    let store = project.store.clone();
+    let outcome = drive_while(&driver, run, async {
+        claimed_by(store.as_ref(), run, Tier::T4, "fix-add", "driver").await;
+        let cancel = CancelToken::new();
+        let working = {
+            let (quitter, cancel) = (quitter.clone(), cancel.clone());
+            tokio::spawn(async move { quitter.work(run, &cancel).await })
+        };
+        claimed_by(store.as_ref(), run, Tier::T4, "fix-mul", "quitter").await;
+        assert!(!stopped.load(Ordering::SeqCst));
+        cancel.cancel();
+        let ended = tokio::time::timeout(Duration::from_secs(30), working)
+            .await
+            .expect("the cancelled worker did not stop")
+            .unwrap();
+        assert!(matches!(ended, Err(EngineError::Cancelled)), "{ended:?}");
+        assert!(
+            stopped.load(Ordering::SeqCst),
+            "its agent was stopped before it returned"
+        );
+    })
+    .await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run));
+
+    let events = events(project.store.as_ref(), run);
+    let fix_mul = brief_id(&project, run, Tier::T4, "fix-mul");
+    assert_eq!(released(&events), vec![(fix_mul, "quitter".to_string())]);
+    assert!(!events.iter().any(|e| e.payload["reason"] == "lease_expired"));
+    // Spawned by the quitter, then once more by the driver; every other brief once.
+    for (brief, spawns) in spawns_per_brief(&events) {
+        let expected = if brief == fix_mul { 2 } else { 1 };
+        assert_eq!(spawns, expected, "spawns of {brief}:\n{}", project.tree(run));
+    }
+    let fix_mul = project.store.get_brief(fix_mul).unwrap();
+    assert_eq!(fix_mul.status, BriefStatus::Done);
+    assert_eq!(fix_mul.claimed_by.as_deref(), Some("driver"));
+}
