@@ -47,7 +47,7 @@ impl Default for EngineOptions {
     fn default() -> Self {
         EngineOptions {
             auto_approve: false,
-            worker: format!("runner-{}", std::process::id()),
+            worker: crate::Role::Driver.name_here(),
             poll: Duration::from_millis(200),
             worktrees: PathBuf::from(".agency/worktrees"),
             limits: AgentLimits::default(),
@@ -225,10 +225,11 @@ impl Engine {
 
     /// Drives `run` until it succeeds, fails, halts or is cancelled: the run's one driver (tier handling,
     /// gates, merges), running agents itself and beside any [`Engine::work`]ers on the same blackboard.
-    /// Safe to call on a run another runner was driving when it died: claims it left behind are released
-    /// first (what `agency run --resume` means), and claims of workers that died later are taken back
-    /// when their lease ends. Stopping on an error or when cancelled, it stops its agents and gives their
-    /// briefs back first.
+    /// Safe to call on a run another driver was driving when it died: the claims that driver left behind
+    /// are taken back first (what `agency run --resume` means), live workers keep theirs, and dead
+    /// workers' claims are taken back when their lease ends. Only one driver may drive a run: nothing
+    /// stops a second today, which would take the first one's claims. Stopping on an error or when
+    /// cancelled, it stops its agents and gives their briefs back first.
     pub async fn drive(&self, run: RunId, cancel: &CancelToken) -> Result<DriveOutcome> {
         self.release_orphaned_claims(run)?;
         let mut crew = crate::crew::Crew::new(self);
@@ -283,22 +284,43 @@ impl Engine {
         }
     }
 
-    /// Briefs a dead runner left `running` go back to `pending`, so they are spawned again (their worktree
-    /// and branch are reused).
+    /// Takes back the claims of the driver this one replaces: briefs it left `running` go back to
+    /// `pending` at once (a `RESUME` line each, naming it), so they are spawned again (their worktree and
+    /// branch are reused). That driver is gone — a run has one driver — so nothing renews those claims;
+    /// waiting for their lease would only stall the run. So are claims that name no holder, or this
+    /// runner (an earlier life of it). Workers' claims are theirs: a live worker renews them and goes on
+    /// (its agents are not stopped), a dead one's are taken back when their lease ends
+    /// ([`crate::crew::Crew::reclaim_expired`], on this driver's first pass).
     fn release_orphaned_claims(&self, run: RunId) -> Result<()> {
         for brief in self.store.list_briefs_by_status(run, BriefStatus::Running)? {
-            if brief.claimed_by.as_deref() != Some(&self.options.worker) {
-                let event = NewEvent::new(
-                    run,
-                    EventKind::Log,
-                    json!({ "level": "normal", "tag": "RESUME", "message": format!("{} restarted after the runner stopped", brief.title) }),
-                );
-                self.store.update_brief_status(
-                    brief.id,
-                    BriefStatus::Running,
-                    BriefStatus::Pending,
-                    event,
-                )?;
+            let holder = brief.claimed_by.as_deref();
+            let orphaned = match holder {
+                None => true,
+                Some(name) => {
+                    name == self.options.worker || crate::Role::of(name) == Some(crate::Role::Driver)
+                }
+            };
+            if !orphaned {
+                continue;
+            }
+            let by = holder.map(|h| format!(" ({h})")).unwrap_or_default();
+            let event = NewEvent::new(
+                run,
+                EventKind::Log,
+                json!({
+                    "level": "normal",
+                    "tag": "RESUME",
+                    "message": format!("{} restarted after the runner{by} stopped", brief.title),
+                    "claimed_by": holder,
+                }),
+            );
+            match self
+                .store
+                .update_brief_status(brief.id, BriefStatus::Running, BriefStatus::Pending, event)
+            {
+                // It finished, failed or was taken back meanwhile: nothing left to restart.
+                Ok(_) | Err(agency_store::StoreError::Conflict { .. }) => {}
+                Err(other) => return Err(other.into()),
             }
         }
         Ok(())

@@ -7,6 +7,7 @@ pub mod advance;
 mod board_review;
 pub mod branches;
 pub mod budget;
+mod claimer;
 mod crew;
 pub mod engine;
 pub mod error;
@@ -21,5 +22,6 @@ mod signoff;
 pub mod task;
 mod verify;
 
+pub use claimer::Role;
 pub use engine::{DriveOutcome, Engine, EngineOptions};
 pub use error::{EngineError, Result};

@@ -10,7 +10,7 @@ use agency_core::config::{DEFAULT_TEAM_YAML, parse_team_config};
 use agency_exec::{GitOptions, Repo};
 use agency_store::{Blackboard, SqliteBlackboard};
 
-use crate::commands::run::{Args as RunArgs, build_engine, drive_with_log, engine_error, runner_name};
+use crate::commands::run::{Args as RunArgs, build_engine, drive_with_log, engine_error};
 use crate::commands::{Context, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::render::log::Level;
@@ -88,7 +88,14 @@ pub fn run(_ctx: &Context, args: Args) -> CommandResult {
         verbose: args.verbose,
     };
     let workspace = Workspace::at(dir.clone(), &Overrides::default());
-    let runner = build_engine(&workspace, store, team, &run_args, None, runner_name("demo"))?;
+    let runner = build_engine(
+        &workspace,
+        store,
+        team,
+        &run_args,
+        None,
+        agency_engine::Role::Driver.name_here(),
+    )?;
     println!("demo repository: {}", dir.display());
     println!("goal: {GOAL}");
     if args.interactive {

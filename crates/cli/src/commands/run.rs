@@ -13,7 +13,7 @@ use serde_json::json;
 use agency_core::config::{Runtime as ConfiguredRuntime, TeamConfig};
 use agency_core::{EventKind, NewEvent, Tier};
 use agency_engine::budget::{BlackboardSink, ledger_from_events};
-use agency_engine::{DriveOutcome, Engine, EngineOptions};
+use agency_engine::{DriveOutcome, Engine, EngineOptions, Role};
 use agency_exec::runtime::{
     CodexProvider, ModelSource, Runtime, RuntimeChoice, RuntimeSetup, build as build_runtime, choose_for_run,
 };
@@ -61,7 +61,14 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         Some(prefix) => Some(resolve_run(store.as_ref(), prefix)?),
         None => None,
     };
-    let runner = build_engine(&ws, store.clone(), team, &args, resuming, runner_name("runner"))?;
+    let runner = build_engine(
+        &ws,
+        store.clone(),
+        team,
+        &args,
+        resuming,
+        Role::Driver.name_here(),
+    )?;
     let run_id = match resuming {
         Some(run) => run,
         None => {
@@ -108,17 +115,6 @@ pub struct Runner {
     pub engine: Engine,
     /// One choice per tier, in tier order; written to the run's log when it is driven.
     pub runtimes: Vec<RuntimeChoice>,
-}
-
-/// This process's name in claims and logs: `ROLE-HOST-PID`. The host keeps runners on several machines
-/// sharing one PostgreSQL blackboard apart (their process ids may well be equal).
-pub fn runner_name(role: &str) -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into());
-    format!("{role}-{host}-{}", std::process::id())
 }
 
 /// Builds the runner: one provider and one runtime per tier, as team.yaml says (or the script for all),

@@ -15,7 +15,7 @@ use agency_core::{EventKind, NewEvent};
 use agency_llm::CancelToken;
 use agency_store::RunStatus;
 
-use crate::commands::run::{Args as RunArgs, build_engine, engine_error, runner_name};
+use crate::commands::run::{Args as RunArgs, build_engine, engine_error};
 use crate::commands::{Context, config, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 
@@ -60,7 +60,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         detach: false,
         verbose: false,
     };
-    let name = runner_name("worker");
+    let name = agency_engine::Role::Worker.name_here();
     let runner = build_engine(&ws, store.clone(), team, &run_args, Some(run), name.clone())?;
     let runtimes = runner
         .runtimes

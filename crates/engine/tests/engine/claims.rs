@@ -182,3 +182,94 @@ async fn a_cancelled_worker_stops_its_agent_then_gives_its_claim_back() {
     assert_eq!(fix_mul.status, BriefStatus::Done);
     assert_eq!(fix_mul.claimed_by.as_deref(), Some("driver"));
 }
+
+#[tokio::test]
+async fn a_resuming_driver_takes_back_its_dead_predecessors_claims_at_once_and_leaves_a_live_workers_alone() {
+    let project = Project::new();
+    // The names say who is who (`agency_engine::Role`): two drivers, one after the other, and a worker.
+    let dead = project.runner(SCRIPT, one_at_a_time(), true, "runner-old", |tier, builtin| {
+        if tier == Tier::T4 {
+            Arc::new(Stuck::default())
+        } else {
+            builtin
+        }
+    });
+    let worker = project.runner(SCRIPT, one_at_a_time(), true, "worker-live", |tier, builtin| {
+        if tier == Tier::T4 {
+            Arc::new(Slow {
+                inner: builtin,
+                delay: Duration::from_secs(3),
+            })
+        } else {
+            builtin
+        }
+    });
+    let resumed = project.runner(SCRIPT, one_at_a_time(), true, "runner-new", |_, builtin| builtin);
+    let run = dead.start(GOAL).unwrap().id;
+    let store = project.store.clone();
+
+    // The first driver takes fix-add and the worker fix-mul; then the driver dies without a word (as with
+    // kill -9: its task is dropped, its claim left `running` under a lease of 600 s).
+    let cancel = CancelToken::new();
+    let dying = {
+        let (dead, cancel) = (dead.clone(), cancel.clone());
+        tokio::spawn(async move { dead.drive(run, &cancel).await })
+    };
+    claimed_by(store.as_ref(), run, Tier::T4, "fix-add", "runner-old").await;
+    let working = {
+        let (worker, cancel) = (worker.clone(), cancel.clone());
+        tokio::spawn(async move { worker.work(run, &cancel).await })
+    };
+    claimed_by(store.as_ref(), run, Tier::T4, "fix-mul", "worker-live").await;
+    dying.abort();
+    let _ = dying.await;
+    let held = project
+        .store
+        .get_brief(brief_id(&project, run, Tier::T4, "fix-mul"))
+        .unwrap();
+    assert_eq!(
+        held.status,
+        BriefStatus::Running,
+        "the worker's agent is still at work"
+    );
+
+    // `agency run --resume`, while the worker's agent is still at work.
+    let outcome = drive_while(&resumed, run, async {}).await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run));
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), working)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap(),
+        RunStatus::Succeeded
+    );
+
+    let events = events(project.store.as_ref(), run);
+    let fix_add = brief_id(&project, run, Tier::T4, "fix-add");
+    let fix_mul = brief_id(&project, run, Tier::T4, "fix-mul");
+    let restarted: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Log && e.payload["tag"] == "RESUME")
+        .map(|e| {
+            (
+                e.brief.unwrap(),
+                e.payload["claimed_by"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        restarted,
+        vec![(fix_add, "runner-old".to_string())],
+        "only the dead driver's claim is taken back"
+    );
+    assert!(!events.iter().any(|e| e.payload["reason"] == "lease_expired"));
+    // The worker kept fix-mul and finished it: spawned once, by the worker; fix-add twice.
+    for (brief, spawns) in spawns_per_brief(&events) {
+        let expected = if brief == fix_add { 2 } else { 1 };
+        assert_eq!(spawns, expected, "spawns of {brief}:\n{}", project.tree(run));
+    }
+    let fix_mul = project.store.get_brief(fix_mul).unwrap();
+    assert_eq!(fix_mul.status, BriefStatus::Done);
+    assert_eq!(fix_mul.claimed_by.as_deref(), Some("worker-live"));
+}
