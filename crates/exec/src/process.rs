@@ -8,31 +8,34 @@
 //! its group after a normal exit are killed too: nothing a command starts outlives it unless it escapes the
 //! group on purpose.
 //!
-//! Output from both pipes is read concurrently on helper threads into ring buffers that keep only the last
-//! `output_cap` bytes, so a chatty child can neither block on a full pipe nor exhaust memory; the number of
-//! bytes dropped from the front is reported.
+//! Output from both pipes is drained as it comes into ring buffers that keep only the last `output_cap`
+//! bytes, so a chatty child can neither block on a full pipe nor exhaust memory; the number of bytes dropped
+//! from the front is reported. [`run`] does all of that on the caller's thread with one `poll` (see
+//! `watch`); [`spawn`] does it on one supervising thread.
 
 mod cancel;
 mod capture;
 mod spec;
+mod watch;
 
 use std::ffi::{OsStr, OsString};
 use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use rustix::process::{Pid, Signal};
 
 pub use cancel::CancelToken;
 pub use capture::Captured;
 pub use spec::{CommandSpec, DEFAULT_KILL_GRACE, DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, EnvPolicy};
 
-use capture::{Streams, start_helpers};
+use capture::{Drain, Feed};
+use watch::{Goal, Reached, Watch};
 
 /// How a child ended and what it printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,7 +107,7 @@ pub enum ProcessError {
         /// The error from the operating system.
         source: io::Error,
     },
-    /// A helper thread could not be started, or waiting for the child failed.
+    /// The supervising thread could not be started, or watching the child failed.
     #[error("supervising `{program}` failed: {source}")]
     Supervise {
         /// The program as given.
@@ -120,14 +123,6 @@ fn searched_note(searched: &Option<String>) -> String {
         Some(path) => format!(" on PATH {path}"),
         None => String::new(),
     }
-}
-
-/// What wakes the supervising thread.
-#[derive(Debug)]
-enum Wake {
-    Exited,
-    WaitFailed(io::Error),
-    Cancelled,
 }
 
 /// Runs `spec` to completion (or to its deadline) and reports how it ended.
@@ -227,14 +222,12 @@ enum Interaction {
     Pipes,
 }
 
-/// A spawned child with its helper threads running.
+/// A spawned child and what watches it.
 struct Started {
     child: Child,
     pid: Pid,
     start: Instant,
-    streams: Streams,
-    wake_rx: Receiver<Wake>,
-    wake_tx: Sender<Wake>,
+    watch: Watch,
 }
 
 fn start(
@@ -294,91 +287,91 @@ fn start(
     let pid = Pid::from_child(&child);
 
     let fed_stdin = match &spec.stdin {
-        Some(bytes) => child.stdin.take().map(|pipe| (pipe, bytes.clone())),
+        Some(bytes) => child
+            .stdin
+            .take()
+            .map(|pipe| (OwnedFd::from(pipe), bytes.clone())),
         None => None,
     };
     let captured_stdout = match interaction {
-        Interaction::None => child.stdout.take(),
+        Interaction::None => child.stdout.take().map(OwnedFd::from),
         Interaction::Pipes => None,
     };
-    let streams = match start_helpers(fed_stdin, captured_stdout, child.stderr.take(), spec.output_cap) {
-        Ok(streams) => streams,
+    let captured_stderr = child.stderr.take().map(OwnedFd::from);
+    let watch = (|| {
+        let (pipe, bytes) = fed_stdin.unzip();
+        let feed = Feed::new(pipe, bytes.unwrap_or_default())?;
+        let stdout = Drain::new(captured_stdout, spec.output_cap)?;
+        let stderr = Drain::new(captured_stderr, spec.output_cap)?;
+        Watch::new(pid, feed, stdout, stderr)
+    })();
+    match watch {
+        Ok(watch) => Ok(Started {
+            child,
+            pid,
+            start,
+            watch,
+        }),
         Err(err) => {
             kill_and_reap(&mut child, pid);
-            return Err(supervise_err(err));
+            Err(supervise_err(err))
         }
-    };
-
-    let (wake_tx, wake_rx) = mpsc::channel();
-    let waiter_tx = wake_tx.clone();
-    let waiter = thread::Builder::new()
-        .name("agency-exec-wait".into())
-        .spawn(move || {
-            let _ = waiter_tx.send(match wait_for_exit_keeping_zombie(pid) {
-                Ok(()) => Wake::Exited,
-                Err(err) => Wake::WaitFailed(err),
-            });
-        });
-    if let Err(err) = waiter {
-        kill_and_reap(&mut child, pid);
-        return Err(supervise_err(err));
     }
-    Ok(Started {
-        child,
-        pid,
-        start,
-        streams,
-        wake_rx,
-        wake_tx,
-    })
 }
 
-/// Waits for the child's exit, its deadline or a cancel; on the latter two terminates, then kills, its
-/// group; reaps it and collects the output.
+/// Waits for the child's exit, its deadline or a cancel, draining its pipes meanwhile; on a deadline or
+/// cancel terminates, then kills, its group; reaps it and collects the output.
 fn supervise(started: Started, cancel: &CancelToken, spec: &CommandSpec) -> Result<Output, ProcessError> {
     let Started {
         mut child,
         pid,
         start,
-        streams,
-        wake_rx,
-        wake_tx,
+        mut watch,
     } = started;
     let supervise_err = |source| ProcessError::Supervise {
         program: spec.program_name(),
         source,
     };
-    let _registration = cancel.register(wake_tx);
+    let _registration = cancel.register(watch.cancel_waker());
 
-    let left = (start + spec.timeout).saturating_duration_since(Instant::now());
-    let (mut exited, timed_out, cancelled) = match wake_rx.recv_timeout(left) {
-        Ok(Wake::Exited) => (true, false, false),
-        Ok(Wake::Cancelled) => (false, false, true),
-        Ok(Wake::WaitFailed(err)) => {
+    let first = watch.until(Goal::ExitOrCancel, Some(start + spec.timeout));
+    let (timed_out, cancelled) = match first {
+        Ok(Reached::Goal) => (false, false),
+        Ok(Reached::Cancelled) => (false, true),
+        Ok(Reached::Deadline) => (true, false),
+        Err(err) => {
             kill_and_reap(&mut child, pid);
             return Err(supervise_err(err));
         }
-        Err(RecvTimeoutError::Timeout) => (false, true, false),
-        // The waiter thread holds a sender until it reports, so this cannot happen; treat it as an exit and
-        // let the reap below tell the truth.
-        Err(RecvTimeoutError::Disconnected) => (true, false, false),
     };
-
-    if !exited {
+    if !watch.exited() {
         signal_group(pid, Signal::TERM);
-        exited = wait_for_wake_exit(&wake_rx, Some(spec.kill_grace));
+        let grace = Instant::now() + spec.kill_grace;
+        if let Err(err) = watch.until(Goal::Exit, Some(grace)) {
+            kill_and_reap(&mut child, pid);
+            return Err(supervise_err(err));
+        }
     }
     // The leader is still unreaped here (a zombie at worst), so the group id cannot have been recycled: this
     // only reaches what the command started.
     signal_group(pid, Signal::KILL);
-    if !exited {
-        wait_for_wake_exit(&wake_rx, None);
+    if !watch.exited()
+        && let Err(err) = watch.until(Goal::Exit, None)
+    {
+        kill_and_reap(&mut child, pid);
+        return Err(supervise_err(err));
     }
     let status = child.wait().map_err(supervise_err)?;
     let duration = start.elapsed();
 
-    let pipes_held_open = !streams.finish(spec.kill_grace.max(Duration::from_millis(200)));
-    let (stdout, stderr) = streams.snapshot();
+    // What the group wrote before it died is still in the pipes; a process that left the group (`setsid`)
+    // may hold them open, so this is bounded.
+    let drain_limit = Instant::now() + spec.kill_grace.max(Duration::from_millis(200));
+    let pipes_held_open = match watch.until(Goal::PipesClosed, Some(drain_limit)) {
+        Ok(reached) => reached != Reached::Goal,
+        Err(err) => return Err(supervise_err(err)),
+    };
+    let (stdout, stderr) = watch.captured();
     Ok(Output {
         exit_code: status.code(),
         signal: status.signal(),
@@ -435,40 +428,6 @@ fn resolve_program(
 fn is_executable_file(path: &Path) -> bool {
     path.metadata()
         .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-}
-
-/// Blocks until the child has exited without reaping it (`WNOWAIT`).
-fn wait_for_exit_keeping_zombie(pid: Pid) -> io::Result<()> {
-    loop {
-        match rustix::process::waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT) {
-            Ok(_) => return Ok(()),
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(errno) => return Err(errno.into()),
-        }
-    }
-}
-
-/// Waits for the exit notice, ignoring further cancellations; `None` waits indefinitely.
-fn wait_for_wake_exit(wake: &Receiver<Wake>, limit: Option<Duration>) -> bool {
-    let deadline = limit.map(|limit| Instant::now() + limit);
-    loop {
-        let next = match deadline {
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) => wake
-                    .recv_timeout(left)
-                    .map_err(|err| matches!(err, RecvTimeoutError::Timeout)),
-                None => return false,
-            },
-            None => wake.recv().map_err(|_| false),
-        };
-        match next {
-            Ok(Wake::Exited | Wake::WaitFailed(_)) => return true,
-            Ok(Wake::Cancelled) => continue,
-            Err(true) => return false,
-            // No sender left: the waiter thread is gone, so waiting longer cannot help.
-            Err(false) => return true,
-        }
-    }
 }
 
 fn signal_group(pid: Pid, signal: Signal) {

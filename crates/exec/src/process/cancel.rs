@@ -1,9 +1,7 @@
 //! Cancelling runs from another thread.
 
-use std::sync::mpsc::Sender;
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, PoisonError};
-
-use super::Wake;
 
 /// Cancels runs from another thread: every run given this token (before or after the call) terminates its
 /// process group as on a timeout.
@@ -16,7 +14,8 @@ pub struct CancelToken {
 struct CancelState {
     cancelled: bool,
     next_id: u64,
-    waiters: Vec<(u64, Sender<Wake>)>,
+    /// The eventfds of the runs waiting on this token; a cancel rings each.
+    waiters: Vec<(u64, Arc<OwnedFd>)>,
 }
 
 impl CancelToken {
@@ -30,8 +29,7 @@ impl CancelToken {
         let mut state = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         state.cancelled = true;
         for (_, waiter) in state.waiters.drain(..) {
-            // A run that already finished dropped its receiver; nothing to tell it.
-            let _ = waiter.send(Wake::Cancelled);
+            ring(&waiter);
         }
     }
 
@@ -43,20 +41,28 @@ impl CancelToken {
             .cancelled
     }
 
-    pub(super) fn register(&self, waiter: Sender<Wake>) -> Registration<'_> {
+    /// Rings `waker` (an eventfd the run polls) on cancel, or at once when already cancelled, until the
+    /// registration is dropped.
+    pub(super) fn register(&self, waker: Arc<OwnedFd>) -> Registration<'_> {
         let mut state = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let id = state.next_id;
         state.next_id += 1;
         if state.cancelled {
-            let _ = waiter.send(Wake::Cancelled);
+            ring(&waker);
         } else {
-            state.waiters.push((id, waiter));
+            state.waiters.push((id, waker));
         }
         Registration { token: self, id }
     }
 }
 
-/// Removes a finished run's waiter so a long-lived token does not accumulate dead senders.
+/// Makes an eventfd readable. It cannot fail short of the counter overflowing, which one ring per run
+/// never approaches; a failure would leave the run to its deadline, so there is nothing better to do.
+fn ring(waker: &OwnedFd) {
+    let _ = rustix::io::write(waker, &1u64.to_ne_bytes());
+}
+
+/// Removes a finished run's waiter so a long-lived token does not accumulate dead wakers.
 pub(super) struct Registration<'a> {
     token: &'a CancelToken,
     id: u64,

@@ -1,14 +1,13 @@
-//! Draining a child's stdout and stderr on helper threads into ring buffers that keep the tail, and
-//! feeding its stdin, so the child never blocks on a full pipe and a chatty one cannot exhaust memory.
+//! A child's pipes, handled without helper threads: the tail of stdout and stderr kept in ring buffers (so a
+//! chatty child neither blocks on a full pipe nor exhausts memory) and stdin fed from bytes, all through
+//! non-blocking reads and writes driven by the supervisor's `poll`.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
-use std::process::{ChildStderr, ChildStdin, ChildStdout};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use rustix::io::Errno;
 
 /// The last bytes of one output stream.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,94 +30,117 @@ impl Captured {
     }
 }
 
-/// The helper threads that feed stdin and drain stdout/stderr.
-pub(super) struct Streams {
-    stdout: Arc<Mutex<TailBuffer>>,
-    stderr: Arc<Mutex<TailBuffer>>,
-    done: Receiver<()>,
-    readers: usize,
+/// Our end of a pipe the child writes to, read without blocking into a tail buffer until end of file.
+#[derive(Debug)]
+pub(super) struct Drain {
+    /// `None` once the child's side is closed (end of file) or reading failed.
+    pipe: Option<OwnedFd>,
+    tail: TailBuffer,
 }
 
-impl Streams {
-    /// Waits up to `limit` for both readers to see end of file; false when a pipe is still held open.
-    pub(super) fn finish(&self, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        for _ in 0..self.readers {
-            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                return false;
-            };
-            if self.done.recv_timeout(left).is_err() {
-                return false;
-            }
+impl Drain {
+    /// Takes `pipe` (made non-blocking) keeping the last `cap` bytes; no pipe is a drain that is done.
+    pub(super) fn new(pipe: Option<OwnedFd>, cap: usize) -> io::Result<Self> {
+        if let Some(pipe) = &pipe {
+            rustix::io::ioctl_fionbio(pipe, true)?;
         }
-        true
-    }
-
-    pub(super) fn snapshot(&self) -> (Captured, Captured) {
-        let take = |buffer: &Arc<Mutex<TailBuffer>>| {
-            buffer.lock().unwrap_or_else(PoisonError::into_inner).captured()
-        };
-        (take(&self.stdout), take(&self.stderr))
-    }
-}
-
-pub(super) fn start_helpers(
-    fed_stdin: Option<(ChildStdin, Vec<u8>)>,
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
-    cap: usize,
-) -> io::Result<Streams> {
-    if let Some((mut pipe, bytes)) = fed_stdin {
-        thread::Builder::new()
-            .name("agency-exec-stdin".into())
-            .spawn(move || {
-                // A child that exits without reading its input closes the pipe; that is its business.
-                let _ = pipe.write_all(&bytes);
-            })?;
-    }
-    let (done_tx, done) = mpsc::channel();
-    let streams = Streams {
-        stdout: Arc::new(Mutex::new(TailBuffer::new(cap))),
-        stderr: Arc::new(Mutex::new(TailBuffer::new(cap))),
-        done,
-        readers: usize::from(stdout.is_some()) + usize::from(stderr.is_some()),
-    };
-    if let Some(pipe) = stdout {
-        spawn_reader(
+        Ok(Self {
             pipe,
-            Arc::clone(&streams.stdout),
-            done_tx.clone(),
-            "agency-exec-stdout",
-        )?;
+            tail: TailBuffer::new(cap),
+        })
     }
-    if let Some(pipe) = stderr {
-        spawn_reader(pipe, Arc::clone(&streams.stderr), done_tx, "agency-exec-stderr")?;
-    }
-    Ok(streams)
-}
 
-fn spawn_reader(
-    mut pipe: impl Read + Send + 'static,
-    buffer: Arc<Mutex<TailBuffer>>,
-    done: Sender<()>,
-    name: &str,
-) -> io::Result<()> {
-    thread::Builder::new().name(name.into()).spawn(move || {
-        let mut chunk = [0u8; 8192];
+    /// The pipe to wait on, while it is open.
+    pub(super) fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.pipe.as_ref().map(AsFd::as_fd)
+    }
+
+    /// Every writer has closed its end (or the pipe failed): nothing more will come.
+    pub(super) fn is_done(&self) -> bool {
+        self.pipe.is_none()
+    }
+
+    /// Reads what is there now, until the pipe would block or ends.
+    pub(super) fn read_available(&mut self) {
+        let Some(pipe) = &self.pipe else { return };
+        let mut chunk = [0u8; 16 * 1024];
         loop {
-            match pipe.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => buffer
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(&chunk[..n]),
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
+            match rustix::io::read(pipe, &mut chunk) {
+                Ok(0) => break self.pipe = None,
+                Ok(n) => self.tail.push(&chunk[..n]),
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => break,
+                // Nothing more can be read from a broken pipe; what was read is kept.
+                Err(_) => break self.pipe = None,
             }
         }
-        let _ = done.send(());
-    })?;
-    Ok(())
+    }
+
+    pub(super) fn captured(&self) -> Captured {
+        self.tail.captured()
+    }
+}
+
+/// Our end of the child's stdin, fed from bytes without blocking and closed once they are all written.
+#[derive(Debug)]
+pub(super) struct Feed {
+    /// `None` once everything is written, or the child closed its end.
+    pipe: Option<OwnedFd>,
+    bytes: Vec<u8>,
+    written: usize,
+}
+
+impl Feed {
+    /// Feeds `bytes` into `pipe` (made non-blocking); no pipe is a feed that is done.
+    pub(super) fn new(pipe: Option<OwnedFd>, bytes: Vec<u8>) -> io::Result<Self> {
+        if let Some(pipe) = &pipe {
+            rustix::io::ioctl_fionbio(pipe, true)?;
+        }
+        let mut feed = Self {
+            pipe,
+            bytes,
+            written: 0,
+        };
+        feed.close_if_fed();
+        Ok(feed)
+    }
+
+    /// The pipe to wait on, while bytes are left.
+    pub(super) fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.pipe.as_ref().map(AsFd::as_fd)
+    }
+
+    /// Writes what the pipe takes now.
+    pub(super) fn write_available(&mut self) {
+        let Some(pipe) = &self.pipe else { return };
+        loop {
+            match rustix::io::write(pipe, &self.bytes[self.written..]) {
+                Ok(n) => {
+                    self.written += n;
+                    if self.written == self.bytes.len() {
+                        break;
+                    }
+                }
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => return,
+                // A child that exits (or closes stdin) without reading its input: that is its business.
+                Err(_) => break self.pipe = None,
+            }
+        }
+        self.close_if_fed();
+    }
+
+    /// Stops feeding (the child is gone): closes our end.
+    pub(super) fn close(&mut self) {
+        self.pipe = None;
+    }
+
+    fn close_if_fed(&mut self) {
+        if self.written == self.bytes.len() {
+            // Closing is how the child learns its input ended.
+            self.pipe = None;
+        }
+    }
 }
 
 /// A byte ring buffer that keeps the last `cap` bytes pushed and counts the rest.

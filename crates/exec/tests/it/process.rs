@@ -133,6 +133,21 @@ fn stdin_bytes_reach_the_child() {
 }
 
 #[test]
+fn a_child_echoing_its_input_is_fed_and_drained_at_once() {
+    // `cat` writes while it reads: with 1 MiB each way both pipes fill many times over, so feeding must not
+    // wait for draining or the other way round.
+    let input: Vec<u8> = (0..1024 * 1024).map(|i| (i % 251) as u8).collect();
+    let output = run(&CommandSpec::new("cat")
+        .inherit_env("PATH")
+        .stdin(input.clone())
+        .timeout(Duration::from_secs(30)))
+    .unwrap();
+    assert!(output.success(), "{}", output.describe());
+    assert_eq!(output.stdout.total_bytes(), input.len() as u64);
+    assert_eq!(output.stdout.tail, input[input.len() - DEFAULT_OUTPUT_CAP..]);
+}
+
+#[test]
 fn the_environment_is_allow_listed() {
     // Some variable is always present in the test process (cargo sets several); none may leak.
     let (leaked_name, _) = std::env::vars().find(|(name, _)| name != "PATH").unwrap();

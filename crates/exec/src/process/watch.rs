@@ -1,0 +1,241 @@
+//! Watching a running child on one thread, without helpers: a single `poll` over its output pipes, its
+//! stdin while bytes are left to feed, a pidfd that becomes readable when it exits, and an eventfd that a
+//! [`CancelToken`](super::CancelToken) rings.
+//!
+//! A thread per pipe and one to wait for the exit cost four thread starts per git call; a run makes about a
+//! dozen git calls per brief, so that was most of the runner's own CPU (docs/performance.md).
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::process::{Pid, PidfdFlags, WaitId, WaitIdOptions};
+
+use super::capture::{Captured, Drain, Feed};
+
+/// How often a child's exit is checked where the kernel has no pidfd (Linux before 5.3, or a seccomp
+/// filter that refuses it).
+const EXIT_POLL_INTERVAL: Duration = Duration::from_millis(10);
+
+/// What a [`Watch::until`] call waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Goal {
+    /// The child's exit, or a cancel.
+    ExitOrCancel,
+    /// The child's exit; cancels are ignored (the group is already being terminated).
+    Exit,
+    /// End of file on both output pipes (everything holding them is gone).
+    PipesClosed,
+}
+
+/// Why a [`Watch::until`] call returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reached {
+    /// The goal was reached: the child exited, or the pipes closed.
+    Goal,
+    /// The token was cancelled (only for [`Goal::ExitOrCancel`]).
+    Cancelled,
+    /// The deadline passed first.
+    Deadline,
+}
+
+/// How the child's exit is noticed.
+#[derive(Debug)]
+enum ExitNotice {
+    /// Readable once the child has exited (it stays a zombie until reaped).
+    Pidfd(OwnedFd),
+    /// `waitid(WNOHANG | WNOWAIT)` every [`EXIT_POLL_INTERVAL`].
+    Polling,
+}
+
+/// One child's pipes and exit, watched from the calling thread.
+#[derive(Debug)]
+pub(super) struct Watch {
+    pid: Pid,
+    exit: ExitNotice,
+    exited: bool,
+    /// Rung by the cancel token; shared with its registration.
+    cancel: Arc<OwnedFd>,
+    cancelled: bool,
+    feed: Feed,
+    stdout: Drain,
+    stderr: Drain,
+}
+
+impl Watch {
+    /// Watches the child `pid` (which must not have been reaped) and the pipes given.
+    pub(super) fn new(pid: Pid, feed: Feed, stdout: Drain, stderr: Drain) -> io::Result<Self> {
+        let exit = match rustix::process::pidfd_open(pid, PidfdFlags::empty()) {
+            Ok(fd) => ExitNotice::Pidfd(fd),
+            Err(Errno::NOSYS | Errno::PERM | Errno::ACCESS) => ExitNotice::Polling,
+            Err(errno) => return Err(errno.into()),
+        };
+        let cancel = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        Ok(Self {
+            pid,
+            exit,
+            exited: false,
+            cancel: Arc::new(cancel),
+            cancelled: false,
+            feed,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// The eventfd a cancel token should ring.
+    pub(super) fn cancel_waker(&self) -> Arc<OwnedFd> {
+        Arc::clone(&self.cancel)
+    }
+
+    /// Whether the child has exited (and is waiting to be reaped).
+    pub(super) fn exited(&self) -> bool {
+        self.exited
+    }
+
+    /// The stdout and stderr tails so far.
+    pub(super) fn captured(&self) -> (Captured, Captured) {
+        (self.stdout.captured(), self.stderr.captured())
+    }
+
+    /// Feeds stdin and drains the output pipes until `goal` is reached, the token is cancelled (where the
+    /// goal allows it) or `deadline` passes (`None`: no deadline).
+    pub(super) fn until(&mut self, goal: Goal, deadline: Option<Instant>) -> io::Result<Reached> {
+        loop {
+            if let Some(reached) = self.reached(goal) {
+                return Ok(reached);
+            }
+            let mut timeout = match deadline {
+                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Ok(Reached::Deadline),
+                },
+                None => None,
+            };
+            let polling_exit = matches!(self.exit, ExitNotice::Polling) && !self.exited;
+            if polling_exit && goal != Goal::PipesClosed {
+                timeout = Some(timeout.map_or(EXIT_POLL_INTERVAL, |t| t.min(EXIT_POLL_INTERVAL)));
+            }
+            self.wait_once(goal, timeout)?;
+            if polling_exit {
+                self.exited = has_exited(self.pid)?;
+            }
+        }
+    }
+
+    fn reached(&self, goal: Goal) -> Option<Reached> {
+        match goal {
+            Goal::ExitOrCancel if self.cancelled => Some(Reached::Cancelled),
+            Goal::ExitOrCancel | Goal::Exit if self.exited => Some(Reached::Goal),
+            Goal::PipesClosed if self.stdout.is_done() && self.stderr.is_done() => Some(Reached::Goal),
+            _ => None,
+        }
+    }
+
+    /// One `poll` and the work it found.
+    fn wait_once(&mut self, goal: Goal, timeout: Option<Duration>) -> io::Result<()> {
+        let exit_fd = match &self.exit {
+            ExitNotice::Pidfd(fd) if !self.exited => Some(fd.as_fd()),
+            _ => None,
+        };
+        let cancel_fd = (goal == Goal::ExitOrCancel && !self.cancelled).then(|| self.cancel.as_fd());
+        let watched: [(Option<BorrowedFd<'_>>, PollFlags); 5] = [
+            (self.stdout.fd(), PollFlags::IN),
+            (self.stderr.fd(), PollFlags::IN),
+            (self.feed.fd(), PollFlags::OUT),
+            (exit_fd, PollFlags::IN),
+            (cancel_fd, PollFlags::IN),
+        ];
+        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(watched.len());
+        let mut slots = [None; 5];
+        for (slot, (fd, flags)) in watched.into_iter().enumerate() {
+            if let Some(fd) = fd {
+                slots[slot] = Some(fds.len());
+                fds.push(PollFd::from_borrowed_fd(fd, flags));
+            }
+        }
+        let timeout = timeout.map(to_timespec);
+        match rustix::event::poll(&mut fds, timeout.as_ref()) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(errno) => return Err(errno.into()),
+        }
+        // Any event on a pipe (data, hang-up, error) is handled by reading or writing it: the call says which.
+        let ready: [bool; 5] =
+            std::array::from_fn(|slot| slots[slot].is_some_and(|i| !fds[i].revents().is_empty()));
+        drop(fds);
+        if ready[0] {
+            self.stdout.read_available();
+        }
+        if ready[1] {
+            self.stderr.read_available();
+        }
+        if ready[2] {
+            self.feed.write_available();
+        }
+        if ready[3] {
+            self.exited = true;
+        }
+        if ready[4] {
+            self.cancelled = true;
+        }
+        if self.exited {
+            // Nobody is left to read what was not fed yet.
+            self.feed.close();
+        }
+        Ok(())
+    }
+}
+
+/// Whether `pid` has exited, without reaping it.
+fn has_exited(pid: Pid) -> io::Result<bool> {
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG;
+    loop {
+        match rustix::process::waitid(WaitId::Pid(pid), options) {
+            Ok(status) => return Ok(status.is_some()),
+            Err(Errno::INTR) => continue,
+            Err(errno) => return Err(errno.into()),
+        }
+    }
+}
+
+fn to_timespec(duration: Duration) -> Timespec {
+    Timespec {
+        tv_sec: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(duration.subsec_nanos()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::{Command, Stdio};
+
+    use super::*;
+
+    /// Where the kernel refuses pidfds the exit is found by asking `waitid`; the rest works the same.
+    #[test]
+    fn without_a_pidfd_the_exit_is_still_noticed_and_the_pipes_drained() {
+        let mut child = Command::new("sh")
+            .args(["-c", "cat; echo err >&2; exit 3"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_child(&child);
+        let feed = Feed::new(child.stdin.take().map(OwnedFd::from), b"fed\n".to_vec()).unwrap();
+        let stdout = Drain::new(child.stdout.take().map(OwnedFd::from), 1024).unwrap();
+        let stderr = Drain::new(child.stderr.take().map(OwnedFd::from), 1024).unwrap();
+        let mut watch = Watch::new(pid, feed, stdout, stderr).unwrap();
+        watch.exit = ExitNotice::Polling;
+
+        let deadline = Some(Instant::now() + Duration::from_secs(20));
+        assert_eq!(watch.until(Goal::ExitOrCancel, deadline).unwrap(), Reached::Goal);
+        assert_eq!(watch.until(Goal::PipesClosed, deadline).unwrap(), Reached::Goal);
+        assert_eq!(child.wait().unwrap().code(), Some(3), "still unreaped until now");
+        let (out, err) = watch.captured();
+        assert_eq!((&*out.text(), &*err.text()), ("fed\n", "err\n"));
+    }
+}
