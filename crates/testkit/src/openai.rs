@@ -15,20 +15,45 @@ use crate::{Reply, scripted};
 pub struct FakeOpenAi {
     server: Server,
     script: Arc<Mutex<Vec<Reply>>>,
+    rules: Arc<Mutex<Vec<Rule>>>,
 }
+
+/// A conversation of its own: requests with a user message containing `marker` are answered from `script`,
+/// by that conversation's own assistant turns.
+type Rule = (String, Vec<Reply>);
 
 impl FakeOpenAi {
     /// Starts a server answering from `script`: reply *i* for an input holding *i* assistant turns
     /// (assistant messages and tool calls count), "done" past the end.
     pub fn start(script: Vec<Reply>) -> std::io::Result<FakeOpenAi> {
         let script = Arc::new(Mutex::new(script));
+        let rules: Arc<Mutex<Vec<Rule>>> = Arc::new(Mutex::new(Vec::new()));
         let ids = Arc::new(AtomicUsize::new(1));
-        let shared = script.clone();
+        let (shared, shared_rules) = (script.clone(), rules.clone());
         let server = Server::start(Arc::new(move |request: &RecordedRequest| {
-            let script = shared.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            let users = user_messages(&request.body);
+            let rules = shared_rules.lock().unwrap_or_else(PoisonError::into_inner);
+            let script = match rules.iter().find(|(marker, _)| users.contains(marker.as_str())) {
+                Some((_, script)) => script.clone(),
+                None => shared.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+            };
+            drop(rules);
             respond(request, &script, &ids)
         }))?;
-        Ok(FakeOpenAi { server, script })
+        Ok(FakeOpenAi {
+            server,
+            script,
+            rules,
+        })
+    }
+
+    /// Answers the conversations with a user message containing `marker` (Codex sends its environment
+    /// before the prompt, so any user message counts) from `script` instead; the first matching rule wins.
+    pub fn set_rule(&self, marker: impl Into<String>, script: Vec<Reply>) {
+        self.rules
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((marker.into(), script));
     }
 
     /// `http://127.0.0.1:PORT/v1`, for a provider's `base_url`.
@@ -74,6 +99,18 @@ impl FakeOpenAi {
         }
         out
     }
+}
+
+/// Every user message of a request's input, as JSON text.
+fn user_messages(body: &Value) -> String {
+    body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["role"] == "user")
+        .map(|item| item["content"].to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn turns(body: &Value) -> usize {
