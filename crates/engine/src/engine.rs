@@ -14,7 +14,7 @@ use agency_core::gate::{GateDecision, GateKind};
 use agency_core::tiers::{BriefRole, PLAN_TITLE, RUN_WORKSTREAM};
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 use agency_exec::Repo;
-use agency_exec::runtime::{Access, AgentLimits, AgentStop, AgentTask, Runtime, RuntimeError};
+use agency_exec::runtime::{Access, AgentLimits, AgentStop, AgentTask, Ending, Runtime, RuntimeError};
 use agency_llm::{CancelToken, Provider};
 use agency_store::{Blackboard, NewArtifact, NewRun, Run, RunStatus};
 use serde_json::json;
@@ -417,6 +417,7 @@ impl Engine {
             } else {
                 Access::ReadOnly
             },
+            ending: Ending::Report,
             limits: self.options.limits,
             env: agent_env(),
             meta: call_meta(&brief),

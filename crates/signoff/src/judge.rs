@@ -16,7 +16,7 @@ use agency_core::contract::GoalContract;
 use agency_core::teachback::{ReviewVerdict, TeachbackReview};
 use agency_core::{BriefId, BriefStatus, RunId, TeachbackState, Tier};
 use agency_exec::runtime::{
-    Access, AgentEvent, AgentHooks, AgentLimits, AgentOutcome, AgentStop, AgentTask, AlgedonicSignal,
+    Access, AgentEvent, AgentHooks, AgentLimits, AgentOutcome, AgentStop, AgentTask, AlgedonicSignal, Ending,
     Evidence, Runtime, ToolCallView, ToolDecision,
 };
 use agency_llm::{BoxFuture, CallMeta, CancelToken};
@@ -150,6 +150,8 @@ pub async fn run_judge(
             .collect(),
         prompt: prompt.clone(),
         access: Access::ReadOnly,
+        // Its verdict block ends its answer; an external runtime must not ask for a report after it.
+        ending: Ending::AsInstructed,
         limits: judge.limits,
         env: Vec::new(),
     };

@@ -15,7 +15,8 @@ use agency_core::{EventKind, NewEvent, Tier};
 use agency_engine::budget::{BlackboardSink, ledger_from_events};
 use agency_engine::{DriveOutcome, Engine, EngineOptions, Role};
 use agency_exec::runtime::{
-    CodexProvider, ModelSource, Runtime, RuntimeChoice, RuntimeSetup, build as build_runtime, choose_for_run,
+    CodexProvider, ModelSource, Runtime, RuntimeChoice, RuntimeSetup, TierModel, build as build_runtime,
+    choose_for_run,
 };
 use agency_exec::{GitOptions, Repo};
 use agency_llm::{BudgetLedger, CancelToken, Metered, Provider, RetryPolicy, ScriptedProvider, UsageSink};
@@ -173,6 +174,7 @@ pub fn build_engine(
             command: team.tiers.get(choice.tier).command.clone(),
             secrets: secrets.clone(),
             codex_provider: codex_provider(),
+            model: TierModel::of(&team, choice.tier),
         };
         let runtime = build_runtime(choice, &setup).map_err(|e| CommandError::input(e.to_string()))?;
         runtimes.insert(choice.tier, runtime);

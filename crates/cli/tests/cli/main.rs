@@ -25,6 +25,7 @@ mod models;
 mod postgres;
 mod resume;
 mod run_external;
+mod run_external_judge;
 mod teachback;
 mod teachback_wait;
 mod variety;

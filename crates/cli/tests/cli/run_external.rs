@@ -14,28 +14,30 @@ use agency_core::event::EventKind;
 use agency_core::{Event, Tier};
 use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
 use agency_testkit::{FakeAnthropic, FakeOpenAi, Reply};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::hook_claude::run_with_deadline;
 use crate::hook_support::e2e_client;
 use crate::support::Repo;
 
-const GOAL: &str = "Fix the pagination bug: page 1 must start at the first item, and every test must pass.";
+pub const GOAL: &str =
+    "Fix the pagination bug: page 1 must start at the first item, and every test must pass.";
 
 const FIXED: &str = "\"\"\"Split a list into pages for display.\"\"\"\n\n\ndef page(items, number, size):\n    \
 \"\"\"Return page `number` (counted from 1) of `items`, `size` items per page.\"\"\"\n    \
 start = (number - 1) * size\n    return items[start:start + size]\n\n\ndef page_count(items, size):\n    \
 \"\"\"How many pages `items` fill at `size` items per page.\"\"\"\n    return (len(items) + size - 1) // size\n";
 
-const REPORT: &str = "Fixed.\n```json\n{\"status\": \"done\", \"summary\": \"page() starts at (number - 1) * size\", \
+pub const REPORT: &str = "Fixed.\n```json\n{\"status\": \"done\", \"summary\": \"page() starts at (number - 1) * size\", \
 \"evidence\": [{\"path\": \"pagination.py\", \"quote\": \"    start = (number - 1) * size\"}]}\n```";
 
-fn demo_dir() -> PathBuf {
+pub fn demo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo")
 }
 
-/// The demo repository, committed, with agency initialised and T4 on `runtime`.
-fn repo_with_implementers_on(runtime: &str) -> Repo {
+/// The demo repository, committed, with agency initialised and team.yaml edited: each `(from, to)` replaces
+/// the one place `from` occurs.
+pub fn demo_repo(edits: &[(&str, &str)]) -> Repo {
     let repo = Repo::new();
     for name in ["pagination.py", "test_pagination.py", ".gitignore"] {
         std::fs::copy(demo_dir().join("repo").join(name), repo.path().join(name)).unwrap();
@@ -52,17 +54,40 @@ fn repo_with_implementers_on(runtime: &str) -> Repo {
     ]);
     repo.agency(&["init"]).success();
     let config = repo.path().join(".agency/team.yaml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    let auto = "fast-cheap        # implementer: atomic tasks\n    runtime: auto ";
-    assert!(text.contains(auto), "{text}");
-    let text = text.replacen(
-        auto,
-        &format!("fast-cheap        # implementer: atomic tasks\n    runtime: {runtime} "),
-        1,
-    );
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    for (from, to) in edits {
+        assert_eq!(text.matches(from).count(), 1, "`{from}` in {text}");
+        text = text.replacen(from, to, 1);
+    }
     std::fs::write(&config, text).unwrap();
     repo.agency(&["config", "check"]).success();
     repo
+}
+
+/// The team.yaml edit that puts `tier` (t4 or t5) on `runtime`.
+pub fn runtime_of(tier: &str, runtime: &str) -> (&'static str, String) {
+    let line = match tier {
+        "t4" => "fast-cheap        # implementer: atomic tasks\n    runtime: auto ",
+        "t5" => "capable           # verifier: checks T4 output\n    runtime: auto ",
+        other => panic!("no runtime line for {other}"),
+    };
+    (
+        line,
+        line.replace("runtime: auto ", &format!("runtime: {runtime} ")),
+    )
+}
+
+/// The demo repository with T4 on `runtime` and the fast-cheap model (T4's) named `model` at `provider`.
+fn repo_with_implementers_on(runtime: &str, provider: &str, model: &str) -> Repo {
+    let (line, on) = runtime_of("t4", runtime);
+    demo_repo(&[
+        (line, &on),
+        ("providers:\n", "providers:\n  openai: {kind: openai}\n"),
+        (
+            "fast-cheap:\n    provider: anthropic           # a key of providers\n    model: claude-haiku-4-5 ",
+            &format!("fast-cheap:\n    provider: {provider}\n    model: {model} "),
+        ),
+    ])
 }
 
 /// The demo's script with a reviewer that asks for corrections of a first draft (a teachback saying
@@ -112,7 +137,7 @@ fn implementer_script() -> Vec<Reply> {
 }
 
 /// Runs `agency run` with the script at `script` and `env` (the external agent's model endpoint).
-fn agency_run(repo: &Repo, script: &Path, env: &[(&str, String)]) -> Output {
+pub fn agency_run(repo: &Repo, script: &Path, env: &[(&str, String)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agency"));
     command
         .args([
@@ -134,17 +159,18 @@ fn agency_run(repo: &Repo, script: &Path, env: &[(&str, String)]) -> Output {
     run_with_deadline(command, Duration::from_secs(180))
 }
 
-fn all_events(store: &SqliteBlackboard, run: agency_core::RunId) -> Vec<Event> {
+pub fn all_events(store: &SqliteBlackboard, run: agency_core::RunId) -> Vec<Event> {
     store.events_after(Some(run), 0, usize::MAX).unwrap()
 }
 
-fn git_show(repo: &Path, what: &str) -> String {
-    let out = Command::new("git")
-        .args(["show", what])
-        .current_dir(repo)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git show {what}: {out:?}");
+pub fn git_show(repo: &Path, what: &str) -> String {
+    git(repo, &["show", what])
+}
+
+/// `git args` in `repo`, which must succeed; its stdout.
+pub fn git(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").args(args).current_dir(repo).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -153,7 +179,7 @@ fn claude_code_implementer_is_corrected_then_approved_by_the_runner_and_its_fix_
     if !e2e_client("claude") {
         return;
     }
-    let repo = repo_with_implementers_on("claude-code");
+    let repo = repo_with_implementers_on("claude-code", "anthropic", "claude-implementer-7");
     let server = FakeAnthropic::start(implementer_script()).expect("fake server");
 
     let script = script_with_a_correcting_reviewer(&repo);
@@ -172,6 +198,16 @@ fn claude_code_implementer_is_corrected_then_approved_by_the_runner_and_its_fix_
     );
     assert!(stdout.contains("t4: claude-code (configured)"), "{stdout}");
     assert!(stdout.contains("t5: builtin (auto in a scripted run"), "{stdout}");
+    // Claude Code thought with T4's model from team.yaml, not its own default.
+    let models: Vec<Value> = server
+        .message_requests()
+        .iter()
+        .map(|r| r["model"].clone())
+        .collect();
+    assert!(
+        !models.is_empty() && models.iter().all(|m| m == "claude-implementer-7"),
+        "{models:?}"
+    );
 
     // What Claude Code was told: the gate's denial, the corrections (printed by the teachback command, then
     // quoted by the gate), and the approval.
@@ -313,7 +349,7 @@ fn claude_code_implementer_is_corrected_then_approved_by_the_runner_and_its_fix_
 }
 
 /// The run's integration branch, from `agency run`'s last line.
-fn branch_of(stdout: &str) -> String {
+pub fn branch_of(stdout: &str) -> String {
     stdout
         .lines()
         .find_map(|l| l.split("review and merge branch ").nth(1))
@@ -322,12 +358,30 @@ fn branch_of(stdout: &str) -> String {
         .to_string()
 }
 
+/// Codex as the implementer and as the read-only judge of its slice, each on its tier's model from team.yaml
+/// (Codex's own default is another).
 #[test]
-fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
+fn codex_implementer_teaches_back_in_its_sandbox_its_judge_cannot_write_and_its_fix_merges() {
     if !e2e_client("codex") {
         return;
     }
-    let repo = repo_with_implementers_on("codex");
+    let (t4, t4_on) = runtime_of("t4", "codex");
+    let (t5, t5_on) = runtime_of("t5", "codex");
+    let repo = demo_repo(&[
+        (t4, &t4_on),
+        (t5, &t5_on),
+        ("providers:\n", "providers:\n  openai: {kind: openai}\n"),
+        (
+            "fast-cheap:\n    provider: anthropic           # a key of providers\n    model: claude-haiku-4-5 ",
+            // A model Codex knows, so that it offers apply_patch.
+            "fast-cheap:\n    provider: openai\n    model: gpt-5.5 ",
+        ),
+        (
+            "capable:\n    provider: anthropic           # a key of providers\n    model: claude-sonnet-4-5 ",
+            "capable:\n    provider: openai\n    model: gpt-judge-test ",
+        ),
+    ]);
+    let judged = repo.path().join("judged.txt");
     let patch = "*** Begin Patch\n*** Update File: pagination.py\n@@\n-    start = number * size\n\
                  +    start = (number - 1) * size\n*** End Patch\n";
     let server = FakeOpenAi::start(vec![
@@ -341,6 +395,18 @@ fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
         Reply::text(REPORT),
     ])
     .expect("fake server");
+    // The judge (its prompt starts with the judge's instructions: Codex has no system prompt flag) tries to
+    // write, in its checkout and in the repository, then accepts.
+    server.set_rule(
+        "You are the sign-off judge",
+        vec![
+            Reply::tool_use(
+                "exec_command",
+                json!({"cmd": format!("echo judged > judged.txt; echo judged > {}", judged.display())}),
+            ),
+            Reply::text("page() starts at (number - 1) * size.\nVERDICT: accept\nmissing: none"),
+        ],
+    );
     let env = [
         ("OPENAI_BASE_URL", server.base_url()),
         ("OPENAI_API_KEY", "dummy-key-for-the-fake".to_string()),
@@ -353,7 +419,33 @@ fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
         "agency run failed:\nstdout:\n{stdout}\nstderr:\n{}\ntool outputs:\n{outputs:#?}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("t4: codex (configured)"), "{stdout}");
+    assert!(stdout.contains("t4, t5: codex (configured)"), "{stdout}");
+    // Each Codex thought with its tier's model from team.yaml.
+    let (judge, implementer): (Vec<Value>, Vec<Value>) = server
+        .response_requests()
+        .into_iter()
+        .partition(|r| r["input"].to_string().contains("You are the sign-off judge"));
+    let models = |requests: &[Value]| -> Vec<Value> { requests.iter().map(|r| r["model"].clone()).collect() };
+    assert!(
+        !implementer.is_empty() && models(&implementer).iter().all(|m| m == "gpt-5.5"),
+        "{:?}",
+        models(&implementer)
+    );
+    assert!(
+        !judge.is_empty() && models(&judge).iter().all(|m| m == "gpt-judge-test"),
+        "{:?}",
+        models(&judge)
+    );
+    // The judge was asked for its verdict block only, and wrote nothing.
+    assert!(
+        !judge[0]["input"]
+            .to_string()
+            .contains("end your final message with your report")
+    );
+    assert!(!judged.exists());
+    // The gate let the command run; Codex's read-only sandbox refused the writes.
+    let refused = judge.last().unwrap()["input"].to_string();
+    assert!(refused.contains("judged.txt: Read-only file system"), "{refused}");
     let outputs: Vec<String> = outputs.iter().map(|o| o.to_string()).collect();
     let first = |needle: &str| {
         outputs
@@ -366,10 +458,21 @@ fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
     assert!(
         git_show(repo.path(), &format!("{branch}:pagination.py")).contains("start = (number - 1) * size")
     );
+    let files = git(repo.path(), &["ls-tree", "-r", "--name-only", &branch]);
+    assert!(!files.contains("judged.txt"), "{files}");
     let store = SqliteBlackboard::open(repo.db()).unwrap();
     let run = store.list_runs().unwrap()[0].clone();
     assert_eq!(run.status, RunStatus::Succeeded);
     let events = all_events(&store, run.id);
+    let accepted = events
+        .iter()
+        .find(|e| e.kind == EventKind::SignoffAccepted && e.tier == Some(Tier::T5))
+        .expect("the Codex judge's accept was recorded");
+    let spawned = events
+        .iter()
+        .find(|e| e.kind == EventKind::Spawned && e.brief == accepted.brief)
+        .unwrap();
+    assert_eq!(spawned.payload["runtime"], "codex");
     assert!(events.iter().any(|e| e.kind == EventKind::TeachbackDenied));
     assert!(
         events.iter().any(

@@ -3,7 +3,8 @@
 //! built-in agent when it is not (the seed's default, through core's [`Runtime::resolve`]). In a run whose
 //! models answer from a script, `auto` is always the built-in agent: a script answers agency's own model
 //! calls and cannot drive an external CLI ([`choose_for_run`]). [`build`] then makes the chosen runtime
-//! from what the runner knows ([`RuntimeSetup`]).
+//! from what the runner knows ([`RuntimeSetup`]), Claude Code and Codex on the tier's model from team.yaml
+//! when its provider speaks their API ([`TierModel`]).
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agency_core::Tier;
-use agency_core::config::{Runtime, TiersConfig};
+use agency_core::config::{ProviderKind, Runtime, TeamConfig, TiersConfig};
 use agency_llm::Provider;
 
 use super::{
@@ -104,6 +105,31 @@ pub fn find_program(name: &str, path: Option<&OsStr>) -> Option<PathBuf> {
         })
 }
 
+/// The model team.yaml gives a tier (through its capability level), as an external CLI needs to know it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TierModel {
+    /// The model id, sent verbatim.
+    pub model: String,
+    /// The API its provider speaks: Claude Code takes only Anthropic models, Codex only OpenAI ones.
+    pub kind: ProviderKind,
+    /// Where team.yaml names it, for errors: `models.fast-cheap.model`.
+    pub field: String,
+}
+
+impl TierModel {
+    /// The model bound to `tier`'s capability level, if team.yaml binds one to a configured provider.
+    pub fn of(team: &TeamConfig, tier: Tier) -> Option<TierModel> {
+        let level = team.tiers.capability(tier);
+        let binding = team.models.binding(level)?;
+        let provider = team.providers.get(&binding.provider)?;
+        Some(TierModel {
+            model: binding.model.clone(),
+            kind: provider.kind,
+            field: format!("models.{level}.model"),
+        })
+    }
+}
+
 /// What the runner knows that the runtimes need.
 #[derive(Debug, Clone)]
 pub struct RuntimeSetup {
@@ -123,6 +149,8 @@ pub struct RuntimeSetup {
     pub secrets: Vec<String>,
     /// The endpoint Codex agents use instead of OpenAI's (from `OPENAI_BASE_URL` in `agency run`).
     pub codex_provider: Option<CodexProvider>,
+    /// The tier's model from team.yaml ([`TierModel::of`]); Claude Code and Codex are started on it.
+    pub model: Option<TierModel>,
 }
 
 /// The runtime `choice` names, made from `setup`. `command` without an argv is an error naming the tier.
@@ -135,6 +163,7 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
                 ClaudeCodeRuntime::new(&setup.agency, &setup.db, setup.state_dir.join("claude-code"));
             runtime.config.clone_from(&setup.config);
             runtime.secrets.clone_from(&setup.secrets);
+            runtime.model = cli_model(choice, setup, ProviderKind::Anthropic)?;
             Arc::new(runtime)
         }
         Runtime::Codex => {
@@ -142,6 +171,7 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             runtime.config.clone_from(&setup.config);
             runtime.secrets.clone_from(&setup.secrets);
             runtime.provider.clone_from(&setup.codex_provider);
+            runtime.model = cli_model(choice, setup, ProviderKind::Openai)?;
             Arc::new(runtime)
         }
         Runtime::Pi => {
@@ -165,6 +195,47 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             Arc::new(runtime)
         }
     })
+}
+
+/// The model an external CLI that calls a `speaks` API is started on: the tier's from team.yaml when its
+/// provider speaks that API, checked so that it cannot be read as one of the CLI's flags; otherwise `None`,
+/// and the CLI keeps its own default (for Claude Code, `ANTHROPIC_MODEL` when set).
+fn cli_model(
+    choice: &RuntimeChoice,
+    setup: &RuntimeSetup,
+    speaks: ProviderKind,
+) -> Result<Option<String>, RuntimeError> {
+    let Some(model) = setup.model.as_ref().filter(|m| m.kind == speaks) else {
+        return Ok(None);
+    };
+    check_model_name(&model.model).map_err(|why| {
+        RuntimeError::Other(format!(
+            "{}: {why} (the model of tiers.{}, passed to {})",
+            model.field,
+            choice.tier,
+            choice.runtime.as_str()
+        ))
+    })?;
+    Ok(Some(model.model.clone()))
+}
+
+/// A model id an external CLI may be given as a command-line value: not empty, not starting with `-` (it
+/// would be read as a flag), no whitespace or control characters (no model id has them).
+pub fn check_model_name(model: &str) -> Result<(), String> {
+    if model.is_empty() {
+        return Err("expected a model id, found nothing".to_owned());
+    }
+    if model.starts_with('-') {
+        return Err(format!(
+            "the model id {model:?} starts with `-`, which a command line would read as a flag"
+        ));
+    }
+    if let Some(c) = model.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "the model id {model:?} contains {c:?}; expected no whitespace or control characters"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -243,9 +314,101 @@ mod tests {
     }
 
     #[test]
-    fn build_makes_the_chosen_runtime() {
+    fn a_tier_model_comes_from_its_capability_level_and_provider() {
+        let team = TeamConfig::default();
+        let t4 = TierModel::of(&team, Tier::T4).unwrap();
+        assert_eq!(
+            t4,
+            TierModel {
+                model: "claude-haiku-4-5".into(),
+                kind: ProviderKind::Anthropic,
+                field: "models.fast-cheap.model".into(),
+            }
+        );
+        let mut unbound = TeamConfig::default();
+        unbound.models.fast_cheap = None;
+        assert_eq!(TierModel::of(&unbound, Tier::T4), None);
+    }
+
+    #[test]
+    fn external_clis_get_the_tier_model_only_when_its_provider_speaks_their_api() {
+        let with = |model: &str, kind| RuntimeSetup {
+            model: Some(TierModel {
+                model: model.into(),
+                kind,
+                field: "models.capable.model".into(),
+            }),
+            ..setup()
+        };
+        let choice = |runtime| RuntimeChoice {
+            tier: Tier::T5,
+            runtime,
+            reason: String::new(),
+        };
+        let claude = choice(Runtime::ClaudeCode);
+        let codex = choice(Runtime::Codex);
+        let anthropic = with("claude-sonnet-4-5", ProviderKind::Anthropic);
+        let openai = with("gpt-5.5", ProviderKind::Openai);
+        assert_eq!(
+            cli_model(&claude, &anthropic, ProviderKind::Anthropic).unwrap(),
+            Some("claude-sonnet-4-5".to_string())
+        );
+        // An OpenAI model means nothing to Claude Code (and the reverse): the CLI keeps its default.
+        assert_eq!(
+            cli_model(&claude, &openai, ProviderKind::Anthropic).unwrap(),
+            None
+        );
+        assert_eq!(cli_model(&codex, &anthropic, ProviderKind::Openai).unwrap(), None);
+        assert_eq!(
+            cli_model(&codex, &openai, ProviderKind::Openai).unwrap(),
+            Some("gpt-5.5".to_string())
+        );
+        assert_eq!(
+            cli_model(&claude, &setup(), ProviderKind::Anthropic).unwrap(),
+            None
+        );
+        for (bad, kind) in [
+            ("--dangerously-skip-permissions", ProviderKind::Anthropic),
+            ("gpt 5", ProviderKind::Openai),
+        ] {
+            let runtime = match kind {
+                ProviderKind::Anthropic => Runtime::ClaudeCode,
+                ProviderKind::Openai => Runtime::Codex,
+            };
+            let err = build(&choice(runtime), &with(bad, kind)).unwrap_err().to_string();
+            assert!(
+                err.starts_with("models.capable.model: the model id ")
+                    && err.ends_with(&format!(
+                        "(the model of tiers.t5, passed to {})",
+                        runtime.as_str()
+                    )),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn model_names_that_a_command_line_could_misread_are_refused() {
+        for good in [
+            "claude-opus-4-8",
+            "gpt-5.5",
+            "claude-opus-4-8[1m]",
+            "org/model:tag",
+        ] {
+            assert_eq!(check_model_name(good), Ok(()), "{good}");
+        }
+        for bad in ["", "-m", "--model=x", "a b", "a\tb", "a\nb", "a\u{7}b"] {
+            assert!(check_model_name(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            check_model_name("--bare").unwrap_err(),
+            "the model id \"--bare\" starts with `-`, which a command line would read as a flag"
+        );
+    }
+
+    fn setup() -> RuntimeSetup {
         let script = agency_llm::Script::from_yaml("replies: []").unwrap();
-        let setup = RuntimeSetup {
+        RuntimeSetup {
             provider: Arc::new(agency_llm::ScriptedProvider::new(script)),
             agency: "/usr/bin/agency".into(),
             db: ".agency/agency.db".into(),
@@ -254,7 +417,13 @@ mod tests {
             command: None,
             secrets: vec![],
             codex_provider: None,
-        };
+            model: None,
+        }
+    }
+
+    #[test]
+    fn build_makes_the_chosen_runtime() {
+        let setup = setup();
         let made = |runtime| {
             let choice = RuntimeChoice {
                 tier: Tier::T4,

@@ -5,8 +5,8 @@
 //! hook that crashes, hangs or is missing leaves the call needing a permission nobody can grant in `-p`,
 //! so it is denied (fail-closed, harness/PROTOCOLS.md §6). The hook finds its brief and blackboard through
 //! `AGENCY_BRIEF` / `AGENCY_DB` / `AGENCY_CONFIG` and answers an explicit allow only when the gate is open.
-//! Read-only tools are pre-allowed with `--allowedTools`; a read-only agent also gets the editing tools
-//! disallowed outright.
+//! Read-only tools are pre-allowed with `--allowedTools`; a read-only agent (the sign-off judge) is offered
+//! only [`READ_ONLY_TOOL_SET`] (`--tools`), with the editing tools disallowed as well.
 //!
 //! Each agent gets its own HOME (under [`ClaudeCodeRuntime::state_dir`], one per brief and attempt), so no
 //! user settings, credentials or hooks leak in, and the transcript stays there. The session id is kept in
@@ -21,14 +21,17 @@ use std::time::Duration;
 use agency_llm::{BoxFuture, CancelToken};
 use serde_json::json;
 
-use super::external::{Flow, REPORT_INSTRUCTIONS, drive, parse_report, shell_word, teachback_for};
+use super::external::{Flow, drive, ending_for, parse_report, shell_word, teachback_for};
 use super::redact::{Recorder, Redactor, truncate};
 use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
 
 /// Claude Code tools that only read; let through without asking the gate.
 pub const READ_ONLY_TOOLS: [&str; 6] = ["Read", "Glob", "Grep", "LS", "TaskGet", "TaskList"];
-/// Tools a read-only agent may not call at all.
+/// The only tools a read-only agent (a judge) is offered (`--tools`): reading and searching files. Without
+/// Bash, Claude Code offers its own Glob and Grep.
+pub const READ_ONLY_TOOL_SET: [&str; 3] = ["Read", "Glob", "Grep"];
+/// Tools a read-only agent may not call at all (a backstop to [`READ_ONLY_TOOL_SET`]).
 pub const EDITING_TOOLS: [&str; 7] = [
     "Write",
     "Edit",
@@ -65,7 +68,8 @@ pub struct ClaudeCodeRuntime {
     pub config: Option<PathBuf>,
     /// Where each agent's private HOME is made (`<state_dir>/<brief id>-<attempt>`).
     pub state_dir: PathBuf,
-    /// `--model`, when set; Claude Code's default otherwise.
+    /// `--model`, when set (in a run: the tier's model from team.yaml, when it is an Anthropic model; checked
+    /// by [`super::choice::check_model_name`]); Claude Code's default (or `ANTHROPIC_MODEL`) otherwise.
     pub model: Option<String>,
     /// Host environment variables passed through (the task's own `env` is always passed).
     pub inherit_env: Vec<String>,
@@ -121,7 +125,13 @@ impl ClaudeCodeRuntime {
             .arg(READ_ONLY_TOOLS.join(","));
         spec = spec.arg("--max-turns").arg(task.limits.max_turns.to_string());
         if task.access == Access::ReadOnly {
-            spec = spec.arg("--disallowedTools").arg(EDITING_TOOLS.join(","));
+            // Not offered at all, so no answer of the gate can let a write through: the gate allows what
+            // the brief's teachback state allows, and a judge's brief never teaches back.
+            spec = spec
+                .arg("--tools")
+                .arg(READ_ONLY_TOOL_SET.join(","))
+                .arg("--disallowedTools")
+                .arg(EDITING_TOOLS.join(","));
         }
         if let Some(model) = &self.model {
             spec = spec.arg("--model").arg(model);
@@ -138,7 +148,7 @@ impl ClaudeCodeRuntime {
         };
         let message = json!({
             "type": "user",
-            "message": {"role": "user", "content": format!("{prompt}{REPORT_INSTRUCTIONS}")}
+            "message": {"role": "user", "content": format!("{prompt}{}", ending_for(task))}
         });
         spec = spec
             .cwd(&task.worktree)

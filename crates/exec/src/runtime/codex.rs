@@ -3,7 +3,8 @@
 //! Codex ignores hooks it has not been told to trust, silently, so it runs with
 //! `--dangerously-bypass-hook-trust`; and it reads stdin unless it is at end of file, so stdin is closed
 //! (harness/PROTOCOLS.md §7). Writes are confined to the worktree by Codex's own `workspace-write` sandbox
-//! unless [`CodexRuntime::sandbox`] is off (for machines where it cannot run).
+//! unless [`CodexRuntime::sandbox`] is off (for machines where it cannot run); a read-only agent (the
+//! sign-off judge) always runs in its `read-only` sandbox, where patches and writing commands are refused.
 //!
 //! Unlike Claude Code, Codex lets a tool call through when its hook fails (exit 1, crash, missing
 //! program): the gate is only as reliable as `agency hook` itself. docs/runtimes.md says so.
@@ -17,9 +18,9 @@ use std::time::Duration;
 use agency_llm::{BoxFuture, CallMeta, CancelToken, StopReason, Usage, UsageRecord};
 use serde_json::{Value, json};
 
-use super::external::{Flow, REPORT_INSTRUCTIONS, drive, parse_report, shell_word, teachback_for};
+use super::external::{Flow, drive, ending_for, parse_report, shell_word, teachback_for};
 use super::redact::{Recorder, Redactor, truncate};
-use super::{AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
 
 /// Host variables passed to Codex by default: its search path and its OpenAI key. (Codex does not read
@@ -52,7 +53,9 @@ pub struct CodexRuntime {
     pub config: Option<PathBuf>,
     /// Where each agent's CODEX_HOME is made (`<state_dir>/<brief id>-<attempt>`).
     pub state_dir: PathBuf,
-    /// The model; Codex's default when unset. Codex offers `apply_patch` only for model names it knows.
+    /// The model (`model` in its `config.toml`); Codex's default when unset. In a run: the tier's model from
+    /// team.yaml, when it is an OpenAI model, checked by [`super::choice::check_model_name`]. Codex offers
+    /// `apply_patch` only for model names it knows.
     pub model: Option<String>,
     /// A custom provider; OpenAI when unset.
     pub provider: Option<CodexProvider>,
@@ -138,10 +141,13 @@ impl CodexRuntime {
             "--json",
             "--dangerously-bypass-hook-trust",
         ]);
-        spec = if self.sandbox {
-            spec.args(["--sandbox", "workspace-write"])
-        } else {
-            spec.arg("--dangerously-bypass-approvals-and-sandbox")
+        spec = match (task.access, self.sandbox) {
+            // Read-only is enforced by the sandbox alone (the gate allows what the brief's teachback state
+            // allows, and a judge never teaches back), so a read-only agent gets it even where `sandbox` is
+            // off: on a machine where it cannot run, the agent's commands fail rather than write.
+            (Access::ReadOnly, _) => spec.args(["--sandbox", "read-only"]),
+            (Access::ReadWrite, true) => spec.args(["--sandbox", "workspace-write"]),
+            (Access::ReadWrite, false) => spec.arg("--dangerously-bypass-approvals-and-sandbox"),
         };
         // Codex has no flag for extra system text, so the personality leads the prompt.
         let mut prompt = task.system.join("\n\n");
@@ -150,7 +156,7 @@ impl CodexRuntime {
         }
         prompt.push_str(&task.prompt);
         prompt.push_str(&teachback_for(task, &self.agency));
-        prompt.push_str(REPORT_INSTRUCTIONS);
+        prompt.push_str(ending_for(task));
         spec = spec
             // `--` so a prompt that starts with `-` is not read as a flag.
             .arg("--")
@@ -205,6 +211,10 @@ impl Runtime for CodexRuntime {
             write("hooks.json", self.hooks_json().to_string())?;
             let redactor = Redactor::new(&task.env, &self.secrets);
             let recorder = Recorder::new(hooks, &redactor);
+            recorder.note(match &self.model {
+                Some(model) => format!("codex model {model}"),
+                None => "codex model: its default".to_owned(),
+            });
             let mut state = StreamState::default();
             let driven = drive(
                 "codex",

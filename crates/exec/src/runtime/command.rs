@@ -12,7 +12,7 @@ use std::time::Duration;
 use agency_llm::{BoxFuture, CancelToken};
 
 use super::builtin::BuiltinRuntime;
-use super::external::{Flow, REPORT_INSTRUCTIONS, drive, parse_report};
+use super::external::{Flow, drive, ending_for, parse_report};
 use super::redact::{Recorder, Redactor, truncate};
 use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
@@ -54,7 +54,7 @@ impl CommandRuntime {
             stdin.push_str("\n\n");
         }
         stdin.push_str(&task.prompt);
-        stdin.push_str(REPORT_INSTRUCTIONS);
+        stdin.push_str(ending_for(task));
         stdin.push('\n');
         let mut spec = spec
             .cwd(&task.worktree)

@@ -16,7 +16,7 @@ use agency_core::variety::TeachbackMode;
 use agency_llm::CancelToken;
 use serde_json::Value;
 
-use super::{Access, AgentReport, AgentStop, AgentTask, RuntimeError};
+use super::{Access, AgentReport, AgentStop, AgentTask, Ending, RuntimeError};
 use crate::process::{self, CommandSpec, Output, ProcessError};
 
 /// Appended to an external agent's prompt so its final message carries a report agency can read.
@@ -24,6 +24,15 @@ pub const REPORT_INSTRUCTIONS: &str = "\n\nWhen you are finished, end your final
 JSON object in a ```json block: {\"status\": \"done\" | \"partial\" | \"blocked\", \"summary\": \"what you did \
 and what is left\", \"evidence\": [{\"path\": \"file you changed\", \"quote\": \"a line it now contains\"}], \
 \"output\": {}}. Report honestly: the work is checked independently afterwards.";
+
+/// What to append to `task`'s prompt so its final message ends the way the caller reads it: the report
+/// request, or nothing when the task prescribes its own ending ([`Ending::AsInstructed`]).
+pub fn ending_for(task: &AgentTask) -> &'static str {
+    match task.ending {
+        Ending::Report => REPORT_INSTRUCTIONS,
+        Ending::AsInstructed => "",
+    }
+}
 
 /// How an agent gated by `agency hook` teaches back, appended to its prompt when it may change files: the
 /// one-line `agency teachback submit` command (with the fields the built-in agent's `submit_teachback`

@@ -37,7 +37,10 @@ use agency_llm::{BoxFuture, CallMeta, CancelToken, UsageRecord};
 use serde::{Deserialize, Serialize};
 
 pub use builtin::BuiltinRuntime;
-pub use choice::{ModelSource, RuntimeChoice, RuntimeSetup, build, choose, choose_all, choose_for_run};
+pub use choice::{
+    ModelSource, RuntimeChoice, RuntimeSetup, TierModel, build, check_model_name, choose, choose_all,
+    choose_for_run,
+};
 pub use claude_code::ClaudeCodeRuntime;
 pub use codex::{CodexProvider, CodexRuntime};
 pub use command::CommandRuntime;
@@ -57,6 +60,8 @@ pub struct AgentTask {
     pub prompt: String,
     /// Whether the agent may change files and run commands, or only read.
     pub access: Access,
+    /// How its final message ends: with agency's JSON report, or as its prompt says (a judge's verdict).
+    pub ending: Ending,
     /// Turn, token and time limits.
     pub limits: AgentLimits,
     /// Environment variables passed to commands the agent runs (the rest of the host's are withheld).
@@ -74,6 +79,19 @@ pub enum Access {
     ReadOnly,
     /// Also edit files and run commands (implementers), subject to the teachback gate.
     ReadWrite,
+}
+
+/// How an agent's final message must end. External runtimes have no `report_result` tool, so they ask for
+/// the report in the prompt ([`external::REPORT_INSTRUCTIONS`]); an agent whose prompt already prescribes
+/// its last lines (the sign-off judge's `VERDICT:` block, which nothing may follow) must not be asked for
+/// anything after them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// The structured report ([`AgentReport`]) as a JSON block.
+    Report,
+    /// What the task's own instructions say; nothing is added.
+    AsInstructed,
 }
 
 /// Bounds on one agent run.

@@ -16,7 +16,7 @@ use agency_llm::{BoxFuture, CallMeta, CancelToken, StopReason, Usage, UsageRecor
 use serde_json::{Value, json};
 
 use super::builtin::BuiltinRuntime;
-use super::external::{Flow, REPORT_INSTRUCTIONS, drive, parse_report};
+use super::external::{Flow, drive, ending_for, parse_report};
 use super::redact::{Recorder, Redactor, truncate};
 use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
@@ -139,8 +139,7 @@ impl Runtime for PiRuntime {
                     return Ok(outcome);
                 }
             }
-            let prompt =
-                json!({"type": "prompt", "message": format!("{}{REPORT_INSTRUCTIONS}", task.prompt)});
+            let prompt = json!({"type": "prompt", "message": format!("{}{}", task.prompt, ending_for(task))});
             let mut state = StreamState::default();
             let spec = self.command(task);
             let input = format!("{prompt}\n").into_bytes();

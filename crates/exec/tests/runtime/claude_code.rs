@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use agency_core::variety::TeachbackMode;
-use agency_exec::runtime::{AgentEvent, AgentStop, ClaudeCodeRuntime, ReportStatus, Runtime};
+use agency_exec::runtime::{Access, AgentEvent, AgentStop, ClaudeCodeRuntime, ReportStatus, Runtime};
 use agency_llm::CancelToken;
 use agency_testkit::{FakeAnthropic, Reply};
 use serde_json::json;
@@ -178,7 +178,11 @@ fn the_command_runs_in_the_default_permission_mode_with_the_gate_and_a_private_h
     let after = |flag: &str| args[args.iter().position(|a| a == flag).unwrap() + 1].clone();
     assert_eq!(after("--max-turns"), "12");
     assert_eq!(after("--allowedTools"), "Read,Glob,Grep,LS,TaskGet,TaskList");
+    // A read-only agent is offered nothing but reading and searching, whatever the gate answers.
+    assert_eq!(after("--tools"), "Read,Glob,Grep");
     assert!(after("--disallowedTools").contains("Write"));
+    // No model was given: Claude Code's default (or ANTHROPIC_MODEL) applies.
+    assert!(!args.iter().any(|a| a == "--model"));
     let settings: serde_json::Value = serde_json::from_str(&after("--settings")).unwrap();
     assert_eq!(
         settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
@@ -200,4 +204,22 @@ fn the_command_runs_in_the_default_permission_mode_with_the_gate_and_a_private_h
             .iter()
             .all(|name| name == "PATH" || name == "LANG" || name.starts_with("ANTHROPIC_"))
     );
+    // A writing agent is offered Claude Code's usual tools, gated by the hook.
+    let writer = runtime.command(&crate::support::task(dir.path(), true, Access::ReadWrite), None);
+    assert!(
+        !writer
+            .args
+            .iter()
+            .any(|a| a == "--tools" || a == "--disallowedTools")
+    );
+}
+
+#[test]
+fn the_tier_model_is_passed_as_one_argument_after_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut runtime = ClaudeCodeRuntime::new("/usr/bin/agency", "/runs/agency.db", dir.path());
+    runtime.model = Some("claude-haiku-4-5".into());
+    let spec = runtime.command(&task(dir.path(), true, Access::ReadWrite), None);
+    let at = spec.args.iter().position(|a| a == "--model").unwrap();
+    assert_eq!(spec.args[at + 1], "claude-haiku-4-5");
 }

@@ -105,6 +105,98 @@ async fn codex_edits_denied_by_the_gate_do_not_happen() {
     );
 }
 
+/// A read-only agent (the sign-off judge) is confined by Codex's `read-only` sandbox alone: with a gate that
+/// allows everything, neither a patch nor a writing command changes anything, in its worktree or outside.
+#[tokio::test]
+async fn a_read_only_codex_agent_cannot_write_even_when_the_gate_allows() {
+    if !e2e_client("codex") {
+        return;
+    }
+    let sandbox = Sandbox::new(&[("README.md", "# demo\n")]);
+    let worktree = sandbox.worktree("codex-judge");
+    let outside = sandbox.dir.path().join("outside.txt");
+    let server = FakeOpenAi::start(vec![
+        Reply::custom("apply_patch", PATCH),
+        Reply::tool_use(
+            "exec_command",
+            serde_json::json!({"cmd": format!("echo x > bash.txt; echo y > {}", outside.display())}),
+        ),
+        Reply::tool_use("exec_command", serde_json::json!({"cmd": "cat README.md"})),
+        Reply::text("It reads fine.\nVERDICT: accept\nmissing: none"),
+    ])
+    .unwrap();
+    let mut task = task(worktree.root(), false, Access::ReadOnly);
+    task.ending = agency_exec::runtime::Ending::AsInstructed;
+    task.env.push(("FAKE_OPENAI_KEY".into(), "dummy".into()));
+    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let mut runtime = runtime(&sandbox, &server, "allow");
+    // Even a runtime whose workspace-write sandbox is off runs a read-only agent in the read-only one.
+    runtime.sandbox = false;
+    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    assert_eq!(outcome.stop, AgentStop::Finished, "{:#?}", hooks.events());
+    assert!(
+        outcome
+            .final_text
+            .as_deref()
+            .is_some_and(|t| t.ends_with("missing: none")),
+        "{outcome:?}"
+    );
+    for written in [
+        worktree.root().join("hello.txt"),
+        worktree.root().join("bash.txt"),
+        outside.clone(),
+    ] {
+        assert!(!written.exists(), "{} was written", written.display());
+    }
+    let outputs: Vec<String> = server.tool_outputs().iter().map(|o| o.to_string()).collect();
+    assert!(
+        outputs.iter().any(|o| o.contains("read-only sandbox")),
+        "{outputs:#?}"
+    );
+    assert!(
+        outputs.iter().any(|o| o.contains("Read-only file system")),
+        "{outputs:#?}"
+    );
+    assert!(outputs.iter().any(|o| o.contains("# demo")), "{outputs:#?}");
+    // The model it was given, and a prompt that asks for no report after the verdict.
+    let requests = server.response_requests();
+    assert!(requests.iter().all(|r| r["model"] == "gpt-5.5"), "{requests:#?}");
+    assert!(
+        !requests[0]
+            .to_string()
+            .contains("end your final message with your report")
+    );
+}
+
+#[test]
+fn read_only_agents_get_the_read_only_sandbox_whatever_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut runtime = CodexRuntime::new("/usr/bin/agency", "/repo/.agency/agency.db", dir.path());
+    let sandbox_of = |runtime: &CodexRuntime, access| {
+        let spec = runtime.command(&task(dir.path(), true, access));
+        let args: Vec<String> = spec
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        match args.iter().position(|a| a == "--sandbox") {
+            Some(at) => args[at + 1].clone(),
+            None if args
+                .iter()
+                .any(|a| a == "--dangerously-bypass-approvals-and-sandbox") =>
+            {
+                "none".into()
+            }
+            None => panic!("no sandbox setting in {args:?}"),
+        }
+    };
+    assert_eq!(sandbox_of(&runtime, Access::ReadOnly), "read-only");
+    assert_eq!(sandbox_of(&runtime, Access::ReadWrite), "workspace-write");
+    runtime.sandbox = false;
+    assert_eq!(sandbox_of(&runtime, Access::ReadOnly), "read-only");
+    assert_eq!(sandbox_of(&runtime, Access::ReadWrite), "none");
+}
+
 #[test]
 fn the_sandbox_lets_the_teachback_command_write_the_blackboard_and_nothing_else_outside() {
     let mut runtime = CodexRuntime::new(

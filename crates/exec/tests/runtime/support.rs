@@ -12,7 +12,7 @@ use agency_core::teachback::{
 use agency_core::variety::TeachbackMode;
 use agency_core::{Brief, Tier};
 use agency_exec::runtime::{
-    Access, AgentEvent, AgentHooks, AgentLimits, AgentTask, ToolCallView, ToolDecision,
+    Access, AgentEvent, AgentHooks, AgentLimits, AgentTask, Ending, ToolCallView, ToolDecision,
 };
 use agency_llm::{
     BoxFuture, CallMeta, CancelToken, EventSink, LlmError, Provider, Request, Response, Script,
@@ -98,6 +98,7 @@ pub fn task(worktree: &Path, blocking: bool, access: Access) -> AgentTask {
         system: vec!["You are a careful implementer.".into()],
         prompt: "Fix calc.add so that check.sh passes.".into(),
         access,
+        ending: Ending::Report,
         limits: AgentLimits {
             max_turns: 12,
             max_tokens: 1_000,

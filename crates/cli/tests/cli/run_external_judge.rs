@@ -1,0 +1,204 @@
+//! `agency run` with the real Claude Code as the read-only judge of each slice's sign-off
+//! (`tiers.t5.runtime: claude-code`) against the fake Anthropic server, the rest of the run scripted with the
+//! engine's partial-verdict script (a squad of two slices, `fix-add` and `fix-mul`, whose first `fix-mul`
+//! leaves a debug marker). One run covers both verdicts: `fix-add`'s judge accepts; the first `fix-mul`
+//! judge tries to write (Claude Code does not even offer it the tools), then rejects with a `missing:` item;
+//! only that slice is retried, with the item in its brief, and its second judge accepts. Every judge thinks
+//! with T5's model from team.yaml.
+
+use agency_core::Tier;
+use agency_core::event::EventKind;
+use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+use agency_testkit::{FakeAnthropic, Reply};
+use serde_json::json;
+
+use crate::hook_support::e2e_client;
+use crate::run_external::{agency_run, all_events, branch_of, git, runtime_of};
+use crate::support::Repo;
+
+/// What the first `fix-mul` judge names as missing.
+const MISSING: &str = "mul.sh still carries the LEFTOVER-DEBUG marker; remove it";
+
+/// The engine's partial-verdict script: its judge replies answer only T1's acceptance here.
+fn partial_script() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/scripts/partial.yaml")
+}
+
+/// The arithmetic project the script works on (`add.sh` and `mul.sh` have the wrong operators), committed,
+/// with agency initialised, T5 on Claude Code and T5's capability level on the model `claude-judge-9`.
+fn arithmetic_repo() -> Repo {
+    let repo = Repo::new();
+    let files = [
+        ("add.sh", "# add A B: prints A + B\necho $(($1 - $2))\n"),
+        ("mul.sh", "# mul A B: prints A * B\necho $(($1 + $2))\n"),
+        (
+            "test_add.sh",
+            "out=$(sh add.sh 2 3)\n[ \"$out\" = 5 ] || { echo \"add 2 3 gave $out, expected 5\"; exit 1; }\n",
+        ),
+        (
+            "test_mul.sh",
+            "out=$(sh mul.sh 2 3)\n[ \"$out\" = 6 ] || { echo \"mul 2 3 gave $out, expected 6\"; exit 1; }\n",
+        ),
+        ("test_arith.sh", "sh test_add.sh && sh test_mul.sh\n"),
+        (".gitignore", ".agency/\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(repo.path().join(name), text).unwrap();
+    }
+    repo.git(&["add", "."]);
+    repo.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "start",
+    ]);
+    repo.agency(&["init"]).success();
+    let (t5, on_claude) = runtime_of("t5", "claude-code");
+    let config = repo.path().join(".agency/team.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text =
+        text.replacen(t5, &on_claude, 1)
+            .replacen("model: claude-sonnet-4-5 ", "model: claude-judge-9 ", 1);
+    std::fs::write(&config, text).unwrap();
+    repo.agency(&["config", "check"]).success();
+    repo
+}
+
+#[test]
+fn claude_code_judges_slices_read_only_and_its_reject_retries_only_that_slice() {
+    if !e2e_client("claude") {
+        return;
+    }
+    let repo = arithmetic_repo();
+    let written = repo.path().join("judge-was-here.txt");
+    // Every judge accepts, except the one whose diff shows the marker.
+    let server = FakeAnthropic::start(vec![Reply::text(
+        "The operator is right and the test exercises it.\nVERDICT: accept\nmissing: none",
+    )])
+    .expect("fake server");
+    server.set_rule(
+        "LEFTOVER-DEBUG",
+        vec![
+            Reply::Blocks(vec![
+                Reply::tool_use(
+                    "Write",
+                    json!({"file_path": written, "content": "the judge wrote this"}),
+                ),
+                Reply::tool_use(
+                    "Bash",
+                    json!({"command": format!("touch {}", written.display()), "description": "write"}),
+                ),
+            ]),
+            Reply::tool_use("Grep", json!({"pattern": "LEFTOVER", "path": "."})),
+            Reply::text(format!(
+                "A debug marker is left in mul.sh.\nVERDICT: reject\nmissing:\n- {MISSING}"
+            )),
+        ],
+    );
+    let env = [
+        ("ANTHROPIC_BASE_URL", server.base_url()),
+        ("ANTHROPIC_API_KEY", "dummy-key-for-the-fake".to_string()),
+    ];
+    let out = agency_run(&repo, &partial_script(), &env);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "agency run failed:\nstdout:\n{stdout}\nstderr:\n{}\ntool results:\n{:#?}",
+        String::from_utf8_lossy(&out.stderr),
+        server.tool_results()
+    );
+    assert!(stdout.contains("t5: claude-code (configured)"), "{stdout}");
+
+    // Three judges (fix-add, fix-mul twice), each on T5's model, offered only the read-only tools and asked
+    // for no report after their verdict.
+    let requests = server.message_requests();
+    let commits: std::collections::BTreeSet<String> = requests
+        .iter()
+        .filter_map(|r| {
+            let prompt = r["messages"][0].to_string();
+            let at = prompt.find("Commit under review: ")?;
+            Some(prompt[at..].chars().take(61).collect())
+        })
+        .collect();
+    assert_eq!(commits.len(), 3, "{commits:#?}");
+    for request in &requests {
+        assert_eq!(request["model"], "claude-judge-9");
+        let mut tools: Vec<&str> = request["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        tools.sort_unstable();
+        assert_eq!(tools, ["Glob", "Grep", "Read"]);
+        let prompt = request["messages"][0].to_string();
+        assert!(prompt.contains("Goal under sign-off"), "{prompt}");
+        assert!(
+            !prompt.contains("end your final message with your report"),
+            "{prompt}"
+        );
+    }
+    // The first fix-mul judge's writes never happened.
+    let results: Vec<String> = server
+        .tool_results()
+        .iter()
+        .map(|r| r["content"].to_string())
+        .collect();
+    for tool in ["Write", "Bash"] {
+        assert!(
+            results
+                .iter()
+                .any(|r| r.contains(&format!("No such tool available: {tool}"))),
+            "{results:#?}"
+        );
+    }
+    assert!(!written.exists());
+
+    // The blackboard: rejected with the missing item, the slice retried with it, then accepted and merged.
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = store.list_runs().unwrap()[0].clone();
+    assert_eq!(run.status, RunStatus::Succeeded);
+    let events = all_events(&store, run.id);
+    let of_t5 = |kind: EventKind| -> Vec<&agency_core::Event> {
+        events
+            .iter()
+            .filter(|e| e.kind == kind && e.tier == Some(Tier::T5))
+            .collect()
+    };
+    let rejected = of_t5(EventKind::SignoffRejected);
+    let accepted = of_t5(EventKind::SignoffAccepted);
+    assert_eq!((rejected.len(), accepted.len()), (1, 2), "{events:#?}");
+    assert!(
+        rejected[0].payload.to_string().contains(MISSING),
+        "{}",
+        rejected[0].payload
+    );
+    let judges = of_t5(EventKind::Spawned);
+    assert_eq!(judges.len(), 3);
+    assert!(judges.iter().all(|e| e.payload["runtime"] == "claude-code"));
+    // Only the rejected slice ran again, its feedback quoting the judge.
+    let briefs = store.list_briefs(run.id).unwrap();
+    let retried: Vec<_> = briefs
+        .iter()
+        .filter(|b| b.tier == Tier::T4 && b.attempt == 1)
+        .collect();
+    assert_eq!(retried.len(), 1);
+    assert_eq!(retried[0].title, "fix-mul");
+    let feedback = events
+        .iter()
+        .find(|e| e.kind == EventKind::Retried && e.brief == Some(retried[0].id))
+        .expect("the retry was recorded");
+    assert_eq!(feedback.payload["title"], "fix-mul");
+    assert!(rejected[0].seq < feedback.seq);
+    let branch = branch_of(&stdout);
+    let files = git(repo.path(), &["ls-tree", "-r", "--name-only", &branch]);
+    assert!(!files.contains("judge-was-here"), "{files}");
+    let mul = git(repo.path(), &["show", &format!("{branch}:mul.sh")]);
+    assert!(
+        mul.contains("echo $(($1 * $2))") && !mul.contains("LEFTOVER"),
+        "{mul}"
+    );
+}
