@@ -4,8 +4,15 @@
 //! the merge is aborted, leaving the target branch exactly as it was, so the engine can hand the conflict to
 //! an agent or a human. Merges always create a merge commit (`--no-ff`), so the integration branch shows
 //! which brief brought in what.
+//!
+//! [`Repo::merge_into`] merges two branches without checking either out where git can (`merge-tree
+//! --write-tree`, git 2.38 and later): a run merges every slice, and a checkout of the whole tree per merge
+//! was most of the runner's git work on a large repository.
 
+use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::{GitError, Repo, check_name, failed};
 
@@ -65,8 +72,9 @@ impl Repo {
         Ok(MergeOutcome::Conflict { files })
     }
 
-    /// Merges `from` into the branch `into` inside a dedicated worktree made at `worktree_path` and removed
-    /// afterwards, so no existing checkout is touched. `into` must not be checked out anywhere else.
+    /// Merges `from` into the branch `into` without touching any checkout: in the object database where git
+    /// can, otherwise inside a dedicated worktree made at `worktree_path` and removed afterwards. `into` must
+    /// not be checked out anywhere (git's own refusal is reported as an error).
     pub fn merge_into(
         &self,
         into: &str,
@@ -74,6 +82,12 @@ impl Repo {
         worktree_path: &Path,
         message: &str,
     ) -> Result<MergeOutcome, GitError> {
+        check_name("branch", into)?;
+        check_name("branch", from)?;
+        // A branch checked out somewhere must move with its work tree; the worktree merge lets git refuse.
+        if self.has_merge_tree()? && !self.is_checked_out(into) {
+            return self.merge_in_object_database(into, from, message);
+        }
         let worktree = self.checkout_worktree(worktree_path, into)?;
         let outcome = worktree.merge(from, message);
         let removed = self.remove_worktree(worktree_path, true);
@@ -83,6 +97,119 @@ impl Repo {
         Ok(outcome)
     }
 
+    /// `merge-tree --write-tree`, then a merge commit with both parents, then the branch moved to it only if
+    /// nobody moved it meanwhile.
+    fn merge_in_object_database(
+        &self,
+        into: &str,
+        from: &str,
+        message: &str,
+    ) -> Result<MergeOutcome, GitError> {
+        let revs = self.git_text(&[
+            "rev-parse".to_owned(),
+            format!("{into}^{{commit}}"),
+            format!("{into}^{{tree}}"),
+            format!("{from}^{{commit}}"),
+        ])?;
+        let [into_rev, into_tree, from_rev] = match revs.lines().collect::<Vec<_>>()[..] {
+            [a, b, c] => [a, b, c],
+            _ => {
+                return Err(GitError::UnexpectedOutput {
+                    args: format!("rev-parse {into} {from}"),
+                    detail: format!("expected three object ids, got {revs:?}"),
+                });
+            }
+        };
+        let args = [
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "--no-messages",
+            "-z",
+            into_rev,
+            from_rev,
+        ];
+        let output = self.run(&args)?;
+        let text = output.stdout.text();
+        let mut entries = text.split('\0');
+        let tree = entries.next().unwrap_or_default();
+        match output.exit_code {
+            Some(0) => {}
+            // Conflicts: the tree (with conflict markers) is followed by the conflicted paths, then an
+            // empty entry; nothing was changed, so there is nothing to abort.
+            Some(1) => {
+                let mut files: Vec<PathBuf> = entries
+                    .take_while(|path| !path.is_empty())
+                    .map(PathBuf::from)
+                    .collect();
+                files.sort();
+                files.dedup();
+                return Ok(MergeOutcome::Conflict { files });
+            }
+            _ => return Err(failed(&args, &output)),
+        }
+        if tree == into_tree
+            && self
+                .run(&["merge-base", "--is-ancestor", from_rev, into_rev])?
+                .success()
+        {
+            return Ok(MergeOutcome::AlreadyUpToDate);
+        }
+        let commit = self
+            .git_text(&[
+                "commit-tree",
+                "--no-gpg-sign",
+                "-p",
+                into_rev,
+                "-p",
+                from_rev,
+                "-m",
+                message,
+                tree,
+            ])?
+            .trim()
+            .to_owned();
+        let reference = format!("refs/heads/{into}");
+        let reflog = format!("merge {from}: {message}");
+        self.run_git(&["update-ref", "-m", &reflog, &reference, &commit, into_rev])?;
+        Ok(MergeOutcome::Merged { rev: commit })
+    }
+
+    /// Whether this git has `merge-tree --write-tree` (2.38 and later), asked once per git program.
+    fn has_merge_tree(&self) -> Result<bool, GitError> {
+        static KNOWN: OnceLock<Mutex<HashMap<OsString, bool>>> = OnceLock::new();
+        let known = KNOWN.get_or_init(Mutex::default);
+        let program = self.options().program.clone();
+        if let Some(&has) = known.lock().unwrap_or_else(PoisonError::into_inner).get(&program) {
+            return Ok(has);
+        }
+        let text = self.git_text(&["version"])?;
+        let has = parse_version(&text).is_some_and(|version| version >= (2, 38));
+        known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(program, has);
+        Ok(has)
+    }
+
+    /// Whether `branch` is the `HEAD` of the main work tree or of a linked one, read from their `HEAD`
+    /// files (no process: this is asked before every merge).
+    fn is_checked_out(&self, branch: &str) -> bool {
+        let wanted = format!("ref: refs/heads/{branch}");
+        let points_here =
+            |head: &Path| std::fs::read_to_string(head).is_ok_and(|text| text.trim_end() == wanted);
+        let common = self.common_dir();
+        if points_here(&common.join("HEAD")) {
+            return true;
+        }
+        let Ok(linked) = std::fs::read_dir(common.join("worktrees")) else {
+            return false;
+        };
+        linked
+            .flatten()
+            .any(|entry| points_here(&entry.path().join("HEAD")))
+    }
+
     /// Paths with unmerged entries in the index.
     fn conflicted_files(&self) -> Result<Vec<PathBuf>, GitError> {
         let changes = self.parse_name_status(&["diff", "--name-status", "-z", "--diff-filter=U"])?;
@@ -90,5 +217,27 @@ impl Repo {
         files.sort();
         files.dedup();
         Ok(files)
+    }
+}
+
+/// `git version 2.47.3` (or `2.39.5.windows.1`, `2.45.GIT`) → `(2, 47)`.
+fn parse_version(text: &str) -> Option<(u32, u32)> {
+    let version = text.trim().strip_prefix("git version ")?;
+    let mut parts = version.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_version;
+
+    #[test]
+    fn git_versions_parse_to_major_and_minor() {
+        assert_eq!(parse_version("git version 2.47.3\n"), Some((2, 47)));
+        assert_eq!(parse_version("git version 2.39.5.windows.1"), Some((2, 39)));
+        assert_eq!(parse_version("git version 2.45.GIT"), Some((2, 45)));
+        assert_eq!(parse_version("hub version 2.14.2"), None);
     }
 }

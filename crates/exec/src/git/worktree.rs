@@ -1,5 +1,6 @@
 //! Linked worktrees: one per brief, so agents working in parallel never see each other's uncommitted
-//! changes, and a dedicated one per merge so the user's own checkout is never touched.
+//! changes, and a dedicated one per merge where git cannot merge without a checkout, so the user's own
+//! checkout is never touched.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -80,7 +81,7 @@ impl Repo {
             path.as_os_str(),
             base.as_ref(),
         ])?;
-        self.open_other(path)
+        self.open_linked(path)
     }
 
     /// Checks out the existing `branch` in a new worktree at `path` (git refuses a branch already checked
@@ -95,7 +96,7 @@ impl Repo {
             path.as_os_str(),
             branch.as_ref(),
         ])?;
-        self.open_other(path)
+        self.open_linked(path)
     }
 
     /// Checks out `rev` on a detached `HEAD` in a new worktree at `path` (for reading or verifying one
@@ -110,22 +111,48 @@ impl Repo {
         ];
         let _turn = self.worktree_changes()?;
         self.run_git(&[&args[..], &[path.as_os_str(), rev.as_ref()]].concat())?;
-        self.open_other(path)
+        self.open_linked(path)
     }
 
-    /// Removes the worktree at `path` (with `force`, even with uncommitted changes) and prunes git's records
-    /// of worktrees whose directories are gone. A directory deleted by hand is just pruned.
+    /// Opens a linked worktree of this repository. When its `.git` file points into this repository's
+    /// `worktrees/` directory, that is answer enough and no git process is started (the runner opens a
+    /// worktree per brief); anything else is left to git, as in [`Repo::open_other`].
+    pub fn open_linked(&self, path: &Path) -> Result<Repo, GitError> {
+        match self.linked_root(path) {
+            Some(root) => Ok(Repo {
+                root,
+                common_dir: self.common_dir.clone(),
+                options: self.options.clone(),
+            }),
+            None => self.open_other(path),
+        }
+    }
+
+    /// `path`, resolved as git resolves a top level, when it is the top of one of this repository's linked
+    /// worktrees.
+    fn linked_root(&self, path: &Path) -> Option<PathBuf> {
+        let root = std::fs::canonicalize(path).ok()?;
+        let text = std::fs::read_to_string(root.join(".git")).ok()?;
+        // Relative since git 2.48 with `worktree.useRelativePaths`: relative to the worktree's top.
+        let gitdir = root.join(text.strip_prefix("gitdir: ")?.trim_end());
+        let admin = std::fs::canonicalize(self.common_dir.join("worktrees")).ok()?;
+        let gitdir = std::fs::canonicalize(gitdir).ok()?;
+        (gitdir.parent()? == admin).then_some(root)
+    }
+
+    /// Removes the worktree at `path` (with `force`, even with uncommitted changes); git forgets it with it.
+    /// A directory deleted by hand is pruned instead (with every other worktree whose directory is gone).
     pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<(), GitError> {
         let _turn = self.worktree_changes()?;
-        if path.exists() {
-            let mut args = vec![OsStr::new("worktree"), "remove".as_ref()];
-            if force {
-                args.push("--force".as_ref());
-            }
-            args.push(path.as_os_str());
-            self.run_git(&args)?;
+        if !path.exists() {
+            return self.prune();
         }
-        self.prune()
+        let mut args = vec![OsStr::new("worktree"), "remove".as_ref()];
+        if force {
+            args.push("--force".as_ref());
+        }
+        args.push(path.as_os_str());
+        self.run_git(&args).map(drop)
     }
 
     /// Forgets worktrees whose directories no longer exist.

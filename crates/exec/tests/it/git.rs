@@ -130,7 +130,25 @@ fn two_worktrees_see_only_their_own_changes_and_their_merge_reports_the_conflict
     let MergeOutcome::Merged { rev: after_a } = first else {
         panic!("{first:?}")
     };
-    assert!(!merge_dir.exists(), "the merge worktree is removed afterwards");
+    assert!(!merge_dir.exists(), "no merge worktree is left behind");
+    let merge = t.repo.commit_info(&integration).unwrap();
+    assert_eq!(merge.id, after_a);
+    assert_eq!(merge.subject, "merge a");
+    assert_eq!(
+        merge.parents,
+        vec![
+            t.repo.rev_parse("main").unwrap(),
+            t.repo.rev_parse(&branch_a).unwrap()
+        ],
+        "a merge commit of the target and the merged branch, even where a fast-forward was possible"
+    );
+    assert_eq!(
+        t.repo
+            .file_at(&integration, "shared.txt".as_ref())
+            .unwrap()
+            .as_deref(),
+        Some(&b"one\nTWO (a)\nthree\n"[..])
+    );
 
     let second = t
         .repo
@@ -207,6 +225,22 @@ fn a_merge_refused_for_another_reason_is_an_error_not_a_conflict() {
         err.to_string().contains("already"),
         "the user's checkout is never borrowed: {err}"
     );
+    let branch = "agency/checked-out";
+    t.repo.create_branch("agency/other", "main").unwrap();
+    let wt = t
+        .repo
+        .add_worktree(&t.worktree_path("co"), branch, "main")
+        .unwrap();
+    write(wt.root(), "x.txt", "x\n");
+    committed(wt.commit_all("x").unwrap());
+    let err = t
+        .repo
+        .merge_into(branch, "agency/other", &t.worktree_path("m2"), "m")
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("already"),
+        "a branch checked out in a linked worktree is not moved under it: {err}"
+    );
     let err = t.repo.merge("--abort", "m").unwrap_err();
     assert!(matches!(err, GitError::InvalidName { .. }), "{err}");
 }
@@ -223,6 +257,24 @@ fn worktrees_are_listed_and_removed() {
     assert!(list[0].is_main && list[0].branch.as_deref() == Some("main"));
     assert_eq!(list[1].path.canonicalize().unwrap(), path.canonicalize().unwrap());
     assert_eq!(list[1].branch.as_deref(), Some("agency/a"));
+
+    // Opened without git, it is what git itself says it is.
+    let asked = t.repo.open_other(&path).unwrap();
+    let known = t.repo.open_linked(&path).unwrap();
+    assert_eq!(
+        (known.root(), known.common_dir().canonicalize().unwrap()),
+        (asked.root(), asked.common_dir().canonicalize().unwrap())
+    );
+    assert_eq!(wt.root(), asked.root());
+    // A directory that is no worktree of this repository is left to git, which refuses it.
+    let stranger = tempfile::tempdir().unwrap();
+    std::fs::write(
+        stranger.path().join(".git"),
+        "gitdir: /elsewhere/.git/worktrees/x\n",
+    )
+    .unwrap();
+    let err = t.repo.open_linked(stranger.path()).unwrap_err();
+    assert!(matches!(err, GitError::NotAWorkTree { .. }), "{err}");
 
     let err = t.repo.remove_worktree(&path, false).unwrap_err();
     assert!(err.to_string().contains("untracked"), "{err}");
