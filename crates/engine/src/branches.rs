@@ -7,7 +7,9 @@
 //! Brief branches merge into their workstream branch once verified; workstream branches merge into the
 //! integration branch one at a time, each merge re-verified.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use agency_core::{Brief, RunId};
 use agency_exec::{CommitOutcome, MergeOutcome, Repo, brief_branch_name, sanitize_ref_component};
@@ -20,13 +22,41 @@ pub struct RunBranches {
     repo: Repo,
     run: RunId,
     worktrees: PathBuf,
+    known: KnownBranches,
+}
+
+/// Branches this runner has made or seen, so the run's shared branches (integration, workstreams) are
+/// looked up once, not once per slice. A runner never deletes them while a run is live.
+#[derive(Debug, Clone, Default)]
+pub struct KnownBranches(Arc<Mutex<HashSet<String>>>);
+
+impl KnownBranches {
+    fn contains(&self, branch: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(branch)
+    }
+
+    fn insert(&self, branch: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(branch.to_owned());
+    }
 }
 
 impl RunBranches {
-    /// Branches of `run` in `repo`; worktrees go under `worktrees_root/<run8>/`.
-    pub fn new(repo: Repo, run: RunId, worktrees_root: &Path) -> Self {
+    /// Branches of `run` in `repo`; worktrees go under `worktrees_root/<run8>/`; `known` remembers the
+    /// shared branches that exist (share it between the calls of one runner).
+    pub fn new(repo: Repo, run: RunId, worktrees_root: &Path, known: KnownBranches) -> Self {
         let worktrees = worktrees_root.join(run.short());
-        RunBranches { repo, run, worktrees }
+        RunBranches {
+            repo,
+            run,
+            worktrees,
+            known,
+        }
     }
 
     /// The repository.
@@ -69,13 +99,17 @@ impl RunBranches {
     /// `agency worker` starting a workstream's first agents at once) race to create it from the same
     /// base: a failure because the other one just did is no failure.
     fn ensure_branch(&self, branch: &str, base: &str) -> Result<()> {
-        if self.repo.branch_exists(branch)? {
+        if self.known.contains(branch) {
             return Ok(());
         }
-        match self.repo.create_branch(branch, base) {
-            Err(_) if self.repo.branch_exists(branch)? => Ok(()),
-            created => Ok(created?),
+        if !self.repo.branch_exists(branch)? {
+            match self.repo.create_branch(branch, base) {
+                Err(_) if self.repo.branch_exists(branch)? => {}
+                created => created?,
+            }
         }
+        self.known.insert(branch);
+        Ok(())
     }
 
     /// The brief's worktree path.
@@ -91,10 +125,13 @@ impl RunBranches {
             return Ok((branch, path));
         }
         worktree_dir(&path)?;
-        if self.repo.branch_exists(&branch)? {
+        // The branch is new but for a resumed brief whose worktree was removed: try the common case first
+        // (git refuses an existing branch before touching anything).
+        if let Err(err) = self.repo.add_worktree(&path, &branch, base) {
+            if !self.repo.branch_exists(&branch)? {
+                return Err(err.into());
+            }
             self.repo.checkout_worktree(&path, &branch)?;
-        } else {
-            self.repo.add_worktree(&path, &branch, base)?;
         }
         Ok((branch, path))
     }
@@ -112,7 +149,7 @@ impl RunBranches {
 
     /// Commits whatever the agent left in its worktree, on its behalf.
     pub fn commit_brief(&self, brief: &Brief) -> Result<CommitOutcome> {
-        let worktree = self.repo.open_other(&self.worktree_path(brief))?;
+        let worktree = self.repo.open_linked(&self.worktree_path(brief))?;
         let message = format!(
             "{}: {} (agency brief {})",
             brief.workstream,

@@ -70,6 +70,8 @@ pub struct Engine {
     pub(crate) plan_cache: Arc<Mutex<Option<Arc<crate::advance::ApprovedPlan>>>>,
     /// The earliest time a pass must run even if nothing changed on the blackboard (a T3 mesh timeout).
     pub(crate) wake: Arc<Mutex<Option<chrono::DateTime<chrono::Utc>>>>,
+    /// The run's shared branches known to exist.
+    pub(crate) known_branches: crate::branches::KnownBranches,
 }
 
 /// How a drive ended.
@@ -109,6 +111,7 @@ impl Engine {
             ledger: None,
             plan_cache: Arc::new(Mutex::new(None)),
             wake: Arc::new(Mutex::new(None)),
+            known_branches: crate::branches::KnownBranches::default(),
         })
     }
 
@@ -131,7 +134,7 @@ impl Engine {
         new.base_rev = Some(base.clone());
         new.config = serde_json::to_value(&self.config).unwrap_or_default();
         let run = self.store.create_run(new)?;
-        RunBranches::new(self.repo.clone(), run.id, &self.options.worktrees).ensure_integration(&base)?;
+        self.branches(run.id).ensure_integration(&base)?;
         crate::forge::remember_base(self, &run)?;
         let plan = Brief {
             id: BriefId::new(),
@@ -220,7 +223,12 @@ impl Engine {
     }
 
     pub(crate) fn branches(&self, run: RunId) -> RunBranches {
-        RunBranches::new(self.repo.clone(), run, &self.options.worktrees)
+        RunBranches::new(
+            self.repo.clone(),
+            run,
+            &self.options.worktrees,
+            self.known_branches.clone(),
+        )
     }
 
     /// Drives `run` until it succeeds, fails, halts or is cancelled: the run's one driver (tier handling,

@@ -81,17 +81,22 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     let outcome = branches.commit_brief(brief)?;
     let branch = brief.branch.clone().unwrap_or_else(|| branches.brief(brief));
     let base = branches.workstream(&brief.workstream);
-    if matches!(outcome, CommitOutcome::NothingToCommit)
-        && engine.repo.rev_parse(&branch)? == engine.repo.rev_parse(&base)?
-    {
-        crate::failure::fail_brief(
-            engine,
-            brief,
-            "it reported done but changed nothing: no commit on its branch",
-        )?;
-        return Ok(true);
-    }
-    let rev = engine.repo.rev_parse(&branch)?;
+    let rev = match outcome {
+        CommitOutcome::Committed { rev, .. } => rev,
+        // Nothing left uncommitted: the agent may have committed itself, or done nothing at all.
+        CommitOutcome::NothingToCommit => {
+            let rev = engine.repo.rev_parse(&branch)?;
+            if rev == engine.repo.rev_parse(&base)? {
+                crate::failure::fail_brief(
+                    engine,
+                    brief,
+                    "it reported done but changed nothing: no commit on its branch",
+                )?;
+                return Ok(true);
+            }
+            rev
+        }
+    };
     if let Some(command) = brief.contract.as_ref().and_then(|c| c.verify.clone()) {
         let result = verify_rev(engine, &rev, &command).await?;
         record_verify(engine, brief, &rev, &result)?;
