@@ -358,30 +358,15 @@ pub fn branch_of(stdout: &str) -> String {
         .to_string()
 }
 
-/// Codex as the implementer and as the read-only judge of its slice, each on its tier's model from team.yaml
-/// (Codex's own default is another).
+/// Codex as the implementer, on its tier's model from team.yaml (Codex's own default is another). Codex as
+/// the judge: `run_external_judge`.
 #[test]
-fn codex_implementer_teaches_back_in_its_sandbox_its_judge_cannot_write_and_its_fix_merges() {
+fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
     if !e2e_client("codex") {
         return;
     }
-    let (t4, t4_on) = runtime_of("t4", "codex");
-    let (t5, t5_on) = runtime_of("t5", "codex");
-    let repo = demo_repo(&[
-        (t4, &t4_on),
-        (t5, &t5_on),
-        ("providers:\n", "providers:\n  openai: {kind: openai}\n"),
-        (
-            "fast-cheap:\n    provider: anthropic           # a key of providers\n    model: claude-haiku-4-5 ",
-            // A model Codex knows, so that it offers apply_patch.
-            "fast-cheap:\n    provider: openai\n    model: gpt-5.5 ",
-        ),
-        (
-            "capable:\n    provider: anthropic           # a key of providers\n    model: claude-sonnet-4-5 ",
-            "capable:\n    provider: openai\n    model: gpt-judge-test ",
-        ),
-    ]);
-    let judged = repo.path().join("judged.txt");
+    // A model Codex knows, so that it offers apply_patch.
+    let repo = repo_with_implementers_on("codex", "openai", "gpt-5.5");
     let patch = "*** Begin Patch\n*** Update File: pagination.py\n@@\n-    start = number * size\n\
                  +    start = (number - 1) * size\n*** End Patch\n";
     let server = FakeOpenAi::start(vec![
@@ -395,18 +380,6 @@ fn codex_implementer_teaches_back_in_its_sandbox_its_judge_cannot_write_and_its_
         Reply::text(REPORT),
     ])
     .expect("fake server");
-    // The judge (its prompt starts with the judge's instructions: Codex has no system prompt flag) tries to
-    // write, in its checkout and in the repository, then accepts.
-    server.set_rule(
-        "You are the sign-off judge",
-        vec![
-            Reply::tool_use(
-                "exec_command",
-                json!({"cmd": format!("echo judged > judged.txt; echo judged > {}", judged.display())}),
-            ),
-            Reply::text("page() starts at (number - 1) * size.\nVERDICT: accept\nmissing: none"),
-        ],
-    );
     let env = [
         ("OPENAI_BASE_URL", server.base_url()),
         ("OPENAI_API_KEY", "dummy-key-for-the-fake".to_string()),
@@ -419,33 +392,16 @@ fn codex_implementer_teaches_back_in_its_sandbox_its_judge_cannot_write_and_its_
         "agency run failed:\nstdout:\n{stdout}\nstderr:\n{}\ntool outputs:\n{outputs:#?}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("t4, t5: codex (configured)"), "{stdout}");
-    // Each Codex thought with its tier's model from team.yaml.
-    let (judge, implementer): (Vec<Value>, Vec<Value>) = server
+    assert!(stdout.contains("t4: codex (configured)"), "{stdout}");
+    let models: Vec<Value> = server
         .response_requests()
-        .into_iter()
-        .partition(|r| r["input"].to_string().contains("You are the sign-off judge"));
-    let models = |requests: &[Value]| -> Vec<Value> { requests.iter().map(|r| r["model"].clone()).collect() };
+        .iter()
+        .map(|r| r["model"].clone())
+        .collect();
     assert!(
-        !implementer.is_empty() && models(&implementer).iter().all(|m| m == "gpt-5.5"),
-        "{:?}",
-        models(&implementer)
+        !models.is_empty() && models.iter().all(|m| m == "gpt-5.5"),
+        "{models:?}"
     );
-    assert!(
-        !judge.is_empty() && models(&judge).iter().all(|m| m == "gpt-judge-test"),
-        "{:?}",
-        models(&judge)
-    );
-    // The judge was asked for its verdict block only, and wrote nothing.
-    assert!(
-        !judge[0]["input"]
-            .to_string()
-            .contains("end your final message with your report")
-    );
-    assert!(!judged.exists());
-    // The gate let the command run; Codex's read-only sandbox refused the writes.
-    let refused = judge.last().unwrap()["input"].to_string();
-    assert!(refused.contains("judged.txt: Read-only file system"), "{refused}");
     let outputs: Vec<String> = outputs.iter().map(|o| o.to_string()).collect();
     let first = |needle: &str| {
         outputs
@@ -458,21 +414,10 @@ fn codex_implementer_teaches_back_in_its_sandbox_its_judge_cannot_write_and_its_
     assert!(
         git_show(repo.path(), &format!("{branch}:pagination.py")).contains("start = (number - 1) * size")
     );
-    let files = git(repo.path(), &["ls-tree", "-r", "--name-only", &branch]);
-    assert!(!files.contains("judged.txt"), "{files}");
     let store = SqliteBlackboard::open(repo.db()).unwrap();
     let run = store.list_runs().unwrap()[0].clone();
     assert_eq!(run.status, RunStatus::Succeeded);
     let events = all_events(&store, run.id);
-    let accepted = events
-        .iter()
-        .find(|e| e.kind == EventKind::SignoffAccepted && e.tier == Some(Tier::T5))
-        .expect("the Codex judge's accept was recorded");
-    let spawned = events
-        .iter()
-        .find(|e| e.kind == EventKind::Spawned && e.brief == accepted.brief)
-        .unwrap();
-    assert_eq!(spawned.payload["runtime"], "codex");
     assert!(events.iter().any(|e| e.kind == EventKind::TeachbackDenied));
     assert!(
         events.iter().any(
