@@ -430,3 +430,28 @@ fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
             .any(|e| e.kind == EventKind::Usage && e.payload["provider"] == "codex")
     );
 }
+
+/// A tier model that Claude Code would read as a flag stops the run before anything is recorded, naming the
+/// team.yaml field; no `claude` is needed, since it is never started.
+#[test]
+fn a_tier_model_that_looks_like_a_flag_is_refused_naming_its_field() {
+    let repo = repo_with_implementers_on("claude-code", "anthropic", "--dangerously-skip-permissions");
+    let out = repo
+        .agency(&[
+            "run",
+            GOAL,
+            "--script",
+            demo_dir().join("script.yaml").to_str().unwrap(),
+        ])
+        .fails_with(3);
+    assert!(
+        out.stderr().contains(
+            "models.fast-cheap.model: the model id \"--dangerously-skip-permissions\" starts with `-`, which a \
+             command line would read as a flag (the model of tiers.t4, passed to claude-code)"
+        ),
+        "{}",
+        out.stderr()
+    );
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    assert!(store.list_runs().unwrap().is_empty());
+}
