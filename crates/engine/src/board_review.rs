@@ -31,7 +31,7 @@ use tokio::task::JoinSet;
 
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::hooks::{VIA_RUNNER, review, review_kind, review_payload};
+use crate::hooks::{Reviewed, VIA_RUNNER, review, review_kind, review_payload};
 
 /// Reviews tried for one submission before the ALERT is raised instead.
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -44,6 +44,8 @@ const PAGE: usize = 500;
 #[derive(Debug, Clone)]
 struct Submission {
     teachback: Teachback,
+    /// Its event (a review recorded by hand comes after it).
+    seq: i64,
     /// When it was sent (the start of the stall an ALERT reports).
     sent: DateTime<Utc>,
     /// Reviews that failed so far, and when the next may start.
@@ -113,6 +115,7 @@ impl BoardReviews {
                             brief,
                             Submission {
                                 teachback,
+                                seq: event.seq,
                                 sent: event.ts,
                                 failures: 0,
                                 not_before: None,
@@ -147,11 +150,17 @@ impl BoardReviews {
         let store: Arc<dyn Blackboard> = engine.store.clone();
         let reviewer = engine.reviewer(&brief);
         let teachback = submission.teachback.clone();
+        let since = submission.seq;
         let cancel = cancel.child();
         self.running.insert(id);
         self.tasks.spawn(async move {
             let outcome = async {
-                let review = review(store.as_ref(), &reviewer, &brief, &teachback, &cancel).await?;
+                let review =
+                    match review(store.as_ref(), &reviewer, &brief, &teachback, since, &cancel).await? {
+                        Reviewed::New(review) => review,
+                        // A human recorded the review on the teachback (and its gate is closed): done.
+                        Reviewed::Recorded(..) => return Ok(()),
+                    };
                 let mode = brief.teachback_mode();
                 let from = TeachbackState::UnderReview;
                 let to = transition(from, mode, &review.action()).map_err(|e| e.to_string())?;

@@ -2,16 +2,15 @@
 //! and is reviewed by the parent tier's model (or a human, when the `teachback` gate is on); every tool
 //! call is checked against the brief's teachback state; what the agent does becomes events.
 //!
-//! The review itself ([`review`]) and its record on the blackboard ([`review_payload`], with the
-//! [`review_message`] the agent reads) are shared with the review of teachbacks external agents submit
-//! through the blackboard (`crate::board_review`) and with `agency teachback approve|correct`, so a
-//! review reads the same wherever it was made.
+//! The review itself ([`review`]; a human's goes through [`crate::teachback_gate`]) and its record on the
+//! blackboard ([`review_payload`], with the [`review_message`] the agent reads) are shared with the review
+//! of teachbacks external agents submit through the blackboard (`crate::board_review`) and with
+//! `agency teachback approve|correct`, so a review reads the same wherever it was made.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agency_core::event::{EventKind, NewEvent};
-use agency_core::gate::{GateKind, GateStatus};
 use agency_core::teachback::{
     ReviewVerdict, Teachback, TeachbackAction, TeachbackReview, TeachbackState, allows_edits, transition,
 };
@@ -19,7 +18,7 @@ use agency_core::variety::TeachbackMode;
 use agency_core::{Brief, BriefId};
 use agency_exec::runtime::{AgentEvent, AgentHooks, ToolCallView, ToolDecision};
 use agency_llm::{Block, BoxFuture, CancelToken, Message, Provider, Request, ToolChoice, ToolSpec};
-use agency_store::{Blackboard, NewGate};
+use agency_store::Blackboard;
 use serde_json::json;
 
 use crate::prompts;
@@ -95,74 +94,65 @@ impl RunnerHooks {
         Ok(())
     }
 
-    async fn review(&self, teachback: &Teachback) -> Result<TeachbackReview, String> {
+    async fn review(&self, teachback: &Teachback, since: i64) -> Result<Reviewed, String> {
         review(
             self.store.as_ref(),
             &self.reviewer,
             &self.brief,
             teachback,
+            since,
             &self.cancel,
         )
         .await
     }
+
+    /// Takes the review a human recorded on the teachback (after event `since`) as this agent's, if there
+    /// is one: the teachback state follows the blackboard.
+    fn adopt_recorded(&self, since: i64) -> Result<Option<TeachbackReview>, String> {
+        let recorded = crate::teachback_gate::recorded_review(self.store.as_ref(), &self.brief, since)
+            .map_err(|e| e.to_string())?;
+        Ok(recorded.map(|(review, state)| {
+            self.follow(state);
+            review
+        }))
+    }
+
+    /// Sets the teachback state to `state`, which the blackboard already holds.
+    fn follow(&self, state: TeachbackState) {
+        *self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = state;
+    }
 }
 
-/// Has `teachback` of `brief` reviewed by `reviewer`: the parent tier's model, or a human through a
-/// `teachback` gate (opened on `store` and polled until decided). An `Err` says why there is no review.
+/// A review of a teachback, and whether it is on the blackboard yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reviewed {
+    /// Made by the reviewer; the caller records it on the teachback.
+    New(TeachbackReview),
+    /// Recorded on the teachback by a human meanwhile (`agency teachback approve|correct`), which is now
+    /// in this state: the caller records nothing and gives the agent this review.
+    Recorded(TeachbackReview, TeachbackState),
+}
+
+/// Has `teachback` of `brief`, submitted at event `since`, reviewed by `reviewer`: the parent tier's model,
+/// or a human through a `teachback` gate (opened on `store` and polled until decided; see
+/// [`crate::teachback_gate`]). An `Err` says why there is no review.
 pub async fn review(
     store: &dyn Blackboard,
     reviewer: &Reviewer,
     brief: &Brief,
     teachback: &Teachback,
+    since: i64,
     cancel: &CancelToken,
-) -> Result<TeachbackReview, String> {
+) -> Result<Reviewed, String> {
     match reviewer {
-        Reviewer::Model(provider) => review_by_model(provider.as_ref(), brief, teachback, cancel).await,
-        Reviewer::Human { poll } => review_by_human(store, brief, teachback, *poll, cancel).await,
-    }
-}
-
-async fn review_by_human(
-    store: &dyn Blackboard,
-    brief: &Brief,
-    teachback: &Teachback,
-    poll: Duration,
-    cancel: &CancelToken,
-) -> Result<TeachbackReview, String> {
-    let summary = json!({
-        "message": format!("Teachback of {} waiting for review", brief.title),
-        "teachback": teachback.to_string(),
-    });
-    let mut gate = NewGate::new(brief.run, GateKind::Teachback, summary);
-    gate.brief = Some(brief.id);
-    gate.tier = Some(brief.tier);
-    let gate = store.open_gate(gate).map_err(|e| e.to_string())?;
-    loop {
-        if cancel.is_cancelled() {
-            return Err("the run was cancelled".into());
-        }
-        let current = store.get_gate(gate.id).map_err(|e| e.to_string())?;
-        let reviewer = current.decided_by.clone().unwrap_or_else(|| "human".into());
-        match current.status {
-            GateStatus::Pending => tokio::time::sleep(poll).await,
-            GateStatus::Approved => {
-                return Ok(TeachbackReview {
-                    verdict: ReviewVerdict::Approved,
-                    reviewer,
-                    note: current.note,
-                });
-            }
-            GateStatus::Rejected => {
-                let item = current
-                    .note
-                    .clone()
-                    .unwrap_or_else(|| "rejected without a reason".into());
-                return Ok(TeachbackReview {
-                    verdict: ReviewVerdict::Corrections(vec![item]),
-                    reviewer,
-                    note: None,
-                });
-            }
+        Reviewer::Model(provider) => review_by_model(provider.as_ref(), brief, teachback, cancel)
+            .await
+            .map(Reviewed::New),
+        Reviewer::Human { poll } => {
+            crate::teachback_gate::review_by_human(store, brief, teachback, since, *poll, cancel).await
         }
     }
 }
@@ -284,6 +274,11 @@ impl AgentHooks for RunnerHooks {
             if self.state() == TeachbackState::Active {
                 return Err("your teachback is already approved; go on with the work".into());
             }
+            // Where a review recorded by hand would start: it comes after the submission.
+            let since = self
+                .store
+                .last_seq(Some(self.brief.run))
+                .map_err(|e| e.to_string())?;
             // `via: runner` marks a teachback this runner reviews in process, which the review of
             // blackboard submissions must leave alone.
             let payload = json!({ "title": self.brief.title, "teachback": teachback, "via": VIA_RUNNER });
@@ -295,9 +290,18 @@ impl AgentHooks for RunnerHooks {
                     note: Some("advisory brief: recorded, proceed".into()),
                 });
             }
-            let review = self.review(teachback).await?;
+            let review = match self.review(teachback, since).await? {
+                Reviewed::New(review) => review,
+                Reviewed::Recorded(review, state) => {
+                    self.follow(state);
+                    return Ok(review);
+                }
+            };
             let payload = review_payload(&self.brief, &review);
-            self.step(&review.action(), review_kind(&review), payload)?;
+            if let Err(problem) = self.step(&review.action(), review_kind(&review), payload) {
+                // A human recorded a review while this one was being made: theirs stands.
+                return self.adopt_recorded(since)?.ok_or(problem);
+            }
             Ok(review)
         })
     }

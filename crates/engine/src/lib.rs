@@ -20,6 +20,7 @@ mod progress;
 pub mod prompts;
 mod signoff;
 pub mod task;
+pub mod teachback_gate;
 mod verify;
 
 pub use claimer::Role;

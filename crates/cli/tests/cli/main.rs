@@ -27,6 +27,7 @@ mod resume;
 mod run_external;
 mod run_external_judge;
 mod teachback;
+mod teachback_gate;
 mod teachback_wait;
 mod variety;
 mod watch_inspect;

@@ -8,7 +8,7 @@
 //! database fails the test.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
@@ -18,28 +18,13 @@ use agency_core::gate::GateStatus;
 use agency_store::{Blackboard, PostgresBlackboard, RunStatus};
 use postgres::{Client, NoTls};
 
-use crate::support::Repo;
+use crate::support::{Repo, finish, wait_for};
 
 const URL_VAR: &str = "AGENCY_TEST_POSTGRES_URL";
 const GOAL: &str = "Fix the shell calculator so that every check passes.";
 
 /// The engine's medium-profile run: T1 → T3 → two T4s (fix-add, fix-mul) → T5s → accept.
 const SCRIPT: &str = include_str!("../../../engine/tests/scripts/medium.yaml");
-
-/// The project that script fixes: two scripts with the wrong operator and their checks.
-const FILES: &[(&str, &str)] = &[
-    ("add.sh", "# add A B: prints A + B\necho $(($1 - $2))\n"),
-    ("mul.sh", "# mul A B: prints A * B\necho $(($1 + $2))\n"),
-    (
-        "test_add.sh",
-        "out=$(sh add.sh 2 3)\n[ \"$out\" = 5 ] || exit 1\n",
-    ),
-    (
-        "test_mul.sh",
-        "out=$(sh mul.sh 2 3)\n[ \"$out\" = 6 ] || exit 1\n",
-    ),
-    ("test_arith.sh", "sh test_add.sh && sh test_mul.sh\n"),
-];
 
 fn admin_url() -> Option<String> {
     std::env::var(URL_VAR).ok().filter(|url| !url.trim().is_empty())
@@ -127,56 +112,14 @@ fn calculator(db: &Database, script: &str) -> Repo {
     let repo = Repo::new();
     let init = repo.agency(&["--db", &db.url, "init"]).success();
     assert!(init.stdout().contains("created"), "{}", init.stdout());
-    for (name, text) in FILES {
-        std::fs::write(repo.path().join(name), text).unwrap();
-    }
-    repo.git(&["add", "."]);
-    repo.git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@example.com",
-        "commit",
-        "-qm",
-        "calculator",
-    ]);
+    repo.commit_calculator();
     std::fs::write(repo.path().join(".agency").join("script.yaml"), script).unwrap();
     repo
 }
 
 /// `agency` with `args` in the background, the blackboard in its environment.
 fn spawn(repo: &Repo, db: &Database, args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_agency"))
-        .args(args)
-        .current_dir(repo.path())
-        .env("AGENCY_DB", &db.url)
-        .env_remove("AGENCY_CONFIG")
-        .env("USER", "tester")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits for `child` to end (killing it after `limit`) and returns its exit code and output.
-fn finish(mut child: Child, limit: Duration) -> (Option<i32>, String) {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().unwrap();
-    let text = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.code(), text)
+    repo.spawn(args, &[("AGENCY_DB", &db.url)])
 }
 
 /// The password in a key/value or URL connection string, if it has one.
@@ -392,17 +335,6 @@ fn a_worker_process_runs_agents_for_a_run_another_process_drives() {
     assert!(events.iter().any(|e| e.kind == EventKind::Log
         && e.payload["tag"] == "WORKER"
         && e.payload["worker"] == worker_name.as_str()));
-}
-
-fn wait_for<T>(mut probe: impl FnMut() -> Option<T>, what: &str) -> T {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(value) = probe() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "waited 60s for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

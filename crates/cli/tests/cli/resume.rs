@@ -15,21 +15,6 @@ use crate::support::Repo;
 /// The medium-profile script of the engine's end-to-end tests: T1 → T3 → two T4s → T5s → accept.
 const SCRIPT: &str = include_str!("../../../engine/tests/scripts/medium.yaml");
 
-/// The project that script fixes: two scripts with the wrong operator and their checks.
-const FILES: &[(&str, &str)] = &[
-    ("add.sh", "# add A B: prints A + B\necho $(($1 - $2))\n"),
-    ("mul.sh", "# mul A B: prints A * B\necho $(($1 + $2))\n"),
-    (
-        "test_add.sh",
-        "out=$(sh add.sh 2 3)\n[ \"$out\" = 5 ] || { echo \"add 2 3 gave $out, expected 5\"; exit 1; }\n",
-    ),
-    (
-        "test_mul.sh",
-        "out=$(sh mul.sh 2 3)\n[ \"$out\" = 6 ] || { echo \"mul 2 3 gave $out, expected 6\"; exit 1; }\n",
-    ),
-    ("test_arith.sh", "sh test_add.sh && sh test_mul.sh\n"),
-];
-
 fn all_events(store: &SqliteBlackboard) -> Vec<Event> {
     store.events_after(None, 0, 100_000).unwrap()
 }
@@ -44,22 +29,7 @@ fn spawns(events: &[Event]) -> BTreeMap<BriefId, usize> {
 
 #[test]
 fn a_run_killed_mid_run_resumes_and_completes_without_double_spawns() {
-    let repo = Repo::initialised();
-    for (name, text) in FILES {
-        std::fs::write(repo.path().join(name), text).unwrap();
-    }
-    repo.git(&["add", "."]);
-    repo.git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@example.com",
-        "commit",
-        "-qm",
-        "calculator",
-    ]);
-    let script = repo.path().join(".agency").join("script.yaml");
-    std::fs::write(&script, SCRIPT).unwrap();
+    let (repo, script) = Repo::calculator(SCRIPT);
 
     let mut runner = Command::new(env!("CARGO_BIN_EXE_agency"))
         .args([

@@ -1,12 +1,16 @@
 //! Gates decided from outside the runner, as `agency reject`, `pause` and `resume` do: a rejected gate
-//! re-invokes its tier with the reason; a pause holds every new spawn of a live run until it is released.
+//! re-invokes its tier with the reason; a pause holds every new spawn of a live run until it is released;
+//! a teachback reviewed by hand decides its gate.
 
-use agency_core::event::EventKind;
-use agency_core::gate::{GateDecision, GateKind};
+use agency_core::event::{EventKind, NewEvent};
+use agency_core::gate::{GateDecision, GateKind, GateStatus};
+use agency_core::teachback::{ReviewVerdict, TeachbackReview, TeachbackState};
 use agency_core::tiers::BriefRole;
 use agency_core::{BriefStatus, Tier};
 use agency_engine::engine::feedback_name;
+use agency_engine::hooks::{review_kind, review_payload};
 use agency_store::{Blackboard, NewGate, RunStatus};
+use serde_json::json;
 
 use crate::support::{Background, GOAL, Project, config, events, wait_for};
 
@@ -229,4 +233,75 @@ fn a_tier_waiting_at_its_gate_is_announced_once() {
         .filter(|t| *t == "T3 MESH_DONE")
         .count();
     assert_eq!(mesh_done, 1, "one mesh, one MESH_DONE");
+}
+
+/// A human's review recorded on a teachback while the runner waits for it at the `teachback` gate — by a
+/// tool that records the review but leaves the gate (`agency teachback approve` closes it too; here the
+/// runner must) — is the gate's decision: the runner closes the gate with it, gives the agent that review
+/// (recording none of its own) and the run goes on at once, not when the gate times out.
+#[test]
+fn a_teachback_reviewed_by_hand_closes_its_gate_and_the_run_goes_on() {
+    let project = Project::new();
+    let mut config = config();
+    config.visibility.inspection_gates.teachback = true;
+    let engine = project.engine(include_str!("../scripts/medium.yaml"), config, false);
+    let run = engine.start(GOAL).unwrap().id;
+    let store = project.store.clone();
+    let driving = Background::drive(engine, run);
+    let pending = |kind: GateKind| {
+        store
+            .pending_gates(Some(run))
+            .unwrap()
+            .into_iter()
+            .find(|g| g.kind == kind)
+    };
+    let plan = wait_for("the t1_plan gate", || pending(GateKind::T1Plan));
+    let approve = GateDecision::Approve {
+        by: "tester".into(),
+        note: None,
+    };
+    store.decide_gate(plan.id, approve).unwrap();
+    let gate = wait_for("the teachback gate", || pending(GateKind::Teachback));
+    let brief = store.get_brief(gate.brief.unwrap()).unwrap();
+
+    let review = TeachbackReview {
+        verdict: ReviewVerdict::Approved,
+        reviewer: "cli:alice".into(),
+        note: Some("go ahead".into()),
+    };
+    let mut payload = review_payload(&brief, &review);
+    payload["from"] = json!(TeachbackState::UnderReview);
+    payload["to"] = json!(TeachbackState::Active);
+    let event = NewEvent::new(run, review_kind(&review), payload).brief(brief.id);
+    store
+        .set_teachback_state(
+            brief.id,
+            TeachbackState::UnderReview,
+            TeachbackState::Active,
+            event,
+        )
+        .unwrap();
+
+    let outcome = driving.join_within(
+        std::time::Duration::from_secs(60),
+        "the teachback gate was left open",
+    );
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run));
+    let decided = store.get_gate(gate.id).unwrap();
+    assert_eq!(decided.status, GateStatus::Approved);
+    assert_eq!(decided.decided_by.as_deref(), Some("cli:alice"));
+    assert_eq!(decided.note.as_deref(), Some("the teachback review: go ahead"));
+    let events = events(store.as_ref(), run);
+    let reviews = events
+        .iter()
+        .filter(|e| e.brief == Some(brief.id) && e.kind == EventKind::TeachbackApproved)
+        .count();
+    assert_eq!(reviews, 1, "the runner recorded no review of its own");
+    // The agent went on with the human's review: its edit was allowed, never denied.
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.brief == Some(brief.id) && e.kind == EventKind::TeachbackDenied)
+    );
+    assert_eq!(store.get_brief(brief.id).unwrap().status, BriefStatus::Done);
 }

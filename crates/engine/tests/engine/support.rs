@@ -276,6 +276,20 @@ impl Background {
         self.handle.join().unwrap().unwrap()
     }
 
+    /// Waits for the drive to end on its own within `limit`; past it, cancels the drive and fails the test
+    /// with `what`.
+    pub fn join_within(self, limit: Duration, what: &str) -> DriveOutcome {
+        let deadline = Instant::now() + limit;
+        while !self.handle.is_finished() {
+            if Instant::now() >= deadline {
+                self.stop();
+                panic!("the run did not finish within {limit:?}: {what}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.join()
+    }
+
     /// Cancels the drive and waits for it to stop.
     pub fn stop(self) {
         self.cancel.cancel();

@@ -1,5 +1,6 @@
 //! The state-changing verbs: `submit` (the agent), `approve` and `correct` (the reviewer). Each writes a
-//! structured record with its event; the agent sees it in the gate's next answer (a correction is quoted in
+//! structured record with its event (a review also decides the `teachback` gate a runner is waiting at, if
+//! any, with the same verdict); the agent sees it in the gate's next answer (a correction is quoted in
 //! every denial until it resubmits; after approval its calls are allowed). An agent a runner started
 //! (`AGENCY_BRIEF` set) also gets it from `submit`, which waits, bounded, for the review and prints its
 //! message, so the agent is woken by the answer rather than left waiting.
@@ -12,8 +13,9 @@ use agency_core::intercept::teachback_text;
 use agency_core::teachback::{
     ReviewVerdict, TeachbackAction, TeachbackError, TeachbackReview, TeachbackState, transition,
 };
-use agency_core::{Brief, EventKind, NewEvent, Teachback};
+use agency_core::{Brief, EventKind, GateId, NewEvent, Teachback};
 use agency_engine::hooks::{review_kind, review_payload};
+use agency_engine::teachback_gate;
 use agency_store::Blackboard;
 use chrono::Utc;
 use serde_json::json;
@@ -266,7 +268,16 @@ fn review_message_after(store: &dyn Blackboard, brief: &Brief, cursor: i64) -> C
     }))
 }
 
-fn review(ctx: &Context, typed: &str, verdict: ReviewVerdict, note: Option<String>) -> CommandResult<Brief> {
+/// Records a human review of `typed`'s teachback. Where a runner is waiting for it at a `teachback` gate,
+/// that gate is decided with the same verdict: one decision, on the teachback (whose record names the
+/// gate) and on its gate, so the run goes on at once instead of waiting for the gate to time out. Returns
+/// the brief, and the gate when there was one.
+fn review(
+    ctx: &Context,
+    typed: &str,
+    verdict: ReviewVerdict,
+    note: Option<String>,
+) -> CommandResult<(Brief, Option<GateId>)> {
     let store = ctx.open_store()?;
     let id = resolve_brief(&*store, Some(typed))?;
     let brief = store.get_brief(id).map_err(store_error)?;
@@ -275,27 +286,45 @@ fn review(ctx: &Context, typed: &str, verdict: ReviewVerdict, note: Option<Strin
         reviewer: decider(),
         note,
     };
+    let gate = teachback_gate::pending_gate(&*store, &brief)
+        .map_err(store_error)?
+        .map(|g| g.id);
     // The same record the runner writes when it reviews, with the message the agent will read.
-    let payload = review_payload(&brief, &review);
+    let mut payload = review_payload(&brief, &review);
+    if let Some(gate) = gate {
+        payload["gate"] = json!(gate);
+    }
     apply(&*store, &brief, &review.action(), review_kind(&review), payload)?;
-    Ok(brief)
+    if let Some(gate) = gate {
+        // Already decided means the waiting runner saw the review first and closed it with this verdict.
+        teachback_gate::close(&*store, gate, &review).map_err(store_error)?;
+    }
+    Ok((brief, gate))
+}
+
+/// The line saying the review also decided the teachback gate, if there was one.
+fn print_gate(gate: Option<GateId>, how: &str) {
+    if let Some(gate) = gate {
+        println!("{how}  its teachback gate {}: the run goes on", gate.short());
+    }
 }
 
 /// Runs `agency teachback approve`.
 pub fn approve(ctx: &Context, args: ApproveArgs) -> CommandResult {
-    let brief = review(ctx, &args.brief, ReviewVerdict::Approved, args.note)?;
+    let (brief, gate) = review(ctx, &args.brief, ReviewVerdict::Approved, args.note)?;
     println!(
         "approved   teachback for brief {} ({}): now active",
         brief.id.short(),
         brief.title
     );
+    print_gate(gate, "approved ");
     Ok(())
 }
 
 /// Runs `agency teachback correct`.
 pub fn correct(ctx: &Context, args: CorrectArgs) -> CommandResult {
     let count = args.items.len();
-    let brief = review(
+    let (brief, gate) = review(
         ctx,
         &args.brief,
         ReviewVerdict::Corrections(args.items),
@@ -306,5 +335,6 @@ pub fn correct(ctx: &Context, args: CorrectArgs) -> CommandResult {
         brief.id.short(),
         brief.title
     );
+    print_gate(gate, "rejected ");
     Ok(())
 }
