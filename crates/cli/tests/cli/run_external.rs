@@ -424,11 +424,9 @@ fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
             |e| e.kind == EventKind::TeachbackApproved && e.payload["reviewer"] == "t3/ws-fix-pagination"
         )
     );
-    assert!(
-        events
-            .iter()
-            .any(|e| e.kind == EventKind::Usage && e.payload["provider"] == "codex")
-    );
+    assert!(events.iter().any(|e| e.kind == EventKind::Usage
+        && e.payload["provider"] == "codex"
+        && e.payload["model"] == "gpt-5.5"));
 }
 
 /// A tier model that Claude Code would read as a flag stops the run before anything is recorded, naming the

@@ -215,7 +215,10 @@ impl Runtime for CodexRuntime {
                 Some(model) => format!("codex model {model}"),
                 None => "codex model: its default".to_owned(),
             });
-            let mut state = StreamState::default();
+            let mut state = StreamState {
+                model: self.model.clone(),
+                ..StreamState::default()
+            };
             let driven = drive(
                 "codex",
                 self.command(task),
@@ -262,6 +265,9 @@ pub struct StreamState {
     pub session_id: Option<String>,
     /// The agent's last message, where its report is.
     pub last_message: Option<String>,
+    /// The model it was started on, for its usage records (Codex's stream does not name it); unset: its
+    /// default, recorded as an empty name.
+    pub model: Option<String>,
 }
 
 /// Maps one `codex exec --json` line to events.
@@ -322,7 +328,7 @@ pub fn map_line(line: &str, state: &mut StreamState, meta: &CallMeta) -> Vec<Age
             vec![AgentEvent::Usage(UsageRecord {
                 meta: meta.clone(),
                 provider: "codex".to_owned(),
-                model: String::new(),
+                model: state.model.clone().unwrap_or_default(),
                 usage: Usage {
                     input: count("input_tokens").saturating_sub(cached),
                     output: count("output_tokens"),
@@ -352,7 +358,10 @@ mod tests {
 
     #[test]
     fn a_recorded_run_maps_to_events() {
-        let mut state = StreamState::default();
+        let mut state = StreamState {
+            model: Some("gpt-5.5".into()),
+            ..StreamState::default()
+        };
         let events: Vec<AgentEvent> = include_str!("../../tests/fixtures/codex/write.jsonl")
             .lines()
             .flat_map(|l| map_line(l, &mut state, &CallMeta::default()))
@@ -383,7 +392,7 @@ mod tests {
         assert!(
             events
                 .iter()
-                .any(|e| matches!(e, AgentEvent::Usage(u) if u.usage.input == 30))
+                .any(|e| matches!(e, AgentEvent::Usage(u) if u.usage.input == 30 && u.model == "gpt-5.5"))
         );
     }
 
