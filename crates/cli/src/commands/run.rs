@@ -24,7 +24,8 @@ use agency_store::{Blackboard, RunStatus};
 
 use crate::commands::{Context, config, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
-use crate::render::log::{Level, render_event};
+use crate::render::follow;
+use crate::render::log::Level;
 use crate::workspace::{AGENCY_DIR, BlackboardAt, Workspace};
 
 /// `agency run "goal" | --goal-file F | --resume RUN`
@@ -318,6 +319,9 @@ pub fn engine_error(err: agency_engine::EngineError) -> CommandError {
     }
 }
 
+/// How often the live log beside a runner polls the blackboard.
+const LOG_POLL: Duration = Duration::from_millis(100);
+
 /// Drives the run on this thread while another prints its live log from the blackboard.
 pub fn drive_with_log(
     runner: &Runner,
@@ -331,7 +335,10 @@ pub fn drive_with_log(
     let printer = {
         let done = done.clone();
         let db = db.clone();
-        std::thread::spawn(move || print_log(&db, run, level, &done))
+        std::thread::spawn(move || {
+            let (out, err) = (std::io::stdout(), std::io::stderr());
+            follow::beside_runner(|| db.open(), run, level, &done, LOG_POLL, out, err)
+        })
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -342,33 +349,6 @@ pub fn drive_with_log(
     done.store(true, Ordering::SeqCst);
     let _ = printer.join();
     outcome.map_err(engine_error)
-}
-
-fn print_log(db: &BlackboardAt, run: agency_core::RunId, level: Level, done: &AtomicBool) {
-    // A handle of its own, so reading the log never waits on the runner's.
-    let Ok(store) = db.open() else {
-        return;
-    };
-    let mut after = 0;
-    loop {
-        // Read the flag before the page, so the last page after the runner stops is always printed.
-        let finished = done.load(Ordering::SeqCst);
-        if let Ok(events) = store.events_after(Some(run), after, 500) {
-            for event in &events {
-                after = event.seq;
-                if let Some(line) = render_event(event, level) {
-                    println!("{line}");
-                }
-            }
-            if events.len() == 500 {
-                continue;
-            }
-        }
-        if finished {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn report(run: agency_core::RunId, outcome: &DriveOutcome) -> CommandResult {

@@ -1,18 +1,15 @@
 //! `agency watch <run>`: the run's live log. Without `--follow` it prints what has happened and exits; with
 //! it, it keeps polling the blackboard (any process may be writing) until the run ends.
 
-use std::io::Write;
-use std::thread;
 use std::time::Duration;
 
 use crate::commands::{Context, resolve_run, store_error};
 use crate::error::CommandResult;
-use crate::render::log::{Level, render_event};
+use crate::render::follow::{FollowError, Follower};
+use crate::render::log::Level;
 
 /// How often `--follow` polls the blackboard.
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
-/// Events read per page, so a long run is streamed rather than loaded whole.
-const PAGE: usize = 500;
 
 /// `agency watch <run> [--verbose] [--follow]`
 #[derive(Debug, clap::Args)]
@@ -36,31 +33,18 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     } else {
         Level::Normal
     };
-    let mut after = 0;
-    let mut out = std::io::stdout().lock();
-    loop {
-        let events = store.events_after(Some(run), after, PAGE).map_err(store_error)?;
-        for event in &events {
-            after = event.seq;
-            if let Some(line) = render_event(event, level) {
-                writeln!(out, "{line}")?;
-            }
+    // Without --follow the log is over once it has been read; with it, once the run has ended.
+    let finished = || {
+        if args.follow {
+            Ok(store.get_run(run)?.status.is_terminal())
+        } else {
+            Ok(true)
         }
-        if events.len() == PAGE {
-            continue;
-        }
-        if !args.follow || store.get_run(run).map_err(store_error)?.status.is_terminal() {
-            // One more read closes the window between the last page and the status check.
-            if args.follow {
-                for event in store.events_after(Some(run), after, PAGE).map_err(store_error)? {
-                    if let Some(line) = render_event(&event, level) {
-                        writeln!(out, "{line}")?;
-                    }
-                }
-            }
-            return Ok(());
-        }
-        out.flush()?;
-        thread::sleep(POLL_INTERVAL);
-    }
+    };
+    Follower::new(run, level, std::io::stdout().lock())
+        .follow(&*store, POLL_INTERVAL, finished)
+        .map_err(|err| match err {
+            FollowError::Store(e) => store_error(e),
+            FollowError::Write(e) => e.into(),
+        })
 }

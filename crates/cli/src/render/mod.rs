@@ -1,5 +1,7 @@
 //! Turning blackboard rows into text for humans: the live log of `agency watch` and the tree of
-//! `agency inspect`. Pure functions over core types, so the dashboard can reuse them.
+//! `agency inspect`. `log` and `tree` are pure functions over core types, so the dashboard can reuse them;
+//! `follow` tails a run's events through `log` as the blackboard fills.
 
+pub mod follow;
 pub mod log;
 pub mod tree;
