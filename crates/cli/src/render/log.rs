@@ -11,6 +11,7 @@
 
 use agency_core::event::{Event, EventKind};
 use agency_core::gate::GateKind;
+use agency_store::RunStatus;
 use serde_json::Value;
 
 /// How much of the log to show.
@@ -88,7 +89,13 @@ fn line_for(event: &Event) -> Option<Line> {
             // The seed's normal log opens with T1's PLAN_START; the bare creation is detail.
             true,
         ),
-        EventKind::RunStatus => mk("RUN", "STATUS", text(p, "to").unwrap_or("").to_string(), false),
+        EventKind::RunStatus => {
+            let to = text(p, "to").unwrap_or("");
+            // How a run ended closes its log; that it started running is detail (the seed's normal log has no
+            // such line: the plan gate's APPROVED just before it says so).
+            let ended = to.parse::<RunStatus>().is_ok_and(RunStatus::is_terminal);
+            mk("RUN", "STATUS", to.to_string(), !ended)
+        }
         EventKind::PlanStart => mk(
             &tier,
             "PLAN_START",
@@ -319,4 +326,37 @@ pub fn render_event(event: &Event, level: Level) -> Option<String> {
         .trim_end()
         .to_string(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use agency_core::RunId;
+    use chrono::Utc;
+    use serde_json::json;
+
+    use super::*;
+
+    fn status_change(to: &str) -> Event {
+        Event {
+            seq: 1,
+            run: RunId::new(),
+            ts: Utc::now(),
+            brief: None,
+            tier: None,
+            kind: EventKind::RunStatus,
+            payload: json!({ "from": "planning", "to": to }),
+        }
+    }
+
+    #[test]
+    fn a_run_starting_to_run_is_detail_and_how_it_ended_is_always_shown() {
+        let running = status_change("running");
+        assert_eq!(render_event(&running, Level::Normal), None);
+        let verbose = render_event(&running, Level::Verbose).unwrap();
+        assert!(verbose.ends_with("  RUN  STATUS        running"), "{verbose}");
+        for ended in ["succeeded", "failed", "halted", "cancelled"] {
+            let line = render_event(&status_change(ended), Level::Normal).unwrap();
+            assert!(line.ends_with(&format!("  RUN  STATUS        {ended}")), "{line}");
+        }
+    }
 }
