@@ -4,15 +4,18 @@
 
 use agency_core::escalation::{Decision, EscalationTarget, Failure};
 use agency_core::event::{EventKind, NewEvent};
-use agency_core::tiers::{AcceptOutput, BriefRole};
+use agency_core::tiers::{AcceptOutput, BriefRole, VerifierOutput};
+use agency_core::verdict::Verdict;
 use agency_core::{Brief, BriefStatus, RunId, Tier};
 use agency_exec::MergeOutcome;
 use agency_store::RunStatus;
 use serde_json::json;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-use crate::advance::{ApprovedPlan, accept_brief, approved, output_of, start_workstreams, write_children};
+use crate::advance::{
+    ApprovedPlan, accept_brief, approved, latest_of, output_of, start_workstreams, write_children,
+};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::verify::{ending, verify_rev};
@@ -50,8 +53,11 @@ pub async fn workstreams(engine: &Engine, run: RunId, touched: Option<&HashSet<S
             }
             all_merged = false;
             let may_be_ready = touched.is_none_or(|t| t.contains(&ws.id));
-            if may_be_ready && workstream_settled(engine, run, &ws.id)? {
-                merge_workstream(engine, plan_brief, ws).await?;
+            if !may_be_ready {
+                continue;
+            }
+            if let Some(slices) = accepted_slices(engine, plan_brief, &ws.id)? {
+                merge_workstream(engine, plan_brief, ws, &slices).await?;
                 return Ok(true);
             }
         }
@@ -125,56 +131,71 @@ fn merged(
     Ok(found)
 }
 
-/// Whether every implementer of a workstream is done, verified and merged into its branch: it has T4
-/// work, nothing of it is pending, running or verifying, and each of its verifiers is done or superseded
-/// (no retry outstanding). Three indexed counts, not a read of the workstream.
-fn workstream_settled(engine: &Engine, run: RunId, workstream: &str) -> Result<bool> {
+/// The slices of `workstream` when every one of them was accepted, `None` while any is not (yet).
+///
+/// A workstream may go to the integration branch only when the joint verdict of its slices passed, which
+/// merged them into its branch. Two indexed counts rule out the usual cases first (no T4 work yet,
+/// something still pending, running or verifying); only then is the workstream's subtree under the
+/// approved plan walked, newest attempts only: every slice must be done and its newest sign-off done with
+/// a `pass` verdict. A slice that failed or escalated (a joint `fail` leaves it escalated, its sign-off
+/// done) keeps the workstream out until a human's decision at its gate gives it a fresh attempt that
+/// passes.
+fn accepted_slices(engine: &Engine, plan_brief: &Brief, workstream: &str) -> Result<Option<Vec<Brief>>> {
+    let run = plan_brief.run;
     let open = [BriefStatus::Pending, BriefStatus::Running, BriefStatus::Verifying];
-    let unsettled_verifiers = [
-        BriefStatus::Pending,
-        BriefStatus::Running,
-        BriefStatus::Verifying,
-        BriefStatus::Failed,
-        BriefStatus::Escalated,
-    ];
     if engine.store.count_briefs(run, workstream, Some(Tier::T4), &[])? == 0
         || engine.store.count_briefs(run, workstream, None, &open)? > 0
     {
-        return Ok(false);
+        return Ok(None);
     }
-    if engine
-        .store
-        .count_briefs(run, workstream, Some(Tier::T5), &unsettled_verifiers)?
-        == 0
-    {
-        return Ok(true);
-    }
-    // A sign-off whose judge gave no verdict failed and was retried: only each sign-off's last attempt
-    // counts. Rare, so the workstream is read only then.
-    if engine
-        .store
-        .count_briefs(run, workstream, Some(Tier::T5), &[BriefStatus::Failed])?
-        == 0
-    {
-        return Ok(false);
-    }
-    let briefs = engine.store.list_briefs(run)?;
-    let mut last: HashMap<(Option<agency_core::BriefId>, &str), &Brief> = HashMap::new();
-    for brief in briefs
-        .iter()
-        .filter(|b| b.tier == Tier::T5 && b.workstream == workstream)
-    {
-        let slot = last.entry((brief.parent, brief.title.as_str())).or_insert(brief);
-        if brief.attempt > slot.attempt {
-            *slot = brief;
+    let mut slices = Vec::new();
+    let mut frontier = vec![plan_brief.id];
+    while let Some(id) = frontier.pop() {
+        let children = engine.store.list_children(id)?;
+        let newest = latest_of(children.iter().filter(|b| b.workstream == workstream));
+        for brief in newest {
+            match brief.tier {
+                Tier::T4 if slice_accepted(engine, brief)? => slices.push(brief.clone()),
+                Tier::T4 => return Ok(None),
+                Tier::T5 => {}
+                _ => frontier.push(brief.id),
+            }
         }
     }
-    Ok(last
-        .values()
-        .all(|b| matches!(b.status, BriefStatus::Done | BriefStatus::Cancelled)))
+    if slices.is_empty() {
+        return Ok(None);
+    }
+    slices.sort_by_key(|b| b.created_at);
+    Ok(Some(slices))
 }
 
-async fn merge_workstream(engine: &Engine, plan_brief: &Brief, ws: &agency_core::Workstream) -> Result<()> {
+/// Whether an implementer's slice was accepted: it is done and its newest sign-off (a judge that gave no
+/// verdict is retried) is done with a `pass` verdict.
+fn slice_accepted(engine: &Engine, slice: &Brief) -> Result<bool> {
+    if slice.status != BriefStatus::Done {
+        return Ok(false);
+    }
+    let children = engine.store.list_children(slice.id)?;
+    let Some(signoff) = latest_of(children.iter())
+        .into_iter()
+        .find(|b| b.tier == Tier::T5)
+    else {
+        return Ok(false);
+    };
+    if signoff.status != BriefStatus::Done {
+        return Ok(false);
+    }
+    let out: VerifierOutput = output_of(engine, signoff)?;
+    Ok(out.verdict == Verdict::Pass)
+}
+
+/// Merges an accepted workstream into the integration branch and re-verifies it there against its contract.
+async fn merge_workstream(
+    engine: &Engine,
+    plan_brief: &Brief,
+    ws: &agency_core::Workstream,
+    slices: &[Brief],
+) -> Result<()> {
     let run = plan_brief.run;
     let branches = engine.branches(run);
     let from = branches.ensure_workstream(&ws.id)?;
@@ -192,7 +213,7 @@ async fn merge_workstream(engine: &Engine, plan_brief: &Brief, ws: &agency_core:
                 ws.id,
                 files.join(", ")
             );
-            return escalate_workstream(engine, run, &ws.id, &why);
+            return escalate_workstream(engine, slices, &why);
         }
     }
     if let Some(command) = &ws.contract.verify {
@@ -216,7 +237,7 @@ async fn merge_workstream(engine: &Engine, plan_brief: &Brief, ws: &agency_core:
                 result.describe(),
                 result.tail
             );
-            return escalate_workstream(engine, run, &ws.id, &why);
+            return escalate_workstream(engine, slices, &why);
         }
     }
     engine.put_text(plan_brief, &merged_name(&ws.id), "text/plain", &into)?;
@@ -232,21 +253,20 @@ async fn merge_workstream(engine: &Engine, plan_brief: &Brief, ws: &agency_core:
     Ok(())
 }
 
-/// A workstream that cannot be integrated goes to a human: its last implementer's escalation gate.
-fn escalate_workstream(engine: &Engine, run: RunId, workstream: &str, why: &str) -> Result<()> {
-    engine.log(run, Some(Tier::T1), "INTEGRATION", why.to_string())?;
-    let done = engine.store.list_briefs_by_status(run, BriefStatus::Done)?;
-    if let Some(last) = done
-        .iter()
-        .rev()
-        .find(|b| b.workstream == workstream && b.tier == Tier::T4)
-    {
-        let decision = Decision::Escalate {
-            to: EscalationTarget::Human,
-        };
-        crate::failure::apply(engine, last, Failure::RepeatedEscalation, decision, why)?;
-    }
-    Ok(())
+/// A workstream that cannot be integrated goes to a human: the escalation gate of its newest accepted slice.
+/// That slice is escalated, so the workstream is no longer accepted and is not tried again until the
+/// human's decision gives the slice a fresh attempt (or stops the run).
+fn escalate_workstream(engine: &Engine, slices: &[Brief], why: &str) -> Result<()> {
+    let Some(last) = slices.last() else {
+        return Err(EngineError::State(format!(
+            "escalating a workstream with no accepted slice: {why}"
+        )));
+    };
+    engine.log(last.run, Some(Tier::T1), "INTEGRATION", why.to_string())?;
+    let decision = Decision::Escalate {
+        to: EscalationTarget::Human,
+    };
+    crate::failure::apply(engine, last, Failure::RepeatedEscalation, decision, why)
 }
 
 /// T1's acceptance sign-off accepted or rejected the integrated result.

@@ -206,3 +206,98 @@ async fn a_full_t5_fail_on_a_shallow_path_escalates_to_t1_which_re_plans() {
         "# mul A B: prints A * B\necho $(($1 * $2))\n"
     );
 }
+
+/// A workstream reaches the integration branch only when every slice of it was accepted. Here its one
+/// slice is rejected every time: after the ladder ends at a human gate, nothing of it is merged or verified
+/// on the integration branch, neither while the gate is pending nor after a human grants a fresh attempt
+/// that is rejected again.
+#[test]
+fn a_never_accepted_workstream_waits_at_its_gate_and_is_never_merged() {
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/rejected.yaml"), config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let store = project.store.clone();
+    let driving = Background::drive(engine, run.id);
+    let escalation_gate = |after: Option<agency_core::GateId>| {
+        let store = store.clone();
+        wait_for("an escalation gate", move || {
+            store
+                .pending_gates(Some(run.id))
+                .unwrap()
+                .into_iter()
+                .find(|g| g.kind == GateKind::Escalation && Some(g.id) != after)
+        })
+    };
+    let integrated = |project: &Project| {
+        let integration_work: Vec<String> = project
+            .events(run.id)
+            .iter()
+            .filter(|e| {
+                (e.kind == EventKind::SignoffVerify && e.tier == Some(Tier::T1))
+                    || (e.kind == EventKind::Log
+                        && matches!(e.payload["tag"].as_str(), Some("INTEGRATION" | "VERDICT"))
+                        && e.payload["message"]
+                            .as_str()
+                            .is_some_and(|m| m.contains("integration")))
+            })
+            .map(|e| format!("{} {}", e.kind.as_str(), e.payload))
+            .collect();
+        (integration_work, project.artifact(run.id, "merged/ws-add"))
+    };
+    let first = escalation_gate(None);
+    assert!(
+        first.summary["message"]
+            .as_str()
+            .unwrap()
+            .contains("every slice failed verification"),
+        "{}",
+        first.summary
+    );
+    // The runner goes on passing over the run while the gate waits: give it the time for several passes.
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert_eq!(
+        integrated(&project),
+        (vec![], None),
+        "a rejected workstream was taken to the integration branch:\n{}",
+        project.tree(run.id)
+    );
+    assert_eq!(
+        store.pending_gates(Some(run.id)).unwrap().len(),
+        1,
+        "one gate, opened once"
+    );
+    store
+        .decide_gate(
+            first.id,
+            GateDecision::Approve {
+                by: "tester".into(),
+                note: Some("try once more".into()),
+            },
+        )
+        .unwrap();
+    let second = escalation_gate(Some(first.id));
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert_eq!(
+        integrated(&project),
+        (vec![], None),
+        "the fresh attempt was rejected too, yet the workstream was integrated:\n{}",
+        project.tree(run.id)
+    );
+    store
+        .decide_gate(
+            second.id,
+            GateDecision::Reject {
+                by: "tester".into(),
+                reason: "the slice is never accepted".into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(driving.join().status, RunStatus::Failed);
+    assert_eq!(integrated(&project), (vec![], None));
+    let integration = format!("agency/{}/integration", run.id.short());
+    assert_eq!(
+        project.file_on(&integration, "add.sh").as_deref(),
+        Some("# add A B: prints A + B\necho $(($1 - $2))\n"),
+        "the integration branch still holds the original add.sh"
+    );
+}
