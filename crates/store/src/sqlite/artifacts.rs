@@ -6,7 +6,7 @@ use rusqlite::{Connection, Row, params};
 
 use super::events;
 use super::prefix::{exists, require_run};
-use super::rows::{Cols, id_text, query_opt, ts_text};
+use super::rows::{Cols, execute, id_text, query_opt, ts_text};
 use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
@@ -30,7 +30,8 @@ pub fn put(conn: &Connection, clock: &dyn Clock, new: NewArtifact) -> Result<Art
     }
     let now = clock.now();
     let size = new.bytes.len() as u64;
-    conn.execute(
+    execute(
+        conn,
         &format!("INSERT INTO artifacts ({META_COLUMNS}, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
         params![
             id_text(&new.id.0),

@@ -7,7 +7,7 @@ use rusqlite::{Connection, Row, params};
 
 use super::events;
 use super::prefix::{exists, require_run};
-use super::rows::{Cols, id_text, json_text, query_opt, ts_text};
+use super::rows::{Cols, execute, id_text, json_text, query_opt, ts_text};
 use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
@@ -33,7 +33,8 @@ pub fn insert(conn: &Connection, clock: &dyn Clock, brief: &Brief) -> Result<()>
     }
     let depends_on: Vec<String> = brief.depends_on.iter().map(|d| id_text(&d.0)).collect();
     let now = clock.now();
-    conn.execute(
+    execute(
+        conn,
         &format!(
             "INSERT INTO briefs ({COLUMNS}, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, \
              ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
@@ -162,7 +163,8 @@ pub fn update_status(
     if brief.status != from {
         return Err(canon::brief_conflict(id, from, brief.status));
     }
-    conn.execute(
+    execute(
+        conn,
         "UPDATE briefs SET status = ?1, updated_at = ?2, \
          claimed_by = CASE WHEN ?1 = 'pending' THEN NULL ELSE claimed_by END, \
          lease_until = CASE WHEN ?1 = 'running' THEN lease_until ELSE NULL END WHERE id = ?3",
@@ -191,7 +193,8 @@ pub fn set_teachback(
             found: brief.teachback.as_str().to_string(),
         });
     }
-    conn.execute(
+    execute(
+        conn,
         "UPDATE briefs SET teachback = ?1, updated_at = ?2 WHERE id = ?3",
         params![new.as_str(), ts_text(clock.now()), id_text(&id.0)],
     )?;
@@ -207,7 +210,8 @@ pub fn set_workspace(
     branch: Option<&str>,
     worktree: Option<&str>,
 ) -> Result<Brief> {
-    let changed = conn.execute(
+    let changed = execute(
+        conn,
         "UPDATE briefs SET branch = ?1, worktree = ?2, updated_at = ?3 WHERE id = ?4",
         params![branch, worktree, ts_text(clock.now()), id_text(&id.0)],
     )?;
@@ -241,7 +245,8 @@ pub fn claim_next(
         return Ok(None);
     };
     let now = clock.now();
-    conn.execute(
+    execute(
+        conn,
         "UPDATE briefs SET status = 'running', claimed_by = ?1, updated_at = ?2, claimed_at = ?2, \
          lease_until = ?3 WHERE id = ?4 AND status = 'pending'",
         params![claimer, ts_text(now), ts_text(now + lease), candidate],
@@ -265,7 +270,8 @@ pub fn renew_claim(
         return Err(canon::claim_conflict(&brief, claimer));
     }
     let now = clock.now();
-    conn.execute(
+    execute(
+        conn,
         "UPDATE briefs SET lease_until = ?1, updated_at = ?2 WHERE id = ?3",
         params![ts_text(now + lease), ts_text(now), id_text(&id.0)],
     )?;
@@ -289,7 +295,8 @@ pub fn reclaim_expired(conn: &Connection, run: Option<RunId>, now: DateTime<Utc>
         .map(|id| {
             let id = BriefId(canon::parse_id("brief", id)?);
             let before = get(conn, id)?;
-            conn.execute(
+            execute(
+                conn,
                 "UPDATE briefs SET status = 'pending', claimed_by = NULL, lease_until = NULL, updated_at = ?1 \
                  WHERE id = ?2",
                 params![ts_text(now), id_text(&id.0)],

@@ -4,7 +4,7 @@ use agency_core::{Event, NewEvent, RunId};
 use rusqlite::{Connection, Row, params};
 
 use super::prefix::require_run;
-use super::rows::{Cols, id_text, json_text, ts_text};
+use super::rows::{Cols, execute, id_text, json_text, query_value, ts_text};
 use crate::error::Result;
 
 const COLUMNS: &str = "seq, run, ts, brief, tier, kind, payload";
@@ -12,7 +12,8 @@ const COLUMNS: &str = "seq, run, ts, brief, tier, kind, payload";
 /// Appends one event (the run must exist) and returns it as recorded.
 pub fn append(conn: &Connection, event: &NewEvent) -> Result<Event> {
     require_run(conn, &event.run)?;
-    conn.execute(
+    execute(
+        conn,
         "INSERT INTO events (run, ts, brief, tier, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
             id_text(&event.run.0),
@@ -60,12 +61,12 @@ pub fn after(conn: &Connection, run: Option<RunId>, after_seq: i64, limit: usize
 /// The highest `seq`, or 0.
 pub fn last_seq(conn: &Connection, run: Option<RunId>) -> Result<i64> {
     let seq = match run {
-        Some(run) => conn.query_row(
+        Some(run) => query_value(
+            conn,
             "SELECT coalesce(max(seq), 0) FROM events WHERE run = ?1",
             params![id_text(&run.0)],
-            |row| row.get(0),
         )?,
-        None => conn.query_row("SELECT coalesce(max(seq), 0) FROM events", [], |row| row.get(0))?,
+        None => query_value(conn, "SELECT coalesce(max(seq), 0) FROM events", [])?,
     };
     Ok(seq)
 }

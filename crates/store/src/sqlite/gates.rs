@@ -6,7 +6,7 @@ use rusqlite::{Connection, Row, params};
 
 use super::events;
 use super::prefix::{exists, require_run};
-use super::rows::{Cols, id_text, json_text, query_opt, ts_text};
+use super::rows::{Cols, execute, id_text, json_text, query_opt, ts_text};
 use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
@@ -29,7 +29,8 @@ pub fn open(conn: &Connection, clock: &dyn Clock, new: NewGate) -> Result<Gate> 
         return Err(StoreError::not_found("brief", brief));
     }
     let now = clock.now();
-    conn.execute(
+    execute(
+        conn,
         &format!("INSERT INTO gates ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, NULL, NULL)"),
         params![
             id_text(&new.id.0),
@@ -101,7 +102,8 @@ pub fn decide(conn: &Connection, clock: &dyn Clock, id: GateId, decision: &GateD
     let now = clock.now();
     let (by, note) = canon::decided_by(decision);
     let status = decision.status();
-    conn.execute(
+    execute(
+        conn,
         "UPDATE gates SET status = ?1, decided_at = ?2, decided_by = ?3, note = ?4 \
          WHERE id = ?5 AND status = 'pending'",
         params![status.as_str(), ts_text(now), by, note, id_text(&id.0)],

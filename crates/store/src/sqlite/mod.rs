@@ -189,10 +189,16 @@ impl SqliteBlackboard {
     }
 }
 
+/// Prepared statements kept per connection.
+const STATEMENT_CACHE_CAPACITY: usize = 128;
+
 /// Per-connection settings. WAL lets readers proceed while one process writes; NORMAL synchronous is safe
 /// with WAL (a power loss may lose the last commits, never corrupt the file).
 fn configure(conn: &Connection, read_only: bool) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Room for every statement the store prepares (about 50): with rusqlite's default of 16 a runner's
+    // pass evicted and re-parsed them in turn.
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
     conn.pragma_update(None, "foreign_keys", true)?;
     if !read_only {
         // In-memory databases answer "memory"; that is fine.
@@ -280,7 +286,7 @@ impl Blackboard for SqliteBlackboard {
 
     fn list_briefs(&self, run: RunId) -> Result<Vec<Brief>> {
         self.read(|conn| {
-            let data_version: i64 = conn.query_row("PRAGMA data_version", [], |row| row.get(0))?;
+            let data_version: i64 = rows::query_value(conn, "PRAGMA data_version", [])?;
             let version = (data_version, self.writes.load(Ordering::SeqCst));
             let mut cache = self.briefs_cache.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(cached) = cache.as_ref().filter(|c| c.run == run && c.version == version) {

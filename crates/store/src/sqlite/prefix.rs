@@ -4,6 +4,7 @@ use agency_core::ids::normalize_id_prefix;
 use rusqlite::{Connection, params};
 use uuid::Uuid;
 
+use super::rows::query_value;
 use crate::error::{Result, StoreError};
 
 /// How many candidates an ambiguity error names.
@@ -21,23 +22,23 @@ pub fn resolve(conn: &Connection, table: &'static str, what: &'static str, input
     }
     // Ids are stored as lower-case hex and the prefix is hex only, so GLOB needs no escaping and can use
     // the primary key index.
-    let total: i64 = conn.query_row(
+    let total: i64 = query_value(
+        conn,
         &format!("SELECT count(*) FROM {table} WHERE id GLOB ?1 || '*'"),
         params![prefix],
-        |row| row.get(0),
     )?;
     match total {
         0 => Err(StoreError::not_found(what, input)),
         1 => {
-            let id: String = conn.query_row(
+            let id: String = query_value(
+                conn,
                 &format!("SELECT id FROM {table} WHERE id GLOB ?1 || '*'"),
                 params![prefix],
-                |row| row.get(0),
             )?;
             Uuid::parse_str(&id).map_err(|e| StoreError::corrupt(what, id.clone(), e.to_string()))
         }
         _ => {
-            let mut stmt = conn.prepare(&format!(
+            let mut stmt = conn.prepare_cached(&format!(
                 "SELECT id FROM {table} WHERE id GLOB ?1 || '*' ORDER BY rowid LIMIT ?2"
             ))?;
             let candidates = stmt
@@ -61,10 +62,10 @@ pub fn resolve(conn: &Connection, table: &'static str, what: &'static str, input
 
 /// Whether a row with this id exists in `table` (a fixed table name).
 pub fn exists(conn: &Connection, table: &'static str, id: &Uuid) -> Result<bool> {
-    let found: i64 = conn.query_row(
+    let found: i64 = query_value(
+        conn,
         &format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE id = ?1)"),
         params![super::rows::id_text(id)],
-        |row| row.get(0),
     )?;
     Ok(found != 0)
 }

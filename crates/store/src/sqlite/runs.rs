@@ -5,7 +5,7 @@ use rusqlite::{Connection, Row, params};
 
 use super::events;
 use super::prefix::exists;
-use super::rows::{Cols, id_text, json_text, query_opt, ts_text};
+use super::rows::{Cols, execute, id_text, json_text, query_opt, ts_text};
 use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
@@ -33,7 +33,8 @@ pub fn create(conn: &Connection, clock: &dyn Clock, new: NewRun) -> Result<Run> 
         created_at: now,
         updated_at: now,
     };
-    conn.execute(
+    execute(
+        conn,
         &format!("INSERT INTO runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
         params![
             id_text(&run.id.0),
@@ -91,7 +92,8 @@ pub fn set_status(
         });
     }
     let now = clock.now();
-    conn.execute(
+    execute(
+        conn,
         "UPDATE runs SET status = ?1, updated_at = ?2 WHERE id = ?3",
         params![to.as_str(), ts_text(now), id_text(&id.0)],
     )?;

@@ -3,7 +3,7 @@
 use agency_core::BriefId;
 use rusqlite::{Connection, params};
 
-use super::rows::{Cols, id_text, query_opt, ts_text};
+use super::rows::{Cols, execute, id_text, query_opt, ts_text};
 use super::{briefs, events};
 use crate::clock::Clock;
 use crate::error::Result;
@@ -19,7 +19,8 @@ pub fn bind(
 ) -> Result<()> {
     let record = briefs::get(conn, brief)?;
     let now = clock.now();
-    conn.execute(
+    execute(
+        conn,
         "INSERT INTO session_bindings (session, agent, brief, bound_at) VALUES (?1, ?2, ?3, ?4) \
          ON CONFLICT (session, agent) DO UPDATE SET brief = excluded.brief, bound_at = excluded.bound_at",
         params![session, agent.unwrap_or(""), id_text(&brief.0), ts_text(now)],
@@ -49,7 +50,8 @@ pub fn bind_task(
 ) -> Result<()> {
     let record = briefs::get(conn, brief)?;
     let now = clock.now();
-    conn.execute(
+    execute(
+        conn,
         "INSERT INTO session_tasks (session, task, brief, bound_at) VALUES (?1, ?2, ?3, ?4) \
          ON CONFLICT (session, task) DO UPDATE SET brief = excluded.brief, bound_at = excluded.bound_at",
         params![session, task, id_text(&brief.0), ts_text(now)],
