@@ -445,14 +445,12 @@ fn slice_request(engine: &Engine, verifier: &Brief) -> Result<Owned> {
         .ok_or_else(|| EngineError::State(format!("T5 brief {} has no implementer", verifier.id.short())))?;
     let implementer = engine.store.get_brief(parent)?;
     let branches = engine.branches(implementer.run);
-    let branch = implementer
+    // Branch names, not ids: the sign-off resolves each once, and records the ids it judged.
+    let commit = implementer
         .branch
         .clone()
         .unwrap_or_else(|| branches.brief(&implementer));
-    let commit = engine.repo.rev_parse(&branch)?;
-    let base = engine
-        .repo
-        .rev_parse(&branches.workstream(&implementer.workstream))?;
+    let base = branches.workstream(&implementer.workstream);
     let report: Option<AgentReport> = engine
         .store
         .latest_artifact(implementer.run, &report_name(implementer.id))?
