@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use agency_core::{Brief, RunId};
 use agency_exec::{CommitOutcome, MergeOutcome, Repo, brief_branch_name, sanitize_ref_component};
@@ -24,6 +25,9 @@ pub struct RunBranches {
     worktrees: PathBuf,
     known: KnownBranches,
 }
+
+/// How long a worktree directory without its `.git` is watched for a dead runner's git to finish with it.
+const DEBRIS_SETTLE: Duration = Duration::from_secs(2);
 
 /// Branches this runner has made or seen, so the run's shared branches (integration, workstreams) are
 /// looked up once, not once per slice. A runner never deletes them while a run is live.
@@ -121,7 +125,7 @@ impl RunBranches {
     pub fn prepare_worktree(&self, brief: &Brief, base: &str) -> Result<(String, PathBuf)> {
         let branch = self.brief(brief);
         let path = self.worktree_path(brief);
-        if path.join(".git").exists() {
+        if self.existing_worktree(&path)? {
             return Ok((branch, path));
         }
         worktree_dir(&path)?;
@@ -139,12 +143,35 @@ impl RunBranches {
     /// A detached worktree at `rev` for a brief that only reads (reused on resume).
     pub fn prepare_detached(&self, brief: &Brief, rev: &str) -> Result<PathBuf> {
         let path = self.worktree_path(brief);
-        if path.join(".git").exists() {
+        if self.existing_worktree(&path)? {
             return Ok(path);
         }
         worktree_dir(&path)?;
         self.repo.add_detached_worktree(&path, rev)?;
         Ok(path)
+    }
+
+    /// Whether a worktree is already at `path` (a resumed brief's). A runner killed with SIGKILL leaves
+    /// its git child running (each child has its own process group), so a worktree it was making or
+    /// removing may still be changing when the next runner looks: that is given a moment to settle, and a
+    /// directory left without its `.git` is cleared so the worktree can be made again.
+    fn existing_worktree(&self, path: &Path) -> Result<bool> {
+        let is_worktree = || path.join(".git").exists();
+        let deadline = Instant::now() + DEBRIS_SETTLE;
+        while path.exists() && !is_worktree() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if is_worktree() || !path.exists() {
+            return Ok(is_worktree());
+        }
+        std::fs::remove_dir_all(path).map_err(|e| {
+            crate::error::EngineError::State(format!(
+                "cannot clear the half-made worktree {}: {e}",
+                path.display()
+            ))
+        })?;
+        self.repo.prune_worktrees()?;
+        Ok(false)
     }
 
     /// Commits whatever the agent left in its worktree, on its behalf.

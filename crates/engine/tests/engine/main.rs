@@ -14,3 +14,4 @@ mod leases;
 mod profiles;
 mod signoff;
 mod verdicts;
+mod worktrees;
