@@ -1,48 +1,16 @@
 //! Budgets fail closed: a run whose budget is smaller than its work stops at the budget with the `budget`
 //! gate open and no model call made past the limit; rejecting the gate stops the run.
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
 use agency_core::event::EventKind;
 use agency_core::gate::GateKind;
 use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
 
-use crate::support::Repo;
-
-fn demo_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo")
-}
-
-/// The demo repository, committed, with agency initialised and `budgets` set to `budget_yaml`.
-fn demo_repo(budget_yaml: &str) -> Repo {
-    let repo = Repo::new();
-    for name in ["pagination.py", "test_pagination.py"] {
-        std::fs::copy(demo_dir().join("repo").join(name), repo.path().join(name)).unwrap();
-    }
-    repo.git(&["add", "."]);
-    repo.git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "-qm",
-        "start",
-    ]);
-    repo.agency(&["init"]).success();
-    let config = repo.path().join(".agency/team.yaml");
-    let text = std::fs::read_to_string(&config)
-        .unwrap()
-        .replace("  run: {}", budget_yaml);
-    std::fs::write(&config, text).unwrap();
-    repo
-}
+use crate::support::{Repo, demo_dir, events, wait_for};
 
 #[test]
 fn a_run_stops_at_its_budget_with_the_gate_open() {
     const LIMIT: u64 = 12_000;
-    let repo = demo_repo(&format!("  run: {{tokens: {LIMIT}}}"));
+    let repo = Repo::demo(&[("  run: {}", &format!("  run: {{tokens: {LIMIT}}}"))]);
     let script = demo_dir().join("script.yaml");
     let out = repo
         .agency(&[
@@ -54,24 +22,21 @@ fn a_run_stops_at_its_budget_with_the_gate_open() {
             "--detach",
         ])
         .success();
-    let run = out.stdout().split_whitespace().nth(1).unwrap().to_string();
+    let run = out.run_id();
     let store = SqliteBlackboard::open(repo.db()).unwrap();
     let run_id = store.resolve_run(&run).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let gate = loop {
-        if let Some(gate) = store
-            .pending_gates(Some(run_id))
-            .unwrap()
-            .into_iter()
-            .find(|g| g.kind == GateKind::Budget)
-        {
-            break gate;
-        }
-        assert!(Instant::now() < deadline, "no budget gate opened");
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let events = store.events_after(Some(run_id), 0, usize::MAX).unwrap();
-    let spent: u64 = events
+    let gate = wait_for(
+        || {
+            store
+                .pending_gates(Some(run_id))
+                .unwrap()
+                .into_iter()
+                .find(|g| g.kind == GateKind::Budget)
+        },
+        "the budget gate",
+    );
+    let at_gate = events(&store, run_id);
+    let spent: u64 = at_gate
         .iter()
         .filter(|e| e.kind == EventKind::Usage)
         .map(|e| {
@@ -87,7 +52,7 @@ fn a_run_stops_at_its_budget_with_the_gate_open() {
         })
         .sum();
     assert!(spent > 0 && spent <= LIMIT, "spent {spent} of {LIMIT}");
-    assert!(events.iter().any(|e| e.kind == EventKind::BudgetExhausted));
+    assert!(at_gate.iter().any(|e| e.kind == EventKind::BudgetExhausted));
     assert!(
         gate.summary["message"]
             .as_str()
@@ -98,23 +63,17 @@ fn a_run_stops_at_its_budget_with_the_gate_open() {
 
     repo.agency(&["reject", &run, "--reason", "too expensive"])
         .success();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while store.get_run(run_id).unwrap().status != RunStatus::Cancelled {
-        assert!(
-            Instant::now() < deadline,
-            "the run did not stop after the budget gate was rejected"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for(
+        || (store.get_run(run_id).unwrap().status == RunStatus::Cancelled).then_some(()),
+        "the run to stop after the budget gate was rejected",
+    );
     // Nothing was spent after the gate opened.
-    let after: usize = store
-        .events_after(Some(run_id), 0, usize::MAX)
-        .unwrap()
+    let after: usize = events(&store, run_id)
         .iter()
         .filter(|e| e.kind == EventKind::Usage)
         .count();
     assert_eq!(
         after,
-        events.iter().filter(|e| e.kind == EventKind::Usage).count()
+        at_gate.iter().filter(|e| e.kind == EventKind::Usage).count()
     );
 }

@@ -1,36 +1,15 @@
 //! `agency gc`: finished runs lose their worktrees and branches (a succeeded run keeps its integration
 //! branch unless `--all`); runs still going are untouched; `--dry-run` changes nothing.
 
-use std::process::Command;
-
 use agency_store::{Blackboard, NewRun, RunStatus, SqliteBlackboard};
 
 use crate::support::Repo;
 
-fn git_out(repo: &Repo, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(repo.path())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", repo.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 fn branches(repo: &Repo) -> Vec<String> {
-    git_out(
-        repo,
-        &["for-each-ref", "--format=%(refname:short)", "refs/heads/agency/"],
-    )
-    .lines()
-    .map(str::to_string)
-    .collect()
+    repo.git_output(&["for-each-ref", "--format=%(refname:short)", "refs/heads/agency/"])
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 /// A run with `status` on the blackboard; returns its short id.
@@ -46,17 +25,7 @@ fn run_with_status(repo: &Repo, status: RunStatus) -> String {
 #[test]
 fn finished_runs_are_collected_and_a_succeeded_runs_branch_is_kept() {
     let repo = Repo::initialised();
-    repo.git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "--quiet",
-        "--allow-empty",
-        "-m",
-        "base",
-    ]);
+    repo.commit("base");
     let ok = run_with_status(&repo, RunStatus::Succeeded);
     let failed = run_with_status(&repo, RunStatus::Failed);
     let running = run_with_status(&repo, RunStatus::Running);

@@ -1,28 +1,11 @@
 //! `agency goal`: plan.md goals and their sign-off, end to end in a temporary repository with a real (sh)
 //! verify command and a scripted judge.
 
-use std::process::Command;
-
 use crate::support::Repo;
 
 const ACCEPTING_JUDGE: &str = "replies:\n  - role: judge\n    reply: {text: \"Checked value.txt.\\nVERDICT: accept\\nmissing: none\"}\n";
 const RAMBLING_JUDGE: &str =
     "replies:\n  - role: judge\n    reply: {text: \"Seems fine to me, probably.\"}\n";
-
-fn git(repo: &Repo, args: &[&str]) {
-    let status = Command::new("git")
-        .args(args)
-        .current_dir(repo.path())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", repo.path())
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
-}
 
 fn write(repo: &Repo, path: &str, text: &str) {
     let full = repo.path().join(path);
@@ -31,8 +14,8 @@ fn write(repo: &Repo, path: &str, text: &str) {
 }
 
 fn commit(repo: &Repo, message: &str) {
-    git(repo, &["add", "--all", "--", ".", ":!.agency"]);
-    git(repo, &["commit", "-q", "-m", message]);
+    repo.git(&["add", "--all", "--", ".", ":!.agency"]);
+    repo.git(&["commit", "-q", "-m", message]);
 }
 
 fn plan(repo: &Repo) -> String {

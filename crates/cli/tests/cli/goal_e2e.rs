@@ -2,32 +2,16 @@
 //! registered: the session is kept from stopping while its goal is open, does the work, signs it off with
 //! `agency goal complete`, and is then let stop.
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use agency_testkit::{FakeAnthropic, Reply};
 use serde_json::json;
 
-use crate::hook_claude::run_with_deadline;
+use crate::hook_claude::{claude_command, run_with_deadline};
 use crate::hook_support::e2e_client;
 use crate::support::Repo;
 
 const JUDGE: &str = "replies:\n  - role: judge\n    reply: {text: \"value.txt says fixed.\\nVERDICT: accept\\nmissing: none\"}\n";
-
-fn git(repo: &Repo, args: &[&str]) {
-    let status = Command::new("git")
-        .args(args)
-        .current_dir(repo.path())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", repo.path())
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
-}
 
 #[test]
 fn claude_code_is_kept_working_until_its_goal_is_signed_off() {
@@ -39,8 +23,8 @@ fn claude_code_is_kept_working_until_its_goal_is_signed_off() {
     std::fs::create_dir_all(repo.path().join("tests")).unwrap();
     std::fs::write(repo.path().join("tests/check.sh"), "grep -qx fixed value.txt\n").unwrap();
     std::fs::write(repo.path().join("judge.yaml"), JUDGE).unwrap();
-    git(&repo, &["add", "value.txt", "tests", "judge.yaml"]);
-    git(&repo, &["commit", "-q", "-m", "a failing check"]);
+    repo.git(&["add", "value.txt", "tests", "judge.yaml"]);
+    repo.git(&["commit", "-q", "-m", "a failing check"]);
     repo.agency(&[
         "goal",
         "add",
@@ -51,8 +35,8 @@ fn claude_code_is_kept_working_until_its_goal_is_signed_off() {
         "sh tests/check.sh",
     ])
     .success();
-    git(&repo, &["add", "plan.md"]);
-    git(&repo, &["commit", "-q", "-m", "plan: fix the value"]);
+    repo.git(&["add", "plan.md"]);
+    repo.git(&["commit", "-q", "-m", "plan: fix the value"]);
 
     let agency = env!("CARGO_BIN_EXE_agency");
     let sign_off = format!(
@@ -71,36 +55,15 @@ fn claude_code_is_kept_working_until_its_goal_is_signed_off() {
     let hook = json!([{"hooks": [{"type": "command", "command": format!("{agency} hook"), "timeout": 30}]}]);
     let settings = json!({"hooks": {"SessionStart": hook, "Stop": hook}});
     let home = tempfile::tempdir().unwrap();
-    let mut command = Command::new("claude");
+    let mut command = claude_command(&repo, &server, "fix the value", &settings, home.path());
     command
-        .args([
-            "-p",
-            "fix the value",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ])
-        .args(["--allowedTools", "Bash", "--settings"])
-        .arg(settings.to_string())
-        .current_dir(repo.path())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("TERM", "dumb")
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", "dummy")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("CLAUDE_CODE_MAX_RETRIES", "1")
+        .args(["--allowedTools", "Bash"])
         .env("AGENCY_GOAL_STOP_BUDGET", "4")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_AUTHOR_NAME", "t")
         .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
         .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid");
     let out = run_with_deadline(command, Duration::from_secs(120));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -7,9 +7,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use agency_testkit::{FakeAnthropic, Reply};
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::hook_support::{e2e_client, start_brief};
+use crate::hook_support::{activate, e2e_client, start_brief};
 use crate::support::Repo;
 
 fn write_hello(repo: &Repo) -> Vec<Reply> {
@@ -54,16 +54,31 @@ fn claude_with(
 pub fn claude_settings(
     repo: &Repo,
     server: &FakeAnthropic,
-    settings: &serde_json::Value,
+    settings: &Value,
     env: &[(&str, &str)],
     args: &[&str],
 ) -> Output {
     let home = tempfile::tempdir().expect("home");
+    let mut command = claude_command(repo, server, "write hello", settings, home.path());
+    command.envs(env.iter().copied()).args(args);
+    run_with_deadline(command, Duration::from_secs(60))
+}
+
+/// `claude -p PROMPT` in the repository, streaming JSON, with these `--settings`, talking to `server` and
+/// nothing else, with `home` as its HOME and no other environment but PATH: ready for more arguments and
+/// variables, then [`run_with_deadline`].
+pub fn claude_command(
+    repo: &Repo,
+    server: &FakeAnthropic,
+    prompt: &str,
+    settings: &Value,
+    home: &Path,
+) -> Command {
     let mut command = Command::new("claude");
     command
         .args([
             "-p",
-            "write hello",
+            prompt,
             "--output-format",
             "stream-json",
             "--verbose",
@@ -73,19 +88,26 @@ pub fn claude_settings(
         .current_dir(repo.path())
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
+        .env("HOME", home)
         .env("TERM", "dumb")
         .env("ANTHROPIC_BASE_URL", server.base_url())
         .env("ANTHROPIC_API_KEY", "dummy")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_TELEMETRY", "1")
         .env("CLAUDE_CODE_MAX_RETRIES", "1")
-        .envs(env.iter().copied())
-        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    run_with_deadline(command, Duration::from_secs(60))
+    command
+}
+
+/// The first tool result Claude Code sent back that is the teachback gate's denial, if any.
+pub fn gate_denial(server: &FakeAnthropic) -> Option<Value> {
+    server.tool_results().into_iter().find(|r| {
+        r["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("teachback gate:"))
+    })
 }
 
 /// Waits for the child, killing it past the deadline so a hung client fails the test instead of CI.
@@ -141,15 +163,12 @@ fn claude_code_write_is_denied_until_the_teachback_is_approved() {
         !hello_exists(&repo),
         "the Write ran while the teachback was pending"
     );
-    let results = server.tool_results();
-    let denial = results
-        .iter()
-        .find(|r| {
-            r["content"]
-                .as_str()
-                .is_some_and(|c| c.contains("teachback gate:"))
-        })
-        .unwrap_or_else(|| panic!("the denial reason never reached the model: {results:#?}"));
+    let denial = gate_denial(&server).unwrap_or_else(|| {
+        panic!(
+            "the denial reason never reached the model: {:#?}",
+            server.tool_results()
+        )
+    });
     assert_eq!(denial["is_error"], true);
     assert!(
         denial["content"]
@@ -159,15 +178,7 @@ fn claude_code_write_is_denied_until_the_teachback_is_approved() {
         "{denial}"
     );
 
-    repo.agency(&[
-        "teachback",
-        "submit",
-        "--brief",
-        &brief,
-        crate::hook_support::TEACHBACK,
-    ])
-    .success();
-    repo.agency(&["teachback", "approve", &brief]).success();
+    activate(&repo, &brief);
     let out = claude(&repo, &server, &agency_hook(), &brief);
     assert_ran(&out);
     assert_eq!(
@@ -184,15 +195,7 @@ fn claude_code_write_is_denied_when_the_hook_is_broken() {
     let repo = Repo::initialised();
     let brief = start_brief(&repo, "2,2,2,2");
     // Even an approved brief: with no answer from the gate, nothing may be written.
-    repo.agency(&[
-        "teachback",
-        "submit",
-        "--brief",
-        &brief,
-        crate::hook_support::TEACHBACK,
-    ])
-    .success();
-    repo.agency(&["teachback", "approve", &brief]).success();
+    activate(&repo, &brief);
     let server = FakeAnthropic::start(write_hello(&repo)).expect("fake server");
     let out = claude(&repo, &server, "/nonexistent/agency hook", &brief);
     assert_ran(&out);
@@ -231,11 +234,5 @@ fn claude_code_plain_session_bound_with_teachback_start() {
         !hello_exists(&repo),
         "the Write ran in a bound session whose teachback is pending"
     );
-    let results = server.tool_results();
-    assert!(
-        results.iter().any(|r| r["content"]
-            .as_str()
-            .is_some_and(|c| c.contains("teachback gate:"))),
-        "{results:#?}"
-    );
+    assert!(gate_denial(&server).is_some(), "{:#?}", server.tool_results());
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use agency_testkit::{FakeOpenAi, Reply};
 
 use crate::hook_claude::run_with_deadline;
-use crate::hook_support::{TEACHBACK, e2e_client, start_brief};
+use crate::hook_support::{activate, e2e_client, start_brief};
 use crate::support::Repo;
 
 const PATCH: &str = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n";
@@ -87,9 +87,7 @@ fn codex_apply_patch_is_denied_until_the_teachback_is_approved() {
         "the denial never reached the model: {outputs:#?}"
     );
 
-    repo.agency(&["teachback", "submit", "--brief", &brief, TEACHBACK])
-        .success();
-    repo.agency(&["teachback", "approve", &brief]).success();
+    activate(&repo, &brief);
     codex(&repo, &server, &brief);
     assert_eq!(
         std::fs::read_to_string(repo.path().join("hello.txt")).unwrap(),

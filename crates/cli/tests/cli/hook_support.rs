@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::Repo;
+use crate::support::{Repo, Run};
 
 /// A complete teachback in the bullet format.
 pub const TEACHBACK: &str = "Teachback:\n- Building: hello.txt containing hi\n- Key constraints: one file; no other changes\n\
@@ -30,6 +30,17 @@ pub fn start_brief(repo: &Repo, variety: &str) -> String {
         .nth(1)
         .expect("brief id in output")
         .to_string()
+}
+
+/// Sends [`TEACHBACK`] for `brief` as its agent would (`agency teachback submit`).
+pub fn submit_teachback(repo: &Repo, brief: &str) -> Run {
+    repo.agency(&["teachback", "submit", "--brief", brief, TEACHBACK])
+}
+
+/// Sends the teachback for `brief` and approves it: the brief is active, its agent may work.
+pub fn activate(repo: &Repo, brief: &str) {
+    submit_teachback(repo, brief).success();
+    repo.agency(&["teachback", "approve", brief]).success();
 }
 
 /// A PreToolUse event as Claude Code sends it, from the repository.

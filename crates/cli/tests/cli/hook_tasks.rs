@@ -9,7 +9,7 @@ use agency_core::{Brief, BriefId};
 use agency_store::{Blackboard, SqliteBlackboard};
 use serde_json::{Value, json};
 
-use crate::hook_support::{TEACHBACK, hook, start_brief};
+use crate::hook_support::{TEACHBACK, activate, hook, start_brief};
 use crate::support::Repo;
 
 const SESSION: &str = "56fd0a6c-c1f5-4e27-8823-d60852da438f";
@@ -278,16 +278,7 @@ fn taking_a_task_is_no_way_around_a_closed_gate() {
         "deny"
     );
     // Once its own teachback is approved it may take the next task.
-    repo.agency(&[
-        "teachback",
-        "submit",
-        "--brief",
-        &blocking.id.to_string(),
-        TEACHBACK,
-    ])
-    .success();
-    repo.agency(&["teachback", "approve", &blocking.id.to_string()])
-        .success();
+    activate(&repo, &blocking.id.to_string());
     assert_eq!(
         hook(&repo, &[], &take(&repo, Some(SUB_AGENT), "2")).decision(),
         "allow"

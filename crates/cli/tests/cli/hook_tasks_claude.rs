@@ -7,7 +7,7 @@ use agency_store::{Blackboard, SqliteBlackboard};
 use agency_testkit::{FakeAnthropic, Reply};
 use serde_json::json;
 
-use crate::hook_claude::{agency_hook, assert_ran, claude_settings};
+use crate::hook_claude::{agency_hook, assert_ran, claude_settings, gate_denial};
 use crate::hook_support::e2e_client;
 use crate::support::Repo;
 
@@ -71,15 +71,12 @@ fn claude_code_task_create_binds_the_sub_agent_that_takes_it() {
         !hello.exists(),
         "the sub-agent wrote while its task's teachback was pending"
     );
-    let results = server.tool_results();
-    let denial = results
-        .iter()
-        .find(|r| {
-            r["content"]
-                .as_str()
-                .is_some_and(|c| c.contains("teachback gate:"))
-        })
-        .unwrap_or_else(|| panic!("the denial never reached the sub-agent: {results:#?}"));
+    let denial = gate_denial(&server).unwrap_or_else(|| {
+        panic!(
+            "the denial never reached the sub-agent: {:#?}",
+            server.tool_results()
+        )
+    });
     assert!(
         denial["content"].as_str().unwrap().contains(&brief.id.short()),
         "{denial}"

@@ -18,10 +18,9 @@ use agency_core::gate::GateStatus;
 use agency_store::{Blackboard, PostgresBlackboard, RunStatus};
 use postgres::{Client, NoTls};
 
-use crate::support::{Repo, finish, wait_for};
+use crate::support::{CALCULATOR_GOAL, Repo, finish, runtime_of, wait_for};
 
 const URL_VAR: &str = "AGENCY_TEST_POSTGRES_URL";
-const GOAL: &str = "Fix the shell calculator so that every check passes.";
 
 /// The engine's medium-profile run: T1 → T3 → two T4s (fix-add, fix-mul) → T5s → accept.
 const SCRIPT: &str = include_str!("../../../engine/tests/scripts/medium.yaml");
@@ -113,7 +112,7 @@ fn calculator(db: &Database, script: &str) -> Repo {
     let init = repo.agency(&["--db", &db.url, "init"]).success();
     assert!(init.stdout().contains("created"), "{}", init.stdout());
     repo.commit_calculator();
-    std::fs::write(repo.path().join(".agency").join("script.yaml"), script).unwrap();
+    repo.write_script(script);
     repo
 }
 
@@ -148,7 +147,7 @@ fn a_scripted_run_on_postgres_completes_and_runs_inspect_and_watch_read_it() {
             "--db",
             &db.url,
             "run",
-            GOAL,
+            CALCULATOR_GOAL,
             "--auto-approve",
             "--script",
             script.to_str().unwrap(),
@@ -177,13 +176,8 @@ fn a_scripted_run_on_postgres_completes_and_runs_inspect_and_watch_read_it() {
     assert!(log.stdout().contains("ACCEPTED"), "{}", log.stdout());
 
     // The work is on the integration branch.
-    let show = Command::new("git")
-        .args(["show", &format!("agency/{}/integration:mul.sh", id.short())])
-        .current_dir(repo.path())
-        .output()
-        .unwrap();
     assert_eq!(
-        String::from_utf8_lossy(&show.stdout),
+        repo.git_output(&["show", &format!("agency/{}/integration:mul.sh", id.short())]),
         "# mul A B: prints A * B\necho $(($1 * $2))\n"
     );
 
@@ -245,14 +239,14 @@ fn a_worker_process_runs_agents_for_a_run_another_process_drives() {
         );
     assert_eq!(slow.matches("sleep").count(), 2, "the script changed shape");
     let repo = calculator(&db, &slow);
-    let team = repo.path().join(".agency").join("team.yaml");
-    let config = std::fs::read_to_string(&team).unwrap();
-    let config = config.replacen("  concurrency: 4 ", "  concurrency: 1 ", 1);
-    assert!(config.contains("  concurrency: 1 "), "team.yaml changed shape");
-    std::fs::write(&team, config).unwrap();
+    repo.edit_team(&[("  concurrency: 4 ", "  concurrency: 1 ")]);
 
     // The driver stops at T1's plan gate (no --auto-approve) until the worker is there.
-    let driver = spawn(&repo, &db, &["run", GOAL, "--script", ".agency/script.yaml"]);
+    let driver = spawn(
+        &repo,
+        &db,
+        &["run", CALCULATOR_GOAL, "--script", ".agency/script.yaml"],
+    );
     let store = db.store();
     let run = wait_for(
         || store.list_runs().unwrap().first().map(|r| r.id),
@@ -344,17 +338,17 @@ fn a_run_with_hook_gated_runtimes_on_postgres_fails_at_start_saying_why() {
     }
     let db = Database::new();
     let repo = calculator(&db, SCRIPT);
-    let team = repo.path().join(".agency").join("team.yaml");
-    let config = std::fs::read_to_string(&team).unwrap();
-    let config = config.replacen(
-        "runtime: auto                 # claude-code when it is on PATH, else builtin",
-        "runtime: codex",
-        1,
-    );
-    assert!(config.contains("runtime: codex"), "team.yaml changed shape");
-    std::fs::write(&team, config).unwrap();
+    let (line, on_codex) = runtime_of("t4", "codex");
+    repo.edit_team(&[(line, &on_codex)]);
     let out = repo
-        .agency(&["--db", &db.url, "run", GOAL, "--script", ".agency/script.yaml"])
+        .agency(&[
+            "--db",
+            &db.url,
+            "run",
+            CALCULATOR_GOAL,
+            "--script",
+            ".agency/script.yaml",
+        ])
         .fails_with(3);
     let err = out.stderr();
     assert!(err.contains("t4 (codex)"), "{err}");

@@ -3,21 +3,16 @@
 //! (then it is restarted once, as configured).
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agency_core::event::EventKind;
-use agency_core::{BriefId, Event, RunId, Tier};
+use agency_core::{BriefId, Event, Tier};
 use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
 
-use crate::support::Repo;
+use crate::support::{CALCULATOR_GOAL, Repo, events, wait_for};
 
 /// The medium-profile script of the engine's end-to-end tests: T1 → T3 → two T4s → T5s → accept.
 const SCRIPT: &str = include_str!("../../../engine/tests/scripts/medium.yaml");
-
-fn all_events(store: &SqliteBlackboard) -> Vec<Event> {
-    store.events_after(None, 0, 100_000).unwrap()
-}
 
 fn spawns(events: &[Event]) -> BTreeMap<BriefId, usize> {
     let mut counts = BTreeMap::new();
@@ -31,30 +26,22 @@ fn spawns(events: &[Event]) -> BTreeMap<BriefId, usize> {
 fn a_run_killed_mid_run_resumes_and_completes_without_double_spawns() {
     let (repo, script) = Repo::calculator(SCRIPT);
 
-    let mut runner = Command::new(env!("CARGO_BIN_EXE_agency"))
-        .args([
-            "run",
-            "Fix the shell calculator so that every check passes.",
-            "--auto-approve",
-            "--script",
-        ])
-        .arg(&script)
-        .current_dir(repo.path())
-        .env_remove("AGENCY_DB")
-        .env_remove("AGENCY_CONFIG")
-        .env("USER", "tester")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let script = script.to_str().unwrap();
+    let mut runner = repo.spawn(
+        &["run", CALCULATOR_GOAL, "--auto-approve", "--script", script],
+        &[],
+    );
 
     // Kill it the moment the first implementer is spawned: the plan and the squad lead are recorded, the
     // T4s are in flight or just done.
     let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = wait_for(
+        || store.list_runs().unwrap().first().map(|r| r.id),
+        "the run to start",
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let t4_spawned = all_events(&store)
+        let t4_spawned = events(&store, run)
             .iter()
             .any(|e| e.kind == EventKind::Spawned && e.tier == Some(Tier::T4));
         if t4_spawned {
@@ -71,8 +58,7 @@ fn a_run_killed_mid_run_resumes_and_completes_without_double_spawns() {
     runner.kill().unwrap();
     runner.wait().unwrap();
 
-    let before = all_events(&store);
-    let run: RunId = before[0].run;
+    let before = events(&store, run);
     assert_ne!(
         store.get_run(run).unwrap().status,
         RunStatus::Succeeded,
@@ -92,13 +78,13 @@ fn a_run_killed_mid_run_resumes_and_completes_without_double_spawns() {
         &run.short(),
         "--auto-approve",
         "--script",
-        script.to_str().unwrap(),
+        script,
     ]);
     let resumed = resumed.success();
     assert!(resumed.stdout().contains("succeeded"), "{}", resumed.stdout());
     assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
 
-    let after = all_events(&store);
+    let after = events(&store, run);
     // Nothing recorded is lost: the history before the kill is a prefix of the history after.
     assert_eq!(&after[..before.len()], &before[..]);
     // Every brief recorded before the kill is still there, each restarted at most once.
@@ -122,13 +108,8 @@ fn a_run_killed_mid_run_resumes_and_completes_without_double_spawns() {
         .count();
     assert_eq!(restarts, in_flight.len());
     // The work is on the integration branch.
-    let show = Command::new("git")
-        .args(["show", &format!("agency/{}/integration:mul.sh", run.short())])
-        .current_dir(repo.path())
-        .output()
-        .unwrap();
     assert_eq!(
-        String::from_utf8_lossy(&show.stdout),
+        repo.git_output(&["show", &format!("agency/{}/integration:mul.sh", run.short())]),
         "# mul A B: prints A * B\necho $(($1 * $2))\n"
     );
 }

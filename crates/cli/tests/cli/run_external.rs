@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::hook_claude::run_with_deadline;
 use crate::hook_support::e2e_client;
-use crate::support::Repo;
+use crate::support::{Repo, demo_dir, events, runtime_of};
 
 pub const GOAL: &str =
     "Fix the pagination bug: page 1 must start at the first item, and every test must pass.";
@@ -31,56 +31,10 @@ start = (number - 1) * size\n    return items[start:start + size]\n\n\ndef page_
 pub const REPORT: &str = "Fixed.\n```json\n{\"status\": \"done\", \"summary\": \"page() starts at (number - 1) * size\", \
 \"evidence\": [{\"path\": \"pagination.py\", \"quote\": \"    start = (number - 1) * size\"}]}\n```";
 
-pub fn demo_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo")
-}
-
-/// The demo repository, committed, with agency initialised and team.yaml edited: each `(from, to)` replaces
-/// the one place `from` occurs.
-pub fn demo_repo(edits: &[(&str, &str)]) -> Repo {
-    let repo = Repo::new();
-    for name in ["pagination.py", "test_pagination.py", ".gitignore"] {
-        std::fs::copy(demo_dir().join("repo").join(name), repo.path().join(name)).unwrap();
-    }
-    repo.git(&["add", "."]);
-    repo.git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "-qm",
-        "start",
-    ]);
-    repo.agency(&["init"]).success();
-    let config = repo.path().join(".agency/team.yaml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    for (from, to) in edits {
-        assert_eq!(text.matches(from).count(), 1, "`{from}` in {text}");
-        text = text.replacen(from, to, 1);
-    }
-    std::fs::write(&config, text).unwrap();
-    repo.agency(&["config", "check"]).success();
-    repo
-}
-
-/// The team.yaml edit that puts `tier` (t4 or t5) on `runtime`.
-pub fn runtime_of(tier: &str, runtime: &str) -> (&'static str, String) {
-    let line = match tier {
-        "t4" => "fast-cheap        # implementer: atomic tasks\n    runtime: auto ",
-        "t5" => "capable           # verifier: checks T4 output\n    runtime: auto ",
-        other => panic!("no runtime line for {other}"),
-    };
-    (
-        line,
-        line.replace("runtime: auto ", &format!("runtime: {runtime} ")),
-    )
-}
-
 /// The demo repository with T4 on `runtime` and the fast-cheap model (T4's) named `model` at `provider`.
 fn repo_with_implementers_on(runtime: &str, provider: &str, model: &str) -> Repo {
     let (line, on) = runtime_of("t4", runtime);
-    demo_repo(&[
+    Repo::demo(&[
         (line, &on),
         ("providers:\n", "providers:\n  openai: {kind: openai}\n"),
         (
@@ -159,21 +113,6 @@ pub fn agency_run(repo: &Repo, script: &Path, env: &[(&str, String)]) -> Output 
     run_with_deadline(command, Duration::from_secs(180))
 }
 
-pub fn all_events(store: &SqliteBlackboard, run: agency_core::RunId) -> Vec<Event> {
-    store.events_after(Some(run), 0, usize::MAX).unwrap()
-}
-
-pub fn git_show(repo: &Path, what: &str) -> String {
-    git(repo, &["show", what])
-}
-
-/// `git args` in `repo`, which must succeed; its stdout.
-pub fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").args(args).current_dir(repo).output().unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
-
 #[test]
 fn claude_code_implementer_is_corrected_then_approved_by_the_runner_and_its_fix_merges() {
     if !e2e_client("claude") {
@@ -246,7 +185,8 @@ fn claude_code_implementer_is_corrected_then_approved_by_the_runner_and_its_fix_
     // The fix is on the integration branch; the repository's own checkout is untouched.
     let branch = branch_of(&stdout);
     assert!(
-        git_show(repo.path(), &format!("{branch}:pagination.py")).contains("start = (number - 1) * size")
+        repo.git_output(&["show", &format!("{branch}:pagination.py")])
+            .contains("start = (number - 1) * size")
     );
     assert!(
         std::fs::read_to_string(repo.path().join("pagination.py"))
@@ -258,7 +198,7 @@ fn claude_code_implementer_is_corrected_then_approved_by_the_runner_and_its_fix_
     let store = SqliteBlackboard::open(repo.db()).unwrap();
     let run = store.list_runs().unwrap()[0].clone();
     assert_eq!(run.status, RunStatus::Succeeded);
-    let events = all_events(&store, run.id);
+    let events = events(&store, run.id);
     let implementer = store
         .list_briefs(run.id)
         .unwrap()
@@ -412,12 +352,13 @@ fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
     assert!(first("teachback gate:") < first("Teachback approved by t3/ws-fix-pagination"));
     let branch = branch_of(&stdout);
     assert!(
-        git_show(repo.path(), &format!("{branch}:pagination.py")).contains("start = (number - 1) * size")
+        repo.git_output(&["show", &format!("{branch}:pagination.py")])
+            .contains("start = (number - 1) * size")
     );
     let store = SqliteBlackboard::open(repo.db()).unwrap();
     let run = store.list_runs().unwrap()[0].clone();
     assert_eq!(run.status, RunStatus::Succeeded);
-    let events = all_events(&store, run.id);
+    let events = events(&store, run.id);
     assert!(events.iter().any(|e| e.kind == EventKind::TeachbackDenied));
     assert!(
         events.iter().any(

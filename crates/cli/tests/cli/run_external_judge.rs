@@ -13,8 +13,8 @@ use agency_testkit::{FakeAnthropic, FakeOpenAi, Reply};
 use serde_json::json;
 
 use crate::hook_support::e2e_client;
-use crate::run_external::{agency_run, all_events, branch_of, git, runtime_of};
-use crate::support::Repo;
+use crate::run_external::{agency_run, branch_of};
+use crate::support::{Repo, events, runtime_of};
 
 /// What the first `fix-mul` judge names as missing.
 const MISSING: &str = "mul.sh still carries the LEFTOVER-DEBUG marker; remove it";
@@ -30,45 +30,14 @@ fn reject() -> String {
     format!("A debug marker is left in mul.sh.\nVERDICT: reject\nmissing:\n- {MISSING}")
 }
 
-/// The arithmetic project the script works on (`add.sh` and `mul.sh` have the wrong operators), committed,
-/// with agency initialised and team.yaml edited by `edits` (each `(from, to)` replaces one occurrence).
+/// The calculator, committed with agency's own files ignored, agency initialised and team.yaml edited by
+/// `edits` (as [`Repo::edit_team`]).
 fn arithmetic_repo(edits: &[(&str, &str)]) -> Repo {
     let repo = Repo::new();
-    let files = [
-        ("add.sh", "# add A B: prints A + B\necho $(($1 - $2))\n"),
-        ("mul.sh", "# mul A B: prints A * B\necho $(($1 + $2))\n"),
-        (
-            "test_add.sh",
-            "out=$(sh add.sh 2 3)\n[ \"$out\" = 5 ] || { echo \"add 2 3 gave $out, expected 5\"; exit 1; }\n",
-        ),
-        (
-            "test_mul.sh",
-            "out=$(sh mul.sh 2 3)\n[ \"$out\" = 6 ] || { echo \"mul 2 3 gave $out, expected 6\"; exit 1; }\n",
-        ),
-        ("test_arith.sh", "sh test_add.sh && sh test_mul.sh\n"),
-        (".gitignore", ".agency/\n"),
-    ];
-    for (name, text) in files {
-        std::fs::write(repo.path().join(name), text).unwrap();
-    }
-    repo.git(&["add", "."]);
-    repo.git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "-qm",
-        "start",
-    ]);
+    std::fs::write(repo.path().join(".gitignore"), ".agency/\n").unwrap();
+    repo.commit_calculator();
     repo.agency(&["init"]).success();
-    let config = repo.path().join(".agency/team.yaml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    for (from, to) in edits {
-        assert_eq!(text.matches(from).count(), 1, "`{from}` in {text}");
-        text = text.replacen(from, to, 1);
-    }
-    std::fs::write(&config, text).unwrap();
+    repo.edit_team(edits);
     repo.agency(&["config", "check"]).success();
     repo
 }
@@ -92,7 +61,7 @@ fn judged_run(repo: &Repo, runtime: &str, env: &[(&str, String)], written: &std:
     let store = SqliteBlackboard::open(repo.db()).unwrap();
     let run = store.list_runs().unwrap()[0].clone();
     assert_eq!(run.status, RunStatus::Succeeded);
-    let events = all_events(&store, run.id);
+    let events = events(&store, run.id);
     let of_t5 = |kind: EventKind| -> Vec<&agency_core::Event> {
         events
             .iter()
@@ -125,9 +94,9 @@ fn judged_run(repo: &Repo, runtime: &str, env: &[(&str, String)], written: &std:
         .expect("the retry was recorded");
     assert!(rejected[0].seq < retry.seq);
     let branch = branch_of(&stdout);
-    let files = git(repo.path(), &["ls-tree", "-r", "--name-only", &branch]);
+    let files = repo.git_output(&["ls-tree", "-r", "--name-only", &branch]);
     assert!(!files.contains("judge-was-here"), "{files}");
-    let mul = git(repo.path(), &["show", &format!("{branch}:mul.sh")]);
+    let mul = repo.git_output(&["show", &format!("{branch}:mul.sh")]);
     assert!(
         mul.contains("echo $(($1 * $2))") && !mul.contains("LEFTOVER"),
         "{mul}"

@@ -1,11 +1,28 @@
-//! Helpers: a temporary git repository (empty, or holding the calculator the engine's scripted runs fix), a
-//! command builder for the real `agency` binary, and waits for background processes and conditions.
+//! Helpers: a temporary git repository (empty, holding the calculator the engine's scripted runs fix, or the
+//! demo's pagination project), a command builder for the real `agency` binary, a reader of what a run
+//! recorded, and waits for background processes and conditions.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use agency_core::{Event, RunId};
+use agency_store::Blackboard;
 use tempfile::TempDir;
+
+/// The goal of every run on the calculator.
+pub const CALCULATOR_GOAL: &str = "Fix the shell calculator so that every check passes.";
+
+/// The shell calculator the engine's scripted runs fix (`crates/engine/tests/scripts/*.yaml`): `add.sh`,
+/// `mul.sh` and `neg.sh` with the wrong operators, and their checks.
+pub fn calculator_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/calculator")
+}
+
+/// `agency demo`'s sources: the pagination project (`repo/`) and its script.
+pub fn demo_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo")
+}
 
 /// A temporary git repository to run agency in.
 pub struct Repo {
@@ -34,21 +51,13 @@ impl Repo {
         repo
     }
 
-    /// Writes the calculator ([`CALCULATOR`]) into the repository and commits it.
+    /// Copies the calculator ([`calculator_dir`]) into the repository and commits it.
     pub fn commit_calculator(&self) {
-        for (name, text) in CALCULATOR {
-            std::fs::write(self.path().join(name), text).unwrap();
+        for entry in std::fs::read_dir(calculator_dir()).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), self.path().join(entry.file_name())).unwrap();
         }
-        self.git(&["add", "."]);
-        self.git(&[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "commit",
-            "-qm",
-            "calculator",
-        ]);
+        self.commit("calculator");
     }
 
     /// An initialised repository holding the calculator, committed, and `script` (a scripted provider's
@@ -56,9 +65,41 @@ impl Repo {
     pub fn calculator(script: &str) -> (Repo, PathBuf) {
         let repo = Repo::initialised();
         repo.commit_calculator();
-        let path = repo.path().join(".agency").join("script.yaml");
-        std::fs::write(&path, script).unwrap();
+        let path = repo.write_script(script);
         (repo, path)
+    }
+
+    /// The demo's pagination project, committed, with agency initialised and team.yaml edited as
+    /// [`Repo::edit_team`] does, then checked.
+    pub fn demo(edits: &[(&str, &str)]) -> Repo {
+        let repo = Repo::new();
+        for name in ["pagination.py", "test_pagination.py", ".gitignore"] {
+            std::fs::copy(demo_dir().join("repo").join(name), repo.path().join(name)).unwrap();
+        }
+        repo.commit("start");
+        repo.agency(&["init"]).success();
+        repo.edit_team(edits);
+        repo.agency(&["config", "check"]).success();
+        repo
+    }
+
+    /// Edits `.agency/team.yaml`: each `(from, to)` replaces `from`, which must occur exactly once (so a
+    /// change to the default team.yaml fails the test here, not somewhere down the run).
+    pub fn edit_team(&self, edits: &[(&str, &str)]) {
+        let path = self.path().join(".agency").join("team.yaml");
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for (from, to) in edits {
+            assert_eq!(text.matches(from).count(), 1, "`{from}` in {text}");
+            text = text.replacen(from, to, 1);
+        }
+        std::fs::write(&path, text).unwrap();
+    }
+
+    /// Writes a scripted provider's YAML to `.agency/script.yaml` and returns its path.
+    pub fn write_script(&self, script: &str) -> PathBuf {
+        let path = self.path().join(".agency").join("script.yaml");
+        std::fs::write(&path, script).unwrap();
+        path
     }
 
     /// Starts `agency` with `args` in the background in the repository's top level (the blackboard is
@@ -85,14 +126,34 @@ impl Repo {
 
     /// Runs git in the repository and asserts it succeeded.
     pub fn git(&self, args: &[&str]) {
-        let status = Command::new("git")
+        self.git_output(args);
+    }
+
+    /// Runs git in the repository, asserts it succeeded, and returns its stdout. Commits are by `t`.
+    pub fn git_output(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
             .args(args)
             .current_dir(self.path())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("HOME", self.path())
-            .status()
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
             .expect("git");
-        assert!(status.success(), "git {args:?} failed");
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Stages everything and commits it (an empty commit when nothing changed).
+    pub fn commit(&self, message: &str) {
+        self.git(&["add", "--all"]);
+        self.git(&["commit", "--quiet", "--allow-empty", "-m", message]);
     }
 
     /// The repository's top level.
@@ -150,6 +211,16 @@ impl Run {
         self.output.status.code()
     }
 
+    /// The run `agency run` names on its first line (`run 3a620b97 started on …`).
+    pub fn run_id(&self) -> String {
+        let out = self.stdout();
+        let first = out.lines().next().unwrap_or_default();
+        match first.strip_prefix("run ").and_then(|rest| rest.split(' ').next()) {
+            Some(id) => id.to_string(),
+            None => panic!("no run named in {out}"),
+        }
+    }
+
     /// Asserts exit 0 and returns self.
     pub fn success(self) -> Run {
         assert_eq!(
@@ -183,21 +254,24 @@ impl Run {
     }
 }
 
-/// The shell calculator the engine's scripted runs fix (`crates/engine/tests/scripts/medium.yaml`): two
-/// scripts with the wrong operator and their checks.
-pub const CALCULATOR: &[(&str, &str)] = &[
-    ("add.sh", "# add A B: prints A + B\necho $(($1 - $2))\n"),
-    ("mul.sh", "# mul A B: prints A * B\necho $(($1 + $2))\n"),
+/// The [`Repo::edit_team`] edit that puts `tier` (t4 or t5) on `runtime` (the default team.yaml has both on
+/// `auto`).
+pub fn runtime_of(tier: &str, runtime: &str) -> (&'static str, String) {
+    let line = match tier {
+        "t4" => "fast-cheap        # implementer: atomic tasks\n    runtime: auto ",
+        "t5" => "capable           # verifier: checks T4 output\n    runtime: auto ",
+        other => panic!("no runtime line for {other}"),
+    };
     (
-        "test_add.sh",
-        "out=$(sh add.sh 2 3)\n[ \"$out\" = 5 ] || { echo \"add 2 3 gave $out, expected 5\"; exit 1; }\n",
-    ),
-    (
-        "test_mul.sh",
-        "out=$(sh mul.sh 2 3)\n[ \"$out\" = 6 ] || { echo \"mul 2 3 gave $out, expected 6\"; exit 1; }\n",
-    ),
-    ("test_arith.sh", "sh test_add.sh && sh test_mul.sh\n"),
-];
+        line,
+        line.replace("runtime: auto ", &format!("runtime: {runtime} ")),
+    )
+}
+
+/// Every event of `run`, oldest first.
+pub fn events(store: &dyn Blackboard, run: RunId) -> Vec<Event> {
+    store.events_after(Some(run), 0, usize::MAX).unwrap()
+}
 
 /// Waits for `child` to end (killing it after `limit`) and returns its exit code and output.
 pub fn finish(mut child: Child, limit: Duration) -> (Option<i32>, String) {

@@ -1,7 +1,7 @@
 //! `agency teachback ...` through the real binary: every transition of the state machine, the refusals,
 //! show/list, and the stall ALERT raised once per stall.
 
-use crate::hook_support::{TEACHBACK, start_brief};
+use crate::hook_support::{TEACHBACK, start_brief, submit_teachback};
 use crate::support::Repo;
 
 fn state(repo: &Repo, brief: &str) -> String {
@@ -10,10 +10,6 @@ fn state(repo: &Repo, brief: &str) -> String {
         .find_map(|l| l.strip_prefix("state      "))
         .expect("state line")
         .to_string()
-}
-
-fn submit(repo: &Repo, brief: &str) -> crate::support::Run {
-    repo.agency(&["teachback", "submit", "--brief", brief, TEACHBACK])
 }
 
 #[test]
@@ -30,10 +26,10 @@ fn every_transition_of_a_blocking_teachback() {
         "{}",
         early.stderr()
     );
-    let out = submit(&repo, &brief).success().stdout();
+    let out = submit_teachback(&repo, &brief).success().stdout();
     assert!(out.contains("now under_review"), "{out}");
     assert_eq!(state(&repo, &brief), "under_review");
-    submit(&repo, &brief).fails_with(5);
+    submit_teachback(&repo, &brief).fails_with(5);
     repo.agency(&[
         "teachback",
         "correct",
@@ -51,7 +47,7 @@ fn every_transition_of_a_blocking_teachback() {
         "{show}"
     );
     repo.agency(&["teachback", "approve", &brief]).fails_with(5);
-    submit(&repo, &brief).success();
+    submit_teachback(&repo, &brief).success();
     assert_eq!(state(&repo, &brief), "under_review");
     repo.agency(&["teachback", "approve", &brief, "--note", "go"])
         .success();
@@ -62,14 +58,14 @@ fn every_transition_of_a_blocking_teachback() {
         "{show}"
     );
     repo.agency(&["teachback", "approve", &brief]).fails_with(5);
-    submit(&repo, &brief).fails_with(5);
+    submit_teachback(&repo, &brief).fails_with(5);
 }
 
 #[test]
 fn an_advisory_teachback_is_active_once_sent() {
     let repo = Repo::initialised();
     let brief = start_brief(&repo, "1,2,1,2");
-    submit(&repo, &brief).success();
+    submit_teachback(&repo, &brief).success();
     assert_eq!(state(&repo, &brief), "active");
 }
 
@@ -104,7 +100,7 @@ fn submit_refuses_rote_teachbacks_and_reads_stdin_and_files() {
 fn corrections_need_an_item_and_briefs_must_exist() {
     let repo = Repo::initialised();
     let brief = start_brief(&repo, "2,2,2,2");
-    submit(&repo, &brief).success();
+    submit_teachback(&repo, &brief).success();
     repo.agency(&["teachback", "correct", &brief]).fails_with(2);
     repo.agency(&["teachback", "correct", &brief, "--item", " "])
         .fails_with(3);
@@ -118,7 +114,7 @@ fn list_shows_state_and_mode() {
     let repo = Repo::initialised();
     let blocking = start_brief(&repo, "2,2,2,2");
     start_brief(&repo, "1,1,1,1");
-    submit(&repo, &blocking).success();
+    submit_teachback(&repo, &blocking).success();
     let out = repo.agency(&["teachback", "list"]).success().stdout();
     assert!(out.contains("under_review  blocking  t4   write hello"), "{out}");
     assert!(out.contains("pending       advisory  t4   write hello"), "{out}");
@@ -153,7 +149,7 @@ fn a_stalled_teachback_raises_one_alert_per_stall() {
         "one alert per stall, not per poll"
     );
     assert!(check(&much_later).stdout().contains("0 alert(s) raised"));
-    submit(&repo, &brief).success();
+    submit_teachback(&repo, &brief).success();
     let review = check(&later);
     assert!(review.stdout().contains("1 alert(s) raised"));
     assert!(

@@ -7,23 +7,18 @@ use std::time::Duration;
 
 use agency_core::event::EventKind;
 use agency_core::gate::{GateKind, GateStatus};
-use agency_core::{Event, Gate, RunId};
+use agency_core::{Event, Gate};
 use agency_store::{Blackboard, SqliteBlackboard};
 
-use crate::hook_support::start_brief;
-use crate::support::{Repo, finish, wait_for};
+use crate::hook_support::{start_brief, submit_teachback};
+use crate::support::{CALCULATOR_GOAL, Repo, events, finish, wait_for};
 
 /// The medium-profile script: fix-add's teachback is blocking (variety 8).
 const SCRIPT: &str = include_str!("../../../engine/tests/scripts/medium.yaml");
-const GOAL: &str = "Fix the shell calculator so that every check passes.";
 
 /// Turns team.yaml's `teachback` gate on: a human reviews blocking teachbacks.
 fn human_teachback_reviews(repo: &Repo) {
-    let team = repo.path().join(".agency").join("team.yaml");
-    let config = std::fs::read_to_string(&team).unwrap();
-    let line = "    teachback: false ";
-    assert!(config.contains(line), "{config}");
-    std::fs::write(&team, config.replacen(line, "    teachback: true ", 1)).unwrap();
+    repo.edit_team(&[("    teachback: false ", "    teachback: true ")]);
 }
 
 /// The first pending gate of `kind` on the blackboard.
@@ -35,15 +30,14 @@ fn pending(store: &SqliteBlackboard, kind: GateKind) -> Option<Gate> {
         .find(|g| g.kind == kind)
 }
 
-fn events(store: &SqliteBlackboard, run: RunId) -> Vec<Event> {
-    store.events_after(Some(run), 0, 100_000).unwrap()
-}
-
 #[test]
 fn approving_a_teachback_decides_its_gate_and_the_run_goes_on_at_once() {
     let (repo, script) = Repo::calculator(SCRIPT);
     human_teachback_reviews(&repo);
-    let runner = repo.spawn(&["run", GOAL, "--script", script.to_str().unwrap()], &[]);
+    let runner = repo.spawn(
+        &["run", CALCULATOR_GOAL, "--script", script.to_str().unwrap()],
+        &[],
+    );
     let store = SqliteBlackboard::open(repo.db()).unwrap();
 
     let plan = wait_for(|| pending(&store, GateKind::T1Plan), "the plan gate");
@@ -109,14 +103,7 @@ fn approving_a_teachback_decides_its_gate_and_the_run_goes_on_at_once() {
 fn correcting_a_teachback_rejects_its_gate_with_the_corrections() {
     let repo = Repo::initialised();
     let brief = start_brief(&repo, "2,2,2,2");
-    repo.agency(&[
-        "teachback",
-        "submit",
-        "--brief",
-        &brief,
-        crate::hook_support::TEACHBACK,
-    ])
-    .success();
+    submit_teachback(&repo, &brief).success();
     // A runner's human review of it, waiting at its gate (as `agency run` opens it).
     let store = SqliteBlackboard::open(repo.db()).unwrap();
     let id = store.resolve_brief(&brief).unwrap();
@@ -153,14 +140,7 @@ fn correcting_a_teachback_rejects_its_gate_with_the_corrections() {
         Some("the teachback review: per message; no new deps")
     );
     // A teachback with no gate waiting is reviewed as before, and says nothing of gates.
-    repo.agency(&[
-        "teachback",
-        "submit",
-        "--brief",
-        &brief,
-        crate::hook_support::TEACHBACK,
-    ])
-    .success();
+    submit_teachback(&repo, &brief).success();
     let out = repo.agency(&["teachback", "approve", &brief]).success().stdout();
     assert!(!out.contains("gate"), "{out}");
 }

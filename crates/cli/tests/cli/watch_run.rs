@@ -3,75 +3,23 @@
 //! gate, lead, boundaries, specialists, synthesis, mesh, swarm, verifiers, verdicts — each line once.
 
 use crate::demo::normalise;
-use crate::support::Repo;
-
-/// The shell calculator the engine's scripts fix: three scripts with the wrong operator and their checks.
-const FILES: &[(&str, &str)] = &[
-    ("add.sh", "# add A B: prints A + B\necho $(($1 - $2))\n"),
-    ("mul.sh", "# mul A B: prints A * B\necho $(($1 + $2))\n"),
-    ("neg.sh", "# neg A: prints -A\necho $((0 + $1))\n"),
-    (
-        "test_add.sh",
-        "out=$(sh add.sh 2 3)\n[ \"$out\" = 5 ] || { echo \"add 2 3 gave $out, expected 5\"; exit 1; }\n",
-    ),
-    (
-        "test_mul.sh",
-        "out=$(sh mul.sh 2 3)\n[ \"$out\" = 6 ] || { echo \"mul 2 3 gave $out, expected 6\"; exit 1; }\n",
-    ),
-    (
-        "test_neg.sh",
-        "out=$(sh neg.sh 4)\n[ \"$out\" = -4 ] || { echo \"neg 4 gave $out, expected -4\"; exit 1; }\n",
-    ),
-    ("test_arith.sh", "sh test_add.sh && sh test_mul.sh\n"),
-    (
-        "test_all.sh",
-        "sh test_add.sh && sh test_mul.sh && sh test_neg.sh\n",
-    ),
-];
+use crate::support::{CALCULATOR_GOAL, Repo};
 
 /// Runs `script` to its end with `agency run` (one agent at a time, so the log's order is fixed) and
 /// returns `agency watch` of that run, normalised.
 fn watch_after_run(script: &str) -> String {
-    let repo = Repo::initialised();
-    for (name, text) in FILES {
-        std::fs::write(repo.path().join(name), text).unwrap();
-    }
-    let team = repo.path().join(".agency").join("team.yaml");
-    let config = std::fs::read_to_string(&team).unwrap();
-    assert!(config.contains("  concurrency: 4 "), "{config}");
-    std::fs::write(
-        &team,
-        config.replacen("  concurrency: 4 ", "  concurrency: 1 ", 1),
-    )
-    .unwrap();
-    repo.git(&["add", "."]);
-    repo.git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@example.com",
-        "commit",
-        "-qm",
-        "calculator",
-    ]);
-    let script_path = repo.path().join(".agency").join("script.yaml");
-    std::fs::write(&script_path, script).unwrap();
-    let out = repo
+    let (repo, script) = Repo::calculator(script);
+    repo.edit_team(&[("  concurrency: 4 ", "  concurrency: 1 ")]);
+    let run = repo
         .agency(&[
             "run",
-            "Fix the shell calculator so that every check passes.",
+            CALCULATOR_GOAL,
             "--auto-approve",
             "--script",
-            script_path.to_str().unwrap(),
+            script.to_str().unwrap(),
         ])
         .success()
-        .stdout();
-    let run = out
-        .lines()
-        .find_map(|l| l.strip_prefix("run "))
-        .and_then(|l| l.split(' ').next())
-        .unwrap()
-        .to_string();
+        .run_id();
     let watched = repo.agency(&["watch", &run]).success().stdout();
     normalise(&watched, repo.path().to_str().unwrap())
 }

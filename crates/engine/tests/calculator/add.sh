@@ -1,0 +1,2 @@
+# add A B: prints A + B
+echo $(($1 - $2))

@@ -1,0 +1,2 @@
+# mul A B: prints A * B
+echo $(($1 + $2))

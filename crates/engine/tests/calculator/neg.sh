@@ -1,0 +1,2 @@
+# neg A: prints -A
+echo $((0 + $1))

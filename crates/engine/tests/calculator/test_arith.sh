@@ -1,0 +1,1 @@
+sh test_add.sh && sh test_mul.sh
