@@ -2,7 +2,9 @@
 //! made ([`agency_llm::Metered`]); a call that would pass a limit is not made, a `budget_exhausted` event is
 //! written, and a `budget` gate opens. Approving the gate doubles the exhausted limit (`--note` can name
 //! the new limit: "tokens=500000" or "usd=12.5"); rejecting it stops the run. Usage events themselves come
-//! from the agents' hooks, one per model call.
+//! from the agents' hooks, one per model call. External runtimes (Claude Code, Codex, pi) make their calls
+//! themselves: the hooks charge what they report to the same ledger and, past a limit, report it here
+//! ([`crate::hooks::RunnerHooks::charging`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -50,7 +52,8 @@ fn scope_json(scope: &Scope) -> serde_json::Value {
 impl UsageSink for BlackboardSink {
     fn record_usage(&self, _record: &UsageRecord) {
         // Usage events are written by the agent hooks for every runtime alike (external agents report their
-        // own usage); recording here too would count built-in calls twice.
+        // own usage, and the hooks charge it to the ledger); recording here too would count built-in calls
+        // twice.
     }
 
     fn budget_exhausted(&self, meta: &CallMeta, exceeded: &BudgetExceeded) {

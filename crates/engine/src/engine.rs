@@ -382,6 +382,19 @@ impl Engine {
         Ok(holding)
     }
 
+    /// The ledger an agent's reported usage is charged to: the run's, for a runtime whose model calls agency
+    /// does not meter itself (see [`Runtime::usage_unmetered`]); none for the built-in agent, whose calls
+    /// the metered providers already charged, or when the run has no ledger.
+    pub(crate) fn unmetered_ledger(
+        &self,
+        runtime: Option<&Arc<dyn Runtime>>,
+    ) -> Option<crate::budget::SharedLedger> {
+        runtime
+            .is_some_and(|r| r.usage_unmetered())
+            .then(|| self.ledger.clone())
+            .flatten()
+    }
+
     /// The reviewer of a brief's teachback: the parent tier's model, or a human when the gate is on.
     pub(crate) fn reviewer(&self, brief: &Brief) -> Reviewer {
         if self.config.visibility.gate_enabled(GateKind::Teachback) && !self.options.auto_approve {
@@ -437,7 +450,8 @@ impl Engine {
             brief.clone(),
             self.reviewer(&brief),
             cancel.child(),
-        );
+        )
+        .charging(self.unmetered_ledger(Some(&runtime)));
         self.store.append_event(
             NewEvent::new(
                 brief.run,

@@ -17,10 +17,14 @@ use agency_core::teachback::{
 use agency_core::variety::TeachbackMode;
 use agency_core::{Brief, BriefId};
 use agency_exec::runtime::{AgentEvent, AgentHooks, ToolCallView, ToolDecision};
-use agency_llm::{Block, BoxFuture, CancelToken, Message, Provider, Request, ToolChoice, ToolSpec};
+use agency_llm::{
+    Block, BoxFuture, CallScope, CancelToken, Message, Provider, Request, Spend, ToolChoice, ToolSpec,
+    UsageRecord, UsageSink,
+};
 use agency_store::Blackboard;
 use serde_json::json;
 
+use crate::budget::{BlackboardSink, SharedLedger};
 use crate::prompts;
 use crate::task::call_meta;
 
@@ -45,6 +49,8 @@ pub struct RunnerHooks {
     state: Mutex<TeachbackState>,
     reviewer: Reviewer,
     cancel: CancelToken,
+    /// The run's ledger, when this agent's reported usage is not metered elsewhere (an external runtime).
+    ledger: Option<SharedLedger>,
 }
 
 impl RunnerHooks {
@@ -59,6 +65,39 @@ impl RunnerHooks {
             state,
             reviewer,
             cancel,
+            ledger: None,
+        }
+    }
+
+    /// Charges the usage the agent reports to `ledger` (the run's, for a runtime agency does not meter
+    /// itself; `None` leaves it a record only).
+    pub fn charging(mut self, ledger: Option<SharedLedger>) -> Self {
+        self.ledger = ledger;
+        self
+    }
+
+    /// Charges what an external agent reports it spent to the brief, its workstream and the run, as the
+    /// metered providers charge the built-in agent's calls. The agent has already spent it, so nothing
+    /// can be refused: past a limit, the run is stopped at the `budget` gate the same way (a
+    /// `budget_exhausted` record, the gate opened once), and no agent starts until a human decides.
+    fn charge(&self, record: &UsageRecord) {
+        let Some(ledger) = &self.ledger else { return };
+        let scope = CallScope {
+            workstream: Some(self.brief.workstream.clone()),
+            brief: Some(self.brief.id.to_string()),
+        };
+        let spend = Spend {
+            tokens: record.usage.total(),
+            usd: record.cost_usd.unwrap_or(0.0),
+        };
+        let passed = {
+            let mut ledger = ledger.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            ledger.record(&scope, spend);
+            // Nothing more is asked for: this fails only where what is spent already passed a limit.
+            ledger.check_before_call(&scope, Spend::default()).err()
+        };
+        if let Some(exceeded) = passed {
+            BlackboardSink::new(self.store.clone()).budget_exhausted(&call_meta(&self.brief), &exceeded);
         }
     }
 
@@ -336,6 +375,7 @@ impl AgentHooks for RunnerHooks {
     }
 
     fn record(&self, event: AgentEvent) {
+        let mut spent = None;
         let (kind, payload) = match event {
             AgentEvent::ToolCall {
                 name,
@@ -353,9 +393,8 @@ impl AgentHooks for RunnerHooks {
                 EventKind::Log,
                 json!({ "level": "verbose", "tag": "AGENT", "message": text }),
             ),
-            AgentEvent::Usage(record) => (
-                EventKind::Usage,
-                json!({
+            AgentEvent::Usage(record) => {
+                let payload = json!({
                     "model": record.model,
                     "provider": record.provider,
                     "input_tokens": record.usage.input,
@@ -363,13 +402,19 @@ impl AgentHooks for RunnerHooks {
                     "cache_read_tokens": record.usage.cache_read,
                     "cache_write_tokens": record.usage.cache_write,
                     "cost_usd": record.cost_usd,
-                }),
-            ),
+                });
+                spent = Some(record);
+                (EventKind::Usage, payload)
+            }
         };
         let event = NewEvent::new(self.brief.run, kind, payload)
             .brief(self.brief.id)
             .tier(self.brief.tier);
         let _ = self.store.append_event(event);
+        // Charged after its record, so a budget it passes is reported after the spending that passed it.
+        if let Some(record) = spent {
+            self.charge(&record);
+        }
     }
 }
 

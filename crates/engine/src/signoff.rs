@@ -159,12 +159,10 @@ impl Engine {
         let reviewer = Reviewer::Human {
             poll: self.options.poll,
         };
-        let hooks: Arc<dyn AgentHooks> = Arc::new(RunnerHooks::new(
-            self.store.clone(),
-            brief.clone(),
-            reviewer,
-            cancel.child(),
-        ));
+        let hooks: Arc<dyn AgentHooks> = Arc::new(
+            RunnerHooks::new(self.store.clone(), brief.clone(), reviewer, cancel.child())
+                .charging(self.unmetered_ledger(self.runtimes.get(&brief.tier))),
+        );
         let (engine, cancel, id) = (self.clone(), cancel.child(), brief.id);
         // The claim is held like any agent's: lost, the sign-off stops and nothing of it is recorded.
         let claim =
@@ -575,6 +573,10 @@ impl BudgetWatch {
 impl Runtime for BudgetWatch {
     fn name(&self) -> &'static str {
         self.inner.name()
+    }
+
+    fn usage_unmetered(&self) -> bool {
+        self.inner.usage_unmetered()
     }
 
     fn run<'a>(

@@ -2,7 +2,7 @@
 //! `event:` lines (Claude Code falls back to a non-streaming request without them), or as one JSON message
 //! when the request does not stream; `count_tokens`; 404 for `HEAD /` warm-ups and anything else.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
@@ -16,6 +16,7 @@ pub struct FakeAnthropic {
     server: Server,
     script: Arc<Mutex<Vec<Reply>>>,
     rules: Arc<Mutex<Vec<Rule>>>,
+    input_tokens: Arc<AtomicU64>,
 }
 
 /// A conversation of its own: requests whose first user message contains `marker` (a sub-agent's prompt)
@@ -29,7 +30,8 @@ impl FakeAnthropic {
         let script = Arc::new(Mutex::new(script));
         let rules: Arc<Mutex<Vec<Rule>>> = Arc::new(Mutex::new(Vec::new()));
         let ids = Arc::new(AtomicUsize::new(1));
-        let (shared, shared_rules) = (script.clone(), rules.clone());
+        let input_tokens = Arc::new(AtomicU64::new(10));
+        let (shared, shared_rules, tokens) = (script.clone(), rules.clone(), input_tokens.clone());
         let server = Server::start(Arc::new(move |request: &RecordedRequest| {
             let first = first_user_message(&request.body);
             let rules = shared_rules.lock().unwrap_or_else(PoisonError::into_inner);
@@ -38,12 +40,13 @@ impl FakeAnthropic {
                 None => shared.lock().unwrap_or_else(PoisonError::into_inner).clone(),
             };
             drop(rules);
-            respond(request, &script, &ids)
+            respond(request, &script, &ids, tokens.load(Ordering::SeqCst))
         }))?;
         Ok(FakeAnthropic {
             server,
             script,
             rules,
+            input_tokens,
         })
     }
 
@@ -64,6 +67,12 @@ impl FakeAnthropic {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push((marker.into(), script));
+    }
+
+    /// Makes every reply from now on report `tokens` input tokens (10 until set), so that a test can have a
+    /// client spend more than a budget allows.
+    pub fn set_input_tokens(&self, tokens: u64) {
+        self.input_tokens.store(tokens, Ordering::SeqCst);
     }
 
     /// Every request received, in order.
@@ -122,7 +131,7 @@ fn assistant_turns(body: &Value) -> usize {
         .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
 }
 
-fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize) -> Response {
+fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize, input_tokens: u64) -> Response {
     let path = request.path.split('?').next().unwrap_or_default();
     if request.method != "POST" {
         return Response::json(
@@ -146,7 +155,7 @@ fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize) -> Re
         Reply::text("ok")
     };
     let model = body["model"].as_str().unwrap_or("claude-fake");
-    let message = message(model, &reply, ids);
+    let message = message(model, &reply, ids, input_tokens);
     if body["stream"] == true {
         Response::sse(stream(&message))
     } else {
@@ -154,7 +163,7 @@ fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize) -> Re
     }
 }
 
-fn message(model: &str, reply: &Reply, ids: &AtomicUsize) -> Value {
+fn message(model: &str, reply: &Reply, ids: &AtomicUsize, input_tokens: u64) -> Value {
     let next = || ids.fetch_add(1, Ordering::SeqCst);
     let blocks: Vec<Value> = reply
         .blocks()
@@ -178,7 +187,7 @@ fn message(model: &str, reply: &Reply, ids: &AtomicUsize) -> Value {
     json!({
         "id": format!("msg_{:04}", next()), "type": "message", "role": "assistant", "model": model,
         "content": blocks, "stop_reason": stop, "stop_sequence": null,
-        "usage": {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        "usage": {"input_tokens": input_tokens, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
     })
 }
 

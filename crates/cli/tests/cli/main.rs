@@ -6,6 +6,7 @@
 mod support;
 
 mod budget;
+mod budget_external;
 mod config;
 mod control;
 mod dashboard;

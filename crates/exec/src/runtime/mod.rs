@@ -311,6 +311,15 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// Whether the usage this runtime's agents report is spending the run's budget ledger has not seen.
+    /// Agents that call their models themselves (Claude Code, Codex, pi, a command) only report what they
+    /// spent, after the fact, so the runner charges it to the ledger as it arrives. The built-in agent
+    /// calls through agency's metered providers, which charge the ledger themselves: its reports are
+    /// records only, and charging them too would count them twice. A runtime wrapping another forwards it.
+    fn usage_unmetered(&self) -> bool {
+        true
+    }
+
     /// Runs one agent for `task` until it reports, stops, times out or `cancel` fires.
     fn run<'a>(
         &'a self,

@@ -83,6 +83,10 @@ impl Runtime for BuiltinRuntime {
         "builtin"
     }
 
+    fn usage_unmetered(&self) -> bool {
+        false
+    }
+
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,

@@ -1,0 +1,131 @@
+//! An external agent's spending counts against the run's budget like the built-in agent's: the real Claude
+//! Code implementer, against a fake model server that reports more input tokens than the run's budget, has
+//! its usage charged to the live ledger when it reports it; the `budget` gate opens and holds the run, and
+//! the spending it names is every usage event of the run counted once (the built-in agent's calls, already
+//! charged by the metered provider, are not charged again).
+
+use std::time::Duration;
+
+use agency_core::event::EventKind;
+use agency_core::gate::GateKind;
+use agency_core::{Event, Tier};
+use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+use agency_testkit::{FakeAnthropic, Reply};
+
+use crate::hook_support::e2e_client;
+use crate::run_external::{GOAL, REPORT};
+use crate::support::{Repo, demo_dir, finish, runtime_of, wait_for};
+
+/// The run's token budget; the fake reports far more for one call of the implementer.
+const LIMIT: u64 = 400_000;
+const FAKE_INPUT_TOKENS: u64 = 1_000_000;
+
+fn tokens_of(event: &Event) -> u64 {
+    [
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+    ]
+    .iter()
+    .filter_map(|k| event.payload[*k].as_u64())
+    .sum()
+}
+
+#[test]
+fn claude_code_spending_past_the_run_budget_opens_the_budget_gate() {
+    if !e2e_client("claude") {
+        return;
+    }
+    let (line, on) = runtime_of("t4", "claude-code");
+    let repo = Repo::demo(&[(line, &on), ("  run: {}", &format!("  run: {{tokens: {LIMIT}}}"))]);
+    let server = FakeAnthropic::start(vec![Reply::text(REPORT)]).expect("fake server");
+    server.set_input_tokens(FAKE_INPUT_TOKENS);
+    let script = demo_dir().join("script.yaml");
+    let base_url = server.base_url();
+    let child = repo.spawn(
+        &[
+            "run",
+            GOAL,
+            "--script",
+            script.to_str().unwrap(),
+            "--auto-approve",
+        ],
+        &[
+            ("ANTHROPIC_BASE_URL", base_url.as_str()),
+            ("ANTHROPIC_API_KEY", "dummy-key-for-the-fake"),
+        ],
+    );
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = wait_for(
+        || store.list_runs().ok().and_then(|runs| runs.first().map(|r| r.id)),
+        "the run to be recorded",
+    );
+    let gate = wait_for(
+        || {
+            store
+                .pending_gates(Some(run))
+                .unwrap()
+                .into_iter()
+                .find(|g| g.kind == GateKind::Budget)
+        },
+        "the budget gate after Claude Code reported its usage",
+    );
+    let events = crate::support::events(&store, run);
+    let exhausted = events
+        .iter()
+        .find(|e| e.kind == EventKind::BudgetExhausted)
+        .expect("a budget_exhausted event");
+    assert_eq!(exhausted.tier, Some(Tier::T4), "{}", exhausted.payload);
+    assert_eq!(exhausted.payload["scope"], "run", "{}", exhausted.payload);
+    assert_eq!(exhausted.payload["limit"]["tokens"], LIMIT);
+    let usage_before: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Usage && e.seq < exhausted.seq)
+        .collect();
+    let claude: Vec<&&Event> = usage_before
+        .iter()
+        .filter(|e| e.payload["provider"] == "claude-code")
+        .collect();
+    assert_eq!(claude.len(), 1, "{usage_before:?}");
+    assert!(tokens_of(claude[0]) >= FAKE_INPUT_TOKENS, "{}", claude[0].payload);
+    assert!(
+        usage_before.len() > 1,
+        "the built-in planner's usage comes first: {usage_before:?}"
+    );
+    // Every usage event counted once: the built-in agent's by its metered provider, Claude Code's as it
+    // reported it.
+    let spent: u64 = usage_before.iter().map(|e| tokens_of(e)).sum();
+    assert_eq!(
+        exhausted.payload["spent"]["tokens"], spent,
+        "{}",
+        exhausted.payload
+    );
+    assert!(
+        gate.summary["message"]
+            .as_str()
+            .unwrap()
+            .contains("Budget reached"),
+        "{}",
+        gate.summary
+    );
+    // The gate holds the run: no agent starts while it waits.
+    let spawned = |list: &[Event]| list.iter().filter(|e| e.kind == EventKind::Spawned).count();
+    std::thread::sleep(Duration::from_millis(1500));
+    let now = crate::support::events(&store, run);
+    assert_eq!(
+        spawned(&now),
+        spawned(&events),
+        "an agent started past the budget"
+    );
+    assert!(!store.get_run(run).unwrap().status.is_terminal());
+
+    repo.agency(&["reject", &run.to_string(), "--reason", "too expensive"])
+        .success();
+    let (_, output) = finish(child, Duration::from_secs(60));
+    assert_eq!(
+        store.get_run(run).unwrap().status,
+        RunStatus::Cancelled,
+        "{output}"
+    );
+}
