@@ -18,6 +18,7 @@ mod capture;
 mod spec;
 mod watch;
 
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::OwnedFd;
@@ -25,6 +26,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -123,6 +126,14 @@ fn searched_note(searched: &Option<String>) -> String {
         Some(path) => format!(" on PATH {path}"),
         None => String::new(),
     }
+}
+
+/// Children started by this process so far (for benchmarks: a count that does not move with the load).
+static STARTED: AtomicU64 = AtomicU64::new(0);
+
+/// How many children [`run`] and [`spawn`] have started in this process.
+pub fn started_count() -> u64 {
+    STARTED.load(Ordering::Relaxed)
 }
 
 /// Runs `spec` to completion (or to its deadline) and reports how it ended.
@@ -284,6 +295,7 @@ fn start(
             source,
         },
     })?;
+    STARTED.fetch_add(1, Ordering::Relaxed);
     let pid = Pid::from_child(&child);
 
     let fed_stdin = match &spec.stdin {
@@ -414,15 +426,33 @@ fn resolve_program(
         };
     }
     let path = path.unwrap_or_default();
+    // A runner starts git thousands of times: where a name was found on this PATH is remembered (and
+    // checked to be there still), instead of a failed `statx` per earlier PATH entry every time.
+    static FOUND: Mutex<BTreeMap<(OsString, OsString), PathBuf>> = Mutex::new(BTreeMap::new());
+    let key = (program.to_os_string(), path.to_os_string());
+    let found = FOUND
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+        .filter(|found| is_executable_file(found))
+        .cloned();
+    if let Some(found) = found {
+        return Ok(found);
+    }
     // Empty PATH entries mean "the current directory" to a shell; we do not search it implicitly.
-    std::env::split_paths(path)
+    let found = std::env::split_paths(path)
         .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(as_path))
         .find(|candidate| is_executable_file(candidate))
         .ok_or_else(|| ProcessError::ProgramNotFound {
             program: name(),
             searched: Some(path.to_string_lossy().into_owned()),
-        })
+        })?;
+    FOUND
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(key, found.clone());
+    Ok(found)
 }
 
 fn is_executable_file(path: &Path) -> bool {

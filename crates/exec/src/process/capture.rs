@@ -155,7 +155,9 @@ impl TailBuffer {
     pub(crate) fn new(cap: usize) -> Self {
         Self {
             cap,
-            bytes: VecDeque::with_capacity(cap.min(64 * 1024)),
+            // Grown as output comes: most commands print a line or nothing, and two 64 KiB buffers per
+            // process were a tenth of the runner's cost of starting one.
+            bytes: VecDeque::new(),
             dropped: 0,
         }
     }
