@@ -8,8 +8,12 @@
 //!
 //! ```text
 //! agency-bench --briefs 10000 [--squad 50] [--concurrency 8] [--verify true]
+//! agency-bench --spawn-cost 2000
 //! ```
-//! Prints one `key=value` line per run for `bench/runner.sh` to tabulate.
+//! Prints one `key=value` line per run for `bench/runner.sh` to tabulate. Besides CPU time (which moves
+//! with the machine's load) it counts what the runner did per brief: child processes started and
+//! blackboard write transactions. `--spawn-cost N` measures the runner's own CPU per git process: `git
+//! version` run N times through the same code the runner uses.
 
 mod measure;
 mod runtime;
@@ -57,6 +61,8 @@ struct Args {
     concurrency: u32,
     /// The contract's verify command (stage 1 of sign-off), if any.
     verify: Option<String>,
+    /// Instead of a run: start this many git processes and report the CPU each cost this process.
+    spawn_cost: Option<u32>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -65,6 +71,7 @@ fn parse_args() -> Result<Args, String> {
         squad: 50,
         concurrency: 8,
         verify: None,
+        spawn_cost: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -76,6 +83,9 @@ fn parse_args() -> Result<Args, String> {
                 args.concurrency = value()?.parse().map_err(|e| format!("--concurrency: {e}"))?;
             }
             "--verify" => args.verify = Some(value()?),
+            "--spawn-cost" => {
+                args.spawn_cost = Some(value()?.parse().map_err(|e| format!("--spawn-cost: {e}"))?);
+            }
             other => return Err(format!("unknown argument {other}; see the crate docs")),
         }
     }
@@ -93,7 +103,11 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    match bench(&args) {
+    let outcome = match args.spawn_cost {
+        Some(n) => spawn_cost(n),
+        None => bench(&args),
+    };
+    match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("agency-bench: {err}");
@@ -110,8 +124,8 @@ fn bench(args: &Args) -> Result<(), String> {
     std::fs::write(root.join("README"), "bench\n").map_err(|e| e.to_string())?;
     let repo = Repo::init(&root, "main", GitOptions::default()).map_err(|e| e.to_string())?;
     repo.commit_all("bench base").map_err(|e| e.to_string())?;
-    let store: Arc<dyn Blackboard> =
-        Arc::new(SqliteBlackboard::open(dir.path().join("agency.db")).map_err(|e| e.to_string())?);
+    let sqlite = Arc::new(SqliteBlackboard::open(dir.path().join("agency.db")).map_err(|e| e.to_string())?);
+    let store: Arc<dyn Blackboard> = sqlite.clone();
 
     let mut config = TeamConfig::default();
     config.runner.concurrency = args.concurrency;
@@ -147,6 +161,7 @@ fn bench(args: &Args) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let before = Sample::now()?;
+    let (processes_before, writes_before) = (agency_exec::process::started_count(), sqlite.write_count());
     let wall = Instant::now();
     let run = engine.start("Benchmark the runner").map_err(|e| e.to_string())?;
     let outcome = rt
@@ -154,6 +169,8 @@ fn bench(args: &Args) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let wall = wall.elapsed();
     let after = Sample::now()?;
+    let processes = agency_exec::process::started_count() - processes_before;
+    let writes = sqlite.write_count() - writes_before;
 
     let briefs = store.list_briefs(run.id).map_err(|e| e.to_string())?.len();
     let events = store.last_seq(Some(run.id)).map_err(|e| e.to_string())?;
@@ -165,7 +182,7 @@ fn bench(args: &Args) -> Result<(), String> {
     println!(
         "status={} briefs={briefs} events={events} workstreams={workstreams} squad={} concurrency={} \
          wall_s={:.1} runner_cpu_s={:.2} agent_cpu_s={:.2} child_cpu_s={:.2} runner_us_per_brief={per_brief_us:.0} \
-         peak_rss_mb={:.1}",
+         peak_rss_mb={:.1} processes_per_brief={:.2} writes_per_brief={:.1}",
         outcome.status.as_str(),
         args.squad,
         args.concurrency,
@@ -174,6 +191,29 @@ fn bench(args: &Args) -> Result<(), String> {
         agent.as_secs_f64(),
         children.as_secs_f64(),
         after.peak_rss_kb as f64 / 1024.0,
+        processes as f64 / briefs.max(1) as f64,
+        writes as f64 / briefs.max(1) as f64,
+    );
+    Ok(())
+}
+
+/// The runner's CPU per git process it starts, supervises and reaps.
+fn spawn_cost(n: u32) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let repo = Repo::init(dir.path(), "main", GitOptions::default()).map_err(|e| e.to_string())?;
+    let before = Sample::now()?;
+    let wall = Instant::now();
+    for _ in 0..n {
+        repo.run_git(&["version"]).map_err(|e| e.to_string())?;
+    }
+    let wall = wall.elapsed();
+    let after = Sample::now()?;
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(n.max(1));
+    println!(
+        "processes={n} runner_us_per_process={:.0} child_us_per_process={:.0} wall_us_per_process={:.0}",
+        per(after.cpu.saturating_sub(before.cpu)),
+        per(after.children_cpu.saturating_sub(before.children_cpu)),
+        per(wall),
     );
     Ok(())
 }

@@ -150,6 +150,12 @@ impl SqliteBlackboard {
         self.path.as_deref()
     }
 
+    /// How many write transactions this handle has begun (for benchmarks: a count that does not move with
+    /// the machine's load).
+    pub fn write_count(&self) -> u64 {
+        self.writes.load(Ordering::SeqCst)
+    }
+
     /// Whether this handle was opened read-only.
     pub fn is_read_only(&self) -> bool {
         self.read_only
