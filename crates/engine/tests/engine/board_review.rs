@@ -5,21 +5,18 @@
 //! then waits, so the runner's side is what is tested (the real Claude Code flow is in the CLI's
 //! `run_claude` test).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agency_core::event::{EventKind, NewEvent};
 use agency_core::{TeachbackState, Tier};
-use agency_engine::{Engine, EngineOptions};
-use agency_exec::runtime::{
-    AgentHooks, AgentLimits, AgentOutcome, AgentStop, AgentTask, BuiltinRuntime, Runtime, RuntimeError,
-};
-use agency_llm::{BoxFuture, CancelToken, Provider, Script, ScriptedProvider};
+use agency_engine::Engine;
+use agency_exec::runtime::{AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use agency_llm::{BoxFuture, CancelToken};
 use agency_store::Blackboard;
 use serde_json::json;
 
-use crate::support::{GOAL, Project, config, events};
+use crate::support::{GOAL, Project, config};
 
 /// Sends its teachback through the blackboard and waits to be stopped.
 #[derive(Debug)]
@@ -81,41 +78,14 @@ fn engine(project: &Project) -> Engine {
          shallower_path_reason: \"one operator in one file\"",
     );
     assert!(!script.contains("teachback-reviewer"));
-    let provider: Arc<dyn Provider> = Arc::new(ScriptedProvider::new(Script::from_yaml(&script).unwrap()));
     let store: Arc<dyn Blackboard> = project.store.clone();
-    let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
-    let mut providers: BTreeMap<Tier, Arc<dyn Provider>> = BTreeMap::new();
-    for tier in Tier::ALL {
-        let runtime: Arc<dyn Runtime> = if tier == Tier::T4 {
+    project.runner(&script, config(), true, "test-runner", move |tier, builtin| {
+        if tier == Tier::T4 {
             Arc::new(BoardAgent { store: store.clone() })
         } else {
-            Arc::new(BuiltinRuntime::new(provider.clone()))
-        };
-        runtimes.insert(tier, runtime);
-        providers.insert(tier, provider.clone());
-    }
-    let options = EngineOptions {
-        auto_approve: true,
-        worker: "test-runner".into(),
-        poll: Duration::from_millis(20),
-        worktrees: project.dir.path().join("worktrees"),
-        limits: AgentLimits {
-            max_turns: 8,
-            timeout: Duration::from_secs(30),
-            command_timeout: Duration::from_secs(10),
-            ..AgentLimits::default()
-        },
-        output_retries: 2,
-    };
-    Engine::new(
-        store,
-        config(),
-        project.repo.clone(),
-        runtimes,
-        providers,
-        options,
-    )
-    .unwrap()
+            builtin
+        }
+    })
 }
 
 #[tokio::test]
@@ -131,7 +101,8 @@ async fn a_reviewer_that_keeps_failing_raises_the_alert_and_leaves_the_brief_und
     };
     let deadline = Instant::now() + Duration::from_secs(30);
     let alert = loop {
-        let found = events(project.store.as_ref(), run.id)
+        let found = project
+            .events(run.id)
             .into_iter()
             .find(|e| e.kind == EventKind::Alert);
         if let Some(alert) = found {
@@ -140,7 +111,8 @@ async fn a_reviewer_that_keeps_failing_raises_the_alert_and_leaves_the_brief_und
         assert!(
             Instant::now() < deadline,
             "no ALERT was raised:\n{:#?}",
-            events(project.store.as_ref(), run.id)
+            project
+                .events(run.id)
                 .iter()
                 .map(|e| format!(
                     "{} {:?} {}",
@@ -170,7 +142,7 @@ async fn a_reviewer_that_keeps_failing_raises_the_alert_and_leaves_the_brief_und
         .unwrap();
     assert_eq!(alert.brief, Some(implementer.id));
     assert_eq!(implementer.teachback, TeachbackState::UnderReview);
-    let all = events(project.store.as_ref(), run.id);
+    let all = project.events(run.id);
     let failures = all
         .iter()
         .filter(|e| {

@@ -15,7 +15,7 @@ use agency_engine::{EngineError, EngineOptions};
 use agency_llm::CancelToken;
 use agency_store::{Blackboard, RunStatus};
 
-use crate::support::{GOAL, Project, Slow, Stuck, claimed_by, config, events, spawns_per_brief};
+use crate::support::{GOAL, Project, Slow, Stuck, claimed_by, config, spawns_per_brief, worked};
 
 const SCRIPT: &str = include_str!("../scripts/medium.yaml");
 
@@ -120,7 +120,7 @@ async fn a_worker_that_stops_on_an_error_gives_its_claim_back_at_once() {
     .await;
     assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run));
 
-    let events = events(project.store.as_ref(), run);
+    let events = project.events(run);
     let fix_mul = brief_id(&project, run, Tier::T4, "fix-mul");
     assert_eq!(released(&events), vec![(fix_mul, "broken".to_string())]);
     assert!(
@@ -169,7 +169,7 @@ async fn a_cancelled_worker_stops_its_agent_then_gives_its_claim_back() {
     .await;
     assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run));
 
-    let events = events(project.store.as_ref(), run);
+    let events = project.events(run);
     let fix_mul = brief_id(&project, run, Tier::T4, "fix-mul");
     assert_eq!(released(&events), vec![(fix_mul, "quitter".to_string())]);
     assert!(!events.iter().any(|e| e.payload["reason"] == "lease_expired"));
@@ -236,16 +236,9 @@ async fn a_resuming_driver_takes_back_its_dead_predecessors_claims_at_once_and_l
     // `agency run --resume`, while the worker's agent is still at work.
     let outcome = drive_while(&resumed, run, async {}).await;
     assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run));
-    assert_eq!(
-        tokio::time::timeout(Duration::from_secs(10), working)
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap(),
-        RunStatus::Succeeded
-    );
+    assert_eq!(worked(working).await, RunStatus::Succeeded);
 
-    let events = events(project.store.as_ref(), run);
+    let events = project.events(run);
     let fix_add = brief_id(&project, run, Tier::T4, "fix-add");
     let fix_mul = brief_id(&project, run, Tier::T4, "fix-mul");
     let restarted: Vec<_> = events

@@ -9,15 +9,14 @@ use agency_core::{BriefStatus, Tier};
 use agency_engine::engine::feedback_name;
 use agency_store::{Blackboard, RunStatus};
 
-use crate::support::{Background, GOAL, Project, config, drive, events, wait_for};
+use crate::support::{Project, config, events, wait_for};
 
 #[tokio::test]
 async fn a_blocked_implementer_escalates_to_its_squad_lead_which_is_re_invoked() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/escalation.yaml"), config(), true);
-    let run = engine.start(GOAL).unwrap();
-    let outcome = drive(&engine, run.id).await;
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let (run, outcome) = project
+        .succeed(include_str!("../scripts/escalation.yaml"), config())
+        .await;
     let briefs = project.briefs(run.id);
     let blocked = briefs
         .iter()
@@ -37,23 +36,12 @@ async fn a_blocked_implementer_escalates_to_its_squad_lead_which_is_re_invoked()
         context.contains("The brief does not say where mul.sh lives."),
         "{context}"
     );
-    let escalated: Vec<_> = project
-        .events(run.id)
-        .into_iter()
-        .filter(|e| e.kind == EventKind::Escalated)
-        .collect();
+    let escalated = project.events_of(run.id, EventKind::Escalated);
     assert_eq!(escalated.len(), 1);
     assert_eq!(escalated[0].payload["failure"], "t4_blocked");
     assert_eq!(escalated[0].payload["to"], "t3");
     let branch = outcome.branch.unwrap();
-    assert_eq!(
-        project.file_on(&branch, "mul.sh").unwrap(),
-        "# mul A B: prints A * B\necho $(($1 * $2))\n"
-    );
-    assert_eq!(
-        project.file_on(&branch, "add.sh").unwrap(),
-        "# add A B: prints A + B\necho $(($1 + $2))\n"
-    );
+    project.assert_fixed(&branch, &["mul.sh", "add.sh"]);
 }
 
 #[test]
@@ -64,10 +52,8 @@ fn a_t3_mesh_timeout_escalates_to_t2_and_never_force_commits() {
     // zero-minute timeout the mesh has already run out of time.
     config.runner.concurrency = 1;
     config.retry.t3_mesh_timeout_minutes = 0;
-    let engine = project.engine(include_str!("../scripts/full.yaml"), config, true);
-    let run = engine.start(GOAL).unwrap();
+    let (run, driving) = project.start_in_background(include_str!("../scripts/full.yaml"), config, true);
     let store = project.store.clone();
-    let driving = Background::drive(engine, run.id);
     let synthesis = wait_for("the synthesis re-invoked after the mesh timeout", || {
         store
             .list_briefs(run.id)
@@ -84,11 +70,7 @@ fn a_t3_mesh_timeout_escalates_to_t2_and_never_force_commits() {
     );
     let context = project.artifact(run.id, &feedback_name(synthesis.id)).unwrap();
     assert!(context.contains("T3 mesh timeout"), "{context}");
-    let escalated: Vec<_> = project
-        .events(run.id)
-        .into_iter()
-        .filter(|e| e.kind == EventKind::Escalated)
-        .collect();
+    let escalated = project.events_of(run.id, EventKind::Escalated);
     assert_eq!(escalated.len(), 1, "{escalated:?}");
     assert_eq!(escalated[0].tier, Some(Tier::T3));
     assert_eq!(escalated[0].payload["failure"], "t3_stuck");
@@ -110,10 +92,8 @@ fn a_t3_mesh_timeout_escalates_to_t2_and_never_force_commits() {
 #[test]
 fn repeated_escalation_stops_at_a_human_gate_that_auto_approve_does_not_pass() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/stuck.yaml"), config(), true);
-    let run = engine.start(GOAL).unwrap();
+    let (run, driving) = project.start_in_background(include_str!("../scripts/stuck.yaml"), config(), true);
     let store = project.store.clone();
-    let driving = Background::drive(engine, run.id);
     let gate = wait_for("an escalation gate", || {
         store
             .pending_gates(Some(run.id))
@@ -166,10 +146,9 @@ fn repeated_escalation_stops_at_a_human_gate_that_auto_approve_does_not_pass() {
 #[tokio::test]
 async fn a_full_t5_fail_on_a_shallow_path_escalates_to_t1_which_re_plans() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/fail.yaml"), config(), true);
-    let run = engine.start(GOAL).unwrap();
-    let outcome = drive(&engine, run.id).await;
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let (run, outcome) = project
+        .succeed(include_str!("../scripts/fail.yaml"), config())
+        .await;
     let plans: Vec<_> = project
         .briefs(run.id)
         .into_iter()
@@ -185,11 +164,7 @@ async fn a_full_t5_fail_on_a_shallow_path_escalates_to_t1_which_re_plans() {
         context.contains("the split ignores the shared contract"),
         "{context}"
     );
-    let escalated: Vec<_> = project
-        .events(run.id)
-        .into_iter()
-        .filter(|e| e.kind == EventKind::Escalated)
-        .collect();
+    let escalated = project.events_of(run.id, EventKind::Escalated);
     assert_eq!(escalated.len(), 1);
     assert_eq!(escalated[0].payload["failure"], "t5_fail");
     assert_eq!(escalated[0].payload["to"], "t1", "no T2 on a [t3, t4, t5] path");
@@ -201,10 +176,7 @@ async fn a_full_t5_fail_on_a_shallow_path_escalates_to_t1_which_re_plans() {
         .collect();
     assert_eq!(verdicts, ["fail", "pass"]);
     let branch = outcome.branch.unwrap();
-    assert_eq!(
-        project.file_on(&branch, "mul.sh").unwrap(),
-        "# mul A B: prints A * B\necho $(($1 * $2))\n"
-    );
+    project.assert_fixed(&branch, &["mul.sh"]);
 }
 
 /// A workstream reaches the integration branch only when every slice of it was accepted. Here its one
@@ -214,10 +186,9 @@ async fn a_full_t5_fail_on_a_shallow_path_escalates_to_t1_which_re_plans() {
 #[test]
 fn a_never_accepted_workstream_waits_at_its_gate_and_is_never_merged() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/rejected.yaml"), config(), true);
-    let run = engine.start(GOAL).unwrap();
+    let (run, driving) =
+        project.start_in_background(include_str!("../scripts/rejected.yaml"), config(), true);
     let store = project.store.clone();
-    let driving = Background::drive(engine, run.id);
     let escalation_gate = |after: Option<agency_core::GateId>| {
         let store = store.clone();
         wait_for("an escalation gate", move || {

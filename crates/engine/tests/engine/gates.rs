@@ -12,17 +12,15 @@ use agency_engine::hooks::{review_kind, review_payload};
 use agency_store::{Blackboard, NewGate, RunStatus};
 use serde_json::json;
 
-use crate::support::{Background, GOAL, Project, config, events, wait_for};
+use crate::support::{Project, approve, config, events, wait_for};
 
 const REASON: &str = "split add.sh and its check into separate workstreams";
 
 #[test]
 fn a_rejected_gate_re_invokes_its_tier_with_the_reason() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/simple.yaml"), config(), false);
-    let run = engine.start(GOAL).unwrap();
+    let (run, driving) = project.start_in_background(include_str!("../scripts/simple.yaml"), config(), false);
     let store = project.store.clone();
-    let driving = Background::drive(engine, run.id);
     let first = wait_for("the t1_plan gate", || {
         store.pending_gates(Some(run.id)).unwrap().pop()
     });
@@ -50,15 +48,7 @@ fn a_rejected_gate_re_invokes_its_tier_with_the_reason() {
             .find(|g| g.id != first.id)
     });
     assert_eq!(second.kind, GateKind::T1Plan);
-    store
-        .decide_gate(
-            second.id,
-            GateDecision::Approve {
-                by: "tester".into(),
-                note: None,
-            },
-        )
-        .unwrap();
+    approve(store.as_ref(), second.id);
     let outcome = driving.join();
     assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
     let plans: Vec<_> = project
@@ -98,10 +88,8 @@ fn a_rejected_gate_re_invokes_its_tier_with_the_reason() {
 #[test]
 fn a_pause_holds_new_spawns_of_a_live_run_until_it_is_resumed() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/simple.yaml"), config(), false);
-    let run = engine.start(GOAL).unwrap();
+    let (run, driving) = project.start_in_background(include_str!("../scripts/simple.yaml"), config(), false);
     let store = project.store.clone();
-    let driving = Background::drive(engine, run.id);
     // While the run waits at the plan gate, pause it (as `agency pause` does), then approve the plan.
     let plan_gate = wait_for("the t1_plan gate", || {
         store.pending_gates(Some(run.id)).unwrap().pop()
@@ -113,15 +101,7 @@ fn a_pause_holds_new_spawns_of_a_live_run_until_it_is_resumed() {
             serde_json::json!({ "message": "paused by the test" }),
         ))
         .unwrap();
-    store
-        .decide_gate(
-            plan_gate.id,
-            GateDecision::Approve {
-                by: "tester".into(),
-                note: None,
-            },
-        )
-        .unwrap();
+    approve(store.as_ref(), plan_gate.id);
     // The approved plan's T4 brief is written, but not spawned.
     let implementer = wait_for("the T4 brief", || {
         store
@@ -147,15 +127,7 @@ fn a_pause_holds_new_spawns_of_a_live_run_until_it_is_resumed() {
         BriefStatus::Pending
     );
     assert_eq!(store.get_run(run.id).unwrap().status, RunStatus::Running);
-    store
-        .decide_gate(
-            pause.id,
-            GateDecision::Approve {
-                by: "tester".into(),
-                note: None,
-            },
-        )
-        .unwrap();
+    approve(store.as_ref(), pause.id);
     let outcome = driving.join();
     assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
     let all = project.events(run.id);
@@ -170,25 +142,15 @@ fn a_pause_holds_new_spawns_of_a_live_run_until_it_is_resumed() {
 #[test]
 fn a_tier_waiting_at_its_gate_is_announced_once() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/full.yaml"), config(), false);
-    let run = engine.start(GOAL).unwrap();
+    let (run, driving) = project.start_in_background(include_str!("../scripts/full.yaml"), config(), false);
     let store = project.store.clone();
-    let driving = Background::drive(engine, run.id);
     let decide_next = |kind: GateKind| {
         let gate = wait_for("a gate", || store.pending_gates(Some(run.id)).unwrap().pop());
         assert_eq!(gate.kind, kind);
         gate
     };
     let plan = decide_next(GateKind::T1Plan);
-    store
-        .decide_gate(
-            plan.id,
-            GateDecision::Approve {
-                by: "tester".into(),
-                note: None,
-            },
-        )
-        .unwrap();
+    approve(store.as_ref(), plan.id);
     let synthesis = decide_next(GateKind::T2Synthesis);
     assert!(
         synthesis.summary["next"].to_string().contains("t3 squad-sign"),
@@ -204,15 +166,7 @@ fn a_tier_waiting_at_its_gate_is_announced_once() {
             .count()
     };
     assert_eq!(synth_done(store.as_ref()), 1);
-    store
-        .decide_gate(
-            synthesis.id,
-            GateDecision::Approve {
-                by: "tester".into(),
-                note: None,
-            },
-        )
-        .unwrap();
+    approve(store.as_ref(), synthesis.id);
     assert_eq!(
         driving.join().status,
         RunStatus::Succeeded,
@@ -244,10 +198,9 @@ fn a_teachback_reviewed_by_hand_closes_its_gate_and_the_run_goes_on() {
     let project = Project::new();
     let mut config = config();
     config.visibility.inspection_gates.teachback = true;
-    let engine = project.engine(include_str!("../scripts/medium.yaml"), config, false);
-    let run = engine.start(GOAL).unwrap().id;
+    let (run, driving) = project.start_in_background(include_str!("../scripts/medium.yaml"), config, false);
+    let run = run.id;
     let store = project.store.clone();
-    let driving = Background::drive(engine, run);
     let pending = |kind: GateKind| {
         store
             .pending_gates(Some(run))
@@ -256,11 +209,7 @@ fn a_teachback_reviewed_by_hand_closes_its_gate_and_the_run_goes_on() {
             .find(|g| g.kind == kind)
     };
     let plan = wait_for("the t1_plan gate", || pending(GateKind::T1Plan));
-    let approve = GateDecision::Approve {
-        by: "tester".into(),
-        note: None,
-    };
-    store.decide_gate(plan.id, approve).unwrap();
+    approve(store.as_ref(), plan.id);
     let gate = wait_for("the teachback gate", || pending(GateKind::Teachback));
     let brief = store.get_brief(gate.brief.unwrap()).unwrap();
 

@@ -10,7 +10,7 @@ use agency_core::{BriefStatus, Tier};
 use agency_llm::CancelToken;
 use agency_store::RunStatus;
 
-use crate::support::{GOAL, Project, Slow, Stuck, claimed_by, config, events, spawns_per_brief};
+use crate::support::{GOAL, Project, Slow, Stuck, claimed_by, config, spawns_per_brief, worked};
 
 const SCRIPT: &str = include_str!("../scripts/medium.yaml");
 
@@ -64,16 +64,9 @@ async fn a_dead_workers_brief_is_picked_up_once_and_a_slow_agents_claim_is_renew
         .unwrap()
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run));
-    assert_eq!(
-        tokio::time::timeout(Duration::from_secs(10), working)
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap(),
-        RunStatus::Succeeded
-    );
+    assert_eq!(worked(working).await, RunStatus::Succeeded);
 
-    let events = events(project.store.as_ref(), run);
+    let events = project.events(run);
     let reclaims: Vec<_> = events
         .iter()
         .filter(|e| e.kind == EventKind::BriefStatus && e.payload["reason"] == "lease_expired")

@@ -7,21 +7,17 @@ use agency_core::event::EventKind;
 use agency_core::gate::GateKind;
 use agency_store::{Blackboard, RunStatus};
 
-use crate::support::{GOAL, Project, config, drive};
+use crate::support::{Project, config};
 
 #[tokio::test]
 async fn simple_profile_runs_t4_then_t5_then_accept() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/simple.yaml"), config(), true);
-    let run = engine.start(GOAL).unwrap();
-    let outcome = drive(&engine, run.id).await;
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let (run, outcome) = project
+        .succeed(include_str!("../scripts/simple.yaml"), config())
+        .await;
     let branch = outcome.branch.unwrap();
     assert_eq!(branch, format!("agency/{}/integration", run.id.short()));
-    assert_eq!(
-        project.file_on(&branch, "add.sh").unwrap(),
-        "# add A B: prints A + B\necho $(($1 + $2))\n"
-    );
+    project.assert_fixed(&branch, &["add.sh"]);
     assert_eq!(
         project.tree(run.id),
         "\
@@ -52,19 +48,11 @@ t1 plan (planner) #0 done
 #[tokio::test]
 async fn medium_profile_runs_t3_then_a_t4_swarm_then_t5_per_slice() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/medium.yaml"), config(), true);
-    let run = engine.start(GOAL).unwrap();
-    let outcome = drive(&engine, run.id).await;
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let (run, outcome) = project
+        .succeed(include_str!("../scripts/medium.yaml"), config())
+        .await;
     let branch = outcome.branch.unwrap();
-    assert_eq!(
-        project.file_on(&branch, "add.sh").unwrap(),
-        "# add A B: prints A + B\necho $(($1 + $2))\n"
-    );
-    assert_eq!(
-        project.file_on(&branch, "mul.sh").unwrap(),
-        "# mul A B: prints A * B\necho $(($1 * $2))\n"
-    );
+    project.assert_fixed(&branch, &["add.sh", "mul.sh"]);
     assert_eq!(
         project.tree(run.id),
         "\
@@ -110,23 +98,11 @@ t1 plan (planner) #0 done
 #[tokio::test]
 async fn full_profile_runs_every_tier_with_a_mesh_a_swarm_and_a_pipeline() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/full.yaml"), config(), true);
-    let run = engine.start(GOAL).unwrap();
-    let outcome = drive(&engine, run.id).await;
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let (run, outcome) = project
+        .succeed(include_str!("../scripts/full.yaml"), config())
+        .await;
     let branch = outcome.branch.unwrap();
-    assert_eq!(
-        project.file_on(&branch, "add.sh").unwrap(),
-        "# add A B: prints A + B\necho $(($1 + $2))\n"
-    );
-    assert_eq!(
-        project.file_on(&branch, "mul.sh").unwrap(),
-        "# mul A B: prints A * B\necho $(($1 * $2))\n"
-    );
-    assert_eq!(
-        project.file_on(&branch, "neg.sh").unwrap(),
-        "# neg A: prints -A\necho $((0 - $1))\n"
-    );
+    project.assert_fixed(&branch, &["add.sh", "mul.sh", "neg.sh"]);
     assert_eq!(
         project.file_on(&branch, "NOTES.md").unwrap(),
         "neg.sh prints 0 - A.\n"

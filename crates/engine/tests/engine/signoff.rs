@@ -5,10 +5,9 @@
 
 use agency_core::event::EventKind;
 use agency_core::{BriefStatus, Event, Tier};
-use agency_engine::engine::feedback_name;
 use agency_store::{Blackboard, RunStatus};
 
-use crate::support::{Background, GOAL, Project, config, drive, events, spawns_per_brief, wait_for};
+use crate::support::{FIX_MUL_RETRIED, GOAL, Project, config, events, wait_for};
 
 /// The sign-off outcome events of the run, as (kind, subject, payload).
 fn outcomes(events: &[Event]) -> Vec<(EventKind, String, serde_json::Value)> {
@@ -30,24 +29,10 @@ fn outcomes(events: &[Event]) -> Vec<(EventKind, String, serde_json::Value)> {
 #[tokio::test]
 async fn a_slice_that_rewrites_its_test_is_rejected_by_the_checks_even_when_the_judge_accepts() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/protected.yaml"), config(), true);
-    let run = engine.start(GOAL).unwrap();
-    let outcome = drive(&engine, run.id).await;
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
-    assert_eq!(
-        project.tree(run.id),
-        "\
-t1 plan (planner) #0 done
-  t1 accept (acceptor) #0 done
-  t3 arithmetic (squad-lead) #0 done
-    t4 fix-add (implementer) #0 done
-      t5 fix-add (verifier) #0 done
-    t4 fix-mul (implementer) #0 failed
-      t5 fix-mul (verifier) #0 done
-    t4 fix-mul (implementer) #1 done
-      t5 fix-mul (verifier) #0 done
-"
-    );
+    let (run, outcome) = project
+        .succeed(include_str!("../scripts/protected.yaml"), config())
+        .await;
+    assert_eq!(project.tree(run.id), FIX_MUL_RETRIED);
     let events = project.events(run.id);
     let slices: Vec<_> = outcomes(&events)
         .into_iter()
@@ -75,39 +60,24 @@ t1 plan (planner) #0 done
         .count();
     assert_eq!(accepted, 2, "fix-add, then fix-mul's second attempt: {slices:?}");
     // Only fix-mul was redone, told which file it may not touch.
-    let briefs = project.briefs(run.id);
-    let retried = briefs
-        .iter()
-        .find(|b| b.tier == Tier::T4 && b.title == "fix-mul" && b.attempt == 1)
-        .unwrap();
-    let feedback = project.artifact(run.id, &feedback_name(retried.id)).unwrap();
+    let feedback = project.feedback(run.id, Tier::T4, "fix-mul", 1);
     assert!(feedback.contains("test_mul.sh modified"), "{feedback}");
-    let spawns = spawns_per_brief(&events);
-    let fix_add_spawns: usize = briefs
-        .iter()
-        .filter(|b| b.tier == Tier::T4 && b.title == "fix-add")
-        .map(|b| spawns.get(&b.id).copied().unwrap_or(0))
-        .sum();
-    assert_eq!(fix_add_spawns, 1);
+    assert_eq!(project.spawns_of(run.id, Tier::T4, "fix-add"), 1);
     let branch = outcome.branch.unwrap();
     assert_eq!(
         project.file_on(&branch, "test_mul.sh").unwrap(),
         project.file_on("main", "test_mul.sh").unwrap(),
         "the rewritten test never reaches the integration branch"
     );
-    assert_eq!(
-        project.file_on(&branch, "mul.sh").unwrap(),
-        "# mul A B: prints A * B\necho $(($1 * $2))\n"
-    );
+    project.assert_fixed(&branch, &["mul.sh"]);
 }
 
 #[tokio::test]
 async fn a_judge_reject_is_recorded_as_the_slice_sign_off_with_its_transcript() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/partial.yaml"), config(), true);
-    let run = engine.start(GOAL).unwrap();
-    let outcome = drive(&engine, run.id).await;
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let (run, _) = project
+        .succeed(include_str!("../scripts/partial.yaml"), config())
+        .await;
     let events = project.events(run.id);
     let rejected: Vec<_> = outcomes(&events)
         .into_iter()
@@ -150,10 +120,7 @@ async fn an_inconclusive_judge_passes_the_slice_only_when_the_setting_allows_it(
     let project = Project::new();
     let mut config = config();
     config.signoff.inconclusive_blocks = false;
-    let engine = project.engine(&script, config, true);
-    let run = engine.start(GOAL).unwrap();
-    let outcome = drive(&engine, run.id).await;
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let (run, _) = project.succeed(&script, config).await;
     let inconclusive = outcomes(&project.events(run.id))
         .into_iter()
         .filter(|(kind, subject, _)| {
@@ -168,10 +135,8 @@ fn an_inconclusive_judge_blocks_the_slice_by_default() {
     let script =
         include_str!("../scripts/medium.yaml").replace("VERDICT: accept\n        missing: none\n", "");
     let project = Project::new();
-    let engine = project.engine(&script, config(), true);
-    let run = engine.start(GOAL).unwrap();
+    let (run, driving) = project.start_in_background(&script, config(), true);
     let store = project.store.clone();
-    let driving = Background::drive(engine, run.id);
     // The T5 brief fails (it is the judge that failed, not the slice) and is retried.
     let retried = wait_for("a T5 brief retried after an inconclusive sign-off", || {
         store
@@ -210,10 +175,9 @@ fn an_inconclusive_judge_blocks_the_slice_by_default() {
 #[tokio::test]
 async fn t1_accepts_by_signing_off_the_integration_branch_against_every_contract() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/medium.yaml"), config(), true);
-    let run = engine.start(GOAL).unwrap();
-    let outcome = drive(&engine, run.id).await;
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let (run, _) = project
+        .succeed(include_str!("../scripts/medium.yaml"), config())
+        .await;
     let events = project.events(run.id);
     let accepted: Vec<_> = outcomes(&events)
         .into_iter()
@@ -252,10 +216,8 @@ fn a_rejected_acceptance_goes_to_a_human_with_what_is_missing() {
         "        The goal asks for every check; only two were run.\n        VERDICT: reject\n        missing:\n        - neg.sh is still wrong and test_neg.sh fails\n",
     );
     let project = Project::new();
-    let engine = project.engine(&script, config(), true);
-    let run = engine.start(GOAL).unwrap();
+    let (run, driving) = project.start_in_background(&script, config(), true);
     let store = project.store.clone();
-    let driving = Background::drive(engine, run.id);
     let gate = wait_for("an escalation gate after the acceptance was rejected", || {
         store
             .pending_gates(Some(run.id))
@@ -285,9 +247,7 @@ async fn a_judge_that_raises_a_halt_stops_the_run() {
         "      tool_calls:\n        - name: raise_signal\n          input: { level: HALT, category: SECURITY, issue: \"add.sh posts the arguments to a remote host\" }\n",
     );
     let project = Project::new();
-    let engine = project.engine(&script, config(), true);
-    let run = engine.start(GOAL).unwrap();
-    let outcome = drive(&engine, run.id).await;
+    let (run, outcome) = project.run_to_end(&script, config()).await;
     assert_eq!(outcome.status, RunStatus::Halted, "{}", project.tree(run.id));
     let events = project.events(run.id);
     let halt = events.iter().find(|e| e.kind == EventKind::Halt).unwrap();

@@ -1,51 +1,55 @@
-//! Helpers: a temporary git repository holding a tiny shell project with two wrong operators and checks
-//! that fail on them, a runner on it answering from a script, and readers that turn the blackboard into
-//! things a test can assert on (the briefs tree, the live log's tier lines, files on a branch).
+//! Helpers: a temporary git repository holding a tiny shell project with wrong operators and checks that fail
+//! on them (`tests/calculator`, which the CLI's tests use too), runs on it answering from a script (to their
+//! end, or in the background), and readers that turn the blackboard into things a test can assert on (the
+//! briefs tree, the live log's tier lines, files on a branch, spawns).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use agency_core::config::TeamConfig;
 use agency_core::event::EventKind;
-use agency_core::{Brief, BriefId, Event, RunId, Tier};
+use agency_core::{Brief, BriefId, Event, GateDecision, GateId, RunId, Tier};
+use agency_engine::engine::feedback_name;
 use agency_engine::{DriveOutcome, Engine, EngineOptions};
 use agency_exec::runtime::{
     AgentHooks, AgentLimits, AgentOutcome, AgentTask, BuiltinRuntime, Runtime, RuntimeError,
 };
 use agency_exec::{GitOptions, Repo};
 use agency_llm::{BoxFuture, CancelToken, Provider, Script, ScriptedProvider};
-use agency_store::{Blackboard, SqliteBlackboard};
+use agency_store::{Blackboard, Run, RunStatus, SqliteBlackboard};
 use tempfile::TempDir;
 
 /// The goal every test run works toward.
 pub const GOAL: &str = "Fix the shell calculator so that every check passes.";
 
-/// The project: `add.sh`, `mul.sh` and `neg.sh` each have the wrong operator; `test_*.sh` check them.
-const FILES: &[(&str, &str)] = &[
-    ("add.sh", "# add A B: prints A + B\necho $(($1 - $2))\n"),
-    ("mul.sh", "# mul A B: prints A * B\necho $(($1 + $2))\n"),
-    ("neg.sh", "# neg A: prints -A\necho $((0 + $1))\n"),
-    (
-        "test_add.sh",
-        "out=$(sh add.sh 2 3)\n[ \"$out\" = 5 ] || { echo \"add 2 3 gave $out, expected 5\"; exit 1; }\n",
-    ),
-    (
-        "test_mul.sh",
-        "out=$(sh mul.sh 2 3)\n[ \"$out\" = 6 ] || { echo \"mul 2 3 gave $out, expected 6\"; exit 1; }\n",
-    ),
-    (
-        "test_neg.sh",
-        "out=$(sh neg.sh 4)\n[ \"$out\" = -4 ] || { echo \"neg 4 gave $out, expected -4\"; exit 1; }\n",
-    ),
-    ("test_arith.sh", "sh test_add.sh && sh test_mul.sh\n"),
-    (
-        "test_all.sh",
-        "sh test_add.sh && sh test_mul.sh && sh test_neg.sh\n",
-    ),
+/// The project (`tests/calculator`): `add.sh`, `mul.sh` and `neg.sh` each have the wrong operator;
+/// `test_*.sh` check them.
+fn calculator_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/calculator")
+}
+
+/// The calculator's scripts as the runs fix them.
+const FIXED: &[(&str, &str)] = &[
+    ("add.sh", "# add A B: prints A + B\necho $(($1 + $2))\n"),
+    ("mul.sh", "# mul A B: prints A * B\necho $(($1 * $2))\n"),
+    ("neg.sh", "# neg A: prints -A\necho $((0 - $1))\n"),
 ];
+
+/// The briefs tree of a medium run whose `fix-mul` was not accepted at first and was retried once.
+pub const FIX_MUL_RETRIED: &str = "\
+t1 plan (planner) #0 done
+  t1 accept (acceptor) #0 done
+  t3 arithmetic (squad-lead) #0 done
+    t4 fix-add (implementer) #0 done
+      t5 fix-add (verifier) #0 done
+    t4 fix-mul (implementer) #0 failed
+      t5 fix-mul (verifier) #0 done
+    t4 fix-mul (implementer) #1 done
+      t5 fix-mul (verifier) #0 done
+";
 
 /// A temporary repository with the project committed on `main`, and a blackboard next to it.
 #[derive(Debug)]
@@ -64,13 +68,43 @@ impl Project {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("repo");
         std::fs::create_dir_all(&root).unwrap();
-        for (name, text) in FILES {
-            std::fs::write(root.join(name), text).unwrap();
+        for entry in std::fs::read_dir(calculator_dir()).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), root.join(entry.file_name())).unwrap();
         }
         let repo = Repo::init(&root, "main", GitOptions::default()).unwrap();
         repo.commit_all("a calculator with wrong operators").unwrap();
         let store = Arc::new(SqliteBlackboard::open(dir.path().join("agency.db")).unwrap());
         Project { dir, repo, store }
+    }
+
+    /// Starts a run of `script` with every gate auto-approved and drives it to its end.
+    pub async fn run_to_end(&self, script: &str, config: TeamConfig) -> (Run, DriveOutcome) {
+        let engine = self.engine(script, config, true);
+        let run = engine.start(GOAL).unwrap();
+        let outcome = drive(&engine, run.id).await;
+        (run, outcome)
+    }
+
+    /// [`Project::run_to_end`], failing the test (with the briefs tree) unless the run succeeded.
+    pub async fn succeed(&self, script: &str, config: TeamConfig) -> (Run, DriveOutcome) {
+        let (run, outcome) = self.run_to_end(script, config).await;
+        assert_eq!(outcome.status, RunStatus::Succeeded, "{}", self.tree(run.id));
+        (run, outcome)
+    }
+
+    /// Starts a run of `script` driven on its own thread ([`Background`]), so the test can act on the
+    /// blackboard meanwhile.
+    pub fn start_in_background(
+        &self,
+        script: &str,
+        config: TeamConfig,
+        auto_approve: bool,
+    ) -> (Run, Background) {
+        let engine = self.engine(script, config, auto_approve);
+        let run = engine.start(GOAL).unwrap();
+        let id = run.id;
+        (run, Background::drive(engine, id))
     }
 
     /// A runner on this project answering every model call from `script` (YAML text).
@@ -137,6 +171,36 @@ impl Project {
             .map(|bytes| String::from_utf8(bytes).unwrap())
     }
 
+    /// Fails the test unless each of `names` (`add.sh`, `mul.sh`, `neg.sh`) is fixed on `branch`.
+    pub fn assert_fixed(&self, branch: &str, names: &[&str]) {
+        for name in names {
+            let fixed = FIXED.iter().find(|(n, _)| n == name).map(|(_, text)| *text);
+            assert_eq!(self.file_on(branch, name).as_deref(), fixed, "{name} on {branch}");
+        }
+    }
+
+    /// How many agents were spawned for the briefs of `tier` titled `title`, every attempt counted.
+    pub fn spawns_of(&self, run: RunId, tier: Tier, title: &str) -> usize {
+        let spawns = spawns_per_brief(&self.events(run));
+        self.briefs(run)
+            .iter()
+            .filter(|b| b.tier == tier && b.title == title)
+            .map(|b| spawns.get(&b.id).copied().unwrap_or(0))
+            .sum()
+    }
+
+    /// The feedback the corrected brief of attempt `attempt` of `tier` `title` was given (why it was
+    /// retried, what to fix).
+    pub fn feedback(&self, run: RunId, tier: Tier, title: &str, attempt: u32) -> String {
+        let brief = self
+            .briefs(run)
+            .into_iter()
+            .find(|b| b.tier == tier && b.title == title && b.attempt == attempt)
+            .unwrap_or_else(|| panic!("no attempt {attempt} of {tier} {title}:\n{}", self.tree(run)));
+        self.artifact(run, &feedback_name(brief.id))
+            .unwrap_or_else(|| panic!("no feedback for attempt {attempt} of {tier} {title}"))
+    }
+
     /// Every brief of the run, oldest first.
     pub fn briefs(&self, run: RunId) -> Vec<Brief> {
         self.store.list_briefs(run).unwrap()
@@ -145,6 +209,11 @@ impl Project {
     /// Every event of the run, oldest first.
     pub fn events(&self, run: RunId) -> Vec<Event> {
         events(self.store.as_ref(), run)
+    }
+
+    /// The run's events of `kind`, oldest first.
+    pub fn events_of(&self, run: RunId, kind: EventKind) -> Vec<Event> {
+        self.events(run).into_iter().filter(|e| e.kind == kind).collect()
     }
 
     /// The run's briefs as an indented tree, one line per brief: `t2 lead (lead-architect) #0 done`.
@@ -295,6 +364,25 @@ impl Background {
         self.cancel.cancel();
         let _ = self.handle.join().unwrap();
     }
+}
+
+/// The run's status as a worker (`Engine::work` on its own task) ended it, failing the test unless it
+/// ends within 10 s.
+pub async fn worked(working: tokio::task::JoinHandle<agency_engine::Result<RunStatus>>) -> RunStatus {
+    tokio::time::timeout(Duration::from_secs(10), working)
+        .await
+        .expect("the worker did not end within 10s")
+        .unwrap()
+        .unwrap()
+}
+
+/// Approves the gate `gate` as a human would (`agency approve`).
+pub fn approve(store: &dyn Blackboard, gate: GateId) {
+    let decision = GateDecision::Approve {
+        by: "tester".into(),
+        note: None,
+    };
+    store.decide_gate(gate, decision).unwrap();
 }
 
 /// Polls `check` until it gives a value, failing the test after 30s with `what`.

@@ -5,53 +5,26 @@
 use agency_core::event::EventKind;
 use agency_core::{BriefStatus, Tier};
 use agency_engine::engine::feedback_name;
-use agency_store::RunStatus;
 
-use crate::support::{GOAL, Project, config, drive, spawns_per_brief};
+use crate::support::{FIX_MUL_RETRIED, Project, config};
 
 #[tokio::test]
 async fn a_partial_verdict_retries_only_the_failed_slice_with_the_issues() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/partial.yaml"), config(), true);
-    let run = engine.start(GOAL).unwrap();
-    let outcome = drive(&engine, run.id).await;
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
-    assert_eq!(
-        project.tree(run.id),
-        "\
-t1 plan (planner) #0 done
-  t1 accept (acceptor) #0 done
-  t3 arithmetic (squad-lead) #0 done
-    t4 fix-add (implementer) #0 done
-      t5 fix-add (verifier) #0 done
-    t4 fix-mul (implementer) #0 failed
-      t5 fix-mul (verifier) #0 done
-    t4 fix-mul (implementer) #1 done
-      t5 fix-mul (verifier) #0 done
-"
-    );
-    let briefs = project.briefs(run.id);
-    let retried = briefs
-        .iter()
-        .find(|b| b.tier == Tier::T4 && b.title == "fix-mul" && b.attempt == 1)
-        .unwrap();
-    let feedback = project.artifact(run.id, &feedback_name(retried.id)).unwrap();
+    let (run, outcome) = project
+        .succeed(include_str!("../scripts/partial.yaml"), config())
+        .await;
+    assert_eq!(project.tree(run.id), FIX_MUL_RETRIED);
+    let feedback = project.feedback(run.id, Tier::T4, "fix-mul", 1);
     assert!(
         feedback.contains("mul.sh still carries the LEFTOVER-DEBUG marker; remove it"),
         "{feedback}"
     );
     // fix-add ran once and was verified once; fix-mul ran twice.
-    let spawns = spawns_per_brief(&project.events(run.id));
-    let spawned = |tier: Tier, title: &str| -> usize {
-        briefs
-            .iter()
-            .filter(|b| b.tier == tier && b.title == title)
-            .map(|b| spawns.get(&b.id).copied().unwrap_or(0))
-            .sum()
-    };
-    assert_eq!(spawned(Tier::T4, "fix-add"), 1);
-    assert_eq!(spawned(Tier::T5, "fix-add"), 1);
-    assert_eq!(spawned(Tier::T4, "fix-mul"), 2);
+    assert_eq!(project.spawns_of(run.id, Tier::T4, "fix-add"), 1);
+    assert_eq!(project.spawns_of(run.id, Tier::T5, "fix-add"), 1);
+    assert_eq!(project.spawns_of(run.id, Tier::T4, "fix-mul"), 2);
+    let briefs = project.briefs(run.id);
     assert!(briefs.iter().all(|b| b.status != BriefStatus::Escalated));
     let verdicts: Vec<(String, Vec<String>)> = project
         .events(run.id)
@@ -76,23 +49,15 @@ t1 plan (planner) #0 done
         ]
     );
     let branch = outcome.branch.unwrap();
-    assert_eq!(
-        project.file_on(&branch, "mul.sh").unwrap(),
-        "# mul A B: prints A * B\necho $(($1 * $2))\n"
-    );
-    assert_eq!(
-        project.file_on(&branch, "add.sh").unwrap(),
-        "# add A B: prints A + B\necho $(($1 + $2))\n"
-    );
+    project.assert_fixed(&branch, &["mul.sh", "add.sh"]);
 }
 
 #[tokio::test]
 async fn a_pipeline_task_waits_for_its_retried_predecessor_and_starts_from_its_work() {
     let project = Project::new();
-    let engine = project.engine(include_str!("../scripts/pipeline.yaml"), config(), true);
-    let run = engine.start(GOAL).unwrap();
-    let outcome = drive(&engine, run.id).await;
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let (run, outcome) = project
+        .succeed(include_str!("../scripts/pipeline.yaml"), config())
+        .await;
     let briefs = project.briefs(run.id);
     let live = |title: &str| {
         briefs
@@ -114,10 +79,7 @@ async fn a_pipeline_task_waits_for_its_retried_predecessor_and_starts_from_its_w
         .unwrap();
     assert!(feedback.contains("neg 4 gave 0, expected -4"), "{feedback}");
     let branch = outcome.branch.unwrap();
-    assert_eq!(
-        project.file_on(&branch, "neg.sh").unwrap(),
-        "# neg A: prints -A\necho $((0 - $1))\n"
-    );
+    project.assert_fixed(&branch, &["neg.sh"]);
     assert_eq!(
         project.file_on(&branch, "NOTES.md").unwrap(),
         "neg.sh prints 0 - A.\n"
