@@ -87,6 +87,36 @@ impl UsageSink for BlackboardSink {
     }
 }
 
+/// The scopes an agent of `brief` spends against: the brief, its workstream and the run (as
+/// [`agency_llm::CallScope::from_meta`] names them for the built-in agent's calls, and as
+/// [`ledger_from_events`] replays them).
+pub(crate) fn brief_scope(brief: &agency_core::Brief) -> agency_llm::CallScope {
+    agency_llm::CallScope {
+        workstream: Some(brief.workstream.clone()),
+        brief: Some(brief.id.to_string()),
+    }
+}
+
+/// Whether `ledger` has already spent past a limit of one of `brief`'s scopes (what a refused call would
+/// have been refused for, with nothing more asked): reported to the blackboard as a refusal is, which
+/// opens the `budget` gate unless one is open.
+pub(crate) fn passed_limit(
+    store: &Arc<dyn Blackboard>,
+    ledger: &SharedLedger,
+    brief: &agency_core::Brief,
+) -> bool {
+    let passed = ledger
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .check_before_call(&brief_scope(brief), agency_llm::Spend::default())
+        .err();
+    let Some(exceeded) = passed else {
+        return false;
+    };
+    BlackboardSink::new(store.clone()).budget_exhausted(&crate::task::call_meta(brief), &exceeded);
+    true
+}
+
 /// Reads a `tokens=N` or `usd=X` note into a limit.
 fn limit_from_note(note: &str) -> Option<Limit> {
     let (key, value) = note.trim().split_once('=')?;

@@ -89,7 +89,10 @@ impl Crew {
             else {
                 break;
             };
-            engine.spawn_agent(&mut self.agents, brief, cancel)?;
+            if !engine.spawn_agent(&mut self.agents, brief, cancel)? {
+                // Held back by the budget: its gate is open now, and nothing else starts either.
+                break;
+            }
             spawned = true;
         }
         Ok(spawned)

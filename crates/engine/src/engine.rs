@@ -382,6 +382,27 @@ impl Engine {
         Ok(holding)
     }
 
+    /// Whether `brief` must wait for the budget instead of starting. An external agent (see
+    /// [`Runtime::usage_unmetered`]) cannot be refused a call once it runs, so it does not start while one
+    /// of its scopes has already spent past its limit — a resumed run, or a limit a human raised too
+    /// little. That is reported as a refused call is (`budget_exhausted`, the `budget` gate), and the
+    /// brief goes back to `pending` until the gate is decided. The built-in agent starts: its first call
+    /// is refused by the metered provider.
+    fn held_by_budget(&self, brief: &Brief) -> Result<bool> {
+        let Some(ledger) = self.unmetered_ledger(self.runtimes.get(&brief.tier)) else {
+            return Ok(false);
+        };
+        if !crate::budget::passed_limit(&self.store, &ledger, brief) {
+            return Ok(false);
+        }
+        self.move_brief(
+            brief,
+            BriefStatus::Pending,
+            json!({ "reason": "budget: its limit is already spent; waiting at the budget gate" }),
+        )?;
+        Ok(true)
+    }
+
     /// The ledger an agent's reported usage is charged to: the run's, for a runtime whose model calls agency
     /// does not meter itself (see [`Runtime::usage_unmetered`]); none for the built-in agent, whose calls
     /// the metered providers already charged, or when the run has no ledger.
@@ -411,16 +432,22 @@ impl Engine {
         }
     }
 
+    /// Starts the agent of a brief this runner has just claimed. Returns `false` when it was not started
+    /// (see [`Engine::held_by_budget`]); the brief is then pending again.
     pub(crate) fn spawn_agent(
         &self,
         agents: &mut JoinSet<(BriefId, AgentEnd)>,
         brief: Brief,
         cancel: &CancelToken,
-    ) -> Result<()> {
+    ) -> Result<bool> {
+        if self.held_by_budget(&brief)? {
+            return Ok(false);
+        }
         let role = BriefRole::of(&brief);
         // A slice's T5 brief and T1's acceptance are sign-offs, not free agents.
         if matches!(role, BriefRole::Verifier | BriefRole::Accept) {
-            return self.spawn_signoff(agents, brief, cancel);
+            self.spawn_signoff(agents, brief, cancel)?;
+            return Ok(true);
         }
         let worktree = self.prepare_worktree(&brief, role)?;
         let runtime = self
@@ -474,7 +501,7 @@ impl Engine {
                 }
             }
         });
-        Ok(())
+        Ok(true)
     }
 
     fn prepare_worktree(&self, brief: &Brief, role: BriefRole) -> Result<PathBuf> {

@@ -18,13 +18,12 @@ use agency_core::variety::TeachbackMode;
 use agency_core::{Brief, BriefId};
 use agency_exec::runtime::{AgentEvent, AgentHooks, ToolCallView, ToolDecision};
 use agency_llm::{
-    Block, BoxFuture, CallScope, CancelToken, Message, Provider, Request, Spend, ToolChoice, ToolSpec,
-    UsageRecord, UsageSink,
+    Block, BoxFuture, CancelToken, Message, Provider, Request, Spend, ToolChoice, ToolSpec, UsageRecord,
 };
 use agency_store::Blackboard;
 use serde_json::json;
 
-use crate::budget::{BlackboardSink, SharedLedger};
+use crate::budget::{SharedLedger, brief_scope, passed_limit};
 use crate::prompts;
 use crate::task::call_meta;
 
@@ -82,23 +81,15 @@ impl RunnerHooks {
     /// `budget_exhausted` record, the gate opened once), and no agent starts until a human decides.
     fn charge(&self, record: &UsageRecord) {
         let Some(ledger) = &self.ledger else { return };
-        let scope = CallScope {
-            workstream: Some(self.brief.workstream.clone()),
-            brief: Some(self.brief.id.to_string()),
-        };
         let spend = Spend {
             tokens: record.usage.total(),
             usd: record.cost_usd.unwrap_or(0.0),
         };
-        let passed = {
-            let mut ledger = ledger.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            ledger.record(&scope, spend);
-            // Nothing more is asked for: this fails only where what is spent already passed a limit.
-            ledger.check_before_call(&scope, Spend::default()).err()
-        };
-        if let Some(exceeded) = passed {
-            BlackboardSink::new(self.store.clone()).budget_exhausted(&call_meta(&self.brief), &exceeded);
-        }
+        ledger
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .record(&brief_scope(&self.brief), spend);
+        passed_limit(&self.store, ledger, &self.brief);
     }
 
     fn state(&self) -> TeachbackState {

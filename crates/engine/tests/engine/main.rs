@@ -7,6 +7,7 @@
 mod support;
 
 mod board_review;
+mod budgets;
 mod claims;
 mod escalation;
 mod gates;
