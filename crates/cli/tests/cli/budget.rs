@@ -5,7 +5,7 @@ use agency_core::event::EventKind;
 use agency_core::gate::GateKind;
 use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
 
-use crate::support::{Repo, demo_dir, events, wait_for};
+use crate::support::{Repo, demo_dir, events, pending_gate, tokens_of, wait_for};
 
 #[test]
 fn a_run_stops_at_its_budget_with_the_gate_open() {
@@ -26,30 +26,14 @@ fn a_run_stops_at_its_budget_with_the_gate_open() {
     let store = SqliteBlackboard::open(repo.db()).unwrap();
     let run_id = store.resolve_run(&run).unwrap();
     let gate = wait_for(
-        || {
-            store
-                .pending_gates(Some(run_id))
-                .unwrap()
-                .into_iter()
-                .find(|g| g.kind == GateKind::Budget)
-        },
+        || pending_gate(&store, run_id, GateKind::Budget),
         "the budget gate",
     );
     let at_gate = events(&store, run_id);
     let spent: u64 = at_gate
         .iter()
         .filter(|e| e.kind == EventKind::Usage)
-        .map(|e| {
-            [
-                "input_tokens",
-                "output_tokens",
-                "cache_read_tokens",
-                "cache_write_tokens",
-            ]
-            .iter()
-            .filter_map(|k| e.payload[*k].as_u64())
-            .sum::<u64>()
-        })
+        .map(tokens_of)
         .sum();
     assert!(spent > 0 && spent <= LIMIT, "spent {spent} of {LIMIT}");
     assert!(at_gate.iter().any(|e| e.kind == EventKind::BudgetExhausted));

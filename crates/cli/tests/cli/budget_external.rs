@@ -14,23 +14,11 @@ use agency_testkit::{FakeAnthropic, Reply};
 
 use crate::hook_support::e2e_client;
 use crate::run_external::{GOAL, REPORT};
-use crate::support::{Repo, demo_dir, finish, runtime_of, wait_for};
+use crate::support::{Repo, demo_dir, finish, pending_gate, runtime_of, tokens_of, wait_for};
 
 /// The run's token budget; the fake reports far more for one call of the implementer.
 const LIMIT: u64 = 400_000;
 const FAKE_INPUT_TOKENS: u64 = 1_000_000;
-
-fn tokens_of(event: &Event) -> u64 {
-    [
-        "input_tokens",
-        "output_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-    ]
-    .iter()
-    .filter_map(|k| event.payload[*k].as_u64())
-    .sum()
-}
 
 #[test]
 fn claude_code_spending_past_the_run_budget_opens_the_budget_gate() {
@@ -62,13 +50,7 @@ fn claude_code_spending_past_the_run_budget_opens_the_budget_gate() {
         "the run to be recorded",
     );
     let gate = wait_for(
-        || {
-            store
-                .pending_gates(Some(run))
-                .unwrap()
-                .into_iter()
-                .find(|g| g.kind == GateKind::Budget)
-        },
+        || pending_gate(&store, run, GateKind::Budget),
         "the budget gate after Claude Code reported its usage",
     );
     let events = crate::support::events(&store, run);

@@ -43,6 +43,19 @@ pub fn activate(repo: &Repo, brief: &str) {
     repo.agency(&["teachback", "approve", brief]).success();
 }
 
+/// Asks for two corrections of the teachback under review for `brief` (`agency teachback correct`).
+pub fn correct_teachback(repo: &Repo, brief: &str) -> Run {
+    repo.agency(&[
+        "teachback",
+        "correct",
+        brief,
+        "--item",
+        "per message",
+        "--item",
+        "no new deps",
+    ])
+}
+
 /// A PreToolUse event as Claude Code sends it, from the repository.
 pub fn pre_tool_use(repo: &Repo, tool: &str, input: Value) -> String {
     json!({

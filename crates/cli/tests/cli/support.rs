@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use agency_core::gate::{Gate, GateKind};
 use agency_core::{Event, RunId};
 use agency_store::Blackboard;
 use tempfile::TempDir;
@@ -266,6 +267,28 @@ pub fn runtime_of(tier: &str, runtime: &str) -> (&'static str, String) {
         line,
         line.replace("runtime: auto ", &format!("runtime: {runtime} ")),
     )
+}
+
+/// The open gate of `kind` on `run`, if there is one.
+pub fn pending_gate(store: &dyn Blackboard, run: RunId, kind: GateKind) -> Option<Gate> {
+    store
+        .pending_gates(Some(run))
+        .unwrap()
+        .into_iter()
+        .find(|g| g.kind == kind)
+}
+
+/// The tokens a usage event counts against a budget: input, output, cache reads and writes.
+pub fn tokens_of(usage: &Event) -> u64 {
+    [
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+    ]
+    .iter()
+    .filter_map(|k| usage.payload[*k].as_u64())
+    .sum()
 }
 
 /// Every event of `run`, oldest first.

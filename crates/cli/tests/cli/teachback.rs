@@ -1,7 +1,7 @@
 //! `agency teachback ...` through the real binary: every transition of the state machine, the refusals,
 //! show/list, and the stall ALERT raised once per stall.
 
-use crate::hook_support::{TEACHBACK, start_brief, submit_teachback};
+use crate::hook_support::{TEACHBACK, correct_teachback, start_brief, submit_teachback};
 use crate::support::Repo;
 
 fn state(repo: &Repo, brief: &str) -> String {
@@ -30,16 +30,7 @@ fn every_transition_of_a_blocking_teachback() {
     assert!(out.contains("now under_review"), "{out}");
     assert_eq!(state(&repo, &brief), "under_review");
     submit_teachback(&repo, &brief).fails_with(5);
-    repo.agency(&[
-        "teachback",
-        "correct",
-        &brief,
-        "--item",
-        "per message",
-        "--item",
-        "no new deps",
-    ])
-    .success();
+    correct_teachback(&repo, &brief).success();
     assert_eq!(state(&repo, &brief), "correcting");
     let show = repo.agency(&["teachback", "show", &brief]).success().stdout();
     assert!(

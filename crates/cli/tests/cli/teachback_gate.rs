@@ -10,7 +10,7 @@ use agency_core::gate::{GateKind, GateStatus};
 use agency_core::{Event, Gate};
 use agency_store::{Blackboard, SqliteBlackboard};
 
-use crate::hook_support::{start_brief, submit_teachback};
+use crate::hook_support::{correct_teachback, start_brief, submit_teachback};
 use crate::support::{CALCULATOR_GOAL, Repo, events, finish, wait_for};
 
 /// The medium-profile script: fix-add's teachback is blocking (variety 8).
@@ -116,18 +116,7 @@ fn correcting_a_teachback_rejects_its_gate_with_the_corrections() {
     new.brief = Some(id);
     let gate = store.open_gate(new).unwrap();
 
-    let out = repo
-        .agency(&[
-            "teachback",
-            "correct",
-            &brief,
-            "--item",
-            "per message",
-            "--item",
-            "no new deps",
-        ])
-        .success()
-        .stdout();
+    let out = correct_teachback(&repo, &brief).success().stdout();
     assert!(
         out.contains(&format!("rejected   its teachback gate {}", gate.id.short())),
         "{out}"
