@@ -2,7 +2,7 @@
 //! as SSE (`response.created`, `response.output_item.added`, text delta, `response.output_item.done`,
 //! `response.completed` with usage), and `GET /v1/models`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
@@ -16,6 +16,7 @@ pub struct FakeOpenAi {
     server: Server,
     script: Arc<Mutex<Vec<Reply>>>,
     rules: Arc<Mutex<Vec<Rule>>>,
+    input_tokens: Arc<AtomicU64>,
 }
 
 /// A conversation of its own: requests with a user message containing `marker` are answered from `script`,
@@ -29,7 +30,8 @@ impl FakeOpenAi {
         let script = Arc::new(Mutex::new(script));
         let rules: Arc<Mutex<Vec<Rule>>> = Arc::new(Mutex::new(Vec::new()));
         let ids = Arc::new(AtomicUsize::new(1));
-        let (shared, shared_rules) = (script.clone(), rules.clone());
+        let input_tokens = Arc::new(AtomicU64::new(10));
+        let (shared, shared_rules, tokens) = (script.clone(), rules.clone(), input_tokens.clone());
         let server = Server::start(Arc::new(move |request: &RecordedRequest| {
             let users = user_messages(&request.body);
             let rules = shared_rules.lock().unwrap_or_else(PoisonError::into_inner);
@@ -38,12 +40,13 @@ impl FakeOpenAi {
                 None => shared.lock().unwrap_or_else(PoisonError::into_inner).clone(),
             };
             drop(rules);
-            respond(request, &script, &ids)
+            respond(request, &script, &ids, tokens.load(Ordering::SeqCst))
         }))?;
         Ok(FakeOpenAi {
             server,
             script,
             rules,
+            input_tokens,
         })
     }
 
@@ -59,6 +62,12 @@ impl FakeOpenAi {
     /// `http://127.0.0.1:PORT/v1`, for a provider's `base_url`.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.server.addr())
+    }
+
+    /// Makes every response from now on report `tokens` input tokens (10 until set), so that a test can have
+    /// a client spend more than a budget allows.
+    pub fn set_input_tokens(&self, tokens: u64) {
+        self.input_tokens.store(tokens, Ordering::SeqCst);
     }
 
     /// Replaces the script.
@@ -128,7 +137,7 @@ fn turns(body: &Value) -> usize {
     })
 }
 
-fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize) -> Response {
+fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize, input_tokens: u64) -> Response {
     let path = request.path.split('?').next().unwrap_or_default();
     if path.ends_with("/models") {
         return Response::json(
@@ -140,14 +149,14 @@ fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize) -> Re
         return Response::json(404, &json!({"error": {"message": "not found"}}));
     }
     let reply = scripted(script, turns(&request.body));
-    Response::sse(stream(&request.body, &reply, ids))
+    Response::sse(stream(&request.body, &reply, ids, input_tokens))
 }
 
 fn sse(name: &str, data: &Value) -> String {
     format!("event: {name}\ndata: {data}\n\n")
 }
 
-fn stream(body: &Value, reply: &Reply, ids: &AtomicUsize) -> String {
+fn stream(body: &Value, reply: &Reply, ids: &AtomicUsize, input_tokens: u64) -> String {
     let next = || ids.fetch_add(1, Ordering::SeqCst);
     let first = reply
         .blocks()
@@ -167,8 +176,8 @@ fn stream(body: &Value, reply: &Reply, ids: &AtomicUsize) -> String {
     };
     let base = json!({"id": format!("resp_{}", next()), "object": "response", "model": body["model"],
         "status": "in_progress", "output": []});
-    let usage = json!({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-        "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15});
+    let usage = json!({"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+        "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": input_tokens + 5});
     let mut out = sse(
         "response.created",
         &json!({"type": "response.created", "response": base}),

@@ -1,6 +1,6 @@
 //! An external agent's spending counts against the run's budget like the built-in agent's: the real Claude
-//! Code implementer, against a fake model server that reports more input tokens than the run's budget, has
-//! its usage charged to the live ledger when it reports it; the `budget` gate opens and holds the run, and
+//! Code (or Codex) implementer, against a fake model server that reports more input tokens than the run's
+//! budget, has its usage charged to the live ledger when it reports it; the `budget` gate opens and holds the run, and
 //! the spending it names is every usage event of the run counted once (the built-in agent's calls, already
 //! charged by the metered provider, are not charged again).
 
@@ -10,7 +10,7 @@ use agency_core::event::EventKind;
 use agency_core::gate::GateKind;
 use agency_core::{Event, Tier};
 use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
-use agency_testkit::{FakeAnthropic, Reply};
+use agency_testkit::{FakeAnthropic, FakeOpenAi, Reply};
 
 use crate::hook_support::e2e_client;
 use crate::run_external::{GOAL, REPORT};
@@ -29,8 +29,45 @@ fn claude_code_spending_past_the_run_budget_opens_the_budget_gate() {
     let repo = Repo::demo(&[(line, &on), ("  run: {}", &format!("  run: {{tokens: {LIMIT}}}"))]);
     let server = FakeAnthropic::start(vec![Reply::text(REPORT)]).expect("fake server");
     server.set_input_tokens(FAKE_INPUT_TOKENS);
-    let script = demo_dir().join("script.yaml");
     let base_url = server.base_url();
+    let env = [
+        ("ANTHROPIC_BASE_URL", base_url.as_str()),
+        ("ANTHROPIC_API_KEY", "dummy-key-for-the-fake"),
+    ];
+    stops_at_the_budget_gate(&repo, &env, "claude-code");
+}
+
+#[test]
+fn codex_spending_past_the_run_budget_opens_the_budget_gate() {
+    if !e2e_client("codex") {
+        return;
+    }
+    let (line, on) = runtime_of("t4", "codex");
+    let repo = Repo::demo(&[
+        (line, &on),
+        ("  run: {}", &format!("  run: {{tokens: {LIMIT}}}")),
+        ("providers:\n", "providers:\n  openai: {kind: openai}\n"),
+        // A model Codex knows, on the provider that speaks its API.
+        (
+            "fast-cheap:\n    provider: anthropic           # a key of providers\n    model: claude-haiku-4-5 ",
+            "fast-cheap:\n    provider: openai\n    model: gpt-5.5 ",
+        ),
+    ]);
+    let server = FakeOpenAi::start(vec![Reply::text(REPORT)]).expect("fake server");
+    server.set_input_tokens(FAKE_INPUT_TOKENS);
+    let base_url = server.base_url();
+    let env = [
+        ("OPENAI_BASE_URL", base_url.as_str()),
+        ("OPENAI_API_KEY", "dummy-key-for-the-fake"),
+    ];
+    stops_at_the_budget_gate(&repo, &env, "codex");
+}
+
+/// Runs the demo with its implementer on `runtime` (talking to a fake at `env` that reports
+/// [`FAKE_INPUT_TOKENS`] per call) and checks that the run stops at the budget gate once the implementer
+/// reports its usage, with every usage event counted once, and stops when the gate is rejected.
+fn stops_at_the_budget_gate(repo: &Repo, env: &[(&str, &str)], runtime: &str) {
+    let script = demo_dir().join("script.yaml");
     let child = repo.spawn(
         &[
             "run",
@@ -39,10 +76,7 @@ fn claude_code_spending_past_the_run_budget_opens_the_budget_gate() {
             script.to_str().unwrap(),
             "--auto-approve",
         ],
-        &[
-            ("ANTHROPIC_BASE_URL", base_url.as_str()),
-            ("ANTHROPIC_API_KEY", "dummy-key-for-the-fake"),
-        ],
+        env,
     );
     let store = SqliteBlackboard::open(repo.db()).unwrap();
     let run = wait_for(
@@ -51,7 +85,7 @@ fn claude_code_spending_past_the_run_budget_opens_the_budget_gate() {
     );
     let gate = wait_for(
         || pending_gate(&store, run, GateKind::Budget),
-        "the budget gate after Claude Code reported its usage",
+        "the budget gate after the external implementer reported its usage",
     );
     let events = crate::support::events(&store, run);
     let exhausted = events
@@ -65,18 +99,21 @@ fn claude_code_spending_past_the_run_budget_opens_the_budget_gate() {
         .iter()
         .filter(|e| e.kind == EventKind::Usage && e.seq < exhausted.seq)
         .collect();
-    let claude: Vec<&&Event> = usage_before
+    let external: Vec<&&Event> = usage_before
         .iter()
-        .filter(|e| e.payload["provider"] == "claude-code")
+        .filter(|e| e.payload["provider"] == runtime)
         .collect();
-    assert_eq!(claude.len(), 1, "{usage_before:?}");
-    assert!(tokens_of(claude[0]) >= FAKE_INPUT_TOKENS, "{}", claude[0].payload);
+    assert!(!external.is_empty(), "{usage_before:?}");
+    assert!(
+        external.iter().all(|e| tokens_of(e) >= FAKE_INPUT_TOKENS),
+        "{external:?}"
+    );
     assert!(
         usage_before.len() > 1,
         "the built-in planner's usage comes first: {usage_before:?}"
     );
-    // Every usage event counted once: the built-in agent's by its metered provider, Claude Code's as it
-    // reported it.
+    // Every usage event counted once: the built-in agent's by its metered provider, the external agent's
+    // as it reported it.
     let spent: u64 = usage_before.iter().map(|e| tokens_of(e)).sum();
     assert_eq!(
         exhausted.payload["spent"]["tokens"], spent,
