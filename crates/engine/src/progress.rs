@@ -137,9 +137,9 @@ fn merged(
 /// merged them into its branch. Two indexed counts rule out the usual cases first (no T4 work yet,
 /// something still pending, running or verifying); only then is the workstream's subtree under the
 /// approved plan walked, newest attempts only: every slice must be done and its newest sign-off done with
-/// a `pass` verdict. A slice that failed or escalated (a joint `fail` leaves it escalated, its sign-off
-/// done) keeps the workstream out until a human's decision at its gate gives it a fresh attempt that
-/// passes.
+/// a `pass` verdict, and every tier above them done. A slice (or squad lead) that failed or escalated (a
+/// joint `fail` leaves its slice escalated, its sign-off done) keeps the workstream out until a human's
+/// decision at its gate gives it a fresh attempt that passes.
 fn accepted_slices(engine: &Engine, plan_brief: &Brief, workstream: &str) -> Result<Option<Vec<Brief>>> {
     let run = plan_brief.run;
     let open = [BriefStatus::Pending, BriefStatus::Running, BriefStatus::Verifying];
@@ -158,6 +158,9 @@ fn accepted_slices(engine: &Engine, plan_brief: &Brief, workstream: &str) -> Res
                 Tier::T4 if slice_accepted(engine, brief)? => slices.push(brief.clone()),
                 Tier::T4 => return Ok(None),
                 Tier::T5 => {}
+                // A lead or squad lead whose newest attempt failed or escalated is waiting at a gate (a
+                // retry or a re-invoked owner would be newer): its part of the workstream is missing.
+                _ if brief.status != BriefStatus::Done => return Ok(None),
                 _ => frontier.push(brief.id),
             }
         }
