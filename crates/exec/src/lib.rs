@@ -24,8 +24,8 @@ pub use branch_name::{brief_branch_name, parse_brief_branch, sanitize_ref_compon
 pub use command_line::{CommandLineError, split_command_line};
 pub use gc::{GcReport, Leftover, finished_run_leftovers, remove_leftovers};
 pub use git::{
-    ChangeKind, CommitInfo, CommitOutcome, FileChange, GitError, GitOptions, Identity, MergeOutcome, Repo,
-    WorktreeInfo,
+    ChangeKind, CommitInfo, CommitOutcome, DiffHead, FileChange, GitError, GitOptions, Identity,
+    MergeOutcome, Repo, WorktreeInfo,
 };
 pub use process::{
     CancelToken, Captured, CommandSpec, EnvPolicy, Output, ProcessError, RunningChild, run, run_cancellable,

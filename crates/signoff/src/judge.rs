@@ -25,7 +25,7 @@ use crate::verdict::{Verdict, parse_verdict};
 use crate::verify::VerifyResult;
 
 /// Bytes of diff the judge is shown; a longer diff is cut and the judge told so (it can read the files).
-const MAX_DIFF_BYTES: usize = 60 * 1024;
+pub(crate) const MAX_DIFF_BYTES: usize = 60 * 1024;
 
 /// The judge's standing instructions: the same bytes on every sign-off, so they cache.
 pub const JUDGE_SYSTEM: &str = "\
@@ -98,8 +98,10 @@ pub struct JudgeInput<'a> {
     pub commit: &'a str,
     /// The goal's base commit.
     pub base: &'a str,
-    /// The patch from base to commit.
+    /// The patch from base to commit, or its start.
     pub diff: &'a str,
+    /// The size of the whole patch, when `diff` is only its start (0: `diff` is all of it).
+    pub diff_bytes: u64,
 }
 
 /// How the judge run went.
@@ -299,15 +301,15 @@ pub fn render_prompt(input: &JudgeInput<'_>) -> String {
         None => out.push_str("\nVerify result: the contract has no verify command.\n"),
     }
     let diff = input.diff;
-    if diff.len() > MAX_DIFF_BYTES {
-        let mut cut = MAX_DIFF_BYTES;
-        while !diff.is_char_boundary(cut) {
-            cut -= 1;
-        }
+    let whole = input.diff_bytes.max(diff.len() as u64);
+    let mut cut = diff.len().min(MAX_DIFF_BYTES);
+    while !diff.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    if (cut as u64) < whole {
         let _ = writeln!(
             out,
-            "\nDiff from the goal's base (first {MAX_DIFF_BYTES} of {} bytes; read the files for the rest):\n```diff\n{}\n```",
-            diff.len(),
+            "\nDiff from the goal's base (first {cut} of {whole} bytes; read the files for the rest):\n```diff\n{}\n```",
             &diff[..cut]
         );
     } else {
@@ -404,5 +406,48 @@ impl AgentHooks for JudgeHooks<'_> {
         if let Ok(mut events) = self.events.lock() {
             events.push(event);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt(diff: &str, diff_bytes: u64) -> String {
+        let contract = GoalContract {
+            done_when: "it works".into(),
+            ..GoalContract::default()
+        };
+        render_prompt(&JudgeInput {
+            subject: "goal",
+            asked: None,
+            contract: &contract,
+            claims: &[],
+            evidence: &[],
+            verify: None,
+            commit: "c0ffee",
+            base: "ba5e",
+            diff,
+            diff_bytes,
+        })
+    }
+
+    #[test]
+    fn the_judge_is_told_when_it_sees_only_the_start_of_the_diff() {
+        assert!(prompt("+one line\n", 0).contains("Diff from the goal's base:\n```diff\n+one line\n```"));
+        // The start of a patch of 900,000 bytes, as the pipeline reads it.
+        let cut = prompt("+start\n", 900_000);
+        assert!(
+            cut.contains("(first 7 of 900000 bytes; read the files for the rest)"),
+            "{cut}"
+        );
+        // A whole patch longer than the judge is shown is cut here, on a character boundary.
+        let long = format!("+{}", "é".repeat(MAX_DIFF_BYTES));
+        let cut = prompt(&long, 0);
+        let shown = MAX_DIFF_BYTES - 1;
+        assert!(
+            cut.contains(&format!("(first {shown} of {} bytes;", long.len())),
+            "cut at {shown}"
+        );
     }
 }

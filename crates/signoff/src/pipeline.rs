@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agency_core::contract::GoalContract;
 use agency_exec::runtime::Evidence;
-use agency_exec::{ChangeKind, Repo};
+use agency_exec::{ChangeKind, DiffHead, Repo};
 use agency_llm::CancelToken;
 use agency_store::ArtifactId;
 
@@ -66,8 +66,8 @@ pub struct Verified {
 pub struct Checked {
     report: SignoffReport,
     checkout: CleanCheckout,
-    /// The patch from base to commit, for the judge; empty when the checks already rejected.
-    diff: String,
+    /// The start of the patch from base to commit, for the judge; empty when the checks already rejected.
+    diff: DiffHead,
 }
 
 impl Checked {
@@ -163,14 +163,21 @@ pub fn check(
         };
         report.verify = Some(result);
     }
-    let mut diff = String::new();
+    let mut diff = DiffHead {
+        text: String::new(),
+        total_bytes: 0,
+    };
     if let Some(rejection) = mechanical_rejection(&report) {
         report.outcome = rejection;
     } else {
-        diff = request.repo.diff(&base, &commit).map_err(|e| SignoffError::Git {
-            what: "diffing the goal's base and the commit under review".into(),
-            source: e,
-        })?;
+        // Only what the judge is shown is kept: the diff of a whole integration branch can be megabytes.
+        diff = request
+            .repo
+            .diff_head(&base, &commit, crate::judge::MAX_DIFF_BYTES)
+            .map_err(|e| SignoffError::Git {
+                what: "diffing the goal's base and the commit under review".into(),
+                source: e,
+            })?;
     }
     Ok(Checked {
         report,
@@ -205,7 +212,8 @@ pub async fn judge_stage(
             verify: report.verify.as_ref(),
             commit: &commit,
             base: &base,
-            diff: &diff,
+            diff: &diff.text,
+            diff_bytes: diff.total_bytes,
         };
         let (run, brief) = recording.map_or((agency_core::RunId::new(), None), |r| (r.run, r.brief));
         let judged = run_judge(judge, &input, checkout.path(), run, brief, cancel).await;

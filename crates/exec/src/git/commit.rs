@@ -1,10 +1,12 @@
 //! Commits on an agent's behalf, and what changed between revisions.
 
 use std::ffi::{OsStr, OsString};
+use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::{GitError, Identity, Repo, check_name};
+use crate::process::{self, CancelToken};
 
 /// What [`Repo::commit_all`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +20,22 @@ pub enum CommitOutcome {
     },
     /// The work tree had no changes (ignored files aside).
     NothingToCommit,
+}
+
+/// The start of a patch, from [`Repo::diff_head`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffHead {
+    /// The first bytes of the patch.
+    pub text: String,
+    /// The size of the whole patch.
+    pub total_bytes: u64,
+}
+
+impl DiffHead {
+    /// Whether the patch went on past [`DiffHead::text`].
+    pub fn is_cut(&self) -> bool {
+        self.total_bytes > self.text.len() as u64
+    }
 }
 
 /// The facts about one commit that agency records.
@@ -176,6 +194,48 @@ impl Repo {
         check_name("revision", from)?;
         check_name("revision", to)?;
         self.parse_name_status(&["diff", "--name-status", "-z", "--find-renames", from, to, "--"])
+    }
+
+    /// The first `max_bytes` of the patch between two revisions (invalid UTF-8 replaced), and how many
+    /// bytes the whole patch has. Memory stays bounded however large the patch is: the rest is read and
+    /// counted, not kept (a run's whole integration branch can be a patch of many megabytes, of which a
+    /// judge is shown the start).
+    pub fn diff_head(&self, from: &str, to: &str, max_bytes: usize) -> Result<DiffHead, GitError> {
+        check_name("revision", from)?;
+        check_name("revision", to)?;
+        let args = ["diff", "--no-color", "--no-ext-diff", from, to, "--"];
+        let mut child = process::spawn(&self.git_spec(&args), &CancelToken::new())?;
+        let mut head = Vec::with_capacity(max_bytes.min(64 * 1024));
+        let mut total_bytes = 0u64;
+        if let Some(mut stdout) = child.stdout.take() {
+            let mut chunk = [0u8; 16 * 1024];
+            loop {
+                let n = match stdout.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                    // The child's end failed: what was read stands, and its exit status says the rest.
+                    Err(_) => break,
+                };
+                total_bytes += n as u64;
+                let room = max_bytes.saturating_sub(head.len());
+                head.extend_from_slice(&chunk[..n.min(room)]);
+            }
+        }
+        let output = child.wait()?;
+        if output.timed_out {
+            return Err(GitError::TimedOut {
+                args: args.join(" "),
+                timeout: self.options().timeout,
+            });
+        }
+        if !output.success() {
+            return Err(super::failed(&args, &output));
+        }
+        Ok(DiffHead {
+            text: String::from_utf8_lossy(&head).into_owned(),
+            total_bytes,
+        })
     }
 
     /// The patch between two revisions, as text (invalid UTF-8 replaced).

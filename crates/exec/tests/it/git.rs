@@ -246,6 +246,35 @@ fn a_merge_refused_for_another_reason_is_an_error_not_a_conflict() {
 }
 
 #[test]
+fn the_head_of_a_large_diff_is_kept_and_the_rest_counted() {
+    let t = TestRepo::new();
+    let wt = t
+        .repo
+        .add_worktree(&t.worktree_path("big"), "agency/big", "main")
+        .unwrap();
+    for i in 0..200 {
+        write(
+            wt.root(),
+            &format!("file-{i:03}.txt"),
+            &format!("{}\n", "x".repeat(500)),
+        );
+    }
+    committed(wt.commit_all("many files").unwrap());
+    let whole = t.repo.diff("main", "agency/big").unwrap();
+    assert!(whole.len() > 100_000, "{}", whole.len());
+
+    let head = t.repo.diff_head("main", "agency/big", 4096).unwrap();
+    assert_eq!(head.text, whole[..4096]);
+    assert_eq!(head.total_bytes, whole.len() as u64);
+    assert!(head.is_cut());
+
+    let all = t.repo.diff_head("main", "agency/big", 1 << 20).unwrap();
+    assert_eq!((all.text.as_str(), all.is_cut()), (whole.as_str(), false));
+    let err = t.repo.diff_head("main", "no-such-branch", 10).unwrap_err();
+    assert!(matches!(err, GitError::Failed { .. }), "{err}");
+}
+
+#[test]
 fn worktrees_are_listed_and_removed() {
     let t = TestRepo::new();
     let path = t.worktree_path("a");
