@@ -73,6 +73,33 @@ async fn a_slice_that_rewrites_its_test_is_rejected_by_the_checks_even_when_the_
 }
 
 #[tokio::test]
+async fn a_protected_file_a_slice_may_edit_passes_its_sign_off_and_the_acceptance() {
+    // The same slice, but its contract lets it edit its test: the slice is accepted at once, and T1's
+    // acceptance, which checks the integration branch against every slice's `may_edit`, accepts it too.
+    let original = include_str!("../scripts/protected.yaml");
+    let script = original.replace(
+        r#"contract: { done_when: "sh test_mul.sh passes", verify: "sh test_mul.sh" }"#,
+        r#"contract: { done_when: "sh test_mul.sh passes", verify: "sh test_mul.sh", may_edit: [test_mul.sh] }"#,
+    );
+    assert_ne!(script, original, "the script's fix-mul contract moved");
+    let project = Project::new();
+    let (run, outcome) = project.succeed(&script, config()).await;
+    let events = project.events(run.id);
+    let all = outcomes(&events);
+    assert!(
+        all.iter().all(|(kind, _, _)| *kind == EventKind::SignoffAccepted),
+        "{all:?}"
+    );
+    assert!(all.iter().any(|(_, subject, _)| subject == "accept"), "{all:?}");
+    assert_eq!(project.spawns_of(run.id, Tier::T4, "fix-mul"), 1);
+    assert_ne!(
+        project.file_on(&outcome.branch.unwrap(), "test_mul.sh").unwrap(),
+        project.file_on("main", "test_mul.sh").unwrap(),
+        "the edit it was allowed reached the integration branch"
+    );
+}
+
+#[tokio::test]
 async fn a_judge_reject_is_recorded_as_the_slice_sign_off_with_its_transcript() {
     let project = Project::new();
     let (run, _) = project
