@@ -195,6 +195,11 @@ impl Repo {
     /// Whether `branch` is the `HEAD` of the main work tree or of a linked one, read from their `HEAD`
     /// files (no process: this is asked before every merge).
     fn is_checked_out(&self, branch: &str) -> bool {
+        // With the reftable backend the HEAD files are placeholders: say yes, and let the worktree merge
+        // (where git itself refuses a branch checked out elsewhere) decide.
+        if self.common_dir().join("reftable").is_dir() {
+            return true;
+        }
         let wanted = format!("ref: refs/heads/{branch}");
         let points_here =
             |head: &Path| std::fs::read_to_string(head).is_ok_and(|text| text.trim_end() == wanted);

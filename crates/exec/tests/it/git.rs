@@ -472,3 +472,54 @@ fn worktree_changes_wait_for_another_process_holding_the_repository_lock() {
         t.repo.common_dir().canonicalize().unwrap()
     );
 }
+
+#[test]
+fn a_reftable_repository_merges_in_a_worktree_and_its_checked_out_branch_is_refused() {
+    // With the reftable backend a worktree's HEAD file is a placeholder, so the merge cannot tell from it
+    // which branches are checked out: it leaves that to git, in a worktree.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let init = std::process::Command::new("git")
+        .args([
+            "init",
+            "--quiet",
+            "--ref-format=reftable",
+            "--initial-branch=main",
+        ])
+        .arg(&root)
+        .output()
+        .unwrap();
+    if !init.status.success() {
+        eprintln!("skipped: this git has no reftable backend (2.45+): {init:?}");
+        return;
+    }
+    let repo = agency_exec::Repo::open(&root, agency_exec::GitOptions::default()).unwrap();
+    write(&root, "shared.txt", "one\n");
+    committed(repo.commit_all("base").unwrap());
+    let wt = repo
+        .add_worktree(&dir.path().join("a"), "agency/a", "main")
+        .unwrap();
+    write(wt.root(), "shared.txt", "ONE\n");
+    committed(wt.commit_all("a").unwrap());
+    repo.create_branch("integration", "main").unwrap();
+
+    let merged = repo
+        .merge_into("integration", "agency/a", &dir.path().join("m1"), "merge a")
+        .unwrap();
+    assert!(matches!(merged, MergeOutcome::Merged { .. }), "{merged:?}");
+    assert_eq!(
+        repo.file_at("integration", "shared.txt".as_ref())
+            .unwrap()
+            .as_deref(),
+        Some(&b"ONE\n"[..])
+    );
+    let err = repo
+        .merge_into("main", "agency/a", &dir.path().join("m2"), "m")
+        .unwrap_err();
+    assert!(err.to_string().contains("already"), "{err}");
+    assert_eq!(
+        read(&repo, "shared.txt"),
+        "one\n",
+        "the user's checkout is untouched"
+    );
+}
