@@ -243,6 +243,24 @@ impl Repo {
             .to_owned())
     }
 
+    /// The full commit ids `revs` name, in order, asked of one git process.
+    pub fn rev_parse_all(&self, revs: &[&str]) -> Result<Vec<String>, GitError> {
+        let mut args = vec!["rev-parse".to_owned()];
+        for rev in revs {
+            check_name("revision", rev)?;
+            args.push(format!("{rev}^{{commit}}"));
+        }
+        let text = self.git_text(&args)?;
+        let ids: Vec<String> = text.lines().map(str::to_owned).collect();
+        if ids.len() != revs.len() {
+            return Err(GitError::UnexpectedOutput {
+                args: args.join(" "),
+                detail: format!("expected {} object ids, got {text:?}", revs.len()),
+            });
+        }
+        Ok(ids)
+    }
+
     /// The branch checked out here, or `None` on a detached `HEAD`.
     pub fn current_branch(&self) -> Result<Option<String>, GitError> {
         let output = self.run(&["symbolic-ref", "--quiet", "--short", "HEAD"])?;

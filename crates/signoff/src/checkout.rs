@@ -28,8 +28,13 @@ impl CleanCheckout {
             what: format!("resolving the commit under review `{commit}`"),
             source: e,
         })?;
+        Self::of_commit(repo, commit)
+    }
+
+    /// Checks out `commit`, a full commit id already resolved, in a fresh temporary worktree.
+    pub fn of_commit(repo: &Repo, commit: String) -> Result<Self, SignoffError> {
         if commit.is_empty() {
-            return Err(SignoffError::Input(format!("`{commit}` names no commit")));
+            return Err(SignoffError::Input("an empty commit id names no commit".into()));
         }
         let dir = tempfile::Builder::new()
             .prefix("agency-signoff-")

@@ -104,14 +104,8 @@ pub fn check(
         )));
     }
     let argv = contract.verify.as_deref().map(verify_argv).transpose()?;
-    let base = request
-        .repo
-        .rev_parse(request.base)
-        .map_err(|e| SignoffError::Git {
-            what: format!("resolving the goal's base `{}`", request.base),
-            source: e,
-        })?;
-    let checkout = CleanCheckout::create(request.repo, request.commit)?;
+    let (base, commit) = resolve(request)?;
+    let checkout = CleanCheckout::of_commit(request.repo, commit)?;
     let commit = checkout.commit().to_string();
     if let Some(rec) = recording {
         rec.started(request.subject, &commit, &base)?;
@@ -184,6 +178,31 @@ pub fn check(
         checkout,
         diff,
     })
+}
+
+/// The base's and the commit's full ids, asked of one git process (a sign-off per slice); when git cannot
+/// resolve them, each is asked alone so the error says which.
+fn resolve(request: &SignoffRequest<'_>) -> Result<(String, String), SignoffError> {
+    if let Ok(ids) = request.repo.rev_parse_all(&[request.base, request.commit])
+        && let Ok([base, commit]) = <[String; 2]>::try_from(ids)
+    {
+        return Ok((base, commit));
+    }
+    let base = request
+        .repo
+        .rev_parse(request.base)
+        .map_err(|e| SignoffError::Git {
+            what: format!("resolving the goal's base `{}`", request.base),
+            source: e,
+        })?;
+    let commit = request
+        .repo
+        .rev_parse(request.commit)
+        .map_err(|e| SignoffError::Git {
+            what: format!("resolving the commit under review `{}`", request.commit),
+            source: e,
+        })?;
+    Ok((base, commit))
 }
 
 /// The second half of [`sign_off`]: unless [`check`] already rejected, the judge; then the outcome is
@@ -368,4 +387,59 @@ pub fn protected_edits(
         }
     }
     Ok(edits)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use agency_exec::GitOptions;
+
+    use super::*;
+
+    fn request<'a>(
+        repo: &'a Repo,
+        base: &'a str,
+        commit: &'a str,
+        contract: &'a GoalContract,
+    ) -> SignoffRequest<'a> {
+        SignoffRequest {
+            repo,
+            commit,
+            base,
+            subject: "goal",
+            asked: None,
+            contract,
+            agreed: None,
+            claims: &[],
+            evidence: &[],
+            verify_timeout: Duration::from_secs(10),
+            verified: None,
+        }
+    }
+
+    #[test]
+    fn base_and_commit_resolve_together_and_a_bad_one_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), "main", GitOptions::default()).unwrap();
+        std::fs::write(dir.path().join("README"), "x\n").unwrap();
+        repo.commit_all("base").unwrap();
+        let contract = GoalContract::default();
+        let head = repo.rev_parse("main").unwrap();
+        assert_eq!(
+            resolve(&request(&repo, "main", "HEAD", &contract)).unwrap(),
+            (head.clone(), head)
+        );
+        let err = resolve(&request(&repo, "main", "no-such", &contract))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("resolving the commit under review `no-such`"),
+            "{err}"
+        );
+        let err = resolve(&request(&repo, "nope", "main", &contract))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("resolving the goal's base `nope`"), "{err}");
+    }
 }

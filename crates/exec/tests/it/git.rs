@@ -131,6 +131,14 @@ fn two_worktrees_see_only_their_own_changes_and_their_merge_reports_the_conflict
         panic!("{first:?}")
     };
     assert!(!merge_dir.exists(), "no merge worktree is left behind");
+    assert_eq!(
+        t.repo.rev_parse_all(&["main", &branch_a]).unwrap(),
+        [
+            t.repo.rev_parse("main").unwrap(),
+            t.repo.rev_parse(&branch_a).unwrap()
+        ]
+    );
+    assert!(t.repo.rev_parse_all(&["main", "no-such-branch"]).is_err());
     let merge = t.repo.commit_info(&integration).unwrap();
     assert_eq!(merge.id, after_a);
     assert_eq!(merge.subject, "merge a");
