@@ -21,6 +21,8 @@ pub enum ErrorKind {
     NoWorkspace,
     /// A run ended without succeeding (failed, halted, cancelled). Exit 7.
     RunFailed,
+    /// Ctrl-C or SIGTERM stopped the command; a run it drove can be resumed. Exit 130.
+    Interrupted,
 }
 
 impl ErrorKind {
@@ -34,6 +36,7 @@ impl ErrorKind {
             ErrorKind::NothingToDo => 5,
             ErrorKind::NoWorkspace => 6,
             ErrorKind::RunFailed => 7,
+            ErrorKind::Interrupted => crate::interrupt::INTERRUPTED_EXIT,
         }
     }
 }

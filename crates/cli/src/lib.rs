@@ -8,6 +8,7 @@
 pub mod commands;
 pub mod error;
 pub mod hook;
+pub mod interrupt;
 pub mod render;
 pub mod workspace;
 

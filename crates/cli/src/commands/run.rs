@@ -345,10 +345,28 @@ pub fn drive_with_log(
         .build()
         .map_err(|e| CommandError::internal(format!("cannot start the runner: {e}")))?;
     let cancel = CancelToken::new();
-    let outcome = runtime.block_on(engine.drive(run, &cancel));
+    let outcome = runtime.block_on(async {
+        crate::interrupt::cancel_on_signal(cancel.clone())?;
+        Ok::<_, CommandError>(engine.drive(run, &cancel).await)
+    });
     done.store(true, Ordering::SeqCst);
     let _ = printer.join();
-    outcome.map_err(engine_error)
+    outcome?.map_err(|err| stopped_or_failed(err, run))
+}
+
+/// An engine error as the command's error; a stop asked for by Ctrl-C or SIGTERM says how to go on.
+pub fn stopped_or_failed(err: agency_engine::EngineError, run: agency_core::RunId) -> CommandError {
+    match err {
+        agency_engine::EngineError::Cancelled => CommandError::new(
+            ErrorKind::Interrupted,
+            format!(
+                "stopped: the runner of run {} stopped its agents and gave their briefs back",
+                run.short()
+            ),
+        )
+        .hint(format!("`agency run --resume {}` continues it", run.short())),
+        other => engine_error(other),
+    }
 }
 
 fn report(run: agency_core::RunId, outcome: &DriveOutcome) -> CommandResult {

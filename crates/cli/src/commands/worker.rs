@@ -15,7 +15,7 @@ use agency_core::{EventKind, NewEvent};
 use agency_llm::CancelToken;
 use agency_store::RunStatus;
 
-use crate::commands::run::{Args as RunArgs, build_engine, engine_error};
+use crate::commands::run::{Args as RunArgs, build_engine, stopped_or_failed};
 use crate::commands::{Context, config, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 
@@ -84,8 +84,11 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         .map_err(|e| CommandError::internal(format!("cannot start the worker: {e}")))?;
     let cancel = CancelToken::new();
     let status = runtime
-        .block_on(runner.engine.work(run, &cancel))
-        .map_err(engine_error)?;
+        .block_on(async {
+            crate::interrupt::cancel_on_signal(cancel.clone())?;
+            Ok::<_, CommandError>(runner.engine.work(run, &cancel).await)
+        })?
+        .map_err(|err| stopped_or_failed(err, run))?;
     finished(run, status)
 }
 

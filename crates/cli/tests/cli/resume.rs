@@ -113,3 +113,48 @@ fn a_run_killed_mid_run_resumes_and_completes_without_double_spawns() {
         "# mul A B: prints A * B\necho $(($1 * $2))\n"
     );
 }
+
+/// Ctrl-C (SIGINT) stops the runner the way an error does — its agents stopped, their briefs given back —
+/// and the run stays resumable: exit 130 with the command that continues it.
+#[test]
+fn ctrl_c_stops_the_runner_and_the_run_resumes() {
+    let (repo, script) = Repo::calculator(SCRIPT);
+    let script = script.to_str().unwrap();
+    // No --auto-approve: the runner waits at the plan gate.
+    let runner = repo.spawn(&["run", CALCULATOR_GOAL, "--script", script], &[]);
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = wait_for(
+        || {
+            let runs = store.list_runs().ok()?;
+            let run = runs.first()?.id;
+            crate::support::pending_gate(&store, run, agency_core::GateKind::T1Plan).map(|_| run)
+        },
+        "the plan gate",
+    );
+    let pid = runner.id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let (code, output) = crate::support::finish(runner, Duration::from_secs(30));
+    assert_eq!(code, Some(130), "{output}");
+    assert!(output.contains("stopped: the runner of run"), "{output}");
+    assert!(
+        output.contains(&format!("agency run --resume {}", run.short())),
+        "{output}"
+    );
+    let status = store.get_run(run).unwrap().status;
+    assert!(!status.is_terminal(), "still resumable, found {status:?}");
+
+    repo.agency(&[
+        "run",
+        "--resume",
+        &run.to_string(),
+        "--auto-approve",
+        "--script",
+        script,
+    ])
+    .success();
+    assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
+}

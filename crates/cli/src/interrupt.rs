@@ -1,0 +1,36 @@
+//! Ctrl-C and SIGTERM for a process that drives agents.
+//!
+//! Every agent runs in its own process group (so a timeout can end its whole tree), so the terminal's
+//! SIGINT reaches only agency, and a runner that simply died would leave Claude Code, Codex or a command
+//! agent running with nobody to stop it. Instead the first signal cancels the runner's token: it stops its
+//! agents, gives their briefs back, and returns, and the run stays resumable. A second signal ends the
+//! process at once.
+
+use agency_llm::CancelToken;
+use tokio::signal::unix::{SignalKind, signal};
+
+/// The exit status of a command stopped by a signal it handled (128 + SIGINT, as shells report Ctrl-C).
+pub const INTERRUPTED_EXIT: u8 = 130;
+
+/// Cancels `cancel` on the first SIGINT or SIGTERM and exits on the second. Call inside the runtime that
+/// drives the run; the listener ends with it.
+pub fn cancel_on_signal(cancel: CancelToken) -> std::io::Result<()> {
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        eprintln!(
+            "stopping: the runner stops its agents and gives their briefs back (again to quit at once)"
+        );
+        cancel.cancel();
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        std::process::exit(i32::from(INTERRUPTED_EXIT));
+    });
+    Ok(())
+}
