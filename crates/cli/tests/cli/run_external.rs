@@ -370,11 +370,21 @@ fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
         && e.payload["model"] == "gpt-5.5"));
 }
 
-/// A tier model that Claude Code would read as a flag stops the run before anything is recorded, naming the
-/// team.yaml field; no `claude` is needed, since it is never started.
+/// A model id that Claude Code would read as a flag is refused by `agency config check` and stops `agency
+/// run` before anything is recorded, naming the team.yaml line and field; no `claude` is needed, since it
+/// is never started.
 #[test]
 fn a_tier_model_that_looks_like_a_flag_is_refused_naming_its_field() {
-    let repo = repo_with_implementers_on("claude-code", "anthropic", "--dangerously-skip-permissions");
+    let repo = repo_with_implementers_on("claude-code", "anthropic", "claude-haiku-4-5");
+    repo.edit_team(&[(
+        "model: claude-haiku-4-5 ",
+        "model: --dangerously-skip-permissions ",
+    )]);
+    let refusal = "models.fast-cheap.model: the model id \"--dangerously-skip-permissions\" starts with `-`, \
+                   which a command line would read as a flag";
+    let check = repo.agency(&["config", "check"]).fails_with(3);
+    assert!(check.stderr().contains(refusal), "{}", check.stderr());
+    assert!(check.stderr().contains("team.yaml:"), "{}", check.stderr());
     let out = repo
         .agency(&[
             "run",
@@ -383,14 +393,7 @@ fn a_tier_model_that_looks_like_a_flag_is_refused_naming_its_field() {
             demo_dir().join("script.yaml").to_str().unwrap(),
         ])
         .fails_with(3);
-    assert!(
-        out.stderr().contains(
-            "models.fast-cheap.model: the model id \"--dangerously-skip-permissions\" starts with `-`, which a \
-             command line would read as a flag (the model of tiers.t4, passed to claude-code)"
-        ),
-        "{}",
-        out.stderr()
-    );
+    assert!(out.stderr().contains(refusal), "{}", out.stderr());
     let store = SqliteBlackboard::open(repo.db()).unwrap();
     assert!(store.list_runs().unwrap().is_empty());
 }

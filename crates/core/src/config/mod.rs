@@ -31,6 +31,7 @@ pub use error::{ConfigError, ConfigProblem};
 pub use forge::ForgeConfig;
 pub use models::{
     CapabilityLevel, ModelBinding, ModelPrice, ModelsConfig, ProviderConfig, ProviderKind, ProviderTimeouts,
+    check_model_name,
 };
 pub use notifiers::NotifierConfig;
 pub use personalities::PersonalitiesConfig;

@@ -233,3 +233,22 @@ pub(crate) fn default_providers() -> BTreeMap<String, ProviderConfig> {
         ProviderConfig::of_kind(ProviderKind::Anthropic),
     )])
 }
+
+/// A model id that can be handed to a provider or a CLI as one command-line value: not empty, not starting
+/// with `-` (a CLI would read it as a flag), no whitespace or control characters (no model id has them).
+pub fn check_model_name(model: &str) -> Result<(), String> {
+    if model.is_empty() {
+        return Err("expected a model id, found nothing".to_owned());
+    }
+    if model.starts_with('-') {
+        return Err(format!(
+            "the model id {model:?} starts with `-`, which a command line would read as a flag"
+        ));
+    }
+    if let Some(c) = model.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "the model id {model:?} contains {c:?}; expected no whitespace or control characters"
+        ));
+    }
+    Ok(())
+}

@@ -519,3 +519,18 @@ fn a_bad_scalar_is_shown_whole() {
         "team.yaml:2: visibility.strict_mode: expected true or false, found \"true log_level\""
     );
 }
+
+#[test]
+fn a_model_id_a_command_line_would_misread_is_refused() {
+    let text = "\
+models:
+  capable: { provider: anthropic, model: --bare }
+";
+    let err = parse(text).unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "models.capable.model: the model id \"--bare\" starts with `-`, which a command line would read as a flag"
+        ),
+        "{err}"
+    );
+}

@@ -153,8 +153,8 @@ fn binding_ok(config: &TeamConfig, path: &str, binding: &ModelBinding, issues: &
             format!("unknown provider {}; {hint}", quote(&binding.provider)),
         );
     }
-    if binding.model.trim().is_empty() {
-        issues.push(format!("{path}.model"), "expected a model id, found nothing");
+    if let Err(why) = super::models::check_model_name(&binding.model) {
+        issues.push(format!("{path}.model"), why);
     }
     if binding.max_tokens == Some(0) {
         issues.push(format!("{path}.max_tokens"), "must be at least 1");

@@ -22,6 +22,9 @@ use super::{
     Runtime as AgentRuntime, RuntimeError,
 };
 
+/// Whether a model id can be given to an external CLI (the same rule `agency config check` applies).
+pub use agency_core::config::check_model_name;
+
 /// The runtime chosen for one tier.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeChoice {
@@ -217,25 +220,6 @@ fn cli_model(
         ))
     })?;
     Ok(Some(model.model.clone()))
-}
-
-/// A model id an external CLI may be given as a command-line value: not empty, not starting with `-` (it
-/// would be read as a flag), no whitespace or control characters (no model id has them).
-pub fn check_model_name(model: &str) -> Result<(), String> {
-    if model.is_empty() {
-        return Err("expected a model id, found nothing".to_owned());
-    }
-    if model.starts_with('-') {
-        return Err(format!(
-            "the model id {model:?} starts with `-`, which a command line would read as a flag"
-        ));
-    }
-    if let Some(c) = model.chars().find(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!(
-            "the model id {model:?} contains {c:?}; expected no whitespace or control characters"
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
