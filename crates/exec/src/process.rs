@@ -310,14 +310,7 @@ fn start(
         Interaction::Pipes => None,
     };
     let captured_stderr = child.stderr.take().map(OwnedFd::from);
-    let watch = (|| {
-        let (pipe, bytes) = fed_stdin.unzip();
-        let feed = Feed::new(pipe, bytes.unwrap_or_default())?;
-        let stdout = Drain::new(captured_stdout, spec.output_cap)?;
-        let stderr = Drain::new(captured_stderr, spec.output_cap)?;
-        Watch::new(pid, feed, stdout, stderr)
-    })();
-    match watch {
+    match watch_child(pid, fed_stdin, captured_stdout, captured_stderr, spec.output_cap) {
         Ok(watch) => Ok(Started {
             child,
             pid,
@@ -329,6 +322,20 @@ fn start(
             Err(supervise_err(err))
         }
     }
+}
+
+/// What watches a child just started: its stdin fed from `fed_stdin`, the pipes given drained into tails of
+/// `cap` bytes.
+fn watch_child(
+    pid: Pid,
+    fed_stdin: Option<(OwnedFd, Vec<u8>)>,
+    stdout: Option<OwnedFd>,
+    stderr: Option<OwnedFd>,
+    cap: usize,
+) -> io::Result<Watch> {
+    let (pipe, bytes) = fed_stdin.unzip();
+    let feed = Feed::new(pipe, bytes.unwrap_or_default())?;
+    Watch::new(pid, feed, Drain::new(stdout, cap)?, Drain::new(stderr, cap)?)
 }
 
 /// Waits for the child's exit, its deadline or a cancel, draining its pipes meanwhile; on a deadline or
