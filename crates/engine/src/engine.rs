@@ -596,9 +596,19 @@ impl Engine {
         let event = NewEvent::new(brief.run, EventKind::BriefStatus, payload)
             .brief(brief.id)
             .tier(brief.tier);
-        Ok(self
+        let moved = self
             .store
-            .update_brief_status(brief.id, brief.status, to, event)?)
+            .update_brief_status(brief.id, brief.status, to, event)?;
+        if to.is_terminal()
+            && let Some(ledger) = &self.ledger
+        {
+            // Its spending stays in its workstream's and the run's; the ledger stops growing with the run.
+            ledger
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .forget_brief(&brief.id.to_string());
+        }
+        Ok(moved)
     }
 
     /// Stores text for a brief as a named artifact.

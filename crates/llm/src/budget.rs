@@ -286,6 +286,15 @@ impl BudgetLedger {
         self.record(call, actual);
     }
 
+    /// Forgets a brief that has ended: it spends no more (a retry is a new brief), and a long run must not
+    /// keep an entry for every brief it ever ran. What it spent stays counted in its workstream and the run.
+    pub fn forget_brief(&mut self, brief: &str) {
+        let scope = Scope::Brief(brief.to_owned());
+        self.spent.remove(&scope);
+        self.reserved.remove(&scope);
+        self.overrides.remove(&scope);
+    }
+
     /// Adds spending to every scope of `call` (also used to replay `usage` events on resume).
     pub fn record(&mut self, call: &CallScope, actual: Spend) {
         for scope in call.scopes() {
@@ -308,6 +317,19 @@ mod tests {
 
     fn tokens(n: u64) -> Spend {
         Spend { tokens: n, usd: 0.0 }
+    }
+
+    #[test]
+    fn a_forgotten_brief_leaves_its_spending_in_its_workstream_and_the_run() {
+        let mut ledger = BudgetLedger::new(BudgetLimits::default());
+        ledger.record(&call("ws", "b1"), tokens(30));
+        ledger.record(&call("ws", "b2"), tokens(12));
+        ledger.forget_brief("b1");
+        assert_eq!(ledger.spent(&Scope::Brief("b1".into())).tokens, 0);
+        assert_eq!(ledger.spent(&Scope::Brief("b2".into())).tokens, 12);
+        assert_eq!(ledger.spent(&Scope::Workstream("ws".into())).tokens, 42);
+        assert_eq!(ledger.spent(&Scope::Run).tokens, 42);
+        assert_eq!(ledger.spent.len(), 3, "run, workstream and the live brief");
     }
 
     #[test]
