@@ -15,7 +15,8 @@ use super::models::{CapabilityLevel, ModelBinding};
 pub struct RetryConfig {
     /// Retries per brief before it escalates to its parent tier, before T1's multiplier. Default 2.
     pub base_budget: u32,
-    /// Escalations of one workstream before the runner opens an escalation gate for a human. Default 2.
+    /// Escalations in the run before the runner opens an escalation gate for a human (which holds the whole
+    /// run: no agent starts while a gate waits). Default 2.
     pub max_escalations_before_gate: u32,
     /// Minutes T3 squad leads may negotiate a task split before it escalates. Default 30.
     pub t3_mesh_timeout_minutes: u32,
