@@ -304,7 +304,11 @@ impl Repo {
     /// Runs git here and returns how it ended, failed or not; only a timeout is an error.
     pub(crate) fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, GitError> {
         let spec = self.git_spec(args);
-        let output = process::run(&spec)?;
+        self.in_time(args, process::run(&spec)?)
+    }
+
+    /// How `git args` ended, unless it ran out of time (an error naming the limit).
+    pub(crate) fn in_time<S: AsRef<OsStr>>(&self, args: &[S], output: Output) -> Result<Output, GitError> {
         if output.timed_out {
             return Err(GitError::TimedOut {
                 args: join_args(args),

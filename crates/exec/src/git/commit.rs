@@ -206,32 +206,17 @@ impl Repo {
         let args = ["diff", "--no-color", "--no-ext-diff", from, to, "--"];
         let mut child = process::spawn(&self.git_spec(&args), &CancelToken::new())?;
         let mut head = Vec::with_capacity(max_bytes.min(64 * 1024));
-        let mut total_bytes = 0u64;
+        let mut rest = 0;
         if let Some(mut stdout) = child.stdout.take() {
-            let mut chunk = [0u8; 16 * 1024];
-            loop {
-                let n = match stdout.read(&mut chunk) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-                    // The child's end failed: what was read stands, and its exit status says the rest.
-                    Err(_) => break,
-                };
-                total_bytes += n as u64;
-                let room = max_bytes.saturating_sub(head.len());
-                head.extend_from_slice(&chunk[..n.min(room)]);
-            }
+            // A read that fails keeps what was read; git's exit status says the rest.
+            let _ = (&mut stdout).take(max_bytes as u64).read_to_end(&mut head);
+            rest = std::io::copy(&mut stdout, &mut std::io::sink()).unwrap_or(0);
         }
-        let output = child.wait()?;
-        if output.timed_out {
-            return Err(GitError::TimedOut {
-                args: args.join(" "),
-                timeout: self.options().timeout,
-            });
-        }
+        let output = self.in_time(&args, child.wait()?)?;
         if !output.success() {
             return Err(super::failed(&args, &output));
         }
+        let total_bytes = head.len() as u64 + rest;
         Ok(DiffHead {
             text: String::from_utf8_lossy(&head).into_owned(),
             total_bytes,
