@@ -104,8 +104,7 @@ pub fn check(
         )));
     }
     let argv = contract.verify.as_deref().map(verify_argv).transpose()?;
-    let (base, commit) = resolve(request)?;
-    let checkout = CleanCheckout::of_commit(request.repo, commit)?;
+    let (base, checkout) = base_and_checkout(request)?;
     let commit = checkout.commit().to_string();
     if let Some(rec) = recording {
         rec.started(request.subject, &commit, &base)?;
@@ -180,13 +179,13 @@ pub fn check(
     })
 }
 
-/// The base's and the commit's full ids, asked of one git process (a sign-off per slice); when git cannot
-/// resolve them, each is asked alone so the error says which.
-fn resolve(request: &SignoffRequest<'_>) -> Result<(String, String), SignoffError> {
+/// The base's full id and a clean checkout of the commit, both resolved by one git process (a sign-off
+/// per slice); when git cannot resolve them, each is resolved alone so the error says which.
+fn base_and_checkout(request: &SignoffRequest<'_>) -> Result<(String, CleanCheckout), SignoffError> {
     if let Ok(ids) = request.repo.rev_parse_all(&[request.base, request.commit])
         && let Ok([base, commit]) = <[String; 2]>::try_from(ids)
     {
-        return Ok((base, commit));
+        return Ok((base, CleanCheckout::of_commit(request.repo, commit)?));
     }
     let base = request
         .repo
@@ -195,14 +194,7 @@ fn resolve(request: &SignoffRequest<'_>) -> Result<(String, String), SignoffErro
             what: format!("resolving the goal's base `{}`", request.base),
             source: e,
         })?;
-    let commit = request
-        .repo
-        .rev_parse(request.commit)
-        .map_err(|e| SignoffError::Git {
-            what: format!("resolving the commit under review `{}`", request.commit),
-            source: e,
-        })?;
-    Ok((base, commit))
+    Ok((base, CleanCheckout::create(request.repo, request.commit)?))
 }
 
 /// The second half of [`sign_off`]: unless [`check`] already rejected, the judge; then the outcome is
@@ -426,18 +418,16 @@ mod tests {
         repo.commit_all("base").unwrap();
         let contract = GoalContract::default();
         let head = repo.rev_parse("main").unwrap();
-        assert_eq!(
-            resolve(&request(&repo, "main", "HEAD", &contract)).unwrap(),
-            (head.clone(), head)
-        );
-        let err = resolve(&request(&repo, "main", "no-such", &contract))
+        let (base, checkout) = base_and_checkout(&request(&repo, "main", "HEAD", &contract)).unwrap();
+        assert_eq!((base.as_str(), checkout.commit()), (head.as_str(), head.as_str()));
+        let err = base_and_checkout(&request(&repo, "main", "no-such", &contract))
             .unwrap_err()
             .to_string();
         assert!(
             err.starts_with("resolving the commit under review `no-such`"),
             "{err}"
         );
-        let err = resolve(&request(&repo, "nope", "main", &contract))
+        let err = base_and_checkout(&request(&repo, "nope", "main", &contract))
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("resolving the goal's base `nope`"), "{err}");
