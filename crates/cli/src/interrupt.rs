@@ -7,7 +7,7 @@
 //! process at once.
 
 use agency_llm::CancelToken;
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// The exit status of a command stopped by a signal it handled (128 + SIGINT, as shells report Ctrl-C).
 pub const INTERRUPTED_EXIT: u8 = 130;
@@ -18,19 +18,21 @@ pub fn cancel_on_signal(cancel: CancelToken) -> std::io::Result<()> {
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
     tokio::spawn(async move {
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
-        }
+        next_signal(&mut interrupt, &mut terminate).await;
         eprintln!(
             "stopping: the runner stops its agents and gives their briefs back (again to quit at once)"
         );
         cancel.cancel();
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
-        }
+        next_signal(&mut interrupt, &mut terminate).await;
         std::process::exit(i32::from(INTERRUPTED_EXIT));
     });
     Ok(())
+}
+
+/// Waits for the next SIGINT or SIGTERM, whichever comes first.
+async fn next_signal(interrupt: &mut Signal, terminate: &mut Signal) {
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+    }
 }
