@@ -117,11 +117,13 @@ pub fn list_by_status(conn: &Connection, run: RunId, status: BriefStatus) -> Res
 
 /// A brief's children, oldest first.
 pub fn children(conn: &Connection, parent: BriefId) -> Result<Vec<Brief>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM briefs WHERE parent = ?1 ORDER BY created_at, rowid"
-    ))?;
+    let mut stmt = conn.prepare_cached(&children_sql())?;
     let rows = stmt.query_and_then(params![id_text(&parent.0)], decode)?;
     rows.collect()
+}
+
+pub(super) fn children_sql() -> String {
+    format!("SELECT {COLUMNS} FROM briefs WHERE parent = ?1 ORDER BY created_at, rowid")
 }
 
 /// Counts a workstream's briefs of a tier (any, when `None`) in any of `statuses` (any, when empty).

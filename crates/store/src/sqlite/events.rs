@@ -58,14 +58,13 @@ pub fn after(conn: &Connection, run: Option<RunId>, after_seq: i64, limit: usize
     }
 }
 
+/// The highest `seq` of one run's events, or 0.
+pub(super) const LAST_SEQ_OF_RUN: &str = "SELECT coalesce(max(seq), 0) FROM events WHERE run = ?1";
+
 /// The highest `seq`, or 0.
 pub fn last_seq(conn: &Connection, run: Option<RunId>) -> Result<i64> {
     let seq = match run {
-        Some(run) => query_value(
-            conn,
-            "SELECT coalesce(max(seq), 0) FROM events WHERE run = ?1",
-            params![id_text(&run.0)],
-        )?,
+        Some(run) => query_value(conn, LAST_SEQ_OF_RUN, params![id_text(&run.0)])?,
         None => query_value(conn, "SELECT coalesce(max(seq), 0) FROM events", [])?,
     };
     Ok(seq)

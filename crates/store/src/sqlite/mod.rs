@@ -119,6 +119,7 @@ impl SqliteBlackboard {
         let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e))?;
         let setup = |conn: &Connection| -> rusqlite::Result<()> {
             conn.busy_timeout(BUSY_TIMEOUT)?;
+            keep_plans(conn)?;
             conn.pragma_update(None, "foreign_keys", true)?;
             // The journal mode (WAL) is stored in the file; `synchronous` is per connection, and must be
             // NORMAL, or every commit would fsync the WAL.
@@ -205,12 +206,23 @@ fn configure(conn: &Connection, read_only: bool) -> rusqlite::Result<()> {
     // Room for every statement the store prepares (about 50): with rusqlite's default of 16 a runner's
     // pass evicted and re-parsed them in turn.
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+    keep_plans(conn)?;
     conn.pragma_update(None, "foreign_keys", true)?;
     if !read_only {
         // In-memory databases answer "memory"; that is fine.
         let _mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
     }
+    Ok(())
+}
+
+/// Plans a statement once, for any values bound to it. Without the query planner stability guarantee
+/// SQLite re-prepares a cached statement on every new binding of a parameter it might plan around — every
+/// `WHERE run = ?1 ORDER BY …` served by an index, which is most of the store's reads — and that re-parse
+/// was a tenth of the runner's CPU. The store's queries have one good plan whatever the values (and there
+/// are no `ANALYZE` statistics for a value to change it).
+fn keep_plans(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     Ok(())
 }
 
@@ -435,5 +447,40 @@ impl Blackboard for SqliteBlackboard {
 
     fn list_artifacts(&self, run: RunId, brief: Option<BriefId>) -> Result<Vec<ArtifactMeta>> {
         self.read(|conn| artifacts::list(conn, run, brief))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::StatementStatus;
+
+    use super::*;
+    use crate::conformance::{new_run, sample_brief};
+
+    /// How often the cached statement for `sql` was re-prepared on `store`'s connection.
+    fn reprepared(store: &SqliteBlackboard, sql: &str) -> i32 {
+        let conn = store.conn.lock().unwrap();
+        let stmt = conn.prepare_cached(sql).unwrap();
+        stmt.get_status(StatementStatus::RePrepare)
+    }
+
+    #[test]
+    fn cached_reads_are_not_re_prepared_for_new_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteBlackboard::open(dir.path().join("blackboard.db")).unwrap();
+        let run = new_run(&store);
+        let parents: Vec<Brief> = (0..3)
+            .map(|i| sample_brief(run, &format!("parent {i}")))
+            .collect();
+        store.insert_briefs(&parents).unwrap();
+        for (i, parent) in parents.iter().cycle().take(12).enumerate() {
+            let mut child = sample_brief(run, &format!("child {i}"));
+            child.parent = Some(parent.id);
+            store.insert_brief(&child).unwrap();
+            assert!(!store.list_children(parent.id).unwrap().is_empty());
+            assert!(store.last_seq(Some(run)).unwrap() > 0);
+        }
+        assert_eq!(reprepared(&store, &briefs::children_sql()), 0);
+        assert_eq!(reprepared(&store, events::LAST_SEQ_OF_RUN), 0);
     }
 }
