@@ -12,9 +12,13 @@
 //! bytes, so a chatty child can neither block on a full pipe nor exhaust memory; the number of bytes dropped
 //! from the front is reported. [`run`] does all of that on the caller's thread with one `poll` (see
 //! `watch`); [`spawn`] does it on one supervising thread.
+//!
+//! A process that dies without a word (SIGKILL) cannot stop its children: [`ProcessIdentity`] records who a
+//! child is so that whoever takes over can stop what is left of it ([`stop_leftover`]).
 
 mod cancel;
 mod capture;
+mod leftover;
 mod spec;
 mod watch;
 
@@ -35,6 +39,7 @@ use rustix::process::{Pid, Signal};
 
 pub use cancel::CancelToken;
 pub use capture::Captured;
+pub use leftover::{Leftover, ProcessIdentity, stop_leftover};
 pub use spec::{CommandSpec, DEFAULT_KILL_GRACE, DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, EnvPolicy};
 
 use capture::{Drain, Feed};
@@ -170,6 +175,7 @@ pub struct RunningChild {
     /// on a full pipe (until its deadline).
     pub stdout: Option<ChildStdout>,
     id: u32,
+    identity: io::Result<ProcessIdentity>,
     program: String,
     supervisor: JoinHandle<Result<Output, ProcessError>>,
 }
@@ -178,6 +184,12 @@ impl RunningChild {
     /// The child's process id, which is also its process group id.
     pub fn id(&self) -> u32 {
         self.id
+    }
+
+    /// Who the child is in terms that outlive this process (see [`stop_leftover`]), read as it started;
+    /// the error says why it could not be read (no `/proc`, say).
+    pub fn identity(&self) -> Result<&ProcessIdentity, &io::Error> {
+        self.identity.as_ref()
     }
 
     /// Waits until the child has ended (by itself, at its deadline or on cancel) and reports how. Drop
@@ -198,6 +210,8 @@ pub fn spawn(spec: &CommandSpec, cancel: &CancelToken) -> Result<RunningChild, P
     let mut started = start(spec, &|name| std::env::var_os(name), Interaction::Pipes)?;
     let (stdin, stdout) = (started.child.stdin.take(), started.child.stdout.take());
     let id = started.child.id();
+    // Read before the supervisor may reap it, while the pid is certainly still the child's.
+    let identity = ProcessIdentity::of(id);
     let (cancel, spec_for_thread) = (cancel.clone(), spec.clone());
     let supervisor = thread::Builder::new()
         .name("agency-exec-supervise".into())
@@ -207,6 +221,7 @@ pub fn spawn(spec: &CommandSpec, cancel: &CancelToken) -> Result<RunningChild, P
             stdin,
             stdout,
             id,
+            identity,
             program: spec.program_name(),
             supervisor,
         }),
