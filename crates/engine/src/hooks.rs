@@ -302,7 +302,14 @@ impl AgentHooks for RunnerHooks {
                 .validate()
                 .map_err(|e| format!("{e}; fill every field and resubmit"))?;
             if self.state() == TeachbackState::Active {
-                return Err("your teachback is already approved; go on with the work".into());
+                // Accepted in an earlier life of this brief (restarted after its runner stopped): an
+                // approval, not an error, so the read-only teachback step of a command or pi agent ends and
+                // its program starts, instead of the step resubmitting until its turns run out.
+                return Ok(TeachbackReview {
+                    verdict: ReviewVerdict::Approved,
+                    reviewer: "an earlier review".into(),
+                    note: Some("this brief's teachback was already accepted".into()),
+                });
             }
             // Where a review recorded by hand would start: it comes after the submission.
             let since = self
