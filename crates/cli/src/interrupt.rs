@@ -2,9 +2,9 @@
 //!
 //! Every agent runs in its own process group (so a timeout can end its whole tree), so the terminal's
 //! SIGINT reaches only agency, and a runner that simply died would leave Claude Code, Codex or a command
-//! agent running with nobody to stop it. Instead the first signal cancels the runner's token: it stops its
-//! agents, gives their briefs back, and returns, and the run stays resumable. A second signal ends the
-//! process at once.
+//! agent running until a resumed runner stops it (`agency_engine::leftovers`). Instead the first signal
+//! cancels the runner's token: it stops its agents, gives their briefs back, and returns, and the run stays
+//! resumable. A second signal ends the process at once, leaving its agents to the resumed runner.
 
 use agency_llm::CancelToken;
 use tokio::signal::unix::{Signal, SignalKind, signal};

@@ -117,8 +117,10 @@ impl Crew {
         Ok(())
     }
 
-    /// Takes back the run's claims whose lease ended (their runner died), at most every quarter lease.
-    pub(crate) fn reclaim_expired(&mut self, engine: &Engine, run: RunId) -> Result<()> {
+    /// Takes back the run's claims whose lease ended (their runner died), at most every quarter lease, and
+    /// stops any agent process such a runner left running ([`Engine::stop_leftover`]) before this runner
+    /// goes on to claim again.
+    pub(crate) async fn reclaim_expired(&mut self, engine: &Engine, run: RunId) -> Result<()> {
         if Instant::now() < self.reclaim_due {
             return Ok(());
         }
@@ -133,6 +135,7 @@ impl Crew {
                     brief.title
                 ),
             )?;
+            engine.stop_leftover(&brief, None).await?;
         }
         Ok(())
     }
@@ -226,7 +229,7 @@ impl Engine {
                 crew.abort_all();
                 return Ok(record.status);
             }
-            crew.reclaim_expired(self, run)?;
+            crew.reclaim_expired(self, run).await?;
             if self.store.pending_gates(Some(run))?.is_empty() {
                 crew.fill(self, run, cancel)?;
             }

@@ -239,7 +239,7 @@ impl Engine {
     /// stops a second today, which would take the first one's claims. Stopping on an error or when
     /// cancelled, it stops its agents and gives their briefs back first.
     pub async fn drive(&self, run: RunId, cancel: &CancelToken) -> Result<DriveOutcome> {
-        self.release_orphaned_claims(run)?;
+        self.release_orphaned_claims(run).await?;
         let mut crew = crate::crew::Crew::new(self);
         match self.drive_loop(run, cancel, &mut crew).await {
             Ok(outcome) => Ok(outcome),
@@ -266,7 +266,7 @@ impl Engine {
                 crew.abort_all();
                 return Ok(self.outcome(&record));
             }
-            crew.reclaim_expired(self, run)?;
+            crew.reclaim_expired(self, run).await?;
             let waiting = self.tend_gates(run)?;
             board_reviews.tend(self, run, cancel)?;
             let progressed = passes.run(self, run).await?;
@@ -298,8 +298,9 @@ impl Engine {
     /// waiting for their lease would only stall the run. So are claims that name no holder, or this
     /// runner (an earlier life of it). Workers' claims are theirs: a live worker renews them and goes on
     /// (its agents are not stopped), a dead one's are taken back when their lease ends
-    /// ([`crate::crew::Crew::reclaim_expired`], on this driver's first pass).
-    fn release_orphaned_claims(&self, run: RunId) -> Result<()> {
+    /// ([`crate::crew::Crew::reclaim_expired`], on this driver's first pass). An agent process the old
+    /// driver left running is stopped first ([`Engine::stop_leftover`]), so the brief never has two.
+    async fn release_orphaned_claims(&self, run: RunId) -> Result<()> {
         for brief in self.store.list_briefs_by_status(run, BriefStatus::Running)? {
             let holder = brief.claimed_by.as_deref();
             let orphaned = match holder {
@@ -311,6 +312,7 @@ impl Engine {
             if !orphaned {
                 continue;
             }
+            self.stop_leftover(&brief, holder).await?;
             let by = holder.map(|h| format!(" ({h})")).unwrap_or_default();
             let event = NewEvent::new(
                 run,

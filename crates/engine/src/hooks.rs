@@ -391,6 +391,11 @@ impl AgentHooks for RunnerHooks {
                 EventKind::Log,
                 json!({ "level": "verbose", "tag": "AGENT", "message": text }),
             ),
+            AgentEvent::Process(identity) => {
+                // Its own record, written at once: see crate::leftovers.
+                let _ = crate::leftovers::record(self.store.as_ref(), &self.brief, &identity);
+                return;
+            }
             AgentEvent::Usage(record) => {
                 let payload = json!({
                     "model": record.model,

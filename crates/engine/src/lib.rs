@@ -14,6 +14,7 @@ pub mod error;
 mod failure;
 mod forge;
 pub mod hooks;
+pub mod leftovers;
 mod narrate;
 pub mod notify;
 mod progress;

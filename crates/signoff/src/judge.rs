@@ -251,6 +251,7 @@ fn describe_event(event: &AgentEvent) -> String {
         AgentEvent::Said(text) => format!("- said:\n\n{text}\n"),
         AgentEvent::Usage(usage) => format!("- usage: {usage:?}"),
         AgentEvent::Note(note) => format!("- note: {note}"),
+        AgentEvent::Process(process) => format!("- process: pid {}", process.pid),
     }
 }
 

@@ -25,6 +25,7 @@ mod init;
 mod models;
 mod postgres;
 mod resume;
+mod resume_orphan;
 mod run_external;
 mod run_external_judge;
 mod teachback;

@@ -213,16 +213,24 @@ impl Runtime for ClaudeCodeRuntime {
             let mut state = stream::StreamState::default();
             let mut saved = false;
             let spec = self.command(task, resume.as_deref());
-            let driven = drive("claude-code", spec, None, task.limits.timeout, cancel, |line| {
-                for event in stream::map_line(line, &mut state, &task.meta) {
-                    recorder.record(event);
-                }
-                // Kept as soon as it is known, so even a run killed mid-way can be resumed.
-                if !saved && let Some(id) = &state.session_id {
-                    saved = std::fs::write(&session_file, id).is_ok();
-                }
-                Flow::Continue
-            })
+            let driven = drive(
+                "claude-code",
+                spec,
+                None,
+                task.limits.timeout,
+                cancel,
+                hooks,
+                |line| {
+                    for event in stream::map_line(line, &mut state, &task.meta) {
+                        recorder.record(event);
+                    }
+                    // Kept as soon as it is known, so even a run killed mid-way can be resumed.
+                    if !saved && let Some(id) = &state.session_id {
+                        saved = std::fs::write(&session_file, id).is_ok();
+                    }
+                    Flow::Continue
+                },
+            )
             .await?;
             if let Some(stop) = driven.stop {
                 return Ok(AgentOutcome {

@@ -225,6 +225,7 @@ impl Runtime for CodexRuntime {
                 None,
                 task.limits.timeout,
                 cancel,
+                hooks,
                 |line| {
                     for event in map_line(line, &mut state, &task.meta) {
                         recorder.record(event);

@@ -95,18 +95,26 @@ impl Runtime for CommandRuntime {
             }
             recorder.note(format!("starting {}", self.argv.join(" ")));
             let mut tail = String::new();
-            let driven = drive("command", spec, None, task.limits.timeout, cancel, |line| {
-                tail.push_str(line);
-                tail.push('\n');
-                if tail.len() > OUTPUT_TAIL {
-                    let mut cut = tail.len() - OUTPUT_TAIL;
-                    while !tail.is_char_boundary(cut) {
-                        cut += 1;
+            let driven = drive(
+                "command",
+                spec,
+                None,
+                task.limits.timeout,
+                cancel,
+                hooks,
+                |line| {
+                    tail.push_str(line);
+                    tail.push('\n');
+                    if tail.len() > OUTPUT_TAIL {
+                        let mut cut = tail.len() - OUTPUT_TAIL;
+                        while !tail.is_char_boundary(cut) {
+                            cut += 1;
+                        }
+                        tail.drain(..cut);
                     }
-                    tail.drain(..cut);
-                }
-                Flow::Continue
-            })
+                    Flow::Continue
+                },
+            )
             .await?;
             recorder.note(format!(
                 "{} ended: {}; output tail: {}",

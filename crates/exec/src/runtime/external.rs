@@ -16,7 +16,7 @@ use agency_core::variety::TeachbackMode;
 use agency_llm::CancelToken;
 use serde_json::Value;
 
-use super::{Access, AgentReport, AgentStop, AgentTask, Ending, RuntimeError};
+use super::{Access, AgentEvent, AgentHooks, AgentReport, AgentStop, AgentTask, Ending, RuntimeError};
 use crate::process::{self, CommandSpec, Output, ProcessError};
 
 /// Appended to an external agent's prompt so its final message carries a report agency can read.
@@ -104,6 +104,8 @@ impl Drop for CancelOnDrop {
 
 /// Starts `spec`, hands every stdout line to `on_line` until the child closes stdout, and stops the child
 /// (its whole process group) at `limit` or when `cancel` fires. `runtime` names the runtime in errors.
+/// Who the child is goes to `hooks` as it starts ([`AgentEvent::Process`]), so that a runner that outlives
+/// this one can stop it.
 ///
 /// Stdin: bytes in the spec are fed and the pipe closed at once; `input` instead is written and the pipe
 /// kept open until `on_line` answers [`Flow::CloseInput`]; with neither, the child reads end of file.
@@ -113,6 +115,7 @@ pub async fn drive(
     input: Option<Vec<u8>>,
     limit: Duration,
     cancel: &CancelToken,
+    hooks: &dyn AgentHooks,
     mut on_line: impl FnMut(&str) -> Flow,
 ) -> Result<Driven, RuntimeError> {
     let token = process::CancelToken::new();
@@ -124,6 +127,13 @@ pub async fn drive(
         },
         other => RuntimeError::Process(format!("{runtime}: {other}")),
     })?;
+    hooks.record(match child.identity() {
+        Ok(identity) => AgentEvent::Process(identity.clone()),
+        Err(e) => AgentEvent::Note(format!(
+            "{runtime}: its process {} could not be identified ({e}): a runner killed now leaves it running",
+            child.id()
+        )),
+    });
     let mut stdin = match (child.stdin.take(), input) {
         (Some(mut pipe), Some(bytes)) => {
             // Written on a blocking thread: a large prompt can fill the pipe before the child reads it.

@@ -265,6 +265,9 @@ pub enum AgentEvent {
     Usage(UsageRecord),
     /// A line for the verbose log.
     Note(String),
+    /// The agent's process started: who it is, so that a runner taking over after this one died without
+    /// stopping it can stop it ([`crate::process::stop_leftover`]) before starting the brief again.
+    Process(crate::process::ProcessIdentity),
 }
 
 /// The runner's side of an agent run: the teachback review, the tool gate and the event record. Shared by

@@ -143,16 +143,24 @@ impl Runtime for PiRuntime {
             let mut state = StreamState::default();
             let spec = self.command(task);
             let input = format!("{prompt}\n").into_bytes();
-            let driven = drive("pi", spec, Some(input), task.limits.timeout, cancel, |line| {
-                for event in map_line(line, &mut state, &task.meta) {
-                    recorder.record(event);
-                }
-                if state.ended {
-                    Flow::CloseInput
-                } else {
-                    Flow::Continue
-                }
-            })
+            let driven = drive(
+                "pi",
+                spec,
+                Some(input),
+                task.limits.timeout,
+                cancel,
+                hooks,
+                |line| {
+                    for event in map_line(line, &mut state, &task.meta) {
+                        recorder.record(event);
+                    }
+                    if state.ended {
+                        Flow::CloseInput
+                    } else {
+                        Flow::Continue
+                    }
+                },
+            )
             .await?;
             if let Some(stop) = driven.stop {
                 return Ok(AgentOutcome {

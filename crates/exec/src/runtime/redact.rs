@@ -63,6 +63,7 @@ impl Redactor {
             AgentEvent::Said(text) => AgentEvent::Said(self.redact(&text)),
             AgentEvent::Note(text) => AgentEvent::Note(self.redact(&text)),
             usage @ AgentEvent::Usage(_) => usage,
+            process @ AgentEvent::Process(_) => process,
         }
     }
 }
