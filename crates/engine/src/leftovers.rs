@@ -42,7 +42,7 @@ impl Engine {
         let Some(artifact) = self.store.latest_artifact(brief.run, &artifact_name(brief.id))? else {
             return Ok(());
         };
-        let left_by = holder.map(|h| format!(" by {h}")).unwrap_or_default();
+        let left_by = holder.map(|h| format!(", left by {h}")).unwrap_or_default();
         let identity: ProcessIdentity = match serde_json::from_slice(&artifact.bytes) {
             Ok(identity) => identity,
             Err(e) => {
@@ -85,7 +85,7 @@ impl Engine {
                         details["killed"] = json!(killed);
                         details["survivors"] = json!(survivors);
                         let message = format!(
-                            "{}: its agent was still running, left{left_by} ({process}): {account}",
+                            "{}: its agent was still running{left_by} ({process}): {account}",
                             brief.title
                         );
                         ("normal", found, message)

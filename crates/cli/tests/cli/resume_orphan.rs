@@ -2,11 +2,10 @@
 //! running. `agency run --resume` stops what is left of it — its whole group — before it starts the brief
 //! again, says so in the log, and the run completes with the agent started once more.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agency_core::event::EventKind;
-use agency_core::{BriefStatus, Tier};
+use agency_core::{Brief, BriefStatus, RunId, Tier};
 use agency_engine::leftovers::artifact_name;
 use agency_exec::process::{ProcessIdentity, stop_leftover};
 use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
@@ -71,8 +70,27 @@ impl Drop for Cleanup {
     }
 }
 
-#[test]
-fn resume_stops_the_agent_a_killed_runner_left_running_before_starting_it_again() {
+/// A run whose runner was killed with SIGKILL while its command agent worked, the agent still running.
+struct Orphaned {
+    repo: Repo,
+    /// The agent's state directory (its pids, whether it started before).
+    state: tempfile::TempDir,
+    script: String,
+    store: SqliteBlackboard,
+    run: RunId,
+    /// The implementer's brief, in flight at the kill.
+    brief: Brief,
+    /// The agent (its group's leader) and the helper it started in its group.
+    leader: u32,
+    helper: u32,
+    /// How many events the run had just after the kill.
+    before: usize,
+    cleanup: Cleanup,
+}
+
+/// Starts `agency run` on the calculator with T4 on the command agent, team.yaml edited by `edits` too, and
+/// kills it with SIGKILL once the agent is at work and recorded.
+fn orphaned_agent(edits: &[(&str, &str)]) -> Orphaned {
     let (repo, script_path) = Repo::calculator(&script());
     let state = tempfile::tempdir().unwrap();
     let agent = state.path().join("agent.sh");
@@ -83,12 +101,17 @@ fn resume_stops_the_agent_a_killed_runner_left_running_before_starting_it_again(
         agent.display().to_string(),
         state.path().display().to_string()
     );
-    repo.edit_team(&[(line, &on), ("    # command: [aider, --yes-always]", &command)]);
+    let mut all = vec![
+        (line, on.as_str()),
+        ("    # command: [aider, --yes-always]", &command),
+    ];
+    all.extend_from_slice(edits);
+    repo.edit_team(&all);
     repo.agency(&["config", "check"]).success();
-    let script = script_path.to_str().unwrap();
+    let script = script_path.to_str().unwrap().to_owned();
 
     let mut runner = repo.spawn(
-        &["run", CALCULATOR_GOAL, "--auto-approve", "--script", script],
+        &["run", CALCULATOR_GOAL, "--auto-approve", "--script", &script],
         &[],
     );
     let pids_file = state.path().join("pids");
@@ -110,7 +133,7 @@ fn resume_stops_the_agent_a_killed_runner_left_running_before_starting_it_again(
         );
         std::thread::sleep(Duration::from_millis(10));
     };
-    let mut cleanup = Cleanup(ProcessIdentity::of(leader).ok());
+    let cleanup = Cleanup(ProcessIdentity::of(leader).ok());
 
     // The runner recorded who its agent is.
     let store = SqliteBlackboard::open(repo.db()).unwrap();
@@ -139,63 +162,136 @@ fn resume_stops_the_agent_a_killed_runner_left_running_before_starting_it_again(
     std::thread::sleep(Duration::from_millis(200));
     assert!(live(leader) && live(helper), "the agent outlives a killed runner");
     let before = events(&store, run).len();
+    Orphaned {
+        repo,
+        state,
+        script,
+        store,
+        run,
+        brief,
+        leader,
+        helper,
+        before,
+        cleanup,
+    }
+}
 
-    let resumed = repo
-        .agency(&[
-            "run",
-            "--resume",
-            &run.short(),
-            "--auto-approve",
-            "--script",
-            script,
-        ])
-        .success();
-    assert!(resumed.stdout().contains("succeeded"), "{}", resumed.stdout());
-    assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
-
-    // The leftover group was stopped before the brief started again, and the log says so.
-    assert!(
-        !live(leader) && !live(helper),
-        "the killed runner's agent is gone"
-    );
-    let after = events(&store, run);
-    let orphan: Vec<_> = after[before..]
-        .iter()
-        .filter(|e| e.kind == EventKind::Log && e.payload["tag"] == "ORPHAN")
-        .collect();
-    assert_eq!(orphan.len(), 1, "{orphan:?}");
-    let mut both = [leader, helper];
-    both.sort_unstable();
-    assert_eq!(orphan[0].brief, Some(brief.id));
-    assert_eq!(orphan[0].payload["found"], "stopped");
-    assert_eq!(orphan[0].payload["pid"], leader);
-    assert_eq!(orphan[0].payload["members"], serde_json::json!(both));
-    assert_eq!(orphan[0].payload["killed"], false, "SIGTERM was enough");
-    let message = orphan[0].payload["message"].as_str().unwrap();
-    assert!(message.contains("stopped 2 processes"), "{message}");
-    let restarted = after[before..]
-        .iter()
-        .position(|e| e.kind == EventKind::Spawned && e.brief == Some(brief.id))
-        .unwrap();
-    let stopped_at = after[before..]
-        .iter()
-        .position(|e| e.payload["tag"] == "ORPHAN")
-        .unwrap();
-    assert!(stopped_at < restarted, "stopped before the brief started again");
-    // Started again, the same brief went on (its teachback was accepted before) and its agent did the work:
-    // no failure, no retry.
-    assert!(
-        !after[before..]
+impl Orphaned {
+    /// Checks that the agent's whole group is gone, stopped by one `ORPHAN` record (SIGTERM sufficed)
+    /// before the brief was spawned again, and that the restarted brief was done by the agent's second
+    /// life without a failure or a retry.
+    fn assert_stopped_then_restarted(&mut self, left_by: Option<&str>) {
+        let (store, run, brief) = (&self.store, self.run, &self.brief);
+        assert!(
+            !live(self.leader) && !live(self.helper),
+            "the killed runner's agent is gone"
+        );
+        let after = events(store, run);
+        let after = &after[self.before..];
+        let orphan: Vec<_> = after
             .iter()
-            .any(|e| matches!(e.kind, EventKind::Failed | EventKind::Retried)),
-        "the restarted brief failed"
-    );
-    assert_eq!(store.get_brief(brief.id).unwrap().status, BriefStatus::Done);
+            .filter(|e| e.kind == EventKind::Log && e.payload["tag"] == "ORPHAN")
+            .collect();
+        assert_eq!(orphan.len(), 1, "{orphan:?}");
+        let mut both = [self.leader, self.helper];
+        both.sort_unstable();
+        assert_eq!(orphan[0].brief, Some(brief.id));
+        assert_eq!(orphan[0].payload["found"], "stopped");
+        assert_eq!(orphan[0].payload["pid"], self.leader);
+        assert_eq!(orphan[0].payload["members"], serde_json::json!(both));
+        assert_eq!(orphan[0].payload["killed"], false, "SIGTERM was enough");
+        let message = orphan[0].payload["message"].as_str().unwrap();
+        assert!(message.contains("stopped 2 processes"), "{message}");
+        if let Some(holder) = left_by {
+            assert!(message.contains(&format!("left by {holder}")), "{message}");
+        }
+        let restarted = after
+            .iter()
+            .position(|e| e.kind == EventKind::Spawned && e.brief == Some(brief.id))
+            .unwrap();
+        let stopped_at = after.iter().position(|e| e.payload["tag"] == "ORPHAN").unwrap();
+        assert!(stopped_at < restarted, "stopped before the brief started again");
+        // Started again, the same brief went on (its teachback was accepted before) and its agent did the
+        // work: no failure, no retry.
+        assert!(
+            !after
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::Failed | EventKind::Retried)),
+            "the restarted brief failed"
+        );
+        assert_eq!(store.get_brief(brief.id).unwrap().status, BriefStatus::Done);
+        assert!(self.state.path().join("first").is_dir());
+        self.cleanup.0 = None;
+    }
+
+    fn resume(&self) -> crate::support::Run {
+        self.repo
+            .agency(&[
+                "run",
+                "--resume",
+                &self.run.short(),
+                "--auto-approve",
+                "--script",
+                &self.script,
+            ])
+            .success()
+    }
+}
+
+#[test]
+fn resume_stops_the_agent_a_killed_runner_left_running_before_starting_it_again() {
+    let mut orphaned = orphaned_agent(&[]);
+    let killed = orphaned.brief.claimed_by.clone().unwrap();
+    let resumed = orphaned.resume();
+    assert!(resumed.stdout().contains("succeeded"), "{}", resumed.stdout());
+    let (store, run) = (&orphaned.store, orphaned.run);
+    assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
+    orphaned.assert_stopped_then_restarted(Some(&killed));
     // The agent's second life did the work.
     assert_eq!(
-        repo.git_output(&["show", &format!("agency/{}/integration:add.sh", run.short())]),
+        orphaned
+            .repo
+            .git_output(&["show", &format!("agency/{}/integration:add.sh", run.short())]),
         "# add A B: prints A + B\necho $(($1 + $2))\n"
     );
-    assert!(Path::new(&state.path().join("first")).is_dir());
-    cleanup.0 = None;
+}
+
+/// The same when the runner taking over is a worker whose lease check finds the dead driver's claim: it
+/// stops the agent before it starts the brief again itself (the driver, resumed, then ends the run).
+#[test]
+fn a_worker_taking_back_a_dead_runners_claim_stops_its_agent_first() {
+    let mut orphaned = orphaned_agent(&[("  claim_lease_seconds: 600 ", "  claim_lease_seconds: 1 ")]);
+    let (run, brief) = (orphaned.run, orphaned.brief.id);
+    let worker = orphaned
+        .repo
+        .spawn(&["worker", &run.short(), "--script", &orphaned.script], &[]);
+    let store = &orphaned.store;
+    let completed = || {
+        events(store, run)[orphaned.before..]
+            .iter()
+            .any(|e| e.kind == EventKind::Completed && e.brief == Some(brief))
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !completed() {
+        if Instant::now() > deadline {
+            let (_, output) = crate::support::finish(worker, Duration::ZERO);
+            let log = orphaned.repo.agency(&["watch", &run.short(), "--verbose"]);
+            panic!(
+                "the worker did not complete the brief within 60s: {output}\nlog:\n{}",
+                log.stdout()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let reclaimed = events(store, run)[orphaned.before..]
+        .iter()
+        .any(|e| e.kind == EventKind::Log && e.payload["tag"] == "RECLAIMED");
+    assert!(reclaimed, "taken back because its lease ran out");
+
+    // The driver resumed, the run ends, and so does the worker.
+    orphaned.resume();
+    let (code, output) = crate::support::finish(worker, Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{output}");
+    assert_eq!(orphaned.store.get_run(run).unwrap().status, RunStatus::Succeeded);
+    orphaned.assert_stopped_then_restarted(None);
 }
