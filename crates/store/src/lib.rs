@@ -21,10 +21,14 @@
 //!   `set_teachback_state` (`teachback_submitted`, `teachback_approved`, `teachback_corrected`). The event
 //!   must belong to the brief's run; its `brief` and `tier` are filled in when left empty.
 //!
+//! Several of these writes can be applied together, all or none, with [`Blackboard::apply`] (a
+//! [`WriteBatch`]): each change writes the event its operation would, in the batch's order.
+//!
 //! `set_brief_workspace` and `renew_claim` record bookkeeping (branch and worktree paths, a claim's lease),
 //! not a lifecycle change, and write no event. `reclaim_expired` writes `brief_status` for each brief it
 //! takes back.
 
+mod batch;
 mod canon;
 mod clock;
 mod error;
@@ -41,6 +45,7 @@ use agency_core::teachback::TeachbackState;
 use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId, Tier};
 use chrono::{DateTime, Utc};
 
+pub use batch::{Change, WriteBatch};
 pub use clock::{Clock, SteppingClock, SystemClock};
 pub use error::{BoxError, Result, StoreError};
 pub use open::{is_postgres, open_url};
@@ -164,6 +169,18 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
         lease: chrono::Duration,
     ) -> Result<Option<Brief>>;
 
+    /// Claims up to `limit` briefs in one transaction, as that many calls of
+    /// [`claim_next_brief`](Blackboard::claim_next_brief) would one after another (oldest claimable first,
+    /// each with its `brief_status`), and returns them in that order; empty when nothing is claimable or
+    /// `limit` is 0. For a runner filling several free places at once.
+    fn claim_briefs(
+        &self,
+        run: Option<RunId>,
+        claimer: &str,
+        lease: chrono::Duration,
+        limit: usize,
+    ) -> Result<Vec<Brief>>;
+
     /// Extends the claim on a `running` brief held by `claimer` to `lease` from now (the handle's clock); a
     /// worker calls it periodically while it works. `Conflict` (nothing written) when the brief is no
     /// longer `running` or is claimed by someone else, for example after it was reclaimed. No event: this
@@ -176,6 +193,13 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// them, oldest first. Two reclaimers never both take the same brief. A brief moved to `running` other
     /// than by a claim has no lease and is never reclaimed.
     fn reclaim_expired(&self, run: Option<RunId>, now: DateTime<Utc>) -> Result<Vec<Brief>>;
+
+    // --- batches ----------------------------------------------------------------------------------------
+
+    /// Applies every change of `batch` in one transaction, in order: all of them, or — when one fails (a
+    /// status compare-and-set that does not match, a missing brief or run, an artifact id taken) — none,
+    /// with that change's error. An empty batch writes nothing.
+    fn apply(&self, batch: WriteBatch) -> Result<()>;
 
     // --- session bindings -------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 mod artifacts;
+mod batches;
 mod briefs;
 mod claims;
 mod gates;
@@ -35,6 +36,7 @@ mod runs;
 mod sessions;
 
 pub use artifacts::*;
+pub use batches::*;
 pub use briefs::*;
 pub use claims::*;
 pub use gates::*;
@@ -117,6 +119,10 @@ macro_rules! conformance_tests {
             concurrent_claims_on_one_shared_handle_are_exclusive,
             expired_claims_are_reclaimed_with_an_event,
             concurrent_reclaims_take_each_expired_claim_once,
+            claiming_several_briefs_at_once,
+            concurrent_batch_claims_are_exclusive,
+            write_batches_apply_every_change_in_order,
+            a_failing_write_batch_writes_nothing,
             gates_open_decide_and_refuse_a_second_decision,
             pause_gates_pause_and_resume,
             decide_pending_gate_takes_the_oldest,

@@ -227,30 +227,46 @@ pub fn claim_next<C: GenericClient>(
     claimer: &str,
     lease: chrono::Duration,
 ) -> Result<Option<Brief>> {
-    let candidate = c.query_opt(
+    Ok(claim(c, clock, run, claimer, lease, 1)?.pop())
+}
+
+/// Claims up to `limit` of the oldest pending briefs whose dependencies are all done, oldest first, each
+/// with its event, skipping rows other claimers hold. Claiming one never makes another claimable (a
+/// dependency must be `done`), so choosing them together picks what one claim after another would.
+pub fn claim<C: GenericClient>(
+    c: &mut C,
+    clock: &dyn Clock,
+    run: Option<RunId>,
+    claimer: &str,
+    lease: chrono::Duration,
+    limit: usize,
+) -> Result<Vec<Brief>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = c.query(
         "SELECT b.id FROM briefs b \
          WHERE b.status = 'pending' AND ($1::text IS NULL OR b.run = $1) \
            AND NOT EXISTS ( \
              SELECT 1 FROM jsonb_array_elements_text(b.depends_on::jsonb) AS d(id) \
              LEFT JOIN briefs dep ON dep.id = d.id \
              WHERE dep.status IS DISTINCT FROM 'done') \
-         ORDER BY b.created_at, b.ord LIMIT 1 \
+         ORDER BY b.created_at, b.ord LIMIT $2 \
          FOR NO KEY UPDATE OF b SKIP LOCKED",
-        &[&run.map(|r| id_text(&r.0))],
+        &[&run.map(|r| id_text(&r.0)), &limit],
     )?;
-    let Some(candidate) = candidate else {
-        return Ok(None);
-    };
-    let candidate: String = candidate.try_get(0)?;
     let now = clock.now();
-    c.execute(
-        "UPDATE briefs SET status = 'running', claimed_by = $1, updated_at = $2, claimed_at = $2, \
-         lease_until = $3 WHERE id = $4",
-        &[&claimer, &ts_text(now), &ts_text(now + lease), &candidate],
-    )?;
-    let brief = get(c, BriefId(canon::parse_id("brief", &candidate)?), false)?;
-    events::append(c, &canon::brief_claimed(&brief, claimer, now))?;
-    Ok(Some(brief))
+    let mut claimed = Vec::with_capacity(rows.len());
+    for row in rows {
+        let candidate: String = row.try_get(0)?;
+        c.execute(
+            "UPDATE briefs SET status = 'running', claimed_by = $1, updated_at = $2, claimed_at = $2, \
+             lease_until = $3 WHERE id = $4",
+            &[&claimer, &ts_text(now), &ts_text(now + lease), &candidate],
+        )?;
+        let brief = get(c, BriefId(canon::parse_id("brief", &candidate)?), false)?;
+        events::append(c, &canon::brief_claimed(&brief, claimer, now))?;
+        claimed.push(brief);
+    }
+    Ok(claimed)
 }
 
 /// Extends a claim's lease, if `claimer` still holds the brief.

@@ -232,31 +232,49 @@ pub fn claim_next(
     claimer: &str,
     lease: chrono::Duration,
 ) -> Result<Option<Brief>> {
-    let candidate: Option<String> = query_opt(
-        conn,
-        "SELECT b.id FROM briefs b \
-         WHERE b.status = 'pending' AND (?1 IS NULL OR b.run = ?1) \
-           AND NOT EXISTS ( \
-             SELECT 1 FROM json_each(b.depends_on) d LEFT JOIN briefs dep ON dep.id = d.value \
-             WHERE dep.status IS NOT 'done') \
-         ORDER BY b.created_at, b.rowid LIMIT 1",
-        params![run.map(|r| id_text(&r.0))],
-        |row| Ok(row.get(0)?),
-    )?;
-    let Some(candidate) = candidate else {
-        return Ok(None);
+    Ok(claim(conn, clock, run, claimer, lease, 1)?.pop())
+}
+
+/// Claims up to `limit` of the oldest pending briefs whose dependencies are all done, oldest first, each
+/// with its event; under the write lock, as [`claim_next`]. Claiming one never makes another claimable (a
+/// dependency must be `done`), so choosing them together picks what one claim after another would.
+pub fn claim(
+    conn: &Connection,
+    clock: &dyn Clock,
+    run: Option<RunId>,
+    claimer: &str,
+    lease: chrono::Duration,
+    limit: usize,
+) -> Result<Vec<Brief>> {
+    let candidates: Vec<String> = {
+        let mut stmt = conn.prepare_cached(
+            "SELECT b.id FROM briefs b \
+             WHERE b.status = 'pending' AND (?1 IS NULL OR b.run = ?1) \
+               AND NOT EXISTS ( \
+                 SELECT 1 FROM json_each(b.depends_on) d LEFT JOIN briefs dep ON dep.id = d.value \
+                 WHERE dep.status IS NOT 'done') \
+             ORDER BY b.created_at, b.rowid LIMIT ?2",
+        )?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt.query_map(params![run.map(|r| id_text(&r.0)), limit], |row| row.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
     };
     let now = clock.now();
-    execute(
-        conn,
-        "UPDATE briefs SET status = 'running', claimed_by = ?1, updated_at = ?2, claimed_at = ?2, \
-         lease_until = ?3 WHERE id = ?4 AND status = 'pending'",
-        params![claimer, ts_text(now), ts_text(now + lease), candidate],
-    )?;
-    let id = BriefId(canon::parse_id("brief", &candidate)?);
-    let brief = get(conn, id)?;
-    events::append(conn, &canon::brief_claimed(&brief, claimer, now))?;
-    Ok(Some(brief))
+    candidates
+        .iter()
+        .map(|candidate| {
+            execute(
+                conn,
+                "UPDATE briefs SET status = 'running', claimed_by = ?1, updated_at = ?2, claimed_at = ?2, \
+                 lease_until = ?3 WHERE id = ?4 AND status = 'pending'",
+                params![claimer, ts_text(now), ts_text(now + lease), candidate],
+            )?;
+            let id = BriefId(canon::parse_id("brief", candidate)?);
+            let brief = get(conn, id)?;
+            events::append(conn, &canon::brief_claimed(&brief, claimer, now))?;
+            Ok(brief)
+        })
+        .collect()
 }
 
 /// Extends a claim's lease, if `claimer` still holds the brief.

@@ -7,6 +7,7 @@
 //! the same lock, and a second writer waits (up to the busy timeout) instead of failing half-way.
 
 mod artifacts;
+mod batch;
 mod briefs;
 mod events;
 mod gates;
@@ -28,6 +29,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::Blackboard;
+use crate::batch::WriteBatch;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
@@ -376,12 +378,32 @@ impl Blackboard for SqliteBlackboard {
         self.write(|tx, clock| briefs::claim_next(tx, clock, run, claimer, lease))
     }
 
+    fn claim_briefs(
+        &self,
+        run: Option<RunId>,
+        claimer: &str,
+        lease: chrono::Duration,
+        limit: usize,
+    ) -> Result<Vec<Brief>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.write(|tx, clock| briefs::claim(tx, clock, run, claimer, lease, limit))
+    }
+
     fn renew_claim(&self, id: BriefId, claimer: &str, lease: chrono::Duration) -> Result<Brief> {
         self.write(|tx, clock| briefs::renew_claim(tx, clock, id, claimer, lease))
     }
 
     fn reclaim_expired(&self, run: Option<RunId>, now: DateTime<Utc>) -> Result<Vec<Brief>> {
         self.write(|tx, _| briefs::reclaim_expired(tx, run, now))
+    }
+
+    fn apply(&self, batch: WriteBatch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.write(|tx, clock| batch::apply(tx, clock, batch))
     }
 
     fn bind_session(&self, session: &str, agent: Option<&str>, brief: BriefId) -> Result<()> {

@@ -1,0 +1,118 @@
+//! Several writes applied together ([`Blackboard::apply`](crate::Blackboard::apply)): what one step of the
+//! runner produces (an agent's output and report with its status move, a worktree with its `spawned` event,
+//! a squad's verifiers consumed at once) is written in one transaction instead of one each. Either every
+//! change of a batch is on the blackboard or none is, so a crash between two steps loses nothing a step
+//! committed and never leaves half of one; and on SQLite each transaction rewrites the pages it touched
+//! (the tables and their indexes) once, not once per change.
+
+use agency_core::{Brief, BriefId, BriefStatus, NewEvent};
+
+use crate::record::NewArtifact;
+
+/// One write of a [`WriteBatch`]; each means exactly what the [`Blackboard`](crate::Blackboard) operation
+/// it is named after means, events included.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// As [`insert_brief`](crate::Blackboard::insert_brief): the brief and `brief_created`.
+    InsertBrief(Box<Brief>),
+    /// As [`update_brief_status`](crate::Blackboard::update_brief_status): a compare-and-set from `from` to
+    /// `to` with the caller's event. A brief no longer in `from` fails the whole batch with `Conflict`.
+    MoveBrief {
+        /// The brief.
+        id: BriefId,
+        /// The status it must have.
+        from: BriefStatus,
+        /// The status it moves to.
+        to: BriefStatus,
+        /// What the move means (its run must be the brief's; `brief` and `tier` are filled in).
+        event: NewEvent,
+    },
+    /// As [`set_brief_workspace`](crate::Blackboard::set_brief_workspace): bookkeeping, no event.
+    SetWorkspace {
+        /// The brief.
+        id: BriefId,
+        /// Its git branch (`None` clears).
+        branch: Option<String>,
+        /// Its worktree path (`None` clears).
+        worktree: Option<String>,
+    },
+    /// As [`put_artifact`](crate::Blackboard::put_artifact): the artifact and `artifact`.
+    PutArtifact(NewArtifact),
+    /// As [`append_event`](crate::Blackboard::append_event).
+    AppendEvent(NewEvent),
+}
+
+/// Writes to apply together, in the order they were added (which is also the order of their events).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WriteBatch {
+    changes: Vec<Change>,
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds any change.
+    pub fn push(&mut self, change: Change) -> &mut Self {
+        self.changes.push(change);
+        self
+    }
+
+    /// Adds a brief to insert (see [`Change::InsertBrief`]).
+    pub fn insert_brief(&mut self, brief: Brief) -> &mut Self {
+        self.push(Change::InsertBrief(Box::new(brief)))
+    }
+
+    /// Adds a compare-and-set of a brief's status (see [`Change::MoveBrief`]).
+    pub fn move_brief(
+        &mut self,
+        id: BriefId,
+        from: BriefStatus,
+        to: BriefStatus,
+        event: NewEvent,
+    ) -> &mut Self {
+        self.push(Change::MoveBrief { id, from, to, event })
+    }
+
+    /// Adds a brief's branch and worktree (see [`Change::SetWorkspace`]).
+    pub fn set_workspace(
+        &mut self,
+        id: BriefId,
+        branch: Option<String>,
+        worktree: Option<String>,
+    ) -> &mut Self {
+        self.push(Change::SetWorkspace { id, branch, worktree })
+    }
+
+    /// Adds an artifact to store (see [`Change::PutArtifact`]).
+    pub fn put_artifact(&mut self, artifact: NewArtifact) -> &mut Self {
+        self.push(Change::PutArtifact(artifact))
+    }
+
+    /// Adds an event to append (see [`Change::AppendEvent`]).
+    pub fn append_event(&mut self, event: NewEvent) -> &mut Self {
+        self.push(Change::AppendEvent(event))
+    }
+
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+
+    /// How many changes were added.
+    pub fn len(&self) -> usize {
+        self.changes.len()
+    }
+
+    /// The changes, in order.
+    pub fn changes(&self) -> &[Change] {
+        &self.changes
+    }
+
+    /// The changes, in order, for a backend to apply.
+    pub fn into_changes(self) -> Vec<Change> {
+        self.changes
+    }
+}

@@ -1,0 +1,26 @@
+//! Applying a [`WriteBatch`]'s changes, in order, inside the caller's transaction.
+
+use rusqlite::Connection;
+
+use super::{artifacts, briefs, events};
+use crate::batch::{Change, WriteBatch};
+use crate::clock::Clock;
+use crate::error::Result;
+
+/// Applies every change in order; the first that fails stops it (the caller's transaction then rolls back).
+pub fn apply(conn: &Connection, clock: &dyn Clock, batch: WriteBatch) -> Result<()> {
+    batch
+        .into_changes()
+        .into_iter()
+        .try_for_each(|change| match change {
+            Change::InsertBrief(brief) => briefs::insert(conn, clock, &brief),
+            Change::MoveBrief { id, from, to, event } => {
+                briefs::update_status(conn, clock, id, from, to, event).map(drop)
+            }
+            Change::SetWorkspace { id, branch, worktree } => {
+                briefs::set_workspace(conn, clock, id, branch.as_deref(), worktree.as_deref()).map(drop)
+            }
+            Change::PutArtifact(artifact) => artifacts::put(conn, clock, artifact).map(drop),
+            Change::AppendEvent(event) => events::append(conn, &event).map(drop),
+        })
+}
