@@ -264,7 +264,7 @@ pub(crate) async fn acceptance(
         };
         recording
             .started(ACCEPT_SUBJECT, &commit, &base)
-            .and_then(|()| recording.outcome(&report))
+            .and_then(|()| recording.outcome(&report, None))
             .map_err(|e| RuntimeError::Other(e.to_string()))?;
         report
     };

@@ -213,6 +213,8 @@ pub async fn judge_stage(
     } = checked;
     let contract = request.agreed.unwrap_or(request.contract);
     let (base, commit) = (report.base.clone(), report.commit.clone());
+    // Written with the outcome, in one transaction.
+    let mut transcript = None;
     if !matches!(report.outcome, Outcome::Rejected { .. }) {
         let input = JudgeInput {
             subject: request.subject,
@@ -229,7 +231,9 @@ pub async fn judge_stage(
         let (run, brief) = recording.map_or((agency_core::RunId::new(), None), |r| (r.run, r.brief));
         let judged = run_judge(judge, &input, checkout.path(), run, brief, cancel).await;
         if let Some(rec) = recording {
-            report.transcript_artifact = Some(rec.transcript(request.subject, &judged.transcript)?);
+            let artifact = rec.transcript(request.subject, &judged.transcript);
+            report.transcript_artifact = Some(artifact.id);
+            transcript = Some(artifact);
         }
         report.outcome = match &judged.verdict {
             Ok(Verdict::Accept) => Outcome::Accepted,
@@ -246,7 +250,7 @@ pub async fn judge_stage(
         report.judge_signal = judged.signal;
     }
     if let Some(rec) = recording {
-        rec.outcome(&report)?;
+        rec.outcome(&report, transcript)?;
     }
     Ok(report)
 }

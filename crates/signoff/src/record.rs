@@ -4,7 +4,7 @@
 //! signed-off goal from one ticked by hand.
 
 use agency_core::{BriefId, EventKind, NewEvent, RunId, Tier};
-use agency_store::{ArtifactId, Blackboard, NewArtifact};
+use agency_store::{ArtifactId, Blackboard, NewArtifact, WriteBatch};
 use serde_json::{Value, json};
 
 use crate::SignoffError;
@@ -25,7 +25,7 @@ pub struct Recording<'a> {
 }
 
 impl Recording<'_> {
-    fn event(&self, kind: EventKind, payload: Value) -> Result<(), SignoffError> {
+    fn new_event(&self, kind: EventKind, payload: Value) -> NewEvent {
         let mut event = NewEvent::new(self.run, kind, payload);
         if let Some(brief) = self.brief {
             event = event.brief(brief);
@@ -33,19 +33,27 @@ impl Recording<'_> {
         if let Some(tier) = self.tier {
             event = event.tier(tier);
         }
+        event
+    }
+
+    fn event(&self, kind: EventKind, payload: Value) -> Result<(), SignoffError> {
         self.store
-            .append_event(event)
+            .append_event(self.new_event(kind, payload))
             .map(drop)
             .map_err(SignoffError::Store)
     }
 
-    fn artifact(&self, name: String, content_type: &str, bytes: Vec<u8>) -> Result<ArtifactId, SignoffError> {
-        let mut artifact = NewArtifact::new(self.run, name, content_type, bytes);
-        if let Some(brief) = self.brief {
-            artifact = artifact.brief(brief);
+    fn new_artifact(&self, name: String, content_type: &str, bytes: Vec<u8>) -> NewArtifact {
+        let artifact = NewArtifact::new(self.run, name, content_type, bytes);
+        match self.brief {
+            Some(brief) => artifact.brief(brief),
+            None => artifact,
         }
-        let meta = self.store.put_artifact(artifact).map_err(SignoffError::Store)?;
-        Ok(meta.id)
+    }
+
+    /// Writes `batch` in one transaction: a record and the event that names it land together or not at all.
+    fn write(&self, batch: WriteBatch) -> Result<(), SignoffError> {
+        self.store.apply(batch).map_err(SignoffError::Store)
     }
 
     /// `signoff_started`.
@@ -64,9 +72,10 @@ impl Recording<'_> {
         result: &VerifyResult,
     ) -> Result<ArtifactId, SignoffError> {
         let bytes = serde_json::to_vec_pretty(result).map_err(|e| SignoffError::Internal(e.to_string()))?;
-        let id = self.artifact(format!("signoff/{subject}/verify"), "application/json", bytes)?;
+        let artifact = self.new_artifact(format!("signoff/{subject}/verify"), "application/json", bytes);
+        let id = artifact.id;
         let tail = crate::verify::last_bytes(&result.tail, 1024);
-        self.event(
+        let event = self.new_event(
             EventKind::SignoffVerify,
             json!({
                 "subject": subject,
@@ -79,21 +88,29 @@ impl Recording<'_> {
                 "tail": tail,
                 "artifact": id.to_string(),
             }),
-        )?;
+        );
+        let mut batch = WriteBatch::new();
+        batch.put_artifact(artifact).append_event(event);
+        self.write(batch)?;
         Ok(id)
     }
 
-    /// The judge transcript as `signoff/<subject>/judge` (markdown).
-    pub fn transcript(&self, subject: &str, transcript: &str) -> Result<ArtifactId, SignoffError> {
-        self.artifact(
+    /// The judge transcript as `signoff/<subject>/judge` (markdown), to be written with the outcome (see
+    /// [`Recording::outcome`]); its id is known now, for the report to name.
+    pub fn transcript(&self, subject: &str, transcript: &str) -> NewArtifact {
+        self.new_artifact(
             format!("signoff/{subject}/judge"),
             "text/markdown",
             transcript.as_bytes().to_vec(),
         )
     }
 
-    /// The outcome event.
-    pub fn outcome(&self, report: &SignoffReport) -> Result<(), SignoffError> {
+    /// The judge's transcript, when there is one, and the outcome event, in one write.
+    pub fn outcome(
+        &self,
+        report: &SignoffReport,
+        transcript: Option<NewArtifact>,
+    ) -> Result<(), SignoffError> {
         let kind = match report.outcome {
             Outcome::Accepted => EventKind::SignoffAccepted,
             Outcome::Rejected { .. } => EventKind::SignoffRejected,
@@ -112,6 +129,11 @@ impl Recording<'_> {
         {
             map.extend(outcome);
         }
-        self.event(kind, payload)
+        let mut batch = WriteBatch::new();
+        if let Some(transcript) = transcript {
+            batch.put_artifact(transcript);
+        }
+        batch.append_event(self.new_event(kind, payload));
+        self.write(batch)
     }
 }
