@@ -19,7 +19,7 @@ use agency_core::event::{EventKind, NewEvent};
 use agency_core::{BriefId, BriefStatus, RunId};
 use agency_exec::runtime::{AgentOutcome, RuntimeError};
 use agency_llm::CancelToken;
-use agency_store::{Blackboard, RunStatus, StoreError};
+use agency_store::{Blackboard, RunStatus, StoreError, WriteBatch};
 use serde_json::json;
 use std::sync::Arc;
 use tokio::task::JoinSet;
@@ -78,23 +78,32 @@ impl Crew {
     }
 
     /// Claims pending briefs of `run` and starts their agents, up to the concurrency limit. Returns
-    /// whether any started.
+    /// whether any started. The free places are claimed in one write; if the budget holds one back, the
+    /// briefs claimed after it are given back at once, unstarted.
     pub(crate) fn fill(&mut self, engine: &Engine, run: RunId, cancel: &CancelToken) -> Result<bool> {
+        let room = self.concurrency.saturating_sub(self.agents.len());
+        let claimed = engine
+            .store
+            .claim_briefs(Some(run), &engine.options.worker, engine.lease(), room)?;
         let mut spawned = false;
-        while self.agents.len() < self.concurrency {
-            let Some(brief) =
-                engine
-                    .store
-                    .claim_next_brief(Some(run), &engine.options.worker, engine.lease())?
-            else {
-                break;
-            };
+        let mut claimed = claimed.into_iter();
+        for brief in claimed.by_ref() {
             if !engine.spawn_agent(&mut self.agents, brief, cancel)? {
                 // Held back by the budget: its gate is open now, and nothing else starts either.
                 break;
             }
             spawned = true;
         }
+        let mut unstarted = WriteBatch::new();
+        for brief in claimed {
+            Engine::stage_move(
+                &mut unstarted,
+                &brief,
+                BriefStatus::Pending,
+                json!({ "reason": "budget: another brief is waiting at the budget gate; not started" }),
+            );
+        }
+        engine.apply(unstarted)?;
         Ok(spawned)
     }
 

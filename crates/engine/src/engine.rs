@@ -16,7 +16,7 @@ use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 use agency_exec::Repo;
 use agency_exec::runtime::{Access, AgentLimits, AgentStop, AgentTask, Ending, Runtime, RuntimeError};
 use agency_llm::{CancelToken, Provider};
-use agency_store::{Blackboard, NewArtifact, NewRun, Run, RunStatus};
+use agency_store::{Blackboard, Change, NewArtifact, NewRun, Run, RunStatus, WriteBatch};
 use serde_json::json;
 use tokio::task::JoinSet;
 
@@ -451,7 +451,7 @@ impl Engine {
             self.spawn_signoff(agents, brief, cancel)?;
             return Ok(true);
         }
-        let worktree = self.prepare_worktree(&brief, role)?;
+        let (worktree, workspace) = self.prepare_worktree(&brief, role)?;
         let runtime = self
             .runtimes
             .get(&brief.tier)
@@ -481,7 +481,10 @@ impl Engine {
             cancel.child(),
         )
         .charging(self.unmetered_ledger(Some(&runtime)));
-        self.store.append_event(
+        // Where it works and that it started, in one write. A crash before it leaves a worktree nobody
+        // recorded: the brief is still `running` without `spawned`, and its restart prepares the same one.
+        let mut batch = WriteBatch::new();
+        batch.push(workspace).append_event(
             NewEvent::new(
                 brief.run,
                 EventKind::Spawned,
@@ -489,7 +492,8 @@ impl Engine {
             )
             .brief(brief.id)
             .tier(brief.tier),
-        )?;
+        );
+        self.apply(batch)?;
         let cancel = cancel.child();
         let id = brief.id;
         let claim =
@@ -506,15 +510,20 @@ impl Engine {
         Ok(true)
     }
 
-    fn prepare_worktree(&self, brief: &Brief, role: BriefRole) -> Result<PathBuf> {
+    /// Makes the brief's worktree; returns its path and the change that records it on the brief.
+    fn prepare_worktree(&self, brief: &Brief, role: BriefRole) -> Result<(PathBuf, Change)> {
         let branches = self.branches(brief.run);
-        let path = if role.writes() {
+        let workspace = |branch: Option<String>, path: &PathBuf| Change::SetWorkspace {
+            id: brief.id,
+            branch,
+            worktree: Some(path.display().to_string()),
+        };
+        if role.writes() {
             let workstream = branches.ensure_workstream(&brief.workstream)?;
             let base = self.pipeline_base(brief, &branches)?.unwrap_or(workstream);
             let (branch, path) = branches.prepare_worktree(brief, &base)?;
-            self.store
-                .set_brief_workspace(brief.id, Some(&branch), Some(&path.display().to_string()))?;
-            path
+            let change = workspace(Some(branch), &path);
+            Ok((path, change))
         } else {
             // Readers see what they judge: a verifier its implementer's branch, the others the integration.
             let rev = match (role, brief.parent) {
@@ -526,11 +535,9 @@ impl Engine {
                 _ => branches.integration(),
             };
             let path = branches.prepare_detached(brief, &rev)?;
-            self.store
-                .set_brief_workspace(brief.id, None, Some(&path.display().to_string()))?;
-            path
-        };
-        Ok(path)
+            let change = workspace(None, &path);
+            Ok((path, change))
+        }
     }
 
     /// Where a pipeline task starts: from its predecessors' work, which is not in the workstream branch yet
@@ -591,33 +598,59 @@ impl Engine {
         to: BriefStatus,
         detail: serde_json::Value,
     ) -> Result<Brief> {
-        let mut payload = json!({ "from": brief.status.as_str(), "to": to.as_str() });
-        if let (Some(map), serde_json::Value::Object(extra)) = (payload.as_object_mut(), detail) {
-            map.extend(extra);
-        }
-        let event = NewEvent::new(brief.run, EventKind::BriefStatus, payload)
-            .brief(brief.id)
-            .tier(brief.tier);
+        let event = status_event(brief, to, detail);
         let moved = self
             .store
             .update_brief_status(brief.id, brief.status, to, event)?;
-        if to.is_terminal()
-            && let Some(ledger) = &self.ledger
-        {
-            // Its spending stays in its workstream's and the run's; the ledger stops growing with the run.
-            ledger
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .forget_brief(&brief.id.to_string());
+        if to.is_terminal() {
+            self.forget(brief.id);
         }
         Ok(moved)
     }
 
+    /// Adds to `batch` what [`Engine::move_brief`] writes; [`Engine::apply`] it.
+    pub(crate) fn stage_move(
+        batch: &mut WriteBatch,
+        brief: &Brief,
+        to: BriefStatus,
+        detail: serde_json::Value,
+    ) {
+        batch.move_brief(brief.id, brief.status, to, status_event(brief, to, detail));
+    }
+
+    /// Writes `batch` in one transaction (all or nothing), then does what [`Engine::move_brief`] does
+    /// after each of its status moves.
+    pub(crate) fn apply(&self, batch: WriteBatch) -> Result<()> {
+        let ended: Vec<BriefId> = batch
+            .changes()
+            .iter()
+            .filter_map(|change| match change {
+                Change::MoveBrief { id, to, .. } if to.is_terminal() => Some(*id),
+                _ => None,
+            })
+            .collect();
+        self.store.apply(batch)?;
+        for id in ended {
+            self.forget(id);
+        }
+        Ok(())
+    }
+
+    /// A brief that has ended is forgotten by the live budget ledger: its spending stays in its
+    /// workstream's and the run's, and the ledger stops growing with the run.
+    fn forget(&self, brief: BriefId) {
+        if let Some(ledger) = &self.ledger {
+            ledger
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .forget_brief(&brief.to_string());
+        }
+    }
+
     /// Stores text for a brief as a named artifact.
     pub(crate) fn put_text(&self, brief: &Brief, name: &str, content_type: &str, text: &str) -> Result<()> {
-        let mut artifact = NewArtifact::new(brief.run, name, content_type, text.as_bytes().to_vec());
-        artifact.brief = Some(brief.id);
-        self.store.put_artifact(artifact)?;
+        self.store
+            .put_artifact(text_artifact(brief, name, content_type, text))?;
         Ok(())
     }
 
@@ -688,18 +721,22 @@ impl Engine {
                 ),
             );
         }
-        self.put_text(
-            &brief,
-            &output_name(brief.id),
-            "application/json",
-            &report.output.to_string(),
-        )?;
-        self.put_text(
-            &brief,
-            &report_name(brief.id),
-            "application/json",
-            &serde_json::to_string(&report).unwrap_or_default(),
-        )?;
+        // The output, the report and (when done) the move to `verifying` are one write: a crash leaves all
+        // of them or none, and the brief, still `running`, is started again on resume.
+        let mut batch = WriteBatch::new();
+        batch
+            .put_artifact(text_artifact(
+                &brief,
+                &output_name(brief.id),
+                "application/json",
+                &report.output.to_string(),
+            ))
+            .put_artifact(text_artifact(
+                &brief,
+                &report_name(brief.id),
+                "application/json",
+                &serde_json::to_string(&report).unwrap_or_default(),
+            ));
         let mut payload = json!({
             "title": brief.title,
             "status": report.status,
@@ -714,18 +751,36 @@ impl Engine {
                 let event = NewEvent::new(brief.run, EventKind::Completed, payload)
                     .brief(id)
                     .tier(brief.tier);
-                self.store
-                    .update_brief_status(id, BriefStatus::Running, BriefStatus::Verifying, event)?;
-                Ok(())
+                batch.move_brief(id, BriefStatus::Running, BriefStatus::Verifying, event);
+                self.apply(batch)
             }
             agency_exec::runtime::ReportStatus::Partial => {
+                self.apply(batch)?;
                 crate::advance::fail_brief(self, &brief, &format!("partial: {}", report.summary))
             }
             agency_exec::runtime::ReportStatus::Blocked => {
+                self.apply(batch)?;
                 crate::advance::blocked(self, &brief, &report.summary)
             }
         }
     }
+}
+
+/// The `brief_status` event of moving `brief` from its status to `to`: `from`, `to` and the fields of
+/// `detail` (a reason or a note).
+fn status_event(brief: &Brief, to: BriefStatus, detail: serde_json::Value) -> NewEvent {
+    let mut payload = json!({ "from": brief.status.as_str(), "to": to.as_str() });
+    if let (Some(map), serde_json::Value::Object(extra)) = (payload.as_object_mut(), detail) {
+        map.extend(extra);
+    }
+    NewEvent::new(brief.run, EventKind::BriefStatus, payload)
+        .brief(brief.id)
+        .tier(brief.tier)
+}
+
+/// Text for a brief as a named artifact, to store.
+pub(crate) fn text_artifact(brief: &Brief, name: &str, content_type: &str, text: &str) -> NewArtifact {
+    NewArtifact::new(brief.run, name, content_type, text.as_bytes().to_vec()).brief(brief.id)
 }
 
 /// What commands an agent runs may see of the runner's environment: enough to find programs and write

@@ -17,7 +17,7 @@ use agency_core::{Brief, BriefId, BriefStatus, NewBrief, Tier};
 use agency_exec::{CommitOutcome, MergeOutcome};
 use agency_signoff::verify::{VerifyResult, run_verify, verify_argv};
 use agency_signoff::{CleanCheckout, Recording, SignoffError};
-use agency_store::NewGate;
+use agency_store::{NewGate, WriteBatch};
 use serde_json::json;
 
 use crate::advance::{output_of, write_children};
@@ -224,7 +224,7 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
                 for task in tasks {
                     retry_slice(engine, task, "a human rejected the joint verdict")?;
                 }
-                consume(engine, verifiers)?;
+                consume(engine, verifiers, WriteBatch::new())?;
                 return Ok(true);
             }
             Some(GateStatus::Approved) => {}
@@ -252,8 +252,8 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
     )?;
     match joint.joint_verdict {
         JointOutcome::Pass => {
-            merge_slices(engine, tasks)?;
-            consume(engine, verifiers)?;
+            let merged = merge_slices(engine, tasks)?;
+            consume(engine, verifiers, merged)?;
         }
         JointOutcome::Partial => {
             for result in results.iter().filter(|r| r.verdict == Verdict::Fail) {
@@ -274,10 +274,10 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
                     )?;
                 }
             }
-            consume(engine, verifiers)?;
+            consume(engine, verifiers, WriteBatch::new())?;
         }
         JointOutcome::Fail => {
-            consume(engine, verifiers)?;
+            consume(engine, verifiers, WriteBatch::new())?;
             let issues: Vec<String> = results
                 .iter()
                 .flat_map(|r| r.issues.iter().map(move |i| format!("{}: {i}", r.scope)))
@@ -302,31 +302,37 @@ fn retry_slice(engine: &Engine, task: &Brief, why: &str) -> Result<()> {
     crate::failure::apply(engine, task, Failure::T5Partial, decision, why)
 }
 
-/// Verifiers whose results were acted on are done.
-fn consume(engine: &Engine, verifiers: &[&Brief]) -> Result<()> {
+/// Verifiers whose results were acted on are done: moved in one write, with what `batch` holds of the
+/// verdict's outcome.
+fn consume(engine: &Engine, verifiers: &[&Brief], mut batch: WriteBatch) -> Result<()> {
     for v in verifiers.iter().filter(|v| v.status == BriefStatus::Verifying) {
-        engine.move_brief(v, BriefStatus::Done, json!({}))?;
+        Engine::stage_move(&mut batch, v, BriefStatus::Done, json!({}));
     }
-    Ok(())
+    engine.apply(batch)
 }
 
 /// Merges verified slices into the workstream branch one at a time. A conflict is not resolved here: the
-/// slice that conflicts is retried on top of what is already merged.
-fn merge_slices(engine: &Engine, tasks: &[&Brief]) -> Result<()> {
+/// slice that conflicts is retried on top of what is already merged. Returns the `MERGED` lines not
+/// written yet, for [`consume`] to write with the verifiers' moves: a crash before that leaves the
+/// verifiers `verifying`, and the verdict, taken again, finds those slices already merged.
+fn merge_slices(engine: &Engine, tasks: &[&Brief]) -> Result<WriteBatch> {
     let branches = engine.branches(tasks[0].run);
+    let mut merged = WriteBatch::new();
     for task in tasks {
         let into = branches.ensure_workstream(&task.workstream)?;
         let from = task.branch.clone().unwrap_or_else(|| branches.brief(task));
         let message = format!("merge {} (agency brief {})", task.title, task.id.short());
         match branches.merge(&into, &from, &message)? {
             MergeOutcome::Merged { .. } | MergeOutcome::AlreadyUpToDate => {
-                engine.store.append_event(
+                merged.append_event(
                     NewEvent::new(task.run, EventKind::Log, json!({ "level": "verbose", "tag": "MERGED", "message": format!("{} merged into {into}", task.title) }))
                         .brief(task.id)
                         .tier(Tier::T4),
-                )?;
+                );
             }
             MergeOutcome::Conflict { files } => {
+                // The lines so far first, so the log keeps the order things happened in.
+                engine.apply(std::mem::take(&mut merged))?;
                 let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
                 let why = format!(
                     "merging into {into} conflicts in {}; redo the change on top of the current workstream",
@@ -349,5 +355,5 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief]) -> Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(merged)
 }
