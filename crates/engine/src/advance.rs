@@ -676,6 +676,13 @@ fn expand_squad(engine: &Engine, brief: &Brief, announce: bool) -> Result<Vec<Ne
 
 /// Writes children of `parent` (resolving `depends_on` titles among them) in one transaction.
 pub(crate) fn write_children(engine: &Engine, parent: &Brief, children: Vec<NewBrief>) -> Result<Vec<Brief>> {
+    let written = place_children(engine, parent, children)?;
+    engine.store.insert_briefs(&written)?;
+    Ok(written)
+}
+
+/// The briefs [`write_children`] writes, not written yet: for a caller that writes them with more.
+pub(crate) fn place_children(engine: &Engine, parent: &Brief, children: Vec<NewBrief>) -> Result<Vec<Brief>> {
     let budget = retry_budget(engine, parent.run)?;
     let mut written: Vec<Brief> = Vec::with_capacity(children.len());
     for child in children {
@@ -695,7 +702,6 @@ pub(crate) fn write_children(engine: &Engine, parent: &Brief, children: Vec<NewB
         };
         written.push(child.into_brief(placement));
     }
-    engine.store.insert_briefs(&written)?;
     Ok(written)
 }
 

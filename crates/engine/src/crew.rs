@@ -13,13 +13,15 @@
 //! [`Engine::drive`] (the run's driver: tier handling, gates, merges) and [`Engine::work`] (a worker that
 //! only runs agents for a run someone else drives) share this.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use agency_core::event::{EventKind, NewEvent};
 use agency_core::{BriefId, BriefStatus, RunId};
 use agency_exec::runtime::{AgentOutcome, RuntimeError};
 use agency_llm::CancelToken;
-use agency_store::{Blackboard, RunStatus, StoreError, WriteBatch};
+use agency_store::{Blackboard, Change, RunStatus, StoreError, WriteBatch};
 use serde_json::json;
 use std::sync::Arc;
 use tokio::task::JoinSet;
@@ -33,6 +35,32 @@ pub(crate) enum AgentEnd {
     Finished(Box<std::result::Result<AgentOutcome, RuntimeError>>),
     /// This runner no longer holds the brief's claim: the agent was stopped and nothing is recorded.
     ClaimLost,
+}
+
+/// An agent's whole run, from start to its [`AgentEnd`].
+type AgentRun = Pin<Box<dyn Future<Output = (BriefId, AgentEnd)> + Send>>;
+
+/// Agents ready to start and what records their start (their worktrees, `spawned`): [`Crew::fill`] writes
+/// the records of all of them in one transaction, and only then starts them, so an agent's first event
+/// always follows its `spawned`.
+#[derive(Default)]
+pub(crate) struct Launches {
+    record: WriteBatch,
+    runs: Vec<AgentRun>,
+}
+
+impl Launches {
+    /// Adds an agent: `record` is written before it starts, `run` is its whole run (not polled until then).
+    pub(crate) fn add(
+        &mut self,
+        record: Vec<Change>,
+        run: impl Future<Output = (BriefId, AgentEnd)> + Send + 'static,
+    ) {
+        for change in record {
+            self.record.push(change);
+        }
+        self.runs.push(Box::pin(run));
+    }
 }
 
 /// The agents one runner has in flight.
@@ -78,21 +106,25 @@ impl Crew {
     }
 
     /// Claims pending briefs of `run` and starts their agents, up to the concurrency limit. Returns
-    /// whether any started. The free places are claimed in one write; if the budget holds one back, the
-    /// briefs claimed after it are given back at once, unstarted.
+    /// whether any started. The free places are claimed in one write, and the agents' starts recorded in
+    /// another; if the budget holds one back, the briefs claimed after it are given back at once, unstarted.
     pub(crate) fn fill(&mut self, engine: &Engine, run: RunId, cancel: &CancelToken) -> Result<bool> {
         let room = self.concurrency.saturating_sub(self.agents.len());
         let claimed = engine
             .store
             .claim_briefs(Some(run), &engine.options.worker, engine.lease(), room)?;
-        let mut spawned = false;
+        let mut launches = Launches::default();
         let mut claimed = claimed.into_iter();
         for brief in claimed.by_ref() {
-            if !engine.spawn_agent(&mut self.agents, brief, cancel)? {
+            if !engine.spawn_agent(&mut launches, brief, cancel)? {
                 // Held back by the budget: its gate is open now, and nothing else starts either.
                 break;
             }
-            spawned = true;
+        }
+        engine.apply(launches.record)?;
+        let spawned = !launches.runs.is_empty();
+        for run in launches.runs {
+            self.agents.spawn(run);
         }
         let mut unstarted = WriteBatch::new();
         for brief in claimed {

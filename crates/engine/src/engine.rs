@@ -18,10 +18,9 @@ use agency_exec::runtime::{Access, AgentLimits, AgentStop, AgentTask, Ending, Ru
 use agency_llm::{CancelToken, Provider};
 use agency_store::{Blackboard, Change, NewArtifact, NewRun, Run, RunStatus, WriteBatch};
 use serde_json::json;
-use tokio::task::JoinSet;
 
 use crate::branches::RunBranches;
-use crate::crew::AgentEnd;
+use crate::crew::{AgentEnd, Launches};
 use crate::error::{EngineError, Result};
 use crate::hooks::{Reviewer, RunnerHooks};
 use crate::task::{Input, call_meta, render_prompt, system_blocks};
@@ -434,11 +433,12 @@ impl Engine {
         }
     }
 
-    /// Starts the agent of a brief this runner has just claimed. Returns `false` when it was not started
-    /// (see [`Engine::held_by_budget`]); the brief is then pending again.
+    /// Prepares the agent of a brief this runner has just claimed, to start with the others of `launches`.
+    /// Returns `false` when it was not prepared (see [`Engine::held_by_budget`]); the brief is then pending
+    /// again.
     pub(crate) fn spawn_agent(
         &self,
-        agents: &mut JoinSet<(BriefId, AgentEnd)>,
+        launches: &mut Launches,
         brief: Brief,
         cancel: &CancelToken,
     ) -> Result<bool> {
@@ -448,7 +448,7 @@ impl Engine {
         let role = BriefRole::of(&brief);
         // A slice's T5 brief and T1's acceptance are sign-offs, not free agents.
         if matches!(role, BriefRole::Verifier | BriefRole::Accept) {
-            self.spawn_signoff(agents, brief, cancel)?;
+            self.spawn_signoff(launches, brief, cancel)?;
             return Ok(true);
         }
         let (worktree, workspace) = self.prepare_worktree(&brief, role)?;
@@ -481,24 +481,22 @@ impl Engine {
             cancel.child(),
         )
         .charging(self.unmetered_ledger(Some(&runtime)));
-        // Where it works and that it started, in one write. A crash before it leaves a worktree nobody
-        // recorded: the brief is still `running` without `spawned`, and its restart prepares the same one.
-        let mut batch = WriteBatch::new();
-        batch.push(workspace).append_event(
-            NewEvent::new(
-                brief.run,
-                EventKind::Spawned,
-                json!({ "title": brief.title, "runtime": runtime.name(), "attempt": brief.attempt }),
-            )
-            .brief(brief.id)
-            .tier(brief.tier),
-        );
-        self.apply(batch)?;
+        // Where it works and that it started, written with the other agents started together. A crash
+        // before that leaves a worktree nobody recorded: the brief is still `running` without `spawned`,
+        // and its restart prepares the same one.
+        let spawned = NewEvent::new(
+            brief.run,
+            EventKind::Spawned,
+            json!({ "title": brief.title, "runtime": runtime.name(), "attempt": brief.attempt }),
+        )
+        .brief(brief.id)
+        .tier(brief.tier);
         let cancel = cancel.child();
         let id = brief.id;
         let claim =
             crate::crew::hold_claim(self.store.clone(), id, self.options.worker.clone(), self.lease());
-        agents.spawn(async move {
+        let record = vec![workspace, Change::AppendEvent(spawned)];
+        launches.add(record, async move {
             tokio::select! {
                 outcome = runtime.run(&task, &hooks, &cancel) => (id, AgentEnd::Finished(Box::new(outcome))),
                 () = claim => {

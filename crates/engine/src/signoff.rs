@@ -26,10 +26,10 @@ use agency_signoff::{
     Judge, Outcome, Recording, RunAs, SignoffReport, SignoffRequest, Verified, VerifyResult,
 };
 
+use agency_store::Change;
 use serde_json::json;
-use tokio::task::JoinSet;
 
-use crate::crew::AgentEnd;
+use crate::crew::{AgentEnd, Launches};
 use crate::engine::{Engine, report_name};
 use crate::error::{EngineError, Result};
 use crate::hooks::{Reviewer, RunnerHooks};
@@ -137,24 +137,22 @@ pub(crate) async fn run_signoff(
 }
 
 impl Engine {
-    /// Starts a T5 brief: the sign-off of its implementer's commit (see [`slice`]), in the same set as the
-    /// agents, so judges run alongside them and are recorded the same way.
+    /// Prepares a T5 brief: the sign-off of its implementer's commit (see [`slice`]), started with the
+    /// agents of `launches`, so judges run alongside them and are recorded the same way.
     pub(crate) fn spawn_signoff(
         &self,
-        agents: &mut JoinSet<(BriefId, AgentEnd)>,
+        launches: &mut Launches,
         brief: Brief,
         cancel: &CancelToken,
     ) -> Result<()> {
         let runtime = self.runtimes.get(&brief.tier).map_or("none", |r| r.name());
-        self.store.append_event(
-            NewEvent::new(
-                brief.run,
-                EventKind::Spawned,
-                json!({ "title": brief.title, "runtime": runtime, "attempt": brief.attempt, "signoff": true }),
-            )
-            .brief(brief.id)
-            .tier(brief.tier),
-        )?;
+        let spawned = NewEvent::new(
+            brief.run,
+            EventKind::Spawned,
+            json!({ "title": brief.title, "runtime": runtime, "attempt": brief.attempt, "signoff": true }),
+        )
+        .brief(brief.id)
+        .tier(brief.tier);
         // The judge never teaches back (its own hooks answer that); these hooks only record what it does.
         let reviewer = Reviewer::Human {
             poll: self.options.poll,
@@ -168,7 +166,7 @@ impl Engine {
         let claim =
             crate::crew::hold_claim(self.store.clone(), id, self.options.worker.clone(), self.lease());
         let accept = BriefRole::of(&brief) == BriefRole::Accept;
-        agents.spawn(async move {
+        launches.add(vec![Change::AppendEvent(spawned)], async move {
             let work = async {
                 if accept {
                     acceptance(engine, brief, hooks, cancel.clone()).await

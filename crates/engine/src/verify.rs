@@ -20,8 +20,8 @@ use agency_signoff::{CleanCheckout, Recording, SignoffError};
 use agency_store::{NewGate, WriteBatch};
 use serde_json::json;
 
-use crate::advance::{output_of, write_children};
-use crate::engine::Engine;
+use crate::advance::{output_of, place_children};
+use crate::engine::{Engine, text_artifact};
 use crate::error::{EngineError, Result};
 
 /// Runs the contract's verify command on `rev` in a clean checkout, through the sign-off crate (the same
@@ -112,7 +112,7 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     }
     let diff = engine.repo.diff(&base, &rev)?;
     let diff_name = format!("diff/{}", brief.id.short());
-    engine.put_text(brief, &diff_name, "text/x-diff", &diff)?;
+    let diff_artifact = text_artifact(brief, &diff_name, "text/x-diff", &diff);
     let verifier = NewBrief {
         tier: Tier::T5,
         workstream: brief.workstream.clone(),
@@ -132,18 +132,27 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
         contract: brief.contract.clone(),
         depends_on: vec![],
     };
-    write_children(engine, brief, vec![verifier])?;
+    // The diff, its verifier and the implementer's move to `done` are one write. A crash before it leaves
+    // the implementer `verifying` with its commit, and this runs again; the worktree goes after it, so a
+    // crash between the two only leaves a worktree behind.
+    let mut batch = WriteBatch::new();
+    batch.put_artifact(diff_artifact);
+    for child in place_children(engine, brief, vec![verifier])? {
+        batch.insert_brief(child);
+    }
+    Engine::stage_move(&mut batch, brief, BriefStatus::Done, done_note());
+    engine.apply(batch)?;
     let _ = branches.remove_worktree(brief);
-    finish_implementer(engine, brief)
+    Ok(true)
 }
 
 fn finish_implementer(engine: &Engine, brief: &Brief) -> Result<bool> {
-    engine.move_brief(
-        brief,
-        BriefStatus::Done,
-        json!({ "note": "committed and verified; waiting for T5" }),
-    )?;
+    engine.move_brief(brief, BriefStatus::Done, done_note())?;
     Ok(true)
+}
+
+fn done_note() -> serde_json::Value {
+    json!({ "note": "committed and verified; waiting for T5" })
 }
 
 /// Forms the joint verdict of each squad (the parent brief of its implementers, and their workstream) whose
