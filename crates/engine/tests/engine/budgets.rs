@@ -143,3 +143,111 @@ fn reported_spending_past_the_budget_holds_the_run_at_the_gate_until_a_human_rai
     assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
     assert_eq!(of_kind(EventKind::BudgetExhausted).len(), 2);
 }
+
+/// A runner claims all its free places at once. When the budget holds back the first brief it claimed, the
+/// others it claimed with it are given back at once, unstarted (a `brief_status` back to `pending` saying
+/// why), and start once a human raises the limit enough.
+#[test]
+fn briefs_claimed_with_one_the_budget_holds_back_are_given_back_unstarted() {
+    let project = Project::new();
+    let limits = BudgetLimits {
+        run: Limit {
+            tokens: Some(1),
+            usd: None,
+        },
+        ..BudgetLimits::default()
+    };
+    let engine = project
+        .runner(
+            include_str!("../scripts/medium.yaml"),
+            config(),
+            true,
+            "test-runner",
+            |_, builtin| Arc::new(External(builtin)),
+        )
+        .with_ledger(Arc::new(Mutex::new(BudgetLedger::new(limits))));
+    let run = engine.start(GOAL).unwrap();
+    let store: Arc<dyn Blackboard> = project.store.clone();
+    let driving = Background::drive(engine, run.id);
+    let of_kind = |kind: EventKind| -> Vec<Event> {
+        events(store.as_ref(), run.id)
+            .into_iter()
+            .filter(|e| e.kind == kind)
+            .collect()
+    };
+    let approve = |gate: GateId, tokens: u64| {
+        let note = Some(format!("tokens={tokens}"));
+        store
+            .decide_gate(
+                gate,
+                GateDecision::Approve {
+                    by: "tester".into(),
+                    note,
+                },
+            )
+            .unwrap();
+    };
+    let spent = |exhausted: &Event| exhausted.payload["spent"]["tokens"].as_u64().unwrap();
+
+    // The planner passes the limit; raised to just above what it spent, the squad lead starts, splits its
+    // work into two tasks and passes the limit in turn.
+    let first = budget_gate(&store, run.id, None);
+    let planned = spent(&of_kind(EventKind::BudgetExhausted)[0]);
+    approve(first.id, planned + 1);
+    let second = budget_gate(&store, run.id, Some(first.id));
+    let split = wait_for("the squad lead's tasks", || {
+        let tasks: Vec<_> = project
+            .briefs(run.id)
+            .into_iter()
+            .filter(|b| b.tier == Tier::T4)
+            .collect();
+        (tasks.len() == 2).then_some(tasks)
+    });
+    assert_eq!(of_kind(EventKind::Spawned).len(), 2, "{}", project.tree(run.id));
+
+    // Raised too little: both tasks are claimed together, the first is held at the gate and the second is
+    // given back with it.
+    approve(second.id, planned + 1);
+    let third = wait_for("the budget gate for the tasks", || {
+        store
+            .list_gates(run.id)
+            .unwrap()
+            .into_iter()
+            .find(|g| g.kind == GateKind::Budget && g.id != first.id && g.id != second.id)
+    });
+    let given_back = wait_for("the unstarted task given back", || {
+        let back: Vec<Event> = of_kind(EventKind::BriefStatus)
+            .into_iter()
+            .filter(|e| {
+                e.payload["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("not started"))
+            })
+            .collect();
+        (!back.is_empty()).then_some(back)
+    });
+    assert_eq!(given_back.len(), 1, "{given_back:?}");
+    assert_eq!(given_back[0].brief, Some(split[1].id));
+    assert_eq!(given_back[0].payload["from"], "running");
+    assert_eq!(given_back[0].payload["to"], "pending");
+    for task in &split {
+        let task = store.get_brief(task.id).unwrap();
+        assert_eq!(
+            task.status,
+            agency_core::BriefStatus::Pending,
+            "{}",
+            project.tree(run.id)
+        );
+        assert_eq!(task.claimed_by, None);
+    }
+    assert_eq!(
+        of_kind(EventKind::Spawned).len(),
+        2,
+        "nothing started while the gate waits:\n{}",
+        project.tree(run.id)
+    );
+
+    approve(third.id, 100_000_000);
+    let outcome = driving.join();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+}
