@@ -199,6 +199,9 @@ async fn pass(
     progressed |= crate::budget::handle_budget_gates(engine, run)?;
     // Only what is `verifying` needs the runner; everything else waits on an agent or a human.
     let verifying = engine.store.list_briefs_by_status(run, BriefStatus::Verifying)?;
+    // Implementers handed to their verifiers in this pass, one per squad: whether that completes the squad's
+    // round is asked once per squad, not once per implementer (each asking reads the whole squad).
+    let mut handed_over: Vec<&Brief> = Vec::new();
     for brief in &verifying {
         progressed |= match BriefRole::of(brief) {
             BriefRole::Plan => plan_done(engine, brief)?,
@@ -215,14 +218,21 @@ async fn pass(
             BriefRole::SquadLead => squad_done(engine, brief)?,
             BriefRole::Implementer => {
                 let moved = crate::verify::implementer_done(engine, brief).await?;
-                if engine.store.get_brief(brief.id)?.status == BriefStatus::Done {
-                    crate::narrate::verifiers_started(engine, brief)?;
+                if engine.store.get_brief(brief.id)?.status == BriefStatus::Done
+                    && !handed_over
+                        .iter()
+                        .any(|b| b.parent == brief.parent && b.workstream == brief.workstream)
+                {
+                    handed_over.push(brief);
                 }
                 moved
             }
             BriefRole::Verifier => false,
             BriefRole::Accept => crate::progress::accept_done(engine, brief)?,
         };
+    }
+    for implementer in handed_over {
+        crate::narrate::verifiers_started(engine, implementer)?;
     }
     let judged = judged_squads(engine, &verifying)?;
     if !judged.is_empty() {

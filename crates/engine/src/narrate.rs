@@ -114,8 +114,9 @@ pub(crate) fn mesh_done(engine: &Engine, brief: &Brief, peers: &[&Brief]) -> Res
     )
 }
 
-/// `implementer` just got its verifier. When that completes the squad's round (every current task done
-/// and handed to a verifier), one line says how many verifiers this round spawned.
+/// `implementer` (and maybe others of its squad) just got its verifier. When that completes the squad's
+/// round (every current task done and handed to a verifier), one line says how many verifiers this round
+/// spawned. Called once per squad and pass.
 pub(crate) fn verifiers_started(engine: &Engine, implementer: &Brief) -> Result<()> {
     let Some(parent) = implementer.parent else {
         return Ok(());
