@@ -234,10 +234,12 @@ impl Engine {
     /// gates, merges), running agents itself and beside any [`Engine::work`]ers on the same blackboard.
     /// Safe to call on a run another driver was driving when it died: the claims that driver left behind
     /// are taken back first (what `agency run --resume` means), live workers keep theirs, and dead
-    /// workers' claims are taken back when their lease ends. Only one driver may drive a run: nothing
-    /// stops a second today, which would take the first one's claims. Stopping on an error or when
-    /// cancelled, it stops its agents and gives their briefs back first.
+    /// workers' claims are taken back when their lease ends. Only one driver may drive a run: while one
+    /// does (holding the blackboard's driver lease, which ends with its process however it ends), a second
+    /// is refused before it touches anything. Stopping on an error or when cancelled, it stops its agents
+    /// and gives their briefs back first.
     pub async fn drive(&self, run: RunId, cancel: &CancelToken) -> Result<DriveOutcome> {
+        let _lease = self.store.lock_driver(run, &self.options.worker)?;
         self.release_orphaned_claims(run).await?;
         let mut crew = crate::crew::Crew::new(self);
         match self.drive_loop(run, cancel, &mut crew).await {

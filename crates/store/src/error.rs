@@ -89,6 +89,19 @@ pub enum StoreError {
         /// Its id.
         id: String,
     },
+    /// Another runner drives the run (see [`Blackboard::lock_driver`](crate::Blackboard::lock_driver)).
+    #[error(
+        "run {run} is already being driven{}: a run has one driver, and a second would take its claims \
+         and start its agents again. Stop that runner first (then `agency run --resume`), or add agents \
+         beside it with `agency worker`",
+        holder.as_ref().map(|h| format!(" by {h}")).unwrap_or_default()
+    )]
+    Driven {
+        /// The run.
+        run: String,
+        /// Who holds it, as it described itself, when known.
+        holder: Option<String>,
+    },
     /// The request itself is inconsistent (for example an event for another run than the record it changes).
     #[error("invalid request: {0}")]
     Invalid(String),

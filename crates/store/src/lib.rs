@@ -31,6 +31,7 @@
 mod batch;
 mod canon;
 mod clock;
+mod driver;
 mod error;
 mod open;
 pub mod postgres;
@@ -47,6 +48,7 @@ use chrono::{DateTime, Utc};
 
 pub use batch::{Change, WriteBatch};
 pub use clock::{Clock, SteppingClock, SystemClock};
+pub use driver::DriverLease;
 pub use error::{BoxError, Result, StoreError};
 pub use open::{is_postgres, open_url};
 pub use postgres::PostgresBlackboard;
@@ -84,6 +86,12 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// Moves a run to `to` and writes `run_status` (payload: `from`, `to`). With `expected`, this is a
     /// compare-and-set: it fails with `Conflict` (writing nothing) unless the run is in that status.
     fn set_run_status(&self, id: RunId, expected: Option<RunStatus>, to: RunStatus) -> Result<Run>;
+
+    /// Makes this process `run`'s one driver for as long as the returned lease is held. Fails with
+    /// [`StoreError::Driven`] (naming the holder when it can) while another lease on `run` is held, through
+    /// any handle of any process. The lease ends when dropped or when its holder dies, however it dies (a
+    /// file lock, a database session's advisory lock): a crashed driver never leaves its run locked.
+    fn lock_driver(&self, run: RunId, holder: &str) -> Result<DriverLease>;
 
     // --- events -----------------------------------------------------------------------------------------
 

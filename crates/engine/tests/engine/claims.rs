@@ -266,3 +266,50 @@ async fn a_resuming_driver_takes_back_its_dead_predecessors_claims_at_once_and_l
     assert_eq!(fix_mul.status, BriefStatus::Done);
     assert_eq!(fix_mul.claimed_by.as_deref(), Some("worker-live"));
 }
+
+#[tokio::test]
+async fn a_second_driver_is_refused_while_the_first_drives_and_let_in_once_it_is_gone() {
+    let project = Project::new();
+    let first = project.runner(SCRIPT, one_at_a_time(), true, "runner-first", |tier, builtin| {
+        if tier == Tier::T4 {
+            Arc::new(Stuck::default())
+        } else {
+            builtin
+        }
+    });
+    let second = project.runner(SCRIPT, one_at_a_time(), true, "runner-second", |_, builtin| builtin);
+    let run = first.start(GOAL).unwrap().id;
+    let cancel = CancelToken::new();
+    let driving = {
+        let (first, cancel) = (first.clone(), cancel.clone());
+        tokio::spawn(async move { first.drive(run, &cancel).await })
+    };
+    claimed_by(project.store.as_ref(), run, Tier::T4, "fix-add", "runner-first").await;
+    let events_before = project.events(run).len();
+
+    let refused = tokio::time::timeout(Duration::from_secs(30), second.drive(run, &CancelToken::new()))
+        .await
+        .expect("the second driver was let in and kept driving");
+    match refused {
+        Err(EngineError::Store(agency_store::StoreError::Driven { holder, .. })) => {
+            assert!(holder.unwrap_or_default().starts_with("runner-first"));
+        }
+        other => panic!("a second driver was let in: {other:?}"),
+    }
+    assert_eq!(
+        project.events(run).len(),
+        events_before,
+        "the refused driver wrote nothing (it took no claim back)"
+    );
+    let held = project
+        .store
+        .get_brief(brief_id(&project, run, Tier::T4, "fix-add"))
+        .unwrap();
+    assert_eq!(held.claimed_by.as_deref(), Some("runner-first"));
+
+    // The first driver dies (its task dropped, as with kill -9): the second takes over and finishes.
+    driving.abort();
+    let _ = driving.await;
+    let outcome = drive_while(&second, run, async {}).await;
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run));
+}

@@ -104,6 +104,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@each $fixture, $skip;
             runs_round_trip_newest_first,
             run_status_is_compare_and_set_with_event,
+            one_driver_lease_per_run,
             prefixes_resolve_unique_ambiguous_unknown_and_invalid,
             events_after_orders_filters_and_pages,
             events_need_an_existing_run,

@@ -37,6 +37,33 @@ pub fn runs_round_trip_newest_first(factory: Factory<'_>) {
     ));
 }
 
+/// A run has one driver: while a lease on it is held (through one handle), another handle — another
+/// process, as far as the store can tell — is refused with `Driven`, naming the holder; another run is not
+/// affected, and the run is free again once the lease is dropped.
+pub fn one_driver_lease_per_run(factory: Factory<'_>) {
+    let fx = factory();
+    let (first, second) = (fx.handle(), fx.handle());
+    let run = new_run(first.as_ref());
+    let other = new_run(first.as_ref());
+    let lease = first.lock_driver(run, "runner-one").unwrap();
+    match second.lock_driver(run, "runner-two") {
+        Err(StoreError::Driven { run: refused, holder }) => {
+            assert_eq!(refused, run.to_string());
+            let holder = holder.expect("the holder is named");
+            assert!(holder.starts_with("runner-one"), "{holder}");
+        }
+        other => panic!("a second driver was let in: {other:?}"),
+    }
+    let elsewhere = second.lock_driver(other, "runner-two").unwrap();
+    drop(lease);
+    let taken_over = second.lock_driver(run, "runner-two").unwrap();
+    assert!(matches!(
+        first.lock_driver(run, "runner-one"),
+        Err(StoreError::Driven { .. })
+    ));
+    drop((taken_over, elsewhere));
+}
+
 /// `set_run_status` writes `run_status` with `from`/`to`; with a stale `expected` it fails with `Conflict`
 /// and writes nothing.
 pub fn run_status_is_compare_and_set_with_event(factory: Factory<'_>) {

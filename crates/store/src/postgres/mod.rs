@@ -19,6 +19,7 @@ mod artifacts;
 mod batch;
 mod briefs;
 mod connect;
+mod driver_lock;
 mod events;
 mod gates;
 mod migrations;
@@ -198,6 +199,10 @@ impl Blackboard for PostgresBlackboard {
 
     fn set_run_status(&self, id: RunId, expected: Option<RunStatus>, to: RunStatus) -> Result<Run> {
         self.write(|tx, clock| runs::set_status(tx, clock, id, expected, to))
+    }
+
+    fn lock_driver(&self, run: RunId, holder: &str) -> Result<crate::DriverLease> {
+        driver_lock::lock(&self.settings, run, holder)
     }
 
     fn append_event(&self, event: NewEvent) -> Result<Event> {

@@ -9,6 +9,7 @@
 mod artifacts;
 mod batch;
 mod briefs;
+mod driver_lock;
 mod events;
 mod gates;
 mod migrations;
@@ -269,6 +270,17 @@ impl Blackboard for SqliteBlackboard {
 
     fn set_run_status(&self, id: RunId, expected: Option<RunStatus>, to: RunStatus) -> Result<Run> {
         self.write(|tx, clock| runs::set_status(tx, clock, id, expected, to))
+    }
+
+    fn lock_driver(&self, run: RunId, holder: &str) -> Result<crate::DriverLease> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly);
+        }
+        match &self.path {
+            Some(path) => driver_lock::lock(path, run, holder),
+            // Nobody else can open a private in-memory store.
+            None => Ok(crate::DriverLease::new(())),
+        }
     }
 
     fn append_event(&self, event: NewEvent) -> Result<Event> {
