@@ -18,7 +18,9 @@ pub struct DriverLease {
 impl DriverLease {
     /// A lease kept by holding `held` (a locked file, a connection holding an advisory lock).
     pub(crate) fn new(held: impl Any + Send + Sync) -> Self {
-        DriverLease { _held: Box::new(held) }
+        DriverLease {
+            _held: Box::new(held),
+        }
     }
 }
 

@@ -115,7 +115,8 @@ fn a_run_killed_mid_run_resumes_and_completes_without_double_spawns() {
 }
 
 /// Ctrl-C (SIGINT) stops the runner the way an error does — its agents stopped, their briefs given back —
-/// and the run stays resumable: exit 130 with the command that continues it.
+/// and the run stays resumable: exit 130 with the command that continues it. While it drives, a second
+/// runner on the same run is refused.
 #[test]
 fn ctrl_c_stops_the_runner_and_the_run_resumes() {
     let (repo, script) = Repo::calculator(SCRIPT);
@@ -131,6 +132,18 @@ fn ctrl_c_stops_the_runner_and_the_run_resumes() {
         },
         "the plan gate",
     );
+    // A run has one driver: a second runner on it, while the first waits at the gate, is refused before
+    // it changes anything, and says who drives it.
+    let second = repo.agency(&["run", "--resume", &run.short(), "--script", script]);
+    assert_ne!(second.code(), Some(0), "{}", second.stdout());
+    let refusal = second.stderr();
+    assert!(
+        refusal.contains("is already being driven by runner-"),
+        "{refusal}"
+    );
+    assert!(refusal.contains(&format!("pid {}", runner.id())), "{refusal}");
+    assert!(refusal.contains("agency worker"), "{refusal}");
+    assert!(!refusal.contains("panicked"), "{refusal}");
     let pid = runner.id().to_string();
     let sent = std::process::Command::new("kill")
         .args(["-INT", &pid])

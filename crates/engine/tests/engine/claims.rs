@@ -277,7 +277,9 @@ async fn a_second_driver_is_refused_while_the_first_drives_and_let_in_once_it_is
             builtin
         }
     });
-    let second = project.runner(SCRIPT, one_at_a_time(), true, "runner-second", |_, builtin| builtin);
+    let second = project.runner(SCRIPT, one_at_a_time(), true, "runner-second", |_, builtin| {
+        builtin
+    });
     let run = first.start(GOAL).unwrap().id;
     let cancel = CancelToken::new();
     let driving = {

@@ -48,7 +48,7 @@ pub fn one_driver_lease_per_run(factory: Factory<'_>) {
     let lease = first.lock_driver(run, "runner-one").unwrap();
     match second.lock_driver(run, "runner-two") {
         Err(StoreError::Driven { run: refused, holder }) => {
-            assert_eq!(refused, run.to_string());
+            assert_eq!(refused, run.short());
             let holder = holder.expect("the holder is named");
             assert!(holder.starts_with("runner-one"), "{holder}");
         }

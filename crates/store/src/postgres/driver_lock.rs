@@ -38,7 +38,7 @@ pub(super) fn lock(settings: &Settings, run: RunId, holder: &str) -> Result<Driv
             let holder = holder_of(&mut client, key(run));
             close(client);
             return Err(StoreError::Driven {
-                run: run.to_string(),
+                run: run.short(),
                 holder,
             });
         }
@@ -48,9 +48,11 @@ pub(super) fn lock(settings: &Settings, run: RunId, holder: &str) -> Result<Driv
 
 /// The `application_name` of the session holding the advisory lock `key` in this database.
 fn holder_of(client: &mut Client, key: i64) -> Option<String> {
-    // A bigint key shows in pg_locks as its high half in `classid` and its low half in `objid`.
-    let high = key >> 32;
-    let low = key & 0xffff_ffff;
+    // A bigint key shows in pg_locks as its high half in `classid` and its low half in `objid`, both
+    // unsigned (`oid`): the halves of the key's bits, whatever its sign.
+    let bits = u64::from_ne_bytes(key.to_ne_bytes());
+    let high = i64::from(u32::try_from(bits >> 32).unwrap_or(u32::MAX));
+    let low = i64::from(u32::try_from(bits & 0xffff_ffff).unwrap_or(u32::MAX));
     let row = client
         .query_opt(
             "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \

@@ -42,7 +42,7 @@ pub(super) fn lock(db: &Path, run: RunId, holder: &str) -> Result<DriverLease> {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
             return Err(StoreError::Driven {
-                run: run.to_string(),
+                run: run.short(),
                 holder: read_holder(&mut file),
             });
         }
