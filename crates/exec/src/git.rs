@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use crate::process::{self, CommandSpec, Output, ProcessError};
 
-pub use commit::{ChangeKind, CommitInfo, CommitOutcome, DiffHead, FileChange};
+pub use commit::{ChangeKind, CommitInfo, CommitOutcome, Diff, DiffHead, FileChange};
 pub use merge::MergeOutcome;
 pub use worktree::WorktreeInfo;
 

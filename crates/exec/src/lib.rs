@@ -24,7 +24,7 @@ pub use branch_name::{brief_branch_name, parse_brief_branch, sanitize_ref_compon
 pub use command_line::{CommandLineError, split_command_line};
 pub use gc::{GcReport, Leftover, finished_run_leftovers, remove_leftovers};
 pub use git::{
-    ChangeKind, CommitInfo, CommitOutcome, DiffHead, FileChange, GitError, GitOptions, Identity,
+    ChangeKind, CommitInfo, CommitOutcome, Diff, DiffHead, FileChange, GitError, GitOptions, Identity,
     MergeOutcome, Repo, WorktreeInfo,
 };
 pub use process::{

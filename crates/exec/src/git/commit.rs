@@ -15,8 +15,6 @@ pub enum CommitOutcome {
     Committed {
         /// The new commit.
         rev: String,
-        /// What it changed.
-        files: Vec<FileChange>,
     },
     /// The work tree had no changes (ignored files aside).
     NothingToCommit,
@@ -35,6 +33,33 @@ impl DiffHead {
     /// Whether the patch went on past [`DiffHead::text`].
     pub fn is_cut(&self) -> bool {
         self.total_bytes > self.text.len() as u64
+    }
+}
+
+/// What changed between two revisions, from one `git diff`: the changed paths (what `--name-status` says)
+/// and the patch, or its start. See [`Repo::diff_with_changes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diff {
+    /// The changed paths, renames detected.
+    pub changes: Vec<FileChange>,
+    /// The first bytes of the patch (all of it unless [`Diff::is_cut`]).
+    pub patch: Vec<u8>,
+    /// The size of the whole patch.
+    pub total_bytes: u64,
+}
+
+impl Diff {
+    /// Whether the patch went on past [`Diff::patch`].
+    pub fn is_cut(&self) -> bool {
+        self.total_bytes > self.patch.len() as u64
+    }
+
+    /// The patch kept, as [`Repo::diff_head`] gives it (invalid UTF-8 replaced).
+    pub fn head(&self) -> DiffHead {
+        DiffHead {
+            text: String::from_utf8_lossy(&self.patch).into_owned(),
+            total_bytes: self.total_bytes,
+        }
     }
 }
 
@@ -150,16 +175,30 @@ impl Repo {
     }
 
     /// Stages everything and commits it as the configured identity; `NothingToCommit` when there was nothing.
+    /// See [`Repo::stage_and_commit`].
+    pub fn commit_all(&self, message: &str) -> Result<CommitOutcome, GitError> {
+        if !self.stage_and_commit(message)? {
+            return Ok(CommitOutcome::NothingToCommit);
+        }
+        Ok(CommitOutcome::Committed {
+            rev: self.head_rev()?,
+        })
+    }
+
+    /// Stages everything and commits it as the configured identity: whether a commit was made (`false`:
+    /// the index matched `HEAD`, nothing to commit). Two git processes: `add` and `commit`. The new commit's
+    /// id is not asked for here: the runner resolves it together with the slice's base in one `rev-parse`
+    /// ([`Repo::commit_all`] asks for it alone).
+    ///
+    /// git itself refuses a commit that changes nothing, so that is not asked beforehand; only when the
+    /// commit fails is the index compared with `HEAD`, to tell "nothing to commit" from a real failure
+    /// without reading git's (translatable) messages.
     ///
     /// Hooks are skipped (`--no-verify`) and signing is off: this records what an agent did so nothing is
     /// lost; judging the work is sign-off's job, and a hook or a pinentry prompt must not hang or veto it.
-    pub fn commit_all(&self, message: &str) -> Result<CommitOutcome, GitError> {
+    pub fn stage_and_commit(&self, message: &str) -> Result<bool, GitError> {
         self.run_git(&["add", "--all"])?;
-        let files = self.parse_name_status(&["diff", "--cached", "--name-status", "-z", "--find-renames"])?;
-        if files.is_empty() {
-            return Ok(CommitOutcome::NothingToCommit);
-        }
-        self.run_git(&[
+        let args = [
             "-c",
             "commit.gpgsign=false",
             "commit",
@@ -167,11 +206,18 @@ impl Repo {
             "--no-verify",
             "--message",
             message,
-        ])?;
-        Ok(CommitOutcome::Committed {
-            rev: self.head_rev()?,
-            files,
-        })
+        ];
+        let output = self.run(&args)?;
+        if output.success() {
+            return Ok(true);
+        }
+        let unchanged = ["diff", "--cached", "--quiet"];
+        let compared = self.run(&unchanged)?;
+        match compared.exit_code {
+            Some(0) => Ok(false),
+            Some(1) => Err(super::failed(&args, &output)),
+            _ => Err(super::failed(&unchanged, &compared)),
+        }
     }
 
     /// The content of `path` (relative to the repository root) at `rev`; `None` when it has no such file.
@@ -223,6 +269,62 @@ impl Repo {
         })
     }
 
+    /// The changed paths between two revisions (`from` → `to`, renames detected, as
+    /// [`Repo::changed_files`] lists them) and the first `max_patch_bytes` of the patch between them (as
+    /// [`Repo::diff`] prints it), from one git process (`--raw -z -p`): a slice's sign-off needs both. The
+    /// paths are all kept (an error past the output cap); of the patch only its start is, and the rest is
+    /// counted.
+    pub fn diff_with_changes(&self, from: &str, to: &str, max_patch_bytes: usize) -> Result<Diff, GitError> {
+        check_name("revision", from)?;
+        check_name("revision", to)?;
+        let args = [
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--raw",
+            "-z",
+            "-p",
+            "--find-renames",
+            from,
+            to,
+            "--",
+        ];
+        let unexpected = |detail: &str| GitError::UnexpectedOutput {
+            args: args.join(" "),
+            detail: detail.to_owned(),
+        };
+        let mut split = RawThenPatch::new(max_patch_bytes);
+        if max_patch_bytes >= self.options.output_cap {
+            // All of it is wanted anyway: read it whole on this thread, as every other call does.
+            split.feed(&self.git_complete(&args)?.stdout.tail);
+        } else {
+            let mut child = process::spawn(&self.git_spec(&args), &CancelToken::new())?;
+            if let Some(mut stdout) = child.stdout.take() {
+                let mut chunk = vec![0; 64 * 1024];
+                // A read that fails keeps what was read; git's exit status says the rest.
+                while let Ok(read @ 1..) = stdout.read(&mut chunk) {
+                    split.feed(&chunk[..read]);
+                    if split.raw.len() > self.options.output_cap {
+                        break;
+                    }
+                }
+            }
+            let output = self.in_time(&args, child.wait()?)?;
+            if !output.success() {
+                return Err(super::failed(&args, &output));
+            }
+        }
+        if split.raw.len() > self.options.output_cap {
+            return Err(GitError::OutputTooLarge {
+                args: args.join(" "),
+                cap: self.options.output_cap,
+            });
+        }
+        split
+            .finish()
+            .ok_or_else(|| unexpected("a `--raw` entry without its status or path"))
+    }
+
     /// The patch between two revisions, as text (invalid UTF-8 replaced).
     pub fn diff(&self, from: &str, to: &str) -> Result<String, GitError> {
         check_name("revision", from)?;
@@ -239,28 +341,132 @@ impl Repo {
     }
 }
 
+/// Splits `git diff --raw -z -p` output as it comes: the raw entries (`:modes ids status NUL path NUL`, a
+/// second path for renames and copies), an empty entry, then the patch, of which the first `max` bytes are
+/// kept and the rest counted.
+struct RawThenPatch {
+    raw: Vec<u8>,
+    /// Where the next raw entry starts in `raw` (everything before it is whole entries).
+    scanned: usize,
+    in_patch: bool,
+    patch: Vec<u8>,
+    max: usize,
+    total: u64,
+}
+
+impl RawThenPatch {
+    fn new(max: usize) -> Self {
+        Self {
+            raw: Vec::new(),
+            scanned: 0,
+            in_patch: false,
+            patch: Vec::new(),
+            max,
+            total: 0,
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        if self.in_patch {
+            self.keep_patch(bytes);
+            return;
+        }
+        self.raw.extend_from_slice(bytes);
+        while let Some(&first) = self.raw.get(self.scanned) {
+            if first == 0 {
+                // The empty entry between the raw part and the patch.
+                let patch = self.raw.split_off(self.scanned + 1);
+                self.raw.truncate(self.scanned);
+                self.in_patch = true;
+                self.keep_patch(&patch);
+                return;
+            }
+            match raw_entry_end(&self.raw[self.scanned..]) {
+                Some(end) => self.scanned += end,
+                None => return,
+            }
+        }
+    }
+
+    fn keep_patch(&mut self, bytes: &[u8]) {
+        let room = self.max.saturating_sub(self.patch.len()).min(bytes.len());
+        self.patch.extend_from_slice(&bytes[..room]);
+        self.total += bytes.len() as u64;
+    }
+
+    /// The changes and the patch; `None` when the raw part is malformed or ends mid-entry.
+    fn finish(self) -> Option<Diff> {
+        if self.scanned != self.raw.len() {
+            return None;
+        }
+        let mut changes = Vec::new();
+        let mut rest = &self.raw[..];
+        while !rest.is_empty() {
+            let end = raw_entry_end(rest)?;
+            let mut fields = rest[..end].split(|&b| b == 0);
+            let header = fields.next()?;
+            let status = header.rsplit(|&b| b == b' ').next()?;
+            changes.push(change(status, fields.next()?, fields.next())?);
+            rest = &rest[end..];
+        }
+        Some(Diff {
+            changes,
+            patch: self.patch,
+            total_bytes: self.total,
+        })
+    }
+}
+
+/// The length of the raw entry `bytes` starts with, NULs included; `None` while it is incomplete (or is
+/// not a raw entry).
+fn raw_entry_end(bytes: &[u8]) -> Option<usize> {
+    if bytes.first() != Some(&b':') {
+        return None;
+    }
+    let header = bytes.iter().position(|&b| b == 0)?;
+    let status = bytes[..header].rsplit(|&b| b == b' ').next()?;
+    let paths = if matches!(status.first(), Some(b'R' | b'C')) {
+        2
+    } else {
+        1
+    };
+    let mut end = header + 1;
+    for _ in 0..paths {
+        end += bytes.get(end..)?.iter().position(|&b| b == 0)? + 1;
+    }
+    Some(end)
+}
+
+/// One change from its status letters and paths (the second one for renames and copies).
+fn change(status: &[u8], first: &[u8], second: Option<&[u8]>) -> Option<FileChange> {
+    let kind = ChangeKind::from_status(&String::from_utf8_lossy(status));
+    let to_path = |field: &[u8]| PathBuf::from(OsStr::from_bytes(field));
+    Some(if matches!(kind, ChangeKind::Renamed | ChangeKind::Copied) {
+        FileChange {
+            kind,
+            path: to_path(second?),
+            old_path: Some(to_path(first)),
+        }
+    } else {
+        FileChange {
+            kind,
+            path: to_path(first),
+            old_path: None,
+        }
+    })
+}
+
 /// Parses `--name-status -z` output: `status NUL path NUL`, with a second path for renames and copies.
 fn parse_name_status(bytes: &[u8]) -> Option<Vec<FileChange>> {
     let mut fields = bytes.split(|&b| b == 0).filter(|f| !f.is_empty());
     let mut changes = Vec::new();
-    let to_path = |field: &[u8]| PathBuf::from(OsStr::from_bytes(field));
     while let Some(status) = fields.next() {
-        let kind = ChangeKind::from_status(&String::from_utf8_lossy(status));
-        let first = to_path(fields.next()?);
-        let change = if matches!(kind, ChangeKind::Renamed | ChangeKind::Copied) {
-            FileChange {
-                kind,
-                path: to_path(fields.next()?),
-                old_path: Some(first),
-            }
-        } else {
-            FileChange {
-                kind,
-                path: first,
-                old_path: None,
-            }
+        let first = fields.next()?;
+        let second = match status.first() {
+            Some(b'R' | b'C') => Some(fields.next()?),
+            _ => None,
         };
-        changes.push(change);
+        changes.push(change(status, first, second)?);
     }
     Some(changes)
 }
@@ -294,5 +500,51 @@ mod tests {
         assert_eq!(changes[3].kind, ChangeKind::Deleted);
         assert_eq!(parse_name_status(b"M\0"), None);
         assert_eq!(parse_name_status(b""), Some(vec![]));
+    }
+
+    /// What `git diff --raw -z -p --find-renames` printed for a rename, a path with a space and one that is
+    /// not UTF-8, then the patch (shortened).
+    const RAW_THEN_PATCH: &[u8] = b":100644 100644 0fdf397 0fdf397 R100\0old name.txt\0new name.txt\0\
+        :000000 100644 0000000 b680253 A\0a\xffb\0:100644 000000 975fbec 0000000 D\0gone\0\0\
+        diff --git a/old name.txt b/new name.txt\nsimilarity index 100%\n";
+
+    #[test]
+    fn raw_then_patch_splits_whole_or_byte_by_byte_and_cuts_the_patch() {
+        let patch = &RAW_THEN_PATCH[RAW_THEN_PATCH.len() - 63..];
+        assert!(patch.starts_with(b"diff --git"));
+        let mut whole = RawThenPatch::new(usize::MAX);
+        whole.feed(RAW_THEN_PATCH);
+        let whole = whole.finish().unwrap();
+        assert_eq!(
+            whole.changes,
+            parse_name_status(b"R100\0old name.txt\0new name.txt\0A\0a\xffb\0D\0gone\0").unwrap()
+        );
+        assert_eq!((whole.patch.as_slice(), whole.total_bytes), (patch, 63));
+        assert!(!whole.is_cut());
+
+        let mut bytewise = RawThenPatch::new(10);
+        for byte in RAW_THEN_PATCH {
+            bytewise.feed(std::slice::from_ref(byte));
+        }
+        let cut = bytewise.finish().unwrap();
+        assert_eq!(cut.changes, whole.changes);
+        assert_eq!((cut.patch.as_slice(), cut.total_bytes), (&patch[..10], 63));
+        assert!(cut.is_cut());
+        assert_eq!(cut.head().text, "diff --git");
+    }
+
+    #[test]
+    fn raw_then_patch_refuses_a_torn_or_foreign_raw_part() {
+        let empty = RawThenPatch::new(8);
+        assert_eq!(empty.finish().unwrap().changes, vec![]);
+        for torn in [
+            &b":100644 100644 a b R100\0old\0"[..],
+            b":100644 100644 a b M",
+            b"M\0path\0",
+        ] {
+            let mut split = RawThenPatch::new(8);
+            split.feed(torn);
+            assert_eq!(split.finish(), None, "{:?}", String::from_utf8_lossy(torn));
+        }
     }
 }

@@ -57,10 +57,11 @@ fn commits_on_behalf_use_the_agency_identity_and_report_nothing_to_commit() {
     write(t.repo.root(), "new/file.txt", "hello\n");
     write(t.repo.root(), "README.md", "# changed\n");
     assert!(t.repo.has_changes().unwrap());
-    let CommitOutcome::Committed { rev, files } = t.repo.commit_all("agent work").unwrap() else {
+    let CommitOutcome::Committed { rev } = t.repo.commit_all("agent work").unwrap() else {
         panic!("expected a commit");
     };
     assert_eq!(rev, t.repo.head_rev().unwrap());
+    let files = t.repo.changed_files(&format!("{rev}~1"), &rev).unwrap();
     let summary: Vec<(ChangeKind, PathBuf)> = files.into_iter().map(|f| (f.kind, f.path)).collect();
     assert_eq!(
         summary,
@@ -279,6 +280,138 @@ fn the_head_of_a_large_diff_is_kept_and_the_rest_counted() {
     let all = t.repo.diff_head("main", "agency/big", 1 << 20).unwrap();
     assert_eq!((all.text.as_str(), all.is_cut()), (whole.as_str(), false));
     let err = t.repo.diff_head("main", "no-such-branch", 10).unwrap_err();
+    assert!(matches!(err, GitError::Failed { .. }), "{err}");
+}
+
+/// `t.repo` with git replaced by a script that writes each call's arguments to the returned log, then runs
+/// the real git.
+fn logging_git(t: &TestRepo) -> (Repo, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let log = t.dir.path().join("git-calls.log");
+    let script = t.dir.path().join("logging-git");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\nexec git \"$@\"\n", log.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let options = agency_exec::GitOptions {
+        program: script.into(),
+        ..t.repo.options().clone()
+    };
+    let repo = Repo::open(t.repo.root(), options).unwrap();
+    git_calls(&log);
+    (repo, log)
+}
+
+/// The git subcommands logged since the last call (the word after any `-c name=value`), and the log emptied.
+fn git_calls(log: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    std::fs::write(log, "").unwrap();
+    text.lines()
+        .map(|line| {
+            let mut words = line.split(' ');
+            let mut word = words.next().unwrap_or_default();
+            while word == "-c" {
+                words.next();
+                word = words.next().unwrap_or_default();
+            }
+            word.to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn a_commit_is_an_add_and_a_commit_and_only_a_failed_one_asks_whether_anything_was_staged() {
+    let t = TestRepo::new();
+    let (repo, log) = logging_git(&t);
+    write(repo.root(), "new.txt", "new\n");
+    assert!(repo.stage_and_commit("work").unwrap());
+    assert_eq!(git_calls(&log), ["add", "commit"]);
+    assert_eq!(repo.changed_files("HEAD~1", "HEAD").unwrap().len(), 1);
+    assert_eq!(repo.commit_info("HEAD").unwrap().subject, "work");
+    git_calls(&log);
+
+    assert!(!repo.stage_and_commit("again").unwrap());
+    assert_eq!(git_calls(&log), ["add", "commit", "diff"]);
+    write(repo.root(), "more.txt", "more\n");
+    let outcome = repo.commit_all("more").unwrap();
+    assert_eq!(
+        outcome,
+        CommitOutcome::Committed {
+            rev: repo.head_rev().unwrap()
+        }
+    );
+    assert_eq!(git_calls(&log), ["add", "commit", "rev-parse", "rev-parse"]);
+
+    // A commit git refuses with something staged is an error, never "nothing to commit".
+    let nameless = Repo::open(
+        t.repo.root(),
+        agency_exec::GitOptions {
+            identity: Identity {
+                name: String::new(),
+                email: String::new(),
+            },
+            ..t.repo.options().clone()
+        },
+    )
+    .unwrap();
+    write(repo.root(), "refused.txt", "x\n");
+    let err = nameless.stage_and_commit("refused").unwrap_err();
+    assert!(
+        matches!(&err, GitError::Failed { args, .. } if args.contains("commit")),
+        "{err}"
+    );
+}
+
+#[test]
+fn one_diff_gives_the_changed_paths_and_the_patch() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let t = TestRepo::new();
+    let root = t.repo.root();
+    write(root, "old name.txt", "a\nb\nc\nd\ne\nf\n");
+    write(root, "gone.txt", "gone\n");
+    write(root, "run.sh", "echo\n");
+    std::fs::write(root.join("bin"), b"\x00\x01bin").unwrap();
+    let base = committed(t.repo.commit_all("base").unwrap());
+    std::fs::rename(root.join("old name.txt"), root.join("new name.txt")).unwrap();
+    std::fs::remove_file(root.join("gone.txt")).unwrap();
+    std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(root.join("bin"), b"\x00\x02bin").unwrap();
+    std::fs::write(root.join(std::ffi::OsStr::from_bytes(b"we\xffird\ttab")), "q\n").unwrap();
+    write(root, "quo\"te", "z\n");
+    write(root, "shared.txt", "one\n");
+    let commit = committed(t.repo.commit_all("changes").unwrap());
+
+    let (repo, log) = logging_git(&t);
+    let diff = repo.diff_with_changes(&base, &commit, usize::MAX).unwrap();
+    assert_eq!(git_calls(&log), ["diff"]);
+    let mut changes = diff.changes.clone();
+    let mut listed = t.repo.changed_files(&base, &commit).unwrap();
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    listed.sort_by(|a, b| a.path.cmp(&b.path));
+    assert_eq!(changes, listed);
+    assert_eq!(changes.len(), 7, "{changes:?}");
+    assert!(changes.iter().any(|c| c.kind == ChangeKind::Renamed
+        && c.old_path == Some("old name.txt".into())
+        && c.path == std::path::Path::new("new name.txt")));
+    let whole = t.repo.diff(&base, &commit).unwrap();
+    assert_eq!(String::from_utf8_lossy(&diff.patch), whole);
+    assert_eq!(
+        (diff.total_bytes, diff.is_cut()),
+        (diff.patch.len() as u64, false)
+    );
+
+    let cut = repo.diff_with_changes(&base, &commit, 100).unwrap();
+    assert_eq!(cut.changes, diff.changes);
+    assert_eq!(cut.patch, diff.patch[..100]);
+    assert_eq!((cut.total_bytes, cut.is_cut()), (diff.total_bytes, true));
+    assert_eq!(cut.head(), t.repo.diff_head(&base, &commit, 100).unwrap());
+
+    let same = repo.diff_with_changes(&commit, &commit, 100).unwrap();
+    assert_eq!((same.changes.len(), same.total_bytes), (0, 0));
+    let err = repo.diff_with_changes(&base, "no-such-branch", 100).unwrap_err();
     assert!(matches!(err, GitError::Failed { .. }), "{err}");
 }
 
