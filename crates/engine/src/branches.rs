@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use agency_core::{Brief, RunId};
-use agency_exec::{CommitOutcome, MergeOutcome, Repo, brief_branch_name, sanitize_ref_component};
+use agency_exec::{MergeOutcome, Repo, brief_branch_name, sanitize_ref_component};
 
 use crate::error::Result;
 
@@ -174,8 +174,9 @@ impl RunBranches {
         Ok(false)
     }
 
-    /// Commits whatever the agent left in its worktree, on its behalf.
-    pub fn commit_brief(&self, brief: &Brief) -> Result<CommitOutcome> {
+    /// Commits whatever the agent left in its worktree, on its behalf: whether there was anything to commit
+    /// (the new commit is the tip of the brief's branch).
+    pub fn commit_brief(&self, brief: &Brief) -> Result<bool> {
         let worktree = self.repo.open_linked(&self.worktree_path(brief))?;
         let message = format!(
             "{}: {} (agency brief {})",
@@ -183,7 +184,7 @@ impl RunBranches {
             brief.title,
             brief.id.short()
         );
-        Ok(worktree.commit_all(&message)?)
+        Ok(worktree.stage_and_commit(&message)?)
     }
 
     /// Merges `from` into `into` in a scratch worktree.

@@ -71,6 +71,8 @@ pub struct Engine {
     pub(crate) wake: Arc<Mutex<Option<chrono::DateTime<chrono::Utc>>>>,
     /// The run's shared branches known to exist.
     pub(crate) known_branches: crate::branches::KnownBranches,
+    /// Each implementer's diff, kept for its slice's sign-off.
+    pub(crate) slice_diffs: crate::slice_diffs::SliceDiffs,
 }
 
 /// How a drive ended.
@@ -111,6 +113,7 @@ impl Engine {
             plan_cache: Arc::new(Mutex::new(None)),
             wake: Arc::new(Mutex::new(None)),
             known_branches: crate::branches::KnownBranches::default(),
+            slice_diffs: crate::slice_diffs::SliceDiffs::default(),
         })
     }
 

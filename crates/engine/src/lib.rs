@@ -20,6 +20,7 @@ pub mod notify;
 mod progress;
 pub mod prompts;
 mod signoff;
+mod slice_diffs;
 pub mod task;
 pub mod teachback_gate;
 mod verify;

@@ -23,7 +23,7 @@ use agency_exec::runtime::{
 };
 use agency_llm::{BoxFuture, CancelToken, LlmError};
 use agency_signoff::{
-    Judge, Outcome, Recording, RunAs, SignoffReport, SignoffRequest, Verified, VerifyResult,
+    Diffed, Judge, Outcome, Recording, RunAs, SignoffReport, SignoffRequest, Verified, VerifyResult,
 };
 
 use agency_store::Change;
@@ -50,6 +50,9 @@ pub(crate) struct Owned {
     pub claims: Vec<String>,
     pub evidence: Vec<Evidence>,
     pub verified: Option<Verified>,
+    /// The diff from base to commit, when the runner already took it (the sign-off checks it is of the
+    /// ids it judges).
+    pub diffed: Option<Diffed>,
     /// The brief the sign-off is recorded on, and the tier it is shown under.
     pub brief: BriefId,
     pub tier: Tier,
@@ -69,6 +72,7 @@ impl Owned {
             evidence: &self.evidence,
             verify_timeout: Duration::from_secs(u64::from(engine.config.signoff.verify_timeout_seconds)),
             verified: self.verified.as_ref(),
+            diffed: self.diffed.as_ref(),
         }
     }
 
@@ -344,10 +348,11 @@ fn acceptance_request(
     may_edit.extend(slices_may_edit(engine, accept.run)?);
     may_edit.sort();
     may_edit.dedup();
-    let evidence = engine
-        .repo
-        .changed_files(base, commit)?
-        .into_iter()
+    // The run's changes are the evidence, and the sign-off judges the same diff: one git process for both.
+    let diffed = Diffed::of(&engine.repo, base, commit).map_err(|e| EngineError::State(e.to_string()))?;
+    let evidence = diffed
+        .changes
+        .iter()
         .filter(|c| c.kind != agency_exec::ChangeKind::Deleted)
         .map(|c| Evidence {
             path: c.path.to_string_lossy().into_owned(),
@@ -382,6 +387,7 @@ fn acceptance_request(
         ],
         evidence,
         verified: None,
+        diffed: Some(diffed),
         brief: accept.id,
         tier: Tier::T1,
     })
@@ -475,6 +481,7 @@ fn slice_request(engine: &Engine, verifier: &Brief) -> Result<Owned> {
     let subject = slice_subject(&implementer);
     Ok(Owned {
         verified: recorded_verify(engine, &implementer, &subject)?,
+        diffed: engine.slice_diffs.take(implementer.id),
         contract: contract_of(&implementer),
         asked: format!(
             "Goal anchor (the user's goal): {}\nThe slice's brief \"{}\":\n{}",

@@ -14,9 +14,9 @@ use agency_core::gate::{GateKind, GateStatus};
 use agency_core::tiers::VerifierOutput;
 use agency_core::verdict::{JointOutcome, T5Result, Verdict, joint_verdict};
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, Tier};
-use agency_exec::{CommitOutcome, MergeOutcome};
+use agency_exec::MergeOutcome;
 use agency_signoff::verify::{VerifyResult, run_verify, verify_argv};
-use agency_signoff::{CleanCheckout, Recording, SignoffError};
+use agency_signoff::{CleanCheckout, Diffed, Recording, SignoffError};
 use agency_store::{NewGate, WriteBatch};
 use serde_json::json;
 
@@ -24,8 +24,9 @@ use crate::advance::{output_of, place_children};
 use crate::engine::{Engine, text_artifact};
 use crate::error::{EngineError, Result};
 
-/// Runs the contract's verify command on `rev` in a clean checkout, through the sign-off crate (the same
-/// stage 1 every sign-off uses). A command that needs a shell fails here with the reason.
+/// Runs the contract's verify command on `rev`, a full commit id already resolved, in a clean checkout,
+/// through the sign-off crate (the same stage 1 every sign-off uses). A command that needs a shell fails
+/// here with the reason.
 pub async fn verify_rev(engine: &Engine, rev: &str, command: &str) -> Result<VerifyResult> {
     let repo = engine.repo.clone();
     let (rev, command) = (rev.to_string(), command.to_string());
@@ -33,7 +34,7 @@ pub async fn verify_rev(engine: &Engine, rev: &str, command: &str) -> Result<Ver
     // Tests can take minutes: keep them off the runner's event loop.
     tokio::task::spawn_blocking(move || -> std::result::Result<VerifyResult, SignoffError> {
         let argv = verify_argv(&command)?;
-        let checkout = CleanCheckout::create(&repo, &rev)?;
+        let checkout = CleanCheckout::of_commit(&repo, rev)?;
         run_verify(&command, &argv, checkout.path(), timeout)
     })
     .await
@@ -78,25 +79,22 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
         return finish_implementer(engine, brief);
     }
     let branches = engine.branches(brief.run);
-    let outcome = branches.commit_brief(brief)?;
+    let committed = branches.commit_brief(brief)?;
     let branch = brief.branch.clone().unwrap_or_else(|| branches.brief(brief));
     let base = branches.workstream(&brief.workstream);
-    let rev = match outcome {
-        CommitOutcome::Committed { rev, .. } => rev,
-        // Nothing left uncommitted: the agent may have committed itself, or done nothing at all.
-        CommitOutcome::NothingToCommit => {
-            let rev = engine.repo.rev_parse(&branch)?;
-            if rev == engine.repo.rev_parse(&base)? {
-                crate::failure::fail_brief(
-                    engine,
-                    brief,
-                    "it reported done but changed nothing: no commit on its branch",
-                )?;
-                return Ok(true);
-            }
-            rev
-        }
-    };
+    // The new commit and the base it is diffed from, in one `rev-parse`.
+    let ids = engine.repo.rev_parse_all(&[&branch, &base])?;
+    let [rev, base_rev] = <[String; 2]>::try_from(ids)
+        .map_err(|ids| EngineError::State(format!("rev-parse of {branch} and {base} gave {ids:?}")))?;
+    // Nothing left uncommitted: the agent may have committed itself, or done nothing at all.
+    if !committed && rev == base_rev {
+        crate::failure::fail_brief(
+            engine,
+            brief,
+            "it reported done but changed nothing: no commit on its branch",
+        )?;
+        return Ok(true);
+    }
     if let Some(command) = brief.contract.as_ref().and_then(|c| c.verify.clone()) {
         let result = verify_rev(engine, &rev, &command).await?;
         record_verify(engine, brief, &rev, &result)?;
@@ -110,9 +108,18 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
             return Ok(true);
         }
     }
-    let diff = engine.repo.diff(&base, &rev)?;
+    // One diff for the verifier's input and the slice's sign-off (its changed paths and the judge's patch).
+    let diff = engine
+        .repo
+        .diff_with_changes(&base_rev, &rev, engine.repo.options().output_cap)?;
     let diff_name = format!("diff/{}", brief.id.short());
-    let diff_artifact = text_artifact(brief, &diff_name, "text/x-diff", &diff);
+    let diff_artifact = text_artifact(
+        brief,
+        &diff_name,
+        "text/x-diff",
+        &String::from_utf8_lossy(&diff.patch),
+    );
+    let diffed = Diffed::new(base_rev, rev, diff.changes, &diff.patch);
     let verifier = NewBrief {
         tier: Tier::T5,
         workstream: brief.workstream.clone(),
@@ -142,6 +149,7 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     }
     Engine::stage_move(&mut batch, brief, BriefStatus::Done, done_note());
     engine.apply(batch)?;
+    engine.slice_diffs.keep(brief.id, diffed);
     let _ = branches.remove_worktree(brief);
     Ok(true)
 }

@@ -34,8 +34,8 @@ pub use checkout::CleanCheckout;
 pub use judge::{Judge, JudgeInput, JudgeRun, RunAs};
 pub use outcome::{Outcome, ProtectedEdit, RejectedBy, SignoffReport};
 pub use pipeline::{
-    Checked, SignoffRequest, Verified, check, contract_changes, judge_stage, protected_edits, sign_off,
-    sign_off_blocking,
+    Checked, Diffed, SignoffRequest, Verified, check, contract_changes, judge_stage, protected_edits,
+    sign_off, sign_off_blocking,
 };
 pub use record::Recording;
 pub use verdict::{Verdict, parse_verdict};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agency_core::contract::GoalContract;
 use agency_exec::runtime::Evidence;
-use agency_exec::{ChangeKind, DiffHead, Repo};
+use agency_exec::{ChangeKind, DiffHead, FileChange, Repo};
 use agency_llm::CancelToken;
 use agency_store::ArtifactId;
 
@@ -49,6 +49,56 @@ pub struct SignoffRequest<'a> {
     /// [`run_verify`] (the runner does, when an implementer commits, to fail fast): reused, and recorded,
     /// instead of running the tests a second time. It must be the result of the contract's own command.
     pub verified: Option<&'a Verified>,
+    /// The changes and patch from base to commit as the caller already had them (the runner diffs a slice
+    /// when its implementer commits): used only when they are of the very ids this sign-off resolves, so
+    /// git is not asked the same again; otherwise the sign-off diffs itself.
+    pub diffed: Option<&'a Diffed>,
+}
+
+/// A diff from base to commit already taken (see [`SignoffRequest::diffed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diffed {
+    /// The full id of the base it was taken from.
+    pub base: String,
+    /// The full id of the commit it was taken to.
+    pub commit: String,
+    /// The changed paths, renames detected.
+    pub changes: Vec<FileChange>,
+    /// The start of the patch the judge is shown, and the whole patch's size.
+    pub head: DiffHead,
+}
+
+impl Diffed {
+    /// The diff from `base` to `commit` (full ids) with `patch` the whole patch: only the judge's share of it
+    /// is kept.
+    pub fn new(base: String, commit: String, changes: Vec<FileChange>, patch: &[u8]) -> Self {
+        let head = &patch[..patch.len().min(crate::judge::MAX_DIFF_BYTES)];
+        Diffed {
+            base,
+            commit,
+            changes,
+            head: DiffHead {
+                text: String::from_utf8_lossy(head).into_owned(),
+                total_bytes: patch.len() as u64,
+            },
+        }
+    }
+
+    /// `base` to `commit`, from git: the changes and the judge's share of the patch, in one process.
+    pub fn of(repo: &Repo, base: &str, commit: &str) -> Result<Self, SignoffError> {
+        let diff = repo
+            .diff_with_changes(base, commit, crate::judge::MAX_DIFF_BYTES)
+            .map_err(|e| SignoffError::Git {
+                what: "diffing the goal's base and the commit under review".into(),
+                source: e,
+            })?;
+        Ok(Diffed {
+            base: base.to_string(),
+            commit: commit.to_string(),
+            head: diff.head(),
+            changes: diff.changes,
+        })
+    }
 }
 
 /// Stage 1 already run on the commit under review (see [`SignoffRequest::verified`]).
@@ -109,6 +159,10 @@ pub fn check(
     if let Some(rec) = recording {
         rec.started(request.subject, &commit, &base)?;
     }
+    let diffed = match request.diffed {
+        Some(done) if done.base == base && done.commit == commit => done.clone(),
+        _ => Diffed::of(request.repo, &base, &commit)?,
+    };
     let mut report = SignoffReport {
         subject: request.subject.to_string(),
         commit: commit.clone(),
@@ -124,6 +178,7 @@ pub fn check(
             request.repo,
             &base,
             &commit,
+            &diffed.changes,
             contract,
             argv.as_deref(),
             checkout.path(),
@@ -156,21 +211,14 @@ pub fn check(
         };
         report.verify = Some(result);
     }
-    let mut diff = DiffHead {
-        text: String::new(),
-        total_bytes: 0,
-    };
+    let mut diff = diffed.head;
     if let Some(rejection) = mechanical_rejection(&report) {
         report.outcome = rejection;
-    } else {
-        // Only what the judge is shown is kept: the diff of a whole integration branch can be megabytes.
-        diff = request
-            .repo
-            .diff_head(&base, &commit, crate::judge::MAX_DIFF_BYTES)
-            .map_err(|e| SignoffError::Git {
-                what: "diffing the goal's base and the commit under review".into(),
-                source: e,
-            })?;
+        // The judge is not asked: nothing of the patch is kept.
+        diff = DiffHead {
+            text: String::new(),
+            total_bytes: 0,
+        };
     }
     Ok(Checked {
         report,
@@ -331,12 +379,13 @@ fn short(commit: &str) -> &str {
     commit.get(..8).unwrap_or(commit)
 }
 
-/// The protected paths changed between `base` and `commit` that the contract's `may_edit` does not
-/// authorise.
+/// The protected paths among `changes` (between `base` and `commit`) that the contract's `may_edit` does
+/// not authorise.
 pub fn protected_edits(
     repo: &Repo,
     base: &str,
     commit: &str,
+    changes: &[FileChange],
     contract: &GoalContract,
     verify_argv: Option<&[String]>,
     checkout: &Path,
@@ -344,10 +393,6 @@ pub fn protected_edits(
     let exists =
         |path: &str| checkout.join(path).exists() || checkout::exists_at(repo, base, path).unwrap_or(false);
     let rules = ProtectedPaths::for_verify(verify_argv.unwrap_or_default(), &exists);
-    let changes = repo.changed_files(base, commit).map_err(|e| SignoffError::Git {
-        what: "listing the files changed since the goal's base".into(),
-        source: e,
-    })?;
     let authorised = |path: &str| contract.may_edit.iter().any(|p| crate::glob::matches(p, path));
     let mut edits = Vec::new();
     for change in changes {
@@ -390,6 +435,7 @@ mod tests {
     use std::time::Duration;
 
     use agency_exec::GitOptions;
+    use agency_exec::runtime::Evidence;
 
     use super::*;
 
@@ -411,6 +457,7 @@ mod tests {
             evidence: &[],
             verify_timeout: Duration::from_secs(10),
             verified: None,
+            diffed: None,
         }
     }
 
@@ -435,5 +482,65 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("resolving the goal's base `nope`"), "{err}");
+    }
+
+    #[test]
+    fn a_diff_already_taken_is_used_only_for_the_ids_it_was_taken_of() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), "main", GitOptions::default()).unwrap();
+        std::fs::write(dir.path().join("README"), "x\n").unwrap();
+        repo.commit_all("base").unwrap();
+        let base = repo.rev_parse("main").unwrap();
+        std::fs::write(dir.path().join("README"), "y\n").unwrap();
+        repo.commit_all("work").unwrap();
+        let commit = repo.rev_parse("HEAD").unwrap();
+        let contract = GoalContract {
+            done_when: "README says y".into(),
+            ..GoalContract::default()
+        };
+        let evidence = [Evidence {
+            path: "README".into(),
+            quote: None,
+        }];
+        // A diff that claims a test file changed: a sign-off that believes it rejects the slice.
+        let fake = |base: &str| {
+            Diffed::new(
+                base.to_string(),
+                commit.clone(),
+                vec![FileChange {
+                    kind: ChangeKind::Modified,
+                    path: "tests/it.rs".into(),
+                    old_path: None,
+                }],
+                b"not git's patch",
+            )
+        };
+        let taken = fake(&base);
+        let mut asked = request(&repo, &base, "main", &contract);
+        asked.evidence = &evidence;
+        asked.diffed = Some(&taken);
+        let checked = check(&asked, None).unwrap();
+        let edits = &checked.report().protected_edits;
+        assert_eq!(edits.len(), 1, "{edits:?}");
+        assert_eq!(edits[0].path, "tests/it.rs");
+
+        // Taken of another base (the workstream moved since): git is asked, and its answer judged.
+        let stale = fake(&commit);
+        asked.diffed = Some(&stale);
+        let checked = check(&asked, None).unwrap();
+        assert!(checked.report().protected_edits.is_empty());
+        assert!(matches!(checked.report().outcome, Outcome::Accepted));
+        let from_git = repo
+            .diff_head(&base, &commit, crate::judge::MAX_DIFF_BYTES)
+            .unwrap();
+        assert_eq!(checked.diff, from_git);
+
+        // The same, given as git gives it, is judged alike.
+        let diff = repo.diff_with_changes(&base, &commit, usize::MAX).unwrap();
+        let given = Diffed::new(base.clone(), commit.clone(), diff.changes, &diff.patch);
+        asked.diffed = Some(&given);
+        let reused = check(&asked, None).unwrap();
+        assert_eq!(reused.report(), checked.report());
+        assert_eq!(reused.diff, from_git);
     }
 }

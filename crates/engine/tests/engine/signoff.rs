@@ -73,6 +73,40 @@ async fn a_slice_that_rewrites_its_test_is_rejected_by_the_checks_even_when_the_
 }
 
 #[tokio::test]
+async fn each_slice_is_diffed_once_and_its_sign_off_judges_the_diff_its_verifier_was_handed() {
+    let mut project = Project::new();
+    let log = project.log_git_calls();
+    let (run, _) = project
+        .succeed(include_str!("../scripts/medium.yaml"), config())
+        .await;
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let count = |name: &str| calls.lines().filter(|l| *l == name).count();
+    // fix-add and fix-mul: one diff each when the implementer commits, reused by the sign-off; and one
+    // for T1's acceptance (its evidence and its judge).
+    assert_eq!(count("diff"), 3, "{calls}");
+    // A commit is `add` and `commit`; nothing asks the index beforehand.
+    assert_eq!((count("add"), count("commit")), (2, 2), "{calls}");
+    for slice in project
+        .briefs(run.id)
+        .iter()
+        .filter(|b| b.tier == Tier::T4)
+    {
+        let diff = project
+            .artifact(run.id, &format!("diff/{}", slice.id.short()))
+            .unwrap();
+        assert!(diff.starts_with("diff --git a/"), "{diff}");
+        let judged = project
+            .artifact(run.id, &format!("signoff/ws-arith/{}/judge", slice.title))
+            .unwrap();
+        assert!(
+            judged.contains(&format!("```diff\n{}\n```", diff.trim_end())),
+            "{}: the judge was shown another patch than {diff}\n{judged}",
+            slice.title
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_protected_file_a_slice_may_edit_passes_its_sign_off_and_the_acceptance() {
     // The same slice, but its contract lets it edit its test: the slice is accepted at once, and T1's
     // acceptance, which checks the integration branch against every slice's `may_edit`, accepts it too.

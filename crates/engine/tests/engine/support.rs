@@ -78,6 +78,27 @@ impl Project {
         Project { dir, repo, store }
     }
 
+    /// Makes the runners made from now on run git through a script that appends each call's subcommand
+    /// (the word after any `-c name=value`) to the returned file, then runs the real git.
+    pub fn log_git_calls(&mut self) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let log = self.dir.path().join("git-calls.log");
+        let script = self.dir.path().join("logging-git");
+        let body = format!(
+            "#!/bin/sh\nif [ \"$1\" = -c ]; then echo \"$3\"; else echo \"$1\"; fi >> '{}'\nexec git \"$@\"\n",
+            log.display()
+        );
+        std::fs::write(&script, body).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let options = GitOptions {
+            program: script.into(),
+            ..self.repo.options().clone()
+        };
+        self.repo = Repo::open(self.repo.root(), options).unwrap();
+        std::fs::write(&log, "").unwrap();
+        log
+    }
+
     /// Starts a run of `script` with every gate auto-approved and drives it to its end.
     pub async fn run_to_end(&self, script: &str, config: TeamConfig) -> (Run, DriveOutcome) {
         let engine = self.engine(script, config, true);

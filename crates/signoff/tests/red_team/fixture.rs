@@ -256,6 +256,7 @@ impl TestRepo {
             evidence: &case.agent.evidence,
             verify_timeout: Duration::from_secs(60),
             verified: None,
+            diffed: None,
         };
         let limits = AgentLimits {
             max_turns: 4,
