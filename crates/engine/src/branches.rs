@@ -211,6 +211,13 @@ impl RunBranches {
     }
 }
 
+/// The full ref name of a local branch (`refs/heads/<branch>`): what the runner resolves a branch by, so it
+/// means that branch even if a tag has the same name, and git need not be asked while the branch is a loose
+/// ref ([`Repo::rev_parse_all`]).
+pub fn full_ref(branch: &str) -> String {
+    format!("refs/heads/{branch}")
+}
+
 /// Makes the directory a worktree goes in; the error names it.
 fn worktree_dir(path: &std::path::Path) -> Result<()> {
     let Some(parent) = path.parent() else {

@@ -464,12 +464,15 @@ fn slice_request(engine: &Engine, verifier: &Brief) -> Result<Owned> {
         .ok_or_else(|| EngineError::State(format!("T5 brief {} has no implementer", verifier.id.short())))?;
     let implementer = engine.store.get_brief(parent)?;
     let branches = engine.branches(implementer.run);
-    // Branch names, not ids: the sign-off resolves each once, and records the ids it judged.
-    let commit = implementer
-        .branch
-        .clone()
-        .unwrap_or_else(|| branches.brief(&implementer));
-    let base = branches.workstream(&implementer.workstream);
+    // Branch names, not ids: the sign-off resolves each once, and records the ids it judged. Full ref names,
+    // which it reads from their ref files where it can.
+    let commit = crate::branches::full_ref(
+        &implementer
+            .branch
+            .clone()
+            .unwrap_or_else(|| branches.brief(&implementer)),
+    );
+    let base = crate::branches::full_ref(&branches.workstream(&implementer.workstream));
     let report: Option<AgentReport> = engine
         .store
         .latest_artifact(implementer.run, &report_name(implementer.id))?

@@ -21,6 +21,7 @@ use agency_store::{NewGate, WriteBatch};
 use serde_json::json;
 
 use crate::advance::{output_of, place_children};
+use crate::branches::full_ref;
 use crate::engine::{Engine, text_artifact};
 use crate::error::{EngineError, Result};
 
@@ -82,8 +83,9 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     let committed = branches.commit_brief(brief)?;
     let branch = brief.branch.clone().unwrap_or_else(|| branches.brief(brief));
     let base = branches.workstream(&brief.workstream);
-    // The new commit and the base it is diffed from, in one `rev-parse`.
-    let ids = engine.repo.rev_parse_all(&[&branch, &base])?;
+    // The new commit and the base it is diffed from (read from their ref files, or one `rev-parse`).
+    let (full_branch, full_base) = (full_ref(&branch), full_ref(&base));
+    let ids = engine.repo.rev_parse_all(&[&full_branch, &full_base])?;
     let [rev, base_rev] = <[String; 2]>::try_from(ids)
         .map_err(|ids| EngineError::State(format!("rev-parse of {branch} and {base} gave {ids:?}")))?;
     // Nothing left uncommitted: the agent may have committed itself, or done nothing at all.

@@ -11,6 +11,7 @@
 
 pub mod commit;
 pub mod merge;
+mod refs;
 pub mod worktree;
 
 use std::ffi::{OsStr, OsString};
@@ -243,8 +244,36 @@ impl Repo {
             .to_owned())
     }
 
-    /// The full commit ids `revs` name, in order, asked of one git process.
+    /// The full commit ids `revs` name, in order, asked of one git process. A full branch name
+    /// (`refs/heads/…`) whose ref is a loose file is read from that file, as git itself reads it, without a
+    /// process (see [`refs`]); git is asked only for the rest, if any.
     pub fn rev_parse_all(&self, revs: &[&str]) -> Result<Vec<String>, GitError> {
+        let read: Vec<Option<String>> = revs.iter().map(|rev| self.loose_branch(rev)).collect();
+        let asked: Vec<&str> = revs
+            .iter()
+            .zip(&read)
+            .filter(|(_, id)| id.is_none())
+            .map(|(rev, _)| *rev)
+            .collect();
+        let mut answers = match asked.is_empty() {
+            true => Vec::new(),
+            false => self.rev_parse_in_git(&asked)?,
+        }
+        .into_iter();
+        read.into_iter()
+            .zip(revs)
+            .map(|(id, rev)| {
+                id.or_else(|| answers.next())
+                    .ok_or_else(|| GitError::UnexpectedOutput {
+                        args: format!("rev-parse {rev}"),
+                        detail: "no object id for it".to_owned(),
+                    })
+            })
+            .collect()
+    }
+
+    /// [`Repo::rev_parse_all`], every one asked of git.
+    fn rev_parse_in_git(&self, revs: &[&str]) -> Result<Vec<String>, GitError> {
         let mut args = vec!["rev-parse".to_owned()];
         for rev in revs {
             check_name("revision", rev)?;

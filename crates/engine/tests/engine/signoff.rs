@@ -86,11 +86,11 @@ async fn each_slice_is_diffed_once_and_its_sign_off_judges_the_diff_its_verifier
     assert_eq!(count("diff"), 3, "{calls}");
     // A commit is `add` and `commit`; nothing asks the index beforehand.
     assert_eq!((count("add"), count("commit")), (2, 2), "{calls}");
-    for slice in project
-        .briefs(run.id)
-        .iter()
-        .filter(|b| b.tier == Tier::T4)
-    {
+    // Neither a slice's commit nor its sign-off asks git for a branch's commit (read from its ref file):
+    // `rev-parse` runs for the run's base, each merge, the integration branch's re-verify, the acceptance
+    // and its sign-off only.
+    assert_eq!(count("rev-parse"), count("merge-tree") + 4, "{calls}");
+    for slice in project.briefs(run.id).iter().filter(|b| b.tier == Tier::T4) {
         let diff = project
             .artifact(run.id, &format!("diff/{}", slice.id.short()))
             .unwrap();

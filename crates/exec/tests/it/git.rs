@@ -365,6 +365,58 @@ fn a_commit_is_an_add_and_a_commit_and_only_a_failed_one_asks_whether_anything_w
 }
 
 #[test]
+fn full_branch_names_are_read_from_their_loose_refs_and_everything_else_is_asked_of_git() {
+    let t = TestRepo::new();
+    let main = t.repo.head_rev().unwrap();
+    t.repo.create_branch("agency/r/ws/work", "main").unwrap();
+    write(t.repo.root(), "more.txt", "more\n");
+    let second = committed(t.repo.commit_all("second").unwrap());
+    // A tag of the same name: the short name means the tag to git, the full one the branch.
+    t.repo.run_git(&["tag", "agency/r/ws/work", "HEAD"]).unwrap();
+    let (repo, log) = logging_git(&t);
+
+    let ids = repo
+        .rev_parse_all(&["refs/heads/main", "refs/heads/agency/r/ws/work"])
+        .unwrap();
+    assert_eq!(ids, [second.clone(), main.clone()]);
+    assert_eq!(git_calls(&log), Vec::<String>::new());
+    let ids = repo
+        .rev_parse_all(&["agency/r/ws/work", "refs/heads/agency/r/ws/work", "HEAD~1"])
+        .unwrap();
+    assert_eq!(ids, [second.clone(), main.clone(), main.clone()]);
+    assert_eq!(git_calls(&log), ["rev-parse"]);
+
+    // Moved by git, the file says where it is now.
+    repo.run_git(&["update-ref", "refs/heads/agency/r/ws/work", &second])
+        .unwrap();
+    git_calls(&log);
+    assert_eq!(
+        repo.rev_parse_all(&["refs/heads/agency/r/ws/work"]).unwrap(),
+        [second.as_str()]
+    );
+    assert_eq!(git_calls(&log), Vec::<String>::new());
+
+    // Packed away (no loose file), git answers; a branch that does not exist is git's error.
+    repo.run_git(&["pack-refs", "--all"]).unwrap();
+    git_calls(&log);
+    assert!(!t.repo.common_dir().join("refs/heads/main").exists());
+    assert_eq!(
+        repo.rev_parse_all(&["refs/heads/main"]).unwrap(),
+        [second.as_str()]
+    );
+    assert_eq!(git_calls(&log), ["rev-parse"]);
+    let err = repo.rev_parse_all(&["refs/heads/no-such"]).unwrap_err();
+    assert!(matches!(err, GitError::Failed { .. }), "{err}");
+
+    // A symbolic ref is not an id: git resolves it.
+    repo.run_git(&["symbolic-ref", "refs/heads/alias", "refs/heads/agency/r/ws/work"])
+        .unwrap();
+    git_calls(&log);
+    assert_eq!(repo.rev_parse_all(&["refs/heads/alias"]).unwrap(), [second]);
+    assert_eq!(git_calls(&log), ["rev-parse"]);
+}
+
+#[test]
 fn one_diff_gives_the_changed_paths_and_the_patch() {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
@@ -641,8 +693,10 @@ fn a_reftable_repository_merges_in_a_worktree_and_its_checked_out_branch_is_refu
         .add_worktree(&dir.path().join("a"), "agency/a", "main")
         .unwrap();
     write(wt.root(), "shared.txt", "ONE\n");
-    committed(wt.commit_all("a").unwrap());
+    let a = committed(wt.commit_all("a").unwrap());
     repo.create_branch("integration", "main").unwrap();
+    // No loose ref files here: branches are resolved by git.
+    assert_eq!(repo.rev_parse_all(&["refs/heads/agency/a"]).unwrap(), [a]);
 
     let merged = repo
         .merge_into("integration", "agency/a", &dir.path().join("m1"), "merge a")
