@@ -262,6 +262,14 @@ fn judged_squads(engine: &Engine, verifying: &[Brief]) -> Result<Vec<(BriefId, S
     }
     let mut due = Vec::new();
     for (parent, workstream) in squads {
+        // Most passes find some task of the squad still at work: one count says so without reading it.
+        if engine
+            .store
+            .count_children(parent, &workstream, Some(Tier::T4), &OPEN)?
+            > 0
+        {
+            continue;
+        }
         let siblings = engine.store.list_children(parent)?;
         let tasks: Vec<&Brief> = latest_of(siblings.iter())
             .into_iter()
@@ -288,6 +296,10 @@ fn judged_squads(engine: &Engine, verifying: &[Brief]) -> Result<Vec<(BriefId, S
     }
     Ok(due)
 }
+
+/// The statuses of a brief that is not finished: waiting, at work, or being signed off.
+pub(crate) const OPEN: [BriefStatus; 3] =
+    [BriefStatus::Pending, BriefStatus::Running, BriefStatus::Verifying];
 
 /// Moves a verifying brief to done with a `completed`-style log.
 fn finish(engine: &Engine, brief: &Brief, note: &str) -> Result<bool> {

@@ -121,6 +121,15 @@ pub(crate) fn verifiers_started(engine: &Engine, implementer: &Brief) -> Result<
     let Some(parent) = implementer.parent else {
         return Ok(());
     };
+    if engine.store.count_children(
+        parent,
+        &implementer.workstream,
+        Some(Tier::T4),
+        &crate::advance::OPEN,
+    )? > 0
+    {
+        return Ok(());
+    }
     let siblings = engine.store.list_children(parent)?;
     let tasks: Vec<&Brief> = latest_of(siblings.iter())
         .into_iter()

@@ -142,9 +142,11 @@ fn merged(
 /// decision at its gate gives it a fresh attempt that passes.
 fn accepted_slices(engine: &Engine, plan_brief: &Brief, workstream: &str) -> Result<Option<Vec<Brief>>> {
     let run = plan_brief.run;
-    let open = [BriefStatus::Pending, BriefStatus::Running, BriefStatus::Verifying];
     if engine.store.count_briefs(run, workstream, Some(Tier::T4), &[])? == 0
-        || engine.store.count_briefs(run, workstream, None, &open)? > 0
+        || engine
+            .store
+            .count_briefs(run, workstream, None, &crate::advance::OPEN)?
+            > 0
     {
         return Ok(None);
     }

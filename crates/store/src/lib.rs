@@ -142,6 +142,17 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
         statuses: &[BriefStatus],
     ) -> Result<u64>;
 
+    /// How many of `parent`'s briefs in `workstream` (every attempt; of `tier`, when given) have one of
+    /// `statuses` (any status, when empty). Indexed: answers "is any task of this squad still open" without
+    /// reading the squad.
+    fn count_children(
+        &self,
+        parent: BriefId,
+        workstream: &str,
+        tier: Option<Tier>,
+        statuses: &[BriefStatus],
+    ) -> Result<u64>;
+
     /// Compare-and-set of a brief's status: moves it from `from` to `to` and appends the caller's `event`, or
     /// fails with `Conflict` and writes nothing if the status is no longer `from`. Moving back to `pending`
     /// clears `claimed_by` so the brief can be claimed again.

@@ -231,8 +231,8 @@ pub fn brief_workspace_is_recorded(factory: Factory<'_>) {
 }
 
 /// `list_briefs_by_status` and `list_children` answer exactly what a filter over `list_briefs` would, in
-/// the same order (oldest first), and follow status changes; `count_briefs` counts a workstream's briefs by
-/// tier and status.
+/// the same order (oldest first), and follow status changes; `count_briefs` counts a workstream's briefs and
+/// `count_children` a parent's, by tier and status.
 pub fn briefs_by_status_by_parent_and_counted_by_workstream(factory: Factory<'_>) {
     let fx = factory();
     let bb = fx.handle();
@@ -313,4 +313,24 @@ pub fn briefs_by_status_by_parent_and_counted_by_workstream(factory: Factory<'_>
     assert_eq!(bb.count_briefs(run, "ws-other", Some(Tier::T5), &[]).unwrap(), 0);
     assert_eq!(bb.count_briefs(other, "ws-core", None, &[]).unwrap(), 1);
     assert_eq!(bb.count_briefs(run, "ws-none", None, &[]).unwrap(), 0);
+    // The squad's children by workstream: in ws-core task-1 and task-4 (verifying), task-2 (done) and task-5
+    // (pending); in ws-other task-0 and task-3 (pending).
+    assert_eq!(bb.count_children(parent.id, "ws-core", None, &[]).unwrap(), 4);
+    assert_eq!(
+        bb.count_children(parent.id, "ws-core", Some(Tier::T4), &open)
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        bb.count_children(parent.id, "ws-core", None, &[BriefStatus::Done])
+            .unwrap(),
+        1
+    );
+    assert_eq!(bb.count_children(parent.id, "ws-other", None, &open).unwrap(), 2);
+    assert_eq!(
+        bb.count_children(parent.id, "ws-core", Some(Tier::T5), &[])
+            .unwrap(),
+        0
+    );
+    assert_eq!(bb.count_children(all[1].id, "ws-core", None, &[]).unwrap(), 0);
 }

@@ -150,6 +150,30 @@ pub fn count<C: GenericClient>(
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
+/// Counts a parent's briefs in a workstream, of a tier (any, when `None`) in any of `statuses` (any, when
+/// empty).
+pub fn count_children<C: GenericClient>(
+    c: &mut C,
+    parent: BriefId,
+    workstream: &str,
+    tier: Option<Tier>,
+    statuses: &[BriefStatus],
+) -> Result<u64> {
+    let wanted: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
+    let row = c.query_one(
+        "SELECT COUNT(*) FROM briefs WHERE parent = $1 AND workstream = $2 \
+         AND ($3::text IS NULL OR tier = $3) AND (cardinality($4::text[]) = 0 OR status = ANY($4))",
+        &[
+            &id_text(&parent.0),
+            &workstream,
+            &tier.map(|t| t.as_str()),
+            &wanted,
+        ],
+    )?;
+    let n: i64 = row.try_get(0)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
 /// Compare-and-set of the status, with the caller's event.
 pub fn update_status<C: GenericClient>(
     c: &mut C,

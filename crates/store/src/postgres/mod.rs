@@ -260,6 +260,16 @@ impl Blackboard for PostgresBlackboard {
         self.read(|c| briefs::count(c, run, workstream, tier, statuses))
     }
 
+    fn count_children(
+        &self,
+        parent: BriefId,
+        workstream: &str,
+        tier: Option<Tier>,
+        statuses: &[BriefStatus],
+    ) -> Result<u64> {
+        self.read(|c| briefs::count_children(c, parent, workstream, tier, statuses))
+    }
+
     fn update_brief_status(
         &self,
         id: BriefId,

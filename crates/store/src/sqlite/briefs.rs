@@ -151,6 +151,32 @@ pub fn count(
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
+/// Counts a parent's briefs in a workstream, of a tier (any, when `None`) in any of `statuses` (any, when
+/// empty).
+pub fn count_children(
+    conn: &Connection,
+    parent: BriefId,
+    workstream: &str,
+    tier: Option<Tier>,
+    statuses: &[BriefStatus],
+) -> Result<u64> {
+    let wanted: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
+    let mut stmt = conn.prepare_cached(
+        "SELECT COUNT(*) FROM briefs WHERE parent = ?1 AND workstream = ?2 AND (?3 IS NULL OR tier = ?3) \
+         AND (?4 = '[]' OR status IN (SELECT value FROM json_each(?4)))",
+    )?;
+    let n: i64 = stmt.query_row(
+        params![
+            id_text(&parent.0),
+            workstream,
+            tier.map(|t| t.as_str()),
+            json_text(&wanted)?
+        ],
+        |row| row.get(0),
+    )?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
 /// Compare-and-set of the status, with the caller's event.
 pub fn update_status(
     conn: &Connection,

@@ -352,6 +352,16 @@ impl Blackboard for SqliteBlackboard {
         self.read(|conn| briefs::count(conn, run, workstream, tier, statuses))
     }
 
+    fn count_children(
+        &self,
+        parent: BriefId,
+        workstream: &str,
+        tier: Option<Tier>,
+        statuses: &[BriefStatus],
+    ) -> Result<u64> {
+        self.read(|conn| briefs::count_children(conn, parent, workstream, tier, statuses))
+    }
+
     fn update_brief_status(
         &self,
         id: BriefId,
