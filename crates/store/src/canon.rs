@@ -16,6 +16,33 @@ pub fn id_text(id: &Uuid) -> String {
     id.simple().to_string()
 }
 
+/// Which briefs a count runs over: a run's, or one parent's (every attempt).
+#[derive(Debug, Clone, Copy)]
+pub enum BriefsOf {
+    /// Every brief of a run.
+    Run(RunId),
+    /// The children of a brief.
+    Parent(BriefId),
+}
+
+impl BriefsOf {
+    /// The indexed `briefs` column that selects them.
+    pub fn column(self) -> &'static str {
+        match self {
+            BriefsOf::Run(_) => "run",
+            BriefsOf::Parent(_) => "parent",
+        }
+    }
+
+    /// The value of that column, as stored.
+    pub fn id_text(self) -> String {
+        match self {
+            BriefsOf::Run(run) => id_text(&run.0),
+            BriefsOf::Parent(parent) => id_text(&parent.0),
+        }
+    }
+}
+
 /// A time as stored: RFC 3339 UTC with nanoseconds, so text order is time order and values round-trip
 /// exactly (PostgreSQL's own timestamps keep only microseconds).
 pub fn ts_text(ts: DateTime<Utc>) -> String {

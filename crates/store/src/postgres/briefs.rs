@@ -14,7 +14,7 @@ use postgres::{GenericClient, Row};
 use super::events;
 use super::prefix::{exists, require_run};
 use super::rows::Cols;
-use crate::canon::{self, id_text, json_text, ts_text};
+use crate::canon::{self, BriefsOf, id_text, json_text, ts_text};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
 
@@ -132,43 +132,23 @@ pub fn children<C: GenericClient>(c: &mut C, parent: BriefId) -> Result<Vec<Brie
     rows.iter().map(decode).collect()
 }
 
-/// Counts a workstream's briefs of a tier (any, when `None`) in any of `statuses` (any, when empty).
+/// Counts the briefs of `of` in a workstream, of a tier (any, when `None`) in any of `statuses` (any, when
+/// empty).
 pub fn count<C: GenericClient>(
     c: &mut C,
-    run: RunId,
+    of: BriefsOf,
     workstream: &str,
     tier: Option<Tier>,
     statuses: &[BriefStatus],
 ) -> Result<u64> {
     let wanted: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
     let row = c.query_one(
-        "SELECT COUNT(*) FROM briefs WHERE run = $1 AND workstream = $2 \
-         AND ($3::text IS NULL OR tier = $3) AND (cardinality($4::text[]) = 0 OR status = ANY($4))",
-        &[&id_text(&run.0), &workstream, &tier.map(|t| t.as_str()), &wanted],
-    )?;
-    let n: i64 = row.try_get(0)?;
-    Ok(u64::try_from(n).unwrap_or(0))
-}
-
-/// Counts a parent's briefs in a workstream, of a tier (any, when `None`) in any of `statuses` (any, when
-/// empty).
-pub fn count_children<C: GenericClient>(
-    c: &mut C,
-    parent: BriefId,
-    workstream: &str,
-    tier: Option<Tier>,
-    statuses: &[BriefStatus],
-) -> Result<u64> {
-    let wanted: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
-    let row = c.query_one(
-        "SELECT COUNT(*) FROM briefs WHERE parent = $1 AND workstream = $2 \
-         AND ($3::text IS NULL OR tier = $3) AND (cardinality($4::text[]) = 0 OR status = ANY($4))",
-        &[
-            &id_text(&parent.0),
-            &workstream,
-            &tier.map(|t| t.as_str()),
-            &wanted,
-        ],
+        &format!(
+            "SELECT COUNT(*) FROM briefs WHERE {} = $1 AND workstream = $2 \
+             AND ($3::text IS NULL OR tier = $3) AND (cardinality($4::text[]) = 0 OR status = ANY($4))",
+            of.column()
+        ),
+        &[&of.id_text(), &workstream, &tier.map(|t| t.as_str()), &wanted],
     )?;
     let n: i64 = row.try_get(0)?;
     Ok(u64::try_from(n).unwrap_or(0))

@@ -37,6 +37,7 @@ use postgres::{Client, Transaction};
 
 use crate::Blackboard;
 use crate::batch::WriteBatch;
+use crate::canon::BriefsOf;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
 use crate::record::{Artifact, ArtifactId, ArtifactMeta, NewArtifact, NewGate, NewRun, Run, RunStatus};
@@ -257,7 +258,7 @@ impl Blackboard for PostgresBlackboard {
         tier: Option<Tier>,
         statuses: &[BriefStatus],
     ) -> Result<u64> {
-        self.read(|c| briefs::count(c, run, workstream, tier, statuses))
+        self.read(|c| briefs::count(c, BriefsOf::Run(run), workstream, tier, statuses))
     }
 
     fn count_children(
@@ -267,7 +268,7 @@ impl Blackboard for PostgresBlackboard {
         tier: Option<Tier>,
         statuses: &[BriefStatus],
     ) -> Result<u64> {
-        self.read(|c| briefs::count_children(c, parent, workstream, tier, statuses))
+        self.read(|c| briefs::count(c, BriefsOf::Parent(parent), workstream, tier, statuses))
     }
 
     fn update_brief_status(

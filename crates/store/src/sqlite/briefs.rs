@@ -8,7 +8,7 @@ use rusqlite::{Connection, Row, params};
 use super::events;
 use super::prefix::{exists, require_run};
 use super::rows::{Cols, execute, id_text, json_text, query_opt, ts_text};
-use crate::canon;
+use crate::canon::{self, BriefsOf};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
 
@@ -126,48 +126,24 @@ pub(super) fn children_sql() -> String {
     format!("SELECT {COLUMNS} FROM briefs WHERE parent = ?1 ORDER BY created_at, rowid")
 }
 
-/// Counts a workstream's briefs of a tier (any, when `None`) in any of `statuses` (any, when empty).
+/// Counts the briefs of `of` in a workstream, of a tier (any, when `None`) in any of `statuses` (any, when
+/// empty).
 pub fn count(
     conn: &Connection,
-    run: RunId,
+    of: BriefsOf,
     workstream: &str,
     tier: Option<Tier>,
     statuses: &[BriefStatus],
 ) -> Result<u64> {
     let wanted: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
-    let mut stmt = conn.prepare_cached(
-        "SELECT COUNT(*) FROM briefs WHERE run = ?1 AND workstream = ?2 AND (?3 IS NULL OR tier = ?3) \
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT COUNT(*) FROM briefs WHERE {} = ?1 AND workstream = ?2 AND (?3 IS NULL OR tier = ?3) \
          AND (?4 = '[]' OR status IN (SELECT value FROM json_each(?4)))",
-    )?;
+        of.column()
+    ))?;
     let n: i64 = stmt.query_row(
         params![
-            id_text(&run.0),
-            workstream,
-            tier.map(|t| t.as_str()),
-            json_text(&wanted)?
-        ],
-        |row| row.get(0),
-    )?;
-    Ok(u64::try_from(n).unwrap_or(0))
-}
-
-/// Counts a parent's briefs in a workstream, of a tier (any, when `None`) in any of `statuses` (any, when
-/// empty).
-pub fn count_children(
-    conn: &Connection,
-    parent: BriefId,
-    workstream: &str,
-    tier: Option<Tier>,
-    statuses: &[BriefStatus],
-) -> Result<u64> {
-    let wanted: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
-    let mut stmt = conn.prepare_cached(
-        "SELECT COUNT(*) FROM briefs WHERE parent = ?1 AND workstream = ?2 AND (?3 IS NULL OR tier = ?3) \
-         AND (?4 = '[]' OR status IN (SELECT value FROM json_each(?4)))",
-    )?;
-    let n: i64 = stmt.query_row(
-        params![
-            id_text(&parent.0),
+            of.id_text(),
             workstream,
             tier.map(|t| t.as_str()),
             json_text(&wanted)?

@@ -31,6 +31,7 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::Blackboard;
 use crate::batch::WriteBatch;
+use crate::canon::BriefsOf;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
@@ -349,7 +350,7 @@ impl Blackboard for SqliteBlackboard {
         tier: Option<Tier>,
         statuses: &[BriefStatus],
     ) -> Result<u64> {
-        self.read(|conn| briefs::count(conn, run, workstream, tier, statuses))
+        self.read(|conn| briefs::count(conn, BriefsOf::Run(run), workstream, tier, statuses))
     }
 
     fn count_children(
@@ -359,7 +360,7 @@ impl Blackboard for SqliteBlackboard {
         tier: Option<Tier>,
         statuses: &[BriefStatus],
     ) -> Result<u64> {
-        self.read(|conn| briefs::count_children(conn, parent, workstream, tier, statuses))
+        self.read(|conn| briefs::count(conn, BriefsOf::Parent(parent), workstream, tier, statuses))
     }
 
     fn update_brief_status(
