@@ -56,9 +56,9 @@ fn budget_gate(store: &Arc<dyn Blackboard>, run: RunId, not: Option<GateId>) -> 
     })
 }
 
-#[test]
-fn reported_spending_past_the_budget_holds_the_run_at_the_gate_until_a_human_raises_it_enough() {
-    let project = Project::new();
+/// A runner of `script` whose agents report their spending (as external ones do), with a run budget of one
+/// token: the first report exhausts it.
+fn one_token_runner(project: &Project, script: &str) -> agency_engine::Engine {
     let limits = BudgetLimits {
         run: Limit {
             tokens: Some(1),
@@ -66,15 +66,17 @@ fn reported_spending_past_the_budget_holds_the_run_at_the_gate_until_a_human_rai
         },
         ..BudgetLimits::default()
     };
-    let engine = project
-        .runner(
-            include_str!("../scripts/simple.yaml"),
-            config(),
-            true,
-            "test-runner",
-            |_, builtin| Arc::new(External(builtin)),
-        )
-        .with_ledger(Arc::new(Mutex::new(BudgetLedger::new(limits))));
+    project
+        .runner(script, config(), true, "test-runner", |_, builtin| {
+            Arc::new(External(builtin))
+        })
+        .with_ledger(Arc::new(Mutex::new(BudgetLedger::new(limits))))
+}
+
+#[test]
+fn reported_spending_past_the_budget_holds_the_run_at_the_gate_until_a_human_raises_it_enough() {
+    let project = Project::new();
+    let engine = one_token_runner(&project, include_str!("../scripts/simple.yaml"));
     let run = engine.start(GOAL).unwrap();
     let store: Arc<dyn Blackboard> = project.store.clone();
     let driving = Background::drive(engine, run.id);
@@ -150,22 +152,7 @@ fn reported_spending_past_the_budget_holds_the_run_at_the_gate_until_a_human_rai
 #[test]
 fn briefs_claimed_with_one_the_budget_holds_back_are_given_back_unstarted() {
     let project = Project::new();
-    let limits = BudgetLimits {
-        run: Limit {
-            tokens: Some(1),
-            usd: None,
-        },
-        ..BudgetLimits::default()
-    };
-    let engine = project
-        .runner(
-            include_str!("../scripts/medium.yaml"),
-            config(),
-            true,
-            "test-runner",
-            |_, builtin| Arc::new(External(builtin)),
-        )
-        .with_ledger(Arc::new(Mutex::new(BudgetLedger::new(limits))));
+    let engine = one_token_runner(&project, include_str!("../scripts/medium.yaml"));
     let run = engine.start(GOAL).unwrap();
     let store: Arc<dyn Blackboard> = project.store.clone();
     let driving = Background::drive(engine, run.id);
