@@ -11,10 +11,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use agency_core::BriefId;
 use agency_signoff::Diffed;
 
-/// Diffs kept at most.
-const MAX_KEPT: usize = 256;
-/// Patch and path bytes kept at most, all diffs together (a judge is shown up to 60 KiB of each patch).
-const MAX_KEPT_BYTES: usize = 4 * 1024 * 1024;
+/// Diffs kept at most (a runner whose agents all finish at once can have thousands of slices waiting for
+/// their sign-off; a real one has a few).
+const MAX_KEPT: usize = 4096;
+/// Bytes kept at most, all diffs together (a judge is shown up to 60 KiB of each patch).
+const MAX_KEPT_BYTES: usize = 2 * 1024 * 1024;
+/// What one kept diff costs besides its patch and paths: its ids, its allocations, its place in the queue.
+const OVERHEAD_BYTES: usize = 256;
 
 /// The diffs waiting for their sign-off, by implementer; shared by the clones of one runner.
 #[derive(Debug, Clone, Default)]
@@ -29,7 +32,8 @@ struct Kept {
 impl SliceDiffs {
     /// Keeps `diffed`, the diff of `implementer`'s commit, for its sign-off.
     pub fn keep(&self, implementer: BriefId, diffed: Diffed) {
-        let size = diffed.head.text.len()
+        let size = OVERHEAD_BYTES
+            + diffed.head.text.len()
             + diffed
                 .changes
                 .iter()
@@ -46,7 +50,8 @@ impl SliceDiffs {
         }
     }
 
-    /// The diff of `implementer`'s commit, if it is still kept; it is forgotten here.
+    /// The diff of `implementer`'s commit, if it is still kept; it is forgotten here. (Sign-offs mostly
+    /// start in the order their implementers finished, so the one asked for is near the front.)
     pub fn take(&self, implementer: BriefId) -> Option<Diffed> {
         let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let at = kept.diffs.iter().position(|(id, _, _)| *id == implementer)?;
@@ -90,7 +95,7 @@ mod tests {
         assert_eq!(kept.take(ids[0]), None);
         assert_eq!(kept.take(ids[1]), Some(diff(1)));
 
-        let big = MAX_KEPT_BYTES / 2 + 1;
+        let big = MAX_KEPT_BYTES / 2 - OVERHEAD_BYTES + 1;
         kept.keep(a, diff(big));
         kept.keep(b, diff(big));
         assert_eq!(kept.take(a), None);
