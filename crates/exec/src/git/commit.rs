@@ -289,9 +289,9 @@ impl Repo {
             to,
             "--",
         ];
-        let unexpected = |detail: &str| GitError::UnexpectedOutput {
+        let too_large = || GitError::OutputTooLarge {
             args: args.join(" "),
-            detail: detail.to_owned(),
+            cap: self.options.output_cap,
         };
         let mut split = RawThenPatch::new(max_patch_bytes);
         if max_patch_bytes >= self.options.output_cap {
@@ -301,28 +301,36 @@ impl Repo {
             let mut child = process::spawn(&self.git_spec(&args), &CancelToken::new())?;
             if let Some(mut stdout) = child.stdout.take() {
                 let mut chunk = vec![0; 64 * 1024];
-                // A read that fails keeps what was read; git's exit status says the rest.
-                while let Ok(read @ 1..) = stdout.read(&mut chunk) {
-                    split.feed(&chunk[..read]);
+                loop {
+                    match stdout.read(&mut chunk) {
+                        Ok(0) => break,
+                        Ok(read) => split.feed(&chunk[..read]),
+                        Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                        // A read that fails keeps what was read; git's exit status says the rest.
+                        Err(_) => break,
+                    }
                     if split.raw.len() > self.options.output_cap {
+                        // Too many paths to keep: the rest is read only so that git can finish.
+                        let _ = std::io::copy(&mut stdout, &mut std::io::sink());
                         break;
                     }
                 }
             }
             let output = self.in_time(&args, child.wait()?)?;
+            if split.raw.len() > self.options.output_cap {
+                return Err(too_large());
+            }
             if !output.success() {
                 return Err(super::failed(&args, &output));
             }
         }
         if split.raw.len() > self.options.output_cap {
-            return Err(GitError::OutputTooLarge {
-                args: args.join(" "),
-                cap: self.options.output_cap,
-            });
+            return Err(too_large());
         }
-        split
-            .finish()
-            .ok_or_else(|| unexpected("a `--raw` entry without its status or path"))
+        split.finish().ok_or_else(|| GitError::UnexpectedOutput {
+            args: args.join(" "),
+            detail: "a `--raw` entry without its status or path".to_owned(),
+        })
     }
 
     /// The patch between two revisions, as text (invalid UTF-8 replaced).

@@ -434,6 +434,8 @@ fn one_diff_gives_the_changed_paths_and_the_patch() {
     std::fs::write(root.join(std::ffi::OsStr::from_bytes(b"we\xffird\ttab")), "q\n").unwrap();
     write(root, "quo\"te", "z\n");
     write(root, "shared.txt", "one\n");
+    // A patch larger than a pipe holds: git must be read to its end to finish.
+    write(root, "big.txt", &"x\n".repeat(50_000));
     let commit = committed(t.repo.commit_all("changes").unwrap());
 
     let (repo, log) = logging_git(&t);
@@ -444,7 +446,7 @@ fn one_diff_gives_the_changed_paths_and_the_patch() {
     changes.sort_by(|a, b| a.path.cmp(&b.path));
     listed.sort_by(|a, b| a.path.cmp(&b.path));
     assert_eq!(changes, listed);
-    assert_eq!(changes.len(), 7, "{changes:?}");
+    assert_eq!(changes.len(), 8, "{changes:?}");
     assert!(changes.iter().any(|c| c.kind == ChangeKind::Renamed
         && c.old_path == Some("old name.txt".into())
         && c.path == std::path::Path::new("new name.txt")));
@@ -460,6 +462,23 @@ fn one_diff_gives_the_changed_paths_and_the_patch() {
     assert_eq!(cut.patch, diff.patch[..100]);
     assert_eq!((cut.total_bytes, cut.is_cut()), (diff.total_bytes, true));
     assert_eq!(cut.head(), t.repo.diff_head(&base, &commit, 100).unwrap());
+
+    // More changed paths than the output cap allows: an error, at once (git is read to its end).
+    let capped = Repo::open(
+        t.repo.root(),
+        agency_exec::GitOptions {
+            output_cap: 200,
+            timeout: std::time::Duration::from_secs(20),
+            ..t.repo.options().clone()
+        },
+    )
+    .unwrap();
+    for max in [100, usize::MAX] {
+        let started = std::time::Instant::now();
+        let err = capped.diff_with_changes(&base, &commit, max).unwrap_err();
+        assert!(matches!(err, GitError::OutputTooLarge { cap: 200, .. }), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
 
     let same = repo.diff_with_changes(&commit, &commit, 100).unwrap();
     assert_eq!((same.changes.len(), same.total_bytes), (0, 0));
