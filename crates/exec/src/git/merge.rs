@@ -9,7 +9,7 @@
 //! --write-tree`, git 2.38 and later): a run merges every slice, and a checkout of the whole tree per merge
 //! was most of the runner's git work on a large repository.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -105,21 +105,8 @@ impl Repo {
         from: &str,
         message: &str,
     ) -> Result<MergeOutcome, GitError> {
-        let revs = self.git_text(&[
-            "rev-parse".to_owned(),
-            format!("{into}^{{commit}}"),
-            format!("{into}^{{tree}}"),
-            format!("{from}^{{commit}}"),
-        ])?;
-        let [into_rev, into_tree, from_rev] = match revs.lines().collect::<Vec<_>>()[..] {
-            [a, b, c] => [a, b, c],
-            _ => {
-                return Err(GitError::UnexpectedOutput {
-                    args: format!("rev-parse {into} {from}"),
-                    detail: format!("expected three object ids, got {revs:?}"),
-                });
-            }
-        };
+        let [into_rev, into_tree, from_rev] = self.merge_inputs(into, from)?;
+        let (into_rev, into_tree, from_rev) = (into_rev.as_str(), into_tree.as_str(), from_rev.as_str());
         let args = [
             "merge-tree",
             "--write-tree",
@@ -172,7 +159,34 @@ impl Repo {
         let reference = format!("refs/heads/{into}");
         let reflog = format!("merge {from}: {message}");
         self.run_git(&["update-ref", "-m", &reflog, &reference, &commit, into_rev])?;
+        remember_tree(&commit, tree);
         Ok(MergeOutcome::Merged { rev: commit })
+    }
+
+    /// The branch `into`'s commit and tree and the branch `from`'s commit. Where both branches are loose
+    /// refs and `into` is at a merge this process made (a squad's slices merge one after another into the
+    /// same branch), no git process is needed: the ids are read from the ref files and the tree is the one
+    /// that merge was made of (a commit's tree never changes). Otherwise one `rev-parse`.
+    fn merge_inputs(&self, into: &str, from: &str) -> Result<[String; 3], GitError> {
+        let (into_ref, from_ref) = (format!("refs/heads/{into}"), format!("refs/heads/{from}"));
+        if let (Some(into_rev), Some(from_rev)) = (self.loose_branch(&into_ref), self.loose_branch(&from_ref))
+            && let Some(into_tree) = remembered_tree(&into_rev)
+        {
+            return Ok([into_rev, into_tree, from_rev]);
+        }
+        let revs = self.git_text(&[
+            "rev-parse".to_owned(),
+            format!("{into_ref}^{{commit}}"),
+            format!("{into_ref}^{{tree}}"),
+            format!("{from_ref}^{{commit}}"),
+        ])?;
+        match revs.lines().collect::<Vec<_>>()[..] {
+            [a, b, c] => Ok([a.to_owned(), b.to_owned(), c.to_owned()]),
+            _ => Err(GitError::UnexpectedOutput {
+                args: format!("rev-parse {into} {from}"),
+                detail: format!("expected three object ids, got {revs:?}"),
+            }),
+        }
     }
 
     /// Whether this git has `merge-tree --write-tree` (2.38 and later), asked once per git program.
@@ -223,6 +237,30 @@ impl Repo {
         files.dedup();
         Ok(files)
     }
+}
+
+/// Merge commits this process made, with their trees, the newest last (a few: only the tip of a branch
+/// being merged into is asked for).
+static MERGE_TREES: Mutex<VecDeque<(String, String)>> = Mutex::new(VecDeque::new());
+
+/// How many merge commits' trees are remembered.
+const REMEMBERED_TREES: usize = 64;
+
+fn remember_tree(commit: &str, tree: &str) {
+    let mut trees = MERGE_TREES.lock().unwrap_or_else(PoisonError::into_inner);
+    if trees.len() == REMEMBERED_TREES {
+        trees.pop_front();
+    }
+    trees.push_back((commit.to_owned(), tree.to_owned()));
+}
+
+fn remembered_tree(commit: &str) -> Option<String> {
+    let trees = MERGE_TREES.lock().unwrap_or_else(PoisonError::into_inner);
+    trees
+        .iter()
+        .rev()
+        .find(|(known, _)| known == commit)
+        .map(|(_, tree)| tree.clone())
 }
 
 /// `git version 2.47.3` (or `2.39.5.windows.1`, `2.45.GIT`) → `(2, 47)`.

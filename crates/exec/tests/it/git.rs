@@ -417,6 +417,64 @@ fn full_branch_names_are_read_from_their_loose_refs_and_everything_else_is_asked
 }
 
 #[test]
+fn merges_one_after_another_into_a_branch_know_its_tree_and_notice_when_it_moved() {
+    let t = TestRepo::new();
+    let mut tips = Vec::new();
+    for name in ["a", "b", "c"] {
+        let wt = t
+            .repo
+            .add_worktree(&t.worktree_path(name), &format!("agency/{name}"), "main")
+            .unwrap();
+        write(wt.root(), &format!("{name}.txt"), "x\n");
+        tips.push(committed(wt.commit_all(name).unwrap()));
+    }
+    t.repo.create_branch("work", "main").unwrap();
+    let (repo, log) = logging_git(&t);
+    let scratch = t.worktree_path("scratch");
+    let merged = |from: &str| match repo.merge_into("work", from, &scratch, "merge").unwrap() {
+        MergeOutcome::Merged { rev } => rev,
+        other => panic!("{other:?}"),
+    };
+    let first = merged("agency/a");
+    let calls: Vec<String> = git_calls(&log).into_iter().filter(|c| c != "version").collect();
+    assert_eq!(calls, ["rev-parse", "merge-tree", "commit-tree", "update-ref"]);
+    // The branch is where this merge left it: its tree is known.
+    let second = merged("agency/b");
+    assert_eq!(git_calls(&log), ["merge-tree", "commit-tree", "update-ref"]);
+    let info = repo.commit_info(&second).unwrap();
+    assert_eq!(info.parents, [first.clone(), tips[1].clone()]);
+    assert!(repo.file_at("work", "a.txt".as_ref()).unwrap().is_some());
+    assert!(repo.file_at("work", "b.txt".as_ref()).unwrap().is_some());
+    git_calls(&log);
+    assert_eq!(
+        repo.merge_into("work", "agency/b", &scratch, "again").unwrap(),
+        MergeOutcome::AlreadyUpToDate
+    );
+    assert_eq!(git_calls(&log), ["merge-tree", "merge-base"]);
+
+    // Moved back to a merge this process made: still known. Moved anywhere else: asked of git again, and
+    // merged on top of where it is now.
+    repo.run_git(&["update-ref", "refs/heads/work", &first]).unwrap();
+    git_calls(&log);
+    merged("agency/c");
+    assert_eq!(git_calls(&log), ["merge-tree", "commit-tree", "update-ref"]);
+    let main = repo.rev_parse("main").unwrap();
+    repo.run_git(&["update-ref", "refs/heads/work", &main]).unwrap();
+    git_calls(&log);
+    let fourth = merged("agency/c");
+    assert_eq!(
+        git_calls(&log),
+        ["rev-parse", "merge-tree", "commit-tree", "update-ref"]
+    );
+    assert_eq!(
+        repo.commit_info(&fourth).unwrap().parents,
+        [main, tips[2].clone()]
+    );
+    assert!(repo.file_at("work", "a.txt".as_ref()).unwrap().is_none());
+    assert!(repo.file_at("work", "c.txt".as_ref()).unwrap().is_some());
+}
+
+#[test]
 fn one_diff_gives_the_changed_paths_and_the_patch() {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
