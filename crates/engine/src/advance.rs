@@ -139,6 +139,34 @@ pub(crate) fn approved(engine: &Engine, run: RunId) -> Result<Option<std::sync::
 #[derive(Debug, Default)]
 pub(crate) struct Passes {
     last_seq: Option<i64>,
+    families: Families,
+}
+
+/// Where briefs sit — parent and workstream, which never change — remembered for the briefs the passes ask
+/// about again and again (the tasks of verifiers waiting for their squad's verdict, the briefs of new
+/// events), so a pass reads each once instead of whole every time. Forgotten all at once past
+/// [`Families::LIMIT`] entries, so memory stays flat however long the run.
+#[derive(Debug, Default)]
+struct Families {
+    known: std::collections::HashMap<BriefId, (Option<BriefId>, String)>,
+}
+
+impl Families {
+    const LIMIT: usize = 4096;
+
+    /// `id`'s parent and workstream.
+    fn of(&mut self, engine: &Engine, id: BriefId) -> Result<(Option<BriefId>, String)> {
+        if let Some(known) = self.known.get(&id) {
+            return Ok(known.clone());
+        }
+        if self.known.len() >= Self::LIMIT {
+            self.known.clear();
+        }
+        let brief = engine.store.get_brief(id)?;
+        let family = (brief.parent, brief.workstream);
+        self.known.insert(id, family.clone());
+        Ok(family)
+    }
 }
 
 impl Passes {
@@ -150,20 +178,25 @@ impl Passes {
             // The first pass of a drive (a resume included) looks at everything once.
             None => None,
             Some(last) if last == seq && !due => return Ok(false),
-            Some(last) => Some(touched_workstreams(engine, run, last)?),
+            Some(last) => Some(touched_workstreams(engine, run, last, &mut self.families)?),
         };
         self.last_seq = Some(seq);
         let mut progressed = false;
         if touched.is_none() {
             progressed |= synthesis_due_anywhere(engine, run)?;
         }
-        progressed |= pass(engine, run, touched.as_ref()).await?;
+        progressed |= pass(engine, run, touched.as_ref(), &mut self.families).await?;
         Ok(progressed)
     }
 }
 
 /// The workstreams of the briefs that have events after `after`.
-fn touched_workstreams(engine: &Engine, run: RunId, after: i64) -> Result<std::collections::HashSet<String>> {
+fn touched_workstreams(
+    engine: &Engine,
+    run: RunId,
+    after: i64,
+    families: &mut Families,
+) -> Result<std::collections::HashSet<String>> {
     const PAGE: usize = 500;
     let mut briefs = std::collections::HashSet::new();
     let mut cursor = after;
@@ -177,7 +210,7 @@ fn touched_workstreams(engine: &Engine, run: RunId, after: i64) -> Result<std::c
     }
     let mut touched = std::collections::HashSet::new();
     for id in briefs {
-        touched.insert(engine.store.get_brief(id)?.workstream);
+        touched.insert(families.of(engine, id)?.1);
     }
     Ok(touched)
 }
@@ -185,7 +218,7 @@ fn touched_workstreams(engine: &Engine, run: RunId, after: i64) -> Result<std::c
 /// One full pass over the run, as a runner that starts driving makes it. Returns whether anything changed.
 pub async fn advance(engine: &Engine, run: RunId) -> Result<bool> {
     let mut progressed = synthesis_due_anywhere(engine, run)?;
-    progressed |= pass(engine, run, None).await?;
+    progressed |= pass(engine, run, None, &mut Families::default()).await?;
     Ok(progressed)
 }
 
@@ -194,6 +227,7 @@ async fn pass(
     engine: &Engine,
     run: RunId,
     touched: Option<&std::collections::HashSet<String>>,
+    families: &mut Families,
 ) -> Result<bool> {
     let mut progressed = handle_escalation_gates(engine, run)?;
     progressed |= crate::budget::handle_budget_gates(engine, run)?;
@@ -234,7 +268,7 @@ async fn pass(
     for implementer in handed_over {
         crate::narrate::verifiers_started(engine, implementer)?;
     }
-    let judged = judged_squads(engine, &verifying)?;
+    let judged = judged_squads(engine, &verifying, families)?;
     if !judged.is_empty() {
         progressed |= crate::verify::joint_verdicts(engine, &judged).await?;
     }
@@ -245,7 +279,11 @@ async fn pass(
 /// The squads (parent brief, workstream) whose round is fully judged — each current task's verifier
 /// `verifying`, or `done` from an earlier round — so a joint verdict is due. Looks only at the squads of
 /// the verifiers that are `verifying` now, one read of each squad's tasks.
-fn judged_squads(engine: &Engine, verifying: &[Brief]) -> Result<Vec<(BriefId, String)>> {
+fn judged_squads(
+    engine: &Engine,
+    verifying: &[Brief],
+    families: &mut Families,
+) -> Result<Vec<(BriefId, String)>> {
     let judged: std::collections::HashSet<BriefId> = verifying
         .iter()
         .filter(|b| b.tier == Tier::T5)
@@ -253,11 +291,11 @@ fn judged_squads(engine: &Engine, verifying: &[Brief]) -> Result<Vec<(BriefId, S
         .collect();
     let mut squads: Vec<(BriefId, String)> = Vec::new();
     for task in &judged {
-        let task = engine.store.get_brief(*task)?;
-        if let Some(parent) = task.parent
-            && !squads.iter().any(|(p, w)| *p == parent && *w == task.workstream)
+        let (parent, workstream) = families.of(engine, *task)?;
+        if let Some(parent) = parent
+            && !squads.iter().any(|(p, w)| *p == parent && *w == workstream)
         {
-            squads.push((parent, task.workstream));
+            squads.push((parent, workstream));
         }
     }
     let mut due = Vec::new();
