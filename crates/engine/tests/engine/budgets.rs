@@ -13,7 +13,7 @@ use agency_exec::runtime::{AgentHooks, AgentOutcome, AgentTask, Runtime, Runtime
 use agency_llm::{BoxFuture, BudgetLedger, BudgetLimits, CancelToken, Limit};
 use agency_store::{Blackboard, RunStatus};
 
-use crate::support::{Background, GOAL, Project, config, events, wait_for};
+use crate::support::{Background, GOAL, Project, config, wait_for};
 
 /// An agent whose calls agency does not meter: only what it reports is known (as with Claude Code).
 #[derive(Debug)]
@@ -80,12 +80,7 @@ fn reported_spending_past_the_budget_holds_the_run_at_the_gate_until_a_human_rai
     let run = engine.start(GOAL).unwrap();
     let store: Arc<dyn Blackboard> = project.store.clone();
     let driving = Background::drive(engine, run.id);
-    let of_kind = |kind: EventKind| -> Vec<Event> {
-        events(store.as_ref(), run.id)
-            .into_iter()
-            .filter(|e| e.kind == kind)
-            .collect()
-    };
+    let of_kind = |kind: EventKind| project.events_of(run.id, kind);
 
     // The planner reports what it spent: far past one token. It had already spent it, so it finished.
     let first = budget_gate(&store, run.id, None);
@@ -156,12 +151,7 @@ fn briefs_claimed_with_one_the_budget_holds_back_are_given_back_unstarted() {
     let run = engine.start(GOAL).unwrap();
     let store: Arc<dyn Blackboard> = project.store.clone();
     let driving = Background::drive(engine, run.id);
-    let of_kind = |kind: EventKind| -> Vec<Event> {
-        events(store.as_ref(), run.id)
-            .into_iter()
-            .filter(|e| e.kind == kind)
-            .collect()
-    };
+    let of_kind = |kind: EventKind| project.events_of(run.id, kind);
     let approve = |gate: GateId, tokens: u64| {
         let note = Some(format!("tokens={tokens}"));
         store
