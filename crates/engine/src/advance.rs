@@ -300,22 +300,9 @@ fn judged_squads(
     }
     let mut due = Vec::new();
     for (parent, workstream) in squads {
-        // Most passes find some task of the squad still at work: one count says so without reading it.
-        if engine
-            .store
-            .count_children(parent, &workstream, Some(Tier::T4), &OPEN)?
-            > 0
-        {
+        let Some(tasks) = done_squad_tasks(engine, parent, &workstream)? else {
             continue;
-        }
-        let siblings = engine.store.list_children(parent)?;
-        let tasks: Vec<&Brief> = latest_of(siblings.iter())
-            .into_iter()
-            .filter(|b| b.tier == Tier::T4 && b.workstream == workstream)
-            .collect();
-        if tasks.iter().any(|t| t.status != BriefStatus::Done) {
-            continue;
-        }
+        };
         let mut complete = true;
         for task in tasks.iter().filter(|t| !judged.contains(&t.id)) {
             // Not judged in this round: it must have passed an earlier one.
@@ -333,6 +320,31 @@ fn judged_squads(
         }
     }
     Ok(due)
+}
+
+/// The current tasks (newest attempts) of the squad under `parent` in `workstream`, when there are some and
+/// every one is done; `None` otherwise. Most askings find a task still at work: an indexed count says so
+/// without reading the squad.
+pub(crate) fn done_squad_tasks(
+    engine: &Engine,
+    parent: BriefId,
+    workstream: &str,
+) -> Result<Option<Vec<Brief>>> {
+    if engine
+        .store
+        .count_children(parent, workstream, Some(Tier::T4), &OPEN)?
+        > 0
+    {
+        return Ok(None);
+    }
+    let siblings = engine.store.list_children(parent)?;
+    let tasks: Vec<Brief> = latest_of(siblings.iter())
+        .into_iter()
+        .filter(|b| b.tier == Tier::T4 && b.workstream == workstream)
+        .cloned()
+        .collect();
+    let done = !tasks.is_empty() && tasks.iter().all(|t| t.status == BriefStatus::Done);
+    Ok(done.then_some(tasks))
 }
 
 /// The statuses of a brief that is not finished: waiting, at work, or being signed off.

@@ -121,23 +121,9 @@ pub(crate) fn verifiers_started(engine: &Engine, implementer: &Brief) -> Result<
     let Some(parent) = implementer.parent else {
         return Ok(());
     };
-    if engine.store.count_children(
-        parent,
-        &implementer.workstream,
-        Some(Tier::T4),
-        &crate::advance::OPEN,
-    )? > 0
-    {
+    let Some(tasks) = crate::advance::done_squad_tasks(engine, parent, &implementer.workstream)? else {
         return Ok(());
-    }
-    let siblings = engine.store.list_children(parent)?;
-    let tasks: Vec<&Brief> = latest_of(siblings.iter())
-        .into_iter()
-        .filter(|b| b.tier == Tier::T4 && b.workstream == implementer.workstream)
-        .collect();
-    if tasks.iter().any(|t| t.status != BriefStatus::Done) {
-        return Ok(());
-    }
+    };
     let mut round = 0;
     for task in &tasks {
         let children = engine.store.list_children(task.id)?;

@@ -170,14 +170,10 @@ fn done_note() -> serde_json::Value {
 pub async fn joint_verdicts(engine: &Engine, squads: &[(BriefId, String)]) -> Result<bool> {
     let mut progressed = false;
     for (parent, workstream) in squads {
-        let siblings = engine.store.list_children(*parent)?;
-        let tasks: Vec<&Brief> = crate::advance::latest_of(siblings.iter())
-            .into_iter()
-            .filter(|b| b.tier == Tier::T4 && &b.workstream == workstream)
-            .collect();
-        if tasks.is_empty() || tasks.iter().any(|t| t.status != BriefStatus::Done) {
+        let Some(tasks) = crate::advance::done_squad_tasks(engine, *parent, workstream)? else {
             continue;
-        }
+        };
+        let tasks: Vec<&Brief> = tasks.iter().collect();
         let mut verifiers: Vec<Brief> = Vec::with_capacity(tasks.len());
         for task in &tasks {
             let children = engine.store.list_children(task.id)?;
