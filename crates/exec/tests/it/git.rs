@@ -595,6 +595,104 @@ fn worktrees_are_listed_and_removed() {
 }
 
 #[test]
+fn a_forced_removal_of_our_own_worktree_starts_no_git_and_leaves_what_git_would() {
+    use std::os::unix::fs::symlink;
+    let t = TestRepo::new();
+    let (repo, log) = logging_git(&t);
+    let outside = t.dir.path().join("outside");
+    write(&outside, "keep.txt", "keep\n");
+    let path = t.worktree_path("a");
+    let wt = repo.add_worktree(&path, "agency/a", "main").unwrap();
+    let other = repo
+        .add_worktree(&t.worktree_path("b"), "agency/b", "main")
+        .unwrap();
+    write(wt.root(), "dirty.txt", "uncommitted\n");
+    write(wt.root(), "sub/nested.txt", "nested\n");
+    // An agent may leave links out of its tree: removing the tree must not follow them.
+    symlink(outside.join("keep.txt"), wt.root().join("link-to-file")).unwrap();
+    symlink(&outside, wt.root().join("sub/link-to-dir")).unwrap();
+    git_calls(&log);
+
+    repo.remove_worktree(&path, true).unwrap();
+    assert_eq!(git_calls(&log), Vec::<String>::new(), "no git process");
+    assert!(!path.exists());
+    assert_eq!(
+        std::fs::read_to_string(outside.join("keep.txt")).unwrap(),
+        "keep\n"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+    // git agrees it is gone and has nothing left to prune; the branch and the other worktree stay.
+    let porcelain = t.repo.run_git(&["worktree", "list", "--porcelain"]).unwrap();
+    let porcelain = porcelain.stdout.text();
+    assert!(!porcelain.contains("agency/a"), "{porcelain}");
+    assert!(porcelain.contains("agency/b"), "{porcelain}");
+    let prune = t
+        .repo
+        .run_git(&["worktree", "prune", "--dry-run", "--verbose"])
+        .unwrap();
+    assert_eq!(
+        (prune.stdout.text().as_ref(), prune.stderr.text().as_ref()),
+        ("", "")
+    );
+    assert!(t.repo.branch_exists("agency/a").unwrap());
+    assert!(!t.repo.has_changes().unwrap(), "the main work tree is untouched");
+    assert_eq!(read(&t.repo, "README.md"), "# demo\n");
+    assert_eq!(read(&other, "README.md"), "# demo\n");
+    assert!(!other.has_changes().unwrap());
+
+    // Like git, `worktrees/` goes with its last entry.
+    git_calls(&log);
+    repo.remove_worktree(other.root(), true).unwrap();
+    assert_eq!(git_calls(&log), Vec::<String>::new());
+    assert!(!t.repo.common_dir().join("worktrees").exists());
+    assert_eq!(t.repo.list_worktrees().unwrap().len(), 1);
+}
+
+#[test]
+fn a_locked_worktree_or_a_copy_of_one_is_left_to_git_which_refuses_it() {
+    let t = TestRepo::new();
+    let (repo, log) = logging_git(&t);
+    let path = t.worktree_path("a");
+    repo.add_worktree(&path, "agency/a", "main").unwrap();
+    repo.run_git(
+        &["worktree", "lock", "--reason", "in use"]
+            .iter()
+            .map(std::ffi::OsStr::new)
+            .chain([path.as_os_str()])
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    git_calls(&log);
+    // As `git worktree remove --force` does, a single force does not override a lock.
+    let err = repo.remove_worktree(&path, true).unwrap_err();
+    assert!(err.to_string().contains("locked"), "{err}");
+    assert!(err.to_string().contains("in use"), "{err}");
+    assert_eq!(git_calls(&log), ["worktree"]);
+    assert!(path.join("README.md").exists());
+
+    // A directory whose `.git` file was copied from a worktree points at an entry that is not its own.
+    let copy = t.dir.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::copy(path.join(".git"), copy.join(".git")).unwrap();
+    let err = repo.remove_worktree(&copy, true).unwrap_err();
+    assert!(err.to_string().contains("is not a working tree"), "{err}");
+    assert_eq!(git_calls(&log), ["worktree"]);
+    assert!(copy.join(".git").exists() && path.join(".git").exists());
+
+    repo.run_git(&[
+        std::ffi::OsStr::new("worktree"),
+        "unlock".as_ref(),
+        path.as_os_str(),
+    ])
+    .unwrap();
+    git_calls(&log);
+    repo.remove_worktree(&path, true).unwrap();
+    assert_eq!(git_calls(&log), Vec::<String>::new());
+    assert!(!path.exists());
+    assert_eq!(repo.list_worktrees().unwrap().len(), 1);
+}
+
+#[test]
 fn gc_collects_only_finished_runs_and_never_the_main_work_tree() {
     let t = TestRepo::new();
     let (finished, running) = (run_id("0aaaaaaa"), run_id("0bbbbbbb"));
