@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use agency_core::{Brief, RunId};
 use agency_exec::{MergeOutcome, Repo, brief_branch_name, sanitize_ref_component};
+use agency_signoff::CheckoutPlace;
 
 use crate::error::Result;
 
@@ -202,6 +203,12 @@ impl RunBranches {
             self.repo.remove_worktree(&path, true)?;
         }
         Ok(())
+    }
+
+    /// Where the run's sign-offs and verify commands make their clean checkouts: beside its briefs'
+    /// worktrees, so `agency gc` collects what a killed runner left there.
+    pub fn checkouts(&self) -> CheckoutPlace {
+        CheckoutPlace::Under(self.worktrees.clone())
     }
 
     /// A scratch detached checkout path for re-verifying a branch.

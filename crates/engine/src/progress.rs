@@ -223,7 +223,7 @@ async fn merge_workstream(
     }
     if let Some(command) = &ws.contract.verify {
         let rev = engine.repo.rev_parse(&into)?;
-        let result = verify_rev(engine, &rev, command).await?;
+        let result = verify_rev(engine, run, &rev, command).await?;
         engine.store.append_event(
             NewEvent::new(
                 run,

@@ -23,7 +23,8 @@ use agency_exec::runtime::{
 };
 use agency_llm::{BoxFuture, CancelToken, LlmError};
 use agency_signoff::{
-    Diffed, Judge, Outcome, Recording, RunAs, SignoffReport, SignoffRequest, Verified, VerifyResult,
+    CheckoutPlace, Diffed, Judge, Outcome, Recording, RunAs, SignoffReport, SignoffRequest, Verified,
+    VerifyResult,
 };
 
 use agency_store::Change;
@@ -56,6 +57,8 @@ pub(crate) struct Owned {
     /// The brief the sign-off is recorded on, and the tier it is shown under.
     pub brief: BriefId,
     pub tier: Tier,
+    /// Where its clean checkout goes: under the run's worktrees.
+    pub checkouts: CheckoutPlace,
 }
 
 impl Owned {
@@ -73,6 +76,7 @@ impl Owned {
             verify_timeout: Duration::from_secs(u64::from(engine.config.signoff.verify_timeout_seconds)),
             verified: self.verified.as_ref(),
             diffed: self.diffed.as_ref(),
+            checkouts: &self.checkouts,
         }
     }
 
@@ -225,7 +229,7 @@ pub(crate) async fn acceptance(
         let Some(command) = &ws.contract.verify else {
             continue;
         };
-        let result = crate::verify::verify_rev(&engine, &commit, command)
+        let result = crate::verify::verify_rev(&engine, accept.run, &commit, command)
             .await
             .map_err(other)?;
         recording
@@ -390,6 +394,7 @@ fn acceptance_request(
         diffed: Some(diffed),
         brief: accept.id,
         tier: Tier::T1,
+        checkouts: engine.branches(accept.run).checkouts(),
     })
 }
 
@@ -499,6 +504,7 @@ fn slice_request(engine: &Engine, verifier: &Brief) -> Result<Owned> {
         evidence,
         brief: verifier.id,
         tier: Tier::T5,
+        checkouts: branches.checkouts(),
     })
 }
 

@@ -13,7 +13,7 @@ use agency_core::event::{EventKind, NewEvent};
 use agency_core::gate::{GateKind, GateStatus};
 use agency_core::tiers::VerifierOutput;
 use agency_core::verdict::{JointOutcome, T5Result, Verdict, joint_verdict};
-use agency_core::{Brief, BriefId, BriefStatus, NewBrief, Tier};
+use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
 use agency_exec::MergeOutcome;
 use agency_signoff::verify::{VerifyResult, run_verify, verify_argv};
 use agency_signoff::{CleanCheckout, Diffed, Recording, SignoffError};
@@ -26,16 +26,17 @@ use crate::engine::{Engine, text_artifact};
 use crate::error::{EngineError, Result};
 
 /// Runs the contract's verify command on `rev`, a full commit id already resolved, in a clean checkout,
-/// through the sign-off crate (the same stage 1 every sign-off uses). A command that needs a shell fails
-/// here with the reason.
-pub async fn verify_rev(engine: &Engine, rev: &str, command: &str) -> Result<VerifyResult> {
+/// through the sign-off crate (the same stage 1 every sign-off uses), made where `run`'s checkouts go. A
+/// command that needs a shell fails here with the reason.
+pub async fn verify_rev(engine: &Engine, run: RunId, rev: &str, command: &str) -> Result<VerifyResult> {
     let repo = engine.repo.clone();
+    let place = engine.branches(run).checkouts();
     let (rev, command) = (rev.to_string(), command.to_string());
     let timeout = Duration::from_secs(u64::from(engine.config.signoff.verify_timeout_seconds));
     // Tests can take minutes: keep them off the runner's event loop.
     tokio::task::spawn_blocking(move || -> std::result::Result<VerifyResult, SignoffError> {
         let argv = verify_argv(&command)?;
-        let checkout = CleanCheckout::of_commit(&repo, rev)?;
+        let checkout = CleanCheckout::of_commit(&repo, rev, &place)?;
         run_verify(&command, &argv, checkout.path(), timeout)
     })
     .await
@@ -98,7 +99,7 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
         return Ok(true);
     }
     if let Some(command) = brief.contract.as_ref().and_then(|c| c.verify.clone()) {
-        let result = verify_rev(engine, &rev, &command).await?;
+        let result = verify_rev(engine, brief.run, &rev, &command).await?;
         record_verify(engine, brief, &rev, &result)?;
         if !result.passed {
             let why = format!(

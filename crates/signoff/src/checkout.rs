@@ -1,6 +1,6 @@
-//! The clean checkout a sign-off works in: a temporary `git worktree add --detach` of the commit under
-//! review, removed again when dropped. Verify runs there, evidence is read there and the judge inspects it
-//! there, so nothing the agent left uncommitted in its own tree can count.
+//! The clean checkout a sign-off works in: a `git worktree add --detach` of the commit under review,
+//! removed again when dropped. Verify runs there, evidence is read there and the judge inspects it there,
+//! so nothing the agent left uncommitted in its own tree can count.
 //!
 //! Also the few git reads [`agency_exec::Repo`] does not offer (a file's content at a revision, the commit
 //! that introduced a goal), run the same way: argv, no shell, a fixed environment, a timeout.
@@ -11,45 +11,55 @@ use agency_exec::{CommandSpec, GitError, Output, Repo, run};
 
 use crate::SignoffError;
 
-/// A detached worktree of one commit in a temporary directory; removed (and pruned) on drop.
+/// Where clean checkouts are made.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CheckoutPlace {
+    /// A temporary directory of its own for each checkout, removed with it: for a one-off sign-off.
+    #[default]
+    Temporary,
+    /// A new directory under this one (made if missing), which git creates and removes itself: for a
+    /// runner, which signs off every slice. Making and deleting a temporary directory per sign-off cost
+    /// the runner about a tenth of its CPU on ext4, whose inode allocator scans past recently freed
+    /// inodes (docs/performance.md); and a checkout a killed runner leaves here is what `agency gc`
+    /// collects, where one in the system's temporary directory was nobody's.
+    Under(PathBuf),
+}
+
+/// A detached worktree of one commit; removed (and pruned) on drop.
 #[derive(Debug)]
 pub struct CleanCheckout {
     repo: Repo,
     path: PathBuf,
     commit: String,
-    // Held for its Drop: the directory the worktree lives in.
-    _dir: tempfile::TempDir,
+    /// The temporary directory the worktree lives in, for [`CheckoutPlace::Temporary`] (held for its Drop).
+    temporary: Option<tempfile::TempDir>,
 }
 
+/// How many random names [`CheckoutPlace::Under`] tries before it gives up on a directory of leftovers.
+const NAME_ATTEMPTS: usize = 8;
+
 impl CleanCheckout {
-    /// Checks out `commit` of `repo` in a fresh temporary worktree.
-    pub fn create(repo: &Repo, commit: &str) -> Result<Self, SignoffError> {
+    /// Checks out `commit` of `repo` in a fresh worktree at `place`.
+    pub fn create(repo: &Repo, commit: &str, place: &CheckoutPlace) -> Result<Self, SignoffError> {
         let commit = repo.rev_parse(commit).map_err(|e| SignoffError::Git {
             what: format!("resolving the commit under review `{commit}`"),
             source: e,
         })?;
-        Self::of_commit(repo, commit)
+        Self::of_commit(repo, commit, place)
     }
 
-    /// Checks out `commit`, a full commit id already resolved, in a fresh temporary worktree.
-    pub fn of_commit(repo: &Repo, commit: String) -> Result<Self, SignoffError> {
+    /// Checks out `commit`, a full commit id already resolved, in a fresh worktree at `place`.
+    pub fn of_commit(repo: &Repo, commit: String, place: &CheckoutPlace) -> Result<Self, SignoffError> {
         if commit.is_empty() {
             return Err(SignoffError::Input("an empty commit id names no commit".into()));
         }
-        let dir = tempfile::Builder::new()
-            .prefix("agency-signoff-")
-            .tempdir()
-            .map_err(|e| SignoffError::Io {
-                what: "creating the temporary checkout directory".into(),
-                source: e,
-            })?;
-        // git names the worktree's admin directory after the last path component: a name unique to this
-        // checkout (the temporary directory's own), so that sign-offs running at once never race for one.
-        let name = dir
-            .path()
-            .file_name()
-            .map_or_else(|| "checkout".into(), |n| n.to_string_lossy().into_owned());
-        let path = dir.path().join(name);
+        let (path, temporary) = match place {
+            CheckoutPlace::Temporary => {
+                let (path, dir) = temporary_path()?;
+                (path, Some(dir))
+            }
+            CheckoutPlace::Under(parent) => (fresh_path(parent)?, None),
+        };
         repo.add_detached_worktree(&path, &commit)
             .map_err(|e| SignoffError::Git {
                 what: format!("checking out {commit} for the sign-off"),
@@ -59,7 +69,7 @@ impl CleanCheckout {
             repo: repo.clone(),
             path,
             commit,
-            _dir: dir,
+            temporary,
         })
     }
 
@@ -76,9 +86,55 @@ impl CleanCheckout {
 
 impl Drop for CleanCheckout {
     fn drop(&mut self) {
-        // Best effort: a failure leaves a prunable worktree record, which `git worktree prune` clears.
-        let _ = self.repo.remove_worktree(&self.path, true);
+        // Best effort: a failure leaves a prunable worktree record, which `git worktree prune` clears. A
+        // temporary directory goes with its own Drop; a directory under a place is cleared here.
+        if self.repo.remove_worktree(&self.path, true).is_err() && self.temporary.is_none() {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
     }
+}
+
+/// A path inside a new temporary directory, named after it: git names the worktree's admin directory after
+/// the last path component, so sign-offs running at once never race for one.
+fn temporary_path() -> Result<(PathBuf, tempfile::TempDir), SignoffError> {
+    let dir = tempfile::Builder::new()
+        .prefix("agency-signoff-")
+        .tempdir()
+        .map_err(|e| SignoffError::Io {
+            what: "creating the temporary checkout directory".into(),
+            source: e,
+        })?;
+    let name = dir
+        .path()
+        .file_name()
+        .map_or_else(|| "checkout".into(), |n| n.to_string_lossy().into_owned());
+    Ok((dir.path().join(name), dir))
+}
+
+/// A path under `parent` that nothing holds yet, with a random name (unique for the reason
+/// [`temporary_path`] gives); `parent` is made if missing.
+fn fresh_path(parent: &Path) -> Result<PathBuf, SignoffError> {
+    std::fs::create_dir_all(parent).map_err(|e| SignoffError::Io {
+        what: format!("creating the checkout directory {}", parent.display()),
+        source: e,
+    })?;
+    (0..NAME_ATTEMPTS)
+        .map(|_| parent.join(format!("signoff-{}", random_name())))
+        .find(|path| !path.exists())
+        .ok_or_else(|| SignoffError::Io {
+            what: format!("choosing a checkout directory under {}", parent.display()),
+            source: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("{NAME_ATTEMPTS} random names were all taken"),
+            ),
+        })
+}
+
+/// Twelve random hex digits.
+fn random_name() -> String {
+    let mut name = uuid::Uuid::new_v4().simple().to_string();
+    name.truncate(12);
+    name
 }
 
 /// The content of `path` at `rev`, `None` when the file does not exist there.
@@ -170,4 +226,81 @@ fn join(args: &[&std::ffi::OsStr]) -> String {
         .map(|a| a.to_string_lossy())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use agency_exec::GitOptions;
+
+    use super::*;
+
+    fn repo_with_a_commit(dir: &Path) -> (Repo, String) {
+        let repo = Repo::init(dir, "main", GitOptions::default()).unwrap();
+        std::fs::write(dir.join("README"), "x\n").unwrap();
+        repo.commit_all("first").unwrap();
+        let head = repo.head_rev().unwrap();
+        (repo, head)
+    }
+
+    fn linked_worktrees(repo: &Repo) -> Vec<PathBuf> {
+        repo.list_worktrees()
+            .unwrap()
+            .into_iter()
+            .filter(|w| !w.is_main)
+            .map(|w| w.path)
+            .collect()
+    }
+
+    /// Under a place, git makes the checkout's directory and takes it away again: nothing is left there,
+    /// and git has forgotten the worktree.
+    #[test]
+    fn a_checkout_under_a_place_is_made_there_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, head) = repo_with_a_commit(&dir.path().join("repo"));
+        let place = dir.path().join("checkouts");
+        let checkout =
+            CleanCheckout::of_commit(&repo, head.clone(), &CheckoutPlace::Under(place.clone())).unwrap();
+        let second =
+            CleanCheckout::of_commit(&repo, head.clone(), &CheckoutPlace::Under(place.clone())).unwrap();
+
+        assert_eq!(checkout.path().parent(), Some(place.as_path()));
+        assert_ne!(
+            checkout.path(),
+            second.path(),
+            "each checkout has a directory of its own"
+        );
+        assert_eq!(
+            std::fs::read_to_string(checkout.path().join("README")).unwrap(),
+            "x\n"
+        );
+        assert_eq!(
+            Repo::open(checkout.path(), GitOptions::default())
+                .unwrap()
+                .head_rev()
+                .unwrap(),
+            head
+        );
+        assert_eq!(linked_worktrees(&repo).len(), 2);
+
+        drop((checkout, second));
+        assert_eq!(
+            std::fs::read_dir(&place).unwrap().count(),
+            0,
+            "both directories are gone"
+        );
+        assert!(linked_worktrees(&repo).is_empty(), "git forgot both worktrees");
+    }
+
+    /// A temporary checkout lives in a directory of its own, which goes with it.
+    #[test]
+    fn a_temporary_checkout_goes_with_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, head) = repo_with_a_commit(dir.path());
+        let checkout = CleanCheckout::of_commit(&repo, head, &CheckoutPlace::Temporary).unwrap();
+        let temporary = checkout.path().parent().unwrap().to_path_buf();
+        assert!(!temporary.starts_with(dir.path()));
+        drop(checkout);
+        assert!(!temporary.exists());
+        assert!(linked_worktrees(&repo).is_empty());
+    }
 }

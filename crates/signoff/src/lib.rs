@@ -30,7 +30,7 @@ pub mod record;
 pub mod verdict;
 pub mod verify;
 
-pub use checkout::CleanCheckout;
+pub use checkout::{CheckoutPlace, CleanCheckout};
 pub use judge::{Judge, JudgeInput, JudgeRun, RunAs};
 pub use outcome::{Outcome, ProtectedEdit, RejectedBy, SignoffReport};
 pub use pipeline::{

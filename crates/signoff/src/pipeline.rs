@@ -11,7 +11,7 @@ use agency_llm::CancelToken;
 use agency_store::ArtifactId;
 
 use crate::SignoffError;
-use crate::checkout::{self, CleanCheckout};
+use crate::checkout::{self, CheckoutPlace, CleanCheckout};
 use crate::evidence::check_evidence;
 use crate::judge::{Judge, JudgeInput, run_judge};
 use crate::outcome::{Outcome, ProtectedEdit, RejectedBy, SignoffReport};
@@ -53,6 +53,8 @@ pub struct SignoffRequest<'a> {
     /// when its implementer commits): used only when they are of the very ids this sign-off resolves, so
     /// git is not asked the same again; otherwise the sign-off diffs itself.
     pub diffed: Option<&'a Diffed>,
+    /// Where the clean checkout is made.
+    pub checkouts: &'a CheckoutPlace,
 }
 
 /// A diff from base to commit already taken (see [`SignoffRequest::diffed`]).
@@ -233,7 +235,10 @@ fn base_and_checkout(request: &SignoffRequest<'_>) -> Result<(String, CleanCheck
     if let Ok(ids) = request.repo.rev_parse_all(&[request.base, request.commit])
         && let Ok([base, commit]) = <[String; 2]>::try_from(ids)
     {
-        return Ok((base, CleanCheckout::of_commit(request.repo, commit)?));
+        return Ok((
+            base,
+            CleanCheckout::of_commit(request.repo, commit, request.checkouts)?,
+        ));
     }
     let base = request
         .repo
@@ -242,7 +247,10 @@ fn base_and_checkout(request: &SignoffRequest<'_>) -> Result<(String, CleanCheck
             what: format!("resolving the goal's base `{}`", request.base),
             source: e,
         })?;
-    Ok((base, CleanCheckout::create(request.repo, request.commit)?))
+    Ok((
+        base,
+        CleanCheckout::create(request.repo, request.commit, request.checkouts)?,
+    ))
 }
 
 /// The second half of [`sign_off`]: unless [`check`] already rejected, the judge; then the outcome is
@@ -458,6 +466,7 @@ mod tests {
             verify_timeout: Duration::from_secs(10),
             verified: None,
             diffed: None,
+            checkouts: &CheckoutPlace::Temporary,
         }
     }
 

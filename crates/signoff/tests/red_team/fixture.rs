@@ -257,6 +257,7 @@ impl TestRepo {
             verify_timeout: Duration::from_secs(60),
             verified: None,
             diffed: None,
+            checkouts: &agency_signoff::CheckoutPlace::Temporary,
         };
         let limits = AgentLimits {
             max_turns: 4,

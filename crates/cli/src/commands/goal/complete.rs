@@ -130,6 +130,7 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
         verify_timeout: Duration::from_secs(team.signoff.verify_timeout_seconds.into()),
         verified: None,
         diffed: None,
+        checkouts: &agency_signoff::CheckoutPlace::Temporary,
     };
     println!("sign-off   {} (judge {judge_name})", args.id);
     let report = sign_off_blocking(&request, &judge, Some(&recording))
