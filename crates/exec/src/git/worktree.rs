@@ -131,33 +131,21 @@ impl Repo {
     /// `path`, resolved as git resolves a top level, when it is the top of one of this repository's linked
     /// worktrees.
     fn linked_root(&self, path: &Path) -> Option<PathBuf> {
-        self.linked_admin(path).map(|(root, _)| root)
-    }
-
-    /// The top of the linked worktree at `path` and its administrative directory
-    /// (`<common dir>/worktrees/<id>`), both resolved, when the worktree's `.git` file points there.
-    fn linked_admin(&self, path: &Path) -> Option<(PathBuf, PathBuf)> {
         let root = std::fs::canonicalize(path).ok()?;
         let text = std::fs::read_to_string(root.join(".git")).ok()?;
         // Relative since git 2.48 with `worktree.useRelativePaths`: relative to the worktree's top.
         let gitdir = root.join(text.strip_prefix("gitdir: ")?.trim_end());
-        let worktrees = std::fs::canonicalize(self.common_dir.join("worktrees")).ok()?;
-        let admin = std::fs::canonicalize(gitdir).ok()?;
-        (admin.parent()? == worktrees).then_some((root, admin))
+        let admin = std::fs::canonicalize(self.common_dir.join("worktrees")).ok()?;
+        let gitdir = std::fs::canonicalize(gitdir).ok()?;
+        (gitdir.parent()? == admin).then_some(root)
     }
 
     /// Removes the worktree at `path` (with `force`, even with uncommitted changes); git forgets it with it.
     /// A directory deleted by hand is pruned instead (with every other worktree whose directory is gone).
-    /// A forced removal of one of this repository's own linked worktrees, unlocked, is done here as git does
-    /// it, without starting git (the runner removes two worktrees per slice); anything else, and every
-    /// refusal, is left to `git worktree remove`.
     pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<(), GitError> {
         let _turn = self.worktree_changes()?;
         if !path.exists() {
             return self.prune();
-        }
-        if force && let Some(removal) = self.removable_here(path) {
-            return removal.run();
         }
         let mut args = vec![OsStr::new("worktree"), "remove".as_ref()];
         if force {
@@ -185,63 +173,6 @@ impl Repo {
             args: args.join(" "),
             detail: "an entry without a `worktree` line".to_owned(),
         })
-    }
-}
-
-/// A forced `git worktree remove` of one of this repository's linked worktrees, done without git: what git
-/// itself does then is delete the work tree, then its administrative directory, then `worktrees/` if that
-/// was the last entry. No cleanliness check is skipped (git makes none when forced), and the branch, the
-/// objects and the main work tree are not touched.
-struct Removal {
-    /// The worktree's top-level directory, resolved.
-    root: PathBuf,
-    /// Its administrative directory, `<common dir>/worktrees/<id>`, resolved.
-    admin: PathBuf,
-}
-
-impl Repo {
-    /// The removal of `path` when it can be done here: it is the top of a linked worktree whose `.git` file
-    /// points into this repository's `worktrees/`, whose administrative directory's `gitdir` file points
-    /// back at it (git checks both ways: a copy of a worktree's directory points at an entry that is not its
-    /// own), that is not locked (`git worktree lock`: git refuses a single `--force` and says why, only
-    /// `--force --force` overrides it), and that does not hold the repository's git directory. `None`
-    /// leaves the removal, or the refusal, to git.
-    fn removable_here(&self, path: &Path) -> Option<Removal> {
-        let (root, admin) = self.linked_admin(path)?;
-        let back = std::fs::read_to_string(admin.join("gitdir")).ok()?;
-        // Absolute, or relative to the administrative directory (`worktree.useRelativePaths`, git 2.48).
-        let back = std::fs::canonicalize(admin.join(back.trim_end())).ok()?;
-        if back != root.join(".git") {
-            return None;
-        }
-        match std::fs::symlink_metadata(admin.join("locked")) {
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-            _ => return None,
-        }
-        let common = std::fs::canonicalize(self.common_dir()).ok()?;
-        (!common.starts_with(&root)).then_some(Removal { root, admin })
-    }
-}
-
-impl Removal {
-    /// Deletes the work tree, then its administrative directory. `remove_dir_all` removes a symbolic link
-    /// itself, never what it points at, so an agent's link out of its tree cannot take anything with it.
-    /// Like git, the entry is forgotten even when some of the work tree could not be deleted (there is no
-    /// going back then); the first failure is the error.
-    fn run(self) -> Result<(), GitError> {
-        let remove = |path: &Path| {
-            std::fs::remove_dir_all(path).map_err(|source| GitError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-        };
-        let tree = remove(&self.root);
-        let admin = remove(&self.admin);
-        if let Some(worktrees) = self.admin.parent() {
-            // Fails, as it should, while another worktree's entry is left.
-            let _ = std::fs::remove_dir(worktrees);
-        }
-        tree.and(admin)
     }
 }
 
