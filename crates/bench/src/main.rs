@@ -7,7 +7,7 @@
 //! their CPU is reported apart (the runner still pays for starting them).
 //!
 //! ```text
-//! agency-bench --briefs 10000 [--squad 50] [--concurrency 8] [--verify true]
+//! agency-bench --briefs 10000 [--squad 50] [--concurrency 8] [--verify true] [--keep DIR]
 //! agency-bench --spawn-cost 2000
 //! ```
 //! Prints one `key=value` line per run for `bench/runner.sh` to tabulate. Besides CPU time (which moves
@@ -63,6 +63,9 @@ struct Args {
     verify: Option<String>,
     /// Instead of a run: start this many git processes and report the CPU each cost this process.
     spawn_cost: Option<u32>,
+    /// Run in this new directory and leave it (the repository, worktrees and blackboard) for inspection,
+    /// instead of in a temporary one.
+    keep: Option<std::path::PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -72,6 +75,7 @@ fn parse_args() -> Result<Args, String> {
         concurrency: 8,
         verify: None,
         spawn_cost: None,
+        keep: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -86,6 +90,7 @@ fn parse_args() -> Result<Args, String> {
             "--spawn-cost" => {
                 args.spawn_cost = Some(value()?.parse().map_err(|e| format!("--spawn-cost: {e}"))?);
             }
+            "--keep" => args.keep = Some(value()?.into()),
             other => return Err(format!("unknown argument {other}; see the crate docs")),
         }
     }
@@ -118,13 +123,20 @@ fn main() -> std::process::ExitCode {
 
 fn bench(args: &Args) -> Result<(), String> {
     let workstreams = (args.briefs / (2 * args.squad)).max(1);
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let root = dir.path().join("repo");
+    let temporary = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = match &args.keep {
+        Some(keep) => {
+            std::fs::create_dir(keep).map_err(|e| format!("--keep {}: {e}", keep.display()))?;
+            keep.as_path()
+        }
+        None => temporary.path(),
+    };
+    let root = dir.join("repo");
     std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
     std::fs::write(root.join("README"), "bench\n").map_err(|e| e.to_string())?;
     let repo = Repo::init(&root, "main", GitOptions::default()).map_err(|e| e.to_string())?;
     repo.commit_all("bench base").map_err(|e| e.to_string())?;
-    let sqlite = Arc::new(SqliteBlackboard::open(dir.path().join("agency.db")).map_err(|e| e.to_string())?);
+    let sqlite = Arc::new(SqliteBlackboard::open(dir.join("agency.db")).map_err(|e| e.to_string())?);
     let store: Arc<dyn Blackboard> = sqlite.clone();
 
     let mut config = TeamConfig::default();
@@ -148,7 +160,7 @@ fn bench(args: &Args) -> Result<(), String> {
         auto_approve: true,
         worker: "bench".into(),
         poll: Duration::from_millis(20),
-        worktrees: dir.path().join("worktrees"),
+        worktrees: dir.join("worktrees"),
         limits: AgentLimits::default(),
         output_retries: 2,
     };
