@@ -108,9 +108,7 @@ pub fn list(conn: &Connection, run: RunId) -> Result<Vec<Brief>> {
 
 /// A run's briefs in one status, oldest first.
 pub fn list_by_status(conn: &Connection, run: RunId, status: BriefStatus) -> Result<Vec<Brief>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM briefs WHERE run = ?1 AND status = ?2 ORDER BY created_at, rowid"
-    ))?;
+    let mut stmt = conn.prepare_cached(&by_status_sql())?;
     let rows = stmt.query_and_then(params![id_text(&run.0), status.as_str()], decode)?;
     rows.collect()
 }
@@ -120,6 +118,10 @@ pub fn children(conn: &Connection, parent: BriefId) -> Result<Vec<Brief>> {
     let mut stmt = conn.prepare_cached(&children_sql())?;
     let rows = stmt.query_and_then(params![id_text(&parent.0)], decode)?;
     rows.collect()
+}
+
+pub(super) fn by_status_sql() -> String {
+    format!("SELECT {COLUMNS} FROM briefs WHERE run = ?1 AND status = ?2 ORDER BY created_at, rowid")
 }
 
 pub(super) fn children_sql() -> String {
@@ -136,11 +138,7 @@ pub fn count(
     statuses: &[BriefStatus],
 ) -> Result<u64> {
     let wanted: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT COUNT(*) FROM briefs WHERE {} = ?1 AND workstream = ?2 AND (?3 IS NULL OR tier = ?3) \
-         AND (?4 = '[]' OR status IN (SELECT value FROM json_each(?4)))",
-        of.column()
-    ))?;
+    let mut stmt = conn.prepare_cached(&count_sql(of.column()))?;
     let n: i64 = stmt.query_row(
         params![
             of.id_text(),
@@ -151,6 +149,13 @@ pub fn count(
         |row| row.get(0),
     )?;
     Ok(u64::try_from(n).unwrap_or(0))
+}
+
+pub(super) fn count_sql(column: &str) -> String {
+    format!(
+        "SELECT COUNT(*) FROM briefs WHERE {column} = ?1 AND workstream = ?2 AND (?3 IS NULL OR tier = ?3) \
+         AND (?4 = '[]' OR status IN (SELECT value FROM json_each(?4)))"
+    )
 }
 
 /// Compare-and-set of the status, with the caller's event.
@@ -225,6 +230,47 @@ pub fn set_workspace(
     get(conn, id)
 }
 
+/// A pending brief none of whose dependencies is anything but `done` (a dependency that does not exist
+/// blocks it too).
+macro_rules! unblocked {
+    () => {
+        "NOT EXISTS (SELECT 1 FROM json_each(b.depends_on) d LEFT JOIN briefs dep ON dep.id = d.value \
+         WHERE dep.status IS NOT 'done')"
+    };
+}
+
+/// A run's claimable briefs, oldest first (`briefs_run_status`, in its order). The claim and the reclaim
+/// below are asked for one run or for every run as two statements, so that each is planned with its index
+/// (`plans.rs` pins the plans); there is no index of the status alone to serve "every run".
+pub(super) const CLAIMABLE_IN_RUN: &str = concat!(
+    "SELECT b.id FROM briefs b WHERE b.run = ?1 AND b.status = 'pending' AND ",
+    unblocked!(),
+    " ORDER BY b.created_at, b.rowid LIMIT ?2"
+);
+
+/// Every run's claimable briefs, oldest first: each run's through `briefs_run_status`, then sorted. The
+/// `CROSS JOIN` keeps `runs` the outer loop (left to choose, SQLite scans a whole index of `briefs`).
+pub(super) const CLAIMABLE: &str = concat!(
+    "SELECT b.id FROM runs r CROSS JOIN briefs b WHERE b.run = r.id AND b.status = 'pending' AND ",
+    unblocked!(),
+    " ORDER BY b.created_at, b.rowid LIMIT ?1"
+);
+
+/// A run's running briefs whose lease ended before `?2`, oldest first.
+pub(super) const EXPIRED_IN_RUN: &str = "SELECT id FROM briefs WHERE run = ?1 AND status = 'running' \
+     AND lease_until < ?2 ORDER BY created_at, rowid";
+
+/// Every run's running briefs whose lease ended before `?1`, oldest first.
+pub(super) const EXPIRED: &str = "SELECT b.id FROM runs r CROSS JOIN briefs b WHERE b.run = r.id \
+     AND b.status = 'running' AND b.lease_until < ?1 ORDER BY b.created_at, b.rowid";
+
+/// The ids a statement selects (its first column).
+fn ids<P: rusqlite::Params>(conn: &Connection, sql: &str, params: P) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params, |row| row.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Claims the oldest pending brief whose dependencies are all done. Must run under the write lock (it does:
 /// every write is `BEGIN IMMEDIATE`), so the choice and the update cannot interleave with another claimer.
 pub fn claim_next(
@@ -248,18 +294,10 @@ pub fn claim(
     lease: chrono::Duration,
     limit: usize,
 ) -> Result<Vec<Brief>> {
-    let candidates: Vec<String> = {
-        let mut stmt = conn.prepare_cached(
-            "SELECT b.id FROM briefs b \
-             WHERE b.status = 'pending' AND (?1 IS NULL OR b.run = ?1) \
-               AND NOT EXISTS ( \
-                 SELECT 1 FROM json_each(b.depends_on) d LEFT JOIN briefs dep ON dep.id = d.value \
-                 WHERE dep.status IS NOT 'done') \
-             ORDER BY b.created_at, b.rowid LIMIT ?2",
-        )?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = stmt.query_map(params![run.map(|r| id_text(&r.0)), limit], |row| row.get(0))?;
-        rows.collect::<rusqlite::Result<_>>()?
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let candidates: Vec<String> = match run {
+        Some(run) => ids(conn, CLAIMABLE_IN_RUN, params![id_text(&run.0), limit])?,
+        None => ids(conn, CLAIMABLE, params![limit])?,
     };
     let now = clock.now();
     candidates
@@ -302,15 +340,10 @@ pub fn renew_claim(
 
 /// Returns running briefs whose lease ended before `now` to pending, each with its event.
 pub fn reclaim_expired(conn: &Connection, run: Option<RunId>, now: DateTime<Utc>) -> Result<Vec<Brief>> {
-    let expired: Vec<String> = {
-        let mut stmt = conn.prepare_cached(
-            "SELECT id FROM briefs WHERE status = 'running' AND lease_until < ?1 AND (?2 IS NULL OR run = ?2) \
-             ORDER BY created_at, rowid",
-        )?;
-        let rows = stmt.query_map(params![ts_text(now), run.map(|r| id_text(&r.0))], |row| {
-            row.get(0)
-        })?;
-        rows.collect::<rusqlite::Result<_>>()?
+    let now_text = ts_text(now);
+    let expired: Vec<String> = match run {
+        Some(run) => ids(conn, EXPIRED_IN_RUN, params![id_text(&run.0), now_text])?,
+        None => ids(conn, EXPIRED, params![now_text])?,
     };
     expired
         .iter()

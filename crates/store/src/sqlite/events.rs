@@ -42,9 +42,7 @@ pub fn after(conn: &Connection, run: Option<RunId>, after_seq: i64, limit: usize
     // `seq` key) when `watch` polls.
     match run {
         Some(run) => {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM events WHERE run = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
-            ))?;
+            let mut stmt = conn.prepare_cached(&after_in_run_sql())?;
             let rows = stmt.query_and_then(params![id_text(&run.0), after_seq, limit], decode)?;
             rows.collect()
         }
@@ -56,6 +54,10 @@ pub fn after(conn: &Connection, run: Option<RunId>, after_seq: i64, limit: usize
             rows.collect()
         }
     }
+}
+
+pub(super) fn after_in_run_sql() -> String {
+    format!("SELECT {COLUMNS} FROM events WHERE run = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
 }
 
 /// The highest `seq` of one run's events, or 0.

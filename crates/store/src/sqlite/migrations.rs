@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_session_bindings.sql"),
     include_str!("migrations/0005_brief_lookups.sql"),
     include_str!("migrations/0006_session_tasks.sql"),
+    include_str!("migrations/0007_fewer_status_indexes.sql"),
 ];
 
 /// The schema version this build writes and understands.

@@ -13,6 +13,8 @@ mod driver_lock;
 mod events;
 mod gates;
 mod migrations;
+#[cfg(test)]
+mod plans;
 mod prefix;
 mod rows;
 mod runs;

@@ -1,0 +1,130 @@
+//! The query plans the runner depends on, pinned: every index the schema drops saves page writes on each
+//! commit, and this is what makes sure none of the statements a pass or a claim runs turns into a scan of
+//! the whole `briefs` or `events` table when one is dropped (SQLite would still answer, only slowly).
+
+use rusqlite::Connection;
+
+use super::{SqliteBlackboard, briefs, events};
+
+/// The plan SQLite chose for `sql`, one `EXPLAIN QUERY PLAN` line per step (its parameters left unbound:
+/// the store plans each statement once, for any values).
+fn plan(conn: &Connection, sql: &str) -> Vec<String> {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let mut rows = stmt.raw_query();
+    let mut lines = Vec::new();
+    while let Some(row) = rows.next().unwrap() {
+        lines.push(row.get::<_, String>(3).unwrap());
+    }
+    lines
+}
+
+/// Asserts each statement's plan, step by step.
+fn assert_plans(conn: &Connection, expected: &[(&str, &[&str])]) {
+    for (sql, steps) in expected {
+        assert_eq!(plan(conn, sql), *steps, "the plan of {sql}");
+    }
+}
+
+fn check(store: &SqliteBlackboard) {
+    let conn = store.conn.lock().unwrap();
+    let dependencies = [
+        "CORRELATED SCALAR SUBQUERY 1",
+        "SCAN d VIRTUAL TABLE INDEX 1:",
+        "SEARCH dep USING INDEX sqlite_autoindex_briefs_1 (id=?) LEFT-JOIN",
+    ];
+    let claim_in_run: Vec<&str> = ["SEARCH b USING INDEX briefs_run_status (run=? AND status=?)"]
+        .into_iter()
+        .chain(dependencies)
+        .collect();
+    let claim: Vec<&str> = [
+        "SCAN r USING COVERING INDEX sqlite_autoindex_runs_1",
+        "SEARCH b USING INDEX briefs_run_status (run=? AND status=?)",
+    ]
+    .into_iter()
+    .chain(dependencies)
+    .chain(["USE TEMP B-TREE FOR ORDER BY"])
+    .collect();
+    let counted = [
+        "LIST SUBQUERY 1",
+        "SCAN json_each VIRTUAL TABLE INDEX 1:",
+        "CREATE BLOOM FILTER",
+    ];
+    let count_in_run: Vec<&str> = ["SEARCH briefs USING INDEX briefs_workstream (run=? AND workstream=?)"]
+        .into_iter()
+        .chain(counted)
+        .collect();
+    let count_children: Vec<&str> = ["SEARCH briefs USING INDEX briefs_parent (parent=?)"]
+        .into_iter()
+        .chain(counted)
+        .collect();
+    assert_plans(
+        &conn,
+        &[
+            (briefs::CLAIMABLE_IN_RUN, &claim_in_run),
+            (briefs::CLAIMABLE, &claim),
+            (
+                briefs::EXPIRED_IN_RUN,
+                &["SEARCH briefs USING INDEX briefs_run_status (run=? AND status=?)"],
+            ),
+            (
+                briefs::EXPIRED,
+                &[
+                    "SCAN r USING COVERING INDEX sqlite_autoindex_runs_1",
+                    "SEARCH b USING INDEX briefs_run_status (run=? AND status=?)",
+                    "USE TEMP B-TREE FOR ORDER BY",
+                ],
+            ),
+            (
+                &briefs::by_status_sql(),
+                &["SEARCH briefs USING INDEX briefs_run_status (run=? AND status=?)"],
+            ),
+            (
+                &briefs::children_sql(),
+                &["SEARCH briefs USING INDEX briefs_parent (parent=?)"],
+            ),
+            (&briefs::count_sql("run"), &count_in_run),
+            (&briefs::count_sql("parent"), &count_children),
+            (
+                &events::after_in_run_sql(),
+                &["SEARCH events USING INDEX events_run (run=? AND seq>?)"],
+            ),
+            (
+                events::LAST_SEQ_OF_RUN,
+                &["SEARCH events USING COVERING INDEX events_run (run=?)"],
+            ),
+        ],
+    );
+}
+
+#[test]
+fn the_runners_statements_search_their_indexes() {
+    check(&SqliteBlackboard::open_in_memory().unwrap());
+}
+
+#[test]
+fn an_upgraded_database_plans_as_a_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("blackboard.db");
+    drop(SqliteBlackboard::open(&path).unwrap());
+    // What schema 6 had and schema 7 drops.
+    let old = Connection::open(&path).unwrap();
+    old.execute_batch(
+        "CREATE INDEX briefs_claimable ON briefs (status, created_at); \
+         CREATE INDEX briefs_lease ON briefs (status, lease_until); PRAGMA user_version = 6;",
+    )
+    .unwrap();
+    drop(old);
+    let store = SqliteBlackboard::open(&path).unwrap();
+    let left: i64 = store
+        .conn
+        .lock()
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name IN ('briefs_claimable', 'briefs_lease')",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, 0);
+    check(&store);
+}
