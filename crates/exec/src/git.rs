@@ -11,6 +11,7 @@
 
 pub mod commit;
 pub mod merge;
+mod object;
 mod refs;
 pub mod worktree;
 
