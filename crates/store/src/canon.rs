@@ -189,29 +189,34 @@ fn with_context(
 
 /// Checks a caller's event belongs to the brief's run, and names the brief and its tier where the caller
 /// left them out.
-pub fn event_for(brief: &Brief, mut event: NewEvent) -> Result<NewEvent> {
-    if event.run != brief.run {
+pub fn event_for(brief: &Brief, event: NewEvent) -> Result<NewEvent> {
+    event_for_parts(brief.id, brief.run, brief.tier, event)
+}
+
+/// [`event_for`] of the brief `id` of `run` and `tier`, for a caller that read only those.
+pub fn event_for_parts(id: BriefId, run: RunId, tier: Tier, mut event: NewEvent) -> Result<NewEvent> {
+    if event.run != run {
         return Err(StoreError::Invalid(format!(
             "the {} event is for run {}, but brief {} belongs to run {}",
             event.kind,
             event.run.short(),
-            brief.id.short(),
-            brief.run.short()
+            id.short(),
+            run.short()
         )));
     }
     match event.brief {
-        None => event.brief = Some(brief.id),
-        Some(other) if other != brief.id => {
+        None => event.brief = Some(id),
+        Some(other) if other != id => {
             return Err(StoreError::Invalid(format!(
                 "the {} event names brief {}, but it changes brief {}",
                 event.kind,
                 other.short(),
-                brief.id.short()
+                id.short()
             )));
         }
         Some(_) => {}
     }
-    event.tier = event.tier.or(Some(brief.tier));
+    event.tier = event.tier.or(Some(tier));
     Ok(event)
 }
 

@@ -44,7 +44,7 @@ pub fn put(conn: &Connection, clock: &dyn Clock, new: NewArtifact) -> Result<Art
             new.bytes,
         ],
     )?;
-    events::append(conn, &canon::artifact_stored(&new, now))?;
+    events::append_to_known_run(conn, &canon::artifact_stored(&new, now))?;
     Ok(ArtifactMeta {
         id: new.id,
         run: new.run,

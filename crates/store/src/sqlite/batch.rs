@@ -9,18 +9,27 @@ use crate::error::Result;
 
 /// Applies every change in order; the first that fails stops it (the caller's transaction then rolls back).
 pub fn apply(conn: &Connection, clock: &dyn Clock, batch: WriteBatch) -> Result<()> {
+    // A batch's events are nearly always of one run: it is looked up for the first only.
+    let mut known_run = None;
     batch
         .into_changes()
         .into_iter()
         .try_for_each(|change| match change {
             Change::InsertBrief(brief) => briefs::insert(conn, clock, &brief),
             Change::MoveBrief { id, from, to, event } => {
-                briefs::update_status(conn, clock, id, from, to, event).map(drop)
+                briefs::move_status(conn, clock, id, from, to, event)
             }
             Change::SetWorkspace { id, branch, worktree } => {
                 briefs::set_workspace(conn, clock, id, branch.as_deref(), worktree.as_deref()).map(drop)
             }
             Change::PutArtifact(artifact) => artifacts::put(conn, clock, artifact).map(drop),
-            Change::AppendEvent(event) => events::append(conn, &event).map(drop),
+            Change::AppendEvent(event) if known_run == Some(event.run) => {
+                events::append_to_known_run(conn, &event).map(drop)
+            }
+            Change::AppendEvent(event) => {
+                events::append(conn, &event)?;
+                known_run = Some(event.run);
+                Ok(())
+            }
         })
 }

@@ -64,7 +64,7 @@ pub fn insert(conn: &Connection, clock: &dyn Clock, brief: &Brief) -> Result<()>
             ts_text(now),
         ],
     )?;
-    events::append(conn, &canon::brief_created(brief, now))?;
+    events::append_to_known_run(conn, &canon::brief_created(brief, now))?;
     Ok(())
 }
 
@@ -158,7 +158,7 @@ pub(super) fn count_sql(column: &str) -> String {
     )
 }
 
-/// Compare-and-set of the status, with the caller's event.
+/// Compare-and-set of the status, with the caller's event; the brief as it is now.
 pub fn update_status(
     conn: &Connection,
     clock: &dyn Clock,
@@ -167,10 +167,23 @@ pub fn update_status(
     to: BriefStatus,
     event: NewEvent,
 ) -> Result<Brief> {
-    let brief = get(conn, id)?;
-    let event = canon::event_for(&brief, event)?;
-    if brief.status != from {
-        return Err(canon::brief_conflict(id, from, brief.status));
+    move_status(conn, clock, id, from, to, event)?;
+    get(conn, id)
+}
+
+/// [`update_status`] for a caller that does not need the brief back (a batch's move).
+pub fn move_status(
+    conn: &Connection,
+    clock: &dyn Clock,
+    id: BriefId,
+    from: BriefStatus,
+    to: BriefStatus,
+    event: NewEvent,
+) -> Result<()> {
+    let head = head(conn, id)?;
+    let event = canon::event_for_parts(id, head.run, head.tier, event)?;
+    if head.status != from {
+        return Err(canon::brief_conflict(id, from, head.status));
     }
     execute(
         conn,
@@ -179,11 +192,11 @@ pub fn update_status(
          lease_until = CASE WHEN ?1 = 'running' THEN lease_until ELSE NULL END WHERE id = ?3",
         params![to.as_str(), ts_text(clock.now()), id_text(&id.0)],
     )?;
-    events::append(conn, &event)?;
-    get(conn, id)
+    events::append_to_known_run(conn, &event)?;
+    Ok(())
 }
 
-/// Compare-and-set of the teachback state, with the caller's event.
+/// Compare-and-set of the teachback state, with the caller's event; the brief as it is now.
 pub fn set_teachback(
     conn: &Connection,
     clock: &dyn Clock,
@@ -192,14 +205,14 @@ pub fn set_teachback(
     new: TeachbackState,
     event: NewEvent,
 ) -> Result<Brief> {
-    let brief = get(conn, id)?;
-    let event = canon::event_for(&brief, event)?;
-    if brief.teachback != expected {
+    let head = head(conn, id)?;
+    let event = canon::event_for_parts(id, head.run, head.tier, event)?;
+    if head.teachback != expected {
         return Err(StoreError::Conflict {
             what: "teachback of brief",
             id: id.short(),
             expected: expected.as_str().to_string(),
-            found: brief.teachback.as_str().to_string(),
+            found: head.teachback.as_str().to_string(),
         });
     }
     execute(
@@ -207,8 +220,35 @@ pub fn set_teachback(
         "UPDATE briefs SET teachback = ?1, updated_at = ?2 WHERE id = ?3",
         params![new.as_str(), ts_text(clock.now()), id_text(&id.0)],
     )?;
-    events::append(conn, &event)?;
+    events::append_to_known_run(conn, &event)?;
     get(conn, id)
+}
+
+/// What a compare-and-set reads of a brief before it writes: the value it compares and what its event
+/// needs. Decoding the whole row (its JSON columns above all) for that was most of a move's own cost.
+struct Head {
+    run: RunId,
+    tier: Tier,
+    status: BriefStatus,
+    teachback: TeachbackState,
+}
+
+fn head(conn: &Connection, id: BriefId) -> Result<Head> {
+    query_opt(
+        conn,
+        "SELECT id, run, tier, status, teachback FROM briefs WHERE id = ?1",
+        params![id_text(&id.0)],
+        |row| {
+            let c = Cols::new(row, "brief", 0)?;
+            Ok(Head {
+                run: RunId(c.uuid(1)?),
+                tier: c.wire(2)?,
+                status: c.wire(3)?,
+                teachback: c.wire(4)?,
+            })
+        },
+    )?
+    .ok_or_else(|| StoreError::not_found("brief", id))
 }
 
 /// Records the branch and worktree.
@@ -311,7 +351,7 @@ pub fn claim(
             )?;
             let id = BriefId(canon::parse_id("brief", candidate)?);
             let brief = get(conn, id)?;
-            events::append(conn, &canon::brief_claimed(&brief, claimer, now))?;
+            events::append_to_known_run(conn, &canon::brief_claimed(&brief, claimer, now))?;
             Ok(brief)
         })
         .collect()
@@ -356,7 +396,7 @@ pub fn reclaim_expired(conn: &Connection, run: Option<RunId>, now: DateTime<Utc>
                  WHERE id = ?2",
                 params![ts_text(now), id_text(&id.0)],
             )?;
-            events::append(conn, &canon::brief_reclaimed(&before, before.claimed_by.as_deref(), now))?;
+            events::append_to_known_run(conn, &canon::brief_reclaimed(&before, before.claimed_by.as_deref(), now))?;
             get(conn, id)
         })
         .collect()

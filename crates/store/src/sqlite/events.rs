@@ -12,6 +12,13 @@ const COLUMNS: &str = "seq, run, ts, brief, tier, kind, payload";
 /// Appends one event (the run must exist) and returns it as recorded.
 pub fn append(conn: &Connection, event: &NewEvent) -> Result<Event> {
     require_run(conn, &event.run)?;
+    append_to_known_run(conn, event)
+}
+
+/// Appends one event of a run the caller has just found in this transaction (the run of a brief it read,
+/// or one it looked up itself). Most writes carry an event, about eleven per brief, and each looking its run
+/// up again was a query for nothing; the foreign key still refuses a run that does not exist.
+pub(super) fn append_to_known_run(conn: &Connection, event: &NewEvent) -> Result<Event> {
     execute(
         conn,
         "INSERT INTO events (run, ts, brief, tier, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
