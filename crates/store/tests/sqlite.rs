@@ -324,3 +324,63 @@ fn a_large_wal_is_checkpointed_when_an_append_handle_closes() {
         .count();
     assert_eq!(logs, appends);
 }
+
+/// The child half of `every_commit_survives_the_process_dying`: commits to the blackboard named by
+/// `AGENCY_TEST_CRASH_DB`, one write transaction after another, says how far it got, and dies without
+/// closing it (no checkpoint, no destructor runs), as a runner killed with `kill -9` does.
+#[test]
+#[ignore = "run by every_commit_survives_the_process_dying, in a process of its own"]
+fn commit_then_die() {
+    let Some(path) = std::env::var_os("AGENCY_TEST_CRASH_DB") else {
+        return;
+    };
+    let store = SqliteBlackboard::open(path).unwrap();
+    let run = store.create_run(NewRun::new("goal", "/repo")).unwrap();
+    let mut last = 0;
+    for i in 0..300 {
+        last = store
+            .append_event(agency_core::NewEvent::new(
+                run.id,
+                agency_core::EventKind::Log,
+                serde_json::json!({ "message": format!("commit {i}") }),
+            ))
+            .unwrap()
+            .seq;
+    }
+    println!("run={} last_seq={last}", run.id);
+    std::process::abort();
+}
+
+/// A process that dies loses none of its commits: each is in the WAL (the OS has it) when `COMMIT`
+/// returns, and the next process to open the file recovers them. Under `synchronous=NORMAL` only a power
+/// loss or an OS crash can lose the commits since the WAL was last synced, at a checkpoint.
+#[test]
+fn every_commit_survives_the_process_dying() {
+    let (_dir, path) = temp_db();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "commit_then_die",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("AGENCY_TEST_CRASH_DB", &path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the child was to die: {out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (run, last) = stdout
+        .lines()
+        .find_map(|line| {
+            let (run, seq) = line.split_once("run=")?.1.split_once(" last_seq=")?;
+            Some((run.to_string(), seq.parse::<i64>().ok()?))
+        })
+        .unwrap_or_else(|| panic!("the child said how far it got: {stdout}"));
+    // It died with commits that only the WAL held.
+    assert!(wal_len(&path) > 0);
+    let store = SqliteBlackboard::open(&path).unwrap();
+    let run = store.resolve_run(&run).unwrap();
+    assert_eq!(store.last_seq(Some(run)).unwrap(), last);
+    assert_eq!(store.events_after(Some(run), 0, 1000).unwrap().len(), 301);
+}
