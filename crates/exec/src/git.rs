@@ -249,7 +249,7 @@ impl Repo {
     /// (`refs/heads/…`) whose ref is a loose file is read from that file, as git itself reads it, without a
     /// process (see [`refs`]); git is asked only for the rest, if any.
     pub fn rev_parse_all(&self, revs: &[&str]) -> Result<Vec<String>, GitError> {
-        let read: Vec<Option<String>> = revs.iter().map(|rev| self.loose_branch(rev)).collect();
+        let read: Vec<Option<String>> = revs.iter().map(|rev| self.branch_from_files(rev)).collect();
         let asked: Vec<&str> = revs
             .iter()
             .zip(&read)

@@ -173,8 +173,10 @@ impl Repo {
     /// that merge was made of (a commit's tree never changes). Otherwise one `rev-parse`.
     fn merge_inputs(&self, into: &str, from: &str) -> Result<[String; 3], GitError> {
         let (into_ref, from_ref) = (format!("refs/heads/{into}"), format!("refs/heads/{from}"));
-        if let (Some(into_rev), Some(from_rev)) = (self.loose_branch(&into_ref), self.loose_branch(&from_ref))
-            && let Some(into_tree) = remembered_tree(&into_rev)
+        if let (Some(into_rev), Some(from_rev)) = (
+            self.branch_from_files(&into_ref),
+            self.branch_from_files(&from_ref),
+        ) && let Some(into_tree) = remembered_tree(&into_rev)
         {
             return Ok([into_rev, into_tree, from_rev]);
         }
