@@ -11,7 +11,6 @@
 
 pub mod commit;
 pub mod merge;
-mod object;
 mod refs;
 pub mod worktree;
 

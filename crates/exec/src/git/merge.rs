@@ -97,9 +97,8 @@ impl Repo {
         Ok(outcome)
     }
 
-    /// `merge-tree --write-tree`, then a merge commit with both parents (written here where git would write
-    /// the same bytes, see [`super::object`], otherwise by `commit-tree`), then the branch moved to it by
-    /// `update-ref` only if nobody moved it meanwhile.
+    /// `merge-tree --write-tree`, then a merge commit with both parents, then the branch moved to it only if
+    /// nobody moved it meanwhile.
     fn merge_in_object_database(
         &self,
         into: &str,
@@ -143,23 +142,20 @@ impl Repo {
         {
             return Ok(MergeOutcome::AlreadyUpToDate);
         }
-        let commit = match self.write_merge_commit(tree, [into_rev, from_rev], message) {
-            Some(commit) => commit,
-            None => self
-                .git_text(&[
-                    "commit-tree",
-                    "--no-gpg-sign",
-                    "-p",
-                    into_rev,
-                    "-p",
-                    from_rev,
-                    "-m",
-                    message,
-                    tree,
-                ])?
-                .trim()
-                .to_owned(),
-        };
+        let commit = self
+            .git_text(&[
+                "commit-tree",
+                "--no-gpg-sign",
+                "-p",
+                into_rev,
+                "-p",
+                from_rev,
+                "-m",
+                message,
+                tree,
+            ])?
+            .trim()
+            .to_owned();
         let reference = format!("refs/heads/{into}");
         let reflog = format!("merge {from}: {message}");
         self.run_git(&["update-ref", "-m", &reflog, &reference, &commit, into_rev])?;

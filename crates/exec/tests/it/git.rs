@@ -418,139 +418,6 @@ fn full_branch_names_are_read_from_their_ref_files_and_everything_else_is_asked_
     assert_eq!(git_calls(&log), ["rev-parse"]);
 }
 
-/// What `git args` printed in `repo`.
-fn git_out(repo: &Repo, args: &[&str]) -> String {
-    repo.run_git(args).unwrap().stdout.text().into_owned()
-}
-
-/// Two branches off `main` in `t`, each adding a file, and the branch `work` at `main` to merge them into.
-fn two_branches_to_merge(t: &TestRepo) {
-    for name in ["a", "b"] {
-        let wt = t
-            .repo
-            .add_worktree(&t.worktree_path(name), &format!("agency/{name}"), "main")
-            .unwrap();
-        write(wt.root(), &format!("{name}.txt"), "x\n");
-        committed(wt.commit_all(name).unwrap());
-    }
-    t.repo.create_branch("work", "main").unwrap();
-}
-
-#[test]
-fn a_merge_commit_written_in_process_is_the_one_git_commit_tree_writes() {
-    let t = TestRepo::new();
-    two_branches_to_merge(&t);
-    let (repo, log) = logging_git(&t);
-    let scratch = t.worktree_path("scratch");
-    let message = "merge agency/a into work\n\nbrief 0123abcd: a slice";
-    let MergeOutcome::Merged { rev } = repo.merge_into("work", "agency/a", &scratch, message).unwrap() else {
-        panic!("expected a merge");
-    };
-    let calls = git_calls(&log);
-    assert!(!calls.iter().any(|c| c == "commit-tree"), "{calls:?}");
-
-    // git reads it, checks it strictly, and the branch's history shows it.
-    let raw = git_out(&repo, &["cat-file", "-p", &rev]);
-    let lines: Vec<&str> = raw.lines().collect();
-    let tree = git_out(&repo, &["rev-parse", &format!("{rev}^{{tree}}")]);
-    let parents = repo.rev_parse_all(&["main", "refs/heads/agency/a"]).unwrap();
-    assert_eq!(lines[0], format!("tree {}", tree.trim()));
-    assert_eq!(lines[1], format!("parent {}", parents[0]));
-    assert_eq!(lines[2], format!("parent {}", parents[1]));
-    assert!(lines[3].starts_with("author agency <agency@localhost> "), "{raw}");
-    assert!(
-        lines[4].starts_with("committer agency <agency@localhost> "),
-        "{raw}"
-    );
-    assert!(
-        raw.ends_with("\n\nmerge agency/a into work\n\nbrief 0123abcd: a slice\n"),
-        "{raw:?}"
-    );
-    let fsck = repo.run_git(&["fsck", "--strict", "--no-progress"]).unwrap();
-    assert_eq!(fsck.stderr.text(), "", "{}", fsck.stdout.text());
-    assert_eq!(
-        git_out(&repo, &["log", "-1", "--format=%H %P", "work"]).trim(),
-        format!("{rev} {} {}", parents[0], parents[1])
-    );
-    assert_eq!(git_out(&repo, &["cat-file", "-t", &rev]).trim(), "commit");
-
-    // `git commit-tree` at the same second writes the very same object.
-    let date = lines[4].rsplitn(3, ' ').take(2).collect::<Vec<_>>();
-    let date = format!("{} {}", date[1], date[0]);
-    let args = [
-        "commit-tree",
-        "--no-gpg-sign",
-        "-p",
-        &parents[0],
-        "-p",
-        &parents[1],
-        "-m",
-        message,
-        tree.trim(),
-    ];
-    let spec = repo
-        .git_spec(&args)
-        .env("GIT_AUTHOR_DATE", date.clone())
-        .env("GIT_COMMITTER_DATE", date.clone());
-    let by_git = agency_exec::run(&spec).unwrap();
-    assert!(by_git.success(), "{}", by_git.stderr.text());
-    assert_eq!(by_git.stdout.text().trim(), rev);
-    // And the zone is the one git finds now.
-    let ident = git_out(&repo, &["var", "GIT_COMMITTER_IDENT"]);
-    assert_eq!(
-        ident.trim().rsplit(' ').next(),
-        date.rsplit(' ').next(),
-        "{ident} vs {date}"
-    );
-}
-
-#[test]
-fn a_sha256_repository_or_another_commit_encoding_leaves_the_merge_commit_to_git() {
-    let t = TestRepo::new();
-    two_branches_to_merge(&t);
-    t.repo
-        .run_git(&["config", "i18n.commitEncoding", "ISO-8859-1"])
-        .unwrap();
-    let (repo, log) = logging_git(&t);
-    let MergeOutcome::Merged { rev } = repo
-        .merge_into("work", "agency/a", &t.worktree_path("m"), "merge a")
-        .unwrap()
-    else {
-        panic!("expected a merge");
-    };
-    assert!(git_calls(&log).iter().any(|c| c == "commit-tree"));
-    let raw = git_out(&repo, &["cat-file", "-p", &rev]);
-    assert!(raw.contains("\nencoding ISO-8859-1\n"), "{raw}");
-
-    let dir = tempfile::tempdir().unwrap();
-    let sha256 = dir.path().join("sha256");
-    let init = t.repo.git_spec(&[
-        "init".as_ref(),
-        "--quiet".as_ref(),
-        "--object-format=sha256".as_ref(),
-        "--initial-branch=main".as_ref(),
-        sha256.as_os_str(),
-    ]);
-    assert!(agency_exec::run(&init).unwrap().success());
-    let repo = Repo::open(&sha256, t.repo.options().clone()).unwrap();
-    write(repo.root(), "README.md", "# demo\n");
-    committed(repo.commit_all("initial").unwrap());
-    let wt = repo
-        .add_worktree(&dir.path().join("a"), "agency/a", "main")
-        .unwrap();
-    write(wt.root(), "a.txt", "x\n");
-    committed(wt.commit_all("a").unwrap());
-    repo.create_branch("work", "main").unwrap();
-    let MergeOutcome::Merged { rev } = repo
-        .merge_into("work", "agency/a", &dir.path().join("m"), "merge a")
-        .unwrap()
-    else {
-        panic!("expected a merge");
-    };
-    assert_eq!(rev.len(), 64, "{rev}");
-    assert_eq!(repo.commit_info("work").unwrap().parents.len(), 2);
-}
-
 #[test]
 fn merges_one_after_another_into_a_branch_know_its_tree_and_notice_when_it_moved() {
     let t = TestRepo::new();
@@ -571,15 +438,11 @@ fn merges_one_after_another_into_a_branch_know_its_tree_and_notice_when_it_moved
         other => panic!("{other:?}"),
     };
     let first = merged("agency/a");
-    // `version` and `config` are asked once per process (and repository).
-    let calls: Vec<String> = git_calls(&log)
-        .into_iter()
-        .filter(|c| c != "version" && c != "config")
-        .collect();
-    assert_eq!(calls, ["rev-parse", "merge-tree", "update-ref"]);
+    let calls: Vec<String> = git_calls(&log).into_iter().filter(|c| c != "version").collect();
+    assert_eq!(calls, ["rev-parse", "merge-tree", "commit-tree", "update-ref"]);
     // The branch is where this merge left it: its tree is known.
     let second = merged("agency/b");
-    assert_eq!(git_calls(&log), ["merge-tree", "update-ref"]);
+    assert_eq!(git_calls(&log), ["merge-tree", "commit-tree", "update-ref"]);
     let info = repo.commit_info(&second).unwrap();
     assert_eq!(info.parents, [first.clone(), tips[1].clone()]);
     assert!(repo.file_at("work", "a.txt".as_ref()).unwrap().is_some());
@@ -596,12 +459,15 @@ fn merges_one_after_another_into_a_branch_know_its_tree_and_notice_when_it_moved
     repo.run_git(&["update-ref", "refs/heads/work", &first]).unwrap();
     git_calls(&log);
     merged("agency/c");
-    assert_eq!(git_calls(&log), ["merge-tree", "update-ref"]);
+    assert_eq!(git_calls(&log), ["merge-tree", "commit-tree", "update-ref"]);
     let main = repo.rev_parse("main").unwrap();
     repo.run_git(&["update-ref", "refs/heads/work", &main]).unwrap();
     git_calls(&log);
     let fourth = merged("agency/c");
-    assert_eq!(git_calls(&log), ["rev-parse", "merge-tree", "update-ref"]);
+    assert_eq!(
+        git_calls(&log),
+        ["rev-parse", "merge-tree", "commit-tree", "update-ref"]
+    );
     assert_eq!(
         repo.commit_info(&fourth).unwrap().parents,
         [main, tips[2].clone()]
