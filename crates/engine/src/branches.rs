@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use agency_core::{Brief, RunId};
-use agency_exec::{MergeOutcome, Repo, brief_branch_name, sanitize_ref_component};
+use agency_exec::{MergeChain, MergeOutcome, Repo, brief_branch_name, sanitize_ref_component};
 use agency_signoff::CheckoutPlace;
 
 use crate::error::Result;
@@ -190,10 +190,18 @@ impl RunBranches {
 
     /// Merges `from` into `into` in a scratch worktree.
     pub fn merge(&self, into: &str, from: &str, message: &str) -> Result<MergeOutcome> {
-        let scratch = self
-            .worktrees
-            .join(format!("merge-{}", agency_core::BriefId::new().short()));
-        Ok(self.repo.merge_into(into, from, &scratch, message)?)
+        Ok(self.repo.merge_into(into, from, &self.merge_scratch(), message)?)
+    }
+
+    /// Merges into `into` one after another, the branch moved once per [`MergeChain::settle`].
+    pub fn merge_chain(&self, into: &str) -> Result<MergeChain<'_>> {
+        Ok(self.repo.merge_chain(into, &self.merge_scratch())?)
+    }
+
+    /// Where a merge git cannot make without a checkout is made.
+    fn merge_scratch(&self) -> PathBuf {
+        self.worktrees
+            .join(format!("merge-{}", agency_core::BriefId::new().short()))
     }
 
     /// Removes a brief's worktree (its branch stays for review).

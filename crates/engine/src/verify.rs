@@ -14,7 +14,7 @@ use agency_core::gate::{GateKind, GateStatus};
 use agency_core::tiers::VerifierOutput;
 use agency_core::verdict::{JointOutcome, T5Result, Verdict, joint_verdict};
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
-use agency_exec::MergeOutcome;
+use agency_exec::{MergeChain, MergeOutcome};
 use agency_signoff::verify::{VerifyResult, run_verify, verify_argv};
 use agency_signoff::{CleanCheckout, Diffed, Recording, SignoffError};
 use agency_store::{NewGate, WriteBatch};
@@ -327,18 +327,28 @@ fn consume(engine: &Engine, verifiers: &[&Brief], mut batch: WriteBatch) -> Resu
     engine.apply(batch)
 }
 
-/// Merges verified slices into the workstream branch one at a time. A conflict is not resolved here: the
-/// slice that conflicts is retried on top of what is already merged. Returns the `MERGED` lines not
-/// written yet, for [`consume`] to write with the verifiers' moves: a crash before that leaves the
-/// verifiers `verifying`, and the verdict, taken again, finds those slices already merged.
+/// Merges verified slices into the workstream branch one at a time, each with its merge commit, the branch
+/// moved once for the lot (one `update-ref` per workstream, not per slice). A conflict is not resolved
+/// here: the slice that conflicts is retried on top of what is already merged. Returns the `MERGED` lines
+/// not written yet, for [`consume`] to write with the verifiers' moves: a crash before that leaves the
+/// verifiers `verifying`, and the verdict, taken again, finds those slices already merged. A `MERGED` line
+/// is only ever written once its branch has moved.
 fn merge_slices(engine: &Engine, tasks: &[&Brief]) -> Result<WriteBatch> {
     let branches = engine.branches(tasks[0].run);
     let mut merged = WriteBatch::new();
+    let mut chains: Vec<(String, MergeChain<'_>)> = Vec::new();
     for task in tasks {
         let into = branches.ensure_workstream(&task.workstream)?;
         let from = task.branch.clone().unwrap_or_else(|| branches.brief(task));
         let message = format!("merge {} (agency brief {})", task.title, task.id.short());
-        match branches.merge(&into, &from, &message)? {
+        let at = match chains.iter().position(|(name, _)| *name == into) {
+            Some(at) => at,
+            None => {
+                chains.push((into.clone(), branches.merge_chain(&into)?));
+                chains.len() - 1
+            }
+        };
+        match chains[at].1.merge(&from, &message)? {
             MergeOutcome::Merged { .. } | MergeOutcome::AlreadyUpToDate => {
                 merged.append_event(
                     NewEvent::new(task.run, EventKind::Log, json!({ "level": "verbose", "tag": "MERGED", "message": format!("{} merged into {into}", task.title) }))
@@ -347,7 +357,9 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief]) -> Result<WriteBatch> {
                 );
             }
             MergeOutcome::Conflict { files } => {
-                // The lines so far first, so the log keeps the order things happened in.
+                // The lines so far first, so the log keeps the order things happened in; their branches
+                // move first.
+                settle(&mut chains)?;
                 engine.apply(std::mem::take(&mut merged))?;
                 let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
                 let why = format!(
@@ -371,5 +383,14 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief]) -> Result<WriteBatch> {
             }
         }
     }
+    settle(&mut chains)?;
     Ok(merged)
+}
+
+/// Moves every chain's branch to its newest merge.
+fn settle(chains: &mut [(String, MergeChain<'_>)]) -> Result<()> {
+    for (_, chain) in chains {
+        chain.settle()?;
+    }
+    Ok(())
 }

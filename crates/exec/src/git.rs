@@ -21,7 +21,7 @@ use std::time::Duration;
 use crate::process::{self, CommandSpec, Output, ProcessError};
 
 pub use commit::{ChangeKind, CommitInfo, CommitOutcome, Diff, DiffHead, FileChange};
-pub use merge::MergeOutcome;
+pub use merge::{MergeChain, MergeOutcome};
 pub use worktree::WorktreeInfo;
 
 /// Who commits made on an agent's behalf are attributed to.

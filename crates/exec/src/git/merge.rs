@@ -33,6 +33,105 @@ pub enum MergeOutcome {
     },
 }
 
+/// A merge made in the object database, before any branch moves.
+enum Step {
+    Committed { commit: String, tree: String },
+    UpToDate,
+    Conflict { files: Vec<PathBuf> },
+}
+
+/// Branches merged one after another into one branch (a squad's verified slices), each with a merge commit
+/// of its own, the branch moved once for all of them by [`MergeChain::settle`]: one `update-ref` instead of
+/// one per merge. Until it is settled the branch has not moved, and a chain dropped unsettled leaves only
+/// unreferenced commits behind. Where git cannot merge in the object database (before 2.38, or the branch
+/// is checked out), each merge is a [`Repo::merge_into`] that moves the branch at once.
+#[derive(Debug)]
+pub struct MergeChain<'r> {
+    repo: &'r Repo,
+    into: String,
+    worktree_path: PathBuf,
+    tip: Option<ChainTip>,
+}
+
+/// Where a chain made in the object database stands.
+#[derive(Debug)]
+struct ChainTip {
+    /// Where the branch is (as of the chain's start or last settle).
+    settled: String,
+    /// The newest merge commit, and its tree.
+    rev: String,
+    tree: String,
+    /// The branches merged since the last settle, for the reflog.
+    merged: Vec<String>,
+}
+
+/// How many merged branches a settled chain's reflog entry names.
+const REFLOG_NAMES: usize = 8;
+
+impl MergeChain<'_> {
+    /// Merges `from` on top of the chain's previous merges, as [`Repo::merge_into`] would merge it into the
+    /// branch they are settled into.
+    pub fn merge(&mut self, from: &str, message: &str) -> Result<MergeOutcome, GitError> {
+        check_name("branch", from)?;
+        let Some(tip) = &mut self.tip else {
+            return self
+                .repo
+                .merge_into(&self.into, from, &self.worktree_path, message);
+        };
+        let from_ref = format!("refs/heads/{from}");
+        let from_rev = match self.repo.branch_from_files(&from_ref) {
+            Some(rev) => rev,
+            None => self.repo.rev_parse(&from_ref)?,
+        };
+        Ok(
+            match self.repo.merge_commit(&tip.rev, &tip.tree, &from_rev, message)? {
+                Step::Committed { commit, tree } => {
+                    remember_tree(&commit, &tree);
+                    tip.rev.clone_from(&commit);
+                    tip.tree = tree;
+                    tip.merged.push(from.to_owned());
+                    MergeOutcome::Merged { rev: commit }
+                }
+                Step::UpToDate => MergeOutcome::AlreadyUpToDate,
+                Step::Conflict { files } => MergeOutcome::Conflict { files },
+            },
+        )
+    }
+
+    /// Moves the branch to the chain's newest merge, if it is not there yet, only if nobody else moved it
+    /// since the chain started (or last settled); the chain goes on from there.
+    pub fn settle(&mut self) -> Result<(), GitError> {
+        let Some(tip) = &mut self.tip else {
+            return Ok(());
+        };
+        if tip.rev == tip.settled {
+            return Ok(());
+        }
+        let mut reflog = format!("merge {}", tip.merged.len());
+        reflog.push_str(if tip.merged.len() == 1 {
+            " branch: "
+        } else {
+            " branches: "
+        });
+        reflog.push_str(
+            &tip.merged
+                .iter()
+                .take(REFLOG_NAMES)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        if tip.merged.len() > REFLOG_NAMES {
+            reflog.push_str(", …");
+        }
+        self.repo
+            .move_branch(&self.into, &tip.rev, &tip.settled, &reflog)?;
+        tip.settled.clone_from(&tip.rev);
+        tip.merged.clear();
+        Ok(())
+    }
+}
+
 impl Repo {
     /// Merges `branch` into whatever is checked out in this work tree, which must be clean.
     pub fn merge(&self, branch: &str, message: &str) -> Result<MergeOutcome, GitError> {
@@ -106,7 +205,27 @@ impl Repo {
         message: &str,
     ) -> Result<MergeOutcome, GitError> {
         let [into_rev, into_tree, from_rev] = self.merge_inputs(into, from)?;
-        let (into_rev, into_tree, from_rev) = (into_rev.as_str(), into_tree.as_str(), from_rev.as_str());
+        match self.merge_commit(&into_rev, &into_tree, &from_rev, message)? {
+            Step::Committed { commit, tree } => {
+                let reflog = format!("merge {from}: {message}");
+                self.move_branch(into, &commit, &into_rev, &reflog)?;
+                remember_tree(&commit, &tree);
+                Ok(MergeOutcome::Merged { rev: commit })
+            }
+            Step::UpToDate => Ok(MergeOutcome::AlreadyUpToDate),
+            Step::Conflict { files } => Ok(MergeOutcome::Conflict { files }),
+        }
+    }
+
+    /// The merge of commit `from_rev` into commit `into_rev` (whose tree is `into_tree`) as a new merge
+    /// commit, with no branch moved.
+    fn merge_commit(
+        &self,
+        into_rev: &str,
+        into_tree: &str,
+        from_rev: &str,
+        message: &str,
+    ) -> Result<Step, GitError> {
         let args = [
             "merge-tree",
             "--write-tree",
@@ -131,7 +250,7 @@ impl Repo {
                     .collect();
                 files.sort();
                 files.dedup();
-                return Ok(MergeOutcome::Conflict { files });
+                return Ok(Step::Conflict { files });
             }
             _ => return Err(failed(&args, &output)),
         }
@@ -140,7 +259,7 @@ impl Repo {
                 .run(&["merge-base", "--is-ancestor", from_rev, into_rev])?
                 .success()
         {
-            return Ok(MergeOutcome::AlreadyUpToDate);
+            return Ok(Step::UpToDate);
         }
         let commit = self
             .git_text(&[
@@ -156,11 +275,59 @@ impl Repo {
             ])?
             .trim()
             .to_owned();
+        Ok(Step::Committed {
+            commit,
+            tree: tree.to_owned(),
+        })
+    }
+
+    /// Moves the branch `into` from `old` to `new`, only if it is still at `old`.
+    fn move_branch(&self, into: &str, new: &str, old: &str, reflog: &str) -> Result<(), GitError> {
         let reference = format!("refs/heads/{into}");
-        let reflog = format!("merge {from}: {message}");
-        self.run_git(&["update-ref", "-m", &reflog, &reference, &commit, into_rev])?;
-        remember_tree(&commit, tree);
-        Ok(MergeOutcome::Merged { rev: commit })
+        self.run_git(&["update-ref", "-m", reflog, &reference, new, old])
+            .map(drop)
+    }
+
+    /// A [`MergeChain`] into the branch `into`; `worktree_path` is where a merge git cannot make in the
+    /// object database is made (see [`Repo::merge_into`]).
+    pub fn merge_chain(&self, into: &str, worktree_path: &Path) -> Result<MergeChain<'_>, GitError> {
+        check_name("branch", into)?;
+        let tip = if self.has_merge_tree()? && !self.is_checked_out(into) {
+            let into_ref = format!("refs/heads/{into}");
+            let known = self
+                .branch_from_files(&into_ref)
+                .and_then(|rev| remembered_tree(&rev).map(|tree| (rev, tree)));
+            let (rev, tree) = match known {
+                Some(known) => known,
+                None => {
+                    let (commit, tree) = (format!("{into_ref}^{{commit}}"), format!("{into_ref}^{{tree}}"));
+                    let revs = self.git_text(&["rev-parse", commit.as_str(), tree.as_str()])?;
+                    match revs.lines().collect::<Vec<_>>()[..] {
+                        [rev, tree] => (rev.to_owned(), tree.to_owned()),
+                        _ => {
+                            return Err(GitError::UnexpectedOutput {
+                                args: format!("rev-parse {into}"),
+                                detail: format!("expected two object ids, got {revs:?}"),
+                            });
+                        }
+                    }
+                }
+            };
+            Some(ChainTip {
+                settled: rev.clone(),
+                rev,
+                tree,
+                merged: Vec::new(),
+            })
+        } else {
+            None
+        };
+        Ok(MergeChain {
+            repo: self,
+            into: into.to_owned(),
+            worktree_path: worktree_path.to_owned(),
+            tip,
+        })
     }
 
     /// The branch `into`'s commit and tree and the branch `from`'s commit. Where both branches are loose

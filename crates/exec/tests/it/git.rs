@@ -476,6 +476,105 @@ fn merges_one_after_another_into_a_branch_know_its_tree_and_notice_when_it_moved
     assert!(repo.file_at("work", "c.txt".as_ref()).unwrap().is_some());
 }
 
+/// A chain makes a merge commit per branch but moves the branch once; a conflict in the middle changes
+/// nothing, and someone else moving the branch meanwhile makes the settle fail, not overwrite.
+#[test]
+fn a_merge_chain_makes_a_commit_per_branch_and_moves_the_branch_once() {
+    let t = TestRepo::new();
+    write(t.repo.root(), "shared.txt", "base\n");
+    committed(t.repo.commit_all("shared").unwrap());
+    let mut tips = Vec::new();
+    for (name, file) in [
+        ("a", "a.txt"),
+        ("b", "shared.txt"),
+        ("c", "c.txt"),
+        ("d", "shared.txt"),
+    ] {
+        let wt = t
+            .repo
+            .add_worktree(&t.worktree_path(name), &format!("agency/{name}"), "main")
+            .unwrap();
+        write(wt.root(), file, &format!("{name}\n"));
+        tips.push(committed(wt.commit_all(name).unwrap()));
+    }
+    t.repo.create_branch("work", "main").unwrap();
+    let start = t.repo.rev_parse("work").unwrap();
+    let (repo, log) = logging_git(&t);
+    let mut chain = repo.merge_chain("work", &t.worktree_path("scratch")).unwrap();
+    let merged = |outcome: MergeOutcome| match outcome {
+        MergeOutcome::Merged { rev } => rev,
+        other => panic!("{other:?}"),
+    };
+    let first = merged(chain.merge("agency/a", "merge a").unwrap());
+    let second = merged(chain.merge("agency/b", "merge b").unwrap());
+    // d changes the line b changed: a conflict, and the chain goes on from b's merge.
+    match chain.merge("agency/d", "merge d").unwrap() {
+        MergeOutcome::Conflict { files } => assert_eq!(files, [PathBuf::from("shared.txt")]),
+        other => panic!("{other:?}"),
+    }
+    let third = merged(chain.merge("agency/c", "merge c").unwrap());
+    assert_eq!(
+        repo.rev_parse("work").unwrap(),
+        start,
+        "not moved before the settle"
+    );
+    chain.settle().unwrap();
+    let calls: Vec<String> = git_calls(&log)
+        .into_iter()
+        .filter(|c| !["version", "rev-parse"].contains(&c.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "merge-tree",
+            "commit-tree",
+            "merge-tree",
+            "commit-tree",
+            "merge-tree",
+            "merge-tree",
+            "commit-tree",
+            "update-ref"
+        ]
+    );
+    assert_eq!(repo.rev_parse("work").unwrap(), third);
+    assert_eq!(
+        repo.commit_info(&first).unwrap().parents,
+        [start.clone(), tips[0].clone()]
+    );
+    assert_eq!(
+        repo.commit_info(&second).unwrap().parents,
+        [first, tips[1].clone()]
+    );
+    assert_eq!(
+        repo.commit_info(&third).unwrap().parents,
+        [second, tips[2].clone()]
+    );
+    assert_eq!(
+        repo.file_at("work", "shared.txt".as_ref()).unwrap().unwrap(),
+        b"b\n"
+    );
+    let reflog = repo.run_git(&["reflog", "-1", "--format=%gs", "work"]).unwrap();
+    assert_eq!(
+        reflog.stdout.text().trim(),
+        "merge 3 branches: agency/a, agency/b, agency/c"
+    );
+
+    // Settled again with nothing new: nothing to do. Moved by someone else: the settle refuses.
+    git_calls(&log);
+    chain.settle().unwrap();
+    assert!(git_calls(&log).is_empty());
+    let wt = t
+        .repo
+        .add_worktree(&t.worktree_path("e"), "agency/e", "main")
+        .unwrap();
+    write(wt.root(), "e.txt", "e\n");
+    committed(wt.commit_all("e").unwrap());
+    merged(chain.merge("agency/e", "merge e").unwrap());
+    repo.run_git(&["update-ref", "refs/heads/work", &start]).unwrap();
+    assert!(chain.settle().is_err(), "the branch moved under the chain");
+    assert_eq!(repo.rev_parse("work").unwrap(), start);
+}
+
 #[test]
 fn one_diff_gives_the_changed_paths_and_the_patch() {
     use std::os::unix::ffi::OsStrExt;
