@@ -105,6 +105,10 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// The highest `seq` (of one run, or overall); 0 when there are none.
     fn last_seq(&self, run: Option<RunId>) -> Result<i64>;
 
+    /// The briefs a run's events with `seq > after_seq` name, each once, in no particular order: which
+    /// briefs changed since a `seq` without reading (and decoding) every event since.
+    fn briefs_in_events_after(&self, run: RunId, after_seq: i64) -> Result<Vec<BriefId>>;
+
     // --- briefs -----------------------------------------------------------------------------------------
 
     /// Writes a brief exactly as given and `brief_created` (payload: `title`, `tier`, `workstream`,
@@ -118,6 +122,9 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
 
     /// One brief.
     fn get_brief(&self, id: BriefId) -> Result<Brief>;
+
+    /// One brief's status, without reading the rest of it (for a status asked again and again).
+    fn brief_status(&self, id: BriefId) -> Result<BriefStatus>;
 
     /// The brief whose id is `prefix` or starts with it; errors as [`Blackboard::resolve_run`].
     fn resolve_brief(&self, prefix: &str) -> Result<BriefId>;

@@ -129,6 +129,7 @@ pub fn brief_status_cas_writes_event_or_nothing(factory: Factory<'_>) {
         .update_brief_status(brief.id, BriefStatus::Pending, BriefStatus::Running, spawned)
         .unwrap();
     assert_eq!(updated.status, BriefStatus::Running);
+    assert_eq!(bb.brief_status(brief.id).unwrap(), BriefStatus::Running);
     let last = bb.events_after(Some(run), 0, 100).unwrap().pop().unwrap();
     assert_eq!(last.kind, EventKind::Spawned);
     assert_eq!(last.brief, Some(brief.id), "the brief is filled in");
@@ -163,6 +164,10 @@ pub fn brief_status_cas_writes_event_or_nothing(factory: Factory<'_>) {
     assert!(matches!(
         bb.update_brief_status(BriefId::new(), BriefStatus::Running, BriefStatus::Failed, missing),
         Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        bb.brief_status(BriefId::new()),
+        Err(StoreError::NotFound { what: "brief", .. })
     ));
 }
 

@@ -217,6 +217,39 @@ pub fn events_after_orders_filters_and_pages(factory: Factory<'_>) {
     );
 }
 
+/// `briefs_in_events_after` names each brief a run's later events name, once, and no other.
+pub fn briefs_in_events_after_name_each_brief_once(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let (a, b) = (new_run(bb.as_ref()), new_run(bb.as_ref()));
+    let (x, y, z) = (sample_brief(a, "x"), sample_brief(a, "y"), sample_brief(b, "z"));
+    bb.insert_briefs(&[x.clone(), y.clone()]).unwrap();
+    bb.insert_brief(&z).unwrap();
+    let sorted = |mut ids: Vec<BriefId>| {
+        ids.sort_by_key(|id| id.0);
+        ids
+    };
+    assert_eq!(
+        sorted(bb.briefs_in_events_after(a, 0).unwrap()),
+        sorted(vec![x.id, y.id]),
+        "brief_created names them"
+    );
+    let since = bb.last_seq(Some(a)).unwrap();
+    assert!(bb.briefs_in_events_after(a, since).unwrap().is_empty());
+    for (brief, kind) in [
+        (&x, EventKind::Spawned),
+        (&x, EventKind::Completed),
+        (&z, EventKind::Spawned),
+    ] {
+        bb.append_event(NewEvent::new(brief.run, kind, json!({})).brief(brief.id))
+            .unwrap();
+    }
+    bb.append_event(NewEvent::log(a, "info", "names no brief"))
+        .unwrap();
+    assert_eq!(bb.briefs_in_events_after(a, since).unwrap(), vec![x.id]);
+    assert_eq!(bb.briefs_in_events_after(b, since).unwrap(), vec![z.id]);
+}
+
 /// Appending an event for an unknown run is refused.
 pub fn events_need_an_existing_run(factory: Factory<'_>) {
     let fx = factory();

@@ -105,6 +105,15 @@ pub fn get<C: GenericClient>(c: &mut C, id: BriefId, lock: bool) -> Result<Brief
         .ok_or_else(|| StoreError::not_found("brief", id))
 }
 
+/// One brief's status.
+pub fn status<C: GenericClient>(c: &mut C, id: BriefId) -> Result<BriefStatus> {
+    let row = c.query_opt("SELECT id, status FROM briefs WHERE id = $1", &[&id_text(&id.0)])?;
+    row.as_ref()
+        .map(|row| Cols::new(row, "brief", 0).wire(1))
+        .transpose()?
+        .ok_or_else(|| StoreError::not_found("brief", id))
+}
+
 /// A run's briefs, oldest first.
 pub fn list<C: GenericClient>(c: &mut C, run: RunId) -> Result<Vec<Brief>> {
     let rows = c.query(

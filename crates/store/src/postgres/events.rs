@@ -72,6 +72,17 @@ pub fn after<C: GenericClient>(
     rows.iter().map(decode).collect()
 }
 
+/// The briefs a run's events after `after_seq` name, each once.
+pub fn briefs_after<C: GenericClient>(c: &mut C, run: RunId, after_seq: i64) -> Result<Vec<BriefId>> {
+    let rows = c.query(
+        "SELECT DISTINCT brief FROM events WHERE run = $1 AND seq > $2 AND brief IS NOT NULL",
+        &[&id_text(&run.0), &after_seq],
+    )?;
+    rows.iter()
+        .map(|row| Ok(BriefId(Cols::new(row, "event", 0).uuid(0)?)))
+        .collect()
+}
+
 /// The highest `seq`, or 0.
 pub fn last_seq<C: GenericClient>(c: &mut C, run: Option<RunId>) -> Result<i64> {
     let row = match run {

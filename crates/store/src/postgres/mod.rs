@@ -218,6 +218,10 @@ impl Blackboard for PostgresBlackboard {
         self.read(|c| events::last_seq(c, run))
     }
 
+    fn briefs_in_events_after(&self, run: RunId, after_seq: i64) -> Result<Vec<BriefId>> {
+        self.read(|c| events::briefs_after(c, run, after_seq))
+    }
+
     fn insert_brief(&self, brief: &Brief) -> Result<()> {
         self.write(|tx, clock| briefs::insert(tx, clock, brief))
     }
@@ -232,6 +236,10 @@ impl Blackboard for PostgresBlackboard {
 
     fn get_brief(&self, id: BriefId) -> Result<Brief> {
         self.read(|c| briefs::get(c, id, false))
+    }
+
+    fn brief_status(&self, id: BriefId) -> Result<BriefStatus> {
+        self.read(|c| briefs::status(c, id))
     }
 
     fn resolve_brief(&self, prefix: &str) -> Result<BriefId> {

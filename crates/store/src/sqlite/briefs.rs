@@ -97,6 +97,16 @@ pub fn get(conn: &Connection, id: BriefId) -> Result<Brief> {
     .ok_or_else(|| StoreError::not_found("brief", id))
 }
 
+/// One brief's status.
+pub fn status(conn: &Connection, id: BriefId) -> Result<BriefStatus> {
+    query_opt(conn, STATUS, params![id_text(&id.0)], |row| {
+        Cols::new(row, "brief", 0)?.wire(1)
+    })?
+    .ok_or_else(|| StoreError::not_found("brief", id))
+}
+
+pub(super) const STATUS: &str = "SELECT id, status FROM briefs WHERE id = ?1";
+
 /// A run's briefs, oldest first.
 pub fn list(conn: &Connection, run: RunId) -> Result<Vec<Brief>> {
     let mut stmt = conn.prepare_cached(&format!(

@@ -1,10 +1,11 @@
 //! The event log: one table, one `seq` across all runs, append-only.
 
-use agency_core::{Event, NewEvent, RunId};
+use agency_core::{BriefId, Event, NewEvent, RunId};
 use rusqlite::{Connection, Row, params};
 
 use super::prefix::require_run;
 use super::rows::{Cols, execute, id_text, json_text, query_value, ts_text};
+use crate::canon;
 use crate::error::Result;
 
 const COLUMNS: &str = "seq, run, ts, brief, tier, kind, payload";
@@ -66,6 +67,17 @@ pub fn after(conn: &Connection, run: Option<RunId>, after_seq: i64, limit: usize
 pub(super) fn after_in_run_sql() -> String {
     format!("SELECT {COLUMNS} FROM events WHERE run = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
 }
+
+/// The briefs a run's events after `after_seq` name, each once.
+pub fn briefs_after(conn: &Connection, run: RunId, after_seq: i64) -> Result<Vec<BriefId>> {
+    let mut stmt = conn.prepare_cached(BRIEFS_AFTER)?;
+    let rows = stmt.query_map(params![id_text(&run.0), after_seq], |row| row.get::<_, String>(0))?;
+    rows.map(|id| Ok(BriefId(canon::parse_id("brief", &id?)?)))
+        .collect()
+}
+
+pub(super) const BRIEFS_AFTER: &str =
+    "SELECT DISTINCT brief FROM events WHERE run = ?1 AND seq > ?2 AND brief IS NOT NULL";
 
 /// The highest `seq` of one run's events, or 0.
 pub(super) const LAST_SEQ_OF_RUN: &str = "SELECT coalesce(max(seq), 0) FROM events WHERE run = ?1";

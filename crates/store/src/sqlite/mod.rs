@@ -298,6 +298,10 @@ impl Blackboard for SqliteBlackboard {
         self.read(|conn| events::last_seq(conn, run))
     }
 
+    fn briefs_in_events_after(&self, run: RunId, after_seq: i64) -> Result<Vec<BriefId>> {
+        self.read(|conn| events::briefs_after(conn, run, after_seq))
+    }
+
     fn insert_brief(&self, brief: &Brief) -> Result<()> {
         self.write(|tx, clock| briefs::insert(tx, clock, brief))
     }
@@ -312,6 +316,10 @@ impl Blackboard for SqliteBlackboard {
 
     fn get_brief(&self, id: BriefId) -> Result<Brief> {
         self.read(|conn| briefs::get(conn, id))
+    }
+
+    fn brief_status(&self, id: BriefId) -> Result<BriefStatus> {
+        self.read(|conn| briefs::status(conn, id))
     }
 
     fn resolve_brief(&self, prefix: &str) -> Result<BriefId> {

@@ -89,6 +89,17 @@ fn check(store: &SqliteBlackboard) {
                 &["SEARCH events USING INDEX events_run (run=? AND seq>?)"],
             ),
             (
+                events::BRIEFS_AFTER,
+                &[
+                    "SEARCH events USING INDEX events_run (run=? AND seq>?)",
+                    "USE TEMP B-TREE FOR DISTINCT",
+                ],
+            ),
+            (
+                briefs::STATUS,
+                &["SEARCH briefs USING INDEX sqlite_autoindex_briefs_1 (id=?)"],
+            ),
+            (
                 events::LAST_SEQ_OF_RUN,
                 &["SEARCH events USING COVERING INDEX events_run (run=?)"],
             ),
