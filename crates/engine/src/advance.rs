@@ -106,7 +106,7 @@ pub(crate) fn approved(engine: &Engine, run: RunId) -> Result<Option<std::sync::
         .clone();
     if let Some(cached) = cached
         && cached.brief.run == run
-        && engine.store.get_brief(cached.brief.id)?.status == BriefStatus::Done
+        && engine.store.brief_status(cached.brief.id)? == BriefStatus::Done
     {
         return Ok(Some(cached));
     }
@@ -197,17 +197,7 @@ fn touched_workstreams(
     after: i64,
     families: &mut Families,
 ) -> Result<std::collections::HashSet<String>> {
-    const PAGE: usize = 500;
-    let mut briefs = std::collections::HashSet::new();
-    let mut cursor = after;
-    loop {
-        let page = engine.store.events_after(Some(run), cursor, PAGE)?;
-        briefs.extend(page.iter().filter_map(|e| e.brief));
-        match page.last() {
-            Some(last) if page.len() == PAGE => cursor = last.seq,
-            _ => break,
-        }
-    }
+    let briefs = engine.store.briefs_in_events_after(run, after)?;
     let mut touched = std::collections::HashSet::new();
     for id in briefs {
         touched.insert(families.of(engine, id)?.1);
@@ -252,7 +242,7 @@ async fn pass(
             BriefRole::SquadLead => squad_done(engine, brief)?,
             BriefRole::Implementer => {
                 let moved = crate::verify::implementer_done(engine, brief).await?;
-                if engine.store.get_brief(brief.id)?.status == BriefStatus::Done
+                if engine.store.brief_status(brief.id)? == BriefStatus::Done
                     && !handed_over
                         .iter()
                         .any(|b| b.parent == brief.parent && b.workstream == brief.workstream)
