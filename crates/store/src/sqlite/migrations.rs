@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0005_brief_lookups.sql"),
     include_str!("migrations/0006_session_tasks.sql"),
     include_str!("migrations/0007_fewer_status_indexes.sql"),
+    include_str!("migrations/0008_events_without_autoincrement.sql"),
 ];
 
 /// The schema version this build writes and understands.
@@ -68,4 +69,89 @@ pub(super) fn check_readable(conn: &Connection) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seqs(conn: &Connection) -> Vec<(i64, String)> {
+        let mut stmt = conn
+            .prepare("SELECT seq, payload FROM events ORDER BY seq")
+            .unwrap();
+        let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?))).unwrap();
+        rows.collect::<rusqlite::Result<_>>().unwrap()
+    }
+
+    fn sequence_rows(conn: &Connection) -> i64 {
+        conn.query_row(
+            "SELECT count(*) FROM sqlite_sequence WHERE name = 'events'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap()
+    }
+
+    fn append(conn: &Connection, message: &str) {
+        conn.execute(
+            "INSERT INTO events (run, ts, kind, payload) VALUES ('r', 't', 'log', ?1)",
+            [message],
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn events_keep_their_seqs_when_autoincrement_goes() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        // A blackboard as schema 7 left it, with a few events.
+        for sql in &MIGRATIONS[..7] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 7).unwrap();
+        conn.execute(
+            "INSERT INTO runs (id, goal, repo, status, config, budgets, created_at, updated_at) \
+             VALUES ('r', 'g', '/repo', 'running', '{}', '{}', 't', 't')",
+            [],
+        )
+        .unwrap();
+        for message in ["one", "two", "three"] {
+            append(&conn, message);
+        }
+        let before = seqs(&conn);
+        assert_eq!(
+            sequence_rows(&conn),
+            1,
+            "AUTOINCREMENT keeps the highest seq there"
+        );
+
+        migrate(&mut conn).unwrap();
+        assert_eq!(current_version(&conn).unwrap(), SCHEMA_VERSION);
+        assert_eq!(seqs(&conn), before, "every event, with its seq");
+        append(&conn, "four");
+        let after = seqs(&conn);
+        assert_eq!(after.len(), 4);
+        assert_eq!(after[3].0, before[2].0 + 1, "numbering goes on after the last");
+        assert_eq!(
+            sequence_rows(&conn),
+            0,
+            "and no commit writes sqlite_sequence any more"
+        );
+        let indexed: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'events_run'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(indexed, 1);
+        // The foreign key to the run came along.
+        assert!(
+            conn.execute(
+                "INSERT INTO events (run, ts, kind, payload) VALUES ('nobody', 't', 'log', '{}')",
+                []
+            )
+            .is_err()
+        );
+    }
 }
