@@ -1,6 +1,7 @@
 //! Retrying slices: a partial T5 verdict re-runs only the failed slice, with its sign-off's missing items in its
 //! corrected brief (the slice that passed is neither re-run nor re-verified); a pipeline task whose
-//! predecessor failed stage 1 waits for the retry and starts from its work.
+//! predecessor failed stage 1 waits for the retry and starts from its work; a slice whose merge conflicts
+//! is retried on top of the slices merged before it.
 
 use agency_core::event::EventKind;
 use agency_core::{BriefStatus, Tier};
@@ -84,4 +85,44 @@ async fn a_pipeline_task_waits_for_its_retried_predecessor_and_starts_from_its_w
         project.file_on(&branch, "NOTES.md").unwrap(),
         "neg.sh prints 0 - A.\n"
     );
+}
+
+/// Slices merge one after another into their workstream; one that conflicts with a slice merged before it
+/// is retried on top of what is merged, and the others are not held back by it.
+#[tokio::test]
+async fn a_slice_that_conflicts_is_retried_on_top_of_the_slices_merged_before_it() {
+    let project = Project::new();
+    let (run, outcome) = project
+        .succeed(include_str!("../scripts/conflict.yaml"), config())
+        .await;
+    assert_eq!(project.spawns_of(run.id, Tier::T4, "note-a"), 1);
+    assert_eq!(project.spawns_of(run.id, Tier::T4, "fix-add"), 1);
+    assert_eq!(project.spawns_of(run.id, Tier::T4, "note-b"), 2);
+    let feedback = project.feedback(run.id, Tier::T4, "note-b", 1);
+    assert!(feedback.contains("conflicts in NOTES.md"), "{feedback}");
+    let logs: Vec<String> = project
+        .events_of(run.id, EventKind::Log)
+        .iter()
+        .filter(|e| matches!(e.payload["tag"].as_str(), Some("MERGED" | "CONFLICT")))
+        .map(|e| {
+            e.payload["message"]
+                .as_str()
+                .unwrap()
+                .split(' ')
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    // The first round in the squad's order, the conflict not holding back the slice after it; the retry's
+    // round ends with it merged (the slices already in are merged again as no-ops on the way).
+    assert_eq!(
+        logs[..3],
+        ["note-a merged", "note-b: merging", "fix-add merged"],
+        "{logs:?}"
+    );
+    assert_eq!(logs.last().map(String::as_str), Some("note-b merged"), "{logs:?}");
+    let branch = outcome.branch.unwrap();
+    assert_eq!(project.file_on(&branch, "NOTES.md").as_deref(), Some("a\nb\n"));
+    project.assert_fixed(&branch, &["add.sh"]);
 }
