@@ -131,6 +131,28 @@ impl Repo {
     /// `path`, resolved as git resolves a top level, when it is the top of one of this repository's linked
     /// worktrees.
     fn linked_root(&self, path: &Path) -> Option<PathBuf> {
+        self.linked_root_as_recorded(path)
+            .or_else(|| self.linked_root_resolved(path))
+    }
+
+    /// `path` as it is, when it is exactly what git recorded for one of this repository's linked worktrees:
+    /// its `.git` file names `<common dir>/worktrees/<id>`, and that entry's `gitdir` file names `path/.git`
+    /// back. git writes both with the paths it resolved, so nothing needs resolving here: two small reads
+    /// where [`Repo::linked_root_resolved`] resolves three paths a component at a time (a `readlink` each,
+    /// a dozen per worktree the runner opens).
+    fn linked_root_as_recorded(&self, path: &Path) -> Option<PathBuf> {
+        let text = std::fs::read_to_string(path.join(".git")).ok()?;
+        let admin = Path::new(text.strip_prefix("gitdir: ")?.trim_end());
+        if !admin.is_absolute() || admin.parent()? != self.common_dir.join("worktrees") {
+            return None;
+        }
+        let back = std::fs::read_to_string(admin.join("gitdir")).ok()?;
+        (Path::new(back.trim_end()) == path.join(".git")).then(|| path.to_path_buf())
+    }
+
+    /// [`Repo::linked_root`] with every path resolved: a relative `.git` file (git 2.48's
+    /// `worktree.useRelativePaths`), a path through a symbolic link.
+    fn linked_root_resolved(&self, path: &Path) -> Option<PathBuf> {
         let root = std::fs::canonicalize(path).ok()?;
         let text = std::fs::read_to_string(root.join(".git")).ok()?;
         // Relative since git 2.48 with `worktree.useRelativePaths`: relative to the worktree's top.
@@ -247,5 +269,27 @@ mod tests {
         assert_eq!(list[2].branch, None);
         assert!(list[2].prunable);
         assert_eq!(parse_worktree_list(b"HEAD 1111\0"), None);
+    }
+
+    /// A worktree opened by the path git recorded is recognised from its two small files alone; one opened
+    /// through a symbolic link is resolved, and comes back as the path git knows.
+    #[test]
+    fn a_linked_worktree_is_recognised_as_recorded_and_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let repo = Repo::init(&root.join("repo"), "main", crate::GitOptions::default()).unwrap();
+        std::fs::write(root.join("repo/README"), "x\n").unwrap();
+        repo.commit_all("first").unwrap();
+        let path = root.join("trees/one");
+        repo.add_worktree(&path, "one", "main").unwrap();
+
+        assert_eq!(repo.linked_root_as_recorded(&path), Some(path.clone()));
+        assert_eq!(repo.open_linked(&path).unwrap().root(), path);
+        std::os::unix::fs::symlink(root.join("trees"), root.join("link")).unwrap();
+        let linked = root.join("link/one");
+        assert_eq!(repo.linked_root_as_recorded(&linked), None);
+        assert_eq!(repo.open_linked(&linked).unwrap().root(), path);
+        // The main work tree is not a linked one.
+        assert_eq!(repo.linked_root_as_recorded(&root.join("repo")), None);
     }
 }
