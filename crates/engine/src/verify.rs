@@ -6,6 +6,7 @@
 //! joint verdict decides: pass merges the slices into the workstream branch, partial retries only the
 //! rejected slices with what their sign-off found missing, fail escalates.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use agency_core::escalation::{Failure, decide};
@@ -268,7 +269,7 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
     )?;
     match joint.joint_verdict {
         JointOutcome::Pass => {
-            let merged = merge_slices(engine, tasks)?;
+            let merged = merge_slices(engine, tasks, verifiers)?;
             consume(engine, verifiers, merged)?;
         }
         JointOutcome::Partial => {
@@ -332,8 +333,15 @@ fn consume(engine: &Engine, verifiers: &[&Brief], mut batch: WriteBatch) -> Resu
 /// here: the slice that conflicts is retried on top of what is already merged. Returns the `MERGED` lines
 /// not written yet, for [`consume`] to write with the verifiers' moves: a crash before that leaves the
 /// verifiers `verifying`, and the verdict, taken again, finds those slices already merged. A `MERGED` line
-/// is only ever written once its branch has moved.
-fn merge_slices(engine: &Engine, tasks: &[&Brief]) -> Result<WriteBatch> {
+/// is only ever written once its branch has moved, and once per slice: a slice judged in an earlier round
+/// (merged then, while a sibling conflicted) is found already merged without a second line.
+fn merge_slices(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Result<WriteBatch> {
+    // The verifiers of an earlier round are `done`; this round's are still `verifying`.
+    let judged_now: HashSet<BriefId> = verifiers
+        .iter()
+        .filter(|v| v.status == BriefStatus::Verifying)
+        .filter_map(|v| v.parent)
+        .collect();
     let branches = engine.branches(tasks[0].run);
     let mut merged = WriteBatch::new();
     let mut chains: Vec<(String, MergeChain<'_>)> = Vec::new();
@@ -349,6 +357,7 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief]) -> Result<WriteBatch> {
             }
         };
         match chains[at].1.merge(&from, &message)? {
+            MergeOutcome::AlreadyUpToDate if !judged_now.contains(&task.id) => {}
             MergeOutcome::Merged { .. } | MergeOutcome::AlreadyUpToDate => {
                 merged.append_event(
                     NewEvent::new(task.run, EventKind::Log, json!({ "level": "verbose", "tag": "MERGED", "message": format!("{} merged into {into}", task.title) }))
