@@ -72,12 +72,26 @@ pub fn get(conn: &Connection, id: GateId) -> Result<Gate> {
 
 /// Pending gates, oldest first.
 pub fn pending(conn: &Connection, run: Option<RunId>) -> Result<Vec<Gate>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM gates WHERE status = 'pending' AND (?1 IS NULL OR run = ?1) \
-         ORDER BY opened_at, rowid"
-    ))?;
-    let rows = stmt.query_and_then(params![run.map(|r| id_text(&r.0))], decode)?;
-    rows.collect()
+    // Two statements rather than `?1 IS NULL OR run = ?1`, which SQLite answers by reading every gate of
+    // every run: one run's pending gates are a search of `gates_run (run, status, opened_at)`, in order.
+    match run {
+        Some(run) => {
+            let mut stmt = conn.prepare_cached(&pending_in_run_sql())?;
+            let rows = stmt.query_and_then(params![id_text(&run.0)], decode)?;
+            rows.collect()
+        }
+        None => {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM gates WHERE status = 'pending' ORDER BY opened_at, rowid"
+            ))?;
+            let rows = stmt.query_and_then([], decode)?;
+            rows.collect()
+        }
+    }
+}
+
+pub(super) fn pending_in_run_sql() -> String {
+    format!("SELECT {COLUMNS} FROM gates WHERE run = ?1 AND status = 'pending' ORDER BY opened_at, rowid")
 }
 
 /// Every gate of a run, oldest first.

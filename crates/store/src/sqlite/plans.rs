@@ -4,7 +4,7 @@
 
 use rusqlite::Connection;
 
-use super::{SqliteBlackboard, briefs, events};
+use super::{SqliteBlackboard, briefs, events, gates};
 
 /// The plan SQLite chose for `sql`, one `EXPLAIN QUERY PLAN` line per step (its parameters left unbound:
 /// the store plans each statement once, for any values).
@@ -98,6 +98,10 @@ fn check(store: &SqliteBlackboard) {
             (
                 briefs::STATUS,
                 &["SEARCH briefs USING INDEX sqlite_autoindex_briefs_1 (id=?)"],
+            ),
+            (
+                &gates::pending_in_run_sql(),
+                &["SEARCH gates USING INDEX gates_run (run=? AND status=?)"],
             ),
             (
                 events::LAST_SEQ_OF_RUN,
