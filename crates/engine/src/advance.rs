@@ -351,10 +351,10 @@ fn finish(engine: &Engine, brief: &Brief, note: &str) -> Result<bool> {
 fn gate_of(engine: &Engine, brief: &Brief, kind: GateKind) -> Result<Option<Gate>> {
     Ok(engine
         .store
-        .list_gates(brief.run)?
+        .list_gates_of_kind(brief.run, kind)?
         .into_iter()
         .rev()
-        .find(|g| g.kind == kind && g.brief == Some(brief.id)))
+        .find(|g| g.brief == Some(brief.id)))
 }
 
 /// Where a brief stands at its gate.
@@ -853,12 +853,7 @@ fn handle_escalation_gates(engine: &Engine, run: RunId) -> Result<bool> {
         return Ok(false);
     }
     let mut progressed = false;
-    for gate in engine
-        .store
-        .list_gates(run)?
-        .into_iter()
-        .filter(|g| g.kind == GateKind::Escalation)
-    {
+    for gate in engine.store.list_gates_of_kind(run, GateKind::Escalation)? {
         let Some(id) = gate.brief else { continue };
         let brief = engine.store.get_brief(id)?;
         if brief.status != BriefStatus::Escalated {

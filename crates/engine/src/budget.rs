@@ -138,11 +138,13 @@ pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
     let Some(ledger) = &engine.ledger else {
         return Ok(false);
     };
+    // Asked on every pass: the run's budget gates alone (nearly always none), not every gate of the run,
+    // whose plan gate carries the whole plan.
     let decided: Vec<_> = engine
         .store
-        .list_gates(run)?
+        .list_gates_of_kind(run, GateKind::Budget)?
         .into_iter()
-        .filter(|g| g.kind == GateKind::Budget && g.status != GateStatus::Pending)
+        .filter(|g| g.status != GateStatus::Pending)
         .collect();
     // This runs on every pass of the runner: the run's events (ten or more per brief) are read only when
     // there is a decided budget gate that may still need acting on, not on every pass.

@@ -222,10 +222,10 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
     if engine.config.visibility.gate_enabled(GateKind::T5Verdict) {
         let gate = engine
             .store
-            .list_gates(anchor.run)?
+            .list_gates_of_kind(anchor.run, GateKind::T5Verdict)?
             .into_iter()
             .rev()
-            .find(|g| g.kind == GateKind::T5Verdict && g.brief == Some(anchor.id));
+            .find(|g| g.brief == Some(anchor.id));
         match gate.map(|g| g.status) {
             None => {
                 let summary = json!({ "message": format!("T5 joint verdict for {workstream}: {}", joint.joint_verdict.as_str()), "produced": joint, "next": [], "anomalies": [] });

@@ -43,7 +43,9 @@ pub mod sqlite;
 pub mod conformance;
 
 use agency_core::teachback::TeachbackState;
-use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId, Tier};
+use agency_core::{
+    Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, GateKind, NewEvent, RunId, Tier,
+};
 use chrono::{DateTime, Utc};
 
 pub use batch::{Change, WriteBatch};
@@ -267,6 +269,10 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
 
     /// Every gate of a run, oldest first.
     fn list_gates(&self, run: RunId) -> Result<Vec<Gate>>;
+
+    /// A run's gates of one kind, oldest first: what a runner asks on every pass (are budget or escalation
+    /// gates decided?), without reading the others — the plan's gate carries the whole plan.
+    fn list_gates_of_kind(&self, run: RunId, kind: GateKind) -> Result<Vec<Gate>>;
 
     /// Decides a pending gate and writes `gate_approved` / `gate_rejected`, or `gate_resumed` when a pause is
     /// approved (payload: `gate`, `kind`, `by`, `note` or `reason`). A gate that is no longer pending is

@@ -69,6 +69,33 @@ pub fn gates_open_decide_and_refuse_a_second_decision(factory: Factory<'_>) {
     ));
 }
 
+/// A run's gates of one kind are listed oldest first, decided or not, without the other kinds or another
+/// run's.
+pub fn gates_are_listed_by_kind(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let (run, other_run) = (new_run(bb.as_ref()), new_run(bb.as_ref()));
+    let open = |run, kind| bb.open_gate(NewGate::new(run, kind, json!({}))).unwrap();
+    let first = open(run, GateKind::Budget);
+    open(run, GateKind::T1Plan);
+    open(other_run, GateKind::Budget);
+    let second = open(run, GateKind::Budget);
+    let first = bb.decide_gate(first.id, approve("cli:ana")).unwrap();
+    assert_eq!(
+        bb.list_gates_of_kind(run, GateKind::Budget).unwrap(),
+        vec![first, second]
+    );
+    assert!(
+        bb.list_gates_of_kind(run, GateKind::Escalation)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        bb.list_gates_of_kind(other_run, GateKind::Budget).unwrap().len(),
+        1
+    );
+}
+
 /// A pause gate opens with `gate_paused` and approving it writes `gate_resumed`.
 pub fn pause_gates_pause_and_resume(factory: Factory<'_>) {
     let fx = factory();

@@ -126,6 +126,7 @@ macro_rules! conformance_tests {
             write_batches_apply_every_change_in_order,
             a_failing_write_batch_writes_nothing,
             gates_open_decide_and_refuse_a_second_decision,
+            gates_are_listed_by_kind,
             pause_gates_pause_and_resume,
             decide_pending_gate_takes_the_oldest,
             a_gate_decided_through_one_handle_is_seen_by_another,

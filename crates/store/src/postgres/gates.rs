@@ -1,7 +1,7 @@
 //! Gates: opening, listing and deciding. A decision is a compare-and-set from `pending` on the locked row,
 //! so of two people approving at once exactly one succeeds and the other is told who was first.
 
-use agency_core::{BriefId, Gate, GateDecision, GateId, GateStatus, RunId};
+use agency_core::{BriefId, Gate, GateDecision, GateId, GateKind, GateStatus, RunId};
 use postgres::{GenericClient, Row};
 
 use super::events;
@@ -88,6 +88,15 @@ pub fn list<C: GenericClient>(c: &mut C, run: RunId) -> Result<Vec<Gate>> {
     let rows = c.query(
         &format!("SELECT {COLUMNS} FROM gates WHERE run = $1 ORDER BY opened_at, ord"),
         &[&id_text(&run.0)],
+    )?;
+    rows.iter().map(decode).collect()
+}
+
+/// A run's gates of one kind, oldest first.
+pub fn list_of_kind<C: GenericClient>(c: &mut C, run: RunId, kind: GateKind) -> Result<Vec<Gate>> {
+    let rows = c.query(
+        &format!("SELECT {COLUMNS} FROM gates WHERE run = $1 AND kind = $2 ORDER BY opened_at, ord"),
+        &[&id_text(&run.0), &kind.as_str()],
     )?;
     rows.iter().map(decode).collect()
 }

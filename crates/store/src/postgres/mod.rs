@@ -31,7 +31,9 @@ mod sessions;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agency_core::teachback::TeachbackState;
-use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId, Tier};
+use agency_core::{
+    Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, GateKind, NewEvent, RunId, Tier,
+};
 use chrono::{DateTime, Utc};
 use postgres::{Client, Transaction};
 
@@ -384,6 +386,10 @@ impl Blackboard for PostgresBlackboard {
 
     fn list_gates(&self, run: RunId) -> Result<Vec<Gate>> {
         self.read(|c| gates::list(c, run))
+    }
+
+    fn list_gates_of_kind(&self, run: RunId, kind: GateKind) -> Result<Vec<Gate>> {
+        self.read(|c| gates::list_of_kind(c, run, kind))
     }
 
     fn decide_gate(&self, id: GateId, decision: GateDecision) -> Result<Gate> {

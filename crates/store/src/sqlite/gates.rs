@@ -1,7 +1,7 @@
 //! Gates: opening, listing and deciding. A decision is a compare-and-set from `pending`, so of two people
 //! approving at once exactly one succeeds and the other is told who was first.
 
-use agency_core::{Gate, GateDecision, GateId, GateStatus, RunId};
+use agency_core::{Gate, GateDecision, GateId, GateKind, GateStatus, RunId};
 use rusqlite::{Connection, Row, params};
 
 use super::events;
@@ -90,6 +90,10 @@ pub fn pending(conn: &Connection, run: Option<RunId>) -> Result<Vec<Gate>> {
     }
 }
 
+pub(super) fn of_kind_sql() -> String {
+    format!("SELECT {COLUMNS} FROM gates WHERE run = ?1 AND kind = ?2 ORDER BY opened_at, rowid")
+}
+
 pub(super) fn pending_in_run_sql() -> String {
     format!("SELECT {COLUMNS} FROM gates WHERE run = ?1 AND status = 'pending' ORDER BY opened_at, rowid")
 }
@@ -100,6 +104,13 @@ pub fn list(conn: &Connection, run: RunId) -> Result<Vec<Gate>> {
         "SELECT {COLUMNS} FROM gates WHERE run = ?1 ORDER BY opened_at, rowid"
     ))?;
     let rows = stmt.query_and_then(params![id_text(&run.0)], decode)?;
+    rows.collect()
+}
+
+/// A run's gates of one kind, oldest first.
+pub fn list_of_kind(conn: &Connection, run: RunId, kind: GateKind) -> Result<Vec<Gate>> {
+    let mut stmt = conn.prepare_cached(&of_kind_sql())?;
+    let rows = stmt.query_and_then(params![id_text(&run.0), kind.as_str()], decode)?;
     rows.collect()
 }
 

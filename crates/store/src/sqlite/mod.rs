@@ -26,7 +26,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agency_core::teachback::TeachbackState;
-use agency_core::{Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, NewEvent, RunId, Tier};
+use agency_core::{
+    Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, GateKind, NewEvent, RunId, Tier,
+};
 use chrono::{DateTime, Utc};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
@@ -478,6 +480,10 @@ impl Blackboard for SqliteBlackboard {
 
     fn list_gates(&self, run: RunId) -> Result<Vec<Gate>> {
         self.read(|conn| gates::list(conn, run))
+    }
+
+    fn list_gates_of_kind(&self, run: RunId, kind: GateKind) -> Result<Vec<Gate>> {
+        self.read(|conn| gates::list_of_kind(conn, run, kind))
     }
 
     fn decide_gate(&self, id: GateId, decision: GateDecision) -> Result<Gate> {

@@ -104,6 +104,13 @@ fn check(store: &SqliteBlackboard) {
                 &["SEARCH gates USING INDEX gates_run (run=? AND status=?)"],
             ),
             (
+                &gates::of_kind_sql(),
+                &[
+                    "SEARCH gates USING INDEX gates_run (run=?)",
+                    "USE TEMP B-TREE FOR ORDER BY",
+                ],
+            ),
+            (
                 events::LAST_SEQ_OF_RUN,
                 &["SEARCH events USING COVERING INDEX events_run (run=?)"],
             ),
