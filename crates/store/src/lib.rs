@@ -44,7 +44,8 @@ pub mod conformance;
 
 use agency_core::teachback::TeachbackState;
 use agency_core::{
-    Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, GateKind, NewEvent, RunId, Tier,
+    Brief, BriefId, BriefStatus, Event, EventKind, Gate, GateDecision, GateId, GateKind, NewEvent, RunId,
+    Tier,
 };
 use chrono::{DateTime, Utc};
 
@@ -103,6 +104,16 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// Events with `seq > after_seq`, oldest first, at most `limit`; of one run, or of all runs with `None`.
     /// Page by passing the last `seq` seen.
     fn events_after(&self, run: Option<RunId>, after_seq: i64, limit: usize) -> Result<Vec<Event>>;
+
+    /// A run's events of the given kinds with `seq > after_seq`, oldest first, at most `limit`: what a reader
+    /// after a few kinds pages through without decoding every other event of the run.
+    fn events_of_kinds_after(
+        &self,
+        run: RunId,
+        kinds: &[EventKind],
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<Event>>;
 
     /// The highest `seq` (of one run, or overall); 0 when there are none.
     fn last_seq(&self, run: Option<RunId>) -> Result<i64>;

@@ -107,6 +107,7 @@ macro_rules! conformance_tests {
             one_driver_lease_per_run,
             prefixes_resolve_unique_ambiguous_unknown_and_invalid,
             events_after_orders_filters_and_pages,
+            events_of_kinds_are_filtered_and_paged,
             briefs_in_events_after_name_each_brief_once,
             events_need_an_existing_run,
             briefs_round_trip_every_field,

@@ -217,6 +217,38 @@ pub fn events_after_orders_filters_and_pages(factory: Factory<'_>) {
     );
 }
 
+/// `events_of_kinds_after` gives a run's events of the kinds asked, oldest first, paged, and no other.
+pub fn events_of_kinds_are_filtered_and_paged(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let (a, b) = (new_run(bb.as_ref()), new_run(bb.as_ref()));
+    for i in 0..12 {
+        let kind = [EventKind::Log, EventKind::Verdict, EventKind::Artifact][i % 3];
+        bb.append_event(NewEvent::new(a, kind, json!({ "i": i })))
+            .unwrap();
+        bb.append_event(NewEvent::new(b, kind, json!({ "i": i })))
+            .unwrap();
+    }
+    let kinds = [EventKind::Verdict, EventKind::RunCreated];
+    let expected: Vec<_> = bb
+        .events_after(Some(a), 0, 1000)
+        .unwrap()
+        .into_iter()
+        .filter(|e| kinds.contains(&e.kind))
+        .collect();
+    assert_eq!(expected.len(), 5, "run_created and four verdicts");
+    let (mut paged, mut after) = (Vec::new(), 0);
+    loop {
+        let page = bb.events_of_kinds_after(a, &kinds, after, 2).unwrap();
+        let Some(last) = page.last() else { break };
+        assert!(page.len() <= 2);
+        after = last.seq;
+        paged.extend(page);
+    }
+    assert_eq!(paged, expected);
+    assert!(bb.events_of_kinds_after(a, &[], 0, 10).unwrap().is_empty());
+}
+
 /// `briefs_in_events_after` names each brief a run's later events name, once, and no other.
 pub fn briefs_in_events_after_name_each_brief_once(factory: Factory<'_>) {
     let fx = factory();

@@ -7,7 +7,7 @@
 //! schema), held until commit: writers may choose and lock rows (claims) concurrently, and serialise only
 //! from their first event to their commit.
 
-use agency_core::{BriefId, Event, NewEvent, RunId};
+use agency_core::{BriefId, Event, EventKind, NewEvent, RunId};
 use postgres::{GenericClient, Row};
 
 use super::prefix::require_run;
@@ -69,6 +69,25 @@ pub fn after<C: GenericClient>(
             &[&after_seq, &limit],
         )?,
     };
+    rows.iter().map(decode).collect()
+}
+
+/// A run's events of `kinds` after `after_seq` (see [`crate::Blackboard::events_of_kinds_after`]).
+pub fn of_kinds_after<C: GenericClient>(
+    c: &mut C,
+    run: RunId,
+    kinds: &[EventKind],
+    after_seq: i64,
+    limit: usize,
+) -> Result<Vec<Event>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+    let rows = c.query(
+        &format!(
+            "SELECT {COLUMNS} FROM events WHERE run = $1 AND seq > $2 AND kind = ANY($3) ORDER BY seq LIMIT $4"
+        ),
+        &[&id_text(&run.0), &after_seq, &kinds, &limit],
+    )?;
     rows.iter().map(decode).collect()
 }
 

@@ -32,7 +32,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agency_core::teachback::TeachbackState;
 use agency_core::{
-    Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, GateKind, NewEvent, RunId, Tier,
+    Brief, BriefId, BriefStatus, Event, EventKind, Gate, GateDecision, GateId, GateKind, NewEvent, RunId,
+    Tier,
 };
 use chrono::{DateTime, Utc};
 use postgres::{Client, Transaction};
@@ -214,6 +215,16 @@ impl Blackboard for PostgresBlackboard {
 
     fn events_after(&self, run: Option<RunId>, after_seq: i64, limit: usize) -> Result<Vec<Event>> {
         self.read(|c| events::after(c, run, after_seq, limit))
+    }
+
+    fn events_of_kinds_after(
+        &self,
+        run: RunId,
+        kinds: &[EventKind],
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<Event>> {
+        self.read(|c| events::of_kinds_after(c, run, kinds, after_seq, limit))
     }
 
     fn last_seq(&self, run: Option<RunId>) -> Result<i64> {

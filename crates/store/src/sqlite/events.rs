@@ -1,6 +1,6 @@
 //! The event log: one table, one `seq` across all runs, append-only.
 
-use agency_core::{BriefId, Event, NewEvent, RunId};
+use agency_core::{BriefId, Event, EventKind, NewEvent, RunId};
 use rusqlite::{Connection, Row, params};
 
 use super::prefix::require_run;
@@ -62,6 +62,35 @@ pub fn after(conn: &Connection, run: Option<RunId>, after_seq: i64, limit: usize
             rows.collect()
         }
     }
+}
+
+/// A run's events of `kinds` after `after_seq` (see [`crate::Blackboard::events_of_kinds_after`]).
+pub fn of_kinds_after(
+    conn: &Connection,
+    run: RunId,
+    kinds: &[EventKind],
+    after_seq: i64,
+    limit: usize,
+) -> Result<Vec<Event>> {
+    if kinds.is_empty() {
+        return Ok(Vec::new());
+    }
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = conn.prepare_cached(&of_kinds_after_sql(kinds.len()))?;
+    let mut values: Vec<rusqlite::types::Value> =
+        vec![id_text(&run.0).into(), after_seq.into(), limit.into()];
+    values.extend(kinds.iter().map(|k| k.as_str().to_string().into()));
+    let rows = stmt.query_and_then(rusqlite::params_from_iter(values), decode)?;
+    rows.collect()
+}
+
+/// The statement of [`of_kinds_after`] for `n` kinds.
+pub(super) fn of_kinds_after_sql(n: usize) -> String {
+    let kinds: Vec<String> = (0..n).map(|i| format!("?{}", i + 4)).collect();
+    format!(
+        "SELECT {COLUMNS} FROM events WHERE run = ?1 AND seq > ?2 AND kind IN ({}) ORDER BY seq LIMIT ?3",
+        kinds.join(", ")
+    )
 }
 
 pub(super) fn after_in_run_sql() -> String {

@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use agency_core::teachback::TeachbackState;
 use agency_core::{
-    Brief, BriefId, BriefStatus, Event, Gate, GateDecision, GateId, GateKind, NewEvent, RunId, Tier,
+    Brief, BriefId, BriefStatus, Event, EventKind, Gate, GateDecision, GateId, GateKind, NewEvent, RunId,
+    Tier,
 };
 use chrono::{DateTime, Utc};
 use rusqlite::config::DbConfig;
@@ -294,6 +295,16 @@ impl Blackboard for SqliteBlackboard {
 
     fn events_after(&self, run: Option<RunId>, after_seq: i64, limit: usize) -> Result<Vec<Event>> {
         self.read(|conn| events::after(conn, run, after_seq, limit))
+    }
+
+    fn events_of_kinds_after(
+        &self,
+        run: RunId,
+        kinds: &[EventKind],
+        after_seq: i64,
+        limit: usize,
+    ) -> Result<Vec<Event>> {
+        self.read(|conn| events::of_kinds_after(conn, run, kinds, after_seq, limit))
     }
 
     fn last_seq(&self, run: Option<RunId>) -> Result<i64> {

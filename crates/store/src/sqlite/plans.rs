@@ -104,6 +104,10 @@ fn check(store: &SqliteBlackboard) {
                 &["SEARCH gates USING INDEX gates_run (run=? AND status=?)"],
             ),
             (
+                &events::of_kinds_after_sql(3),
+                &["SEARCH events USING INDEX events_run (run=? AND seq>?)"],
+            ),
+            (
                 &gates::of_kind_sql(),
                 &[
                     "SEARCH gates USING INDEX gates_run (run=?)",
