@@ -63,7 +63,11 @@ fn facts(engine: &Engine, run: &Run) -> RunFacts {
     let mut facts = RunFacts::default();
     let mut after = 0;
     // Only the kinds read below: the run's other events (ten or more per brief) are not decoded at all.
-    let kinds = [EventKind::SignoffAccepted, EventKind::SignoffVerify, EventKind::Log];
+    let kinds = [
+        EventKind::SignoffAccepted,
+        EventKind::SignoffVerify,
+        EventKind::Log,
+    ];
     while let Ok(page) = engine.store.events_of_kinds_after(run.id, &kinds, after, 1000) {
         let Some(last) = page.last() else { break };
         after = last.seq;
