@@ -274,17 +274,25 @@ impl Repo {
 
     /// [`Repo::rev_parse_all`], every one asked of git.
     fn rev_parse_in_git(&self, revs: &[&str]) -> Result<Vec<String>, GitError> {
-        let mut args = vec!["rev-parse".to_owned()];
+        let mut specs = Vec::with_capacity(revs.len());
         for rev in revs {
             check_name("revision", rev)?;
-            args.push(format!("{rev}^{{commit}}"));
+            specs.push(format!("{rev}^{{commit}}"));
         }
+        self.rev_parse_specs(specs)
+    }
+
+    /// The object ids of `specs` (revisions already checked, suffixes and all), asked of one `rev-parse`;
+    /// an error unless git gave one per spec.
+    pub(crate) fn rev_parse_specs(&self, specs: Vec<String>) -> Result<Vec<String>, GitError> {
+        let expected = specs.len();
+        let args: Vec<String> = std::iter::once("rev-parse".to_owned()).chain(specs).collect();
         let text = self.git_text(&args)?;
         let ids: Vec<String> = text.lines().map(str::to_owned).collect();
-        if ids.len() != revs.len() {
+        if ids.len() != expected {
             return Err(GitError::UnexpectedOutput {
                 args: args.join(" "),
-                detail: format!("expected {} object ids, got {text:?}", revs.len()),
+                detail: format!("expected {expected} object ids, got {text:?}"),
             });
         }
         Ok(ids)

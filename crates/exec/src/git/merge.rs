@@ -294,23 +294,12 @@ impl Repo {
         check_name("branch", into)?;
         let tip = if self.has_merge_tree()? && !self.is_checked_out(into) {
             let into_ref = format!("refs/heads/{into}");
-            let known = self
-                .branch_from_files(&into_ref)
-                .and_then(|rev| remembered_tree(&rev).map(|tree| (rev, tree)));
-            let (rev, tree) = match known {
+            let (rev, tree) = match self.known_tip(&into_ref) {
                 Some(known) => known,
                 None => {
-                    let (commit, tree) = (format!("{into_ref}^{{commit}}"), format!("{into_ref}^{{tree}}"));
-                    let revs = self.git_text(&["rev-parse", commit.as_str(), tree.as_str()])?;
-                    match revs.lines().collect::<Vec<_>>()[..] {
-                        [rev, tree] => (rev.to_owned(), tree.to_owned()),
-                        _ => {
-                            return Err(GitError::UnexpectedOutput {
-                                args: format!("rev-parse {into}"),
-                                detail: format!("expected two object ids, got {revs:?}"),
-                            });
-                        }
-                    }
+                    let [rev, tree] = self
+                        .rev_parse_ids([format!("{into_ref}^{{commit}}"), format!("{into_ref}^{{tree}}")])?;
+                    (rev, tree)
                 }
             };
             Some(ChainTip {
@@ -336,26 +325,34 @@ impl Repo {
     /// that merge was made of (a commit's tree never changes). Otherwise one `rev-parse`.
     fn merge_inputs(&self, into: &str, from: &str) -> Result<[String; 3], GitError> {
         let (into_ref, from_ref) = (format!("refs/heads/{into}"), format!("refs/heads/{from}"));
-        if let (Some(into_rev), Some(from_rev)) = (
-            self.branch_from_files(&into_ref),
-            self.branch_from_files(&from_ref),
-        ) && let Some(into_tree) = remembered_tree(&into_rev)
+        if let (Some((into_rev, into_tree)), Some(from_rev)) =
+            (self.known_tip(&into_ref), self.branch_from_files(&from_ref))
         {
             return Ok([into_rev, into_tree, from_rev]);
         }
-        let revs = self.git_text(&[
-            "rev-parse".to_owned(),
+        self.rev_parse_ids([
             format!("{into_ref}^{{commit}}"),
             format!("{into_ref}^{{tree}}"),
             format!("{from_ref}^{{commit}}"),
-        ])?;
-        match revs.lines().collect::<Vec<_>>()[..] {
-            [a, b, c] => Ok([a.to_owned(), b.to_owned(), c.to_owned()]),
-            _ => Err(GitError::UnexpectedOutput {
-                args: format!("rev-parse {into} {from}"),
-                detail: format!("expected three object ids, got {revs:?}"),
-            }),
-        }
+        ])
+    }
+
+    /// The commit and tree of the full branch name `into_ref`, known without git when its ref file is read
+    /// and it is at a merge this process made.
+    fn known_tip(&self, into_ref: &str) -> Option<(String, String)> {
+        let rev = self.branch_from_files(into_ref)?;
+        let tree = remembered_tree(&rev)?;
+        Some((rev, tree))
+    }
+
+    /// The object ids of `specs`, asked of one `rev-parse` ([`Repo::rev_parse_specs`]).
+    fn rev_parse_ids<const N: usize>(&self, specs: [String; N]) -> Result<[String; N], GitError> {
+        let ids = self.rev_parse_specs(Vec::from(specs))?;
+        // `rev_parse_specs` checked there is one id per spec; the error is only the type's.
+        <[String; N]>::try_from(ids).map_err(|ids| GitError::UnexpectedOutput {
+            args: "rev-parse".to_owned(),
+            detail: format!("expected {N} object ids, got {ids:?}"),
+        })
     }
 
     /// Whether this git has `merge-tree --write-tree` (2.38 and later), asked once per git program.
