@@ -123,13 +123,17 @@ fn main() -> std::process::ExitCode {
 
 fn bench(args: &Args) -> Result<(), String> {
     let workstreams = (args.briefs / (2 * args.squad)).max(1);
-    let temporary = tempfile::tempdir().map_err(|e| e.to_string())?;
+    // Held to the end of the run, for its Drop, when the run is not kept.
+    let temporary;
     let dir = match &args.keep {
         Some(keep) => {
             std::fs::create_dir(keep).map_err(|e| format!("--keep {}: {e}", keep.display()))?;
             keep.as_path()
         }
-        None => temporary.path(),
+        None => {
+            temporary = tempfile::tempdir().map_err(|e| e.to_string())?;
+            temporary.path()
+        }
     };
     let root = dir.join("repo");
     std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
