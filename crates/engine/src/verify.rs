@@ -344,19 +344,19 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resu
         .collect();
     let branches = engine.branches(tasks[0].run);
     let mut merged = WriteBatch::new();
-    let mut chains: Vec<(String, MergeChain<'_>)> = Vec::new();
+    let mut chains: Vec<MergeChain<'_>> = Vec::new();
     for task in tasks {
         let into = branches.ensure_workstream(&task.workstream)?;
         let from = task.branch.clone().unwrap_or_else(|| branches.brief(task));
         let message = format!("merge {} (agency brief {})", task.title, task.id.short());
-        let at = match chains.iter().position(|(name, _)| *name == into) {
+        let at = match chains.iter().position(|chain| chain.branch() == into) {
             Some(at) => at,
             None => {
-                chains.push((into.clone(), branches.merge_chain(&into)?));
+                chains.push(branches.merge_chain(&into)?);
                 chains.len() - 1
             }
         };
-        match chains[at].1.merge(&from, &message)? {
+        match chains[at].merge(&from, &message)? {
             MergeOutcome::AlreadyUpToDate if !judged_now.contains(&task.id) => {}
             MergeOutcome::Merged { .. } | MergeOutcome::AlreadyUpToDate => {
                 merged.append_event(
@@ -397,8 +397,8 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resu
 }
 
 /// Moves every chain's branch to its newest merge.
-fn settle(chains: &mut [(String, MergeChain<'_>)]) -> Result<()> {
-    for (_, chain) in chains {
+fn settle(chains: &mut [MergeChain<'_>]) -> Result<()> {
+    for chain in chains {
         chain.settle()?;
     }
     Ok(())

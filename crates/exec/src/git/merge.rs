@@ -69,6 +69,11 @@ struct ChainTip {
 const REFLOG_NAMES: usize = 8;
 
 impl MergeChain<'_> {
+    /// The branch merged into.
+    pub fn branch(&self) -> &str {
+        &self.into
+    }
+
     /// Merges `from` on top of the chain's previous merges, as [`Repo::merge_into`] would merge it into the
     /// branch they are settled into.
     pub fn merge(&mut self, from: &str, message: &str) -> Result<MergeOutcome, GitError> {
