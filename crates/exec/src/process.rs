@@ -22,7 +22,6 @@ mod leftover;
 mod spec;
 mod watch;
 
-use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::OwnedFd;
@@ -31,7 +30,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -143,22 +142,26 @@ pub fn started_count() -> u64 {
 
 /// Runs `spec` to completion (or to its deadline) and reports how it ended.
 pub fn run(spec: &CommandSpec) -> Result<Output, ProcessError> {
-    run_cancellable(spec, &CancelToken::new())
+    run_with_parent_env(spec, None, &|name| std::env::var_os(name))
 }
 
 /// Like [`run`], but [`CancelToken::cancel`] terminates the child's group early.
 pub fn run_cancellable(spec: &CommandSpec, cancel: &CancelToken) -> Result<Output, ProcessError> {
-    run_with_parent_env(spec, cancel, &|name| std::env::var_os(name))
+    run_with_parent_env(spec, Some(cancel), &|name| std::env::var_os(name))
 }
 
 /// [`run_cancellable`] with the parent environment injected, so the allow-list is testable without mutating
-/// the test process's own environment.
+/// the test process's own environment. Without a token nothing can cancel the run, so nothing listens for
+/// one (a runner starts git thousands of times this way).
 pub(crate) fn run_with_parent_env(
     spec: &CommandSpec,
-    cancel: &CancelToken,
+    cancel: Option<&CancelToken>,
     parent_env: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<Output, ProcessError> {
-    let started = start(spec, parent_env, Interaction::None)?;
+    let interaction = Interaction::None {
+        cancellable: cancel.is_some(),
+    };
+    let started = start(spec, parent_env, interaction)?;
     // The caller's thread is free while the child runs, so it supervises.
     supervise(started, cancel, spec)
 }
@@ -215,7 +218,7 @@ pub fn spawn(spec: &CommandSpec, cancel: &CancelToken) -> Result<RunningChild, P
     let (cancel, spec_for_thread) = (cancel.clone(), spec.clone());
     let supervisor = thread::Builder::new()
         .name("agency-exec-supervise".into())
-        .spawn(move || supervise(started, &cancel, &spec_for_thread));
+        .spawn(move || supervise(started, Some(&cancel), &spec_for_thread));
     match supervisor {
         Ok(supervisor) => Ok(RunningChild {
             stdin,
@@ -242,9 +245,11 @@ pub fn spawn(spec: &CommandSpec, cancel: &CancelToken) -> Result<RunningChild, P
 /// Whether the caller talks to the child's stdin/stdout itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Interaction {
-    /// Stdin is fed from the spec (or `/dev/null`), stdout captured.
-    None,
-    /// Stdin (unless fed from the spec) and stdout are left on the child for the caller to take.
+    /// Stdin is fed from the spec (or `/dev/null`), stdout captured; `cancellable` when a token may cancel
+    /// the run.
+    None { cancellable: bool },
+    /// Stdin (unless fed from the spec) and stdout are left on the child for the caller to take; always
+    /// cancellable.
     Pipes,
 }
 
@@ -268,47 +273,48 @@ fn start(
     };
 
     let env = spec.env.resolve(parent_env);
-    if let Some(cwd) = &spec.cwd
-        && !cwd.is_dir()
-    {
-        return Err(ProcessError::MissingCwd { cwd: cwd.clone() });
-    }
     let search_path = env
         .iter()
         .find(|(name, _)| name == "PATH")
         .map(|(_, v)| v.clone())
         .or_else(|| parent_env("PATH"));
-    let program = resolve_program(&spec.program, spec.cwd.as_deref(), search_path.as_deref())?;
-
-    let stdin = if spec.stdin.is_some() || interaction == Interaction::Pipes {
-        Stdio::piped()
-    } else {
-        Stdio::null()
+    let missing_cwd = || match &spec.cwd {
+        Some(cwd) if !cwd.is_dir() => Some(ProcessError::MissingCwd { cwd: cwd.clone() }),
+        _ => None,
     };
-    let mut command = Command::new(&program);
-    command
-        .args(&spec.args)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_os_str())))
-        .stdin(stdin)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own group, so the whole tree it starts can be signalled at once.
-        .process_group(0);
-    if let Some(cwd) = &spec.cwd {
-        command.current_dir(cwd);
-    }
+    let resolve = || {
+        resolve_program(&spec.program, spec.cwd.as_deref(), search_path.as_deref())
+            // A relative program is looked for in the working directory: say which of the two is missing.
+            .map_err(|err| missing_cwd().unwrap_or(err))
+    };
+    let program = resolve()?;
 
     let start = Instant::now();
-    let mut child = command.spawn().map_err(|source| match source.kind() {
-        io::ErrorKind::NotFound => ProcessError::ProgramNotFound {
-            program: program_name.clone(),
-            searched: None,
-        },
-        _ => ProcessError::Spawn {
-            program: program_name.clone(),
-            source,
-        },
+    let mut spawned = spawn_child(spec, &env, &program.path, interaction);
+    if program.remembered
+        && spawned
+            .as_ref()
+            .is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
+    {
+        // It has gone from where it was found before: look along the search path again.
+        forget_program(&spec.program, search_path.as_deref());
+        spawned = spawn_child(spec, &env, &resolve()?.path, interaction);
+    }
+    let mut child = spawned.map_err(|source| {
+        // Whether the working directory exists is asked only now: a run that starts never pays for it.
+        if let Some(missing) = missing_cwd() {
+            return missing;
+        }
+        match source.kind() {
+            io::ErrorKind::NotFound => ProcessError::ProgramNotFound {
+                program: program_name.clone(),
+                searched: None,
+            },
+            _ => ProcessError::Spawn {
+                program: program_name.clone(),
+                source,
+            },
+        }
     })?;
     STARTED.fetch_add(1, Ordering::Relaxed);
     let pid = Pid::from_child(&child);
@@ -320,12 +326,17 @@ fn start(
             .map(|pipe| (OwnedFd::from(pipe), bytes.clone())),
         None => None,
     };
-    let captured_stdout = match interaction {
-        Interaction::None => child.stdout.take().map(OwnedFd::from),
-        Interaction::Pipes => None,
+    let (captured_stdout, cancellable) = match interaction {
+        Interaction::None { cancellable } => (child.stdout.take().map(OwnedFd::from), cancellable),
+        Interaction::Pipes => (None, true),
     };
     let captured_stderr = child.stderr.take().map(OwnedFd::from);
-    match watch_child(pid, fed_stdin, captured_stdout, captured_stderr, spec.output_cap) {
+    let pipes = Pipes {
+        fed_stdin,
+        stdout: captured_stdout,
+        stderr: captured_stderr,
+    };
+    match watch_child(pid, pipes, spec.output_cap, cancellable) {
         Ok(watch) => Ok(Started {
             child,
             pid,
@@ -339,23 +350,73 @@ fn start(
     }
 }
 
-/// What watches a child just started: its stdin fed from `fed_stdin`, the pipes given drained into tails of
-/// `cap` bytes.
-fn watch_child(
-    pid: Pid,
+/// Starts `program` as `spec` says, with the environment `env`, in a process group of its own.
+fn spawn_child(
+    spec: &CommandSpec,
+    env: &[(String, OsString)],
+    program: &Path,
+    interaction: Interaction,
+) -> io::Result<Child> {
+    let stdin = if spec.stdin.is_some() || interaction == Interaction::Pipes {
+        Stdio::piped()
+    } else {
+        dev_null()?
+    };
+    let mut command = Command::new(program);
+    command
+        .args(&spec.args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_os_str())))
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own group, so the whole tree it starts can be signalled at once.
+        .process_group(0);
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    command.spawn()
+}
+
+/// The pipes of a child just started that its watch handles.
+struct Pipes {
+    /// Stdin and the bytes to feed it.
     fed_stdin: Option<(OwnedFd, Vec<u8>)>,
     stdout: Option<OwnedFd>,
     stderr: Option<OwnedFd>,
-    cap: usize,
-) -> io::Result<Watch> {
-    let (pipe, bytes) = fed_stdin.unzip();
+}
+
+/// What watches a child just started: its stdin fed, its output pipes drained into tails of `cap` bytes,
+/// and (when `cancellable`) an eventfd for a cancel token to ring.
+fn watch_child(pid: Pid, pipes: Pipes, cap: usize, cancellable: bool) -> io::Result<Watch> {
+    let (pipe, bytes) = pipes.fed_stdin.unzip();
     let feed = Feed::new(pipe, bytes.unwrap_or_default())?;
-    Watch::new(pid, feed, Drain::new(stdout, cap)?, Drain::new(stderr, cap)?)
+    let (stdout, stderr) = (Drain::new(pipes.stdout, cap), Drain::new(pipes.stderr, cap));
+    Watch::new(pid, feed, stdout, stderr, cancellable)
+}
+
+/// A `/dev/null` for a child's stdin: one descriptor opened once per process and duplicated for each
+/// child, instead of a path looked up each time.
+fn dev_null() -> io::Result<Stdio> {
+    static DEV_NULL: OnceLock<OwnedFd> = OnceLock::new();
+    let fd = match DEV_NULL.get() {
+        Some(fd) => fd,
+        None => {
+            let opened = OwnedFd::from(std::fs::File::open("/dev/null")?);
+            // Two threads may open it at once; the one that loses closes its own.
+            DEV_NULL.get_or_init(|| opened)
+        }
+    };
+    Ok(Stdio::from(fd.try_clone()?))
 }
 
 /// Waits for the child's exit, its deadline or a cancel, draining its pipes meanwhile; on a deadline or
 /// cancel terminates, then kills, its group; reaps it and collects the output.
-fn supervise(started: Started, cancel: &CancelToken, spec: &CommandSpec) -> Result<Output, ProcessError> {
+fn supervise(
+    started: Started,
+    cancel: Option<&CancelToken>,
+    spec: &CommandSpec,
+) -> Result<Output, ProcessError> {
     let Started {
         mut child,
         pid,
@@ -366,7 +427,9 @@ fn supervise(started: Started, cancel: &CancelToken, spec: &CommandSpec) -> Resu
         program: spec.program_name(),
         source,
     };
-    let _registration = cancel.register(watch.cancel_waker());
+    let _registration = cancel
+        .zip(watch.cancel_waker())
+        .map(|(token, waker)| token.register(waker));
 
     let first = watch.until(Goal::ExitOrCancel, Some(start + spec.timeout));
     let (timed_out, cancelled) = match first {
@@ -418,13 +481,21 @@ fn supervise(started: Started, cancel: &CancelToken, spec: &CommandSpec) -> Resu
     })
 }
 
+/// An executable found for a program name.
+#[derive(Debug)]
+struct Resolved {
+    path: PathBuf,
+    /// Found earlier on the same search path and not looked at again (see [`FoundProgram`]).
+    remembered: bool,
+}
+
 /// Finds the executable the child will run, so a missing program is reported by name instead of as an
 /// ambiguous spawn error (a missing working directory also reads as "not found" from the OS).
 fn resolve_program(
     program: &OsStr,
     cwd: Option<&Path>,
     path: Option<&OsStr>,
-) -> Result<PathBuf, ProcessError> {
+) -> Result<Resolved, ProcessError> {
     let as_path = Path::new(program);
     let name = || program.to_string_lossy().into_owned();
     if program.is_empty() {
@@ -439,7 +510,10 @@ fn resolve_program(
             _ => as_path.to_path_buf(),
         };
         return if full.is_file() {
-            Ok(full)
+            Ok(Resolved {
+                path: full,
+                remembered: false,
+            })
         } else {
             Err(ProcessError::ProgramNotFound {
                 program: name(),
@@ -448,18 +522,11 @@ fn resolve_program(
         };
     }
     let path = path.unwrap_or_default();
-    // A runner starts git thousands of times: where a name was found on this PATH is remembered (and
-    // checked to be there still), instead of a failed `statx` per earlier PATH entry every time.
-    static FOUND: Mutex<BTreeMap<(OsString, OsString), PathBuf>> = Mutex::new(BTreeMap::new());
-    let key = (program.to_os_string(), path.to_os_string());
-    let found = FOUND
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&key)
-        .filter(|found| is_executable_file(found))
-        .cloned();
-    if let Some(found) = found {
-        return Ok(found);
+    if let Some(found) = found_before(program, path) {
+        return Ok(Resolved {
+            path: found,
+            remembered: true,
+        });
     }
     // Empty PATH entries mean "the current directory" to a shell; we do not search it implicitly.
     let found = std::env::split_paths(path)
@@ -470,11 +537,44 @@ fn resolve_program(
             program: name(),
             searched: Some(path.to_string_lossy().into_owned()),
         })?;
-    FOUND
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(key, found.clone());
-    Ok(found)
+    found_programs().push(FoundProgram {
+        name: program.to_os_string(),
+        search_path: path.to_os_string(),
+        found: found.clone(),
+    });
+    Ok(Resolved {
+        path: found,
+        remembered: false,
+    })
+}
+
+/// Where a bare program name was found on a search path. A runner starts git thousands of times: where it
+/// was found is remembered, instead of a failed `statx` per earlier PATH entry and one more for the hit
+/// each time. A program that has gone from there since fails to start, and is then forgotten
+/// ([`forget_program`]) and looked for again at once.
+struct FoundProgram {
+    name: OsString,
+    search_path: OsString,
+    found: PathBuf,
+}
+
+/// The names found so far (a handful: git, the agents' CLIs, verify commands).
+fn found_programs() -> std::sync::MutexGuard<'static, Vec<FoundProgram>> {
+    static FOUND: Mutex<Vec<FoundProgram>> = Mutex::new(Vec::new());
+    FOUND.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn found_before(program: &OsStr, path: &OsStr) -> Option<PathBuf> {
+    found_programs()
+        .iter()
+        .find(|f| f.name == program && f.search_path == path)
+        .map(|f| f.found.clone())
+}
+
+/// Forgets where `program` was found on `path` (it failed to start from there).
+fn forget_program(program: &OsStr, path: Option<&OsStr>) {
+    let path = path.unwrap_or_default();
+    found_programs().retain(|f| !(f.name == program && f.search_path == path));
 }
 
 fn is_executable_file(path: &Path) -> bool {
@@ -505,11 +605,11 @@ mod tests {
             _ => None,
         };
         let spec = CommandSpec::new("env").inherit_env("PATH");
-        let output = run_with_parent_env(&spec, &CancelToken::new(), &parent).unwrap();
+        let output = run_with_parent_env(&spec, None, &parent).unwrap();
         let text = output.stdout.text();
         assert!(text.starts_with("PATH=") && !text.contains("hunter2"), "{text}");
         let with_secret = spec.inherit_env("SECRET_TOKEN");
-        let output = run_with_parent_env(&with_secret, &CancelToken::new(), &parent).unwrap();
+        let output = run_with_parent_env(&with_secret, None, &parent).unwrap();
         assert!(output.stdout.text().contains("SECRET_TOKEN=hunter2"));
     }
 
@@ -519,7 +619,7 @@ mod tests {
         std::fs::create_dir(dir.path().join("scripts")).unwrap();
         std::fs::write(dir.path().join("scripts/verify.sh"), "#!/bin/sh\n").unwrap();
         let resolved = resolve_program(OsStr::new("scripts/verify.sh"), Some(dir.path()), None).unwrap();
-        assert_eq!(resolved, dir.path().join("scripts/verify.sh"));
+        assert_eq!(resolved.path, dir.path().join("scripts/verify.sh"));
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! A child's pipes, handled without helper threads: the tail of stdout and stderr kept in ring buffers (so a
-//! chatty child neither blocks on a full pipe nor exhausts memory) and stdin fed from bytes, all through
-//! non-blocking reads and writes driven by the supervisor's `poll`.
+//! chatty child neither blocks on a full pipe nor exhausts memory) and stdin fed from bytes, all driven by
+//! the supervisor's `poll`. The output pipes stay blocking and are read only when `poll` says so (one read
+//! per readiness, or to the end once every writer is gone), which spares two `ioctl`s and a read that
+//! would only say "again" per process; stdin is non-blocking, since `poll` promises room for only part of
+//! what is left to feed.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -30,7 +33,7 @@ impl Captured {
     }
 }
 
-/// Our end of a pipe the child writes to, read without blocking into a tail buffer until end of file.
+/// Our end of a pipe the child writes to, read into a tail buffer until end of file.
 #[derive(Debug)]
 pub(super) struct Drain {
     /// `None` once the child's side is closed (end of file) or reading failed.
@@ -39,15 +42,12 @@ pub(super) struct Drain {
 }
 
 impl Drain {
-    /// Takes `pipe` (made non-blocking) keeping the last `cap` bytes; no pipe is a drain that is done.
-    pub(super) fn new(pipe: Option<OwnedFd>, cap: usize) -> io::Result<Self> {
-        if let Some(pipe) = &pipe {
-            rustix::io::ioctl_fionbio(pipe, true)?;
-        }
-        Ok(Self {
+    /// Takes `pipe` keeping the last `cap` bytes; no pipe is a drain that is done.
+    pub(super) fn new(pipe: Option<OwnedFd>, cap: usize) -> Self {
+        Self {
             pipe,
             tail: TailBuffer::new(cap),
-        })
+        }
     }
 
     /// The pipe to wait on, while it is open.
@@ -60,8 +60,9 @@ impl Drain {
         self.pipe.is_none()
     }
 
-    /// Reads what is there now, until the pipe would block or ends.
-    pub(super) fn read_available(&mut self) {
+    /// Reads the pipe `poll` found ready: once (which cannot block, something is there), or to its end when
+    /// `hung_up` says every writer is gone (nothing can block then either).
+    pub(super) fn read_ready(&mut self, hung_up: bool) {
         let Some(pipe) = &self.pipe else { return };
         let mut chunk = [0u8; 16 * 1024];
         loop {
@@ -69,9 +70,13 @@ impl Drain {
                 Ok(0) => break self.pipe = None,
                 Ok(n) => self.tail.push(&chunk[..n]),
                 Err(Errno::INTR) => continue,
+                // Only a pipe someone else made non-blocking says this; poll again.
                 Err(Errno::AGAIN) => break,
                 // Nothing more can be read from a broken pipe; what was read is kept.
                 Err(_) => break self.pipe = None,
+            }
+            if !hung_up {
+                break;
             }
         }
     }

@@ -57,8 +57,9 @@ pub(super) struct Watch {
     pid: Pid,
     exit: ExitNotice,
     exited: bool,
-    /// Rung by the cancel token; shared with its registration.
-    cancel: Arc<OwnedFd>,
+    /// Rung by the cancel token; shared with its registration. `None` for a run no token can cancel
+    /// ([`super::run`]), which then needs no eventfd to make, poll and close.
+    cancel: Option<Arc<OwnedFd>>,
     cancelled: bool,
     feed: Feed,
     stdout: Drain,
@@ -66,19 +67,31 @@ pub(super) struct Watch {
 }
 
 impl Watch {
-    /// Watches the child `pid` (which must not have been reaped) and the pipes given.
-    pub(super) fn new(pid: Pid, feed: Feed, stdout: Drain, stderr: Drain) -> io::Result<Self> {
+    /// Watches the child `pid` (which must not have been reaped) and the pipes given; `cancellable` makes the
+    /// eventfd a [`CancelToken`](super::CancelToken) rings.
+    pub(super) fn new(
+        pid: Pid,
+        feed: Feed,
+        stdout: Drain,
+        stderr: Drain,
+        cancellable: bool,
+    ) -> io::Result<Self> {
         let exit = match rustix::process::pidfd_open(pid, PidfdFlags::empty()) {
             Ok(fd) => ExitNotice::Pidfd(fd),
             Err(Errno::NOSYS | Errno::PERM | Errno::ACCESS) => ExitNotice::Polling,
             Err(errno) => return Err(errno.into()),
         };
-        let cancel = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        let cancel = if cancellable {
+            let fd = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+            Some(Arc::new(fd))
+        } else {
+            None
+        };
         Ok(Self {
             pid,
             exit,
             exited: false,
-            cancel: Arc::new(cancel),
+            cancel,
             cancelled: false,
             feed,
             stdout,
@@ -86,9 +99,9 @@ impl Watch {
         })
     }
 
-    /// The eventfd a cancel token should ring.
-    pub(super) fn cancel_waker(&self) -> Arc<OwnedFd> {
-        Arc::clone(&self.cancel)
+    /// The eventfd a cancel token should ring, when the watch was made cancellable.
+    pub(super) fn cancel_waker(&self) -> Option<Arc<OwnedFd>> {
+        self.cancel.clone()
     }
 
     /// Whether the child has exited (and is waiting to be reaped).
@@ -141,7 +154,10 @@ impl Watch {
             ExitNotice::Pidfd(fd) if !self.exited => Some(fd.as_fd()),
             _ => None,
         };
-        let cancel_fd = (goal == Goal::ExitOrCancel && !self.cancelled).then(|| self.cancel.as_fd());
+        let cancel_fd = match &self.cancel {
+            Some(fd) if goal == Goal::ExitOrCancel && !self.cancelled => Some(fd.as_fd()),
+            _ => None,
+        };
         let watched: [(Option<BorrowedFd<'_>>, PollFlags); 5] = [
             (self.stdout.fd(), PollFlags::IN),
             (self.stderr.fd(), PollFlags::IN),
@@ -163,14 +179,15 @@ impl Watch {
             Err(errno) => return Err(errno.into()),
         }
         // Any event on a pipe (data, hang-up, error) is handled by reading or writing it: the call says which.
-        let ready: [bool; 5] =
-            std::array::from_fn(|slot| slots[slot].is_some_and(|i| !fds[i].revents().is_empty()));
+        let events: [PollFlags; 5] =
+            std::array::from_fn(|slot| slots[slot].map_or(PollFlags::empty(), |i| fds[i].revents()));
         drop(fds);
+        let ready: [bool; 5] = std::array::from_fn(|slot| !events[slot].is_empty());
         if ready[0] {
-            self.stdout.read_available();
+            self.stdout.read_ready(hung_up(events[0]));
         }
         if ready[1] {
-            self.stderr.read_available();
+            self.stderr.read_ready(hung_up(events[1]));
         }
         if ready[2] {
             self.feed.write_available();
@@ -187,6 +204,11 @@ impl Watch {
         }
         Ok(())
     }
+}
+
+/// Every writer of a pipe is gone (or it failed): reading it can no longer block.
+fn hung_up(events: PollFlags) -> bool {
+    events.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL)
 }
 
 /// Whether `pid` has exited, without reaping it.
@@ -226,9 +248,9 @@ mod tests {
             .unwrap();
         let pid = Pid::from_child(&child);
         let feed = Feed::new(child.stdin.take().map(OwnedFd::from), b"fed\n".to_vec()).unwrap();
-        let stdout = Drain::new(child.stdout.take().map(OwnedFd::from), 1024).unwrap();
-        let stderr = Drain::new(child.stderr.take().map(OwnedFd::from), 1024).unwrap();
-        let mut watch = Watch::new(pid, feed, stdout, stderr).unwrap();
+        let stdout = Drain::new(child.stdout.take().map(OwnedFd::from), 1024);
+        let stderr = Drain::new(child.stderr.take().map(OwnedFd::from), 1024);
+        let mut watch = Watch::new(pid, feed, stdout, stderr, false).unwrap();
         watch.exit = ExitNotice::Polling;
 
         let deadline = Some(Instant::now() + Duration::from_secs(20));

@@ -183,6 +183,30 @@ fn a_missing_program_is_named_in_the_error() {
 }
 
 #[test]
+fn a_program_that_moved_along_path_is_found_where_it_is_now() {
+    // Where a bare name was found on PATH is remembered (a runner starts git thousands of times); a program
+    // that has gone from there since must be looked for again, and reported by name once it is nowhere.
+    let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let install = |dir: &std::path::Path, says: &str| {
+        let program = dir.join("agency-remembered-program");
+        std::fs::write(&program, format!("#!/bin/sh\necho {says}\n")).unwrap();
+        std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        program
+    };
+    let path = std::env::join_paths([first.path(), second.path()]).unwrap();
+    let spec = CommandSpec::new("agency-remembered-program").env("PATH", path);
+    let in_first = install(first.path(), "first");
+    assert_eq!(run(&spec).unwrap().stdout.text(), "first\n");
+    std::fs::remove_file(&in_first).unwrap();
+    let in_second = install(second.path(), "second");
+    assert_eq!(run(&spec).unwrap().stdout.text(), "second\n");
+    std::fs::remove_file(&in_second).unwrap();
+    let err = run(&spec).unwrap_err();
+    assert!(matches!(err, ProcessError::ProgramNotFound { .. }), "{err}");
+    assert!(err.to_string().contains("not found on PATH"), "{err}");
+}
+
+#[test]
 fn the_child_runs_in_the_given_directory() {
     let dir = tempfile::tempdir().unwrap();
     let output = run(&CommandSpec::new("pwd").inherit_env("PATH").cwd(dir.path())).unwrap();
