@@ -12,15 +12,16 @@ if [ ${#sizes[@]} -eq 0 ]; then
   sizes=(1000 10000 100000)
 fi
 echo "# $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%8s %7s %8s %9s %12s %11s %11s %9s %10s %10s %7s\n' \
-  briefs events wall_s runner_s "us/brief" agent_cpu_s child_cpu_s peak_mb procs/brief writes/brief status
+printf '%8s %7s %8s %9s %12s %14s %11s %11s %9s %10s %10s %7s\n' \
+  briefs events wall_s runner_s "us/brief" "us/brief(git)" agent_cpu_s child_cpu_s peak_mb procs/brief \
+  writes/brief status
 for n in "${sizes[@]}"; do
   # shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
   line=$("$bin" --briefs "$n" ${BENCH_ARGS:-})
   echo "$line" | tr ' ' '\n' | awk -F= '{ v[$1] = $2 } END {
-    printf "%8s %7s %8s %9s %12s %11s %11s %9s %10s %10s %7s\n", v["briefs"], v["events"], v["wall_s"],
-      v["runner_cpu_s"], v["runner_us_per_brief"], v["agent_cpu_s"], v["child_cpu_s"], v["peak_rss_mb"],
-      v["processes_per_brief"], v["writes_per_brief"], v["status"] }'
+    printf "%8s %7s %8s %9s %12s %14s %11s %11s %9s %10s %10s %7s\n", v["briefs"], v["events"], v["wall_s"],
+      v["runner_cpu_s"], v["runner_us_per_brief"], v["process_us_per_brief"], v["agent_cpu_s"], v["child_cpu_s"],
+      v["peak_rss_mb"], v["processes_per_brief"], v["writes_per_brief"], v["status"] }'
 done
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 # What one git process costs the runner (start, supervise, reap), the floor under processes/brief.

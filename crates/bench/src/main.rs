@@ -176,8 +176,10 @@ fn bench(args: &Args) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    agency_exec::process::cost::account(true);
     let before = Sample::now()?;
     let (processes_before, writes_before) = (agency_exec::process::started_count(), sqlite.write_count());
+    let process_cost_before = agency_exec::process::cost::spent();
     let wall = Instant::now();
     let run = engine.start("Benchmark the runner").map_err(|e| e.to_string())?;
     let outcome = rt
@@ -185,6 +187,7 @@ fn bench(args: &Args) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let wall = wall.elapsed();
     let after = Sample::now()?;
+    let process_cost = agency_exec::process::cost::spent().saturating_sub(process_cost_before);
     let processes = agency_exec::process::started_count() - processes_before;
     let writes = sqlite.write_count() - writes_before;
 
@@ -195,10 +198,11 @@ fn bench(args: &Args) -> Result<(), String> {
     let runner = process.saturating_sub(agent);
     let children = after.children_cpu.saturating_sub(before.children_cpu);
     let per_brief_us = runner.as_secs_f64() * 1e6 / briefs.max(1) as f64;
+    let process_us = process_cost.as_secs_f64() * 1e6 / briefs.max(1) as f64;
     println!(
         "status={} briefs={briefs} events={events} workstreams={workstreams} squad={} concurrency={} \
          wall_s={:.1} runner_cpu_s={:.2} agent_cpu_s={:.2} child_cpu_s={:.2} runner_us_per_brief={per_brief_us:.0} \
-         peak_rss_mb={:.1} processes_per_brief={:.2} writes_per_brief={:.1}",
+         process_us_per_brief={process_us:.0} peak_rss_mb={:.1} processes_per_brief={:.2} writes_per_brief={:.1}",
         outcome.status.as_str(),
         args.squad,
         args.concurrency,

@@ -34,6 +34,7 @@ fn a_small_run_succeeds_prints_its_figures_and_keep_leaves_the_blackboard() {
     assert_eq!(figures["briefs"], "12", "{stdout}");
     for key in [
         "runner_us_per_brief",
+        "process_us_per_brief",
         "processes_per_brief",
         "writes_per_brief",
         "peak_rss_mb",

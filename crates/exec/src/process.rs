@@ -18,6 +18,7 @@
 
 mod cancel;
 mod capture;
+pub mod cost;
 mod leftover;
 mod spec;
 mod watch;
@@ -158,6 +159,7 @@ pub(crate) fn run_with_parent_env(
     cancel: Option<&CancelToken>,
     parent_env: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<Output, ProcessError> {
+    let _meter = cost::Meter::start();
     let interaction = Interaction::None {
         cancellable: cancel.is_some(),
     };
@@ -210,6 +212,7 @@ impl RunningChild {
 
 /// Starts `spec` and hands its stdin and stdout to the caller; stderr is captured as a tail as in [`run`].
 pub fn spawn(spec: &CommandSpec, cancel: &CancelToken) -> Result<RunningChild, ProcessError> {
+    let _meter = cost::Meter::start();
     let mut started = start(spec, &|name| std::env::var_os(name), Interaction::Pipes)?;
     let (stdin, stdout) = (started.child.stdin.take(), started.child.stdout.take());
     let id = started.child.id();
@@ -218,7 +221,10 @@ pub fn spawn(spec: &CommandSpec, cancel: &CancelToken) -> Result<RunningChild, P
     let (cancel, spec_for_thread) = (cancel.clone(), spec.clone());
     let supervisor = thread::Builder::new()
         .name("agency-exec-supervise".into())
-        .spawn(move || supervise(started, Some(&cancel), &spec_for_thread));
+        .spawn(move || {
+            let _meter = cost::Meter::start();
+            supervise(started, Some(&cancel), &spec_for_thread)
+        });
     match supervisor {
         Ok(supervisor) => Ok(RunningChild {
             stdin,

@@ -207,6 +207,24 @@ fn a_program_that_moved_along_path_is_found_where_it_is_now() {
 }
 
 #[test]
+fn the_cost_of_children_is_added_up_once_accounting_is_on() {
+    // Benchmarks read what starting and reaping children cost the runner; the clock is only read once asked.
+    agency_exec::process::cost::account(true);
+    let before = agency_exec::process::cost::spent();
+    for _ in 0..3 {
+        assert!(
+            run(&CommandSpec::new("true").inherit_env("PATH"))
+                .unwrap()
+                .success()
+        );
+    }
+    let spent = agency_exec::process::cost::spent() - before;
+    agency_exec::process::cost::account(false);
+    // Creating a process alone takes the kernel well over a microsecond.
+    assert!(spent > Duration::from_micros(3), "{spent:?}");
+}
+
+#[test]
 fn the_child_runs_in_the_given_directory() {
     let dir = tempfile::tempdir().unwrap();
     let output = run(&CommandSpec::new("pwd").inherit_env("PATH").cwd(dir.path())).unwrap();
