@@ -10,20 +10,19 @@
 //! The runner resolves a slice's own branch and its workstream branch when the slice is committed, signed
 //! off and merged; reading a small file instead of starting `rev-parse` is most of that cost. Once a long run
 //! has made enough objects for `git gc --auto` to pack its refs, most of them are only in `packed-refs`:
-//! that file is searched in place (a binary search of its sorted lines with positioned reads, so nothing of
-//! it is held however many branches the run has). Anything else — the reftable backend, an unsorted
+//! that file is searched through a sparse index of its sorted lines made once per version of the file
+//! ([`PackedIndex`]). Anything else — the reftable backend, an unsorted
 //! `packed-refs`, a symbolic ref, a name that is not plainly a branch — is left to git
 //! ([`Repo::rev_parse_all`]).
 
 use std::cmp::Ordering;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::Repo;
-
-/// How much of `packed-refs` one positioned read takes: a line is an id and a ref name.
-const READ_WINDOW: usize = 256;
 
 impl Repo {
     /// The commit id of the full branch name `rev` (`refs/heads/…`) from its loose ref file, or else from
@@ -46,80 +45,159 @@ impl Repo {
     }
 }
 
-/// The id `full_name` has in `common/packed-refs`, found by a binary search of its lines; `None` when the
-/// file is missing, not marked sorted, or has no such ref.
+/// Every how many ref lines of `packed-refs` [`PackedIndex`] keeps one: a lookup reads at most this many
+/// lines (some 12 KiB) after a binary search in memory.
+const INDEX_EVERY: usize = 128;
+
+/// How many repositories' `packed-refs` indexes are kept (a runner has one repository).
+const INDEXES_KEPT: usize = 8;
+
+/// The id `full_name` has in `common/packed-refs`; `None` when the file is missing, not marked sorted, or
+/// has no such ref.
 fn packed_ref(common: &Path, full_name: &str) -> Option<String> {
-    let file = File::open(common.join("packed-refs")).ok()?;
-    let len = file.metadata().ok()?.len();
-    let header = line_at(&file, 0, len)?;
-    // git has written the `sorted` trait since 2.14; a file without it may be in any order.
-    let sorted = header
-        .strip_prefix(b"# pack-refs with:")
-        .is_some_and(|traits| traits.split(|b| *b == b' ').any(|t| t == b"sorted"));
-    if !sorted {
-        return None;
-    }
-    let target = full_name.as_bytes();
-    // Invariant: if the ref's line exists, it starts in [lo, hi); lo is always the start of a line.
-    let (mut lo, mut hi) = (header.len() as u64 + 1, len);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        let Some((start, line)) = record_from(&file, lo, mid, hi, len)? else {
-            // No ref line starts in [mid, hi).
-            hi = mid;
-            continue;
-        };
-        let (id, name) = split_record(&line)?;
-        match name.cmp(target) {
-            Ordering::Equal => return is_object_id(id).then(|| String::from_utf8_lossy(id).into_owned()),
-            Ordering::Less => lo = start + line.len() as u64 + 1,
-            // Nothing starts in [mid, start), so the ref's line, if any, starts before mid.
-            Ordering::Greater => hi = mid,
+    let path = common.join("packed-refs");
+    let file = File::open(&path).ok()?;
+    let version = FileVersion::of(&file.metadata().ok()?);
+    let index = match kept_index(&path, version) {
+        Some(index) => index,
+        None => {
+            let built = Arc::new(PackedIndex::build(&file, version)?);
+            keep_index(path, Arc::clone(&built));
+            built
         }
-    }
-    None
-}
-
-/// The first ref line (not a `^` peeled line) starting at or after `at` and before `hi`, whole (it may end
-/// past `hi`; the file is `len` long), with its start; `Some(None)` when there is none. `lo` (at or before
-/// `at`) is the start of a line.
-fn record_from(file: &File, lo: u64, at: u64, hi: u64, len: u64) -> Option<Option<(u64, Vec<u8>)>> {
-    let mut start = if at == lo {
-        at
-    } else {
-        // The line holding byte `at - 1` ends somewhere at or after it; the next line starts after that.
-        let before = line_at(file, at - 1, len)?;
-        at + before.len() as u64
     };
-    while start < hi {
-        let line = line_at(file, start, len)?;
-        if !line.starts_with(b"^") {
-            return Some(Some((start, line)));
-        }
-        start += line.len() as u64 + 1;
-    }
-    Some(None)
+    index.find(&file, full_name.as_bytes())
 }
 
-/// The bytes from `at` up to (not including) the next newline, or up to `end`.
-fn line_at(file: &File, at: u64, end: u64) -> Option<Vec<u8>> {
-    let mut line = Vec::new();
-    let mut buf = [0u8; READ_WINDOW];
-    let mut pos = at;
-    while pos < end {
-        let want = usize::try_from((end - pos).min(READ_WINDOW as u64)).ok()?;
-        let read = file.read_at(&mut buf[..want], pos).ok()?;
-        if read == 0 {
-            break;
+/// Which version of a file an index was made from: git rewrites `packed-refs` whole (a new file renamed over
+/// the old), so a rewrite changes at least its inode and its change time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileVersion {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileVersion {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        FileVersion {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
         }
-        if let Some(newline) = buf[..read].iter().position(|b| *b == b'\n') {
-            line.extend_from_slice(&buf[..newline]);
-            return Some(line);
-        }
-        line.extend_from_slice(&buf[..read]);
-        pos += read as u64;
     }
-    Some(line)
+}
+
+/// A sparse index of one version of a `packed-refs` file: every [`INDEX_EVERY`]th ref line's name and
+/// where the line starts. A long run's `packed-refs` holds a line per branch it made (tens of thousands);
+/// a binary search of the file itself took some thirty system calls per lookup, this takes one read. It
+/// is made once per version of the file (each `git pack-refs`), reading it through once, and holds a
+/// hundred-and-twenty-eighth of its names.
+#[derive(Debug)]
+struct PackedIndex {
+    version: FileVersion,
+    /// git has written the `sorted` trait since 2.14; a file without it may be in any order, and is left to
+    /// git.
+    sorted: bool,
+    marks: Vec<(Box<[u8]>, u64)>,
+}
+
+impl PackedIndex {
+    /// Reads `file` (a `packed-refs` at `version`) through once; `None` when reading fails.
+    fn build(file: &File, version: FileVersion) -> Option<Self> {
+        let mut reader = BufReader::with_capacity(64 * 1024, file);
+        let mut line = Vec::new();
+        let mut at = 0u64;
+        let mut sorted = false;
+        let mut marks = Vec::new();
+        let mut refs = 0usize;
+        loop {
+            line.clear();
+            let read = reader.read_until(b'\n', &mut line).ok()?;
+            if read == 0 {
+                break;
+            }
+            let start = at;
+            at += read as u64;
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            if start == 0
+                && let Some(traits) = text.strip_prefix(b"# pack-refs with:")
+            {
+                sorted = traits.split(|b| *b == b' ').any(|t| t == b"sorted");
+                continue;
+            }
+            if !sorted {
+                break;
+            }
+            if text.starts_with(b"^") {
+                continue;
+            }
+            if refs.is_multiple_of(INDEX_EVERY) {
+                let (_, name) = split_record(text)?;
+                marks.push((Box::from(name), start));
+            }
+            refs += 1;
+        }
+        Some(PackedIndex {
+            version,
+            sorted,
+            marks,
+        })
+    }
+
+    /// The id of `target` read from `file` (the version indexed): the window of lines between the two
+    /// marks around it, read at once and scanned.
+    fn find(&self, file: &File, target: &[u8]) -> Option<String> {
+        if !self.sorted {
+            return None;
+        }
+        // The last mark at or before the ref's name; none means the name sorts before every ref.
+        let after = self.marks.partition_point(|(name, _)| name.as_ref() <= target);
+        let start = self.marks.get(after.checked_sub(1)?)?.1;
+        let end = self.marks.get(after).map_or(self.version.len, |(_, at)| *at);
+        let mut window = vec![0; usize::try_from(end.checked_sub(start)?).ok()?];
+        file.read_exact_at(&mut window, start).ok()?;
+        for line in window.split(|b| *b == b'\n') {
+            if line.is_empty() || line.starts_with(b"^") {
+                continue;
+            }
+            let (id, name) = split_record(line)?;
+            match name.cmp(target) {
+                Ordering::Less => {}
+                Ordering::Equal => return is_object_id(id).then(|| String::from_utf8_lossy(id).into_owned()),
+                Ordering::Greater => return None,
+            }
+        }
+        None
+    }
+}
+
+/// The `packed-refs` indexes made so far, by path.
+fn indexes() -> MutexGuard<'static, Vec<(PathBuf, Arc<PackedIndex>)>> {
+    static INDEXES: Mutex<Vec<(PathBuf, Arc<PackedIndex>)>> = Mutex::new(Vec::new());
+    INDEXES.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn kept_index(path: &Path, version: FileVersion) -> Option<Arc<PackedIndex>> {
+    indexes()
+        .iter()
+        .find(|(kept, index)| kept == path && index.version == version)
+        .map(|(_, index)| Arc::clone(index))
+}
+
+/// Keeps `index` as the one of `path`, in place of an older version's; the oldest repository's goes when
+/// [`INDEXES_KEPT`] are kept.
+fn keep_index(path: PathBuf, index: Arc<PackedIndex>) {
+    let mut kept = indexes();
+    kept.retain(|(other, _)| *other != path);
+    if kept.len() >= INDEXES_KEPT {
+        kept.remove(0);
+    }
+    kept.push((path, index));
 }
 
 /// `<id> <name>` split in two.
@@ -166,7 +244,7 @@ mod tests {
         for i in 0..n {
             // Names sharing prefixes and of different lengths, as a run's are, and one longer than a read.
             let name = match i {
-                0 => format!("long{}", format!("/{}", "y".repeat(100)).repeat(READ_WINDOW / 50)),
+                0 => format!("long{}", format!("/{}", "y".repeat(100)).repeat(5)),
                 _ => format!("agency/0123abcd/ws-{:05}/{}{i}", i % 7, "x".repeat(i % 5 + 1)),
             };
             std::fs::create_dir_all(heads.join(&name).parent().unwrap()).unwrap();
@@ -226,6 +304,30 @@ mod tests {
         let first = repo.rev_parse("main~2").unwrap();
         repo.run_git(&["update-ref", "refs/heads/main", &first]).unwrap();
         assert_eq!(repo.branch_from_files("refs/heads/main"), Some(first));
+    }
+
+    /// A `packed-refs` rewritten by another `git pack-refs` is indexed afresh: nothing read from the
+    /// version before it is answered.
+    #[test]
+    fn a_repacked_file_is_indexed_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, refs) = packed_repository(dir.path(), 400);
+        let (name, old) = &refs[200];
+        assert_eq!(repo.branch_from_files(name).as_ref(), Some(old));
+        let new = refs.iter().map(|(_, id)| id).find(|id| *id != old).unwrap();
+        repo.run_git(&["update-ref", name, new]).unwrap();
+        repo.run_git(&["update-ref", "refs/heads/zz-added-later", new])
+            .unwrap();
+        repo.run_git(&["pack-refs", "--all"]).unwrap();
+        assert!(!repo.common_dir().join(name).exists(), "packed again");
+        assert_eq!(repo.branch_from_files(name).as_ref(), Some(new));
+        assert_eq!(
+            repo.branch_from_files("refs/heads/zz-added-later").as_ref(),
+            Some(new)
+        );
+        for (other, id) in refs.iter().filter(|(other, _)| other != name) {
+            assert_eq!(repo.branch_from_files(other).as_ref(), Some(id), "{other}");
+        }
     }
 
     /// A `packed-refs` not marked sorted may be in any order: git is asked instead.
