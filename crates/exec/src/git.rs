@@ -12,6 +12,7 @@
 pub mod commit;
 pub mod merge;
 mod refs;
+pub mod sweep;
 pub mod worktree;
 
 use std::ffi::{OsStr, OsString};
@@ -22,6 +23,7 @@ use crate::process::{self, CommandSpec, Output, ProcessError};
 
 pub use commit::{ChangeKind, CommitInfo, CommitOutcome, Diff, DiffHead, FileChange};
 pub use merge::{MergeChain, MergeOutcome};
+pub use sweep::WorktreeSweep;
 pub use worktree::WorktreeInfo;
 
 /// Who commits made on an agent's behalf are attributed to.

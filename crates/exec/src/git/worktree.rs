@@ -22,13 +22,13 @@ pub const LOCK_FILE: &str = "agency-worktrees.lock";
 
 /// A turn at changing the repository's worktrees: this process's mutex, then the repository's file lock
 /// (released when the file is closed, also when the process dies).
-struct Turn {
+pub(super) struct Turn {
     _file: std::fs::File,
     _thread: MutexGuard<'static, ()>,
 }
 
 impl Repo {
-    fn worktree_changes(&self) -> Result<Turn, GitError> {
+    pub(super) fn worktree_changes(&self) -> Result<Turn, GitError> {
         let thread = WORKTREE_CHANGES.lock().unwrap_or_else(PoisonError::into_inner);
         let path = self.common_dir().join(LOCK_FILE);
         let io = |source| GitError::Io {
@@ -141,13 +141,29 @@ impl Repo {
     /// where [`Repo::linked_root_resolved`] resolves three paths a component at a time (a `readlink` each,
     /// a dozen per worktree the runner opens).
     fn linked_root_as_recorded(&self, path: &Path) -> Option<PathBuf> {
+        self.recorded_admin(path).map(|_| path.to_path_buf())
+    }
+
+    /// The worktree's entry in `<common dir>/worktrees/` (git's "admin" directory), when the worktree at
+    /// `path` and that entry name each other exactly as git recorded them: its `.git` file names
+    /// `<common dir>/worktrees/<one name>`, and that entry's `gitdir` file names `path/.git` back. An agent
+    /// can rewrite the `.git` file in its own worktree, so the entry is never taken from it alone: a path
+    /// anywhere else, or another worktree's entry (whose `gitdir` names that worktree), is refused.
+    pub(super) fn recorded_admin(&self, path: &Path) -> Option<PathBuf> {
         let text = std::fs::read_to_string(path.join(".git")).ok()?;
-        let admin = Path::new(text.strip_prefix("gitdir: ")?.trim_end());
-        if !admin.is_absolute() || admin.parent()? != self.common_dir.join("worktrees") {
+        let named = Path::new(text.strip_prefix("gitdir: ")?.trim_end());
+        // One plain name under `worktrees/`: not `..`, not a longer path (`parent` alone would pass
+        // `worktrees/..`).
+        let name = match named.components().next_back()? {
+            std::path::Component::Normal(name) => name,
+            _ => return None,
+        };
+        let admin = self.common_dir.join("worktrees").join(name);
+        if !named.is_absolute() || named != admin {
             return None;
         }
         let back = std::fs::read_to_string(admin.join("gitdir")).ok()?;
-        (Path::new(back.trim_end()) == path.join(".git")).then(|| path.to_path_buf())
+        (Path::new(back.trim_end()) == path.join(".git")).then_some(admin)
     }
 
     /// [`Repo::linked_root`] with every path resolved: a relative `.git` file (git 2.48's
@@ -166,6 +182,11 @@ impl Repo {
     /// A directory deleted by hand is pruned instead (with every other worktree whose directory is gone).
     pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<(), GitError> {
         let _turn = self.worktree_changes()?;
+        self.remove_worktree_in_turn(path, force)
+    }
+
+    /// [`Repo::remove_worktree`] for a caller already holding the turn.
+    pub(super) fn remove_worktree_in_turn(&self, path: &Path, force: bool) -> Result<(), GitError> {
         if !path.exists() {
             return self.prune();
         }
