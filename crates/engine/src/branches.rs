@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use agency_core::{Brief, RunId};
-use agency_exec::{MergeChain, MergeOutcome, Repo, brief_branch_name, sanitize_ref_component};
+use agency_exec::{MergeChain, MergeOutcome, Repo, WorktreeSweep, brief_branch_name, sanitize_ref_component};
 use agency_signoff::CheckoutPlace;
 
 use crate::error::Result;
@@ -25,6 +25,7 @@ pub struct RunBranches {
     run: RunId,
     worktrees: PathBuf,
     known: KnownBranches,
+    sweep: WorktreeSweep,
 }
 
 /// How long a worktree directory without its `.git` is watched for a dead runner's git to finish with it.
@@ -53,14 +54,22 @@ impl KnownBranches {
 
 impl RunBranches {
     /// Branches of `run` in `repo`; worktrees go under `worktrees_root/<run8>/`; `known` remembers the
-    /// shared branches that exist (share it between the calls of one runner).
-    pub fn new(repo: Repo, run: RunId, worktrees_root: &Path, known: KnownBranches) -> Self {
+    /// shared branches that exist and `sweep` removes the worktrees finished with (share both between the
+    /// calls of one runner; the sweep must be `repo`'s).
+    pub fn new(
+        repo: Repo,
+        run: RunId,
+        worktrees_root: &Path,
+        known: KnownBranches,
+        sweep: WorktreeSweep,
+    ) -> Self {
         let worktrees = worktrees_root.join(run.short());
         RunBranches {
             repo,
             run,
             worktrees,
             known,
+            sweep,
         }
     }
 
@@ -126,6 +135,8 @@ impl RunBranches {
     pub fn prepare_worktree(&self, brief: &Brief, base: &str) -> Result<(String, PathBuf)> {
         let branch = self.brief(brief);
         let path = self.worktree_path(brief);
+        // A brief that starts over in its worktree (a reader held back by the budget) keeps it.
+        self.sweep.withdraw(&path);
         if self.existing_worktree(&path)? {
             return Ok((branch, path));
         }
@@ -144,6 +155,7 @@ impl RunBranches {
     /// A detached worktree at `rev` for a brief that only reads (reused on resume).
     pub fn prepare_detached(&self, brief: &Brief, rev: &str) -> Result<PathBuf> {
         let path = self.worktree_path(brief);
+        self.sweep.withdraw(&path);
         if self.existing_worktree(&path)? {
             return Ok(path);
         }
@@ -204,9 +216,22 @@ impl RunBranches {
             .join(format!("merge-{}", agency_core::BriefId::new().short()))
     }
 
-    /// Removes a brief's worktree (its branch stays for review).
-    pub fn remove_worktree(&self, brief: &Brief) -> Result<()> {
+    /// Removes a brief's worktree (its branch stays for review) at the runner's next sweep, with the other
+    /// worktrees it finished with: one process for all of them ([`WorktreeSweep`]). One a killed runner
+    /// never swept is a worktree of a brief that has ended, which nothing starts in again (a retry is a new
+    /// brief, with a worktree of its own) and `agency gc` collects once the run is finished.
+    pub fn remove_worktree(&self, brief: &Brief) {
         let path = self.worktree_path(brief);
+        if path.exists() {
+            self.sweep.defer(path);
+        }
+    }
+
+    /// Removes a brief's worktree at once, for a brief that starts again (maybe on another runner, whose
+    /// new worktree at the same path a later sweep here must not take away).
+    pub fn remove_worktree_now(&self, brief: &Brief) -> Result<()> {
+        let path = self.worktree_path(brief);
+        self.sweep.withdraw(&path);
         if path.exists() {
             self.repo.remove_worktree(&path, true)?;
         }
@@ -214,9 +239,12 @@ impl RunBranches {
     }
 
     /// Where the run's sign-offs and verify commands make their clean checkouts: beside its briefs'
-    /// worktrees, so `agency gc` collects what a killed runner left there.
+    /// worktrees, so `agency gc` collects what a killed runner left there; removed by the runner's sweep.
     pub fn checkouts(&self) -> CheckoutPlace {
-        CheckoutPlace::Under(self.worktrees.clone())
+        CheckoutPlace::Under {
+            dir: self.worktrees.clone(),
+            sweep: self.sweep.clone(),
+        }
     }
 
     /// A scratch detached checkout path for re-verifying a branch.

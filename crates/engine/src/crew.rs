@@ -254,10 +254,12 @@ impl Engine {
     /// live runner. Stopping on an error or when cancelled, it gives its claims back first.
     pub async fn work(&self, run: RunId, cancel: &CancelToken) -> Result<RunStatus> {
         let mut crew = Crew::new(self);
-        match self.work_loop(run, cancel, &mut crew).await {
+        let ended = match self.work_loop(run, cancel, &mut crew).await {
             Ok(status) => Ok(status),
             Err(error) => Err(crew.release(self, run, error).await),
-        }
+        };
+        self.sweep_worktrees();
+        ended
     }
 
     async fn work_loop(&self, run: RunId, cancel: &CancelToken, crew: &mut Crew) -> Result<RunStatus> {
@@ -274,6 +276,7 @@ impl Engine {
             if self.store.pending_gates(Some(run))?.is_empty() {
                 crew.fill(self, run, cancel)?;
             }
+            self.sweep_worktrees();
             if crew.is_empty() {
                 tokio::time::sleep(self.options.poll).await;
             } else {

@@ -13,8 +13,8 @@ use agency_core::event::{EventKind, NewEvent};
 use agency_core::gate::{GateDecision, GateKind};
 use agency_core::tiers::{BriefRole, PLAN_TITLE, RUN_WORKSTREAM};
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
-use agency_exec::Repo;
 use agency_exec::runtime::{Access, AgentLimits, AgentStop, AgentTask, Ending, Runtime, RuntimeError};
+use agency_exec::{Repo, WorktreeSweep};
 use agency_llm::{CancelToken, Provider};
 use agency_store::{Blackboard, Change, NewArtifact, NewRun, Run, RunStatus, WriteBatch};
 use serde_json::json;
@@ -73,6 +73,8 @@ pub struct Engine {
     pub(crate) known_branches: crate::branches::KnownBranches,
     /// Each implementer's diff, kept for its slice's sign-off.
     pub(crate) slice_diffs: crate::slice_diffs::SliceDiffs,
+    /// The worktrees and clean checkouts this runner is done with, removed together once per pass.
+    pub(crate) worktree_sweep: WorktreeSweep,
 }
 
 /// How a drive ended.
@@ -105,6 +107,7 @@ impl Engine {
         Ok(Engine {
             store,
             config,
+            worktree_sweep: WorktreeSweep::new(repo.clone()),
             repo,
             runtimes,
             providers,
@@ -230,7 +233,16 @@ impl Engine {
             run,
             &self.options.worktrees,
             self.known_branches.clone(),
+            self.worktree_sweep.clone(),
         )
+    }
+
+    /// Removes the worktrees and clean checkouts this runner has finished with since the last sweep, with
+    /// one process ([`WorktreeSweep`]); at the end of every pass and whenever a drive or a worker ends.
+    /// Best effort, as their removal always was: what is left is a worktree of an ended brief, which
+    /// `agency gc` collects once the run is finished.
+    pub(crate) fn sweep_worktrees(&self) {
+        let _ = self.worktree_sweep.sweep();
     }
 
     /// Drives `run` until it succeeds, fails, halts or is cancelled: the run's one driver (tier handling,
@@ -245,10 +257,12 @@ impl Engine {
         let _lease = self.store.lock_driver(run, &self.options.worker)?;
         self.release_orphaned_claims(run).await?;
         let mut crew = crate::crew::Crew::new(self);
-        match self.drive_loop(run, cancel, &mut crew).await {
+        let ended = match self.drive_loop(run, cancel, &mut crew).await {
             Ok(outcome) => Ok(outcome),
             Err(error) => Err(crew.release(self, run, error).await),
-        }
+        };
+        self.sweep_worktrees();
+        ended
     }
 
     async fn drive_loop(
@@ -278,6 +292,7 @@ impl Engine {
             if !waiting && !self.paused(run)? {
                 spawned = crew.fill(self, run, cancel)?;
             }
+            self.sweep_worktrees();
             if !crew.is_empty() {
                 crew.collect(self, self.options.poll).await?;
                 continue;
@@ -674,8 +689,18 @@ impl Engine {
         }
         let role = BriefRole::of(&brief);
         if !role.writes() {
-            // A reader's checkout has served its purpose; implementers keep theirs until committed.
-            let _ = self.branches(brief.run).remove_worktree(&brief);
+            // A reader's checkout has served its purpose; implementers keep theirs until committed. One
+            // refused by the budget starts again, maybe on another runner, in a checkout made afresh: its
+            // old one goes now, not at a sweep that could come after the new one was made at that path.
+            let branches = self.branches(brief.run);
+            if matches!(
+                &outcome,
+                Err(RuntimeError::Model(agency_llm::LlmError::Budget(_)))
+            ) {
+                let _ = branches.remove_worktree_now(&brief);
+            } else {
+                branches.remove_worktree(&brief);
+            }
         }
         let outcome = match outcome {
             Ok(outcome) => outcome,

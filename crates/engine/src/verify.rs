@@ -144,8 +144,9 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
         depends_on: vec![],
     };
     // The diff, its verifier and the implementer's move to `done` are one write. A crash before it leaves
-    // the implementer `verifying` with its commit, and this runs again; the worktree goes after it, so a
-    // crash between the two only leaves a worktree behind.
+    // the implementer `verifying` with its commit, and this runs again; the worktree goes after it, at the
+    // runner's next sweep, so a crash before that only leaves the worktree of a done brief behind, which
+    // nothing starts in again and `agency gc` collects once the run is finished.
     let mut batch = WriteBatch::new();
     batch.put_artifact(diff_artifact);
     for child in place_children(engine, brief, vec![verifier])? {
@@ -154,7 +155,7 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     Engine::stage_move(&mut batch, brief, BriefStatus::Done, done_note());
     engine.apply(batch)?;
     engine.slice_diffs.keep(brief.id, diffed);
-    let _ = branches.remove_worktree(brief);
+    branches.remove_worktree(brief);
     Ok(true)
 }
 

@@ -7,32 +7,49 @@
 
 use std::path::{Path, PathBuf};
 
-use agency_exec::{CommandSpec, GitError, Output, Repo, run};
+use agency_exec::{CommandSpec, GitError, Output, Repo, WorktreeSweep, run};
 
 use crate::SignoffError;
 
 /// Where clean checkouts are made.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub enum CheckoutPlace {
     /// A temporary directory of its own for each checkout, removed with it: for a one-off sign-off.
     #[default]
     Temporary,
-    /// A new directory under this one (made if missing), which git creates and removes itself: for a
-    /// runner, which signs off every slice. Making and deleting a temporary directory per sign-off cost
-    /// the runner about a tenth of its CPU on ext4, whose inode allocator scans past recently freed
-    /// inodes (docs/performance.md); and a checkout a killed runner leaves here is what `agency gc`
+    /// A new directory under `dir` (made if missing), which git creates, and `sweep` removes with the other
+    /// worktrees it was given at its next sweep: for a runner, which signs off every slice. Making and
+    /// deleting a temporary directory per sign-off cost the runner about a tenth of its CPU on ext4, whose
+    /// inode allocator scans past recently freed inodes, and a `git worktree remove` per checkout about
+    /// 140 µs more (docs/performance.md); and a checkout a killed runner leaves here is what `agency gc`
     /// collects, where one in the system's temporary directory was nobody's.
-    Under(PathBuf),
+    Under {
+        /// The directory the checkouts go in.
+        dir: PathBuf,
+        /// Removes them once they are dropped (a sweep of the repository they are checked out of).
+        sweep: WorktreeSweep,
+    },
 }
 
-/// A detached worktree of one commit; removed (and pruned) on drop.
+/// A detached worktree of one commit; removed on drop (at once, or by the place's sweep).
 #[derive(Debug)]
 pub struct CleanCheckout {
     repo: Repo,
     path: PathBuf,
     commit: String,
-    /// The temporary directory the worktree lives in, for [`CheckoutPlace::Temporary`] (held for its Drop).
-    temporary: Option<tempfile::TempDir>,
+    removal: Removal,
+}
+
+/// How a checkout goes when it is dropped.
+#[derive(Debug)]
+enum Removal {
+    /// At once, with the temporary directory it lives in ([`CheckoutPlace::Temporary`]).
+    Temporary {
+        /// Held for its Drop, which comes after the checkout's.
+        _dir: tempfile::TempDir,
+    },
+    /// At the sweep's next sweep ([`CheckoutPlace::Under`]).
+    Swept(WorktreeSweep),
 }
 
 /// How many random names [`CheckoutPlace::Under`] tries before it gives up on a directory of leftovers.
@@ -53,12 +70,12 @@ impl CleanCheckout {
         if commit.is_empty() {
             return Err(SignoffError::Input("an empty commit id names no commit".into()));
         }
-        let (path, temporary) = match place {
+        let (path, removal) = match place {
             CheckoutPlace::Temporary => {
                 let (path, dir) = temporary_path()?;
-                (path, Some(dir))
+                (path, Removal::Temporary { _dir: dir })
             }
-            CheckoutPlace::Under(parent) => (fresh_path(parent)?, None),
+            CheckoutPlace::Under { dir, sweep } => (fresh_path(dir)?, Removal::Swept(sweep.clone())),
         };
         repo.add_detached_worktree(&path, &commit)
             .map_err(|e| SignoffError::Git {
@@ -69,7 +86,7 @@ impl CleanCheckout {
             repo: repo.clone(),
             path,
             commit,
-            temporary,
+            removal,
         })
     }
 
@@ -86,10 +103,16 @@ impl CleanCheckout {
 
 impl Drop for CleanCheckout {
     fn drop(&mut self) {
-        // Best effort: a failure leaves a prunable worktree record, which `git worktree prune` clears. A
-        // temporary directory goes with its own Drop; a directory under a place is cleared here.
-        if self.repo.remove_worktree(&self.path, true).is_err() && self.temporary.is_none() {
-            let _ = std::fs::remove_dir_all(&self.path);
+        match &self.removal {
+            // Best effort: a failure leaves a prunable worktree record, which `git worktree prune` clears;
+            // the temporary directory goes with its own Drop.
+            Removal::Temporary { .. } => {
+                let _ = self.repo.remove_worktree(&self.path, true);
+            }
+            // Nothing needs it gone at once: removed with the runner's other finished worktrees, one
+            // process for all of them. One a killed runner never swept is a worktree under the run's
+            // directory, which `agency gc` collects once the run is finished.
+            Removal::Swept(sweep) => sweep.defer(self.path.clone()),
         }
     }
 }
@@ -251,17 +274,20 @@ mod tests {
             .collect()
     }
 
-    /// Under a place, git makes the checkout's directory and takes it away again: nothing is left there,
-    /// and git has forgotten the worktree.
+    /// Under a place, git makes the checkout's directory; dropped, it waits for the place's sweep, which
+    /// takes both away: nothing is left there, and git has forgotten the worktrees.
     #[test]
-    fn a_checkout_under_a_place_is_made_there_and_leaves_nothing() {
+    fn a_checkout_under_a_place_is_made_there_and_swept_away() {
         let dir = tempfile::tempdir().unwrap();
         let (repo, head) = repo_with_a_commit(&dir.path().join("repo"));
         let place = dir.path().join("checkouts");
-        let checkout =
-            CleanCheckout::of_commit(&repo, head.clone(), &CheckoutPlace::Under(place.clone())).unwrap();
-        let second =
-            CleanCheckout::of_commit(&repo, head.clone(), &CheckoutPlace::Under(place.clone())).unwrap();
+        let sweep = WorktreeSweep::new(repo.clone());
+        let under = CheckoutPlace::Under {
+            dir: place.clone(),
+            sweep: sweep.clone(),
+        };
+        let checkout = CleanCheckout::of_commit(&repo, head.clone(), &under).unwrap();
+        let second = CleanCheckout::of_commit(&repo, head.clone(), &under).unwrap();
 
         assert_eq!(checkout.path().parent(), Some(place.as_path()));
         assert_ne!(
@@ -282,7 +308,11 @@ mod tests {
         );
         assert_eq!(linked_worktrees(&repo).len(), 2);
 
+        let paths = [checkout.path().to_path_buf(), second.path().to_path_buf()];
         drop((checkout, second));
+        assert_eq!(sweep.waiting(), 2);
+        assert!(paths.iter().all(|p| p.exists()), "kept until the sweep");
+        sweep.sweep().unwrap();
         assert_eq!(
             std::fs::read_dir(&place).unwrap().count(),
             0,

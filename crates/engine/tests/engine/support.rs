@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use agency_core::config::TeamConfig;
 use agency_core::event::EventKind;
-use agency_core::{Brief, BriefId, Event, GateDecision, GateId, RunId, Tier};
+use agency_core::{Brief, BriefId, BriefStatus, Event, GateDecision, GateId, RunId, Tier};
 use agency_engine::engine::feedback_name;
 use agency_engine::{DriveOutcome, Engine, EngineOptions};
 use agency_exec::runtime::{
@@ -107,11 +107,49 @@ impl Project {
         (run, outcome)
     }
 
-    /// [`Project::run_to_end`], failing the test (with the briefs tree) unless the run succeeded.
+    /// [`Project::run_to_end`], failing the test (with the briefs tree) unless the run succeeded and left
+    /// no worktree behind.
     pub async fn succeed(&self, script: &str, config: TeamConfig) -> (Run, DriveOutcome) {
-        let (run, outcome) = self.run_to_end(script, config).await;
+        let engine = self.engine(script, config, true);
+        let run = engine.start(GOAL).unwrap();
+        let outcome = drive(&engine, run.id).await;
         assert_eq!(outcome.status, RunStatus::Succeeded, "{}", self.tree(run.id));
+        // Asked while the runner is still there (its drop would sweep what the drive left). What a failed
+        // or cancelled brief worked in stays, for a look, until `agency gc`; nothing else does.
+        let briefs = self.briefs(run.id);
+        let kept_for_a_look = |path: &PathBuf| {
+            briefs.iter().any(|b| {
+                path.file_name() == Some(b.id.short().as_ref())
+                    && matches!(
+                        b.status,
+                        BriefStatus::Failed | BriefStatus::Escalated | BriefStatus::Cancelled
+                    )
+            })
+        };
+        let left: Vec<PathBuf> = self
+            .linked_worktrees()
+            .into_iter()
+            .filter(|path| !kept_for_a_look(path))
+            .collect();
+        assert_eq!(
+            left,
+            Vec::<PathBuf>::new(),
+            "a succeeded run removed every worktree but its failed and cancelled briefs':\n{}",
+            self.tree(run.id)
+        );
+        drop(engine);
         (run, outcome)
+    }
+
+    /// The repository's linked worktrees, as git lists them.
+    pub fn linked_worktrees(&self) -> Vec<PathBuf> {
+        self.repo
+            .list_worktrees()
+            .unwrap()
+            .into_iter()
+            .filter(|w| !w.is_main)
+            .map(|w| w.path)
+            .collect()
     }
 
     /// Starts a run of `script` driven on its own thread ([`Background`]), so the test can act on the

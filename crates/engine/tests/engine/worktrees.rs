@@ -4,7 +4,7 @@
 use agency_core::brief::BriefPlacement;
 use agency_core::{BriefId, NewBrief, RunId, Tier};
 use agency_engine::branches::{KnownBranches, RunBranches};
-use agency_exec::{GitOptions, Repo};
+use agency_exec::{GitOptions, Repo, WorktreeSweep};
 
 fn brief(run: RunId) -> agency_core::Brief {
     NewBrief {
@@ -43,6 +43,7 @@ fn a_half_made_worktree_is_cleared_and_made_again() {
         run,
         &dir.path().join("wt"),
         KnownBranches::default(),
+        WorktreeSweep::new(repo.clone()),
     );
     let brief = brief(run);
 
