@@ -141,7 +141,7 @@ fn a_rewritten_git_file_is_not_followed() {
     assert!(victim.join("gitdir").exists());
     assert!(!away.exists() && !other.exists());
     assert_eq!(entries(&repo), ["bystander"], "only their own entries went");
-    assert_eq!(linked(&repo), [bystander.clone()]);
+    assert_eq!(linked(&repo), std::slice::from_ref(&bystander));
     let opened = repo.open_linked(&bystander).unwrap();
     assert_eq!(opened.head_rev().unwrap(), repo.head_rev().unwrap());
 }
@@ -199,7 +199,7 @@ fn what_is_not_certain_is_left_to_git() {
     sweep.sweep().unwrap();
     assert_eq!(started_count() - before, 1);
     assert_eq!(entries(&repo), ["locked"]);
-    assert_eq!(linked(&repo), [locked.clone()]);
+    assert_eq!(linked(&repo), [locked]);
 }
 
 /// A worktree wanted again before the sweep (a brief that starts over in it) is taken off the list; what
