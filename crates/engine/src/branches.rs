@@ -135,7 +135,7 @@ impl RunBranches {
     pub fn prepare_worktree(&self, brief: &Brief, base: &str) -> Result<(String, PathBuf)> {
         let branch = self.brief(brief);
         let path = self.worktree_path(brief);
-        // A brief that starts over in its worktree (a reader held back by the budget) keeps it.
+        // A worktree handed to the sweep but wanted again before it (its brief starts over) stays.
         self.sweep.withdraw(&path);
         if self.existing_worktree(&path)? {
             return Ok((branch, path));
