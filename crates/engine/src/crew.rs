@@ -259,6 +259,7 @@ impl Engine {
             Err(error) => Err(crew.release(self, run, error).await),
         };
         self.sweep_worktrees();
+        self.flush_log();
         ended
     }
 
@@ -277,6 +278,7 @@ impl Engine {
                 crew.fill(self, run, cancel)?;
             }
             self.sweep_worktrees();
+            self.flush_log();
             if crew.is_empty() {
                 tokio::time::sleep(self.options.poll).await;
             } else {

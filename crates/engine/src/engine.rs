@@ -245,6 +245,12 @@ impl Engine {
         let _ = self.worktree_sweep.sweep();
     }
 
+    /// Writes the agents' log lines held back since the last turn of the loop
+    /// ([`Blackboard::append_event_soon`]); best effort, like the lines themselves.
+    pub(crate) fn flush_log(&self) {
+        let _ = self.store.flush_events();
+    }
+
     /// Drives `run` until it succeeds, fails, halts or is cancelled: the run's one driver (tier handling,
     /// gates, merges), running agents itself and beside any [`Engine::work`]ers on the same blackboard.
     /// Safe to call on a run another driver was driving when it died: the claims that driver left behind
@@ -262,6 +268,7 @@ impl Engine {
             Err(error) => Err(crew.release(self, run, error).await),
         };
         self.sweep_worktrees();
+        self.flush_log();
         ended
     }
 
@@ -293,6 +300,7 @@ impl Engine {
                 spawned = crew.fill(self, run, cancel)?;
             }
             self.sweep_worktrees();
+            self.flush_log();
             if !crew.is_empty() {
                 crew.collect(self, self.options.poll).await?;
                 continue;

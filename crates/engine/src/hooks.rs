@@ -413,10 +413,18 @@ impl AgentHooks for RunnerHooks {
         let event = NewEvent::new(self.brief.run, kind, payload)
             .brief(self.brief.id)
             .tier(self.brief.tier);
-        let _ = self.store.append_event(event);
-        // Charged after its record, so a budget it passes is reported after the spending that passed it.
-        if let Some(record) = spent {
-            self.charge(&record);
+        match spent {
+            // Spending is what the run's budget is rebuilt from after a crash: written at once, and charged
+            // after its record, so a budget it passes is reported after the spending that passed it.
+            Some(record) => {
+                let _ = self.store.append_event(event);
+                self.charge(&record);
+            }
+            // A log line rides with the runner's next write (at most a turn of its loop later) instead of a
+            // commit of its own: an agent makes dozens of tool calls.
+            None => {
+                let _ = self.store.append_event_soon(event);
+            }
         }
     }
 }

@@ -101,6 +101,22 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// Appends one event and returns it with its `seq`. The run must exist.
     fn append_event(&self, event: NewEvent) -> Result<Event>;
 
+    /// Appends a log line nobody has to see at once (an agent's tool call or remark): a backend may hold it
+    /// back and write it first thing in its next write, or at [`Blackboard::flush_events`], whichever
+    /// comes first, so events keep the order they were made in and a line costs no commit of its own. One
+    /// held back is not recorded yet: a process that dies first loses it (and one whose run is gone by then
+    /// is dropped). Nothing a run's progress or its budget depends on may go this way. The default writes
+    /// it at once.
+    fn append_event_soon(&self, event: NewEvent) -> Result<()> {
+        self.append_event(event).map(drop)
+    }
+
+    /// Writes what [`Blackboard::append_event_soon`] held back, if anything; a runner calls it on every
+    /// turn of its loop, so a line is held back for at most that long.
+    fn flush_events(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Events with `seq > after_seq`, oldest first, at most `limit`; of one run, or of all runs with `None`.
     /// Page by passing the last `seq` seen.
     fn events_after(&self, run: Option<RunId>, after_seq: i64, limit: usize) -> Result<Vec<Event>>;

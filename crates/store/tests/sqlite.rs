@@ -384,3 +384,41 @@ fn every_commit_survives_the_process_dying() {
     assert_eq!(store.last_seq(Some(run)).unwrap(), last);
     assert_eq!(store.events_after(Some(run), 0, 1000).unwrap().len(), 301);
 }
+
+/// SQLite holds a log line appended "soon" back until the handle's next write: no commit of its own. A
+/// write that fails keeps it held; a line whose run does not exist is dropped without failing the write
+/// it rides with; closing the handle writes what is still held.
+#[test]
+fn log_lines_ride_with_the_next_write() {
+    use agency_core::{EventKind, NewEvent, RunId};
+    use serde_json::json;
+
+    let (_dir, path) = temp_db();
+    let bb = SqliteBlackboard::open(&path).unwrap();
+    let reader = SqliteBlackboard::open(&path).unwrap();
+    let run = bb.create_run(NewRun::new("goal", "/repo")).unwrap().id;
+    let line = |n: u32| NewEvent::new(run, EventKind::Log, json!({ "n": n }));
+    let seen = || -> Vec<u64> {
+        reader
+            .events_after(Some(run), 0, 100)
+            .unwrap()
+            .iter()
+            .filter_map(|e| e.payload.get("n").and_then(serde_json::Value::as_u64))
+            .collect()
+    };
+    let writes = bb.write_count();
+    bb.append_event_soon(line(1)).unwrap();
+    assert_eq!(bb.write_count(), writes, "no write of its own");
+    assert!(seen().is_empty(), "held back");
+
+    let missing_run = NewEvent::new(RunId::new(), EventKind::Log, json!({}));
+    assert!(bb.append_event(missing_run.clone()).is_err());
+    assert!(seen().is_empty(), "the failed write took nothing with it");
+    bb.append_event_soon(missing_run).unwrap();
+    bb.append_event(line(2)).unwrap();
+    assert_eq!(seen(), [1, 2], "held lines first, the one without a run dropped");
+
+    bb.append_event_soon(line(3)).unwrap();
+    drop(bb);
+    assert_eq!(seen(), [1, 2, 3], "written on close");
+}

@@ -137,6 +137,7 @@ macro_rules! conformance_tests {
             reopening_is_idempotent,
             briefs_stamped_in_one_instant_keep_insertion_order,
             records_stamped_in_one_instant_keep_insertion_order,
+            log_lines_appended_soon_keep_their_place,
             sessions_bind_to_briefs_with_agents_falling_back,
             session_tasks_record_their_briefs,
         );

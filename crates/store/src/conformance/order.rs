@@ -86,3 +86,26 @@ pub fn records_stamped_in_one_instant_keep_insertion_order(factory: Factory<'_>)
     assert_eq!(latest.meta.id, artifacts[19]);
     assert_eq!(latest.bytes, b"v19");
 }
+
+/// Log lines appended with `append_event_soon` are written by the handle's next write or `flush_events`
+/// at the latest, in the order they were made and before that write's own event, where another handle
+/// (another process) sees them.
+pub fn log_lines_appended_soon_keep_their_place(factory: Factory<'_>) {
+    let fx = factory();
+    let (bb, other) = (fx.handle(), fx.handle());
+    let run = new_run(bb.as_ref());
+    let line = |n: u32| NewEvent::new(run, EventKind::Log, json!({ "n": n }));
+    bb.append_event_soon(line(1)).unwrap();
+    bb.append_event_soon(line(2)).unwrap();
+    bb.append_event(line(3)).unwrap();
+    bb.append_event_soon(line(4)).unwrap();
+    bb.flush_events().unwrap();
+    bb.flush_events().unwrap();
+    let seen: Vec<u64> = other
+        .events_after(Some(run), 0, 100)
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.payload.get("n").and_then(serde_json::Value::as_u64))
+        .collect();
+    assert_eq!(seen, [1, 2, 3, 4]);
+}

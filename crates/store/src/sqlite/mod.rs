@@ -22,7 +22,7 @@ mod sessions;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use agency_core::teachback::TeachbackState;
@@ -63,6 +63,18 @@ pub struct SqliteBlackboard {
     /// The last `list_briefs` answer: the runner reads the whole run several times per pass, mostly with
     /// nothing written in between, and decoding every row again is most of its cost on a large run.
     briefs_cache: Mutex<Option<BriefsCache>>,
+    /// Log lines held back by [`Blackboard::append_event_soon`], written at the start of the next write.
+    held_events: Mutex<Vec<NewEvent>>,
+}
+
+/// How many held-back log lines make [`Blackboard::append_event_soon`] write them at once.
+const HELD_EVENTS_MAX: usize = 256;
+
+impl Drop for SqliteBlackboard {
+    fn drop(&mut self) {
+        // What was held back is written on the way out; a write that fails now has nobody to tell.
+        let _ = self.flush_events();
+    }
 }
 
 /// A run's briefs as of one version of the database.
@@ -179,7 +191,25 @@ impl SqliteBlackboard {
             path: path.map(Path::to_path_buf),
             writes: AtomicU64::new(0),
             briefs_cache: Mutex::new(None),
+            held_events: Mutex::new(Vec::new()),
         }
+    }
+
+    fn held_events(&self) -> MutexGuard<'_, Vec<NewEvent>> {
+        self.held_events.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Holds `held` back again, ahead of any held since: the write that took them did not commit.
+    fn hold_again(&self, mut held: Vec<NewEvent>) {
+        if held.is_empty() {
+            return;
+        }
+        let mut now = self.held_events();
+        held.append(&mut now);
+        // A database that keeps refusing writes must not grow this without bound: the oldest lines go.
+        let excess = held.len().saturating_sub(HELD_EVENTS_MAX * 4);
+        held.drain(..excess);
+        *now = held;
     }
 
     /// Runs `f` on the connection. A poisoned lock is taken over: the panicking holder's transaction was
@@ -198,10 +228,27 @@ impl SqliteBlackboard {
         // Counted under the connection's lock, before the transaction, so a reader holding that lock never
         // pairs a new count with old rows (a failed write only costs a needless re-read).
         self.writes.fetch_add(1, Ordering::SeqCst);
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let value = f(&tx, self.clock.as_ref())?;
-        tx.commit()?;
-        Ok(value)
+        let held = std::mem::take(&mut *self.held_events());
+        let written = (|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            write_held_events(&tx, &held);
+            let value = f(&tx, self.clock.as_ref())?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        if written.is_err() {
+            self.hold_again(held);
+        }
+        written
+    }
+}
+
+/// Appends log lines held back by [`Blackboard::append_event_soon`] ahead of a write. A line that cannot be
+/// written (its run is gone) is dropped alone: SQLite undoes only the statement that broke a key, and the
+/// write it rides with goes on.
+fn write_held_events(tx: &Transaction<'_>, held: &[NewEvent]) {
+    for event in held {
+        let _ = events::append(tx, event);
     }
 }
 
@@ -291,6 +338,26 @@ impl Blackboard for SqliteBlackboard {
 
     fn append_event(&self, event: NewEvent) -> Result<Event> {
         self.write(|tx, _| events::append(tx, &event))
+    }
+
+    fn append_event_soon(&self, event: NewEvent) -> Result<()> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly);
+        }
+        let full = {
+            let mut held = self.held_events();
+            held.push(event);
+            held.len() >= HELD_EVENTS_MAX
+        };
+        if full { self.flush_events() } else { Ok(()) }
+    }
+
+    fn flush_events(&self) -> Result<()> {
+        if self.held_events().is_empty() {
+            return Ok(());
+        }
+        // Another write may take them first; this one then commits nothing.
+        self.write(|_, _| Ok(()))
     }
 
     fn events_after(&self, run: Option<RunId>, after_seq: i64, limit: usize) -> Result<Vec<Event>> {
