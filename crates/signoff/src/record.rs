@@ -36,13 +36,6 @@ impl Recording<'_> {
         event
     }
 
-    fn event(&self, kind: EventKind, payload: Value) -> Result<(), SignoffError> {
-        self.store
-            .append_event(self.new_event(kind, payload))
-            .map(drop)
-            .map_err(SignoffError::Store)
-    }
-
     fn new_artifact(&self, name: String, content_type: &str, bytes: Vec<u8>) -> NewArtifact {
         let artifact = NewArtifact::new(self.run, name, content_type, bytes);
         match self.brief {
@@ -56,12 +49,15 @@ impl Recording<'_> {
         self.store.apply(batch).map_err(SignoffError::Store)
     }
 
-    /// `signoff_started`.
+    /// `signoff_started`: a line of the record that nothing waits on, so it rides with the sign-off's next
+    /// write (or the runner's, whichever comes first) instead of a commit of its own
+    /// ([`agency_store::Blackboard::append_event_soon`]).
     pub fn started(&self, subject: &str, commit: &str, base: &str) -> Result<(), SignoffError> {
-        self.event(
+        let event = self.new_event(
             EventKind::SignoffStarted,
             json!({"subject": subject, "commit": commit, "base": base}),
-        )
+        );
+        self.store.append_event_soon(event).map_err(SignoffError::Store)
     }
 
     /// The verify record of `commit` as `signoff/<subject>/verify` (JSON) and `signoff_verify`.
