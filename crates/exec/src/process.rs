@@ -408,7 +408,10 @@ fn dev_null() -> io::Result<Stdio> {
     let fd = match DEV_NULL.get() {
         Some(fd) => fd,
         None => {
-            let opened = OwnedFd::from(std::fs::File::open("/dev/null")?);
+            // Said as what it is, not as a missing program (a start failing with "not found" reads so).
+            let opened = std::fs::File::open("/dev/null")
+                .map_err(|e| io::Error::other(format!("opening /dev/null for the child's stdin: {e}")))?;
+            let opened = OwnedFd::from(opened);
             // Two threads may open it at once; the one that loses closes its own.
             DEV_NULL.get_or_init(|| opened)
         }
