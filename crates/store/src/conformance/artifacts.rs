@@ -68,4 +68,16 @@ pub fn artifacts_round_trip(factory: Factory<'_>) {
         bb.put_artifact(NewArtifact::new(RunId::new(), "x", "text/plain", Vec::new())),
         Err(StoreError::NotFound { what: "run", .. })
     ));
+    assert!(matches!(
+        bb.put_artifact(NewArtifact::new(run, "x", "text/plain", Vec::new()).brief(BriefId::new())),
+        Err(StoreError::NotFound { what: "brief", .. })
+    ));
+    let mut again = NewArtifact::new(run, "plan", "application/json", Vec::new());
+    again.id = plan.id;
+    assert!(matches!(
+        bb.put_artifact(again),
+        Err(StoreError::AlreadyExists { what: "artifact", .. })
+    ));
+    // None of the refused ones was stored, nor its event written.
+    assert_eq!(bb.list_artifacts(run, None).unwrap().len(), 3);
 }

@@ -75,6 +75,18 @@ pub fn insert_brief_checks_references(factory: Factory<'_>) {
         bb.insert_brief(&no_parent),
         Err(StoreError::NotFound { .. })
     ));
+    let mut own_parent = sample_brief(run, "own-parent");
+    own_parent.parent = Some(own_parent.id);
+    assert!(matches!(
+        bb.insert_brief(&own_parent),
+        Err(StoreError::NotFound { .. })
+    ));
+    let mut own_dependency = sample_brief(run, "own-dependency");
+    own_dependency.depends_on = vec![own_dependency.id];
+    assert!(matches!(
+        bb.insert_brief(&own_dependency),
+        Err(StoreError::NotFound { .. })
+    ));
     assert_eq!(bb.last_seq(None).unwrap(), seq);
 
     let foreign = sample_brief(other_run, "foreign");

@@ -6,7 +6,7 @@ use rusqlite::{Connection, Row, params};
 
 use super::events;
 use super::prefix::{exists, require_run};
-use super::rows::{Cols, execute, id_text, query_opt, ts_text};
+use super::rows::{Cols, Refused, id_text, insert, query_opt, ts_text};
 use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
@@ -16,21 +16,9 @@ const META_COLUMNS: &str = "id, run, brief, name, content_type, size, created_at
 
 /// Stores an artifact and writes `artifact`.
 pub fn put(conn: &Connection, clock: &dyn Clock, new: NewArtifact) -> Result<ArtifactMeta> {
-    if exists(conn, "artifacts", &new.id.0)? {
-        return Err(StoreError::AlreadyExists {
-            what: "artifact",
-            id: new.id.to_string(),
-        });
-    }
-    require_run(conn, &new.run)?;
-    if let Some(brief) = new.brief
-        && !exists(conn, "briefs", &brief.0)?
-    {
-        return Err(StoreError::not_found("brief", brief));
-    }
     let now = clock.now();
     let size = new.bytes.len() as u64;
-    execute(
+    insert(
         conn,
         &format!("INSERT INTO artifacts ({META_COLUMNS}, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
         params![
@@ -43,6 +31,21 @@ pub fn put(conn: &Connection, clock: &dyn Clock, new: NewArtifact) -> Result<Art
             ts_text(now),
             new.bytes,
         ],
+        |refused| match refused {
+            Refused::Duplicate => Err(StoreError::AlreadyExists {
+                what: "artifact",
+                id: new.id.to_string(),
+            }),
+            Refused::Missing => {
+                require_run(conn, &new.run)?;
+                match new.brief {
+                    Some(brief) if !exists(conn, "briefs", &brief.0)? => {
+                        Err(StoreError::not_found("brief", brief))
+                    }
+                    _ => Ok(()),
+                }
+            }
+        },
     )?;
     events::append_to_known_run(conn, &canon::artifact_stored(&new, now))?;
     Ok(ArtifactMeta {

@@ -9,8 +9,6 @@ use crate::error::Result;
 
 /// Applies every change in order; the first that fails stops it (the caller's transaction then rolls back).
 pub fn apply(conn: &Connection, clock: &dyn Clock, batch: WriteBatch) -> Result<()> {
-    // A batch's events are nearly always of one run: it is looked up for the first only.
-    let mut known_run = None;
     batch
         .into_changes()
         .into_iter()
@@ -23,13 +21,6 @@ pub fn apply(conn: &Connection, clock: &dyn Clock, batch: WriteBatch) -> Result<
                 briefs::set_workspace(conn, clock, id, branch.as_deref(), worktree.as_deref()).map(drop)
             }
             Change::PutArtifact(artifact) => artifacts::put(conn, clock, artifact).map(drop),
-            Change::AppendEvent(event) if known_run == Some(event.run) => {
-                events::append_to_known_run(conn, &event).map(drop)
-            }
-            Change::AppendEvent(event) => {
-                events::append(conn, &event)?;
-                known_run = Some(event.run);
-                Ok(())
-            }
+            Change::AppendEvent(event) => events::append_to_run(conn, &event).map(drop),
         })
 }

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, Row, params};
 
 use super::events;
-use super::prefix::{exists, require_run};
-use super::rows::{Cols, execute, id_text, json_text, query_opt, ts_text};
+use super::prefix::require_run;
+use super::rows::{Cols, Refused, execute, id_text, insert as insert_row, json_text, query_opt, ts_text};
 use crate::canon::{self, BriefsOf};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
@@ -16,24 +16,20 @@ const COLUMNS: &str = "id, run, parent, tier, workstream, title, personality, go
      inputs, variety, contract, retry_budget, attempt, depends_on, branch, worktree, status, teachback, \
      claimed_by, created_at";
 
-/// Writes a brief as given and `brief_created`.
+/// Writes a brief as given and `brief_created`. The schema refuses a taken id, a run that does not exist
+/// and a parent that does not exist; the parent's and the dependencies' run are checked after the row is
+/// written (a failure rolls the caller's transaction back), in the order they were checked before it was.
 pub fn insert(conn: &Connection, clock: &dyn Clock, brief: &Brief) -> Result<()> {
-    if exists(conn, "briefs", &brief.id.0)? {
-        return Err(StoreError::AlreadyExists {
-            what: "brief",
-            id: brief.id.to_string(),
-        });
+    // A brief cannot be its own parent or dependency: the row written would satisfy the checks below.
+    if brief.parent == Some(brief.id) {
+        return Err(StoreError::not_found("parent brief", brief.id));
     }
-    require_run(conn, &brief.run)?;
-    if let Some(parent) = brief.parent {
-        require_brief_in_run(conn, parent, brief.run, "parent brief")?;
-    }
-    for dependency in &brief.depends_on {
-        require_brief_in_run(conn, *dependency, brief.run, "dependency brief")?;
+    if brief.depends_on.contains(&brief.id) {
+        return Err(StoreError::not_found("dependency brief", brief.id));
     }
     let depends_on: Vec<String> = brief.depends_on.iter().map(|d| id_text(&d.0)).collect();
     let now = clock.now();
-    execute(
+    insert_row(
         conn,
         &format!(
             "INSERT INTO briefs ({COLUMNS}, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, \
@@ -63,7 +59,26 @@ pub fn insert(conn: &Connection, clock: &dyn Clock, brief: &Brief) -> Result<()>
             ts_text(brief.created_at),
             ts_text(now),
         ],
+        |refused| match refused {
+            Refused::Duplicate => Err(StoreError::AlreadyExists {
+                what: "brief",
+                id: brief.id.to_string(),
+            }),
+            Refused::Missing => {
+                require_run(conn, &brief.run)?;
+                match brief.parent {
+                    Some(parent) => require_brief_in_run(conn, parent, brief.run, "parent brief"),
+                    None => Ok(()),
+                }
+            }
+        },
     )?;
+    if let Some(parent) = brief.parent {
+        require_brief_in_run(conn, parent, brief.run, "parent brief")?;
+    }
+    for dependency in &brief.depends_on {
+        require_brief_in_run(conn, *dependency, brief.run, "dependency brief")?;
+    }
     events::append_to_known_run(conn, &canon::brief_created(brief, now))?;
     Ok(())
 }

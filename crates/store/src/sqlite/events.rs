@@ -4,23 +4,48 @@ use agency_core::{BriefId, Event, EventKind, NewEvent, RunId};
 use rusqlite::{Connection, Row, params};
 
 use super::prefix::require_run;
-use super::rows::{Cols, execute, id_text, json_text, query_value, ts_text};
+use super::rows::{Cols, Refused, id_text, insert, json_text, query_value, ts_text};
 use crate::canon;
 use crate::error::Result;
 
 const COLUMNS: &str = "seq, run, ts, brief, tier, kind, payload";
 
-/// Appends one event (the run must exist) and returns it as recorded.
-pub fn append(conn: &Connection, event: &NewEvent) -> Result<Event> {
-    require_run(conn, &event.run)?;
-    append_to_known_run(conn, event)
+/// Appends one event and returns it as recorded. The run's foreign key refuses a run that does not exist;
+/// only then is it looked up, to say so.
+pub fn append(conn: &Connection, event: NewEvent) -> Result<Event> {
+    let seq = append_to_run(conn, &event)?;
+    Ok(Event {
+        seq,
+        run: event.run,
+        ts: event.ts,
+        brief: event.brief,
+        tier: event.tier,
+        kind: event.kind,
+        payload: event.payload,
+    })
+}
+
+/// [`append`] for a caller that does not need the event back: its `seq`.
+pub(super) fn append_to_run(conn: &Connection, event: &NewEvent) -> Result<i64> {
+    insert_event(conn, event, |refused| match refused {
+        Refused::Missing => require_run(conn, &event.run),
+        Refused::Duplicate => Ok(()),
+    })
 }
 
 /// Appends one event of a run the caller has just found in this transaction (the run of a brief it read,
-/// or one it looked up itself). Most writes carry an event, about eleven per brief, and each looking its run
-/// up again was a query for nothing; the foreign key still refuses a run that does not exist.
-pub(super) fn append_to_known_run(conn: &Connection, event: &NewEvent) -> Result<Event> {
-    execute(
+/// or one it looked up itself), and returns its `seq`. Most writes carry an event, about eleven per brief:
+/// nothing is read for it, and nothing of it copied back.
+pub(super) fn append_to_known_run(conn: &Connection, event: &NewEvent) -> Result<i64> {
+    insert_event(conn, event, |_| Ok(()))
+}
+
+fn insert_event(
+    conn: &Connection,
+    event: &NewEvent,
+    explain: impl FnOnce(Refused) -> Result<()>,
+) -> Result<i64> {
+    insert(
         conn,
         "INSERT INTO events (run, ts, brief, tier, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
@@ -31,16 +56,9 @@ pub(super) fn append_to_known_run(conn: &Connection, event: &NewEvent) -> Result
             event.kind.as_str(),
             json_text(&event.payload)?,
         ],
+        explain,
     )?;
-    Ok(Event {
-        seq: conn.last_insert_rowid(),
-        run: event.run,
-        ts: event.ts,
-        brief: event.brief,
-        tier: event.tier,
-        kind: event.kind,
-        payload: event.payload.clone(),
-    })
+    Ok(conn.last_insert_rowid())
 }
 
 /// Events after `after_seq`, oldest first, at most `limit`.

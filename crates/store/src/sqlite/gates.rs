@@ -43,7 +43,7 @@ pub fn open(conn: &Connection, clock: &dyn Clock, new: NewGate) -> Result<Gate> 
             ts_text(now),
         ],
     )?;
-    events::append(conn, &canon::gate_opened(&new, now))?;
+    events::append_to_run(conn, &canon::gate_opened(&new, now))?;
     Ok(Gate {
         id: new.id,
         run: new.run,
@@ -133,7 +133,7 @@ pub fn decide(conn: &Connection, clock: &dyn Clock, id: GateId, decision: &GateD
          WHERE id = ?5 AND status = 'pending'",
         params![status.as_str(), ts_text(now), by, note, id_text(&id.0)],
     )?;
-    events::append(conn, &canon::gate_decided(&gate, decision, now))?;
+    events::append_to_run(conn, &canon::gate_decided(&gate, decision, now))?;
     Ok(Gate {
         status,
         decided_at: Some(now),

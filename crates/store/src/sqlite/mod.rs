@@ -248,7 +248,7 @@ impl SqliteBlackboard {
 /// write it rides with goes on.
 fn write_held_events(tx: &Transaction<'_>, held: &[NewEvent]) {
     for event in held {
-        let _ = events::append(tx, event);
+        let _ = events::append_to_run(tx, event);
     }
 }
 
@@ -337,7 +337,7 @@ impl Blackboard for SqliteBlackboard {
     }
 
     fn append_event(&self, event: NewEvent) -> Result<Event> {
-        self.write(|tx, _| events::append(tx, &event))
+        self.write(|tx, _| events::append(tx, event))
     }
 
     fn append_event_soon(&self, event: NewEvent) -> Result<()> {

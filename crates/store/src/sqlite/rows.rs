@@ -131,6 +131,38 @@ pub fn execute<P: rusqlite::Params>(conn: &rusqlite::Connection, sql: &str, para
     Ok(conn.prepare_cached(sql)?.execute(params)?)
 }
 
+/// Which of its constraints refused an [`insert`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The primary key: the id is taken.
+    Duplicate,
+    /// A foreign key: a run or brief it names does not exist.
+    Missing,
+}
+
+/// Runs an INSERT whose checks are left to the schema: its primary key refuses a duplicate id and its
+/// foreign keys a run or brief that does not exist. Only when one of them fires does `explain` look
+/// anything up, to return the error that names what was wrong; a write used to ask first, two or three
+/// queries per row for nothing. What `explain` cannot name (it returns `Ok`) is SQLite's own error.
+pub fn insert<P: rusqlite::Params>(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: P,
+    explain: impl FnOnce(Refused) -> Result<()>,
+) -> Result<()> {
+    let error = match conn.prepare_cached(sql)?.execute(params) {
+        Ok(_) => return Ok(()),
+        Err(error) => error,
+    };
+    let refused = match error.sqlite_error().map(|e| e.extended_code) {
+        Some(rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY) => Refused::Duplicate,
+        Some(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY) => Refused::Missing,
+        _ => return Err(error.into()),
+    };
+    explain(refused)?;
+    Err(error.into())
+}
+
 /// The single value a query returns (a count, a maximum), prepared once per connection.
 pub fn query_value<T: rusqlite::types::FromSql, P: rusqlite::Params>(
     conn: &rusqlite::Connection,

@@ -48,7 +48,7 @@ pub fn create(conn: &Connection, clock: &dyn Clock, new: NewRun) -> Result<Run> 
             ts_text(run.updated_at),
         ],
     )?;
-    events::append(conn, &canon::run_created(&run))?;
+    events::append_to_run(conn, &canon::run_created(&run))?;
     Ok(run)
 }
 
@@ -97,7 +97,7 @@ pub fn set_status(
         "UPDATE runs SET status = ?1, updated_at = ?2 WHERE id = ?3",
         params![to.as_str(), ts_text(now), id_text(&id.0)],
     )?;
-    events::append(conn, &canon::run_status(id, run.status, to, now))?;
+    events::append_to_run(conn, &canon::run_status(id, run.status, to, now))?;
     run.status = to;
     run.updated_at = now;
     Ok(run)

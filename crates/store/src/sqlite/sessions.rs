@@ -25,7 +25,7 @@ pub fn bind(
          ON CONFLICT (session, agent) DO UPDATE SET brief = excluded.brief, bound_at = excluded.bound_at",
         params![session, agent.unwrap_or(""), id_text(&brief.0), ts_text(now)],
     )?;
-    events::append(conn, &binding_event(&record, session, agent, now)?)?;
+    events::append_to_run(conn, &binding_event(&record, session, agent, now)?)?;
     Ok(())
 }
 
@@ -56,7 +56,7 @@ pub fn bind_task(
          ON CONFLICT (session, task) DO UPDATE SET brief = excluded.brief, bound_at = excluded.bound_at",
         params![session, task, id_text(&brief.0), ts_text(now)],
     )?;
-    events::append(conn, &task_event(&record, session, task, now)?)?;
+    events::append_to_run(conn, &task_event(&record, session, task, now)?)?;
     Ok(())
 }
 
