@@ -18,7 +18,7 @@ pub fn apply(conn: &Connection, clock: &dyn Clock, batch: WriteBatch) -> Result<
                 briefs::move_status(conn, clock, id, from, to, event)
             }
             Change::SetWorkspace { id, branch, worktree } => {
-                briefs::set_workspace(conn, clock, id, branch.as_deref(), worktree.as_deref()).map(drop)
+                briefs::write_workspace(conn, clock, id, branch.as_deref(), worktree.as_deref())
             }
             Change::PutArtifact(artifact) => artifacts::put(conn, clock, artifact).map(drop),
             Change::AppendEvent(event) => events::append_to_run(conn, &event).map(drop),

@@ -276,7 +276,7 @@ fn head(conn: &Connection, id: BriefId) -> Result<Head> {
     .ok_or_else(|| StoreError::not_found("brief", id))
 }
 
-/// Records the branch and worktree.
+/// Records the branch and worktree; the brief as it is now.
 pub fn set_workspace(
     conn: &Connection,
     clock: &dyn Clock,
@@ -284,6 +284,18 @@ pub fn set_workspace(
     branch: Option<&str>,
     worktree: Option<&str>,
 ) -> Result<Brief> {
+    write_workspace(conn, clock, id, branch, worktree)?;
+    get(conn, id)
+}
+
+/// [`set_workspace`] for a caller that does not need the brief back (a batch's agents being started).
+pub fn write_workspace(
+    conn: &Connection,
+    clock: &dyn Clock,
+    id: BriefId,
+    branch: Option<&str>,
+    worktree: Option<&str>,
+) -> Result<()> {
     let changed = execute(
         conn,
         "UPDATE briefs SET branch = ?1, worktree = ?2, updated_at = ?3 WHERE id = ?4",
@@ -292,7 +304,7 @@ pub fn set_workspace(
     if changed == 0 {
         return Err(StoreError::not_found("brief", id));
     }
-    get(conn, id)
+    Ok(())
 }
 
 /// A pending brief none of whose dependencies is anything but `done` (a dependency that does not exist
