@@ -116,6 +116,11 @@ pub(crate) fn approved(engine: &Engine, run: RunId) -> Result<Option<std::sync::
         .rev()
         .find(|b| BriefRole::of(b) == BriefRole::Plan)
     else {
+        // No plan holds (any more): [`retry_budget`] must not go on using the one that did.
+        *engine
+            .plan_cache
+            .lock()
+            .map_err(|_| EngineError::State("plan cache poisoned".into()))? = None;
         return Ok(None);
     };
     let value: Value = output_of(engine, &brief)?;
@@ -767,11 +772,22 @@ pub(crate) fn place_children(engine: &Engine, parent: &Brief, children: Vec<NewB
     Ok(written)
 }
 
-/// The retry budget of new briefs: the configured base times the plan's multiplier.
+/// The retry budget of new briefs: the configured base times the plan's multiplier. The plan is the one the
+/// runner last found approved — every pass checks that it still is ([`crate::progress::workstreams`]) —
+/// rather than asked again for every verifier an implementer hands over: that lookup, once per slice, was
+/// most of the plan brief's status reads, and a re-plan only changes this number.
 pub(crate) fn retry_budget(engine: &Engine, run: RunId) -> Result<u32> {
-    let multiplier = approved(engine, run)?
-        .map(|a| a.plan.retry_budget_multiplier)
-        .unwrap_or(1);
+    let known = engine
+        .plan_cache
+        .lock()
+        .map_err(|_| EngineError::State("plan cache poisoned".into()))?
+        .clone()
+        .filter(|a| a.brief.run == run);
+    let approved = match known {
+        Some(known) => Some(known),
+        None => approved(engine, run)?,
+    };
+    let multiplier = approved.map(|a| a.plan.retry_budget_multiplier).unwrap_or(1);
     Ok(agency_core::escalation::retry_budget(
         engine.config.retry.base_budget,
         multiplier,
