@@ -86,6 +86,8 @@ impl Owned {
             run,
             brief: Some(self.brief),
             tier: Some(self.tier),
+            // The verifier's end is written as soon as its sign-off returns: one commit for both.
+            outcome_soon: true,
         }
     }
 }
@@ -222,6 +224,7 @@ pub(crate) async fn acceptance(
         run: accept.run,
         brief: Some(accept.id),
         tier: Some(Tier::T1),
+        outcome_soon: false,
     };
     let mut ran = Vec::new();
     let mut failed = Vec::new();

@@ -64,6 +64,7 @@ fn record_verify(engine: &Engine, brief: &Brief, rev: &str, result: &VerifyResul
         run: brief.run,
         brief: Some(brief.id),
         tier: Some(brief.tier),
+        outcome_soon: false,
     };
     recording
         .verify(&crate::signoff::slice_subject(brief), rev, result)

@@ -22,6 +22,10 @@ pub struct Recording<'a> {
     pub brief: Option<BriefId>,
     /// The tier its events are shown under (T5 for a slice, T1 for a run's acceptance), if any.
     pub tier: Option<Tier>,
+    /// The outcome rides with the writer's next write ([`Blackboard::apply_soon`]) instead of a commit of
+    /// its own: for a runner's sign-off, whose agent's end is written right after it. A one-off sign-off
+    /// (`agency goal complete`) writes it at once.
+    pub outcome_soon: bool,
 }
 
 impl Recording<'_> {
@@ -130,6 +134,10 @@ impl Recording<'_> {
             batch.put_artifact(transcript);
         }
         batch.append_event(self.new_event(kind, payload));
-        self.write(batch)
+        if self.outcome_soon {
+            self.store.apply_soon(batch).map_err(SignoffError::Store)
+        } else {
+            self.write(batch)
+        }
     }
 }

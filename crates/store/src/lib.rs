@@ -111,8 +111,17 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
         self.append_event(event).map(drop)
     }
 
-    /// Writes what [`Blackboard::append_event_soon`] held back, if anything; a runner calls it on every
-    /// turn of its loop, so a line is held back for at most that long.
+    /// [`Blackboard::apply`] for a record nothing waits on and that is followed at once by a write of the
+    /// same step (a sign-off's outcome, then its agent's end): held back like
+    /// [`Blackboard::append_event_soon`]'s lines, all or nothing, so the two cost one commit. Until then it
+    /// is not recorded: a process that dies first loses it, as if it had died a moment earlier. The default
+    /// writes it at once.
+    fn apply_soon(&self, batch: WriteBatch) -> Result<()> {
+        self.apply(batch)
+    }
+
+    /// Writes what [`Blackboard::append_event_soon`] and [`Blackboard::apply_soon`] held back, if anything;
+    /// a runner calls it on every turn of its loop, so a write is held back for at most that long.
     fn flush_events(&self) -> Result<()> {
         Ok(())
     }

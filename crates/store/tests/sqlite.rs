@@ -418,7 +418,20 @@ fn log_lines_ride_with_the_next_write() {
     bb.append_event(line(2)).unwrap();
     assert_eq!(seen(), [1, 2], "held lines first, the one without a run dropped");
 
-    bb.append_event_soon(line(3)).unwrap();
+    // A held write of several changes is all or nothing: one that cannot be made leaves nothing behind,
+    // and does not fail the write it rides with.
+    let mut broken = agency_store::WriteBatch::new();
+    broken.append_event(line(90));
+    broken.append_event(NewEvent::new(RunId::new(), EventKind::Log, json!({ "n": 91 })));
+    bb.apply_soon(broken).unwrap();
+    let mut whole = agency_store::WriteBatch::new();
+    whole.append_event(line(3)).append_event(line(4));
+    bb.apply_soon(whole).unwrap();
+    assert_eq!(seen(), [1, 2], "held back");
+    bb.flush_events().unwrap();
+    assert_eq!(seen(), [1, 2, 3, 4], "the whole batch, none of the broken one");
+
+    bb.append_event_soon(line(5)).unwrap();
     drop(bb);
-    assert_eq!(seen(), [1, 2, 3], "written on close");
+    assert_eq!(seen(), [1, 2, 3, 4, 5], "written on close");
 }

@@ -223,6 +223,7 @@ impl TestRepo {
             run: run.id,
             brief: None,
             tier: None,
+            outcome_soon: false,
         };
         let report = self.sign(case, Some(&recording));
         let events = store

@@ -63,12 +63,13 @@ pub struct SqliteBlackboard {
     /// The last `list_briefs` answer: the runner reads the whole run several times per pass, mostly with
     /// nothing written in between, and decoding every row again is most of its cost on a large run.
     briefs_cache: Mutex<Option<BriefsCache>>,
-    /// Log lines held back by [`Blackboard::append_event_soon`], written at the start of the next write.
-    held_events: Mutex<Vec<NewEvent>>,
+    /// Writes held back by [`Blackboard::append_event_soon`] and [`Blackboard::apply_soon`], made at the
+    /// start of the next write.
+    held: Mutex<Vec<WriteBatch>>,
 }
 
-/// How many held-back log lines make [`Blackboard::append_event_soon`] write them at once.
-const HELD_EVENTS_MAX: usize = 256;
+/// How many held-back writes make [`Blackboard::apply_soon`] write them at once.
+const HELD_MAX: usize = 256;
 
 impl Drop for SqliteBlackboard {
     fn drop(&mut self) {
@@ -191,23 +192,23 @@ impl SqliteBlackboard {
             path: path.map(Path::to_path_buf),
             writes: AtomicU64::new(0),
             briefs_cache: Mutex::new(None),
-            held_events: Mutex::new(Vec::new()),
+            held: Mutex::new(Vec::new()),
         }
     }
 
-    fn held_events(&self) -> MutexGuard<'_, Vec<NewEvent>> {
-        self.held_events.lock().unwrap_or_else(PoisonError::into_inner)
+    fn held(&self) -> MutexGuard<'_, Vec<WriteBatch>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Holds `held` back again, ahead of any held since: the write that took them did not commit.
-    fn hold_again(&self, mut held: Vec<NewEvent>) {
+    fn hold_again(&self, mut held: Vec<WriteBatch>) {
         if held.is_empty() {
             return;
         }
-        let mut now = self.held_events();
+        let mut now = self.held();
         held.append(&mut now);
-        // A database that keeps refusing writes must not grow this without bound: the oldest lines go.
-        let excess = held.len().saturating_sub(HELD_EVENTS_MAX * 4);
+        // A database that keeps refusing writes must not grow this without bound: the oldest go.
+        let excess = held.len().saturating_sub(HELD_MAX * 4);
         held.drain(..excess);
         *now = held;
     }
@@ -228,10 +229,10 @@ impl SqliteBlackboard {
         // Counted under the connection's lock, before the transaction, so a reader holding that lock never
         // pairs a new count with old rows (a failed write only costs a needless re-read).
         self.writes.fetch_add(1, Ordering::SeqCst);
-        let held = std::mem::take(&mut *self.held_events());
+        let held = std::mem::take(&mut *self.held());
         let written = (|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            write_held_events(&tx, &held);
+            let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            write_held(&mut tx, self.clock.as_ref(), &held);
             let value = f(&tx, self.clock.as_ref())?;
             tx.commit()?;
             Ok(value)
@@ -243,12 +244,22 @@ impl SqliteBlackboard {
     }
 }
 
-/// Appends log lines held back by [`Blackboard::append_event_soon`] ahead of a write. A line that cannot be
-/// written (its run is gone) is dropped alone: SQLite undoes only the statement that broke a key, and the
-/// write it rides with goes on.
-fn write_held_events(tx: &Transaction<'_>, held: &[NewEvent]) {
-    for event in held {
-        let _ = events::append_to_run(tx, event);
+/// Makes the writes held back by [`Blackboard::apply_soon`] ahead of a write, each all or nothing. One that
+/// cannot be made (its run is gone) is dropped alone, and the write it rides with goes on: SQLite undoes only
+/// the statement that broke a key, which is all of a one-change write (a log line); a longer one gets a
+/// savepoint.
+fn write_held(tx: &mut Transaction<'_>, clock: &dyn Clock, held: &[WriteBatch]) {
+    for batch in held {
+        if batch.len() <= 1 {
+            let _ = batch::apply(tx, clock, batch.clone());
+            continue;
+        }
+        let Ok(savepoint) = tx.savepoint() else {
+            continue;
+        };
+        if batch::apply(&savepoint, clock, batch.clone()).is_ok() {
+            let _ = savepoint.commit();
+        }
     }
 }
 
@@ -341,19 +352,25 @@ impl Blackboard for SqliteBlackboard {
     }
 
     fn append_event_soon(&self, event: NewEvent) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.append_event(event);
+        self.apply_soon(batch)
+    }
+
+    fn apply_soon(&self, batch: WriteBatch) -> Result<()> {
         if self.read_only {
             return Err(StoreError::ReadOnly);
         }
         let full = {
-            let mut held = self.held_events();
-            held.push(event);
-            held.len() >= HELD_EVENTS_MAX
+            let mut held = self.held();
+            held.push(batch);
+            held.len() >= HELD_MAX
         };
         if full { self.flush_events() } else { Ok(()) }
     }
 
     fn flush_events(&self) -> Result<()> {
-        if self.held_events().is_empty() {
+        if self.held().is_empty() {
             return Ok(());
         }
         // Another write may take them first; this one then commits nothing.

@@ -116,6 +116,7 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
         run,
         brief: None,
         tier: None,
+        outcome_soon: false,
     };
     let request = SignoffRequest {
         repo: &repo,
