@@ -246,15 +246,15 @@ async fn pass(
             BriefRole::Synthesis => gated_expand(engine, brief, GateKind::T2Synthesis, expand_synthesis)?,
             BriefRole::SquadLead => squad_done(engine, brief)?,
             BriefRole::Implementer => {
-                let moved = crate::verify::implementer_done(engine, brief).await?;
-                if engine.store.brief_status(brief.id)? == BriefStatus::Done
+                let handover = crate::verify::implementer_done(engine, brief).await?;
+                if handover == crate::verify::Handover::ToVerifier
                     && !handed_over
                         .iter()
                         .any(|b| b.parent == brief.parent && b.workstream == brief.workstream)
                 {
                     handed_over.push(brief);
                 }
-                moved
+                true
             }
             BriefRole::Verifier => false,
             BriefRole::Accept => crate::progress::accept_done(engine, brief)?,

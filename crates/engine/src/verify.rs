@@ -72,8 +72,18 @@ fn record_verify(engine: &Engine, brief: &Brief, rev: &str, result: &VerifyResul
     Ok(())
 }
 
-/// An implementer reported done: commit its work, run stage 1, and hand the slice to a verifier.
-pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
+/// What became of an implementer that reported done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handover {
+    /// It is `done`, its slice handed to a verifier.
+    ToVerifier,
+    /// It failed (nothing committed, or its verify command failed), and is handled as failures are.
+    Failed,
+}
+
+/// An implementer reported done: commit its work, run stage 1, and hand the slice to a verifier. Says which
+/// of the two it came to, so the pass need not ask the blackboard.
+pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover> {
     if engine
         .store
         .list_children(brief.id)?
@@ -98,7 +108,7 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
             brief,
             "it reported done but changed nothing: no commit on its branch",
         )?;
-        return Ok(true);
+        return Ok(Handover::Failed);
     }
     if let Some(command) = brief.contract.as_ref().and_then(|c| c.verify.clone()) {
         let result = verify_rev(engine, brief.run, &rev, &command).await?;
@@ -110,7 +120,7 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
                 result.tail
             );
             crate::failure::fail_brief(engine, brief, &why)?;
-            return Ok(true);
+            return Ok(Handover::Failed);
         }
     }
     // One diff for the verifier's input and the slice's sign-off (its changed paths and the judge's patch).
@@ -157,12 +167,12 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     engine.apply(batch)?;
     engine.slice_diffs.keep(brief.id, diffed);
     branches.remove_worktree(brief);
-    Ok(true)
+    Ok(Handover::ToVerifier)
 }
 
-fn finish_implementer(engine: &Engine, brief: &Brief) -> Result<bool> {
+fn finish_implementer(engine: &Engine, brief: &Brief) -> Result<Handover> {
     engine.move_brief(brief, BriefStatus::Done, done_note())?;
-    Ok(true)
+    Ok(Handover::ToVerifier)
 }
 
 fn done_note() -> serde_json::Value {
