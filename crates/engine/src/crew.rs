@@ -258,8 +258,7 @@ impl Engine {
             Ok(status) => Ok(status),
             Err(error) => Err(crew.release(self, run, error).await),
         };
-        self.sweep_worktrees();
-        self.flush_log();
+        self.end_turn();
         ended
     }
 
@@ -277,8 +276,7 @@ impl Engine {
             if self.store.pending_gates(Some(run))?.is_empty() {
                 crew.fill(self, run, cancel)?;
             }
-            self.sweep_worktrees();
-            self.flush_log();
+            self.end_turn();
             if crew.is_empty() {
                 tokio::time::sleep(self.options.poll).await;
             } else {

@@ -237,17 +237,13 @@ impl Engine {
         )
     }
 
-    /// Removes the worktrees and clean checkouts this runner has finished with since the last sweep, with
-    /// one process ([`WorktreeSweep`]); at the end of every pass and whenever a drive or a worker ends.
-    /// Best effort, as their removal always was: what is left is a worktree of an ended brief, which
-    /// `agency gc` collects once the run is finished.
-    pub(crate) fn sweep_worktrees(&self) {
+    /// What is left at the end of every turn of a runner's loop, and whenever a drive or a worker ends, both
+    /// best effort: the worktrees and clean checkouts finished with since the last turn are removed with one
+    /// process ([`WorktreeSweep`]; what is left is a worktree of an ended brief, which `agency gc` collects
+    /// once the run is finished), and the log lines held back since then are written
+    /// ([`Blackboard::append_event_soon`]).
+    pub(crate) fn end_turn(&self) {
         let _ = self.worktree_sweep.sweep();
-    }
-
-    /// Writes the agents' log lines held back since the last turn of the loop
-    /// ([`Blackboard::append_event_soon`]); best effort, like the lines themselves.
-    pub(crate) fn flush_log(&self) {
         let _ = self.store.flush_events();
     }
 
@@ -267,8 +263,7 @@ impl Engine {
             Ok(outcome) => Ok(outcome),
             Err(error) => Err(crew.release(self, run, error).await),
         };
-        self.sweep_worktrees();
-        self.flush_log();
+        self.end_turn();
         ended
     }
 
@@ -299,8 +294,7 @@ impl Engine {
             if !waiting && !self.paused(run)? {
                 spawned = crew.fill(self, run, cancel)?;
             }
-            self.sweep_worktrees();
-            self.flush_log();
+            self.end_turn();
             if !crew.is_empty() {
                 crew.collect(self, self.options.poll).await?;
                 continue;
