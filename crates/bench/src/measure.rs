@@ -26,9 +26,7 @@ impl Sample {
 }
 
 /// The calling thread's CPU time so far (the bench's agents run on the runner's thread).
-pub fn thread_cpu() -> Duration {
-    to_duration(rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime))
-}
+pub use agency_exec::process::cost::thread_cpu;
 
 fn to_duration(ts: rustix::time::Timespec) -> Duration {
     Duration::new(

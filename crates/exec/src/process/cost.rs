@@ -41,8 +41,8 @@ impl Drop for Meter {
     }
 }
 
-/// The calling thread's CPU time so far.
-fn thread_cpu() -> Duration {
+/// The calling thread's CPU time so far (user and system).
+pub fn thread_cpu() -> Duration {
     let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     Duration::new(
         u64::try_from(now.tv_sec).unwrap_or(0),
