@@ -20,7 +20,7 @@ use agency_exec::runtime::{AgentEvent, AgentHooks, ToolCallView, ToolDecision};
 use agency_llm::{
     Block, BoxFuture, CancelToken, Message, Provider, Request, Spend, ToolChoice, ToolSpec, UsageRecord,
 };
-use agency_store::Blackboard;
+use agency_store::{Blackboard, WriteBatch};
 use serde_json::json;
 
 use crate::budget::{SharedLedger, brief_scope, passed_limit};
@@ -99,12 +99,14 @@ impl RunnerHooks {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Moves the teachback state through the core machine and records it with `kind`.
+    /// Moves the teachback state through the core machine and records it with `kind`: at once, or, for
+    /// [`Record::Soon`], with the handle's next write ([`Blackboard::apply_soon`]).
     fn step(
         &self,
         action: &TeachbackAction,
         kind: EventKind,
         payload: serde_json::Value,
+        record: Record,
     ) -> Result<(), String> {
         let mut guard = self
             .state
@@ -117,9 +119,13 @@ impl RunnerHooks {
         let event = NewEvent::new(self.brief.run, kind, payload)
             .brief(self.brief.id)
             .tier(self.brief.tier);
-        self.store
-            .set_teachback_state(self.brief.id, *guard, next, event)
-            .map_err(|e| e.to_string())?;
+        let mut batch = WriteBatch::new();
+        batch.move_teachback(self.brief.id, *guard, next, event);
+        match record {
+            Record::Now => self.store.apply(batch),
+            Record::Soon => self.store.apply_soon(batch),
+        }
+        .map_err(|e| e.to_string())?;
         *guard = next;
         Ok(())
     }
@@ -154,6 +160,16 @@ impl RunnerHooks {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = state;
     }
+}
+
+/// When a teachback step is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Record {
+    /// In a write of its own, before the step returns.
+    Now,
+    /// With the next write of the same handle: the review's record, the gate a human review opens, or the
+    /// agent's next record (at the latest, the runner's end of its turn).
+    Soon,
 }
 
 /// A review of a teachback, and whether it is on the blackboard yet.
@@ -319,7 +335,16 @@ impl AgentHooks for RunnerHooks {
             // `via: runner` marks a teachback this runner reviews in process, which the review of
             // blackboard submissions must leave alone.
             let payload = json!({ "title": self.brief.title, "teachback": teachback, "via": VIA_RUNNER });
-            self.step(&TeachbackAction::Submit, EventKind::TeachbackSubmitted, payload)?;
+            // Nothing waits for the submission's record: this runner reviews it in process, and the
+            // agent's edits are gated on the state held here. So it rides with the review's record (one
+            // commit for the two); a runner killed before that loses it with the agent, whose brief then
+            // starts over and submits again.
+            self.step(
+                &TeachbackAction::Submit,
+                EventKind::TeachbackSubmitted,
+                payload,
+                Record::Soon,
+            )?;
             if self.mode == TeachbackMode::Advisory {
                 return Ok(TeachbackReview {
                     verdict: ReviewVerdict::Approved,
@@ -335,7 +360,7 @@ impl AgentHooks for RunnerHooks {
                 }
             };
             let payload = review_payload(&self.brief, &review);
-            if let Err(problem) = self.step(&review.action(), review_kind(&review), payload) {
+            if let Err(problem) = self.step(&review.action(), review_kind(&review), payload, Record::Now) {
                 // A human recorded a review while this one was being made: theirs stands.
                 return self.adopt_recorded(since)?.ok_or(problem);
             }

@@ -5,6 +5,7 @@
 //! committed and never leaves half of one; and on SQLite each transaction rewrites the pages it touched
 //! (the tables and their indexes) once, not once per change.
 
+use agency_core::teachback::TeachbackState;
 use agency_core::{Brief, BriefId, BriefStatus, NewEvent};
 
 use crate::record::NewArtifact;
@@ -24,6 +25,19 @@ pub enum Change {
         from: BriefStatus,
         /// The status it moves to.
         to: BriefStatus,
+        /// What the move means (its run must be the brief's; `brief` and `tier` are filled in).
+        event: NewEvent,
+    },
+    /// As [`set_teachback_state`](crate::Blackboard::set_teachback_state): a compare-and-set of the
+    /// teachback state from `from` to `to` with the caller's event. A brief whose teachback is no longer in
+    /// `from` fails the whole batch with `Conflict`.
+    MoveTeachback {
+        /// The brief.
+        id: BriefId,
+        /// The teachback state it must be in.
+        from: TeachbackState,
+        /// The state it moves to.
+        to: TeachbackState,
         /// What the move means (its run must be the brief's; `brief` and `tier` are filled in).
         event: NewEvent,
     },
@@ -74,6 +88,17 @@ impl WriteBatch {
         event: NewEvent,
     ) -> &mut Self {
         self.push(Change::MoveBrief { id, from, to, event })
+    }
+
+    /// Adds a compare-and-set of a brief's teachback state (see [`Change::MoveTeachback`]).
+    pub fn move_teachback(
+        &mut self,
+        id: BriefId,
+        from: TeachbackState,
+        to: TeachbackState,
+        event: NewEvent,
+    ) -> &mut Self {
+        self.push(Change::MoveTeachback { id, from, to, event })
     }
 
     /// Adds a brief's branch and worktree (see [`Change::SetWorkspace`]).

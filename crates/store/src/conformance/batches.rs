@@ -48,14 +48,25 @@ pub fn write_batches_apply_every_change_in_order(factory: Factory<'_>) {
             BriefStatus::Pending,
             BriefStatus::Cancelled,
             status_event(run, EventKind::BriefStatus),
+        )
+        .move_teachback(
+            parent.id,
+            TeachbackState::Pending,
+            TeachbackState::UnderReview,
+            NewEvent::new(
+                run,
+                EventKind::TeachbackSubmitted,
+                json!({ "title": "implementer" }),
+            ),
         );
-    assert_eq!(batch.len(), 6);
+    assert_eq!(batch.len(), 7);
     bb.apply(batch).unwrap();
 
     let moved = bb.get_brief(parent.id).unwrap();
     assert_eq!(moved.status, BriefStatus::Verifying);
     assert_eq!(moved.branch.as_deref(), Some("agency/impl"));
     assert_eq!(moved.worktree.as_deref(), Some("/tmp/wt/impl"));
+    assert_eq!(moved.teachback, TeachbackState::UnderReview);
     assert_eq!(bb.get_brief(child.id).unwrap().status, BriefStatus::Cancelled);
     assert_eq!(bb.get_artifact(output.id).unwrap().bytes, b"{}");
     let events = bb.events_after(Some(run), before, 100).unwrap();
@@ -68,6 +79,7 @@ pub fn write_batches_apply_every_change_in_order(factory: Factory<'_>) {
             EventKind::BriefCreated,
             EventKind::Completed,
             EventKind::BriefStatus,
+            EventKind::TeachbackSubmitted,
         ]
     );
     // The caller's events of a move are filled in with the brief and its tier, as update_brief_status does.
@@ -75,6 +87,8 @@ pub fn write_batches_apply_every_change_in_order(factory: Factory<'_>) {
     assert_eq!(events[3].tier, Some(Tier::T4));
     assert_eq!(events[4].brief, Some(child.id));
     assert_eq!(events[4].tier, Some(Tier::T5));
+    assert_eq!(events[5].brief, Some(parent.id));
+    assert_eq!(events[5].tier, Some(Tier::T4));
 
     // An empty batch is nothing to write.
     let seq = bb.last_seq(Some(run)).unwrap();
@@ -124,6 +138,16 @@ pub fn a_failing_write_batch_writes_nothing(factory: Factory<'_>) {
                 event: status_event(run, EventKind::Completed),
             },
             |e| matches!(e, StoreError::Conflict { expected, found, .. } if expected == "running" && found == "pending"),
+        ),
+        (
+            "a stale teachback move",
+            Change::MoveTeachback {
+                id: second.id,
+                from: TeachbackState::UnderReview,
+                to: TeachbackState::Active,
+                event: status_event(run, EventKind::TeachbackApproved),
+            },
+            |e| matches!(e, StoreError::Conflict { expected, found, .. } if expected == "under_review" && found == "pending"),
         ),
         (
             "a missing brief",

@@ -17,6 +17,9 @@ pub fn apply<C: GenericClient>(c: &mut C, clock: &dyn Clock, batch: WriteBatch) 
             Change::MoveBrief { id, from, to, event } => {
                 briefs::update_status(c, clock, id, from, to, event).map(drop)
             }
+            Change::MoveTeachback { id, from, to, event } => {
+                briefs::set_teachback(c, clock, id, from, to, event).map(drop)
+            }
             Change::SetWorkspace { id, branch, worktree } => {
                 briefs::set_workspace(c, clock, id, branch.as_deref(), worktree.as_deref()).map(drop)
             }

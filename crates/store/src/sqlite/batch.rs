@@ -17,6 +17,9 @@ pub fn apply(conn: &Connection, clock: &dyn Clock, batch: WriteBatch) -> Result<
             Change::MoveBrief { id, from, to, event } => {
                 briefs::move_status(conn, clock, id, from, to, event)
             }
+            Change::MoveTeachback { id, from, to, event } => {
+                briefs::move_teachback(conn, clock, id, from, to, event)
+            }
             Change::SetWorkspace { id, branch, worktree } => {
                 briefs::write_workspace(conn, clock, id, branch.as_deref(), worktree.as_deref())
             }

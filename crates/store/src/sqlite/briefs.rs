@@ -230,6 +230,19 @@ pub fn set_teachback(
     new: TeachbackState,
     event: NewEvent,
 ) -> Result<Brief> {
+    move_teachback(conn, clock, id, expected, new, event)?;
+    get(conn, id)
+}
+
+/// [`set_teachback`] for a caller that does not need the brief back (a batch's move).
+pub fn move_teachback(
+    conn: &Connection,
+    clock: &dyn Clock,
+    id: BriefId,
+    expected: TeachbackState,
+    new: TeachbackState,
+    event: NewEvent,
+) -> Result<()> {
     let head = head(conn, id)?;
     let event = canon::event_for_parts(id, head.run, head.tier, event)?;
     if head.teachback != expected {
@@ -246,7 +259,7 @@ pub fn set_teachback(
         params![new.as_str(), ts_text(clock.now()), id_text(&id.0)],
     )?;
     events::append_to_known_run(conn, &event)?;
-    get(conn, id)
+    Ok(())
 }
 
 /// What a compare-and-set reads of a brief before it writes: the value it compares and what its event
