@@ -140,7 +140,8 @@ impl Crew {
     }
 
     /// Waits up to `poll` for an agent to finish, then records it and every other agent that has
-    /// finished meanwhile: one pass over the run per batch of finished agents, not one per agent.
+    /// finished meanwhile: one pass over the run per batch of finished agents, not one per agent, and
+    /// their reports in one commit, written before that pass reads them.
     pub(crate) async fn collect(&mut self, engine: &Engine, poll: Duration) -> Result<()> {
         tokio::select! {
             joined = self.agents.join_next() => {
@@ -151,6 +152,7 @@ impl Crew {
                         let (brief, end) = joined.map_err(|e| EngineError::State(format!("agent task: {e}")))?;
                         engine.finish_agent(brief, end).await?;
                     }
+                    engine.store.flush_events()?;
                 }
             }
             () = tokio::time::sleep(poll) => {}

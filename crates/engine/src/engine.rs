@@ -675,7 +675,9 @@ impl Engine {
     }
 
     /// Records an agent's outcome: a valid report moves the brief to `verifying` for [`crate::advance`];
-    /// anything else is a failure for the escalation ladder.
+    /// anything else is a failure for the escalation ladder. The move to `verifying` is held back
+    /// ([`Blackboard::apply_soon`]) for the caller to write with those of the other agents that finished
+    /// together ([`crate::crew::Crew::collect`]).
     pub(crate) async fn finish_agent(&self, id: BriefId, end: AgentEnd) -> Result<()> {
         let AgentEnd::Finished(outcome) = end else {
             return Ok(());
@@ -752,7 +754,8 @@ impl Engine {
             );
         }
         // The output, the report and (when done) the move to `verifying` are one write: a crash leaves all
-        // of them or none, and the brief, still `running`, is started again on resume.
+        // of them or none, and the brief, still `running`, is started again on resume. A move that no longer
+        // applies when it is written (the brief was cancelled or taken back meanwhile) is dropped whole.
         let mut batch = WriteBatch::new();
         batch
             .put_artifact(text_artifact(
@@ -782,7 +785,8 @@ impl Engine {
                     .brief(id)
                     .tier(brief.tier);
                 batch.move_brief(id, BriefStatus::Running, BriefStatus::Verifying, event);
-                self.apply(batch)
+                self.store.apply_soon(batch)?;
+                Ok(())
             }
             agency_exec::runtime::ReportStatus::Partial => {
                 self.apply(batch)?;
