@@ -260,6 +260,8 @@ async fn pass(
             BriefRole::Accept => crate::progress::accept_done(engine, brief)?,
         };
     }
+    // The implementers' hand-overs were held back to be one commit: written before anything reads on.
+    engine.store.flush_events()?;
     for implementer in handed_over {
         crate::narrate::verifiers_started(engine, implementer)?;
     }

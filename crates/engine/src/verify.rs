@@ -157,14 +157,16 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover
     // The diff, its verifier and the implementer's move to `done` are one write. A crash before it leaves
     // the implementer `verifying` with its commit, and this runs again; the worktree goes after it, at the
     // runner's next sweep, so a crash before that only leaves the worktree of a done brief behind, which
-    // nothing starts in again and `agency gc` collects once the run is finished.
+    // nothing starts in again and `agency gc` collects once the run is finished. It is held back to be
+    // written with the other implementers' of this pass ([`crate::advance`] writes them before it reads
+    // on, and before the worktree goes).
     let mut batch = WriteBatch::new();
     batch.put_artifact(diff_artifact);
     for child in place_children(engine, brief, vec![verifier])? {
         batch.insert_brief(child);
     }
     Engine::stage_move(&mut batch, brief, BriefStatus::Done, done_note());
-    engine.apply(batch)?;
+    engine.apply_soon(batch)?;
     engine.slice_diffs.keep(brief.id, diffed);
     branches.remove_worktree(brief);
     Ok(Handover::ToVerifier)
