@@ -40,9 +40,12 @@ pub(crate) enum AgentEnd {
 /// An agent's whole run, from start to its [`AgentEnd`].
 type AgentRun = Pin<Box<dyn Future<Output = (BriefId, AgentEnd)> + Send>>;
 
-/// Agents ready to start and what records their start (their worktrees, `spawned`): [`Crew::fill`] writes
-/// the records of all of them in one transaction, and only then starts them, so an agent's first event
-/// always follows its `spawned`.
+/// Agents ready to start and what records their start (their worktrees, `spawned`): [`Crew::fill`] records
+/// all of them in one batch before it starts any, so an agent's first event always follows its `spawned`.
+/// The batch rides with the handle's next write ([`Blackboard::apply_soon`]: the next claim, an agent's
+/// record, the end of the turn): nothing reads it before then. Should the runner die first, its briefs are
+/// still claimed and start again in the worktrees that are there: the record of a worktree is for people
+/// reading the blackboard, while resume finds a brief's worktree at its path and `agency gc` through git.
 #[derive(Default)]
 pub(crate) struct Launches {
     record: WriteBatch,
@@ -106,8 +109,9 @@ impl Crew {
     }
 
     /// Claims pending briefs of `run` and starts their agents, up to the concurrency limit. Returns
-    /// whether any started. The free places are claimed in one write, and the agents' starts recorded in
-    /// another; if the budget holds one back, the briefs claimed after it are given back at once, unstarted.
+    /// whether any started. The free places are claimed in one write, and the agents' starts recorded with
+    /// the next ([`Launches`]); if the budget holds one back, the briefs claimed after it are given back at
+    /// once, unstarted.
     pub(crate) fn fill(&mut self, engine: &Engine, run: RunId, cancel: &CancelToken) -> Result<bool> {
         let room = self.concurrency.saturating_sub(self.agents.len());
         let claimed = engine
@@ -121,7 +125,7 @@ impl Crew {
                 break;
             }
         }
-        engine.apply(launches.record)?;
+        engine.apply_soon(launches.record)?;
         let spawned = !launches.runs.is_empty();
         for run in launches.runs {
             self.agents.spawn(run);
