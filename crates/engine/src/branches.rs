@@ -169,6 +169,10 @@ impl RunBranches {
     /// removing may still be changing when the next runner looks: that is given a moment to settle, and a
     /// directory left without its `.git` is cleared so the worktree can be made again.
     fn existing_worktree(&self, path: &Path) -> Result<bool> {
+        // A brief starting for the first time, the common case: nothing there, asked once.
+        if !path.exists() {
+            return Ok(false);
+        }
         let is_worktree = || path.join(".git").exists();
         let deadline = Instant::now() + DEBRIS_SETTLE;
         while path.exists() && !is_worktree() && Instant::now() < deadline {
