@@ -273,10 +273,10 @@ impl Engine {
             if cancel.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
-            let record = self.store.get_run(run)?;
-            if record.status.is_terminal() {
+            let status = self.store.run_status(run)?;
+            if status.is_terminal() {
                 crew.abort_all();
-                return Ok(record.status);
+                return Ok(status);
             }
             crew.reclaim_expired(self, run).await?;
             if self.store.pending_gates(Some(run))?.is_empty() {

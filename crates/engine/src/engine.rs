@@ -276,11 +276,16 @@ impl Engine {
         let mut passes = crate::advance::Passes::default();
         let mut outbox = crate::notify::Outbox::open(self, run);
         let mut board_reviews = crate::board_review::BoardReviews::default();
+        // Of a run's record only its status moves; the rest (goal, repository, configuration) is read again
+        // only when the status has moved.
+        let mut record = self.store.get_run(run)?;
         loop {
             if cancel.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
-            let record = self.store.get_run(run)?;
+            if self.store.run_status(run)? != record.status {
+                record = self.store.get_run(run)?;
+            }
             outbox.deliver(self, &record).await;
             if record.status.is_terminal() {
                 crew.abort_all();

@@ -79,6 +79,9 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// One run.
     fn get_run(&self, id: RunId) -> Result<Run>;
 
+    /// One run's status, without reading the rest of it (a runner asks on every turn of its loop).
+    fn run_status(&self, id: RunId) -> Result<RunStatus>;
+
     /// Every run, newest first.
     fn list_runs(&self) -> Result<Vec<Run>>;
 

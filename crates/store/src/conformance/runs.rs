@@ -65,7 +65,7 @@ pub fn one_driver_lease_per_run(factory: Factory<'_>) {
 }
 
 /// `set_run_status` writes `run_status` with `from`/`to`; with a stale `expected` it fails with `Conflict`
-/// and writes nothing.
+/// and writes nothing. `run_status` reads what `get_run` does, through another handle too.
 pub fn run_status_is_compare_and_set_with_event(factory: Factory<'_>) {
     let fx = factory();
     let bb = fx.handle();
@@ -75,6 +75,8 @@ pub fn run_status_is_compare_and_set_with_event(factory: Factory<'_>) {
         .unwrap();
     assert_eq!(updated.status, RunStatus::AwaitingGate);
     assert_eq!(bb.get_run(run).unwrap().status, RunStatus::AwaitingGate);
+    assert_eq!(bb.run_status(run).unwrap(), RunStatus::AwaitingGate);
+    assert_eq!(fx.handle().run_status(run).unwrap(), RunStatus::AwaitingGate);
     let last = bb.events_after(Some(run), 0, 10).unwrap().pop().unwrap();
     assert_eq!(last.kind, EventKind::RunStatus);
     assert_eq!(last.payload, json!({ "from": "planning", "to": "awaiting_gate" }));
@@ -93,6 +95,11 @@ pub fn run_status_is_compare_and_set_with_event(factory: Factory<'_>) {
 
     bb.set_run_status(run, None, RunStatus::Cancelled).unwrap();
     assert_eq!(bb.get_run(run).unwrap().status, RunStatus::Cancelled);
+    assert_eq!(bb.run_status(run).unwrap(), RunStatus::Cancelled);
+    assert!(matches!(
+        bb.run_status(RunId::new()),
+        Err(StoreError::NotFound { what: "run", .. })
+    ));
     assert!(matches!(
         bb.set_run_status(RunId::new(), None, RunStatus::Running),
         Err(StoreError::NotFound { .. })

@@ -192,6 +192,10 @@ impl Blackboard for PostgresBlackboard {
         self.read(|c| runs::get(c, id, false))
     }
 
+    fn run_status(&self, id: RunId) -> Result<RunStatus> {
+        self.read(|c| runs::status(c, id))
+    }
+
     fn list_runs(&self) -> Result<Vec<Run>> {
         self.read(runs::list)
     }

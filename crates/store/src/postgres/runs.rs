@@ -64,6 +64,15 @@ pub fn get<C: GenericClient>(c: &mut C, id: RunId, lock: bool) -> Result<Run> {
         .ok_or_else(|| StoreError::not_found("run", id))
 }
 
+/// One run's status.
+pub fn status<C: GenericClient>(c: &mut C, id: RunId) -> Result<RunStatus> {
+    let row = c.query_opt("SELECT id, status FROM runs WHERE id = $1", &[&id_text(&id.0)])?;
+    row.as_ref()
+        .map(|row| Cols::new(row, "run", 0).parse(1))
+        .transpose()?
+        .ok_or_else(|| StoreError::not_found("run", id))
+}
+
 /// Every run, newest first.
 pub fn list<C: GenericClient>(c: &mut C) -> Result<Vec<Run>> {
     let rows = c.query(

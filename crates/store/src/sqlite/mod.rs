@@ -323,6 +323,10 @@ impl Blackboard for SqliteBlackboard {
         self.read(|conn| runs::get(conn, id))
     }
 
+    fn run_status(&self, id: RunId) -> Result<RunStatus> {
+        self.read(|conn| runs::status(conn, id))
+    }
+
     fn list_runs(&self) -> Result<Vec<Run>> {
         self.read(runs::list)
     }

@@ -4,7 +4,7 @@
 
 use rusqlite::Connection;
 
-use super::{SqliteBlackboard, briefs, events, gates};
+use super::{SqliteBlackboard, briefs, events, gates, runs};
 
 /// The plan SQLite chose for `sql`, one `EXPLAIN QUERY PLAN` line per step (its parameters left unbound:
 /// the store plans each statement once, for any values).
@@ -98,6 +98,10 @@ fn check(store: &SqliteBlackboard) {
             (
                 briefs::STATUS,
                 &["SEARCH briefs USING INDEX sqlite_autoindex_briefs_1 (id=?)"],
+            ),
+            (
+                runs::STATUS,
+                &["SEARCH runs USING INDEX sqlite_autoindex_runs_1 (id=?)"],
             ),
             (
                 &gates::pending_in_run_sql(),

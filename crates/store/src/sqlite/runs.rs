@@ -63,6 +63,16 @@ pub fn get(conn: &Connection, id: RunId) -> Result<Run> {
     .ok_or_else(|| StoreError::not_found("run", id))
 }
 
+/// One run's status.
+pub fn status(conn: &Connection, id: RunId) -> Result<RunStatus> {
+    query_opt(conn, STATUS, params![id_text(&id.0)], |row| {
+        Cols::new(row, "run", 0)?.parse(1)
+    })?
+    .ok_or_else(|| StoreError::not_found("run", id))
+}
+
+pub(super) const STATUS: &str = "SELECT id, status FROM runs WHERE id = ?1";
+
 /// Every run, newest first.
 pub fn list(conn: &Connection) -> Result<Vec<Run>> {
     let mut stmt = conn.prepare_cached(&format!(
