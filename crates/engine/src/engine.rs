@@ -606,8 +606,13 @@ impl Engine {
         Ok(inputs)
     }
 
-    /// What the previous attempt of this brief was told (stored as the `feedback/<id8>` artifact).
+    /// What the previous attempt of this brief was told (stored as the `feedback/<id8>` artifact). A first
+    /// attempt has none, and is not looked up: feedback is only ever written with a retry, numbered from 1
+    /// ([`crate::failure::retry`]), and copied to pipeline tasks that keep their attempt's number.
     fn feedback_of(&self, brief: &Brief) -> Result<Option<String>> {
+        if brief.attempt == 0 {
+            return Ok(None);
+        }
         let name = feedback_name(brief.id);
         Ok(self
             .store
