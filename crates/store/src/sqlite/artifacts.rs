@@ -16,6 +16,25 @@ const META_COLUMNS: &str = "id, run, brief, name, content_type, size, created_at
 
 /// Stores an artifact and writes `artifact`.
 pub fn put(conn: &Connection, clock: &dyn Clock, new: NewArtifact) -> Result<ArtifactMeta> {
+    let (size, now) = store(conn, clock, &new)?;
+    Ok(ArtifactMeta {
+        id: new.id,
+        run: new.run,
+        brief: new.brief,
+        name: new.name,
+        content_type: new.content_type,
+        size,
+        created_at: now,
+    })
+}
+
+/// [`put`] for a caller that keeps the artifact (a batch held back, which a failed write holds again):
+/// its size and when it was stored.
+pub fn store(
+    conn: &Connection,
+    clock: &dyn Clock,
+    new: &NewArtifact,
+) -> Result<(u64, chrono::DateTime<chrono::Utc>)> {
     let now = clock.now();
     let size = new.bytes.len() as u64;
     insert(
@@ -47,16 +66,8 @@ pub fn put(conn: &Connection, clock: &dyn Clock, new: NewArtifact) -> Result<Art
             }
         },
     )?;
-    events::append_to_known_run(conn, &canon::artifact_stored(&new, now))?;
-    Ok(ArtifactMeta {
-        id: new.id,
-        run: new.run,
-        brief: new.brief,
-        name: new.name,
-        content_type: new.content_type,
-        size,
-        created_at: now,
-    })
+    events::append_to_known_run(conn, &canon::artifact_stored(new, now))?;
+    Ok((size, now))
 }
 
 /// One artifact with its content.

@@ -251,13 +251,13 @@ impl SqliteBlackboard {
 fn write_held(tx: &mut Transaction<'_>, clock: &dyn Clock, held: &[WriteBatch]) {
     for batch in held {
         if batch.len() <= 1 {
-            let _ = batch::apply(tx, clock, batch.clone());
+            let _ = batch::apply(tx, clock, batch);
             continue;
         }
         let Ok(savepoint) = tx.savepoint() else {
             continue;
         };
-        if batch::apply(&savepoint, clock, batch.clone()).is_ok() {
+        if batch::apply(&savepoint, clock, batch).is_ok() {
             let _ = savepoint.commit();
         }
     }
@@ -537,7 +537,7 @@ impl Blackboard for SqliteBlackboard {
         if batch.is_empty() {
             return Ok(());
         }
-        self.write(|tx, clock| batch::apply(tx, clock, batch))
+        self.write(|tx, clock| batch::apply(tx, clock, &batch))
     }
 
     fn bind_session(&self, session: &str, agent: Option<&str>, brief: BriefId) -> Result<()> {
