@@ -328,9 +328,15 @@ fn slices_may_edit(engine: &Engine, run: RunId) -> Result<Vec<String>> {
 /// What T1's acceptance is recorded under.
 const ACCEPT_SUBJECT: &str = "accept";
 
+/// Changed files an acceptance cites as its evidence, at most: a run of thousands of slices changes
+/// thousands of files, which would make a judge's prompt no model could read (and cost the runner memory in
+/// proportion); the judge has the diff and the checkout for the rest.
+const ACCEPT_EVIDENCE: usize = 200;
+
 /// The acceptance sign-off: the integration branch from the run's base, one contract made of the goal
 /// anchor and every workstream's (their failure modes; the `may_edit` of every contract in the run, since
-/// each slice was already signed off under its own), the files the run changed as the evidence.
+/// each slice was already signed off under its own), the files the run changed as the evidence (the first
+/// [`ACCEPT_EVIDENCE`], and how many there are).
 fn acceptance_request(
     engine: &Engine,
     accept: &Brief,
@@ -357,15 +363,29 @@ fn acceptance_request(
     may_edit.dedup();
     // The run's changes are the evidence, and the sign-off judges the same diff: one git process for both.
     let diffed = Diffed::of(&engine.repo, base, commit).map_err(|e| EngineError::State(e.to_string()))?;
-    let evidence = diffed
-        .changes
-        .iter()
-        .filter(|c| c.kind != agency_exec::ChangeKind::Deleted)
+    let kept = || {
+        diffed
+            .changes
+            .iter()
+            .filter(|c| c.kind != agency_exec::ChangeKind::Deleted)
+    };
+    let evidence: Vec<Evidence> = kept()
+        .take(ACCEPT_EVIDENCE)
         .map(|c| Evidence {
             path: c.path.to_string_lossy().into_owned(),
             quote: None,
         })
         .collect();
+    let mut claims = vec![
+        "every workstream was signed off slice by slice and merged into the integration branch".to_string(),
+    ];
+    let files = kept().count();
+    if files > evidence.len() {
+        claims.push(format!(
+            "the run changed {files} files; the first {} are cited as evidence, the diff has the rest",
+            evidence.len()
+        ));
+    }
     let verified = if verified.is_empty() {
         "No workstream has a verify command.".to_string()
     } else {
@@ -389,9 +409,7 @@ fn acceptance_request(
             failure_modes,
             may_edit,
         },
-        claims: vec![
-            "every workstream was signed off slice by slice and merged into the integration branch".into(),
-        ],
+        claims,
         evidence,
         verified: None,
         diffed: Some(diffed),

@@ -26,6 +26,8 @@ use crate::verify::VerifyResult;
 
 /// Bytes of diff the judge is shown; a longer diff is cut and the judge told so (it can read the files).
 pub(crate) const MAX_DIFF_BYTES: usize = 60 * 1024;
+/// Evidence files listed in the judge's prompt, at most; the rest are counted.
+const MAX_LISTED_EVIDENCE: usize = 200;
 
 /// The judge's standing instructions: the same bytes on every sign-off, so they cache.
 pub const JUDGE_SYSTEM: &str = "\
@@ -281,14 +283,21 @@ pub fn render_prompt(input: &JudgeInput<'_>) -> String {
     out.push_str("\nThe agent's claims:\n");
     list(&mut out, input.claims);
     out.push_str("Evidence files (they exist in the commit; quoted lines were found in them):\n");
-    let evidence: Vec<String> = input
+    let mut evidence: Vec<String> = input
         .evidence
         .iter()
+        .take(MAX_LISTED_EVIDENCE)
         .map(|e| match &e.quote {
             Some(q) => format!("{}: {q:?}", e.path),
             None => e.path.clone(),
         })
         .collect();
+    if input.evidence.len() > MAX_LISTED_EVIDENCE {
+        evidence.push(format!(
+            "… and {} more (all checked; the diff names them)",
+            input.evidence.len() - MAX_LISTED_EVIDENCE
+        ));
+    }
     list(&mut out, &evidence);
     match input.verify {
         Some(v) => {
@@ -450,5 +459,32 @@ mod tests {
             cut.contains(&format!("(first {shown} of {} bytes;", long.len())),
             "cut at {shown}"
         );
+    }
+
+    #[test]
+    fn a_long_evidence_list_is_cut_and_counted() {
+        let contract = GoalContract::default();
+        let evidence: Vec<Evidence> = (0..MAX_LISTED_EVIDENCE + 50)
+            .map(|n| Evidence {
+                path: format!("src/file{n}.rs"),
+                quote: None,
+            })
+            .collect();
+        let text = render_prompt(&JudgeInput {
+            subject: "accept",
+            asked: None,
+            contract: &contract,
+            claims: &[],
+            evidence: &evidence,
+            verify: None,
+            commit: "c0ffee",
+            base: "ba5e",
+            diff: "",
+            diff_bytes: 0,
+        });
+        let last_shown = format!("src/file{}.rs\n", MAX_LISTED_EVIDENCE - 1);
+        assert!(text.contains(&last_shown), "{text}");
+        assert!(!text.contains(&format!("src/file{}.rs", MAX_LISTED_EVIDENCE)));
+        assert!(text.contains("… and 50 more (all checked; the diff names them)"));
     }
 }
