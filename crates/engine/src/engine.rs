@@ -651,19 +651,30 @@ impl Engine {
     /// Writes `batch` in one transaction (all or nothing), then does what [`Engine::move_brief`] does
     /// after each of its status moves.
     pub(crate) fn apply(&self, batch: WriteBatch) -> Result<()> {
-        let ended = ended_by(&batch);
-        self.store.apply(batch)?;
-        for id in ended {
-            self.forget(id);
-        }
-        Ok(())
+        self.record(batch, |store, batch| store.apply(batch))
     }
 
     /// [`Engine::apply`] held back to be written with the next write ([`Blackboard::apply_soon`]), for a
     /// step whose caller writes what was held before anything reads it.
     pub(crate) fn apply_soon(&self, batch: WriteBatch) -> Result<()> {
-        let ended = ended_by(&batch);
-        self.store.apply_soon(batch)?;
+        self.record(batch, |store, batch| store.apply_soon(batch))
+    }
+
+    /// Hands `batch` to `write`, then forgets the briefs it ended.
+    fn record(
+        &self,
+        batch: WriteBatch,
+        write: impl FnOnce(&dyn Blackboard, WriteBatch) -> agency_store::Result<()>,
+    ) -> Result<()> {
+        let ended: Vec<BriefId> = batch
+            .changes()
+            .iter()
+            .filter_map(|change| match change {
+                Change::MoveBrief { id, to, .. } if to.is_terminal() => Some(*id),
+                _ => None,
+            })
+            .collect();
+        write(self.store.as_ref(), batch)?;
         for id in ended {
             self.forget(id);
         }
@@ -824,18 +835,6 @@ fn status_event(brief: &Brief, to: BriefStatus, detail: serde_json::Value) -> Ne
     NewEvent::new(brief.run, EventKind::BriefStatus, payload)
         .brief(brief.id)
         .tier(brief.tier)
-}
-
-/// The briefs `batch` moves to a terminal status.
-fn ended_by(batch: &WriteBatch) -> Vec<BriefId> {
-    batch
-        .changes()
-        .iter()
-        .filter_map(|change| match change {
-            Change::MoveBrief { id, to, .. } if to.is_terminal() => Some(*id),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Text for a brief as a named artifact, to store.
