@@ -238,13 +238,14 @@ impl Engine {
     }
 
     /// What is left at the end of every turn of a runner's loop, and whenever a drive or a worker ends, both
-    /// best effort: the worktrees and clean checkouts finished with since the last turn are removed with one
+    /// best effort: the records held back since the last turn are written ([`Blackboard::append_event_soon`],
+    /// [`Blackboard::apply_soon`]), then the worktrees and clean checkouts finished with are removed with one
     /// process ([`WorktreeSweep`]; what is left is a worktree of an ended brief, which `agency gc` collects
-    /// once the run is finished), and the log lines held back since then are written
-    /// ([`Blackboard::append_event_soon`]).
+    /// once the run is finished). In that order: a worktree goes only once the record that its brief is done
+    /// with it has been written.
     pub(crate) fn end_turn(&self) {
-        let _ = self.worktree_sweep.sweep();
         let _ = self.store.flush_events();
+        let _ = self.worktree_sweep.sweep();
     }
 
     /// Drives `run` until it succeeds, fails, halts or is cancelled: the run's one driver (tier handling,
