@@ -363,29 +363,11 @@ fn acceptance_request(
     may_edit.dedup();
     // The run's changes are the evidence, and the sign-off judges the same diff: one git process for both.
     let diffed = Diffed::of(&engine.repo, base, commit).map_err(|e| EngineError::State(e.to_string()))?;
-    let kept = || {
-        diffed
-            .changes
-            .iter()
-            .filter(|c| c.kind != agency_exec::ChangeKind::Deleted)
-    };
-    let evidence: Vec<Evidence> = kept()
-        .take(ACCEPT_EVIDENCE)
-        .map(|c| Evidence {
-            path: c.path.to_string_lossy().into_owned(),
-            quote: None,
-        })
-        .collect();
+    let (evidence, uncited) = cited_changes(&diffed.changes, ACCEPT_EVIDENCE);
     let mut claims = vec![
         "every workstream was signed off slice by slice and merged into the integration branch".to_string(),
     ];
-    let files = kept().count();
-    if files > evidence.len() {
-        claims.push(format!(
-            "the run changed {files} files; the first {} are cited as evidence, the diff has the rest",
-            evidence.len()
-        ));
-    }
+    claims.extend(uncited);
     let verified = if verified.is_empty() {
         "No workstream has a verify command.".to_string()
     } else {
@@ -417,6 +399,31 @@ fn acceptance_request(
         tier: Tier::T1,
         checkouts: engine.branches(accept.run).checkouts(),
     })
+}
+
+/// The changed files an acceptance cites as evidence: the first `max` that are still there (a deleted one
+/// is not in the checkout to be read), and, when there are more, the claim that says how many.
+fn cited_changes(changes: &[agency_exec::FileChange], max: usize) -> (Vec<Evidence>, Option<String>) {
+    let present = || {
+        changes
+            .iter()
+            .filter(|c| c.kind != agency_exec::ChangeKind::Deleted)
+    };
+    let evidence: Vec<Evidence> = present()
+        .take(max)
+        .map(|c| Evidence {
+            path: c.path.to_string_lossy().into_owned(),
+            quote: None,
+        })
+        .collect();
+    let files = present().count();
+    let uncited = (files > evidence.len()).then(|| {
+        format!(
+            "the run changed {files} files; the first {} are cited as evidence, the diff has the rest",
+            evidence.len()
+        )
+    });
+    (evidence, uncited)
 }
 
 /// An acceptance sign-off's outcome as T1's output. Inconclusive blocks as a slice's does.
@@ -658,5 +665,43 @@ impl Runtime for BudgetWatch {
                 other => other,
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use agency_exec::{ChangeKind, FileChange};
+
+    use super::cited_changes;
+
+    fn change(kind: ChangeKind, path: &str) -> FileChange {
+        FileChange {
+            kind,
+            path: PathBuf::from(path),
+            old_path: None,
+        }
+    }
+
+    #[test]
+    fn an_acceptance_cites_the_first_files_still_there_and_counts_the_rest() {
+        let changes = vec![
+            change(ChangeKind::Deleted, "gone.rs"),
+            change(ChangeKind::Added, "a.rs"),
+            change(ChangeKind::Modified, "b.rs"),
+            change(ChangeKind::Renamed, "c.rs"),
+        ];
+        let (evidence, uncited) = cited_changes(&changes, 2);
+        let paths: Vec<&str> = evidence.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["a.rs", "b.rs"]);
+        assert_eq!(
+            uncited.as_deref(),
+            Some("the run changed 3 files; the first 2 are cited as evidence, the diff has the rest")
+        );
+        // All of them fit: no claim about the rest.
+        let (evidence, uncited) = cited_changes(&changes, 200);
+        assert_eq!(evidence.len(), 3);
+        assert_eq!(uncited, None);
     }
 }
