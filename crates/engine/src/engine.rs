@@ -811,8 +811,7 @@ impl Engine {
                     .brief(id)
                     .tier(brief.tier);
                 batch.move_brief(id, BriefStatus::Running, BriefStatus::Verifying, event);
-                self.store.apply_soon(batch)?;
-                Ok(())
+                self.apply_soon(batch)
             }
             agency_exec::runtime::ReportStatus::Partial => {
                 self.apply(batch)?;

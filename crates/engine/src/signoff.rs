@@ -544,15 +544,10 @@ fn contract_of(brief: &Brief) -> GoalContract {
     })
 }
 
-/// The stage-1 result recorded when `implementer` committed, if it is that brief's. Only a contract with a
-/// verify command has one ([`crate::verify::implementer_done`]); without, nothing is looked up.
+/// The stage-1 result recorded when `implementer` committed, if it is that brief's. Only an implementer with
+/// a stage-1 command has one ([`crate::verify::stage_one_command`]); without, nothing is looked up.
 fn recorded_verify(engine: &Engine, implementer: &Brief, subject: &str) -> Result<Option<Verified>> {
-    if implementer
-        .contract
-        .as_ref()
-        .and_then(|c| c.verify.as_ref())
-        .is_none()
-    {
+    if crate::verify::stage_one_command(implementer).is_none() {
         return Ok(None);
     }
     let Some(artifact) = engine

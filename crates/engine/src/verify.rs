@@ -72,6 +72,12 @@ fn record_verify(engine: &Engine, brief: &Brief, rev: &str, result: &VerifyResul
     Ok(())
 }
 
+/// The verify command an implementer's commit is run through when it reports done (stage 1), whose result
+/// is then recorded for its slice's sign-off: its contract's, if it has one.
+pub(crate) fn stage_one_command(brief: &Brief) -> Option<&str> {
+    brief.contract.as_ref()?.verify.as_deref()
+}
+
 /// What became of an implementer that reported done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Handover {
@@ -110,8 +116,8 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover
         )?;
         return Ok(Handover::Failed);
     }
-    if let Some(command) = brief.contract.as_ref().and_then(|c| c.verify.clone()) {
-        let result = verify_rev(engine, brief.run, &rev, &command).await?;
+    if let Some(command) = stage_one_command(brief) {
+        let result = verify_rev(engine, brief.run, &rev, command).await?;
         record_verify(engine, brief, &rev, &result)?;
         if !result.passed {
             let why = format!(
