@@ -7,6 +7,7 @@
 #
 #   bench/phases.sh 10000        # every 5 seconds
 #   INTERVAL=10 bench/phases.sh 20000
+#   AGENCY_BENCH=/tmp/agency-bench-old bench/phases.sh 10000   # a binary built aside, not built here
 #
 # Needs the sqlite3 command-line shell. Extra flags for the run go in BENCH_ARGS, as for bench/runner.sh.
 set -euo pipefail
@@ -14,9 +15,12 @@ cd "$(dirname "$0")/.."
 briefs="${1:?usage: bench/phases.sh BRIEFS}"
 interval="${INTERVAL:-5}"
 command -v sqlite3 >/dev/null || { echo "bench/phases.sh: needs the sqlite3 shell on PATH" >&2; exit 2; }
-target="${CARGO_TARGET_DIR:-target}"
-cargo build --release -p agency-bench
-bin="$target/release/agency-bench"
+if [ -n "${AGENCY_BENCH:-}" ]; then
+  bin="$AGENCY_BENCH" # a binary built aside, say from another commit, to compare builds run for run
+else
+  cargo build --release -p agency-bench
+  bin="${CARGO_TARGET_DIR:-target}/release/agency-bench"
+fi
 keep="$(mktemp -d)/run"
 trap 'rm -rf "$(dirname "$keep")"' EXIT
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
