@@ -17,9 +17,10 @@ pub mod worktree;
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::process::{self, CommandSpec, Output, ProcessError};
+use crate::process::{self, CommandSpec, EnvPolicy, Output, ProcessError};
 
 pub use commit::{ChangeKind, CommitInfo, CommitOutcome, Diff, DiffHead, FileChange};
 pub use merge::{MergeChain, MergeOutcome};
@@ -146,16 +147,29 @@ pub struct Repo {
     /// The repository's common git directory (shared by all its worktrees); empty for a probe.
     common_dir: PathBuf,
     options: GitOptions,
+    /// The environment of every git process, made once from `options` and shared by all of them.
+    env: Arc<EnvPolicy>,
 }
 
 impl Repo {
     /// Opens the work tree containing `path` (its top level becomes [`Repo::root`]).
     pub fn open(path: &Path, options: GitOptions) -> Result<Self, GitError> {
-        let probe = Self {
+        Self::probe(path, options).opened(path)
+    }
+
+    /// A repository not known yet to be one: `path` as its root, no common directory.
+    fn probe(path: &Path, options: GitOptions) -> Self {
+        Self {
             root: path.to_path_buf(),
             common_dir: PathBuf::new(),
+            env: Arc::new(git_env(&options)),
             options,
-        };
+        }
+    }
+
+    /// The work tree containing `path`, asked of git with this probe's options.
+    fn opened(self, path: &Path) -> Result<Self, GitError> {
+        let probe = self;
         let not_a_work_tree = |detail: String| GitError::NotAWorkTree {
             path: path.to_path_buf(),
             detail,
@@ -192,6 +206,7 @@ impl Repo {
             root: PathBuf::from(root),
             common_dir,
             options: probe.options,
+            env: probe.env,
         })
     }
 
@@ -202,13 +217,9 @@ impl Repo {
             path: path.to_path_buf(),
             source,
         })?;
-        let probe = Self {
-            root: path.to_path_buf(),
-            common_dir: PathBuf::new(),
-            options,
-        };
+        let probe = Self::probe(path, options);
         probe.run_git(&["init", "--quiet", "--initial-branch", initial_branch])?;
-        Self::open(path, probe.options)
+        probe.opened(path)
     }
 
     /// Opens another work tree of the same repository (a linked worktree, say) with the same options.
@@ -387,27 +398,34 @@ impl Repo {
     /// callers that need to run it themselves (with a cancel token, say).
     pub fn git_spec<S: AsRef<OsStr>>(&self, args: &[S]) -> CommandSpec {
         let options = &self.options;
-        let identity = &options.identity;
-        let mut spec = CommandSpec::new(&options.program)
+        CommandSpec::new(&options.program)
             .args(args.iter().map(|a| a.as_ref().to_os_string()))
             .cwd(&self.root)
             .timeout(options.timeout)
             .output_cap(options.output_cap)
-            .inherit_env("PATH")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_EDITOR", "true")
-            .env("GIT_PAGER", "cat")
-            .env("LC_ALL", "C")
-            .env("GIT_AUTHOR_NAME", &identity.name)
-            .env("GIT_AUTHOR_EMAIL", &identity.email)
-            .env("GIT_COMMITTER_NAME", &identity.name)
-            .env("GIT_COMMITTER_EMAIL", &identity.email);
-        spec = match &options.home {
-            Some(home) => spec.env("HOME", home),
-            None => spec.inherit_env("HOME"),
-        };
-        spec
+            .env_policy(self.env.clone())
+    }
+}
+
+/// agency's fixed environment for git with `options`: nothing of the parent's but `PATH` (and `HOME` when
+/// no home is configured), no system config, no prompts, editor or pager, the C locale (git's messages are
+/// parsed in places), and the configured identity as author and committer.
+fn git_env(options: &GitOptions) -> EnvPolicy {
+    let identity = &options.identity;
+    let env = EnvPolicy::default()
+        .with_inherited("PATH")
+        .with_var("GIT_CONFIG_NOSYSTEM", "1")
+        .with_var("GIT_TERMINAL_PROMPT", "0")
+        .with_var("GIT_EDITOR", "true")
+        .with_var("GIT_PAGER", "cat")
+        .with_var("LC_ALL", "C")
+        .with_var("GIT_AUTHOR_NAME", &identity.name)
+        .with_var("GIT_AUTHOR_EMAIL", &identity.email)
+        .with_var("GIT_COMMITTER_NAME", &identity.name)
+        .with_var("GIT_COMMITTER_EMAIL", &identity.email);
+    match &options.home {
+        Some(home) => env.with_var("HOME", home),
+        None => env.with_inherited("HOME"),
     }
 }
 

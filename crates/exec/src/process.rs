@@ -23,6 +23,7 @@ mod leftover;
 mod spec;
 mod watch;
 
+use std::borrow::Cow;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::OwnedFd;
@@ -272,18 +273,18 @@ fn start(
     parent_env: &dyn Fn(&str) -> Option<OsString>,
     interaction: Interaction,
 ) -> Result<Started, ProcessError> {
-    let program_name = spec.program_name();
+    // Named only in errors: a start that succeeds never writes it out.
     let supervise_err = |source| ProcessError::Supervise {
-        program: program_name.clone(),
+        program: spec.program_name(),
         source,
     };
 
     let env = spec.env.resolve(parent_env);
-    let search_path = env
+    let search_path: Option<Cow<'_, OsStr>> = env
         .iter()
-        .find(|(name, _)| name == "PATH")
-        .map(|(_, v)| v.clone())
-        .or_else(|| parent_env("PATH"));
+        .find(|(name, _)| *name == "PATH")
+        .map(|(_, v)| Cow::Borrowed(v.as_ref()))
+        .or_else(|| parent_env("PATH").map(Cow::Owned));
     let missing_cwd = || match &spec.cwd {
         Some(cwd) if !cwd.is_dir() => Some(ProcessError::MissingCwd { cwd: cwd.clone() }),
         _ => None,
@@ -313,11 +314,11 @@ fn start(
         }
         match source.kind() {
             io::ErrorKind::NotFound => ProcessError::ProgramNotFound {
-                program: program_name.clone(),
+                program: spec.program_name(),
                 searched: None,
             },
             _ => ProcessError::Spawn {
-                program: program_name.clone(),
+                program: spec.program_name(),
                 source,
             },
         }
@@ -359,7 +360,7 @@ fn start(
 /// Starts `program` as `spec` says, with the environment `env`, in a process group of its own.
 fn spawn_child(
     spec: &CommandSpec,
-    env: &[(String, OsString)],
+    env: &[(&str, Cow<'_, OsStr>)],
     program: &Path,
     interaction: Interaction,
 ) -> io::Result<Child> {
@@ -372,7 +373,7 @@ fn spawn_child(
     command
         .args(&spec.args)
         .env_clear()
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_os_str())))
+        .envs(env.iter().map(|(k, v)| (*k, &**v)))
         .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

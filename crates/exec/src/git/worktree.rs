@@ -123,6 +123,7 @@ impl Repo {
                 root,
                 common_dir: self.common_dir.clone(),
                 options: self.options.clone(),
+                env: self.env.clone(),
             }),
             None => self.open_other(path),
         }
