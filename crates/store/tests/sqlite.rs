@@ -192,6 +192,25 @@ fn a_row_that_does_not_decode_is_corrupt_naming_record_and_column() {
 }
 
 #[test]
+fn a_column_that_is_not_utf8_is_corrupt_naming_it() {
+    // STRICT tables keep every column's type, so text that is not UTF-8 is what can still go wrong.
+    let (_dir, path) = temp_db();
+    let bb = SqliteBlackboard::open(&path).unwrap();
+    let run = bb.create_run(NewRun::new("goal", "/repo")).unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE runs SET created_at = CAST(x'ff00' AS TEXT)", [])
+        .unwrap();
+    let err = bb.get_run(run.id).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { what: "run", .. }), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("column `created_at`") && message.contains("utf-8"),
+        "{message}"
+    );
+}
+
+#[test]
 fn error_messages_say_what_to_do() {
     let bb = SqliteBlackboard::open_in_memory().unwrap();
     let run = bb.create_run(NewRun::new("goal", "/repo")).unwrap();
