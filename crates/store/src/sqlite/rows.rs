@@ -17,8 +17,8 @@ pub use crate::canon::{id_text, json_text, ts_text};
 /// Reads the columns of one row of a record, attributing any decoding failure to that record.
 ///
 /// Ids, times, enums and JSON are parsed from the text SQLite holds without copying it first, and the
-/// record's id is read for an error only: a runner decodes rows by the hundred per brief, and those copies
-/// were a fifth of the allocations of decoding a brief.
+/// record's id is read for an error only: a runner decodes rows by the dozen per brief, and those copies
+/// were about 250 allocations per brief, a sixth of all the runner made (docs/performance.md).
 pub struct Cols<'a> {
     row: &'a Row<'a>,
     what: &'static str,
