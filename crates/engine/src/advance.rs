@@ -72,8 +72,7 @@ fn siblings(children: &[ChildBrief]) -> std::result::Result<(), String> {
 /// A brief's stored structured output.
 pub(crate) fn output_of<T: DeserializeOwned>(engine: &Engine, brief: &Brief) -> Result<T> {
     let artifact = engine
-        .store
-        .latest_artifact(brief.run, &output_name(brief.id))?
+        .artifact_of(brief.run, brief.id, output_name)?
         .ok_or_else(|| EngineError::State(format!("brief {} has no stored output", brief.id.short())))?;
     serde_json::from_slice(&artifact.bytes)
         .map_err(|e| EngineError::State(format!("brief {} output: {e}", brief.id.short())))
@@ -520,8 +519,7 @@ fn gated_expand(
         .collect();
     let summary = || {
         let produced = engine
-            .store
-            .latest_artifact(brief.run, &output_name(brief.id))
+            .artifact_of(brief.run, brief.id, output_name)
             .ok()
             .flatten()
             .and_then(|a| serde_json::from_slice::<Value>(&a.bytes).ok())

@@ -595,11 +595,18 @@ impl Engine {
     /// diffs.
     fn inputs_of(&self, brief: &Brief) -> Result<Vec<Input>> {
         let mut inputs = Vec::new();
-        let predecessors = brief.depends_on.iter().map(|id| format!("diff/{}", id.short()));
-        for name in brief.inputs.iter().cloned().chain(predecessors) {
-            if let Some(artifact) = self.store.latest_artifact(brief.run, &name)? {
+        for name in &brief.inputs {
+            if let Some(artifact) = self.store.latest_artifact(brief.run, name)? {
                 inputs.push(Input {
-                    name,
+                    name: name.clone(),
+                    text: String::from_utf8_lossy(&artifact.bytes).into_owned(),
+                });
+            }
+        }
+        for &predecessor in &brief.depends_on {
+            if let Some(artifact) = self.artifact_of(brief.run, predecessor, diff_name)? {
+                inputs.push(Input {
+                    name: diff_name(predecessor),
                     text: String::from_utf8_lossy(&artifact.bytes).into_owned(),
                 });
             }
@@ -607,17 +614,15 @@ impl Engine {
         Ok(inputs)
     }
 
-    /// What the previous attempt of this brief was told (stored as the `feedback/<id8>` artifact). A first
+    /// What the previous attempt of this brief was told (stored as its `feedback/<id>` artifact). A first
     /// attempt has none, and is not looked up: feedback is only ever written with a retry, numbered from 1
     /// ([`crate::failure::retry`]), and copied to pipeline tasks that keep their attempt's number.
     fn feedback_of(&self, brief: &Brief) -> Result<Option<String>> {
         if brief.attempt == 0 {
             return Ok(None);
         }
-        let name = feedback_name(brief.id);
         Ok(self
-            .store
-            .latest_artifact(brief.run, &name)?
+            .artifact_of(brief.run, brief.id, feedback_name)?
             .map(|a| String::from_utf8_lossy(&a.bytes).into_owned()))
     }
 
@@ -853,15 +858,69 @@ fn agent_env() -> Vec<(String, String)> {
 
 /// The artifact name of a brief's structured output.
 pub fn output_name(brief: BriefId) -> String {
-    format!("output/{}", brief.short())
+    brief_artifact_name("output", brief)
 }
 
 /// The artifact name of a brief's full report.
 pub fn report_name(brief: BriefId) -> String {
-    format!("report/{}", brief.short())
+    brief_artifact_name("report", brief)
 }
 
 /// The artifact name of the feedback a retried brief starts from.
 pub fn feedback_name(brief: BriefId) -> String {
-    format!("feedback/{}", brief.short())
+    brief_artifact_name("feedback", brief)
+}
+
+/// The artifact name of the diff an implementer's commit was handed to its verifier (and its pipeline
+/// successors) with.
+pub fn diff_name(brief: BriefId) -> String {
+    brief_artifact_name("diff", brief)
+}
+
+/// `kind/<the brief's whole id>`. Names carried the id's first 8 hex digits until 2026-11-25, and two
+/// briefs of a large run share those (about one pair in a run of 100,000 briefs): a 100,000-brief run
+/// signed a slice off against another brief's report.
+fn brief_artifact_name(kind: &str, brief: BriefId) -> String {
+    format!("{kind}/{}", brief.0.simple())
+}
+
+impl Engine {
+    /// The newest artifact `name_of(brief)` of `brief`. A run recorded by an earlier build named it by the
+    /// id's first 8 hex digits, which two of its briefs can share: such an artifact is taken only when it
+    /// is this brief's own.
+    pub(crate) fn artifact_of(
+        &self,
+        run: RunId,
+        brief: BriefId,
+        name_of: fn(BriefId) -> String,
+    ) -> Result<Option<agency_store::Artifact>> {
+        let name = name_of(brief);
+        if let Some(found) = self.store.latest_artifact(run, &name)? {
+            return Ok(Some(found));
+        }
+        let Some((kind, _)) = name.split_once('/') else {
+            return Ok(None);
+        };
+        Ok(self
+            .store
+            .latest_artifact(run, &format!("{kind}/{}", brief.short()))?
+            .filter(|found| found.meta.brief == Some(brief)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn briefs_whose_ids_begin_alike_name_their_artifacts_apart() {
+        // The two ids of a collision a 100,000-brief run met.
+        let a = BriefId("ee75b930-8024-4b26-a05c-df8d652cfec7".parse().unwrap());
+        let b = BriefId("ee75b930-8028-4cb2-ad2b-e07081e20bef".parse().unwrap());
+        assert_eq!(a.short(), b.short());
+        for name_of in [output_name, report_name, feedback_name, diff_name] {
+            assert_ne!(name_of(a), name_of(b));
+        }
+        assert_eq!(report_name(a), "report/ee75b93080244b26a05cdf8d652cfec7");
+    }
 }

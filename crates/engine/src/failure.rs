@@ -178,10 +178,7 @@ fn repoint_dependents(engine: &Engine, old: BriefId, new: BriefId) -> Result<()>
             .collect();
         copy.created_at = chrono::Utc::now();
         engine.store.insert_brief(&copy)?;
-        if let Some(feedback) = engine
-            .store
-            .latest_artifact(dependent.run, &feedback_name(dependent.id))?
-        {
+        if let Some(feedback) = engine.artifact_of(dependent.run, dependent.id, feedback_name)? {
             let text = String::from_utf8_lossy(&feedback.bytes);
             engine.put_text(&copy, &feedback_name(copy.id), "text/plain", &text)?;
         }

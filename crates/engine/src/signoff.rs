@@ -507,8 +507,7 @@ fn slice_request(engine: &Engine, verifier: &Brief) -> Result<Owned> {
     );
     let base = crate::branches::full_ref(&branches.workstream(&implementer.workstream));
     let report: Option<AgentReport> = engine
-        .store
-        .latest_artifact(implementer.run, &report_name(implementer.id))?
+        .artifact_of(implementer.run, implementer.id, report_name)?
         .and_then(|a| serde_json::from_slice(&a.bytes).ok());
     let (claims, evidence) = match report {
         Some(report) => (vec![report.summary], report.evidence),

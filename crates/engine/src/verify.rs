@@ -133,7 +133,7 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover
     let diff = engine
         .repo
         .diff_with_changes(&base_rev, &rev, engine.repo.options().output_cap)?;
-    let diff_name = format!("diff/{}", brief.id.short());
+    let diff_name = crate::engine::diff_name(brief.id);
     let diff_artifact = text_artifact(
         brief,
         &diff_name,

@@ -5,6 +5,7 @@
 
 use agency_core::event::EventKind;
 use agency_core::{BriefStatus, Event, Tier};
+use agency_engine::engine::diff_name;
 use agency_store::{Blackboard, RunStatus};
 
 use crate::support::{FIX_MUL_RETRIED, GOAL, Project, config, events, wait_for};
@@ -93,9 +94,7 @@ async fn each_slice_is_diffed_once_and_its_sign_off_judges_the_diff_its_verifier
     assert_eq!(count("merge-tree"), 3, "{calls}");
     assert_eq!(count("rev-parse"), 6, "{calls}");
     for slice in project.briefs(run.id).iter().filter(|b| b.tier == Tier::T4) {
-        let diff = project
-            .artifact(run.id, &format!("diff/{}", slice.id.short()))
-            .unwrap();
+        let diff = project.artifact(run.id, &diff_name(slice.id)).unwrap();
         assert!(diff.starts_with("diff --git a/"), "{diff}");
         let judged = project
             .artifact(run.id, &format!("signoff/ws-arith/{}/judge", slice.title))
