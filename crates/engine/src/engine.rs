@@ -885,27 +885,36 @@ fn brief_artifact_name(kind: &str, brief: BriefId) -> String {
 }
 
 impl Engine {
-    /// The newest artifact `name_of(brief)` of `brief`. A run recorded by an earlier build named it by the
-    /// id's first 8 hex digits, which two of its briefs can share: such an artifact is taken only when it
-    /// is this brief's own.
+    /// The newest artifact `name_of(brief)` of `brief` (see [`brief_artifact`]).
     pub(crate) fn artifact_of(
         &self,
         run: RunId,
         brief: BriefId,
         name_of: fn(BriefId) -> String,
     ) -> Result<Option<agency_store::Artifact>> {
-        let name = name_of(brief);
-        if let Some(found) = self.store.latest_artifact(run, &name)? {
-            return Ok(Some(found));
-        }
-        let Some((kind, _)) = name.split_once('/') else {
-            return Ok(None);
-        };
-        Ok(self
-            .store
-            .latest_artifact(run, &format!("{kind}/{}", brief.short()))?
-            .filter(|found| found.meta.brief == Some(brief)))
+        brief_artifact(self.store.as_ref(), run, brief, name_of)
     }
+}
+
+/// The newest artifact `name_of(brief)` of `brief`. A run recorded by an earlier build named it by the id's
+/// first 8 hex digits, which two of its briefs can share: such an artifact is taken only when it is this
+/// brief's own.
+fn brief_artifact(
+    store: &dyn Blackboard,
+    run: RunId,
+    brief: BriefId,
+    name_of: fn(BriefId) -> String,
+) -> Result<Option<agency_store::Artifact>> {
+    let name = name_of(brief);
+    if let Some(found) = store.latest_artifact(run, &name)? {
+        return Ok(Some(found));
+    }
+    let Some((kind, _)) = name.split_once('/') else {
+        return Ok(None);
+    };
+    Ok(store
+        .latest_artifact(run, &format!("{kind}/{}", brief.short()))?
+        .filter(|found| found.meta.brief == Some(brief)))
 }
 
 #[cfg(test)]
@@ -922,5 +931,65 @@ mod tests {
             assert_ne!(name_of(a), name_of(b));
         }
         assert_eq!(report_name(a), "report/ee75b93080244b26a05cdf8d652cfec7");
+    }
+
+    #[test]
+    fn a_short_named_artifact_of_an_earlier_build_is_read_only_by_its_own_brief() {
+        use agency_core::{BriefStatus, TeachbackState};
+        use agency_store::{NewArtifact, NewRun, SqliteBlackboard};
+
+        let store = SqliteBlackboard::open_in_memory().unwrap();
+        let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
+        let brief = |id: &str| Brief {
+            id: BriefId(id.parse().unwrap()),
+            run,
+            parent: None,
+            tier: Tier::T4,
+            workstream: "ws".into(),
+            title: id.into(),
+            personality: None,
+            goal_anchor: "goal".into(),
+            instructions: "do it".into(),
+            inputs: Vec::new(),
+            variety: None,
+            contract: None,
+            retry_budget: 2,
+            attempt: 0,
+            depends_on: Vec::new(),
+            branch: None,
+            worktree: None,
+            status: BriefStatus::Pending,
+            teachback: TeachbackState::Pending,
+            claimed_by: None,
+            created_at: chrono::Utc::now(),
+        };
+        let (a, b, c) = (
+            brief("ee75b930-8024-4b26-a05c-df8d652cfec7"),
+            brief("ee75b930-8028-4cb2-ad2b-e07081e20bef"),
+            brief("0123abcd-0000-4000-8000-000000000000"),
+        );
+        for each in [&a, &b, &c] {
+            store.insert_brief(each).unwrap();
+        }
+        let legacy = |of: &Brief, text: &str| {
+            NewArtifact::new(run, format!("report/{}", of.id.short()), "text/plain", text).brief(of.id)
+        };
+        store.put_artifact(legacy(&a, "a's, short-named")).unwrap();
+        store
+            .put_artifact(legacy(&b, "b's, short-named and newer"))
+            .unwrap();
+        store.put_artifact(legacy(&c, "c's, short-named")).unwrap();
+        let read = |of: &Brief| {
+            brief_artifact(&store, run, of.id, report_name)
+                .unwrap()
+                .map(|found| String::from_utf8(found.bytes).unwrap())
+        };
+        assert_eq!(read(&b).as_deref(), Some("b's, short-named and newer"));
+        assert_eq!(read(&c).as_deref(), Some("c's, short-named"));
+        assert_eq!(read(&a), None, "never another brief's artifact");
+        store
+            .put_artifact(NewArtifact::new(run, report_name(a.id), "text/plain", "a's").brief(a.id))
+            .unwrap();
+        assert_eq!(read(&a).as_deref(), Some("a's"));
     }
 }
