@@ -595,21 +595,22 @@ impl Engine {
     /// diffs.
     fn inputs_of(&self, brief: &Brief) -> Result<Vec<Input>> {
         let mut inputs = Vec::new();
-        for name in &brief.inputs {
-            if let Some(artifact) = self.store.latest_artifact(brief.run, name)? {
+        let mut keep = |name: String, found: Option<agency_store::Artifact>| {
+            if let Some(artifact) = found {
                 inputs.push(Input {
-                    name: name.clone(),
+                    name,
                     text: String::from_utf8_lossy(&artifact.bytes).into_owned(),
                 });
             }
+        };
+        for name in &brief.inputs {
+            keep(name.clone(), self.store.latest_artifact(brief.run, name)?);
         }
         for &predecessor in &brief.depends_on {
-            if let Some(artifact) = self.artifact_of(brief.run, predecessor, diff_name)? {
-                inputs.push(Input {
-                    name: diff_name(predecessor),
-                    text: String::from_utf8_lossy(&artifact.bytes).into_owned(),
-                });
-            }
+            keep(
+                diff_name(predecessor),
+                self.artifact_of(brief.run, predecessor, diff_name)?,
+            );
         }
         Ok(inputs)
     }
@@ -935,33 +936,14 @@ mod tests {
 
     #[test]
     fn a_short_named_artifact_of_an_earlier_build_is_read_only_by_its_own_brief() {
-        use agency_core::{BriefStatus, TeachbackState};
+        use agency_store::conformance::sample_brief;
         use agency_store::{NewArtifact, NewRun, SqliteBlackboard};
 
         let store = SqliteBlackboard::open_in_memory().unwrap();
         let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
         let brief = |id: &str| Brief {
             id: BriefId(id.parse().unwrap()),
-            run,
-            parent: None,
-            tier: Tier::T4,
-            workstream: "ws".into(),
-            title: id.into(),
-            personality: None,
-            goal_anchor: "goal".into(),
-            instructions: "do it".into(),
-            inputs: Vec::new(),
-            variety: None,
-            contract: None,
-            retry_budget: 2,
-            attempt: 0,
-            depends_on: Vec::new(),
-            branch: None,
-            worktree: None,
-            status: BriefStatus::Pending,
-            teachback: TeachbackState::Pending,
-            claimed_by: None,
-            created_at: chrono::Utc::now(),
+            ..sample_brief(run, id)
         };
         let (a, b, c) = (
             brief("ee75b930-8024-4b26-a05c-df8d652cfec7"),
