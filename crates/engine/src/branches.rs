@@ -2,10 +2,14 @@
 //! commits on an agent's behalf, and merges that report conflicts instead of resolving them.
 //!
 //! ```text
-//! base ── agency/<run8>/integration ── agency/<run8>/<ws>/work ── agency/<run8>/<ws>/<brief8>
+//! base ── agency/<run8>/integration ── agency/<run8>/<ws>/work ── agency/<run8>/<ws>/<brief id>
 //! ```
 //! Brief branches merge into their workstream branch once verified; workstream branches merge into the
 //! integration branch one at a time, each merge re-verified.
+//!
+//! A brief's branch and worktree are named by its whole id, and once made they are recorded on the brief;
+//! the recorded ones win, so a run recorded by an earlier build (which named them by the 8-digit short id)
+//! resumes in the same places.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -92,9 +96,12 @@ impl RunBranches {
         )
     }
 
-    /// The brief's own branch.
+    /// The brief's own branch: the one recorded on it, else the one made for it.
     pub fn brief(&self, brief: &Brief) -> String {
-        brief_branch_name(&brief.run, &brief.workstream, &brief.id)
+        brief
+            .branch
+            .clone()
+            .unwrap_or_else(|| brief_branch_name(&brief.run, &brief.workstream, &brief.id))
     }
 
     /// Creates the integration branch at `base` unless it exists.
@@ -126,9 +133,12 @@ impl RunBranches {
         Ok(())
     }
 
-    /// The brief's worktree path.
+    /// The brief's worktree path: the one recorded on it, else `<worktrees>/<run8>/<brief id>`.
     pub fn worktree_path(&self, brief: &Brief) -> PathBuf {
-        self.worktrees.join(brief.id.short())
+        match &brief.worktree {
+            Some(recorded) => PathBuf::from(recorded),
+            None => self.worktrees.join(brief.id.0.simple().to_string()),
+        }
     }
 
     /// Creates (or reuses, on resume) the brief's branch from `base` and its worktree.

@@ -499,12 +499,7 @@ fn slice_request(engine: &Engine, verifier: &Brief) -> Result<Owned> {
     let branches = engine.branches(implementer.run);
     // Branch names, not ids: the sign-off resolves each once, and records the ids it judged. Full ref names,
     // which it reads from their ref files where it can.
-    let commit = crate::branches::full_ref(
-        &implementer
-            .branch
-            .clone()
-            .unwrap_or_else(|| branches.brief(&implementer)),
-    );
+    let commit = crate::branches::full_ref(&branches.brief(&implementer));
     let base = crate::branches::full_ref(&branches.workstream(&implementer.workstream));
     let report: Option<AgentReport> = engine
         .artifact_of(implementer.run, implementer.id, report_name)?

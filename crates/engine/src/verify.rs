@@ -100,7 +100,7 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover
     }
     let branches = engine.branches(brief.run);
     let committed = branches.commit_brief(brief)?;
-    let branch = brief.branch.clone().unwrap_or_else(|| branches.brief(brief));
+    let branch = branches.brief(brief);
     let base = branches.workstream(&brief.workstream);
     // The new commit and the base it is diffed from (read from their ref files, or one `rev-parse`).
     let (full_branch, full_base) = (full_ref(&branch), full_ref(&base));
@@ -367,7 +367,7 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resu
     let mut chains: Vec<MergeChain<'_>> = Vec::new();
     for task in tasks {
         let into = branches.ensure_workstream(&task.workstream)?;
-        let from = task.branch.clone().unwrap_or_else(|| branches.brief(task));
+        let from = branches.brief(task);
         let message = format!("merge {} (agency brief {})", task.title, task.id.short());
         let at = match chains.iter().position(|chain| chain.branch() == into) {
             Some(at) => at,

@@ -1,24 +1,30 @@
-//! Names of the branches agency creates: `agency/<run8>/<workstream>/<brief8>`, one per brief.
+//! Names of the branches agency creates: `agency/<run8>/<workstream>/<brief id>`, one per brief.
 //!
-//! The run and brief parts are the ids' short forms, so a branch can be traced back to its run (that is how
-//! `agency gc` finds the leftovers of finished runs). The workstream part comes from the plan, which an LLM
-//! wrote, so it is sanitised into a valid git ref component rather than trusted.
+//! The run part is the run's short id, so a branch can be traced back to its run (that is how `agency gc`
+//! finds the leftovers of finished runs). The brief part is the brief's whole id (32 hex digits): a run has
+//! thousands of briefs, and two of 100,000 share their first 8 digits about once. Branches made by builds
+//! before 2026-11-25 carry the 8-digit short id and are still recognised. The workstream part comes from
+//! the plan, which an LLM wrote, so it is sanitised into a valid git ref component rather than trusted.
 
+use agency_core::ids::SHORT_ID_LEN;
 use agency_core::{BriefId, RunId};
 
 /// The namespace every agency branch lives under.
 pub const BRANCH_PREFIX: &str = "agency/";
 
+/// Hex digits in a whole id's simple form.
+const WHOLE_ID_LEN: usize = 32;
+
 /// Longest workstream part kept in a branch name; ref names become file paths, so keep them short.
 const MAX_WORKSTREAM_LEN: usize = 48;
 
-/// The branch for one brief: `agency/<run8>/<workstream>/<brief8>`.
+/// The branch for one brief: `agency/<run8>/<workstream>/<brief id>`.
 pub fn brief_branch_name(run: &RunId, workstream: &str, brief: &BriefId) -> String {
     format!(
         "{BRANCH_PREFIX}{}/{}/{}",
         run.short(),
         sanitize_ref_component(workstream),
-        brief.short()
+        brief.0.simple()
     )
 }
 
@@ -29,24 +35,29 @@ pub struct BriefBranch {
     pub run8: String,
     /// The sanitised workstream.
     pub workstream: String,
-    /// The brief's short id.
-    pub brief8: String,
+    /// The brief's id as the branch spells it: whole (32 hex digits), or short for a branch made by an
+    /// earlier build.
+    pub brief: String,
 }
 
 /// Splits an agency brief branch into its parts; `None` for any other branch.
 pub fn parse_brief_branch(branch: &str) -> Option<BriefBranch> {
     let rest = branch.strip_prefix(BRANCH_PREFIX)?;
     let mut parts = rest.split('/');
-    let (run8, workstream, brief8) = (parts.next()?, parts.next()?, parts.next()?);
-    let is_short_id =
-        |s: &str| s.len() == agency_core::ids::SHORT_ID_LEN && s.bytes().all(|b| b.is_ascii_hexdigit());
-    if parts.next().is_some() || !is_short_id(run8) || !is_short_id(brief8) || workstream.is_empty() {
+    let (run8, workstream, brief) = (parts.next()?, parts.next()?, parts.next()?);
+    let is_hex_of =
+        |s: &str, lens: &[usize]| lens.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if parts.next().is_some()
+        || !is_hex_of(run8, &[SHORT_ID_LEN])
+        || !is_hex_of(brief, &[SHORT_ID_LEN, WHOLE_ID_LEN])
+        || workstream.is_empty()
+    {
         return None;
     }
     Some(BriefBranch {
         run8: run8.to_owned(),
         workstream: workstream.to_owned(),
-        brief8: brief8.to_owned(),
+        brief: brief.to_owned(),
     })
 }
 
@@ -135,18 +146,26 @@ mod tests {
     fn brief_branches_round_trip() {
         let (run, brief) = (RunId::new(), BriefId::new());
         let name = brief_branch_name(&run, "Auth API", &brief);
-        assert_eq!(name, format!("agency/{}/auth-api/{}", run.short(), brief.short()));
+        assert_eq!(
+            name,
+            format!("agency/{}/auth-api/{}", run.short(), brief.0.simple())
+        );
         assert_eq!(
             parse_brief_branch(&name),
             Some(BriefBranch {
                 run8: run.short(),
                 workstream: "auth-api".into(),
-                brief8: brief.short()
+                brief: brief.0.simple().to_string()
             })
         );
+        // A branch an earlier build made, with the brief's short id, is still one of agency's.
+        let earlier = format!("agency/{}/auth-api/{}", run.short(), brief.short());
+        assert_eq!(parse_brief_branch(&earlier).map(|b| b.brief), Some(brief.short()));
         assert_eq!(parse_brief_branch("main"), None);
         assert_eq!(parse_brief_branch("agency/notahex!/ws/0123abcd"), None);
         assert_eq!(parse_brief_branch("agency/0123abcd/ws/0123abcd/extra"), None);
+        assert_eq!(parse_brief_branch("agency/0123abcd/ws/0123abcd0"), None);
+        assert_eq!(parse_brief_branch("agency/0123abcd/work/integration"), None);
     }
 
     proptest! {

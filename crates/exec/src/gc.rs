@@ -12,7 +12,7 @@ use crate::git::{GitError, Repo};
 /// One brief branch of a finished run, and its worktree if it still has one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leftover {
-    /// The branch, e.g. `agency/0123abcd/auth/89abcdef`.
+    /// The branch, e.g. `agency/0123abcd/auth/89abcdef…` (the brief's whole id).
     pub branch: String,
     /// The run's short id.
     pub run8: String,

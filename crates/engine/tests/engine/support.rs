@@ -119,7 +119,7 @@ impl Project {
         let briefs = self.briefs(run.id);
         let kept_for_a_look = |path: &PathBuf| {
             briefs.iter().any(|b| {
-                path.file_name() == Some(b.id.short().as_ref())
+                b.worktree.as_deref().map(Path::new).and_then(Path::file_name) == path.file_name()
                     && matches!(
                         b.status,
                         BriefStatus::Failed | BriefStatus::Escalated | BriefStatus::Cancelled

@@ -1,4 +1,5 @@
-//! A brief's worktree on resume: reused when it is whole, made again when a killed runner's git left only
+//! A brief's worktree and branch: its own even when another brief's id begins alike, reused on resume when
+//! it is whole (where an earlier build recorded it, too), made again when a killed runner's git left only
 //! part of it behind.
 
 use agency_core::brief::BriefPlacement;
@@ -7,6 +8,10 @@ use agency_engine::branches::{KnownBranches, RunBranches};
 use agency_exec::{GitOptions, Repo, WorktreeSweep};
 
 fn brief(run: RunId) -> agency_core::Brief {
+    brief_with_id(run, BriefId::new())
+}
+
+fn brief_with_id(run: RunId, id: BriefId) -> agency_core::Brief {
     NewBrief {
         tier: Tier::T4,
         workstream: "ws".into(),
@@ -19,7 +24,7 @@ fn brief(run: RunId) -> agency_core::Brief {
         depends_on: vec![],
     }
     .into_brief(BriefPlacement {
-        id: BriefId::new(),
+        id,
         run,
         parent: None,
         goal_anchor: "Fix it.".into(),
@@ -29,10 +34,9 @@ fn brief(run: RunId) -> agency_core::Brief {
     })
 }
 
-#[test]
-fn a_half_made_worktree_is_cleared_and_made_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("repo");
+/// A repository with one commit on `main`, and a run's branches in it.
+fn run_branches(dir: &std::path::Path) -> (Repo, RunId, RunBranches) {
+    let root = dir.join("repo");
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("README"), "base\n").unwrap();
     let repo = Repo::init(&root, "main", GitOptions::default()).unwrap();
@@ -41,10 +45,75 @@ fn a_half_made_worktree_is_cleared_and_made_again() {
     let branches = RunBranches::new(
         repo.clone(),
         run,
-        &dir.path().join("wt"),
+        &dir.join("wt"),
         KnownBranches::default(),
         WorktreeSweep::new(repo.clone()),
     );
+    (repo, run, branches)
+}
+
+#[test]
+fn briefs_whose_ids_begin_alike_work_in_their_own_branch_and_worktree() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, run, branches) = run_branches(dir.path());
+    // The two ids of a collision a 100,000-brief run met, in one workstream.
+    let a = brief_with_id(
+        run,
+        BriefId("ee75b930-8024-4b26-a05c-df8d652cfec7".parse().unwrap()),
+    );
+    let b = brief_with_id(
+        run,
+        BriefId("ee75b930-8028-4cb2-ad2b-e07081e20bef".parse().unwrap()),
+    );
+    assert_eq!(a.id.short(), b.id.short());
+
+    let (branch_a, path_a) = branches.prepare_worktree(&a, "main").unwrap();
+    std::fs::write(path_a.join("a.txt"), "a's work\n").unwrap();
+    let (branch_b, path_b) = branches.prepare_worktree(&b, "main").unwrap();
+    assert_ne!(branch_a, branch_b);
+    assert_ne!(path_a, path_b);
+    assert!(
+        branch_b.ends_with("/ee75b93080284cb2ad2be07081e20bef"),
+        "{branch_b}"
+    );
+    assert!(!path_b.join("a.txt").exists(), "b does not start in a's worktree");
+    assert_eq!(
+        repo.open_linked(&path_b).unwrap().current_branch().unwrap(),
+        Some(branch_b)
+    );
+}
+
+#[test]
+fn a_brief_recorded_by_an_earlier_build_resumes_in_its_short_named_worktree() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, run, branches) = run_branches(dir.path());
+    let mut brief = brief(run);
+    // What builds before 2026-11-25 made and recorded: both named by the brief's 8-digit short id.
+    let branch = format!("agency/{}/ws/{}", run.short(), brief.id.short());
+    let path = dir.path().join("wt").join(run.short()).join(brief.id.short());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    repo.add_worktree(&path, &branch, "main").unwrap();
+    std::fs::write(path.join("work.txt"), "uncommitted\n").unwrap();
+    brief.branch = Some(branch.clone());
+    brief.worktree = Some(path.display().to_string());
+
+    assert_eq!(branches.brief(&brief), branch);
+    assert_eq!(branches.worktree_path(&brief), path);
+    assert_eq!(
+        branches.prepare_worktree(&brief, "main").unwrap(),
+        (branch, path.clone())
+    );
+    assert!(
+        path.join("work.txt").exists(),
+        "its agent's work is where it left it"
+    );
+    assert!(branches.commit_brief(&brief).unwrap(), "and committed from there");
+}
+
+#[test]
+fn a_half_made_worktree_is_cleared_and_made_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, run, branches) = run_branches(dir.path());
     let brief = brief(run);
 
     // A whole worktree from before the kill is reused as it is.
