@@ -268,6 +268,23 @@ impl RunBranches {
     }
 }
 
+/// A fresh run id, from `fresh`, whose short form names no branch of `repo` yet. A run's branches carry
+/// that short form (`agency/<run8>/…`), and a new run whose integration branch already existed would
+/// build on another run's work; a repository keeps the branches of its finished runs until `agency gc`.
+pub fn unused_run_id(repo: &Repo, mut fresh: impl FnMut() -> RunId) -> Result<RunId> {
+    // With 10,000 runs' branches kept, a draw meets one of them about once in 430,000 (16^8 / 10,000): a
+    // second draw is rare, a ninth would mean `fresh` is not random.
+    for _ in 0..8 {
+        let run = fresh();
+        if !repo.has_branches_under(&format!("agency/{}", run.short()))? {
+            return Ok(run);
+        }
+    }
+    Err(crate::error::EngineError::State(
+        "eight fresh run ids in a row name branches this repository already has under `agency/`".into(),
+    ))
+}
+
 /// The full ref name of a local branch (`refs/heads/<branch>`): what the runner resolves a branch by, so it
 /// means that branch even if a tag has the same name, and git need not be asked while the branch is a loose
 /// ref ([`Repo::rev_parse_all`]).

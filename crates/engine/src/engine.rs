@@ -136,6 +136,7 @@ impl Engine {
     pub fn start(&self, goal: &str) -> Result<Run> {
         let base = self.repo.head_rev()?;
         let mut new = NewRun::new(goal, self.repo.root().display().to_string());
+        new.id = crate::branches::unused_run_id(&self.repo, RunId::new)?;
         new.base_rev = Some(base.clone());
         new.config = serde_json::to_value(&self.config).unwrap_or_default();
         let run = self.store.create_run(new)?;

@@ -337,6 +337,15 @@ impl Repo {
         Ok(branches)
     }
 
+    /// Whether any local branch lies under `dir` (`agency/0123abcd` holds `agency/0123abcd/integration`, not
+    /// `agency/0123abcde`). Asks git for one name, not the list: a repository can hold thousands.
+    pub fn has_branches_under(&self, dir: &str) -> Result<bool, GitError> {
+        check_name("branch directory", dir)?;
+        let pattern = format!("refs/heads/{}", dir.trim_end_matches('/'));
+        let text = self.git_text(&["for-each-ref", "--count=1", "--format=%(refname)", &pattern])?;
+        Ok(!text.trim().is_empty())
+    }
+
     /// Creates `branch` at `base`; fails if it exists.
     pub fn create_branch(&self, branch: &str, base: &str) -> Result<(), GitError> {
         check_name("branch", branch)?;

@@ -4,7 +4,7 @@
 
 use agency_core::brief::BriefPlacement;
 use agency_core::{BriefId, NewBrief, RunId, Tier};
-use agency_engine::branches::{KnownBranches, RunBranches};
+use agency_engine::branches::{KnownBranches, RunBranches, unused_run_id};
 use agency_exec::{GitOptions, Repo, WorktreeSweep};
 
 fn brief(run: RunId) -> agency_core::Brief {
@@ -138,4 +138,27 @@ fn a_half_made_worktree_is_cleared_and_made_again() {
         repo.open_linked(&path).unwrap().current_branch().unwrap(),
         Some(branch)
     );
+}
+
+#[test]
+fn a_new_run_never_takes_a_short_id_whose_branches_are_still_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, kept, branches) = run_branches(dir.path());
+    // A finished run's integration branch, kept until `agency gc`.
+    repo.create_branch(&branches.integration(), "main").unwrap();
+    // The next id drawn shares the kept run's 8 digits, then one that does not.
+    let same8 = RunId(
+        format!("{}-0000-4000-8000-000000000000", kept.short())
+            .parse()
+            .unwrap(),
+    );
+    let other = RunId::new();
+    assert_eq!(same8.short(), kept.short());
+    let mut draws = vec![other, same8];
+    assert_eq!(unused_run_id(&repo, || draws.pop().unwrap()).unwrap(), other);
+    assert!(draws.is_empty(), "the clashing id was drawn, then passed over");
+
+    // An id source that keeps clashing is an error, not an endless loop.
+    let err = unused_run_id(&repo, || same8).unwrap_err();
+    assert!(err.to_string().contains("already has under `agency/`"), "{err}");
 }

@@ -702,9 +702,12 @@ fn gc_collects_only_finished_runs_and_never_the_main_work_tree() {
     let done_branch = brief_branch_name(&finished, "ws", &brief_id("1aaaaaaa"));
     let done_no_worktree = brief_branch_name(&finished, "ws", &brief_id("1bbbbbbb"));
     let live_branch = brief_branch_name(&running, "ws", &brief_id("1ccccccc"));
+    // Named by the brief's short id, as builds before 2026-11-25 did.
+    let done_short_named = format!("agency/{}/ws/1ddddddd", finished.short());
     let done_path = t.worktree_path("done");
     t.repo.add_worktree(&done_path, &done_branch, "main").unwrap();
     t.repo.create_branch(&done_no_worktree, "main").unwrap();
+    t.repo.create_branch(&done_short_named, "main").unwrap();
     t.repo
         .add_worktree(&t.worktree_path("live"), &live_branch, "main")
         .unwrap();
@@ -714,14 +717,18 @@ fn gc_collects_only_finished_runs_and_never_the_main_work_tree() {
     let leftovers = finished_run_leftovers(&t.repo, |run8| run8 == finished8).unwrap();
     let mut branches: Vec<&str> = leftovers.iter().map(|l| l.branch.as_str()).collect();
     branches.sort_unstable();
-    let mut expected = [done_branch.as_str(), done_no_worktree.as_str()];
+    let mut expected = [
+        done_branch.as_str(),
+        done_no_worktree.as_str(),
+        done_short_named.as_str(),
+    ];
     expected.sort_unstable();
     assert_eq!(branches, expected);
 
     let report = remove_leftovers(&t.repo, &leftovers);
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     assert_eq!(report.removed_worktrees.len(), 1);
-    assert_eq!(report.deleted_branches.len(), 2);
+    assert_eq!(report.deleted_branches.len(), 3);
     assert!(!done_path.exists());
     assert_eq!(t.repo.list_branches("agency/").unwrap(), {
         let mut left = vec!["agency/not-a-brief-branch".to_owned(), live_branch.clone()];
@@ -729,6 +736,26 @@ fn gc_collects_only_finished_runs_and_never_the_main_work_tree() {
         left
     });
     assert_eq!(t.repo.list_worktrees().unwrap().len(), 2);
+}
+
+#[test]
+fn branches_under_a_directory_are_found_by_whole_components() {
+    let t = TestRepo::new();
+    assert!(!t.repo.has_branches_under("agency/0123abcd").unwrap());
+    t.repo
+        .create_branch("agency/0123abcde/integration", "main")
+        .unwrap();
+    assert!(
+        !t.repo.has_branches_under("agency/0123abcd").unwrap(),
+        "a longer component is another directory"
+    );
+    t.repo.create_branch("agency/0123abcd/ws/work", "main").unwrap();
+    assert!(t.repo.has_branches_under("agency/0123abcd").unwrap());
+    assert!(t.repo.has_branches_under("agency/0123abcd/").unwrap());
+    assert!(matches!(
+        t.repo.has_branches_under("--all"),
+        Err(GitError::InvalidName { .. })
+    ));
 }
 
 #[test]
