@@ -2,7 +2,8 @@
 //! Code (or Codex) implementer, against a fake model server that reports more input tokens than the run's
 //! budget, has its usage charged to the live ledger when it reports it; the `budget` gate opens and holds the run, and
 //! the spending it names is every usage event of the run counted once (the built-in agent's calls, already
-//! charged by the metered provider, are not charged again).
+//! charged by the metered provider, are not charged again). Codex reports no cost: its tokens are priced
+//! at the model's price in team.yaml, so a budget in dollars holds it too.
 
 use std::time::Duration;
 
@@ -34,7 +35,7 @@ fn claude_code_spending_past_the_run_budget_opens_the_budget_gate() {
         ("ANTHROPIC_BASE_URL", base_url.as_str()),
         ("ANTHROPIC_API_KEY", "dummy-key-for-the-fake"),
     ];
-    stops_at_the_budget_gate(&repo, &env, "claude-code");
+    stops_at_the_budget_gate(&repo, &env, "claude-code", Limit::Tokens(LIMIT));
 }
 
 #[test]
@@ -42,17 +43,46 @@ fn codex_spending_past_the_run_budget_opens_the_budget_gate() {
     if !e2e_client("codex") {
         return;
     }
+    let budget = format!("  run: {{tokens: {LIMIT}}}");
+    codex_stops_at_the_budget_gate(&[("  run: {}", &budget)], Limit::Tokens(LIMIT));
+}
+
+#[test]
+fn codex_spending_priced_from_team_yaml_passes_a_budget_in_dollars() {
+    if !e2e_client("codex") {
+        return;
+    }
+    // A million input tokens at $2 a million: $2 against a $1 budget, and no token limit at all.
+    codex_stops_at_the_budget_gate(
+        &[
+            ("  run: {}", "  run: {usd: 1}"),
+            ("  prices: {}", "  prices:\n    gpt-5.5: {input: 2, output: 8}"),
+        ],
+        Limit::Usd(1.0),
+    );
+}
+
+/// The run's limit the budget gate is expected to name.
+#[derive(Debug, Clone, Copy)]
+enum Limit {
+    Tokens(u64),
+    Usd(f64),
+}
+
+/// The demo with its implementer on Codex on `gpt-5.5`, team.yaml edited further by `edits`.
+fn codex_stops_at_the_budget_gate(edits: &[(&str, &str)], limit: Limit) {
     let (line, on) = runtime_of("t4", "codex");
-    let repo = Repo::demo(&[
-        (line, &on),
-        ("  run: {}", &format!("  run: {{tokens: {LIMIT}}}")),
+    let mut all = vec![
+        (line, on.as_str()),
         ("providers:\n", "providers:\n  openai: {kind: openai}\n"),
         // A model Codex knows, on the provider that speaks its API.
         (
             "fast-cheap:\n    provider: anthropic           # a key of providers\n    model: claude-haiku-4-5 ",
             "fast-cheap:\n    provider: openai\n    model: gpt-5.5 ",
         ),
-    ]);
+    ];
+    all.extend_from_slice(edits);
+    let repo = Repo::demo(&all);
     let server = FakeOpenAi::start(vec![Reply::text(REPORT)]).expect("fake server");
     server.set_input_tokens(FAKE_INPUT_TOKENS);
     let base_url = server.base_url();
@@ -60,13 +90,13 @@ fn codex_spending_past_the_run_budget_opens_the_budget_gate() {
         ("OPENAI_BASE_URL", base_url.as_str()),
         ("OPENAI_API_KEY", "dummy-key-for-the-fake"),
     ];
-    stops_at_the_budget_gate(&repo, &env, "codex");
+    stops_at_the_budget_gate(&repo, &env, "codex", limit);
 }
 
 /// Runs the demo with its implementer on `runtime` (talking to a fake at `env` that reports
 /// [`FAKE_INPUT_TOKENS`] per call) and checks that the run stops at the budget gate once the implementer
 /// reports its usage, with every usage event counted once, and stops when the gate is rejected.
-fn stops_at_the_budget_gate(repo: &Repo, env: &[(&str, &str)], runtime: &str) {
+fn stops_at_the_budget_gate(repo: &Repo, env: &[(&str, &str)], runtime: &str, limit: Limit) {
     let script = demo_dir().join("script.yaml");
     let child = repo.spawn(
         &[
@@ -94,7 +124,10 @@ fn stops_at_the_budget_gate(repo: &Repo, env: &[(&str, &str)], runtime: &str) {
         .expect("a budget_exhausted event");
     assert_eq!(exhausted.tier, Some(Tier::T4), "{}", exhausted.payload);
     assert_eq!(exhausted.payload["scope"], "run", "{}", exhausted.payload);
-    assert_eq!(exhausted.payload["limit"]["tokens"], LIMIT);
+    match limit {
+        Limit::Tokens(tokens) => assert_eq!(exhausted.payload["limit"]["tokens"], tokens),
+        Limit::Usd(usd) => assert_eq!(exhausted.payload["limit"]["usd"], usd),
+    }
     let usage_before: Vec<&Event> = events
         .iter()
         .filter(|e| e.kind == EventKind::Usage && e.seq < exhausted.seq)
@@ -104,8 +137,10 @@ fn stops_at_the_budget_gate(repo: &Repo, env: &[(&str, &str)], runtime: &str) {
         .filter(|e| e.payload["provider"] == runtime)
         .collect();
     assert!(!external.is_empty(), "{usage_before:?}");
+    // Claude Code reports each call as it answers, then the rest of the session's; one of them has the
+    // fake's million input tokens.
     assert!(
-        external.iter().all(|e| tokens_of(e) >= FAKE_INPUT_TOKENS),
+        external.iter().any(|e| tokens_of(e) >= FAKE_INPUT_TOKENS),
         "{external:?}"
     );
     assert!(
@@ -114,12 +149,26 @@ fn stops_at_the_budget_gate(repo: &Repo, env: &[(&str, &str)], runtime: &str) {
     );
     // Every usage event counted once: the built-in agent's by its metered provider, the external agent's
     // as it reported it.
-    let spent: u64 = usage_before.iter().map(|e| tokens_of(e)).sum();
-    assert_eq!(
-        exhausted.payload["spent"]["tokens"], spent,
-        "{}",
-        exhausted.payload
-    );
+    match limit {
+        Limit::Tokens(_) => {
+            let spent: u64 = usage_before.iter().map(|e| tokens_of(e)).sum();
+            assert_eq!(
+                exhausted.payload["spent"]["tokens"], spent,
+                "{}",
+                exhausted.payload
+            );
+        }
+        Limit::Usd(usd) => {
+            let cost = |e: &&Event| e.payload["cost_usd"].as_f64().unwrap_or(0.0);
+            let spent: f64 = usage_before.iter().map(cost).sum();
+            let recorded = exhausted.payload["spent"]["usd"].as_f64().unwrap();
+            assert!(
+                spent > usd && (recorded - spent).abs() < 1e-9,
+                "{spent} {}",
+                exhausted.payload
+            );
+        }
+    }
     assert!(
         gate.summary["message"]
             .as_str()

@@ -109,10 +109,12 @@ pub fn find_program(name: &str, path: Option<&OsStr>) -> Option<PathBuf> {
 }
 
 /// The model team.yaml gives a tier (through its capability level), as an external CLI needs to know it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TierModel {
     /// The model id, sent verbatim.
     pub model: String,
+    /// Its price from `models.prices`, for a CLI that reports tokens but no cost (Codex).
+    pub price: Option<agency_llm::Price>,
     /// The API its provider speaks: Claude Code takes only Anthropic models, Codex only OpenAI ones.
     pub kind: ProviderKind,
     /// Where team.yaml names it, for errors: `models.fast-cheap.model`.
@@ -127,6 +129,7 @@ impl TierModel {
         let provider = team.providers.get(&binding.provider)?;
         Some(TierModel {
             model: binding.model.clone(),
+            price: team.models.price(&binding.model).map(agency_llm::Price::from),
             kind: provider.kind,
             field: format!("models.{level}.model"),
         })
@@ -175,6 +178,10 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             runtime.secrets.clone_from(&setup.secrets);
             runtime.provider.clone_from(&setup.codex_provider);
             runtime.model = cli_model(choice, setup, ProviderKind::Openai)?;
+            // Codex reports tokens only: priced at the model it runs on, when team.yaml prices it.
+            if runtime.model.is_some() {
+                runtime.price = setup.model.as_ref().and_then(|m| m.price);
+            }
             Arc::new(runtime)
         }
         Runtime::Pi => {
@@ -305,6 +312,7 @@ mod tests {
             t4,
             TierModel {
                 model: "claude-haiku-4-5".into(),
+                price: None,
                 kind: ProviderKind::Anthropic,
                 field: "models.fast-cheap.model".into(),
             }
@@ -319,6 +327,7 @@ mod tests {
         let with = |model: &str, kind| RuntimeSetup {
             model: Some(TierModel {
                 model: model.into(),
+                price: None,
                 kind,
                 field: "models.capable.model".into(),
             }),

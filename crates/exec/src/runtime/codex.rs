@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agency_llm::{BoxFuture, CallMeta, CancelToken, StopReason, Usage, UsageRecord};
+use agency_llm::{BoxFuture, CallMeta, CancelToken, Price, StopReason, Usage, UsageRecord, cost};
 use serde_json::{Value, json};
 
 use super::external::{Flow, drive, ending_for, parse_report, shell_word, teachback_for};
@@ -59,6 +59,9 @@ pub struct CodexRuntime {
     pub model: Option<String>,
     /// A custom provider; OpenAI when unset.
     pub provider: Option<CodexProvider>,
+    /// The model's price, which Codex does not report: its usage records are costed with it. Unset: they
+    /// count tokens only.
+    pub price: Option<Price>,
     /// Confine Codex's writes to the worktree with its `workspace-write` sandbox (default), or run it
     /// without one.
     pub sandbox: bool,
@@ -80,6 +83,7 @@ impl CodexRuntime {
             state_dir: state_dir.into(),
             model: None,
             provider: None,
+            price: None,
             sandbox: true,
             inherit_env: DEFAULT_INHERIT.iter().map(|s| (*s).to_owned()).collect(),
             secrets: Vec::new(),
@@ -217,6 +221,7 @@ impl Runtime for CodexRuntime {
             });
             let mut state = StreamState {
                 model: self.model.clone(),
+                price: self.price,
                 ..StreamState::default()
             };
             let driven = drive(
@@ -269,6 +274,8 @@ pub struct StreamState {
     /// The model it was started on, for its usage records (Codex's stream does not name it); unset: its
     /// default, recorded as an empty name.
     pub model: Option<String>,
+    /// Its price, which costs each usage record (Codex reports tokens only).
+    pub price: Option<Price>,
 }
 
 /// Maps one `codex exec --json` line to events.
@@ -326,17 +333,18 @@ pub fn map_line(line: &str, state: &mut StreamState, meta: &CallMeta) -> Vec<Age
                     .unwrap_or(0)
             };
             let cached = count("cached_input_tokens");
+            let usage = Usage {
+                input: count("input_tokens").saturating_sub(cached),
+                output: count("output_tokens"),
+                cache_read: cached,
+                cache_write: count("cache_write_input_tokens"),
+            };
             vec![AgentEvent::Usage(UsageRecord {
                 meta: meta.clone(),
                 provider: "codex".to_owned(),
                 model: state.model.clone().unwrap_or_default(),
-                usage: Usage {
-                    input: count("input_tokens").saturating_sub(cached),
-                    output: count("output_tokens"),
-                    cache_read: cached,
-                    cache_write: count("cache_write_input_tokens"),
-                },
-                cost_usd: None,
+                usage,
+                cost_usd: state.price.map(|price| cost(&usage, &price)),
                 latency: Duration::ZERO,
                 stop_reason: StopReason::EndTurn,
             })]
@@ -395,6 +403,31 @@ mod tests {
                 .iter()
                 .any(|e| matches!(e, AgentEvent::Usage(u) if u.usage.input == 30 && u.model == "gpt-5.5"))
         );
+    }
+
+    #[test]
+    fn usage_is_costed_at_the_configured_price_and_only_then() {
+        let turn = r#"{"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":400,"output_tokens":200}}"#;
+        let cost_of = |price: Option<Price>| {
+            let mut state = StreamState {
+                price,
+                ..StreamState::default()
+            };
+            match map_line(turn, &mut state, &CallMeta::default()).as_slice() {
+                [AgentEvent::Usage(record)] => record.cost_usd,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(cost_of(None), None);
+        // 600 uncached in at $2/M, 400 cached at $0.5/M, 200 out at $10/M.
+        let price = Price {
+            input: 2.0,
+            output: 10.0,
+            cache_read: 0.5,
+            cache_write: 0.0,
+        };
+        let usd = cost_of(Some(price)).unwrap();
+        assert!((usd - (0.0012 + 0.0002 + 0.002)).abs() < 1e-12, "{usd}");
     }
 
     #[test]

@@ -74,11 +74,23 @@ async fn claude_code_edits_its_worktree_records_events_and_resumes() {
     let session = outcome.session_id.clone().unwrap();
     assert_eq!(tool_calls(&hooks), [("Write".to_owned(), true)]);
     let events = hooks.events();
+    // Spending as each of its two answers came (no cost yet), then the rest of the session's with its cost.
+    let usage: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Usage(u) if u.provider == "claude-code" => Some((u.usage, u.cost_usd)),
+            _ => None,
+        })
+        .collect();
+    let (calls, rest) = usage.split_at(usage.len() - 1);
     assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, AgentEvent::Usage(u) if u.provider == "claude-code"))
+        calls.len() >= 2 && calls.iter().all(|(u, cost)| u.input > 0 && cost.is_none()),
+        "{usage:?}"
     );
+    assert!(rest[0].1.is_some(), "{usage:?}");
+    // The fake bills 5 output tokens an answer; the calls had counted 1 each when they started.
+    let output: u64 = usage.iter().map(|(u, _)| u.output).sum();
+    assert_eq!(output, 5 * calls.len() as u64, "{usage:?}");
     assert!(
         events
             .iter()

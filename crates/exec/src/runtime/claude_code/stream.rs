@@ -6,6 +6,13 @@
 //! whether it ran: a result that is an error and reads like a refusal (the gate's reason, or Claude Code's
 //! "requested permissions … haven't granted") counts as denied. The `result` event's `permission_denials`
 //! is authoritative, so any denial recorded there that the heuristic missed is noted then.
+//!
+//! Spending is reported as each model call answers, not only when the session ends: the first `assistant`
+//! event of each message carries its call's usage, as of the start of the answer (its input and cache
+//! tokens, and the output tokens counted so far). The `result` event's usage and `total_cost_usd` are the
+//! session's totals, so the `result`'s record is what those calls did not report yet, with the whole cost
+//! (Claude Code reports no cost before it). A long session thus spends the run's token budget, and shows
+//! in the live log, while it runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -33,6 +40,10 @@ pub struct StreamState {
     pending: BTreeMap<String, (String, String)>,
     /// Tool call ids recorded as allowed.
     allowed: BTreeSet<String>,
+    /// Messages whose usage was reported, by id (a message comes as one event per content block).
+    calls: BTreeSet<String>,
+    /// The tokens those reports came to, which the `result`'s totals include.
+    reported: Usage,
 }
 
 impl StreamState {
@@ -67,7 +78,11 @@ pub fn map_line(line: &str, state: &mut StreamState, meta: &CallMeta) -> Vec<Age
                 text("permissionMode")
             ))]
         }
-        ("assistant", _) => assistant(&event, state),
+        ("assistant", _) => {
+            let mut out = Vec::from_iter(call_usage(&event, state, meta));
+            out.extend(assistant(&event, state));
+            out
+        }
         ("user", _) => tool_results(&event, state),
         ("result", _) => result(&event, state, meta),
         _ => Vec::new(),
@@ -102,6 +117,58 @@ fn assistant(event: &Value, state: &mut StreamState) -> Vec<AgentEvent> {
         }
     }
     out
+}
+
+/// The usage of the model call behind an `assistant` event, the first time its message is seen.
+fn call_usage(event: &Value, state: &mut StreamState, meta: &CallMeta) -> Option<AgentEvent> {
+    let message = event.get("message")?;
+    let id = message.get("id").and_then(Value::as_str)?;
+    let usage = tokens(message.get("usage")?);
+    if !state.calls.insert(id.to_owned()) {
+        return None;
+    }
+    state.reported = Usage {
+        input: state.reported.input + usage.input,
+        output: state.reported.output + usage.output,
+        cache_read: state.reported.cache_read + usage.cache_read,
+        cache_write: state.reported.cache_write + usage.cache_write,
+    };
+    let model = message.get("model").and_then(Value::as_str);
+    Some(AgentEvent::Usage(UsageRecord {
+        meta: meta.clone(),
+        provider: "claude-code".to_owned(),
+        model: model.map_or_else(|| state.model.clone().unwrap_or_default(), str::to_owned),
+        usage,
+        // Priced by Claude Code only in the `result`, for the whole session.
+        cost_usd: None,
+        latency: Duration::ZERO,
+        stop_reason: stop_reason(
+            message
+                .get("stop_reason")
+                .and_then(Value::as_str)
+                .unwrap_or("streaming"),
+        ),
+    }))
+}
+
+/// The tokens of an Anthropic `usage` object.
+fn tokens(usage: &Value) -> Usage {
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        input: count("input_tokens"),
+        output: count("output_tokens"),
+        cache_read: count("cache_read_input_tokens"),
+        cache_write: count("cache_creation_input_tokens"),
+    }
+}
+
+fn stop_reason(text: &str) -> StopReason {
+    match text {
+        "end_turn" => StopReason::EndTurn,
+        "tool_use" => StopReason::ToolUse,
+        "max_tokens" => StopReason::MaxTokens,
+        other => StopReason::Other(other.to_owned()),
+    }
 }
 
 fn tool_results(event: &Value, state: &mut StreamState) -> Vec<AgentEvent> {
@@ -161,34 +228,29 @@ fn result(event: &Value, state: &mut StreamState, meta: &CallMeta) -> Vec<AgentE
             )));
         }
     }
-    let count = |key: &str| {
-        event
-            .pointer(&format!("/usage/{key}"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
     let subtype = event.get("subtype").and_then(Value::as_str).unwrap_or_default();
     let stop = event
         .get("stop_reason")
         .and_then(Value::as_str)
         .unwrap_or(subtype);
+    // The session's totals, less what its calls reported as they answered (their output tokens were
+    // counted at the start of each answer; the rest is here).
+    let total = event.get("usage").map(tokens).unwrap_or_default();
+    let reported = std::mem::take(&mut state.reported);
+    state.calls.clear();
     out.push(AgentEvent::Usage(UsageRecord {
         meta: meta.clone(),
         provider: "claude-code".to_owned(),
         model: state.model.clone().unwrap_or_default(),
         usage: Usage {
-            input: count("input_tokens"),
-            output: count("output_tokens"),
-            cache_read: count("cache_read_input_tokens"),
-            cache_write: count("cache_creation_input_tokens"),
+            input: total.input.saturating_sub(reported.input),
+            output: total.output.saturating_sub(reported.output),
+            cache_read: total.cache_read.saturating_sub(reported.cache_read),
+            cache_write: total.cache_write.saturating_sub(reported.cache_write),
         },
         cost_usd: event.get("total_cost_usd").and_then(Value::as_f64),
         latency: Duration::from_millis(event.get("duration_ms").and_then(Value::as_u64).unwrap_or(0)),
-        stop_reason: match stop {
-            "end_turn" => StopReason::EndTurn,
-            "max_tokens" => StopReason::MaxTokens,
-            other => StopReason::Other(other.to_owned()),
-        },
+        stop_reason: stop_reason(stop),
     }));
     state.is_error = event.get("is_error").and_then(Value::as_bool).unwrap_or(false);
     state.subtype = Some(subtype.to_owned());
@@ -268,14 +330,70 @@ mod tests {
         assert_eq!((state.result.as_deref(), state.is_error), (Some("done"), false));
         assert_eq!(tool_calls(&events), [("Write".into(), "hello.txt".into(), true)]);
         assert!(events.contains(&AgentEvent::Said("done".into())));
-        let usage = events.iter().find_map(|e| match e {
-            AgentEvent::Usage(u) => Some(u),
-            _ => None,
-        });
-        let usage = usage.unwrap();
-        assert_eq!((usage.usage.input, usage.usage.output), (20, 10));
-        assert_eq!(usage.cost_usd, Some(0.00035));
-        assert_eq!(usage.stop_reason, StopReason::EndTurn);
+        // One record per model call as it answered (10 in, 1 out so far each), then the rest with the cost.
+        let usage: Vec<(u64, u64, Option<f64>, StopReason)> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Usage(u) => {
+                    Some((u.usage.input, u.usage.output, u.cost_usd, u.stop_reason.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let streaming = StopReason::Other("streaming".into());
+        assert_eq!(
+            usage,
+            [
+                (10, 1, None, streaming.clone()),
+                (10, 1, None, streaming),
+                (0, 8, Some(0.00035), StopReason::EndTurn)
+            ]
+        );
+        // Together they are the session's totals.
+        let (input, output) = usage.iter().fold((0, 0), |(i, o), u| (i + u.0, o + u.1));
+        assert_eq!((input, output), (20, 10));
+    }
+
+    #[test]
+    fn a_call_is_counted_once_however_many_blocks_its_message_comes_in() {
+        let call = |block: &str| {
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"msg_1","model":"m","content":[{block}],"usage":{{"input_tokens":100,"output_tokens":3,"cache_read_input_tokens":50}}}}}}"#
+            )
+        };
+        let stream = [
+            call(r#"{"type":"text","text":"Writing it."}"#),
+            call(r#"{"type":"tool_use","id":"t1","name":"Write","input":{"file_path":"a"}}"#),
+            r#"{"type":"result","subtype":"success","usage":{"input_tokens":100,"output_tokens":40,"cache_read_input_tokens":50},"total_cost_usd":0.01}"#.to_owned(),
+        ]
+        .join("\n");
+        let (events, _) = replay(&stream);
+        let usage: Vec<(u64, u64, u64)> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Usage(u) => Some((u.usage.input, u.usage.output, u.usage.cache_read)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(usage, [(100, 3, 50), (0, 37, 0)]);
+    }
+
+    #[test]
+    fn a_result_without_usage_takes_nothing_back() {
+        let stream = concat!(
+            r#"{"type":"assistant","message":{"id":"msg_1","content":[],"usage":{"input_tokens":100,"output_tokens":3}}}"#,
+            "\n",
+            r#"{"type":"result","subtype":"success","total_cost_usd":0.01}"#
+        );
+        let (events, _) = replay(stream);
+        let totals: Vec<(u64, Option<f64>)> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Usage(u) => Some((u.usage.total(), u.cost_usd)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(totals, [(103, None), (0, Some(0.01))]);
     }
 
     #[test]
