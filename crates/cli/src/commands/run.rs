@@ -241,7 +241,7 @@ fn codex_provider() -> Option<CodexProvider> {
         name: "openai-base-url".into(),
         base_url,
         wire_api: "responses".into(),
-        env_key: "OPENAI_API_KEY".into(),
+        env_key: Some("OPENAI_API_KEY".into()),
     })
 }
 

@@ -397,3 +397,102 @@ fn a_tier_model_that_looks_like_a_flag_is_refused_naming_its_field() {
     let store = SqliteBlackboard::open(repo.db()).unwrap();
     assert!(store.list_runs().unwrap().is_empty());
 }
+
+#[test]
+fn claude_code_calls_the_endpoint_team_yaml_gives_its_provider_with_that_providers_key() {
+    if !e2e_client("claude") {
+        return;
+    }
+    let server = FakeAnthropic::start(implementer_script()).expect("fake server");
+    let (line, on) = runtime_of("t4", "claude-code");
+    // A gateway in team.yaml, with its own key variable: what the built-in agent would call.
+    let endpoint = format!(
+        "    base_url: {}\n    api_key_env: CORP_ANTHROPIC_KEY\n",
+        server.base_url()
+    );
+    let repo = Repo::demo(&[
+        (line, &on),
+        (
+            "    # base_url: https://api.anthropic.com   # unset: the kind's public API\n",
+            &endpoint,
+        ),
+        (
+            "fast-cheap:\n    provider: anthropic           # a key of providers\n    model: claude-haiku-4-5 ",
+            "fast-cheap:\n    provider: anthropic\n    model: claude-implementer-7 ",
+        ),
+    ]);
+    let script = script_with_a_correcting_reviewer(&repo);
+    // The host's own Anthropic settings are overridden by team.yaml's, not used.
+    let env = [
+        ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9".to_string()),
+        ("ANTHROPIC_API_KEY", "host-key-not-for-the-gateway".to_string()),
+        ("CORP_ANTHROPIC_KEY", "corp-key-5150".to_string()),
+    ];
+    let out = agency_run(&repo, &script, &env);
+    assert!(
+        out.status.success(),
+        "agency run failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let keys: Vec<Option<String>> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/v1/messages"))
+        .map(|r| r.headers.get("x-api-key").cloned())
+        .collect();
+    assert!(
+        !keys.is_empty() && keys.iter().all(|k| k.as_deref() == Some("corp-key-5150")),
+        "{keys:?}"
+    );
+}
+
+#[test]
+fn codex_calls_the_endpoint_team_yaml_gives_its_provider_with_that_providers_key() {
+    if !e2e_client("codex") {
+        return;
+    }
+    let patch = "*** Begin Patch\n*** Update File: pagination.py\n@@\n-    start = number * size\n\
+                 +    start = (number - 1) * size\n*** End Patch\n";
+    let server = FakeOpenAi::start(vec![
+        Reply::tool_use(
+            "exec_command",
+            json!({"cmd": submit_command("an empty list past the last page seems right")}),
+        ),
+        Reply::custom("apply_patch", patch),
+        Reply::text(REPORT),
+    ])
+    .expect("fake server");
+    let (line, on) = runtime_of("t4", "codex");
+    let provider = format!(
+        "providers:\n  gateway: {{kind: openai, base_url: '{}', api_key_env: CORP_OPENAI_KEY}}\n",
+        server.base_url()
+    );
+    let repo = Repo::demo(&[
+        (line, &on),
+        ("providers:\n", &provider),
+        (
+            "fast-cheap:\n    provider: anthropic           # a key of providers\n    model: claude-haiku-4-5 ",
+            "fast-cheap:\n    provider: gateway\n    model: gpt-5.5 ",
+        ),
+    ]);
+    // No OPENAI_BASE_URL: the endpoint is team.yaml's, and so is the key.
+    let env = [("CORP_OPENAI_KEY", "corp-key-8086".to_string())];
+    let out = agency_run(&repo, &demo_dir().join("script.yaml"), &env);
+    assert!(
+        out.status.success(),
+        "agency run failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let keys: Vec<Option<String>> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.contains("/responses"))
+        .map(|r| r.headers.get("authorization").cloned())
+        .collect();
+    assert!(
+        !keys.is_empty() && keys.iter().all(|k| k.as_deref() == Some("Bearer corp-key-8086")),
+        "{keys:?}"
+    );
+}

@@ -119,6 +119,21 @@ pub struct TierModel {
     pub kind: ProviderKind,
     /// Where team.yaml names it, for errors: `models.fast-cheap.model`.
     pub field: String,
+    /// The provider's own endpoint, when team.yaml gives it a `base_url`: an external CLI started on this
+    /// model calls it too, as the built-in agent does.
+    pub endpoint: Option<Endpoint>,
+}
+
+/// A provider's endpoint from team.yaml.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The provider's name in team.yaml.
+    pub provider: String,
+    /// Its `base_url`.
+    pub base_url: String,
+    /// Its `api_key_env`, when set; unset, the kind's default variable (an OpenAI-compatible server with
+    /// its own `base_url` is then called without a key, so a user's OpenAI key never goes elsewhere).
+    pub api_key_env: Option<String>,
 }
 
 impl TierModel {
@@ -130,6 +145,11 @@ impl TierModel {
         Some(TierModel {
             model: binding.model.clone(),
             price: team.models.price(&binding.model).map(agency_llm::Price::from),
+            endpoint: provider.base_url.clone().map(|base_url| Endpoint {
+                provider: binding.provider.clone(),
+                base_url,
+                api_key_env: provider.api_key_env.clone(),
+            }),
             kind: provider.kind,
             field: format!("models.{level}.model"),
         })
@@ -170,6 +190,9 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             runtime.config.clone_from(&setup.config);
             runtime.secrets.clone_from(&setup.secrets);
             runtime.model = cli_model(choice, setup, ProviderKind::Anthropic)?;
+            if runtime.model.is_some() {
+                runtime.endpoint = setup.model.as_ref().and_then(|m| m.endpoint.clone());
+            }
             Arc::new(runtime)
         }
         Runtime::Codex => {
@@ -178,9 +201,12 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             runtime.secrets.clone_from(&setup.secrets);
             runtime.provider.clone_from(&setup.codex_provider);
             runtime.model = cli_model(choice, setup, ProviderKind::Openai)?;
-            // Codex reports tokens only: priced at the model it runs on, when team.yaml prices it.
-            if runtime.model.is_some() {
-                runtime.price = setup.model.as_ref().and_then(|m| m.price);
+            if let Some(model) = setup.model.as_ref().filter(|_| runtime.model.is_some()) {
+                // Codex reports tokens only: priced at the model it runs on, when team.yaml prices it.
+                runtime.price = model.price;
+                if let Some(endpoint) = &model.endpoint {
+                    runtime.provider = Some(codex_provider_at(endpoint));
+                }
             }
             Arc::new(runtime)
         }
@@ -205,6 +231,21 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             Arc::new(runtime)
         }
     })
+}
+
+/// The Codex provider entry for a team.yaml provider's endpoint: its key variable when it names one, the
+/// OpenAI key on OpenAI's own API, no key elsewhere (as the built-in agent calls it).
+fn codex_provider_at(endpoint: &Endpoint) -> CodexProvider {
+    let public = endpoint.base_url.trim_end_matches('/') == ProviderKind::Openai.default_base_url();
+    CodexProvider {
+        name: endpoint.provider.clone(),
+        base_url: endpoint.base_url.clone(),
+        wire_api: "responses".to_owned(),
+        env_key: endpoint
+            .api_key_env
+            .clone()
+            .or_else(|| public.then(|| ProviderKind::Openai.default_api_key_env().to_owned())),
+    }
 }
 
 /// The model an external CLI that calls a `speaks` API is started on: the tier's from team.yaml when its
@@ -315,11 +356,54 @@ mod tests {
                 price: None,
                 kind: ProviderKind::Anthropic,
                 field: "models.fast-cheap.model".into(),
+                endpoint: None,
             }
         );
         let mut unbound = TeamConfig::default();
         unbound.models.fast_cheap = None;
         assert_eq!(TierModel::of(&unbound, Tier::T4), None);
+    }
+
+    #[test]
+    fn a_tier_model_carries_its_provider_endpoint_and_price_when_team_yaml_gives_them() {
+        let team = agency_core::config::parse_team_config(
+            "providers:\n  anthropic: {kind: anthropic, base_url: 'https://llm.corp/anthropic', api_key_env: CORP_KEY}\n\
+             models:\n  prices:\n    claude-haiku-4-5: {input: 1, output: 5}\n",
+            "team.yaml",
+        )
+        .unwrap();
+        let t4 = TierModel::of(&team, Tier::T4).unwrap();
+        assert_eq!(
+            t4.endpoint,
+            Some(Endpoint {
+                provider: "anthropic".into(),
+                base_url: "https://llm.corp/anthropic".into(),
+                api_key_env: Some("CORP_KEY".into()),
+            })
+        );
+        assert_eq!(t4.price.map(|p| (p.input, p.output)), Some((1.0, 5.0)));
+    }
+
+    #[test]
+    fn codex_calls_a_team_yaml_endpoint_with_its_key_and_a_keyless_server_without_one() {
+        let endpoint = |base_url: &str, key: Option<&str>| Endpoint {
+            provider: "local".into(),
+            base_url: base_url.into(),
+            api_key_env: key.map(str::to_owned),
+        };
+        let vllm = codex_provider_at(&endpoint("http://gpu:8000/v1", None));
+        assert_eq!(
+            (vllm.name.as_str(), vllm.base_url.as_str(), vllm.env_key),
+            ("local", "http://gpu:8000/v1", None)
+        );
+        assert_eq!(
+            codex_provider_at(&endpoint("http://gpu:8000/v1", Some("VLLM_KEY"))).env_key,
+            Some("VLLM_KEY".into())
+        );
+        assert_eq!(
+            codex_provider_at(&endpoint("https://api.openai.com/v1/", None)).env_key,
+            Some("OPENAI_API_KEY".into())
+        );
     }
 
     #[test]
@@ -330,6 +414,7 @@ mod tests {
                 price: None,
                 kind,
                 field: "models.capable.model".into(),
+                endpoint: None,
             }),
             ..setup()
         };

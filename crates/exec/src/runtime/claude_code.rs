@@ -23,7 +23,7 @@ use serde_json::json;
 
 use super::external::{Flow, drive, ending_for, parse_report, shell_word, teachback_for};
 use super::redact::{Recorder, Redactor, truncate};
-use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Endpoint, Runtime, RuntimeError};
 use crate::process::CommandSpec;
 
 /// Claude Code tools that only read; let through without asking the gate.
@@ -52,6 +52,9 @@ pub const DEFAULT_INHERIT: [&str; 6] = [
 ];
 /// The file in the agent's HOME that keeps its session id for `--resume`.
 const SESSION_FILE: &str = "agency-session-id";
+/// The variable Claude Code reads its API key from.
+const ANTHROPIC_KEY_ENV: &str = "ANTHROPIC_API_KEY";
+
 /// Seconds Claude Code waits for one `agency hook` answer.
 const HOOK_TIMEOUT_SECS: u64 = 30;
 
@@ -71,6 +74,9 @@ pub struct ClaudeCodeRuntime {
     /// `--model`, when set (in a run: the tier's model from team.yaml, when it is an Anthropic model; checked
     /// by [`super::choice::check_model_name`]); Claude Code's default (or `ANTHROPIC_MODEL`) otherwise.
     pub model: Option<String>,
+    /// The endpoint of that model's provider, when team.yaml gives it a `base_url`: Claude Code calls it
+    /// (`ANTHROPIC_BASE_URL`, over the host's), with the key from the provider's `api_key_env`.
+    pub endpoint: Option<Endpoint>,
     /// Host environment variables passed through (the task's own `env` is always passed).
     pub inherit_env: Vec<String>,
     /// Strings redacted from every recorded event.
@@ -88,6 +94,7 @@ impl ClaudeCodeRuntime {
             config: None,
             state_dir: state_dir.into(),
             model: None,
+            endpoint: None,
             inherit_env: DEFAULT_INHERIT.iter().map(|s| (*s).to_owned()).collect(),
             secrets: Vec::new(),
         }
@@ -157,6 +164,18 @@ impl ClaudeCodeRuntime {
             .timeout(task.limits.timeout + Duration::from_secs(30));
         for name in &self.inherit_env {
             spec = spec.inherit_env(name);
+        }
+        if let Some(endpoint) = &self.endpoint {
+            spec = spec.env("ANTHROPIC_BASE_URL", &endpoint.base_url);
+            // Claude Code reads its key from ANTHROPIC_API_KEY only.
+            if let Some(var) = endpoint
+                .api_key_env
+                .as_deref()
+                .filter(|v| *v != ANTHROPIC_KEY_ENV)
+                && let Some(key) = std::env::var_os(var)
+            {
+                spec = spec.env(ANTHROPIC_KEY_ENV, key);
+            }
         }
         // The task's variables first, so that none of them (the runner passes its HOME) can replace the
         // private HOME or the gate's variables set after them.

@@ -36,8 +36,9 @@ pub struct CodexProvider {
     pub base_url: String,
     /// `responses` or `chat`.
     pub wire_api: String,
-    /// The environment variable holding its key (pass it in the task's env).
-    pub env_key: String,
+    /// The environment variable holding its key (inherited by the agent); `None`: a server called without
+    /// a key (Ollama, a local vLLM), as the built-in agent calls it.
+    pub env_key: Option<String>,
 }
 
 /// Runs agents with the Codex CLI.
@@ -107,12 +108,14 @@ impl CodexRuntime {
         if let Some(p) = &self.provider {
             out.push_str(&format!(
                 "model_provider = {name}\n\n[model_providers.{name}]\nname = {name}\nbase_url = {}\n\
-                 wire_api = {}\nenv_key = {}\n",
+                 wire_api = {}\n",
                 quote(&p.base_url),
                 quote(&p.wire_api),
-                quote(&p.env_key),
                 name = quote(&p.name),
             ));
+            if let Some(var) = &p.env_key {
+                out.push_str(&format!("env_key = {}\n", quote(var)));
+            }
         }
         // The sandbox keeps writes in the worktree, but `agency teachback submit`, which the agent runs to
         // teach back, writes the blackboard: its directory is made writable too (docs/runtimes.md says
@@ -169,6 +172,10 @@ impl CodexRuntime {
             .timeout(task.limits.timeout + Duration::from_secs(30));
         for name in &self.inherit_env {
             spec = spec.inherit_env(name);
+        }
+        // The custom provider's key, wherever team.yaml keeps it.
+        if let Some(var) = self.provider.as_ref().and_then(|p| p.env_key.as_deref()) {
+            spec = spec.inherit_env(var);
         }
         // The task's variables first, so that none of them (the runner passes its HOME) can replace the
         // private CODEX_HOME or the gate's variables set after them.
@@ -440,7 +447,7 @@ mod tests {
             name: "fake".into(),
             base_url: "http://127.0.0.1:1/v1".into(),
             wire_api: "responses".into(),
-            env_key: "FAKE_KEY".into(),
+            env_key: Some("FAKE_KEY".into()),
         });
         assert_eq!(
             runtime.config_toml(),

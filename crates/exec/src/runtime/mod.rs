@@ -38,8 +38,8 @@ use serde::{Deserialize, Serialize};
 
 pub use builtin::BuiltinRuntime;
 pub use choice::{
-    ModelSource, RuntimeChoice, RuntimeSetup, TierModel, build, check_model_name, choose, choose_all,
-    choose_for_run,
+    Endpoint, ModelSource, RuntimeChoice, RuntimeSetup, TierModel, build, check_model_name, choose,
+    choose_all, choose_for_run,
 };
 pub use claude_code::ClaudeCodeRuntime;
 pub use codex::{CodexProvider, CodexRuntime};

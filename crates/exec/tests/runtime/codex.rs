@@ -40,7 +40,7 @@ fn runtime(sandbox: &Sandbox, server: &FakeOpenAi, decision: &str) -> CodexRunti
         name: "fake".into(),
         base_url: server.base_url(),
         wire_api: "responses".into(),
-        env_key: "FAKE_OPENAI_KEY".into(),
+        env_key: Some("FAKE_OPENAI_KEY".into()),
     });
     runtime
 }
