@@ -13,7 +13,7 @@ use std::time::Duration;
 use agency_core::event::EventKind;
 use agency_core::{Event, Tier};
 use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
-use agency_testkit::{FakeAnthropic, FakeOpenAi, Reply};
+use agency_testkit::{FakeAnthropic, FakeOpenAi, RecordedRequest, Reply};
 use serde_json::{Value, json};
 
 use crate::hook_claude::run_with_deadline;
@@ -429,22 +429,31 @@ fn claude_code_calls_the_endpoint_team_yaml_gives_its_provider_with_that_provide
         ("CORP_ANTHROPIC_KEY", "corp-key-5150".to_string()),
     ];
     let out = agency_run(&repo, &script, &env);
+    assert_succeeded(&out);
+    let keys = header_sent(&server.requests(), "/v1/messages", "x-api-key");
+    assert!(
+        !keys.is_empty() && keys.iter().all(|k| k.as_deref() == Some("corp-key-5150")),
+        "{keys:?}"
+    );
+}
+
+/// Fails the test with the run's output unless `agency run` succeeded.
+fn assert_succeeded(out: &Output) {
     assert!(
         out.status.success(),
         "agency run failed:\nstdout:\n{}\nstderr:\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let keys: Vec<Option<String>> = server
-        .requests()
+}
+
+/// The `header` of each model request (a path containing `path`) a fake server was sent.
+fn header_sent(requests: &[RecordedRequest], path: &str, header: &str) -> Vec<Option<String>> {
+    requests
         .iter()
-        .filter(|r| r.path.starts_with("/v1/messages"))
-        .map(|r| r.headers.get("x-api-key").cloned())
-        .collect();
-    assert!(
-        !keys.is_empty() && keys.iter().all(|k| k.as_deref() == Some("corp-key-5150")),
-        "{keys:?}"
-    );
+        .filter(|r| r.path.contains(path))
+        .map(|r| r.headers.get(header).cloned())
+        .collect()
 }
 
 #[test]
@@ -479,18 +488,8 @@ fn codex_calls_the_endpoint_team_yaml_gives_its_provider_with_that_providers_key
     // No OPENAI_BASE_URL: the endpoint is team.yaml's, and so is the key.
     let env = [("CORP_OPENAI_KEY", "corp-key-8086".to_string())];
     let out = agency_run(&repo, &demo_dir().join("script.yaml"), &env);
-    assert!(
-        out.status.success(),
-        "agency run failed:\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let keys: Vec<Option<String>> = server
-        .requests()
-        .iter()
-        .filter(|r| r.path.contains("/responses"))
-        .map(|r| r.headers.get("authorization").cloned())
-        .collect();
+    assert_succeeded(&out);
+    let keys = header_sent(&server.requests(), "/responses", "authorization");
     assert!(
         !keys.is_empty() && keys.iter().all(|k| k.as_deref() == Some("Bearer corp-key-8086")),
         "{keys:?}"
