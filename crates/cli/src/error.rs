@@ -2,6 +2,7 @@
 //! kind (which decides the exit code), a message, and hints that tell the user what to do next.
 
 use std::fmt;
+use std::io::Write;
 use std::process::ExitCode;
 
 /// What went wrong, as far as the exit code is concerned. Codes are documented in docs/cli.md.
@@ -80,9 +81,11 @@ impl CommandError {
 
     /// Prints the error to stderr and returns its exit code.
     pub fn report(&self) -> ExitCode {
-        eprintln!("error: {}", self.message);
+        // At best: with stderr gone (its reader closed the pipe) the exit status still says what happened.
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "error: {}", self.message);
         for hint in &self.hints {
-            eprintln!("hint: {hint}");
+            let _ = writeln!(stderr, "hint: {hint}");
         }
         ExitCode::from(self.kind.exit_code())
     }

@@ -6,6 +6,8 @@
 //! cancels the runner's token: it stops its agents, gives their briefs back, and returns, and the run stays
 //! resumable. A second signal ends the process at once, leaving its agents to the resumed runner.
 
+use std::io::Write;
+
 use agency_llm::CancelToken;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
@@ -19,10 +21,14 @@ pub fn cancel_on_signal(cancel: CancelToken) -> std::io::Result<()> {
     let mut terminate = signal(SignalKind::terminate())?;
     tokio::spawn(async move {
         next_signal(&mut interrupt, &mut terminate).await;
-        eprintln!(
+        cancel.cancel();
+        // Said at best: a runner whose terminal or log reader is gone (a closed pipe, a dropped ssh session)
+        // must stop all the same. `eprintln!` panics there, which ended this listener before it cancelled
+        // the run and left the process deaf to every signal after.
+        let _ = writeln!(
+            std::io::stderr(),
             "stopping: the runner stops its agents and gives their briefs back (again to quit at once)"
         );
-        cancel.cancel();
         next_signal(&mut interrupt, &mut terminate).await;
         std::process::exit(i32::from(INTERRUPTED_EXIT));
     });

@@ -171,3 +171,37 @@ fn ctrl_c_stops_the_runner_and_the_run_resumes() {
     .success();
     assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
 }
+
+/// A runner whose log reader went away (its stdout and stderr pipes closed: `agency run | tee` killed, an
+/// ssh session dropped) still stops on SIGTERM, its run resumable. Writing "stopping" to the closed stderr
+/// used to panic the signal listener before it cancelled the run, and the process ignored every signal
+/// after.
+#[test]
+fn a_runner_whose_output_is_gone_still_stops_on_sigterm() {
+    let (repo, script) = Repo::calculator(SCRIPT);
+    let script = script.to_str().unwrap();
+    let mut runner = repo.spawn(&["run", CALCULATOR_GOAL, "--script", script], &[]);
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = wait_for(
+        || {
+            let run = store.list_runs().ok()?.first()?.id;
+            crate::support::pending_gate(&store, run, agency_core::GateKind::T1Plan).map(|_| run)
+        },
+        "the plan gate",
+    );
+    drop(runner.stdout.take());
+    drop(runner.stderr.take());
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &runner.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let (code, _) = crate::support::finish(runner, Duration::from_secs(30));
+    assert_eq!(
+        code,
+        Some(130),
+        "stopped by the signal, not killed at the deadline"
+    );
+    let status = store.get_run(run).unwrap().status;
+    assert!(!status.is_terminal(), "still resumable, found {status:?}");
+}
