@@ -8,7 +8,7 @@
 //! database fails the test.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
@@ -117,7 +117,7 @@ fn calculator(db: &Database, script: &str) -> Repo {
 }
 
 /// `agency` with `args` in the background, the blackboard in its environment.
-fn spawn(repo: &Repo, db: &Database, args: &[&str]) -> Child {
+fn spawn(repo: &Repo, db: &Database, args: &[&str]) -> crate::support::Running {
     repo.spawn(args, &[("AGENCY_DB", &db.url)])
 }
 

@@ -105,7 +105,7 @@ impl Repo {
 
     /// Starts `agency` with `args` in the background in the repository's top level (the blackboard is
     /// the repository's unless `env` names another), stdout and stderr piped for [`finish`].
-    pub fn spawn(&self, args: &[&str], env: &[(&str, &str)]) -> Child {
+    pub fn spawn(&self, args: &[&str], env: &[(&str, &str)]) -> Running {
         let mut command = Command::new(env!("CARGO_BIN_EXE_agency"));
         command
             .args(args)
@@ -117,12 +117,14 @@ impl Repo {
         for (name, value) in env {
             command.env(name, value);
         }
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+        Running(Some(
+            command
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        ))
     }
 
     /// Runs git in the repository and asserts it succeeded.
@@ -297,7 +299,8 @@ pub fn events(store: &dyn Blackboard, run: RunId) -> Vec<Event> {
 }
 
 /// Waits for `child` to end (killing it after `limit`) and returns its exit code and output.
-pub fn finish(mut child: Child, limit: Duration) -> (Option<i32>, String) {
+pub fn finish(mut running: Running, limit: Duration) -> (Option<i32>, String) {
+    let mut child = running.0.take().expect("a process not finished yet");
     let deadline = Instant::now() + limit;
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
@@ -324,5 +327,32 @@ pub fn wait_for<T>(mut probe: impl FnMut() -> Option<T>, what: &str) -> T {
         }
         assert!(Instant::now() < deadline, "waited 60s for {what}");
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// An `agency` process a test started ([`Repo::spawn`]). A test that fails before it [`finish`]es it kills it
+/// on the way out, so no runner of a failed test is left waiting at a gate.
+pub struct Running(Option<Child>);
+
+impl std::ops::Deref for Running {
+    type Target = Child;
+
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("a process not finished yet")
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("a process not finished yet")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
