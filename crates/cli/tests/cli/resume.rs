@@ -178,6 +178,19 @@ fn ctrl_c_stops_the_runner_and_the_run_resumes() {
 /// after.
 #[test]
 fn a_runner_whose_output_is_gone_still_stops_on_sigterm() {
+    stops_resumable_on("-TERM");
+}
+
+/// The terminal closing (SIGHUP) stops the runner the same way, instead of ending it with its agents left
+/// running.
+#[test]
+fn a_runner_whose_terminal_hangs_up_stops_and_its_run_resumes() {
+    stops_resumable_on("-HUP");
+}
+
+/// Starts a run that waits at its plan gate, closes the runner's output pipes, sends it `signal`, and
+/// checks it stopped on its own (exit 130) with the run resumable.
+fn stops_resumable_on(signal: &str) {
     let (repo, script) = Repo::calculator(SCRIPT);
     let script = script.to_str().unwrap();
     let mut runner = repo.spawn(&["run", CALCULATOR_GOAL, "--script", script], &[]);
@@ -192,7 +205,7 @@ fn a_runner_whose_output_is_gone_still_stops_on_sigterm() {
     drop(runner.stdout.take());
     drop(runner.stderr.take());
     let sent = std::process::Command::new("kill")
-        .args(["-TERM", &runner.id().to_string()])
+        .args([signal, &runner.id().to_string()])
         .status()
         .unwrap();
     assert!(sent.success());
