@@ -37,13 +37,24 @@ pub struct CommandSpec {
     pub output_cap: usize,
 }
 
-/// The environment a child sees: nothing from the parent except what is named here.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The environment a child sees: nothing from the parent except what is named here. Its `Debug` names the
+/// variables but not their values, which can be keys (an agent's model key is set here).
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct EnvPolicy {
     /// Names of parent variables passed through when the parent has them.
     pub inherit: Vec<String>,
     /// Explicit variables; they win over inherited ones of the same name.
     pub set: Vec<(String, OsString)>,
+}
+
+impl std::fmt::Debug for EnvPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set: Vec<String> = self.set.iter().map(|(name, _)| format!("{name}=…")).collect();
+        f.debug_struct("EnvPolicy")
+            .field("inherit", &self.inherit)
+            .field("set", &set)
+            .finish()
+    }
 }
 
 impl EnvPolicy {
@@ -191,6 +202,17 @@ impl CommandSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spec_debug_printed_names_its_variables_but_not_their_values() {
+        let spec = CommandSpec::new("claude")
+            .env("ANTHROPIC_API_KEY", "sk-secret-value-0042")
+            .inherit_env("PATH");
+        let printed = format!("{spec:?}");
+        assert!(printed.contains("ANTHROPIC_API_KEY=…"), "{printed}");
+        assert!(printed.contains("PATH"), "{printed}");
+        assert!(!printed.contains("sk-secret-value-0042"), "{printed}");
+    }
 
     #[test]
     fn explicit_env_wins_over_inherited_and_nothing_else_passes() {
