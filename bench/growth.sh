@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Where the runner's cost per brief goes, and how it moves through a run: runs `agency-bench --briefs N`
+# (release build, or AGENCY_BENCH=path for a binary built aside), and at each of the given seconds into the
+# run records the runner thread alone with `perf` for WINDOW seconds (DWARF call graphs: the release build
+# needs line tables, see below). Each window's samples are divided by the briefs that reached `done` in it
+# (read from the kept blackboard), so windows of different rates compare. Prints, per window, the runner's
+# CPU per brief by where it went (SQLite, the allocator, process creation, scheduling, interrupts, the
+# rest). See docs/performance.md, *Where the growth goes, measured*.
+#
+#   bench/growth.sh 10000 10 60          # windows at 10 s and 60 s, 22 s each
+#   WINDOW=10 bench/growth.sh 1000 3
+#
+# Needs perf (allowed to record: kernel.perf_event_paranoid <= 1, or root), sqlite3 and python3. For
+# readable frames, build the bench with symbols:
+#   CARGO_PROFILE_RELEASE_STRIP=none CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
+#     cargo build --release -p agency-bench
+set -euo pipefail
+cd "$(dirname "$0")/.."
+briefs="${1:?usage: bench/growth.sh BRIEFS SECONDS...}"
+shift
+[ $# -gt 0 ] || { echo "bench/growth.sh: give at least one time (seconds into the run) to record at" >&2; exit 2; }
+window="${WINDOW:-22}"
+freq="${FREQ:-1999}"
+for tool in perf sqlite3 python3; do
+  command -v "$tool" >/dev/null || { echo "bench/growth.sh: needs $tool on PATH" >&2; exit 2; }
+done
+if [ -n "${AGENCY_BENCH:-}" ]; then
+  bin="$AGENCY_BENCH"
+else
+  cargo build --release -p agency-bench
+  bin="${CARGO_TARGET_DIR:-target}/release/agency-bench"
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+keep="$work/run"
+"$bin" --briefs "$briefs" --keep "$keep" > "$work/result" &
+pid=$!
+start=$(date +%s)
+done_briefs() {
+  sqlite3 -readonly "$keep/agency.db" "SELECT count(*) FROM briefs WHERE status = 'done'" 2>/dev/null || echo 0
+}
+windows=()
+for at in "$@"; do
+  while [ $(($(date +%s) - start)) -lt "$at" ]; do
+    kill -0 "$pid" 2>/dev/null || break 2
+    sleep 0.5
+  done
+  # The runner's thread: the one with the most CPU so far (it drives the run; the others wait on it).
+  tid=$(for task in /proc/"$pid"/task/*; do awk '{ print $14 + $15, $1 }' "$task/stat"; done | sort -rn | head -1 | cut -d' ' -f2)
+  before=$(done_briefs)
+  perf record -q --no-inherit -t "$tid" --call-graph dwarf,16384 -F "$freq" -e cpu-clock \
+    -o "$work/at$at.data" -- sleep "$window" 2>"$work/perf.err" || cat "$work/perf.err" >&2
+  after=$(done_briefs)
+  windows+=("$at:$((after - before))")
+done
+wait "$pid"
+cat "$work/result"
+# Sorts one window's samples (perf script's stacks, on stdin) by where they went.
+analysis=$(cat <<'PY'
+import re, sys
+at, done, freq = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+# First match wins, so the more specific places come first.
+PLACES = [
+    ("interrupts", re.compile(r"asm_common_interrupt|asm_sysvec|handle_softirqs")),
+    ("process creation", re.compile(r"clone3|kernel_clone")),
+    ("sqlite", re.compile(r"sqlite3")),
+    ("allocator", re.compile(r"_int_malloc|_int_free|malloc_consolidate|tcache_|__libc_malloc|__GI___libc_free|__libc_calloc|realloc")),
+    ("scheduling", re.compile(r"finish_task_switch|__schedule")),
+]
+counts, total, stack = {}, 0, []
+def tally(frames):
+    global total
+    if not frames:
+        return
+    total += 1
+    for name, pattern in PLACES:
+        if any(pattern.search(f) for f in frames):
+            counts[name] = counts.get(name, 0) + 1
+            return
+    counts["the rest"] = counts.get("the rest", 0) + 1
+for line in sys.stdin:
+    line = line.strip()
+    if not line:
+        tally(stack)
+        stack = []
+    else:
+        stack.append(line)
+tally(stack)
+us_per_sample = 1e6 / freq
+per_brief = lambda n: n * us_per_sample / max(done, 1)
+print(f"\n# window at {at} s: {done} briefs done, {total} samples, {per_brief(total):.0f} us per brief")
+for name, _ in PLACES + [("the rest", None)]:
+    print(f"{name:>18} {per_brief(counts.get(name, 0)):8.0f} us/brief")
+PY
+)
+for entry in "${windows[@]}"; do
+  at="${entry%%:*}"
+  briefs_done="${entry#*:}"
+  perf script -i "$work/at$at.data" -F ip,sym --no-demangle 2>"$work/script.err" |
+    python3 -c "$analysis" "$at" "$briefs_done" "$freq"
+done
