@@ -15,6 +15,9 @@ use uuid::Uuid;
 /// How many hex characters of an id are shown to humans.
 pub const SHORT_ID_LEN: usize = 8;
 
+/// How many hex characters a whole id has ([`BriefId::whole`] and its siblings).
+pub const WHOLE_ID_LEN: usize = 32;
+
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -30,9 +33,16 @@ macro_rules! id_type {
 
             /// The first eight hex characters, as shown in logs and tables.
             pub fn short(&self) -> String {
-                let mut s = self.0.simple().to_string();
+                let mut s = self.whole().to_string();
                 s.truncate(SHORT_ID_LEN);
                 s
+            }
+
+            /// All 32 hex characters, without dashes: the form names on disk and in git carry (a
+            /// brief's branch, worktree and artifacts), where two ids sharing their short form must
+            /// not meet.
+            pub fn whole(&self) -> uuid::fmt::Simple {
+                self.0.simple()
             }
         }
 

@@ -137,7 +137,7 @@ impl RunBranches {
     pub fn worktree_path(&self, brief: &Brief) -> PathBuf {
         match &brief.worktree {
             Some(recorded) => PathBuf::from(recorded),
-            None => self.worktrees.join(brief.id.0.simple().to_string()),
+            None => self.worktrees.join(brief.id.whole().to_string()),
         }
     }
 

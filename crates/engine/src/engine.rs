@@ -883,7 +883,7 @@ pub fn diff_name(brief: BriefId) -> String {
 /// briefs of a large run share those (about one pair in a run of 100,000 briefs): a 100,000-brief run
 /// signed a slice off against another brief's report.
 fn brief_artifact_name(kind: &str, brief: BriefId) -> String {
-    format!("{kind}/{}", brief.0.simple())
+    format!("{kind}/{}", brief.whole())
 }
 
 impl Engine {

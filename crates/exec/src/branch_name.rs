@@ -6,14 +6,11 @@
 //! before 2026-11-25 carry the 8-digit short id and are still recognised. The workstream part comes from
 //! the plan, which an LLM wrote, so it is sanitised into a valid git ref component rather than trusted.
 
-use agency_core::ids::SHORT_ID_LEN;
+use agency_core::ids::{SHORT_ID_LEN, WHOLE_ID_LEN};
 use agency_core::{BriefId, RunId};
 
 /// The namespace every agency branch lives under.
 pub const BRANCH_PREFIX: &str = "agency/";
-
-/// Hex digits in a whole id's simple form.
-const WHOLE_ID_LEN: usize = 32;
 
 /// Longest workstream part kept in a branch name; ref names become file paths, so keep them short.
 const MAX_WORKSTREAM_LEN: usize = 48;
@@ -24,7 +21,7 @@ pub fn brief_branch_name(run: &RunId, workstream: &str, brief: &BriefId) -> Stri
         "{BRANCH_PREFIX}{}/{}/{}",
         run.short(),
         sanitize_ref_component(workstream),
-        brief.0.simple()
+        brief.whole()
     )
 }
 
@@ -146,16 +143,13 @@ mod tests {
     fn brief_branches_round_trip() {
         let (run, brief) = (RunId::new(), BriefId::new());
         let name = brief_branch_name(&run, "Auth API", &brief);
-        assert_eq!(
-            name,
-            format!("agency/{}/auth-api/{}", run.short(), brief.0.simple())
-        );
+        assert_eq!(name, format!("agency/{}/auth-api/{}", run.short(), brief.whole()));
         assert_eq!(
             parse_brief_branch(&name),
             Some(BriefBranch {
                 run8: run.short(),
                 workstream: "auth-api".into(),
-                brief: brief.0.simple().to_string()
+                brief: brief.whole().to_string()
             })
         );
         // A branch an earlier build made, with the brief's short id, is still one of agency's.

@@ -30,7 +30,7 @@ const RELEASE_GRACE: Duration = Duration::from_millis(500);
 pub(super) fn lock_path(db: &Path, run: RunId) -> PathBuf {
     let mut dir = db.as_os_str().to_owned();
     dir.push(".drivers");
-    PathBuf::from(dir).join(format!("{}.lock", run.0.simple()))
+    PathBuf::from(dir).join(format!("{}.lock", run.whole()))
 }
 
 /// Takes the lease of `run` for the database at `db`, or says who holds it.
