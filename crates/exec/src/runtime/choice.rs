@@ -189,10 +189,9 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
                 ClaudeCodeRuntime::new(&setup.agency, &setup.db, setup.state_dir.join("claude-code"));
             runtime.config.clone_from(&setup.config);
             runtime.secrets.clone_from(&setup.secrets);
-            runtime.model = cli_model(choice, setup, ProviderKind::Anthropic)?;
-            if runtime.model.is_some() {
-                runtime.endpoint = setup.model.as_ref().and_then(|m| m.endpoint.clone());
-            }
+            let model = cli_model(choice, setup, ProviderKind::Anthropic)?;
+            runtime.model = model.map(|m| m.model.clone());
+            runtime.endpoint = model.and_then(|m| m.endpoint.clone());
             Arc::new(runtime)
         }
         Runtime::Codex => {
@@ -200,13 +199,12 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             runtime.config.clone_from(&setup.config);
             runtime.secrets.clone_from(&setup.secrets);
             runtime.provider.clone_from(&setup.codex_provider);
-            runtime.model = cli_model(choice, setup, ProviderKind::Openai)?;
-            if let Some(model) = setup.model.as_ref().filter(|_| runtime.model.is_some()) {
-                // Codex reports tokens only: priced at the model it runs on, when team.yaml prices it.
-                runtime.price = model.price;
-                if let Some(endpoint) = &model.endpoint {
-                    runtime.provider = Some(codex_provider_at(endpoint));
-                }
+            let model = cli_model(choice, setup, ProviderKind::Openai)?;
+            runtime.model = model.map(|m| m.model.clone());
+            // Codex reports tokens only: priced at the model it runs on, when team.yaml prices it.
+            runtime.price = model.and_then(|m| m.price);
+            if let Some(endpoint) = model.and_then(|m| m.endpoint.as_ref()) {
+                runtime.provider = Some(codex_provider_at(endpoint));
             }
             Arc::new(runtime)
         }
@@ -249,13 +247,13 @@ fn codex_provider_at(endpoint: &Endpoint) -> CodexProvider {
 }
 
 /// The model an external CLI that calls a `speaks` API is started on: the tier's from team.yaml when its
-/// provider speaks that API, checked so that it cannot be read as one of the CLI's flags; otherwise `None`,
-/// and the CLI keeps its own default (for Claude Code, `ANTHROPIC_MODEL` when set).
-fn cli_model(
+/// provider speaks that API, its name checked so that it cannot be read as one of the CLI's flags; otherwise
+/// `None`, and the CLI keeps its own default (for Claude Code, `ANTHROPIC_MODEL` when set) and endpoint.
+fn cli_model<'s>(
     choice: &RuntimeChoice,
-    setup: &RuntimeSetup,
+    setup: &'s RuntimeSetup,
     speaks: ProviderKind,
-) -> Result<Option<String>, RuntimeError> {
+) -> Result<Option<&'s TierModel>, RuntimeError> {
     let Some(model) = setup.model.as_ref().filter(|m| m.kind == speaks) else {
         return Ok(None);
     };
@@ -267,7 +265,7 @@ fn cli_model(
             choice.runtime.as_str()
         ))
     })?;
-    Ok(Some(model.model.clone()))
+    Ok(Some(model))
 }
 
 #[cfg(test)]
@@ -427,24 +425,21 @@ mod tests {
         let codex = choice(Runtime::Codex);
         let anthropic = with("claude-sonnet-4-5", ProviderKind::Anthropic);
         let openai = with("gpt-5.5", ProviderKind::Openai);
+        let model_of = |choice: &RuntimeChoice, setup: &RuntimeSetup, speaks| {
+            cli_model(choice, setup, speaks).unwrap().map(|m| m.model.clone())
+        };
         assert_eq!(
-            cli_model(&claude, &anthropic, ProviderKind::Anthropic).unwrap(),
+            model_of(&claude, &anthropic, ProviderKind::Anthropic),
             Some("claude-sonnet-4-5".to_string())
         );
         // An OpenAI model means nothing to Claude Code (and the reverse): the CLI keeps its default.
+        assert_eq!(model_of(&claude, &openai, ProviderKind::Anthropic), None);
+        assert_eq!(model_of(&codex, &anthropic, ProviderKind::Openai), None);
         assert_eq!(
-            cli_model(&claude, &openai, ProviderKind::Anthropic).unwrap(),
-            None
-        );
-        assert_eq!(cli_model(&codex, &anthropic, ProviderKind::Openai).unwrap(), None);
-        assert_eq!(
-            cli_model(&codex, &openai, ProviderKind::Openai).unwrap(),
+            model_of(&codex, &openai, ProviderKind::Openai),
             Some("gpt-5.5".to_string())
         );
-        assert_eq!(
-            cli_model(&claude, &setup(), ProviderKind::Anthropic).unwrap(),
-            None
-        );
+        assert_eq!(model_of(&claude, &setup(), ProviderKind::Anthropic), None);
         for (bad, kind) in [
             ("--dangerously-skip-permissions", ProviderKind::Anthropic),
             ("gpt 5", ProviderKind::Openai),
