@@ -172,17 +172,22 @@ fn many_handles_may_create_and_migrate_one_new_file_at_once() {
     assert_eq!(user_version(&path), SCHEMA_VERSION);
 }
 
-#[test]
-fn a_row_that_does_not_decode_is_corrupt_naming_record_and_column() {
+/// The error reading a run back gives once `sql` has changed its row behind the store's back.
+fn run_read_back_after(sql: &str) -> StoreError {
     let (_dir, path) = temp_db();
     let bb = SqliteBlackboard::open(&path).unwrap();
     assert_eq!(bb.path(), Some(path.as_path()));
     let run = bb.create_run(NewRun::new("goal", "/repo")).unwrap();
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute("UPDATE runs SET status = 'exploded'", [])
+        .execute(sql, [])
         .unwrap();
-    let err = bb.get_run(run.id).unwrap_err();
+    bb.get_run(run.id).unwrap_err()
+}
+
+#[test]
+fn a_row_that_does_not_decode_is_corrupt_naming_record_and_column() {
+    let err = run_read_back_after("UPDATE runs SET status = 'exploded'");
     assert!(matches!(err, StoreError::Corrupt { what: "run", .. }), "{err}");
     let message = err.to_string();
     assert!(
@@ -194,14 +199,7 @@ fn a_row_that_does_not_decode_is_corrupt_naming_record_and_column() {
 #[test]
 fn a_column_that_is_not_utf8_is_corrupt_naming_it() {
     // STRICT tables keep every column's type, so text that is not UTF-8 is what can still go wrong.
-    let (_dir, path) = temp_db();
-    let bb = SqliteBlackboard::open(&path).unwrap();
-    let run = bb.create_run(NewRun::new("goal", "/repo")).unwrap();
-    rusqlite::Connection::open(&path)
-        .unwrap()
-        .execute("UPDATE runs SET created_at = CAST(x'ff00' AS TEXT)", [])
-        .unwrap();
-    let err = bb.get_run(run.id).unwrap_err();
+    let err = run_read_back_after("UPDATE runs SET created_at = CAST(x'ff00' AS TEXT)");
     assert!(matches!(err, StoreError::Corrupt { what: "run", .. }), "{err}");
     let message = err.to_string();
     assert!(
