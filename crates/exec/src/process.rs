@@ -8,9 +8,11 @@
 //! its group after a normal exit are killed too: nothing a command starts outlives it unless it escapes the
 //! group on purpose.
 //!
-//! Output from both pipes is drained as it comes into ring buffers that keep only the last `output_cap`
-//! bytes, so a chatty child can neither block on a full pipe nor exhaust memory; the number of bytes dropped
-//! from the front is reported. [`run`] does all of that on the caller's thread with one `poll` (see
+//! Output from both pipes is drained into ring buffers that keep only the last `output_cap` bytes, so a
+//! chatty child can neither block on a full pipe for long nor exhaust memory; the number of bytes dropped
+//! from the front is reported. For its first 100 ms a child's output is left in the pipes and read when it
+//! exits (most of what a runner starts is done by then, and waking once costs less than waking per write;
+//! a child that fills a pipe sooner waits for the rest of the 100 ms); after that it is drained as it comes. [`run`] does all of that on the caller's thread with one `poll` (see
 //! `watch`); [`spawn`] does it on one supervising thread.
 //!
 //! A process that dies without a word (SIGKILL) cannot stop its children: [`ProcessIdentity`] records who a

@@ -3,7 +3,9 @@
 //! [`CancelToken`](super::CancelToken) rings.
 //!
 //! A thread per pipe and one to wait for the exit cost four thread starts per git call; a run makes about a
-//! dozen git calls per brief, so that was most of the runner's own CPU (docs/performance.md).
+//! dozen git calls per brief, so that was most of the runner's own CPU (docs/performance.md). For the same
+//! reason the output pipes are left alone for a moment after the start ([`QUIET_START`]): a child that
+//! writes a few lines and exits then wakes the watching thread once, not three times.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -19,6 +21,13 @@ use super::capture::{Captured, Drain, Feed};
 /// How often a child's exit is checked where the kernel has no pidfd (Linux before 5.3, or a seccomp
 /// filter that refuses it).
 const EXIT_POLL_INTERVAL: Duration = Duration::from_millis(10);
+
+/// How long after its start a child's output pipes are left to fill before they are drained. Most of what a
+/// runner starts (git) writes a few lines and exits within milliseconds: waking when its output arrives, again
+/// when its pipes close and again when it exits costs three sleeps and wake-ups of the watching thread per
+/// process, where waiting for the exit alone costs one, the output being in the pipes by then. A child that
+/// fills a pipe (64 KiB on Linux) before this passes waits for the rest of it, then is drained as it writes.
+const QUIET_START: Duration = Duration::from_millis(100);
 
 /// What a [`Watch::until`] call waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +73,11 @@ pub(super) struct Watch {
     feed: Feed,
     stdout: Drain,
     stderr: Drain,
+    /// Until then the output pipes are not polled while waiting for the exit (see [`QUIET_START`]).
+    quiet_until: Option<Instant>,
+    /// How many times this watch has called `poll`.
+    #[cfg(test)]
+    polls: u32,
 }
 
 impl Watch {
@@ -96,6 +110,9 @@ impl Watch {
             feed,
             stdout,
             stderr,
+            quiet_until: Some(Instant::now() + QUIET_START),
+            #[cfg(test)]
+            polls: 0,
         })
     }
 
@@ -132,7 +149,11 @@ impl Watch {
             if polling_exit && goal != Goal::PipesClosed {
                 timeout = Some(timeout.map_or(EXIT_POLL_INTERVAL, |t| t.min(EXIT_POLL_INTERVAL)));
             }
-            self.wait_once(goal, timeout)?;
+            let quiet = self.quiet_for(goal);
+            if let Some(left) = quiet {
+                timeout = Some(timeout.map_or(left, |t| t.min(left)));
+            }
+            self.wait_once(goal, timeout, quiet.is_none())?;
             if polling_exit {
                 self.exited = has_exited(self.pid)?;
             }
@@ -148,8 +169,24 @@ impl Watch {
         }
     }
 
-    /// One `poll` and the work it found.
-    fn wait_once(&mut self, goal: Goal, timeout: Option<Duration>) -> io::Result<()> {
+    /// How much longer the output pipes are left alone while waiting for `goal`: `None` once they are drained
+    /// as they fill (the quiet start is over, or the goal is the pipes themselves).
+    fn quiet_for(&mut self, goal: Goal) -> Option<Duration> {
+        if goal == Goal::PipesClosed {
+            return None;
+        }
+        let left = self
+            .quiet_until?
+            .checked_duration_since(Instant::now())
+            .filter(|left| !left.is_zero());
+        if left.is_none() {
+            self.quiet_until = None;
+        }
+        left
+    }
+
+    /// One `poll` and the work it found; the output pipes are polled only when `drain`.
+    fn wait_once(&mut self, goal: Goal, timeout: Option<Duration>, drain: bool) -> io::Result<()> {
         let exit_fd = match &self.exit {
             ExitNotice::Pidfd(fd) if !self.exited => Some(fd.as_fd()),
             _ => None,
@@ -158,9 +195,14 @@ impl Watch {
             Some(fd) if goal == Goal::ExitOrCancel && !self.cancelled => Some(fd.as_fd()),
             _ => None,
         };
+        let (stdout_fd, stderr_fd) = if drain {
+            (self.stdout.fd(), self.stderr.fd())
+        } else {
+            (None, None)
+        };
         let watched: [(Option<BorrowedFd<'_>>, PollFlags); 5] = [
-            (self.stdout.fd(), PollFlags::IN),
-            (self.stderr.fd(), PollFlags::IN),
+            (stdout_fd, PollFlags::IN),
+            (stderr_fd, PollFlags::IN),
             (self.feed.fd(), PollFlags::OUT),
             (exit_fd, PollFlags::IN),
             (cancel_fd, PollFlags::IN),
@@ -174,6 +216,10 @@ impl Watch {
             }
         }
         let timeout = timeout.map(to_timespec);
+        #[cfg(test)]
+        {
+            self.polls += 1;
+        }
         match rustix::event::poll(&mut fds, timeout.as_ref()) {
             Ok(_) | Err(Errno::INTR) => {}
             Err(errno) => return Err(errno.into()),
@@ -259,5 +305,34 @@ mod tests {
         assert_eq!(child.wait().unwrap().code(), Some(3), "still unreaped until now");
         let (out, err) = watch.captured();
         assert_eq!((&*out.text(), &*err.text()), ("fed\n", "err\n"));
+    }
+
+    /// A child that writes a little and exits soon wakes its watcher once, at the exit (not when its output
+    /// arrives, nor again when its pipes close), and its output is all there.
+    #[test]
+    fn a_quick_child_wakes_its_watcher_once_at_its_exit() {
+        let started = Instant::now();
+        let mut child = Command::new("sh")
+            .args(["-c", "echo out; echo err >&2; sleep 0.02"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_child(&child);
+        let stdout = Drain::new(child.stdout.take().map(OwnedFd::from), 1024);
+        let stderr = Drain::new(child.stderr.take().map(OwnedFd::from), 1024);
+        let mut watch = Watch::new(pid, Feed::new(None, Vec::new()).unwrap(), stdout, stderr, false).unwrap();
+
+        let deadline = Some(Instant::now() + Duration::from_secs(20));
+        assert_eq!(watch.until(Goal::ExitOrCancel, deadline).unwrap(), Reached::Goal);
+        // On a machine so loaded that the child outlived the quiet start, its output woke the watcher too.
+        if started.elapsed() < QUIET_START {
+            assert_eq!(watch.polls, 1, "woken before the child exited");
+        }
+        assert_eq!(watch.until(Goal::PipesClosed, deadline).unwrap(), Reached::Goal);
+        assert_eq!(child.wait().unwrap().code(), Some(0));
+        let (out, err) = watch.captured();
+        assert_eq!((&*out.text(), &*err.text()), ("out\n", "err\n"));
     }
 }
