@@ -299,7 +299,7 @@ fn start(
     let program = resolve()?;
 
     let start = Instant::now();
-    let mut spawned = spawn_child(spec, &env, &program.path, interaction);
+    let mut spawned = spawn_unless_busy(spec, &env, &program.path, interaction);
     if program.remembered
         && spawned
             .as_ref()
@@ -307,7 +307,7 @@ fn start(
     {
         // It has gone from where it was found before: look along the search path again.
         forget_program(&spec.program, search_path.as_deref());
-        spawned = spawn_child(spec, &env, &resolve()?.path, interaction);
+        spawned = spawn_unless_busy(spec, &env, &resolve()?.path, interaction);
     }
     let mut child = spawned.map_err(|source| {
         // Whether the working directory exists is asked only now: a run that starts never pays for it.
@@ -357,6 +357,43 @@ fn start(
             Err(supervise_err(err))
         }
     }
+}
+
+/// How long to wait before each new try at starting a program the kernel calls busy (see
+/// [`spawn_unless_busy`]): about 0.1 s in all.
+const BUSY_RETRIES: [Duration; 4] = [
+    Duration::from_millis(1),
+    Duration::from_millis(4),
+    Duration::from_millis(16),
+    Duration::from_millis(64),
+];
+
+/// [`spawn_child`], tried again a few times while the program is "busy" (`ETXTBSY`). A script written just
+/// before it is run is busy for as long as any process holds it open for writing, and a child that another
+/// thread of this process starts at that moment holds every open file until its own `exec`: an agent writing
+/// a script in process while the runner starts git for another brief, or a test writing a fake program while
+/// other tests start theirs. That lasts well under a millisecond; a program held open for writing for longer
+/// still fails, as before.
+fn spawn_unless_busy(
+    spec: &CommandSpec,
+    env: &[(&str, Cow<'_, OsStr>)],
+    program: &Path,
+    interaction: Interaction,
+) -> io::Result<Child> {
+    let busy = |result: &io::Result<Child>| {
+        result
+            .as_ref()
+            .is_err_and(|e| e.kind() == io::ErrorKind::ExecutableFileBusy)
+    };
+    let mut spawned = spawn_child(spec, env, program, interaction);
+    for pause in BUSY_RETRIES {
+        if !busy(&spawned) {
+            break;
+        }
+        thread::sleep(pause);
+        spawned = spawn_child(spec, env, program, interaction);
+    }
+    spawned
 }
 
 /// Starts `program` as `spec` says, with the environment `env`, in a process group of its own.

@@ -207,6 +207,46 @@ fn a_program_that_moved_along_path_is_found_where_it_is_now() {
 }
 
 #[test]
+fn a_program_held_open_for_writing_a_moment_longer_still_starts() {
+    // A script just written is "busy" while any process still holds it open for writing: here a holder that
+    // keeps it open for 50 ms, as a child forked while the script was being written keeps it until its exec.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("just-written.sh");
+    std::fs::write(&script, "#!/bin/sh\necho started\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let hold = |seconds: &str| {
+        let mut holder = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "exec 3>>'{}'; echo holding; exec sleep {seconds}",
+                script.display()
+            ))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(holder.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "holding\n");
+        holder
+    };
+
+    let mut holder = hold("0.05");
+    let output = run(&CommandSpec::new(&script)).unwrap();
+    assert_eq!(output.stdout.text(), "started\n");
+    holder.wait().unwrap();
+
+    // Held for longer than the retries wait, it fails, and says why.
+    let mut holder = hold("2");
+    let err = run(&CommandSpec::new(&script)).unwrap_err();
+    assert!(matches!(err, ProcessError::Spawn { .. }), "{err}");
+    assert!(err.to_string().contains("busy"), "{err}");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}
+
+#[test]
 fn the_cost_of_children_is_added_up_once_accounting_is_on() {
     // Benchmarks read what starting and reaping children cost the runner; the clock is only read once asked.
     agency_exec::process::cost::account(true);
