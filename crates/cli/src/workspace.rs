@@ -226,8 +226,19 @@ pub struct Overrides {
 pub fn find_git_root(start: &Path) -> Option<PathBuf> {
     start
         .ancestors()
-        .find(|dir| dir.join(".git").exists())
+        .find(|dir| is_git_entry(&dir.join(".git")))
         .map(Path::to_path_buf)
+}
+
+/// Whether a `.git` is what git would take for one: a repository directory (it holds `HEAD`), or a file that
+/// points at one (`gitdir: …`, a linked worktree or a submodule). An empty or stray `.git` directory above a
+/// project is not a repository to git, so it is not one here either: `agency init` there would make a
+/// workspace for a directory git does not know.
+fn is_git_entry(dot_git: &Path) -> bool {
+    if dot_git.is_dir() {
+        return dot_git.join("HEAD").is_file();
+    }
+    std::fs::read(dot_git).is_ok_and(|text| text.starts_with(b"gitdir:"))
 }
 
 /// The nearest ancestor of `start` holding an `.agency/` directory.
@@ -274,6 +285,28 @@ impl Workspace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_git_root_is_where_git_would_find_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        let deep = project.join("src/deep");
+        std::fs::create_dir_all(&deep).unwrap();
+        // An empty `.git` directory above the project is not a repository, to git or here.
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        assert_eq!(find_git_root(&deep), None);
+        // A repository directory is.
+        std::fs::create_dir(project.join(".git")).unwrap();
+        std::fs::write(project.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(find_git_root(&deep), Some(project.clone()));
+        // So is a linked worktree's `.git` file; any other file is not.
+        let linked = deep.join("linked");
+        std::fs::create_dir(&linked).unwrap();
+        std::fs::write(linked.join(".git"), "gitdir: /repo/.git/worktrees/linked\n").unwrap();
+        assert_eq!(find_git_root(&linked), Some(linked.clone()));
+        std::fs::write(linked.join(".git"), "not a pointer\n").unwrap();
+        assert_eq!(find_git_root(&linked), Some(project));
+    }
 
     #[test]
     fn passwords_are_redacted_in_every_connection_string_form() {
