@@ -12,8 +12,9 @@
 //! chatty child can neither block on a full pipe for long nor exhaust memory; the number of bytes dropped
 //! from the front is reported. For its first 100 ms a child's output is left in the pipes and read when it
 //! exits (most of what a runner starts is done by then, and waking once costs less than waking per write;
-//! a child that fills a pipe sooner waits for the rest of the 100 ms); after that it is drained as it comes. [`run`] does all of that on the caller's thread with one `poll` (see
-//! `watch`); [`spawn`] does it on one supervising thread.
+//! a child that fills a pipe sooner waits for the rest of the 100 ms); after that it is drained as it
+//! comes. [`run`] does all of that on the caller's thread with one `poll` (see `watch`); [`spawn`] does it
+//! on one supervising thread.
 //!
 //! A process that dies without a word (SIGKILL) cannot stop its children: [`ProcessIdentity`] records who a
 //! child is so that whoever takes over can stop what is left of it ([`stop_leftover`]).
