@@ -235,10 +235,17 @@ pub fn find_git_root(start: &Path) -> Option<PathBuf> {
 /// project is not a repository to git, so it is not one here either: `agency init` there would make a
 /// workspace for a directory git does not know.
 fn is_git_entry(dot_git: &Path) -> bool {
+    use std::io::Read;
     if dot_git.is_dir() {
         return dot_git.join("HEAD").is_file();
     }
-    std::fs::read(dot_git).is_ok_and(|text| text.starts_with(b"gitdir:"))
+    // Only its first bytes are read, and only from a regular file (a FIFO would block).
+    let mut start = [0u8; 7];
+    dot_git.is_file()
+        && std::fs::File::open(dot_git)
+            .and_then(|mut file| file.read_exact(&mut start))
+            .is_ok()
+        && &start == b"gitdir:"
 }
 
 /// The nearest ancestor of `start` holding an `.agency/` directory.
