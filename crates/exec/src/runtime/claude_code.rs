@@ -18,6 +18,7 @@ pub mod stream;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agency_core::config::ProviderKind;
 use agency_llm::{BoxFuture, CancelToken};
 use serde_json::json;
 
@@ -52,9 +53,6 @@ pub const DEFAULT_INHERIT: [&str; 6] = [
 ];
 /// The file in the agent's HOME that keeps its session id for `--resume`.
 const SESSION_FILE: &str = "agency-session-id";
-/// The variable Claude Code reads its API key from.
-const ANTHROPIC_KEY_ENV: &str = "ANTHROPIC_API_KEY";
-
 /// Seconds Claude Code waits for one `agency hook` answer.
 const HOOK_TIMEOUT_SECS: u64 = 30;
 
@@ -167,14 +165,12 @@ impl ClaudeCodeRuntime {
         }
         if let Some(endpoint) = &self.endpoint {
             spec = spec.env("ANTHROPIC_BASE_URL", &endpoint.base_url);
-            // Claude Code reads its key from ANTHROPIC_API_KEY only.
-            if let Some(var) = endpoint
-                .api_key_env
-                .as_deref()
-                .filter(|v| *v != ANTHROPIC_KEY_ENV)
+            // Claude Code reads its key from the Anthropic kind's default variable only.
+            let claude_key = ProviderKind::Anthropic.default_api_key_env();
+            if let Some(var) = endpoint.api_key_env.as_deref().filter(|v| *v != claude_key)
                 && let Some(key) = std::env::var_os(var)
             {
-                spec = spec.env(ANTHROPIC_KEY_ENV, key);
+                spec = spec.env(claude_key, key);
             }
         }
         // The task's variables first, so that none of them (the runner passes its HOME) can replace the
