@@ -125,9 +125,9 @@ pub(crate) fn approved(engine: &Engine, run: RunId) -> Result<Option<std::sync::
     let value: Value = output_of(engine, &brief)?;
     let plan = agency_core::validate_plan(&value).map_err(|e| EngineError::State(e.to_string()))?;
     let approved = std::sync::Arc::new(ApprovedPlan {
+        stages: std::sync::Mutex::new(crate::progress::StageProgress::new(&plan)),
         brief,
         plan,
-        stages: std::sync::Mutex::default(),
     });
     *engine
         .plan_cache

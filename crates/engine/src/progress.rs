@@ -6,12 +6,12 @@ use agency_core::escalation::{Decision, EscalationTarget, Failure};
 use agency_core::event::{EventKind, NewEvent};
 use agency_core::tiers::{AcceptOutput, BriefRole, VerifierOutput};
 use agency_core::verdict::Verdict;
-use agency_core::{Brief, BriefStatus, RunId, Tier};
+use agency_core::{Brief, BriefId, BriefStatus, Plan, RunId, Tier};
 use agency_exec::MergeOutcome;
 use agency_store::RunStatus;
 use serde_json::json;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::advance::{
     ApprovedPlan, accept_brief, approved, latest_of, output_of, start_workstreams, write_children,
@@ -26,10 +26,64 @@ fn merged_name(workstream: &str) -> String {
 
 /// What the runner knows of an approved plan's stages: which workstreams started and which merged. Both
 /// only ever grow while the plan holds, so each is looked up on the blackboard once.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct StageProgress {
     started: HashSet<String>,
     merged: HashSet<String>,
+    /// Each workstream's stage (its place in the plan's sequence) and its place in that stage.
+    places: HashMap<String, (usize, usize)>,
+    /// How many of each stage's workstreams there are, and how many of them are in `merged`.
+    sizes: Vec<usize>,
+    merged_per_stage: Vec<usize>,
+}
+
+impl StageProgress {
+    /// Nothing known yet of `plan`'s stages.
+    pub(crate) fn new(plan: &Plan) -> Self {
+        let stages = plan.stages();
+        let mut places = HashMap::new();
+        for (stage, workstreams) in stages.iter().enumerate() {
+            for (place, id) in workstreams.workstreams.iter().enumerate() {
+                places.entry(id.clone()).or_insert((stage, place));
+            }
+        }
+        let mut sizes = vec![0; stages.len()];
+        for (stage, _) in places.values() {
+            sizes[*stage] += 1;
+        }
+        StageProgress {
+            started: HashSet::new(),
+            merged: HashSet::new(),
+            places,
+            merged_per_stage: vec![0; sizes.len()],
+            sizes,
+        }
+    }
+
+    fn mark_merged(&mut self, workstream: &str) {
+        if self.merged.insert(workstream.to_string())
+            && let Some((stage, _)) = self.places.get(workstream)
+        {
+            self.merged_per_stage[*stage] += 1;
+        }
+    }
+
+    fn stage_merged(&self, stage: usize) -> bool {
+        self.merged_per_stage.get(stage) == self.sizes.get(stage)
+    }
+
+    /// The workstreams of `stage` among `touched`, in the stage's order.
+    fn touched_in(&self, stage: usize, touched: &HashSet<String>) -> Vec<String> {
+        let mut found: Vec<(usize, &String)> = touched
+            .iter()
+            .filter_map(|id| match self.places.get(id) {
+                Some((s, place)) if *s == stage => Some((*place, id)),
+                _ => None,
+            })
+            .collect();
+        found.sort_unstable();
+        found.into_iter().map(|(_, id)| id.clone()).collect()
+    }
 }
 
 /// Starts stages, merges verified workstreams, and writes T1's accept brief when everything is in.
@@ -40,28 +94,33 @@ pub async fn workstreams(engine: &Engine, run: RunId, touched: Option<&HashSet<S
         return Ok(false);
     };
     let (plan, plan_brief) = (&approved.plan, &approved.brief);
-    for stage in plan.stages() {
+    for (place, stage) in plan.stages().iter().enumerate() {
         let ids: Vec<String> = stage.workstreams.to_vec();
         if !started_any(engine, &approved, &ids)? {
             start_workstreams(engine, run, plan, &ids)?;
             return Ok(true);
         }
-        let mut all_merged = true;
-        for ws in stage.workstreams.iter().filter_map(|id| plan.workstream(id)) {
-            if merged(engine, &approved, &ws.id, touched)? {
+        // Only a workstream whose briefs changed can have become ready to merge; a merge is recorded on the
+        // plan brief, so when that changed every workstream not known merged is asked. Looking only at the
+        // touched ones keeps a pass's cost from growing with the number of workstreams.
+        let asked: Vec<String> = match touched {
+            Some(t) if !t.contains(&plan_brief.workstream) => stages_of(&approved)?.touched_in(place, t),
+            _ => ids,
+        };
+        for id in &asked {
+            if merged(engine, &approved, id, touched)? {
                 continue;
             }
-            all_merged = false;
-            let may_be_ready = touched.is_none_or(|t| t.contains(&ws.id));
-            if !may_be_ready {
+            if !touched.is_none_or(|t| t.contains(id)) {
                 continue;
             }
-            if let Some(slices) = accepted_slices(engine, plan_brief, &ws.id)? {
+            let Some(ws) = plan.workstream(id) else { continue };
+            if let Some(slices) = accepted_slices(engine, plan_brief, id)? {
                 merge_workstream(engine, plan_brief, ws, &slices).await?;
                 return Ok(true);
             }
         }
-        if !all_merged {
+        if !stages_of(&approved)?.stage_merged(place) {
             return Ok(false);
         }
     }
@@ -126,7 +185,7 @@ fn merged(
         .latest_artifact(approved.brief.run, &merged_name(workstream))?
         .is_some();
     if found {
-        stages_of(approved)?.merged.insert(workstream.to_string());
+        stages_of(approved)?.mark_merged(workstream);
     }
     Ok(found)
 }
@@ -150,14 +209,24 @@ fn accepted_slices(engine: &Engine, plan_brief: &Brief, workstream: &str) -> Res
     {
         return Ok(None);
     }
+    // The workstream's briefs in one read (a slice's sign-offs are of its workstream too); its tree under the
+    // approved plan is walked in memory.
+    let briefs = engine.store.list_workstream_briefs(run, workstream)?;
+    let mut children: HashMap<BriefId, Vec<&Brief>> = HashMap::new();
+    for brief in &briefs {
+        if let Some(parent) = brief.parent {
+            children.entry(parent).or_default().push(brief);
+        }
+    }
+    let children_of = |id: BriefId| children.get(&id).into_iter().flatten().copied();
     let mut slices = Vec::new();
     let mut frontier = vec![plan_brief.id];
     while let Some(id) = frontier.pop() {
-        let children = engine.store.list_children(id)?;
-        let newest = latest_of(children.iter().filter(|b| b.workstream == workstream));
-        for brief in newest {
+        for brief in latest_of(children_of(id)) {
             match brief.tier {
-                Tier::T4 if slice_accepted(engine, brief)? => slices.push(brief.clone()),
+                Tier::T4 if slice_accepted(engine, brief, children_of(brief.id))? => {
+                    slices.push(brief.clone())
+                }
                 Tier::T4 => return Ok(None),
                 Tier::T5 => {}
                 // A lead or squad lead whose newest attempt failed or escalated is waiting at a gate (a
@@ -175,16 +244,16 @@ fn accepted_slices(engine: &Engine, plan_brief: &Brief, workstream: &str) -> Res
 }
 
 /// Whether an implementer's slice was accepted: it is done and its newest sign-off (a judge that gave no
-/// verdict is retried) is done with a `pass` verdict.
-fn slice_accepted(engine: &Engine, slice: &Brief) -> Result<bool> {
+/// verdict is retried) among its `children` is done with a `pass` verdict.
+fn slice_accepted<'a>(
+    engine: &Engine,
+    slice: &Brief,
+    children: impl Iterator<Item = &'a Brief>,
+) -> Result<bool> {
     if slice.status != BriefStatus::Done {
         return Ok(false);
     }
-    let children = engine.store.list_children(slice.id)?;
-    let Some(signoff) = latest_of(children.iter())
-        .into_iter()
-        .find(|b| b.tier == Tier::T5)
-    else {
+    let Some(signoff) = latest_of(children).into_iter().find(|b| b.tier == Tier::T5) else {
         return Ok(false);
     };
     if signoff.status != BriefStatus::Done {
@@ -247,7 +316,7 @@ async fn merge_workstream(
     }
     engine.put_text(plan_brief, &merged_name(&ws.id), "text/plain", &into)?;
     if let Some(approved) = approved(engine, run)? {
-        stages_of(&approved)?.merged.insert(ws.id.clone());
+        stages_of(&approved)?.mark_merged(&ws.id);
     }
     engine.log(
         run,

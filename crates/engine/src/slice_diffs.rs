@@ -5,7 +5,7 @@
 //! Only a bounded number of diffs is kept, the oldest dropped first: a sign-off whose diff is gone (or that
 //! another runner claims, or that runs after a restart) asks git itself, as it would without this.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agency_core::BriefId;
@@ -25,7 +25,9 @@ pub struct SliceDiffs(Arc<Mutex<Kept>>);
 
 #[derive(Debug, Default)]
 struct Kept {
-    diffs: VecDeque<(BriefId, Diffed, usize)>,
+    diffs: HashMap<BriefId, (Diffed, usize)>,
+    /// The order they were kept in, oldest first; ids already taken are skipped when their turn comes.
+    order: VecDeque<BriefId>,
     bytes: usize,
 }
 
@@ -40,22 +42,31 @@ impl SliceDiffs {
                 .map(|c| c.path.as_os_str().len() + c.old_path.as_ref().map_or(0, |p| p.as_os_str().len()))
                 .sum::<usize>();
         let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.diffs.push_back((implementer, diffed, size));
+        let kept = &mut *kept;
+        if let Some((_, replaced)) = kept.diffs.insert(implementer, (diffed, size)) {
+            kept.bytes -= replaced;
+        }
+        kept.order.push_back(implementer);
         kept.bytes += size;
         while kept.diffs.len() > MAX_KEPT || kept.bytes > MAX_KEPT_BYTES {
-            match kept.diffs.pop_front() {
-                Some((_, _, size)) => kept.bytes -= size,
-                None => break,
+            let Some(oldest) = kept.order.pop_front() else {
+                break;
+            };
+            if let Some((_, size)) = kept.diffs.remove(&oldest) {
+                kept.bytes -= size;
             }
+        }
+        // Taken ids linger in `order` until their turn: past twice the bound they are swept out at once.
+        if kept.order.len() > 2 * MAX_KEPT {
+            let diffs = &kept.diffs;
+            kept.order.retain(|id| diffs.contains_key(id));
         }
     }
 
-    /// The diff of `implementer`'s commit, if it is still kept; it is forgotten here. (Sign-offs mostly
-    /// start in the order their implementers finished, so the one asked for is near the front.)
+    /// The diff of `implementer`'s commit, if it is still kept; it is forgotten here.
     pub fn take(&self, implementer: BriefId) -> Option<Diffed> {
         let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let at = kept.diffs.iter().position(|(id, _, _)| *id == implementer)?;
-        let (_, diffed, size) = kept.diffs.remove(at)?;
+        let (diffed, size) = kept.diffs.remove(&implementer)?;
         kept.bytes -= size;
         Some(diffed)
     }
@@ -102,5 +113,19 @@ mod tests {
         assert_eq!(kept.take(b), Some(diff(big)));
         assert_eq!(kept.take(ids[MAX_KEPT]), None);
         assert_eq!(kept.0.lock().unwrap().bytes, 0);
+    }
+
+    #[test]
+    fn taken_diffs_do_not_pile_up_in_the_order() {
+        let kept = SliceDiffs::default();
+        for _ in 0..10 * MAX_KEPT {
+            let id = BriefId::new();
+            kept.keep(id, diff(1));
+            assert_eq!(kept.take(id), Some(diff(1)));
+        }
+        let inner = kept.0.lock().unwrap();
+        assert!(inner.order.len() <= 2 * MAX_KEPT + 1, "{}", inner.order.len());
+        assert!(inner.diffs.is_empty());
+        assert_eq!(inner.bytes, 0);
     }
 }

@@ -180,6 +180,10 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// The briefs whose parent is `parent`, oldest first (every attempt). Indexed.
     fn list_children(&self, parent: BriefId) -> Result<Vec<Brief>>;
 
+    /// The briefs of `run` in `workstream`, oldest first (every attempt, every tier). Indexed: a workstream's
+    /// tree is read in one go, however many workstreams the run has.
+    fn list_workstream_briefs(&self, run: RunId, workstream: &str) -> Result<Vec<Brief>>;
+
     /// How many briefs of `run` in `workstream` (of `tier`, when given) have one of `statuses` (any status,
     /// when empty). Indexed: answers "is anything of this workstream still open" without reading it.
     fn count_briefs(

@@ -247,9 +247,9 @@ pub fn brief_workspace_is_recorded(factory: Factory<'_>) {
     ));
 }
 
-/// `list_briefs_by_status` and `list_children` answer exactly what a filter over `list_briefs` would, in
-/// the same order (oldest first), and follow status changes; `count_briefs` counts a workstream's briefs and
-/// `count_children` a parent's, by tier and status.
+/// `list_briefs_by_status`, `list_children` and `list_workstream_briefs` answer exactly what a filter over
+/// `list_briefs` would, in the same order (oldest first), and follow status changes; `count_briefs` counts a
+/// workstream's briefs and `count_children` a parent's, by tier and status.
 pub fn briefs_by_status_by_parent_and_counted_by_workstream(factory: Factory<'_>) {
     let fx = factory();
     let bb = fx.handle();
@@ -314,6 +314,19 @@ pub fn briefs_by_status_by_parent_and_counted_by_workstream(factory: Factory<'_>
     assert_eq!(children.len(), 6);
     assert_eq!(ids(bb.list_children(parent.id).unwrap()), children);
     assert!(bb.list_children(all[1].id).unwrap().is_empty());
+    for workstream in ["ws-core", "ws-other", "ws-none"] {
+        let expected: Vec<BriefId> = listed
+            .iter()
+            .filter(|b| b.workstream == workstream)
+            .map(|b| b.id)
+            .collect();
+        assert_eq!(
+            ids(bb.list_workstream_briefs(run, workstream).unwrap()),
+            expected,
+            "{workstream}"
+        );
+    }
+    assert!(bb.list_workstream_briefs(other, "ws-other").unwrap().is_empty());
 
     let open = [BriefStatus::Pending, BriefStatus::Running, BriefStatus::Verifying];
     // ws-core: the squad (pending), task-1 and task-4 (verifying), task-2 (done), task-5 (pending);

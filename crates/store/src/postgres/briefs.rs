@@ -132,6 +132,15 @@ pub fn list_by_status<C: GenericClient>(c: &mut C, run: RunId, status: BriefStat
     rows.iter().map(decode).collect()
 }
 
+/// A run's briefs in one workstream, oldest first.
+pub fn list_in_workstream<C: GenericClient>(c: &mut C, run: RunId, workstream: &str) -> Result<Vec<Brief>> {
+    let rows = c.query(
+        &format!("SELECT {COLUMNS} FROM briefs WHERE run = $1 AND workstream = $2 ORDER BY created_at, ord"),
+        &[&id_text(&run.0), &workstream],
+    )?;
+    rows.iter().map(decode).collect()
+}
+
 /// A brief's children, oldest first.
 pub fn children<C: GenericClient>(c: &mut C, parent: BriefId) -> Result<Vec<Brief>> {
     let rows = c.query(

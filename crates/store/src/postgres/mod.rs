@@ -276,6 +276,10 @@ impl Blackboard for PostgresBlackboard {
         self.read(|c| briefs::children(c, parent))
     }
 
+    fn list_workstream_briefs(&self, run: RunId, workstream: &str) -> Result<Vec<Brief>> {
+        self.read(|c| briefs::list_in_workstream(c, run, workstream))
+    }
+
     fn count_briefs(
         &self,
         run: RunId,

@@ -145,8 +145,23 @@ pub fn children(conn: &Connection, parent: BriefId) -> Result<Vec<Brief>> {
     rows.collect()
 }
 
+/// A run's briefs in one workstream, oldest first.
+pub fn list_in_workstream(conn: &Connection, run: RunId, workstream: &str) -> Result<Vec<Brief>> {
+    let mut stmt = conn.prepare_cached(&in_workstream_sql())?;
+    let rows = stmt.query_and_then(params![id_text(&run.0), workstream], decode)?;
+    rows.collect()
+}
+
 pub(super) fn by_status_sql() -> String {
     format!("SELECT {COLUMNS} FROM briefs WHERE run = ?1 AND status = ?2 ORDER BY created_at, rowid")
+}
+
+/// Named index: left to itself SQLite walks the whole run in `briefs_run` to skip a sort of a few rows.
+pub(super) fn in_workstream_sql() -> String {
+    format!(
+        "SELECT {COLUMNS} FROM briefs INDEXED BY briefs_workstream WHERE run = ?1 AND workstream = ?2 \
+         ORDER BY created_at, rowid"
+    )
 }
 
 pub(super) fn children_sql() -> String {

@@ -454,6 +454,10 @@ impl Blackboard for SqliteBlackboard {
         self.read(|conn| briefs::children(conn, parent))
     }
 
+    fn list_workstream_briefs(&self, run: RunId, workstream: &str) -> Result<Vec<Brief>> {
+        self.read(|conn| briefs::list_in_workstream(conn, run, workstream))
+    }
+
     fn count_briefs(
         &self,
         run: RunId,

@@ -82,6 +82,13 @@ fn check(store: &SqliteBlackboard) {
                 &briefs::children_sql(),
                 &["SEARCH briefs USING INDEX briefs_parent (parent=?)"],
             ),
+            (
+                &briefs::in_workstream_sql(),
+                &[
+                    "SEARCH briefs USING INDEX briefs_workstream (run=? AND workstream=?)",
+                    "USE TEMP B-TREE FOR ORDER BY",
+                ],
+            ),
             (&briefs::count_sql("run"), &count_in_run),
             (&briefs::count_sql("parent"), &count_children),
             (
