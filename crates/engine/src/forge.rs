@@ -200,18 +200,21 @@ async fn push(
     token: &str,
 ) -> Result<(), Skip> {
     let refspec = format!("{branch}:refs/heads/{branch}");
-    let mut spec = engine
+    let args = ["push", "--quiet", remote, &refspec];
+    let header = format!(
+        "Authorization: Basic {}",
+        base64(format!("x-access-token:{token}").as_bytes())
+    );
+    let config: &[(&str, &str)] = if remote_url.starts_with("https://") {
+        &[("http.extraHeader", &header)]
+    } else {
+        &[]
+    };
+    let spec = engine
         .repo
-        .git_spec(&["push", "--quiet", remote, &refspec])
+        .git_spec_with_config(&args, config)
         .inherit_env("SSH_AUTH_SOCK")
         .inherit_env("GIT_SSH_COMMAND");
-    if remote_url.starts_with("https://") {
-        let basic = base64(format!("x-access-token:{token}").as_bytes());
-        spec = spec
-            .env("GIT_CONFIG_COUNT", "1")
-            .env("GIT_CONFIG_KEY_0", "http.extraHeader")
-            .env("GIT_CONFIG_VALUE_0", format!("Authorization: Basic {basic}"));
-    }
     let output = tokio::task::spawn_blocking(move || process::run(&spec))
         .await
         .map_err(|e| Skip::Failed(format!("git push could not run: {e}")))?

@@ -403,6 +403,21 @@ impl Repo {
         Ok(self.git_complete(args)?.stdout.text().into_owned())
     }
 
+    /// [`Repo::git_spec`] with more settings for this one call, after agency's own (`-c key=value` without
+    /// putting the value on the command line, where any user of the machine could read it).
+    pub fn git_spec_with_config<S: AsRef<OsStr>>(&self, args: &[S], config: &[(&str, &str)]) -> CommandSpec {
+        let mut spec = self
+            .git_spec(args)
+            .env("GIT_CONFIG_COUNT", (FIXED_CONFIG.len() + config.len()).to_string());
+        for (n, (key, value)) in config.iter().enumerate() {
+            let n = FIXED_CONFIG.len() + n;
+            spec = spec
+                .env(format!("GIT_CONFIG_KEY_{n}"), *key)
+                .env(format!("GIT_CONFIG_VALUE_{n}"), *value);
+        }
+        spec
+    }
+
     /// The [`CommandSpec`] for `git args` in this work tree with agency's fixed environment and limits, for
     /// callers that need to run it themselves (with a cancel token, say).
     pub fn git_spec<S: AsRef<OsStr>>(&self, args: &[S]) -> CommandSpec {
@@ -416,12 +431,23 @@ impl Repo {
     }
 }
 
+/// Settings every git call of agency's carries (as `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>`, git 2.31 and
+/// later; older gits ignore them).
+///
+/// `maintenance.auto=false`: a commit (or merge) would otherwise start `git maintenance run --auto` in the
+/// background once the repository has enough loose objects, and its `gc` expires the reflogs of every
+/// worktree while the runner removes finished ones: each worktree removed under it came back as an empty
+/// entry in `.git/worktrees/` (hundreds in a long run, each read again by every later worktree command),
+/// and the `gc` itself failed and was started again by the next commit. The user's own next git command
+/// does the maintenance instead, with no runner beside it.
+const FIXED_CONFIG: [(&str, &str); 1] = [("maintenance.auto", "false")];
+
 /// agency's fixed environment for git with `options`: nothing of the parent's but `PATH` (and `HOME` when
 /// no home is configured), no system config, no prompts, editor or pager, the C locale (git's messages are
-/// parsed in places), and the configured identity as author and committer.
+/// parsed in places), the configured identity as author and committer, and [`FIXED_CONFIG`].
 fn git_env(options: &GitOptions) -> EnvPolicy {
     let identity = &options.identity;
-    let env = EnvPolicy::default()
+    let mut env = EnvPolicy::default()
         .with_inherited("PATH")
         .with_var("GIT_CONFIG_NOSYSTEM", "1")
         .with_var("GIT_TERMINAL_PROMPT", "0")
@@ -431,7 +457,13 @@ fn git_env(options: &GitOptions) -> EnvPolicy {
         .with_var("GIT_AUTHOR_NAME", &identity.name)
         .with_var("GIT_AUTHOR_EMAIL", &identity.email)
         .with_var("GIT_COMMITTER_NAME", &identity.name)
-        .with_var("GIT_COMMITTER_EMAIL", &identity.email);
+        .with_var("GIT_COMMITTER_EMAIL", &identity.email)
+        .with_var("GIT_CONFIG_COUNT", FIXED_CONFIG.len().to_string());
+    for (n, (key, value)) in FIXED_CONFIG.iter().enumerate() {
+        env = env
+            .with_var(format!("GIT_CONFIG_KEY_{n}"), *key)
+            .with_var(format!("GIT_CONFIG_VALUE_{n}"), *value);
+    }
     match &options.home {
         Some(home) => env.with_var("HOME", home),
         None => env.with_inherited("HOME"),

@@ -923,3 +923,40 @@ fn a_reftable_repository_merges_in_a_worktree_and_its_checked_out_branch_is_refu
         "the user's checkout is untouched"
     );
 }
+
+/// A repository whose own config asks for maintenance after every commit, in the foreground (a
+/// commit-graph written each time): a commit made by agency starts none (in a runner its `gc` would race
+/// the removal of finished worktrees), and the user's own git still does.
+#[test]
+fn commits_by_agency_start_no_background_maintenance() {
+    let t = TestRepo::new();
+    for (key, value) in [
+        ("maintenance.commit-graph.enabled", "true"),
+        ("maintenance.commit-graph.auto", "-1"),
+        ("maintenance.autoDetach", "false"),
+    ] {
+        let status = std::process::Command::new("git")
+            .args(["config", key, value])
+            .current_dir(t.repo.root())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let info = t.repo.root().join(".git/objects/info");
+    let graph_written = || info.join("commit-graph").exists() || info.join("commit-graphs").exists();
+    write(t.repo.root(), "more.txt", "more\n");
+    committed(t.repo.commit_all("by agency").unwrap());
+    assert!(!graph_written(), "agency's commit started maintenance");
+
+    // The same commit by plain git, with the repository's config as it is, does.
+    write(t.repo.root(), "more.txt", "even more\n");
+    let status = std::process::Command::new("git")
+        .args(["-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-qam", "by hand"])
+        .current_dir(t.repo.root())
+        .env("HOME", t.dir.path().join("home"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(graph_written(), "plain git ran no maintenance: the check above proves nothing");
+}
