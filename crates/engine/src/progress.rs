@@ -25,7 +25,8 @@ fn merged_name(workstream: &str) -> String {
 }
 
 /// What the runner knows of an approved plan's stages: which workstreams started and which merged. Both
-/// only ever grow while the plan holds, so each is looked up on the blackboard once.
+/// only ever grow while the plan holds, so each is looked up on the blackboard once; after that only the
+/// runner itself merges (it alone drives the run).
 #[derive(Debug)]
 pub(crate) struct StageProgress {
     started: HashSet<String>,
@@ -35,6 +36,8 @@ pub(crate) struct StageProgress {
     /// How many of each stage's workstreams there are, and how many of them are in `merged`.
     sizes: Vec<usize>,
     merged_per_stage: Vec<usize>,
+    /// Whether each stage's merges were read from the blackboard (after that, `merged` is complete).
+    learned: Vec<bool>,
 }
 
 impl StageProgress {
@@ -56,6 +59,7 @@ impl StageProgress {
             merged: HashSet::new(),
             places,
             merged_per_stage: vec![0; sizes.len()],
+            learned: vec![false; sizes.len()],
             sizes,
         }
     }
@@ -65,6 +69,16 @@ impl StageProgress {
             && let Some((stage, _)) = self.places.get(workstream)
         {
             self.merged_per_stage[*stage] += 1;
+        }
+    }
+
+    fn learned(&self, stage: usize) -> bool {
+        self.learned.get(stage).copied().unwrap_or(false)
+    }
+
+    fn set_learned(&mut self, stage: usize) {
+        if let Some(learned) = self.learned.get_mut(stage) {
+            *learned = true;
         }
     }
 
@@ -100,18 +114,23 @@ pub async fn workstreams(engine: &Engine, run: RunId, touched: Option<&HashSet<S
             start_workstreams(engine, run, plan, &ids)?;
             return Ok(true);
         }
-        // Only a workstream whose briefs changed can have become ready to merge; a merge is recorded on the
-        // plan brief, so when that changed every workstream not known merged is asked. Looking only at the
-        // touched ones keeps a pass's cost from growing with the number of workstreams.
+        // What merged before this runner knew the plan (a runner resuming the run, one that took over
+        // after T1 re-planned) is read from the blackboard once per stage; every later merge is this
+        // runner's own and remembered as it is made.
+        if !stages_of(&approved)?.learned(place) {
+            for id in &ids {
+                merged_on_board(engine, &approved, id)?;
+            }
+            stages_of(&approved)?.set_learned(place);
+        }
+        // Only a workstream whose briefs changed can have become ready to merge: a pass looks at those
+        // alone, so its cost does not grow with the number of workstreams.
         let asked: Vec<String> = match touched {
-            Some(t) if !t.contains(&plan_brief.workstream) => stages_of(&approved)?.touched_in(place, t),
-            _ => ids,
+            Some(t) => stages_of(&approved)?.touched_in(place, t),
+            None => ids,
         };
         for id in &asked {
-            if merged(engine, &approved, id, touched)? {
-                continue;
-            }
-            if !touched.is_none_or(|t| t.contains(id)) {
+            if stages_of(&approved)?.merged.contains(id) {
                 continue;
             }
             let Some(ws) = plan.workstream(id) else { continue };
@@ -166,19 +185,10 @@ fn started_any(engine: &Engine, approved: &ApprovedPlan, ids: &[String]) -> Resu
     Ok(ids.iter().any(|id| stages.started.contains(id)))
 }
 
-/// Whether `workstream` is merged into the integration branch. Known merges are remembered; the
-/// blackboard is asked only where something changed (or on a full pass).
-fn merged(
-    engine: &Engine,
-    approved: &ApprovedPlan,
-    workstream: &str,
-    touched: Option<&HashSet<String>>,
-) -> Result<bool> {
+/// Whether the blackboard records `workstream` merged into the integration branch; remembered when it does.
+fn merged_on_board(engine: &Engine, approved: &ApprovedPlan, workstream: &str) -> Result<bool> {
     if stages_of(approved)?.merged.contains(workstream) {
         return Ok(true);
-    }
-    if touched.is_some_and(|t| !t.contains(workstream) && !t.contains(&approved.brief.workstream)) {
-        return Ok(false);
     }
     let found = engine
         .store

@@ -406,9 +406,10 @@ impl Repo {
     /// [`Repo::git_spec`] with more settings for this one call, after agency's own (`-c key=value` without
     /// putting the value on the command line, where any user of the machine could read it).
     pub fn git_spec_with_config<S: AsRef<OsStr>>(&self, args: &[S], config: &[(&str, &str)]) -> CommandSpec {
-        let mut spec = self
-            .git_spec(args)
-            .env("GIT_CONFIG_COUNT", (FIXED_CONFIG.len() + config.len()).to_string());
+        let mut spec = self.git_spec(args).env(
+            "GIT_CONFIG_COUNT",
+            (FIXED_CONFIG.len() + config.len()).to_string(),
+        );
         for (n, (key, value)) in config.iter().enumerate() {
             let n = FIXED_CONFIG.len() + n;
             spec = spec

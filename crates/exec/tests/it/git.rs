@@ -951,12 +951,23 @@ fn commits_by_agency_start_no_background_maintenance() {
     // The same commit by plain git, with the repository's config as it is, does.
     write(t.repo.root(), "more.txt", "even more\n");
     let status = std::process::Command::new("git")
-        .args(["-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-qam", "by hand"])
+        .args([
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@example.com",
+            "commit",
+            "-qam",
+            "by hand",
+        ])
         .current_dir(t.repo.root())
         .env("HOME", t.dir.path().join("home"))
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .status()
         .unwrap();
     assert!(status.success());
-    assert!(graph_written(), "plain git ran no maintenance: the check above proves nothing");
+    assert!(
+        graph_written(),
+        "plain git ran no maintenance: the check above proves nothing"
+    );
 }
