@@ -415,3 +415,53 @@ pub fn mesh_timeout(engine: &Engine, brief: &Brief, peers: &[&Brief]) -> Result<
     };
     crate::failure::apply(engine, brief, Failure::T3Stuck, decision, &why)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        let ws = |id: &str, group: &str| {
+            json!({
+                "id": id, "name": id, "domain": "core", "tier_path": ["t4", "t5"], "parallel_group": group,
+                "variety": {"novelty": 1, "scope": 1, "uncertainty": 1, "risk": 1},
+                "contract": {"done_when": "done"}
+            })
+        };
+        agency_core::validate_plan(&json!({
+            "run_id": "0190f0a0-1234-7abc-8def-0123456789ab",
+            "goal_anchor": "a goal",
+            "complexity": "low",
+            "retry_budget_multiplier": 1,
+            "workstreams": [ws("ws-c", "A"), ws("ws-a", "A"), ws("ws-b", "A"), ws("ws-d", "B")],
+            "parallelism": {"groups": {"A": ["ws-c", "ws-a", "ws-b"], "B": ["ws-d"]}, "sequence": ["A", "B"]},
+            "self_critique_summary": "fine"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn touched_workstreams_come_in_their_stage_order_and_a_stage_is_merged_when_all_of_it_is() {
+        let mut progress = StageProgress::new(&plan());
+        let touched: HashSet<String> = ["ws-b", "ws-d", "ws-c", "elsewhere"].map(String::from).into();
+        assert_eq!(progress.touched_in(0, &touched), ["ws-c", "ws-b"]);
+        assert_eq!(progress.touched_in(1, &touched), ["ws-d"]);
+
+        assert!(!progress.learned(0));
+        progress.set_learned(0);
+        assert!(progress.learned(0) && !progress.learned(1) && !progress.learned(7));
+
+        for ws in ["ws-a", "ws-c", "ws-a"] {
+            progress.mark_merged(ws);
+        }
+        assert!(
+            !progress.stage_merged(0),
+            "two of three, one of them marked twice"
+        );
+        progress.mark_merged("ws-b");
+        assert!(progress.stage_merged(0));
+        assert!(!progress.stage_merged(1));
+        progress.mark_merged("ws-d");
+        assert!(progress.stage_merged(1));
+    }
+}
