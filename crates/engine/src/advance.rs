@@ -334,11 +334,21 @@ pub(crate) fn done_squad_tasks(
         return Ok(None);
     }
     let siblings = engine.store.list_children(parent)?;
-    let tasks: Vec<Brief> = latest_of(siblings.iter())
+    // The newest attempts are picked by reference, then moved out of the list read, in the order
+    // `latest_of` gives them (no copies of whole briefs).
+    let order: std::collections::HashMap<BriefId, usize> = latest_of(siblings.iter())
         .into_iter()
         .filter(|b| b.tier == Tier::T4 && b.workstream == workstream)
-        .cloned()
+        .enumerate()
+        .map(|(place, b)| (b.id, place))
         .collect();
+    let mut slots: Vec<Option<Brief>> = (0..order.len()).map(|_| None).collect();
+    for brief in siblings {
+        if let Some(&place) = order.get(&brief.id) {
+            slots[place] = Some(brief);
+        }
+    }
+    let tasks: Vec<Brief> = slots.into_iter().flatten().collect();
     let done = !tasks.is_empty() && tasks.iter().all(|t| t.status == BriefStatus::Done);
     Ok(done.then_some(tasks))
 }
