@@ -439,8 +439,8 @@ impl Repo {
 /// background once the repository has enough loose objects, and its `gc` expires the reflogs of every
 /// worktree while the runner removes finished ones: each worktree removed under it came back as an empty
 /// entry in `.git/worktrees/` (hundreds in a long run, each read again by every later worktree command),
-/// and the `gc` itself failed and was started again by the next commit. The user's own next git command
-/// does the maintenance instead, with no runner beside it.
+/// and of the hundreds of `gc`s a long run started, none left a pack. The user's own next git command does
+/// the maintenance instead, with no runner beside it.
 const FIXED_CONFIG: [(&str, &str); 1] = [("maintenance.auto", "false")];
 
 /// agency's fixed environment for git with `options`: nothing of the parent's but `PATH` (and `HOME` when
