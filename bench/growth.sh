@@ -5,7 +5,9 @@
 # needs line tables, see below). Each window's samples are divided by the briefs that reached `done` in it
 # (read from the kept blackboard), so windows of different rates compare. Prints, per window, the runner's
 # CPU per brief by where it went (SQLite, the allocator, process creation, scheduling, interrupts, the
-# rest). See docs/performance.md, *Where the growth goes, measured*.
+# rest), then agency's functions with the most CPU per brief, each with what it called: comparing two windows
+# (or two runs' windows) function by function is how a cost that grows with the run is found. See
+# docs/performance.md, *Where the growth goes, measured* and *Growth with the run's size*.
 #
 #   bench/growth.sh 10000 10 60          # windows at 10 s and 60 s, 22 s each
 #   WINDOW=10 bench/growth.sh 1000 3
@@ -57,7 +59,7 @@ wait "$pid"
 cat "$work/result"
 # Sorts one window's samples (perf script's stacks, on stdin) by where they went.
 analysis=$(cat <<'PY'
-import re, sys
+import collections, re, sys
 at, done, freq = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 # First match wins, so the more specific places come first.
 PLACES = [
@@ -68,11 +70,20 @@ PLACES = [
     ("scheduling", re.compile(r"finish_task_switch|__schedule")),
 ]
 counts, total, stack = {}, 0, []
+# Inclusive samples per function of agency's own (a crate `agency_*`), past the frames every sample shares
+# (the drive loop and above): what finds a cost that grows with the run, function by function.
+TOP = 25
+inclusive = collections.Counter()
+SHARED = re.compile(r"drive|block_on|agency_bench::main|advance::pass")
 def tally(frames):
     global total
     if not frames:
         return
     total += 1
+    names = {re.sub(r"\+0x[0-9a-f]+$", "", f.split(None, 1)[-1]) for f in frames}
+    for name in names:
+        if name.startswith(("agency_", "<agency_")) and not SHARED.search(name):
+            inclusive[name] += 1
     for name, pattern in PLACES:
         if any(pattern.search(f) for f in frames):
             counts[name] = counts.get(name, 0) + 1
@@ -91,6 +102,9 @@ per_brief = lambda n: n * us_per_sample / max(done, 1)
 print(f"\n# window at {at} s: {done} briefs done, {total} samples, {per_brief(total):.0f} us per brief")
 for name, _ in PLACES + [("the rest", None)]:
     print(f"{name:>18} {per_brief(counts.get(name, 0)):8.0f} us/brief")
+print(f"# the {TOP} functions of agency's with the most samples, each with everything it called")
+for name, n in inclusive.most_common(TOP):
+    print(f"{per_brief(n):8.1f} us/brief  {name[:150]}")
 PY
 )
 for entry in "${windows[@]}"; do
