@@ -22,7 +22,7 @@ use agency_core::tiers::{
     workstream_entry_brief,
 };
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
-use agency_store::{NewGate, RunStatus};
+use agency_store::{BriefState, NewGate, RunStatus};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -296,13 +296,19 @@ fn judged_squads(
     }
     let mut due = Vec::new();
     for (parent, workstream) in squads {
-        let Some(tasks) = done_squad_tasks(engine, parent, &workstream)? else {
+        // Asked on every pass in which one of the squad's verifiers finished: the squad's states are read,
+        // not its whole briefs.
+        if squad_open(engine, parent, &workstream)? {
+            continue;
+        }
+        let siblings = engine.store.list_children_states(parent)?;
+        let Some(tasks) = current_done_tasks(&siblings, &workstream) else {
             continue;
         };
         let mut complete = true;
         for task in tasks.iter().filter(|t| !judged.contains(&t.id)) {
             // Not judged in this round: it must have passed an earlier one.
-            let children = engine.store.list_children(task.id)?;
+            let children = engine.store.list_children_states(task.id)?;
             let passed = latest_of(children.iter())
                 .iter()
                 .any(|v| v.tier == Tier::T5 && v.status == BriefStatus::Done);
@@ -318,27 +324,43 @@ fn judged_squads(
     Ok(due)
 }
 
+/// Whether any task of the squad under `parent` in `workstream` is still open: most askings find one, and an
+/// indexed count says so without reading the squad.
+fn squad_open(engine: &Engine, parent: BriefId, workstream: &str) -> Result<bool> {
+    Ok(engine
+        .store
+        .count_children(parent, workstream, Some(Tier::T4), &OPEN)?
+        > 0)
+}
+
+/// The current tasks (newest attempts, T4, of `workstream`) among `siblings`, in [`latest_of`]'s order,
+/// when there are some and every one is done.
+fn current_done_tasks<'a, B: Attempt>(siblings: &'a [B], workstream: &str) -> Option<Vec<&'a B>> {
+    let tasks: Vec<&B> = latest_of(siblings.iter())
+        .into_iter()
+        .filter(|b| b.tier() == Tier::T4 && b.workstream() == workstream)
+        .collect();
+    let done = !tasks.is_empty() && tasks.iter().all(|t| t.status() == BriefStatus::Done);
+    done.then_some(tasks)
+}
+
 /// The current tasks (newest attempts) of the squad under `parent` in `workstream`, when there are some and
-/// every one is done; `None` otherwise. Most askings find a task still at work: an indexed count says so
-/// without reading the squad.
+/// every one is done; `None` otherwise.
 pub(crate) fn done_squad_tasks(
     engine: &Engine,
     parent: BriefId,
     workstream: &str,
 ) -> Result<Option<Vec<Brief>>> {
-    if engine
-        .store
-        .count_children(parent, workstream, Some(Tier::T4), &OPEN)?
-        > 0
-    {
+    if squad_open(engine, parent, workstream)? {
         return Ok(None);
     }
     let siblings = engine.store.list_children(parent)?;
-    // The newest attempts are picked by reference, then moved out of the list read, in the order
-    // `latest_of` gives them (no copies of whole briefs).
-    let order: std::collections::HashMap<BriefId, usize> = latest_of(siblings.iter())
-        .into_iter()
-        .filter(|b| b.tier == Tier::T4 && b.workstream == workstream)
+    let Some(current) = current_done_tasks(&siblings, workstream) else {
+        return Ok(None);
+    };
+    // Picked by reference, then moved out of the list read in that order (no copies of whole briefs).
+    let order: std::collections::HashMap<BriefId, usize> = current
+        .iter()
         .enumerate()
         .map(|(place, b)| (b.id, place))
         .collect();
@@ -348,9 +370,7 @@ pub(crate) fn done_squad_tasks(
             slots[place] = Some(brief);
         }
     }
-    let tasks: Vec<Brief> = slots.into_iter().flatten().collect();
-    let done = !tasks.is_empty() && tasks.iter().all(|t| t.status == BriefStatus::Done);
-    Ok(done.then_some(tasks))
+    Ok(Some(slots.into_iter().flatten().collect()))
 }
 
 /// The statuses of a brief that is not finished: waiting, at work, or being signed off.
@@ -672,19 +692,57 @@ fn expand_synthesis(engine: &Engine, brief: &Brief, announce: bool) -> Result<Ve
     Ok(squads)
 }
 
+/// What [`latest_of`] and a squad's checks read of a brief: a whole [`Brief`], or a [`BriefState`] read
+/// without its contents.
+pub(crate) trait Attempt {
+    fn tier(&self) -> Tier;
+    fn workstream(&self) -> &str;
+    fn title(&self) -> &str;
+    fn attempt(&self) -> u32;
+    fn status(&self) -> BriefStatus;
+    fn created_at(&self) -> chrono::DateTime<chrono::Utc>;
+}
+
+macro_rules! attempt_by_fields {
+    ($type:ty) => {
+        impl Attempt for $type {
+            fn tier(&self) -> Tier {
+                self.tier
+            }
+            fn workstream(&self) -> &str {
+                &self.workstream
+            }
+            fn title(&self) -> &str {
+                &self.title
+            }
+            fn attempt(&self) -> u32 {
+                self.attempt
+            }
+            fn status(&self) -> BriefStatus {
+                self.status
+            }
+            fn created_at(&self) -> chrono::DateTime<chrono::Utc> {
+                self.created_at
+            }
+        }
+    };
+}
+attempt_by_fields!(Brief);
+attempt_by_fields!(BriefState);
+
 /// The newest attempt of each title among `children` (oldest first), skipping cancelled ones.
-pub(crate) fn latest_of<'a>(children: impl Iterator<Item = &'a Brief>) -> Vec<&'a Brief> {
-    let mut by_title: BTreeMap<&str, &Brief> = BTreeMap::new();
-    for brief in children.filter(|b| b.status != BriefStatus::Cancelled) {
+pub(crate) fn latest_of<'a, B: Attempt + 'a>(children: impl Iterator<Item = &'a B>) -> Vec<&'a B> {
+    let mut by_title: BTreeMap<&str, &B> = BTreeMap::new();
+    for brief in children.filter(|b| b.status() != BriefStatus::Cancelled) {
         let keep = by_title
-            .get(brief.title.as_str())
-            .is_none_or(|b| b.attempt <= brief.attempt);
+            .get(brief.title())
+            .is_none_or(|b| b.attempt() <= brief.attempt());
         if keep {
-            by_title.insert(&brief.title, brief);
+            by_title.insert(brief.title(), brief);
         }
     }
-    let mut list: Vec<&Brief> = by_title.into_values().collect();
-    list.sort_by_key(|b| b.created_at);
+    let mut list: Vec<&B> = by_title.into_values().collect();
+    list.sort_by_key(|b| b.created_at());
     list
 }
 

@@ -56,7 +56,8 @@ pub use error::{BoxError, Result, StoreError};
 pub use open::{is_postgres, open_url};
 pub use postgres::PostgresBlackboard;
 pub use record::{
-    Artifact, ArtifactId, ArtifactMeta, NewArtifact, NewGate, NewRun, Run, RunStatus, UnknownRunStatus,
+    Artifact, ArtifactId, ArtifactMeta, BriefState, NewArtifact, NewGate, NewRun, Run, RunStatus,
+    UnknownRunStatus,
 };
 pub use sqlite::SqliteBlackboard;
 
@@ -179,6 +180,10 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
 
     /// The briefs whose parent is `parent`, oldest first (every attempt). Indexed.
     fn list_children(&self, parent: BriefId) -> Result<Vec<Brief>>;
+
+    /// [`Blackboard::list_children`] without the briefs' contents: where each child stands. Indexed, and
+    /// cheap to read again and again (a squad of 50 on every pass in which one of its verifiers finished).
+    fn list_children_states(&self, parent: BriefId) -> Result<Vec<BriefState>>;
 
     /// The briefs of `run` in `workstream`, oldest first (every attempt, every tier). Indexed: a workstream's
     /// tree is read in one go, however many workstreams the run has.

@@ -267,6 +267,43 @@ impl NewArtifact {
     }
 }
 
+/// Where a brief stands among its siblings, without its contents (instructions, inputs, contract): what the
+/// runner reads of a squad's tasks and their sign-offs on every pass in which one of them changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BriefState {
+    /// The brief.
+    pub id: BriefId,
+    /// Its parent, if any.
+    pub parent: Option<BriefId>,
+    /// Its tier.
+    pub tier: Tier,
+    /// Its workstream.
+    pub workstream: String,
+    /// Its title: a retry keeps the title and takes the next attempt.
+    pub title: String,
+    /// Which attempt at its title it is (1 first).
+    pub attempt: u32,
+    /// Its status.
+    pub status: agency_core::BriefStatus,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<&agency_core::Brief> for BriefState {
+    fn from(brief: &agency_core::Brief) -> Self {
+        BriefState {
+            id: brief.id,
+            parent: brief.parent,
+            tier: brief.tier,
+            workstream: brief.workstream.clone(),
+            title: brief.title.clone(),
+            attempt: brief.attempt,
+            status: brief.status,
+            created_at: brief.created_at,
+        }
+    }
+}
+
 /// What is known about a stored artifact, without its content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArtifactMeta {

@@ -1,6 +1,7 @@
 //! Properties of briefs: round trips, references, batches, and compare-and-set of status and teachback.
 
 use super::*;
+use crate::BriefState;
 
 /// A brief with every field set reads back equal; `list_briefs` is oldest first; `brief_created` written.
 pub fn briefs_round_trip_every_field(factory: Factory<'_>) {
@@ -248,8 +249,9 @@ pub fn brief_workspace_is_recorded(factory: Factory<'_>) {
 }
 
 /// `list_briefs_by_status`, `list_children` and `list_workstream_briefs` answer exactly what a filter over
-/// `list_briefs` would, in the same order (oldest first), and follow status changes; `count_briefs` counts a
-/// workstream's briefs and `count_children` a parent's, by tier and status.
+/// `list_briefs` would, in the same order (oldest first), and follow status changes (`list_children_states`
+/// the children's states); `count_briefs` counts a workstream's briefs and `count_children` a parent's, by
+/// tier and status.
 pub fn briefs_by_status_by_parent_and_counted_by_workstream(factory: Factory<'_>) {
     let fx = factory();
     let bb = fx.handle();
@@ -314,6 +316,14 @@ pub fn briefs_by_status_by_parent_and_counted_by_workstream(factory: Factory<'_>
     assert_eq!(children.len(), 6);
     assert_eq!(ids(bb.list_children(parent.id).unwrap()), children);
     assert!(bb.list_children(all[1].id).unwrap().is_empty());
+    let states: Vec<BriefState> = bb
+        .list_children(parent.id)
+        .unwrap()
+        .iter()
+        .map(BriefState::from)
+        .collect();
+    assert_eq!(bb.list_children_states(parent.id).unwrap(), states);
+    assert!(bb.list_children_states(all[1].id).unwrap().is_empty());
     for workstream in ["ws-core", "ws-other", "ws-none"] {
         let expected: Vec<BriefId> = listed
             .iter()

@@ -17,6 +17,7 @@ use super::rows::Cols;
 use crate::canon::{self, BriefsOf, id_text, json_text, ts_text};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
+use crate::record::BriefState;
 
 const COLUMNS: &str = "id, run, parent, tier, workstream, title, personality, goal_anchor, instructions, \
      inputs, variety, contract, retry_budget, attempt, depends_on, branch, worktree, status, teachback, \
@@ -139,6 +140,30 @@ pub fn list_in_workstream<C: GenericClient>(c: &mut C, run: RunId, workstream: &
         &[&id_text(&run.0), &workstream],
     )?;
     rows.iter().map(decode).collect()
+}
+
+/// A brief's children, oldest first, without their contents.
+pub fn children_states<C: GenericClient>(c: &mut C, parent: BriefId) -> Result<Vec<BriefState>> {
+    let rows = c.query(
+        "SELECT id, parent, tier, workstream, title, attempt, status, created_at FROM briefs \
+         WHERE parent = $1 ORDER BY created_at, ord",
+        &[&id_text(&parent.0)],
+    )?;
+    rows.iter()
+        .map(|row| {
+            let c = Cols::new(row, "brief", 0);
+            Ok(BriefState {
+                id: BriefId(c.uuid(0)?),
+                parent: c.opt_uuid(1)?.map(BriefId),
+                tier: c.wire(2)?,
+                workstream: c.get(3)?,
+                title: c.get(4)?,
+                attempt: c.u32(5)?,
+                status: c.wire(6)?,
+                created_at: c.ts(7)?,
+            })
+        })
+        .collect()
 }
 
 /// A brief's children, oldest first.

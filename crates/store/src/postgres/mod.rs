@@ -43,7 +43,9 @@ use crate::batch::WriteBatch;
 use crate::canon::BriefsOf;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
-use crate::record::{Artifact, ArtifactId, ArtifactMeta, NewArtifact, NewGate, NewRun, Run, RunStatus};
+use crate::record::{
+    Artifact, ArtifactId, ArtifactMeta, BriefState, NewArtifact, NewGate, NewRun, Run, RunStatus,
+};
 use connect::Settings;
 pub use migrations::SCHEMA_VERSION;
 
@@ -274,6 +276,10 @@ impl Blackboard for PostgresBlackboard {
 
     fn list_children(&self, parent: BriefId) -> Result<Vec<Brief>> {
         self.read(|c| briefs::children(c, parent))
+    }
+
+    fn list_children_states(&self, parent: BriefId) -> Result<Vec<BriefState>> {
+        self.read(|c| briefs::children_states(c, parent))
     }
 
     fn list_workstream_briefs(&self, run: RunId, workstream: &str) -> Result<Vec<Brief>> {

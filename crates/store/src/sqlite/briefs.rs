@@ -11,6 +11,7 @@ use super::rows::{Cols, Refused, execute, id_text, insert as insert_row, json_te
 use crate::canon::{self, BriefsOf};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
+use crate::record::BriefState;
 
 const COLUMNS: &str = "id, run, parent, tier, workstream, title, personality, goal_anchor, instructions, \
      inputs, variety, contract, retry_budget, attempt, depends_on, branch, worktree, status, teachback, \
@@ -151,6 +152,28 @@ pub fn list_in_workstream(conn: &Connection, run: RunId, workstream: &str) -> Re
     let rows = stmt.query_and_then(params![id_text(&run.0), workstream], decode)?;
     rows.collect()
 }
+
+/// A brief's children, oldest first, without their contents.
+pub fn children_states(conn: &Connection, parent: BriefId) -> Result<Vec<BriefState>> {
+    let mut stmt = conn.prepare_cached(CHILDREN_STATES)?;
+    let rows = stmt.query_and_then(params![id_text(&parent.0)], |row| {
+        let c = Cols::new(row, "brief", 0)?;
+        Ok(BriefState {
+            id: BriefId(c.uuid(0)?),
+            parent: c.opt_uuid(1)?.map(BriefId),
+            tier: c.wire(2)?,
+            workstream: c.get(3)?,
+            title: c.get(4)?,
+            attempt: c.u32(5)?,
+            status: c.wire(6)?,
+            created_at: c.ts(7)?,
+        })
+    })?;
+    rows.collect()
+}
+
+pub(super) const CHILDREN_STATES: &str = "SELECT id, parent, tier, workstream, title, attempt, status, created_at \
+     FROM briefs WHERE parent = ?1 ORDER BY created_at, rowid";
 
 pub(super) fn by_status_sql() -> String {
     format!("SELECT {COLUMNS} FROM briefs WHERE run = ?1 AND status = ?2 ORDER BY created_at, rowid")

@@ -40,7 +40,9 @@ use crate::canon::BriefsOf;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
-use crate::record::{Artifact, ArtifactId, ArtifactMeta, NewArtifact, NewGate, NewRun, Run, RunStatus};
+use crate::record::{
+    Artifact, ArtifactId, ArtifactMeta, BriefState, NewArtifact, NewGate, NewRun, Run, RunStatus,
+};
 pub use migrations::SCHEMA_VERSION;
 
 /// The WAL size below which [`SqliteBlackboard::open_for_append`] leaves its commits in the WAL at close.
@@ -452,6 +454,10 @@ impl Blackboard for SqliteBlackboard {
 
     fn list_children(&self, parent: BriefId) -> Result<Vec<Brief>> {
         self.read(|conn| briefs::children(conn, parent))
+    }
+
+    fn list_children_states(&self, parent: BriefId) -> Result<Vec<BriefState>> {
+        self.read(|conn| briefs::children_states(conn, parent))
     }
 
     fn list_workstream_briefs(&self, run: RunId, workstream: &str) -> Result<Vec<Brief>> {

@@ -83,6 +83,10 @@ fn check(store: &SqliteBlackboard) {
                 &["SEARCH briefs USING INDEX briefs_parent (parent=?)"],
             ),
             (
+                briefs::CHILDREN_STATES,
+                &["SEARCH briefs USING INDEX briefs_parent (parent=?)"],
+            ),
+            (
                 &briefs::in_workstream_sql(),
                 &[
                     "SEARCH briefs USING INDEX briefs_workstream (run=? AND workstream=?)",
