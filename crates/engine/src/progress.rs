@@ -87,16 +87,16 @@ impl StageProgress {
     }
 
     /// The workstreams of `stage` among `touched`, in the stage's order.
-    fn touched_in(&self, stage: usize, touched: &HashSet<String>) -> Vec<String> {
-        let mut found: Vec<(usize, &String)> = touched
+    fn touched_in<'t>(&self, stage: usize, touched: &'t HashSet<String>) -> Vec<&'t str> {
+        let mut found: Vec<(usize, &str)> = touched
             .iter()
             .filter_map(|id| match self.places.get(id) {
-                Some((s, place)) if *s == stage => Some((*place, id)),
+                Some((s, place)) if *s == stage => Some((*place, id.as_str())),
                 _ => None,
             })
             .collect();
         found.sort_unstable();
-        found.into_iter().map(|(_, id)| id.clone()).collect()
+        found.into_iter().map(|(_, id)| id).collect()
     }
 }
 
@@ -109,27 +109,28 @@ pub async fn workstreams(engine: &Engine, run: RunId, touched: Option<&HashSet<S
     };
     let (plan, plan_brief) = (&approved.plan, &approved.brief);
     for (place, stage) in plan.stages().iter().enumerate() {
-        let ids: Vec<String> = stage.workstreams.to_vec();
-        if !started_any(engine, &approved, &ids)? {
-            start_workstreams(engine, run, plan, &ids)?;
+        // Borrowed, not copied: a stage may list a thousand workstreams, and this runs on every pass.
+        let ids = stage.workstreams;
+        if !started_any(engine, &approved, ids)? {
+            start_workstreams(engine, run, plan, ids)?;
             return Ok(true);
         }
         // What merged before this runner knew the plan (a runner resuming the run, one that took over
         // after T1 re-planned) is read from the blackboard once per stage; every later merge is this
         // runner's own and remembered as it is made.
         if !stages_of(&approved)?.learned(place) {
-            for id in &ids {
+            for id in ids {
                 merged_on_board(engine, &approved, id)?;
             }
             stages_of(&approved)?.set_learned(place);
         }
         // Only a workstream whose briefs changed can have become ready to merge: a pass looks at those
         // alone, so its cost does not grow with the number of workstreams.
-        let asked: Vec<String> = match touched {
+        let asked: Vec<&str> = match touched {
             Some(t) => stages_of(&approved)?.touched_in(place, t),
-            None => ids,
+            None => ids.iter().map(String::as_str).collect(),
         };
-        for id in &asked {
+        for id in asked {
             if stages_of(&approved)?.merged.contains(id) {
                 continue;
             }
