@@ -120,7 +120,7 @@ pub async fn workstreams(engine: &Engine, run: RunId, touched: Option<&HashSet<S
         // runner's own and remembered as it is made.
         if !stages_of(&approved)?.learned(place) {
             for id in ids {
-                merged_on_board(engine, &approved, id)?;
+                learn_merged(engine, &approved, id)?;
             }
             stages_of(&approved)?.set_learned(place);
         }
@@ -186,19 +186,19 @@ fn started_any(engine: &Engine, approved: &ApprovedPlan, ids: &[String]) -> Resu
     Ok(ids.iter().any(|id| stages.started.contains(id)))
 }
 
-/// Whether the blackboard records `workstream` merged into the integration branch; remembered when it does.
-fn merged_on_board(engine: &Engine, approved: &ApprovedPlan, workstream: &str) -> Result<bool> {
+/// Remembers `workstream` as merged into the integration branch when the blackboard records it so.
+fn learn_merged(engine: &Engine, approved: &ApprovedPlan, workstream: &str) -> Result<()> {
     if stages_of(approved)?.merged.contains(workstream) {
-        return Ok(true);
+        return Ok(());
     }
-    let found = engine
+    if engine
         .store
         .latest_artifact(approved.brief.run, &merged_name(workstream))?
-        .is_some();
-    if found {
+        .is_some()
+    {
         stages_of(approved)?.mark_merged(workstream);
     }
-    Ok(found)
+    Ok(())
 }
 
 /// The slices of `workstream` when every one of them was accepted, `None` while any is not (yet).
