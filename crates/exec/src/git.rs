@@ -406,17 +406,11 @@ impl Repo {
     /// [`Repo::git_spec`] with more settings for this one call, after agency's own (`-c key=value` without
     /// putting the value on the command line, where any user of the machine could read it).
     pub fn git_spec_with_config<S: AsRef<OsStr>>(&self, args: &[S], config: &[(&str, &str)]) -> CommandSpec {
-        let mut spec = self.git_spec(args).env(
-            "GIT_CONFIG_COUNT",
-            (FIXED_CONFIG.len() + config.len()).to_string(),
-        );
-        for (n, (key, value)) in config.iter().enumerate() {
-            let n = FIXED_CONFIG.len() + n;
-            spec = spec
-                .env(format!("GIT_CONFIG_KEY_{n}"), *key)
-                .env(format!("GIT_CONFIG_VALUE_{n}"), *value);
-        }
-        spec
+        // agency's own first, then these: the whole list is set again, each variable replacing its namesake.
+        let settings: Vec<(&str, &str)> = FIXED_CONFIG.iter().chain(config).copied().collect();
+        config_vars(&settings)
+            .into_iter()
+            .fold(self.git_spec(args), |spec, (name, value)| spec.env(name, value))
     }
 
     /// The [`CommandSpec`] for `git args` in this work tree with agency's fixed environment and limits, for
@@ -458,17 +452,25 @@ fn git_env(options: &GitOptions) -> EnvPolicy {
         .with_var("GIT_AUTHOR_NAME", &identity.name)
         .with_var("GIT_AUTHOR_EMAIL", &identity.email)
         .with_var("GIT_COMMITTER_NAME", &identity.name)
-        .with_var("GIT_COMMITTER_EMAIL", &identity.email)
-        .with_var("GIT_CONFIG_COUNT", FIXED_CONFIG.len().to_string());
-    for (n, (key, value)) in FIXED_CONFIG.iter().enumerate() {
-        env = env
-            .with_var(format!("GIT_CONFIG_KEY_{n}"), *key)
-            .with_var(format!("GIT_CONFIG_VALUE_{n}"), *value);
+        .with_var("GIT_COMMITTER_EMAIL", &identity.email);
+    for (name, value) in config_vars(&FIXED_CONFIG) {
+        env = env.with_var(name, value);
     }
     match &options.home {
         Some(home) => env.with_var("HOME", home),
         None => env.with_inherited("HOME"),
     }
+}
+
+/// The environment variables that give git `settings` as if by `-c key=value`: `GIT_CONFIG_COUNT`, then
+/// `GIT_CONFIG_KEY_<n>` and `GIT_CONFIG_VALUE_<n>` for each.
+fn config_vars(settings: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut vars = vec![("GIT_CONFIG_COUNT".to_owned(), settings.len().to_string())];
+    for (n, (key, value)) in settings.iter().enumerate() {
+        vars.push((format!("GIT_CONFIG_KEY_{n}"), (*key).to_owned()));
+        vars.push((format!("GIT_CONFIG_VALUE_{n}"), (*value).to_owned()));
+    }
+    vars
 }
 
 /// Refuses names git would read as an option, or that cannot be a revision at all.
