@@ -436,7 +436,11 @@ fn log_lines_ride_with_the_next_write() {
     assert_eq!(seen(), [1, 2], "held lines first, the one without a run dropped");
 
     // A held write of several changes is all or nothing: one that cannot be made leaves nothing behind,
-    // and does not fail the write it rides with.
+    // and does not fail the write it rides with. The held writes are first made together; when one fails
+    // they are undone and made apart, so the one before it is made exactly once.
+    let mut before = agency_store::WriteBatch::new();
+    before.append_event(line(80)).append_event(line(81));
+    bb.apply_soon(before).unwrap();
     let mut broken = agency_store::WriteBatch::new();
     broken.append_event(line(90));
     broken.append_event(NewEvent::new(RunId::new(), EventKind::Log, json!({ "n": 91 })));
@@ -446,9 +450,13 @@ fn log_lines_ride_with_the_next_write() {
     bb.apply_soon(whole).unwrap();
     assert_eq!(seen(), [1, 2], "held back");
     bb.flush_events().unwrap();
-    assert_eq!(seen(), [1, 2, 3, 4], "the whole batch, none of the broken one");
+    assert_eq!(
+        seen(),
+        [1, 2, 80, 81, 3, 4],
+        "the whole batches once each, none of the broken one"
+    );
 
     bb.append_event_soon(line(5)).unwrap();
     drop(bb);
-    assert_eq!(seen(), [1, 2, 3, 4, 5], "written on close");
+    assert_eq!(seen(), [1, 2, 80, 81, 3, 4, 5], "written on close");
 }
