@@ -188,22 +188,20 @@ impl NewGate {
     }
 }
 
-/// Names one stored artifact: a random UUID (v4), like the core ids, so its short form is unique too.
+/// Names one stored artifact: a UUIDv7, which starts with the time it was made, so an artifact's id sorts
+/// after those made before it. Unlike runs, briefs and gates (`agency_core::ids`) an artifact is never named
+/// to a human by a short prefix of its id — by its name, its brief, or its whole id in a sign-off's event —
+/// so its id can serve the store instead: a fresh one goes at the end of the primary key's index rather
+/// than on a random page of it (an index of megabytes in a long run, which a random key made SQLite read and
+/// rewrite a page of for every artifact).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ArtifactId(pub Uuid);
 
 impl ArtifactId {
-    /// A fresh random id.
+    /// A fresh id, after every id this process made before it.
     pub fn new() -> Self {
-        ArtifactId(Uuid::new_v4())
-    }
-
-    /// The first eight hex characters.
-    pub fn short(&self) -> String {
-        let mut s = self.0.simple().to_string();
-        s.truncate(agency_core::ids::SHORT_ID_LEN);
-        s
+        ArtifactId(Uuid::now_v7())
     }
 }
 
@@ -330,4 +328,16 @@ pub struct Artifact {
     pub meta: ArtifactMeta,
     /// The content.
     pub bytes: Vec<u8>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ArtifactId;
+
+    /// What keeps a long run's artifact inserts at the end of the primary key's index.
+    #[test]
+    fn artifact_ids_sort_in_the_order_they_were_made() {
+        let ids: Vec<ArtifactId> = (0..2_000).map(|_| ArtifactId::new()).collect();
+        assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+    }
 }
