@@ -179,7 +179,8 @@ pub(super) fn by_status_sql() -> String {
     format!("SELECT {COLUMNS} FROM briefs WHERE run = ?1 AND status = ?2 ORDER BY created_at, rowid")
 }
 
-/// Named index: left to itself SQLite walks the whole run in `briefs_run` to skip a sort of a few rows.
+/// Named index: before `briefs_workstream` was in creation order, SQLite walked the whole run in `briefs_run`
+/// to skip a sort of a few rows; the name keeps any later index from tempting it again.
 pub(super) fn in_workstream_sql() -> String {
     format!(
         "SELECT {COLUMNS} FROM briefs INDEXED BY briefs_workstream WHERE run = ?1 AND workstream = ?2 \

@@ -88,10 +88,7 @@ fn check(store: &SqliteBlackboard) {
             ),
             (
                 &briefs::in_workstream_sql(),
-                &[
-                    "SEARCH briefs USING INDEX briefs_workstream (run=? AND workstream=?)",
-                    "USE TEMP B-TREE FOR ORDER BY",
-                ],
+                &["SEARCH briefs USING INDEX briefs_workstream (run=? AND workstream=?)"],
             ),
             (&briefs::count_sql("run"), &count_in_run),
             (&briefs::count_sql("parent"), &count_children),
