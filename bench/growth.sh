@@ -110,6 +110,6 @@ PY
 for entry in "${windows[@]}"; do
   at="${entry%%:*}"
   briefs_done="${entry#*:}"
-  perf script -i "$work/at$at.data" -F ip,sym --no-demangle 2>"$work/script.err" |
+  perf script -i "$work/at$at.data" -F ip,sym 2>"$work/script.err" |
     python3 -c "$analysis" "$at" "$briefs_done" "$freq"
 done
