@@ -26,12 +26,9 @@ freq="${FREQ:-1999}"
 for tool in perf sqlite3 python3; do
   command -v "$tool" >/dev/null || { echo "bench/growth.sh: needs $tool on PATH" >&2; exit 2; }
 done
-if [ -n "${AGENCY_BENCH:-}" ]; then
-  bin="$AGENCY_BENCH"
-else
-  cargo build --release -p agency-bench
-  bin="${CARGO_TARGET_DIR:-target}/release/agency-bench"
-fi
+# shellcheck source=bench/bench_binary.sh
+source bench/bench_binary.sh
+bin="$(bench_binary)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 keep="$work/run"

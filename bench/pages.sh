@@ -14,12 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 briefs="${1:?usage: bench/pages.sh BRIEFS}"
 command -v strace >/dev/null || { echo "bench/pages.sh: needs strace on PATH" >&2; exit 2; }
-if [ -n "${AGENCY_BENCH:-}" ]; then
-  bin="$AGENCY_BENCH"
-else
-  cargo build --release -p agency-bench
-  bin="${CARGO_TARGET_DIR:-target}/release/agency-bench"
-fi
+# shellcheck source=bench/bench_binary.sh
+source bench/bench_binary.sh
+bin="$(bench_binary)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of flags

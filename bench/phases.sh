@@ -15,12 +15,9 @@ cd "$(dirname "$0")/.."
 briefs="${1:?usage: bench/phases.sh BRIEFS}"
 interval="${INTERVAL:-5}"
 command -v sqlite3 >/dev/null || { echo "bench/phases.sh: needs the sqlite3 shell on PATH" >&2; exit 2; }
-if [ -n "${AGENCY_BENCH:-}" ]; then
-  bin="$AGENCY_BENCH" # a binary built aside, say from another commit, to compare builds run for run
-else
-  cargo build --release -p agency-bench
-  bin="${CARGO_TARGET_DIR:-target}/release/agency-bench"
-fi
+# shellcheck source=bench/bench_binary.sh
+source bench/bench_binary.sh
+bin="$(bench_binary)"
 keep="$(mktemp -d)/run"
 trap 'rm -rf "$(dirname "$keep")"' EXIT
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
