@@ -264,7 +264,7 @@ impl Engine {
             Ok(status) => Ok(status),
             Err(error) => Err(crew.release(self, run, error).await),
         };
-        self.end_last_turn();
+        self.end_turn();
         ended
     }
 

@@ -238,19 +238,13 @@ impl Engine {
         )
     }
 
-    /// What is left at the end of every turn of a runner's loop, best effort: the records held back since the
-    /// last turn are written ([`Blackboard::append_event_soon`], [`Blackboard::apply_soon`]), then the
-    /// worktrees and clean checkouts finished with are removed with one process once enough wait or the
-    /// oldest has waited long enough ([`WorktreeSweep::sweep_if_due`]; what is left is a worktree of an
-    /// ended brief, which `agency gc` collects once the run is finished). In that order: a worktree goes only
-    /// once the record that its brief is done with it has been written.
+    /// What is left at the end of every turn of a runner's loop, and whenever a drive or a worker ends, both
+    /// best effort: the records held back since the last turn are written ([`Blackboard::append_event_soon`],
+    /// [`Blackboard::apply_soon`]), then the worktrees and clean checkouts finished with are removed with one
+    /// process ([`WorktreeSweep`]; what is left is a worktree of an ended brief, which `agency gc` collects
+    /// once the run is finished). In that order: a worktree goes only once the record that its brief is done
+    /// with it has been written.
     pub(crate) fn end_turn(&self) {
-        let _ = self.store.flush_events();
-        let _ = self.worktree_sweep.sweep_if_due();
-    }
-
-    /// [`Engine::end_turn`] when a drive or a worker ends: every worktree still waiting goes too.
-    pub(crate) fn end_last_turn(&self) {
         let _ = self.store.flush_events();
         let _ = self.worktree_sweep.sweep();
     }
@@ -271,7 +265,7 @@ impl Engine {
             Ok(outcome) => Ok(outcome),
             Err(error) => Err(crew.release(self, run, error).await),
         };
-        self.end_last_turn();
+        self.end_turn();
         ended
     }
 

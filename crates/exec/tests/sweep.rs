@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
 
 use agency_exec::process::started_count;
 use agency_exec::{GitOptions, Repo, WorktreeSweep};
@@ -226,56 +225,4 @@ fn withdrawn_worktrees_stay_and_the_last_clone_sweeps() {
     drop(clone);
     assert!(!dropped.exists());
     assert_eq!(linked(&repo), [kept]);
-}
-
-/// A runner asks at the end of every turn; the sweep waits until enough worktrees wait, or the oldest has
-/// waited long enough, then takes them all with one process. Nothing waiting is never due.
-#[test]
-fn a_sweep_waits_until_it_is_due() {
-    let _alone = alone();
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    let repo = repo(&root);
-    let due_at = WorktreeSweep::DUE_AT;
-    let paths: Vec<PathBuf> = (0..due_at)
-        .map(|i| root.join("trees").join(format!("t{i}")))
-        .collect();
-    for path in &paths {
-        repo.add_detached_worktree(path, "main").unwrap();
-    }
-    let sweep = WorktreeSweep::new(repo.clone());
-    assert!(
-        !sweep.is_due(Instant::now() + WorktreeSweep::DUE_AFTER),
-        "nothing waits"
-    );
-    // Deferred after they were all made, so the oldest has not waited long when the sweep is asked.
-    for path in &paths[..due_at - 1] {
-        sweep.defer(path.clone());
-    }
-    let before = started_count();
-    sweep.sweep_if_due().unwrap();
-    assert_eq!(started_count(), before, "not due: no process");
-    assert!(paths.iter().all(|p| p.exists()));
-    assert!(
-        sweep.is_due(Instant::now() + WorktreeSweep::DUE_AFTER),
-        "due once the oldest has waited"
-    );
-
-    sweep.defer(paths[due_at - 1].clone());
-    assert!(sweep.is_due(Instant::now()), "due with enough waiting");
-    sweep.sweep_if_due().unwrap();
-    assert_eq!(started_count() - before, 1, "one `rm` for them all");
-    assert!(paths.iter().all(|p| !p.exists()));
-    assert!(entries(&repo).is_empty());
-    assert!(
-        !sweep.is_due(Instant::now() + WorktreeSweep::DUE_AFTER),
-        "nothing waits again"
-    );
-
-    // A worktree taken back off the list takes its wait with it.
-    let again = root.join("trees").join("again");
-    repo.add_detached_worktree(&again, "main").unwrap();
-    sweep.defer(again.clone());
-    assert!(sweep.withdraw(&again));
-    assert!(!sweep.is_due(Instant::now() + WorktreeSweep::DUE_AFTER));
 }

@@ -3,9 +3,6 @@
 //! each removal was a git process of its own (about 140 µs of the runner's CPU to start and wait for, and
 //! git's own start-up). Nothing needs a finished brief's worktree gone at once, so a runner defers its
 //! removals to a [`WorktreeSweep`] and sweeps now and then: one `rm -rf` for every worktree deferred since.
-//! A runner asks at the end of every turn of its loop ([`WorktreeSweep::sweep_if_due`]) but sweeps only once
-//! [`WorktreeSweep::DUE_AT`] worktrees wait or the oldest has waited [`WorktreeSweep::DUE_AFTER`]: when
-//! agents finish at once a turn is a few milliseconds, and a sweep per turn removed four worktrees per `rm`.
 //! Deleting the files in the runner itself costs it more than that one process on ext4
 //! (docs/performance.md, *Files, merges and refs*), and `git worktree prune` is not used: it would also
 //! forget a user's own worktrees whose directories happen to be missing.
@@ -13,7 +10,6 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
 
 use super::{GitError, Repo};
 use crate::process::{self, CommandSpec};
@@ -27,38 +23,15 @@ pub struct WorktreeSweep(Arc<Pending>);
 struct Pending {
     repo: Repo,
     /// Held for the whole of a sweep, so [`WorktreeSweep::withdraw`] never sees a worktree half removed.
-    waiting: Mutex<Waiting>,
-}
-
-#[derive(Debug, Default)]
-struct Waiting {
-    paths: Vec<PathBuf>,
-    /// When the oldest of `paths` was deferred; `None` while there are none.
-    since: Option<Instant>,
-}
-
-impl Waiting {
-    fn due(&self, now: Instant) -> bool {
-        self.paths.len() >= WorktreeSweep::DUE_AT
-            || self
-                .since
-                .is_some_and(|since| now.saturating_duration_since(since) >= WorktreeSweep::DUE_AFTER)
-    }
+    paths: Mutex<Vec<PathBuf>>,
 }
 
 impl WorktreeSweep {
-    /// How many waiting worktrees make a sweep due.
-    pub const DUE_AT: usize = 32;
-
-    /// How long the oldest waiting worktree waits before a sweep is due (plus a turn of the runner's loop,
-    /// which asks).
-    pub const DUE_AFTER: Duration = Duration::from_secs(2);
-
     /// An empty sweep of `repo`'s worktrees.
     pub fn new(repo: Repo) -> Self {
         WorktreeSweep(Arc::new(Pending {
             repo,
-            waiting: Mutex::new(Waiting::default()),
+            paths: Mutex::new(Vec::new()),
         }))
     }
 
@@ -69,69 +42,52 @@ impl WorktreeSweep {
 
     /// Removes the worktree at `path` at the next sweep instead of now.
     pub fn defer(&self, path: PathBuf) {
-        let mut waiting = self.0.waiting();
-        if !waiting.paths.contains(&path) {
-            waiting.paths.push(path);
-            waiting.since.get_or_insert_with(Instant::now);
+        let mut paths = self.0.paths();
+        if !paths.contains(&path) {
+            paths.push(path);
         }
     }
 
     /// Takes `path` off the list (its worktree is wanted again, as when a brief starts over in the same
     /// worktree); whether it was on it.
     pub fn withdraw(&self, path: &Path) -> bool {
-        let mut waiting = self.0.waiting();
-        let before = waiting.paths.len();
-        waiting.paths.retain(|p| p != path);
-        if waiting.paths.is_empty() {
-            waiting.since = None;
-        }
-        waiting.paths.len() != before
+        let mut paths = self.0.paths();
+        let before = paths.len();
+        paths.retain(|p| p != path);
+        paths.len() != before
     }
 
     /// How many worktrees wait for the next sweep.
     pub fn waiting(&self) -> usize {
-        self.0.waiting().paths.len()
-    }
-
-    /// Whether a sweep is due at `now`: [`WorktreeSweep::DUE_AT`] worktrees wait, or the oldest has waited
-    /// [`WorktreeSweep::DUE_AFTER`].
-    pub fn is_due(&self, now: Instant) -> bool {
-        self.0.waiting().due(now)
+        self.0.paths().len()
     }
 
     /// Removes every worktree deferred so far ([`Repo::remove_worktrees`]); the first error, once every
     /// one was tried.
     pub fn sweep(&self) -> Result<(), GitError> {
-        self.0.sweep(|_| true)
-    }
-
-    /// [`WorktreeSweep::sweep`] once it is due ([`WorktreeSweep::is_due`]), and nothing before.
-    pub fn sweep_if_due(&self) -> Result<(), GitError> {
-        let now = Instant::now();
-        self.0.sweep(|waiting| waiting.due(now))
+        self.0.sweep()
     }
 }
 
 impl Pending {
-    fn waiting(&self) -> MutexGuard<'_, Waiting> {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    fn paths(&self) -> MutexGuard<'_, Vec<PathBuf>> {
+        self.paths.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Removes what waits if `when` says so, holding the list throughout.
-    fn sweep(&self, when: impl FnOnce(&Waiting) -> bool) -> Result<(), GitError> {
-        let mut waiting = self.waiting();
-        if waiting.paths.is_empty() || !when(&waiting) {
+    fn sweep(&self) -> Result<(), GitError> {
+        let mut paths = self.paths();
+        if paths.is_empty() {
             return Ok(());
         }
-        let swept = std::mem::take(&mut *waiting);
-        self.repo.remove_worktrees(&swept.paths)
+        let swept = std::mem::take(&mut *paths);
+        self.repo.remove_worktrees(&swept)
     }
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
         // Best effort: what cannot be removed here stays a worktree of a finished run, `agency gc`'s.
-        let _ = self.sweep(|_| true);
+        let _ = self.sweep();
     }
 }
 
