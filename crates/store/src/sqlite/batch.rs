@@ -8,8 +8,8 @@ use crate::clock::Clock;
 use crate::error::Result;
 
 /// Applies every change in order; the first that fails stops it (the caller's transaction then rolls back).
-/// The batch is only read: one held back is kept until its write commits (see `write_held_together`), and copying
-/// it whole — artifacts' content and all — for each try would cost more than its events alone.
+/// The batch is only read: one held back is kept until its write commits (see `write_held_together`), and
+/// copying it whole — artifacts' content and all — for each try would cost more than its events alone.
 pub fn apply(conn: &Connection, clock: &dyn Clock, batch: &WriteBatch) -> Result<()> {
     batch.changes().iter().try_for_each(|change| match change {
         Change::InsertBrief(brief) => briefs::insert(conn, clock, brief),
