@@ -189,11 +189,11 @@ impl NewGate {
 }
 
 /// Names one stored artifact: a UUIDv7, which starts with the time it was made, so an artifact's id sorts
-/// after those made before it. Unlike runs, briefs and gates (`agency_core::ids`) an artifact is never named
-/// to a human by a short prefix of its id — by its name, its brief, or its whole id in a sign-off's event —
-/// so its id can serve the store instead: a fresh one goes at the end of the primary key's index rather
-/// than on a random page of it (an index of megabytes in a long run, which a random key made SQLite read and
-/// rewrite a page of for every artifact).
+/// after those made before it. Unlike runs, briefs and gates (`agency_core::ids`) an artifact is never
+/// named to a human by a short prefix of its id — by its name, its brief, or its whole id in a sign-off's
+/// event — so its id can serve the store instead: a fresh one goes at the end of the primary key's index
+/// rather than on a random page of it (an index of megabytes in a long run, which a random key made SQLite
+/// read and rewrite a page of for every artifact).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ArtifactId(pub Uuid);
