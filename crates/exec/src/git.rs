@@ -360,6 +360,14 @@ impl Repo {
             .map(drop)
     }
 
+    /// git's automatic maintenance, as git itself starts it after a commit: `git maintenance run --auto`,
+    /// which runs each task whose threshold in the user's and the repository's config is reached (by
+    /// default `gc`, once there are more than `gc.auto` loose objects). agency's own commands never start it
+    /// ([`FIXED_CONFIG`]), which only stops commands from starting it, not this.
+    pub fn run_auto_maintenance(&self) -> Result<(), GitError> {
+        self.run_git(&["maintenance", "run", "--auto"]).map(drop)
+    }
+
     /// Runs git here and returns how it ended, failed or not; only a timeout is an error.
     pub(crate) fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, GitError> {
         let spec = self.git_spec(args);

@@ -2,10 +2,12 @@
 //! under `.agency/worktrees/<run8>/`, brief and workstream branches — and the integration branch of runs that
 //! did not succeed. A succeeded run's integration branch is what a human reviews and merges, so it stays
 //! unless `--all`. Whether a run is finished is the blackboard's knowledge (its status is terminal); runs
-//! still going, and branches of runs the blackboard does not know, are never touched.
+//! still going, and branches of runs the blackboard does not know, are never touched. Then, when no run is
+//! going, git's automatic maintenance, which agency's own git commands never start.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use agency_exec::{GitOptions, Repo};
 use agency_store::RunStatus;
@@ -37,9 +39,13 @@ struct Plan {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let ws = ctx.workspace()?;
     let store = ctx.open_store()?;
-    let finished: BTreeMap<String, RunStatus> = store
-        .list_runs()
-        .map_err(store_error)?
+    let runs = store.list_runs().map_err(store_error)?;
+    let going: Vec<String> = runs
+        .iter()
+        .filter(|r| !r.status.is_terminal())
+        .map(|r| r.id.short())
+        .collect();
+    let finished: BTreeMap<String, RunStatus> = runs
         .into_iter()
         .filter(|r| r.status.is_terminal())
         .map(|r| (r.id.short(), r.status))
@@ -84,6 +90,9 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     if plan.worktrees.is_empty() && plan.branches.is_empty() {
         println!("nothing to collect");
     }
+    if !args.dry_run {
+        maintain(&ws.root, &going);
+    }
     if !failures.is_empty() {
         return Err(CommandError::internal(format!(
             "could not remove everything:\n  {}",
@@ -92,6 +101,32 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         .hint("a worktree in use by another program cannot be removed; close it and run `agency gc` again"));
     }
     Ok(())
+}
+
+/// How long git's maintenance may take: packing a long run's loose objects takes minutes, not the seconds
+/// agency's other git calls are allowed.
+const MAINTENANCE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Runs git's automatic maintenance (`git maintenance run --auto`), which agency's own git commands never
+/// start, so a long run's objects stay loose until then. Not while a run is going: its `gc` walks every
+/// worktree's reflog while that run's runner removes worktrees, and each one removed under it comes back as
+/// an empty entry in `.git/worktrees/`. A failure is reported and does not fail the collection.
+fn maintain(root: &Path, going: &[String]) {
+    if !going.is_empty() {
+        println!(
+            "git maintenance left for later: {} still going ({})",
+            if going.len() == 1 { "a run is" } else { "runs are" },
+            going.join(", ")
+        );
+        return;
+    }
+    let options = GitOptions {
+        timeout: MAINTENANCE_TIMEOUT,
+        ..GitOptions::default()
+    };
+    if let Err(err) = Repo::open(root, options).and_then(|repo| repo.run_auto_maintenance()) {
+        println!("git maintenance failed: {err}; `git maintenance run --auto` runs it by hand");
+    }
 }
 
 /// The worktrees and branches of finished runs, and the integration branches kept.

@@ -98,5 +98,59 @@ fn finished_runs_are_collected_and_a_succeeded_runs_branch_is_kept() {
     assert_eq!(branches(&repo).len(), 3);
 
     let again = repo.agency(&["gc"]).success().stdout();
-    assert_eq!(again.trim(), "nothing to collect");
+    assert_eq!(
+        again.trim(),
+        format!("nothing to collect\ngit maintenance left for later: a run is still going ({running})")
+    );
+}
+
+/// The number of loose objects, as `git count-objects` counts them.
+fn loose_objects(repo: &Repo) -> u64 {
+    let counts = repo.git_output(&["count-objects", "-v"]);
+    counts
+        .lines()
+        .find_map(|line| line.strip_prefix("count: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no count in {counts}"))
+}
+
+/// agency's own git commands start no automatic maintenance, so a run leaves its objects loose: `agency gc`
+/// runs it once no run is going, and leaves it alone while one is.
+#[test]
+fn gc_runs_gits_maintenance_once_no_run_is_going() {
+    let repo = Repo::initialised();
+    repo.commit("base");
+    // Three thousand objects, far past the threshold, estimated from one of 256 directories. In the
+    // foreground on every git (before 2.46 or so the `gc` task detaches by default).
+    repo.git(&["config", "gc.auto", "100"]);
+    repo.git(&["config", "gc.autoDetach", "false"]);
+    std::fs::create_dir(repo.path().join("many")).unwrap();
+    for i in 0..3_000 {
+        std::fs::write(repo.path().join("many").join(format!("f{i}")), format!("{i}\n")).unwrap();
+    }
+    repo.git(&["-c", "maintenance.auto=false", "add", "many"]);
+    repo.git(&["-c", "maintenance.auto=false", "commit", "--quiet", "-m", "many"]);
+    assert!(loose_objects(&repo) >= 3_000);
+
+    let running = run_with_status(&repo, RunStatus::Running);
+    let out = repo.agency(&["gc"]).success().stdout();
+    assert!(
+        out.contains(&format!(
+            "git maintenance left for later: a run is still going ({running})"
+        )),
+        "{out}"
+    );
+    assert!(
+        loose_objects(&repo) >= 3_000,
+        "no maintenance while a run is going"
+    );
+
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let id = store.resolve_run(&running).unwrap();
+    store
+        .set_run_status(id, Some(RunStatus::Running), RunStatus::Succeeded)
+        .unwrap();
+    let out = repo.agency(&["gc"]).success().stdout();
+    assert!(!out.contains("git maintenance"), "{out}");
+    assert_eq!(loose_objects(&repo), 0, "packed: {out}");
 }
