@@ -2,8 +2,8 @@
 //! under `.agency/worktrees/<run8>/`, brief and workstream branches — and the integration branch of runs that
 //! did not succeed. A succeeded run's integration branch is what a human reviews and merges, so it stays
 //! unless `--all`. Whether a run is finished is the blackboard's knowledge (its status is terminal); runs
-//! still going, and branches of runs the blackboard does not know, are never touched. Then, when no run is
-//! going, git's automatic maintenance, which agency's own git commands never start.
+//! still going, and branches of runs the blackboard does not know, are never touched. Then git's automatic
+//! maintenance, which agency's own git commands never start.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,13 +39,9 @@ struct Plan {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let ws = ctx.workspace()?;
     let store = ctx.open_store()?;
-    let runs = store.list_runs().map_err(store_error)?;
-    let going: Vec<String> = runs
-        .iter()
-        .filter(|r| !r.status.is_terminal())
-        .map(|r| r.id.short())
-        .collect();
-    let finished: BTreeMap<String, RunStatus> = runs
+    let finished: BTreeMap<String, RunStatus> = store
+        .list_runs()
+        .map_err(store_error)?
         .into_iter()
         .filter(|r| r.status.is_terminal())
         .map(|r| (r.id.short(), r.status))
@@ -91,7 +87,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         println!("nothing to collect");
     }
     if !args.dry_run {
-        maintain(&ws.root, &going);
+        maintain(&ws.root);
     }
     if !failures.is_empty() {
         return Err(CommandError::internal(format!(
@@ -108,18 +104,12 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
 const MAINTENANCE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// Runs git's automatic maintenance (`git maintenance run --auto`), which agency's own git commands never
-/// start, so a long run's objects stay loose until then. Not while a run is going: its `gc` walks every
-/// worktree's reflog while that run's runner removes worktrees, and each one removed under it comes back as
-/// an empty entry in `.git/worktrees/`. A failure is reported and does not fail the collection.
-fn maintain(root: &Path, going: &[String]) {
-    if !going.is_empty() {
-        println!(
-            "git maintenance left for later: {} still going ({})",
-            if going.len() == 1 { "a run is" } else { "runs are" },
-            going.join(", ")
-        );
-        return;
-    }
+/// start, so a long run's objects stay loose until then. Whether a run is going does not matter: what
+/// agency's git avoids is hundreds of `gc`s during a run, each of whose reflog walks can race the runner's
+/// worktree removals and leave an empty entry in `.git/worktrees/` (which git's `gc` itself prunes later);
+/// one here leaves at most a few, and git's own grace periods keep what a live run just made. A failure is
+/// reported and does not fail the collection.
+fn maintain(root: &Path) {
     let options = GitOptions {
         timeout: MAINTENANCE_TIMEOUT,
         ..GitOptions::default()
