@@ -33,34 +33,38 @@ pub(crate) struct StageProgress {
     merged: HashSet<String>,
     /// Each workstream's stage (its place in the plan's sequence) and its place in that stage.
     places: HashMap<String, (usize, usize)>,
-    /// How many of each stage's workstreams there are, and how many of them are in `merged`.
-    sizes: Vec<usize>,
-    merged_per_stage: Vec<usize>,
-    /// Whether each stage's merges were read from the blackboard (after that, `merged` is complete).
-    learned: Vec<bool>,
+    /// What is counted of each stage, in the plan's sequence.
+    stages: Vec<StageCount>,
+}
+
+/// One stage's workstreams: how many there are, how many of them are in `merged`, and whether its merges
+/// were read from the blackboard (after that, `merged` is complete for it).
+#[derive(Debug, Clone, Copy, Default)]
+struct StageCount {
+    size: usize,
+    merged: usize,
+    learned: bool,
 }
 
 impl StageProgress {
     /// Nothing known yet of `plan`'s stages.
     pub(crate) fn new(plan: &Plan) -> Self {
-        let stages = plan.stages();
+        let stage_list = plan.stages();
         let mut places = HashMap::new();
-        for (stage, workstreams) in stages.iter().enumerate() {
+        for (stage, workstreams) in stage_list.iter().enumerate() {
             for (place, id) in workstreams.workstreams.iter().enumerate() {
                 places.entry(id.clone()).or_insert((stage, place));
             }
         }
-        let mut sizes = vec![0; stages.len()];
+        let mut stages = vec![StageCount::default(); stage_list.len()];
         for (stage, _) in places.values() {
-            sizes[*stage] += 1;
+            stages[*stage].size += 1;
         }
         StageProgress {
             started: HashSet::new(),
             merged: HashSet::new(),
             places,
-            merged_per_stage: vec![0; sizes.len()],
-            learned: vec![false; sizes.len()],
-            sizes,
+            stages,
         }
     }
 
@@ -68,22 +72,22 @@ impl StageProgress {
         if self.merged.insert(workstream.to_string())
             && let Some((stage, _)) = self.places.get(workstream)
         {
-            self.merged_per_stage[*stage] += 1;
+            self.stages[*stage].merged += 1;
         }
     }
 
     fn learned(&self, stage: usize) -> bool {
-        self.learned.get(stage).copied().unwrap_or(false)
+        self.stages.get(stage).is_some_and(|s| s.learned)
     }
 
     fn set_learned(&mut self, stage: usize) {
-        if let Some(learned) = self.learned.get_mut(stage) {
-            *learned = true;
+        if let Some(count) = self.stages.get_mut(stage) {
+            count.learned = true;
         }
     }
 
     fn stage_merged(&self, stage: usize) -> bool {
-        self.merged_per_stage.get(stage) == self.sizes.get(stage)
+        self.stages.get(stage).is_none_or(|s| s.merged == s.size)
     }
 
     /// The workstreams of `stage` among `touched`, in the stage's order.
