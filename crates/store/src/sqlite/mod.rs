@@ -292,11 +292,28 @@ fn configure(conn: &Connection, read_only: bool) -> rusqlite::Result<()> {
     keep_plans(conn)?;
     conn.pragma_update(None, "foreign_keys", true)?;
     if !read_only {
-        // In-memory databases answer "memory"; that is fine.
-        let _mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+        use_wal(conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
     }
     Ok(())
+}
+
+/// Puts the database in WAL mode (in-memory databases answer "memory"; that is fine). The switch needs the
+/// file to itself, and while another process creates the same new file (and migrates it) SQLite refuses it
+/// with `SQLITE_BUSY` at once, without waiting in the busy handler: it is tried again for up to
+/// [`BUSY_TIMEOUT`], as a busy write would wait.
+fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            result => return result.map(drop),
+        }
+    }
 }
 
 /// Plans a statement once, for any values bound to it. Without the query planner stability guarantee
