@@ -348,8 +348,10 @@ fn consume(engine: &Engine, verifiers: &[&Brief], mut batch: WriteBatch) -> Resu
     engine.apply(batch)
 }
 
-/// Merges verified slices into the workstream branch one at a time, each with its merge commit, the branch
-/// moved once for the lot (one `update-ref` per workstream, not per slice). A conflict is not resolved
+/// Merges verified slices into the workstream branch: all at once with one merge commit where git can
+/// ([`MergeChain::merge_together`]: three slices or more whose own commits do not meet, and no conflict),
+/// otherwise one at a time, each with its merge commit; the branch is moved once for the lot (one
+/// `update-ref` per workstream, not per slice). A conflict is not resolved
 /// here: the slice that conflicts is retried on top of what is already merged. Returns the `MERGED` lines
 /// not written yet, for [`consume`] to write with the verifiers' moves: a crash before that leaves the
 /// verifiers `verifying`, and the verdict, taken again, finds those slices already merged. A `MERGED` line
@@ -365,55 +367,86 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resu
     let branches = engine.branches(tasks[0].run);
     let mut merged = WriteBatch::new();
     let mut chains: Vec<MergeChain<'_>> = Vec::new();
-    for task in tasks {
+    // The tasks of each target branch, in their order: merged together where git can, else one by one.
+    let mut targets: Vec<(String, Vec<&Brief>)> = Vec::new();
+    for &task in tasks {
         let into = branches.ensure_workstream(&task.workstream)?;
-        let from = branches.brief(task);
-        let message = format!("merge {} (agency brief {})", task.title, task.id.short());
-        let at = match chains.iter().position(|chain| chain.branch() == into) {
-            Some(at) => at,
-            None => {
-                chains.push(branches.merge_chain(&into)?);
-                chains.len() - 1
+        match targets.iter_mut().find(|(branch, _)| *branch == into) {
+            Some((_, group)) => group.push(task),
+            None => targets.push((into, vec![task])),
+        }
+    }
+    for (into, group) in &targets {
+        let mut chain = branches.merge_chain(into)?;
+        let from: Vec<String> = group.iter().map(|task| branches.brief(task)).collect();
+        let from: Vec<&str> = from.iter().map(String::as_str).collect();
+        let message = format!("merge {} verified slices into {into}", group.len());
+        let together = chain.merge_together(&from, &message, |i| slice_merge_message(group[i]))?;
+        chains.push(chain);
+        if let Some(outcomes) = together {
+            for (task, outcome) in group.iter().zip(outcomes) {
+                log_merged(&mut merged, task, into, &outcome, &judged_now);
             }
-        };
-        match chains[at].merge(&from, &message)? {
-            MergeOutcome::AlreadyUpToDate if !judged_now.contains(&task.id) => {}
-            MergeOutcome::Merged { .. } | MergeOutcome::AlreadyUpToDate => {
-                merged.append_event(
-                    NewEvent::new(task.run, EventKind::Log, json!({ "level": "verbose", "tag": "MERGED", "message": format!("{} merged into {into}", task.title) }))
-                        .brief(task.id)
-                        .tier(Tier::T4),
-                );
-            }
-            MergeOutcome::Conflict { files } => {
-                // The lines so far first, so the log keeps the order things happened in; their branches
-                // move first.
-                settle(&mut chains)?;
-                engine.apply(std::mem::take(&mut merged))?;
-                let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-                let why = format!(
-                    "merging into {into} conflicts in {}; redo the change on top of the current workstream",
-                    files.join(", ")
-                );
-                engine.log(
-                    task.run,
-                    Some(Tier::T4),
-                    "CONFLICT",
-                    format!("{}: {why}", task.title),
-                )?;
-                let fresh = engine.store.get_brief(task.id)?;
-                crate::failure::apply(
-                    engine,
-                    &fresh,
-                    Failure::T4BadOutput,
-                    decide(Failure::T4BadOutput, fresh.attempt, fresh.retry_budget),
-                    &why,
-                )?;
-            }
+            continue;
+        }
+        let at = chains.len() - 1;
+        for (task, from) in group.iter().zip(from) {
+            let outcome = chains[at].merge(from, &slice_merge_message(task))?;
+            let MergeOutcome::Conflict { files } = outcome else {
+                log_merged(&mut merged, task, into, &outcome, &judged_now);
+                continue;
+            };
+            // The lines so far first, so the log keeps the order things happened in; their branches
+            // move first.
+            settle(&mut chains)?;
+            engine.apply(std::mem::take(&mut merged))?;
+            let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            let why = format!(
+                "merging into {into} conflicts in {}; redo the change on top of the current workstream",
+                files.join(", ")
+            );
+            engine.log(
+                task.run,
+                Some(Tier::T4),
+                "CONFLICT",
+                format!("{}: {why}", task.title),
+            )?;
+            let fresh = engine.store.get_brief(task.id)?;
+            crate::failure::apply(
+                engine,
+                &fresh,
+                Failure::T4BadOutput,
+                decide(Failure::T4BadOutput, fresh.attempt, fresh.retry_budget),
+                &why,
+            )?;
         }
     }
     settle(&mut chains)?;
     Ok(merged)
+}
+
+/// The merge commit's message for one slice (a line of it when slices merge together).
+fn slice_merge_message(task: &Brief) -> String {
+    format!("merge {} (agency brief {})", task.title, task.id.short())
+}
+
+/// A `MERGED` line for a slice merged now, into `merged`; a slice merged in an earlier round of its squad
+/// (up to date, and not judged in this one) is not logged again.
+fn log_merged(
+    merged: &mut WriteBatch,
+    task: &Brief,
+    into: &str,
+    outcome: &MergeOutcome,
+    judged_now: &HashSet<BriefId>,
+) {
+    if *outcome == MergeOutcome::AlreadyUpToDate && !judged_now.contains(&task.id) {
+        return;
+    }
+    merged.append_event(
+        NewEvent::new(task.run, EventKind::Log, json!({ "level": "verbose", "tag": "MERGED", "message": format!("{} merged into {into}", task.title) }))
+            .brief(task.id)
+            .tier(Tier::T4),
+    );
 }
 
 /// Moves every chain's branch to its newest merge.

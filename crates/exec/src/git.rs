@@ -397,7 +397,28 @@ impl Repo {
 
     /// Like [`Repo::git`], and the output must not have been truncated.
     pub(crate) fn git_complete<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, GitError> {
-        let output = self.run_git(args)?;
+        self.complete(args, self.run(args)?)
+    }
+
+    pub(crate) fn git_text<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<String, GitError> {
+        Ok(self.git_complete(args)?.stdout.text().into_owned())
+    }
+
+    /// [`Repo::git_text`] with `input` fed to git's stdin.
+    pub(crate) fn git_text_with_input<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        input: Vec<u8>,
+    ) -> Result<String, GitError> {
+        let output = self.in_time(args, process::run(&self.git_spec(args).stdin(input))?)?;
+        Ok(self.complete(args, output)?.stdout.text().into_owned())
+    }
+
+    /// `output` of `git args` if it succeeded and nothing of its stdout was cut off.
+    fn complete<S: AsRef<OsStr>>(&self, args: &[S], output: Output) -> Result<Output, GitError> {
+        if !output.success() {
+            return Err(failed(args, &output));
+        }
         if output.stdout.truncated_bytes > 0 {
             return Err(GitError::OutputTooLarge {
                 args: join_args(args),
@@ -405,10 +426,6 @@ impl Repo {
             });
         }
         Ok(output)
-    }
-
-    pub(crate) fn git_text<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<String, GitError> {
-        Ok(self.git_complete(args)?.stdout.text().into_owned())
     }
 
     /// [`Repo::git_spec`] with more settings for this one call, after agency's own (`-c key=value` without

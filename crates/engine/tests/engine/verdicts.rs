@@ -1,7 +1,7 @@
 //! Retrying slices: a partial T5 verdict re-runs only the failed slice, with its sign-off's missing items in its
 //! corrected brief (the slice that passed is neither re-run nor re-verified); a pipeline task whose
 //! predecessor failed stage 1 waits for the retry and starts from its work; a slice whose merge conflicts
-//! is retried on top of the slices merged before it.
+//! is retried on top of the slices merged before it; slices that do not touch each other's work merge together.
 
 use agency_core::event::EventKind;
 use agency_core::{BriefStatus, Tier};
@@ -129,4 +129,49 @@ async fn a_slice_that_conflicts_is_retried_on_top_of_the_slices_merged_before_it
     let branch = outcome.branch.unwrap();
     assert_eq!(project.file_on(&branch, "NOTES.md").as_deref(), Some("a\nb\n"));
     project.assert_fixed(&branch, &["add.sh"]);
+}
+
+/// A squad's slices that pass and do not touch each other's work merge into their workstream together: one
+/// merge commit whose parents are the workstream and each slice, and a `MERGED` line per slice.
+#[tokio::test]
+async fn a_squads_independent_slices_merge_together_in_one_commit() {
+    let project = Project::new();
+    let (run, outcome) = project
+        .succeed(include_str!("../scripts/swarm.yaml"), config())
+        .await;
+    let branch = outcome.branch.unwrap();
+    project.assert_fixed(&branch, &["add.sh", "mul.sh", "neg.sh"]);
+    let merged: Vec<String> = project
+        .events_of(run.id, EventKind::Log)
+        .iter()
+        .filter(|e| e.payload["tag"] == "MERGED")
+        .map(|e| {
+            e.payload["message"]
+                .as_str()
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(merged, ["fix-add", "fix-mul", "fix-neg"]);
+    let history = project
+        .repo
+        .run_git(&["log", "--format=%P%x09%s", &branch])
+        .unwrap()
+        .stdout
+        .text()
+        .into_owned();
+    let squad_merges: Vec<usize> = history
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .filter(|(_, subject)| subject.starts_with("merge 3 verified slices into "))
+        .map(|(parents, _)| parents.split(' ').count())
+        .collect();
+    assert_eq!(squad_merges, [4], "{history}");
+    assert!(
+        !history.contains("\tmerge fix-"),
+        "no merge commit of a slice of its own: {history}"
+    );
 }

@@ -16,6 +16,8 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::{GitError, Repo, check_name, failed};
 
+mod together;
+
 /// What a merge did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MergeOutcome {
@@ -360,21 +362,31 @@ impl Repo {
         })
     }
 
-    /// Whether this git has `merge-tree --write-tree` (2.38 and later), asked once per git program.
+    /// Whether this git has `merge-tree --write-tree` (2.38 and later).
     fn has_merge_tree(&self) -> Result<bool, GitError> {
-        static KNOWN: OnceLock<Mutex<HashMap<OsString, bool>>> = OnceLock::new();
+        Ok(self.git_version()?.is_some_and(|version| version >= (2, 38)))
+    }
+
+    /// Whether this git's `merge-tree --stdin` takes a merge base and two trees on a line (2.45 and later).
+    fn merges_trees(&self) -> Result<bool, GitError> {
+        Ok(self.git_version()?.is_some_and(|version| version >= (2, 45)))
+    }
+
+    /// This git's major and minor version (`None` when `git version` does not say), asked once per git
+    /// program.
+    fn git_version(&self) -> Result<Option<Version>, GitError> {
+        static KNOWN: OnceLock<Mutex<HashMap<OsString, Option<Version>>>> = OnceLock::new();
         let known = KNOWN.get_or_init(Mutex::default);
         let program = self.options().program.clone();
-        if let Some(&has) = known.lock().unwrap_or_else(PoisonError::into_inner).get(&program) {
-            return Ok(has);
+        if let Some(&version) = known.lock().unwrap_or_else(PoisonError::into_inner).get(&program) {
+            return Ok(version);
         }
-        let text = self.git_text(&["version"])?;
-        let has = parse_version(&text).is_some_and(|version| version >= (2, 38));
+        let version = parse_version(&self.git_text(&["version"])?);
         known
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(program, has);
-        Ok(has)
+            .insert(program, version);
+        Ok(version)
     }
 
     /// Whether `branch` is the `HEAD` of the main work tree or of a linked one, read from their `HEAD`
@@ -434,8 +446,11 @@ fn remembered_tree(commit: &str) -> Option<String> {
         .map(|(_, tree)| tree.clone())
 }
 
+/// A git version's major and minor number.
+type Version = (u32, u32);
+
 /// `git version 2.47.3` (or `2.39.5.windows.1`, `2.45.GIT`) → `(2, 47)`.
-fn parse_version(text: &str) -> Option<(u32, u32)> {
+fn parse_version(text: &str) -> Option<Version> {
     let version = text.trim().strip_prefix("git version ")?;
     let mut parts = version.split('.');
     let major = parts.next()?.parse().ok()?;

@@ -285,7 +285,7 @@ fn the_head_of_a_large_diff_is_kept_and_the_rest_counted() {
 
 /// `t.repo` with git replaced by a script that writes each call's arguments to the returned log, then runs
 /// the real git.
-fn logging_git(t: &TestRepo) -> (Repo, PathBuf) {
+pub(crate) fn logging_git(t: &TestRepo) -> (Repo, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let log = t.dir.path().join("git-calls.log");
     let script = t.dir.path().join("logging-git");
@@ -305,7 +305,7 @@ fn logging_git(t: &TestRepo) -> (Repo, PathBuf) {
 }
 
 /// The git subcommands logged since the last call (the word after any `-c name=value`), and the log emptied.
-fn git_calls(log: &std::path::Path) -> Vec<String> {
+pub(crate) fn git_calls(log: &std::path::Path) -> Vec<String> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     std::fs::write(log, "").unwrap();
     text.lines()

@@ -4,5 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod git;
+mod merge_together;
 mod process;
 mod support;
