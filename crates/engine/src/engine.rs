@@ -55,15 +55,16 @@ impl Default for EngineOptions {
     }
 }
 
-/// Everything the runner works with.
+/// Everything the runner works with. Cloned for every agent and sign-off it starts, so what it holds is
+/// shared (a deep copy of the configuration per clone was a few hundred allocations each time).
 #[derive(Debug, Clone)]
 pub struct Engine {
     pub(crate) store: Arc<dyn Blackboard>,
-    pub(crate) config: TeamConfig,
+    pub(crate) config: Arc<TeamConfig>,
     pub(crate) repo: Repo,
-    pub(crate) runtimes: BTreeMap<Tier, Arc<dyn Runtime>>,
-    pub(crate) providers: BTreeMap<Tier, Arc<dyn Provider>>,
-    pub(crate) options: EngineOptions,
+    pub(crate) runtimes: Arc<BTreeMap<Tier, Arc<dyn Runtime>>>,
+    pub(crate) providers: Arc<BTreeMap<Tier, Arc<dyn Provider>>>,
+    pub(crate) options: Arc<EngineOptions>,
     pub(crate) ledger: Option<crate::budget::SharedLedger>,
     /// The run's approved plan, parsed once (see [`crate::advance::approved`]).
     pub(crate) plan_cache: Arc<Mutex<Option<Arc<crate::advance::ApprovedPlan>>>>,
@@ -106,12 +107,12 @@ impl Engine {
         }
         Ok(Engine {
             store,
-            config,
+            config: Arc::new(config),
             worktree_sweep: WorktreeSweep::new(repo.clone()),
             repo,
-            runtimes,
-            providers,
-            options,
+            runtimes: Arc::new(runtimes),
+            providers: Arc::new(providers),
+            options: Arc::new(options),
             ledger: None,
             plan_cache: Arc::new(Mutex::new(None)),
             wake: Arc::new(Mutex::new(None)),
@@ -138,7 +139,7 @@ impl Engine {
         let mut new = NewRun::new(goal, self.repo.root().display().to_string());
         new.id = crate::branches::unused_run_id(&self.repo, RunId::new)?;
         new.base_rev = Some(base.clone());
-        new.config = serde_json::to_value(&self.config).unwrap_or_default();
+        new.config = serde_json::to_value(&*self.config).unwrap_or_default();
         let run = self.store.create_run(new)?;
         self.branches(run.id).ensure_integration(&base)?;
         crate::forge::remember_base(self, &run)?;
