@@ -297,10 +297,8 @@ fn judged_squads(
     let mut due = Vec::new();
     for (parent, workstream) in squads {
         // Asked on every pass in which one of the squad's verifiers finished: the squad's states are read,
-        // not its whole briefs.
-        if squad_open(engine, parent, &workstream)? {
-            continue;
-        }
+        // not its whole briefs, once (a count of its open tasks first read them all as well, and while its
+        // verifiers work none is open).
         let siblings = engine.store.list_children_states(parent)?;
         let Some(tasks) = current_done_tasks(&siblings, &workstream) else {
             continue;
@@ -324,8 +322,8 @@ fn judged_squads(
     Ok(due)
 }
 
-/// Whether any task of the squad under `parent` in `workstream` is still open: most askings find one, and an
-/// indexed count says so without reading the squad.
+/// Whether any task of the squad under `parent` in `workstream` is still open: an indexed count says so
+/// without reading the squad's whole briefs.
 fn squad_open(engine: &Engine, parent: BriefId, workstream: &str) -> Result<bool> {
     Ok(engine
         .store
