@@ -511,7 +511,10 @@ fn slice_request(engine: &Engine, verifier: &Brief) -> Result<Owned> {
     let subject = slice_subject(&implementer);
     Ok(Owned {
         verified: recorded_verify(engine, &implementer, &subject)?,
-        diffed: engine.slice_diffs.take(implementer.id),
+        diffed: match engine.slice_diffs.take(implementer.id) {
+            Some(kept) => Some(kept),
+            None => crate::slice_diffs::read_spilled(engine.store.as_ref(), implementer.run, implementer.id)?,
+        },
         contract: contract_of(&implementer),
         asked: format!(
             "Goal anchor (the user's goal): {}\nThe slice's brief \"{}\":\n{}",

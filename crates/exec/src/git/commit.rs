@@ -112,15 +112,34 @@ pub enum ChangeKind {
 
 impl ChangeKind {
     fn from_status(status: &str) -> Self {
-        match status.chars().next() {
-            Some('A') => Self::Added,
-            Some('M') => Self::Modified,
-            Some('D') => Self::Deleted,
-            Some('R') => Self::Renamed,
-            Some('C') => Self::Copied,
-            Some('T') => Self::TypeChanged,
-            Some('U') => Self::Unmerged,
+        status.chars().next().map_or(Self::Other, Self::from_letter)
+    }
+
+    /// The kind git's `--name-status` letter names ([`ChangeKind::Other`] for one it has no kind for).
+    pub fn from_letter(letter: char) -> Self {
+        match letter {
+            'A' => Self::Added,
+            'M' => Self::Modified,
+            'D' => Self::Deleted,
+            'R' => Self::Renamed,
+            'C' => Self::Copied,
+            'T' => Self::TypeChanged,
+            'U' => Self::Unmerged,
             _ => Self::Other,
+        }
+    }
+
+    /// Its `--name-status` letter (`X`, git's own for an unknown change, for [`ChangeKind::Other`]).
+    pub fn letter(self) -> char {
+        match self {
+            Self::Added => 'A',
+            Self::Modified => 'M',
+            Self::Deleted => 'D',
+            Self::Renamed => 'R',
+            Self::Copied => 'C',
+            Self::TypeChanged => 'T',
+            Self::Unmerged => 'U',
+            Self::Other => 'X',
         }
     }
 }
