@@ -385,8 +385,7 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resu
         let mut chain = branches.merge_chain(into)?;
         let from: Vec<String> = group.iter().map(|task| branches.brief(task)).collect();
         let from: Vec<&str> = from.iter().map(String::as_str).collect();
-        let message = format!("merge {} verified slices into {into}", group.len());
-        let together = chain.merge_together(&from, &message, |i| slice_merge_message(group[i]))?;
+        let together = chain.merge_together(&from, |i| slice_merge_message(group[i]))?;
         chains.push(chain);
         if let Some(outcomes) = together {
             for (task, outcome) in group.iter().zip(outcomes) {

@@ -166,7 +166,7 @@ async fn a_squads_independent_slices_merge_together_in_one_commit() {
     let squad_merges: Vec<usize> = history
         .lines()
         .filter_map(|line| line.split_once('\t'))
-        .filter(|(_, subject)| subject.starts_with("merge 3 verified slices into "))
+        .filter(|(_, subject)| subject.starts_with("merge 3 branches into "))
         .map(|(parents, _)| parents.split(' ').count())
         .collect();
     assert_eq!(squad_merges, [4], "{history}");

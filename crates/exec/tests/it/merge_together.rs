@@ -22,7 +22,7 @@ fn slice(t: &TestRepo, name: &str, base: &str, file: &str, contents: &str) -> St
 
 fn together(chain: &mut MergeChain<'_>, from: &[&str]) -> Option<Vec<MergeOutcome>> {
     chain
-        .merge_together(from, "merge the squad", |i| format!("slice {}", from[i]))
+        .merge_together(from, |i| format!("slice {}", from[i]))
         .unwrap()
 }
 
@@ -129,7 +129,7 @@ fn slices_merged_together_make_one_commit_with_the_tree_one_by_one_merges_make()
     assert_eq!(repo.rev_parse("work").unwrap(), rev);
     let info = repo.commit_info(&rev).unwrap();
     assert_eq!(info.parents, [side.clone(), a, b, c, d]);
-    assert_eq!(info.subject, "merge the squad");
+    assert_eq!(info.subject, "merge 4 branches into work");
     let body = repo.run_git(&["log", "-1", "--format=%b", &rev]).unwrap();
     assert_eq!(
         body.stdout.text().trim(),

@@ -33,15 +33,15 @@ const MERGE_TREE: [&str; 5] = [
 ];
 
 impl MergeChain<'_> {
-    /// Merges every branch of `from` on top of the chain with one merge commit for all of them, its message
-    /// `message` then each merged branch's line from `describe` (by its place in `from`); `None` when
+    /// Merges every branch of `from` on top of the chain with one merge commit for all of them, its subject
+    /// `merge <n> branches into <branch>` and its body each merged branch's line from `describe` (by its
+    /// place in `from`); `None` when
     /// they cannot be merged that way (fewer than three, two sharing a commit of their own, a conflict,
     /// git before 2.45, a chain that merges in a worktree), and nothing was changed: merge them one by one
     /// with [`MergeChain::merge`]. A branch already in the chain is [`MergeOutcome::AlreadyUpToDate`].
     pub fn merge_together(
         &mut self,
         from: &[&str],
-        message: &str,
         describe: impl Fn(usize) -> String,
     ) -> Result<Option<Vec<MergeOutcome>>, GitError> {
         for name in from {
@@ -87,7 +87,8 @@ impl MergeChain<'_> {
             level = next;
         }
         let tree = level.pop().unwrap_or_default();
-        let commit = commit_together(repo, tip, &tree, &pending, &revs, message, &describe)?;
+        let message = format!("merge {} branches into {}", pending.len(), self.into);
+        let commit = commit_together(repo, tip, &tree, &pending, &revs, &message, &describe)?;
         remember_tree(&commit, &tree);
         tip.rev.clone_from(&commit);
         tip.tree = tree;
