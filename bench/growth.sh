@@ -11,6 +11,11 @@
 #
 #   bench/growth.sh 10000 10 60          # windows at 10 s and 60 s, 22 s each
 #   WINDOW=10 bench/growth.sh 1000 3
+#   THREADS=all bench/growth.sh 100000 900   # every thread of the runner, not its busiest alone
+#
+# The runner's thread is not all of the runner: a slice's sign-off runs its mechanical checks (its clean
+# checkout, its diff) on a blocking thread, which at 100,000 briefs cost half as much again as the runner's
+# thread did (docs/performance.md, *One merge per squad*). THREADS=all records those too.
 #
 # Needs perf (allowed to record: kernel.perf_event_paranoid <= 1, or root), sqlite3 and python3. For
 # readable frames, build the bench with symbols:
@@ -44,10 +49,15 @@ for at in "$@"; do
     kill -0 "$pid" 2>/dev/null || break 2
     sleep 0.5
   done
-  # The runner's thread: the one with the most CPU so far (it drives the run; the others wait on it).
-  tid=$(for task in /proc/"$pid"/task/*; do awk '{ print $14 + $15, $1 }' "$task/stat"; done | sort -rn | head -1 | cut -d' ' -f2)
+  if [ "${THREADS:-runner}" = all ]; then
+    # Every thread the runner has now (the sign-offs' blocking threads too), none of its children.
+    target=(-p "$pid")
+  else
+    # The runner's thread: the one with the most CPU so far (it drives the run; the others wait on it).
+    target=(-t "$(for task in /proc/"$pid"/task/*; do awk '{ print $14 + $15, $1 }' "$task/stat"; done | sort -rn | head -1 | cut -d' ' -f2)")
+  fi
   before=$(done_briefs)
-  perf record -q --no-inherit -t "$tid" --call-graph dwarf,16384 -F "$freq" -e cpu-clock \
+  perf record -q --no-inherit "${target[@]}" --call-graph dwarf,16384 -F "$freq" -e cpu-clock \
     -o "$work/at$at.data" -- sleep "$window" 2>"$work/perf.err" || cat "$work/perf.err" >&2
   after=$(done_briefs)
   windows+=("$at:$((after - before))")
