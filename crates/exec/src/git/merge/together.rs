@@ -35,10 +35,10 @@ const MERGE_TREE: [&str; 5] = [
 impl MergeChain<'_> {
     /// Merges every branch of `from` on top of the chain with one merge commit for all of them, its subject
     /// `merge <n> branches into <branch>` and its body each merged branch's line from `describe` (by its
-    /// place in `from`); `None` when
-    /// they cannot be merged that way (fewer than three, two sharing a commit of their own, a conflict,
-    /// git before 2.45, a chain that merges in a worktree), and nothing was changed: merge them one by one
-    /// with [`MergeChain::merge`]. A branch already in the chain is [`MergeOutcome::AlreadyUpToDate`].
+    /// place in `from`). A branch already in the chain is [`MergeOutcome::AlreadyUpToDate`]. `None`, with
+    /// nothing changed, when they cannot be merged that way (fewer than three, two sharing a commit of their
+    /// own, a conflict, git before 2.45, a chain that merges in a worktree): merge them one by one with
+    /// [`MergeChain::merge`].
     pub fn merge_together(
         &mut self,
         from: &[&str],
@@ -86,7 +86,10 @@ impl MergeChain<'_> {
             }
             level = next;
         }
-        let tree = level.pop().unwrap_or_default();
+        // Three or more merged down to one.
+        let Some(tree) = level.pop() else {
+            return Ok(None);
+        };
         let message = format!("merge {} branches into {}", pending.len(), self.into);
         let commit = commit_together(repo, tip, &tree, &pending, &revs, &message, &describe)?;
         remember_tree(&commit, &tree);
