@@ -54,7 +54,8 @@ impl MergeChain<'_> {
         if from.len() < AT_LEAST || !repo.merges_trees()? {
             return Ok(None);
         }
-        let revs = branch_revs(repo, from)?;
+        let refs: Vec<String> = from.iter().map(|name| format!("refs/heads/{name}")).collect();
+        let revs = repo.rev_parse_all(&refs.iter().map(String::as_str).collect::<Vec<_>>())?;
         let Some(has_own) = own_commits(repo, &tip.rev, &revs)? else {
             return Ok(None);
         };
@@ -108,26 +109,6 @@ impl MergeChain<'_> {
                 .collect(),
         ))
     }
-}
-
-/// The commit ids of the branches `from`: read from their ref files where possible, the rest asked of one
-/// `rev-parse`.
-fn branch_revs(repo: &super::Repo, from: &[&str]) -> Result<Vec<String>, GitError> {
-    let refs: Vec<String> = from.iter().map(|name| format!("refs/heads/{name}")).collect();
-    let mut revs: Vec<Option<String>> = refs.iter().map(|r| repo.branch_from_files(r)).collect();
-    let missing: Vec<String> = refs
-        .iter()
-        .zip(&revs)
-        .filter(|(_, rev)| rev.is_none())
-        .map(|(name, _)| format!("{name}^{{commit}}"))
-        .collect();
-    if !missing.is_empty() {
-        let mut asked = repo.rev_parse_specs(missing)?.into_iter();
-        for rev in revs.iter_mut().filter(|rev| rev.is_none()) {
-            *rev = asked.next();
-        }
-    }
-    Ok(revs.into_iter().map(Option::unwrap_or_default).collect())
 }
 
 /// For each of `revs`, whether it has commits of its own (not in `target`'s history); `None` when two of
