@@ -883,7 +883,7 @@ pub fn diff_name(brief: BriefId) -> String {
 /// `kind/<the brief's whole id>`. Names carried the id's first 8 hex digits until 2026-11-25, and two
 /// briefs of a large run share those (about one pair in a run of 100,000 briefs): a 100,000-brief run
 /// signed a slice off against another brief's report.
-fn brief_artifact_name(kind: &str, brief: BriefId) -> String {
+pub(crate) fn brief_artifact_name(kind: &str, brief: BriefId) -> String {
     format!("{kind}/{}", brief.whole())
 }
 

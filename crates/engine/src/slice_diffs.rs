@@ -110,7 +110,7 @@ impl SliceDiffs {
 
 /// The artifact name of a slice's diff put out of memory until its sign-off.
 pub fn spilled_name(implementer: BriefId) -> String {
-    format!("signoff-diff/{}", implementer.whole())
+    crate::engine::brief_artifact_name("signoff-diff", implementer)
 }
 
 /// What a spilled diff is written as (JSON): everything a sign-off takes of it.
@@ -126,8 +126,8 @@ struct Written {
 
 /// The artifact `spilled` is written to the blackboard as; `None` when a path of it is not UTF-8 (its
 /// sign-off then asks git for the diff again).
-pub fn spilled_artifact(spilled: &Spilled) -> Option<NewArtifact> {
-    let diffed = &spilled.diffed;
+pub fn spilled_artifact(spilled: Spilled) -> Option<NewArtifact> {
+    let diffed = spilled.diffed;
     let text = |path: &PathBuf| path.to_str().map(str::to_owned);
     let changes = diffed
         .changes
@@ -141,10 +141,10 @@ pub fn spilled_artifact(spilled: &Spilled) -> Option<NewArtifact> {
         })
         .collect::<Option<Vec<_>>>()?;
     let written = Written {
-        base: diffed.base.clone(),
-        commit: diffed.commit.clone(),
+        base: diffed.base,
+        commit: diffed.commit,
         changes,
-        head: diffed.head.text.clone(),
+        head: diffed.head.text,
         total_bytes: diffed.head.total_bytes,
     };
     let bytes = serde_json::to_vec(&written).ok()?;
@@ -293,7 +293,7 @@ mod tests {
             implementer,
             diffed: diffed.clone(),
         };
-        store.put_artifact(spilled_artifact(&spilled).unwrap()).unwrap();
+        store.put_artifact(spilled_artifact(spilled).unwrap()).unwrap();
         assert_eq!(read_spilled(&store, run, implementer).unwrap(), Some(diffed));
         assert_eq!(read_spilled(&store, run, BriefId::new()).unwrap(), None);
     }
@@ -312,6 +312,6 @@ mod tests {
             implementer: BriefId::new(),
             diffed,
         };
-        assert_eq!(spilled_artifact(&spilled), None);
+        assert_eq!(spilled_artifact(spilled), None);
     }
 }

@@ -174,7 +174,7 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover
     Engine::stage_move(&mut batch, brief, BriefStatus::Done, done_note());
     // The diffs put out of memory for this one go to the blackboard with it.
     for spilled in engine.slice_diffs.keep(brief.run, brief.id, diffed) {
-        if let Some(artifact) = crate::slice_diffs::spilled_artifact(&spilled) {
+        if let Some(artifact) = crate::slice_diffs::spilled_artifact(spilled) {
             batch.put_artifact(artifact);
         }
     }
