@@ -1,9 +1,15 @@
-//! Identifiers. Runs, briefs and gates are named by random UUIDs (v4), shown to humans as their first 8 hex
-//! characters and accepted back as any unique prefix.
+//! Identifiers. Runs, briefs and gates are named by UUIDv7: the first 48 bits are the time they were made
+//! (milliseconds), then a counter that keeps ids made in the same millisecond in order, then random bits.
+//! Shown to humans as their last 8 hex characters (random, as a short name must be), and accepted back as
+//! that short form, the whole id, or any unique run of hex digits at either end of it.
 //!
-//! Not UUIDv7: a v7 id starts with its millisecond timestamp, so its first 8 hex characters change only
-//! every 65 seconds and every brief of a run would share them. Order comes from the store instead
-//! (creation time, then insertion order).
+//! Why time first: the store keeps its records in b-trees keyed by these ids (a brief's primary key, its
+//! children's `parent`, and artifact names such as `output/<brief>`). Random ids put every insert on a
+//! random page of those indexes; past a few tens of thousands of briefs the indexes are far larger than
+//! SQLite's page cache, so each insert read its page back from the kernel and the commit wrote it out
+//! again. In creation order they grow at their end (docs/performance.md, *Ids in creation order*).
+//! Why the short form from the end: a v7 id's first 8 hex characters change only every 65 seconds, so every
+//! brief of a run would share them.
 
 use std::fmt;
 use std::str::FromStr;
@@ -26,16 +32,24 @@ macro_rules! id_type {
         pub struct $name(pub Uuid);
 
         impl $name {
-            /// A fresh random id.
+            /// A fresh id: the current time, then random bits (UUIDv7, ordered within this process).
             pub fn new() -> Self {
-                Self(Uuid::new_v4())
+                Self(Uuid::now_v7())
             }
 
-            /// The first eight hex characters, as shown in logs and tables.
+            /// The last eight hex characters (random bits), as shown in logs and tables.
             pub fn short(&self) -> String {
-                let mut s = self.whole().to_string();
-                s.truncate(SHORT_ID_LEN);
-                s
+                let whole = self.whole().to_string();
+                whole[WHOLE_ID_LEN - SHORT_ID_LEN..].to_string()
+            }
+
+            /// The first eight hex characters: the short form builds before 2026-11-26 showed and put in
+            /// branch and artifact names, when ids were random from their start (UUIDv4). Only for
+            /// finding what those builds named.
+            pub fn legacy_short(&self) -> String {
+                let mut whole = self.whole().to_string();
+                whole.truncate(SHORT_ID_LEN);
+                whole
             }
 
             /// All 32 hex characters, without dashes: the form names on disk and in git carry (a
@@ -86,9 +100,9 @@ id_type!(
     GateId
 );
 
-/// Normalises what a user typed as an id prefix: lower case, dashes removed. Returns `None` when it
+/// Normalises what a user typed as (part of) an id: lower case, dashes removed. Returns `None` when it
 /// contains anything but hex digits and dashes, so the caller can say what was expected.
-pub fn normalize_id_prefix(input: &str) -> Option<String> {
+pub fn normalize_id_input(input: &str) -> Option<String> {
     let cleaned: String = input
         .chars()
         .filter(|c| *c != '-')
@@ -105,11 +119,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn short_is_eight_hex_chars_of_the_simple_form() {
+    fn short_is_the_last_eight_hex_chars_of_the_simple_form() {
         let id = RunId::new();
         let short = id.short();
         assert_eq!(short.len(), SHORT_ID_LEN);
-        assert!(id.0.simple().to_string().starts_with(&short));
+        assert!(id.whole().to_string().ends_with(&short));
+    }
+
+    #[test]
+    fn ids_sort_in_the_order_they_were_made() {
+        let ids: Vec<BriefId> = (0..1000).map(|_| BriefId::new()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(ids, sorted);
+        let texts: Vec<String> = ids.iter().map(|id| id.whole().to_string()).collect();
+        assert!(
+            texts.windows(2).all(|w| w[0] < w[1]),
+            "the stored text sorts as the ids do"
+        );
     }
 
     #[test]
@@ -120,8 +147,8 @@ mod tests {
 
     #[test]
     fn prefix_normalisation() {
-        assert_eq!(normalize_id_prefix("ABC-12").as_deref(), Some("abc12"));
-        assert_eq!(normalize_id_prefix("xyz"), None);
-        assert_eq!(normalize_id_prefix("-"), None);
+        assert_eq!(normalize_id_input("ABC-12").as_deref(), Some("abc12"));
+        assert_eq!(normalize_id_input("xyz"), None);
+        assert_eq!(normalize_id_input("-"), None);
     }
 }

@@ -916,7 +916,7 @@ fn brief_artifact(
         return Ok(None);
     };
     Ok(store
-        .latest_artifact(run, &format!("{kind}/{}", brief.short()))?
+        .latest_artifact(run, &format!("{kind}/{}", brief.legacy_short()))?
         .filter(|found| found.meta.brief == Some(brief)))
 }
 
@@ -929,7 +929,7 @@ mod tests {
         // The two ids of a collision a 100,000-brief run met.
         let a = BriefId("ee75b930-8024-4b26-a05c-df8d652cfec7".parse().unwrap());
         let b = BriefId("ee75b930-8028-4cb2-ad2b-e07081e20bef".parse().unwrap());
-        assert_eq!(a.short(), b.short());
+        assert_eq!(a.legacy_short(), b.legacy_short());
         for name_of in [output_name, report_name, feedback_name, diff_name] {
             assert_ne!(name_of(a), name_of(b));
         }
@@ -956,7 +956,13 @@ mod tests {
             store.insert_brief(each).unwrap();
         }
         let legacy = |of: &Brief, text: &str| {
-            NewArtifact::new(run, format!("report/{}", of.id.short()), "text/plain", text).brief(of.id)
+            NewArtifact::new(
+                run,
+                format!("report/{}", of.id.legacy_short()),
+                "text/plain",
+                text,
+            )
+            .brief(of.id)
         };
         store.put_artifact(legacy(&a, "a's, short-named")).unwrap();
         store

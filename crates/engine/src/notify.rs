@@ -69,7 +69,7 @@ impl NotificationKind {
 /// One notification, exactly as a command reads it on stdin and a webhook receives it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Notification {
-    /// The run's full id (any unique prefix works with `agency approve`).
+    /// The run's full id (its short form, or any unique part at either end, works with `agency approve`).
     pub run: String,
     /// What it is about.
     pub kind: NotificationKind,

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::error::{Result, StoreError};
 use crate::record::{NewArtifact, NewGate, Run, RunStatus};
 
-/// An id as stored: the UUID's simple form (32 lower-case hex digits), so a typed prefix is a text prefix.
+/// An id as stored: the UUID's simple form (32 lower-case hex digits), so a typed part of an id is a part of the text.
 pub fn id_text(id: &Uuid) -> String {
     id.simple().to_string()
 }

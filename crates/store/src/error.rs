@@ -15,25 +15,25 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// No record with this id (or prefix).
+    /// No record with this id (or part of one).
     #[error("no {what} with id `{id}`")]
     NotFound {
         /// What was looked for: `run`, `brief`, `gate`, `artifact`, ...
         what: &'static str,
-        /// The id or prefix as given.
+        /// The id, or part of one, as given.
         id: String,
     },
-    /// An id prefix matches more than one record.
+    /// Part of an id, as typed, matches more than one record.
     #[error(
-        "{what} id `{prefix}` is ambiguous: it matches {}{}; type more characters",
+        "{what} id `{typed}` is ambiguous: it matches {}{}; type more characters",
         candidates.join(", "),
         if *total > candidates.len() { format!(" and {} more", total - candidates.len()) } else { String::new() }
     )]
-    AmbiguousPrefix {
+    AmbiguousId {
         /// What was looked for.
         what: &'static str,
-        /// The prefix as given.
-        prefix: String,
+        /// What was typed.
+        typed: String,
         /// Some of the matching ids (full form), oldest first.
         candidates: Vec<String>,
         /// How many ids match in all.

@@ -86,9 +86,10 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// Every run, newest first.
     fn list_runs(&self) -> Result<Vec<Run>>;
 
-    /// The run whose id is `prefix` or starts with it (hex, any case, dashes ignored). Unknown, ambiguous and
-    /// non-hex input are distinct errors (`NotFound`, `AmbiguousPrefix` naming candidates, `InvalidId`).
-    fn resolve_run(&self, prefix: &str) -> Result<RunId>;
+    /// The run whose id is `typed`, or starts or ends with it (hex, any case, dashes ignored; the short form
+    /// is the end). Unknown, ambiguous and non-hex input are distinct errors (`NotFound`, `AmbiguousId`
+    /// naming candidates, `InvalidId`).
+    fn resolve_run(&self, typed: &str) -> Result<RunId>;
 
     /// Moves a run to `to` and writes `run_status` (payload: `from`, `to`). With `expected`, this is a
     /// compare-and-set: it fails with `Conflict` (writing nothing) unless the run is in that status.
@@ -168,8 +169,8 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// One brief's status, without reading the rest of it (for a status asked again and again).
     fn brief_status(&self, id: BriefId) -> Result<BriefStatus>;
 
-    /// The brief whose id is `prefix` or starts with it; errors as [`Blackboard::resolve_run`].
-    fn resolve_brief(&self, prefix: &str) -> Result<BriefId>;
+    /// The brief whose id is `typed`, or starts or ends with it; errors as [`Blackboard::resolve_run`].
+    fn resolve_brief(&self, typed: &str) -> Result<BriefId>;
 
     /// A run's briefs, oldest first.
     fn list_briefs(&self, run: RunId) -> Result<Vec<Brief>>;
@@ -309,8 +310,8 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// One gate.
     fn get_gate(&self, id: GateId) -> Result<Gate>;
 
-    /// The gate whose id is `prefix` or starts with it; errors as [`Blackboard::resolve_run`].
-    fn resolve_gate(&self, prefix: &str) -> Result<GateId>;
+    /// The gate whose id is `typed`, or starts or ends with it; errors as [`Blackboard::resolve_run`].
+    fn resolve_gate(&self, typed: &str) -> Result<GateId>;
 
     /// Pending gates (of one run, or of all runs), oldest first.
     fn pending_gates(&self, run: Option<RunId>) -> Result<Vec<Gate>>;

@@ -102,7 +102,7 @@ async function decide(gate, verb, body) {
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(body),
     });
-    say("Gate " + gate.slice(0, 8) + " " + (verb === "approve" ? "approved" : "rejected") + ".");
+    say("Gate " + gate.slice(-8) + " " + (verb === "approve" ? "approved" : "rejected") + ".");
   } catch (err) {
     say("Could not " + verb + ": " + err.message);
   }

@@ -1,5 +1,5 @@
 //! The JSON API: runs, one run's briefs and gates, its events (with their live-log lines), and the two gate
-//! decisions. Ids in paths are full ids or any unique prefix, as on the command line.
+//! decisions. Ids in paths are full or short ids, or any unique part at either end, as on the command line.
 
 use std::collections::BTreeMap;
 

@@ -57,7 +57,7 @@ impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         let status = match &err {
             StoreError::NotFound { .. } => StatusCode::NOT_FOUND,
-            StoreError::AmbiguousPrefix { .. } | StoreError::InvalidId { .. } => StatusCode::BAD_REQUEST,
+            StoreError::AmbiguousId { .. } | StoreError::InvalidId { .. } => StatusCode::BAD_REQUEST,
             StoreError::GateAlreadyDecided { .. } | StoreError::Conflict { .. } => StatusCode::CONFLICT,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };

@@ -9,7 +9,7 @@ use crate::error::CommandResult;
 /// `agency approve <run> [--note ...]`
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The run: its full id or any unique prefix.
+    /// The run: its short or full id, or any unique part at either end.
     pub run: String,
     /// A note written to the blackboard with the approval.
     #[arg(long)]

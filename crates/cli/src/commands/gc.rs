@@ -44,7 +44,8 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         .map_err(store_error)?
         .into_iter()
         .filter(|r| r.status.is_terminal())
-        .map(|r| (r.id.short(), r.status))
+        // Builds before 2026-11-26 named a run's branches and worktrees by the first 8 hex digits of its id.
+        .flat_map(|r| [(r.id.short(), r.status), (r.id.legacy_short(), r.status)])
         .collect();
     let repo = Repo::open(&ws.root, GitOptions::default()).map_err(|e| CommandError::input(e.to_string()))?;
     let plan = plan(

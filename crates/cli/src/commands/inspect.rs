@@ -12,12 +12,12 @@ use crate::render::tree::{RunHeader, render_tree, status_mark};
 /// `agency inspect <run> [--tier T] [--brief ID] [--json]`
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The run: its full id or any unique prefix.
+    /// The run: its short or full id, or any unique part at either end.
     pub run: String,
     /// Only this tier (t1..t5).
     #[arg(long)]
     pub tier: Option<String>,
-    /// One brief, by id or unique prefix.
+    /// One brief, by short or full id, or any unique part at either end.
     #[arg(long)]
     pub brief: Option<String>,
     /// List every implementer and verifier instead of summarising them.

@@ -63,13 +63,13 @@ impl Context {
 /// Maps a store error to the CLI's error, keeping the store's message.
 pub fn store_error(err: StoreError) -> CommandError {
     let kind = match &err {
-        StoreError::NotFound { .. } | StoreError::AmbiguousPrefix { .. } => ErrorKind::NotFound,
+        StoreError::NotFound { .. } | StoreError::AmbiguousId { .. } => ErrorKind::NotFound,
         StoreError::NoPendingGate { .. } | StoreError::GateAlreadyDecided { .. } => ErrorKind::NothingToDo,
         StoreError::InvalidId { .. } => ErrorKind::Input,
         _ => ErrorKind::Internal,
     };
     let mut error = CommandError::new(kind, err.to_string());
-    if let StoreError::AmbiguousPrefix { .. } = err {
+    if let StoreError::AmbiguousId { .. } = err {
         error = error.hint("type more characters of the id; `agency runs` and `agency inspect` show them");
     }
     if let StoreError::NotFound { .. } = err {
@@ -78,7 +78,7 @@ pub fn store_error(err: StoreError) -> CommandError {
     error
 }
 
-/// Resolves what the user typed (a full id or any unique prefix) to a run.
+/// Resolves what the user typed (a short or full id, or any unique part at either end) to a run.
 pub fn resolve_run(store: &dyn Blackboard, typed: &str) -> CommandResult<RunId> {
     store.resolve_run(typed).map_err(store_error)
 }

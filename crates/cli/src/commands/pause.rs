@@ -10,7 +10,7 @@ use crate::error::{CommandError, CommandResult, ErrorKind};
 /// `agency pause <run>`
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The run: its full id or any unique prefix.
+    /// The run: its short or full id, or any unique part at either end.
     pub run: String,
 }
 

@@ -9,7 +9,7 @@ use crate::error::{CommandError, CommandResult};
 /// `agency reject <run> --reason ...`
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The run: its full id or any unique prefix.
+    /// The run: its short or full id, or any unique part at either end.
     pub run: String,
     /// Why: given to the tier when it is re-invoked.
     #[arg(long)]

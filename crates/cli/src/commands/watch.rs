@@ -14,7 +14,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(200);
 /// `agency watch <run> [--verbose] [--follow]`
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The run: its full id or any unique prefix.
+    /// The run: its short or full id, or any unique part at either end.
     pub run: String,
     /// Also show per-agent lines (spawns, completions, teachbacks, usage).
     #[arg(long, short)]

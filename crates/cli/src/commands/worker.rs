@@ -22,7 +22,7 @@ use crate::error::{CommandError, CommandResult, ErrorKind};
 /// `agency worker RUN [--concurrency N] [--script FILE]`
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The run to work on: its id or a unique prefix.
+    /// The run to work on: its short or full id, or any unique part at either end.
     pub run: String,
     /// At most this many agents at once (default: team.yaml's runner.concurrency).
     #[arg(long, value_name = "N")]

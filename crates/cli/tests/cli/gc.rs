@@ -1,6 +1,7 @@
 //! `agency gc`: finished runs lose their worktrees and branches (a succeeded run keeps its integration
 //! branch unless `--all`); runs still going are untouched; `--dry-run` changes nothing.
 
+use agency_core::RunId;
 use agency_store::{Blackboard, NewRun, RunStatus, SqliteBlackboard};
 
 use crate::support::Repo;
@@ -99,6 +100,35 @@ fn finished_runs_are_collected_and_a_succeeded_runs_branch_is_kept() {
 
     let again = repo.agency(&["gc"]).success().stdout();
     assert_eq!(again.trim(), "nothing to collect");
+}
+
+/// A run recorded before 2026-11-26 had a random id, and its branches and worktrees carry the first 8 hex
+/// digits of it (then its short form): they are still its.
+#[test]
+fn a_finished_run_of_an_earlier_build_is_collected_by_its_first_digits() {
+    let repo = Repo::initialised();
+    repo.commit("base");
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let mut new = NewRun::new("a goal", repo.path().display().to_string());
+    new.id = RunId("c0ffee00-1234-4abc-8def-0123456789ab".parse().unwrap());
+    let run = store.create_run(new).unwrap();
+    store.set_run_status(run.id, None, RunStatus::Failed).unwrap();
+    let old8 = run.id.legacy_short();
+    assert_eq!(old8, "c0ffee00");
+    repo.git(&["branch", &format!("agency/{old8}/integration")]);
+    let worktree = format!(".agency/worktrees/{old8}/0000aaaa");
+    repo.git(&[
+        "worktree",
+        "add",
+        "--quiet",
+        "-b",
+        &format!("agency/{old8}/api/0000aaaa"),
+        &worktree,
+    ]);
+
+    let out = repo.agency(&["gc"]).success().stdout();
+    assert!(branches(&repo).is_empty(), "{out}");
+    assert!(!repo.path().join(&worktree).exists(), "{out}");
 }
 
 /// The number of loose objects, as `git count-objects` counts them.

@@ -145,7 +145,7 @@ fn shadow_and_warn_let_calls_through_and_record_them() {
     assert!(context.contains("would be denied"), "{warn:?}");
     hook(&repo, &[("AGENCY_BRIEF", &brief)], &write_event(&repo));
     let report = repo.agency(&["teachback", "report"]).success().stdout();
-    let short = &brief[..8];
+    let short = &brief[brief.len() - 8..];
     assert!(
         report
             .lines()
@@ -355,7 +355,7 @@ fn plain_sessions_and_sub_agents_are_bound_with_teachback_start() {
     assert!(
         denied
             .reason()
-            .contains(&format!("(brief {}", &session_brief[..8])),
+            .contains(&format!("(brief {}", &session_brief[session_brief.len() - 8..])),
         "{}",
         denied.reason()
     );

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::support::Repo;
 
-const RUN_ID: &str = "abc12345-0000-7000-8000-000000000001";
+const RUN_ID: &str = "0193a1b2-0000-7000-8000-0000abc12345";
 
 fn at(time: &str) -> DateTime<Utc> {
     DateTime::from_str(&format!("2026-03-30T{time}Z")).unwrap()
@@ -301,8 +301,8 @@ fn watch_renders_the_seed_live_log() {
 fn verbose_adds_per_agent_lines() {
     let repo = Repo::initialised();
     seed_example(&repo);
-    let normal = repo.agency(&["watch", "abc1"]).success().stdout();
-    let verbose = repo.agency(&["watch", "abc1", "--verbose"]).success().stdout();
+    let normal = repo.agency(&["watch", "2345"]).success().stdout();
+    let verbose = repo.agency(&["watch", "2345", "--verbose"]).success().stdout();
     assert!(!normal.contains("spawned [builtin]"));
     assert!(
         verbose.contains("T4   START         worker-3 auth-middleware spawned [builtin]"),

@@ -53,17 +53,18 @@ fn run_branches(dir: &std::path::Path) -> (Repo, RunId, RunBranches) {
 }
 
 #[test]
-fn briefs_whose_ids_begin_alike_work_in_their_own_branch_and_worktree() {
+fn briefs_whose_short_ids_match_work_in_their_own_branch_and_worktree() {
     let dir = tempfile::tempdir().unwrap();
     let (repo, run, branches) = run_branches(dir.path());
-    // The two ids of a collision a 100,000-brief run met, in one workstream.
+    // Two ids whose short forms (their last 8 hex digits) match, as two of a 100,000-brief run's do about
+    // once, in one workstream.
     let a = brief_with_id(
         run,
-        BriefId("ee75b930-8024-4b26-a05c-df8d652cfec7".parse().unwrap()),
+        BriefId("01934a5b-8024-7b26-a05c-df8dee75b930".parse().unwrap()),
     );
     let b = brief_with_id(
         run,
-        BriefId("ee75b930-8028-4cb2-ad2b-e07081e20bef".parse().unwrap()),
+        BriefId("01934a5b-8028-7cb2-ad2b-e070ee75b930".parse().unwrap()),
     );
     assert_eq!(a.id.short(), b.id.short());
 
@@ -73,7 +74,7 @@ fn briefs_whose_ids_begin_alike_work_in_their_own_branch_and_worktree() {
     assert_ne!(branch_a, branch_b);
     assert_ne!(path_a, path_b);
     assert!(
-        branch_b.ends_with("/ee75b93080284cb2ad2be07081e20bef"),
+        branch_b.ends_with("/01934a5b80287cb2ad2be070ee75b930"),
         "{branch_b}"
     );
     assert!(!path_b.join("a.txt").exists(), "b does not start in a's worktree");
@@ -148,7 +149,7 @@ fn a_new_run_never_takes_a_short_id_whose_branches_are_still_there() {
     repo.create_branch(&branches.integration(), "main").unwrap();
     // The next id drawn shares the kept run's 8 digits, then one that does not.
     let same8 = RunId(
-        format!("{}-0000-4000-8000-000000000000", kept.short())
+        format!("01930000-0000-7000-8000-0000{}", kept.short())
             .parse()
             .unwrap(),
     );

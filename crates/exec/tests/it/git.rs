@@ -8,12 +8,14 @@ use agency_exec::{
 
 use crate::support::{TestRepo, write};
 
+/// A run id whose short form (its last 8 hex digits) is `short`.
 fn run_id(short: &str) -> RunId {
-    format!("{short}-0000-7000-8000-000000000000").parse().unwrap()
+    format!("01930000-0000-7000-8000-0000{short}").parse().unwrap()
 }
 
+/// A brief id whose short form is `short`.
 fn brief_id(short: &str) -> BriefId {
-    format!("{short}-0000-7000-8000-000000000000").parse().unwrap()
+    format!("01930000-0000-7000-8000-0000{short}").parse().unwrap()
 }
 
 fn read(repo: &Repo, relative: &str) -> String {

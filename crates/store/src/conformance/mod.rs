@@ -105,7 +105,7 @@ macro_rules! conformance_tests {
             runs_round_trip_newest_first,
             run_status_is_compare_and_set_with_event,
             one_driver_lease_per_run,
-            prefixes_resolve_unique_ambiguous_unknown_and_invalid,
+            id_parts_resolve_unique_ambiguous_unknown_and_invalid,
             events_after_orders_filters_and_pages,
             events_of_kinds_are_filtered_and_paged,
             briefs_in_events_after_name_each_brief_once,

@@ -1,4 +1,4 @@
-//! Properties of runs, id prefixes, the event log, and durability across handles.
+//! Properties of runs, resolving typed ids, the event log, and durability across handles.
 
 use super::*;
 
@@ -106,9 +106,9 @@ pub fn run_status_is_compare_and_set_with_event(factory: Factory<'_>) {
     ));
 }
 
-/// Ids resolve from their full form (with or without dashes, any case) or any unique prefix; an ambiguous
-/// prefix names its candidates; unknown and non-hex input are their own errors. Briefs and gates alike.
-pub fn prefixes_resolve_unique_ambiguous_unknown_and_invalid(factory: Factory<'_>) {
+/// Ids resolve from their full form (with or without dashes, any case), their short form (the end), or any
+/// unique run of hex digits at either end; an ambiguous part names its candidates; unknown and non-hex input are their own errors. Briefs and gates alike.
+pub fn id_parts_resolve_unique_ambiguous_unknown_and_invalid(factory: Factory<'_>) {
     let fx = factory();
     let bb = fx.handle();
     let ids = [
@@ -128,20 +128,27 @@ pub fn prefixes_resolve_unique_ambiguous_unknown_and_invalid(factory: Factory<'_
     assert_eq!(bb.resolve_run("aaaa1").unwrap(), a1);
     assert_eq!(bb.resolve_run("aaaa-1").unwrap(), a1);
     assert_eq!(bb.resolve_run("b").unwrap(), RunId(ids[2]));
+    assert_eq!(bb.resolve_run(&RunId(ids[1]).short()).unwrap(), RunId(ids[1]));
+    assert_eq!(bb.resolve_run("0003").unwrap(), RunId(ids[2]));
+    assert_eq!(
+        bb.resolve_run("1").unwrap(),
+        a1,
+        "the end, since no id starts with 1"
+    );
 
     match bb.resolve_run("aaaa") {
-        Err(StoreError::AmbiguousPrefix {
+        Err(StoreError::AmbiguousId {
             what,
-            prefix,
+            typed,
             candidates,
             total,
         }) => {
             assert_eq!(what, "run");
-            assert_eq!(prefix, "aaaa");
+            assert_eq!(typed, "aaaa");
             assert_eq!(total, 2);
             assert_eq!(candidates, vec![ids[0].to_string(), ids[1].to_string()]);
         }
-        other => panic!("expected AmbiguousPrefix, got {other:?}"),
+        other => panic!("expected AmbiguousId, got {other:?}"),
     }
     assert!(matches!(
         bb.resolve_run("c"),

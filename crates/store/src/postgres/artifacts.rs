@@ -5,8 +5,8 @@ use agency_core::{BriefId, RunId};
 use postgres::{GenericClient, Row};
 
 use super::events;
-use super::prefix::{exists, require_run};
 use super::rows::Cols;
+use super::typed_id::{exists, require_run};
 use crate::canon::{self, id_text, ts_text};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};

@@ -12,8 +12,8 @@ use chrono::{DateTime, Utc};
 use postgres::{GenericClient, Row};
 
 use super::events;
-use super::prefix::{exists, require_run};
 use super::rows::Cols;
+use super::typed_id::{exists, require_run};
 use crate::canon::{self, BriefsOf, id_text, json_text, ts_text};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};

@@ -13,13 +13,14 @@ use super::off_async_runtime;
 use crate::driver::{DriverLease, describe_holder};
 use crate::error::{Result, StoreError};
 
-/// The advisory lock key of `run`: the first 8 bytes of its id. Run ids are random, so two runs share a
-/// key with negligible probability; the key is per database, like the lock.
+/// The advisory lock key of `run`: the last 8 bytes of its id. A run id begins with the time it was made
+/// and ends in random bits, so two runs share a key with negligible probability; the key is per database,
+/// like the lock.
 fn key(run: RunId) -> i64 {
     let bytes = run.0.as_bytes();
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&bytes[..8]);
-    i64::from_be_bytes(first)
+    let mut last = [0u8; 8];
+    last.copy_from_slice(&bytes[8..]);
+    i64::from_be_bytes(last)
 }
 
 /// Takes the lease of `run` on its own connection, or says who holds it.

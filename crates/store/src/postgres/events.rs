@@ -10,8 +10,8 @@
 use agency_core::{BriefId, Event, EventKind, NewEvent, RunId};
 use postgres::{GenericClient, Row};
 
-use super::prefix::require_run;
 use super::rows::Cols;
+use super::typed_id::require_run;
 use crate::canon::{id_text, json_text, ts_text};
 use crate::error::Result;
 

@@ -5,8 +5,8 @@ use agency_core::{BriefId, Gate, GateDecision, GateId, GateKind, GateStatus, Run
 use postgres::{GenericClient, Row};
 
 use super::events;
-use super::prefix::{exists, require_run};
 use super::rows::Cols;
+use super::typed_id::{exists, require_run};
 use crate::canon::{self, id_text, json_text, ts_text};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};

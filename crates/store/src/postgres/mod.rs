@@ -23,10 +23,10 @@ mod driver_lock;
 mod events;
 mod gates;
 mod migrations;
-mod prefix;
 mod rows;
 mod runs;
 mod sessions;
+mod typed_id;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -202,8 +202,8 @@ impl Blackboard for PostgresBlackboard {
         self.read(runs::list)
     }
 
-    fn resolve_run(&self, prefix: &str) -> Result<RunId> {
-        self.read(|c| prefix::resolve(c, "runs", "run", prefix))
+    fn resolve_run(&self, typed: &str) -> Result<RunId> {
+        self.read(|c| typed_id::resolve(c, "runs", "run", typed))
             .map(RunId)
     }
 
@@ -261,8 +261,8 @@ impl Blackboard for PostgresBlackboard {
         self.read(|c| briefs::status(c, id))
     }
 
-    fn resolve_brief(&self, prefix: &str) -> Result<BriefId> {
-        self.read(|c| prefix::resolve(c, "briefs", "brief", prefix))
+    fn resolve_brief(&self, typed: &str) -> Result<BriefId> {
+        self.read(|c| typed_id::resolve(c, "briefs", "brief", typed))
             .map(BriefId)
     }
 
@@ -400,8 +400,8 @@ impl Blackboard for PostgresBlackboard {
         self.read(|c| gates::get(c, id, false))
     }
 
-    fn resolve_gate(&self, prefix: &str) -> Result<GateId> {
-        self.read(|c| prefix::resolve(c, "gates", "gate", prefix))
+    fn resolve_gate(&self, typed: &str) -> Result<GateId> {
+        self.read(|c| typed_id::resolve(c, "gates", "gate", typed))
             .map(GateId)
     }
 

@@ -4,8 +4,8 @@ use agency_core::RunId;
 use postgres::{GenericClient, Row};
 
 use super::events;
-use super::prefix::exists;
 use super::rows::Cols;
+use super::typed_id::exists;
 use crate::canon::{self, id_text, json_text, ts_text};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};

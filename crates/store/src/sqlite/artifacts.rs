@@ -5,8 +5,8 @@ use agency_core::{BriefId, RunId};
 use rusqlite::{Connection, Row, params};
 
 use super::events;
-use super::prefix::{exists, require_run};
 use super::rows::{Cols, Refused, id_text, insert, query_opt, ts_text};
+use super::typed_id::{exists, require_run};
 use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};

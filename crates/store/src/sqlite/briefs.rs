@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, Row, params};
 
 use super::events;
-use super::prefix::require_run;
 use super::rows::{Cols, Refused, execute, id_text, insert as insert_row, json_text, query_opt, ts_text};
+use super::typed_id::require_run;
 use crate::canon::{self, BriefsOf};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};

@@ -3,8 +3,8 @@
 use agency_core::{BriefId, Event, EventKind, NewEvent, RunId};
 use rusqlite::{Connection, Row, params};
 
-use super::prefix::require_run;
 use super::rows::{Cols, Refused, id_text, insert, json_text, query_value, ts_text};
+use super::typed_id::require_run;
 use crate::canon;
 use crate::error::Result;
 

@@ -5,8 +5,8 @@ use agency_core::{Gate, GateDecision, GateId, GateKind, GateStatus, RunId};
 use rusqlite::{Connection, Row, params};
 
 use super::events;
-use super::prefix::{exists, require_run};
 use super::rows::{Cols, execute, id_text, json_text, query_opt, ts_text};
+use super::typed_id::{exists, require_run};
 use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};

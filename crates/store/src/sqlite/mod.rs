@@ -15,10 +15,10 @@ mod gates;
 mod migrations;
 #[cfg(test)]
 mod plans;
-mod prefix;
 mod rows;
 mod runs;
 mod sessions;
+mod typed_id;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -364,8 +364,8 @@ impl Blackboard for SqliteBlackboard {
         self.read(runs::list)
     }
 
-    fn resolve_run(&self, prefix: &str) -> Result<RunId> {
-        self.read(|conn| prefix::resolve(conn, "runs", "run", prefix))
+    fn resolve_run(&self, typed: &str) -> Result<RunId> {
+        self.read(|conn| typed_id::resolve(conn, "runs", "run", typed))
             .map(RunId)
     }
 
@@ -456,8 +456,8 @@ impl Blackboard for SqliteBlackboard {
         self.read(|conn| briefs::status(conn, id))
     }
 
-    fn resolve_brief(&self, prefix: &str) -> Result<BriefId> {
-        self.read(|conn| prefix::resolve(conn, "briefs", "brief", prefix))
+    fn resolve_brief(&self, typed: &str) -> Result<BriefId> {
+        self.read(|conn| typed_id::resolve(conn, "briefs", "brief", typed))
             .map(BriefId)
     }
 
@@ -609,8 +609,8 @@ impl Blackboard for SqliteBlackboard {
         self.read(|conn| gates::get(conn, id))
     }
 
-    fn resolve_gate(&self, prefix: &str) -> Result<GateId> {
-        self.read(|conn| prefix::resolve(conn, "gates", "gate", prefix))
+    fn resolve_gate(&self, typed: &str) -> Result<GateId> {
+        self.read(|conn| typed_id::resolve(conn, "gates", "gate", typed))
             .map(GateId)
     }
 

@@ -4,8 +4,8 @@ use agency_core::RunId;
 use rusqlite::{Connection, Row, params};
 
 use super::events;
-use super::prefix::exists;
 use super::rows::{Cols, execute, id_text, json_text, query_opt, ts_text};
+use super::typed_id::exists;
 use crate::canon;
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};

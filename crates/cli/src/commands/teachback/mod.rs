@@ -59,7 +59,7 @@ fn resolve_brief(store: &dyn Blackboard, typed: Option<&str>) -> CommandResult<B
     let Some(typed) = typed.map(String::from).or(from_env) else {
         return Err(CommandError::new(ErrorKind::Usage, "which brief? none was given")
             .hint(format!(
-                "pass the brief id (or a unique prefix), or set {ENV_BRIEF}"
+                "pass the brief id (or any unique part at either end), or set {ENV_BRIEF}"
             ))
             .hint("`agency teachback list` shows the briefs"));
     };

@@ -95,7 +95,7 @@ const WAIT_POLL: Duration = Duration::from_millis(200);
 /// `agency teachback approve <brief> [--note ...]`
 #[derive(Debug, clap::Args)]
 pub struct ApproveArgs {
-    /// The brief: its id or a unique prefix.
+    /// The brief: its short or full id, or any unique part at either end.
     pub brief: String,
     /// A note for the agent.
     #[arg(long)]
@@ -105,7 +105,7 @@ pub struct ApproveArgs {
 /// `agency teachback correct <brief> --item ... [--item ...] [--note ...]`
 #[derive(Debug, clap::Args)]
 pub struct CorrectArgs {
-    /// The brief: its id or a unique prefix.
+    /// The brief: its short or full id, or any unique part at either end.
     pub brief: String,
     /// One thing the agent has wrong; repeat for several.
     #[arg(long = "item", value_name = "TEXT", required = true)]

@@ -1,9 +1,11 @@
-//! Resolving what a user typed (a full id or any unique prefix of its hex digits, dashes ignored) to one id,
+//! Resolving what a user typed (a whole id, its short form, or any unique run of hex digits at either end of
+//! it; dashes ignored) to one id,
 //! and the existence checks every write makes before it refers to a record.
 
 use agency_core::RunId;
-use agency_core::ids::normalize_id_prefix;
+use agency_core::ids::{WHOLE_ID_LEN, normalize_id_input};
 use postgres::GenericClient;
+use postgres::types::ToSql;
 use uuid::Uuid;
 
 use crate::canon::{id_text, parse_id};
@@ -20,34 +22,44 @@ pub fn resolve<C: GenericClient>(
     what: &'static str,
     input: &str,
 ) -> Result<Uuid> {
-    let prefix = normalize_id_prefix(input.trim()).ok_or_else(|| StoreError::InvalidId {
+    let part = normalize_id_input(input.trim()).ok_or_else(|| StoreError::InvalidId {
         what,
         input: input.to_string(),
     })?;
-    if prefix.len() > 32 {
+    if part.len() > WHOLE_ID_LEN {
         return Err(StoreError::not_found(what, input));
     }
-    // The prefix is hex digits only, so it needs no LIKE escaping; ids are COLLATE "C", so the primary
-    // key's index serves the prefix match.
-    let pattern = format!("{prefix}%");
+    // The part is hex digits only, so it needs no LIKE escaping. A whole id is found through the primary
+    // key; a part may be either end (the short form is the end), which no index serves: a scan of the ids,
+    // for what a human typed.
+    let patterns = if part.len() == WHOLE_ID_LEN {
+        vec![part]
+    } else {
+        vec![format!("{part}%"), format!("%{part}")]
+    };
+    let matching = if patterns.len() == 1 {
+        "id = $1"
+    } else {
+        "(id LIKE $1 OR id LIKE $2)"
+    };
+    let mut params: Vec<&(dyn ToSql + Sync)> = patterns.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
     let total: i64 = c
-        .query_one(
-            &format!("SELECT count(*) FROM {table} WHERE id LIKE $1"),
-            &[&pattern],
-        )?
+        .query_one(&format!("SELECT count(*) FROM {table} WHERE {matching}"), &params)?
         .try_get(0)?;
     match total {
         0 => Err(StoreError::not_found(what, input)),
         1 => {
             let id: String = c
-                .query_one(&format!("SELECT id FROM {table} WHERE id LIKE $1"), &[&pattern])?
+                .query_one(&format!("SELECT id FROM {table} WHERE {matching}"), &params)?
                 .try_get(0)?;
             parse_id(what, &id)
         }
         _ => {
+            let limit = format!("${}", params.len() + 1);
+            params.push(&MAX_CANDIDATES);
             let rows = c.query(
-                &format!("SELECT id FROM {table} WHERE id LIKE $1 ORDER BY ord LIMIT $2"),
-                &[&pattern, &MAX_CANDIDATES],
+                &format!("SELECT id FROM {table} WHERE {matching} ORDER BY ord LIMIT {limit}"),
+                &params,
             )?;
             let candidates = rows
                 .iter()
@@ -56,9 +68,9 @@ pub fn resolve<C: GenericClient>(
                     Ok(Uuid::parse_str(&id).map(|u| u.to_string()).unwrap_or(id))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            Err(StoreError::AmbiguousPrefix {
+            Err(StoreError::AmbiguousId {
                 what,
-                prefix: input.to_string(),
+                typed: input.to_string(),
                 candidates,
                 total: usize::try_from(total).unwrap_or(usize::MAX),
             })

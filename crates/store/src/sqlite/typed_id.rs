@@ -1,6 +1,7 @@
-//! Resolving what a user typed (a full id or any unique prefix of its hex digits, dashes ignored) to one id.
+//! Resolving what a user typed (a whole id, its short form, or any unique run of hex digits at either end of
+//! it; dashes ignored) to one id.
 
-use agency_core::ids::normalize_id_prefix;
+use agency_core::ids::{WHOLE_ID_LEN, normalize_id_input};
 use rusqlite::{Connection, params};
 use uuid::Uuid;
 
@@ -13,36 +14,42 @@ const MAX_CANDIDATES: usize = 10;
 /// Resolves `input` against the ids of `table` (a fixed table name, never user input). `what` names the
 /// record in errors.
 pub fn resolve(conn: &Connection, table: &'static str, what: &'static str, input: &str) -> Result<Uuid> {
-    let prefix = normalize_id_prefix(input.trim()).ok_or_else(|| StoreError::InvalidId {
+    let part = normalize_id_input(input.trim()).ok_or_else(|| StoreError::InvalidId {
         what,
         input: input.to_string(),
     })?;
-    if prefix.len() > 32 {
+    if part.len() > WHOLE_ID_LEN {
         return Err(StoreError::not_found(what, input));
     }
-    // Ids are stored as lower-case hex and the prefix is hex only, so GLOB needs no escaping and can use
-    // the primary key index.
+    // Ids are stored as lower-case hex and the part is hex only, so GLOB needs no escaping. A whole id is
+    // found through the primary key; a part may be either end (the short form is the end), which no index
+    // serves: a scan of the ids, for what a human typed.
+    let matching = if part.len() == WHOLE_ID_LEN {
+        "id = ?1"
+    } else {
+        "(id GLOB ?1 || '*' OR id GLOB '*' || ?1)"
+    };
     let total: i64 = query_value(
         conn,
-        &format!("SELECT count(*) FROM {table} WHERE id GLOB ?1 || '*'"),
-        params![prefix],
+        &format!("SELECT count(*) FROM {table} WHERE {matching}"),
+        params![part],
     )?;
     match total {
         0 => Err(StoreError::not_found(what, input)),
         1 => {
             let id: String = query_value(
                 conn,
-                &format!("SELECT id FROM {table} WHERE id GLOB ?1 || '*'"),
-                params![prefix],
+                &format!("SELECT id FROM {table} WHERE {matching}"),
+                params![part],
             )?;
             Uuid::parse_str(&id).map_err(|e| StoreError::corrupt(what, id.clone(), e.to_string()))
         }
         _ => {
             let mut stmt = conn.prepare_cached(&format!(
-                "SELECT id FROM {table} WHERE id GLOB ?1 || '*' ORDER BY rowid LIMIT ?2"
+                "SELECT id FROM {table} WHERE {matching} ORDER BY rowid LIMIT ?2"
             ))?;
             let candidates = stmt
-                .query_map(params![prefix, MAX_CANDIDATES as i64], |row| {
+                .query_map(params![part, MAX_CANDIDATES as i64], |row| {
                     row.get::<_, String>(0)
                 })?
                 .map(|id| {
@@ -50,9 +57,9 @@ pub fn resolve(conn: &Connection, table: &'static str, what: &'static str, input
                     Ok(Uuid::parse_str(&id).map(|u| u.to_string()).unwrap_or(id))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            Err(StoreError::AmbiguousPrefix {
+            Err(StoreError::AmbiguousId {
                 what,
-                prefix: input.to_string(),
+                typed: input.to_string(),
                 candidates,
                 total: usize::try_from(total).unwrap_or(usize::MAX),
             })
