@@ -2,6 +2,7 @@
 //! prompt) and the first user message (goal anchor, task, variety and gates, contract, inputs, the output
 //! schema, and what went wrong last time on a retry).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use agency_core::Brief;
@@ -11,13 +12,14 @@ use agency_llm::CallMeta;
 use crate::prompts;
 
 /// The system blocks of a brief's agent: most stable first, so the cached prefix is as long as possible.
-pub fn system_blocks(role: BriefRole, personality: Option<&str>) -> Vec<String> {
+/// The prompts are compiled in and lent, not copied for every agent.
+pub fn system_blocks(role: BriefRole, personality: Option<&str>) -> Vec<Cow<'static, str>> {
     let mut blocks = Vec::with_capacity(3);
     if let Some(text) = personality {
-        blocks.push(text.to_string());
+        blocks.push(Cow::Owned(text.to_string()));
     }
-    blocks.push(prompts::COMMON.to_string());
-    blocks.push(prompts::for_role(role).to_string());
+    blocks.push(Cow::Borrowed(prompts::COMMON));
+    blocks.push(Cow::Borrowed(prompts::for_role(role)));
     blocks
 }
 

@@ -6,6 +6,7 @@
 //! A judge that errors, times out or answers without a verdict gives no verdict: the caller records the
 //! sign-off as inconclusive.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Mutex;
@@ -148,9 +149,13 @@ pub async fn run_judge(
         meta,
         brief,
         worktree: checkout.to_path_buf(),
-        system: std::iter::once(JUDGE_SYSTEM)
-            .chain(judge.run_as.and_then(|r| r.system))
-            .map(str::to_string)
+        system: std::iter::once(Cow::Borrowed(JUDGE_SYSTEM))
+            .chain(
+                judge
+                    .run_as
+                    .and_then(|r| r.system)
+                    .map(|own| Cow::Owned(own.to_string())),
+            )
             .collect(),
         prompt: prompt.clone(),
         access: Access::ReadOnly,

@@ -28,6 +28,7 @@ pub mod personality;
 pub mod pi;
 pub mod redact;
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -55,7 +56,8 @@ pub struct AgentTask {
     /// The git worktree it works in; nothing outside it may be touched.
     pub worktree: PathBuf,
     /// The stable system prompt blocks: personality, tier prompt. Byte-identical across the agent's turns.
-    pub system: Vec<String>,
+    /// Mostly prompts compiled into the binary, lent rather than copied for each agent.
+    pub system: Vec<Cow<'static, str>>,
     /// The task as the agent first reads it: the brief rendered for this tier.
     pub prompt: String,
     /// Whether the agent may change files and run commands, or only read.

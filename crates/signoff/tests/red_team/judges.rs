@@ -114,7 +114,7 @@ impl<P: Provider> Runtime for OneShot<P> {
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
             let request = Request {
-                system: task.system.clone(),
+                system: task.system.iter().map(|block| block.to_string()).collect(),
                 messages: vec![Message::user(task.prompt.clone())],
                 max_tokens: task.limits.max_tokens,
                 meta: task.meta.clone(),

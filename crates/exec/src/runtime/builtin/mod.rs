@@ -202,7 +202,7 @@ impl Agent<'_> {
     async fn run(&self) -> Result<Ended, RuntimeError> {
         let offered = Tool::offered_for(self.toolset);
         // Built once: the cached prefix (system + tools) must not change between turns.
-        let mut system = self.task.system.clone();
+        let mut system: Vec<String> = self.task.system.iter().map(|block| block.to_string()).collect();
         system.push(TOOL_GUIDE.to_owned());
         let tools: Vec<_> = offered.iter().map(|t| t.spec()).collect();
         let mut messages = vec![Message::user(self.task.prompt.clone())];
