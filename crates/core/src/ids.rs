@@ -39,7 +39,8 @@ macro_rules! id_type {
 
             /// The last eight hex characters (random bits), as shown in logs and tables.
             pub fn short(&self) -> String {
-                let whole = self.whole().to_string();
+                let mut buffer = Uuid::encode_buffer();
+                let whole = self.0.simple().encode_lower(&mut buffer);
                 whole[WHOLE_ID_LEN - SHORT_ID_LEN..].to_string()
             }
 
@@ -47,9 +48,9 @@ macro_rules! id_type {
             /// branch and artifact names, when ids were random from their start (UUIDv4). Only for
             /// finding what those builds named.
             pub fn legacy_short(&self) -> String {
-                let mut whole = self.whole().to_string();
-                whole.truncate(SHORT_ID_LEN);
-                whole
+                let mut buffer = Uuid::encode_buffer();
+                let whole = self.0.simple().encode_lower(&mut buffer);
+                whole[..SHORT_ID_LEN].to_string()
             }
 
             /// All 32 hex characters, without dashes: the form names on disk and in git carry (a
@@ -146,7 +147,7 @@ mod tests {
     }
 
     #[test]
-    fn prefix_normalisation() {
+    fn typed_id_normalisation() {
         assert_eq!(normalize_id_input("ABC-12").as_deref(), Some("abc12"));
         assert_eq!(normalize_id_input("xyz"), None);
         assert_eq!(normalize_id_input("-"), None);
