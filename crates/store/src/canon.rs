@@ -2,6 +2,7 @@
 //! events the blackboard builds itself (see the crate docs), and the check of a caller's event. Kept in
 //! one place so SQLite and PostgreSQL cannot drift apart in what they record.
 
+use agency_core::ids::{WHOLE_ID_LEN, normalize_id_input};
 use agency_core::{Brief, BriefId, EventKind, Gate, GateDecision, GateKind, NewEvent, RunId, Tier};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
@@ -11,9 +12,38 @@ use uuid::Uuid;
 use crate::error::{Result, StoreError};
 use crate::record::{NewArtifact, NewGate, Run, RunStatus};
 
-/// An id as stored: the UUID's simple form (32 lower-case hex digits), so a typed part of an id is a part of the text.
+/// An id as stored: the UUID's simple form (32 lower-case hex digits), so a typed part of an id is a part
+/// of the text.
 pub fn id_text(id: &Uuid) -> String {
     id.simple().to_string()
+}
+
+/// What a human typed as (part of) an id, checked: its hex digits, lower case, dashes dropped. Anything but
+/// hex digits and dashes is `InvalidId`; more digits than an id has, `NotFound`. A part of
+/// [`WHOLE_ID_LEN`] digits is a whole id.
+pub fn typed_id_part(what: &'static str, input: &str) -> Result<String> {
+    let part = normalize_id_input(input.trim()).ok_or_else(|| StoreError::InvalidId {
+        what,
+        input: input.to_string(),
+    })?;
+    if part.len() > WHOLE_ID_LEN {
+        return Err(StoreError::not_found(what, input));
+    }
+    Ok(part)
+}
+
+/// The error for a typed id that `total` records match, naming `candidates` (stored ids, oldest first) in
+/// the form humans read.
+pub fn ambiguous_id(what: &'static str, input: &str, candidates: Vec<String>, total: i64) -> StoreError {
+    StoreError::AmbiguousId {
+        what,
+        typed: input.to_string(),
+        candidates: candidates
+            .into_iter()
+            .map(|id| Uuid::parse_str(&id).map(|u| u.to_string()).unwrap_or(id))
+            .collect(),
+        total: usize::try_from(total).unwrap_or(usize::MAX),
+    }
 }
 
 /// Which briefs a count runs over: a run's, or one parent's (every attempt).

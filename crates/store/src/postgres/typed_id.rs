@@ -3,12 +3,12 @@
 //! and the existence checks every write makes before it refers to a record.
 
 use agency_core::RunId;
-use agency_core::ids::{WHOLE_ID_LEN, normalize_id_input};
+use agency_core::ids::WHOLE_ID_LEN;
 use postgres::GenericClient;
 use postgres::types::ToSql;
 use uuid::Uuid;
 
-use crate::canon::{id_text, parse_id};
+use crate::canon::{ambiguous_id, id_text, parse_id, typed_id_part};
 use crate::error::{Result, StoreError};
 
 /// How many candidates an ambiguity error names.
@@ -22,13 +22,7 @@ pub fn resolve<C: GenericClient>(
     what: &'static str,
     input: &str,
 ) -> Result<Uuid> {
-    let part = normalize_id_input(input.trim()).ok_or_else(|| StoreError::InvalidId {
-        what,
-        input: input.to_string(),
-    })?;
-    if part.len() > WHOLE_ID_LEN {
-        return Err(StoreError::not_found(what, input));
-    }
+    let part = typed_id_part(what, input)?;
     // The part is hex digits only, so it needs no LIKE escaping. A whole id is found through the primary
     // key; a part may be either end (the short form is the end), which no index serves: a scan of the ids,
     // for what a human typed.
@@ -63,17 +57,9 @@ pub fn resolve<C: GenericClient>(
             )?;
             let candidates = rows
                 .iter()
-                .map(|row| {
-                    let id: String = row.try_get(0)?;
-                    Ok(Uuid::parse_str(&id).map(|u| u.to_string()).unwrap_or(id))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Err(StoreError::AmbiguousId {
-                what,
-                typed: input.to_string(),
-                candidates,
-                total: usize::try_from(total).unwrap_or(usize::MAX),
-            })
+                .map(|row| row.try_get(0))
+                .collect::<std::result::Result<Vec<String>, _>>()?;
+            Err(ambiguous_id(what, input, candidates, total))
         }
     }
 }

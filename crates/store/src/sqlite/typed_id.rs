@@ -1,11 +1,12 @@
 //! Resolving what a user typed (a whole id, its short form, or any unique run of hex digits at either end of
 //! it; dashes ignored) to one id.
 
-use agency_core::ids::{WHOLE_ID_LEN, normalize_id_input};
+use agency_core::ids::WHOLE_ID_LEN;
 use rusqlite::{Connection, params};
 use uuid::Uuid;
 
 use super::rows::query_value;
+use crate::canon::{ambiguous_id, typed_id_part};
 use crate::error::{Result, StoreError};
 
 /// How many candidates an ambiguity error names.
@@ -14,13 +15,7 @@ const MAX_CANDIDATES: usize = 10;
 /// Resolves `input` against the ids of `table` (a fixed table name, never user input). `what` names the
 /// record in errors.
 pub fn resolve(conn: &Connection, table: &'static str, what: &'static str, input: &str) -> Result<Uuid> {
-    let part = normalize_id_input(input.trim()).ok_or_else(|| StoreError::InvalidId {
-        what,
-        input: input.to_string(),
-    })?;
-    if part.len() > WHOLE_ID_LEN {
-        return Err(StoreError::not_found(what, input));
-    }
+    let part = typed_id_part(what, input)?;
     // Ids are stored as lower-case hex and the part is hex only, so GLOB needs no escaping. A whole id is
     // found through the primary key; a part may be either end (the short form is the end), which no index
     // serves: a scan of the ids, for what a human typed.
@@ -52,17 +47,8 @@ pub fn resolve(conn: &Connection, table: &'static str, what: &'static str, input
                 .query_map(params![part, MAX_CANDIDATES as i64], |row| {
                     row.get::<_, String>(0)
                 })?
-                .map(|id| {
-                    let id = id?;
-                    Ok(Uuid::parse_str(&id).map(|u| u.to_string()).unwrap_or(id))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Err(StoreError::AmbiguousId {
-                what,
-                typed: input.to_string(),
-                candidates,
-                total: usize::try_from(total).unwrap_or(usize::MAX),
-            })
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Err(ambiguous_id(what, input, candidates, total))
         }
     }
 }
