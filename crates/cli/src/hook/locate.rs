@@ -8,7 +8,8 @@ use agency_core::config::{TeamConfig, parse_team_config};
 
 use crate::workspace::{AGENCY_DIR, CONFIG_FILE, DB_FILE};
 
-/// The brief a runner-spawned agent works on (its id, or any unique part at either end). Its presence makes the gate fail closed.
+/// The brief a runner-spawned agent works on (its id, or any unique part at either end). Its presence makes
+/// the gate fail closed.
 pub const ENV_BRIEF: &str = "AGENCY_BRIEF";
 /// The blackboard database.
 pub const ENV_DB: &str = "AGENCY_DB";

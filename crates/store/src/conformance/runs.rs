@@ -107,7 +107,8 @@ pub fn run_status_is_compare_and_set_with_event(factory: Factory<'_>) {
 }
 
 /// Ids resolve from their full form (with or without dashes, any case), their short form (the end), or any
-/// unique run of hex digits at either end; an ambiguous part names its candidates; unknown and non-hex input are their own errors. Briefs and gates alike.
+/// unique run of hex digits at either end; an ambiguous part names its candidates; unknown and non-hex input
+/// are their own errors. Briefs and gates alike.
 pub fn id_parts_resolve_unique_ambiguous_unknown_and_invalid(factory: Factory<'_>) {
     let fx = factory();
     let bb = fx.handle();
