@@ -148,14 +148,15 @@ pub fn spilled_artifact(spilled: Spilled) -> Option<NewArtifact> {
         total_bytes: diffed.head.total_bytes,
     };
     let bytes = serde_json::to_vec(&written).ok()?;
-    let mut artifact = NewArtifact::new(
-        spilled.run,
-        spilled_name(spilled.implementer),
-        "application/json",
-        bytes,
-    );
-    artifact.brief = Some(spilled.implementer);
-    Some(artifact)
+    Some(
+        NewArtifact::new(
+            spilled.run,
+            spilled_name(spilled.implementer),
+            "application/json",
+            bytes,
+        )
+        .brief(spilled.implementer),
+    )
 }
 
 /// The diff of `implementer`'s commit spilled to the blackboard, if it was; one that does not read back is
