@@ -159,6 +159,25 @@ pub fn id_parts_resolve_unique_ambiguous_unknown_and_invalid(factory: Factory<'_
         bb.resolve_run(&format!("{}0", ids[0].simple())),
         Err(StoreError::NotFound { .. })
     ));
+    // More matches than an error names: it names the oldest ten and counts them all.
+    let many: Vec<Uuid> = (0..12u128)
+        .map(|i| Uuid::from_u128(0xdddd_0000_0000_7000_8000_0000_0000_0000 + i))
+        .collect();
+    for id in &many {
+        let mut new = NewRun::new("goal", "/repo");
+        new.id = RunId(*id);
+        bb.create_run(new).unwrap();
+    }
+    match bb.resolve_run("dddd") {
+        Err(StoreError::AmbiguousId {
+            candidates, total, ..
+        }) => {
+            assert_eq!(total, 12);
+            let named: Vec<String> = many[..10].iter().map(Uuid::to_string).collect();
+            assert_eq!(candidates, named);
+        }
+        other => panic!("expected AmbiguousId, got {other:?}"),
+    }
     for bad in ["xyz", "", "-", "aa%", "a*", "a_b"] {
         assert!(
             matches!(

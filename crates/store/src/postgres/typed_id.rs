@@ -12,7 +12,7 @@ use crate::canon::{ambiguous_id, id_text, parse_id, typed_id_part};
 use crate::error::{Result, StoreError};
 
 /// How many candidates an ambiguity error names.
-const MAX_CANDIDATES: i64 = 10;
+const MAX_CANDIDATES: usize = 10;
 
 /// Resolves `input` against the ids of `table` (a fixed table name, never user input). `what` names the
 /// record in errors.
@@ -36,30 +36,28 @@ pub fn resolve<C: GenericClient>(
     } else {
         "(id LIKE $1 OR id LIKE $2)"
     };
-    let mut params: Vec<&(dyn ToSql + Sync)> = patterns.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-    let total: i64 = c
-        .query_one(&format!("SELECT count(*) FROM {table} WHERE {matching}"), &params)?
-        .try_get(0)?;
-    match total {
-        0 => Err(StoreError::not_found(what, input)),
-        1 => {
-            let id: String = c
-                .query_one(&format!("SELECT id FROM {table} WHERE {matching}"), &params)?
-                .try_get(0)?;
-            parse_id(what, &id)
-        }
+    let params: Vec<&(dyn ToSql + Sync)> = patterns.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+    // One pass over the matches in the usual case (none or one); they are counted only for the error of a
+    // part that matches more than it names.
+    let found = c
+        .query(
+            &format!("SELECT id FROM {table} WHERE {matching} ORDER BY ord LIMIT {MAX_CANDIDATES}"),
+            &params,
+        )?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<std::result::Result<Vec<String>, _>>()?;
+    match found.as_slice() {
+        [] => Err(StoreError::not_found(what, input)),
+        [id] => parse_id(what, id),
         _ => {
-            let limit = format!("${}", params.len() + 1);
-            params.push(&MAX_CANDIDATES);
-            let rows = c.query(
-                &format!("SELECT id FROM {table} WHERE {matching} ORDER BY ord LIMIT {limit}"),
-                &params,
-            )?;
-            let candidates = rows
-                .iter()
-                .map(|row| row.try_get(0))
-                .collect::<std::result::Result<Vec<String>, _>>()?;
-            Err(ambiguous_id(what, input, candidates, total))
+            let total: i64 = if found.len() < MAX_CANDIDATES {
+                found.len() as i64
+            } else {
+                c.query_one(&format!("SELECT count(*) FROM {table} WHERE {matching}"), &params)?
+                    .try_get(0)?
+            };
+            Err(ambiguous_id(what, input, found, total))
         }
     }
 }

@@ -6,7 +6,7 @@ use rusqlite::{Connection, params};
 use uuid::Uuid;
 
 use super::rows::query_value;
-use crate::canon::{ambiguous_id, typed_id_part};
+use crate::canon::{ambiguous_id, parse_id, typed_id_part};
 use crate::error::{Result, StoreError};
 
 /// How many candidates an ambiguity error names.
@@ -24,31 +24,30 @@ pub fn resolve(conn: &Connection, table: &'static str, what: &'static str, input
     } else {
         "(id GLOB ?1 || '*' OR id GLOB '*' || ?1)"
     };
-    let total: i64 = query_value(
-        conn,
-        &format!("SELECT count(*) FROM {table} WHERE {matching}"),
-        params![part],
-    )?;
-    match total {
-        0 => Err(StoreError::not_found(what, input)),
-        1 => {
-            let id: String = query_value(
-                conn,
-                &format!("SELECT id FROM {table} WHERE {matching}"),
-                params![part],
-            )?;
-            Uuid::parse_str(&id).map_err(|e| StoreError::corrupt(what, id.clone(), e.to_string()))
-        }
+    // One pass over the matches in the usual case (none or one); they are counted only for the error of a
+    // part that matches more than it names.
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT id FROM {table} WHERE {matching} ORDER BY rowid LIMIT ?2"
+    ))?;
+    let found = stmt
+        .query_map(params![part, MAX_CANDIDATES as i64], |row| {
+            row.get::<_, String>(0)
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    match found.as_slice() {
+        [] => Err(StoreError::not_found(what, input)),
+        [id] => parse_id(what, id),
         _ => {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT id FROM {table} WHERE {matching} ORDER BY rowid LIMIT ?2"
-            ))?;
-            let candidates = stmt
-                .query_map(params![part, MAX_CANDIDATES as i64], |row| {
-                    row.get::<_, String>(0)
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Err(ambiguous_id(what, input, candidates, total))
+            let total: i64 = if found.len() < MAX_CANDIDATES {
+                found.len() as i64
+            } else {
+                query_value(
+                    conn,
+                    &format!("SELECT count(*) FROM {table} WHERE {matching}"),
+                    params![part],
+                )?
+            };
+            Err(ambiguous_id(what, input, found, total))
         }
     }
 }
