@@ -144,6 +144,9 @@ pub(crate) fn approved(engine: &Engine, run: RunId) -> Result<Option<std::sync::
 pub(crate) struct Passes {
     last_seq: Option<i64>,
     families: Families,
+    /// Workstreams touched by earlier events that no pass has examined yet (their stage was not reached):
+    /// handed to the next pass with what it finds touched, so none is lost.
+    unexamined: std::collections::HashSet<String>,
 }
 
 /// Where briefs sit — parent and workstream, which never change — remembered for the briefs the passes ask
@@ -178,19 +181,32 @@ impl Passes {
     pub(crate) async fn run(&mut self, engine: &Engine, run: RunId) -> Result<bool> {
         let seq = engine.store.last_seq(Some(run))?;
         let due = engine.timer_due()?;
-        let touched = match self.last_seq {
+        let mut touched = match self.last_seq {
             // The first pass of a drive (a resume included) looks at everything once.
             None => None,
             Some(last) if last == seq && !due => return Ok(false),
-            Some(last) => Some(touched_workstreams(engine, run, last, &mut self.families)?),
+            Some(last) => {
+                let mut touched = touched_workstreams(engine, run, last, &mut self.families)?;
+                touched.extend(self.unexamined.drain());
+                Some(touched)
+            }
         };
         self.last_seq = Some(seq);
         let mut progressed = false;
         if touched.is_none() {
             progressed |= synthesis_due_anywhere(engine, run)?;
         }
-        progressed |= pass(engine, run, touched.as_ref(), &mut self.families).await?;
+        progressed |= pass(engine, run, touched.as_mut(), &mut self.families).await?;
+        if let Some(left) = touched {
+            self.unexamined = left;
+        }
         Ok(progressed)
+    }
+
+    /// Forgets what the passes knew, so the next one looks at everything again.
+    pub(crate) fn reset(&mut self) {
+        self.last_seq = None;
+        self.unexamined.clear();
     }
 }
 
@@ -220,7 +236,7 @@ pub async fn advance(engine: &Engine, run: RunId) -> Result<bool> {
 async fn pass(
     engine: &Engine,
     run: RunId,
-    touched: Option<&std::collections::HashSet<String>>,
+    touched: Option<&mut std::collections::HashSet<String>>,
     families: &mut Families,
 ) -> Result<bool> {
     let mut progressed = handle_escalation_gates(engine, run)?;

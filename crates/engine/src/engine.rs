@@ -192,6 +192,15 @@ impl Engine {
         Ok(())
     }
 
+    /// Whether a timer asked for with [`Engine::wake_at`] is set and not yet due.
+    pub(crate) fn has_timer(&self) -> Result<bool> {
+        Ok(self
+            .wake
+            .lock()
+            .map_err(|_| EngineError::State("timer poisoned".into()))?
+            .is_some())
+    }
+
     /// Whether a timer asked for with [`Engine::wake_at`] is due; a due timer is cleared.
     pub(crate) fn timer_due(&self) -> Result<bool> {
         let mut wake = self
@@ -279,6 +288,7 @@ impl Engine {
         let mut passes = crate::advance::Passes::default();
         let mut outbox = crate::notify::Outbox::open(self, run);
         let mut board_reviews = crate::board_review::BoardReviews::default();
+        let mut stall = crate::stall::StallWatch::default();
         // Of a run's record only its status moves; the rest (goal, repository, configuration) is read again
         // only when the status has moved.
         let mut record = self.store.get_run(run)?;
@@ -299,13 +309,20 @@ impl Engine {
             board_reviews.tend(self, run, cancel)?;
             let progressed = passes.run(self, run).await?;
             let mut spawned = false;
-            if !waiting && !self.paused(run)? {
+            let paused = self.paused(run)?;
+            if !waiting && !paused {
                 spawned = crew.fill(self, run, cancel)?;
             }
             self.end_turn();
             if !crew.is_empty() {
+                stall.busy(self, run)?;
                 crew.collect(self, self.options.poll).await?;
                 continue;
+            }
+            if spawned || progressed || waiting || paused {
+                stall.busy(self, run)?;
+            } else {
+                stall.quiet_turn(self, run, &mut passes)?;
             }
             if !(spawned || progressed) {
                 tokio::time::sleep(self.options.poll).await;

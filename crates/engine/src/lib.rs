@@ -21,6 +21,7 @@ mod progress;
 pub mod prompts;
 mod signoff;
 mod slice_diffs;
+mod stall;
 pub mod task;
 pub mod teachback_gate;
 mod verify;

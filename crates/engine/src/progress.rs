@@ -20,7 +20,7 @@ use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::verify::{ending, verify_rev};
 
-fn merged_name(workstream: &str) -> String {
+pub(crate) fn merged_name(workstream: &str) -> String {
     format!("merged/{workstream}")
 }
 
@@ -105,13 +105,28 @@ impl StageProgress {
 }
 
 /// Starts stages, merges verified workstreams, and writes T1's accept brief when everything is in.
-/// `touched` names the workstreams whose briefs changed since the last pass (`None`: any may have): only
-/// those can have become ready to merge.
-pub async fn workstreams(engine: &Engine, run: RunId, touched: Option<&HashSet<String>>) -> Result<bool> {
+///
+/// `touched` holds the workstreams whose briefs changed since they were last examined (`None`: any may
+/// have); only those can have become ready to merge. A workstream leaves the set only once it has been
+/// examined — found merged, merged now, or found not ready (it becomes ready only through an event on its
+/// briefs, which puts it back) — so what a pass does not reach (a stage still merging, a stage started by
+/// this pass) stays for the next one: an incremental pass never loses a ready workstream. Every ready
+/// workstream of a stage is merged in the same pass.
+pub async fn workstreams(
+    engine: &Engine,
+    run: RunId,
+    mut touched: Option<&mut HashSet<String>>,
+) -> Result<bool> {
     let Some(approved) = approved(engine, run)? else {
         return Ok(false);
     };
     let (plan, plan_brief) = (&approved.plan, &approved.brief);
+    if let Some(t) = touched.as_deref_mut() {
+        // Briefs outside the plan's workstreams (the plan's own, a superseded plan's) wait for nothing here.
+        let progress = stages_of(&approved)?;
+        t.retain(|id| progress.places.contains_key(id));
+    }
+    let mut progressed = false;
     for (place, stage) in plan.stages().iter().enumerate() {
         // Borrowed, not copied: a stage may list a thousand workstreams, and this runs on every pass.
         let ids = stage.workstreams;
@@ -130,22 +145,29 @@ pub async fn workstreams(engine: &Engine, run: RunId, touched: Option<&HashSet<S
         }
         // Only a workstream whose briefs changed can have become ready to merge: a pass looks at those
         // alone, so its cost does not grow with the number of workstreams.
-        let asked: Vec<&str> = match touched {
-            Some(t) => stages_of(&approved)?.touched_in(place, t),
-            None => ids.iter().map(String::as_str).collect(),
+        let asked: Vec<String> = match touched.as_deref() {
+            Some(t) => stages_of(&approved)?
+                .touched_in(place, t)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            None => ids.to_vec(),
         };
         for id in asked {
-            if stages_of(&approved)?.merged.contains(id) {
+            if let Some(t) = touched.as_deref_mut() {
+                t.remove(&id);
+            }
+            if stages_of(&approved)?.merged.contains(&id) {
                 continue;
             }
-            let Some(ws) = plan.workstream(id) else { continue };
-            if let Some(slices) = accepted_slices(engine, plan_brief, id)? {
+            let Some(ws) = plan.workstream(&id) else { continue };
+            if let Some(slices) = accepted_slices(engine, plan_brief, &id)? {
                 merge_workstream(engine, plan_brief, ws, &slices).await?;
-                return Ok(true);
+                progressed = true;
             }
         }
         if !stages_of(&approved)?.stage_merged(place) {
-            return Ok(false);
+            return Ok(progressed);
         }
     }
     let children = engine.store.list_children(plan_brief.id)?;
@@ -163,7 +185,7 @@ pub async fn workstreams(engine: &Engine, run: RunId, touched: Option<&HashSet<S
         )?;
         return Ok(true);
     }
-    Ok(false)
+    Ok(progressed)
 }
 
 fn stages_of(approved: &ApprovedPlan) -> Result<std::sync::MutexGuard<'_, StageProgress>> {

@@ -12,6 +12,7 @@ mod claims;
 mod escalation;
 mod gates;
 mod leases;
+mod liveness;
 mod profiles;
 mod signoff;
 mod verdicts;

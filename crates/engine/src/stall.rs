@@ -1,0 +1,187 @@
+//! The stall detector: a driver whose run has not ended, with no agent at work anywhere, no gate open, no
+//! pause and no timer set, is waiting for something that will never come. It never stays silent about it:
+//! first it looks at the whole run again (a full pass, in case an incremental one missed something), and
+//! if that changes nothing it writes one ALERT event that says which workstreams wait on what — and the
+//! notifiers announce it like any ALERT. The ALERT is written once per stall: the next is raised only after
+//! the run moved again.
+
+use std::time::{Duration, Instant};
+
+use agency_core::event::{EventKind, NewEvent};
+use agency_core::tiers::BriefRole;
+use agency_core::{Brief, BriefStatus, RunId, Tier};
+use serde_json::json;
+
+use crate::advance::{Passes, approved};
+use crate::engine::Engine;
+use crate::error::Result;
+
+/// How long a run must be quiet before it counts as stalled: long enough for a worker's claim, a gate or
+/// an agent's first event to show up, short enough that a human is told within seconds.
+const GRACE: Duration = Duration::from_secs(3);
+
+/// What the driver knows of its run's quiet turns.
+#[derive(Debug, Default)]
+pub(crate) struct StallWatch {
+    /// When the current quiet stretch began, and the blackboard's newest event then.
+    quiet: Option<(Instant, i64)>,
+    /// The full pass was made for this quiet stretch.
+    rescanned: bool,
+    /// The ALERT was written for the stall at this event.
+    reported: Option<i64>,
+}
+
+impl StallWatch {
+    /// Something ran, started or moved: the run is not stalled. If it moved only because of the full pass
+    /// [`StallWatch::quiet_turn`] asked for, an incremental pass had missed work: that is said in the log
+    /// (a defect of the runner, which the tests look for), since the run went on only seconds late.
+    pub(crate) fn busy(&mut self, engine: &Engine, run: RunId) -> Result<()> {
+        if self.rescanned {
+            engine.log_at(
+                run,
+                None,
+                "verbose",
+                "RESCAN",
+                "a full pass over the run moved it on after it had been quiet: an incremental pass missed \
+                 work"
+                    .to_string(),
+            )?;
+        }
+        self.quiet = None;
+        self.rescanned = false;
+        Ok(())
+    }
+
+    /// A turn in which the driver ran nothing, started nothing and moved nothing, while no gate or pause
+    /// holds the run. Asks for a full pass, then raises the ALERT, once the quiet has lasted
+    /// [`GRACE`] (or more than ten polls) and nothing anywhere can move the run on.
+    pub(crate) fn quiet_turn(&mut self, engine: &Engine, run: RunId, passes: &mut Passes) -> Result<()> {
+        let seq = engine.store.last_seq(Some(run))?;
+        let since = match self.quiet {
+            Some((since, at)) if at == seq => since,
+            _ => {
+                self.quiet = Some((Instant::now(), seq));
+                self.rescanned = false;
+                return Ok(());
+            }
+        };
+        let grace = GRACE.max(engine.options.poll * 10);
+        if since.elapsed() < grace || self.reported == Some(seq) {
+            return Ok(());
+        }
+        if engine.has_timer()? || at_work(engine, run)? {
+            return Ok(());
+        }
+        if !self.rescanned {
+            self.rescanned = true;
+            passes.reset();
+            return Ok(());
+        }
+        self.reported = Some(seq);
+        let waiting = diagnose(engine, run)?;
+        let issue = format!(
+            "the run is not ended, yet nothing is running, nothing can start and no gate is open: {}",
+            if waiting.is_empty() {
+                "no workstream says what it waits for".to_string()
+            } else {
+                waiting.join("; ")
+            }
+        );
+        engine.log(run, None, "STALL", issue.clone())?;
+        engine.store.append_event(NewEvent::new(
+            run,
+            EventKind::Alert,
+            json!({
+                "level": "ALERT",
+                "category": "STALL",
+                "issue": issue,
+                "waiting": waiting,
+                "next": format!(
+                    "`agency inspect {short}` shows the briefs; `agency cancel {short}` ends the run",
+                    short = run.short()
+                ),
+                "notify": true,
+            }),
+        ))?;
+        Ok(())
+    }
+}
+
+/// Whether any brief of the run is held by an agent (this runner's or a worker's) or waits to be claimed.
+fn at_work(engine: &Engine, run: RunId) -> Result<bool> {
+    Ok(!engine
+        .store
+        .list_briefs_by_status(run, BriefStatus::Running)?
+        .is_empty())
+}
+
+/// One line per workstream of the approved plan that is not merged: the state of its newest briefs. Before
+/// a plan is approved, the briefs of the run that are not done.
+fn diagnose(engine: &Engine, run: RunId) -> Result<Vec<String>> {
+    let briefs = engine.store.list_briefs(run)?;
+    let Some(approved) = approved(engine, run)? else {
+        return Ok(newest(briefs.iter())
+            .into_iter()
+            .filter(|b| b.status != BriefStatus::Done)
+            .map(describe)
+            .collect());
+    };
+    let mut lines = Vec::new();
+    for ws in &approved.plan.workstreams {
+        if engine
+            .store
+            .latest_artifact(run, &crate::progress::merged_name(&ws.id))?
+            .is_some()
+        {
+            continue;
+        }
+        let own: Vec<&Brief> = briefs
+            .iter()
+            .filter(|b| b.workstream == ws.id && b.tier != Tier::T1)
+            .collect();
+        if own.is_empty() {
+            lines.push(format!("{}: not started", ws.id));
+            continue;
+        }
+        let open: Vec<String> = newest(own.into_iter())
+            .into_iter()
+            .filter(|b| b.status != BriefStatus::Done)
+            .map(describe)
+            .collect();
+        if open.is_empty() {
+            lines.push(format!(
+                "{}: every brief is done, yet it was not merged into the integration branch",
+                ws.id
+            ));
+        } else {
+            lines.push(format!("{}: {}", ws.id, open.join(", ")));
+        }
+    }
+    Ok(lines)
+}
+
+/// The newest attempt of each (tier, title), oldest first; cancelled attempts left out.
+fn newest<'a>(briefs: impl Iterator<Item = &'a Brief>) -> Vec<&'a Brief> {
+    let mut by_title: std::collections::BTreeMap<(Tier, &str), &Brief> = Default::default();
+    for brief in briefs.filter(|b| b.status != BriefStatus::Cancelled) {
+        let slot = by_title
+            .entry((brief.tier, brief.title.as_str()))
+            .or_insert(brief);
+        if slot.attempt <= brief.attempt {
+            *slot = brief;
+        }
+    }
+    let mut list: Vec<&Brief> = by_title.into_values().collect();
+    list.sort_by_key(|b| b.created_at);
+    list
+}
+
+fn describe(brief: &Brief) -> String {
+    format!(
+        "{} {} ({}) is {}",
+        brief.tier.as_str(),
+        brief.title,
+        BriefRole::of(brief).as_str(),
+        brief.status.as_str()
+    )
+}
