@@ -36,13 +36,32 @@ pub async fn verify_rev(engine: &Engine, run: RunId, rev: &str, command: &str) -
     let timeout = Duration::from_secs(u64::from(engine.config.signoff.verify_timeout_seconds));
     // Tests can take minutes: keep them off the runner's event loop.
     tokio::task::spawn_blocking(move || -> std::result::Result<VerifyResult, SignoffError> {
-        let argv = verify_argv(&command)?;
+        let argv = match verify_argv(&command) {
+            Ok(argv) => argv,
+            // A command that cannot run fails its verification with the reason; it is not the runner's
+            // fault, and stopping the runner would stop the whole run.
+            Err(unusable) => return Ok(unrunnable(&command, &unusable.to_string())),
+        };
         let checkout = CleanCheckout::of_commit(&repo, rev, &place)?;
         run_verify(&command, &argv, checkout.path(), timeout)
     })
     .await
     .map_err(|e| EngineError::State(format!("verify task: {e}")))?
     .map_err(|e| EngineError::State(format!("verify: {e}")))
+}
+
+/// The result of a verify command that could not be started (`why`).
+fn unrunnable(command: &str, why: &str) -> VerifyResult {
+    VerifyResult {
+        command: command.to_string(),
+        argv: Vec::new(),
+        exit_code: None,
+        signal: None,
+        timed_out: false,
+        duration_ms: 0,
+        tail: why.to_string(),
+        passed: false,
+    }
 }
 
 /// How a verify command ended, without its duration (the log line stays the same from run to run; the
