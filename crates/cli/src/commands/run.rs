@@ -186,6 +186,7 @@ pub fn build_engine(
             secrets: secrets.clone(),
             codex_provider: codex_provider(),
             model: TierModel::of(&team, choice.tier),
+            prices: agency_llm::price_table(&team),
         };
         let runtime = build_runtime(choice, &setup).map_err(|e| CommandError::input(e.to_string()))?;
         runtimes.insert(choice.tier, runtime);
