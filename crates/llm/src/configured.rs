@@ -29,7 +29,7 @@ use crate::message::{Message, Request};
 use crate::openai::{MaxTokensField, OpenAiClient, OpenAiConfig};
 use crate::provider::{Provider, complete};
 use crate::retry::{RetryPolicy, Retrying};
-use crate::usage::Price;
+use crate::usage::{Price, PriceTable};
 
 /// The output cap used when a binding sets no `max_tokens`.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
@@ -78,6 +78,18 @@ impl From<&BudgetLimit> for Limit {
             usd: l.usd,
         }
     }
+}
+
+/// The `models.prices` section, as the prices calls are costed at.
+pub fn price_table(config: &TeamConfig) -> PriceTable {
+    PriceTable(
+        config
+            .models
+            .prices
+            .iter()
+            .map(|(model, price)| (model.clone(), Price::from(price)))
+            .collect(),
+    )
 }
 
 /// The ledger limits of the `budgets` section.

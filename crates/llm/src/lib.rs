@@ -30,7 +30,8 @@ pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use budget::{Amount, BudgetExceeded, BudgetLedger, BudgetLimits, CallScope, Limit, Scope, Spend};
 pub use cancel::CancelToken;
 pub use configured::{
-    ConfiguredModel, ModelSet, budget_limits, check_model, model_for_binding, model_for_level, process_env,
+    ConfiguredModel, ModelSet, budget_limits, check_model, model_for_binding, model_for_level, price_table,
+    process_env,
 };
 pub use error::LlmError;
 pub use http::{ApiKey, Timeouts};

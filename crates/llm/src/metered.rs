@@ -43,9 +43,9 @@ impl<P: Provider> Metered<P> {
         }
     }
 
-    /// Prices calls at `price`.
-    pub fn with_price(mut self, price: Price) -> Self {
-        self.price = Some(price);
+    /// Prices calls at `price` (`None`: unpriced, they count tokens only).
+    pub fn with_price(mut self, price: impl Into<Option<Price>>) -> Self {
+        self.price = price.into();
         self
     }
 
@@ -115,6 +115,10 @@ impl<P: Provider> Provider for Metered<P> {
         self.inner.model()
     }
 
+    fn price(&self) -> Option<Price> {
+        self.price
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a Request,
@@ -122,5 +126,81 @@ impl<P: Provider> Provider for Metered<P> {
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<Response, LlmError>> {
         Box::pin(self.call(request, sink, cancel))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::{BudgetLimits, Scope};
+    use crate::message::{CallMeta, Message};
+    use crate::provider::complete;
+    use crate::scripted::{Script, ScriptedProvider};
+
+    #[derive(Default)]
+    struct Records(Mutex<Vec<UsageRecord>>);
+
+    impl UsageSink for Records {
+        fn record_usage(&self, record: &UsageRecord) {
+            self.0.lock().unwrap().push(record.clone());
+        }
+
+        fn budget_exhausted(&self, _meta: &CallMeta, _exceeded: &crate::BudgetExceeded) {}
+    }
+
+    const SCRIPT: &str =
+        "replies:\n  - reply: {text: ok, usage: {input: 2000, output: 100, cache_write: 400}}\n";
+
+    /// The built-in agent costs its usage records at `Provider::price` of the metered provider it holds
+    /// (behind an `Arc<dyn Provider>`), so that price must be the one the ledger was charged at.
+    #[tokio::test]
+    async fn a_priced_call_charges_the_ledger_what_its_record_and_its_price_say() {
+        let price = Price {
+            input: 3.0,
+            output: 15.0,
+            cache_read: 0.3,
+            cache_write: 3.75,
+        };
+        let ledger = Arc::new(Mutex::new(BudgetLedger::new(BudgetLimits::default())));
+        let records = Arc::new(Records::default());
+        let provider: Arc<dyn Provider> = Arc::new(
+            Metered::new(
+                ScriptedProvider::new(Script::from_yaml(SCRIPT).unwrap()),
+                records.clone(),
+            )
+            .with_price(price)
+            .with_ledger(ledger.clone()),
+        );
+        assert_eq!(provider.price(), Some(price));
+        let request = Request {
+            messages: vec![Message::user("go")],
+            max_tokens: 200,
+            ..Request::default()
+        };
+        let response = complete(provider.as_ref(), &request).await.unwrap();
+        // 2000·3 + 100·15 + 400·3.75 µ$.
+        let expected = 0.009;
+        let charged = ledger.lock().unwrap().spent(&Scope::Run).usd;
+        assert!((charged - expected).abs() < 1e-12, "{charged}");
+        let from_price = cost(&response.usage, &provider.price().unwrap());
+        assert!((from_price - expected).abs() < 1e-12, "{from_price}");
+        let recorded = records.0.lock().unwrap()[0].cost_usd.unwrap();
+        assert!((recorded - expected).abs() < 1e-12, "{recorded}");
+
+        // Unpriced, nothing claims a price or a cost: the call counts tokens only.
+        let unpriced: Arc<dyn Provider> = Arc::new(
+            Metered::new(
+                ScriptedProvider::new(Script::from_yaml(SCRIPT).unwrap()),
+                records.clone(),
+            )
+            .with_price(None)
+            .with_ledger(ledger.clone()),
+        );
+        assert_eq!(unpriced.price(), None);
+        complete(unpriced.as_ref(), &request).await.unwrap();
+        assert_eq!(records.0.lock().unwrap()[1].cost_usd, None);
+        let spent = ledger.lock().unwrap().spent(&Scope::Run);
+        assert!((spent.usd - expected).abs() < 1e-12, "{}", spent.usd);
+        assert_eq!(spent.tokens, 2 * 2500);
     }
 }

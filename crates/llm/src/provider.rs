@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::cancel::CancelToken;
 use crate::error::LlmError;
 use crate::message::{Request, Response, StreamEvent};
+use crate::usage::Price;
 
 /// A boxed, sendable future; what object-safe async methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -26,6 +27,13 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
 
     /// The model this provider asks for.
     fn model(&self) -> &str;
+
+    /// What its calls cost, when they are priced: a [`Metered`](crate::Metered) provider's price from
+    /// `models.prices`, which it charges the budget at. An agent recording a call's usage costs it at this
+    /// price, so the record says what the ledger was charged. `None` for an unpriced or unmetered provider.
+    fn price(&self) -> Option<Price> {
+        None
+    }
 
     /// Sends `request`, streams events to `sink` as they arrive and returns the assembled answer. Returns
     /// [`LlmError::Cancelled`] promptly once `cancel` fires.
@@ -47,6 +55,10 @@ macro_rules! forward_provider {
 
             fn model(&self) -> &str {
                 (**self).model()
+            }
+
+            fn price(&self) -> Option<Price> {
+                (**self).price()
             }
 
             fn complete<'a>(

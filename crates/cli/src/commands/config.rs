@@ -1,5 +1,6 @@
 //! `agency config check`: parses team.yaml with the same code the runner uses and reports every problem
-//! with file, line and path, or a short summary of what the configuration means.
+//! with file, line and path, or a short summary of what the configuration means. A budget in dollars over a
+//! model without a price is an error here too (`agency run` refuses it as well): see [`usd_budgets_priced`].
 
 use std::fs;
 
@@ -44,6 +45,8 @@ pub fn load(ctx: &Context) -> CommandResult<(String, TeamConfig)> {
 
 fn check(ctx: &Context) -> CommandResult {
     let (path, config) = load(ctx)?;
+    // Every tier may call its model in a live run.
+    usd_budgets_priced(&config, &path, |_| true)?;
     println!("{path}: ok");
     let gates: Vec<&str> = GateKind::ALL
         .into_iter()
@@ -52,4 +55,19 @@ fn check(ctx: &Context) -> CommandResult {
         .collect();
     println!("gates on: {}", gates.join(", "));
     Ok(())
+}
+
+/// Refuses a budget in dollars over a model that the tiers `calling` call and `models.prices` does not
+/// price: its calls would count $0 against the limit, so the limit would not hold. `path` names team.yaml.
+pub fn usd_budgets_priced(
+    config: &TeamConfig,
+    path: &str,
+    calling: impl Fn(agency_core::Tier) -> bool,
+) -> CommandResult {
+    config.unpriced_under_usd_budget(calling).map_err(|unpriced| {
+        CommandError::input(format!("{path}: {unpriced}")).hint(
+            "a price is USD per million tokens, from the provider's price list; or drop the `usd:` limit and \
+             keep a `tokens:` one",
+        )
+    })
 }

@@ -19,7 +19,9 @@ use agency_exec::runtime::{
     choose_for_run,
 };
 use agency_exec::{GitOptions, Repo};
-use agency_llm::{BudgetLedger, CancelToken, Metered, Provider, RetryPolicy, ScriptedProvider, UsageSink};
+use agency_llm::{
+    BudgetLedger, CancelToken, Metered, Price, Provider, RetryPolicy, ScriptedProvider, UsageSink,
+};
 use agency_store::{Blackboard, RunStatus};
 
 use crate::commands::{Context, config, resolve_run, store_error};
@@ -138,15 +140,6 @@ pub fn build_engine(
     };
     let ledger = Arc::new(Mutex::new(ledger));
     let sink: Arc<dyn UsageSink> = Arc::new(BlackboardSink::new(store.clone()));
-    let providers: BTreeMap<Tier, Arc<dyn Provider>> = providers(&team, args.script.as_deref())?
-        .into_iter()
-        .map(|(tier, provider)| {
-            // Metered outside the provider's retries, so one logical call is checked once.
-            let metered: Arc<dyn Provider> =
-                Arc::new(Metered::new(provider, sink.clone()).with_ledger(ledger.clone()));
-            (tier, metered)
-        })
-        .collect();
     let source = match args.script {
         Some(_) => ModelSource::Scripted,
         None => ModelSource::Live,
@@ -155,6 +148,23 @@ pub fn build_engine(
     if ws.db.is_postgres() {
         hook_free(&team, &mut choices, &ws.db)?;
     }
+    // Before anything is called or recorded: a dollar budget over an unpriced model would not hold.
+    config::usd_budgets_priced(&team, "team.yaml", |tier| {
+        calls_configured_model(source, &choices, tier)
+    })?;
+    let providers: BTreeMap<Tier, Arc<dyn Provider>> = providers(&team, args.script.as_deref())?
+        .into_iter()
+        .map(|(tier, (provider, price))| {
+            // Metered outside the provider's retries, so one logical call is checked once; priced from
+            // `models.prices`, so its calls are charged in dollars too.
+            let metered: Arc<dyn Provider> = Arc::new(
+                Metered::new(provider, sink.clone())
+                    .with_price(price)
+                    .with_ledger(ledger.clone()),
+            );
+            (tier, metered)
+        })
+        .collect();
     let agency = std::env::current_exe()
         .map_err(|e| CommandError::internal(format!("cannot locate the agency binary for the hook: {e}")))?;
     let secrets = provider_keys(&team);
@@ -176,6 +186,7 @@ pub fn build_engine(
             secrets: secrets.clone(),
             codex_provider: codex_provider(),
             model: TierModel::of(&team, choice.tier),
+            prices: agency_llm::price_table(&team),
         };
         let runtime = build_runtime(choice, &setup).map_err(|e| CommandError::input(e.to_string()))?;
         runtimes.insert(choice.tier, runtime);
@@ -287,13 +298,31 @@ fn announce_runtimes(
     Ok(())
 }
 
-fn providers(team: &TeamConfig, script: Option<&Path>) -> CommandResult<BTreeMap<Tier, Arc<dyn Provider>>> {
-    let mut out: BTreeMap<Tier, Arc<dyn Provider>> = BTreeMap::new();
+/// Whether `tier`'s configured model is called in this run: always in a live run; under `--script` only by
+/// the agents that call their model themselves (Claude Code, Codex), as the built-in agent's calls are
+/// answered by the script.
+fn calls_configured_model(source: ModelSource, choices: &[RuntimeChoice], tier: Tier) -> bool {
+    match source {
+        ModelSource::Live => true,
+        ModelSource::Scripted => choices.iter().any(|c| {
+            c.tier == tier
+                && matches!(
+                    c.runtime,
+                    ConfiguredRuntime::ClaudeCode | ConfiguredRuntime::Codex
+                )
+        }),
+    }
+}
+
+/// Each tier's provider with its price from `models.prices`; a script's replies cost nothing, so they are
+/// unpriced.
+fn providers(team: &TeamConfig, script: Option<&Path>) -> CommandResult<BTreeMap<Tier, PricedProvider>> {
+    let mut out: BTreeMap<Tier, PricedProvider> = BTreeMap::new();
     if let Some(path) = script {
         let scripted: Arc<dyn Provider> =
             Arc::new(ScriptedProvider::from_file(path).map_err(|e| CommandError::input(e.to_string()))?);
         for tier in Tier::ALL {
-            out.insert(tier, scripted.clone());
+            out.insert(tier, (scripted.clone(), None));
         }
         return Ok(out);
     }
@@ -305,10 +334,13 @@ fn providers(team: &TeamConfig, script: Option<&Path>) -> CommandResult<BTreeMap
         let model = models
             .for_tier(team, tier)
             .ok_or_else(|| CommandError::input(format!("tiers.{tier}: no model for its capability level")))?;
-        out.insert(tier, model.provider.clone());
+        out.insert(tier, (model.provider.clone(), model.price));
     }
     Ok(out)
 }
+
+/// A provider and the price its calls are charged at, when it has one.
+type PricedProvider = (Arc<dyn Provider>, Option<Price>);
 
 /// Maps a runner error to the CLI's.
 pub fn engine_error(err: agency_engine::EngineError) -> CommandError {

@@ -293,10 +293,13 @@ fn line_for(event: &Event) -> Option<Line> {
             &tier,
             "USAGE",
             format!(
-                "{} in / {} out  ${:.4}",
+                "{} in / {} out  {}",
                 p.get("input_tokens").and_then(Value::as_u64).unwrap_or(0),
                 p.get("output_tokens").and_then(Value::as_u64).unwrap_or(0),
-                p.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0)
+                // A call without a price says so rather than claiming it cost nothing.
+                p.get("cost_usd")
+                    .and_then(Value::as_f64)
+                    .map_or_else(|| "unpriced".to_owned(), |usd| format!("${usd:.4}"))
             ),
             true,
         ),

@@ -52,11 +52,15 @@ fn codex_spending_priced_from_team_yaml_passes_a_budget_in_dollars() {
     if !e2e_client("codex") {
         return;
     }
-    // A million input tokens at $2 a million: $2 against a $1 budget, and no token limit at all.
+    // A million input tokens at $2 a million: $2 against a $1 budget, and no token limit at all. The other
+    // tiers' models are priced too, as a dollar budget requires (their scripted calls cost nothing).
     codex_stops_at_the_budget_gate(
         &[
             ("  run: {}", "  run: {usd: 1}"),
-            ("  prices: {}", "  prices:\n    gpt-5.5: {input: 2, output: 8}"),
+            (
+                "  prices: {}",
+                "  prices:\n    gpt-5.5: {input: 2, output: 8}\n    claude-opus-4-8: {input: 5, output: 25}\n    claude-sonnet-4-5: {input: 3, output: 15}",
+            ),
         ],
         Limit::Usd(1.0),
     );

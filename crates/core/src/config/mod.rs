@@ -18,6 +18,7 @@ mod models;
 mod notifiers;
 mod personalities;
 mod policy;
+mod priced;
 mod tiers;
 mod validate;
 mod visibility;
@@ -39,6 +40,7 @@ pub use policy::{
     BudgetLimit, BudgetsConfig, RetryConfig, RolloutMode, RunnerConfig, SignoffConfig, TeachbackConfig,
     UnboundSessionPolicy,
 };
+pub use priced::{UnpricedModel, UnpricedUnderUsd};
 pub use tiers::{Runtime, TierConfig, TiersConfig, default_capability, default_runtime};
 pub use visibility::{InspectionGates, LogLevel, VisibilityConfig};
 

@@ -194,7 +194,8 @@ pub struct ModelsConfig {
     /// The model for `fast-cheap` work.
     #[serde(rename = "fast-cheap", skip_serializing_if = "Option::is_none")]
     pub fast_cheap: Option<ModelBinding>,
-    /// Prices by model id, for cost accounting and USD budgets; a model without a price counts tokens only.
+    /// Prices by model id, for cost accounting and USD budgets; a model without a price counts tokens only,
+    /// and a USD budget over it is an error ([`super::TeamConfig::unpriced_under_usd_budget`]).
     #[serde(deserialize_with = "super::null_as_default")]
     pub prices: BTreeMap<String, ModelPrice>,
 }

@@ -113,7 +113,8 @@ pub fn find_program(name: &str, path: Option<&OsStr>) -> Option<PathBuf> {
 pub struct TierModel {
     /// The model id, sent verbatim.
     pub model: String,
-    /// Its price from `models.prices`, for a CLI that reports tokens but no cost (Codex).
+    /// Its price from `models.prices`, for a CLI that reports tokens but no cost (Codex), or its cost only
+    /// at the end of a session (Claude Code).
     pub price: Option<agency_llm::Price>,
     /// The API its provider speaks: Claude Code takes only Anthropic models, Codex only OpenAI ones.
     pub kind: ProviderKind,
@@ -177,6 +178,9 @@ pub struct RuntimeSetup {
     pub codex_provider: Option<CodexProvider>,
     /// The tier's model from team.yaml ([`TierModel::of`]); Claude Code and Codex are started on it.
     pub model: Option<TierModel>,
+    /// team.yaml's `models.prices`, for pi, which runs a model of its own choosing and reports no cost
+    /// for a model it has no price for.
+    pub prices: agency_llm::PriceTable,
 }
 
 /// The runtime `choice` names, made from `setup`. `command` without an argv is an error naming the tier.
@@ -192,6 +196,8 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             let model = cli_model(choice, setup, ProviderKind::Anthropic)?;
             runtime.model = model.map(|m| m.model.clone());
             runtime.endpoint = model.and_then(|m| m.endpoint.clone());
+            // Claude Code costs its session only when it ends: each call is priced as it answers.
+            runtime.price = model.and_then(|m| m.price);
             Arc::new(runtime)
         }
         Runtime::Codex => {
@@ -211,6 +217,7 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
         Runtime::Pi => {
             let mut runtime = PiRuntime::new(builtin, setup.state_dir.join("pi"));
             runtime.secrets.clone_from(&setup.secrets);
+            runtime.prices.clone_from(&setup.prices);
             Arc::new(runtime)
         }
         Runtime::Command => {
@@ -491,6 +498,7 @@ mod tests {
             secrets: vec![],
             codex_provider: None,
             model: None,
+            prices: agency_llm::PriceTable::default(),
         }
     }
 

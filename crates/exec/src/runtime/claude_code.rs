@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use agency_core::config::ProviderKind;
-use agency_llm::{BoxFuture, CancelToken};
+use agency_llm::{BoxFuture, CancelToken, Price};
 use serde_json::json;
 
 use super::external::{Flow, drive, ending_for, parse_report, shell_word, teachback_for};
@@ -75,6 +75,9 @@ pub struct ClaudeCodeRuntime {
     /// The endpoint of that model's provider, when team.yaml gives it a `base_url`: Claude Code calls it
     /// (`ANTHROPIC_BASE_URL`, over the host's), with the key from the provider's `api_key_env`.
     pub endpoint: Option<Endpoint>,
+    /// The model's price from team.yaml: Claude Code costs its session only when it ends, so each model
+    /// call's usage is costed with it as it answers. Unset: calls count tokens until the session's cost.
+    pub price: Option<Price>,
     /// Host environment variables passed through (the task's own `env` is always passed).
     pub inherit_env: Vec<String>,
     /// Strings redacted from every recorded event.
@@ -93,6 +96,7 @@ impl ClaudeCodeRuntime {
             state_dir: state_dir.into(),
             model: None,
             endpoint: None,
+            price: None,
             inherit_env: DEFAULT_INHERIT.iter().map(|s| (*s).to_owned()).collect(),
             secrets: Vec::new(),
         }
@@ -225,7 +229,7 @@ impl Runtime for ClaudeCodeRuntime {
             if let Some(session) = &resume {
                 recorder.note(format!("resuming claude-code session {session}"));
             }
-            let mut state = stream::StreamState::default();
+            let mut state = stream::StreamState::priced(self.price);
             let mut saved = false;
             let spec = self.command(task, resume.as_deref());
             let driven = drive(

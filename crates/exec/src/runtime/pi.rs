@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agency_llm::{BoxFuture, CallMeta, CancelToken, StopReason, Usage, UsageRecord};
+use agency_llm::{BoxFuture, CallMeta, CancelToken, PriceTable, StopReason, Usage, UsageRecord, cost};
 use serde_json::{Value, json};
 
 use super::builtin::BuiltinRuntime;
@@ -43,6 +43,8 @@ pub struct PiRuntime {
     pub inherit_env: Vec<String>,
     /// Strings redacted from every recorded event.
     pub secrets: Vec<String>,
+    /// team.yaml's `models.prices`: a message pi reports no cost for is costed at its model's price.
+    pub prices: PriceTable,
 }
 
 impl PiRuntime {
@@ -59,6 +61,7 @@ impl PiRuntime {
                 .map(str::to_owned)
                 .to_vec(),
             secrets: Vec::new(),
+            prices: PriceTable::default(),
         }
     }
 
@@ -140,7 +143,10 @@ impl Runtime for PiRuntime {
                 }
             }
             let prompt = json!({"type": "prompt", "message": format!("{}{}", task.prompt, ending_for(task))});
-            let mut state = StreamState::default();
+            let mut state = StreamState {
+                prices: self.prices.clone(),
+                ..StreamState::default()
+            };
             let spec = self.command(task);
             let input = format!("{prompt}\n").into_bytes();
             let driven = drive(
@@ -194,6 +200,8 @@ pub struct StreamState {
     pub last_text: Option<String>,
     /// `agent_end` arrived.
     pub ended: bool,
+    /// team.yaml's `models.prices`, which cost a message pi reports no cost for, by the model that answered.
+    pub prices: PriceTable,
 }
 
 /// Maps one `pi --mode rpc` line to events.
@@ -265,6 +273,12 @@ fn assistant_message(message: &Value, state: &mut StreamState, meta: &CallMeta) 
         .get("stopReason")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    let usage = Usage {
+        input: count("input"),
+        output: count("output"),
+        cache_read: count("cacheRead"),
+        cache_write: count("cacheWrite"),
+    };
     out.push(AgentEvent::Usage(UsageRecord {
         meta: meta.clone(),
         provider: format!(
@@ -279,13 +293,8 @@ fn assistant_message(message: &Value, state: &mut StreamState, meta: &CallMeta) 
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned(),
-        usage: Usage {
-            input: count("input"),
-            output: count("output"),
-            cache_read: count("cacheRead"),
-            cache_write: count("cacheWrite"),
-        },
-        cost_usd: message.pointer("/usage/cost/total").and_then(Value::as_f64),
+        usage,
+        cost_usd: message_cost(message, &usage, &state.prices),
         latency: Duration::ZERO,
         stop_reason: match stop {
             "stop" => StopReason::EndTurn,
@@ -297,9 +306,67 @@ fn assistant_message(message: &Value, state: &mut StreamState, meta: &CallMeta) 
     out
 }
 
+/// What one message cost: pi's own figure, unless it has none (or says 0 for tokens it spent, as it does for
+/// a model it has no price for) and team.yaml prices the model that answered.
+fn message_cost(message: &Value, usage: &Usage, prices: &PriceTable) -> Option<f64> {
+    let reported = message.pointer("/usage/cost/total").and_then(Value::as_f64);
+    let unpriced = reported.is_none_or(|usd| usd == 0.0 && usage.total() > 0);
+    let model = message.get("model").and_then(Value::as_str).unwrap_or_default();
+    match prices.get(model) {
+        Some(price) if unpriced => Some(cost(usage, price)),
+        _ => reported,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_pi_does_not_price_is_costed_at_team_yaml_s_price_for_its_model() {
+        let message = |cost: &str| {
+            serde_json::from_str::<Value>(&format!(
+                r#"{{"role":"assistant","content":[],"provider":"local","model":"qwen","usage":{{"input":1000,"output":100,"cacheRead":0,"cacheWrite":0{cost}}}}}"#
+            ))
+            .unwrap()
+        };
+        let prices = PriceTable(
+            [(
+                "qwen".to_owned(),
+                agency_llm::Price {
+                    input: 1.0,
+                    output: 2.0,
+                    cache_read: 0.1,
+                    cache_write: 1.0,
+                },
+            )]
+            .into(),
+        );
+        let cost_of = |cost: &str, prices: &PriceTable| {
+            let mut state = StreamState {
+                prices: prices.clone(),
+                ..StreamState::default()
+            };
+            let line = json!({"type": "message_end", "message": message(cost)}).to_string();
+            map_line(&line, &mut state, &CallMeta::default())
+                .into_iter()
+                .find_map(|e| match e {
+                    AgentEvent::Usage(u) => Some(u.cost_usd),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let priced = 1000.0 * 1.0 / 1e6 + 100.0 * 2.0 / 1e6;
+        assert_eq!(cost_of("", &prices), Some(priced));
+        assert_eq!(cost_of(r#","cost":{"total":0}"#, &prices), Some(priced));
+        // pi's own figure stands when it has one, and when team.yaml has none.
+        assert_eq!(cost_of(r#","cost":{"total":0.5}"#, &prices), Some(0.5));
+        assert_eq!(cost_of("", &PriceTable::default()), None);
+        assert_eq!(
+            cost_of(r#","cost":{"total":0}"#, &PriceTable::default()),
+            Some(0.0)
+        );
+    }
 
     #[test]
     fn rpc_events_map_to_agent_events() {

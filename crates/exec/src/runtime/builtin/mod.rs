@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agency_core::teachback::{ReviewVerdict, Teachback, TeachbackReview};
-use agency_llm::{Block, CancelToken, LlmError, Message, Provider, Request, StopReason, UsageRecord};
+use agency_llm::{Block, CancelToken, LlmError, Message, Provider, Request, StopReason, UsageRecord, cost};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -228,7 +228,8 @@ impl Agent<'_> {
                 provider: self.provider.kind().to_owned(),
                 model: response.model.clone(),
                 usage: response.usage,
-                cost_usd: None,
+                // At the price its metered provider charged the budget, so the record and the ledger agree.
+                cost_usd: self.provider.price().map(|price| cost(&response.usage, &price)),
                 latency: started.elapsed(),
                 stop_reason: response.stop_reason.clone(),
             }));

@@ -10,14 +10,17 @@
 //! Spending is reported as each model call answers, not only when the session ends: the first `assistant`
 //! event of each message carries its call's usage, as of the start of the answer (its input and cache
 //! tokens, and the output tokens counted so far). The `result` event's usage and `total_cost_usd` are the
-//! session's totals, so the `result`'s record is what those calls did not report yet, with the whole cost
-//! (Claude Code reports no cost before it). A long session thus spends the run's token budget, and shows
-//! in the live log, while it runs.
+//! session's totals, so the `result`'s record is what those calls did not report yet. Claude Code reports
+//! no cost before the `result`, so when team.yaml prices the tier's model ([`StreamState::price`]) each
+//! call's record is costed at that price as it comes, and the `result`'s record carries the rest of
+//! Claude Code's own total (never below zero; priced at team.yaml's price when Claude Code gives none).
+//! Unpriced, the `result` carries the whole total. A long session thus spends the run's token and dollar
+//! budgets, and shows in the live log, while it runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use agency_llm::{CallMeta, StopReason, Usage, UsageRecord};
+use agency_llm::{CallMeta, Price, StopReason, Usage, UsageRecord, cost};
 use serde_json::Value;
 
 use crate::runtime::AgentEvent;
@@ -44,9 +47,21 @@ pub struct StreamState {
     calls: BTreeSet<String>,
     /// The tokens those reports came to, which the `result`'s totals include.
     reported: Usage,
+    /// What they were costed at, which the `result`'s `total_cost_usd` includes.
+    reported_usd: f64,
+    /// The price of the tier's model from team.yaml, which costs each call as it answers.
+    pub price: Option<Price>,
 }
 
 impl StreamState {
+    /// A fresh state whose calls are costed at `price` (none: Claude Code's total alone).
+    pub fn priced(price: Option<Price>) -> Self {
+        Self {
+            price,
+            ..Self::default()
+        }
+    }
+
     /// Whether the `result` event arrived (the turn is over).
     pub fn finished(&self) -> bool {
         self.result.is_some()
@@ -134,13 +149,15 @@ fn call_usage(event: &Value, state: &mut StreamState, meta: &CallMeta) -> Option
         cache_write: state.reported.cache_write + usage.cache_write,
     };
     let model = message.get("model").and_then(Value::as_str);
+    // Claude Code prices the session only in its `result`: until then, at team.yaml's price.
+    let cost_usd = state.price.map(|price| cost(&usage, &price));
+    state.reported_usd += cost_usd.unwrap_or(0.0);
     Some(AgentEvent::Usage(UsageRecord {
         meta: meta.clone(),
         provider: "claude-code".to_owned(),
         model: model.map_or_else(|| state.model.clone().unwrap_or_default(), str::to_owned),
         usage,
-        // Priced by Claude Code only in the `result`, for the whole session.
-        cost_usd: None,
+        cost_usd,
         latency: Duration::ZERO,
         stop_reason: stop_reason(
             message
@@ -237,18 +254,26 @@ fn result(event: &Value, state: &mut StreamState, meta: &CallMeta) -> Vec<AgentE
     // counted at the start of each answer; the rest is here).
     let total = event.get("usage").map(tokens).unwrap_or_default();
     let reported = std::mem::take(&mut state.reported);
+    let reported_usd = std::mem::take(&mut state.reported_usd);
     state.calls.clear();
+    let rest = Usage {
+        input: total.input.saturating_sub(reported.input),
+        output: total.output.saturating_sub(reported.output),
+        cache_read: total.cache_read.saturating_sub(reported.cache_read),
+        cache_write: total.cache_write.saturating_sub(reported.cache_write),
+    };
+    // Claude Code's own total, less what the calls were already costed at; without one, the rest at
+    // team.yaml's price.
+    let cost_usd = match event.get("total_cost_usd").and_then(Value::as_f64) {
+        Some(total_usd) => Some((total_usd - reported_usd).max(0.0)),
+        None => state.price.map(|price| cost(&rest, &price)),
+    };
     out.push(AgentEvent::Usage(UsageRecord {
         meta: meta.clone(),
         provider: "claude-code".to_owned(),
         model: state.model.clone().unwrap_or_default(),
-        usage: Usage {
-            input: total.input.saturating_sub(reported.input),
-            output: total.output.saturating_sub(reported.output),
-            cache_read: total.cache_read.saturating_sub(reported.cache_read),
-            cache_write: total.cache_write.saturating_sub(reported.cache_write),
-        },
-        cost_usd: event.get("total_cost_usd").and_then(Value::as_f64),
+        usage: rest,
+        cost_usd,
         latency: Duration::from_millis(event.get("duration_ms").and_then(Value::as_u64).unwrap_or(0)),
         stop_reason: stop_reason(stop),
     }));
@@ -394,6 +419,57 @@ mod tests {
             })
             .collect();
         assert_eq!(totals, [(103, None), (0, Some(0.01))]);
+    }
+
+    #[test]
+    fn a_priced_model_costs_each_call_as_it_answers_and_the_result_the_rest_of_the_total() {
+        let call = |id: &str| {
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"{id}","model":"m","content":[],"usage":{{"input_tokens":1000,"output_tokens":10}}}}}}"#
+            )
+        };
+        let result = |cost: &str| {
+            format!(
+                r#"{{"type":"result","subtype":"success","usage":{{"input_tokens":2000,"output_tokens":100}}{cost}}}"#
+            )
+        };
+        let price = Price {
+            input: 3.0,
+            output: 15.0,
+            cache_read: 0.3,
+            cache_write: 3.75,
+        };
+        let costs = |cost: &str| -> Vec<f64> {
+            let mut state = StreamState {
+                price: Some(price),
+                ..StreamState::default()
+            };
+            [call("msg_1"), call("msg_2"), result(cost)]
+                .iter()
+                .flat_map(|l| map_line(l, &mut state, &CallMeta::default()))
+                .filter_map(|e| match e {
+                    AgentEvent::Usage(u) => Some(u.cost_usd.expect("every record is costed")),
+                    _ => None,
+                })
+                .collect()
+        };
+        // Each call: 1000·3 + 10·15 µ$ = $0.00315.
+        let reported = costs(r#","total_cost_usd":0.01"#);
+        assert_eq!(reported.len(), 3);
+        assert!((reported[0] - 0.00315).abs() < 1e-12, "{reported:?}");
+        // The session costs what Claude Code says it did, counted once.
+        assert!(
+            (reported.iter().sum::<f64>() - 0.01).abs() < 1e-12,
+            "{reported:?}"
+        );
+        // Without Claude Code's total, the rest (0 in, 80 out) at team.yaml's price.
+        let unreported = costs("");
+        assert!(
+            (unreported[2] - 80.0 * 15.0 / 1e6).abs() < 1e-12,
+            "{unreported:?}"
+        );
+        // A total below what the calls were costed at takes nothing back.
+        assert_eq!(costs(r#","total_cost_usd":0.001"#)[2], 0.0);
     }
 
     #[test]
