@@ -23,7 +23,7 @@ use agency_llm::{BoxFuture, CancelToken};
 use serde_json::json;
 
 use super::external::{Flow, drive, ending_for, parse_report, shell_word, teachback_for};
-use super::redact::{Recorder, Redactor, truncate};
+use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Endpoint, Runtime, RuntimeError};
 use crate::process::CommandSpec;
 
@@ -220,7 +220,7 @@ impl Runtime for ClaudeCodeRuntime {
                 .ok()
                 .map(|s| s.trim().to_owned())
                 .filter(|s| !s.is_empty());
-            let redactor = Redactor::new(&task.env, &self.secrets);
+            let redactor = redactor_for(&task.env, &self.secrets);
             let recorder = Recorder::new(hooks, &redactor);
             if let Some(session) = &resume {
                 recorder.note(format!("resuming claude-code session {session}"));

@@ -19,7 +19,7 @@ use agency_llm::{BoxFuture, CallMeta, CancelToken, Price, StopReason, Usage, Usa
 use serde_json::{Value, json};
 
 use super::external::{Flow, drive, ending_for, parse_report, shell_word, teachback_for};
-use super::redact::{Recorder, Redactor, truncate};
+use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
 
@@ -220,7 +220,7 @@ impl Runtime for CodexRuntime {
             };
             write("config.toml", self.config_toml())?;
             write("hooks.json", self.hooks_json().to_string())?;
-            let redactor = Redactor::new(&task.env, &self.secrets);
+            let redactor = redactor_for(&task.env, &self.secrets);
             let recorder = Recorder::new(hooks, &redactor);
             recorder.note(match &self.model {
                 Some(model) => format!("codex model {model}"),
