@@ -178,10 +178,13 @@ impl ClaudeCodeRuntime {
         for (name, value) in &task.env {
             spec = spec.env(name, value);
         }
-        let fixed: [(&str, String); 5] = [
+        let fixed: [(&str, String); 6] = [
             ("HOME", home.display().to_string()),
             ("TERM", "dumb".to_owned()),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+            // Claude Code keeps its key; the commands, hooks and servers it starts get an environment
+            // without it (and without the other credentials it knows of).
+            ("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", "1".to_owned()),
             ("DISABLE_TELEMETRY", "1".to_owned()),
             ("AGENCY_BRIEF", task.brief.id.to_string()),
         ];
