@@ -82,10 +82,13 @@ impl CommandError {
     /// Prints the error to stderr and returns its exit code.
     pub fn report(&self) -> ExitCode {
         // At best: with stderr gone (its reader closed the pipe) the exit status still says what happened.
+        // A detached runner's stderr is its log file: a secret in a message (a provider echoing a key) is
+        // redacted here as it is on the blackboard.
+        let redactor = agency_core::redact::Redactor::from_process_env(&[]);
         let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "error: {}", self.message);
+        let _ = writeln!(stderr, "error: {}", redactor.redact(&self.message));
         for hint in &self.hints {
-            let _ = writeln!(stderr, "hint: {hint}");
+            let _ = writeln!(stderr, "hint: {}", redactor.redact(hint));
         }
         ExitCode::from(self.kind.exit_code())
     }

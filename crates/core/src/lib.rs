@@ -15,6 +15,7 @@ pub mod goals;
 pub mod ids;
 pub mod intercept;
 pub mod plan;
+pub mod redact;
 pub mod teachback;
 pub mod tier;
 pub mod tiers;

@@ -23,10 +23,12 @@ pub mod checkout;
 pub mod evidence;
 pub mod glob;
 pub mod judge;
+pub mod links;
 pub mod outcome;
 mod pipeline;
 pub mod protected;
 pub mod record;
+pub mod runners;
 pub mod verdict;
 pub mod verify;
 

@@ -60,11 +60,21 @@ pub struct ProtectedEdit {
     pub change: &'static str,
     /// Why the path is protected.
     pub protection: Protection,
+    /// Where a symbolic link out of the repository points.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 impl ProtectedEdit {
     /// The line the rejection lists.
     pub fn describe(&self) -> String {
+        if let Some(target) = &self.target {
+            return format!(
+                "{} is a symbolic link to {target}, outside the repository; a link out of the checkout is never \
+                 accepted, whatever may_edit says",
+                self.path
+            );
+        }
         format!(
             "{} {} since the goal's base, and it is {}; only a contract whose may_edit names it may change it",
             self.path,

@@ -400,10 +400,29 @@ pub fn protected_edits(
 ) -> Result<Vec<ProtectedEdit>, SignoffError> {
     let exists =
         |path: &str| checkout.join(path).exists() || checkout::exists_at(repo, base, path).unwrap_or(false);
-    let rules = ProtectedPaths::for_verify(verify_argv.unwrap_or_default(), &exists);
+    // A verify script's text at the base and as committed: either may start a tool whose files count.
+    let read = |path: &str| {
+        let at_base = checkout::file_at(repo, base, path).ok().flatten();
+        let committed = std::fs::read_to_string(checkout.join(path)).ok();
+        at_base.into_iter().chain(committed).collect()
+    };
+    let rules = ProtectedPaths::for_verify(verify_argv.unwrap_or_default(), &exists, &read);
     let authorised = |path: &str| contract.may_edit.iter().any(|p| crate::glob::matches(p, path));
     let mut edits = Vec::new();
     for change in changes {
+        // No `may_edit` authorises a link out of the repository: it reads or overwrites what is not the
+        // project's (a key in $HOME, the runner's own files) when anything follows it.
+        if change.kind != ChangeKind::Deleted
+            && let Some(target) = crate::links::escaping_link(checkout, &change.path.to_string_lossy())
+        {
+            edits.push(ProtectedEdit {
+                path: change.path.to_string_lossy().into_owned(),
+                change: "added",
+                protection: Protection::EscapingSymlink,
+                target: Some(target),
+            });
+            continue;
+        }
         let paths = [Some(&change.path), change.old_path.as_ref()];
         for path in paths.into_iter().flatten() {
             let path = path.to_string_lossy().into_owned();
@@ -432,6 +451,7 @@ pub fn protected_edits(
                 path,
                 change: change_word,
                 protection,
+                target: None,
             });
         }
     }

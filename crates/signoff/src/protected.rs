@@ -2,22 +2,40 @@
 //! Edits to them since the goal started reject a sign-off on their own, whatever the judge thinks, unless
 //! the contract's `may_edit:` authorises the path (see [`crate::glob`]).
 //!
-//! Three kinds:
+//! The kinds:
+//! - **agency's own configuration**: anything under `.agency/` (team.yaml, its personalities): an agent that
+//!   rewrites it could turn the teachback gate off or add a notifier that runs a shell;
+//! - **the agents' client configuration and instructions**: `.claude/`, `.codex/`, `.pi/` at any depth,
+//!   `CLAUDE.md`, `CLAUDE.local.md`, `AGENTS.md`, `AGENTS.override.md`: an agent rewriting its own hooks or
+//!   instructions, or the next agent's;
+//! - **CI and git-hook configuration**: `.github/workflows/`, `.github/actions/`, `.gitlab-ci.yml`,
+//!   `.gitlab/`, `.ci/`, `.circleci/`, `.buildkite/`, `Jenkinsfile`, `.travis.yml`, `azure-pipelines.yml`,
+//!   `bitbucket-pipelines.yml`, `.drone.yml`, `.pre-commit-config.yaml`, `.husky/`, `.githooks/`,
+//!   `.git-hooks/`, `lefthook.yml`: code that runs with the repository's credentials once merged;
 //! - **test files**: anything under a `tests/`, `test/`, `__tests__/` or `spec/` directory, and files named
 //!   `test_*`, `*_test.*`, `*_tests.*`, `*_spec.*`, `*.test.*`, `*.spec.*`, or `conftest.py`;
 //! - **the verify command's own files**: every argument of the verify argv (the program too, when it is a
-//!   path) that names a file or directory in the checkout, and the `Makefile`/`justfile` when the program is
-//!   `make`/`just`;
+//!   path) that names a file or directory in the checkout, and what the tools it starts load from the
+//!   checkout without being named ([`crate::runners`]: a module that shadows one the tests import,
+//!   `node_modules/`, makefiles, `build.rs`, `rust-toolchain`), the tools read from the argv and from the
+//!   scripts it names;
 //! - **test-runner configuration**, whole files: `pytest.ini`, `tox.ini`, `noxfile.py`, `.coveragerc`,
 //!   `sitecustomize.py`, `usercustomize.py`, `*.pth`, `jest.config.*`, `vitest.config.*`, `karma.conf.*`,
-//!   `.mocharc*`, `phpunit.xml*`, `.cargo/config*`, `.config/nextest.toml`; and the runner sections of
-//!   shared manifests, so a fix may still add a dependency: `setup.cfg` `[tool:pytest]`, `pyproject.toml`
-//!   `[tool.pytest*]`/`[tool.tox*]`, `Cargo.toml` `[dev-dependencies]` (any target's), `[[test]]`,
-//!   `[profile.test]`, and `package.json`'s `test*` scripts and its `jest`/`mocha`/`ava`/`vitest` keys.
+//!   `.mocharc*`, `phpunit.xml*`, `.rspec`, `.cargo/config*`, `.config/nextest.toml`, `.npmrc`, `.yarnrc*`,
+//!   `.pnpmfile.cjs`, `bunfig.toml`; and the runner sections of shared manifests, so a fix may still add a
+//!   dependency: `setup.cfg` `[tool:pytest]`/`[coverage:*]`, `pyproject.toml`
+//!   `[tool.pytest*]`/`[tool.tox*]`/`[tool.coverage*]`, `Cargo.toml` `[dev-dependencies]` (any target's),
+//!   `[[test]]`, `[profile.test]`, `[patch.*]`, `[replace]`, and `package.json`'s `test*` scripts (every
+//!   script when the verify command runs a node tool) and its `jest`/`mocha`/`ava`/`vitest` keys.
+//!
+//! Beside these rules, the sign-off rejects a committed symbolic link that points outside the repository
+//! (see `pipeline::protected_edits`); no `may_edit:` authorises one.
 
 use std::path::Path;
 
 use serde_json::Value;
+
+use crate::runners::Runners;
 
 /// Why a path is protected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -29,6 +47,14 @@ pub enum Protection {
     VerifyScript,
     /// Test-runner configuration.
     RunnerConfig,
+    /// agency's own configuration (`.agency/`).
+    AgencyConfig,
+    /// An agent client's configuration or instructions (`.claude/`, `AGENTS.md`, ...).
+    AgentConfig,
+    /// CI or git-hook configuration.
+    CiConfig,
+    /// A symbolic link to a place outside the repository.
+    EscapingSymlink,
 }
 
 impl Protection {
@@ -38,6 +64,10 @@ impl Protection {
             Protection::TestFile => "a test file",
             Protection::VerifyScript => "part of the verify command",
             Protection::RunnerConfig => "test-runner configuration",
+            Protection::AgencyConfig => "agency's own configuration",
+            Protection::AgentConfig => "an agent's configuration or instructions",
+            Protection::CiConfig => "CI or git-hook configuration",
+            Protection::EscapingSymlink => "a symbolic link out of the repository",
         }
     }
 }
@@ -51,8 +81,10 @@ pub enum Sections {
     Pyproject,
     /// `Cargo.toml`.
     CargoToml,
-    /// `package.json`.
+    /// `package.json`: its `test*` scripts and test-runner keys.
     PackageJson,
+    /// `package.json` when the verify command runs a node tool: every script, and the test-runner keys.
+    PackageJsonScripts,
 }
 
 /// What the rules say about one path.
@@ -68,13 +100,19 @@ pub enum Rule {
 #[derive(Debug, Clone, Default)]
 pub struct ProtectedPaths {
     verify_paths: Vec<String>,
-    build_files: bool,
+    runners: Runners,
 }
 
 impl ProtectedPaths {
     /// The rules for a verify argv; `exists` says whether a repository-relative path names a file or
-    /// directory (in the commit under review or at the goal's base: deleting the script counts too).
-    pub fn for_verify(argv: &[String], exists: &dyn Fn(&str) -> bool) -> Self {
+    /// directory (in the commit under review or at the goal's base: deleting the script counts too), and
+    /// `read` gives the texts of such a file (at the base and in the commit), whose words say which tools
+    /// the command starts.
+    pub fn for_verify(
+        argv: &[String],
+        exists: &dyn Fn(&str) -> bool,
+        read: &dyn Fn(&str) -> Vec<String>,
+    ) -> Self {
         let mut verify_paths = Vec::new();
         for (i, word) in argv.iter().enumerate() {
             // The program counts only as a path (`./verify.sh`), not as a name looked up on PATH.
@@ -92,10 +130,15 @@ impl ProtectedPaths {
                 verify_paths.push(relative.to_string());
             }
         }
-        let program = argv.first().map(|p| p.rsplit('/').next().unwrap_or(p));
+        let scripts: Vec<String> = verify_paths.iter().flat_map(|path| read(path)).collect();
+        let runners = Runners::of(
+            argv.iter()
+                .map(String::as_str)
+                .chain(scripts.iter().map(String::as_str)),
+        );
         ProtectedPaths {
             verify_paths,
-            build_files: matches!(program, Some("make" | "gmake" | "just")),
+            runners,
         }
     }
 
@@ -106,15 +149,16 @@ impl ProtectedPaths {
 
     /// The rule for `path` (repository-relative, `/`-separated), if it is protected at all.
     pub fn rule(&self, path: &str) -> Option<Rule> {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if let Some(control) = control_file(path, name) {
+            return Some(Rule::Whole(control));
+        }
         if self
             .verify_paths
             .iter()
             .any(|v| path == v || path.starts_with(&format!("{v}/")))
+            || self.runners.steers(path, name)
         {
-            return Some(Rule::Whole(Protection::VerifyScript));
-        }
-        let name = path.rsplit('/').next().unwrap_or(path);
-        if self.build_files && matches!(name, "Makefile" | "GNUmakefile" | "makefile" | "justfile") {
             return Some(Rule::Whole(Protection::VerifyScript));
         }
         if is_test_file(path, name) {
@@ -127,10 +171,57 @@ impl ProtectedPaths {
             "setup.cfg" => Some(Rule::Sections(Sections::SetupCfg)),
             "pyproject.toml" => Some(Rule::Sections(Sections::Pyproject)),
             "Cargo.toml" => Some(Rule::Sections(Sections::CargoToml)),
+            "package.json" if self.runners.all_package_scripts() => {
+                Some(Rule::Sections(Sections::PackageJsonScripts))
+            }
             "package.json" => Some(Rule::Sections(Sections::PackageJson)),
             _ => None,
         }
     }
+}
+
+/// Whether `path` is agency's, an agent client's, or CI's control file, and which.
+fn control_file(path: &str, name: &str) -> Option<Protection> {
+    let mut dirs = path.split('/').rev().skip(1);
+    if path.split('/').next() == Some(".agency") {
+        return Some(Protection::AgencyConfig);
+    }
+    if dirs.any(|d| matches!(d, ".claude" | ".codex" | ".pi"))
+        || matches!(
+            name,
+            "CLAUDE.md" | "CLAUDE.local.md" | "AGENTS.md" | "AGENTS.override.md"
+        )
+    {
+        return Some(Protection::AgentConfig);
+    }
+    let ci_dirs = [
+        ".github/workflows/",
+        ".github/actions/",
+        ".gitlab/",
+        ".ci/",
+        ".circleci/",
+        ".buildkite/",
+        ".husky/",
+        ".githooks/",
+        ".git-hooks/",
+    ];
+    let ci_files = [
+        ".gitlab-ci.yml",
+        ".gitlab-ci.yaml",
+        "Jenkinsfile",
+        ".travis.yml",
+        "azure-pipelines.yml",
+        "bitbucket-pipelines.yml",
+        ".drone.yml",
+        ".pre-commit-config.yaml",
+        "lefthook.yml",
+        "lefthook.yaml",
+        ".lefthook.yml",
+    ];
+    if ci_dirs.iter().any(|dir| path.starts_with(dir)) || ci_files.contains(&path) {
+        return Some(Protection::CiConfig);
+    }
+    None
 }
 
 fn is_test_file(path: &str, name: &str) -> bool {
@@ -151,8 +242,18 @@ fn is_test_file(path: &str, name: &str) -> bool {
 fn is_runner_config(path: &str, name: &str) -> bool {
     matches!(
         name,
-        "pytest.ini" | "tox.ini" | "noxfile.py" | ".coveragerc" | "sitecustomize.py" | "usercustomize.py"
+        "pytest.ini"
+            | "tox.ini"
+            | "noxfile.py"
+            | ".coveragerc"
+            | "sitecustomize.py"
+            | "usercustomize.py"
+            | ".rspec"
+            | ".npmrc"
+            | ".pnpmfile.cjs"
+            | "bunfig.toml"
     ) || name.ends_with(".pth")
+        || name.starts_with(".yarnrc")
         || [
             "jest.config.",
             "vitest.config.",
@@ -171,7 +272,8 @@ impl Sections {
     /// Whether the protected parts differ between two versions of the file (`None`: absent).
     pub fn changed(self, old: Option<&str>, new: Option<&str>) -> bool {
         match self {
-            Sections::PackageJson => package_json_part(old) != package_json_part(new),
+            Sections::PackageJson => package_json_part(old, false) != package_json_part(new, false),
+            Sections::PackageJsonScripts => package_json_part(old, true) != package_json_part(new, true),
             _ => {
                 let keep = |name: &str| self.protects(name);
                 // A file that is absent has no protected sections, like an empty one.
@@ -183,15 +285,22 @@ impl Sections {
     fn protects(self, section: &str) -> bool {
         match self {
             Sections::SetupCfg => section == "tool:pytest" || section.starts_with("coverage:"),
-            Sections::Pyproject => section.starts_with("tool.pytest") || section.starts_with("tool.tox"),
+            Sections::Pyproject => {
+                section.starts_with("tool.pytest")
+                    || section.starts_with("tool.tox")
+                    || section.starts_with("tool.coverage")
+            }
             Sections::CargoToml => {
                 section == "dev-dependencies"
                     || section.ends_with(".dev-dependencies")
                     || section.starts_with("dev-dependencies.")
                     || section == "test"
                     || section == "profile.test"
+                    || section == "patch"
+                    || section.starts_with("patch.")
+                    || section == "replace"
             }
-            Sections::PackageJson => false,
+            Sections::PackageJson | Sections::PackageJsonScripts => false,
         }
     }
 }
@@ -219,9 +328,9 @@ fn ini_sections(text: &str, keep: &dyn Fn(&str) -> bool) -> Vec<String> {
     out
 }
 
-/// `package.json`'s test scripts and test-runner keys; the whole text when it does not parse, so a broken
-/// manifest is never waved through.
-fn package_json_part(text: Option<&str>) -> Value {
+/// `package.json`'s test scripts (every script with `all_scripts`) and test-runner keys; the whole text
+/// when it does not parse, so a broken manifest is never waved through.
+fn package_json_part(text: Option<&str>, all_scripts: bool) -> Value {
     let Some(text) = text else {
         return Value::Object(serde_json::Map::new());
     };
@@ -231,7 +340,11 @@ fn package_json_part(text: Option<&str>) -> Value {
     let mut part = serde_json::Map::new();
     if let Some(Value::Object(scripts)) = doc.get("scripts") {
         for (name, value) in scripts {
-            if name.starts_with("test") || name.starts_with("pretest") || name.starts_with("posttest") {
+            if all_scripts
+                || name.starts_with("test")
+                || name.starts_with("pretest")
+                || name.starts_with("posttest")
+            {
                 part.insert(format!("scripts.{name}"), value.clone());
             }
         }
@@ -325,7 +438,7 @@ mod tests {
             .map(String::from)
             .to_vec();
         let exists = |p: &str| dir.path().join(p).exists();
-        let rules = ProtectedPaths::for_verify(&argv, &exists);
+        let rules = ProtectedPaths::for_verify(&argv, &exists, &|_| Vec::new());
         assert_eq!(rules.verify_paths(), ["scripts/verify.sh", "checks"]);
         assert_eq!(
             rules.rule("scripts/verify.sh"),
@@ -336,8 +449,66 @@ mod tests {
             Some(Rule::Whole(Protection::VerifyScript))
         );
         assert_eq!(rules.rule("Makefile"), None);
-        let make = ProtectedPaths::for_verify(&["make".to_string(), "test".to_string()], &exists);
+        let make = ProtectedPaths::for_verify(&["make".to_string(), "test".to_string()], &exists, &|_| {
+            Vec::new()
+        });
         assert_eq!(make.rule("Makefile"), Some(Rule::Whole(Protection::VerifyScript)));
+    }
+
+    #[test]
+    fn control_files_of_agency_the_agents_and_ci_are_protected() {
+        let cases = [
+            (".agency/team.yaml", Protection::AgencyConfig),
+            (".agency/personalities/x.md", Protection::AgencyConfig),
+            (".claude/settings.json", Protection::AgentConfig),
+            ("web/.claude/commands/x.md", Protection::AgentConfig),
+            (".codex/config.toml", Protection::AgentConfig),
+            (".pi/agent/settings.json", Protection::AgentConfig),
+            ("CLAUDE.md", Protection::AgentConfig),
+            ("src/AGENTS.md", Protection::AgentConfig),
+            (".github/workflows/ci.yml", Protection::CiConfig),
+            (".github/actions/setup/action.yml", Protection::CiConfig),
+            (".gitlab-ci.yml", Protection::CiConfig),
+            (".ci/deploy.sh", Protection::CiConfig),
+            (".pre-commit-config.yaml", Protection::CiConfig),
+            (".husky/pre-commit", Protection::CiConfig),
+            (".githooks/pre-push", Protection::CiConfig),
+        ];
+        for (path, protection) in cases {
+            assert_eq!(rules().rule(path), Some(Rule::Whole(protection)), "{path}");
+        }
+        for path in [
+            ".github/CODEOWNERS",
+            ".github/ISSUE_TEMPLATE/bug.md",
+            "docs/agency.md",
+            "src/claude.rs",
+            "README.md",
+            "src/.agency/x",
+        ] {
+            assert_eq!(rules().rule(path), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn what_the_verify_scripts_start_decides_what_else_is_theirs() {
+        let exists = |p: &str| p == "scripts/verify.sh";
+        let read = |_: &str| vec!["PYTHONPATH=. python3 -m unittest discover -s tests".to_string()];
+        let argv = ["sh".to_string(), "scripts/verify.sh".to_string()];
+        let python = ProtectedPaths::for_verify(&argv, &exists, &read);
+        assert_eq!(
+            python.rule("unittest.py"),
+            Some(Rule::Whole(Protection::VerifyScript))
+        );
+        assert_eq!(python.rule("calc.py"), None);
+        let npm = ProtectedPaths::for_verify(&["npm".into(), "test".into()], &exists, &|_| Vec::new());
+        assert_eq!(
+            npm.rule("package.json"),
+            Some(Rule::Sections(Sections::PackageJsonScripts))
+        );
+        let pkg = r#"{"scripts": {"build": "tsc", "test": "jest"}}"#;
+        let new_build = pkg.replace("tsc", "true");
+        assert!(Sections::PackageJsonScripts.changed(Some(pkg), Some(&new_build)));
+        assert!(!Sections::PackageJson.changed(Some(pkg), Some(&new_build)));
     }
 
     #[test]
@@ -358,5 +529,7 @@ mod tests {
         assert!(Sections::PackageJson.changed(Some(pkg), Some("{broken")));
         assert!(Sections::Pyproject.changed(None, Some("[tool.pytest.ini_options]\naddopts = \"-k x\"\n")));
         assert!(!Sections::Pyproject.changed(None, Some("[project]\nname = \"a\"\n")));
+        let patched = format!("{old}[patch.crates-io]\nserde = {{ path = \"vendor/serde\" }}\n");
+        assert!(Sections::CargoToml.changed(Some(old), Some(&patched)));
     }
 }

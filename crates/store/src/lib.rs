@@ -24,6 +24,12 @@
 //! Several of these writes can be applied together, all or none, with [`Blackboard::apply`] (a
 //! [`WriteBatch`]): each change writes the event its operation would, in the batch's order.
 //!
+//! # Secrets
+//!
+//! A front end that writes opens its backend wrapped in a [`RedactingBlackboard`]: every event payload,
+//! artifact and brief text written through it has the runner's secrets and well-known token shapes
+//! replaced first (`agency_core::redact`), so nothing read back from the blackboard holds one.
+//!
 //! `set_brief_workspace` and `renew_claim` record bookkeeping (branch and worktree paths, a claim's lease),
 //! not a lifecycle change, and write no event. `reclaim_expired` writes `brief_status` for each brief it
 //! takes back.
@@ -36,6 +42,7 @@ mod error;
 mod open;
 pub mod postgres;
 mod record;
+mod redacting;
 mod sessions;
 pub mod sqlite;
 
@@ -59,6 +66,7 @@ pub use record::{
     Artifact, ArtifactId, ArtifactMeta, BriefState, NewArtifact, NewGate, NewRun, Run, RunStatus,
     UnknownRunStatus,
 };
+pub use redacting::RedactingBlackboard;
 pub use sqlite::SqliteBlackboard;
 
 /// How long a claim lasts unless renewed, when the claimer has no setting of its own (team.yaml's

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agency_core::config::{DEFAULT_TEAM_YAML, parse_team_config};
+use agency_core::redact::Redactor;
 use agency_exec::{GitOptions, Repo};
-use agency_store::{Blackboard, SqliteBlackboard};
+use agency_store::{Blackboard, RedactingBlackboard, SqliteBlackboard};
 
 use crate::commands::run::{Args as RunArgs, build_engine, drive_with_log, engine_error};
 use crate::commands::{Context, store_error};
@@ -78,6 +79,8 @@ pub fn run(_ctx: &Context, args: Args) -> CommandResult {
         .map_err(|e| CommandError::internal(e.to_string()))?;
     let db = agency_dir.join("agency.db");
     let store: Arc<dyn Blackboard> = Arc::new(SqliteBlackboard::open(&db).map_err(store_error)?);
+    let redactor = Redactor::from_process_env(&team.secret_env_names());
+    let store = RedactingBlackboard::wrap(store, redactor);
     let run_args = RunArgs {
         goal: Some(GOAL.to_string()),
         goal_file: None,

@@ -25,8 +25,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agency_core::RunId;
+use agency_core::config::TeamConfig;
 use agency_core::gate::{Gate, GateKind, GateStatus};
-use agency_store::{Blackboard, StoreError};
+use agency_core::redact::Redactor;
+use agency_store::{Blackboard, RedactingBlackboard, StoreError};
 
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::workspace::{Overrides, Workspace};
@@ -47,7 +49,7 @@ impl Context {
     }
 
     /// Opens the blackboard for reading and writing: the SQLite file, or the PostgreSQL database `--db`
-    /// names.
+    /// names, with everything written to it redacted ([`Context::redactor`]).
     pub fn open_store(&self) -> CommandResult<Arc<dyn Blackboard>> {
         let ws = self.workspace()?;
         if !ws.has_db() {
@@ -56,7 +58,19 @@ impl Context {
                     .hint("run `agency init` at the top of your git repository"),
             );
         }
-        ws.db.open().map_err(store_error)
+        let store = ws.db.open().map_err(store_error)?;
+        Ok(RedactingBlackboard::wrap(store, self.redactor()))
+    }
+
+    /// What is redacted from everything this invocation writes to the blackboard: the values of this
+    /// process's variables whose names look secret, of those team.yaml reads secrets from, and known token
+    /// shapes. A team.yaml that cannot be read gives the default configuration's variables: the command
+    /// that needs it reports why.
+    pub fn redactor(&self) -> Redactor {
+        let names = config::load(self)
+            .map(|(_, team)| team.secret_env_names())
+            .unwrap_or_else(|_| TeamConfig::default().secret_env_names());
+        Redactor::from_process_env(&names)
     }
 }
 

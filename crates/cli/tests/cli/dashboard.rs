@@ -11,7 +11,7 @@ use agency_store::{Blackboard, NewGate, NewRun, SqliteBlackboard};
 use crate::support::Repo;
 
 /// Kills the dashboard when the test ends, however it ends.
-struct Serving(Child);
+pub(crate) struct Serving(pub(crate) Child);
 
 impl Drop for Serving {
     fn drop(&mut self) {
@@ -21,7 +21,13 @@ impl Drop for Serving {
 }
 
 /// One HTTP/1.1 exchange; returns the status line and the body.
-fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: &str) -> (String, String) {
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))

@@ -28,6 +28,7 @@ mod resume;
 mod resume_orphan;
 mod run_external;
 mod run_external_judge;
+mod secrets;
 mod teachback;
 mod teachback_gate;
 mod teachback_wait;

@@ -19,6 +19,7 @@ mod notifiers;
 mod personalities;
 mod policy;
 mod priced;
+mod secrets;
 mod tiers;
 mod validate;
 mod visibility;
@@ -41,6 +42,7 @@ pub use policy::{
     UnboundSessionPolicy,
 };
 pub use priced::{UnpricedModel, UnpricedUnderUsd};
+pub use secrets::SecretsConfig;
 pub use tiers::{Runtime, TierConfig, TiersConfig, default_capability, default_runtime};
 pub use visibility::{InspectionGates, LogLevel, VisibilityConfig};
 
@@ -90,6 +92,9 @@ pub struct TeamConfig {
     /// `GITHUB_TOKEN` is set and `origin` is a github.com remote.
     #[serde(deserialize_with = "null_as_default")]
     pub forge: ForgeConfig,
+    /// Which environment variables hold secrets besides those whose names say so. Default: none.
+    #[serde(deserialize_with = "null_as_default")]
+    pub secrets: SecretsConfig,
 }
 
 impl Default for TeamConfig {
@@ -107,11 +112,34 @@ impl Default for TeamConfig {
             personalities: PersonalitiesConfig::default(),
             runner: RunnerConfig::default(),
             forge: ForgeConfig::default(),
+            secrets: SecretsConfig::default(),
         }
     }
 }
 
 impl TeamConfig {
+    /// The environment variables this configuration says hold secrets, whatever their names: every
+    /// provider's `api_key_env`, the forge's `token_env`, each Slack notifier's `webhook_url_env` and
+    /// `secrets.extra_env`. With the variables whose names look secret, their values are what
+    /// [`crate::redact::Redactor::from_env`] redacts.
+    pub fn secret_env_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .providers
+            .values()
+            .map(|provider| provider.api_key_env().to_string())
+            .chain(std::iter::once(self.forge.token_env.clone()))
+            .chain(self.notifiers.iter().filter_map(|notifier| match notifier {
+                NotifierConfig::Slack { webhook_url_env } => Some(webhook_url_env.clone()),
+                NotifierConfig::Command { .. } | NotifierConfig::Webhook { .. } => None,
+            }))
+            .chain(self.secrets.extra_env.iter().cloned())
+            .filter(|name| !name.is_empty())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// Checks what types cannot express, reporting every problem (without lines: use
     /// [`parse_team_config`] for a file). `origin` names the config in messages, e.g. `team.yaml`.
     pub fn validate(&self, origin: &str) -> Result<(), ConfigError> {

@@ -91,7 +91,7 @@ fn unknown_key_names_line_path_and_the_keys_allowed() {
     assert_eq!(
         error_text("runner:\n  concurrency: 2\nrunnr: {}\n"),
         "team.yaml:3: runnr: unknown key; expected one of visibility, providers, models, tiers, \
-         retry, teachback, budgets, signoff, notifiers, personalities, runner, forge"
+         retry, teachback, budgets, signoff, notifiers, personalities, runner, forge, secrets"
     );
 }
 
@@ -532,5 +532,20 @@ models:
             "models.capable.model: the model id \"--bare\" starts with `-`, which a command line would read as a flag"
         ),
         "{err}"
+    );
+}
+
+#[test]
+fn secret_env_names_gather_every_variable_the_config_reads_a_secret_from() {
+    let text = "notifiers:\n  - kind: slack\n    webhook_url_env: TEAM_HOOK\n\
+                secrets:\n  extra_env: [DATABASE_URL]\n";
+    let config = parse_team_config(text, "team.yaml").unwrap();
+    assert_eq!(
+        config.secret_env_names(),
+        ["ANTHROPIC_API_KEY", "DATABASE_URL", "GITHUB_TOKEN", "TEAM_HOOK"]
+    );
+    assert_eq!(
+        error_text("secrets:\n  extra: [X]\n"),
+        "team.yaml:2: secrets.extra: unknown key; expected one of extra_env"
     );
 }

@@ -23,7 +23,7 @@ use agency_llm::{BoxFuture, CancelToken, Price};
 use serde_json::json;
 
 use super::external::{Flow, drive, ending_for, parse_report, shell_word, teachback_for};
-use super::redact::{Recorder, Redactor, truncate};
+use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Endpoint, Runtime, RuntimeError};
 use crate::process::CommandSpec;
 
@@ -182,10 +182,13 @@ impl ClaudeCodeRuntime {
         for (name, value) in &task.env {
             spec = spec.env(name, value);
         }
-        let fixed: [(&str, String); 5] = [
+        let fixed: [(&str, String); 6] = [
             ("HOME", home.display().to_string()),
             ("TERM", "dumb".to_owned()),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+            // Claude Code keeps its key; the commands, hooks and servers it starts get an environment
+            // without it (and without the other credentials it knows of).
+            ("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", "1".to_owned()),
             ("DISABLE_TELEMETRY", "1".to_owned()),
             ("AGENCY_BRIEF", task.brief.id.to_string()),
         ];
@@ -224,7 +227,7 @@ impl Runtime for ClaudeCodeRuntime {
                 .ok()
                 .map(|s| s.trim().to_owned())
                 .filter(|s| !s.is_empty());
-            let redactor = Redactor::new(&task.env, &self.secrets);
+            let redactor = redactor_for(&task.env, &self.secrets);
             let recorder = Recorder::new(hooks, &redactor);
             if let Some(session) = &resume {
                 recorder.note(format!("resuming claude-code session {session}"));

@@ -19,7 +19,7 @@ use agency_llm::{BoxFuture, CallMeta, CancelToken, Price, StopReason, Usage, Usa
 use serde_json::{Value, json};
 
 use super::external::{Flow, drive, ending_for, parse_report, shell_word, teachback_for};
-use super::redact::{Recorder, Redactor, truncate};
+use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
 
@@ -117,6 +117,9 @@ impl CodexRuntime {
                 out.push_str(&format!("env_key = {}\n", quote(var)));
             }
         }
+        // The commands Codex runs do not inherit a variable whose name holds KEY, SECRET or TOKEN (its
+        // model key included), whatever Codex's default.
+        out.push_str("\n[shell_environment_policy]\nignore_default_excludes = false\n");
         // The sandbox keeps writes in the worktree, but `agency teachback submit`, which the agent runs to
         // teach back, writes the blackboard: its directory is made writable too (docs/runtimes.md says
         // what that allows).
@@ -220,7 +223,7 @@ impl Runtime for CodexRuntime {
             };
             write("config.toml", self.config_toml())?;
             write("hooks.json", self.hooks_json().to_string())?;
-            let redactor = Redactor::new(&task.env, &self.secrets);
+            let redactor = redactor_for(&task.env, &self.secrets);
             let recorder = Recorder::new(hooks, &redactor);
             recorder.note(match &self.model {
                 Some(model) => format!("codex model {model}"),
@@ -440,7 +443,8 @@ mod tests {
     #[test]
     fn config_toml_quotes_values() {
         let mut runtime = CodexRuntime::new("/bin/agency", "db", "/state");
-        // Without the sandbox's writable root (tested with the runtime), only the model and provider.
+        // Without the sandbox's writable root (tested with the runtime): the model, the provider and the
+        // environment policy.
         runtime.sandbox = false;
         runtime.model = Some("gpt-5.5".into());
         runtime.provider = Some(CodexProvider {
@@ -452,7 +456,8 @@ mod tests {
         assert_eq!(
             runtime.config_toml(),
             "model = \"gpt-5.5\"\nmodel_provider = \"fake\"\n\n[model_providers.\"fake\"]\nname = \"fake\"\n\
-             base_url = \"http://127.0.0.1:1/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n"
+             base_url = \"http://127.0.0.1:1/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_KEY\"\n\n[shell_environment_policy]\n\
+             ignore_default_excludes = false\n"
         );
     }
 }

@@ -13,7 +13,7 @@ use agency_llm::{BoxFuture, CancelToken};
 
 use super::builtin::BuiltinRuntime;
 use super::external::{Flow, drive, ending_for, parse_report};
-use super::redact::{Recorder, Redactor, truncate};
+use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
 
@@ -83,7 +83,7 @@ impl Runtime for CommandRuntime {
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
             let spec = self.command(task)?;
-            let redactor = Redactor::new(&task.env, &self.secrets);
+            let redactor = redactor_for(&task.env, &self.secrets);
             let recorder = Recorder::new(hooks, &redactor);
             // A read-only agent cannot change anything, so only writers need the teachback first.
             if task.access == Access::ReadWrite {

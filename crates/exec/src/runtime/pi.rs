@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::builtin::BuiltinRuntime;
 use super::external::{Flow, drive, ending_for, parse_report};
-use super::redact::{Recorder, Redactor, truncate};
+use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
 
@@ -133,7 +133,7 @@ impl Runtime for PiRuntime {
                 std::fs::write(home.join("models.json"), models.to_string())
                     .map_err(|e| RuntimeError::Other(format!("cannot write models.json: {e}")))?;
             }
-            let redactor = Redactor::new(&task.env, &self.secrets);
+            let redactor = redactor_for(&task.env, &self.secrets);
             let recorder = Recorder::new(hooks, &redactor);
             if task.access == Access::ReadWrite {
                 recorder.note("teachback step (read-only, built-in agent) before pi starts");

@@ -139,7 +139,10 @@ async fn edits_are_denied_until_the_teachback_is_approved_then_the_agent_fixes_t
             _ => None,
         })
         .collect();
-    assert_eq!(said, ["Fixed; running the tests. My key is [redacted]."]);
+    assert_eq!(
+        said,
+        ["Fixed; running the tests. My key is [redacted:ANTHROPIC_API_KEY]."]
+    );
     assert_eq!(
         events
             .iter()
@@ -234,7 +237,7 @@ async fn the_outcome_keeps_the_whole_final_answer_where_a_verdict_sits_at_its_en
     let text = outcome.final_text.unwrap();
     assert!(text.ends_with("VERDICT: accept\nmissing: none"), "{text}");
     assert!(text.starts_with("The diff changes calc.py only."));
-    assert!(!text.contains("sk-test-0123456789") && text.contains("[redacted]"));
+    assert!(!text.contains("sk-test-0123456789") && text.contains("[redacted:JUDGE_API_KEY]"));
     // What is recorded as the agent's words stays short; the outcome is what a caller parses.
     let said: Vec<String> = hooks
         .events()

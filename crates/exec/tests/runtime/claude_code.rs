@@ -210,6 +210,8 @@ fn the_command_runs_in_the_default_permission_mode_with_the_gate_and_a_private_h
     assert_eq!(env["HOME"], runtime.home(&task).display().to_string());
     assert_eq!(env["AGENCY_BRIEF"], task.brief.id.to_string());
     assert_eq!(env["AGENCY_DB"], "/runs/agency.db");
+    // The key reaches Claude Code, not the commands and hooks it starts.
+    assert_eq!(env["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"], "1");
     assert!(
         spec.env
             .inherit

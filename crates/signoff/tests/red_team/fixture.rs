@@ -188,6 +188,13 @@ impl TestRepo {
         self.write(path, &text.replace(from, to));
     }
 
+    /// Commits-to-be a symbolic link at `path` to `target`, as written.
+    pub fn symlink(&self, path: &str, target: &str) {
+        let full = self.root().join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, full).unwrap();
+    }
+
     pub fn remove(&self, path: &str) {
         std::fs::remove_file(self.root().join(path)).unwrap();
     }

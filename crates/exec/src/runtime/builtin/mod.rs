@@ -25,7 +25,7 @@ pub use confine::{Confinement, Refused};
 pub use edit::{Replaced, replace};
 pub use tools::{Tool, Toolset};
 
-use super::redact::{Recorder, Redactor, truncate};
+use super::redact::{Recorder, redactor_for, truncate};
 use super::{
     AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, AlgedonicSignal, Runtime,
     RuntimeError, ToolCallView, ToolDecision, final_text,
@@ -131,7 +131,7 @@ impl BuiltinRuntime {
     ) -> Result<Ended, RuntimeError> {
         let confinement = Confinement::new(&task.worktree)
             .map_err(|e| RuntimeError::Other(format!("worktree {}: {e}", task.worktree.display())))?;
-        let redactor = Redactor::new(&task.env, &self.secrets);
+        let redactor = redactor_for(&task.env, &self.secrets);
         let agent = Agent {
             provider: self.provider.as_ref(),
             task,
