@@ -1,5 +1,6 @@
 //! Gates: pauses that need a decision. A gate is opened by the runner (or a human's `agency pause`), and
-//! decided by `approve`/`reject` from any front end, or auto-rejected after `gate_timeout_minutes`.
+//! decided by `approve`/`reject` from any front end, or, for a tier gate, rejected after
+//! `gate_timeout_minutes` (budget and escalation gates wait for a human).
 
 use std::fmt;
 use std::str::FromStr;

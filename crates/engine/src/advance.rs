@@ -474,11 +474,8 @@ fn at_gate(
             GateStatus::Approved => Ok(AtGate::Go),
             GateStatus::Rejected => {
                 let reason = gate.note.unwrap_or_else(|| "rejected".into());
-                engine.move_brief(brief, BriefStatus::Cancelled, json!({ "reason": reason }))?;
-                let feedback = format!(
-                    "A human rejected your output at the {kind} gate: {reason}\nRevise it accordingly."
-                );
-                crate::failure::retry(engine, brief, brief.attempt + 1, &feedback)?;
+                let by = gate.decided_by.unwrap_or_else(|| "a human".into());
+                crate::failure::gate_rejected(engine, brief, kind, &by, &reason)?;
                 Ok(AtGate::Rejected)
             }
         },

@@ -40,6 +40,9 @@ pub struct EngineOptions {
     pub limits: AgentLimits,
     /// Invalid structured outputs fed back to the model before the brief counts as failed.
     pub output_retries: u32,
+    /// How long a gate waits for a decision, instead of team.yaml's `visibility.gate_timeout_minutes`
+    /// (tests that need seconds).
+    pub gate_timeout: Option<Duration>,
 }
 
 impl Default for EngineOptions {
@@ -51,6 +54,7 @@ impl Default for EngineOptions {
             worktrees: PathBuf::from(".agency/worktrees"),
             limits: AgentLimits::default(),
             output_retries: 2,
+            gate_timeout: None,
         }
     }
 }
@@ -70,6 +74,8 @@ pub struct Engine {
     pub(crate) plan_cache: Arc<Mutex<Option<Arc<crate::advance::ApprovedPlan>>>>,
     /// The earliest time a pass must run even if nothing changed on the blackboard (a T3 mesh timeout).
     pub(crate) wake: Arc<Mutex<Option<chrono::DateTime<chrono::Utc>>>>,
+    /// The reminders sent for each gate that waits for a human past the gate timeout.
+    reminders: Arc<Mutex<std::collections::HashMap<agency_core::GateId, i64>>>,
     /// The run's shared branches known to exist.
     pub(crate) known_branches: crate::branches::KnownBranches,
     /// Each implementer's diff, kept for its slice's sign-off.
@@ -116,6 +122,7 @@ impl Engine {
             ledger: None,
             plan_cache: Arc::new(Mutex::new(None)),
             wake: Arc::new(Mutex::new(None)),
+            reminders: Arc::default(),
             known_branches: crate::branches::KnownBranches::default(),
             slice_diffs: crate::slice_diffs::SliceDiffs::default(),
         })
@@ -392,7 +399,10 @@ impl Engine {
 
     /// Times out or auto-approves pending gates; returns whether any gate still holds the run.
     fn tend_gates(&self, run: RunId) -> Result<bool> {
-        let timeout = chrono::Duration::minutes(i64::from(self.config.visibility.gate_timeout_minutes));
+        let timeout = match self.options.gate_timeout {
+            Some(given) => chrono::Duration::from_std(given).unwrap_or(chrono::Duration::MAX),
+            None => chrono::Duration::minutes(i64::from(self.config.visibility.gate_timeout_minutes)),
+        };
         let mut holding = false;
         for gate in self.store.pending_gates(Some(run))? {
             if gate.kind == GateKind::Pause {
@@ -411,11 +421,14 @@ impl Engine {
                         note,
                     },
                 )?;
+            } else if matches!(gate.kind, GateKind::Budget | GateKind::Escalation) {
+                // Money and the end of the escalation ladder are a human's to decide: these gates never
+                // time out (rejecting them would end the run); past the timeout they are announced again,
+                // once per timeout, until someone decides.
+                self.remind(&gate, timeout)?;
+                holding = true;
             } else if chrono::Utc::now() - gate.opened_at > timeout {
-                let reason = format!(
-                    "no decision within {} minutes",
-                    self.config.visibility.gate_timeout_minutes
-                );
+                let reason = format!("no decision within {}", human_duration(timeout));
                 self.store.decide_gate(
                     gate.id,
                     GateDecision::Reject {
@@ -428,6 +441,44 @@ impl Engine {
             }
         }
         Ok(holding)
+    }
+
+    /// Writes a `REMINDER` line for `gate` (which the notifiers announce like the gate itself) once it has
+    /// waited another whole `every` since it opened. What was sent is remembered by this runner only: a
+    /// resumed one sends the current period's reminder once more.
+    fn remind(&self, gate: &agency_core::gate::Gate, every: chrono::Duration) -> Result<()> {
+        let waited = chrono::Utc::now() - gate.opened_at;
+        if every <= chrono::Duration::zero() || waited < every {
+            return Ok(());
+        }
+        let due = waited.num_seconds() / every.num_seconds().max(1);
+        let mut reminders = self
+            .reminders
+            .lock()
+            .map_err(|_| EngineError::State("reminders poisoned".into()))?;
+        let sent = reminders.entry(gate.id).or_insert(0);
+        if *sent >= due {
+            return Ok(());
+        }
+        *sent = due;
+        let event = NewEvent::new(
+            gate.run,
+            EventKind::Log,
+            json!({
+                "level": "normal",
+                "tag": "REMINDER",
+                "message": format!(
+                    "the {} gate has waited {} for a decision: `agency approve {run}` or `agency reject {run} --reason \"…\"`",
+                    gate.kind,
+                    human_duration(waited),
+                    run = gate.run.short()
+                ),
+                "gate": gate.id,
+                "reminder": due,
+            }),
+        );
+        self.store.append_event(event)?;
+        Ok(())
     }
 
     /// Whether `brief` must wait for the budget instead of starting. An external agent (see
@@ -852,6 +903,16 @@ impl Engine {
 
 /// The `brief_status` event of moving `brief` from its status to `to`: `from`, `to` and the fields of
 /// `detail` (a reason or a note).
+/// `45 s`, `12 min`, `3 h 5 min`.
+fn human_duration(span: chrono::Duration) -> String {
+    let seconds = span.num_seconds().max(0);
+    match seconds {
+        0..60 => format!("{seconds} s"),
+        60..3600 => format!("{} min", seconds / 60),
+        _ => format!("{} h {} min", seconds / 3600, seconds % 3600 / 60),
+    }
+}
+
 fn status_event(brief: &Brief, to: BriefStatus, detail: serde_json::Value) -> NewEvent {
     let mut payload = json!({ "from": brief.status.as_str(), "to": to.as_str() });
     if let (Some(map), serde_json::Value::Object(extra)) = (payload.as_object_mut(), detail) {

@@ -41,6 +41,31 @@ pub fn fail_brief(engine: &Engine, brief: &Brief, why: &str) -> Result<()> {
     apply(engine, brief, failure, decision, why)
 }
 
+/// A tier's output was rejected at its gate — by a human or by the gate's timeout. That counts against the
+/// brief's retry budget like any failure: while attempts remain, the tier is re-invoked with the reason;
+/// once they are spent, the ladder ends at a human (an escalation gate, which never times out), never in
+/// a loop of re-plans.
+pub fn gate_rejected(engine: &Engine, brief: &Brief, kind: GateKind, by: &str, reason: &str) -> Result<()> {
+    let who = if by == "timeout" {
+        "Nobody decided".to_string()
+    } else {
+        format!("A human ({by}) rejected your output")
+    };
+    if brief.attempt < brief.retry_budget {
+        engine.move_brief(brief, BriefStatus::Cancelled, json!({ "reason": reason }))?;
+        let feedback = format!("{who} at the {kind} gate: {reason}\nRevise it accordingly.");
+        retry(engine, brief, brief.attempt + 1, &feedback)?;
+        return Ok(());
+    }
+    let why = format!(
+        "{who} at the {kind} gate: {reason} — attempt {} of {}, the retry budget is spent",
+        brief.attempt + 1,
+        brief.retry_budget + 1
+    );
+    let failure = failure_of(BriefRole::of(brief));
+    apply(engine, brief, failure, Decision::OpenGate, &why)
+}
+
 /// An implementer reported it is blocked: escalate to its owner at once, no retries.
 pub fn blocked(engine: &Engine, brief: &Brief, why: &str) -> Result<()> {
     let failure = if brief.tier == Tier::T4 {

@@ -459,6 +459,21 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
             n.gate = Some(gate.kind.as_str().to_string());
             Some(n)
         }
+        // A gate that waits for a human past the gate timeout (budget, escalation) is announced again.
+        EventKind::Log if p.get("tag").and_then(Value::as_str) == Some("REMINDER") => {
+            let id: GateId = serde_json::from_value(p.get("gate")?.clone()).ok()?;
+            let gate = engine.store.get_gate(id).ok()?;
+            if gate.status != GateStatus::Pending {
+                return None;
+            }
+            let title = format!("Reminder: {}", p.get("message")?.as_str()?);
+            let next = vec![format!(
+                "decide: `agency approve {short}` or `agency reject {short} --reason \"…\"`"
+            )];
+            let mut n = base(NotificationKind::GatePending, title, gate.summary.clone(), next);
+            n.gate = Some(gate.kind.as_str().to_string());
+            Some(n)
+        }
         EventKind::Alert | EventKind::Halt => {
             let (kind, label, next) = if event.kind == EventKind::Alert {
                 (

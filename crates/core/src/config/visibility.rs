@@ -17,7 +17,8 @@ pub struct VisibilityConfig {
     /// Which tier boundaries pause for a human.
     #[serde(deserialize_with = "super::null_as_default")]
     pub inspection_gates: InspectionGates,
-    /// A pending gate with no decision after this many minutes is rejected. Default 60.
+    /// A pending tier gate with no decision after this many minutes is rejected (which counts against its
+    /// brief's retry budget); a budget or escalation gate is announced again instead. Default 60.
     pub gate_timeout_minutes: u32,
 }
 

@@ -7,6 +7,7 @@
 mod support;
 
 mod board_review;
+mod bounded_gates;
 mod budgets;
 mod claims;
 mod escalation;

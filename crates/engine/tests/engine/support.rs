@@ -216,6 +216,7 @@ impl Project {
                 ..AgentLimits::default()
             },
             output_retries: 2,
+            gate_timeout: None,
         };
         adjust(&mut options);
         let store: Arc<dyn Blackboard> = self.store.clone();
