@@ -71,6 +71,8 @@ pub enum Command {
     Pause(commands::pause::Args),
     /// Release a manual pause.
     Resume(commands::resume::Args),
+    /// End a run for good: stop its runner and agents, close what is open.
+    Cancel(commands::cancel::Args),
     /// The Claude Code / Codex hook (event on stdin), and `agency hook install`.
     Hook(commands::hook::Args),
     /// Submit, review and inspect teachbacks.
@@ -160,6 +162,7 @@ pub fn run(cli: Cli) -> CommandResult {
         Command::Reject(args) => commands::reject::run(&ctx, args),
         Command::Pause(args) => commands::pause::run(&ctx, args),
         Command::Resume(args) => commands::resume::run(&ctx, args),
+        Command::Cancel(args) => commands::cancel::run(&ctx, args),
         Command::Hook(args) => commands::hook::run(&ctx, args),
         Command::Teachback(cmd) => commands::teachback::run(&ctx, cmd),
         Command::Goal(args) => commands::goal::run(&ctx, args),

@@ -84,12 +84,21 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         }
         return Ok(());
     }
+    let status = crate::commands::attached::status_text(&*store, &run);
+    let unattached = status.ends_with("(no runner attached)");
     let header = RunHeader {
         id: run.id,
         goal: run.goal.clone(),
-        status: run.status.as_str().to_string(),
+        status,
     };
     print!("{}", render_tree(&header, &briefs, &gates, args.all));
+    if unattached {
+        println!(
+            "no runner drives this run: `{}` resumes it, `agency cancel {}` ends it",
+            crate::commands::attached::resume_command(&*store, run.id),
+            run.id.short()
+        );
+    }
     Ok(())
 }
 

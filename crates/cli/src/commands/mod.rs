@@ -2,6 +2,8 @@
 //! opening the blackboard, and naming runs by prefix.
 
 pub mod approve;
+pub mod attached;
+pub mod cancel;
 pub mod config;
 pub mod dashboard;
 pub mod demo;

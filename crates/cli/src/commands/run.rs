@@ -78,6 +78,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         None => {
             let goal = goal_text(&args)?;
             let run = runner.engine.start(&goal).map_err(engine_error)?;
+            crate::commands::attached::record_resume_command(store.as_ref(), run.id, args.script.as_deref());
             println!("run {} started on {}", run.id.short(), ws.root.display());
             run.id
         }

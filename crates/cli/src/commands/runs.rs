@@ -1,5 +1,6 @@
 //! `agency runs`: the runs on this blackboard, newest first, with the short ids other commands accept.
 
+use crate::commands::attached::{resume_command, run_kind, runner_attached, status_text};
 use crate::commands::{Context, store_error};
 use crate::error::{CommandError, CommandResult};
 
@@ -9,30 +10,70 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also list the records of goal sign-offs and of Claude Code, Codex and pi sessions.
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// Runs `agency runs`.
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
-    let runs = store.list_runs().map_err(store_error)?;
+    let all_runs = store.list_runs().map_err(store_error)?;
+    let records = all_runs.iter().filter(|r| run_kind(r) != "team").count();
+    let runs: Vec<_> = all_runs
+        .into_iter()
+        .filter(|r| args.all || run_kind(r) == "team")
+        .collect();
     if args.json {
-        let text = serde_json::to_string_pretty(&runs).map_err(|e| CommandError::internal(e.to_string()))?;
+        let listed: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|run| {
+                let mut value = serde_json::to_value(run).unwrap_or_default();
+                value["kind"] = serde_json::json!(run_kind(run));
+                if run_kind(run) == "team" && !run.status.is_terminal() {
+                    value["runner_attached"] = serde_json::json!(runner_attached(&*store, run.id));
+                }
+                value
+            })
+            .collect();
+        let text =
+            serde_json::to_string_pretty(&listed).map_err(|e| CommandError::internal(e.to_string()))?;
         println!("{text}");
         return Ok(());
     }
     if runs.is_empty() {
         println!("no runs yet; start one with `agency run \"<goal>\"`");
-        return Ok(());
-    }
-    println!("{:<8}  {:<14}  {:<16}  GOAL", "RUN", "STATUS", "CREATED");
-    for run in runs {
+    } else {
         println!(
-            "{:<8}  {:<14}  {:<16}  {}",
+            "{:<8}  {:<8}  {:<28}  {:<16}  GOAL",
+            "RUN", "KIND", "STATUS", "CREATED"
+        );
+    }
+    let mut unattached = Vec::new();
+    for run in &runs {
+        let status = status_text(&*store, run);
+        if status.ends_with("(no runner attached)") {
+            unattached.push(run.id);
+        }
+        println!(
+            "{:<8}  {:<8}  {:<28}  {:<16}  {}",
             run.id.short(),
-            run.status.as_str(),
+            run_kind(run),
+            status,
             run.created_at.format("%Y-%m-%d %H:%M"),
             first_line(&run.goal, 60)
         );
+    }
+    for run in unattached {
+        println!(
+            "run {} has no runner: `{}` resumes it, `agency cancel {}` ends it",
+            run.short(),
+            resume_command(&*store, run),
+            run.short()
+        );
+    }
+    if !args.all && records > 0 {
+        println!("({records} goal and session record(s) not shown; `agency runs --all` lists them)");
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ mod support;
 
 mod budget;
 mod budget_external;
+mod cancel;
 mod config;
 mod control;
 mod dashboard;
