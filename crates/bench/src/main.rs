@@ -168,6 +168,7 @@ fn bench(args: &Args) -> Result<(), String> {
         limits: AgentLimits::default(),
         output_retries: 2,
         gate_timeout: None,
+        agent_idle: None,
     };
     let engine = Engine::new(store.clone(), config, repo, runtimes, providers, options)
         .map_err(|e| e.to_string())?

@@ -43,6 +43,9 @@ pub struct EngineOptions {
     /// How long a gate waits for a decision, instead of team.yaml's `visibility.gate_timeout_minutes`
     /// (tests that need seconds).
     pub gate_timeout: Option<Duration>,
+    /// How long an agent may record nothing before an ALERT, instead of team.yaml's
+    /// `runner.agent_idle_minutes` (tests that need seconds).
+    pub agent_idle: Option<Duration>,
 }
 
 impl Default for EngineOptions {
@@ -55,6 +58,7 @@ impl Default for EngineOptions {
             limits: AgentLimits::default(),
             output_retries: 2,
             gate_timeout: None,
+            agent_idle: None,
         }
     }
 }
@@ -296,6 +300,7 @@ impl Engine {
         let mut outbox = crate::notify::Outbox::open(self, run);
         let mut board_reviews = crate::board_review::BoardReviews::default();
         let mut stall = crate::stall::StallWatch::default();
+        let mut idle = crate::stall::IdleAgents::default();
         // Of a run's record only its status moves; the rest (goal, repository, configuration) is read again
         // only when the status has moved.
         let mut record = self.store.get_run(run)?;
@@ -312,6 +317,7 @@ impl Engine {
                 return Ok(self.outcome(&record));
             }
             crew.reclaim_expired(self, run).await?;
+            idle.look(self, run, self.options.agent_idle)?;
             let waiting = self.tend_gates(run)?;
             board_reviews.tend(self, run, cancel)?;
             let progressed = passes.run(self, run).await?;

@@ -5,11 +5,12 @@
 //! notifiers announce it like any ALERT. The ALERT is written once per stall: the next is raised only after
 //! the run moved again.
 
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use agency_core::event::{EventKind, NewEvent};
 use agency_core::tiers::BriefRole;
-use agency_core::{Brief, BriefStatus, RunId, Tier};
+use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 use serde_json::json;
 
 use crate::advance::{Passes, approved};
@@ -103,6 +104,96 @@ impl StallWatch {
                 "notify": true,
             }),
         ))?;
+        Ok(())
+    }
+}
+
+/// Agents that went silent: a brief `running` whose agent has recorded nothing on the blackboard (a tool
+/// call, a message, a teachback) for `runner.agent_idle_minutes` gets one ALERT per silence. Looked at every
+/// few seconds from the briefs that have new events, so it costs one indexed read however many agents run.
+#[derive(Debug, Default)]
+pub(crate) struct IdleAgents {
+    /// When the last look was taken, and the newest event then.
+    looked: Option<(Instant, i64)>,
+    /// When each running brief was last heard from (or first seen running).
+    heard: HashMap<BriefId, Instant>,
+    /// The briefs reported for their current silence.
+    reported: HashSet<BriefId>,
+}
+
+impl IdleAgents {
+    /// Raises the ALERT for each agent silent past the limit (`limit` overrides team.yaml's minutes).
+    pub(crate) fn look(&mut self, engine: &Engine, run: RunId, limit: Option<Duration>) -> Result<()> {
+        let limit = match limit {
+            Some(given) => given,
+            None => Duration::from_secs(u64::from(engine.config.runner.agent_idle_minutes) * 60),
+        };
+        if limit.is_zero() {
+            return Ok(());
+        }
+        let every = (limit / 4).clamp(Duration::from_millis(100), Duration::from_secs(15));
+        let seq = match self.looked {
+            Some((at, _)) if at.elapsed() < every => return Ok(()),
+            Some((_, after)) => {
+                let seq = engine.store.last_seq(Some(run))?;
+                for id in engine.store.briefs_in_events_after(run, after)? {
+                    self.heard.insert(id, Instant::now());
+                    self.reported.remove(&id);
+                }
+                seq
+            }
+            None => engine.store.last_seq(Some(run))?,
+        };
+        self.looked = Some((Instant::now(), seq));
+        let running = engine.store.list_briefs_by_status(run, BriefStatus::Running)?;
+        self.heard.retain(|id, _| running.iter().any(|b| b.id == *id));
+        self.reported.retain(|id| running.iter().any(|b| b.id == *id));
+        // An agent waiting at a gate (its teachback before a human, say) is waiting, not stuck.
+        let at_gate: HashSet<BriefId> = engine
+            .store
+            .pending_gates(Some(run))?
+            .into_iter()
+            .filter_map(|g| g.brief)
+            .collect();
+        for brief in &running {
+            if at_gate.contains(&brief.id) {
+                self.heard.insert(brief.id, Instant::now());
+                continue;
+            }
+            let heard = *self.heard.entry(brief.id).or_insert_with(Instant::now);
+            if heard.elapsed() < limit || !self.reported.insert(brief.id) {
+                continue;
+            }
+            let silent = heard.elapsed();
+            let issue = format!(
+                "{} {} ({}) has recorded nothing for {} — its agent may be stuck; `agency inspect {} --brief {}` \
+                 shows its last events",
+                brief.tier.as_str(),
+                brief.title,
+                brief.claimed_by.as_deref().unwrap_or("no runner"),
+                if silent.as_secs() >= 120 {
+                    format!("{} min", silent.as_secs() / 60)
+                } else {
+                    format!("{:.1} s", silent.as_secs_f64())
+                },
+                run.short(),
+                brief.id.short()
+            );
+            engine.log(run, Some(brief.tier), "AGENT_IDLE", issue.clone())?;
+            // Not attributed to the brief (the payload names it): an event of the brief would count as
+            // hearing from its agent.
+            engine.store.append_event(
+                NewEvent::new(
+                    run,
+                    EventKind::Alert,
+                    json!({
+                        "level": "ALERT", "category": "AGENT_IDLE", "issue": issue, "notify": true,
+                        "brief": brief.id,
+                    }),
+                )
+                .tier(brief.tier),
+            )?;
+        }
         Ok(())
     }
 }

@@ -23,6 +23,7 @@ mod hook_support;
 mod hook_tasks;
 mod hook_tasks_claude;
 mod init;
+mod kill_soak;
 mod models;
 mod postgres;
 mod resume;

@@ -230,6 +230,9 @@ pub struct RunnerConfig {
     /// works): a runner that died holding a claim loses it this long after its last renewal, and another
     /// runner on the same blackboard takes the brief over. Default 600.
     pub claim_lease_seconds: u32,
+    /// An agent that has recorded nothing (no tool call, no message) for this many minutes is reported
+    /// with an ALERT (once per silence); 0 turns the check off. Default 20.
+    pub agent_idle_minutes: u32,
 }
 
 impl Default for RunnerConfig {
@@ -238,6 +241,7 @@ impl Default for RunnerConfig {
             concurrency: 4,
             keep_worktrees_on_failure: true,
             claim_lease_seconds: 600,
+            agent_idle_minutes: 20,
         }
     }
 }

@@ -371,3 +371,52 @@ fn wide_parallel_plans_succeed() {
         }
     }
 }
+
+/// An agent that records nothing for longer than the idle limit is reported once with an ALERT naming
+/// it; the run still goes on when it wakes up.
+#[test]
+fn a_silent_agent_raises_one_alert_and_the_run_goes_on() {
+    use std::sync::Arc;
+
+    use agency_core::Tier;
+
+    let project = Project::new();
+    let slow = |tier: Tier,
+                builtin: Arc<dyn agency_exec::runtime::Runtime>|
+     -> Arc<dyn agency_exec::runtime::Runtime> {
+        if tier == Tier::T4 {
+            Arc::new(crate::support::Slow {
+                inner: builtin,
+                delay: Duration::from_millis(1500),
+            })
+        } else {
+            builtin
+        }
+    };
+    let engine = project.runner_with(
+        include_str!("../scripts/simple.yaml"),
+        config(),
+        true,
+        "test-runner",
+        slow,
+        |options| options.agent_idle = Some(Duration::from_millis(400)),
+    );
+    let run = engine.start(GOAL).unwrap();
+    let outcome = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(crate::support::drive(&engine, run.id));
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let alerts: Vec<_> = project
+        .events_of(run.id, EventKind::Alert)
+        .into_iter()
+        .filter(|e| e.payload["category"] == "AGENT_IDLE")
+        .collect();
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    let issue = alerts[0].payload["issue"].as_str().unwrap();
+    assert!(
+        issue.starts_with("t4 fix-add (test-runner) has recorded nothing for"),
+        "{issue}"
+    );
+}

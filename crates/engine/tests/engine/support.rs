@@ -217,6 +217,7 @@ impl Project {
             },
             output_retries: 2,
             gate_timeout: None,
+            agent_idle: None,
         };
         adjust(&mut options);
         let store: Arc<dyn Blackboard> = self.store.clone();
