@@ -93,6 +93,11 @@ fn show_reads_the_plan_at_its_gate_and_a_finished_runs_slices_and_cost() {
 
     let (code, output) = approve_to_the_end(&repo, runner, &store, run);
     assert_eq!(code, Some(0), "{output}");
+    // The live log of the run says why the slice failed, on its FAIL line.
+    assert!(
+        output.contains("T4   FAIL          fix-mul ✗  (retry 1/2) — The sign-off rejected this slice. Missing: - mul.sh still carries the LEFTOVER-DEBUG marker"),
+        "{output}"
+    );
 
     let briefs = store.list_briefs(run).unwrap();
     let first_mul = briefs

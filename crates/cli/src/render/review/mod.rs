@@ -36,23 +36,19 @@ pub fn tail_lines(text: &str, lines: usize) -> (usize, Vec<&str>) {
     (skip, all[skip..].to_vec())
 }
 
-/// `text` on one line, cut to `max` characters with `…` when longer: the first line only, with `…` when
-/// more lines follow.
+/// `text` on one line: its lines joined by spaces, cut to `max` characters with `…` when longer.
 pub fn one_line(text: &str, max: usize) -> String {
-    let trimmed = text.trim();
-    let (first, more) = match trimmed.split_once('\n') {
-        Some((first, _)) => (first.trim_end(), true),
-        None => (trimmed, false),
-    };
-    if first.chars().count() > max {
-        let cut: String = first.chars().take(max.saturating_sub(1)).collect();
+    let joined = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if joined.chars().count() > max {
+        let cut: String = joined.chars().take(max.saturating_sub(1)).collect();
         return format!("{}…", cut.trim_end());
     }
-    if more {
-        format!("{first} …")
-    } else {
-        first.to_string()
-    }
+    joined
 }
 
 #[cfg(test)]
@@ -60,9 +56,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_line_keeps_short_text_and_cuts_long_or_multi_line_text() {
+    fn one_line_joins_lines_and_cuts_long_text() {
         assert_eq!(one_line("  fine  ", 10), "fine");
-        assert_eq!(one_line("first\nsecond", 20), "first …");
+        assert_eq!(one_line("first\n\n  second", 20), "first second");
         assert_eq!(one_line("abcdefghij", 5), "abcd…");
     }
 
