@@ -343,7 +343,7 @@ fn line_for(event: &Event, level: Level) -> Option<Line> {
 }
 
 /// Where a line's message starts: after `[run8] HH:MM:SS  `, the column and the tag.
-const MESSAGE_COLUMN: usize = 38;
+pub const MESSAGE_COLUMN: usize = 38;
 
 /// Renders one event as a log line, or `None` when the level hides it.
 pub fn render_event(event: &Event, level: Level) -> Option<String> {

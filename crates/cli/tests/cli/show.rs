@@ -93,6 +93,19 @@ fn show_reads_the_plan_at_its_gate_and_a_finished_runs_slices_and_cost() {
 
     let (code, output) = approve_to_the_end(&repo, runner, &store, run);
     assert_eq!(code, Some(0), "{output}");
+    // The waiting runner followed the plan gate's line with how to review and decide it.
+    let gate_at = output
+        .find("GATE APPROVAL      ⏸  Waiting on approval before T3 spawns")
+        .expect(&output);
+    let after_gate: Vec<&str> = output[gate_at..].lines().skip(1).take(2).map(str::trim).collect();
+    assert_eq!(
+        after_gate,
+        [
+            format!("review:  agency show {run8} plan"),
+            format!("decide:  agency approve {run8}   or   agency reject {run8} --reason \"…\""),
+        ],
+        "{output}"
+    );
     // The live log of the run says why the slice failed, on its FAIL line.
     assert!(
         output.contains("T4   FAIL          fix-mul ✗  (retry 1/2) — The sign-off rejected this slice. Missing: - mul.sh still carries the LEFTOVER-DEBUG marker"),
