@@ -63,6 +63,9 @@ pub enum Command {
     Watch(commands::watch::Args),
     /// Show a run's state as a tree, or one tier or brief in full.
     Inspect(commands::inspect::Args),
+    /// Show what you approve: the plan, a brief, a diff, verify output, the judge's account, a teachback,
+    /// the cost.
+    Show(commands::show::Args),
     /// Approve the run's pending gate.
     Approve(commands::approve::Args),
     /// Reject the run's pending gate; the tier is re-invoked with the reason.
@@ -158,6 +161,7 @@ pub fn run(cli: Cli) -> CommandResult {
         Command::Runs(args) => commands::runs::run(&ctx, args),
         Command::Watch(args) => commands::watch::run(&ctx, args),
         Command::Inspect(args) => commands::inspect::run(&ctx, args),
+        Command::Show(args) => commands::show::run(&ctx, args),
         Command::Approve(args) => commands::approve::run(&ctx, args),
         Command::Reject(args) => commands::reject::run(&ctx, args),
         Command::Pause(args) => commands::pause::run(&ctx, args),

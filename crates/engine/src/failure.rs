@@ -169,7 +169,7 @@ pub fn retry(engine: &Engine, brief: &Brief, attempt: u32, feedback: &str) -> Re
         NewEvent::new(
             brief.run,
             EventKind::Retried,
-            json!({ "title": brief.title, "attempt": attempt, "previous": brief.id.to_string() }),
+            json!({ "title": brief.title, "attempt": attempt, "previous": brief.id.to_string(), "reason": feedback }),
         )
         .brief(next.id)
         .tier(brief.tier),

@@ -18,6 +18,7 @@ pub mod reject;
 pub mod resume;
 pub mod run;
 pub mod runs;
+pub mod show;
 pub mod teachback;
 pub mod variety;
 pub mod watch;

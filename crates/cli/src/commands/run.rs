@@ -3,6 +3,7 @@
 //! stopped (even killed), spawning nothing twice.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,7 +27,7 @@ use agency_store::{Blackboard, RunStatus};
 
 use crate::commands::{Context, config, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
-use crate::render::follow;
+use crate::render::follow::{self, GateWait};
 use crate::render::log::Level;
 use crate::workspace::{AGENCY_DIR, BlackboardAt, Workspace};
 
@@ -120,6 +121,10 @@ pub struct Runner {
     pub engine: Engine,
     /// One choice per tier, in tier order; written to the run's log when it is driven.
     pub runtimes: Vec<RuntimeChoice>,
+    /// Whether the engine approves gates by itself (`--auto-approve`).
+    pub auto_approve: bool,
+    /// How long a gate waits before the engine rejects it (`visibility.gate_timeout_minutes`).
+    pub gate_timeout: chrono::Duration,
 }
 
 /// Builds the runner: one provider and one runtime per tier, as team.yaml says (or the script for all),
@@ -192,6 +197,7 @@ pub fn build_engine(
         let runtime = build_runtime(choice, &setup).map_err(|e| CommandError::input(e.to_string()))?;
         runtimes.insert(choice.tier, runtime);
     }
+    let gate_timeout = chrono::Duration::minutes(i64::from(team.visibility.gate_timeout_minutes));
     let options = EngineOptions {
         auto_approve: args.auto_approve,
         worker,
@@ -204,6 +210,8 @@ pub fn build_engine(
     Ok(Runner {
         engine,
         runtimes: choices,
+        auto_approve: args.auto_approve,
+        gate_timeout,
     })
 }
 
@@ -355,6 +363,9 @@ pub fn engine_error(err: agency_engine::EngineError) -> CommandError {
 /// How often the live log beside a runner polls the blackboard.
 const LOG_POLL: Duration = Duration::from_millis(100);
 
+/// How often a live log that is not a terminal (a file, a pipe) says the run still waits at a gate.
+const WAITING_EVERY: Duration = Duration::from_secs(5 * 60);
+
 /// Drives the run on this thread while another prints its live log from the blackboard.
 pub fn drive_with_log(
     runner: &Runner,
@@ -365,12 +376,18 @@ pub fn drive_with_log(
     let engine = &runner.engine;
     announce_runtimes(engine.store().as_ref(), run, &runner.runtimes)?;
     let done = Arc::new(AtomicBool::new(false));
+    let gates = GateWait {
+        auto_approve: runner.auto_approve,
+        timeout: runner.gate_timeout,
+        tty: std::io::stdout().is_terminal(),
+        every: WAITING_EVERY,
+    };
     let printer = {
         let done = done.clone();
         let db = db.clone();
         std::thread::spawn(move || {
             let (out, err) = (std::io::stdout(), std::io::stderr());
-            follow::beside_runner(|| db.open(), run, level, &done, LOG_POLL, out, err)
+            follow::beside_runner(|| db.open(), run, level, Some(gates), &done, LOG_POLL, out, err)
         })
     };
     let runtime = tokio::runtime::Builder::new_current_thread()

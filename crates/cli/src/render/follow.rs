@@ -12,9 +12,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agency_core::RunId;
+use agency_core::event::{Event, EventKind};
+use agency_core::gate::{Gate, GateKind, GateStatus};
+use agency_core::ids::GateId;
 use agency_store::{Blackboard, StoreError};
+use chrono::{DateTime, Utc};
 
-use crate::render::log::{Level, render_event};
+use crate::render::log::{Level, MESSAGE_COLUMN, render_event};
+use crate::render::review::decision_commands;
 
 /// Events read per page.
 const PAGE: usize = 500;
@@ -30,6 +35,55 @@ pub enum FollowError {
     Write(#[from] std::io::Error),
 }
 
+/// How a log beside the runner treats gates that wait for a human: it follows each one's line with the
+/// commands that decide it, and says that the run is waiting, how long it has, without flooding a log file.
+#[derive(Debug, Clone)]
+pub struct GateWait {
+    /// The runner approves every gate but a budget or an escalation by itself (`--auto-approve`).
+    pub auto_approve: bool,
+    /// A gate left undecided this long is rejected by the runner (`visibility.gate_timeout_minutes`).
+    pub timeout: chrono::Duration,
+    /// The log goes to a terminal: the waiting line is one line rewritten in place. Otherwise a line is
+    /// written every `every`.
+    pub tty: bool,
+    /// How often a log that is not a terminal says the run still waits.
+    pub every: Duration,
+}
+
+impl GateWait {
+    /// A gate of `kind` waits for a human here (a pause is released with `agency resume`, and its line says so).
+    fn for_a_human(&self, kind: GateKind) -> bool {
+        match kind {
+            GateKind::Pause => false,
+            GateKind::Budget | GateKind::Escalation => true,
+            _ => !self.auto_approve,
+        }
+    }
+}
+
+/// How often a waiting line on a terminal is brought up to date.
+const TTY_REFRESH: Duration = Duration::from_secs(1);
+
+/// Where the log stands on the gate it is waiting at.
+#[derive(Debug, Default)]
+struct Waiting {
+    /// A waiting line is on the terminal, without its newline: clear it before the next line.
+    shown: bool,
+    /// When the waiting was last checked and last written.
+    checked: Option<std::time::Instant>,
+    written: Option<std::time::Instant>,
+}
+
+/// "1h02m", "3m12s", "9s".
+fn span(d: chrono::Duration) -> String {
+    let secs = d.num_seconds().max(0);
+    match (secs / 3600, secs % 3600 / 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, _) => format!("{h}h{m:02}m"),
+    }
+}
+
 /// A run's live log being written to `out`. It keeps its place, so a follow that stopped on an error can be
 /// started again and goes on where it stopped, printing no line twice.
 #[derive(Debug)]
@@ -39,6 +93,9 @@ pub struct Follower<W> {
     out: W,
     /// The sequence number of the last event read.
     after: i64,
+    /// Gates that wait for a human are followed by how to decide them, when set.
+    gates: Option<GateWait>,
+    waiting: Waiting,
 }
 
 impl<W: Write> Follower<W> {
@@ -49,7 +106,115 @@ impl<W: Write> Follower<W> {
             level,
             out,
             after: 0,
+            gates: None,
+            waiting: Waiting::default(),
         }
+    }
+
+    /// Follows each gate that waits for a human with the commands that decide it, and says while the run
+    /// waits ([`GateWait`]).
+    pub fn with_gates(mut self, gates: GateWait) -> Follower<W> {
+        self.gates = Some(gates);
+        self
+    }
+
+    /// The lines under a `gate_pending` line: the commands that decide the gate, when it is still pending and
+    /// waits for a human. Indented to the message column, so the log still reads as one line per event.
+    fn decision_lines(&self, store: &dyn Blackboard, event: &Event) -> Result<Vec<String>, StoreError> {
+        let Some(gates) = &self.gates else {
+            return Ok(Vec::new());
+        };
+        let gate: Option<GateId> = event
+            .payload
+            .get("gate")
+            .and_then(|g| serde_json::from_value(g.clone()).ok());
+        let Some(gate) = gate else {
+            return Ok(Vec::new());
+        };
+        let gate = store.get_gate(gate)?;
+        if gate.status != GateStatus::Pending || !gates.for_a_human(gate.kind) {
+            return Ok(Vec::new());
+        }
+        let run8 = self.run.short();
+        let commands = decision_commands(&run8, gate.kind);
+        let pad = " ".repeat(MESSAGE_COLUMN);
+        let mut lines = Vec::new();
+        if let Some((review, decide)) = commands.split_first() {
+            lines.push(format!("{pad}review:  {review}"));
+            lines.push(format!("{pad}decide:  {}", decide.join("   or   ")));
+        }
+        Ok(lines)
+    }
+
+    /// Clears a waiting line left on the terminal, so the next log line starts on a clean line.
+    fn clear_waiting(&mut self) -> std::io::Result<()> {
+        if std::mem::replace(&mut self.waiting.shown, false) {
+            write!(self.out, "\r\x1b[2K")?;
+        }
+        Ok(())
+    }
+
+    /// Says that the run waits at a gate for a human, when it does: on a terminal one line rewritten in
+    /// place every second; otherwise a line every [`GateWait::every`] (none right after the gate's own line).
+    fn say_waiting(&mut self, store: &dyn Blackboard, now: DateTime<Utc>) -> Result<(), FollowError> {
+        let Some(gates) = self.gates.clone() else {
+            return Ok(());
+        };
+        let at = std::time::Instant::now();
+        let refresh = if gates.tty {
+            TTY_REFRESH
+        } else {
+            gates.every.min(TTY_REFRESH)
+        };
+        if self
+            .waiting
+            .checked
+            .is_some_and(|c| at.duration_since(c) < refresh)
+        {
+            return Ok(());
+        }
+        self.waiting.checked = Some(at);
+        let waiting: Option<Gate> = store
+            .pending_gates(Some(self.run))?
+            .into_iter()
+            .filter(|g| gates.for_a_human(g.kind))
+            .min_by_key(|g| g.opened_at);
+        let Some(gate) = waiting else {
+            self.clear_waiting()?;
+            self.waiting.written = None;
+            return Ok(());
+        };
+        let elapsed = now - gate.opened_at;
+        let left = gates.timeout - elapsed;
+        // Short enough for one terminal row, which is all `\r` rewrites.
+        let line = format!(
+            "⏸  waiting {} for a decision on the {} gate; rejected automatically in {}",
+            span(elapsed),
+            gate.kind,
+            span(left),
+        );
+        if gates.tty {
+            write!(self.out, "\r\x1b[2K{line}")?;
+            self.out.flush()?;
+            self.waiting.shown = true;
+            return Ok(());
+        }
+        let Some(written) = self.waiting.written else {
+            // The gate's own line has just said it waits.
+            self.waiting.written = Some(at);
+            return Ok(());
+        };
+        if at.duration_since(written) >= gates.every {
+            let time = now.format("%H:%M:%S");
+            writeln!(
+                self.out,
+                "[{}] {time}  GATE WAITING       {line}",
+                self.run.short()
+            )?;
+            self.out.flush()?;
+            self.waiting.written = Some(at);
+        }
+        Ok(())
     }
 
     /// Prints the run's events from where it got to until `finished` says the run is over, waiting `poll`
@@ -67,16 +232,25 @@ impl<W: Write> Follower<W> {
             for event in &events {
                 self.after = event.seq;
                 if let Some(line) = render_event(event, self.level) {
+                    self.clear_waiting()?;
                     writeln!(self.out, "{line}")?;
+                    if event.kind == EventKind::GatePending {
+                        for hint in self.decision_lines(store, event)? {
+                            writeln!(self.out, "{hint}")?;
+                        }
+                    }
                 }
             }
             if events.len() == PAGE {
                 continue;
             }
-            self.out.flush()?;
             if last {
+                self.clear_waiting()?;
+                self.out.flush()?;
                 return Ok(());
             }
+            self.say_waiting(store, Utc::now())?;
+            self.out.flush()?;
             std::thread::sleep(poll);
         }
     }
@@ -89,10 +263,12 @@ impl<W: Write> Follower<W> {
 /// unsaid: a blackboard that cannot be opened or read is said once on `err` and tried again every `poll`
 /// (the log then goes on where it stopped; if the runner finishes first, it ends there); a log that cannot
 /// be written (its reader went away) is said once and ends.
+#[allow(clippy::too_many_arguments)]
 pub fn beside_runner(
     open: impl Fn() -> Result<Arc<dyn Blackboard>, StoreError>,
     run: RunId,
     level: Level,
+    gates: Option<GateWait>,
     done: &AtomicBool,
     poll: Duration,
     out: impl Write,
@@ -112,6 +288,9 @@ pub fn beside_runner(
         std::thread::sleep(poll);
     };
     let mut follower = Follower::new(run, level, out);
+    if let Some(gates) = gates {
+        follower = follower.with_gates(gates);
+    }
     loop {
         let finished = done.load(Ordering::SeqCst);
         match follower.follow(store.as_ref(), poll, || Ok(done.load(Ordering::SeqCst))) {
@@ -161,7 +340,7 @@ mod tests {
     use std::thread;
     use std::time::Instant;
 
-    use agency_core::{EventKind, NewEvent};
+    use agency_core::NewEvent;
     use agency_store::{NewRun, SqliteBlackboard};
     use serde_json::json;
     use tempfile::TempDir;
@@ -224,6 +403,91 @@ mod tests {
         }
     }
 
+    /// Follows `run` with `gates` for `for_how_long`, then once more to its end; returns what was written.
+    fn follow_with_gates(
+        store: &SqliteBlackboard,
+        run: RunId,
+        gates: GateWait,
+        for_how_long: Duration,
+    ) -> String {
+        let start = Instant::now();
+        let mut out = Vec::new();
+        Follower::new(run, Level::Normal, &mut out)
+            .with_gates(gates)
+            .follow(store, POLL, || Ok(start.elapsed() > for_how_long))
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn plan_gate(store: &SqliteBlackboard, run: RunId) {
+        let summary = json!({ "message": "Waiting on approval before T2 spawns" });
+        store
+            .open_gate(agency_store::NewGate::new(run, GateKind::T1Plan, summary))
+            .unwrap();
+    }
+
+    fn waiting(tty: bool, auto_approve: bool) -> GateWait {
+        GateWait {
+            auto_approve,
+            timeout: chrono::Duration::minutes(60),
+            tty,
+            every: Duration::from_millis(30),
+        }
+    }
+
+    #[test]
+    fn a_gate_waiting_for_a_human_is_followed_by_its_commands_and_a_waiting_line_now_and_then() {
+        let (_dir, store, run) = board();
+        plan_gate(&store, run);
+        let text = follow_with_gates(&store, run, waiting(false, false), Duration::from_millis(300));
+        let run8 = run.short();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].ends_with("GATE APPROVAL      ⏸  Waiting on approval before T2 spawns"),
+            "{text}"
+        );
+        assert_eq!(lines[1].trim(), format!("review:  agency show {run8} plan"));
+        assert_eq!(
+            lines[2].trim(),
+            format!("decide:  agency approve {run8}   or   agency reject {run8} --reason \"…\"")
+        );
+        let waiting: Vec<&&str> = lines.iter().filter(|l| l.contains("GATE WAITING")).collect();
+        assert!(!waiting.is_empty(), "{text}");
+        assert!(
+            waiting[0]
+                .contains("⏸  waiting 0s for a decision on the t1_plan gate; rejected automatically in 59m"),
+            "{text}"
+        );
+        assert!(
+            !text.contains('\r'),
+            "no in-place rewriting off a terminal:\n{text}"
+        );
+    }
+
+    #[test]
+    fn on_a_terminal_the_waiting_line_is_rewritten_in_place_and_cleared_before_the_next_line() {
+        let (_dir, store, run) = board();
+        plan_gate(&store, run);
+        let text = follow_with_gates(&store, run, waiting(true, false), Duration::from_millis(200));
+        assert!(
+            text.contains("\r\x1b[2K⏸  waiting 0s for a decision on the t1_plan gate"),
+            "{text:?}"
+        );
+        assert!(
+            text.ends_with("\r\x1b[2K"),
+            "the log ends on a clean line: {text:?}"
+        );
+        assert!(!text.contains("GATE WAITING"), "{text:?}");
+    }
+
+    #[test]
+    fn a_gate_the_runner_approves_by_itself_gets_no_commands_and_no_waiting_line() {
+        let (_dir, store, run) = board();
+        plan_gate(&store, run);
+        let text = follow_with_gates(&store, run, waiting(false, true), Duration::from_millis(200));
+        assert_eq!(text.lines().count(), 1, "{text}");
+    }
+
     #[test]
     fn a_follow_that_is_finished_at_once_prints_every_page_once() {
         let (_dir, store, run) = board();
@@ -273,7 +537,7 @@ mod tests {
             let (done, out, err, path) = (done.clone(), out.clone(), err.clone(), path.clone());
             thread::spawn(move || {
                 let open = || SqliteBlackboard::open(&path).map(|s| Arc::new(s) as Arc<dyn Blackboard>);
-                beside_runner(open, run, Level::Normal, &done, POLL, out, err);
+                beside_runner(open, run, Level::Normal, None, &done, POLL, out, err);
             })
         };
         wait_until("the first lines", || printed(&out.text()).len() == 3);
@@ -312,7 +576,7 @@ mod tests {
             thread::spawn(move || {
                 // A directory is no database file.
                 let open = || SqliteBlackboard::open(&path).map(|s| Arc::new(s) as Arc<dyn Blackboard>);
-                beside_runner(open, run, Level::Normal, &done, POLL, Vec::new(), err);
+                beside_runner(open, run, Level::Normal, None, &done, POLL, Vec::new(), err);
             })
         };
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -341,7 +605,7 @@ mod tests {
                 // The runner never finishes here: the log must end on its own.
                 let done = AtomicBool::new(false);
                 let open = || Ok(store.clone() as Arc<dyn Blackboard>);
-                beside_runner(open, run, Level::Normal, &done, POLL, writer, err);
+                beside_runner(open, run, Level::Normal, None, &done, POLL, writer, err);
                 ended.send(()).unwrap();
             })
         };

@@ -14,6 +14,8 @@ use agency_core::gate::GateKind;
 use agency_store::RunStatus;
 use serde_json::Value;
 
+use crate::render::review::one_line;
+
 /// How much of the log to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -62,7 +64,20 @@ fn gate_word(payload: &Value) -> &'static str {
     }
 }
 
-fn line_for(event: &Event) -> Option<Line> {
+/// How much of a reason a normal-level line keeps: its first line, cut to this many characters.
+const REASON_CHARS: usize = 160;
+
+/// ` — why` for a line whose event carries a `reason`: its first line at the normal level, all of it with
+/// `--verbose` (the whole text is also in `agency show <run> brief <id>`).
+fn because(payload: &Value, level: Level) -> String {
+    match text(payload, "reason").map(str::trim).filter(|r| !r.is_empty()) {
+        Some(reason) if level == Level::Verbose => format!(" — {reason}"),
+        Some(reason) => format!(" — {}", one_line(reason, REASON_CHARS)),
+        None => String::new(),
+    }
+}
+
+fn line_for(event: &Event, level: Level) -> Option<Line> {
     let p = &event.payload;
     let tier = tier_column(event);
     let mk = |column: &str, tag: &str, message: String, verbose_only: bool| {
@@ -114,7 +129,20 @@ fn line_for(event: &Event) -> Option<Line> {
                 .get("summary")
                 .and_then(|s| text(s, "message"))
                 .unwrap_or("Waiting for a decision");
-            mk("GATE", gate_word(p), format!("⏸  {message}"), false)
+            // What the runner found worth a look (a shallower path than the variety asks, ...) is part of why.
+            let anomalies: Vec<&str> = p
+                .pointer("/summary/anomalies")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let anomalies = match (anomalies.is_empty(), level) {
+                (true, _) => String::new(),
+                (false, Level::Verbose) => format!(" — anomalies: {}", anomalies.join("; ")),
+                (false, Level::Normal) => {
+                    format!(" — anomalies: {}", one_line(&anomalies.join("; "), REASON_CHARS))
+                }
+            };
+            mk("GATE", gate_word(p), format!("⏸  {message}{anomalies}"), false)
         }
         EventKind::GateApproved => {
             let note = text(p, "note").map(|n| format!(" ({n})")).unwrap_or_default();
@@ -125,12 +153,15 @@ fn line_for(event: &Event) -> Option<Line> {
                 false,
             )
         }
-        EventKind::GateRejected => mk(
-            "GATE",
-            "REJECTED",
-            format!("✗  {}", text(p, "reason").unwrap_or("Rejected")),
-            false,
-        ),
+        EventKind::GateRejected => {
+            let by = text(p, "by").map(|b| format!(" by {b}")).unwrap_or_default();
+            let reason = text(p, "reason").unwrap_or("no reason given");
+            let reason = match level {
+                Level::Verbose => reason.to_string(),
+                Level::Normal => one_line(reason, REASON_CHARS),
+            };
+            mk("GATE", "REJECTED", format!("✗  Rejected{by}: {reason}"), false)
+        }
         EventKind::GatePaused => mk(
             "GATE",
             "PAUSED",
@@ -170,20 +201,24 @@ fn line_for(event: &Event) -> Option<Line> {
             mk(
                 &tier,
                 "FAIL",
-                format!("{}{title} ✗{retry}", agent_prefix(p)),
+                format!("{}{title} ✗{retry}{}", agent_prefix(p), because(p, level)),
                 false,
             )
         }
         EventKind::Retried => mk(
             &tier,
             "RETRY",
-            format!("{title} retried with a corrected brief"),
+            format!("{title} retried with a corrected brief{}", because(p, level)),
             false,
         ),
         EventKind::Escalated => mk(
             &tier,
             "ESCALATED",
-            format!("{title} → {}", text(p, "to").unwrap_or("owner")),
+            format!(
+                "{title} → {}{}",
+                text(p, "to").unwrap_or("owner"),
+                because(p, level)
+            ),
             false,
         ),
         EventKind::Verdict => mk(
@@ -307,16 +342,25 @@ fn line_for(event: &Event) -> Option<Line> {
     }
 }
 
+/// Where a line's message starts: after `[run8] HH:MM:SS  `, the column and the tag.
+pub const MESSAGE_COLUMN: usize = 38;
+
 /// Renders one event as a log line, or `None` when the level hides it.
 pub fn render_event(event: &Event, level: Level) -> Option<String> {
-    let line = line_for(event)?;
+    let line = line_for(event, level)?;
     if line.verbose_only && level == Level::Normal {
         return None;
     }
-    // One event, one line: multi-line payloads (a verify tail, a list of missing items) are for `inspect`.
-    let message = match line.message.split_once('\n') {
-        Some((first, _)) => format!("{first} …"),
-        None => line.message,
+    // One event, one line at the normal level: multi-line payloads (a verify tail, a list of missing items)
+    // are for `--verbose`, `inspect` and `show`, which keep the lines after the first under the message.
+    let message = match (line.message.split_once('\n'), level) {
+        (Some((first, _)), Level::Normal) => format!("{first} …"),
+        (Some(_), Level::Verbose) => line
+            .message
+            .lines()
+            .collect::<Vec<_>>()
+            .join(&format!("\n{}", " ".repeat(MESSAGE_COLUMN))),
+        (None, _) => line.message,
     };
     let line = Line { message, ..line };
     let run = event.run.short();
@@ -349,6 +393,68 @@ mod tests {
             kind: EventKind::RunStatus,
             payload: json!({ "from": "planning", "to": to }),
         }
+    }
+
+    fn event(kind: EventKind, payload: Value) -> Event {
+        Event {
+            seq: 1,
+            run: RunId::new(),
+            ts: Utc::now(),
+            brief: None,
+            tier: Some(agency_core::Tier::T4),
+            kind,
+            payload,
+        }
+    }
+
+    #[test]
+    fn fail_retry_escalated_and_rejected_lines_say_why_in_one_line_and_whole_when_verbose() {
+        let why = "`sh test_mul.sh` failed on its commit (exit 1 in 0.1s):\nexpected 6\ngot 5";
+        let failed = event(
+            EventKind::Failed,
+            json!({ "title": "fix-mul", "reason": why, "attempt": 0, "retry_budget": 2 }),
+        );
+        let line = render_event(&failed, Level::Normal).unwrap();
+        assert!(
+            line.ends_with("T4   FAIL          fix-mul ✗  (retry 1/2) — `sh test_mul.sh` failed on its commit (exit 1 in 0.1s): expected 6 got 5"),
+            "{line}"
+        );
+        let verbose = render_event(&failed, Level::Verbose).unwrap();
+        let lines: Vec<&str> = verbose.lines().collect();
+        assert_eq!(lines.len(), 3, "{verbose}");
+        assert_eq!(lines[2], format!("{}got 5", " ".repeat(MESSAGE_COLUMN)));
+
+        let long = "x".repeat(500);
+        let escalated = event(
+            EventKind::Escalated,
+            json!({ "title": "fix-mul", "to": "t3", "reason": long }),
+        );
+        let line = render_event(&escalated, Level::Normal).unwrap();
+        assert!(
+            line.contains("fix-mul → t3 — xxx") && line.ends_with("x…"),
+            "{line}"
+        );
+        assert_eq!(line.split(" — ").nth(1).unwrap().chars().count(), REASON_CHARS);
+
+        let retried = event(
+            EventKind::Retried,
+            json!({ "title": "fix-mul", "attempt": 1, "reason": "judge: remove the marker" }),
+        );
+        let line = render_event(&retried, Level::Normal).unwrap();
+        assert!(
+            line.ends_with("fix-mul retried with a corrected brief — judge: remove the marker"),
+            "{line}"
+        );
+
+        let rejected = event(
+            EventKind::GateRejected,
+            json!({ "kind": "t1_plan", "by": "timeout", "reason": "no decision within 60 minutes" }),
+        );
+        let line = render_event(&rejected, Level::Normal).unwrap();
+        assert!(
+            line.ends_with("✗  Rejected by timeout: no decision within 60 minutes"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod resume_orphan;
 mod run_external;
 mod run_external_judge;
 mod secrets;
+mod show;
 mod teachback;
 mod teachback_gate;
 mod teachback_wait;

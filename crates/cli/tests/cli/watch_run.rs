@@ -86,8 +86,8 @@ fn watch_of_a_partial_verdict_shows_the_failed_slice_and_its_retry() {
     [RUN] HH:MM:SS  T5   VERIFY_START  arithmetic: 2 verifiers spawned
     [RUN] HH:MM:SS  T5   SIGNOFF       ws-arith/fix-mul ✗ rejected: mul.sh still carries the LEFTOVER-DEBUG marker; remove it
     [RUN] HH:MM:SS  T5   VERDICT       partial — fix-mul needs rework
-    [RUN] HH:MM:SS  T4   FAIL          fix-mul ✗  (retry 1/2)
-    [RUN] HH:MM:SS  T4   RETRY         fix-mul retried with a corrected brief
+    [RUN] HH:MM:SS  T4   FAIL          fix-mul ✗  (retry 1/2) — The sign-off rejected this slice. Missing: - mul.sh still carries the LEFTOVER-DEBUG marker; remove it sign-off rejected at <id> by the judge
+    [RUN] HH:MM:SS  T4   RETRY         fix-mul retried with a corrected brief — The sign-off rejected this slice. Missing: - mul.sh still carries the LEFTOVER-DEBUG marker; remove it sign-off rejected at <id> by the judge
     [RUN] HH:MM:SS  T4   DONE          fix-mul ✓  (retry resolved)
     [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_mul.sh` passed on <id> (exit 0) — ws-arith/fix-mul
     [RUN] HH:MM:SS  T5   VERIFY_START  arithmetic: 1 verifier spawned

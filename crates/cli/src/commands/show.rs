@@ -1,0 +1,517 @@
+//! `agency show <run> [plan | brief <id> | diff <ws|brief|integration> | verify <brief> | judge <brief> |
+//! teachback <brief> | cost]`: what a human approves, read from the blackboard and rendered by
+//! [`crate::render::review`]; `--json` prints the records instead.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+
+use agency_core::brief::Brief;
+use agency_core::event::{Event, EventKind};
+use agency_core::gate::{Gate, GateKind, GateStatus};
+use agency_core::plan::Plan;
+use agency_core::tiers::BriefRole;
+use agency_core::{BriefId, RunId, Tier};
+use agency_exec::{GitOptions, Repo, sanitize_ref_component};
+use agency_store::{Artifact, ArtifactId, Blackboard, Run};
+use serde_json::{Value, json};
+
+use crate::commands::{Context, resolve_run, store_error};
+use crate::error::{CommandError, CommandResult, ErrorKind};
+use crate::render::review::{self, brief, cost, diff, plan, signoff};
+
+/// `agency show <run> [what] [--json]`
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run: its short or full id, or any unique part at either end.
+    pub run: String,
+    /// What to show (the plan when not given).
+    #[command(subcommand)]
+    pub what: Option<What>,
+    /// Print the records as JSON, for scripts.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// What of the run to show.
+#[derive(Debug, clap::Subcommand)]
+pub enum What {
+    /// T1's plan: workstreams with tier path, variety, done_when, verify, failure modes, may_edit; the order
+    /// of the parallel groups; the plan gate and how to decide it.
+    Plan,
+    /// One brief whole: its instructions, contract, the feedback it started from and why it failed.
+    Brief {
+        /// The brief: short or full id, or any unique part at either end.
+        id: String,
+    },
+    /// A diff with a file summary: a brief's slice, a workstream's branch or the integration branch, each
+    /// against the commit the run started from (a slice against its workstream's branch).
+    Diff {
+        /// `integration`, a workstream id, or a brief id.
+        target: String,
+    },
+    /// The verify runs of a slice (stage 1): command, how it ended, the tail of its output.
+    Verify {
+        /// The implementer's or its verifier's brief (T1's acceptance brief for the integration branch).
+        brief: String,
+    },
+    /// The judge's verdict and account of a slice (stage 2), with its transcript.
+    Judge {
+        /// The verifier's brief, or its implementer's.
+        brief: String,
+    },
+    /// A brief's teachback with its review history.
+    Teachback {
+        /// The brief.
+        brief: String,
+    },
+    /// Tokens and dollars per tier and per brief.
+    Cost,
+}
+
+/// Runs `agency show`.
+pub fn run(ctx: &Context, args: Args) -> CommandResult {
+    let store = ctx.open_store()?;
+    let run_id = resolve_run(&*store, &args.run)?;
+    let run = store.get_run(run_id).map_err(store_error)?;
+    let json = args.json;
+    match args.what.unwrap_or(What::Plan) {
+        What::Plan => show_plan(&*store, &run, json),
+        What::Brief { id } => show_brief(&*store, &run, &id, json),
+        What::Diff { target } => show_diff(ctx, &*store, &run, &target, json),
+        What::Verify { brief } => show_verify(&*store, &run, &brief, json),
+        What::Judge { brief } => show_judge(&*store, &run, &brief, json),
+        What::Teachback { brief } => show_teachback(&*store, &run, &brief, json),
+        What::Cost => show_cost(&*store, &run, json),
+    }
+}
+
+fn print_json(value: &Value) -> CommandResult {
+    let text = serde_json::to_string_pretty(value).map_err(|e| CommandError::internal(e.to_string()))?;
+    println!("{text}");
+    Ok(())
+}
+
+fn nothing(message: String) -> CommandError {
+    CommandError::new(ErrorKind::NothingToDo, message)
+}
+
+/// Whether stdout takes colour: a terminal, and `NO_COLOR` unset (https://no-color.org).
+fn colour() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn all_events(store: &dyn Blackboard, run: RunId) -> CommandResult<Vec<Event>> {
+    store.events_after(Some(run), 0, usize::MAX).map_err(store_error)
+}
+
+fn events_of(store: &dyn Blackboard, run: RunId, brief: BriefId) -> CommandResult<Vec<Event>> {
+    Ok(all_events(store, run)?
+        .into_iter()
+        .filter(|e| e.brief == Some(brief))
+        .collect())
+}
+
+/// The brief the user named, which must be of `run`.
+fn brief_of_run(store: &dyn Blackboard, run: &Run, typed: &str) -> CommandResult<Brief> {
+    let id = store.resolve_brief(typed).map_err(store_error)?;
+    let brief = store.get_brief(id).map_err(store_error)?;
+    if brief.run != run.id {
+        return Err(CommandError::new(
+            ErrorKind::NotFound,
+            format!(
+                "brief {} belongs to run {}, not {}",
+                id.short(),
+                brief.run.short(),
+                run.id.short()
+            ),
+        ));
+    }
+    Ok(brief)
+}
+
+/// The newest artifact of `brief` whose name is `kind/<id>` (or the short form an earlier build wrote).
+fn brief_artifact(
+    store: &dyn Blackboard,
+    run: RunId,
+    brief: BriefId,
+    kind: &str,
+) -> CommandResult<Option<Artifact>> {
+    let prefix = format!("{kind}/");
+    let newest = store
+        .list_artifacts(run, Some(brief))
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|a| a.name.starts_with(&prefix))
+        .max_by_key(|a| a.created_at);
+    match newest {
+        Some(meta) => Ok(Some(store.get_artifact(meta.id).map_err(store_error)?)),
+        None => Ok(None),
+    }
+}
+
+fn artifact_by_id(store: &dyn Blackboard, id: Option<&str>) -> Option<Artifact> {
+    let id: ArtifactId = serde_json::from_value(json!(id?)).ok()?;
+    store.get_artifact(id).ok()
+}
+
+/// The plan T1 wrote: its newest plan brief with an output that validates.
+fn plan_of(store: &dyn Blackboard, run: &Run) -> CommandResult<(Brief, Plan)> {
+    let mut planners: Vec<Brief> = store
+        .list_briefs(run.id)
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|b| b.tier == Tier::T1 && BriefRole::of(b) == BriefRole::Plan)
+        .collect();
+    planners.sort_by_key(|b| b.created_at);
+    let mut problem = None;
+    for planner in planners.into_iter().rev() {
+        let Some(output) = brief_artifact(store, run.id, planner.id, "output")? else {
+            continue;
+        };
+        let value: Value = match serde_json::from_slice(&output.bytes) {
+            Ok(value) => value,
+            Err(e) => {
+                problem.get_or_insert(format!("{}: not JSON: {e}", output.meta.name));
+                continue;
+            }
+        };
+        match agency_core::validate_plan(&value) {
+            Ok(plan) => return Ok((planner, plan)),
+            Err(e) => {
+                problem.get_or_insert(format!("{}: {e}", output.meta.name));
+            }
+        }
+    }
+    Err(match problem {
+        Some(problem) => CommandError::input(format!(
+            "run {}'s plan does not validate: {problem}",
+            run.id.short()
+        )),
+        None => nothing(format!(
+            "run {} has no plan yet (T1 is still planning, or failed before it wrote one)",
+            run.id.short()
+        ))
+        .hint(format!("`agency watch {}` shows where it is", run.id.short())),
+    })
+}
+
+fn gate_line(gate: &Gate) -> String {
+    let by = gate.decided_by.as_deref().unwrap_or("?");
+    match gate.status {
+        GateStatus::Pending => format!(
+            "Gate {}: waiting for a decision since {}",
+            gate.kind,
+            gate.opened_at.format("%Y-%m-%d %H:%M:%S UTC")
+        ),
+        GateStatus::Approved => format!("Gate {}: approved by {by}", gate.kind),
+        GateStatus::Rejected => format!(
+            "Gate {}: rejected by {by} — {}",
+            gate.kind,
+            gate.note.as_deref().unwrap_or("no reason given")
+        ),
+    }
+}
+
+fn show_plan(store: &dyn Blackboard, run: &Run, json: bool) -> CommandResult {
+    let (planner, plan) = plan_of(store, run)?;
+    let gate = store
+        .list_gates_of_kind(run.id, GateKind::T1Plan)
+        .map_err(store_error)?
+        .into_iter()
+        .rev()
+        .find(|g| g.brief == Some(planner.id));
+    let run8 = run.id.short();
+    let decide = match &gate {
+        Some(g) if g.status == GateStatus::Pending => review::decision_commands(&run8, g.kind),
+        _ => Vec::new(),
+    };
+    if json {
+        return print_json(
+            &json!({ "run": run.id, "brief": planner.id, "plan": plan, "gate": gate, "decide": decide }),
+        );
+    }
+    print!("{}", plan::render_plan(&run8, &plan));
+    if let Some(gate) = &gate {
+        println!();
+        println!("{}", gate_line(gate));
+        for command in &decide[1..] {
+            println!("  {command}");
+        }
+    }
+    Ok(())
+}
+
+fn show_brief(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> CommandResult {
+    let brief = brief_of_run(store, run, typed)?;
+    let feedback = brief_artifact(store, run.id, brief.id, "feedback")?
+        .map(|a| String::from_utf8_lossy(&a.bytes).into_owned());
+    let events = events_of(store, run.id, brief.id)?;
+    if json {
+        let failures: Vec<&Event> = events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Failed | EventKind::Escalated))
+            .collect();
+        return print_json(&json!({ "brief": brief, "feedback": feedback, "failures": failures }));
+    }
+    print!("{}", brief::render_brief(&brief, feedback.as_deref(), &events));
+    Ok(())
+}
+
+/// What a diff target names.
+enum DiffOf {
+    /// A branch against the run's base commit.
+    Branch(String),
+    /// A slice's diff as its verifier got it: what it is, and the patch.
+    Slice(String, String),
+}
+
+fn diff_target(store: &dyn Blackboard, run: &Run, target: &str) -> CommandResult<DiffOf> {
+    let run8 = run.id.short();
+    if target == "integration" {
+        return Ok(DiffOf::Branch(format!("agency/{run8}/integration")));
+    }
+    let briefs = store.list_briefs(run.id).map_err(store_error)?;
+    if briefs.iter().any(|b| b.workstream == target) {
+        // As `RunBranches::workstream` names it.
+        return Ok(DiffOf::Branch(format!(
+            "agency/{run8}/{}/work",
+            sanitize_ref_component(target)
+        )));
+    }
+    let brief = brief_of_run(store, run, target).map_err(|e| {
+        CommandError::new(
+            ErrorKind::NotFound,
+            format!(
+                "`{target}` names no diff of run {run8}: it is not `integration`, not one of its workstreams, \
+                 and not one of its briefs ({})",
+                e.message
+            ),
+        )
+        .hint(format!("`agency show {run8} plan` lists the workstreams; `agency inspect {run8}` the briefs"))
+    })?;
+    // A verifier reviews its parent's slice.
+    let implementer = match (brief.tier, brief.parent) {
+        (Tier::T5, Some(parent)) => store.get_brief(parent).map_err(store_error)?,
+        _ => brief.clone(),
+    };
+    match brief_artifact(store, run.id, implementer.id, "diff")? {
+        Some(artifact) => Ok(DiffOf::Slice(
+            format!(
+                "slice {}/{} [{}]",
+                implementer.workstream,
+                implementer.title,
+                implementer.id.short()
+            ),
+            String::from_utf8_lossy(&artifact.bytes).into_owned(),
+        )),
+        None => Err(nothing(format!(
+            "brief {} has no slice diff: only an implementer whose commit passed its verify command has one",
+            brief.id.short()
+        ))
+        .hint(format!(
+            "`agency show {run8} brief {}` says what became of it",
+            brief.id.short()
+        ))),
+    }
+}
+
+fn show_diff(ctx: &Context, store: &dyn Blackboard, run: &Run, target: &str, json: bool) -> CommandResult {
+    let (label, patch) = match diff_target(store, run, target)? {
+        DiffOf::Slice(label, patch) => (label, patch),
+        DiffOf::Branch(branch) => {
+            let Some(base) = run.base_rev.clone() else {
+                return Err(nothing(format!(
+                    "run {} recorded no base commit to diff against",
+                    run.id.short()
+                )));
+            };
+            let ws = ctx.workspace()?;
+            let repo = Repo::open(&ws.root, GitOptions::default())
+                .map_err(|e| CommandError::input(e.to_string()))?;
+            if !repo
+                .branch_exists(&branch)
+                .map_err(|e| CommandError::internal(e.to_string()))?
+            {
+                return Err(nothing(format!(
+                    "branch {branch} does not exist (not made yet, or removed by `agency gc`)"
+                )));
+            }
+            let patch = repo
+                .diff(&base, &branch)
+                .map_err(|e| CommandError::internal(format!("git diff {base} {branch}: {e}")))?;
+            (format!("{branch} against {}", &base[..base.len().min(12)]), patch)
+        }
+    };
+    let files = diff::file_stats(&patch);
+    if json {
+        return print_json(&json!({ "of": label, "files": files, "patch": patch }));
+    }
+    println!("{label}");
+    print!("{}", diff::render_summary(&files));
+    if !patch.is_empty() {
+        println!();
+        print!("{}", diff::render_patch(&patch, colour()));
+    }
+    Ok(())
+}
+
+/// The events of `kinds` recorded on `brief`, or else on the briefs `related` gives (a verifier's parent, an
+/// implementer's verifiers).
+fn signoff_events(
+    store: &dyn Blackboard,
+    run: &Run,
+    brief: &Brief,
+    kinds: &[EventKind],
+    related: fn(&Brief) -> Vec<BriefId>,
+    children: &[Brief],
+) -> CommandResult<Vec<Event>> {
+    let all = all_events(store, run.id)?;
+    let on = |ids: &[BriefId]| -> Vec<Event> {
+        all.iter()
+            .filter(|e| kinds.contains(&e.kind) && e.brief.is_some_and(|b| ids.contains(&b)))
+            .cloned()
+            .collect()
+    };
+    let own = on(&[brief.id]);
+    if !own.is_empty() {
+        return Ok(own);
+    }
+    let mut ids = related(brief);
+    ids.extend(children.iter().map(|c| c.id));
+    Ok(on(&ids))
+}
+
+fn show_verify(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> CommandResult {
+    let brief = brief_of_run(store, run, typed)?;
+    // A verifier's slice was verified when its implementer committed.
+    let parent = |b: &Brief| b.parent.into_iter().collect();
+    let events = signoff_events(store, run, &brief, &[EventKind::SignoffVerify], parent, &[])?;
+    if events.is_empty() {
+        return Err(nothing(format!(
+            "no verify run recorded for brief {} ({} {})",
+            brief.id.short(),
+            brief.tier,
+            brief.title
+        )));
+    }
+    let outputs: Vec<Option<String>> = events
+        .iter()
+        .map(|e| {
+            artifact_by_id(store, e.payload.get("artifact").and_then(Value::as_str))
+                .and_then(|a| serde_json::from_slice::<Value>(&a.bytes).ok())
+                .and_then(|v| v.get("tail").and_then(Value::as_str).map(str::to_string))
+        })
+        .collect();
+    if json {
+        let runs: Vec<Value> = events
+            .iter()
+            .zip(&outputs)
+            .map(|(e, output)| json!({ "event": e, "output": output }))
+            .collect();
+        return print_json(&json!({ "brief": brief.id, "verify": runs }));
+    }
+    for (i, (event, output)) in events.iter().zip(&outputs).enumerate() {
+        if i > 0 {
+            println!();
+        }
+        print!("{}", signoff::render_verify(&event.payload, output.as_deref()));
+    }
+    Ok(())
+}
+
+const OUTCOMES: [EventKind; 3] = [
+    EventKind::SignoffAccepted,
+    EventKind::SignoffRejected,
+    EventKind::SignoffInconclusive,
+];
+
+fn show_judge(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> CommandResult {
+    let brief = brief_of_run(store, run, typed)?;
+    // An implementer's slice is judged by its verifier, a child brief.
+    let children: Vec<Brief> = store
+        .list_children(brief.id)
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|c| c.tier == Tier::T5)
+        .collect();
+    let events = signoff_events(store, run, &brief, &OUTCOMES, |_| Vec::new(), &children)?;
+    if events.is_empty() {
+        return Err(nothing(format!(
+            "no sign-off recorded for brief {} ({} {}) yet",
+            brief.id.short(),
+            brief.tier,
+            brief.title
+        )));
+    }
+    let transcripts: Vec<Option<String>> = events
+        .iter()
+        .map(|e| {
+            artifact_by_id(store, e.payload.get("judge_artifact").and_then(Value::as_str))
+                .map(|a| String::from_utf8_lossy(&a.bytes).into_owned())
+        })
+        .collect();
+    if json {
+        let signoffs: Vec<Value> = events
+            .iter()
+            .zip(&transcripts)
+            .map(|(e, t)| json!({ "event": e, "transcript": t }))
+            .collect();
+        return print_json(&json!({ "brief": brief.id, "signoffs": signoffs }));
+    }
+    for (i, (event, transcript)) in events.iter().zip(&transcripts).enumerate() {
+        if i > 0 {
+            println!();
+        }
+        print!(
+            "{}",
+            signoff::render_judge(event.kind, &event.payload, transcript.as_deref())
+        );
+    }
+    Ok(())
+}
+
+fn show_teachback(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> CommandResult {
+    let brief = brief_of_run(store, run, typed)?;
+    let events: Vec<Event> = events_of(store, run.id, brief.id)?
+        .into_iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::TeachbackSubmitted
+                    | EventKind::TeachbackApproved
+                    | EventKind::TeachbackCorrected
+                    | EventKind::TeachbackDenied
+            )
+        })
+        .collect();
+    if json {
+        return print_json(&json!({ "brief": brief.id, "state": brief.teachback, "history": events }));
+    }
+    print!("{}", brief::render_teachback(&brief, &events));
+    Ok(())
+}
+
+fn show_cost(store: &dyn Blackboard, run: &Run, json: bool) -> CommandResult {
+    let spent = cost::cost_of(&all_events(store, run.id)?);
+    if json {
+        return print_json(&json!(spent));
+    }
+    let briefs: BTreeMap<BriefId, Brief> = store
+        .list_briefs(run.id)
+        .map_err(store_error)?
+        .into_iter()
+        .map(|b| (b.id, b))
+        .collect();
+    let label = |id: BriefId| match briefs.get(&id) {
+        Some(b) => format!(
+            "{} {} [{}]",
+            b.tier.as_str().to_ascii_uppercase(),
+            b.title,
+            id.short()
+        ),
+        None => format!("[{}]", id.short()),
+    };
+    println!("Cost of run {}", run.id.short());
+    print!("{}", cost::render_cost(&spent, label));
+    Ok(())
+}

@@ -1,0 +1,187 @@
+//! `agency show` over a real scripted run: the plan read at its gate while `agency run` waits there, then the
+//! failing slice's diff, verify run, sign-off and the run's cost once it has finished.
+
+use std::time::Duration;
+
+use agency_core::gate::GateKind;
+use agency_core::{BriefStatus, RunId, Tier};
+use agency_store::{Blackboard, SqliteBlackboard};
+
+use crate::support::{CALCULATOR_GOAL, Repo, finish, pending_gate, wait_for};
+
+/// The partial-verdict script (fix-mul's first attempt is rejected by its judge), with failure modes and a
+/// protected path in the plan's contract.
+fn script() -> String {
+    include_str!("../../../engine/tests/scripts/partial.yaml").replacen(
+        "verify: \"sh test_arith.sh\"",
+        "verify: \"sh test_arith.sh\"\n                    failure_modes: [\"a debug marker left in mul.sh\"]\n                    may_edit: [\"test_arith.sh\"]",
+        1,
+    )
+}
+
+/// A run of [`script`] started by `agency run` without `--auto-approve`, waiting at its plan gate.
+pub(crate) fn run_waiting_at_the_plan_gate() -> (Repo, crate::support::Running, SqliteBlackboard, RunId) {
+    let (repo, script) = Repo::calculator(&script());
+    repo.edit_team(&[("  concurrency: 4 ", "  concurrency: 1 ")]);
+    let runner = repo.spawn(
+        &["run", CALCULATOR_GOAL, "--script", script.to_str().unwrap()],
+        &[],
+    );
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = wait_for(
+        || {
+            let run = store.list_runs().unwrap().first()?.id;
+            pending_gate(&store, run, GateKind::T1Plan).map(|_| run)
+        },
+        "the plan gate",
+    );
+    (repo, runner, store, run)
+}
+
+/// Approves every gate the run opens until its runner ends; returns the runner's exit code and output.
+pub(crate) fn approve_to_the_end(
+    repo: &Repo,
+    runner: crate::support::Running,
+    store: &SqliteBlackboard,
+    run: RunId,
+) -> (Option<i32>, String) {
+    let mut runner = runner;
+    while runner.try_wait().unwrap().is_none() {
+        if store
+            .pending_gates(Some(run))
+            .unwrap()
+            .iter()
+            .any(|g| g.kind != GateKind::Pause)
+        {
+            repo.agency(&["approve", &run.short()]).success();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    finish(runner, Duration::from_secs(60))
+}
+
+#[test]
+fn show_reads_the_plan_at_its_gate_and_a_finished_runs_slices_and_cost() {
+    let (repo, runner, store, run) = run_waiting_at_the_plan_gate();
+    let run8 = run.short();
+
+    let plan = repo.agency(&["show", &run8, "plan"]).success().stdout();
+    for expected in [
+        "ws-arith — arithmetic  [backend, group A]",
+        "  tier path      t3 → t4 → t5",
+        "  variety        8 (novelty 2, scope 2, uncertainty 2, risk 2) → orchestrate",
+        "  done when      sh test_add.sh and sh test_mul.sh pass",
+        "  verify         sh test_arith.sh",
+        "  failure modes\n    - a debug marker left in mul.sh",
+        "  may edit\n    - test_arith.sh",
+        "Gate t1_plan: waiting for a decision",
+        &format!("  agency approve {run8}"),
+        &format!("  agency reject {run8} --reason \"…\""),
+    ] {
+        assert!(plan.contains(expected), "no `{expected}` in:\n{plan}");
+    }
+    // The plan is the default; --json carries the same contract for scripts.
+    assert_eq!(repo.agency(&["show", &run8]).success().stdout(), plan);
+    let json: serde_json::Value =
+        serde_json::from_str(&repo.agency(&["show", &run8, "plan", "--json"]).success().stdout()).unwrap();
+    assert_eq!(
+        json["plan"]["workstreams"][0]["contract"]["failure_modes"][0],
+        "a debug marker left in mul.sh"
+    );
+    assert_eq!(json["gate"]["status"], "pending");
+    assert_eq!(json["decide"][1], format!("agency approve {run8}"));
+
+    let (code, output) = approve_to_the_end(&repo, runner, &store, run);
+    assert_eq!(code, Some(0), "{output}");
+    // The waiting runner followed the plan gate's line with how to review and decide it.
+    let gate_at = output
+        .find("GATE APPROVAL      ⏸  Waiting on approval before T3 spawns")
+        .expect(&output);
+    let after_gate: Vec<&str> = output[gate_at..].lines().skip(1).take(2).map(str::trim).collect();
+    assert_eq!(
+        after_gate,
+        [
+            format!("review:  agency show {run8} plan"),
+            format!("decide:  agency approve {run8}   or   agency reject {run8} --reason \"…\""),
+        ],
+        "{output}"
+    );
+    // The live log of the run says why the slice failed, on its FAIL line.
+    assert!(
+        output.contains("T4   FAIL          fix-mul ✗  (retry 1/2) — The sign-off rejected this slice. Missing: - mul.sh still carries the LEFTOVER-DEBUG marker"),
+        "{output}"
+    );
+
+    let briefs = store.list_briefs(run).unwrap();
+    let first_mul = briefs
+        .iter()
+        .find(|b| b.tier == Tier::T4 && b.title == "fix-mul" && b.attempt == 0)
+        .unwrap();
+    assert_eq!(first_mul.status, BriefStatus::Failed);
+    let id = first_mul.id.short();
+
+    let diff = repo.agency(&["show", &run8, "diff", &id]).success().stdout();
+    assert!(diff.starts_with("slice ws-arith/fix-mul ["), "{diff}");
+    assert!(diff.contains("1 file changed, +"), "{diff}");
+    assert!(diff.contains("  M mul.sh  +"), "{diff}");
+    assert!(!diff.contains('\x1b'), "no colour into a pipe:\n{diff}");
+
+    let verify = repo.agency(&["show", &run8, "verify", &id]).success().stdout();
+    assert!(
+        verify.starts_with("✓ `sh test_mul.sh` passed (exit 0"),
+        "{verify}"
+    );
+
+    let judge = repo.agency(&["show", &run8, "judge", &id]).success().stdout();
+    assert!(
+        judge.starts_with("✗ rejected by judge — ws-arith/fix-mul"),
+        "{judge}"
+    );
+    assert!(judge.contains("LEFTOVER-DEBUG"), "{judge}");
+
+    let whole = repo.agency(&["show", &run8, "brief", &id]).success().stdout();
+    assert!(whole.contains("failed at "), "{whole}");
+    assert!(whole.contains("LEFTOVER-DEBUG"), "the whole reason:\n{whole}");
+
+    let integration = repo
+        .agency(&["show", &run8, "diff", "integration"])
+        .success()
+        .stdout();
+    assert!(
+        integration.contains("M add.sh") && integration.contains("M mul.sh"),
+        "{integration}"
+    );
+
+    let cost = repo.agency(&["show", &run8, "cost"]).success().stdout();
+    assert!(cost.starts_with(&format!("Cost of run {run8}\n")), "{cost}");
+    assert!(
+        cost.lines().last().unwrap().trim_start().starts_with("total"),
+        "{cost}"
+    );
+}
+
+#[test]
+fn show_says_what_it_cannot_show_with_its_exit_code() {
+    let (repo, _runner, store, run) = run_waiting_at_the_plan_gate();
+    let run8 = run.short();
+    let unknown = repo.agency(&["show", &run8, "diff", "ws-nope"]).fails_with(4);
+    assert!(
+        unknown.stderr().contains("`ws-nope` names no diff of run"),
+        "{}",
+        unknown.stderr()
+    );
+    let planner = store.list_briefs(run).unwrap()[0].id.short();
+    let no_signoff = repo.agency(&["show", &run8, "judge", &planner]).fails_with(5);
+    assert!(
+        no_signoff.stderr().contains("no sign-off recorded"),
+        "{}",
+        no_signoff.stderr()
+    );
+    let no_slice = repo.agency(&["show", &run8, "diff", &planner]).fails_with(5);
+    assert!(
+        no_slice.stderr().contains("has no slice diff"),
+        "{}",
+        no_slice.stderr()
+    );
+    repo.agency(&["show", "ffffffff", "plan"]).fails_with(4);
+}
