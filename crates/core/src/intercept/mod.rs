@@ -4,7 +4,8 @@
 //! it, so every front end blocks exactly the same calls.
 //!
 //! While a blocking brief is not `active` the agent may read (Read, Glob, Grep, LS, TaskGet, TaskList and
-//! their Codex equivalents), run the configured read-only shell commands, and send its teachback; every
+//! their Codex equivalents), run the configured read-only shell commands ([`readonly`]: exact options,
+//! not prefixes), and send its teachback; every
 //! other call is denied with a reason that says what to do next. Unknown tools are denied too: a gate
 //! that lets through what it does not recognise is no gate. Once `active`, or for advisory briefs,
 //! everything is allowed.
@@ -12,6 +13,7 @@
 //! [`classify`] names the tool (Claude Code and Codex spell some differently); [`teachback_text`] reads a
 //! teachback out of a message.
 
+pub mod readonly;
 pub mod task_create;
 pub mod teachback_text;
 
@@ -82,11 +84,14 @@ pub fn classify(tool_name: &str, input: &Value) -> ToolKind {
     } else if SHELL_TOOLS.contains(&tool_name) {
         let command = match input.get("command").or_else(|| input.get("cmd")) {
             Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(argv)) => argv
-                .iter()
-                .map(|a| a.as_str().unwrap_or_default())
-                .collect::<Vec<_>>()
-                .join(" "),
+            // Quoted so that the read-only check sees exactly these words: joined plainly, `["git", "log",
+            // "'", "--output=x", "'"]` would read as one quoted operand.
+            Some(Value::Array(argv)) => readonly::shell::join(
+                &argv
+                    .iter()
+                    .map(|a| a.as_str().unwrap_or_default())
+                    .collect::<Vec<_>>(),
+            ),
             _ => String::new(),
         };
         ToolKind::Shell { command }
@@ -198,11 +203,19 @@ fn block(kind: &ToolKind, gate: GateState, config: &TeachbackConfig, corrections
     if gate.mode == TeachbackMode::Advisory || !waiting {
         return Block::No;
     }
+    let refusal;
     let what = match kind {
         ToolKind::ReadOnly => return Block::No,
-        ToolKind::Shell { command } if config.allows_readonly_bash(command) => return Block::No,
         ToolKind::Shell { command } if is_agency_teachback_command(command) => return Block::No,
-        ToolKind::Shell { .. } => "shell commands other than the configured read-only ones are",
+        ToolKind::Shell { command } => match config.readonly_bash_refusal(command) {
+            None => return Block::No,
+            Some(why) => {
+                refusal = format!(
+                    "this command is not read-only ({why}), and shell commands other than read-only ones are"
+                );
+                refusal.as_str()
+            }
+        },
         ToolKind::Edit => "file changes are",
         ToolKind::SpawnAgent => "starting other agents is",
         ToolKind::Message { .. } => "messages other than your teachback are",
