@@ -36,8 +36,8 @@ pub use models::{
 pub use notifiers::NotifierConfig;
 pub use personalities::PersonalitiesConfig;
 pub use policy::{
-    BudgetLimit, BudgetsConfig, RetryConfig, RolloutMode, RunnerConfig, SignoffConfig, TeachbackConfig,
-    UnboundSessionPolicy,
+    BudgetLimit, BudgetsConfig, ROLLOUT_ENV_VAR, RetryConfig, RolloutMode, RunnerConfig, SignoffConfig,
+    TeachbackConfig, UnboundSessionPolicy,
 };
 pub use tiers::{Runtime, TierConfig, TiersConfig, default_capability, default_runtime};
 pub use visibility::{InspectionGates, LogLevel, VisibilityConfig};

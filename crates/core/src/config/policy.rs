@@ -68,6 +68,11 @@ impl fmt::Display for RolloutMode {
     }
 }
 
+/// The variable in which a runner gives the agents it starts the rollout mode in force (`shadow`, `warn`,
+/// `enforce`), resolved once from team.yaml and its override when the run starts. `agency hook` in a run
+/// reads the mode only from here, never from team.yaml, which the agent might have written.
+pub const ROLLOUT_ENV_VAR: &str = "AGENCY_ROLLOUT_MODE";
+
 /// What the hook does in an external agent session that no run or brief is bound to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

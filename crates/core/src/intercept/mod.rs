@@ -147,6 +147,19 @@ impl Verdict {
     pub fn runs(&self) -> bool {
         !matches!(self, Verdict::Deny { .. })
     }
+
+    /// This verdict, reached under enforce, as `rollout` has it: a denial becomes a would-have-denied under
+    /// shadow and warn; every other verdict stands. `decide(kind, gate, ..).under(rollout)` with
+    /// `gate.rollout` enforce equals deciding under `rollout`, so a caller may look the rollout mode up only
+    /// when the call would be denied.
+    pub fn under(self, rollout: RolloutMode) -> Verdict {
+        match (self, rollout) {
+            (Verdict::Deny { reason }, RolloutMode::Shadow | RolloutMode::Warn) => {
+                Verdict::WouldDeny { rollout, reason }
+            }
+            (verdict, _) => verdict,
+        }
+    }
 }
 
 /// What the gate blocks, before the rollout mode softens it.

@@ -294,3 +294,31 @@ fn a_refused_shell_command_is_told_why() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn deciding_under_enforce_then_softening_equals_deciding_under_the_rollout() {
+    let configs = [TeachbackConfig::default()];
+    let mut cases = 0;
+    for (tool, input, _) in calls() {
+        let kind = classify(tool, &input);
+        for state in TeachbackState::ALL {
+            for mode in MODES {
+                for rollout in RolloutMode::ALL {
+                    let enforce = GateState {
+                        state,
+                        mode,
+                        rollout: RolloutMode::Enforce,
+                    };
+                    let actual = GateState { rollout, ..enforce };
+                    assert_eq!(
+                        decide(&kind, enforce, &configs[0], &[]).under(rollout),
+                        decide(&kind, actual, &configs[0], &[]),
+                        "{tool} {state} {mode:?} {rollout}"
+                    );
+                    cases += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(cases, calls().len() * 4 * 2 * 3);
+}
