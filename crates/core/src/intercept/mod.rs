@@ -281,7 +281,8 @@ pub fn is_agency_teachback_command(command: &str) -> bool {
     }
     let mut words = command.split_whitespace();
     let program = words.next().unwrap_or_default();
-    let program_ok = program == "agency" || program.ends_with("/agency");
+    // By name or by absolute path: a relative `./agency` could be any file in the worktree.
+    let program_ok = program == "agency" || (program.starts_with('/') && program.ends_with("/agency"));
     program_ok
         && words.next() == Some("teachback")
         && matches!(words.next(), Some("submit" | "show" | "list"))

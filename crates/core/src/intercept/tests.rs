@@ -53,6 +53,11 @@ fn calls() -> Vec<(&'static str, serde_json::Value, Expect)> {
         ),
         (
             "Bash",
+            json!({"command": "./agency teachback submit x"}),
+            Expect::Block,
+        ),
+        (
+            "Bash",
             json!({"command": "agency teachback submit; rm -rf ."}),
             Expect::Block,
         ),
