@@ -16,67 +16,74 @@ impl fmt::Display for Unsplittable {
     }
 }
 
+/// The commands read so far, and the word being read.
+#[derive(Debug, Default)]
+struct Splitter {
+    commands: Vec<Vec<String>>,
+    words: Vec<String>,
+    word: String,
+    /// Whether any of `word` has been read: `''` is an empty word, not none.
+    in_word: bool,
+    /// Whether the last separator was `&&`, `||` or `|`, which the line may not end with.
+    needs_command: bool,
+}
+
+impl Splitter {
+    fn end_word(&mut self) {
+        if self.in_word {
+            self.words.push(std::mem::take(&mut self.word));
+            self.in_word = false;
+        }
+    }
+
+    /// Ends the command before `separator`, which must have one.
+    fn end_command(&mut self, separator: &str) -> Result<(), Unsplittable> {
+        self.end_word();
+        if self.words.is_empty() {
+            return Err(Unsplittable(format!("`{separator}` with no command before it")));
+        }
+        self.commands.push(std::mem::take(&mut self.words));
+        self.needs_command = matches!(separator, "&&" | "||" | "|");
+        Ok(())
+    }
+}
+
 /// Splits `line` into simple commands, each a list of words with quotes and escapes removed. A line with
 /// no command at all is refused too: there is nothing to allow.
 pub fn split(line: &str) -> Result<Vec<Vec<String>>, Unsplittable> {
     let refuse = |what: &str| Err(Unsplittable(what.to_string()));
-    let mut commands: Vec<Vec<String>> = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    // The word being read, and whether any of it has been read (`''` is an empty word, not none).
-    let mut word = String::new();
-    let mut in_word = false;
-    // Whether the last separator was `&&`, `||` or `|`, which the line may not end with.
-    let mut needs_command = false;
+    let mut at = Splitter::default();
     let mut chars = line.chars().peekable();
-
-    fn end_word(words: &mut Vec<String>, word: &mut String, in_word: &mut bool) {
-        if *in_word {
-            words.push(std::mem::take(word));
-            *in_word = false;
-        }
-    }
-    fn end_command(
-        commands: &mut Vec<Vec<String>>,
-        words: &mut Vec<String>,
-        separator: &str,
-    ) -> Result<(), Unsplittable> {
-        if words.is_empty() {
-            return Err(Unsplittable(format!("`{separator}` with no command before it")));
-        }
-        commands.push(std::mem::take(words));
-        Ok(())
-    }
-
     while let Some(c) = chars.next() {
         match c {
-            ' ' | '\t' => end_word(&mut words, &mut word, &mut in_word),
+            ' ' | '\t' => at.end_word(),
             '\'' => {
-                in_word = true;
+                at.in_word = true;
                 loop {
                     match chars.next() {
                         Some('\'') => break,
-                        Some(c) => word.push(c),
+                        Some(c) => at.word.push(c),
                         None => return refuse("a single quote is not closed"),
                     }
                 }
             }
             '"' => {
-                in_word = true;
+                at.in_word = true;
                 loop {
                     match chars.next() {
                         Some('"') => break,
                         Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
+                            Some(c @ ('"' | '\\' | '$' | '`')) => at.word.push(c),
                             Some('\n') => {}
                             Some(c) => {
-                                word.push('\\');
-                                word.push(c);
+                                at.word.push('\\');
+                                at.word.push(c);
                             }
                             None => return refuse("a double quote is not closed"),
                         },
                         Some('$') => return refuse("`$` expands inside double quotes"),
                         Some('`') => return refuse("a backtick substitutes a command"),
-                        Some(c) => word.push(c),
+                        Some(c) => at.word.push(c),
                         None => return refuse("a double quote is not closed"),
                     }
                 }
@@ -85,70 +92,48 @@ pub fn split(line: &str) -> Result<Vec<Vec<String>>, Unsplittable> {
                 // A line continuation joins the lines.
                 Some('\n') => {}
                 Some(c) => {
-                    in_word = true;
-                    word.push(c);
+                    at.in_word = true;
+                    at.word.push(c);
                 }
                 None => return refuse("the line ends with a backslash"),
             },
             '\n' => {
-                end_word(&mut words, &mut word, &mut in_word);
+                at.end_word();
                 // A blank line, or a newline after `&&`, `||` or `|`, ends no command.
-                if !words.is_empty() {
-                    end_command(&mut commands, &mut words, "newline")?;
-                    needs_command = false;
+                if !at.words.is_empty() {
+                    at.end_command("newline")?;
                 }
             }
-            ';' => {
-                end_word(&mut words, &mut word, &mut in_word);
-                if chars.peek() == Some(&';') {
-                    return refuse("`;;` belongs to a case statement");
-                }
-                end_command(&mut commands, &mut words, ";")?;
-                needs_command = false;
-            }
-            '&' => {
-                end_word(&mut words, &mut word, &mut in_word);
-                if chars.next_if_eq(&'&').is_none() {
-                    return refuse("`&` runs a command in the background or redirects");
-                }
-                end_command(&mut commands, &mut words, "&&")?;
-                needs_command = true;
-            }
-            '|' => {
-                end_word(&mut words, &mut word, &mut in_word);
-                match chars.peek() {
-                    Some('|') => {
-                        chars.next();
-                        end_command(&mut commands, &mut words, "||")?;
-                    }
-                    Some('&') => return refuse("`|&` redirects standard error"),
-                    _ => end_command(&mut commands, &mut words, "|")?,
-                }
-                needs_command = true;
-            }
+            ';' if chars.peek() == Some(&';') => return refuse("`;;` belongs to a case statement"),
+            ';' => at.end_command(";")?,
+            '&' if chars.next_if_eq(&'&').is_some() => at.end_command("&&")?,
+            '&' => return refuse("`&` runs a command in the background or redirects"),
+            '|' if chars.next_if_eq(&'|').is_some() => at.end_command("||")?,
+            '|' if chars.peek() == Some(&'&') => return refuse("`|&` redirects standard error"),
+            '|' => at.end_command("|")?,
             '>' | '<' => return refuse("a redirection (`>`, `>>`, `<`, `<(`) reads or writes a file"),
             '$' => return refuse("`$` expands a variable or substitutes a command"),
             '`' => return refuse("a backtick substitutes a command"),
             '(' | ')' => return refuse("parentheses start a subshell or a substitution"),
             '{' | '}' => return refuse("braces expand into several words or group commands"),
             '*' | '?' | '[' => return refuse("an unquoted glob (`*`, `?`, `[`) expands to file names"),
-            '#' if !in_word => return refuse("`#` starts a comment"),
+            '#' if !at.in_word => return refuse("`#` starts a comment"),
             c => {
-                in_word = true;
-                word.push(c);
+                at.in_word = true;
+                at.word.push(c);
             }
         }
     }
-    end_word(&mut words, &mut word, &mut in_word);
-    if !words.is_empty() {
-        commands.push(words);
-    } else if needs_command {
+    at.end_word();
+    if !at.words.is_empty() {
+        at.commands.push(at.words);
+    } else if at.needs_command {
         return refuse("the line ends with `&&`, `||` or `|`, which need a command after them");
     }
-    if commands.is_empty() {
+    if at.commands.is_empty() {
         return refuse("there is no command");
     }
-    Ok(commands)
+    Ok(at.commands)
 }
 
 /// `argv` as one command line that [`split`] reads back as exactly `argv`: each word single-quoted unless
