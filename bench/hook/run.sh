@@ -61,20 +61,29 @@ export AGENCY_DB="$work/.agency/agency.db"
 - Least confident: v" >/dev/null
 "$agency" teachback approve "$open_brief" >/dev/null
 
+# A plain session's pending brief (bound to a session, no AGENCY_BRIEF): its denial reads the rollout mode
+# from the team.yaml committed at HEAD, which costs a git process.
+git add .agency/team.yaml
+git -c user.name=bench -c user.email=bench@example.com commit -q -m team
+"$agency" teachback start --title "plain session brief" --variety 2,2,2,2 --session bench-plain >/dev/null
+
 cat > event.json <<JSON
 {"session_id":"bench","transcript_path":"/dev/null","cwd":"$work","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"$work/x.txt","content":"hi"},"tool_use_id":"toolu_1"}
 JSON
+sed 's/"session_id":"bench"/"session_id":"bench-plain"/' event.json > plain-event.json
 # Both hooks must give the same answers before they are timed.
 AGENCY_BRIEF="$open_brief" "$agency" hook < event.json | grep -q '"allow"'
 AGENCY_BRIEF="$open_brief" python3 "$here/reference_hook.py" < event.json | grep -q '"allow"'
 AGENCY_BRIEF="$pending_brief" "$agency" hook < event.json | grep -q '"deny"'
 AGENCY_BRIEF="$pending_brief" python3 "$here/reference_hook.py" < event.json | grep -q '"deny"'
+AGENCY_BRIEF= "$agency" hook < plain-event.json | grep -q '"deny"'
 
 # One hyperfine per environment: -N runs each command directly, so the variables are exported to it.
 bench() { # NAME BRIEF COMMAND...
-  local name="$1" brief="$2"
+  local name="$1" brief="$2" input=event.json
   shift 2
-  AGENCY_BRIEF="$brief" "$hyperfine" -N --warmup 20 --runs "$runs" --style none --input event.json \
+  [ -n "$brief" ] || input=plain-event.json
+  AGENCY_BRIEF="$brief" "$hyperfine" -N --warmup 20 --runs "$runs" --style none --input "$input" \
     --export-json "$work/$name.json" -n "$name" "$*"
 }
 echo "== $("$hyperfine" --version): $runs runs each, -N, stdin from the event file; $(nproc) cores"
@@ -82,6 +91,7 @@ echo "   load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 bench allow "$open_brief" "$agency" hook
 bench python "$open_brief" python3 "$here/reference_hook.py"
 bench deny "$pending_brief" "$agency" hook
+bench plain "" "$agency" hook
 echo "   load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 
 python3 - "$work" <<'PY'
@@ -96,6 +106,7 @@ labels = {
     "allow": "agency hook (allow)",
     "python": "python hook (allow)",
     "deny": "agency hook (deny, recorded)",
+    "plain": "plain session (deny, recorded)",
 }
 rows = {name: stats(name) for name in labels}
 for name, (median, p99, cpu) in rows.items():

@@ -125,10 +125,12 @@ pub fn gate_to_decide(store: &dyn Blackboard, run: RunId) -> CommandResult<Gate>
     Err(error)
 }
 
-/// Who is deciding, for the record: `cli:<user>`.
+/// Who is deciding, for the record: `cli:<user>`, the name the passwd database gives the process's
+/// (effective) uid, or `cli:uid:<n>` when it gives none. Never `$USER` or `$LOGNAME`: whoever starts the
+/// process sets those, so they would let anyone sign a decision as anyone.
 pub fn decider() -> String {
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into());
-    format!("cli:{user}")
+    match whoami::username() {
+        Ok(name) if !name.is_empty() => format!("cli:{name}"),
+        _ => format!("cli:uid:{}", rustix::process::geteuid().as_raw()),
+    }
 }

@@ -174,6 +174,11 @@ pub fn build_engine(
     let agency = std::env::current_exe()
         .map_err(|e| CommandError::internal(format!("cannot locate the agency binary for the hook: {e}")))?;
     let secrets = provider_keys(&team);
+    // Resolved here, from team.yaml as the run read it and the runner's own environment, and handed to each
+    // hook-gated agent in its environment: the hook must not take it from a file the agent could write.
+    let rollout = team
+        .effective_teachback_mode(std::env::var(&team.teachback.mode_env_var).ok().as_deref())
+        .map_err(|e| CommandError::input(e.to_string()))?;
     let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
     for choice in &choices {
         let provider = providers
@@ -187,6 +192,7 @@ pub fn build_engine(
             // (`hook_free`), so the empty path is never used.
             db: ws.db.sqlite().map(Path::to_path_buf).unwrap_or_default(),
             config: ws.config.is_file().then(|| ws.config.clone()),
+            rollout,
             state_dir: agency_dir.join("agents"),
             command: team.tiers.get(choice.tier).command.clone(),
             secrets: secrets.clone(),

@@ -4,10 +4,15 @@
 //!
 //! Failures are never panics. For a runner-spawned agent ([`ENV_BRIEF`] set) any failure denies the call;
 //! in a plain session `teachback.unbound_session_default` decides, and an open gate says so loudly.
+//!
+//! The rollout mode (shadow, warn, enforce) can turn a denial into an allow, so it is never read from a file
+//! the agent may have written: a runner passes it in [`ROLLOUT_ENV_VAR`], and a plain session takes it from
+//! the team.yaml committed at HEAD. It is looked up only when a call would be denied, or a TaskCreate is
+//! refused: the allow path pays nothing for it.
 
 use std::path::Path;
 
-use agency_core::config::{RolloutMode, TeachbackConfig, TeamConfig, UnboundSessionPolicy};
+use agency_core::config::{ROLLOUT_ENV_VAR, RolloutMode, TeachbackConfig, TeamConfig, UnboundSessionPolicy};
 use agency_core::intercept::{self, GateState, ToolKind, Verdict, task_create};
 use agency_core::teachback::{TeachbackAction, TeachbackState, transition};
 use agency_core::variety::TeachbackMode;
@@ -97,8 +102,7 @@ fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
     };
     let Some((store, id)) = bound else {
         let config = env.team_config(cwd)?;
-        let rollout = rollout(&config)?;
-        return Ok(unbound(&kind, event, &config, rollout));
+        return unbound(&kind, event, env, &config);
     };
     let brief = store.get_brief(id).map_err(|e| {
         let e = e.to_string();
@@ -113,80 +117,106 @@ fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
         return Ok(Answer::Allow);
     }
     let config = env.team_config(cwd)?;
-    let rollout = rollout(&config)?;
     let corrections = if brief.teachback == TeachbackState::Correcting {
         history::latest_corrections(&store, &brief).map_err(|e| e.to_string())?
     } else {
         Vec::new()
     };
+    // Decided as under enforce; only a denial needs the real rollout mode, which may soften it.
     let gate = GateState {
         state: brief.teachback,
         mode,
-        rollout,
+        rollout: RolloutMode::Enforce,
     };
     let db = db.unwrap_or_default();
     // Only a submission or a denial writes; it opens its handle while this one still holds the WAL index.
     let writer = || appender(&db, store);
-    Ok(
-        match intercept::decide(&kind, gate, &config.teachback, &corrections) {
-            Verdict::Allow if kind == ToolKind::TaskCreate => task_create_answer(event, rollout),
-            Verdict::Allow => Answer::Allow,
-            Verdict::Submit(teachback) => match submit(writer(), &brief, mode, &teachback, event) {
-                Ok(()) => Answer::Allow,
-                Err(problem) => Answer::Deny(format!(
-                    "agency hook: your teachback could not be recorded ({problem}); send it again"
-                )),
-            },
-            Verdict::Deny { reason } => {
-                record(writer(), &brief, tool, &reason, rollout, &config.teachback);
-                Answer::Deny(format!(
-                    "{reason} (brief {} \"{}\")",
-                    brief.id.short(),
-                    brief.title
-                ))
-            }
-            Verdict::WouldDeny { rollout, reason } => {
-                record(writer(), &brief, tool, &reason, rollout, &config.teachback);
-                match rollout {
-                    RolloutMode::Warn => Answer::Warn(reason),
-                    _ => Answer::Allow,
-                }
-            }
+    let verdict = match intercept::decide(&kind, gate, &config.teachback, &corrections) {
+        Verdict::Deny { reason } => Verdict::Deny { reason }.under(rollout(env, cwd)?),
+        verdict => verdict,
+    };
+    Ok(match verdict {
+        Verdict::Allow if kind == ToolKind::TaskCreate => task_create_answer(event, env)?,
+        Verdict::Allow => Answer::Allow,
+        Verdict::Submit(teachback) => match submit(writer(), &brief, mode, &teachback, event) {
+            Ok(()) => Answer::Allow,
+            Err(problem) => Answer::Deny(format!(
+                "agency hook: your teachback could not be recorded ({problem}); send it again"
+            )),
         },
-    )
+        Verdict::Deny { reason } => {
+            record(
+                writer(),
+                &brief,
+                tool,
+                &reason,
+                RolloutMode::Enforce,
+                &config.teachback,
+            );
+            Answer::Deny(format!(
+                "{reason} (brief {} \"{}\")",
+                brief.id.short(),
+                brief.title
+            ))
+        }
+        Verdict::WouldDeny { rollout, reason } => {
+            record(writer(), &brief, tool, &reason, rollout, &config.teachback);
+            match rollout {
+                RolloutMode::Warn => Answer::Warn(reason),
+                _ => Answer::Allow,
+            }
+        }
+    })
 }
 
-/// The rollout mode in force: team.yaml, overridden by its environment variable.
-fn rollout(config: &TeamConfig) -> Result<RolloutMode, String> {
-    let env = std::env::var(&config.teachback.mode_env_var).ok();
+/// The rollout mode in force. A runner-spawned agent's is the one its runner resolved and passed in
+/// [`ROLLOUT_ENV_VAR`] (enforce when it passed none); a plain session's is the committed team.yaml's,
+/// overridden by the variable it names (`AGENCY_TEACHBACK_MODE`) in the hook's environment.
+fn rollout(env: &HookEnv, cwd: Option<&Path>) -> Result<RolloutMode, String> {
+    if env.brief.is_some() {
+        let Some(value) = env.rollout.as_deref() else {
+            return Ok(RolloutMode::Enforce);
+        };
+        return RolloutMode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str().eq_ignore_ascii_case(value.trim()))
+            .ok_or_else(|| {
+                format!("{ROLLOUT_ENV_VAR}: expected one of shadow, warn, enforce, found {value:?}")
+            });
+    }
+    let config = env.committed_team_config(cwd)?;
+    let value = std::env::var(&config.teachback.mode_env_var).ok();
     config
-        .effective_teachback_mode(env.as_deref())
+        .effective_teachback_mode(value.as_deref())
         .map_err(|e| e.to_string())
 }
 
 /// A session bound to no brief: TaskCreate is still validated; everything else follows the policy.
-fn unbound(kind: &ToolKind, event: &HookEvent, config: &TeamConfig, rollout: RolloutMode) -> Answer {
+fn unbound(kind: &ToolKind, event: &HookEvent, env: &HookEnv, config: &TeamConfig) -> Result<Answer, String> {
     if *kind == ToolKind::TaskCreate {
-        return task_create_answer(event, rollout);
+        return task_create_answer(event, env);
     }
-    match (config.teachback.unbound_session_default, kind) {
+    Ok(match (config.teachback.unbound_session_default, kind) {
         (UnboundSessionPolicy::Deny, k) if *k != ToolKind::ReadOnly => Answer::Deny(
             "agency hook: this session is bound to no brief and teachback.unbound_session_default is deny; \
              bind it with `agency teachback start --session <session_id> --brief <brief>`"
                 .into(),
         ),
         _ => Answer::Silent,
-    }
+    })
 }
 
 /// TaskCreate must carry variety dimensions; a valid one runs with the derived score and gates added.
-fn task_create_answer(event: &HookEvent, rollout: RolloutMode) -> Answer {
-    match (task_create::validate(&event.tool_input), rollout) {
-        (Ok(updated), _) => Answer::AllowUpdated(updated),
-        (Err(reason), RolloutMode::Enforce) => Answer::Deny(reason),
-        (Err(reason), RolloutMode::Warn) => Answer::Warn(reason),
-        (Err(_), RolloutMode::Shadow) => Answer::Silent,
-    }
+fn task_create_answer(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
+    let reason = match task_create::validate(&event.tool_input) {
+        Ok(updated) => return Ok(Answer::AllowUpdated(updated)),
+        Err(reason) => reason,
+    };
+    Ok(match rollout(env, event.cwd.as_deref())? {
+        RolloutMode::Enforce => Answer::Deny(reason),
+        RolloutMode::Warn => Answer::Warn(reason),
+        RolloutMode::Shadow => Answer::Silent,
+    })
 }
 
 /// A handle to record with, opened while `reader` is still open: a process that opens a WAL database

@@ -1,10 +1,13 @@
 //! Where the hook finds its brief, blackboard and configuration. A runner-spawned agent gets them from its
-//! environment ([`ENV_BRIEF`], [`ENV_DB`], [`ENV_CONFIG`]); a plain session finds `.agency/` above the
-//! session's working directory and its brief through a binding made by `agency teachback start`.
+//! environment ([`ENV_BRIEF`], [`ENV_DB`], [`ENV_CONFIG`], and the rollout mode in [`ROLLOUT_ENV_VAR`]); a
+//! plain session finds `.agency/` above the session's working directory, its brief through a binding made
+//! by `agency teachback start`, and its rollout mode in the team.yaml committed at HEAD
+//! ([`HookEnv::committed_team_config`]).
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
-use agency_core::config::{TeamConfig, parse_team_config};
+use agency_core::config::{ROLLOUT_ENV_VAR, TeamConfig, parse_team_config};
 
 use crate::workspace::{AGENCY_DIR, CONFIG_FILE, DB_FILE};
 
@@ -25,6 +28,8 @@ pub struct HookEnv {
     pub db: Option<PathBuf>,
     /// [`ENV_CONFIG`].
     pub config: Option<PathBuf>,
+    /// [`ROLLOUT_ENV_VAR`], when set and not empty: the rollout mode a runner resolved for its agents.
+    pub rollout: Option<String>,
     /// The process's working directory, used when the event carries no `cwd`.
     pub cwd: Option<PathBuf>,
 }
@@ -37,6 +42,7 @@ impl HookEnv {
             brief: var(ENV_BRIEF).map(|v| v.to_string_lossy().into_owned()),
             db: var(ENV_DB).map(PathBuf::from),
             config: var(ENV_CONFIG).map(PathBuf::from),
+            rollout: var(ROLLOUT_ENV_VAR).map(|v| v.to_string_lossy().into_owned()),
             cwd: std::env::current_dir().ok(),
         }
     }
@@ -69,5 +75,30 @@ impl HookEnv {
         let text =
             std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         parse_team_config(&text, &path.display().to_string()).map_err(|e| e.to_string())
+    }
+
+    /// The team configuration as committed at HEAD in the repository holding `.agency/` (`git cat-file blob
+    /// HEAD:./.agency/team.yaml`), never the working tree's, which an agent may have just written. The
+    /// defaults (rollout mode enforce) when there is none to read: no `.agency/` found, not a repository, no
+    /// commit yet, the file never committed, or git not runnable. A committed file that does not parse is an
+    /// error.
+    pub fn committed_team_config(&self, event_cwd: Option<&Path>) -> Result<TeamConfig, String> {
+        let Some(root) = self.root(event_cwd) else {
+            return Ok(TeamConfig::default());
+        };
+        let spec = format!("HEAD:./{AGENCY_DIR}/{CONFIG_FILE}");
+        let output = Command::new("git")
+            .arg("-C")
+            .arg(&root)
+            .args(["cat-file", "blob", &spec])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output();
+        let text = match output {
+            Ok(output) if output.status.success() => String::from_utf8(output.stdout)
+                .map_err(|_| format!("{spec} in {}: not UTF-8", root.display()))?,
+            _ => return Ok(TeamConfig::default()),
+        };
+        parse_team_config(&text, &format!("{spec} in {}", root.display())).map_err(|e| e.to_string())
     }
 }

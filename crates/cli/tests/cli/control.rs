@@ -5,7 +5,7 @@ use agency_core::RunId;
 use agency_core::gate::{GateKind, GateStatus};
 use agency_store::{Blackboard, NewGate, NewRun, RunStatus, SqliteBlackboard};
 
-use crate::support::Repo;
+use crate::support::{Repo, decider};
 
 fn run_with_gate(repo: &Repo, kind: GateKind) -> (SqliteBlackboard, RunId, agency_core::GateId) {
     let store = SqliteBlackboard::open(repo.db()).unwrap();
@@ -35,7 +35,7 @@ fn approve_by_prefix_is_seen_by_another_handle() {
     let gate = store.get_gate(gate).unwrap();
     assert_eq!(gate.status, GateStatus::Approved);
     assert_eq!(gate.note.as_deref(), Some("looks right"));
-    assert_eq!(gate.decided_by.as_deref(), Some("cli:tester"));
+    assert_eq!(gate.decided_by.as_deref(), Some(decider().as_str()));
 }
 
 #[test]

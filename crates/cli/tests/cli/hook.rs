@@ -125,7 +125,7 @@ fn shadow_and_warn_let_calls_through_and_record_them() {
     let brief = start_brief(&repo, "2,2,2,2");
     let shadow = hook(
         &repo,
-        &[("AGENCY_BRIEF", &brief), ("AGENCY_TEACHBACK_MODE", "shadow")],
+        &[("AGENCY_BRIEF", &brief), ("AGENCY_ROLLOUT_MODE", "shadow")],
         &write_event(&repo),
     );
     assert_eq!(shadow.decision(), "allow");
@@ -135,7 +135,7 @@ fn shadow_and_warn_let_calls_through_and_record_them() {
     );
     let warn = hook(
         &repo,
-        &[("AGENCY_BRIEF", &brief), ("AGENCY_TEACHBACK_MODE", "warn")],
+        &[("AGENCY_BRIEF", &brief), ("AGENCY_ROLLOUT_MODE", "warn")],
         &write_event(&repo),
     );
     assert_eq!(warn.decision(), "allow");
@@ -155,22 +155,70 @@ fn shadow_and_warn_let_calls_through_and_record_them() {
 }
 
 #[test]
-fn team_yaml_sets_the_rollout_and_the_environment_overrides_it() {
+fn a_runners_agent_takes_the_rollout_from_its_environment_never_from_team_yaml() {
     let repo = Repo::initialised();
     let brief = start_brief(&repo, "2,2,2,2");
+    // What an agent would write to switch its gate off: ignored in a run, committed or not.
     std::fs::write(
         repo.path().join(".agency/team.yaml"),
-        "teachback:\n  mode: warn\n",
+        "teachback:\n  mode: shadow\n",
     )
     .unwrap();
-    let env = [("AGENCY_BRIEF", brief.as_str())];
-    assert!(hook(&repo, &env, &write_event(&repo)).json["systemMessage"].is_string());
-    let forced = hook(
-        &repo,
-        &[("AGENCY_BRIEF", &brief), ("AGENCY_TEACHBACK_MODE", "enforce")],
-        &write_event(&repo),
+    repo.commit("shadow");
+    let with = |extra: &[(&str, &str)]| {
+        let mut env = vec![("AGENCY_BRIEF", brief.as_str())];
+        env.extend_from_slice(extra);
+        hook(&repo, &env, &write_event(&repo))
+    };
+    // No mode passed by the runner: enforce.
+    assert_eq!(with(&[]).decision(), "deny");
+    assert_eq!(with(&[("AGENCY_TEACHBACK_MODE", "shadow")]).decision(), "deny");
+    let warned = with(&[("AGENCY_ROLLOUT_MODE", "warn")]);
+    assert_eq!(warned.decision(), "allow");
+    assert!(warned.json["systemMessage"].is_string(), "{warned:?}");
+    let bad = with(&[("AGENCY_ROLLOUT_MODE", "off")]);
+    assert_eq!(bad.decision(), "deny");
+    assert!(
+        bad.reason()
+            .contains("AGENCY_ROLLOUT_MODE: expected one of shadow, warn, enforce, found \"off\""),
+        "{}",
+        bad.reason()
     );
-    assert_eq!(forced.decision(), "deny");
+}
+
+#[test]
+fn a_plain_session_takes_the_rollout_from_the_committed_team_yaml() {
+    let repo = Repo::initialised();
+    repo.agency(&[
+        "teachback",
+        "start",
+        "--title",
+        "session work",
+        "--variety",
+        "2,2,2,2",
+        "--session",
+        "sess-1",
+    ])
+    .success();
+    let team = repo.path().join(".agency/team.yaml");
+    let decision = |env: &[(&str, &str)]| {
+        let run = hook(&repo, env, &write_event(&repo));
+        (run.decision().to_string(), run.json["systemMessage"].is_string())
+    };
+    let denied = ("deny".to_string(), false);
+    let warned = ("allow".to_string(), true);
+    // Not committed at all: the default, enforce, whatever the working tree says.
+    std::fs::write(&team, "teachback:\n  mode: shadow\n").unwrap();
+    assert_eq!(decision(&[]), denied);
+    // Committed: that mode.
+    std::fs::write(&team, "teachback:\n  mode: warn\n").unwrap();
+    repo.commit("warn");
+    assert_eq!(decision(&[]), warned);
+    // An uncommitted edit, as an agent's would be, changes nothing.
+    std::fs::write(&team, "teachback:\n  mode: shadow\n").unwrap();
+    assert_eq!(decision(&[]), warned);
+    // The variable in the hook's own environment still overrides it.
+    assert_eq!(decision(&[("AGENCY_TEACHBACK_MODE", "enforce")]), denied);
 }
 
 #[test]

@@ -112,6 +112,7 @@ pub fn hook_args(repo: &Repo, args: &[&str], env: &[(&str, &str)], stdin: &str) 
         "AGENCY_CONFIG",
         "AGENCY_BRIEF",
         "AGENCY_TEACHBACK_MODE",
+        "AGENCY_ROLLOUT_MODE",
     ] {
         command.env_remove(var);
     }

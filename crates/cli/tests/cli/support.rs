@@ -112,7 +112,9 @@ impl Repo {
             .current_dir(self.path())
             .env_remove("AGENCY_DB")
             .env_remove("AGENCY_CONFIG")
+            // Decisions are signed with the OS user, never these: set to show they are ignored.
             .env("USER", "tester")
+            .env("LOGNAME", "tester")
             .env("NO_COLOR", "1");
         for (name, value) in env {
             command.env(name, value);
@@ -182,6 +184,7 @@ impl Repo {
             .env_remove("AGENCY_DB")
             .env_remove("AGENCY_CONFIG")
             .env("USER", "tester")
+            .env("LOGNAME", "tester")
             .env("NO_COLOR", "1")
             .output()
             .expect("run agency");
@@ -189,6 +192,23 @@ impl Repo {
             output,
             args: args.iter().map(|s| s.to_string()).collect(),
         }
+    }
+}
+
+/// Who the CLI records as deciding: `cli:` and the OS user's name, asked of `id -un` (the passwd
+/// database, as agency asks it), or `cli:uid:<n>` when the uid has no name. Never `$USER`, which the
+/// tests set to `tester`.
+pub fn decider() -> String {
+    let id = |flag: &str| {
+        let out = Command::new("id").arg(flag).output().expect("run id");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        )
+    };
+    match id("-un") {
+        (true, name) if !name.is_empty() => format!("cli:{name}"),
+        _ => format!("cli:uid:{}", id("-u").1),
     }
 }
 

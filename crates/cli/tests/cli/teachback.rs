@@ -2,7 +2,7 @@
 //! show/list, and the stall ALERT raised once per stall.
 
 use crate::hook_support::{TEACHBACK, correct_teachback, start_brief, submit_teachback};
-use crate::support::Repo;
+use crate::support::{Repo, decider};
 
 fn state(repo: &Repo, brief: &str) -> String {
     let out = repo.agency(&["teachback", "show", brief]).success().stdout();
@@ -34,7 +34,10 @@ fn every_transition_of_a_blocking_teachback() {
     assert_eq!(state(&repo, &brief), "correcting");
     let show = repo.agency(&["teachback", "show", &brief]).success().stdout();
     assert!(
-        show.contains("review     corrections by cli:tester\n  - per message\n  - no new deps"),
+        show.contains(&format!(
+            "review     corrections by {}\n  - per message\n  - no new deps",
+            decider()
+        )),
         "{show}"
     );
     repo.agency(&["teachback", "approve", &brief]).fails_with(5);
@@ -45,7 +48,7 @@ fn every_transition_of_a_blocking_teachback() {
     assert_eq!(state(&repo, &brief), "active");
     let show = repo.agency(&["teachback", "show", &brief]).success().stdout();
     assert!(
-        show.contains("review     approved by cli:tester\nnote       go"),
+        show.contains(&format!("review     approved by {}\nnote       go", decider())),
         "{show}"
     );
     repo.agency(&["teachback", "approve", &brief]).fails_with(5);

@@ -11,7 +11,7 @@ use agency_core::{Event, Gate};
 use agency_store::{Blackboard, SqliteBlackboard};
 
 use crate::hook_support::{correct_teachback, start_brief, submit_teachback};
-use crate::support::{CALCULATOR_GOAL, Repo, events, finish, wait_for};
+use crate::support::{CALCULATOR_GOAL, Repo, decider, events, finish, wait_for};
 
 /// The medium-profile script: fix-add's teachback is blocking (variety 8).
 const SCRIPT: &str = include_str!("../../../engine/tests/scripts/medium.yaml");
@@ -61,7 +61,7 @@ fn approving_a_teachback_decides_its_gate_and_the_run_goes_on_at_once() {
     // Decided by the command itself, with its verdict and reviewer, not left for the runner or a timeout.
     let decided = store.get_gate(gate.id).unwrap();
     assert_eq!(decided.status, GateStatus::Approved);
-    assert_eq!(decided.decided_by.as_deref(), Some("cli:tester"));
+    assert_eq!(decided.decided_by.as_deref(), Some(decider().as_str()));
     assert_eq!(decided.note.as_deref(), Some("the teachback review: go ahead"));
 
     let (code, output) = finish(runner, Duration::from_secs(60));
@@ -83,7 +83,7 @@ fn approving_a_teachback_decides_its_gate_and_the_run_goes_on_at_once() {
         .collect();
     assert_eq!(reviews.len(), 1, "{reviews:?}");
     assert_eq!(reviews[0].kind, EventKind::TeachbackApproved);
-    assert_eq!(reviews[0].payload["reviewer"], "cli:tester");
+    assert_eq!(reviews[0].payload["reviewer"], decider());
     assert_eq!(reviews[0].payload["gate"], gate.id.to_string());
     let decisions = events
         .iter()
@@ -123,7 +123,7 @@ fn correcting_a_teachback_rejects_its_gate_with_the_corrections() {
     );
     let decided = store.get_gate(gate.id).unwrap();
     assert_eq!(decided.status, GateStatus::Rejected);
-    assert_eq!(decided.decided_by.as_deref(), Some("cli:tester"));
+    assert_eq!(decided.decided_by.as_deref(), Some(decider().as_str()));
     assert_eq!(
         decided.note.as_deref(),
         Some("the teachback review: per message; no new deps")

@@ -8,7 +8,7 @@ use agency_core::TeachbackState;
 use agency_store::{Blackboard, SqliteBlackboard};
 
 use crate::hook_support::start_brief;
-use crate::support::Repo;
+use crate::support::{Repo, decider};
 
 /// A complete teachback, one flag per field.
 const FIELDS: [&str; 12] = [
@@ -75,7 +75,10 @@ fn an_agent_waits_for_its_review_and_reads_it() {
     );
     assert!(stdout.contains("now under_review"), "{stdout}");
     assert!(
-        stdout.contains("Teachback corrections requested by cli:tester: 1. name the file's encoding"),
+        stdout.contains(&format!(
+            "Teachback corrections requested by {}: 1. name the file's encoding",
+            decider()
+        )),
         "{stdout}"
     );
 
@@ -87,8 +90,10 @@ fn an_agent_waits_for_its_review_and_reads_it() {
     let out = agent.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("Teachback approved by cli:tester: go on with the work")
-            && stdout.contains("Note: fine"),
+        stdout.contains(&format!(
+            "Teachback approved by {}: go on with the work",
+            decider()
+        )) && stdout.contains("Note: fine"),
         "{stdout}"
     );
 }

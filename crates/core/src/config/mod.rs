@@ -38,8 +38,8 @@ pub use models::{
 pub use notifiers::NotifierConfig;
 pub use personalities::PersonalitiesConfig;
 pub use policy::{
-    BudgetLimit, BudgetsConfig, RetryConfig, RolloutMode, RunnerConfig, SignoffConfig, TeachbackConfig,
-    UnboundSessionPolicy,
+    BudgetLimit, BudgetsConfig, ROLLOUT_ENV_VAR, RetryConfig, RolloutMode, RunnerConfig, SignoffConfig,
+    TeachbackConfig, UnboundSessionPolicy,
 };
 pub use priced::{UnpricedModel, UnpricedUnderUsd};
 pub use secrets::SecretsConfig;

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{ConfigError, ConfigProblem, quote};
 use super::models::{CapabilityLevel, ModelBinding};
+use crate::intercept::readonly::{self, NotReadOnly};
 
 /// The `retry` section: how often work is retried before it escalates, and when escalation needs a human.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -67,6 +68,11 @@ impl fmt::Display for RolloutMode {
     }
 }
 
+/// The variable in which a runner gives the agents it starts the rollout mode in force (`shadow`, `warn`,
+/// `enforce`), resolved once from team.yaml and its override when the run starts. `agency hook` in a run
+/// reads the mode only from here, never from team.yaml, which the agent might have written.
+pub const ROLLOUT_ENV_VAR: &str = "AGENCY_ROLLOUT_MODE";
+
 /// What the hook does in an external agent session that no run or brief is bound to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -88,8 +94,9 @@ pub struct TeachbackConfig {
     /// A teachback not reviewed within this many minutes raises `META-BLOCK: orchestrator unreachable`.
     /// Default 15.
     pub review_timeout_minutes: u32,
-    /// Shell commands an agent may run while its teachback is pending, as word prefixes
-    /// (`git diff` allows `git diff --stat`, not `git different`); see [`TeachbackConfig::allows_readonly_bash`].
+    /// Shell commands an agent may run while its teachback is pending, chosen from those agency has a
+    /// read-only grammar for (`git diff`, `ls`, `find`, ...: [`readonly::READ_ONLY_COMMANDS`]); each is
+    /// checked option by option, see [`TeachbackConfig::allows_readonly_bash`].
     pub readonly_bash: Vec<String>,
     /// What the hook does in a session bound to no brief. Default allow.
     pub unbound_session_default: UnboundSessionPolicy,
@@ -116,6 +123,7 @@ impl Default for TeachbackConfig {
                 "pwd",
                 "grep",
                 "rg",
+                "find",
             ]
             .map(String::from)
             .to_vec(),
@@ -124,10 +132,6 @@ impl Default for TeachbackConfig {
         }
     }
 }
-
-/// Characters that chain, redirect or substitute in a shell: a command holding one is never read-only
-/// by prefix alone (`cat x > y`, `ls; rm -rf .`).
-const SHELL_METACHARACTERS: [char; 10] = ['|', ';', '&', '>', '<', '`', '$', '(', ')', '\n'];
 
 impl TeachbackConfig {
     /// The rollout mode in force: the environment override when set and not empty, else `mode`.
@@ -150,17 +154,21 @@ impl TeachbackConfig {
             })
     }
 
-    /// Whether a shell command may run while a teachback is pending: it starts with one of the
-    /// `readonly_bash` prefixes word for word and does not chain, redirect or substitute.
+    /// Whether a shell command may run while a teachback is pending: every command in it is one of the
+    /// read-only commands `readonly_bash` names, with only the options agency knows to be read-only
+    /// ([`crate::intercept::readonly`]).
     pub fn allows_readonly_bash(&self, command: &str) -> bool {
-        if command.contains(SHELL_METACHARACTERS) {
-            return false;
-        }
-        let words: Vec<&str> = command.split_whitespace().collect();
-        self.readonly_bash.iter().any(|prefix| {
-            let prefix: Vec<&str> = prefix.split_whitespace().collect();
-            !prefix.is_empty() && words.starts_with(&prefix)
-        })
+        self.readonly_bash_refusal(command).is_none()
+    }
+
+    /// Why a shell command may not run while a teachback is pending, or `None` when it may.
+    pub fn readonly_bash_refusal(&self, command: &str) -> Option<NotReadOnly> {
+        let enabled = |name: &str| {
+            self.readonly_bash
+                .iter()
+                .any(|listed| readonly::command_named(listed).is_some_and(|c| c.name == name))
+        };
+        readonly::check(command, &enabled).err()
     }
 }
 

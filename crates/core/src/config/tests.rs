@@ -433,11 +433,25 @@ fn teachback_mode_env_override() {
 }
 
 #[test]
-fn readonly_bash_matches_whole_words_and_refuses_chaining() {
+fn readonly_bash_names_only_commands_agency_has_a_grammar_for() {
+    let text = error_text("teachback:\n  readonly_bash: [git log, cargo tree]\n");
+    assert!(
+        text.contains(
+            "teachback.readonly_bash[1]: expected one of the commands agency has a read-only grammar for \
+             (git status, git diff, git log, git show, ls, cat, head, tail, wc, pwd, grep, rg, find), found \
+             \"cargo tree\""
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn readonly_bash_checks_options_and_refuses_chaining() {
     let teachback = TeachbackConfig::default();
     for allowed in [
         "git status",
         "git diff --stat",
+        "git log --oneline | head -3",
         "ls -la src",
         "  cat README.md",
         "rg foo",
@@ -455,6 +469,8 @@ fn readonly_bash_matches_whole_words_and_refuses_chaining() {
         "git diff | sh",
         "",
         "rm -rf .",
+        "git log --output=.agency/team.yaml",
+        "rg --pre sh x",
     ] {
         assert!(!teachback.allows_readonly_bash(refused), "{refused}");
     }

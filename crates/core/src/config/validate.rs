@@ -8,6 +8,7 @@ use super::models::{CapabilityLevel, ModelBinding};
 use super::notifiers::NotifierConfig;
 use super::policy::BudgetLimit;
 use super::tiers::Runtime;
+use crate::intercept::readonly;
 use crate::tier::Tier;
 
 /// A problem found in a parsed config, before it is located in a file.
@@ -221,11 +222,16 @@ fn policies(config: &TeamConfig, issues: &mut Issues) {
         teachback.review_timeout_minutes,
     );
     issues.env_var_name("teachback.mode_env_var", &teachback.mode_env_var);
-    for (i, prefix) in teachback.readonly_bash.iter().enumerate() {
-        if prefix.trim().is_empty() {
+    for (i, name) in teachback.readonly_bash.iter().enumerate() {
+        if readonly::command_named(name).is_none() {
+            let known: Vec<&str> = readonly::READ_ONLY_COMMANDS.iter().map(|c| c.name).collect();
             issues.push(
                 format!("teachback.readonly_bash[{i}]"),
-                "expected a command prefix, found nothing",
+                format!(
+                    "expected one of the commands agency has a read-only grammar for ({}), found {}",
+                    known.join(", "),
+                    quote(name)
+                ),
             );
         }
     }

@@ -4,7 +4,8 @@
 //! it, so every front end blocks exactly the same calls.
 //!
 //! While a blocking brief is not `active` the agent may read (Read, Glob, Grep, LS, TaskGet, TaskList and
-//! their Codex equivalents), run the configured read-only shell commands, and send its teachback; every
+//! their Codex equivalents), run the configured read-only shell commands ([`readonly`]: exact options,
+//! not prefixes), and send its teachback; every
 //! other call is denied with a reason that says what to do next. Unknown tools are denied too: a gate
 //! that lets through what it does not recognise is no gate. Once `active`, or for advisory briefs,
 //! everything is allowed.
@@ -12,6 +13,7 @@
 //! [`classify`] names the tool (Claude Code and Codex spell some differently); [`teachback_text`] reads a
 //! teachback out of a message.
 
+pub mod readonly;
 pub mod task_create;
 pub mod teachback_text;
 
@@ -82,11 +84,14 @@ pub fn classify(tool_name: &str, input: &Value) -> ToolKind {
     } else if SHELL_TOOLS.contains(&tool_name) {
         let command = match input.get("command").or_else(|| input.get("cmd")) {
             Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(argv)) => argv
-                .iter()
-                .map(|a| a.as_str().unwrap_or_default())
-                .collect::<Vec<_>>()
-                .join(" "),
+            // Quoted so that the read-only check sees exactly these words: joined plainly, `["git", "log",
+            // "'", "--output=x", "'"]` would read as one quoted operand.
+            Some(Value::Array(argv)) => readonly::shell::join(
+                &argv
+                    .iter()
+                    .map(|a| a.as_str().unwrap_or_default())
+                    .collect::<Vec<_>>(),
+            ),
             _ => String::new(),
         };
         ToolKind::Shell { command }
@@ -141,6 +146,19 @@ impl Verdict {
     /// Whether the call may run.
     pub fn runs(&self) -> bool {
         !matches!(self, Verdict::Deny { .. })
+    }
+
+    /// This verdict, reached under enforce, as `rollout` has it: a denial becomes a would-have-denied under
+    /// shadow and warn; every other verdict stands. `decide(kind, gate, ..).under(rollout)` with
+    /// `gate.rollout` enforce equals deciding under `rollout`, so a caller may look the rollout mode up only
+    /// when the call would be denied.
+    pub fn under(self, rollout: RolloutMode) -> Verdict {
+        match (self, rollout) {
+            (Verdict::Deny { reason }, RolloutMode::Shadow | RolloutMode::Warn) => {
+                Verdict::WouldDeny { rollout, reason }
+            }
+            (verdict, _) => verdict,
+        }
     }
 }
 
@@ -198,11 +216,19 @@ fn block(kind: &ToolKind, gate: GateState, config: &TeachbackConfig, corrections
     if gate.mode == TeachbackMode::Advisory || !waiting {
         return Block::No;
     }
+    let refusal;
     let what = match kind {
         ToolKind::ReadOnly => return Block::No,
-        ToolKind::Shell { command } if config.allows_readonly_bash(command) => return Block::No,
         ToolKind::Shell { command } if is_agency_teachback_command(command) => return Block::No,
-        ToolKind::Shell { .. } => "shell commands other than the configured read-only ones are",
+        ToolKind::Shell { command } => match config.readonly_bash_refusal(command) {
+            None => return Block::No,
+            Some(why) => {
+                refusal = format!(
+                    "this command is not read-only ({why}), and shell commands other than read-only ones are"
+                );
+                refusal.as_str()
+            }
+        },
         ToolKind::Edit => "file changes are",
         ToolKind::SpawnAgent => "starting other agents is",
         ToolKind::Message { .. } => "messages other than your teachback are",
@@ -255,7 +281,8 @@ pub fn is_agency_teachback_command(command: &str) -> bool {
     }
     let mut words = command.split_whitespace();
     let program = words.next().unwrap_or_default();
-    let program_ok = program == "agency" || program.ends_with("/agency");
+    // By name or by absolute path: a relative `./agency` could be any file in the worktree.
+    let program_ok = program == "agency" || (program.starts_with('/') && program.ends_with("/agency"));
     program_ok
         && words.next() == Some("teachback")
         && matches!(words.next(), Some("submit" | "show" | "list"))

@@ -53,10 +53,33 @@ fn calls() -> Vec<(&'static str, serde_json::Value, Expect)> {
         ),
         (
             "Bash",
+            json!({"command": "./agency teachback submit x"}),
+            Expect::Block,
+        ),
+        (
+            "Bash",
             json!({"command": "agency teachback submit; rm -rf ."}),
             Expect::Block,
         ),
         ("Bash", json!({"command": "cat a > b"}), Expect::Block),
+        (
+            "Bash",
+            json!({"command": "git log --output=.agency/team.yaml"}),
+            Expect::Block,
+        ),
+        ("Bash", json!({"command": "rg --pre sh x"}), Expect::Block),
+        ("Bash", json!({"command": "find . -delete"}), Expect::Block),
+        // An argv is checked word for word: joined plainly, these quotes would hide `--output`.
+        (
+            "shell",
+            json!({"command": ["git", "log", "'", "--output=x", "'"]}),
+            Expect::Block,
+        ),
+        (
+            "shell",
+            json!({"command": ["bash", "-lc", "git log --oneline -5"]}),
+            Expect::Allow,
+        ),
         ("Bash", json!({"command": "rm -rf ."}), Expect::Block),
         ("Bash", json!({}), Expect::Block),
         ("Edit", json!({}), Expect::Block),
@@ -254,4 +277,53 @@ mod never_panics {
             let _ = task_create::validate(&input);
         }
     }
+}
+
+#[test]
+fn a_refused_shell_command_is_told_why() {
+    let gate = GateState {
+        state: TeachbackState::Pending,
+        mode: TeachbackMode::Blocking,
+        rollout: RolloutMode::Enforce,
+    };
+    let bash = classify("Bash", &json!({"command": "git log --output=x"}));
+    match decide(&bash, gate, &TeachbackConfig::default(), &[]) {
+        Verdict::Deny { reason } => assert!(
+            reason.starts_with(
+                "teachback gate: this command is not read-only (git log: `--output` is not an option agency \
+                 knows to be read-only), and shell commands other than read-only ones are not allowed while \
+                 the teachback is pending."
+            ),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn deciding_under_enforce_then_softening_equals_deciding_under_the_rollout() {
+    let configs = [TeachbackConfig::default()];
+    let mut cases = 0;
+    for (tool, input, _) in calls() {
+        let kind = classify(tool, &input);
+        for state in TeachbackState::ALL {
+            for mode in MODES {
+                for rollout in RolloutMode::ALL {
+                    let enforce = GateState {
+                        state,
+                        mode,
+                        rollout: RolloutMode::Enforce,
+                    };
+                    let actual = GateState { rollout, ..enforce };
+                    assert_eq!(
+                        decide(&kind, enforce, &configs[0], &[]).under(rollout),
+                        decide(&kind, actual, &configs[0], &[]),
+                        "{tool} {state} {mode:?} {rollout}"
+                    );
+                    cases += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(cases, calls().len() * 4 * 2 * 3);
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agency_core::Tier;
-use agency_core::config::{ProviderKind, Runtime, TeamConfig, TiersConfig};
+use agency_core::config::{ProviderKind, RolloutMode, Runtime, TeamConfig, TiersConfig};
 use agency_llm::Provider;
 
 use super::{
@@ -168,6 +168,9 @@ pub struct RuntimeSetup {
     pub db: PathBuf,
     /// The team configuration (`AGENCY_CONFIG` for the hook), when not the default location.
     pub config: Option<PathBuf>,
+    /// The teachback gate's rollout mode in force for the run, passed to the hook in the agent's
+    /// environment so that it is never read from a file the agent can write.
+    pub rollout: RolloutMode,
     /// Where external agents' private homes go (e.g. `.agency/agents`).
     pub state_dir: PathBuf,
     /// The tier's `command` argv from team.yaml, for `runtime: command`.
@@ -192,6 +195,7 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             let mut runtime =
                 ClaudeCodeRuntime::new(&setup.agency, &setup.db, setup.state_dir.join("claude-code"));
             runtime.config.clone_from(&setup.config);
+            runtime.rollout = setup.rollout;
             runtime.secrets.clone_from(&setup.secrets);
             let model = cli_model(choice, setup, ProviderKind::Anthropic)?;
             runtime.model = model.map(|m| m.model.clone());
@@ -203,6 +207,7 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
         Runtime::Codex => {
             let mut runtime = CodexRuntime::new(&setup.agency, &setup.db, setup.state_dir.join("codex"));
             runtime.config.clone_from(&setup.config);
+            runtime.rollout = setup.rollout;
             runtime.secrets.clone_from(&setup.secrets);
             runtime.provider.clone_from(&setup.codex_provider);
             let model = cli_model(choice, setup, ProviderKind::Openai)?;
@@ -493,6 +498,7 @@ mod tests {
             agency: "/usr/bin/agency".into(),
             db: ".agency/agency.db".into(),
             config: None,
+            rollout: RolloutMode::Enforce,
             state_dir: ".agency/agents".into(),
             command: None,
             secrets: vec![],

@@ -18,7 +18,7 @@ pub mod stream;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agency_core::config::ProviderKind;
+use agency_core::config::{ProviderKind, ROLLOUT_ENV_VAR, RolloutMode};
 use agency_llm::{BoxFuture, CancelToken, Price};
 use serde_json::json;
 
@@ -67,6 +67,8 @@ pub struct ClaudeCodeRuntime {
     pub db: PathBuf,
     /// The team configuration the hook reads (`AGENCY_CONFIG`), when not the default location.
     pub config: Option<PathBuf>,
+    /// The teachback gate's rollout mode, passed to the hook as [`ROLLOUT_ENV_VAR`] (default enforce).
+    pub rollout: RolloutMode,
     /// Where each agent's private HOME is made (`<state_dir>/<brief id>-<attempt>`).
     pub state_dir: PathBuf,
     /// `--model`, when set (in a run: the tier's model from team.yaml, when it is an Anthropic model; checked
@@ -93,6 +95,7 @@ impl ClaudeCodeRuntime {
             agency: agency.into(),
             db: db.into(),
             config: None,
+            rollout: RolloutMode::Enforce,
             state_dir: state_dir.into(),
             model: None,
             endpoint: None,
@@ -195,7 +198,9 @@ impl ClaudeCodeRuntime {
         for (name, value) in fixed {
             spec = spec.env(name, value);
         }
-        spec = spec.env("AGENCY_DB", &self.db);
+        spec = spec
+            .env("AGENCY_DB", &self.db)
+            .env(ROLLOUT_ENV_VAR, self.rollout.as_str());
         if let Some(config) = &self.config {
             spec = spec.env("AGENCY_CONFIG", config);
         }

@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agency_core::config::{ROLLOUT_ENV_VAR, RolloutMode};
 use agency_llm::{BoxFuture, CallMeta, CancelToken, Price, StopReason, Usage, UsageRecord, cost};
 use serde_json::{Value, json};
 
@@ -52,6 +53,8 @@ pub struct CodexRuntime {
     pub db: PathBuf,
     /// The team configuration the hook reads (`AGENCY_CONFIG`), when not the default location.
     pub config: Option<PathBuf>,
+    /// The teachback gate's rollout mode, passed to the hook as [`ROLLOUT_ENV_VAR`] (default enforce).
+    pub rollout: RolloutMode,
     /// Where each agent's CODEX_HOME is made (`<state_dir>/<brief id>-<attempt>`).
     pub state_dir: PathBuf,
     /// The model (`model` in its `config.toml`); Codex's default when unset. In a run: the tier's model from
@@ -81,6 +84,7 @@ impl CodexRuntime {
             agency: agency.into(),
             db: db.into(),
             config: None,
+            rollout: RolloutMode::Enforce,
             state_dir: state_dir.into(),
             model: None,
             provider: None,
@@ -189,7 +193,8 @@ impl CodexRuntime {
             .env("HOME", &home)
             .env("CODEX_HOME", &home)
             .env("AGENCY_BRIEF", task.brief.id.to_string())
-            .env("AGENCY_DB", &self.db);
+            .env("AGENCY_DB", &self.db)
+            .env(ROLLOUT_ENV_VAR, self.rollout.as_str());
         if let Some(config) = &self.config {
             spec = spec.env("AGENCY_CONFIG", config);
         }

@@ -171,10 +171,13 @@ async fn a_missing_claude_binary_is_reported_as_not_installed() {
 #[test]
 fn the_command_runs_in_the_default_permission_mode_with_the_gate_and_a_private_home() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = ClaudeCodeRuntime::new("/opt/agency tools/agency", "/runs/agency.db", dir.path());
+    let mut runtime = ClaudeCodeRuntime::new("/opt/agency tools/agency", "/runs/agency.db", dir.path());
+    runtime.rollout = agency_core::config::RolloutMode::Warn;
     let mut task = task(dir.path(), true, agency_exec::runtime::Access::ReadOnly);
-    // The runner passes its own HOME among the task's variables; the agent's private one must win.
+    // The runner passes its own HOME among the task's variables; the agent's private one must win, and so
+    // must the run's rollout mode.
     task.env.push(("HOME".into(), "/home/runner".into()));
+    task.env.push(("AGENCY_ROLLOUT_MODE".into(), "shadow".into()));
     let spec = runtime.command(&task, None);
     let args: Vec<String> = spec
         .args
@@ -212,6 +215,7 @@ fn the_command_runs_in_the_default_permission_mode_with_the_gate_and_a_private_h
     assert_eq!(env["AGENCY_DB"], "/runs/agency.db");
     // The key reaches Claude Code, not the commands and hooks it starts.
     assert_eq!(env["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"], "1");
+    assert_eq!(env["AGENCY_ROLLOUT_MODE"], "warn");
     assert!(
         spec.env
             .inherit

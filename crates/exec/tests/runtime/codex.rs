@@ -169,6 +169,24 @@ async fn a_read_only_codex_agent_cannot_write_even_when_the_gate_allows() {
 }
 
 #[test]
+fn the_hook_gets_the_runs_rollout_mode_in_its_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut runtime = CodexRuntime::new("/usr/bin/agency", "/repo/.agency/agency.db", dir.path());
+    let mode_of = |runtime: &CodexRuntime| {
+        let mut task = task(dir.path(), true, Access::ReadWrite);
+        task.env.push(("AGENCY_ROLLOUT_MODE".into(), "shadow".into()));
+        let spec = runtime.command(&task);
+        let set = spec.env.set.iter().rev();
+        set.filter(|(name, _)| name == "AGENCY_ROLLOUT_MODE")
+            .map(|(_, value)| value.to_string_lossy().into_owned())
+            .next()
+    };
+    assert_eq!(mode_of(&runtime).as_deref(), Some("enforce"));
+    runtime.rollout = agency_core::config::RolloutMode::Warn;
+    assert_eq!(mode_of(&runtime).as_deref(), Some("warn"));
+}
+
+#[test]
 fn read_only_agents_get_the_read_only_sandbox_whatever_the_setting() {
     let dir = tempfile::tempdir().unwrap();
     let mut runtime = CodexRuntime::new("/usr/bin/agency", "/repo/.agency/agency.db", dir.path());
