@@ -4,7 +4,8 @@
 //! order, every workstream's file on the integration branch, and — after `agency gc` — no worktree, no
 //! run branch but the integration branch and no driver left behind.
 //!
-//! `AGENCY_KILL_TRIALS` sets the number of trials (default 12 in the suite; a soak sets more).
+//! `AGENCY_KILL_TRIALS` sets the number of trials (default 12 in the suite; a soak sets more), and
+//! `AGENCY_KILL_FIRST` the number of the first (to replay one).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -80,7 +81,11 @@ fn trials() -> u64 {
 
 #[test]
 fn runs_killed_at_random_moments_resume_to_the_same_result() {
-    for trial in 0..trials() {
+    let first: u64 = std::env::var("AGENCY_KILL_FIRST")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    for trial in first..first + trials() {
         one_trial(trial);
     }
 }
@@ -116,10 +121,24 @@ fn one_trial(trial: u64) {
                 kills += 1;
                 break;
             }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "trial {trial}: a runner hung"
-            );
+            if started.elapsed() > Duration::from_secs(60) {
+                let _ = runner.kill();
+                let run = store.list_runs().unwrap().first().map(|r| r.id);
+                let state = run.map(|run| {
+                    let tree = repo.agency(&["inspect", &run.short(), "--all"]).stdout();
+                    let last: Vec<String> = events(&store, run)
+                        .iter()
+                        .rev()
+                        .take(25)
+                        .map(|e| format!("{} {} {}", e.seq, e.kind.as_str(), e.payload))
+                        .collect();
+                    format!("{tree}\nnewest events:\n{}", last.join("\n"))
+                });
+                panic!(
+                    "trial {trial}, attempt {attempt}: a runner hung\n{}",
+                    state.unwrap_or_default()
+                );
+            }
             std::thread::sleep(Duration::from_millis(5));
         }
         let (code, output) = finish(runner, Duration::from_secs(5));
