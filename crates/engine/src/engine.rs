@@ -826,6 +826,9 @@ impl Engine {
                 )?;
                 return Ok(());
             }
+            Err(RuntimeError::Model(err)) if crate::outage::is_outage(&err) => {
+                return crate::outage::pause_for(self, &brief, &err);
+            }
             Err(err) => {
                 return crate::advance::fail_brief(self, &brief, &format!("the agent could not run: {err}"));
             }
@@ -907,8 +910,6 @@ impl Engine {
     }
 }
 
-/// The `brief_status` event of moving `brief` from its status to `to`: `from`, `to` and the fields of
-/// `detail` (a reason or a note).
 /// `45 s`, `12 min`, `3 h 5 min`.
 fn human_duration(span: chrono::Duration) -> String {
     let seconds = span.num_seconds().max(0);
@@ -919,6 +920,8 @@ fn human_duration(span: chrono::Duration) -> String {
     }
 }
 
+/// The `brief_status` event of moving `brief` from its status to `to`: `from`, `to` and the fields of
+/// `detail` (a reason or a note).
 fn status_event(brief: &Brief, to: BriefStatus, detail: serde_json::Value) -> NewEvent {
     let mut payload = json!({ "from": brief.status.as_str(), "to": to.as_str() });
     if let (Some(map), serde_json::Value::Object(extra)) = (payload.as_object_mut(), detail) {

@@ -14,6 +14,7 @@ mod escalation;
 mod gates;
 mod leases;
 mod liveness;
+mod outage;
 mod profiles;
 mod signoff;
 mod verdicts;
