@@ -23,7 +23,7 @@ use crate::branches::RunBranches;
 use crate::crew::{AgentEnd, Launches};
 use crate::error::{EngineError, Result};
 use crate::hooks::{Reviewer, RunnerHooks};
-use crate::task::{Input, call_meta, render_prompt, system_blocks};
+use crate::task::{Input, call_meta, output_check, render_prompt, stamp_runner_facts, system_blocks};
 
 /// How the runner behaves, beyond team.yaml.
 #[derive(Debug, Clone)]
@@ -515,9 +515,13 @@ impl Engine {
                 Access::ReadOnly
             },
             ending: Ending::Report,
-            limits: self.options.limits,
+            limits: AgentLimits {
+                repair_attempts: self.config.runner.repair_attempts,
+                ..self.options.limits
+            },
             env: agent_env(),
             meta: call_meta(&brief),
+            check_output: output_check(&brief),
             worktree,
             brief: brief.clone(),
         };
@@ -777,23 +781,17 @@ impl Engine {
             return crate::advance::signal(self, &brief, signal);
         }
         let Some(report) = outcome.report else {
-            let why = match outcome.stop {
+            let why = match &outcome.stop {
                 AgentStop::TurnLimit => "used all its turns without reporting",
                 AgentStop::Timeout => "ran past its time limit",
                 AgentStop::Cancelled => "was cancelled",
+                AgentStop::Mistake(why) => why,
                 _ => "stopped without reporting its result",
             };
             return crate::advance::fail_brief(self, &brief, &format!("the agent {why}"));
         };
         let mut report = report;
-        if role == BriefRole::Plan {
-            // The run id and the goal anchor are the runner's facts, not the planner's: whatever the model
-            // wrote there is replaced, so the anchor stays verbatim.
-            if let Some(plan) = report.output.as_object_mut() {
-                plan.insert("run_id".into(), json!(brief.run.to_string()));
-                plan.insert("goal_anchor".into(), json!(brief.goal_anchor));
-            }
-        }
+        stamp_runner_facts(&brief, &mut report.output);
         if let Err(problems) = crate::advance::check_output(role, &report.output) {
             return crate::advance::fail_brief(
                 self,

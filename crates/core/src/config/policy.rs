@@ -230,6 +230,10 @@ pub struct RunnerConfig {
     /// works): a runner that died holding a claim loses it this long after its last renewal, and another
     /// runner on the same blackboard takes the brief over. Default 600.
     pub claim_lease_seconds: u32,
+    /// How many times a built-in agent is told of a correctable mistake (a report whose output does not
+    /// match its tier's schema, a reply cut off at the token limit) and fixes it in the same conversation
+    /// before its brief fails with every problem listed. Default 3; 0 fails at the first.
+    pub repair_attempts: u32,
 }
 
 impl Default for RunnerConfig {
@@ -238,6 +242,7 @@ impl Default for RunnerConfig {
             concurrency: 4,
             keep_worktrees_on_failure: true,
             claim_lease_seconds: 600,
+            repair_attempts: 3,
         }
     }
 }
