@@ -13,6 +13,7 @@ mod escalation;
 mod gates;
 mod leases;
 mod liveness;
+mod mistakes;
 mod profiles;
 mod signoff;
 mod verdicts;

@@ -62,9 +62,10 @@ impl Repairs {
                 format!("reported an output that does not match the {role} schema:\n{problems}")
             } else {
                 format!(
-                    "did not fix its report in {} repairs in the same conversation; its output still does \
+                    "did not fix its report in {} repair{} in the same conversation; its output still does \
                      not match the {role} schema:\n{problems}",
-                    self.allowed
+                    self.allowed,
+                    if self.allowed == 1 { "" } else { "s" }
                 )
             });
         }
