@@ -640,14 +640,15 @@ impl Engine {
 
     /// What the previous attempt of this brief was told (stored as its `feedback/<id>` artifact). A first
     /// attempt has none, and is not looked up: feedback is only ever written with a retry, numbered from 1
-    /// ([`crate::failure::retry`]), and copied to pipeline tasks that keep their attempt's number.
+    /// ([`crate::failure::retry`]), and copied to pipeline tasks that keep their attempt's number. What the
+    /// attempt before reported and changed follows it ([`crate::previous`]).
     fn feedback_of(&self, brief: &Brief) -> Result<Option<String>> {
         if brief.attempt == 0 {
             return Ok(None);
         }
-        Ok(self
-            .artifact_of(brief.run, brief.id, feedback_name)?
-            .map(|a| String::from_utf8_lossy(&a.bytes).into_owned()))
+        self.artifact_of(brief.run, brief.id, feedback_name)?
+            .map(|a| crate::previous::remembered(self, brief, &String::from_utf8_lossy(&a.bytes)))
+            .transpose()
     }
 
     /// Moves `brief` from the status it has to `to` (compare-and-set) with a `brief_status` event whose

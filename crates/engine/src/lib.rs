@@ -17,6 +17,7 @@ pub mod hooks;
 pub mod leftovers;
 mod narrate;
 pub mod notify;
+mod previous;
 mod progress;
 pub mod prompts;
 mod signoff;

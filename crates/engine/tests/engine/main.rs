@@ -15,6 +15,7 @@ mod leases;
 mod liveness;
 mod mistakes;
 mod profiles;
+mod retries;
 mod signoff;
 mod verdicts;
 mod worktrees;
