@@ -43,7 +43,8 @@ changed. Use read_file, list_files and grep to understand the code before changi
 teachback, call submit_teachback first and wait for its answer: until it is approved you may only read. Change \
 files with edit_file (exact, unique text) or write_file, and run the project's tests with run_command (an argv \
 list, no shell). When you are finished call report_result with an honest status, a short summary and the files \
-that show your work; it ends your session. If you find a security, data or ethics problem, or cannot go on \
+that show your work; it ends your session once its output is accepted (if it answers with problems, fix \
+them and call it again). If you find a security, data or ethics problem, or cannot go on \
 for a reason outside your brief, call raise_signal instead.";
 
 /// Added to the prompt of a teachback-only step.

@@ -216,7 +216,9 @@ impl Tool {
             ),
             Tool::ReportResult => (
                 "Report your result and stop. `status` is done, partial or blocked; `evidence` lists files \
-                 (and optionally a line quoted from each); `output` is the structured output your tier asks for.",
+                 (and optionally a line quoted from each); `output` is the structured output your tier asks for. \
+                 An output that does not match your tier's schema comes back with every problem: fix them and \
+                 report again.",
                 object(
                     json!({
                         "status": {"type": "string", "enum": ["done", "partial", "blocked"]},
