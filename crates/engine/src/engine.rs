@@ -23,7 +23,7 @@ use crate::branches::RunBranches;
 use crate::crew::{AgentEnd, Launches};
 use crate::error::{EngineError, Result};
 use crate::hooks::{Reviewer, RunnerHooks};
-use crate::task::{Input, call_meta, render_prompt, system_blocks};
+use crate::task::{Input, call_meta, output_check, render_prompt, stamp_runner_facts, system_blocks};
 
 /// How the runner behaves, beyond team.yaml.
 #[derive(Debug, Clone)]
@@ -572,9 +572,13 @@ impl Engine {
                 Access::ReadOnly
             },
             ending: Ending::Report,
-            limits: self.options.limits,
+            limits: AgentLimits {
+                repair_attempts: self.config.runner.repair_attempts,
+                ..self.options.limits
+            },
             env: agent_env(),
             meta: call_meta(&brief),
+            check_output: output_check(&brief),
             worktree,
             brief: brief.clone(),
         };
@@ -693,14 +697,15 @@ impl Engine {
 
     /// What the previous attempt of this brief was told (stored as its `feedback/<id>` artifact). A first
     /// attempt has none, and is not looked up: feedback is only ever written with a retry, numbered from 1
-    /// ([`crate::failure::retry`]), and copied to pipeline tasks that keep their attempt's number.
+    /// ([`crate::failure::retry`]), and copied to pipeline tasks that keep their attempt's number. What the
+    /// attempt before reported and changed follows it ([`crate::previous`]).
     fn feedback_of(&self, brief: &Brief) -> Result<Option<String>> {
         if brief.attempt == 0 {
             return Ok(None);
         }
-        Ok(self
-            .artifact_of(brief.run, brief.id, feedback_name)?
-            .map(|a| String::from_utf8_lossy(&a.bytes).into_owned()))
+        self.artifact_of(brief.run, brief.id, feedback_name)?
+            .map(|a| crate::previous::remembered(self, brief, &String::from_utf8_lossy(&a.bytes)))
+            .transpose()
     }
 
     /// Moves `brief` from the status it has to `to` (compare-and-set) with a `brief_status` event whose
@@ -837,23 +842,17 @@ impl Engine {
             return crate::advance::signal(self, &brief, signal);
         }
         let Some(report) = outcome.report else {
-            let why = match outcome.stop {
+            let why = match &outcome.stop {
                 AgentStop::TurnLimit => "used all its turns without reporting",
                 AgentStop::Timeout => "ran past its time limit",
                 AgentStop::Cancelled => "was cancelled",
+                AgentStop::Mistake(why) => why,
                 _ => "stopped without reporting its result",
             };
             return crate::advance::fail_brief(self, &brief, &format!("the agent {why}"));
         };
         let mut report = report;
-        if role == BriefRole::Plan {
-            // The run id and the goal anchor are the runner's facts, not the planner's: whatever the model
-            // wrote there is replaced, so the anchor stays verbatim.
-            if let Some(plan) = report.output.as_object_mut() {
-                plan.insert("run_id".into(), json!(brief.run.to_string()));
-                plan.insert("goal_anchor".into(), json!(brief.goal_anchor));
-            }
-        }
+        stamp_runner_facts(&brief, &mut report.output);
         if let Err(problems) = crate::advance::check_output(role, &report.output) {
             return crate::advance::fail_brief(
                 self,

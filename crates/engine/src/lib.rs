@@ -18,6 +18,7 @@ pub mod leftovers;
 mod narrate;
 pub mod notify;
 mod outage;
+mod previous;
 mod progress;
 pub mod prompts;
 mod signoff;

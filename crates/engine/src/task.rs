@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 
 use agency_core::Brief;
 use agency_core::tiers::{BriefRole, output_schema};
+use agency_exec::runtime::OutputCheck;
 use agency_llm::CallMeta;
+use serde_json::{Value, json};
 
 use crate::prompts;
 
@@ -117,4 +119,32 @@ pub fn call_meta(brief: &Brief) -> CallMeta {
         role: Some(BriefRole::of(brief).as_str().to_string()),
         tier: Some(brief.tier),
     }
+}
+
+/// Writes the runner's facts over what a planner's output says of them: the run id and the goal anchor are
+/// the runner's, not the model's, so the anchor stays verbatim whatever the model wrote there.
+pub fn stamp_runner_facts(brief: &Brief, output: &mut Value) {
+    if BriefRole::of(brief) != BriefRole::Plan {
+        return;
+    }
+    if let Some(plan) = output.as_object_mut() {
+        plan.insert("run_id".into(), json!(brief.run.to_string()));
+        plan.insert("goal_anchor".into(), json!(brief.goal_anchor));
+    }
+}
+
+/// The check the runner applies to a brief's report output ([`crate::advance::check_output`], after
+/// [`stamp_runner_facts`]), lent to its agent so that a report that does not fit is fixed in the same
+/// conversation. `None` for an implementer, whose output has no schema.
+pub fn output_check(brief: &Brief) -> Option<OutputCheck> {
+    let role = BriefRole::of(brief);
+    if role == BriefRole::Implementer {
+        return None;
+    }
+    let brief = brief.clone();
+    Some(OutputCheck::new(move |output| {
+        let mut output = output.clone();
+        stamp_runner_facts(&brief, &mut output);
+        crate::advance::check_output(role, &output)
+    }))
 }

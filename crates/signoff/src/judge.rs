@@ -163,6 +163,8 @@ pub async fn run_judge(
         ending: Ending::AsInstructed,
         limits: judge.limits,
         env: Vec::new(),
+        // A verdict block, not a report: nothing to check.
+        check_output: None,
     };
     let hooks = JudgeHooks {
         events: Mutex::default(),

@@ -78,9 +78,12 @@ const FAKE_INPUT_TOKENS: u64 = 1_000;
 
 #[test]
 fn a_run_stops_at_its_dollar_budget_with_every_call_priced() {
-    // The planner lists files turn after turn, so the run keeps calling until its dollars run out.
-    let server = FakeAnthropic::start(vec![Reply::tool_use("list_files", json!({"path": "."})); 40])
-        .expect("fake server");
+    // The planner lists files turn after turn, so the run keeps calling until its dollars run out. Each
+    // listing differs: the same call over and over would be stopped as a loop first.
+    let listings = (0..40)
+        .map(|i| Reply::tool_use("list_files", json!({"path": ".", "glob": format!("**/*{i}*")})))
+        .collect();
+    let server = FakeAnthropic::start(listings).expect("fake server");
     server.set_input_tokens(FAKE_INPUT_TOKENS);
     let base_url = format!("    base_url: {}\n", server.base_url());
     let prices = format!(

@@ -241,6 +241,10 @@ pub struct RunnerConfig {
     /// An agent that has recorded nothing (no tool call, no message) for this many minutes is reported
     /// with an ALERT (once per silence); 0 turns the check off. Default 20.
     pub agent_idle_minutes: u32,
+    /// How many times a built-in agent is told of a correctable mistake (a report whose output does not
+    /// match its tier's schema, a reply cut off at the token limit) and fixes it in the same conversation
+    /// before its brief fails with every problem listed. Default 3; 0 fails at the first.
+    pub repair_attempts: u32,
 }
 
 impl Default for RunnerConfig {
@@ -250,6 +254,7 @@ impl Default for RunnerConfig {
             keep_worktrees_on_failure: true,
             claim_lease_seconds: 600,
             agent_idle_minutes: 20,
+            repair_attempts: 3,
         }
     }
 }

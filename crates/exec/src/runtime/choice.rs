@@ -123,6 +123,9 @@ pub struct TierModel {
     /// The provider's own endpoint, when team.yaml gives it a `base_url`: an external CLI started on this
     /// model calls it too, as the built-in agent does.
     pub endpoint: Option<Endpoint>,
+    /// Its `max_tokens` in team.yaml, when set: the most output the model is said to allow in one reply,
+    /// up to which the built-in agent raises the cap of a reply that was cut off.
+    pub max_tokens: Option<u32>,
 }
 
 /// A provider's endpoint from team.yaml.
@@ -153,6 +156,7 @@ impl TierModel {
             }),
             kind: provider.kind,
             field: format!("models.{level}.model"),
+            max_tokens: binding.max_tokens,
         })
     }
 }
@@ -188,7 +192,9 @@ pub struct RuntimeSetup {
 
 /// The runtime `choice` names, made from `setup`. `command` without an argv is an error naming the tier.
 pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn AgentRuntime>, RuntimeError> {
-    let builtin = BuiltinRuntime::new(setup.provider.clone()).with_secrets(setup.secrets.clone());
+    let builtin = BuiltinRuntime::new(setup.provider.clone())
+        .with_secrets(setup.secrets.clone())
+        .with_max_tokens_ceiling(setup.model.as_ref().and_then(|model| model.max_tokens));
     Ok(match choice.runtime {
         Runtime::Builtin | Runtime::Auto => Arc::new(builtin),
         Runtime::ClaudeCode => {
@@ -367,6 +373,7 @@ mod tests {
                 kind: ProviderKind::Anthropic,
                 field: "models.fast-cheap.model".into(),
                 endpoint: None,
+                max_tokens: None,
             }
         );
         let mut unbound = TeamConfig::default();
@@ -425,6 +432,7 @@ mod tests {
                 kind,
                 field: "models.capable.model".into(),
                 endpoint: None,
+                max_tokens: None,
             }),
             ..setup()
         };

@@ -30,6 +30,7 @@ pub mod redact;
 
 use std::borrow::Cow;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agency_core::Brief;
@@ -71,6 +72,37 @@ pub struct AgentTask {
     /// Put on every model request the agent makes (run, brief, stable brief label, role, tier), so that
     /// budgets, usage records and scripted replies know who is calling. The runner fills it in.
     pub meta: CallMeta,
+    /// The runner's check of the report's `output` against the tier's schema, when the tier has one: the
+    /// built-in agent applies it when `report_result` is called, so the model can fix its output in the
+    /// same conversation instead of failing the brief.
+    pub check_output: Option<OutputCheck>,
+}
+
+/// The runner's validation of a report's structured `output`: `Err` holds every problem, one per line,
+/// each naming where in the output it is. Lent to the runtime by the runner, which applies the same check
+/// again when the agent has ended (it is the runner's word, not the agent's).
+#[derive(Clone)]
+pub struct OutputCheck(Arc<CheckFn>);
+
+/// The function inside an [`OutputCheck`].
+type CheckFn = dyn Fn(&serde_json::Value) -> Result<(), String> + Send + Sync;
+
+impl OutputCheck {
+    /// A check made of `check`.
+    pub fn new(check: impl Fn(&serde_json::Value) -> Result<(), String> + Send + Sync + 'static) -> Self {
+        OutputCheck(Arc::new(check))
+    }
+
+    /// Checks `output`: `Err` lists every problem, one per line.
+    pub fn check(&self, output: &serde_json::Value) -> Result<(), String> {
+        (self.0)(output)
+    }
+}
+
+impl std::fmt::Debug for OutputCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputCheck")
+    }
 }
 
 /// What an agent may do in its worktree.
@@ -107,6 +139,10 @@ pub struct AgentLimits {
     pub timeout: Duration,
     /// Time limit for one command the agent runs.
     pub command_timeout: Duration,
+    /// How many times the built-in agent is told of a correctable mistake (a report whose output does not
+    /// match its schema, a reply cut off at the token limit) and given the chance to fix it in the same
+    /// conversation before it is stopped (team.yaml `runner.repair_attempts`).
+    pub repair_attempts: u32,
 }
 
 impl Default for AgentLimits {
@@ -116,6 +152,7 @@ impl Default for AgentLimits {
             max_tokens: 8_192,
             timeout: Duration::from_secs(30 * 60),
             command_timeout: Duration::from_secs(10 * 60),
+            repair_attempts: 3,
         }
     }
 }
@@ -200,6 +237,10 @@ pub enum AgentStop {
     Cancelled,
     /// It raised an algedonic signal.
     Signal(AlgedonicSignal),
+    /// The runtime stopped it over a mistake it did not correct when told (a report that still did not
+    /// match its schema, a loop, a turn ended again without reporting). The reason, whole, reads after
+    /// "the agent": `repeated the same read_file call 4 times in a row`.
+    Mistake(String),
 }
 
 /// An algedonic signal raised by an agent: HALT stops the run, ALERT blocks the phase.

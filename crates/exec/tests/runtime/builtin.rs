@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use agency_core::teachback::ReviewVerdict;
 use agency_core::variety::TeachbackMode;
 use agency_exec::runtime::{
-    Access, AgentEvent, AgentStop, BuiltinRuntime, FINAL_TEXT_MAX, ReportStatus, Runtime, SignalLevel,
-    final_text,
+    Access, AgentEvent, AgentStop, BuiltinRuntime, Ending, FINAL_TEXT_MAX, ReportStatus, Runtime,
+    SignalLevel, final_text,
 };
 use agency_llm::CancelToken;
 
@@ -164,7 +164,7 @@ replies:
           - {name: edit_file, input: {path: calc.py, old_string: "a - b", new_string: "a + b"}}
           - {name: edit_file, input: {path: calc.py, old_string: "return", new_string: "return"}}
           - {name: edit_file, input: {path: calc.py, old_string: "a * b", new_string: "x"}}
-      - text: done
+      - tool_calls: [{name: report_result, input: {status: done, summary: done}}]
 "#;
     let provider = Recording::new(script);
     let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
@@ -177,7 +177,8 @@ replies:
         )
         .await
         .unwrap();
-    assert_eq!((outcome.stop, outcome.report), (AgentStop::Finished, None));
+    assert_eq!(outcome.stop, AgentStop::Finished);
+    assert_eq!(outcome.report.unwrap().summary, "done");
     let results = provider.results_sent_in_turn(2);
     assert_eq!(
         results[0],
@@ -187,7 +188,7 @@ replies:
     assert!(results[2].1 && results[2].0.contains("not found"), "{results:?}");
 
     let provider = Recording::new(
-        "replies:\n  - role: implementer\n    replies:\n      - tool_calls: [{name: write_file, input: {path: x, content: y}}]\n      - text: ok\n",
+        "replies:\n  - role: implementer\n    replies:\n      - tool_calls: [{name: write_file, input: {path: x, content: y}}]\n      - tool_calls: [{name: report_result, input: {status: done, summary: done}}]\n",
     );
     let runtime = BuiltinRuntime::new(provider.clone());
     let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
@@ -227,6 +228,8 @@ async fn the_outcome_keeps_the_whole_final_answer_where_a_verdict_sits_at_its_en
     let provider = Recording::new(&script);
     let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
     let mut task = task(worktree.root(), false, Access::ReadOnly);
+    // A judge's answer is its last message: no report is asked for.
+    task.ending = Ending::AsInstructed;
     task.env
         .push(("JUDGE_API_KEY".into(), "sk-test-0123456789".into()));
     let outcome = BuiltinRuntime::new(provider)
@@ -315,7 +318,7 @@ replies:
     replies:
       - tool_calls:
           - {name: run_command, input: {argv: [sh, -c, "sleep 60 & echo $! > grandchild.pid; wait"], timeout_secs: 1}}
-      - text: gave up
+      - tool_calls: [{name: report_result, input: {status: blocked, summary: gave up}}]
 "#;
     let provider = Recording::new(script);
     let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);

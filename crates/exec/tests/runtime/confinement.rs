@@ -32,7 +32,7 @@ async fn every_escape_is_refused_for_read_write_and_edit() {
     calls.push("{name: grep, input: {pattern: secret, path: '..'}}".to_owned());
     calls.push("{name: run_command, input: {argv: [cat, outside.txt], cwd: '../..'}}".to_owned());
     let script = format!(
-        "replies:\n  - role: implementer\n    replies:\n      - tool_calls: [{}]\n      - text: done\n",
+        "replies:\n  - role: implementer\n    replies:\n      - tool_calls: [{}]\n      - tool_calls: [{{name: report_result, input: {{status: done, summary: refused}}}}]\n",
         calls.join(", ")
     );
     let provider = Recording::new(&script);

@@ -9,5 +9,6 @@ mod codex;
 mod command;
 mod confinement;
 mod isolation;
+mod mistakes;
 mod pi;
 mod support;

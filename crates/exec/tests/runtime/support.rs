@@ -104,6 +104,7 @@ pub fn task(worktree: &Path, blocking: bool, access: Access) -> AgentTask {
             max_tokens: 1_000,
             timeout: Duration::from_secs(60),
             command_timeout: Duration::from_secs(20),
+            repair_attempts: 3,
         },
         env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
         meta: CallMeta {
@@ -112,6 +113,7 @@ pub fn task(worktree: &Path, blocking: bool, access: Access) -> AgentTask {
             brief: Some("ws-calc/fix-add".into()),
             ..CallMeta::default()
         },
+        check_output: None,
     }
 }
 

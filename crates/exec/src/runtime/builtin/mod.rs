@@ -3,14 +3,18 @@
 //! Each turn sends the same system blocks and tool list (byte-identical, so the provider's prompt cache
 //! hits) and the conversation so far; the model's tool calls are each checked with
 //! [`AgentHooks::check_tool`] before they run (a denial goes back as an error result and the call is not
-//! executed), and their results go back in the next turn. The loop ends when the agent calls
-//! `report_result` or `raise_signal`, ends its turn without a tool call, uses all its turns, runs out of
-//! time, or is cancelled. Everything it records passes through secret redaction.
+//! executed), and their results go back in the next turn. The model's mistakes are answered in the same
+//! conversation ([`repair`]): a report whose output does not match its tier's schema, a turn ended without
+//! reporting, malformed arguments, an unknown tool, a reply cut off at the token limit, the same call over
+//! and over. The loop ends when the agent calls `report_result` (with an output the runner's check accepts)
+//! or `raise_signal`, makes a mistake past its allowance, uses all its turns, runs out of time, or is
+//! cancelled. Everything it records passes through secret redaction.
 
 mod command;
 mod confine;
 mod edit;
 mod files;
+mod repair;
 mod tools;
 
 use std::sync::Arc;
@@ -27,9 +31,10 @@ pub use tools::{Tool, Toolset};
 
 use super::redact::{Recorder, redactor_for, truncate};
 use super::{
-    AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, AlgedonicSignal, Runtime,
-    RuntimeError, ToolCallView, ToolDecision, final_text,
+    AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, AlgedonicSignal, Ending,
+    Runtime, RuntimeError, ToolCallView, ToolDecision, final_text,
 };
+use repair::{Repairs, Repeat};
 
 /// How the built-in agent works its tools; appended to the task's system blocks, the same bytes every turn.
 pub const TOOL_GUIDE: &str = "\
@@ -38,7 +43,8 @@ changed. Use read_file, list_files and grep to understand the code before changi
 teachback, call submit_teachback first and wait for its answer: until it is approved you may only read. Change \
 files with edit_file (exact, unique text) or write_file, and run the project's tests with run_command (an argv \
 list, no shell). When you are finished call report_result with an honest status, a short summary and the files \
-that show your work; it ends your session. If you find a security, data or ethics problem, or cannot go on \
+that show your work; it ends your session once its output is accepted (if it answers with problems, fix \
+them and call it again). If you find a security, data or ethics problem, or cannot go on \
 for a reason outside your brief, call raise_signal instead.";
 
 /// Added to the prompt of a teachback-only step.
@@ -60,6 +66,9 @@ pub struct BuiltinRuntime {
     pub provider: Arc<dyn Provider>,
     /// Strings redacted from every recorded event, besides the values of secret-looking env variables.
     pub secrets: Vec<String>,
+    /// The most output tokens the model allows in one reply (its team.yaml `max_tokens`), when more than
+    /// the task's limit: a reply cut off at the limit is asked again with a cap doubled up to this.
+    pub max_tokens_ceiling: Option<u32>,
 }
 
 impl BuiltinRuntime {
@@ -68,12 +77,19 @@ impl BuiltinRuntime {
         Self {
             provider,
             secrets: Vec::new(),
+            max_tokens_ceiling: None,
         }
     }
 
     /// Also redacts these strings from what is recorded.
     pub fn with_secrets(mut self, secrets: Vec<String>) -> Self {
         self.secrets = secrets;
+        self
+    }
+
+    /// Lets a reply cut off at the token limit be asked again with a larger cap, up to `ceiling`.
+    pub fn with_max_tokens_ceiling(mut self, ceiling: Option<u32>) -> Self {
+        self.max_tokens_ceiling = ceiling;
         self
     }
 }
@@ -140,6 +156,7 @@ impl BuiltinRuntime {
             recorder: Recorder::new(hooks, &redactor),
             confinement,
             cancel,
+            max_tokens_ceiling: self.max_tokens_ceiling,
         };
         match tokio::time::timeout(task.limits.timeout, agent.run()).await {
             Ok(result) => result,
@@ -184,6 +201,7 @@ struct Agent<'a> {
     recorder: Recorder<'a>,
     confinement: Confinement,
     cancel: &'a CancelToken,
+    max_tokens_ceiling: Option<u32>,
 }
 
 /// What one tool call led to.
@@ -196,6 +214,8 @@ enum Handled {
     Signal(AlgedonicSignal),
     /// The teachback was approved and the toolset is [`Toolset::Teachback`]; the step ends.
     Approved,
+    /// A mistake past its allowance; the loop ends with this reason.
+    Mistake(String),
 }
 
 impl Agent<'_> {
@@ -208,12 +228,14 @@ impl Agent<'_> {
         let mut messages = vec![Message::user(self.task.prompt.clone())];
         // The last thing the model said, whole: it is the answer when the agent ends without reporting.
         let mut last_said: Option<String> = None;
+        let mut repairs = Repairs::new(self.task.limits.repair_attempts);
+        let mut max_tokens = self.task.limits.max_tokens;
         for _ in 0..self.task.limits.max_turns {
             let request = Request {
                 system: system.clone(),
                 messages: messages.clone(),
                 tools: tools.clone(),
-                max_tokens: self.task.limits.max_tokens,
+                max_tokens,
                 meta: self.task.meta.clone(),
                 ..Request::default()
             };
@@ -243,23 +265,50 @@ impl Agent<'_> {
                 .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
                 .collect();
             messages.push(Message::assistant(response.content));
+            // A reply cut off at the token limit lost whatever tool call it was writing (the provider
+            // drops a call whose arguments are incomplete): the model is asked to send it again.
+            let cut_off = if response.stop_reason == StopReason::MaxTokens {
+                let raised = self.raised_cap(max_tokens);
+                match repairs.cut_off(max_tokens, raised) {
+                    Ok(told) => {
+                        self.recorder.note(format!(
+                            "the reply was cut off at {max_tokens} output tokens; asked to resend"
+                        ));
+                        max_tokens = raised.unwrap_or(max_tokens);
+                        Some(told)
+                    }
+                    Err(why) => return Ok(self.mistake(why)),
+                }
+            } else {
+                repairs.not_cut_off();
+                None
+            };
             if calls.is_empty() {
-                if response.stop_reason == StopReason::MaxTokens {
-                    messages.push(Message::user(
-                        "Your answer was cut off at the token limit. Continue, more briefly.",
-                    ));
+                if let Some(told) = cut_off {
+                    messages.push(Message::user(told));
                     continue;
+                }
+                if self.task.ending == Ending::Report {
+                    match repairs.ended_without(self.closing_tool(), self.task.check_output.is_some()) {
+                        Ok(reminder) => {
+                            self.recorder
+                                .note("the turn ended without a report; reminded to report");
+                            messages.push(Message::user(reminder));
+                            continue;
+                        }
+                        Err(why) => return Ok(self.mistake(why)),
+                    }
                 }
                 let mut outcome = stopped(AgentStop::Finished);
                 outcome.final_text = last_said.map(|text| self.recorder.redacted(&final_text(&text)));
                 return Ok(Ended::Stopped(Box::new(outcome)));
             }
-            let mut results = Vec::with_capacity(calls.len());
+            let mut results = Vec::with_capacity(calls.len() + 1);
             for (id, name, input) in calls {
                 if self.cancel.is_cancelled() {
                     return Ok(ended(AgentStop::Cancelled));
                 }
-                match self.call(&name, &input, &offered).await {
+                match self.call(&name, &input, &offered, &mut repairs).await {
                     Handled::Result { content, is_error } => {
                         results.push(Block::tool_result(id, content, is_error));
                     }
@@ -281,7 +330,11 @@ impl Agent<'_> {
                         ));
                         return Ok(ended(AgentStop::Signal(signal)));
                     }
+                    Handled::Mistake(why) => return Ok(self.mistake(why)),
                 }
+            }
+            if let Some(told) = cut_off {
+                results.push(Block::text(told));
             }
             messages.push(Message::tool_results(results));
         }
@@ -292,8 +345,31 @@ impl Agent<'_> {
         Ok(ended(AgentStop::TurnLimit))
     }
 
+    /// The tool that ends this agent's work: submit_teachback in a teachback step, else report_result.
+    fn closing_tool(&self) -> Tool {
+        if self.toolset == Toolset::Teachback {
+            Tool::SubmitTeachback
+        } else {
+            Tool::ReportResult
+        }
+    }
+
+    /// The output cap after a reply cut off at `current`: doubled, up to what the model allows, when that
+    /// is more.
+    fn raised_cap(&self, current: u32) -> Option<u32> {
+        let ceiling = self.max_tokens_ceiling?;
+        let raised = current.saturating_mul(2).min(ceiling);
+        (raised > current).then_some(raised)
+    }
+
+    /// Ends the agent over a mistake it did not correct, saying so in the record.
+    fn mistake(&self, why: String) -> Ended {
+        self.recorder.note(format!("stopped: the agent {why}"));
+        ended(AgentStop::Mistake(why))
+    }
+
     /// Gates and runs one tool call.
-    async fn call(&self, name: &str, input: &Value, offered: &[Tool]) -> Handled {
+    async fn call(&self, name: &str, input: &Value, offered: &[Tool], repairs: &mut Repairs) -> Handled {
         let summary = truncate(&summarize(input), SUMMARY_MAX);
         let Some(tool) = Tool::from_name(name).filter(|t| offered.contains(t)) else {
             self.recorder.record(AgentEvent::ToolCall {
@@ -306,6 +382,11 @@ impl Agent<'_> {
                 "there is no tool `{name}` here; the tools are: {}",
                 names.join(", ")
             ));
+        };
+        let note = match repairs.repeated(name, input, &summary) {
+            Repeat::Fresh => None,
+            Repeat::Noted(note) => Some(note),
+            Repeat::Looping(why) => return Handled::Mistake(why),
         };
         let view = ToolCallView {
             name,
@@ -321,10 +402,19 @@ impl Agent<'_> {
         if let ToolDecision::Deny(reason) = decision {
             return error(reason);
         }
-        self.execute(tool, input).await
+        if let Err(malformed) = tool.check_arguments(input) {
+            return error(malformed);
+        }
+        match (self.execute(tool, input, repairs).await, note) {
+            (Handled::Result { content, is_error }, Some(note)) => Handled::Result {
+                content: content + &note,
+                is_error,
+            },
+            (handled, _) => handled,
+        }
     }
 
-    async fn execute(&self, tool: Tool, input: &Value) -> Handled {
+    async fn execute(&self, tool: Tool, input: &Value, repairs: &mut Repairs) -> Handled {
         let c = &self.confinement;
         let outcome = match tool {
             Tool::ReadFile => args(input).and_then(|a| files::read_file(c, a)),
@@ -354,7 +444,7 @@ impl Agent<'_> {
             },
             Tool::ReportResult => {
                 return match args::<AgentReport>(input) {
-                    Ok(report) => Handled::Report(report),
+                    Ok(report) => self.checked(report, repairs),
                     Err(e) => error(e),
                 };
             }
@@ -371,6 +461,30 @@ impl Agent<'_> {
                 is_error: false,
             },
             Err(content) => error(content),
+        }
+    }
+
+    /// A report, once the runner's check of its output accepts it; else the problems go back to the model
+    /// to fix while it has repairs left.
+    fn checked(&self, report: AgentReport, repairs: &mut Repairs) -> Handled {
+        let Some(check) = &self.task.check_output else {
+            return Handled::Report(report);
+        };
+        let Err(problems) = check.check(&report.output) else {
+            return Handled::Report(report);
+        };
+        let role = self.task.meta.role.as_deref().unwrap_or("tier's");
+        match repairs.rejected_report(role, &problems) {
+            Ok(told) => {
+                let count = problems.lines().count();
+                self.recorder.note(format!(
+                    "report_result rejected: its output does not match the {role} schema ({count} problem{}); \
+                     sent back to fix",
+                    if count == 1 { "" } else { "s" }
+                ));
+                error(told)
+            }
+            Err(why) => Handled::Mistake(why),
         }
     }
 

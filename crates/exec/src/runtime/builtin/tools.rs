@@ -216,7 +216,9 @@ impl Tool {
             ),
             Tool::ReportResult => (
                 "Report your result and stop. `status` is done, partial or blocked; `evidence` lists files \
-                 (and optionally a line quoted from each); `output` is the structured output your tier asks for.",
+                 (and optionally a line quoted from each); `output` is the structured output your tier asks for. \
+                 An output that does not match your tier's schema comes back with every problem: fix them and \
+                 report again.",
                 object(
                     json!({
                         "status": {"type": "string", "enum": ["done", "partial", "blocked"]},
@@ -254,6 +256,142 @@ impl Tool {
             description: description.to_owned(),
             input_schema: schema,
         }
+    }
+}
+
+impl Tool {
+    /// Checks a call's arguments against the tool's schema before they are read: each missing required
+    /// field, each field of the wrong type, and (when something is missing, as a hint at a misnamed field)
+    /// the fields the tool does not take. The error names them and shows the expected shape, so a model
+    /// can resend the call right the first time.
+    pub fn check_arguments(self, input: &Value) -> Result<(), String> {
+        let spec = self.spec();
+        let schema = &spec.input_schema;
+        let name = self.name();
+        let expected = || format!("Expected arguments: {}", shape(schema));
+        let Some(given) = input.as_object() else {
+            return Err(format!(
+                "invalid arguments for {name}: expected a JSON object, got {}. {}",
+                kind_of(input),
+                expected()
+            ));
+        };
+        let properties = schema["properties"].as_object();
+        let mut problems = Vec::new();
+        let missing: Vec<&str> = schema["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|field| !given.contains_key(*field))
+            .collect();
+        for field in &missing {
+            problems.push(format!("missing required field `{field}`"));
+        }
+        for (field, value) in given {
+            let Some(property) = properties.and_then(|p| p.get(field)) else {
+                if !missing.is_empty() {
+                    problems.push(format!("`{field}` is not one of {name}'s fields"));
+                }
+                continue;
+            };
+            if let Some(wanted) = mismatch(property, value) {
+                problems.push(format!("`{field}` must be {wanted}, got {}", kind_of(value)));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "invalid arguments for {name}: {}. {}",
+                problems.join("; "),
+                expected()
+            ))
+        }
+    }
+}
+
+/// What `value` should have been when it does not fit `property` (its type or enum), else `None`.
+fn mismatch(property: &Value, value: &Value) -> Option<String> {
+    if let Some(allowed) = property["enum"].as_array() {
+        return (!allowed.contains(value)).then(|| {
+            let names: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            format!("one of {}", names.join(", "))
+        });
+    }
+    let fits = match property["type"].as_str()? {
+        "string" => value.is_string(),
+        "integer" => value.is_u64() || value.is_i64(),
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" => value.as_array().is_some_and(|items| {
+            items
+                .iter()
+                .all(|item| mismatch(&property["items"], item).is_none())
+        }),
+        _ => true,
+    };
+    (!fits).then(|| match property["type"].as_str() {
+        Some("array") => format!("an array of {}", shape(&property["items"])),
+        Some("integer") => "an integer".to_owned(),
+        Some("object") => "an object".to_owned(),
+        Some(other) => format!("a {other}"),
+        None => "something else".to_owned(),
+    })
+}
+
+/// How a JSON value reads in an error: its type, and the value itself when short.
+fn kind_of(value: &Value) -> String {
+    let kind = match value {
+        Value::Null => return "null".to_owned(),
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    let text = value.to_string();
+    if text.len() <= 40 {
+        format!("{kind} {text}")
+    } else {
+        kind.to_owned()
+    }
+}
+
+/// A schema as a compact example of the JSON it takes: `{"path": string, "offset"?: integer}` (a `?`
+/// marks an optional field), `"done" | "partial"` for an enum, `[string]` for an array.
+pub fn shape(schema: &Value) -> String {
+    if let Some(allowed) = schema["enum"].as_array() {
+        let names: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        return names.join(" | ");
+    }
+    match schema["type"].as_str() {
+        Some("object") => {
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let properties = schema["properties"].as_object();
+            // Required fields first, in the order the schema lists them; then the optional ones.
+            let required_fields = required
+                .iter()
+                .filter_map(|field| Some((*field, properties?.get(*field)?, "")));
+            let optional_fields = properties
+                .into_iter()
+                .flatten()
+                .filter(|(field, _)| !required.contains(&field.as_str()))
+                .map(|(field, property)| (field.as_str(), property, "?"));
+            let fields: Vec<String> = required_fields
+                .chain(optional_fields)
+                .map(|(field, property, mark)| format!("\"{field}\"{mark}: {}", shape(property)))
+                .collect();
+            format!("{{{}}}", fields.join(", "))
+        }
+        Some("array") => format!("[{}]", shape(&schema["items"])),
+        Some(other) => other.to_owned(),
+        None => "any JSON".to_owned(),
     }
 }
 
@@ -300,5 +438,61 @@ mod tests {
             assert_eq!(Tool::from_name(tool.name()), Some(tool));
             assert_eq!(tool.spec().input_schema["type"], "object");
         }
+    }
+
+    #[test]
+    fn a_missing_field_is_named_with_the_expected_shape() {
+        let error = Tool::ReadFile
+            .check_arguments(&json!({"file": "src/lib.rs"}))
+            .unwrap_err();
+        assert_eq!(
+            error,
+            "invalid arguments for read_file: missing required field `path`; `file` is not one of \
+             read_file's fields. Expected arguments: {\"path\": string, \"limit\"?: integer, \"offset\"?: integer}"
+        );
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_or_outside_its_enum_is_named() {
+        let error = Tool::RunCommand
+            .check_arguments(&json!({"argv": "cargo test"}))
+            .unwrap_err();
+        assert!(
+            error.starts_with(
+                "invalid arguments for run_command: `argv` must be an array of string, got string \"cargo test\"."
+            ),
+            "{error}"
+        );
+        let error = Tool::ReportResult
+            .check_arguments(&json!({"status": "finished", "summary": "ok"}))
+            .unwrap_err();
+        assert!(
+            error.contains(
+                "`status` must be one of \"done\", \"partial\", \"blocked\", got string \"finished\""
+            ),
+            "{error}"
+        );
+        assert!(
+            error.contains("\"status\": \"done\" | \"partial\" | \"blocked\""),
+            "{error}"
+        );
+        let error = Tool::Grep.check_arguments(&json!(["fn main"])).unwrap_err();
+        assert!(
+            error.starts_with("invalid arguments for grep: expected a JSON object, got array [\"fn main\"]."),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn well_formed_arguments_pass_and_extra_fields_alone_are_let_through() {
+        Tool::EditFile
+            .check_arguments(&json!({"path": "a", "old_string": "x", "new_string": "y", "replace_all": true}))
+            .unwrap();
+        Tool::ReadFile
+            .check_arguments(&json!({"path": "a", "reason": "to see it"}))
+            .unwrap();
+        Tool::ReportResult
+            .check_arguments(&json!({"status": "done", "summary": "s", "output": [1, 2]}))
+            .unwrap();
     }
 }

@@ -1,0 +1,34 @@
+//! Retries that remember: a retried brief's first message says what the attempt before it reported, which
+//! files it changed and the diff it was judged on, after why it was not accepted.
+
+use agency_core::Tier;
+
+use crate::support::{FIX_MUL_RETRIED, Project, config};
+
+/// What the retried fix-mul must be told of its first attempt (which rewrote `test_mul.sh` and was
+/// rejected by the sign-off's checks for it).
+const REMEMBERED: &str = "What attempt 0 reported (done): test_mul.sh passes.\nIts evidence: test_mul.sh\n\n\
+Files attempt 0 changed: test_mul.sh\n(Your worktree starts again from the workstream's base: none of those \
+changes are in it. Keep what was right, fix what is listed above.)\n\nIts diff:\n```diff\n\
+diff --git a/test_mul.sh b/test_mul.sh";
+
+#[tokio::test]
+async fn a_retried_slice_is_told_what_its_previous_attempt_reported_and_changed() {
+    let project = Project::new();
+    // The protected-file scenario, with the retry's reply given only when its brief remembers attempt 0
+    // (a brief without it has no reply, and the run fails).
+    let script = include_str!("../scripts/protected.yaml").replace(
+        "contains: \"test_mul.sh modified since the goal's base\"",
+        &format!("contains: {}", serde_json::to_string(REMEMBERED).unwrap()),
+    );
+    assert_ne!(script, include_str!("../scripts/protected.yaml"));
+    let (run, outcome) = project.succeed(&script, config()).await;
+    assert_eq!(project.tree(run.id), FIX_MUL_RETRIED);
+    project.assert_fixed(&outcome.branch.unwrap(), &["mul.sh"]);
+    // Why it was not accepted comes first, as before.
+    let feedback = project.feedback(run.id, Tier::T4, "fix-mul", 1);
+    assert!(
+        feedback.contains("test_mul.sh modified since the goal's base"),
+        "{feedback}"
+    );
+}
