@@ -152,8 +152,30 @@ impl Engine {
         new.base_rev = Some(base.clone());
         new.config = serde_json::to_value(&*self.config).unwrap_or_default();
         let run = self.store.create_run(new)?;
-        self.branches(run.id).ensure_integration(&base)?;
         crate::forge::remember_base(self, &run)?;
+        self.finish_start(&run)?;
+        Ok(run)
+    }
+
+    /// The rest of a run's start after its record: its integration branch and T1's plan brief. A runner
+    /// killed between the record and the brief left a run with nothing to do, which a resume would have
+    /// driven for ever; [`Engine::drive`] calls this first, so such a run starts where it stopped. Does
+    /// nothing when the plan brief exists.
+    fn finish_start(&self, run: &Run) -> Result<()> {
+        // Every T1 brief of the run's own workstream hangs under its first plan brief.
+        if self
+            .store
+            .count_briefs(run.id, RUN_WORKSTREAM, Some(Tier::T1), &[])?
+            > 0
+        {
+            return Ok(());
+        }
+        let base = match &run.base_rev {
+            Some(base) => base.clone(),
+            None => self.repo.head_rev()?,
+        };
+        self.branches(run.id).ensure_integration(&base)?;
+        let goal = run.goal.as_str();
         let plan = Brief {
             id: BriefId::new(),
             run: run.id,
@@ -188,7 +210,7 @@ impl Engine {
             "PLAN_START",
             format!("Assessing scope: \"{goal}\""),
         )?;
-        Ok(run)
+        Ok(())
     }
 
     /// Asks for a pass over the run at `at` at the latest, even if nothing changes before then.
@@ -280,6 +302,10 @@ impl Engine {
     /// and gives their briefs back first.
     pub async fn drive(&self, run: RunId, cancel: &CancelToken) -> Result<DriveOutcome> {
         let _lease = self.store.lock_driver(run, &self.options.worker)?;
+        let record = self.store.get_run(run)?;
+        if !record.status.is_terminal() {
+            self.finish_start(&record)?;
+        }
         self.release_orphaned_claims(run).await?;
         let mut crew = crate::crew::Crew::new(self);
         let ended = match self.drive_loop(run, cancel, &mut crew).await {

@@ -104,6 +104,10 @@ impl StallWatch {
                 "notify": true,
             }),
         ))?;
+        // What was just written is this watch's own: the stall goes on, and is not reported again.
+        let after = engine.store.last_seq(Some(run))?;
+        self.reported = Some(after);
+        self.quiet = Some((since, after));
         Ok(())
     }
 }

@@ -420,3 +420,62 @@ fn a_silent_agent_raises_one_alert_and_the_run_goes_on() {
         "{issue}"
     );
 }
+
+/// A runner killed between writing a run's record and its plan brief left a run with nothing to do; a
+/// resumed drive starts it where it stopped instead of waiting for ever.
+#[test]
+fn a_run_whose_start_was_cut_short_is_started_by_its_resume() {
+    let project = Project::new();
+    let base = project.repo.head_rev().unwrap();
+    let mut new = agency_store::NewRun::new(GOAL, project.repo.root().display().to_string());
+    new.base_rev = Some(base);
+    let run = agency_store::Blackboard::create_run(project.store.as_ref(), new).unwrap();
+    let engine = project.engine(include_str!("../scripts/simple.yaml"), config(), true);
+    let outcome = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(crate::support::drive(&engine, run.id));
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+}
+
+/// A run that cannot move (here: its plan brief escalated with no gate to decide it) is reported with one
+/// ALERT naming what waits, not silence and not an ALERT every few seconds.
+#[test]
+fn a_stalled_run_raises_exactly_one_alert_naming_what_waits() {
+    use agency_core::BriefStatus;
+    use agency_core::event::NewEvent;
+    use agency_store::Blackboard;
+
+    let project = Project::new();
+    let engine = project.engine(include_str!("../scripts/simple.yaml"), config(), true);
+    let run = engine.start(GOAL).unwrap();
+    let plan = project.briefs(run.id).pop().unwrap();
+    let event = NewEvent::new(
+        run.id,
+        EventKind::Log,
+        json!({ "level": "verbose", "tag": "TEST", "message": "stuck" }),
+    );
+    project
+        .store
+        .update_brief_status(plan.id, BriefStatus::Pending, BriefStatus::Escalated, event)
+        .unwrap();
+    let driving = crate::support::Background::drive(engine, run.id);
+    let alert = crate::support::wait_for("the STALL alert", || {
+        project
+            .events_of(run.id, EventKind::Alert)
+            .into_iter()
+            .find(|e| e.payload["category"] == "STALL")
+    });
+    // Quiet for well past the grace period again: still one.
+    std::thread::sleep(Duration::from_secs(7));
+    driving.stop();
+    let alerts = project
+        .events_of(run.id, EventKind::Alert)
+        .into_iter()
+        .filter(|e| e.payload["category"] == "STALL")
+        .count();
+    assert_eq!(alerts, 1);
+    let issue = alert.payload["issue"].as_str().unwrap();
+    assert!(issue.contains("t1 plan (planner) is escalated"), "{issue}");
+}
