@@ -34,6 +34,7 @@
 //! not a lifecycle change, and write no event. `reclaim_expired` writes `brief_status` for each brief it
 //! takes back.
 
+mod attached;
 mod batch;
 mod canon;
 mod clock;
@@ -56,6 +57,7 @@ use agency_core::{
 };
 use chrono::{DateTime, Utc};
 
+pub use attached::{RunKind, runner_attached, unattached};
 pub use batch::{Change, WriteBatch};
 pub use clock::{Clock, SteppingClock, SystemClock};
 pub use driver::DriverLease;

@@ -42,7 +42,8 @@ async function loadRuns() {
   list.replaceChildren();
   for (const run of runs) {
     const item = element("li");
-    const link = element("a", run.short + "  " + run.status + (run.pending_gates ? "  · " + run.pending_gates + " gate(s) waiting" : ""));
+    const status = run.status + (run.no_runner ? " (no runner attached)" : "");
+    const link = element("a", run.short + "  " + status + (run.pending_gates ? "  · " + run.pending_gates + " gate(s) waiting" : ""));
     link.href = "#run=" + run.id;
     link.title = run.goal;
     link.addEventListener("click", (e) => { e.preventDefault(); openRun(run.id); });
@@ -63,7 +64,9 @@ async function openRun(id) {
 async function loadRun() {
   const detail = await (await api("/api/runs/" + state.run)).json();
   document.getElementById("run-title").textContent = "Run " + detail.run.short + " — " + detail.run.goal;
-  document.getElementById("run-meta").textContent = detail.run.status + " · " + detail.run.repo;
+  document.getElementById("run-meta").textContent = detail.run.status +
+    (detail.run.no_runner ? " (no runner attached: `agency run --resume " + detail.run.short + "` resumes it, `agency cancel " + detail.run.short + "` ends it)" : "") +
+    " · " + detail.run.repo;
   const gates = document.getElementById("gates");
   gates.replaceChildren();
   const pending = detail.gates.filter((g) => g.status === "pending");

@@ -46,6 +46,10 @@ pub struct RunSummary {
     goal: String,
     repo: String,
     status: &'static str,
+    /// `team`, `goals` or `session` ([`agency_store::RunKind`]).
+    kind: &'static str,
+    /// A team run not ended that no runner drives: it waits for `agency run --resume` or `agency cancel`.
+    no_runner: bool,
     /// RFC 3339.
     created_at: String,
     /// RFC 3339.
@@ -53,13 +57,15 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
-    fn of(run: &Run) -> Self {
+    fn of(run: &Run, store: &dyn agency_store::Blackboard) -> Self {
         RunSummary {
             id: run.id,
             short: run.id.short(),
             goal: run.goal.clone(),
             repo: run.repo.clone(),
             status: run.status.as_str(),
+            kind: agency_store::RunKind::of(run).as_str(),
+            no_runner: agency_store::unattached(store, run),
             created_at: run.created_at.to_rfc3339(),
             updated_at: run.updated_at.to_rfc3339(),
         }
@@ -78,7 +84,7 @@ pub async fn runs(State(d): State<Dashboard>, _: Authorized) -> Result<Json<Vec<
             .list_runs()?
             .iter()
             .map(|run| RunRow {
-                run: RunSummary::of(run),
+                run: RunSummary::of(run, store.as_ref()),
                 pending_gates: pending.get(&run.id).copied().unwrap_or(0),
             })
             .collect())
@@ -139,7 +145,7 @@ pub async fn run(
         let mut gates = store.list_gates(id)?;
         gates.sort_by_key(|g| (g.status != agency_core::gate::GateStatus::Pending, g.opened_at));
         Ok(RunDetail {
-            run: RunSummary::of(&record),
+            run: RunSummary::of(&record, store.as_ref()),
             briefs,
             gates,
         })

@@ -305,3 +305,58 @@ async fn the_page_is_served_with_a_strict_policy() {
         "agents' text must never be parsed as markup"
     );
 }
+
+#[tokio::test]
+async fn a_team_run_that_no_runner_drives_is_marked_so() {
+    let s = serve().await;
+    let mut new = NewRun::new("Fix the flaky test", "/repo");
+    new.config = json!({ "runner": { "concurrency": 4 } });
+    let team = s.store.create_run(new).unwrap();
+    let runs = json_of(
+        client()
+            .get(format!("{}/api/runs", s.base))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let row = |id: String| {
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == json!(id))
+            .cloned()
+            .unwrap()
+    };
+    let team_row = row(team.id.to_string());
+    assert_eq!(
+        (team_row["kind"].clone(), team_row["no_runner"].clone()),
+        (json!("team"), json!(true))
+    );
+    // The session record the other tests use never has a runner, and is not said to miss one.
+    let session_row = row(s.run.to_string());
+    assert_eq!(
+        (session_row["kind"].clone(), session_row["no_runner"].clone()),
+        (json!("session"), json!(false))
+    );
+    // While a runner holds the run, it is attached.
+    let _lease = s.store.lock_driver(team.id, "a runner").unwrap();
+    let again = json_of(
+        client()
+            .get(format!("{}/api/runs", s.base))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let attached = again
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == json!(team.id.to_string()))
+        .unwrap()
+        .clone();
+    assert_eq!(attached["no_runner"], json!(false));
+}

@@ -4,21 +4,11 @@
 
 use agency_core::RunId;
 use agency_core::event::{EventKind, NewEvent};
-use agency_store::{Blackboard, Run, StoreError};
+use agency_store::{Blackboard, Run};
 use serde_json::json;
 
 /// The tag of the log line that records how the run is resumed.
 const RESUMABLE: &str = "RESUMABLE";
-
-/// Whether a runner drives `run` now. Asked by taking the run's driver lock for an instant, which the
-/// runner holds for as long as it lives; `None` when the blackboard cannot say.
-pub fn runner_attached(store: &dyn Blackboard, run: RunId) -> Option<bool> {
-    match store.lock_driver(run, "agency (looking whether a runner is attached)") {
-        Ok(_lease) => Some(false),
-        Err(StoreError::Driven { .. }) => Some(true),
-        Err(_) => None,
-    }
-}
 
 /// Records, at a run's start, the command that resumes it.
 pub fn record_resume_command(store: &dyn Blackboard, run: RunId, script: Option<&std::path::Path>) {
@@ -50,24 +40,16 @@ pub fn resume_command(store: &dyn Blackboard, run: RunId) -> String {
     recorded.unwrap_or_else(|| format!("agency run --resume {}", run.short()))
 }
 
-/// What a run record is: `team` (a run of `agency run`, driven by a runner), `goals` (the record of a
-/// plan.md's goal sign-offs) or `session` (the record of a Claude Code, Codex or pi session's gate, or
-/// of `agency teachback start`). Only team runs have a runner; the others never end by themselves.
-pub fn run_kind(run: &Run) -> &'static str {
-    if run.config.get("goals_plan").is_some() {
-        "goals"
-    } else if run.config.as_object().is_none_or(|o| o.is_empty()) {
-        "session"
-    } else {
-        "team"
-    }
-}
-
 /// `running` or, for a run that is not ended and has no runner, `running (no runner attached)`.
 pub fn status_text(store: &dyn Blackboard, run: &Run) -> String {
-    if run_kind(run) == "team" && !run.status.is_terminal() && runner_attached(store, run.id) == Some(false) {
+    if agency_store::unattached(store, run) {
         format!("{} (no runner attached)", run.status.as_str())
     } else {
         run.status.as_str().to_string()
     }
+}
+
+/// `team`, `goals` or `session` (see [`agency_store::RunKind`]).
+pub fn run_kind(run: &Run) -> &'static str {
+    agency_store::RunKind::of(run).as_str()
 }

@@ -44,7 +44,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         )
         .hint("`agency gc` collects the worktrees and branches of ended runs".to_string()));
     }
-    let had_runner = crate::commands::attached::runner_attached(&*store, run) == Some(true);
+    let had_runner = agency_store::runner_attached(&*store, run) == Some(true);
     let by = decider();
     let reason = args.reason.unwrap_or_else(|| "cancelled by a human".into());
     store

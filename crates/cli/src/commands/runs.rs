@@ -1,8 +1,9 @@
 //! `agency runs`: the runs on this blackboard, newest first, with the short ids other commands accept.
 
-use crate::commands::attached::{resume_command, run_kind, runner_attached, status_text};
+use crate::commands::attached::{resume_command, run_kind, status_text};
 use crate::commands::{Context, store_error};
 use crate::error::{CommandError, CommandResult};
+use agency_store::runner_attached;
 
 /// `agency runs [--json]`
 #[derive(Debug, clap::Args)]
