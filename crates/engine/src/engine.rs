@@ -652,7 +652,10 @@ impl Engine {
         };
         if role.writes() {
             let workstream = branches.ensure_workstream(&brief.workstream)?;
-            let base = self.pipeline_base(brief, &branches)?.unwrap_or(workstream);
+            let base = match self.pipeline_base(brief, &branches)? {
+                Some(base) => base,
+                None => self.salvaged_base(brief)?.unwrap_or(workstream),
+            };
             let (branch, path) = branches.prepare_worktree(brief, &base)?;
             let change = workspace(Some(branch), &path);
             Ok((path, change))
@@ -670,6 +673,34 @@ impl Engine {
             let change = workspace(None, &path);
             Ok((path, change))
         }
+    }
+
+    /// Where a retried implementer starts when its previous attempt reported `partial`: from that
+    /// attempt's branch, which holds the work it committed. `None` otherwise (a first attempt, a previous
+    /// one that failed any other way).
+    fn salvaged_base(&self, brief: &Brief) -> Result<Option<String>> {
+        let (Some(parent), Some(previous_attempt)) = (brief.parent, brief.attempt.checked_sub(1)) else {
+            return Ok(None);
+        };
+        let Some(previous) = self
+            .store
+            .list_children(parent)?
+            .into_iter()
+            .find(|b| b.tier == brief.tier && b.title == brief.title && b.attempt == previous_attempt)
+        else {
+            return Ok(None);
+        };
+        let Some(branch) = previous.branch.clone() else {
+            return Ok(None);
+        };
+        let Some(report) = self.artifact_of(brief.run, previous.id, report_name)? else {
+            return Ok(None);
+        };
+        let partial = serde_json::from_slice::<serde_json::Value>(&report.bytes)
+            .ok()
+            .and_then(|r| r.get("status").and_then(|s| s.as_str()).map(|s| s == "partial"))
+            .unwrap_or(false);
+        Ok((partial && self.repo.branch_exists(&branch)?).then_some(branch))
     }
 
     /// Where a pipeline task starts: from its predecessors' work, which is not in the workstream branch yet
@@ -925,7 +956,21 @@ impl Engine {
             }
             agency_exec::runtime::ReportStatus::Partial => {
                 self.apply(batch)?;
-                crate::advance::fail_brief(self, &brief, &format!("partial: {}", report.summary))
+                // The seed's "salvage the good parts, re-task the remainder": what the implementer did is
+                // committed on its branch, and its next attempt starts from there ([`Engine::salvaged_base`]).
+                let kept = role == BriefRole::Implementer
+                    && self.branches(brief.run).commit_brief(&brief).is_ok()
+                    && brief.branch.is_some();
+                let why = if kept {
+                    format!(
+                        "partial: {}\nWhat it did is kept: the next attempt starts from its work and does what \
+                         remains.",
+                        report.summary
+                    )
+                } else {
+                    format!("partial: {}", report.summary)
+                };
+                crate::advance::fail_brief(self, &brief, &why)
             }
             agency_exec::runtime::ReportStatus::Blocked => {
                 self.apply(batch)?;

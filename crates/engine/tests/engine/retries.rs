@@ -32,3 +32,46 @@ async fn a_retried_slice_is_told_what_its_previous_attempt_reported_and_changed(
         "{feedback}"
     );
 }
+
+/// The seed's "T4 partial output → salvage the good parts, re-task the remainder": an implementer that
+/// reports `partial` has its work committed, and its retry starts from that work and is told so.
+#[tokio::test]
+async fn a_partial_slice_is_salvaged_and_its_retry_does_what_remains() {
+    let project = Project::new();
+    let script = include_str!("../scripts/simple.yaml").replace(
+        "  - role: implementer\n    brief: ws-add/t4/fix-add\n    replies:\n",
+        "  - role: implementer
+    brief: ws-add/t4/fix-add
+    contains: \"What it did is kept\"
+    replies:
+      - tool_calls:
+          - name: read_file
+            input: { path: NOTES.md }
+      - tool_calls:
+          - name: edit_file
+            input: { path: add.sh, old_string: \"echo $(($1 - $2))\", new_string: \"echo $(($1 + $2))\" }
+          - name: report_result
+            input: { status: done, summary: \"add.sh adds.\", evidence: [{ path: add.sh }] }
+  - role: implementer
+    brief: ws-add/t4/fix-add
+    reply:
+      tool_calls:
+        - name: write_file
+          input: { path: NOTES.md, content: \"add.sh subtracts where it should add\\n\" }
+        - name: report_result
+          input: { status: partial, summary: \"found the bug, wrote NOTES.md; the fix remains\" }
+  - role: unused
+    replies:\n",
+    );
+    let (run, outcome) = project.succeed(&script, config()).await;
+    let branch = outcome.branch.unwrap();
+    project.assert_fixed(&branch, &["add.sh"]);
+    assert_eq!(
+        project.file_on(&branch, "NOTES.md").as_deref(),
+        Some("add.sh subtracts where it should add\n"),
+        "the partial attempt's work reached the integration branch through its retry"
+    );
+    let feedback = project.feedback(run.id, Tier::T4, "fix-add", 1);
+    assert!(feedback.contains("What it did is kept"), "{feedback}");
+    assert_eq!(project.spawns_of(run.id, Tier::T4, "fix-add"), 2);
+}
