@@ -17,9 +17,10 @@ use agency_core::intercept::{self, GateState, ToolKind, Verdict, task_create};
 use agency_core::teachback::{TeachbackAction, TeachbackState, transition};
 use agency_core::variety::TeachbackMode;
 use agency_core::{Brief, BriefId, EventKind, NewEvent, Teachback};
-use agency_store::{Blackboard, SqliteBlackboard};
+use agency_store::{Blackboard, RedactingBlackboard, SqliteBlackboard};
 use chrono::Utc;
 use serde_json::json;
+use std::sync::Arc;
 
 use super::answer::Answer;
 use super::event::HookEvent;
@@ -223,15 +224,21 @@ fn task_create_answer(event: &HookEvent, env: &HookEnv) -> Result<Answer, String
 /// nobody else holds must first re-read the whole WAL, and the reader already did. The reader is closed
 /// before the writer, so the writer's close is the last one and may checkpoint (see
 /// [`SqliteBlackboard::open_for_append`]).
-fn appender(db: &Path, reader: SqliteBlackboard) -> agency_store::Result<SqliteBlackboard> {
+///
+/// What it writes (a teachback's text, a denied command line) is redacted like everything else recorded
+/// (see [`agency_store::RedactingBlackboard`]): secrets in this process's environment and known token
+/// shapes.
+fn appender(db: &Path, reader: SqliteBlackboard) -> agency_store::Result<Arc<dyn Blackboard>> {
     let writer = SqliteBlackboard::open_for_append(db);
     drop(reader);
-    writer
+    let names = agency_core::config::TeamConfig::default().secret_env_names();
+    let redactor = agency_core::redact::Redactor::from_process_env(&names);
+    Ok(RedactingBlackboard::wrap(Arc::new(writer?), redactor))
 }
 
 /// Records the teachback a tool call carried and moves the brief on.
 fn submit(
-    store: agency_store::Result<SqliteBlackboard>,
+    store: agency_store::Result<Arc<dyn Blackboard>>,
     brief: &Brief,
     mode: TeachbackMode,
     teachback: &Teachback,
@@ -258,7 +265,7 @@ fn submit(
 /// Records a denial (or a would-have-been denial), and raises a stall alert if one is due. Best effort:
 /// the call is answered the same whether or not the record could be written.
 fn record(
-    store: agency_store::Result<SqliteBlackboard>,
+    store: agency_store::Result<Arc<dyn Blackboard>>,
     brief: &Brief,
     tool: &str,
     reason: &str,
@@ -274,7 +281,7 @@ fn record(
             "reason": reason,
         });
         store.append_event(NewEvent::new(brief.run, EventKind::TeachbackDenied, payload).brief(brief.id))?;
-        history::raise_due(&store, brief, config, Utc::now())?;
+        history::raise_due(store.as_ref(), brief, config, Utc::now())?;
         Ok(())
     });
     if let Err(err) = result {

@@ -433,3 +433,35 @@ fn plain_sessions_and_sub_agents_are_bound_with_teachback_start() {
     let other = write_event(&repo).replace("sess-1", "sess-2");
     assert_eq!(hook(&repo, &[], &other).json, Value::Null);
 }
+
+/// What the hook records (a teachback's text) goes through the same redaction as everything else written
+/// to the blackboard: a secret in the hook's environment, and a token shape it never held.
+#[test]
+fn what_the_hook_records_is_redacted() {
+    let repo = Repo::initialised();
+    let brief = start_brief(&repo, "2,2,2,2");
+    let secret = "svc-0f3a9c2e77b14d5e";
+    let shaped = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let teachback = TEACHBACK.replace(
+        "- Key constraints: one file; no other changes",
+        &format!("- Key constraints: use {secret} and {shaped}; no other changes"),
+    );
+    let env = [("AGENCY_BRIEF", brief.as_str()), ("MY_SERVICE_TOKEN", secret)];
+    let sent = hook(
+        &repo,
+        &env,
+        &pre_tool_use(&repo, "SendMessage", json!({"to": "lead", "message": teachback})),
+    );
+    assert_eq!(sent.decision(), "allow", "{sent:?}");
+    let db = std::fs::read(repo.db()).unwrap();
+    let mut wal = repo.db().into_os_string();
+    wal.push("-wal");
+    let wal = std::fs::read(wal).unwrap_or_default();
+    for bytes in [&db, &wal] {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(!text.contains(secret), "the service token was recorded");
+        assert!(!text.contains(shaped), "the GitHub token was recorded");
+    }
+    let show = repo.agency(&["teachback", "show", &brief]).success().stdout();
+    assert!(show.contains("[redacted:MY_SERVICE_TOKEN]"), "{show}");
+}

@@ -124,8 +124,8 @@ impl SqliteBlackboard {
     ///
     /// Closing the last connection to a WAL database normally checkpoints the WAL into the database and
     /// deletes it, which costs three or four fsyncs — most of a denial's time. So while the WAL is small
-    /// ([`APPEND_WAL_LIMIT`]) this handle skips that checkpoint and leaves its commits in the WAL (as durable
-    /// as any commit there under `synchronous=NORMAL`). The WAL cannot grow without bound that way: the
+    /// ([`APPEND_WAL_LIMIT`]) this handle skips that checkpoint and leaves its commits in the WAL (each
+    /// synced to disk before it is acknowledged, `synchronous=FULL`, as every commit is). The WAL cannot grow without bound that way: the
     /// next process to open it must re-read all of it (nobody holds the shared index), so once it is past
     /// the limit this handle checkpoints on close as usual, and a long-lived writer (the runner) checkpoints
     /// it whenever it is alive.
@@ -145,9 +145,9 @@ impl SqliteBlackboard {
             conn.busy_timeout(BUSY_TIMEOUT)?;
             keep_plans(conn)?;
             conn.pragma_update(None, "foreign_keys", true)?;
-            // The journal mode (WAL) is stored in the file; `synchronous` is per connection, and must be
-            // NORMAL, or every commit would fsync the WAL.
-            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            // The journal mode (WAL) is stored in the file; `synchronous` is per connection: FULL, as for
+            // every writer (see [`configure`]).
+            conn.pragma_update(None, "synchronous", "FULL")?;
             conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, wal_small)?;
             Ok(())
         };
@@ -282,8 +282,11 @@ fn write_held_apart(tx: &mut Transaction<'_>, clock: &dyn Clock, held: &[WriteBa
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE_CAPACITY: usize = 128;
 
-/// Per-connection settings. WAL lets readers proceed while one process writes; NORMAL synchronous is safe
-/// with WAL (a power loss may lose the last commits, never corrupt the file).
+/// Per-connection settings. WAL lets readers proceed while one process writes. `synchronous=FULL`: every
+/// commit is synced to disk before it is acknowledged, so what the blackboard has acknowledged survives a
+/// power loss or a filesystem error (under NORMAL a short run that never checkpointed could vanish whole
+/// while its branches stayed). It costs one fsync of the WAL per commit, which the runner's batching keeps
+/// near one per brief.
 fn configure(conn: &Connection, read_only: bool) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     // Room for every statement the store prepares (about 50): with rusqlite's default of 16 a runner's
@@ -293,7 +296,7 @@ fn configure(conn: &Connection, read_only: bool) -> rusqlite::Result<()> {
     conn.pragma_update(None, "foreign_keys", true)?;
     if !read_only {
         use_wal(conn)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
     }
     Ok(())
 }
