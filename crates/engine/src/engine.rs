@@ -445,7 +445,7 @@ impl Engine {
             // fresh retry budget, so approving it automatically would loop for ever): neither is approved
             // automatically.
             if self.options.auto_approve && !matches!(gate.kind, GateKind::Budget | GateKind::Escalation) {
-                let note = Some("auto-approved (agency demo)".to_string());
+                let note = Some("auto-approved (--auto-approve)".to_string());
                 self.store.decide_gate(
                     gate.id,
                     GateDecision::Approve {

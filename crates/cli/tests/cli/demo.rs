@@ -63,7 +63,7 @@ fn the_demo_runs_the_whole_pipeline_offline() {
     [RUN] HH:MM:SS  RUN  RUNTIMES      t1, t2, t3: builtin (configured); t4, t5: builtin (auto in a scripted run: a script cannot drive an external CLI)
     [RUN] HH:MM:SS  T1   PLAN_DONE     1 workstream — ws-fix-pagination (1 parallel)
     [RUN] HH:MM:SS  GATE APPROVAL      ⏸  Waiting on approval before T4 spawns — anomalies: ws-fix-pagination: shallower path — one expression in one file; a squad lead would add nothing
-    [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (agency demo))
+    [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (--auto-approve))
     [RUN] HH:MM:SS  T4   START         T4 fix-page-offset spawned for ws-fix-pagination
     [RUN] HH:MM:SS  T4   DONE          fix-page-offset ✓
     [RUN] HH:MM:SS  T4   VERIFY        ✓ `python3 -m unittest -q` passed on <id> (exit 0) — ws-fix-pagination/fix-page-offset

@@ -32,7 +32,7 @@ fn watch_of_a_full_profile_run_reads_like_the_seed() {
     [RUN] HH:MM:SS  RUN  RUNTIMES      t1, t2, t3: builtin (configured); t4, t5: builtin (auto in a scripted run: a script cannot drive an external CLI)
     [RUN] HH:MM:SS  T1   PLAN_DONE     1 workstream — ws-calc (1 parallel)
     [RUN] HH:MM:SS  GATE APPROVAL      ⏸  Waiting on approval before T2 spawns
-    [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (agency demo))
+    [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (--auto-approve))
     [RUN] HH:MM:SS  T2   LEAD_START    Lead Architect spawned for ws-calc
     [RUN] HH:MM:SS  T2   BOUNDS_READY  Domain boundaries + shared assumptions published
     [RUN] HH:MM:SS  T2   SPEC_START    2 specialists spawned (parallel): arithmetic, sign
@@ -40,7 +40,7 @@ fn watch_of_a_full_profile_run_reads_like_the_seed() {
     [RUN] HH:MM:SS  T2   SPEC_DONE     sign architecture draft ready
     [RUN] HH:MM:SS  T2   SYNTH_DONE    Canonical architecture written to blackboard
     [RUN] HH:MM:SS  GATE INSPECTION    ⏸  T2 synthesis ready for review
-    [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (agency demo))
+    [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (--auto-approve))
     [RUN] HH:MM:SS  T3   MESH_START    ws-calc: 2 squad leads negotiating task boundaries
     [RUN] HH:MM:SS  T3   MESH_DONE     ws-calc: task split committed by 2 squad leads — 4 T4 tasks (3 swarm, 1 pipeline)
     [RUN] HH:MM:SS  T4   SWARM_START   squad-arith: 2 workers spawned in parallel
@@ -75,7 +75,7 @@ fn watch_of_a_partial_verdict_shows_the_failed_slice_and_its_retry() {
     [RUN] HH:MM:SS  RUN  RUNTIMES      t1, t2, t3: builtin (configured); t4, t5: builtin (auto in a scripted run: a script cannot drive an external CLI)
     [RUN] HH:MM:SS  T1   PLAN_DONE     1 workstream — ws-arith (1 parallel)
     [RUN] HH:MM:SS  GATE APPROVAL      ⏸  Waiting on approval before T3 spawns
-    [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (agency demo))
+    [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (--auto-approve))
     [RUN] HH:MM:SS  T3   START         T3 arithmetic spawned for ws-arith
     [RUN] HH:MM:SS  T3   TASKS         arithmetic: 2 T4 tasks (2 swarm, 0 pipeline)
     [RUN] HH:MM:SS  T4   SWARM_START   arithmetic: 2 workers spawned in parallel
