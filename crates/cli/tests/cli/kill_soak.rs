@@ -1,7 +1,7 @@
 //! Crash safety, by trial: a scripted run of parallel workstreams whose runner is killed with SIGKILL at a
 //! random moment, then resumed (and killed again, and resumed) until it ends. Every trial must end
-//! `succeeded` within a bounded number of resumes, with each workstream merged exactly once, the events in
-//! order, every workstream's file on the integration branch, and — after `agency gc` — no worktree, no
+//! `succeeded` within a bounded number of resumes, with each workstream merged exactly once (one merge
+//! commit on the integration branch, one `merged/<ws>` record), the events in order, every workstream's file on the integration branch, and — after `agency gc` — no worktree, no
 //! run branch but the integration branch and no driver left behind.
 //!
 //! `AGENCY_KILL_TRIALS` sets the number of trials (default 12 in the suite; a soak sets more), and
@@ -172,25 +172,43 @@ fn one_trial(trial: u64) {
         all.windows(2).all(|w| w[0].seq < w[1].seq),
         "trial {trial}: events out of order"
     );
-    let mut merges: HashMap<String, usize> = HashMap::new();
     for event in &all {
-        if event.kind == EventKind::Log
-            && event.payload["tag"] == "VERDICT"
-            && let Some(rest) = event.payload["message"]
-                .as_str()
-                .and_then(|m| m.strip_prefix("✓  workstream "))
-            && let Some((ws, _)) = rest.split_once(" merged into")
+        assert_ne!(event.kind, EventKind::Alert, "trial {trial}: {}", event.payload);
+    }
+    // Merged once: one merge commit of it on the integration branch (a kill between the merge and its log
+    // line leaves no line, and the resumed runner finds the merge done), and one `merged/<ws>` record.
+    let mut merges: HashMap<String, usize> = HashMap::new();
+    let subjects = repo.git_output(&[
+        "log",
+        "--merges",
+        "--format=%s",
+        &format!("agency/{}/integration", run.short()),
+    ]);
+    for subject in subjects.lines() {
+        if let Some(rest) = subject.strip_prefix("merge workstream ")
+            && let Some((ws, _)) = rest.split_once(' ')
         {
             *merges.entry(ws.to_string()).or_default() += 1;
         }
-        assert_ne!(event.kind, EventKind::Alert, "trial {trial}: {}", event.payload);
     }
+    let records: Vec<String> = store
+        .list_artifacts(run, None)
+        .unwrap()
+        .into_iter()
+        .map(|a| a.name)
+        .filter(|n| n.starts_with("merged/"))
+        .collect();
     for i in 0..WORKSTREAMS {
         let id = format!("ws-{i}");
         assert_eq!(
             merges.get(&id),
             Some(&1),
             "trial {trial} ({kills} kills): {id} merged {merges:?}"
+        );
+        assert_eq!(
+            records.iter().filter(|n| **n == format!("merged/{id}")).count(),
+            1,
+            "trial {trial}: {records:?}"
         );
         let integration = format!("agency/{}/integration:out/{id}.txt", run.short());
         assert_eq!(
