@@ -167,6 +167,7 @@ fn bench(args: &Args) -> Result<(), String> {
         worktrees: dir.join("worktrees"),
         limits: AgentLimits::default(),
         output_retries: 2,
+        hidden: Vec::new(),
     };
     let engine = Engine::new(store.clone(), config, repo, runtimes, providers, options)
         .map_err(|e| e.to_string())?

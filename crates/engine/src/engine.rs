@@ -40,6 +40,9 @@ pub struct EngineOptions {
     pub limits: AgentLimits,
     /// Invalid structured outputs fed back to the model before the brief counts as failed.
     pub output_retries: u32,
+    /// Paths no agent's sandbox shows, besides the repository's `.agency/`, [`EngineOptions::worktrees`] and
+    /// the user's credentials: the blackboard when it is kept elsewhere.
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Default for EngineOptions {
@@ -51,6 +54,7 @@ impl Default for EngineOptions {
             worktrees: PathBuf::from(".agency/worktrees"),
             limits: AgentLimits::default(),
             output_retries: 2,
+            hidden: Vec::new(),
         }
     }
 }
@@ -498,25 +502,29 @@ impl Engine {
             self.spawn_signoff(launches, brief, cancel)?;
             return Ok(true);
         }
-        let (worktree, workspace) = self.prepare_worktree(&brief, role)?;
         let runtime = self
             .runtimes
             .get(&brief.tier)
             .cloned()
             .ok_or_else(|| EngineError::Config(format!("no runtime for {}", brief.tier)))?;
+        let access = if role.writes() {
+            Access::ReadWrite
+        } else {
+            Access::ReadOnly
+        };
+        // Before anything is made for it: an agent that cannot be sandboxed does not start.
+        let sandbox = self.agent_sandbox(&brief, runtime.as_ref(), access)?;
+        let (worktree, workspace) = self.prepare_worktree(&brief, role)?;
         let inputs = self.inputs_of(&brief)?;
         let feedback = self.feedback_of(&brief)?;
         let task = AgentTask {
             system: system_blocks(role, None),
             prompt: render_prompt(&brief, &inputs, feedback.as_deref()),
-            access: if role.writes() {
-                Access::ReadWrite
-            } else {
-                Access::ReadOnly
-            },
+            access,
             ending: Ending::Report,
             limits: self.options.limits,
             env: agent_env(),
+            sandbox,
             meta: call_meta(&brief),
             worktree,
             brief: brief.clone(),

@@ -19,6 +19,7 @@ mod narrate;
 pub mod notify;
 mod progress;
 pub mod prompts;
+mod sandbox;
 mod signoff;
 mod slice_diffs;
 mod stall;

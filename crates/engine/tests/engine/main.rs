@@ -14,6 +14,7 @@ mod gates;
 mod leases;
 mod liveness;
 mod profiles;
+mod sandbox;
 mod signoff;
 mod verdicts;
 mod worktrees;

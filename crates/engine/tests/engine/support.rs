@@ -216,6 +216,7 @@ impl Project {
                 ..AgentLimits::default()
             },
             output_retries: 2,
+            hidden: Vec::new(),
         };
         adjust(&mut options);
         let store: Arc<dyn Blackboard> = self.store.clone();

@@ -106,6 +106,7 @@ pub fn task(worktree: &Path, blocking: bool, access: Access) -> AgentTask {
             command_timeout: Duration::from_secs(20),
         },
         env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
+        sandbox: agency_exec::Sandboxing::Off,
         meta: CallMeta {
             role: Some("implementer".into()),
             tier: Some(Tier::T4),
