@@ -617,6 +617,51 @@ mod tests {
         assert!(!output.pipes_held_open, "nothing inside outlived the sandbox");
     }
 
+    /// Whether a process whose command line is `argv` (NUL-separated in /proc) is alive on the host.
+    fn running(argv: &str) -> bool {
+        let wanted = argv.replace(' ', "\0");
+        std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).trim_end_matches('\0') == wanted)
+        })
+    }
+
+    #[test]
+    fn stopping_a_leftover_sandbox_stops_everything_in_it() {
+        if !bwrap_runs() {
+            return;
+        }
+        // What a runner taking over does with an agent a killed runner left: stop the recorded process's
+        // group. Inside the sandbox everything is in a session of its own, out of that group; it dies with
+        // the sandbox's init when bwrap goes.
+        let work = tempfile::tempdir().unwrap();
+        let sandboxing = configured(&SandboxConfig::default(), &[], None);
+        let marker = format!("sleep 31{}", std::process::id());
+        let spec = sh(&format!("{marker} & {marker} & wait")).cwd(work.path());
+        let spec = sandboxing.confine(spec, work.path()).unwrap();
+        let cancel = process::CancelToken::new();
+        let child = process::spawn(&spec, &cancel).unwrap();
+        let identity = child.identity().unwrap().clone();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !running(&marker) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the sandboxed sleeps started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        process::stop_leftover(&identity, Duration::from_millis(500)).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while running(&marker) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nothing in the sandbox outlived it"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.wait();
+    }
+
     #[test]
     fn a_missing_program_inside_is_reported_as_missing() {
         let work = tempfile::tempdir().unwrap();
