@@ -169,6 +169,7 @@ fn bench(args: &Args) -> Result<(), String> {
         output_retries: 2,
         gate_timeout: None,
         agent_idle: None,
+        hidden: Vec::new(),
     };
     let engine = Engine::new(store.clone(), config, repo, runtimes, providers, options)
         .map_err(|e| e.to_string())?

@@ -46,6 +46,9 @@ pub struct EngineOptions {
     /// How long an agent may record nothing before an ALERT, instead of team.yaml's
     /// `runner.agent_idle_minutes` (tests that need seconds).
     pub agent_idle: Option<Duration>,
+    /// Paths no agent's sandbox shows, besides the repository's `.agency/`, [`EngineOptions::worktrees`] and
+    /// the user's credentials: the blackboard when it is kept elsewhere.
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Default for EngineOptions {
@@ -59,6 +62,7 @@ impl Default for EngineOptions {
             output_retries: 2,
             gate_timeout: None,
             agent_idle: None,
+            hidden: Vec::new(),
         }
     }
 }
@@ -581,28 +585,32 @@ impl Engine {
             self.spawn_signoff(launches, brief, cancel)?;
             return Ok(true);
         }
-        let (worktree, workspace) = self.prepare_worktree(&brief, role)?;
         let runtime = self
             .runtimes
             .get(&brief.tier)
             .cloned()
             .ok_or_else(|| EngineError::Config(format!("no runtime for {}", brief.tier)))?;
+        let access = if role.writes() {
+            Access::ReadWrite
+        } else {
+            Access::ReadOnly
+        };
+        // Before anything is made for it: an agent that cannot be sandboxed does not start.
+        let sandbox = self.agent_sandbox(&brief, runtime.as_ref(), access)?;
+        let (worktree, workspace) = self.prepare_worktree(&brief, role)?;
         let inputs = self.inputs_of(&brief)?;
         let feedback = self.feedback_of(&brief)?;
         let task = AgentTask {
             system: system_blocks(role, None),
             prompt: render_prompt(&brief, &inputs, feedback.as_deref()),
-            access: if role.writes() {
-                Access::ReadWrite
-            } else {
-                Access::ReadOnly
-            },
+            access,
             ending: Ending::Report,
             limits: AgentLimits {
                 repair_attempts: self.config.runner.repair_attempts,
                 ..self.options.limits
             },
             env: agent_env(),
+            sandbox,
             meta: call_meta(&brief),
             check_output: output_check(&brief),
             worktree,

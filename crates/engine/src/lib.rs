@@ -21,6 +21,7 @@ mod outage;
 mod previous;
 mod progress;
 pub mod prompts;
+mod sandbox;
 mod signoff;
 mod slice_diffs;
 mod stall;

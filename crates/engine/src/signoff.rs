@@ -59,6 +59,8 @@ pub(crate) struct Owned {
     pub tier: Tier,
     /// Where its clean checkout goes: under the run's worktrees.
     pub checkouts: CheckoutPlace,
+    /// The sandbox its verify command and judge run in.
+    pub sandbox: agency_exec::Sandboxing,
 }
 
 impl Owned {
@@ -77,6 +79,7 @@ impl Owned {
             verified: self.verified.as_ref(),
             diffed: self.diffed.as_ref(),
             checkouts: &self.checkouts,
+            sandbox: &self.sandbox,
         }
     }
 
@@ -398,6 +401,7 @@ fn acceptance_request(
         brief: accept.id,
         tier: Tier::T1,
         checkouts: engine.branches(accept.run).checkouts(),
+        sandbox: engine.sandboxing(),
     })
 }
 
@@ -530,6 +534,7 @@ fn slice_request(engine: &Engine, verifier: &Brief) -> Result<Owned> {
         brief: verifier.id,
         tier: Tier::T5,
         checkouts: branches.checkouts(),
+        sandbox: engine.sandboxing(),
     })
 }
 

@@ -34,6 +34,7 @@ pub async fn verify_rev(engine: &Engine, run: RunId, rev: &str, command: &str) -
     let place = engine.branches(run).checkouts();
     let (rev, command) = (rev.to_string(), command.to_string());
     let timeout = Duration::from_secs(u64::from(engine.config.signoff.verify_timeout_seconds));
+    let sandbox = engine.sandboxing();
     // Tests can take minutes: keep them off the runner's event loop.
     tokio::task::spawn_blocking(move || -> std::result::Result<VerifyResult, SignoffError> {
         let argv = match verify_argv(&command) {
@@ -43,7 +44,7 @@ pub async fn verify_rev(engine: &Engine, run: RunId, rev: &str, command: &str) -
             Err(unusable) => return Ok(unrunnable(&command, &unusable.to_string())),
         };
         let checkout = CleanCheckout::of_commit(&repo, rev, &place)?;
-        run_verify(&command, &argv, checkout.path(), timeout)
+        run_verify(&command, &argv, checkout.path(), timeout, &sandbox)
     })
     .await
     .map_err(|e| EngineError::State(format!("verify task: {e}")))?

@@ -8,6 +8,8 @@
 //!   ([`branch_name`] says how branches are named), commits on an agent's behalf, diffs, and merges that
 //!   report conflicts with their files instead of resolving them.
 //! - [`gc`] finds and removes the worktrees and branches of finished runs.
+//! - [`sandbox`] wraps an agent's processes and verify commands in bubblewrap: its worktree writable, the
+//!   blackboard, other worktrees, credentials and the runner's `/proc` out of reach.
 //! - [`runtime`] is the contract every agent runtime keeps (the built-in agent, Claude Code, Codex, ...).
 //!
 //! Nothing here knows about the blackboard or the runner: callers pass in what they know (a timeout, a
@@ -19,6 +21,7 @@ pub mod gc;
 pub mod git;
 pub mod process;
 pub mod runtime;
+pub mod sandbox;
 
 pub use branch_name::{brief_branch_name, parse_brief_branch, sanitize_ref_component};
 pub use command_line::{CommandLineError, split_command_line};
@@ -31,3 +34,4 @@ pub use process::{
     CancelToken, Captured, CommandSpec, EnvPolicy, Output, ProcessError, RunningChild, run, run_cancellable,
     spawn,
 };
+pub use sandbox::{Network, SandboxError, SandboxPolicy, Sandboxing};

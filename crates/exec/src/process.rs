@@ -533,15 +533,15 @@ fn supervise(
 
 /// An executable found for a program name.
 #[derive(Debug)]
-struct Resolved {
-    path: PathBuf,
+pub(crate) struct Resolved {
+    pub(crate) path: PathBuf,
     /// Found earlier on the same search path and not looked at again (see [`FoundProgram`]).
     remembered: bool,
 }
 
 /// Finds the executable the child will run, so a missing program is reported by name instead of as an
 /// ambiguous spawn error (a missing working directory also reads as "not found" from the OS).
-fn resolve_program(
+pub(crate) fn resolve_program(
     program: &OsStr,
     cwd: Option<&Path>,
     path: Option<&OsStr>,

@@ -16,6 +16,7 @@ use agency_core::brief::Brief;
 use agency_core::contract::GoalContract;
 use agency_core::teachback::{ReviewVerdict, TeachbackReview};
 use agency_core::{BriefId, BriefStatus, RunId, TeachbackState, Tier};
+use agency_exec::Sandboxing;
 use agency_exec::runtime::{
     Access, AgentEvent, AgentHooks, AgentLimits, AgentOutcome, AgentStop, AgentTask, AlgedonicSignal, Ending,
     Evidence, Runtime, ToolCallView, ToolDecision,
@@ -125,6 +126,7 @@ pub async fn run_judge(
     judge: &Judge<'_>,
     input: &JudgeInput<'_>,
     checkout: &Path,
+    sandbox: &Sandboxing,
     run: RunId,
     parent: Option<BriefId>,
     cancel: &CancelToken,
@@ -165,6 +167,7 @@ pub async fn run_judge(
         env: Vec::new(),
         // A verdict block, not a report: nothing to check.
         check_output: None,
+        sandbox: sandbox.clone(),
     };
     let hooks = JudgeHooks {
         events: Mutex::default(),

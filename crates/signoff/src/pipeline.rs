@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agency_core::contract::GoalContract;
 use agency_exec::runtime::Evidence;
-use agency_exec::{ChangeKind, DiffHead, FileChange, Repo};
+use agency_exec::{ChangeKind, DiffHead, FileChange, Repo, Sandboxing};
 use agency_llm::CancelToken;
 use agency_store::ArtifactId;
 
@@ -55,6 +55,8 @@ pub struct SignoffRequest<'a> {
     pub diffed: Option<&'a Diffed>,
     /// Where the clean checkout is made.
     pub checkouts: &'a CheckoutPlace,
+    /// The OS sandbox the verify command and the judge's processes run in (they run the agent's code).
+    pub sandbox: &'a Sandboxing,
 }
 
 /// A diff from base to commit already taken (see [`SignoffRequest::diffed`]).
@@ -202,7 +204,13 @@ pub fn check(
                 )));
             }
             None => (
-                run_verify(command, argv, checkout.path(), request.verify_timeout)?,
+                run_verify(
+                    command,
+                    argv,
+                    checkout.path(),
+                    request.verify_timeout,
+                    request.sandbox,
+                )?,
                 None,
             ),
         };
@@ -285,7 +293,16 @@ pub async fn judge_stage(
             diff_bytes: diff.total_bytes,
         };
         let (run, brief) = recording.map_or((agency_core::RunId::new(), None), |r| (r.run, r.brief));
-        let judged = run_judge(judge, &input, checkout.path(), run, brief, cancel).await;
+        let judged = run_judge(
+            judge,
+            &input,
+            checkout.path(),
+            request.sandbox,
+            run,
+            brief,
+            cancel,
+        )
+        .await;
         if let Some(rec) = recording {
             let artifact = rec.transcript(request.subject, &judged.transcript);
             report.transcript_artifact = Some(artifact.id);
@@ -487,6 +504,7 @@ mod tests {
             verified: None,
             diffed: None,
             checkouts: &CheckoutPlace::Temporary,
+            sandbox: &Sandboxing::Off,
         }
     }
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use agency_exec::{CommandSpec, run, split_command_line};
+use agency_exec::{CommandSpec, Sandboxing, run, split_command_line};
 use serde::{Deserialize, Serialize};
 
 use crate::SignoffError;
@@ -61,12 +61,14 @@ pub fn verify_argv(command: &str) -> Result<Vec<String>, SignoffError> {
     split_command_line(command).map_err(|e| SignoffError::Input(format!("verify: {e}")))
 }
 
-/// Runs `argv` in `checkout` with `timeout`.
+/// Runs `argv` in `checkout` with `timeout`, inside `sandbox` (it runs the agent's code): a sandbox that
+/// cannot be set up fails stage 1 with the reason, the command not run.
 pub fn run_verify(
     command: &str,
     argv: &[String],
     checkout: &Path,
     timeout: Duration,
+    sandbox: &Sandboxing,
 ) -> Result<VerifyResult, SignoffError> {
     let Some((program, args)) = argv.split_first() else {
         return Err(SignoffError::Input("verify: the command is empty".into()));
@@ -86,7 +88,11 @@ pub fn run_verify(
     for name in INHERITED_ENV {
         spec = spec.inherit_env(*name);
     }
-    let output = match run(&spec) {
+    let output = match sandbox
+        .confine(spec, checkout)
+        .map_err(|e| e.to_string())
+        .and_then(|spec| run(&spec).map_err(|e| e.to_string()))
+    {
         Ok(output) => output,
         // A command that cannot even start has failed stage 1; the agent gets the reason as the tail.
         Err(err) => {
@@ -148,7 +154,14 @@ mod tests {
         )
         .unwrap();
         let argv = verify_argv("sh check.sh").unwrap();
-        let result = run_verify("sh check.sh", &argv, dir.path(), Duration::from_secs(10)).unwrap();
+        let result = run_verify(
+            "sh check.sh",
+            &argv,
+            dir.path(),
+            Duration::from_secs(10),
+            &Sandboxing::Off,
+        )
+        .unwrap();
         assert_eq!(result.exit_code, Some(3));
         assert!(!result.passed);
         assert_eq!(result.tail, "checking\nbroken\n");
@@ -159,7 +172,14 @@ mod tests {
     fn a_missing_program_fails_stage_one() {
         let dir = tempfile::tempdir().unwrap();
         let argv = verify_argv("no-such-program-xyz").unwrap();
-        let result = run_verify("no-such-program-xyz", &argv, dir.path(), Duration::from_secs(5)).unwrap();
+        let result = run_verify(
+            "no-such-program-xyz",
+            &argv,
+            dir.path(),
+            Duration::from_secs(5),
+            &Sandboxing::Off,
+        )
+        .unwrap();
         assert!(!result.passed);
         assert!(result.tail.contains("not found"), "{}", result.tail);
         assert_eq!(result.describe(), "did not run in 0.0s");
@@ -169,7 +189,14 @@ mod tests {
     fn a_hung_command_times_out_and_fails() {
         let dir = tempfile::tempdir().unwrap();
         let argv = verify_argv("sleep 5").unwrap();
-        let result = run_verify("sleep 5", &argv, dir.path(), Duration::from_millis(200)).unwrap();
+        let result = run_verify(
+            "sleep 5",
+            &argv,
+            dir.path(),
+            Duration::from_millis(200),
+            &Sandboxing::Off,
+        )
+        .unwrap();
         assert!(result.timed_out);
         assert!(!result.passed);
     }

@@ -19,7 +19,7 @@ use agency_exec::runtime::{
     CodexProvider, ModelSource, Runtime, RuntimeChoice, RuntimeSetup, TierModel, build as build_runtime,
     choose_for_run,
 };
-use agency_exec::{GitOptions, Repo};
+use agency_exec::{GitOptions, Repo, Sandboxing};
 use agency_llm::{
     BudgetLedger, CancelToken, Metered, Price, Provider, RetryPolicy, ScriptedProvider, UsageSink,
 };
@@ -138,6 +138,7 @@ pub fn build_engine(
     worker: String,
 ) -> CommandResult<Runner> {
     let repo = Repo::open(&ws.root, GitOptions::default()).map_err(|e| CommandError::input(e.to_string()))?;
+    sandbox_ready(&team)?;
     let agency_dir = ws.root.join(AGENCY_DIR);
     let limits = agency_llm::budget_limits(&team.budgets);
     let ledger = match resuming {
@@ -208,6 +209,12 @@ pub fn build_engine(
         auto_approve: args.auto_approve,
         worker,
         worktrees: agency_dir.join("worktrees"),
+        // The blackboard is out of every agent's sandbox wherever it is kept.
+        hidden: ws
+            .db
+            .sqlite()
+            .map(agency_exec::runtime::external::blackboard_files)
+            .unwrap_or_default(),
         ..EngineOptions::default()
     };
     let engine = Engine::new(store, team, repo, runtimes, providers, options)
@@ -219,6 +226,22 @@ pub fn build_engine(
         auto_approve: args.auto_approve,
         gate_timeout,
     })
+}
+
+/// Every run has agents that run commands (implementers), so a sandbox that cannot be set up refuses the
+/// run here, before anything starts, with the reason and the way out; `sandbox.mode: off` is said on
+/// stderr (and, per agent, in the run's log).
+fn sandbox_ready(team: &TeamConfig) -> CommandResult {
+    match agency_exec::sandbox::configured(&team.sandbox, &[], None) {
+        Sandboxing::On(policy) => policy.probe().map_err(|e| CommandError::input(e.to_string())),
+        Sandboxing::Off => {
+            eprintln!(
+                "warning: SANDBOX OFF (team.yaml `sandbox.mode: off`): agents run unconfined; they can read the \
+                 blackboard and the runner's environment and write wherever the runner can"
+            );
+            Ok(())
+        }
+    }
 }
 
 /// The runtimes a run on a PostgreSQL blackboard may use. Claude Code and Codex agents are gated by

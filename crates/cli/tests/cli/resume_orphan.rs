@@ -104,6 +104,12 @@ fn orphaned_agent(edits: &[(&str, &str)]) -> Orphaned {
     let mut all = vec![
         (line, on.as_str()),
         ("    # command: [aider, --yes-always]", &command),
+        // Unsandboxed: the agent reports its host process ids and writes them outside its worktree, and a
+        // sandboxed one can do neither (its ids are its PID namespace's; /tmp is its own).
+        (
+            "  mode: on                        # off:",
+            "  mode: off                       # off:",
+        ),
     ];
     all.extend_from_slice(edits);
     repo.edit_team(&all);

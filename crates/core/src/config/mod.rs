@@ -19,6 +19,7 @@ mod notifiers;
 mod personalities;
 mod policy;
 mod priced;
+mod sandbox;
 mod secrets;
 mod tiers;
 mod validate;
@@ -42,6 +43,7 @@ pub use policy::{
     TeachbackConfig, UnboundSessionPolicy,
 };
 pub use priced::{UnpricedModel, UnpricedUnderUsd};
+pub use sandbox::{SandboxConfig, SandboxMode, SandboxNetwork};
 pub use secrets::SecretsConfig;
 pub use tiers::{Runtime, TierConfig, TiersConfig, default_capability, default_runtime};
 pub use visibility::{InspectionGates, LogLevel, VisibilityConfig};
@@ -95,6 +97,9 @@ pub struct TeamConfig {
     /// Which environment variables hold secrets besides those whose names say so. Default: none.
     #[serde(deserialize_with = "null_as_default")]
     pub secrets: SecretsConfig,
+    /// The OS sandbox agents and verify commands run in. Default: on, with the host's network.
+    #[serde(deserialize_with = "null_as_default")]
+    pub sandbox: SandboxConfig,
 }
 
 impl Default for TeamConfig {
@@ -113,6 +118,7 @@ impl Default for TeamConfig {
             runner: RunnerConfig::default(),
             forge: ForgeConfig::default(),
             secrets: SecretsConfig::default(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }

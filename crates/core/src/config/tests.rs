@@ -91,7 +91,7 @@ fn unknown_key_names_line_path_and_the_keys_allowed() {
     assert_eq!(
         error_text("runner:\n  concurrency: 2\nrunnr: {}\n"),
         "team.yaml:3: runnr: unknown key; expected one of visibility, providers, models, tiers, \
-         retry, teachback, budgets, signoff, notifiers, personalities, runner, forge, secrets"
+         retry, teachback, budgets, signoff, notifiers, personalities, runner, forge, secrets, sandbox"
     );
 }
 
@@ -563,5 +563,22 @@ fn secret_env_names_gather_every_variable_the_config_reads_a_secret_from() {
     assert_eq!(
         error_text("secrets:\n  extra: [X]\n"),
         "team.yaml:2: secrets.extra: unknown key; expected one of extra_env"
+    );
+}
+
+#[test]
+fn the_sandbox_is_on_by_default_and_can_be_turned_off_or_cut_off_the_network() {
+    use super::{SandboxMode, SandboxNetwork};
+    let default = parse_team_config("", "team.yaml").unwrap();
+    assert_eq!(default.sandbox.mode, SandboxMode::On);
+    assert_eq!(default.sandbox.network, SandboxNetwork::Full);
+    let off = parse_team_config("sandbox:\n  mode: off\n", "team.yaml").unwrap();
+    assert_eq!(off.sandbox.mode, SandboxMode::Off);
+    let cut = parse_team_config("sandbox:\n  network: none\n", "team.yaml").unwrap();
+    assert_eq!(cut.sandbox.network, SandboxNetwork::None);
+    assert_eq!(
+        error_text("sandbox:\n  extra_writable: [cache]\n"),
+        "team.yaml:2: sandbox.extra_writable[0]: expected an absolute path or one starting with `~/`, \
+         found \"cache\""
     );
 }

@@ -83,7 +83,36 @@ pub(crate) fn check(config: &TeamConfig) -> Vec<Issue> {
     policies(config, &mut issues);
     notifiers(config, &mut issues);
     personalities(config, &mut issues);
+    sandbox(config, &mut issues);
     issues.0
+}
+
+/// Extra sandbox paths are absolute or under the runner's HOME: a relative one would mean a different
+/// place for each agent's working directory.
+fn sandbox(config: &TeamConfig, issues: &mut Issues) {
+    let sandbox = &config.sandbox;
+    if sandbox.program.trim().is_empty() {
+        issues.push(
+            "sandbox.program",
+            "must name the bubblewrap program (default `bwrap`)",
+        );
+    }
+    for (key, paths) in [
+        ("extra_readable", &sandbox.extra_readable),
+        ("extra_writable", &sandbox.extra_writable),
+    ] {
+        for (i, path) in paths.iter().enumerate() {
+            if !(path.starts_with('/') || path.starts_with("~/")) {
+                issues.push(
+                    format!("sandbox.{key}[{i}]"),
+                    format!(
+                        "expected an absolute path or one starting with `~/`, found {}",
+                        quote(path)
+                    ),
+                );
+            }
+        }
+    }
 }
 
 fn visibility(config: &TeamConfig, issues: &mut Issues) {

@@ -18,6 +18,7 @@ mod mistakes;
 mod outage;
 mod profiles;
 mod retries;
+mod sandbox;
 mod signoff;
 mod verdicts;
 mod worktrees;

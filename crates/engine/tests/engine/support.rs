@@ -218,6 +218,7 @@ impl Project {
             output_retries: 2,
             gate_timeout: None,
             agent_idle: None,
+            hidden: Vec::new(),
         };
         adjust(&mut options);
         let store: Arc<dyn Blackboard> = self.store.clone();

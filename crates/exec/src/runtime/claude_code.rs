@@ -22,7 +22,9 @@ use agency_core::config::{ProviderKind, ROLLOUT_ENV_VAR, RolloutMode};
 use agency_llm::{BoxFuture, CancelToken, Price};
 use serde_json::json;
 
-use super::external::{Flow, drive, ending_for, parse_report, shell_word, teachback_for};
+use super::external::{
+    Flow, blackboard_files, drive, ending_for, parse_report, sandboxed, shell_word, teachback_for,
+};
 use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Endpoint, Runtime, RuntimeError};
 use crate::process::CommandSpec;
@@ -119,6 +121,19 @@ impl ClaudeCodeRuntime {
             .join(format!("{}-{}", task.brief.id, task.brief.attempt))
     }
 
+    /// What its sandbox must let it write besides the worktree: its HOME, and the blackboard, which its
+    /// `agency hook` records through.
+    fn writable(&self, task: &AgentTask) -> Vec<PathBuf> {
+        let mut writable = vec![self.home(task)];
+        writable.extend(blackboard_files(&self.db));
+        writable
+    }
+
+    /// What its sandbox must let it read under a hidden directory: the team configuration the hook reads.
+    fn readable(&self) -> Vec<PathBuf> {
+        self.config.iter().filter(|c| c.is_file()).cloned().collect()
+    }
+
     /// The command that runs the agent; `resume` continues an earlier session.
     pub fn command(&self, task: &AgentTask, resume: Option<&str>) -> CommandSpec {
         let home = self.home(task);
@@ -190,8 +205,14 @@ impl ClaudeCodeRuntime {
             ("TERM", "dumb".to_owned()),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
             // Claude Code keeps its key; the commands, hooks and servers it starts get an environment
-            // without it (and without the other credentials it knows of).
-            ("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", "1".to_owned()),
+            // without it (and without the other credentials it knows of). Claude Code does that in a
+            // bubblewrap sandbox of its own, which cannot be set up inside agency's (it must create mount
+            // points in the read-only git directory); in agency's sandbox the scrub is off, so the agent's
+            // commands can see the key this agent calls its model with (docs/security.md).
+            (
+                "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB",
+                if task.sandbox.is_on() { "0" } else { "1" }.to_owned(),
+            ),
             ("DISABLE_TELEMETRY", "1".to_owned()),
             ("AGENCY_BRIEF", task.brief.id.to_string()),
         ];
@@ -240,6 +261,7 @@ impl Runtime for ClaudeCodeRuntime {
             let mut state = stream::StreamState::priced(self.price);
             let mut saved = false;
             let spec = self.command(task, resume.as_deref());
+            let spec = sandboxed("claude-code", task, spec, &self.writable(task), &self.readable())?;
             let driven = drive(
                 "claude-code",
                 spec,

@@ -19,7 +19,9 @@ use agency_core::config::{ROLLOUT_ENV_VAR, RolloutMode};
 use agency_llm::{BoxFuture, CallMeta, CancelToken, Price, StopReason, Usage, UsageRecord, cost};
 use serde_json::{Value, json};
 
-use super::external::{Flow, drive, ending_for, parse_report, shell_word, teachback_for};
+use super::external::{
+    Flow, blackboard_files, drive, ending_for, parse_report, sandboxed, shell_word, teachback_for,
+};
 use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
@@ -41,6 +43,9 @@ pub struct CodexProvider {
     /// a key (Ollama, a local vLLM), as the built-in agent calls it.
     pub env_key: Option<String>,
 }
+
+/// The agent's temporary directory, inside its CODEX_HOME (see [`CodexRuntime::command`]).
+const TMP_DIR: &str = "tmp";
 
 /// Runs agents with the Codex CLI.
 #[derive(Debug, Clone)]
@@ -192,6 +197,10 @@ impl CodexRuntime {
         spec = spec
             .env("HOME", &home)
             .env("CODEX_HOME", &home)
+            // Codex refuses to put the helper its own sandbox runs (`codex-linux-sandbox`) in a CODEX_HOME
+            // under the temporary directory, and its sandbox then fails wherever bubblewrap is installed:
+            // its temporary directory is its own, inside CODEX_HOME.
+            .env("TMPDIR", home.join(TMP_DIR))
             .env("AGENCY_BRIEF", task.brief.id.to_string())
             .env("AGENCY_DB", &self.db)
             .env(ROLLOUT_ENV_VAR, self.rollout.as_str());
@@ -228,6 +237,9 @@ impl Runtime for CodexRuntime {
             };
             write("config.toml", self.config_toml())?;
             write("hooks.json", self.hooks_json().to_string())?;
+            std::fs::create_dir_all(home.join(TMP_DIR)).map_err(|e| {
+                RuntimeError::Other(format!("cannot create {}: {e}", home.join(TMP_DIR).display()))
+            })?;
             let redactor = redactor_for(&task.env, &self.secrets);
             let recorder = Recorder::new(hooks, &redactor);
             recorder.note(match &self.model {
@@ -239,20 +251,16 @@ impl Runtime for CodexRuntime {
                 price: self.price,
                 ..StreamState::default()
             };
-            let driven = drive(
-                "codex",
-                self.command(task),
-                None,
-                task.limits.timeout,
-                cancel,
-                hooks,
-                |line| {
-                    for event in map_line(line, &mut state, &task.meta) {
-                        recorder.record(event);
-                    }
-                    Flow::Continue
-                },
-            )
+            let mut writable = vec![home.clone()];
+            writable.extend(blackboard_files(&self.db));
+            let readable: Vec<PathBuf> = self.config.iter().filter(|c| c.is_file()).cloned().collect();
+            let spec = sandboxed("codex", task, self.command(task), &writable, &readable)?;
+            let driven = drive("codex", spec, None, task.limits.timeout, cancel, hooks, |line| {
+                for event in map_line(line, &mut state, &task.meta) {
+                    recorder.record(event);
+                }
+                Flow::Continue
+            })
             .await?;
             if let Some(stop) = driven.stop {
                 return Ok(AgentOutcome {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use agency_llm::{BoxFuture, CancelToken};
 
 use super::builtin::BuiltinRuntime;
-use super::external::{Flow, drive, ending_for, parse_report};
+use super::external::{Flow, drive, ending_for, parse_report, sandboxed};
 use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
@@ -93,6 +93,7 @@ impl Runtime for CommandRuntime {
                     return Ok(outcome);
                 }
             }
+            let spec = sandboxed("command", task, spec, &[], &[])?;
             recorder.note(format!("starting {}", self.argv.join(" ")));
             let mut tail = String::new();
             let driven = drive(

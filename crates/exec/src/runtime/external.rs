@@ -9,7 +9,7 @@
 //! submit` ([`teachback_instructions`]).
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agency_core::variety::TeachbackMode;
@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::{Access, AgentEvent, AgentHooks, AgentReport, AgentStop, AgentTask, Ending, RuntimeError};
 use crate::process::{self, CommandSpec, Output, ProcessError};
+use crate::sandbox::SandboxError;
 
 /// Appended to an external agent's prompt so its final message carries a report agency can read.
 pub const REPORT_INSTRUCTIONS: &str = "\n\nWhen you are finished, end your final message with your report as a \
@@ -100,6 +101,43 @@ impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.cancel();
     }
+}
+
+/// `spec` wrapped in the task's OS sandbox ([`crate::sandbox`]): the worktree writable, with `writable` and
+/// `readable` the runtime's own needs (its private HOME, the hook's blackboard and configuration). A
+/// sandbox that cannot be set up is an error: the agent is not started bare. A program that is not
+/// installed is reported as such.
+pub fn sandboxed(
+    runtime: &str,
+    task: &AgentTask,
+    spec: CommandSpec,
+    writable: &[PathBuf],
+    readable: &[PathBuf],
+) -> Result<CommandSpec, RuntimeError> {
+    task.sandbox
+        .confine_with(spec, &task.worktree, writable, readable)
+        .map_err(|e| match e {
+            SandboxError::Program(ProcessError::ProgramNotFound { program, .. }) => {
+                RuntimeError::NotInstalled {
+                    runtime: runtime.to_owned(),
+                    program,
+                }
+            }
+            other => RuntimeError::Sandbox(other),
+        })
+}
+
+/// The blackboard files a hook-gated agent's `agency hook` opens (the database, its WAL and shared memory,
+/// those that exist): bound writable into its sandbox, since the hook records and reads through them.
+pub fn blackboard_files(db: &Path) -> Vec<PathBuf> {
+    let mut files = vec![db.to_path_buf()];
+    for suffix in ["-wal", "-shm"] {
+        let mut name = db.as_os_str().to_os_string();
+        name.push(suffix);
+        files.push(PathBuf::from(name));
+    }
+    files.retain(|f| f.is_file());
+    files
 }
 
 /// Starts `spec`, hands every stdout line to `on_line` until the child closes stdout, and stops the child

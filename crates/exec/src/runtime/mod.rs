@@ -69,6 +69,9 @@ pub struct AgentTask {
     pub limits: AgentLimits,
     /// Environment variables passed to commands the agent runs (the rest of the host's are withheld).
     pub env: Vec<(String, String)>,
+    /// The OS sandbox around every process the agent starts (an external agent's whole process, the
+    /// built-in agent's commands), with [`AgentTask::worktree`] writable in it.
+    pub sandbox: crate::sandbox::Sandboxing,
     /// Put on every model request the agent makes (run, brief, stable brief label, role, tier), so that
     /// budgets, usage records and scripted replies know who is calling. The runner fills it in.
     pub meta: CallMeta,
@@ -340,6 +343,9 @@ pub enum RuntimeError {
     /// Starting or talking to the agent process failed.
     #[error("{0}")]
     Process(String),
+    /// The agent's OS sandbox could not be set up, so the agent was not started.
+    #[error("{0}")]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     /// Anything else, with context.
     #[error("{0}")]
     Other(String),

@@ -16,7 +16,7 @@ use agency_llm::{BoxFuture, CallMeta, CancelToken, PriceTable, StopReason, Usage
 use serde_json::{Value, json};
 
 use super::builtin::BuiltinRuntime;
-use super::external::{Flow, drive, ending_for, parse_report};
+use super::external::{Flow, drive, ending_for, parse_report, sandboxed};
 use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
@@ -147,7 +147,7 @@ impl Runtime for PiRuntime {
                 prices: self.prices.clone(),
                 ..StreamState::default()
             };
-            let spec = self.command(task);
+            let spec = sandboxed("pi", task, self.command(task), std::slice::from_ref(&home), &[])?;
             let input = format!("{prompt}\n").into_bytes();
             let driven = drive(
                 "pi",

@@ -107,6 +107,7 @@ pub fn task(worktree: &Path, blocking: bool, access: Access) -> AgentTask {
             repair_attempts: 3,
         },
         env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
+        sandbox: agency_exec::Sandboxing::Off,
         meta: CallMeta {
             role: Some("implementer".into()),
             tier: Some(Tier::T4),

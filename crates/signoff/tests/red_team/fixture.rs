@@ -266,6 +266,7 @@ impl TestRepo {
             verified: None,
             diffed: None,
             checkouts: &agency_signoff::CheckoutPlace::Temporary,
+            sandbox: &agency_exec::Sandboxing::Off,
         };
         let limits = AgentLimits {
             max_turns: 4,

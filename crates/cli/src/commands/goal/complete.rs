@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use agency_core::config::TeamConfig;
 use agency_core::goals::{Goal, GoalStatus, PlanDoc, log_entry};
+use agency_exec::runtime::external::blackboard_files;
 use agency_exec::runtime::{AgentLimits, BuiltinRuntime, Evidence, Runtime, RuntimeError};
 use agency_exec::{GitOptions, Repo};
 use agency_llm::{Provider, RetryPolicy, ScriptedProvider};
@@ -118,6 +119,11 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
         tier: None,
         outcome_soon: false,
     };
+    // The verify command runs the agent's code: in the same sandbox a run gives it.
+    let mut hidden = vec![plan.root.join(".agency")];
+    hidden.extend(ws.db.sqlite().map(blackboard_files).unwrap_or_default());
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let sandbox = agency_exec::sandbox::configured(&team.sandbox, &hidden, home.as_deref());
     let request = SignoffRequest {
         repo: &repo,
         commit: &args.commit,
@@ -132,6 +138,7 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
         verified: None,
         diffed: None,
         checkouts: &agency_signoff::CheckoutPlace::Temporary,
+        sandbox: &sandbox,
     };
     println!("sign-off   {} (judge {judge_name})", args.id);
     let report = sign_off_blocking(&request, &judge, Some(&recording))

@@ -1,7 +1,9 @@
 //! `run_command`: a program run for the agent without a shell, in the worktree (or a directory inside it),
 //! with only the task's allow-listed environment, a timeout no longer than the task's command limit and a
 //! capped output tail. It runs on a blocking thread through [`crate::process`], so the whole process group
-//! is killed at the timeout, on cancel, or when the agent itself is stopped.
+//! is killed at the timeout, on cancel, or when the agent itself is stopped. In a run it starts inside the
+//! task's OS sandbox ([`crate::sandbox`]), with only the worktree writable; a sandbox that cannot be set up
+//! refuses the command instead of running it bare.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -11,6 +13,7 @@ use serde::Deserialize;
 use super::confine::Confinement;
 use super::files::ToolResult;
 use crate::process::{self, CommandSpec};
+use crate::sandbox::Sandboxing;
 
 /// Bytes kept of each of stdout and stderr.
 pub const OUTPUT_CAP: usize = 16 * 1024;
@@ -41,6 +44,7 @@ pub async fn run_command(
     confinement: &Confinement,
     args: CommandArgs,
     env: &[(String, String)],
+    sandbox: &Sandboxing,
     max_timeout: Duration,
     cancel: &agency_llm::CancelToken,
 ) -> ToolResult {
@@ -70,6 +74,9 @@ pub async fn run_command(
     for (name, value) in env {
         spec = spec.env(name, value);
     }
+    let spec = sandbox
+        .confine(spec, confinement.root())
+        .map_err(|e| format!("the command was not run: {e}"))?;
     let token = process::CancelToken::new();
     let guard = CancelOnDrop(token.clone());
     let mut job = tokio::task::spawn_blocking(move || process::run_cancellable(&spec, &token));

@@ -425,7 +425,8 @@ impl Agent<'_> {
             Tool::RunCommand => match args(input) {
                 Ok(a) => {
                     let limit = self.task.limits.command_timeout;
-                    command::run_command(c, a, &self.task.env, limit, self.cancel).await
+                    let (env, sandbox) = (&self.task.env, &self.task.sandbox);
+                    command::run_command(c, a, env, sandbox, limit, self.cancel).await
                 }
                 Err(e) => Err(e),
             },
