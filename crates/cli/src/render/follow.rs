@@ -118,8 +118,8 @@ impl<W: Write> Follower<W> {
         self
     }
 
-    /// The lines under a `gate_pending` line: the commands that decide the gate, when it is still pending and
-    /// waits for a human. Indented to the message column, so the log still reads as one line per event.
+    /// The lines under a `gate_pending` line: the commands that decide the gate, when it waits for a human
+    /// (not when the runner decides it itself). Indented to the message column, so the log still reads as one line per event.
     fn decision_lines(&self, store: &dyn Blackboard, event: &Event) -> Result<Vec<String>, StoreError> {
         let Some(gates) = &self.gates else {
             return Ok(Vec::new());
@@ -132,7 +132,11 @@ impl<W: Write> Follower<W> {
             return Ok(Vec::new());
         };
         let gate = store.get_gate(gate)?;
-        if gate.status != GateStatus::Pending || !gates.for_a_human(gate.kind) {
+        // Decided already by the time its line is read (a quick human, a test) is no reason to leave out how
+        // it is decided; only a gate the runner decides itself (`--auto-approve`) needs no one.
+        let decided_by_runner =
+            gate.status != GateStatus::Pending && gate.decided_by.as_deref() == Some("auto");
+        if decided_by_runner || !gates.for_a_human(gate.kind) {
             return Ok(Vec::new());
         }
         let run8 = self.run.short();
