@@ -171,6 +171,16 @@ pub async fn workstreams(
         }
     }
     let children = engine.store.list_children(plan_brief.id)?;
+    // T1 accepted, but the runner stopped before it marked the run succeeded: that is all that is left.
+    if let Some(accepted) = latest_of(children.iter().filter(|b| BriefRole::of(b) == BriefRole::Accept))
+        .into_iter()
+        .find(|b| b.status == BriefStatus::Done)
+        && !engine.store.run_status(run)?.is_terminal()
+    {
+        let out: AcceptOutput = output_of(engine, accepted)?;
+        finish_accepted(engine, accepted, &out.summary)?;
+        return Ok(true);
+    }
     if !children.iter().any(|b| BriefRole::of(b) == BriefRole::Accept) {
         engine.log(
             run,
@@ -402,16 +412,24 @@ pub fn accept_done(engine: &Engine, brief: &Brief) -> Result<bool> {
         BriefStatus::Done,
         json!({ "note": "accepted", "summary": out.summary, "branch": branch }),
     )?;
+    finish_accepted(engine, brief, &out.summary)?;
+    Ok(true)
+}
+
+/// The run of an accepted T1 acceptance succeeds. Also called on resume when the runner stopped between
+/// the acceptance and this (see [`workstreams`]).
+fn finish_accepted(engine: &Engine, accept: &Brief, summary: &str) -> Result<()> {
+    let branch = engine.branches(accept.run).integration();
     engine.log(
-        brief.run,
+        accept.run,
         Some(Tier::T1),
         "ACCEPTED",
-        format!("✓  {} — review and merge branch {branch}", out.summary),
+        format!("✓  {summary} — review and merge branch {branch}"),
     )?;
     engine
         .store
-        .set_run_status(brief.run, None, RunStatus::Succeeded)?;
-    Ok(true)
+        .set_run_status(accept.run, None, RunStatus::Succeeded)?;
+    Ok(())
 }
 
 /// A T3 mesh that has not committed within `t3_mesh_timeout_minutes` escalates to T2; never force-commits.

@@ -479,3 +479,27 @@ fn a_stalled_run_raises_exactly_one_alert_naming_what_waits() {
     let issue = alert.payload["issue"].as_str().unwrap();
     assert!(issue.contains("t1 plan (planner) is escalated"), "{issue}");
 }
+
+/// A runner killed after T1 accepted but before it marked the run succeeded left a run with nothing to do;
+/// its resume finishes it instead of stalling (found by the kill-9 soak in CI).
+#[test]
+fn a_run_accepted_before_its_runner_stopped_succeeds_on_resume() {
+    use agency_store::Blackboard;
+
+    let project = Project::new();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let script = include_str!("../scripts/simple.yaml");
+    let (run, _) = runtime.block_on(project.succeed(script, config()));
+    // As if the runner had stopped between the acceptance and the run's status.
+    project
+        .store
+        .set_run_status(run.id, None, RunStatus::Running)
+        .unwrap();
+    let engine = project.engine(script, config(), true);
+    let outcome = runtime.block_on(crate::support::drive(&engine, run.id));
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    assert!(outcome.branch.is_some());
+}
