@@ -202,7 +202,7 @@ impl IdleAgents {
     }
 }
 
-/// Whether any brief of the run is held by an agent (this runner's or a worker's) or waits to be claimed.
+/// Whether any brief of the run is held by an agent, this runner's or a worker's.
 fn at_work(engine: &Engine, run: RunId) -> Result<bool> {
     Ok(!engine
         .store

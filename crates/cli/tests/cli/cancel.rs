@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
+use agency_core::BriefStatus;
 use agency_core::gate::GateStatus;
-use agency_core::{BriefStatus, GateKind};
 use agency_store::{Blackboard, NewRun, RunStatus, SqliteBlackboard};
 
-use crate::support::{CALCULATOR_GOAL, Repo, finish, pending_gate, wait_for};
+use crate::support::{CALCULATOR_GOAL, Repo, finish};
 
 const SCRIPT: &str = include_str!("../../../engine/tests/scripts/simple.yaml");
 
@@ -19,13 +19,7 @@ fn cancel_stops_a_live_runner_and_closes_the_run() {
     // No --auto-approve: the runner waits at the plan gate.
     let runner = repo.spawn(&["run", CALCULATOR_GOAL, "--script", script], &[]);
     let store = SqliteBlackboard::open(repo.db()).unwrap();
-    let run = wait_for(
-        || {
-            let run = store.list_runs().ok()?.first()?.id;
-            pending_gate(&store, run, GateKind::T1Plan).map(|_| run)
-        },
-        "the plan gate",
-    );
+    let run = crate::support::run_at_plan_gate(&store);
     let listed = repo.agency(&["runs"]).success().stdout();
     assert!(!listed.contains("no runner attached"), "{listed}");
 
@@ -61,13 +55,7 @@ fn a_run_without_a_runner_is_shown_so_and_can_be_cancelled() {
     let script_path = script.to_str().unwrap();
     let mut runner = repo.spawn(&["run", CALCULATOR_GOAL, "--script", script_path], &[]);
     let store = SqliteBlackboard::open(repo.db()).unwrap();
-    let run = wait_for(
-        || {
-            let run = store.list_runs().ok()?.first()?.id;
-            pending_gate(&store, run, GateKind::T1Plan).map(|_| run)
-        },
-        "the plan gate",
-    );
+    let run = crate::support::run_at_plan_gate(&store);
     // The runner dies without a word.
     runner.kill().unwrap();
     let _ = runner.wait();

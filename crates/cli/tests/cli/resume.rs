@@ -124,14 +124,7 @@ fn ctrl_c_stops_the_runner_and_the_run_resumes() {
     // No --auto-approve: the runner waits at the plan gate.
     let runner = repo.spawn(&["run", CALCULATOR_GOAL, "--script", script], &[]);
     let store = SqliteBlackboard::open(repo.db()).unwrap();
-    let run = wait_for(
-        || {
-            let runs = store.list_runs().ok()?;
-            let run = runs.first()?.id;
-            crate::support::pending_gate(&store, run, agency_core::GateKind::T1Plan).map(|_| run)
-        },
-        "the plan gate",
-    );
+    let run = crate::support::run_at_plan_gate(&store);
     // A run has one driver: a second runner on it, while the first waits at the gate, is refused before
     // it changes anything, and says who drives it.
     let second = repo.agency(&["run", "--resume", &run.short(), "--script", script]);
@@ -195,13 +188,7 @@ fn stops_resumable_on(signal: &str) {
     let script = script.to_str().unwrap();
     let mut runner = repo.spawn(&["run", CALCULATOR_GOAL, "--script", script], &[]);
     let store = SqliteBlackboard::open(repo.db()).unwrap();
-    let run = wait_for(
-        || {
-            let run = store.list_runs().ok()?.first()?.id;
-            crate::support::pending_gate(&store, run, agency_core::GateKind::T1Plan).map(|_| run)
-        },
-        "the plan gate",
-    );
+    let run = crate::support::run_at_plan_gate(&store);
     drop(runner.stdout.take());
     drop(runner.stderr.take());
     let sent = std::process::Command::new("kill")

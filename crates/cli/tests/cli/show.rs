@@ -7,7 +7,7 @@ use agency_core::gate::GateKind;
 use agency_core::{BriefStatus, RunId, Tier};
 use agency_store::{Blackboard, SqliteBlackboard};
 
-use crate::support::{CALCULATOR_GOAL, Repo, finish, pending_gate, wait_for};
+use crate::support::{CALCULATOR_GOAL, Repo, finish};
 
 /// The partial-verdict script (fix-mul's first attempt is rejected by its judge), with failure modes and a
 /// protected path in the plan's contract.
@@ -28,13 +28,7 @@ pub(crate) fn run_waiting_at_the_plan_gate() -> (Repo, crate::support::Running, 
         &[],
     );
     let store = SqliteBlackboard::open(repo.db()).unwrap();
-    let run = wait_for(
-        || {
-            let run = store.list_runs().unwrap().first()?.id;
-            pending_gate(&store, run, GateKind::T1Plan).map(|_| run)
-        },
-        "the plan gate",
-    );
+    let run = crate::support::run_at_plan_gate(&store);
     (repo, runner, store, run)
 }
 

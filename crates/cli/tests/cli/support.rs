@@ -338,6 +338,17 @@ pub fn finish(mut running: Running, limit: Duration) -> (Option<i32>, String) {
     (output.status.code(), text)
 }
 
+/// The newest run on `store` once it waits at its plan gate (a runner started without `--auto-approve`).
+pub fn run_at_plan_gate(store: &dyn Blackboard) -> RunId {
+    wait_for(
+        || {
+            let run = store.list_runs().ok()?.first()?.id;
+            pending_gate(store, run, agency_core::GateKind::T1Plan).map(|_| run)
+        },
+        "the plan gate",
+    )
+}
+
 /// Polls `probe` until it gives a value, failing the test after 60 s with `what`.
 pub fn wait_for<T>(mut probe: impl FnMut() -> Option<T>, what: &str) -> T {
     let deadline = Instant::now() + Duration::from_secs(60);
