@@ -1,6 +1,8 @@
 //! `agency config check`: parses team.yaml with the same code the runner uses and reports every problem
 //! with file, line and path, or a short summary of what the configuration means. A budget in dollars over a
 //! model without a price is an error here too (`agency run` refuses it as well): see [`usd_budgets_priced`].
+//! `agency config explain`: what each tier (and the judge) will use — runtime and why, capability level,
+//! provider, endpoint, model, price, and the key variable with whether it is set (never its value).
 
 use std::fs;
 
@@ -16,12 +18,16 @@ use crate::error::{CommandError, CommandResult, ErrorKind};
 pub enum ConfigCommand {
     /// Validate team.yaml and summarise it.
     Check,
+    /// Show which runtime, provider, model and key variable each tier and the judge will use, and whether
+    /// each key is set (its value is never printed).
+    Explain,
 }
 
 /// Runs `agency config`.
 pub fn run(ctx: &Context, cmd: ConfigCommand) -> CommandResult {
     match cmd {
         ConfigCommand::Check => check(ctx),
+        ConfigCommand::Explain => super::explain::run(ctx),
     }
 }
 

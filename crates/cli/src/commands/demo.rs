@@ -11,7 +11,7 @@ use agency_core::redact::Redactor;
 use agency_exec::{GitOptions, Repo};
 use agency_store::{Blackboard, RedactingBlackboard, SqliteBlackboard};
 
-use crate::commands::run::{Args as RunArgs, build_engine, drive_with_log, engine_error};
+use crate::commands::run::{Args as RunArgs, build_engine, drive_with_log, engine_error, sandbox_ready};
 use crate::commands::{Context, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::render::log::Level;
@@ -69,14 +69,17 @@ pub fn run(_ctx: &Context, args: Args) -> CommandResult {
             dir.display()
         )));
     }
+    prerequisites(std::env::var_os("PATH").as_deref())?;
+    let team = parse_team_config(DEFAULT_TEAM_YAML, "team.yaml")
+        .map_err(|e| CommandError::internal(e.to_string()))?;
+    // The sandbox is probed before anything is laid out, as `agency run` would refuse it after.
+    sandbox_ready(&team)?;
     lay_out(&dir)?;
     let agency_dir = dir.join(".agency");
     std::fs::create_dir_all(&agency_dir)?;
     std::fs::write(agency_dir.join(".gitignore"), "*\n")?;
     std::fs::write(agency_dir.join("team.yaml"), DEFAULT_TEAM_YAML)?;
     std::fs::write(agency_dir.join("demo-script.yaml"), SCRIPT)?;
-    let team = parse_team_config(DEFAULT_TEAM_YAML, "team.yaml")
-        .map_err(|e| CommandError::internal(e.to_string()))?;
     let db = agency_dir.join("agency.db");
     let store: Arc<dyn Blackboard> = Arc::new(SqliteBlackboard::open(&db).map_err(store_error)?);
     let redactor = Redactor::from_process_env(&team.secret_env_names());
@@ -133,6 +136,35 @@ pub fn run(_ctx: &Context, args: Args) -> CommandResult {
             run.id.short()
         ))),
     }
+}
+
+/// The programs the demo needs, with what each is for and how to get it (Debian's package names; other
+/// systems name them alike).
+const PREREQUISITES: [(&str, &str); 2] = [
+    (
+        "git",
+        "every agent works in a git worktree: install git (`apt-get install git`)",
+    ),
+    (
+        "python3",
+        "the demo's verify command is `python3 -m unittest`: install Python 3 (`apt-get install python3`)",
+    ),
+];
+
+/// Fails fast, naming every missing program and its fix, before the demo lays anything out.
+fn prerequisites(path: Option<&std::ffi::OsStr>) -> CommandResult {
+    let missing: Vec<String> = PREREQUISITES
+        .iter()
+        .filter(|(program, _)| agency_exec::runtime::choice::find_program(program, path).is_none())
+        .map(|(program, why)| format!("`{program}` is not on PATH: {why}"))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(CommandError::input(format!(
+        "the demo cannot start:\n  {}",
+        missing.join("\n  ")
+    )))
 }
 
 /// Writes the demo repository and commits it.

@@ -7,6 +7,7 @@ pub mod cancel;
 pub mod config;
 pub mod dashboard;
 pub mod demo;
+pub mod explain;
 pub mod gc;
 pub mod goal;
 pub mod hook;

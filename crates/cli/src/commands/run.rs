@@ -66,6 +66,9 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         Some(prefix) => Some(resolve_run(store.as_ref(), prefix)?),
         None => None,
     };
+    if resuming.is_none() {
+        starting_point(&ws.root)?;
+    }
     let runner = build_engine(
         &ws,
         store.clone(),
@@ -94,6 +97,44 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     };
     let outcome = drive_with_log(&runner, &ws.db, run_id, level)?;
     report(run_id, &outcome)
+}
+
+/// Agents start from the commit `HEAD` names: a repository with no commit cannot start a run (said in one
+/// line instead of a git error), and changes not committed are not seen by any agent (said as a warning,
+/// since a run from a clean HEAD with notes left in the tree is a normal thing to do).
+fn starting_point(root: &Path) -> CommandResult {
+    let repo = Repo::open(root, GitOptions::default()).map_err(|e| CommandError::input(e.to_string()))?;
+    let head = repo.head_rev().map_err(|_| {
+        CommandError::input(format!(
+            "{} has no commit yet: agents start from the commit HEAD names",
+            root.display()
+        ))
+        .hint("commit what the agents should start from: git add -A && git commit -m \"Initial commit\"")
+    })?;
+    let status = repo
+        .run_git(&[
+            "status",
+            "--porcelain",
+            "--untracked-files=normal",
+            "--",
+            ".",
+            ":(exclude).agency",
+        ])
+        .map_err(|e| CommandError::input(e.to_string()))?;
+    let changed = status
+        .stdout
+        .text()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    if changed > 0 {
+        eprintln!(
+            "warning: {changed} uncommitted change(s) in {} are not seen by the agents: they start from HEAD ({})",
+            root.display(),
+            head.get(..8).unwrap_or(&head)
+        );
+    }
+    Ok(())
 }
 
 fn goal_text(args: &Args) -> CommandResult<String> {
@@ -231,7 +272,7 @@ pub fn build_engine(
 /// Every run has agents that run commands (implementers), so a sandbox that cannot be set up refuses the
 /// run here, before anything starts, with the reason and the way out; `sandbox.mode: off` is said on
 /// stderr (and, per agent, in the run's log).
-fn sandbox_ready(team: &TeamConfig) -> CommandResult {
+pub(crate) fn sandbox_ready(team: &TeamConfig) -> CommandResult {
     match agency_exec::sandbox::configured(&team.sandbox, &[], None) {
         Sandboxing::On(policy) => policy.probe().map_err(|e| CommandError::input(e.to_string())),
         Sandboxing::Off => {

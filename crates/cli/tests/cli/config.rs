@@ -1,4 +1,4 @@
-//! `agency config check`: the default file passes; bad files fail with file, line and key path.
+//! `agency config check` and `explain`: the default file passes; bad files fail with file, line and key path.
 
 use crate::support::Repo;
 
@@ -65,4 +65,19 @@ fn a_config_flag_overrides_the_location() {
         .agency(&["--config", other.to_str().unwrap(), "config", "check"])
         .fails_with(3);
     assert!(out.stderr().contains("other.yaml:2"), "{}", out.stderr());
+}
+
+#[test]
+fn explain_names_every_tiers_model_and_key_variable() {
+    let repo = Repo::initialised();
+    let out = repo.agency(&["config", "explain"]).success();
+    let text = out.stdout();
+    for who in ["t1 ", "t2 ", "t3 ", "t4 ", "t5 ", "judge "] {
+        assert!(
+            text.lines().any(|l| l.starts_with(who)),
+            "no row for {who}: {text}"
+        );
+    }
+    assert!(text.contains("claude-opus-4-8"), "{text}");
+    assert!(text.contains("ANTHROPIC_API_KEY ("), "{text}");
 }

@@ -90,3 +90,32 @@ fn the_demo_runs_the_whole_pipeline_offline() {
         .to_string();
     assert!(branch.starts_with("agency/") && branch.ends_with("/integration"));
 }
+
+#[test]
+fn a_missing_prerequisite_stops_the_demo_before_it_lays_anything_out() {
+    let repo = Repo::new();
+    let dir = repo.path().join("demo");
+    // A PATH with git but no python3.
+    let bin = repo.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let git = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    let git = String::from_utf8(git.stdout).unwrap();
+    std::os::unix::fs::symlink(git.trim(), bin.join("git")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agency"))
+        .args(["demo", "--dir", dir.to_str().unwrap()])
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`python3` is not on PATH"), "{err}");
+    assert!(!err.contains("`git` is not on PATH"), "{err}");
+    assert!(
+        !dir.exists(),
+        "the demo laid out {} before refusing",
+        dir.display()
+    );
+}

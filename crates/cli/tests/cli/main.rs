@@ -12,6 +12,7 @@ mod config;
 mod control;
 mod dashboard;
 mod demo;
+mod first_use;
 mod gc;
 mod goal;
 mod goal_e2e;
