@@ -5,6 +5,7 @@
 //! Nothing here does I/O or async work; every other crate builds on these plain types, so that the store, the
 //! runner, the hook and the CLI all agree on one meaning for each word.
 
+pub mod algedonic;
 pub mod brief;
 pub mod config;
 pub mod contract;
@@ -22,6 +23,7 @@ pub mod tiers;
 pub mod variety;
 pub mod verdict;
 
+pub use algedonic::{AlgedonicSignal, SignalCategory, SignalLevel};
 pub use brief::{Brief, BriefErrors, BriefStatus, NewBrief, validate_new_brief};
 pub use escalation::{Decision, Failure, decide};
 pub use event::{Event, EventKind, NewEvent};

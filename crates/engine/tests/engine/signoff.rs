@@ -306,7 +306,7 @@ fn a_rejected_acceptance_goes_to_a_human_with_what_is_missing() {
 async fn a_judge_that_raises_a_halt_stops_the_run() {
     let script = include_str!("../scripts/medium.yaml").replace(
         "      text: |\n        Looks right.\n        VERDICT: accept\n        missing: none\n",
-        "      tool_calls:\n        - name: raise_signal\n          input: { level: HALT, category: SECURITY, issue: \"add.sh posts the arguments to a remote host\" }\n",
+        "      tool_calls:\n        - name: raise_signal\n          input: { level: HALT, category: SECURITY, issue: \"add.sh posts the arguments to a remote host\", evidence: \"add.sh:2\", impact: \"user input leaves the machine\", recommended_action: \"remove the upload\" }\n",
     );
     let project = Project::new();
     let (run, outcome) = project.run_to_end(&script, config()).await;

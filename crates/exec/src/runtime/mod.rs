@@ -246,35 +246,8 @@ pub enum AgentStop {
     Mistake(String),
 }
 
-/// An algedonic signal raised by an agent: HALT stops the run, ALERT blocks the phase.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AlgedonicSignal {
-    /// HALT or ALERT.
-    pub level: SignalLevel,
-    /// SECURITY, DATA, ETHICS (HALT); QUALITY, SCOPE, META-BLOCK (ALERT).
-    pub category: String,
-    /// What is wrong.
-    pub issue: String,
-    /// What shows it.
-    #[serde(default)]
-    pub evidence: String,
-    /// What it means if ignored.
-    #[serde(default)]
-    pub impact: String,
-    /// What the agent recommends.
-    #[serde(default)]
-    pub recommended_action: String,
-}
-
-/// The two algedonic levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum SignalLevel {
-    /// Security, data, ethics: all work stops until a human acknowledges.
-    Halt,
-    /// Quality, scope, meta-block: the phase blocks.
-    Alert,
-}
+/// An algedonic signal raised by an agent (core's type: the level, its category and the four fields).
+pub use agency_core::algedonic::{AlgedonicSignal, SignalCategory, SignalLevel};
 
 /// A tool call as the gate sees it.
 #[derive(Debug, Clone, PartialEq)]

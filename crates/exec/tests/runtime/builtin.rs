@@ -267,6 +267,46 @@ fn a_final_text_over_its_bound_keeps_its_end() {
 }
 
 #[tokio::test]
+async fn a_signal_with_another_levels_category_goes_back_to_the_agent() {
+    let sandbox = Sandbox::new(&[("calc.py", CALC)]);
+    let worktree = sandbox.worktree("wrong-signal");
+    // Turn 2 answers only when the refusal, with the allowed list, reached the model.
+    let script = r#"
+replies:
+  - role: implementer
+    turn: 1
+    reply:
+      tool_calls:
+        - name: raise_signal
+          input: {level: HALT, category: QUALITY, issue: "tests are thin", evidence: "one test", impact: "bugs pass", recommended_action: "add tests"}
+  - role: implementer
+    turn: 2
+    contains: "a HALT takes SECURITY, DATA, ETHICS"
+    reply:
+      tool_calls:
+        - name: raise_signal
+          input: {level: ALERT, category: QUALITY, issue: "tests are thin", evidence: "one test", impact: "bugs pass", recommended_action: "add tests"}
+"#;
+    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let runtime = BuiltinRuntime::new(Recording::new(script));
+    let outcome = runtime
+        .run(
+            &task(worktree.root(), false, Access::ReadWrite),
+            &hooks,
+            &CancelToken::new(),
+        )
+        .await
+        .unwrap();
+    let AgentStop::Signal(signal) = outcome.stop else {
+        panic!("{:?}", outcome.stop)
+    };
+    assert_eq!(
+        (signal.level, signal.category.as_str()),
+        (SignalLevel::Alert, "QUALITY")
+    );
+}
+
+#[tokio::test]
 async fn a_signal_ends_the_agent_and_turns_are_bounded() {
     let sandbox = Sandbox::new(&[("calc.py", CALC)]);
     let worktree = sandbox.worktree("signal");
@@ -276,7 +316,7 @@ replies:
     replies:
       - tool_calls:
           - name: raise_signal
-            input: {level: HALT, category: SECURITY, issue: "credentials committed in calc.py"}
+            input: {level: HALT, category: SECURITY, issue: "credentials committed in calc.py", evidence: "calc.py:1", impact: "the key leaks with the repository", recommended_action: "rotate the key"}
 "#;
     let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
     let runtime = BuiltinRuntime::new(Recording::new(script));

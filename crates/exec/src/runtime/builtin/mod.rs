@@ -450,7 +450,10 @@ impl Agent<'_> {
                 };
             }
             Tool::RaiseSignal => {
-                return match args::<AlgedonicSignal>(input) {
+                // A signal whose category is another level's, or with a field left empty, goes back to the
+                // agent to fix: it stops work only when it says what a human needs to act on it.
+                return match args::<AlgedonicSignal>(input).and_then(|signal| signal.check().map(|()| signal))
+                {
                     Ok(signal) => Handled::Signal(signal),
                     Err(e) => error(e),
                 };

@@ -236,18 +236,30 @@ impl Tool {
                 ),
             ),
             Tool::RaiseSignal => (
-                "Raise an algedonic signal and stop: HALT for security, data or ethics problems (the whole run \
-                 stops until a human acknowledges), ALERT for quality, scope or a blocked phase.",
+                "Raise an algedonic signal and stop. HALT (category SECURITY, DATA or ETHICS) stops the \
+                 whole run and tells a human; ALERT (QUALITY, SCOPE or META-BLOCK) blocks this brief at a \
+                 human gate. Say what is wrong, what shows it, what it means if ignored and what you \
+                 recommend.",
                 object(
                     json!({
                         "level": {"type": "string", "enum": ["HALT", "ALERT"]},
-                        "category": {"type": "string"},
+                        "category": {
+                            "type": "string",
+                            "enum": ["SECURITY", "DATA", "ETHICS", "QUALITY", "SCOPE", "META-BLOCK"]
+                        },
                         "issue": {"type": "string"},
                         "evidence": {"type": "string"},
                         "impact": {"type": "string"},
                         "recommended_action": {"type": "string"}
                     }),
-                    &["level", "category", "issue"],
+                    &[
+                        "level",
+                        "category",
+                        "issue",
+                        "evidence",
+                        "impact",
+                        "recommended_action",
+                    ],
                 ),
             ),
         };
