@@ -337,7 +337,7 @@ fn apply(plan: &PlanFile, id: &str, report: &SignoffReport, inconclusive_blocks:
             )
         }
         Outcome::Rejected { missing, .. } => {
-            let items: Vec<&str> = missing.iter().filter_map(|m| m.lines().next()).collect();
+            let items: Vec<String> = missing.iter().map(|m| log_item(m)).collect();
             (
                 false,
                 format!(
@@ -387,4 +387,33 @@ fn clip(text: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…", &text[..end])
+}
+
+/// One sign-off problem on one log line: its first line and, when it goes on (a verify failure's output
+/// tail), the tail's last line, which is where test runners print their summary — so the line never ends
+/// in a dangling "Output tail:".
+fn log_item(problem: &str) -> String {
+    let mut lines = problem.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or_default();
+    match lines.next_back() {
+        Some(last) => format!("{first} … {last}"),
+        None => first.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod log_item_tests {
+    use super::log_item;
+
+    #[test]
+    fn a_verify_failure_keeps_the_last_line_of_its_tail() {
+        let problem = "verify `python3 -m unittest` failed in a clean checkout of abc1234 (exit 1); uncommitted \
+                       changes do not count. Output tail:\nTraceback ...\nAssertionError: 1 != 2\n\nFAILED (failures=1)\n";
+        let item = log_item(problem);
+        assert!(item.ends_with("Output tail: … FAILED (failures=1)"), "{item}");
+        assert_eq!(
+            log_item("evidence path x.py does not exist"),
+            "evidence path x.py does not exist"
+        );
+    }
 }
