@@ -64,6 +64,25 @@ impl GateKind {
             GateKind::Escalation => "escalation",
         }
     }
+
+    /// What the runner does when a human rejects a gate of this kind, in words for `agency reject` and the
+    /// docs. The engine's gate handling is the authority: change both together.
+    pub fn on_reject(self) -> &'static str {
+        match self {
+            GateKind::T1Plan
+            | GateKind::T2Lead
+            | GateKind::T2Synthesis
+            | GateKind::T3Plan
+            | GateKind::T5Verdict => {
+                "the tier's brief is retried with your reason; once its retry budget is spent, an escalation \
+                 gate opens"
+            }
+            GateKind::Teachback => "the agent gets your reason as corrections and restates its task",
+            GateKind::Pause => "the pause is released and the run continues, as `agency resume` does",
+            GateKind::Budget => "the run stops (cancelled)",
+            GateKind::Escalation => "the escalated brief is cancelled and the run stops (failed)",
+        }
+    }
 }
 
 impl fmt::Display for GateKind {

@@ -1,5 +1,6 @@
-//! `agency reject <run> --reason ...`: rejects the run's pending gate; the runner re-invokes the tier with
-//! the reason.
+//! `agency reject <run> --reason ...`: rejects the run's pending gate. What follows depends on the gate
+//! ([`agency_core::gate::GateKind::on_reject`]): a tier's gate retries its brief with the reason, a budget or escalation gate
+//! stops the run; the command says which.
 
 use agency_core::gate::GateDecision;
 
@@ -11,7 +12,7 @@ use crate::error::{CommandError, CommandResult};
 pub struct Args {
     /// The run: its short or full id, or any unique part at either end.
     pub run: String,
-    /// Why: given to the tier when it is re-invoked.
+    /// Why: given to the tier when its brief is retried, and recorded on the gate.
     #[arg(long)]
     pub reason: String,
 }
@@ -20,7 +21,7 @@ pub struct Args {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     if args.reason.trim().is_empty() {
         return Err(CommandError::input(
-            "--reason must say why; the tier is re-invoked with it",
+            "--reason must say why; it is recorded on the gate and given to the tier when its brief is retried",
         ));
     }
     let store = ctx.open_store()?;
@@ -35,6 +36,11 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             },
         )
         .map_err(store_error)?;
-    println!("rejected  gate {} of run {}", gate.kind, run.short());
+    println!(
+        "rejected  gate {} of run {}: {}",
+        gate.kind,
+        run.short(),
+        gate.kind.on_reject()
+    );
     Ok(())
 }

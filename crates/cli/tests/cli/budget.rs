@@ -51,8 +51,15 @@ fn a_run_stops_at_its_budget_with_the_gate_open() {
     );
     assert!(!store.get_run(run_id).unwrap().status.is_terminal());
 
-    repo.agency(&["reject", &run, "--reason", "too expensive"])
+    let rejected = repo
+        .agency(&["reject", &run, "--reason", "too expensive"])
         .success();
+    // The command says what rejecting this gate does, and the run does that.
+    assert!(
+        rejected.stdout().contains("the run stops (cancelled)"),
+        "{}",
+        rejected.stdout()
+    );
     wait_for(
         || (store.get_run(run_id).unwrap().status == RunStatus::Cancelled).then_some(()),
         "the run to stop after the budget gate was rejected",

@@ -42,13 +42,19 @@ fn approve_by_prefix_is_seen_by_another_handle() {
 fn reject_records_the_reason() {
     let repo = Repo::initialised();
     let (store, run, gate) = run_with_gate(&repo, GateKind::T2Synthesis);
-    repo.agency(&[
-        "reject",
-        &run.to_string(),
-        "--reason",
-        "the queue must be durable",
-    ])
-    .success();
+    let out = repo
+        .agency(&[
+            "reject",
+            &run.to_string(),
+            "--reason",
+            "the queue must be durable",
+        ])
+        .success();
+    assert!(
+        out.stdout().contains("brief is retried with your reason"),
+        "{}",
+        out.stdout()
+    );
     let gate = store.get_gate(gate).unwrap();
     assert_eq!(gate.status, GateStatus::Rejected);
     assert_eq!(gate.note.as_deref(), Some("the queue must be durable"));
