@@ -320,3 +320,130 @@ fn a_run_with_pi_as_t4_on_a_local_openai_compatible_server_succeeds() {
     assert_eq!(usage.payload["model"], "qwen-local-7b");
     assert!(usage.payload["input_tokens"].as_u64().unwrap() > 0, "{usage:?}");
 }
+
+/// Runs pi in RPC mode (print mode exits after one agent run, so it cannot show the loop) with the prompt,
+/// until pi has been idle for `quiet` after an `agent_end`; returns the event types pi sent.
+fn pi_rpc_until_idle(repo: &Repo, server: &FakeAnthropic, prompt: &str, env: &[(&str, &str)]) -> Vec<String> {
+    use std::io::{BufRead, BufReader, Write};
+    let home = repo.path().join(".agency/pi-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let models = json!({"providers": {"fake": {
+        "baseUrl": server.base_url(), "api": "anthropic-messages", "apiKey": "dummy",
+        "models": [{"id": "fake-model"}]
+    }}});
+    std::fs::write(home.join("models.json"), models.to_string()).unwrap();
+    let mut child = Command::new("pi")
+        .args([
+            "--mode",
+            "rpc",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--no-skills",
+        ])
+        .args([
+            "--no-prompt-templates",
+            "--no-context-files",
+            "--no-session",
+            "-e",
+        ])
+        .arg(extension_dir())
+        .current_dir(repo.path())
+        .env("HOME", &home)
+        .env("PI_CODING_AGENT_DIR", &home)
+        .env("PI_OFFLINE", "1")
+        .env("AGENCY_BIN", env!("CARGO_BIN_EXE_agency"))
+        .env_remove("AGENCY_DB")
+        .env_remove("AGENCY_BRIEF")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start pi");
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{}", json!({"type": "prompt", "message": prompt})).unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut types = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let idle = types.last().is_some_and(|t| t == "agent_end");
+        let wait = if idle {
+            Duration::from_secs(8)
+        } else {
+            Duration::from_secs(60)
+        };
+        match received.recv_timeout(wait) {
+            Ok(line) => {
+                let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                if let Some(kind) = event["type"].as_str()
+                    && matches!(kind, "agent_start" | "agent_end")
+                {
+                    types.push(kind.to_owned());
+                }
+            }
+            Err(_) => break,
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pi ran past two minutes: {types:?}"
+        );
+    }
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    types
+}
+
+#[test]
+fn pi_is_kept_working_on_an_active_goal_until_the_stop_budget_is_spent() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = Repo::initialised();
+    repo.agency(&[
+        "goal",
+        "add",
+        "Fix the value",
+        "--done-when",
+        "value.txt says fixed",
+    ])
+    .success();
+    repo.git(&["add", "plan.md"]);
+    repo.git(&["commit", "-q", "-m", "plan: fix the value"]);
+    // The model claims it is done at every turn, and never signs off.
+    let server = FakeAnthropic::start(vec![Reply::text("All done."); 6]).expect("fake server");
+    let runs = pi_rpc_until_idle(
+        &repo,
+        &server,
+        "fix the value",
+        &[("AGENCY_GOAL_STOP_BUDGET", "2")],
+    );
+    // The first run, then two the Stop hook forced, then the spent budget let pi stop.
+    assert_eq!(runs.iter().filter(|t| *t == "agent_end").count(), 3, "{runs:?}");
+    let bodies: Vec<String> = server.message_requests().iter().map(|r| r.to_string()).collect();
+    assert_eq!(bodies.len(), 3, "{bodies:#?}");
+    assert!(
+        bodies[1].contains("not signed off yet") || bodies[1].contains("have no sign-off yet"),
+        "the stop hook's reason never reached the model: {}",
+        bodies[1]
+    );
+    // The summary went in once: unchanged, it is not repeated.
+    assert_eq!(
+        bodies[2].matches("Active goals in plan.md").count(),
+        1,
+        "{}",
+        bodies[2]
+    );
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(plan.contains("status: active"), "{plan}");
+}
