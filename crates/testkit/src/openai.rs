@@ -1,6 +1,8 @@
 //! The fake OpenAI Responses API as Codex uses it (harness/PROTOCOLS.md §7): `POST /v1/responses` streamed
 //! as SSE (`response.created`, `response.output_item.added`, text delta, `response.output_item.done`,
-//! `response.completed` with usage), and `GET /v1/models`.
+//! `response.completed` with usage), and `GET /v1/models`. It also answers `POST /v1/chat/completions`
+//! (streamed chunks, usage in the last), as a local OpenAI-compatible server (Ollama, vLLM) does, from the
+//! same script.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -95,6 +97,21 @@ impl FakeOpenAi {
             .collect()
     }
 
+    /// The bodies of the `POST /v1/chat/completions` requests.
+    pub fn chat_requests(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| {
+                r.method == "POST"
+                    && r.path
+                        .split('?')
+                        .next()
+                        .is_some_and(|p| p.ends_with("/chat/completions"))
+            })
+            .map(|r| r.body)
+            .collect()
+    }
+
     /// Every tool output the client sent back (`function_call_output`, `custom_tool_call_output`), deduplicated.
     pub fn tool_outputs(&self) -> Vec<Value> {
         let mut out: Vec<Value> = Vec::new();
@@ -110,9 +127,18 @@ impl FakeOpenAi {
     }
 }
 
+/// A request's conversation: the Responses API's `input`, or chat completions' `messages`.
+fn conversation(body: &Value) -> &Value {
+    if body.get("messages").is_some() {
+        &body["messages"]
+    } else {
+        &body["input"]
+    }
+}
+
 /// Every user message of a request's input, as JSON text.
 fn user_messages(body: &Value) -> String {
-    body["input"]
+    conversation(body)
         .as_array()
         .into_iter()
         .flatten()
@@ -123,7 +149,7 @@ fn user_messages(body: &Value) -> String {
 }
 
 fn turns(body: &Value) -> usize {
-    body["input"].as_array().map_or(0, |items| {
+    conversation(body).as_array().map_or(0, |items| {
         items
             .iter()
             .filter(|it| {
@@ -144,6 +170,10 @@ fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize, input
             200,
             &json!({"object": "list", "data": [{"id": "gpt-fake", "object": "model", "owned_by": "fake"}], "models": []}),
         );
+    }
+    if request.method == "POST" && path.ends_with("/chat/completions") {
+        let reply = scripted(script, turns(&request.body));
+        return Response::sse(chat_stream(&request.body, &reply, ids, input_tokens));
     }
     if request.method != "POST" || !path.ends_with("/responses") {
         return Response::json(404, &json!({"error": {"message": "not found"}}));
@@ -205,4 +235,46 @@ fn stream(body: &Value, reply: &Reply, ids: &AtomicUsize, input_tokens: u64) -> 
         "response.completed",
         &json!({"type": "response.completed", "response": done}),
     )
+}
+
+/// A chat-completions stream: the reply's first block as one delta, then the finish reason with usage.
+fn chat_stream(body: &Value, reply: &Reply, ids: &AtomicUsize, input_tokens: u64) -> String {
+    let id = format!("chatcmpl-{}", ids.fetch_add(1, Ordering::SeqCst));
+    let first = reply
+        .blocks()
+        .into_iter()
+        .next()
+        .cloned()
+        .unwrap_or_else(|| Reply::text(""));
+    let (delta, finish) = match &first {
+        Reply::ToolUse { name, input } => (
+            json!({"role": "assistant", "tool_calls": [{"index": 0, "type": "function",
+                "id": format!("call_{}", ids.fetch_add(1, Ordering::SeqCst)),
+                "function": {"name": name, "arguments": input.to_string()}}]}),
+            "tool_calls",
+        ),
+        Reply::Custom { name, input } => (
+            json!({"role": "assistant", "tool_calls": [{"index": 0, "type": "function",
+                "id": format!("call_{}", ids.fetch_add(1, Ordering::SeqCst)),
+                "function": {"name": name, "arguments": json!({"input": input}).to_string()}}]}),
+            "tool_calls",
+        ),
+        Reply::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
+        Reply::Blocks(_) => (json!({"role": "assistant", "content": ""}), "stop"),
+    };
+    let chunk = |choice: Value, usage: Value| {
+        let mut chunk = json!({"id": id, "object": "chat.completion.chunk", "created": 0,
+            "model": body["model"], "choices": [choice]});
+        if !usage.is_null() {
+            chunk["usage"] = usage;
+        }
+        format!("data: {chunk}\n\n")
+    };
+    let usage =
+        json!({"prompt_tokens": input_tokens, "completion_tokens": 5, "total_tokens": input_tokens + 5});
+    chunk(
+        json!({"index": 0, "delta": delta, "finish_reason": null}),
+        Value::Null,
+    ) + &chunk(json!({"index": 0, "delta": {}, "finish_reason": finish}), usage)
+        + "data: [DONE]\n\n"
 }

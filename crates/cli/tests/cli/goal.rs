@@ -269,3 +269,67 @@ fn without_a_judge_model_verify_still_runs_and_the_sign_off_is_inconclusive() {
         run.stderr()
     );
 }
+
+#[test]
+fn an_id_two_goals_share_is_refused_as_ambiguous() {
+    let repo = project_with_goal();
+    let mut text = plan(&repo);
+    text.push_str(
+        "\n## Goal: A copy\n<!-- id: fix-the-value-1 -->\nstatus: active\ndone_when: something else\n",
+    );
+    write(&repo, "plan.md", &text);
+    commit(&repo, "plan: a second goal with the same id");
+    let heading = |title: &str| {
+        text.lines()
+            .position(|l| l == format!("## Goal: {title}"))
+            .map(|i| i + 1)
+            .unwrap()
+    };
+    let (first, second) = (heading("Fix the value"), heading("A copy"));
+    let lines = format!("lines {first} and {second}");
+
+    let list = repo.agency(&["goal", "list"]).success();
+    let expected = format!("[ambiguous id: goals at lines {first}, {second}]");
+    assert_eq!(list.stdout().matches(&expected).count(), 2, "{}", list.stdout());
+
+    for args in [
+        vec![
+            "goal",
+            "complete",
+            "fix-the-value-1",
+            "--evidence",
+            "e",
+            "--script",
+            "judge.yaml",
+        ],
+        vec!["goal", "cancel", "fix-the-value-1", "--reason", "dup"],
+        vec!["goal", "show", "fix-the-value-1"],
+    ] {
+        let refused = repo.agency(&args).fails_with(4);
+        assert!(
+            refused
+                .stderr()
+                .contains("goal id \"fix-the-value-1\" is ambiguous")
+                && refused.stderr().contains(&lines),
+            "{args:?}: {}",
+            refused.stderr()
+        );
+    }
+    assert_eq!(plan(&repo), text, "nothing was patched");
+}
+
+#[test]
+fn a_checkbox_indented_under_failure_modes_reaches_the_judge_as_a_failure_mode() {
+    let repo = Repo::initialised();
+    write(
+        &repo,
+        "plan.md",
+        "## Goal: Cache\n<!-- id: cache-1 -->\nstatus: active\ndone_when: fast\nfailure_modes:\n  - [ ] cache silently bypassed\n- [ ] wire client\n",
+    );
+    let show = repo.agency(&["goal", "show", "cache-1"]).success().stdout();
+    assert!(
+        show.contains("failure_modes\n  - [ ] cache silently bypassed\n"),
+        "{show}"
+    );
+    assert!(show.contains("subtasks   0/1\n  - [ ] wire client\n"), "{show}");
+}

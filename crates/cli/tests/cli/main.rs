@@ -26,6 +26,7 @@ mod hook_tasks_claude;
 mod init;
 mod kill_soak;
 mod models;
+mod pi;
 mod postgres;
 mod resume;
 mod resume_orphan;

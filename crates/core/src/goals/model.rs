@@ -237,9 +237,18 @@ impl PlanDoc {
         &self.goals
     }
 
-    /// The first goal with this id.
+    /// The first goal with this id. Anything that acts on a goal uses [`PlanDoc::unique_goal`] instead, which
+    /// refuses an id two goals share.
     pub fn goal(&self, id: &str) -> Option<&Goal> {
         self.goals.iter().find(|g| g.id.as_deref() == Some(id))
+    }
+
+    /// Every goal carrying this id, in file order; more than one makes the id ambiguous.
+    pub fn goals_with_id(&self, id: &str) -> Vec<&Goal> {
+        self.goals
+            .iter()
+            .filter(|g| g.id.as_deref() == Some(id))
+            .collect()
     }
 
     /// The goals whose status is `active`.

@@ -29,6 +29,17 @@ pub enum PatchError {
         /// How many subtasks the goal has.
         count: usize,
     },
+    /// Several goals carry the id, so acting on "the" goal would pick one silently.
+    #[error(
+        "goal id \"{id}\" is ambiguous: the goals at lines {} carry it; give each its own `<!-- id: … -->`",
+        join_lines(.headings)
+    )]
+    AmbiguousGoal {
+        /// The shared id.
+        id: String,
+        /// The 1-based heading line of every goal carrying it.
+        headings: Vec<usize>,
+    },
     /// A text reference matched several subtasks.
     #[error("goal \"{goal}\": subtask {wanted} is ambiguous; it matches {candidates}")]
     AmbiguousSubtask {
@@ -50,6 +61,15 @@ pub enum PatchError {
         /// What is wrong with it.
         problem: String,
     },
+}
+
+/// `3, 12` or `3 and 12`: line numbers for a message.
+fn join_lines(lines: &[usize]) -> String {
+    let words: Vec<String> = lines.iter().map(usize::to_string).collect();
+    match words.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => words.join(""),
+    }
 }
 
 /// Which subtask of a goal to tick.
@@ -110,7 +130,7 @@ impl PlanDoc {
     /// backticks); a goal without a `status:` line gets one under its id marker or heading. A goal already
     /// in that status comes back unchanged.
     pub fn set_status(&self, goal_id: &str, status: GoalStatus) -> Result<String, PatchError> {
-        let goal = self.goal_or_err(goal_id)?;
+        let goal = self.unique_goal(goal_id)?;
         if goal.status == Some(status) {
             // Already so: no write, not even a case change, so a repeated command leaves no diff.
             return Ok(self.text());
@@ -150,7 +170,7 @@ impl PlanDoc {
         subtask: &SubtaskRef,
         checked: bool,
     ) -> Result<String, PatchError> {
-        let goal = self.goal_or_err(goal_id)?;
+        let goal = self.unique_goal(goal_id)?;
         let found = find_subtask(goal, goal_id, subtask)?;
         if found.checked == checked {
             return Ok(self.text());
@@ -283,9 +303,17 @@ impl PlanDoc {
             .unwrap_or_else(|| slug.to_string())
     }
 
-    fn goal_or_err(&self, goal_id: &str) -> Result<&Goal, PatchError> {
-        self.goal(goal_id)
-            .ok_or_else(|| PatchError::UnknownGoal(goal_id.to_string()))
+    /// The one goal with this id: unknown and shared ids are errors, so a patch, a sign-off or a cancel never
+    /// acts on whichever of two same-id goals happens to come first.
+    pub fn unique_goal(&self, goal_id: &str) -> Result<&Goal, PatchError> {
+        match self.goals_with_id(goal_id).as_slice() {
+            [] => Err(PatchError::UnknownGoal(goal_id.to_string())),
+            [goal] => Ok(goal),
+            many => Err(PatchError::AmbiguousGoal {
+                id: goal_id.to_string(),
+                headings: many.iter().map(|g| g.lines.heading).collect(),
+            }),
+        }
     }
 
     /// What goes before content appended at the end: a closing fence if a code block was left open (or the

@@ -137,14 +137,14 @@ proptest! {
     fn a_status_patch_changes_only_the_status_line(text in plan_text(), pick in any::<prop::sample::Index>(), status in prop::sample::select(&GoalStatus::ALL[..])) {
         let doc = PlanDoc::parse(&text);
         prop_assert_eq!(doc.text(), text.clone());
-        let targets: Vec<&Goal> = doc.goals().iter().filter(|g| g.id.is_some() && g.lines.status.is_some()).collect();
+        // Patches address a goal by its id; an id two goals share is refused (tested below), not patched.
+        let unique = |g: &&Goal| g.id.as_deref().is_some_and(|id| doc.goals_with_id(id).len() == 1);
+        let targets: Vec<&Goal> = doc.goals().iter().filter(|g| g.lines.status.is_some()).filter(unique).collect();
         if targets.is_empty() {
             return Ok(());
         }
         let goal = targets[pick.index(targets.len())];
         let id = goal.id.clone().unwrap_or_default();
-        // Patches address the first goal with an id; duplicates are reported, not patched.
-        let goal = doc.goal(&id).unwrap_or(goal);
         let Some(status_line) = goal.lines.status else { return Ok(()) };
         let new = doc.set_status(&id, status).map_err(|e| TestCaseError::fail(e.to_string()))?;
         only_line_changed(&text, &new, status_line)?;
@@ -157,7 +157,7 @@ proptest! {
     fn a_tick_changes_only_that_checkbox(text in plan_text(), pick in any::<prop::sample::Index>(), checked in any::<bool>()) {
         let doc = PlanDoc::parse(&text);
         let Some(goal) = doc.goals().iter().filter(|g| !g.subtasks.is_empty()).find(|g| {
-            g.id.as_deref().and_then(|id| doc.goal(id)).is_some_and(|first| first.lines.heading == g.lines.heading)
+            g.id.as_deref().is_some_and(|id| doc.goals_with_id(id).len() == 1)
         }) else {
             return Ok(());
         };
@@ -171,6 +171,18 @@ proptest! {
         prop_assert!(text.len() == new.len());
         let reparsed = PlanDoc::parse(&new);
         prop_assert_eq!(reparsed.goal(&id).map(|g| g.subtasks[index].checked), Some(checked));
+    }
+
+    #[test]
+    fn a_shared_id_is_never_patched(text in plan_text(), status in prop::sample::select(&GoalStatus::ALL[..])) {
+        let doc = PlanDoc::parse(&text);
+        for goal in doc.goals() {
+            let Some(id) = goal.id.as_deref() else { continue };
+            if doc.goals_with_id(id).len() > 1 {
+                let refused = matches!(doc.set_status(id, status), Err(PatchError::AmbiguousGoal { .. }));
+                prop_assert!(refused);
+            }
+        }
     }
 
     #[test]

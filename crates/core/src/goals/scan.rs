@@ -58,6 +58,9 @@ struct OpenGoal {
     level: usize,
     /// The list field the next `- item` belongs to.
     list: Option<FieldKey>,
+    /// The indentation of that list's `field:` header: an item indented deeper belongs to the list even
+    /// when it looks like a checkbox (`  - [ ] cache bypassed` under `failure_modes:` is a failure mode).
+    list_indent: usize,
     /// Whether the last line was an item of that list, so an indented line continues it.
     after_item: bool,
     /// Whether the last line was part of `done_when`, so an indented line continues it.
@@ -218,6 +221,7 @@ impl OpenGoal {
             },
             level,
             list: None,
+            list_indent: 0,
             after_item: false,
             in_done_when: false,
             seen_content: false,
@@ -236,6 +240,16 @@ impl OpenGoal {
 
         if let Some(marker) = syntax::id_marker(content) {
             self.id_marker(number, marker, first_content, diagnostics);
+            return;
+        }
+        let indent = content.len() - content.trim_start().len();
+        // Indentation decides between a list item and a subtask: under `failure_modes:` an item indented
+        // deeper than the header stays in the contract the judge checks, whatever its text looks like.
+        if let (Some(list), Some(text)) = (self.list, syntax::bullet(content))
+            && indent > self.list_indent
+        {
+            self.push_item(list, number, &content[text]);
+            self.after_item = true;
             return;
         }
         if let Some(checkbox) = syntax::checkbox(content) {
@@ -262,6 +276,7 @@ impl OpenGoal {
             self.list = None;
             self.after_item = false;
             self.in_done_when = false;
+            self.list_indent = indent;
             self.field(
                 number,
                 field.key,

@@ -291,12 +291,18 @@ fn malformed_fields_are_reported_with_line_numbers() {
     assert_eq!(doc.goals().len(), 3);
     assert_eq!(doc.goals()[0].status, None);
     assert_eq!(doc.goals()[2].id, None);
+    // Two goals share "b", so no patch picks one of them.
+    assert!(matches!(
+        doc.set_status("b", GoalStatus::Active),
+        Err(PatchError::AmbiguousGoal { .. })
+    ));
     // A malformed status is still the line a patch fixes.
-    let fixed = doc
+    let unique = text.replacen("## Goal:\n<!-- id: b -->", "## Goal:\n<!-- id: c -->", 1);
+    let fixed = PlanDoc::parse(&unique)
         .set_status("b", GoalStatus::Active)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
-        changed_lines(text, &fixed),
+        changed_lines(&unique, &fixed),
         [(3, "status: finished\n".into(), "status: active\n".into())]
     );
 }
@@ -514,10 +520,6 @@ fn add_goal_rejects_what_would_not_read_back() {
             ..new_goal("x")
         },
         NewGoal {
-            failure_modes: vec!["[ ] looks like a checkbox".into()],
-            ..new_goal("x")
-        },
-        NewGoal {
             title: "ends in hashes ##".into(),
             ..new_goal("x")
         },
@@ -602,5 +604,71 @@ fn summary_is_byte_stable() {
     assert!(
         broken.contains("\nplan.md problems:\n  - line 1: id: expected"),
         "{broken}"
+    );
+}
+
+#[test]
+fn an_indented_checkbox_under_failure_modes_stays_a_failure_mode() {
+    let text = "## Goal: Cache\n<!-- id: c -->\nstatus: active\ndone_when: fast\nfailure_modes:\n  - [ ] cache silently bypassed\n  - bench too small\n- [ ] wire client\n  - [ ] nested subtask\n";
+    let doc = PlanDoc::parse(text);
+    let goal = doc.goal("c").unwrap_or_else(|| panic!("goal"));
+    assert_eq!(
+        goal.failure_modes,
+        vec![
+            "[ ] cache silently bypassed".to_string(),
+            "bench too small".to_string()
+        ]
+    );
+    assert_eq!(
+        goal.lines.failure_modes.as_ref().map(|l| l.items.clone()),
+        Some(vec![6, 7])
+    );
+    let subtasks: Vec<_> = goal.subtasks.iter().map(|s| (s.text.as_str(), s.line)).collect();
+    assert_eq!(subtasks, vec![("wire client", 8), ("nested subtask", 9)]);
+    assert!(doc.diagnostics().is_empty(), "{:?}", doc.diagnostics());
+
+    // An unindented checkbox right after the header is a subtask, and leaves the list empty.
+    let flat = "## Goal: Cache\n<!-- id: c -->\nstatus: active\ndone_when: fast\nfailure_modes:\n- [ ] wire client\n";
+    let doc = PlanDoc::parse(flat);
+    let goal = doc.goal("c").unwrap_or_else(|| panic!("goal"));
+    assert!(goal.failure_modes.is_empty());
+    assert_eq!(goal.subtasks.len(), 1);
+    assert!(doc.diagnostics().iter().any(|d| d.field == "failure_modes"));
+}
+
+#[test]
+fn a_failure_mode_that_reads_like_a_checkbox_round_trips_through_add_goal() {
+    let goal = NewGoal {
+        failure_modes: vec!["[ ] looks like a checkbox".into()],
+        ..new_goal("x")
+    };
+    let text = PlanDoc::parse(SEED)
+        .add_goal(&goal)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let reparsed = PlanDoc::parse(&text);
+    let added = reparsed.goal("x").unwrap_or_else(|| panic!("goal"));
+    assert_eq!(added.failure_modes, vec!["[ ] looks like a checkbox".to_string()]);
+    assert!(added.subtasks.iter().all(|s| !s.text.contains("looks like")));
+}
+
+#[test]
+fn a_shared_id_is_ambiguous_for_every_patch() {
+    let text = "## Goal: One\n<!-- id: same -->\nstatus: active\ndone_when: a\n\n## Goal: Two\n<!-- id: same -->\nstatus: active\ndone_when: b\n";
+    let doc = PlanDoc::parse(text);
+    assert_eq!(doc.goals_with_id("same").len(), 2);
+    let ambiguous = PatchError::AmbiguousGoal {
+        id: "same".into(),
+        headings: vec![1, 6],
+    };
+    assert_eq!(doc.unique_goal("same").err(), Some(ambiguous.clone()));
+    assert_eq!(doc.set_status("same", GoalStatus::Done), Err(ambiguous.clone()));
+    assert_eq!(
+        doc.tick_subtask("same", &SubtaskRef::Index(0), true),
+        Err(ambiguous.clone())
+    );
+    assert!(ambiguous.to_string().contains("lines 1 and 6"), "{ambiguous}");
+    assert_eq!(
+        doc.unique_goal("other").err(),
+        Some(PatchError::UnknownGoal("other".into()))
     );
 }

@@ -229,6 +229,16 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             let mut runtime = PiRuntime::new(builtin, setup.state_dir.join("pi"));
             runtime.secrets.clone_from(&setup.secrets);
             runtime.prices.clone_from(&setup.prices);
+            // pi speaks both APIs: any tier model runs on it, its name checked as for the other CLIs.
+            if let Some(model) = &setup.model {
+                check_model_name(&model.model).map_err(|why| {
+                    RuntimeError::Other(format!(
+                        "{}: {why} (the model of tiers.{}, passed to pi)",
+                        model.field, choice.tier
+                    ))
+                })?;
+                runtime.use_tier_model(model);
+            }
             Arc::new(runtime)
         }
         Runtime::Command => {

@@ -8,6 +8,11 @@
 //! prompt templates and themes are not loaded, and startup network calls are off. The prompt is sent as one
 //! `prompt` command; when pi answers `agent_end` its stdin is closed and it exits. Its events
 //! (`tool_execution_end`, assistant `message_end` with usage and cost) become [`AgentEvent`]s.
+//!
+//! pi runs on its tier's model from team.yaml ([`PiRuntime::use_tier_model`]): a provider with its own
+//! `base_url` (a local OpenAI-compatible server, a proxy) becomes a custom provider in the agent's
+//! `models.json`. pi refusing the prompt (`"No API key found…"`) or a model call ending in an error ends the
+//! agent at once with pi's reason, instead of waiting for the agent's time limit.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -15,7 +20,10 @@ use std::time::Duration;
 use agency_llm::{BoxFuture, CallMeta, CancelToken, PriceTable, StopReason, Usage, UsageRecord, cost};
 use serde_json::{Value, json};
 
+use agency_core::config::ProviderKind;
+
 use super::builtin::BuiltinRuntime;
+use super::choice::TierModel;
 use super::external::{Flow, drive, ending_for, parse_report, sandboxed};
 use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
@@ -63,6 +71,56 @@ impl PiRuntime {
             secrets: Vec::new(),
             prices: PriceTable::default(),
         }
+    }
+
+    /// Starts pi on `model` (the tier's model from team.yaml, its name already checked): on its provider's
+    /// own endpoint through a custom provider in `models.json` when team.yaml gives one a `base_url`, else on
+    /// pi's built-in `anthropic` or `openai` provider. The key is read from the provider's `api_key_env`
+    /// (passed through to pi); an OpenAI-compatible server with its own `base_url` and no `api_key_env` is
+    /// called without a real key, as the built-in agent calls it, so a user's OpenAI key never goes there.
+    pub fn use_tier_model(&mut self, model: &TierModel) {
+        self.model = Some(model.model.clone());
+        let Some(endpoint) = &model.endpoint else {
+            self.provider = Some(
+                match model.kind {
+                    ProviderKind::Anthropic => "anthropic",
+                    ProviderKind::Openai => "openai",
+                }
+                .to_owned(),
+            );
+            return;
+        };
+        let public = endpoint.base_url.trim_end_matches('/') == model.kind.default_base_url();
+        let key_env = endpoint
+            .api_key_env
+            .clone()
+            .or_else(|| public.then(|| model.kind.default_api_key_env().to_owned()));
+        if let Some(name) = &key_env
+            && !self.inherit_env.contains(name)
+        {
+            self.inherit_env.push(name.clone());
+        }
+        let mut provider = json!({
+            "baseUrl": endpoint.base_url,
+            // pi reads a value naming a set variable as that variable; a literal otherwise.
+            "apiKey": key_env.unwrap_or_else(|| "agency-no-key".to_owned()),
+            "models": [{"id": model.model}],
+        });
+        match model.kind {
+            ProviderKind::Anthropic => provider["api"] = json!("anthropic-messages"),
+            ProviderKind::Openai => {
+                provider["api"] = json!("openai-completions");
+                // What the built-in agent sends too: a `system` message, no `reasoning_effort`, which local
+                // servers (Ollama, vLLM) understand.
+                provider["compat"] =
+                    json!({"supportsDeveloperRole": false, "supportsReasoningEffort": false});
+            }
+        }
+        if let Some(max_tokens) = model.max_tokens {
+            provider["models"][0]["maxTokens"] = json!(max_tokens);
+        }
+        self.provider = Some(endpoint.provider.clone());
+        self.models_json = Some(json!({"providers": {endpoint.provider.clone(): provider}}));
     }
 
     /// The agent's private pi directory for this brief attempt.
@@ -160,7 +218,7 @@ impl Runtime for PiRuntime {
                     for event in map_line(line, &mut state, &task.meta) {
                         recorder.record(event);
                     }
-                    if state.ended {
+                    if state.ended || state.failure.is_some() {
                         Flow::CloseInput
                     } else {
                         Flow::Continue
@@ -168,6 +226,9 @@ impl Runtime for PiRuntime {
                 },
             )
             .await?;
+            if let Some(failure) = &state.failure {
+                return Err(RuntimeError::Process(truncate(failure, 2_000)));
+            }
             if let Some(stop) = driven.stop {
                 return Ok(AgentOutcome {
                     report: None,
@@ -200,6 +261,9 @@ pub struct StreamState {
     pub last_text: Option<String>,
     /// `agent_end` arrived.
     pub ended: bool,
+    /// Why pi cannot go on: it refused the prompt, or a model call ended in an error. The agent is ended at
+    /// once with this reason.
+    pub failure: Option<String>,
     /// team.yaml's `models.prices`, which cost a message pi reports no cost for, by the model that answered.
     pub prices: PriceTable,
 }
@@ -216,11 +280,15 @@ pub fn map_line(line: &str, state: &mut StreamState, meta: &CallMeta) -> Vec<Age
     let str_at = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
     match str_at(&event, "type").as_str() {
         "response" if event.get("success") == Some(&Value::Bool(false)) => {
-            vec![AgentEvent::Note(format!(
+            let refusal = format!(
                 "pi refused {}: {}",
                 str_at(&event, "command"),
-                str_at(&event, "error")
-            ))]
+                str_at(&event, "error").trim()
+            );
+            if str_at(&event, "command") == "prompt" {
+                state.failure = Some(refusal.clone());
+            }
+            vec![AgentEvent::Note(refusal)]
         }
         "tool_execution_end" => {
             let args = event.get("args").unwrap_or(&Value::Null);
@@ -262,6 +330,15 @@ fn assistant_message(message: &Value, state: &mut StreamState, meta: &CallMeta) 
     if !text.trim().is_empty() {
         out.push(AgentEvent::Said(truncate(&text, 2_000)));
         state.last_text = Some(text);
+    }
+    if message.get("stopReason").and_then(Value::as_str) == Some("error") {
+        let reason = message
+            .get("errorMessage")
+            .and_then(Value::as_str)
+            .unwrap_or("no reason given");
+        let failure = format!("pi's model call failed: {}", reason.trim());
+        out.push(AgentEvent::Note(truncate(&failure, 500)));
+        state.failure = Some(failure);
     }
     let count = |key: &str| {
         message
@@ -366,6 +443,93 @@ mod tests {
             cost_of(r#","cost":{"total":0}"#, &PriceTable::default()),
             Some(0.0)
         );
+    }
+
+    #[test]
+    fn a_refused_prompt_or_a_failed_model_call_is_a_failure() {
+        let mut state = StreamState::default();
+        map_line(
+            r#"{"type":"response","command":"get_state","success":false,"error":"busy"}"#,
+            &mut state,
+            &CallMeta::default(),
+        );
+        assert_eq!(state.failure, None, "only the prompt's refusal ends the agent");
+        map_line(
+            r#"{"type":"response","command":"prompt","success":false,"error":"No API key found for the selected model.\n"}"#,
+            &mut state,
+            &CallMeta::default(),
+        );
+        assert_eq!(
+            state.failure.as_deref(),
+            Some("pi refused prompt: No API key found for the selected model.")
+        );
+        let mut state = StreamState::default();
+        map_line(
+            r#"{"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"401 invalid key","usage":{"input":0,"output":0}}}"#,
+            &mut state,
+            &CallMeta::default(),
+        );
+        assert_eq!(
+            state.failure.as_deref(),
+            Some("pi's model call failed: 401 invalid key")
+        );
+    }
+
+    #[test]
+    fn the_tier_model_becomes_pi_s_provider_and_model() {
+        use super::super::choice::Endpoint;
+        let mut local = TierModel {
+            model: "qwen2.5-coder".into(),
+            price: None,
+            kind: ProviderKind::Openai,
+            field: "models.fast-cheap.model".into(),
+            endpoint: Some(Endpoint {
+                provider: "ollama".into(),
+                base_url: "http://localhost:11434/v1".into(),
+                api_key_env: None,
+            }),
+            max_tokens: Some(4096),
+        };
+        let runtime = |model: &TierModel| {
+            let mut runtime = PiRuntime::new(
+                BuiltinRuntime::new(std::sync::Arc::new(agency_llm::ScriptedProvider::new(
+                    agency_llm::Script::from_yaml("replies: []\n").unwrap(),
+                ))),
+                "/tmp/pi",
+            );
+            runtime.use_tier_model(model);
+            runtime
+        };
+        let pi = runtime(&local);
+        assert_eq!(
+            (pi.provider.as_deref(), pi.model.as_deref()),
+            (Some("ollama"), Some("qwen2.5-coder"))
+        );
+        let provider = &pi.models_json.as_ref().unwrap()["providers"]["ollama"];
+        assert_eq!(provider["baseUrl"], "http://localhost:11434/v1");
+        assert_eq!(provider["api"], "openai-completions");
+        // No key of the user's goes to a server of its own.
+        assert_eq!(provider["apiKey"], "agency-no-key");
+        assert_eq!(
+            provider["models"][0],
+            json!({"id": "qwen2.5-coder", "maxTokens": 4096})
+        );
+
+        if let Some(endpoint) = &mut local.endpoint {
+            endpoint.api_key_env = Some("VLLM_KEY".into());
+        }
+        let pi = runtime(&local);
+        assert_eq!(
+            pi.models_json.as_ref().unwrap()["providers"]["ollama"]["apiKey"],
+            "VLLM_KEY"
+        );
+        assert!(pi.inherit_env.contains(&"VLLM_KEY".to_owned()));
+
+        local.endpoint = None;
+        local.kind = ProviderKind::Anthropic;
+        let pi = runtime(&local);
+        assert_eq!(pi.provider.as_deref(), Some("anthropic"));
+        assert_eq!(pi.models_json, None);
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The pi runtime with the real `pi` binary against the fake Anthropic server from `agency-testkit`: the
-//! teachback step runs first (built-in agent, read-only), then pi edits its worktree over RPC.
+//! teachback step runs first (built-in agent, read-only), then pi edits its worktree over RPC. A pi that
+//! refuses the prompt (no API key) ends the agent at once with pi's reason.
 
 use agency_core::variety::TeachbackMode;
-use agency_exec::runtime::{Access, AgentStop, BuiltinRuntime, PiRuntime, ReportStatus, Runtime};
+use agency_exec::runtime::{
+    Access, AgentStop, BuiltinRuntime, PiRuntime, ReportStatus, Runtime, RuntimeError, TierModel,
+};
 use agency_llm::CancelToken;
 use agency_testkit::{FakeAnthropic, Reply};
 use serde_json::json;
@@ -56,4 +59,45 @@ async fn pi_starts_after_the_teachback_and_edits_its_worktree() {
         "{:?}",
         hooks.tool_calls()
     );
+}
+
+#[tokio::test]
+async fn a_pi_that_refuses_the_prompt_ends_the_agent_at_once_with_its_reason() {
+    if !optional_client("pi") {
+        return;
+    }
+    let sandbox = Sandbox::new(&[("README.md", "# demo\n")]);
+    let worktree = sandbox.worktree("pi");
+    let mut runtime = PiRuntime::new(
+        BuiltinRuntime::new(Recording::new("replies: []\n")),
+        sandbox.dir.path().join("homes"),
+    );
+    // The tier's model on pi's built-in Anthropic provider, and no key for it in pi's environment.
+    runtime.use_tier_model(&TierModel {
+        model: "claude-haiku-4-5".into(),
+        price: None,
+        kind: agency_core::config::ProviderKind::Anthropic,
+        field: "models.fast-cheap.model".into(),
+        endpoint: None,
+        max_tokens: None,
+    });
+    runtime.inherit_env = vec!["PATH".into()];
+    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let started = std::time::Instant::now();
+    let result = runtime
+        .run(
+            &task(worktree.root(), true, Access::ReadOnly),
+            &hooks,
+            &CancelToken::new(),
+        )
+        .await;
+    let elapsed = started.elapsed();
+    match result {
+        Err(RuntimeError::Process(reason)) => {
+            assert!(reason.contains("pi refused prompt: No API key found"), "{reason}");
+        }
+        other => panic!("expected pi's refusal, got {other:?}"),
+    }
+    // Not the agent's time limit: pi is ended as soon as it refuses.
+    assert!(elapsed < std::time::Duration::from_secs(30), "took {elapsed:?}");
 }

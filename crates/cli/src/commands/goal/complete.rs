@@ -274,7 +274,7 @@ fn agreed_contract(
 ) -> CommandResult<Option<agency_core::contract::GoalContract>> {
     let text = checkout::file_at(repo, added, &plan.relative())
         .map_err(|e| CommandError::internal(e.to_string()))?;
-    Ok(text.and_then(|text| PlanDoc::parse(&text).goal(id).map(Goal::contract)))
+    Ok(text.and_then(|text| PlanDoc::parse(&text).unique_goal(id).ok().map(Goal::contract)))
 }
 
 fn print_report(report: &SignoffReport) {

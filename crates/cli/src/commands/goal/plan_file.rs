@@ -79,20 +79,28 @@ impl PlanFile {
         Ok(())
     }
 
-    /// The goal with `id`, or an error listing the ids there are.
+    /// The one goal with `id`; an unknown id is an error listing the ids there are, and an id two goals share
+    /// is refused as ambiguous (exit 4, like an ambiguous run id) naming the lines of both.
     pub fn goal<'d>(&self, doc: &'d PlanDoc, id: &str) -> CommandResult<&'d Goal> {
-        doc.goal(id).ok_or_else(|| {
-            let ids: Vec<&str> = doc.goals().iter().filter_map(|g| g.id.as_deref()).collect();
-            let known = if ids.is_empty() {
-                "it has no goals with ids".to_string()
-            } else {
-                format!("its goals are {}", ids.join(", "))
-            };
-            CommandError::new(
+        match doc.unique_goal(id) {
+            Ok(goal) => Ok(goal),
+            Err(PatchError::UnknownGoal(_)) => {
+                let ids: Vec<&str> = doc.goals().iter().filter_map(|g| g.id.as_deref()).collect();
+                let known = if ids.is_empty() {
+                    "it has no goals with ids".to_string()
+                } else {
+                    format!("its goals are {}", ids.join(", "))
+                };
+                Err(CommandError::new(
+                    ErrorKind::NotFound,
+                    format!("{}: no goal with id \"{id}\"; {known}", self.relative()),
+                ))
+            }
+            Err(err) => Err(CommandError::new(
                 ErrorKind::NotFound,
-                format!("{}: no goal with id \"{id}\"; {known}", self.relative()),
-            )
-        })
+                format!("{}: {err}", self.relative()),
+            )),
+        }
     }
 
     /// A patch error, naming the file.

@@ -53,6 +53,13 @@ pub fn list(ctx: &Context, plan: &PlanFile) -> CommandResult {
         if !label.is_empty() {
             line.push_str(&format!("  [{label}]"));
         }
+        if let Some(id) = goal.id.as_deref() {
+            let sharing = doc.goals_with_id(id);
+            if sharing.len() > 1 {
+                let lines: Vec<String> = sharing.iter().map(|g| g.lines.heading.to_string()).collect();
+                line.push_str(&format!("  [ambiguous id: goals at lines {}]", lines.join(", ")));
+            }
+        }
         println!("{line}");
     }
     for problem in doc.diagnostics() {

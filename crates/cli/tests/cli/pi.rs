@@ -1,0 +1,449 @@
+//! End to end with the real pi coding agent (`pi -p`) and agency's pi extension (`integrations/pi`) against
+//! the fake Anthropic server: the teachback gate on pi's `tool_call` (a Write denied while the teachback is
+//! pending, allowed once it is approved, blocked when agency cannot answer), and a plan.md goal signed off
+//! through the extension's `CompleteGoal` tool (rejected by verify first, then accepted by the judge). And
+//! pi as the T4 runtime of `agency run`, on its tier's model at a local OpenAI-compatible server (the fake's
+//! chat completions). A pi that refuses the prompt is tested with the runtime alone (agency-exec's tests).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+use agency_testkit::{FakeAnthropic, FakeOpenAi, Reply};
+use serde_json::{Value, json};
+
+use crate::hook_claude::run_with_deadline;
+use crate::hook_support::{activate, e2e_client, start_brief};
+use crate::run_external::{REPORT, agency_run, branch_of};
+use crate::support::{Repo, demo_dir, events, runtime_of};
+
+/// The extension as a pi user installs it.
+fn extension_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../integrations/pi")
+}
+
+/// Runs `pi -p PROMPT` in the repository with the agency extension, a private pi directory whose
+/// models.json points at `server`, and `env`.
+fn pi(repo: &Repo, server: &FakeAnthropic, prompt: &str, env: &[(&str, &str)]) -> Output {
+    let home = repo.path().join(".agency/pi-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let models = json!({"providers": {"fake": {
+        "baseUrl": server.base_url(), "api": "anthropic-messages", "apiKey": "dummy",
+        "models": [{"id": "fake-model"}]
+    }}});
+    std::fs::write(home.join("models.json"), models.to_string()).unwrap();
+    let mut command = Command::new("pi");
+    command
+        .args(["-p", "--provider", "fake", "--model", "fake-model", "--no-skills"])
+        .args([
+            "--no-prompt-templates",
+            "--no-context-files",
+            "--no-session",
+            "-e",
+        ])
+        .arg(extension_dir())
+        .arg(prompt)
+        .current_dir(repo.path())
+        .env("HOME", &home)
+        .env("PI_CODING_AGENT_DIR", &home)
+        .env("PI_OFFLINE", "1")
+        .env("PI_TELEMETRY", "0")
+        .env("AGENCY_BIN", env!("CARGO_BIN_EXE_agency"))
+        .env_remove("AGENCY_DB")
+        .env_remove("AGENCY_BRIEF")
+        .env_remove("AGENCY_CONFIG")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = run_with_deadline(command, Duration::from_secs(120));
+    assert!(
+        out.status.success(),
+        "pi failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The text of every tool result pi sent back, in order.
+fn tool_results(server: &FakeAnthropic) -> Vec<String> {
+    server
+        .tool_results()
+        .iter()
+        .map(|r| match &r["content"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+fn write_hello() -> Vec<Reply> {
+    vec![
+        Reply::tool_use("write", json!({"path": "hello.txt", "content": "hi"})),
+        Reply::text("done"),
+    ]
+}
+
+#[test]
+fn pi_write_is_denied_until_the_teachback_is_approved() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = Repo::initialised();
+    let brief = start_brief(&repo, "2,2,2,2");
+    let db = repo.db();
+    let env = [
+        ("AGENCY_BRIEF", brief.as_str()),
+        ("AGENCY_DB", db.to_str().unwrap()),
+    ];
+
+    let server = FakeAnthropic::start(write_hello()).expect("fake server");
+    pi(&repo, &server, "write hello", &env);
+    assert!(
+        !repo.path().join("hello.txt").exists(),
+        "the write ran while the teachback was pending"
+    );
+    let results = tool_results(&server);
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("while the teachback is pending")),
+        "the gate's reason never reached the model: {results:#?}"
+    );
+
+    activate(&repo, &brief);
+    let server = FakeAnthropic::start(write_hello()).expect("fake server");
+    pi(&repo, &server, "write hello", &env);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("hello.txt")).unwrap(),
+        "hi"
+    );
+}
+
+#[test]
+fn pi_write_is_blocked_when_agency_cannot_answer() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = Repo::initialised();
+    let brief = start_brief(&repo, "2,2,2,2");
+    // Even an approved brief: without an answer from agency, nothing may be written.
+    activate(&repo, &brief);
+    let db = repo.db();
+    let server = FakeAnthropic::start(write_hello()).expect("fake server");
+    pi(
+        &repo,
+        &server,
+        "write hello",
+        &[
+            ("AGENCY_BRIEF", brief.as_str()),
+            ("AGENCY_DB", db.to_str().unwrap()),
+            ("AGENCY_BIN", "/nonexistent/agency"),
+        ],
+    );
+    assert!(!repo.path().join("hello.txt").exists());
+    let results = tool_results(&server);
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("could not decide") && r.contains("fails closed")),
+        "{results:#?}"
+    );
+}
+
+#[test]
+fn pi_signs_a_goal_off_with_complete_goal_rejected_then_accepted() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = Repo::initialised();
+    let server = FakeAnthropic::start(Vec::new()).expect("fake server");
+    // The judge: a model of its own on the fake server, answering the sign-off prompt with a verdict.
+    let team = repo.path().join(".agency/team.yaml");
+    let config = std::fs::read_to_string(&team).unwrap();
+    let config = config
+        .replacen(
+            "providers:\n",
+            &format!(
+                "providers:\n  fake: {{kind: anthropic, base_url: '{}', api_key_env: FAKE_JUDGE_KEY}}\n",
+                server.base_url()
+            ),
+            1,
+        )
+        .replacen(
+            "  # judge_model: {provider: openai, model: gpt-5}",
+            "  judge_model: {provider: fake, model: fake-judge}",
+            1,
+        );
+    assert!(config.contains("judge_model: {provider: fake"), "{config}");
+    std::fs::write(&team, config).unwrap();
+    server.set_rule(
+        "run by agency in a clean checkout",
+        vec![Reply::text(
+            "value.txt says fixed.\nVERDICT: accept\nmissing: none",
+        )],
+    );
+
+    std::fs::write(repo.path().join("value.txt"), "broken\n").unwrap();
+    std::fs::create_dir_all(repo.path().join("tests")).unwrap();
+    std::fs::write(repo.path().join("tests/check.sh"), "grep -qx fixed value.txt\n").unwrap();
+    repo.git(&["add", "value.txt", "tests"]);
+    repo.git(&["commit", "-q", "-m", "a failing check"]);
+    repo.agency(&[
+        "goal",
+        "add",
+        "Fix the value",
+        "--done-when",
+        "value.txt says fixed",
+        "--verify",
+        "sh tests/check.sh",
+    ])
+    .success();
+    repo.git(&["add", "plan.md"]);
+    repo.git(&["commit", "-q", "-m", "plan: fix the value"]);
+
+    let complete = || {
+        Reply::tool_use(
+            "CompleteGoal",
+            json!({"id": "fix-the-value-1", "evidence": "value.txt says fixed", "paths": ["value.txt"]}),
+        )
+    };
+    server.set_script(vec![
+        // Claimed before the work: verify rejects it, no judge is asked.
+        complete(),
+        Reply::tool_use(
+            "bash",
+            json!({"command": "echo fixed > value.txt && git add value.txt && git commit -q -m 'fix the value'"}),
+        ),
+        complete(),
+        Reply::text("Signed off."),
+    ]);
+    pi(
+        &repo,
+        &server,
+        "fix the value and sign the goal off",
+        &[("FAKE_JUDGE_KEY", "dummy")],
+    );
+
+    let results = tool_results(&server);
+    let position = |needle: &str| {
+        results
+            .iter()
+            .position(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("`{needle}` never reached pi's model: {results:#?}"))
+    };
+    let rejected = position("rejected   fix-the-value-1 (by verify)");
+    let accepted = position("accepted   fix-the-value-1");
+    assert!(rejected < accepted, "{results:#?}");
+    assert!(results[accepted].contains("judge      accept"), "{results:#?}");
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(plan.contains("status: done"), "{plan}");
+    assert!(plan.contains("fix-the-value-1 signed off at "), "{plan}");
+    // The goal summary went in with the first request.
+    let first = server.message_requests()[0].to_string();
+    assert!(first.contains("[fix-the-value-1] Fix the value"), "{first}");
+}
+
+const FIXED: &str = "\"\"\"Split a list into pages for display.\"\"\"\n\n\ndef page(items, number, size):\n    \
+\"\"\"Return page `number` (counted from 1) of `items`, `size` items per page.\"\"\"\n    \
+start = (number - 1) * size\n    return items[start:start + size]\n\n\ndef page_count(items, size):\n    \
+\"\"\"How many pages `items` fill at `size` items per page.\"\"\"\n    return (len(items) + size - 1) // size\n";
+
+/// The demo repository with T4 on pi and its model (`fast-cheap`) bound to `provider` / `model`, the
+/// provider's line given whole.
+fn repo_with_pi_implementers(provider_line: &str, provider: &str, model: &str) -> Repo {
+    let (line, on) = runtime_of("t4", "pi");
+    Repo::demo(&[
+        (line, &on),
+        ("providers:\n", &format!("providers:\n{provider_line}")),
+        (
+            "fast-cheap:\n    provider: anthropic           # a key of providers\n    model: claude-haiku-4-5 ",
+            &format!("fast-cheap:\n    provider: {provider}\n    model: {model} "),
+        ),
+    ])
+}
+
+#[test]
+fn a_run_with_pi_as_t4_on_a_local_openai_compatible_server_succeeds() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let server = FakeOpenAi::start(vec![
+        Reply::tool_use("write", json!({"path": "pagination.py", "content": FIXED})),
+        Reply::text(REPORT),
+    ])
+    .expect("fake server");
+    let repo = repo_with_pi_implementers(
+        &format!("  local: {{kind: openai, base_url: '{}'}}\n", server.base_url()),
+        "local",
+        "qwen-local-7b",
+    );
+    let out = agency_run(&repo, &demo_dir().join("script.yaml"), &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "agency run failed:\nstdout:\n{stdout}\nstderr:\n{stderr}\nrequests:\n{:#?}",
+        server.chat_requests()
+    );
+    assert!(stdout.contains("t4: pi (configured)"), "{stdout}");
+    // pi thought with T4's model from team.yaml, on the local server.
+    let models: Vec<Value> = server
+        .chat_requests()
+        .iter()
+        .map(|r| r["model"].clone())
+        .collect();
+    assert!(
+        !models.is_empty() && models.iter().all(|m| m == "qwen-local-7b"),
+        "{models:?}"
+    );
+    let branch = branch_of(&stdout);
+    assert!(
+        repo.git_output(&["show", &format!("{branch}:pagination.py")])
+            .contains("start = (number - 1) * size")
+    );
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = store.list_runs().unwrap()[0].clone();
+    assert_eq!(run.status, RunStatus::Succeeded);
+    // pi's usage is on the blackboard, against the run's budget.
+    let usage = events(&store, run.id)
+        .into_iter()
+        .find(|e| e.kind == agency_core::EventKind::Usage && e.payload["provider"] == "pi/local")
+        .expect("pi's usage");
+    assert_eq!(usage.payload["model"], "qwen-local-7b");
+    assert!(usage.payload["input_tokens"].as_u64().unwrap() > 0, "{usage:?}");
+}
+
+/// Runs pi in RPC mode (print mode exits after one agent run, so it cannot show the loop) with the prompt,
+/// until pi has been idle for `quiet` after an `agent_end`; returns the event types pi sent.
+fn pi_rpc_until_idle(repo: &Repo, server: &FakeAnthropic, prompt: &str, env: &[(&str, &str)]) -> Vec<String> {
+    use std::io::{BufRead, BufReader, Write};
+    let home = repo.path().join(".agency/pi-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let models = json!({"providers": {"fake": {
+        "baseUrl": server.base_url(), "api": "anthropic-messages", "apiKey": "dummy",
+        "models": [{"id": "fake-model"}]
+    }}});
+    std::fs::write(home.join("models.json"), models.to_string()).unwrap();
+    let mut child = Command::new("pi")
+        .args([
+            "--mode",
+            "rpc",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--no-skills",
+        ])
+        .args([
+            "--no-prompt-templates",
+            "--no-context-files",
+            "--no-session",
+            "-e",
+        ])
+        .arg(extension_dir())
+        .current_dir(repo.path())
+        .env("HOME", &home)
+        .env("PI_CODING_AGENT_DIR", &home)
+        .env("PI_OFFLINE", "1")
+        .env("AGENCY_BIN", env!("CARGO_BIN_EXE_agency"))
+        .env_remove("AGENCY_DB")
+        .env_remove("AGENCY_BRIEF")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start pi");
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{}", json!({"type": "prompt", "message": prompt})).unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut types = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let idle = types.last().is_some_and(|t| t == "agent_end");
+        let wait = if idle {
+            Duration::from_secs(8)
+        } else {
+            Duration::from_secs(60)
+        };
+        match received.recv_timeout(wait) {
+            Ok(line) => {
+                let event: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                if let Some(kind) = event["type"].as_str()
+                    && matches!(kind, "agent_start" | "agent_end")
+                {
+                    types.push(kind.to_owned());
+                }
+            }
+            Err(_) => break,
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pi ran past two minutes: {types:?}"
+        );
+    }
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    types
+}
+
+#[test]
+fn pi_is_kept_working_on_an_active_goal_until_the_stop_budget_is_spent() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = Repo::initialised();
+    repo.agency(&[
+        "goal",
+        "add",
+        "Fix the value",
+        "--done-when",
+        "value.txt says fixed",
+    ])
+    .success();
+    repo.git(&["add", "plan.md"]);
+    repo.git(&["commit", "-q", "-m", "plan: fix the value"]);
+    // The model claims it is done at every turn, and never signs off.
+    let server = FakeAnthropic::start(vec![Reply::text("All done."); 6]).expect("fake server");
+    let runs = pi_rpc_until_idle(
+        &repo,
+        &server,
+        "fix the value",
+        &[("AGENCY_GOAL_STOP_BUDGET", "2")],
+    );
+    // The first run, then two the Stop hook forced, then the spent budget let pi stop.
+    assert_eq!(runs.iter().filter(|t| *t == "agent_end").count(), 3, "{runs:?}");
+    let bodies: Vec<String> = server.message_requests().iter().map(|r| r.to_string()).collect();
+    assert_eq!(bodies.len(), 3, "{bodies:#?}");
+    assert!(
+        bodies[1].contains("not signed off yet") || bodies[1].contains("have no sign-off yet"),
+        "the stop hook's reason never reached the model: {}",
+        bodies[1]
+    );
+    // The summary went in once: unchanged, it is not repeated.
+    assert_eq!(
+        bodies[2].matches("Active goals in plan.md").count(),
+        1,
+        "{}",
+        bodies[2]
+    );
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(plan.contains("status: active"), "{plan}");
+}

@@ -1,0 +1,275 @@
+/**
+ * agency inside pi. A thin front end: every decision is made by the `agency` binary, so pi and Claude Code
+ * cannot drift apart.
+ *
+ * - `tool_call`: the teachback gate. Each call is sent to `agency hook` as the PreToolUse event Claude Code
+ *   would send (pi's tool names mapped to Claude Code's); a deny blocks the call with agency's reason. When
+ *   agency cannot answer (not installed, crashed, timed out, unreadable answer) the call is BLOCKED: the gate
+ *   fails closed and says why.
+ * - `CompleteGoal` / `CancelGoal`: `agency goal complete` (verify, mechanical checks, read-only judge) and
+ *   `agency goal cancel`, with agency's output returned to the model.
+ * - `before_agent_start`: the goal summary from `agency hook` (SessionStart), injected as a message only when
+ *   it changed, and in full again after session start and compaction, so the prompt cache keeps hitting.
+ * - `tool_result` of write/edit: `agency hook` (PostToolUse) counts file changes and returns the fixed
+ *   reminder when plan.md went stale.
+ * - `agent_end`: `agency hook` (Stop) decides whether an active goal keeps the session working, under
+ *   agency's stop budget; its reason is sent back as the next user message.
+ * - Commands: `/plan` (the goals with status, subtasks and sign-off), `/goal status`, `/goal log`.
+ *
+ * `AGENCY_BIN` names the agency binary (default: `agency` on PATH).
+ */
+
+import { spawn } from "node:child_process";
+import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+import { Type } from "typebox";
+
+const AGENCY = process.env.AGENCY_BIN || "agency";
+/** The gate is a local SQLite read; a blocking teachback wait happens in `agency teachback submit`, not here. */
+const HOOK_TIMEOUT_MS = 30_000;
+/** A sign-off runs verify and a judge. */
+const SIGNOFF_TIMEOUT_MS = 30 * 60_000;
+
+/** pi's built-in tools under the names agency's gate knows them by (Claude Code's). */
+const CLAUDE_TOOL_NAMES: Record<string, string> = {
+  read: "Read",
+  write: "Write",
+  edit: "Edit",
+  bash: "Bash",
+  grep: "Grep",
+  find: "Glob",
+  ls: "LS",
+};
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** Why agency gave no answer at all: not started, killed at the time limit. */
+  failure?: string;
+}
+
+/** Runs agency without a shell, `input` on its stdin. Never rejects: a failure is in `failure`. */
+function runAgency(args: string[], input: string, cwd: string, timeoutMs: number): Promise<Ran> {
+  return new Promise((resolve) => {
+    let stdout = "";
+    let stderr = "";
+    let settled = false;
+    const settle = (code: number | null, failure?: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, failure });
+    };
+    let child: ReturnType<typeof spawn>;
+    try {
+      child = spawn(AGENCY, args, { cwd, stdio: ["pipe", "pipe", "pipe"] });
+    } catch (err) {
+      resolve({ code: null, stdout, stderr, failure: `cannot start ${AGENCY}: ${String(err)}` });
+      return;
+    }
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      settle(null, `${AGENCY} ${args[0]} did not answer within ${timeoutMs / 1000} s`);
+    }, timeoutMs);
+    child.stdout?.on("data", (chunk) => (stdout += chunk));
+    child.stderr?.on("data", (chunk) => (stderr += chunk));
+    child.on("error", (err) => settle(null, `cannot run ${AGENCY}: ${err.message}`));
+    child.on("close", (code) => settle(code));
+    child.stdin?.on("error", () => {});
+    child.stdin?.end(input);
+  });
+}
+
+function sessionId(ctx: any): string | undefined {
+  try {
+    return ctx.sessionManager?.getSessionId?.();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The tool's input as Claude Code names its fields (`file_path`), pi's own fields kept. */
+function claudeInput(input: Record<string, unknown>): Record<string, unknown> {
+  const mapped: Record<string, unknown> = { ...input };
+  if (typeof input.path === "string" && mapped.file_path === undefined) mapped.file_path = input.path;
+  return mapped;
+}
+
+/** What `agency hook` said about a tool call. */
+export type GateVerdict = { block: true; reason: string } | { block: false; notice?: string };
+
+/** Reads `agency hook`'s answer to a PreToolUse event. Anything but a clear answer blocks. */
+export function gateVerdict(ran: Ran): GateVerdict {
+  const closed = (why: string): GateVerdict => ({
+    block: true,
+    reason: `agency: the teachback gate could not decide (${why}), so this call is blocked: the gate fails closed.`,
+  });
+  if (ran.failure) return closed(ran.failure);
+  if (ran.code === 2) return { block: true, reason: ran.stderr.trim() || "agency hook blocked the call" };
+  if (ran.code !== 0) return closed(`agency hook exited with ${ran.code}: ${ran.stderr.trim().slice(0, 500)}`);
+  const text = ran.stdout.trim();
+  if (text === "") return { block: false };
+  let answer: any;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    return closed(`unreadable answer: ${text.slice(0, 200)}`);
+  }
+  const specific = answer?.hookSpecificOutput;
+  const decision = specific?.permissionDecision;
+  if (decision === "deny") {
+    return { block: true, reason: String(specific.permissionDecisionReason ?? "denied by agency's teachback gate") };
+  }
+  if (decision !== undefined && decision !== "allow") return closed(`unknown decision ${JSON.stringify(decision)}`);
+  const notice = [answer?.systemMessage, specific?.additionalContext].filter((t) => typeof t === "string");
+  return { block: false, notice: notice.length > 0 ? notice.join("\n") : undefined };
+}
+
+/** `additionalContext` (or a Stop hook's block reason) from a goal hook's answer; goal hooks fail open. */
+function goalHookText(ran: Ran): { context?: string; keepWorking?: string } {
+  if (ran.failure || ran.code !== 0 || ran.stdout.trim() === "") return {};
+  try {
+    const answer = JSON.parse(ran.stdout);
+    if (answer?.decision === "block" && typeof answer.reason === "string") return { keepWorking: answer.reason };
+    const context = answer?.hookSpecificOutput?.additionalContext;
+    return typeof context === "string" ? { context } : {};
+  } catch {
+    return {};
+  }
+}
+
+function textResult(ran: Ran) {
+  const output = [ran.stdout.trim(), ran.stderr.trim(), ran.failure ?? ""].filter((t) => t !== "").join("\n");
+  const outcome = ran.code === 0 ? "" : `\n(agency exited with ${ran.code ?? "no exit code"})`;
+  return {
+    content: [{ type: "text" as const, text: `${output}${outcome}` }],
+    details: { exitCode: ran.code },
+  };
+}
+
+export default function agency(pi: ExtensionAPI) {
+  /** The goal summary last injected; `undefined` after start or compaction, so it is sent in full again. */
+  let injected: string | undefined;
+  /** Whether the running turn was started by the Stop hook (Claude Code's `stop_hook_active`). */
+  let continuing = false;
+
+  const hook = (event: Record<string, unknown>, ctx: any) =>
+    runAgency(
+      ["hook"],
+      JSON.stringify({ session_id: sessionId(ctx), cwd: ctx.cwd, ...event }),
+      ctx.cwd,
+      HOOK_TIMEOUT_MS,
+    );
+
+  pi.on("tool_call", async (event, ctx) => {
+    const toolName = CLAUDE_TOOL_NAMES[event.toolName] ?? event.toolName;
+    const ran = await hook(
+      {
+        hook_event_name: "PreToolUse",
+        tool_name: toolName,
+        tool_input: claudeInput(event.input as Record<string, unknown>),
+        tool_use_id: event.toolCallId,
+      },
+      ctx,
+    );
+    const verdict = gateVerdict(ran);
+    if (verdict.block) return { block: true, reason: verdict.reason };
+    if (verdict.notice && ctx.hasUI) ctx.ui.notify(verdict.notice, "warning");
+    return undefined;
+  });
+
+  pi.on("session_start", async () => {
+    injected = undefined;
+  });
+  pi.on("session_compact", async () => {
+    injected = undefined;
+  });
+
+  pi.on("before_agent_start", async (_event, ctx) => {
+    const source = injected === undefined ? "startup" : "resume";
+    const { context } = goalHookText(await hook({ hook_event_name: "SessionStart", source }, ctx));
+    if (context === undefined || context === injected) return undefined;
+    injected = context;
+    return { message: { customType: "agency-goals", content: context, display: false } };
+  });
+
+  pi.on("tool_result", async (event, ctx) => {
+    const toolName = CLAUDE_TOOL_NAMES[event.toolName];
+    if (toolName !== "Write" && toolName !== "Edit") return undefined;
+    const { context } = goalHookText(
+      await hook(
+        { hook_event_name: "PostToolUse", tool_name: toolName, tool_input: claudeInput(event.input), tool_response: {} },
+        ctx,
+      ),
+    );
+    if (context !== undefined) {
+      pi.sendMessage({ customType: "agency-reminder", content: context, display: false }, { deliverAs: "steer" });
+    }
+    return undefined;
+  });
+
+  pi.on("agent_end", async (_event, ctx) => {
+    const { keepWorking } = goalHookText(await hook({ hook_event_name: "Stop", stop_hook_active: continuing }, ctx));
+    continuing = keepWorking !== undefined;
+    if (keepWorking !== undefined) pi.sendUserMessage(keepWorking, { deliverAs: "followUp" });
+  });
+
+  pi.registerTool({
+    name: "CompleteGoal",
+    label: "Complete goal",
+    description:
+      "Sign a plan.md goal off: agency runs its verify command in a clean checkout of the committed work, then a " +
+      "read-only judge checks the evidence against done_when and the failure modes. Commit the work first. On " +
+      "reject, the goal stays active and the missing items are returned.",
+    promptSnippet: "Sign off a plan.md goal through agency's two-stage check",
+    promptGuidelines: [
+      "Use CompleteGoal to mark a plan.md goal done; never set `status: done` by hand.",
+    ],
+    parameters: Type.Object({
+      id: Type.String({ description: "The goal's id, from its `<!-- id: … -->` line" }),
+      evidence: Type.String({ description: "What you claim, in a sentence, pointing at committed files" }),
+      paths: Type.Array(Type.String(), { description: "Committed files the judge should read as evidence" }),
+    }),
+    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
+      const args = ["goal", "complete", params.id, "--evidence", params.evidence];
+      for (const path of params.paths ?? []) args.push("--path", path);
+      return textResult(await runAgency(args, "", ctx.cwd, SIGNOFF_TIMEOUT_MS));
+    },
+  });
+
+  pi.registerTool({
+    name: "CancelGoal",
+    label: "Cancel goal",
+    description: "Cancel a plan.md goal (not a sign-off); agency records the reason in the plan's log.",
+    parameters: Type.Object({
+      id: Type.String({ description: "The goal's id" }),
+      reason: Type.String({ description: "Why the goal is dropped" }),
+    }),
+    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
+      return textResult(
+        await runAgency(["goal", "cancel", params.id, "--reason", params.reason], "", ctx.cwd, HOOK_TIMEOUT_MS),
+      );
+    },
+  });
+
+  const show = async (args: string[], ctx: any) => {
+    const ran = await runAgency(args, "", ctx.cwd, HOOK_TIMEOUT_MS);
+    const { content } = textResult(ran);
+    ctx.ui.notify(content[0].text || "(nothing)", ran.code === 0 ? "info" : "error");
+  };
+
+  pi.registerCommand("plan", {
+    description: "The goals in plan.md: status, subtasks, sign-off (agency goal list)",
+    handler: async (_args, ctx) => show(["goal", "list"], ctx),
+  });
+
+  pi.registerCommand("goal", {
+    description: "agency goals: `/goal status` lists them, `/goal log` prints the plan's log",
+    handler: async (args, ctx) => {
+      const word = (args ?? "").trim();
+      if (word === "" || word === "status") return show(["goal", "list"], ctx);
+      if (word === "log") return show(["goal", "log"], ctx);
+      ctx.ui.notify(`/goal ${word}: not supported; use /goal status or /goal log`, "error");
+    },
+  });
+}
