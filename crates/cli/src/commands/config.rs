@@ -5,9 +5,11 @@
 //! provider, endpoint, model, price, and the key variable with whether it is set (never its value).
 
 use std::fs;
+use std::path::Path;
 
-use agency_core::config::{TeamConfig, parse_team_config};
+use agency_core::config::{PersonalitiesConfig, TeamConfig, parse_team_config};
 use agency_core::gate::GateKind;
+use agency_exec::runtime::personality::{Personalities, PersonalityError};
 use clap::Subcommand;
 
 use crate::commands::Context;
@@ -53,7 +55,20 @@ fn check(ctx: &Context) -> CommandResult {
     let (path, config) = load(ctx)?;
     // Every tier may call its model in a live run.
     usd_budgets_priced(&config, &path, |_| true)?;
+    let root = match ctx.workspace() {
+        Ok(ws) => ws.root,
+        Err(_) => ctx.cwd.clone(),
+    };
+    let pool = personalities_ready(&config, &path, &root)?;
     println!("{path}: ok");
+    match &config.personalities.dir {
+        Some(dir) => println!(
+            "personalities: {} in {} (and agency's own five)",
+            pool.slugs().count().saturating_sub(5),
+            root.join(dir).display()
+        ),
+        None => println!("personalities: agency's own, one per tier (no personalities.dir)"),
+    }
     let gates: Vec<&str> = GateKind::ALL
         .into_iter()
         .filter(|g| config.visibility.gate_enabled(*g))
@@ -75,5 +90,38 @@ pub fn usd_budgets_priced(
             "a price is USD per million tokens, from the provider's price list; or drop the `usd:` limit and \
              keep a `tokens:` one",
         )
+    })
+}
+
+/// Loads the talent pool team.yaml configures and checks every slug its registry names, so a missing
+/// `personalities.dir` or a misspelled slug stops `config check` and `agency run` instead of passing in
+/// silence. A registry changed from the default with no `dir` to look the slugs up in is refused too: it
+/// would name personalities that cannot be found. `path` names team.yaml, `root` is the repository `dir`
+/// is relative to.
+pub fn personalities_ready(config: &TeamConfig, path: &str, root: &Path) -> CommandResult<Personalities> {
+    let wanted = &config.personalities;
+    if wanted.dir.is_none() && wanted.registry != PersonalitiesConfig::default().registry {
+        return Err(CommandError::input(format!(
+            "{path}: personalities.registry names personalities but personalities.dir is not set, so none \
+             of them can be found"
+        ))
+        .hint(
+            "set personalities.dir to a checkout of agency-agents (a folder of division folders of .md \
+             personalities), or remove the registry to use agency's own personalities",
+        ));
+    }
+    Personalities::from_config(wanted, root).map_err(|err| {
+        let hint = match err {
+            PersonalityError::Read { .. } => {
+                "personalities.dir is relative to the repository's top level; clone agency-agents there or \
+                 point dir at an existing checkout"
+            }
+            PersonalityError::Unknown(_) => {
+                "a slug is a personality file's name without `.md`; files without front matter (READMEs, \
+                 playbooks) are not personalities"
+            }
+            _ => "fix the file named above",
+        };
+        CommandError::input(format!("{path}: {err}")).hint(hint)
     })
 }

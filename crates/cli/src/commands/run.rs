@@ -180,6 +180,7 @@ pub fn build_engine(
 ) -> CommandResult<Runner> {
     let repo = Repo::open(&ws.root, GitOptions::default()).map_err(|e| CommandError::input(e.to_string()))?;
     sandbox_ready(&team)?;
+    config::personalities_ready(&team, &ws.config.display().to_string(), &ws.root)?;
     let agency_dir = ws.root.join(AGENCY_DIR);
     let limits = agency_llm::budget_limits(&team.budgets);
     let ledger = match resuming {

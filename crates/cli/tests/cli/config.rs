@@ -81,3 +81,79 @@ fn explain_names_every_tiers_model_and_key_variable() {
     assert!(text.contains("claude-opus-4-8"), "{text}");
     assert!(text.contains("ANTHROPIC_API_KEY ("), "{text}");
 }
+
+/// A folder in the agency-agents layout: division folders of personalities, and a README without front
+/// matter (not a personality).
+fn personality_fixture(repo: &Repo) {
+    let dir = repo.path().join("agents/engineering");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("engineering-backend-architect.md"),
+        "---\nname: Backend Architect\ndescription: Designs services\ncolor: blue\n---\nYou design services.\n",
+    )
+    .unwrap();
+    std::fs::write(repo.path().join("agents/README.md"), "# agency-agents\n").unwrap();
+}
+
+#[test]
+fn a_misspelled_personality_slug_is_refused_with_the_closest_names() {
+    let repo = Repo::initialised();
+    personality_fixture(&repo);
+    std::fs::write(
+        repo.path().join(".agency/team.yaml"),
+        "personalities:\n  dir: agents\n  registry:\n    t4:\n      backend: engineering-backend-architek\n",
+    )
+    .unwrap();
+    let err = repo.agency(&["config", "check"]).fails_with(3).stderr();
+    assert!(
+        err.contains("personalities.registry.t4.backend: unknown personality `engineering-backend-architek`"),
+        "{err}"
+    );
+    assert!(err.contains("closest: engineering-backend-architect"), "{err}");
+}
+
+#[test]
+fn a_registry_without_a_personalities_dir_is_refused() {
+    let repo = Repo::initialised();
+    std::fs::write(
+        repo.path().join(".agency/team.yaml"),
+        "personalities:\n  registry:\n    t4:\n      backend: engineering-backend-architek\n",
+    )
+    .unwrap();
+    let err = repo.agency(&["config", "check"]).fails_with(3).stderr();
+    assert!(err.contains("personalities.dir is not set"), "{err}");
+    // agency run refuses it too, before anything is recorded.
+    repo.commit("start");
+    let run = repo
+        .agency(&["run", "x", "--script", "/dev/null"])
+        .fails_with(3)
+        .stderr();
+    assert!(run.contains("personalities.dir is not set"), "{run}");
+}
+
+#[test]
+fn a_missing_personalities_dir_is_refused_with_the_fix() {
+    let repo = Repo::initialised();
+    std::fs::write(
+        repo.path().join(".agency/team.yaml"),
+        "personalities:\n  dir: no-such-folder\n",
+    )
+    .unwrap();
+    let out = repo.agency(&["config", "check"]).fails_with(3);
+    let err = out.stderr();
+    assert!(err.contains("no-such-folder"), "{err}");
+    assert!(err.contains("cannot read the personalities directory"), "{err}");
+}
+
+#[test]
+fn a_valid_personality_folder_checks() {
+    let repo = Repo::initialised();
+    personality_fixture(&repo);
+    std::fs::write(
+        repo.path().join(".agency/team.yaml"),
+        "personalities:\n  dir: agents\n  registry:\n    t4:\n      backend: engineering-backend-architect\n",
+    )
+    .unwrap();
+    let out = repo.agency(&["config", "check"]).success();
+    assert!(out.stdout().contains("personalities: 1 in"), "{}", out.stdout());
+}
