@@ -26,6 +26,7 @@ mod init;
 mod kill_soak;
 mod models;
 mod postgres;
+mod replay;
 mod resume;
 mod resume_orphan;
 mod run_external;
