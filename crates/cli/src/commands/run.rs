@@ -739,6 +739,30 @@ mod tests {
     }
 
     #[test]
+    fn recording_makes_auto_builtin_and_refuses_a_configured_external_runtime() {
+        let mut team = TeamConfig::default();
+        let mut choices = vec![
+            choice(Tier::T3, ConfiguredRuntime::Builtin),
+            choice(Tier::T4, ConfiguredRuntime::ClaudeCode),
+        ];
+        builtin_only(&team, &mut choices, "recorded").unwrap();
+        assert_eq!(choices[1].runtime, ConfiguredRuntime::Builtin);
+        assert!(
+            choices[1]
+                .reason
+                .contains("only the built-in agent's model calls can be recorded")
+        );
+
+        team.tiers.t5.runtime = Some(ConfiguredRuntime::Codex);
+        let mut choices = vec![choice(Tier::T5, ConfiguredRuntime::Codex)];
+        let err = builtin_only(&team, &mut choices, "replayed")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("t5 (codex)"), "{err}");
+        assert!(err.contains("cannot be replayed"), "{err}");
+    }
+
+    #[test]
     fn on_postgres_auto_becomes_builtin_and_a_configured_hook_runtime_is_refused() {
         let pg = BlackboardAt::Postgres("host=db user=u password=s3cret dbname=agency".into());
         let mut team = TeamConfig::default();

@@ -210,6 +210,7 @@ fn a_recorded_run_replays_offline_to_the_same_tree_and_stops_where_a_request_cha
         "{output}"
     );
     assert!(output.contains("attempt 0, role implementer, turn 3"), "{output}");
+    assert!(output.contains("- recorded: (no such line)"), "{output}");
     assert!(output.contains("+ now:      "), "{output}");
     assert!(output.contains("# changed after the recording"), "{output}");
 }
@@ -223,4 +224,8 @@ fn a_replay_of_a_missing_cassette_names_what_it_looked_for() {
         "{}",
         out.stderr()
     );
+    // A replay is a fresh offline run: no script, no resume, no background runner.
+    let out = repo.agency(&["run", "--replay", "abc123", "--script", "s.yaml"]);
+    assert_ne!(out.code(), Some(0));
+    assert!(out.stderr().contains("cannot be used with"), "{}", out.stderr());
 }
