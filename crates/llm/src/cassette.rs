@@ -549,18 +549,27 @@ impl Recording {
         };
         // Keyed after the call: a cancelled call is not recorded and does not use up its key.
         let (run, key) = self.recorder.key(&request.meta, request.turn())?;
-        let outcome: Outcome = serde_json::from_value(self.recorder.redacted(&outcome)?)
-            .map_err(|e| LlmError::Cassette(format!("cannot encode the call {key}: {e}")))?;
-        let call = RecordedCall {
-            key,
-            brief_id: request.meta.brief_id.map(|id| id.to_string()),
-            provider: self.inner.kind().to_owned(),
-            request: self
-                .recorder
-                .redacted(&WireRequest::of(self.inner.model(), request))?,
-            outcome,
+        let recorder = self.recorder.clone();
+        let wire = WireRequest::of(self.inner.model(), request);
+        let brief_id = request.meta.brief_id.map(|id| id.to_string());
+        let provider = self.inner.kind().to_owned();
+        // Redacting and writing (with its fsync) take milliseconds for a long conversation: off the runner's
+        // thread, so other agents go on meanwhile; awaited, so an answer is used only once it is recorded.
+        let write = move || {
+            let outcome: Outcome = serde_json::from_value(recorder.redacted(&outcome)?)
+                .map_err(|e| LlmError::Cassette(format!("cannot encode the call {key}: {e}")))?;
+            let call = RecordedCall {
+                key,
+                brief_id,
+                provider,
+                request: recorder.redacted(&wire)?,
+                outcome,
+            };
+            recorder.write(&run, &call)
         };
-        self.recorder.write(&run, &call)?;
+        tokio::task::spawn_blocking(write)
+            .await
+            .map_err(|e| LlmError::Cassette(format!("the cassette writer stopped: {e}")))??;
         result
     }
 }
