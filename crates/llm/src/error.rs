@@ -77,6 +77,9 @@ pub enum LlmError {
     /// The script has no reply for this request, or the script file is invalid.
     #[error("{0}")]
     Script(String),
+    /// A cassette could not be written or read, or a replayed request differs from the recorded one.
+    #[error("{0}")]
+    Cassette(String),
     /// A budget would be exceeded; the call was not made.
     #[error(transparent)]
     Budget(#[from] BudgetExceeded),

@@ -6,7 +6,8 @@
 //! (OpenAI-compatible chat completions: OpenAI, Ollama, vLLM, LM Studio, llama.cpp, OpenRouter) and
 //! [`ScriptedProvider`] (replies from a script file, for offline runs and tests). Wrappers add behaviour around
 //! any provider: [`Retrying`] (backoff with jitter, `retry-after`) and [`Metered`] (budget check before the
-//! call, cost and latency after it, reported to a [`UsageSink`]).
+//! call, cost and latency after it, reported to a [`UsageSink`]) and [`Recorder`] (every call written to a
+//! cassette, which a [`Replayer`] answers a later run from, offline).
 //!
 //! Nothing here writes to the blackboard: the runner implements [`UsageSink`] to turn usage records and
 //! budget refusals into events and gates.
@@ -14,6 +15,7 @@
 pub mod anthropic;
 pub mod budget;
 pub mod cancel;
+pub mod cassette;
 pub mod configured;
 pub mod error;
 mod http;
@@ -29,6 +31,7 @@ pub mod usage;
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use budget::{Amount, BudgetExceeded, BudgetLedger, BudgetLimits, CallScope, Limit, Scope, Spend};
 pub use cancel::CancelToken;
+pub use cassette::{Manifest as CassetteManifest, Recorder, Replayer};
 pub use configured::{
     ConfiguredModel, ModelSet, budget_limits, check_model, model_for_binding, model_for_level, price_table,
     process_env,

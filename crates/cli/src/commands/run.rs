@@ -1,6 +1,8 @@
 //! `agency run "goal"`: runs the tiered pipeline on this repository in the foreground with the live log, or
 //! in the background with `--detach`; `--resume <run>` continues a run from the blackboard after its runner
-//! stopped (even killed), spawning nothing twice.
+//! stopped (even killed), spawning nothing twice. `--record` writes every model call of the run to a
+//! cassette in `.agency/cassettes/<run>/`; `--replay <run>` runs it again offline from that cassette and stops
+//! at the first request that differs (docs/replay.md).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -12,6 +14,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use agency_core::config::{Runtime as ConfiguredRuntime, TeamConfig};
+use agency_core::redact::Redactor;
 use agency_core::{EventKind, NewEvent, Tier};
 use agency_engine::budget::{BlackboardSink, ledger_from_events};
 use agency_engine::{DriveOutcome, Engine, EngineOptions, Role};
@@ -20,8 +23,10 @@ use agency_exec::runtime::{
     choose_for_run,
 };
 use agency_exec::{GitOptions, Repo, Sandboxing};
+use agency_llm::cassette::{self, Manifest};
 use agency_llm::{
-    BudgetLedger, CancelToken, Metered, Price, Provider, RetryPolicy, ScriptedProvider, UsageSink,
+    BudgetLedger, CancelToken, Metered, Price, Provider, Recorder, Replayer, RetryPolicy, ScriptedProvider,
+    UsageSink,
 };
 use agency_store::{Blackboard, RunStatus};
 
@@ -55,6 +60,22 @@ pub struct Args {
     /// Show per-agent lines in the live log.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Recording and replaying the run's model calls.
+    #[command(flatten)]
+    pub cassette: CassetteArgs,
+}
+
+/// `--record` and `--replay RUN`: a run's model calls kept in a cassette, and a run answered from one.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct CassetteArgs {
+    /// Record every model request and answer of this run, redacted, in .agency/cassettes/<run>/.
+    #[arg(long, conflicts_with = "replay")]
+    pub record: bool,
+    /// Run a recorded run again offline: every model call is answered from its cassette (a run id or
+    /// prefix under .agency/cassettes/, or a cassette directory), and the run stops at the first request
+    /// that differs from the recorded one.
+    #[arg(long, value_name = "RUN|DIR", conflicts_with_all = ["script", "resume", "detach"])]
+    pub replay: Option<String>,
 }
 
 /// Runs `agency run`.
@@ -80,13 +101,26 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let run_id = match resuming {
         Some(run) => run,
         None => {
-            let goal = goal_text(&args)?;
+            let goal = match (&runner.replay, &args.goal, &args.goal_file) {
+                (Some(replay), None, None) => replay.manifest().goal.clone(),
+                _ => goal_text(&args)?,
+            };
             let run = runner.engine.start(&goal).map_err(engine_error)?;
             crate::commands::attached::record_resume_command(store.as_ref(), run.id, args.script.as_deref());
             println!("run {} started on {}", run.id.short(), ws.root.display());
+            if let Some(replay) = &runner.replay {
+                println!(
+                    "replaying run {} offline: {} recorded model calls",
+                    replay.manifest().run,
+                    replay.len()
+                );
+            }
             run.id
         }
     };
+    if let Some(recorder) = &runner.recorder {
+        start_cassette(&ws, recorder, store.as_ref(), run_id, runner.auto_approve)?;
+    }
     if args.detach {
         return detach(&ws, run_id, &args);
     }
@@ -95,8 +129,104 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     } else {
         Level::Normal
     };
-    let outcome = drive_with_log(&runner, &ws.db, run_id, level)?;
-    report(run_id, &outcome)
+    let outcome = drive_with_log(&runner, &ws.db, run_id, level);
+    if let Some(replay) = &runner.replay {
+        return replayed(replay, run_id, outcome);
+    }
+    report(run_id, &outcome?)
+}
+
+/// Writes the manifest of `run`'s cassette, unless a recording of it already has one (a resumed run).
+fn start_cassette(
+    ws: &Workspace,
+    recorder: &Recorder,
+    store: &dyn Blackboard,
+    run: agency_core::RunId,
+    auto_approve: bool,
+) -> CommandResult {
+    let goal = store.get_run(run).map_err(store_error)?.goal;
+    let dir = recorder
+        .start(&Manifest {
+            format: cassette::FORMAT,
+            run: run.to_string(),
+            goal,
+            root: ws.root.display().to_string(),
+            auto_approve,
+        })
+        .map_err(|e| CommandError::input(e.to_string()))?;
+    println!("recording its model calls in {}", dir.display());
+    Ok(())
+}
+
+/// How a replay ended: the first difference from the recording, or recorded calls it never asked for, are
+/// failures; otherwise as the run ended.
+fn replayed(
+    replay: &Replayer,
+    run: agency_core::RunId,
+    outcome: CommandResult<DriveOutcome>,
+) -> CommandResult {
+    let hint = "a change to prompts, tools, team.yaml or the repository changed what the model is asked; \
+                record the run again (`agency run --record`) if the change is meant";
+    if let Some(divergence) = replay.divergence() {
+        return Err(CommandError::new(ErrorKind::RunFailed, divergence).hint(hint));
+    }
+    let outcome = outcome?;
+    let unused = replay.unused();
+    if let Some(first) = unused.first() {
+        return Err(CommandError::new(
+            ErrorKind::RunFailed,
+            format!(
+                "replay diverged: run {} ended {} without asking for {} of the recorded calls, the first: {first}",
+                run.short(),
+                outcome.status.as_str(),
+                unused.len()
+            ),
+        )
+        .hint(hint));
+    }
+    report(run, &outcome)
+}
+
+/// Where cassettes are kept: `.agency/cassettes/`.
+fn cassettes_of(ws: &Workspace) -> PathBuf {
+    ws.root.join(AGENCY_DIR).join("cassettes")
+}
+
+/// The cassette `which` names: a directory holding a cassette, or a run id (whole, a prefix, or its short
+/// form) recorded under `.agency/cassettes/`.
+fn cassette_dir(ws: &Workspace, which: &str) -> CommandResult<PathBuf> {
+    let path = Path::new(which);
+    if path.join(cassette::MANIFEST).is_file() {
+        return Ok(path.to_path_buf());
+    }
+    let root = cassettes_of(ws);
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|entry| {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let simple = name.replace('-', "");
+                    !which.is_empty() && (name.starts_with(which) || simple.ends_with(which))
+                })
+                .map(|entry| entry.path())
+                .filter(|dir| dir.join(cassette::MANIFEST).is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(CommandError::input(format!(
+            "no cassette named {which:?}: neither a directory holding {} nor a run recorded in {}",
+            cassette::MANIFEST,
+            root.display()
+        ))
+        .hint("record one with `agency run --record \"goal\"`")),
+        n => Err(CommandError::input(format!(
+            "{which:?} names {n} cassettes in {}; give more of the run id",
+            root.display()
+        ))),
+    }
 }
 
 /// Agents start from the commit `HEAD` names: a repository with no commit cannot start a run (said in one
@@ -166,6 +296,12 @@ pub struct Runner {
     pub auto_approve: bool,
     /// How long a gate waits before the engine rejects it (`visibility.gate_timeout_minutes`).
     pub gate_timeout: chrono::Duration,
+    /// The cassette a replay answers from (`--replay`).
+    pub replay: Option<Arc<Replayer>>,
+    /// What records the run's model calls (`--record`).
+    pub recorder: Option<Arc<Recorder>>,
+    /// What stops the drive besides a signal: the replay's first divergence.
+    pub stop: CancelToken,
 }
 
 /// Builds the runner: one provider and one runtime per tier, as team.yaml says (or the script for all),
@@ -189,31 +325,57 @@ pub fn build_engine(
     };
     let ledger = Arc::new(Mutex::new(ledger));
     let sink: Arc<dyn UsageSink> = Arc::new(BlackboardSink::new(store.clone()));
-    let source = match args.script {
-        Some(_) => ModelSource::Scripted,
-        None => ModelSource::Live,
+    // Recorded and replayed calls are redacted alike: the provider keys team.yaml names, every
+    // secret-looking variable of the runner's environment, token shapes.
+    let redactor = Redactor::from_process_env(&provider_key_vars(&team));
+    let replay = match &args.cassette.replay {
+        Some(which) => Some(
+            Replayer::open(&cassette_dir(ws, which)?, &ws.root, redactor.clone())
+                .map_err(|e| CommandError::input(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let recorder = args
+        .cassette
+        .record
+        .then(|| Recorder::new(cassettes_of(ws), redactor.clone()));
+    let auto_approve = args.auto_approve || replay.as_ref().is_some_and(|r| r.manifest().auto_approve);
+    let source = match (&args.script, &replay) {
+        (None, None) => ModelSource::Live,
+        _ => ModelSource::Scripted,
     };
     let mut choices = choose_for_run(&team.tiers, std::env::var_os("PATH").as_deref(), source);
     if ws.db.is_postgres() {
         hook_free(&team, &mut choices, &ws.db)?;
     }
+    if recorder.is_some() || replay.is_some() {
+        let what = if replay.is_some() { "replayed" } else { "recorded" };
+        builtin_only(&team, &mut choices, what)?;
+    }
     // Before anything is called or recorded: a dollar budget over an unpriced model would not hold.
     config::usd_budgets_priced(&team, "team.yaml", |tier| {
         calls_configured_model(source, &choices, tier)
     })?;
-    let providers: BTreeMap<Tier, Arc<dyn Provider>> = providers(&team, args.script.as_deref())?
-        .into_iter()
-        .map(|(tier, (provider, price))| {
-            // Metered outside the provider's retries, so one logical call is checked once; priced from
-            // `models.prices`, so its calls are charged in dollars too.
-            let metered: Arc<dyn Provider> = Arc::new(
-                Metered::new(provider, sink.clone())
-                    .with_price(price)
-                    .with_ledger(ledger.clone()),
-            );
-            (tier, metered)
-        })
-        .collect();
+    let providers: BTreeMap<Tier, Arc<dyn Provider>> =
+        providers(&team, args.script.as_deref(), replay.as_ref())?
+            .into_iter()
+            .map(|(tier, (provider, price))| {
+                // Recorded inside the metering, so a budget refusal (never sent) is not a call, and outside the
+                // retries, so one logical call is one recording.
+                let provider = match &recorder {
+                    Some(recorder) => recorder.wrap(provider),
+                    None => provider,
+                };
+                // Metered outside the provider's retries, so one logical call is checked once; priced from
+                // `models.prices`, so its calls are charged in dollars too.
+                let metered: Arc<dyn Provider> = Arc::new(
+                    Metered::new(provider, sink.clone())
+                        .with_price(price)
+                        .with_ledger(ledger.clone()),
+                );
+                (tier, metered)
+            })
+            .collect();
     let agency = std::env::current_exe()
         .map_err(|e| CommandError::internal(format!("cannot locate the agency binary for the hook: {e}")))?;
     let secrets = provider_keys(&team);
@@ -248,7 +410,7 @@ pub fn build_engine(
     }
     let gate_timeout = chrono::Duration::minutes(i64::from(team.visibility.gate_timeout_minutes));
     let options = EngineOptions {
-        auto_approve: args.auto_approve,
+        auto_approve,
         worker,
         worktrees: agency_dir.join("worktrees"),
         // The blackboard is out of every agent's sandbox wherever it is kept.
@@ -262,12 +424,45 @@ pub fn build_engine(
     let engine = Engine::new(store, team, repo, runtimes, providers, options)
         .map_err(engine_error)?
         .with_ledger(ledger);
+    let stop = replay.as_ref().map(|r| r.stop_token()).unwrap_or_default();
     Ok(Runner {
         engine,
         runtimes: choices,
-        auto_approve: args.auto_approve,
+        auto_approve,
         gate_timeout,
+        replay,
+        recorder,
+        stop,
     })
+}
+
+/// Only the built-in agent's calls go through agency's providers, so only they can be recorded or
+/// answered from a cassette: `auto` becomes the built-in agent (said in the run log), and a tier
+/// configured for an agent that calls its model itself is refused, naming it, before anything runs (a
+/// replay would otherwise call a live model; a recording would miss its calls).
+fn builtin_only(team: &TeamConfig, choices: &mut [RuntimeChoice], what: &str) -> CommandResult {
+    for choice in choices.iter_mut() {
+        if team.tiers.runtime(choice.tier) == ConfiguredRuntime::Auto
+            && choice.runtime != ConfiguredRuntime::Builtin
+        {
+            choice.runtime = ConfiguredRuntime::Builtin;
+            choice.reason =
+                format!("auto in a {what} run: only the built-in agent's model calls can be {what}");
+        }
+    }
+    let external: Vec<String> = choices
+        .iter()
+        .filter(|c| c.runtime != ConfiguredRuntime::Builtin)
+        .map(|c| format!("{} ({})", c.tier, c.runtime.as_str()))
+        .collect();
+    if external.is_empty() {
+        return Ok(());
+    }
+    Err(CommandError::input(format!(
+        "tiers {} run agents that call their model themselves, so their calls cannot be {what}",
+        external.join(", ")
+    ))
+    .hint("set `runtime: builtin` (or `auto`) for those tiers in team.yaml"))
 }
 
 /// Every run has agents that run commands (implementers), so a sandbox that cannot be set up refuses the
@@ -345,6 +540,14 @@ fn provider_keys(team: &TeamConfig) -> Vec<String> {
         .collect()
 }
 
+/// The names of the variables team.yaml's providers read their keys from.
+fn provider_key_vars(team: &TeamConfig) -> Vec<String> {
+    team.providers
+        .values()
+        .map(|provider| provider.api_key_env().to_owned())
+        .collect()
+}
+
 /// Writes which runtime each tier uses and why to the run's log, each time a runner starts driving it (a
 /// resumed run may run where `claude` is, or is not, installed): one `RUNTIMES` line, tiers that share a
 /// runtime and reason grouped (`t1, t2, t3: builtin (configured); t4, t5: claude-code (claude found at
@@ -395,9 +598,26 @@ fn calls_configured_model(source: ModelSource, choices: &[RuntimeChoice], tier: 
 }
 
 /// Each tier's provider with its price from `models.prices`; a script's replies cost nothing, so they are
-/// unpriced.
-fn providers(team: &TeamConfig, script: Option<&Path>) -> CommandResult<BTreeMap<Tier, PricedProvider>> {
+/// unpriced. A replayed call is priced as the tier's model is, so budgets hold as they did when recorded.
+fn providers(
+    team: &TeamConfig,
+    script: Option<&Path>,
+    replay: Option<&Arc<Replayer>>,
+) -> CommandResult<BTreeMap<Tier, PricedProvider>> {
     let mut out: BTreeMap<Tier, PricedProvider> = BTreeMap::new();
+    if let Some(replay) = replay {
+        for tier in Tier::ALL {
+            let level = team.tiers.capability(tier);
+            let binding = team.models.binding(level).ok_or_else(|| {
+                CommandError::input(format!(
+                    "tiers.{tier}: no model for its capability level ({level})"
+                ))
+            })?;
+            let price = team.models.price(&binding.model).map(Price::from);
+            out.insert(tier, (replay.provider(binding.model.clone()), price));
+        }
+        return Ok(out);
+    }
     if let Some(path) = script {
         let scripted: Arc<dyn Provider> =
             Arc::new(ScriptedProvider::from_file(path).map_err(|e| CommandError::input(e.to_string()))?);
@@ -465,7 +685,7 @@ pub fn drive_with_log(
         .enable_all()
         .build()
         .map_err(|e| CommandError::internal(format!("cannot start the runner: {e}")))?;
-    let cancel = CancelToken::new();
+    let cancel = runner.stop.clone();
     let outcome = runtime.block_on(async {
         crate::interrupt::cancel_on_signal(cancel.clone())?;
         Ok::<_, CommandError>(engine.drive(run, &cancel).await)
@@ -520,6 +740,9 @@ fn detach(ws: &Workspace, run: agency_core::RunId, args: &Args) -> CommandResult
     if args.auto_approve {
         command.arg("--auto-approve");
     }
+    if args.cassette.record {
+        command.arg("--record");
+    }
     // Beside the SQLite file, or in .agency/ for PostgreSQL.
     let log_dir = match ws.db.sqlite().and_then(Path::parent) {
         Some(dir) => dir.to_path_buf(),
@@ -555,6 +778,30 @@ mod tests {
             runtime,
             reason: "claude found at /usr/bin/claude".into(),
         }
+    }
+
+    #[test]
+    fn recording_makes_auto_builtin_and_refuses_a_configured_external_runtime() {
+        let mut team = TeamConfig::default();
+        let mut choices = vec![
+            choice(Tier::T3, ConfiguredRuntime::Builtin),
+            choice(Tier::T4, ConfiguredRuntime::ClaudeCode),
+        ];
+        builtin_only(&team, &mut choices, "recorded").unwrap();
+        assert_eq!(choices[1].runtime, ConfiguredRuntime::Builtin);
+        assert!(
+            choices[1]
+                .reason
+                .contains("only the built-in agent's model calls can be recorded")
+        );
+
+        team.tiers.t5.runtime = Some(ConfiguredRuntime::Codex);
+        let mut choices = vec![choice(Tier::T5, ConfiguredRuntime::Codex)];
+        let err = builtin_only(&team, &mut choices, "replayed")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("t5 (codex)"), "{err}");
+        assert!(err.contains("cannot be replayed"), "{err}");
     }
 
     #[test]

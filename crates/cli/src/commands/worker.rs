@@ -59,6 +59,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         auto_approve: false,
         detach: false,
         verbose: false,
+        cassette: Default::default(),
     };
     let name = agency_engine::Role::Worker.name_here();
     let runner = build_engine(&ws, store.clone(), team, &run_args, Some(run), name.clone())?;

@@ -28,6 +28,7 @@ mod kill_soak;
 mod models;
 mod pi;
 mod postgres;
+mod replay;
 mod resume;
 mod resume_orphan;
 mod run_external;
