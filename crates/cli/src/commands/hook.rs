@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use agency_exec::runtime::hook_command::{self, Expect};
 use clap::Subcommand;
 use serde_json::{Value, json};
 
@@ -43,7 +44,9 @@ pub struct InstallArgs {
     /// The Codex home (default: $CODEX_HOME, else ~/.codex).
     #[arg(long, value_name = "DIR")]
     pub codex_home: Option<PathBuf>,
-    /// The command the client runs (default: this agency binary's absolute path, then `hook`).
+    /// The hook command (default: this agency binary's absolute path, then `hook`). The client runs it
+    /// wrapped so that any failure of it (not found, a crash, an exit status other than 0 or 2, output that
+    /// is not an answer) blocks the call.
     #[arg(long, value_name = "CMD")]
     pub command: Option<String>,
 }
@@ -71,13 +74,16 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     }
 }
 
-/// The hook registration: every tool call (no matcher) goes through the gate.
+/// The hook registration: every tool call (no matcher) goes through the gate, whose command is wrapped to
+/// fail closed ([`hook_command`]).
 pub fn registration(command: &str) -> Value {
+    let command = hook_command::fail_closed(command, Expect::AnyAnswer);
     json!({"hooks": [{"type": "command", "command": command, "timeout": 10}]})
 }
 
 /// The registration that turns a created task into a brief (Claude Code's TaskCreate; docs/hooks.md).
 pub fn task_registration(command: &str) -> Value {
+    let command = hook_command::fail_closed(command, Expect::AnyAnswer);
     json!({"matcher": "TaskCreate", "hooks": [{"type": "command", "command": command, "timeout": 10}]})
 }
 
@@ -93,8 +99,9 @@ fn default_command() -> CommandResult<String> {
 }
 
 /// Adds registrations (hook event, entry) to a settings/hooks file, keeping everything else in it. A
-/// second install replaces the earlier agency entry of the same event and matcher rather than adding another
-/// (so the goal hooks' own PostToolUse entry, which has no matcher, is kept).
+/// second install replaces the earlier agency entry of the same event and matcher (the wrapped form, or the
+/// bare `… agency hook` of earlier versions) rather than adding another (so the goal hooks' own PostToolUse
+/// entry, which has no matcher, is kept).
 fn merge_into(path: &Path, entries: &[(&str, Value)]) -> CommandResult {
     let mut settings: Value = match std::fs::read_to_string(path) {
         Ok(text) if !text.trim().is_empty() => serde_json::from_str(&text).map_err(|e| {
@@ -136,11 +143,8 @@ fn merge_into(path: &Path, entries: &[(&str, Value)]) -> CommandResult {
         let is_ours = |existing: &Value| {
             existing["matcher"] == entry["matcher"]
                 && existing["hooks"].as_array().is_some_and(|hs| {
-                    hs.iter().any(|h| {
-                        h["command"]
-                            .as_str()
-                            .is_some_and(|c| c.ends_with("agency hook") || c.ends_with("agency' hook"))
-                    })
+                    hs.iter()
+                        .any(|h| h["command"].as_str().is_some_and(hook_command::is_agency_hook))
                 })
         };
         list.retain(|existing| !is_ours(existing));
@@ -178,8 +182,8 @@ fn install(ctx: &Context, args: InstallArgs) -> CommandResult {
             path.display()
         );
         println!(
-            "note       for a gate that fails closed, run the agent in the default permission mode (not \
-             acceptEdits or bypassPermissions): see docs/hooks.md"
+            "note       a hook that fails (not found, crashes, answers garbage) blocks the call; one that hangs \
+             past its 10 s timeout does not, outside the default permission mode: see docs/hooks.md"
         );
     }
     if args.codex {
@@ -196,8 +200,8 @@ fn install(ctx: &Context, args: InstallArgs) -> CommandResult {
         merge_into(&path, &[("PreToolUse", registration(&command))])?;
         println!("installed  PreToolUse hook for Codex in {}", path.display());
         println!(
-            "note       Codex runs hooks only once trusted (or with --dangerously-bypass-hook-trust), and fails \
-             open if the hook is missing: see docs/hooks.md"
+            "note       Codex runs hooks only once trusted (or with --dangerously-bypass-hook-trust); a hook that \
+             fails blocks the call, one that hangs past its 10 s timeout does not: see docs/hooks.md"
         );
     }
     Ok(())

@@ -31,6 +31,8 @@ pub struct HookEvent {
     pub tool_name: Option<String>,
     /// The tool's input, `Null` when absent.
     pub tool_input: Value,
+    /// The client's id of the tool call (`toolu_…`, `call_…`).
+    pub tool_use_id: Option<String>,
     /// What the tool returned (PostToolUse), `Null` when absent.
     pub tool_response: Value,
     /// Who sent it.
@@ -68,6 +70,7 @@ pub fn parse(bytes: &[u8]) -> Result<HookEvent, MalformedEvent> {
         agent_id: text("agent_id"),
         cwd: text("cwd").map(PathBuf::from),
         tool_name: text("tool_name"),
+        tool_use_id: text("tool_use_id"),
         tool_input: value.get("tool_input").cloned().unwrap_or(Value::Null),
         tool_response: value.get("tool_response").cloned().unwrap_or(Value::Null),
         event_name,

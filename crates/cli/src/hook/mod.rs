@@ -5,6 +5,7 @@
 //! blackboard read-only unless it has something to record, and loads nothing it does not need.
 
 pub mod answer;
+mod decisions;
 pub mod event;
 mod gate;
 mod history;
@@ -47,7 +48,7 @@ pub fn run_with(env: &HookEnv) -> ExitCode {
             Ok(event) if crate::commands::goal::hooks::handles(&event.event_name) => {
                 return crate::commands::goal::hooks::run(&event, &input, env);
             }
-            Ok(event) => gate::answer(&event, env),
+            Ok(event) => decisions::record(&event, gate::answer(&event, env)),
             Err(err) => unreadable(env, &err.to_string()),
         },
     };

@@ -1,6 +1,7 @@
 //! `agency hook` answering PreToolUse events through the real binary: the gate for a runner-spawned agent
 //! (AGENCY_BRIEF), rollout modes and their records, TaskCreate validation, failure behaviour and install.
 
+use agency_exec::runtime::hook_command::{self, Expect};
 use serde_json::{Value, json};
 
 use crate::hook_support::{TEACHBACK, hook, pre_tool_use, start_brief};
@@ -350,14 +351,16 @@ fn install_writes_claude_code_settings_and_codex_hooks_once() {
         written["permissions"]["allow"][0], "Read",
         "other settings are kept"
     );
+    // The hook runs wrapped, so that any failure of it blocks the call.
+    let wrapped = hook_command::fail_closed("agency hook", Expect::AnyAnswer);
     assert_eq!(
         written["hooks"]["PreToolUse"],
-        json!([{"hooks": [{"type": "command", "command": "agency hook", "timeout": 10}]}])
+        json!([{"hooks": [{"type": "command", "command": wrapped, "timeout": 10}]}])
     );
     assert_eq!(
         written["hooks"]["PostToolUse"],
         json!([goal_entry, {"matcher": "TaskCreate",
-            "hooks": [{"type": "command", "command": "agency hook", "timeout": 10}]}]),
+            "hooks": [{"type": "command", "command": wrapped, "timeout": 10}]}]),
         "TaskCreate opens briefs once installed, and installing twice adds nothing"
     );
     let codex_home = repo.path().join("codex-home");
@@ -374,10 +377,7 @@ fn install_writes_claude_code_settings_and_codex_hooks_once() {
     .success();
     let hooks: Value =
         serde_json::from_str(&std::fs::read_to_string(codex_home.join("hooks.json")).unwrap()).unwrap();
-    assert_eq!(
-        hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
-        "agency hook"
-    );
+    assert_eq!(hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"], wrapped);
 }
 
 #[test]

@@ -113,6 +113,7 @@ pub fn hook_args(repo: &Repo, args: &[&str], env: &[(&str, &str)], stdin: &str) 
         "AGENCY_BRIEF",
         "AGENCY_TEACHBACK_MODE",
         "AGENCY_ROLLOUT_MODE",
+        "AGENCY_GATE_LOG",
     ] {
         command.env_remove(var);
     }

@@ -20,6 +20,7 @@ mod goal_hooks;
 mod hook;
 mod hook_claude;
 mod hook_codex;
+mod hook_fail_closed;
 mod hook_support;
 mod hook_tasks;
 mod hook_tasks_claude;

@@ -11,7 +11,9 @@
 //! Each agent gets its own HOME (under [`ClaudeCodeRuntime::state_dir`], one per brief and attempt), so no
 //! user settings, credentials or hooks leak in, and the transcript stays there. The session id is kept in
 //! that HOME, so running the same brief attempt again (after a crash or an interrupted run) resumes the
-//! conversation with `--resume`. Every stream event is mapped to an [`AgentEvent`] ([`stream`]).
+//! conversation with `--resume`. Every stream event is mapped to an [`AgentEvent`] ([`stream`]), and every
+//! tool call in it, a sub-agent's too, must have a decision the hook recorded ([`super::coverage`]): a hook
+//! that hung past its timeout, or was skipped, fails the brief with an ALERT.
 
 pub mod stream;
 
@@ -22,6 +24,7 @@ use agency_core::config::{ProviderKind, ROLLOUT_ENV_VAR, RolloutMode};
 use agency_llm::{BoxFuture, CancelToken, Price};
 use serde_json::json;
 
+use super::coverage::{self, GATE_LOG_ENV, GATE_LOG_FILE};
 use super::external::{
     Flow, blackboard_files, drive, ending_for, parse_report, sandboxed, shell_word, teachback_for,
 };
@@ -221,6 +224,7 @@ impl ClaudeCodeRuntime {
         }
         spec = spec
             .env("AGENCY_DB", &self.db)
+            .env(GATE_LOG_ENV, home.join(GATE_LOG_FILE))
             .env(ROLLOUT_ENV_VAR, self.rollout.as_str());
         if let Some(config) = &self.config {
             spec = spec.env("AGENCY_CONFIG", config);
@@ -248,6 +252,17 @@ impl Runtime for ClaudeCodeRuntime {
             let home = self.home(task);
             std::fs::create_dir_all(&home)
                 .map_err(|e| RuntimeError::Other(format!("cannot create {}: {e}", home.display())))?;
+            // Decisions of an earlier process of this attempt must not cover this one's calls (a resumed
+            // session's stream shows only its new calls).
+            let gate_log = home.join(GATE_LOG_FILE);
+            if let Err(e) = std::fs::remove_file(&gate_log)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                return Err(RuntimeError::Other(format!(
+                    "cannot remove {}: {e}",
+                    gate_log.display()
+                )));
+            }
             let session_file = home.join(SESSION_FILE);
             let resume = std::fs::read_to_string(&session_file)
                 .ok()
@@ -281,6 +296,16 @@ impl Runtime for ClaudeCodeRuntime {
                 },
             )
             .await?;
+            if driven.stop != Some(AgentStop::Cancelled)
+                && let Some(alert) = coverage::check(&gate_log, &state.tool_calls, |line| recorder.note(line))
+            {
+                return Ok(AgentOutcome {
+                    report: None,
+                    stop: alert,
+                    session_id: state.session_id,
+                    final_text: state.result.as_deref().map(super::final_text),
+                });
+            }
             if let Some(stop) = driven.stop {
                 return Ok(AgentOutcome {
                     report: None,

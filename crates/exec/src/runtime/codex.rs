@@ -6,11 +6,17 @@
 //! unless [`CodexRuntime::sandbox`] is off (for machines where it cannot run); a read-only agent (the
 //! sign-off judge) always runs in its `read-only` sandbox, where patches and writing commands are refused.
 //!
-//! Unlike Claude Code, Codex lets a tool call through when its hook fails (exit 1, crash, missing
-//! program): the gate is only as reliable as `agency hook` itself. docs/runtimes.md says so.
+//! Codex lets a tool call through when its hook fails (exit 1, crash, missing program, output that is not a
+//! decision), so the hook command in `hooks.json` is `agency hook` wrapped to turn every such failure into a
+//! block ([`super::hook_command`]). A hook that hangs past Codex's timeout still lets the call run: the
+//! gate-coverage audit ([`super::coverage`]) matches every call of the stream against the decisions the
+//! hook recorded, and fails the brief with an ALERT for one it never decided.
 //!
 //! The `--json` events (`thread.started`, `item.completed` with `agent_message`, `file_change`,
-//! `command_execution` or `error` items, `turn.completed` with usage) become [`AgentEvent`]s.
+//! `command_execution` or `error` items, `turn.completed` with usage) become [`AgentEvent`]s. A call the
+//! hook blocked is not in that stream; Codex logs it on stderr (`Command blocked by PreToolUse hook: …`),
+//! and each such line in the stderr tail agency keeps
+//! is recorded as a note.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -19,9 +25,11 @@ use agency_core::config::{ROLLOUT_ENV_VAR, RolloutMode};
 use agency_llm::{BoxFuture, CallMeta, CancelToken, Price, StopReason, Usage, UsageRecord, cost};
 use serde_json::{Value, json};
 
+use super::coverage::{self, CallTarget, GATE_LOG_ENV, GATE_LOG_FILE, StreamCall};
 use super::external::{
     Flow, blackboard_files, drive, ending_for, parse_report, sandboxed, shell_word, teachback_for,
 };
+use super::hook_command::{Expect, fail_closed};
 use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
 use crate::process::CommandSpec;
@@ -78,7 +86,13 @@ pub struct CodexRuntime {
     pub inherit_env: Vec<String>,
     /// Strings redacted from every recorded event.
     pub secrets: Vec<String>,
+    /// How long Codex waits for one `agency hook` answer before it kills the hook and runs the tool
+    /// anyway (the gate-coverage audit then fails the brief).
+    pub hook_timeout: Duration,
 }
+
+/// How long Codex waits for `agency hook` by default.
+pub const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl CodexRuntime {
     /// `codex` from PATH, gated by `agency hook` of the binary at `agency` on the blackboard `db`; agents'
@@ -97,6 +111,7 @@ impl CodexRuntime {
             sandbox: true,
             inherit_env: DEFAULT_INHERIT.iter().map(|s| (*s).to_owned()).collect(),
             secrets: Vec::new(),
+            hook_timeout: HOOK_TIMEOUT,
         }
     }
 
@@ -145,10 +160,13 @@ impl CodexRuntime {
         out
     }
 
-    /// The agent's `hooks.json`: every tool call goes to `agency hook`.
+    /// The agent's `hooks.json`: every tool call goes to `agency hook`, wrapped so that a hook that fails
+    /// in any way blocks the call rather than letting Codex run it.
     pub fn hooks_json(&self) -> Value {
-        let command = format!("{} hook", shell_word(&self.agency.to_string_lossy()));
-        json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": command, "timeout": 30}]}]}})
+        let hook = format!("{} hook", shell_word(&self.agency.to_string_lossy()));
+        let command = fail_closed(&hook, Expect::Decision);
+        let timeout = self.hook_timeout.as_secs().max(1);
+        json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": command, "timeout": timeout}]}]}})
     }
 
     /// The command that runs the agent.
@@ -203,6 +221,7 @@ impl CodexRuntime {
             .env("TMPDIR", home.join(TMP_DIR))
             .env("AGENCY_BRIEF", task.brief.id.to_string())
             .env("AGENCY_DB", &self.db)
+            .env(GATE_LOG_ENV, home.join(GATE_LOG_FILE))
             .env(ROLLOUT_ENV_VAR, self.rollout.as_str());
         if let Some(config) = &self.config {
             spec = spec.env("AGENCY_CONFIG", config);
@@ -237,6 +256,16 @@ impl Runtime for CodexRuntime {
             };
             write("config.toml", self.config_toml())?;
             write("hooks.json", self.hooks_json().to_string())?;
+            // Decisions of an earlier process of this attempt must not cover this one's calls.
+            let gate_log = home.join(GATE_LOG_FILE);
+            if let Err(e) = std::fs::remove_file(&gate_log)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                return Err(RuntimeError::Other(format!(
+                    "cannot remove {}: {e}",
+                    gate_log.display()
+                )));
+            }
             std::fs::create_dir_all(home.join(TMP_DIR)).map_err(|e| {
                 RuntimeError::Other(format!("cannot create {}: {e}", home.join(TMP_DIR).display()))
             })?;
@@ -262,6 +291,19 @@ impl Runtime for CodexRuntime {
                 Flow::Continue
             })
             .await?;
+            for blocked in blocked_calls(&driven.output.stderr.text()) {
+                recorder.note(format!("codex: blocked by the gate: {}", truncate(&blocked, 500)));
+            }
+            if driven.stop != Some(AgentStop::Cancelled)
+                && let Some(alert) = coverage::check(&gate_log, &state.calls, |line| recorder.note(line))
+            {
+                return Ok(AgentOutcome {
+                    report: None,
+                    stop: alert,
+                    session_id: state.session_id,
+                    final_text: state.last_message.as_deref().map(super::final_text),
+                });
+            }
             if let Some(stop) = driven.stop {
                 return Ok(AgentOutcome {
                     report: None,
@@ -287,6 +329,21 @@ impl Runtime for CodexRuntime {
     }
 }
 
+/// The calls Codex's log on stderr says a hook blocked: each message, from its reason to the command, on
+/// one line. Codex writes `… ERROR codex_core::tools::router: error=Command blocked by PreToolUse hook:
+/// <reason>. Command: <command>`, the reason and command spanning lines, and a blank line after.
+pub fn blocked_calls(stderr: &str) -> Vec<String> {
+    const MARKER: &str = "Command blocked by PreToolUse hook: ";
+    stderr
+        .split(MARKER)
+        .skip(1)
+        .map(|rest| {
+            let message = rest.split("\n\n").next().unwrap_or_default();
+            message.split_whitespace().collect::<Vec<_>>().join(" ")
+        })
+        .collect()
+}
+
 /// What the mapper keeps between Codex events.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StreamState {
@@ -299,6 +356,8 @@ pub struct StreamState {
     pub model: Option<String>,
     /// Its price, which costs each usage record (Codex reports tokens only).
     pub price: Option<Price>,
+    /// The tool calls that ran, for the gate-coverage audit.
+    pub calls: Vec<StreamCall>,
 }
 
 /// Maps one `codex exec --json` line to events.
@@ -326,24 +385,41 @@ pub fn map_line(line: &str, state: &mut StreamState, meta: &CallMeta) -> Vec<Age
                     vec![AgentEvent::Said(truncate(&text, 2_000))]
                 }
                 "file_change" => {
-                    let paths: Vec<String> = item
-                        .get("changes")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
+                    let changes = || {
+                        item.get("changes")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                    };
+                    let paths: Vec<String> = changes()
                         .map(|c| format!("{} {}", str_at(c, "kind"), str_at(c, "path")))
                         .collect();
+                    let summary = truncate(&paths.join(", "), 200);
+                    state.calls.push(StreamCall {
+                        tool: "apply_patch".to_owned(),
+                        summary: summary.clone(),
+                        target: CallTarget::Paths(changes().map(|c| str_at(c, "path")).collect()),
+                    });
                     vec![AgentEvent::ToolCall {
                         name: "apply_patch".to_owned(),
-                        summary: truncate(&paths.join(", "), 200),
+                        summary,
                         allowed: str_at(item, "status") == "completed",
                     }]
                 }
-                "command_execution" => vec![AgentEvent::ToolCall {
-                    name: "exec_command".to_owned(),
-                    summary: truncate(&str_at(item, "command"), 200),
-                    allowed: true,
-                }],
+                "command_execution" => {
+                    let command = str_at(item, "command");
+                    let summary = truncate(&command, 200);
+                    state.calls.push(StreamCall {
+                        tool: "exec_command".to_owned(),
+                        summary: summary.clone(),
+                        target: CallTarget::Command(command),
+                    });
+                    vec![AgentEvent::ToolCall {
+                        name: "exec_command".to_owned(),
+                        summary,
+                        allowed: true,
+                    }]
+                }
                 "error" => vec![AgentEvent::Note(format!("codex: {}", str_at(item, "message")))],
                 other => vec![AgentEvent::Note(format!("codex {other} item"))],
             }
@@ -426,6 +502,26 @@ mod tests {
                 .iter()
                 .any(|e| matches!(e, AgentEvent::Usage(u) if u.usage.input == 30 && u.model == "gpt-5.5"))
         );
+    }
+
+    #[test]
+    fn blocked_calls_are_read_from_codexs_log() {
+        let stderr = "Reading additional input from stdin...\n\
+            2026-11-26T23:19:09.279119Z ERROR codex_core::tools::router: error=Command blocked by PreToolUse hook: \
+            /bin/bash: line 1: /x/agency: No such file or directory\nagency hook: the gate was not found (exit 127), \
+            so the call is blocked (fail closed). Command: *** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n\n\
+            2026-11-26T23:19:09.359401Z ERROR codex_core::tools::router: error=Command blocked by PreToolUse hook: \
+            denied. Command: echo hi > b.txt\n";
+        assert_eq!(
+            blocked_calls(stderr),
+            [
+                "/bin/bash: line 1: /x/agency: No such file or directory agency hook: the gate was not found (exit \
+                 127), so the call is blocked (fail closed). Command: *** Begin Patch *** Add File: hello.txt +hi \
+                 *** End Patch",
+                "denied. Command: echo hi > b.txt",
+            ]
+        );
+        assert!(blocked_calls("nothing blocked\n").is_empty());
     }
 
     #[test]

@@ -14,16 +14,19 @@
 //! The runtimes: [`builtin`] (agency's own loop with confined tools), [`claude_code`] and [`codex`] (the
 //! CLIs, gated by `agency hook`), [`pi`] and [`command`] (agents without hooks, started after a
 //! read-only teachback step);
-//! [`choice`] picks one per tier and says why. Shared pieces: [`external`] (driving an agent process, reading its
-//! report), [`redact`] (secrets kept out of every recorded event) and [`personality`] (the talent pool and
-//! role registry).
+//! [`choice`] picks one per tier and says why. The hook those two run is wrapped to fail closed
+//! ([`hook_command`]), and what it decided is audited against their event streams ([`coverage`]).
+//! Shared pieces: [`external`] (driving an agent process, reading its report), [`redact`] (secrets kept
+//! out of every recorded event) and [`personality`] (the talent pool and role registry).
 
 pub mod builtin;
 pub mod choice;
 pub mod claude_code;
 pub mod codex;
 pub mod command;
+pub mod coverage;
 pub mod external;
+pub mod hook_command;
 pub mod personality;
 pub mod pi;
 pub mod redact;

@@ -20,8 +20,9 @@ fn fake_agency(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("bin/agency");
     let log = dir.join("hook.log");
     let script = format!(
-        "#!/bin/sh\n[ \"$1\" = hook ] || exit 3\ncat > /dev/null\necho \"$AGENCY_BRIEF $AGENCY_DB\" >> '{}'\n\
+        "#!/bin/sh\n[ \"$1\" = hook ] || exit 3\n{}echo \"$AGENCY_BRIEF $AGENCY_DB\" >> '{}'\n\
          echo '{{\"hookSpecificOutput\":{{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"allow\"}}}}'\n",
+        crate::support::record_decision("allow"),
         log.display()
     );
     crate::support::write(dir, "bin/agency", &script);
@@ -148,9 +149,19 @@ async fn claude_code_fails_closed_when_the_gate_does_not_answer() {
     );
     let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
     let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
-    assert_eq!((outcome.stop, outcome.report), (AgentStop::Finished, None));
     assert!(!target.exists(), "a missing gate let the Write through");
     assert_eq!(tool_calls(&hooks), [("Write".to_owned(), false)]);
+    // The gate never decided the call: refused by Claude Code, and an ALERT all the same, since the gate is
+    // broken.
+    let AgentStop::Signal(signal) = outcome.stop else {
+        panic!("no ALERT: {:?}", outcome.stop)
+    };
+    assert!(
+        signal.issue.contains("never decided: Write ("),
+        "{}",
+        signal.issue
+    );
+    assert_eq!(outcome.report, None);
 }
 
 #[tokio::test]
@@ -240,4 +251,70 @@ fn the_tier_model_is_passed_as_one_argument_after_model() {
     let spec = runtime.command(&task(dir.path(), true, Access::ReadWrite), None);
     let at = spec.args.iter().position(|a| a == "--model").unwrap();
     assert_eq!(spec.args[at + 1], "claude-haiku-4-5");
+}
+
+/// A sub-agent's call the gate never decided (here the stand-in hook answers it without recording, as a
+/// client that skipped the hook for sub-agents would leave it): the audit fails the brief with an ALERT
+/// naming the call, while the parent's own calls, which were decided, pass.
+#[tokio::test]
+async fn a_sub_agents_call_the_gate_never_decided_fails_the_brief() {
+    if !e2e_client("claude") {
+        return;
+    }
+    let sandbox = Sandbox::new(&[("README.md", "# demo\n")]);
+    let worktree = sandbox.worktree("subagent");
+    let target = worktree.root().join("sub.txt");
+    let server = FakeAnthropic::start(vec![
+        Reply::tool_use(
+            "Agent",
+            json!({"description": "d", "prompt": "SUBTASK write", "subagent_type": "general-purpose"}),
+        ),
+        Reply::text("done\n```json\n{\"status\": \"done\", \"summary\": \"s\"}\n```"),
+    ])
+    .unwrap();
+    server.set_rule(
+        "SUBTASK",
+        vec![
+            Reply::tool_use("Write", json!({"file_path": target, "content": "s"})),
+            Reply::text("sub done"),
+        ],
+    );
+    let mut task = task(worktree.root(), true, agency_exec::runtime::Access::ReadWrite);
+    task.env.extend([
+        ("ANTHROPIC_BASE_URL".to_owned(), server.base_url()),
+        ("ANTHROPIC_API_KEY".to_owned(), "dummy".to_owned()),
+        ("CLAUDE_CODE_MAX_RETRIES".to_owned(), "1".to_owned()),
+    ]);
+    // Records a decision only for calls outside a sub-agent (no `agent_id` in the event).
+    let script = r#"#!/bin/sh
+ev=$(cat)
+case $ev in *'"agent_id"'*) ;; *) printf '%s\n' "{\"gate_decision\":\"allow\",${ev#?}" >> "$AGENCY_GATE_LOG";; esac
+echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'
+"#;
+    crate::support::write(sandbox.dir.path(), "bin/agency", script);
+    let agency = sandbox.dir.path().join("bin/agency");
+    std::fs::set_permissions(&agency, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let runtime = ClaudeCodeRuntime::new(
+        agency,
+        sandbox.dir.path().join("agency.db"),
+        sandbox.dir.path().join("homes"),
+    );
+    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    let AgentStop::Signal(signal) = outcome.stop else {
+        panic!("no ALERT: {:?}\n{:#?}", outcome.stop, hooks.events())
+    };
+    assert!(
+        signal.issue.contains("1 tool call(s)") && signal.issue.contains("Write ("),
+        "{}",
+        signal.issue
+    );
+    assert!(
+        hooks
+            .notes()
+            .iter()
+            .any(|n| n.starts_with("ALERT gate coverage: Write (") && n.contains("sub.txt")),
+        "{:#?}",
+        hooks.notes()
+    );
 }

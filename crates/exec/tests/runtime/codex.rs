@@ -8,15 +8,22 @@ use agency_exec::runtime::{Access, AgentStop, CodexProvider, CodexRuntime, Repor
 use agency_llm::CancelToken;
 use agency_testkit::{FakeOpenAi, Reply};
 
-use crate::support::{Sandbox, TestHooks, e2e_client, task};
+use crate::support::{Sandbox, TestHooks, e2e_client, record_decision, task};
 
 const PATCH: &str = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n";
 
-/// A stand-in for `agency hook` answering `decision` and logging the brief it was called for.
+/// A stand-in for `agency hook` answering `decision`, recording it as the real hook does, and logging the
+/// brief it was called for.
 fn fake_agency(dir: &Path, decision: &str) -> std::path::PathBuf {
+    fake_agency_recording(dir, decision, &record_decision(decision))
+}
+
+/// A stand-in for `agency hook` answering `decision` after running `record` (shell lines that must read
+/// the event on stdin).
+fn fake_agency_recording(dir: &Path, decision: &str, record: &str) -> std::path::PathBuf {
     let log = dir.join("hook.log");
     let script = format!(
-        "#!/bin/sh\n[ \"$1\" = hook ] || exit 3\ncat > /dev/null\necho \"$AGENCY_BRIEF\" >> '{}'\n\
+        "#!/bin/sh\n[ \"$1\" = hook ] || exit 3\n{record}echo \"$AGENCY_BRIEF\" >> '{}'\n\
          echo '{{\"hookSpecificOutput\":{{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"{decision}\",\
          \"permissionDecisionReason\":\"teachback gate: test\"}}}}'\n",
         log.display()
@@ -229,4 +236,141 @@ fn the_sandbox_lets_the_teachback_command_write_the_blackboard_and_nothing_else_
     );
     runtime.sandbox = false;
     assert!(!runtime.config_toml().contains("writable_roots"));
+}
+
+fn failing_hook_runtime(sandbox: &Sandbox, server: &FakeOpenAi, agency: std::path::PathBuf) -> CodexRuntime {
+    let mut runtime = runtime(sandbox, server, "allow");
+    runtime.agency = agency;
+    runtime
+}
+
+/// Codex runs a tool whose hook fails (exit 1, a crash, a missing program, garbage on stdout): the wrapped
+/// hook command turns each failure into a block, the file is not written, and the block is recorded.
+#[tokio::test]
+async fn a_hook_that_fails_in_any_way_blocks_the_write() {
+    if !e2e_client("codex") {
+        return;
+    }
+    let sandbox = Sandbox::new(&[("README.md", "# demo\n")]);
+    let dir = sandbox.dir.path();
+    let script = |name: &str, body: &str| {
+        crate::support::write(
+            dir,
+            &format!("bin/{name}"),
+            &format!("#!/bin/sh\ncat >/dev/null\n{body}\n"),
+        );
+        let path = dir.join("bin").join(name);
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        path
+    };
+    let cases = [
+        ("missing", dir.join("bin/not-there"), "not found (exit 127)"),
+        ("exit-1", script("exit-1", "exit 1"), "failed (exit 1)"),
+        (
+            "segfault",
+            script("segfault", "kill -SEGV $$"),
+            "killed by signal 11",
+        ),
+        (
+            "garbage",
+            script("garbage", "echo 'this is {garbage'"),
+            "not one agency writes",
+        ),
+    ];
+    for (name, agency, why) in cases {
+        let worktree = sandbox.worktree(&format!("codex-{name}"));
+        let server =
+            FakeOpenAi::start(vec![Reply::custom("apply_patch", PATCH), Reply::text("blocked")]).unwrap();
+        let mut task = task(worktree.root(), true, Access::ReadWrite);
+        task.env.push(("FAKE_OPENAI_KEY".into(), "dummy".into()));
+        let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+        let outcome = failing_hook_runtime(&sandbox, &server, agency)
+            .run(&task, &hooks, &CancelToken::new())
+            .await
+            .unwrap();
+        assert!(
+            !worktree.root().join("hello.txt").exists(),
+            "{name}: the patch ran"
+        );
+        assert_eq!(outcome.stop, AgentStop::Finished, "{name}: {:#?}", hooks.events());
+        let outputs = server.tool_outputs();
+        assert!(
+            outputs.iter().any(|o| o.to_string().contains(why)),
+            "{name}: the model was not told why: {outputs:#?}"
+        );
+        let notes = hooks.notes();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("codex: blocked by the gate:") && n.contains(why)),
+            "{name}: the block was not recorded: {notes:#?}"
+        );
+    }
+}
+
+/// A hook that answers without the gate deciding (nothing recorded): Codex runs the patch, and the
+/// gate-coverage audit fails the brief with an ALERT naming the call.
+#[tokio::test]
+async fn a_call_the_gate_never_decided_fails_the_brief_with_an_alert() {
+    if !e2e_client("codex") {
+        return;
+    }
+    let sandbox = Sandbox::new(&[("README.md", "# demo\n")]);
+    let worktree = sandbox.worktree("codex-skipped");
+    let server = FakeOpenAi::start(vec![
+        Reply::custom("apply_patch", PATCH),
+        Reply::text("done\n```json\n{\"status\": \"done\", \"summary\": \"added hello\"}\n```"),
+    ])
+    .unwrap();
+    let mut task = task(worktree.root(), true, Access::ReadWrite);
+    task.env.push(("FAKE_OPENAI_KEY".into(), "dummy".into()));
+    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let mut runtime = runtime(&sandbox, &server, "allow");
+    runtime.agency = fake_agency_recording(sandbox.dir.path(), "allow", "cat >/dev/null\n");
+    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    assert_alert_for_the_patch(&outcome.stop, &hooks);
+}
+
+/// A hook that hangs past Codex's timeout: Codex kills it and runs the patch anyway (its fail-open), and
+/// the audit fails the brief.
+#[tokio::test]
+async fn a_hook_that_hangs_past_the_timeout_fails_the_brief_with_an_alert() {
+    if !e2e_client("codex") {
+        return;
+    }
+    let sandbox = Sandbox::new(&[("README.md", "# demo\n")]);
+    let worktree = sandbox.worktree("codex-hung");
+    let server = FakeOpenAi::start(vec![
+        Reply::custom("apply_patch", PATCH),
+        Reply::text("done\n```json\n{\"status\": \"done\", \"summary\": \"added hello\"}\n```"),
+    ])
+    .unwrap();
+    let mut task = task(worktree.root(), true, Access::ReadWrite);
+    task.env.push(("FAKE_OPENAI_KEY".into(), "dummy".into()));
+    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let mut runtime = runtime(&sandbox, &server, "allow");
+    runtime.hook_timeout = std::time::Duration::from_secs(1);
+    runtime.agency = fake_agency_recording(sandbox.dir.path(), "allow", "sleep 5\n");
+    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    assert_alert_for_the_patch(&outcome.stop, &hooks);
+}
+
+fn assert_alert_for_the_patch(stop: &AgentStop, hooks: &TestHooks) {
+    let AgentStop::Signal(signal) = stop else {
+        panic!("no ALERT: {stop:?}\n{:#?}", hooks.events())
+    };
+    assert_eq!(signal.level, agency_exec::runtime::SignalLevel::Alert);
+    assert!(
+        signal.issue.contains("never decided") && signal.issue.contains("apply_patch (add "),
+        "{}",
+        signal.issue
+    );
+    let notes = hooks.notes();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("ALERT gate coverage: apply_patch (add ")
+                && n.ends_with("hello.txt) had no decision of the teachback gate")),
+        "{notes:#?}"
+    );
 }

@@ -55,6 +55,15 @@ impl Sandbox {
 }
 
 /// Writes `text` to `root/relative`, creating parents.
+/// Shell lines for a stand-in for `agency hook`: read the event on stdin into `$ev` and record `decision`
+/// for it in `$AGENCY_GATE_LOG`, as the real hook does for the gate-coverage audit.
+pub fn record_decision(decision: &str) -> String {
+    r#"ev=$(cat)
+printf '%s\n' "{\"gate_decision\":\"DECISION\",${ev#?}" >> "$AGENCY_GATE_LOG"
+"#
+    .replace("DECISION", decision)
+}
+
 pub fn write(root: &Path, relative: &str, text: &str) {
     let path = root.join(relative);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -150,6 +159,17 @@ impl TestHooks {
 
     pub fn events(&self) -> Vec<AgentEvent> {
         self.events.lock().unwrap().clone()
+    }
+
+    /// Every recorded note, in order.
+    pub fn notes(&self) -> Vec<String> {
+        self.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                AgentEvent::Note(text) => Some(text),
+                _ => None,
+            })
+            .collect()
     }
 
     /// `(tool, allowed)` for every recorded tool call, in order.

@@ -7,6 +7,10 @@
 //! "requested permissions … haven't granted") counts as denied. The `result` event's `permission_denials`
 //! is authoritative, so any denial recorded there that the heuristic missed is noted then.
 //!
+//! Every `tool_use` block, a sub-agent's too (its lines carry `parent_tool_use_id`), is also kept in
+//! [`StreamState::tool_calls`] for the gate-coverage audit, unless Claude Code refused it before any hook
+//! ran (a `<tool_use_error>` result: a tool not offered, an input that fails the tool's schema).
+//!
 //! Spending is reported as each model call answers, not only when the session ends: the first `assistant`
 //! event of each message carries its call's usage, as of the start of the answer (its input and cache
 //! tokens, and the output tokens counted so far). The `result` event's usage and `total_cost_usd` are the
@@ -24,6 +28,7 @@ use agency_llm::{CallMeta, Price, StopReason, Usage, UsageRecord, cost};
 use serde_json::Value;
 
 use crate::runtime::AgentEvent;
+use crate::runtime::coverage::{CallTarget, StreamCall};
 use crate::runtime::redact::truncate;
 
 /// What the mapper learned from the stream besides events.
@@ -51,6 +56,9 @@ pub struct StreamState {
     reported_usd: f64,
     /// The price of the tier's model from team.yaml, which costs each call as it answers.
     pub price: Option<Price>,
+    /// Every tool call of the session, sub-agents' included, for the gate-coverage audit
+    /// ([`crate::runtime::coverage`]).
+    pub tool_calls: Vec<StreamCall>,
 }
 
 impl StreamState {
@@ -126,6 +134,14 @@ fn assistant(event: &Value, state: &mut StreamState) -> Vec<AgentEvent> {
                 let id = block.get("id").and_then(Value::as_str).unwrap_or_default();
                 let name = block.get("name").and_then(Value::as_str).unwrap_or_default();
                 let summary = summarize(block.get("input").unwrap_or(&Value::Null));
+                let target = CallTarget::Id(id.to_owned());
+                if !state.tool_calls.iter().any(|call| call.target == target) {
+                    state.tool_calls.push(StreamCall {
+                        tool: name.to_owned(),
+                        summary: summary.clone(),
+                        target,
+                    });
+                }
                 state.pending.insert(id.to_owned(), (name.to_owned(), summary));
             }
             _ => {}
@@ -207,6 +223,12 @@ fn tool_results(event: &Value, state: &mut StreamState) -> Vec<AgentEvent> {
             Some(other) => other.to_string(),
             None => String::new(),
         };
+        // Refused by Claude Code itself before any hook ran (a tool not offered, an input that fails the
+        // tool's schema): nothing for the gate to have decided.
+        if is_error && content.trim_start().starts_with("<tool_use_error>") {
+            let target = CallTarget::Id(id.to_owned());
+            state.tool_calls.retain(|call| call.target != target);
+        }
         let allowed = !(is_error && reads_like_denial(&content));
         if allowed {
             state.allowed.insert(id.to_owned());
