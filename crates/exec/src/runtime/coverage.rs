@@ -23,7 +23,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{AgentStop, AlgedonicSignal, SignalLevel};
+use super::{AgentStop, AlgedonicSignal, SignalCategory, SignalLevel};
 
 /// The variable naming the file `agency hook` appends its decisions to.
 pub const GATE_LOG_ENV: &str = "AGENCY_GATE_LOG";
@@ -239,7 +239,7 @@ pub fn check(log: &Path, calls: &[StreamCall], mut alert: impl FnMut(String)) ->
     }
     Some(AgentStop::Signal(AlgedonicSignal {
         level: SignalLevel::Alert,
-        category: "SECURITY".to_owned(),
+        category: SignalCategory::MetaBlock,
         issue: format!(
             "gate coverage: {} tool call(s) the teachback gate never decided: {}",
             uncovered.len(),
