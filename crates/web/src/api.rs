@@ -116,7 +116,7 @@ impl BriefRow {
             workstream: brief.workstream.clone(),
             title: brief.title.clone(),
             status: brief.status.as_str(),
-            teachback: brief.teachback.as_str(),
+            teachback: agency_review::gather::teachback_label(brief),
             attempt: brief.attempt,
             branch: brief.branch.clone(),
         }

@@ -360,3 +360,47 @@ async fn a_team_run_that_no_runner_drives_is_marked_so() {
         .clone();
     assert_eq!(attached["no_runner"], json!(false));
 }
+
+#[tokio::test]
+async fn the_review_endpoints_need_the_token_and_say_what_is_missing() {
+    let s = serve().await;
+    let http = client();
+    let review = format!("{}/api/runs/{}/review", s.base, s.run);
+    let stranger = http.get(&review).send().await.unwrap();
+    assert_eq!(stranger.status(), StatusCode::UNAUTHORIZED);
+
+    let response = http.get(&review).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = json_of(response).await;
+    // No plan written yet: none shown, and no problem claimed.
+    assert_eq!(body["plan"], Value::Null, "{body}");
+    assert_eq!(body["plan_problem"], Value::Null, "{body}");
+    assert_eq!(body["cost"]["total"]["spend"]["calls"], 0, "{body}");
+    assert_eq!(body["cost"]["total"]["usd"], "$0.0000", "{body}");
+    assert_eq!(body["timeline"], json!([]), "{body}");
+    assert_eq!(body["outcome"]["branch"], Value::Null, "{body}");
+
+    let diff = http
+        .get(format!("{}/api/runs/{}/diff/ws-nope", s.base, s.run))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(diff.status(), StatusCode::NOT_FOUND);
+    let body = json_of(diff).await;
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("`ws-nope` is neither `integration` nor a workstream of run"),
+        "{body}"
+    );
+
+    let brief = http
+        .get(format!("{}/api/runs/{}/briefs/0000", s.base, s.run))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert!(brief.status().is_client_error(), "{}", brief.status());
+}

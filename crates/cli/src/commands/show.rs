@@ -9,14 +9,14 @@ use agency_core::brief::Brief;
 use agency_core::event::{Event, EventKind};
 use agency_core::gate::{Gate, GateKind, GateStatus};
 use agency_core::plan::Plan;
-use agency_core::tiers::BriefRole;
 use agency_core::{BriefId, RunId, Tier};
 use agency_exec::{GitOptions, Repo, sanitize_ref_component};
-use agency_store::{Artifact, ArtifactId, Blackboard, Run};
+use agency_store::{Artifact, Blackboard, Run};
 use serde_json::{Value, json};
 
 use crate::commands::{Context, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
+use crate::render::review::gather::{self, PlanLookup};
 use crate::render::review::{self, brief, cost, diff, plan, signoff};
 
 /// `agency show <run> [what] [--json]`
@@ -136,63 +136,27 @@ fn brief_artifact(
     brief: BriefId,
     kind: &str,
 ) -> CommandResult<Option<Artifact>> {
-    let prefix = format!("{kind}/");
-    let newest = store
-        .list_artifacts(run, Some(brief))
-        .map_err(store_error)?
-        .into_iter()
-        .filter(|a| a.name.starts_with(&prefix))
-        .max_by_key(|a| a.created_at);
-    match newest {
-        Some(meta) => Ok(Some(store.get_artifact(meta.id).map_err(store_error)?)),
-        None => Ok(None),
-    }
+    gather::brief_artifact(store, run, brief, kind).map_err(store_error)
 }
 
 fn artifact_by_id(store: &dyn Blackboard, id: Option<&str>) -> Option<Artifact> {
-    let id: ArtifactId = serde_json::from_value(json!(id?)).ok()?;
-    store.get_artifact(id).ok()
+    gather::artifact_by_id(store, id)
 }
 
 /// The plan T1 wrote: its newest plan brief with an output that validates.
 fn plan_of(store: &dyn Blackboard, run: &Run) -> CommandResult<(Brief, Plan)> {
-    let mut planners: Vec<Brief> = store
-        .list_briefs(run.id)
-        .map_err(store_error)?
-        .into_iter()
-        .filter(|b| b.tier == Tier::T1 && BriefRole::of(b) == BriefRole::Plan)
-        .collect();
-    planners.sort_by_key(|b| b.created_at);
-    let mut problem = None;
-    for planner in planners.into_iter().rev() {
-        let Some(output) = brief_artifact(store, run.id, planner.id, "output")? else {
-            continue;
-        };
-        let value: Value = match serde_json::from_slice(&output.bytes) {
-            Ok(value) => value,
-            Err(e) => {
-                problem.get_or_insert(format!("{}: not JSON: {e}", output.meta.name));
-                continue;
-            }
-        };
-        match agency_core::validate_plan(&value) {
-            Ok(plan) => return Ok((planner, plan)),
-            Err(e) => {
-                problem.get_or_insert(format!("{}: {e}", output.meta.name));
-            }
-        }
-    }
-    Err(match problem {
-        Some(problem) => CommandError::input(format!(
+    match gather::plan_of(store, run).map_err(store_error)? {
+        PlanLookup::Found(planner, plan) => Ok((*planner, *plan)),
+        PlanLookup::Invalid(problem) => Err(CommandError::input(format!(
             "run {}'s plan does not validate: {problem}",
             run.id.short()
-        )),
-        None => nothing(format!(
+        ))),
+        PlanLookup::NotYet => Err(nothing(format!(
             "run {} has no plan yet (T1 is still planning, or failed before it wrote one)",
             run.id.short()
         ))
-        .hint(format!("`agency watch {}` shows where it is", run.id.short())),
-    })
+        .hint(format!("`agency watch {}` shows where it is", run.id.short()))),
+    }
 }
 
 fn gate_line(gate: &Gate) -> String {
@@ -366,19 +330,9 @@ fn signoff_events(
     children: &[Brief],
 ) -> CommandResult<Vec<Event>> {
     let all = all_events(store, run.id)?;
-    let on = |ids: &[BriefId]| -> Vec<Event> {
-        all.iter()
-            .filter(|e| kinds.contains(&e.kind) && e.brief.is_some_and(|b| ids.contains(&b)))
-            .cloned()
-            .collect()
-    };
-    let own = on(&[brief.id]);
-    if !own.is_empty() {
-        return Ok(own);
-    }
     let mut ids = related(brief);
     ids.extend(children.iter().map(|c| c.id));
-    Ok(on(&ids))
+    Ok(gather::signoff_events(&all, brief.id, &ids, kinds))
 }
 
 fn show_verify(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> CommandResult {
@@ -419,11 +373,7 @@ fn show_verify(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> Co
     Ok(())
 }
 
-const OUTCOMES: [EventKind; 3] = [
-    EventKind::SignoffAccepted,
-    EventKind::SignoffRejected,
-    EventKind::SignoffInconclusive,
-];
+const OUTCOMES: [EventKind; 3] = gather::OUTCOMES;
 
 fn show_judge(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> CommandResult {
     let brief = brief_of_run(store, run, typed)?;

@@ -5,5 +5,7 @@
 
 pub mod follow;
 pub mod log;
-pub mod review;
 pub mod tree;
+
+/// The review renderers live in their own crate so the dashboard shares them.
+pub use agency_review as review;

@@ -11,6 +11,7 @@ mod cancel;
 mod config;
 mod control;
 mod dashboard;
+mod dashboard_browser;
 mod demo;
 mod first_use;
 mod gc;

@@ -1,11 +1,12 @@
-//! The artifacts of a run rendered for the human who approves them (`agency show`): the plan with every
-//! workstream's contract, diffs with a file summary, verify output tails, the judge's account, teachbacks
-//! with their review history, and what the run cost. Pure functions over core types and JSON records, so the
-//! dashboard and tests can use them without a blackboard.
+//! `agency-review`: the artifacts of a run for the human who approves them, shared by `agency show` and the
+//! dashboard: the plan with every workstream's contract, diffs with a file summary, verify output tails, the
+//! judge's account, teachbacks with their review history, and what the run cost. The renderers are pure
+//! functions over core types and JSON records; [`gather`] reads the records they take from the blackboard.
 
 pub mod brief;
 pub mod cost;
 pub mod diff;
+pub mod gather;
 pub mod plan;
 pub mod signoff;
 
