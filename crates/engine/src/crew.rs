@@ -101,10 +101,10 @@ impl Crew {
         self.agents.shutdown().await;
         match engine.release_claims(run, &error) {
             Ok(()) => error,
-            Err(failed) => EngineError::State(format!(
-                "{error}; its claims could not be given back ({failed}): they return to the run when their \
-                 lease ends"
-            )),
+            Err(failed) => EngineError::Unreleased {
+                error: Box::new(error),
+                release: Box::new(failed),
+            },
         }
     }
 

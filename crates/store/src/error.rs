@@ -202,9 +202,17 @@ pub enum StoreError {
         /// The busy timeout that elapsed.
         seconds: u64,
     },
-    /// A write was attempted through a read-only handle.
-    #[error("this blackboard handle is read-only; the operation writes")]
-    ReadOnly,
+    /// A write was refused: the handle was opened read-only, or SQLite could not write the file.
+    #[error(
+        "cannot write the blackboard{}: {cause}",
+        path.as_ref().map(|p| format!(" at {}", p.display())).unwrap_or_default()
+    )]
+    ReadOnly {
+        /// The database file, when known.
+        path: Option<PathBuf>,
+        /// Why it cannot be written, and what to check.
+        cause: String,
+    },
     /// Any other backend failure.
     #[error("blackboard database error: {0}")]
     Database(#[source] BoxError),

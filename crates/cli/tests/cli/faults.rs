@@ -1,15 +1,15 @@
-//! Faults a run survives (issue 33): each test injects one — PostgreSQL connections killed mid-run, ... —
-//! and asserts a clear report, nothing lost, and a run that still succeeds. docs/operations.md's "What
+//! Faults a run survives (issue 33): each test injects one — PostgreSQL connections killed mid-run, a
+//! second runner on a driven run — and asserts a clear report, nothing lost, and a run that still succeeds. docs/operations.md's "What
 //! survives what" table is backed by these tests.
 
 use std::time::{Duration, Instant};
 
 use agency_core::event::EventKind;
-use agency_store::{Blackboard, RunStatus};
+use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
 use postgres::{Client, NoTls};
 
 use crate::postgres::{Database, SCRIPT, calculator, no_database, spawn};
-use crate::support::{CALCULATOR_GOAL, finish, wait_for};
+use crate::support::{CALCULATOR_GOAL, Repo, finish, wait_for};
 
 /// The medium script with each implementer taking a second, so a run lasts long enough to be interrupted.
 fn slow_script() -> String {
@@ -92,4 +92,50 @@ fn a_run_survives_its_postgres_connections_being_killed_mid_run() {
         repo.git_output(&["show", &format!("agency/{}/integration:mul.sh", run.short())]),
         "# mul A B: prints A * B\necho $(($1 * $2))\n"
     );
+}
+
+/// A second runner on a run one already drives is refused before it writes anything (no `RUNTIMES` line,
+/// nothing at all), naming the runner that drives it; once that runner is stopped, `--resume` takes the
+/// run to success.
+#[test]
+fn a_second_runner_is_refused_without_writing_and_the_run_resumes_after_the_first() {
+    let (repo, script) = Repo::calculator(SCRIPT);
+    let script = script.to_str().unwrap();
+    let first = repo.spawn(&["run", CALCULATOR_GOAL, "--script", script], &[]);
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = crate::support::run_at_plan_gate(&store);
+    let before = store.last_seq(Some(run)).unwrap();
+    let second = repo.agency(&["run", "--resume", &run.short(), "--script", script]);
+    assert_ne!(second.code(), Some(0), "{}", second.stdout());
+    assert!(
+        second.stderr().contains("is already being driven by runner-"),
+        "{}",
+        second.stderr()
+    );
+    assert_eq!(
+        store.last_seq(Some(run)).unwrap(),
+        before,
+        "the refused runner wrote to the run: {:?}",
+        store.events_after(Some(run), before, 100).unwrap()
+    );
+
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &first.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let (code, out) = finish(first, Duration::from_secs(30));
+    assert_eq!(code, Some(130), "{out}");
+    let resumed = repo
+        .agency(&[
+            "run",
+            "--resume",
+            &run.short(),
+            "--auto-approve",
+            "--script",
+            script,
+        ])
+        .success();
+    assert!(resumed.stdout().contains("succeeded"), "{}", resumed.stdout());
+    assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
 }
