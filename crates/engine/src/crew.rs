@@ -71,6 +71,7 @@ pub(crate) struct Crew {
     agents: JoinSet<(BriefId, AgentEnd)>,
     concurrency: usize,
     reclaim_due: Instant,
+    holders_due: Instant,
 }
 
 impl Crew {
@@ -79,6 +80,7 @@ impl Crew {
             agents: JoinSet::new(),
             concurrency: usize::try_from(engine.config.runner.concurrency.max(1)).unwrap_or(1),
             reclaim_due: Instant::now(),
+            holders_due: Instant::now(),
         }
     }
 
@@ -101,10 +103,10 @@ impl Crew {
         self.agents.shutdown().await;
         match engine.release_claims(run, &error) {
             Ok(()) => error,
-            Err(failed) => EngineError::State(format!(
-                "{error}; its claims could not be given back ({failed}): they return to the run when their \
-                 lease ends"
-            )),
+            Err(failed) => EngineError::Unreleased {
+                error: Box::new(error),
+                release: Box::new(failed),
+            },
         }
     }
 
@@ -168,6 +170,10 @@ impl Crew {
     /// stops any agent process such a runner left running ([`Engine::stop_leftover`]) before this runner
     /// goes on to claim again.
     pub(crate) async fn reclaim_expired(&mut self, engine: &Engine, run: RunId) -> Result<()> {
+        if Instant::now() >= self.holders_due {
+            self.holders_due = Instant::now() + HOLDERS_EVERY;
+            self.reclaim_from_gone_holders(engine, run).await?;
+        }
         if Instant::now() < self.reclaim_due {
             return Ok(());
         }
@@ -183,6 +189,58 @@ impl Crew {
                 ),
             )?;
             engine.stop_leftover(&brief, None).await?;
+        }
+        Ok(())
+    }
+}
+
+/// How often a runner looks for claims held by a process of this host that is gone: a killed worker's
+/// briefs go back to the run within this, not when their lease ends.
+const HOLDERS_EVERY: Duration = Duration::from_secs(2);
+
+impl Crew {
+    /// Takes back at once the claims of runners on this host whose process is gone (a killed `agency
+    /// worker`): the holder's name says its host and pid (`worker-HOST-PID`, see [`crate::Role`]), and
+    /// that pid no longer runs here. A pid reused by another process since only delays this to the lease's
+    /// end. This assumes runners naming one host share one pid namespace (not two containers with one
+    /// hostname).
+    async fn reclaim_from_gone_holders(&mut self, engine: &Engine, run: RunId) -> Result<()> {
+        for brief in engine.store.list_briefs_by_status(run, BriefStatus::Running)? {
+            let Some(holder) = brief.claimed_by.as_deref() else {
+                continue;
+            };
+            if holder == engine.options.worker || !crate::Role::is_gone_here(holder) {
+                continue;
+            }
+            let event = NewEvent::new(
+                run,
+                EventKind::Log,
+                json!({
+                    "level": "normal",
+                    "tag": "RECLAIMED",
+                    "message": format!(
+                        "{}: its runner {holder} is no longer running on this host; it starts again",
+                        brief.title
+                    ),
+                    "from": BriefStatus::Running.as_str(),
+                    "to": BriefStatus::Pending.as_str(),
+                    "claimed_by": holder,
+                    "reason": "holder_gone",
+                }),
+            )
+            .brief(brief.id)
+            .tier(brief.tier);
+            match engine.store.update_brief_status(
+                brief.id,
+                BriefStatus::Running,
+                BriefStatus::Pending,
+                event,
+            ) {
+                Ok(_) => engine.stop_leftover(&brief, Some(holder)).await?,
+                // Finished, failed or taken back meanwhile.
+                Err(StoreError::Conflict { .. }) => {}
+                Err(other) => return Err(other.into()),
+            }
         }
         Ok(())
     }

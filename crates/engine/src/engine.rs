@@ -305,14 +305,14 @@ impl Engine {
     /// is refused before it touches anything. Stopping on an error or when cancelled, it stops its agents
     /// and gives their briefs back first.
     pub async fn drive(&self, run: RunId, cancel: &CancelToken) -> Result<DriveOutcome> {
-        let _lease = self.store.lock_driver(run, &self.options.worker)?;
+        let lease = self.store.lock_driver(run, &self.options.worker)?;
         let record = self.store.get_run(run)?;
         if !record.status.is_terminal() {
             self.finish_start(&record)?;
         }
         self.release_orphaned_claims(run).await?;
         let mut crew = crate::crew::Crew::new(self);
-        let ended = match self.drive_loop(run, cancel, &mut crew).await {
+        let ended = match self.drive_loop(run, cancel, &mut crew, &lease).await {
             Ok(outcome) => Ok(outcome),
             Err(error) => Err(crew.release(self, run, error).await),
         };
@@ -325,6 +325,7 @@ impl Engine {
         run: RunId,
         cancel: &CancelToken,
         crew: &mut crate::crew::Crew,
+        lease: &agency_store::DriverLease,
     ) -> Result<DriveOutcome> {
         let mut passes = crate::advance::Passes::default();
         let mut outbox = crate::notify::Outbox::open(self, run);
@@ -338,6 +339,9 @@ impl Engine {
             if cancel.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
+            // A driver whose lease lapsed (its PostgreSQL session ended) takes it again or stops: it never
+            // drives beside another.
+            lease.revalidate()?;
             if self.store.run_status(run)? != record.status {
                 record = self.store.get_run(run)?;
             }

@@ -19,6 +19,18 @@ pub enum EngineError {
     /// A stored record is not what the runner wrote (corrupt or from another version).
     #[error("inconsistent run state: {0}")]
     State(String),
+    /// The runner stopped on `error`, and giving its claims back failed too (the blackboard is the likely
+    /// cause of both): they return to the run when their lease ends.
+    #[error(
+        "{error}; its claims could not be given back ({release}): they return to the run when their lease \
+         ends"
+    )]
+    Unreleased {
+        /// Why the runner stopped.
+        error: Box<EngineError>,
+        /// Why its claims could not be given back.
+        release: Box<EngineError>,
+    },
     /// The run was cancelled.
     #[error("cancelled")]
     Cancelled,

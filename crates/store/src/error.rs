@@ -131,6 +131,36 @@ pub enum StoreError {
         #[source]
         source: BoxError,
     },
+    /// A PostgreSQL connection was lost (a server restart, a terminated session, a network outage) and
+    /// could not be made again within the reconnect limit.
+    #[error(
+        "PostgreSQL at {target} stayed unreachable for {seconds:.1} s after the connection was lost ({lost}): \
+         {source}; check that the server is running (`pg_isready`) and reachable from this host, then retry \
+         (AGENCY_DB_RECONNECT_SECONDS sets how long to wait)"
+    )]
+    Unavailable {
+        /// The server, user and database (`user@host:port/dbname`; never the password).
+        target: String,
+        /// How long reconnecting was tried, in seconds.
+        seconds: f64,
+        /// How the connection was lost.
+        lost: String,
+        /// The last attempt's failure.
+        #[source]
+        source: BoxError,
+    },
+    /// The connection to PostgreSQL was lost while a transaction was committing, and the server could not
+    /// say afterwards whether it committed: it is not repeated blindly.
+    #[error(
+        "the connection to PostgreSQL at {target} was lost while committing ({cause}), and whether the write \
+         was applied could not be told; re-read the record before deciding again"
+    )]
+    LostAtCommit {
+        /// The server, user and database.
+        target: String,
+        /// How the connection was lost, in the server's words when it sent any.
+        cause: String,
+    },
     /// The database was written by a newer agency.
     #[error(
         "the blackboard has schema version {found}, newer than this agency understands ({supported}); \
@@ -172,9 +202,17 @@ pub enum StoreError {
         /// The busy timeout that elapsed.
         seconds: u64,
     },
-    /// A write was attempted through a read-only handle.
-    #[error("this blackboard handle is read-only; the operation writes")]
-    ReadOnly,
+    /// A write was refused: the handle was opened read-only, or SQLite could not write the file.
+    #[error(
+        "cannot write the blackboard{}: {cause}",
+        path.as_ref().map(|p| format!(" at {}", p.display())).unwrap_or_default()
+    )]
+    ReadOnly {
+        /// The database file, when known.
+        path: Option<PathBuf>,
+        /// Why it cannot be written, and what to check.
+        cause: String,
+    },
     /// Any other backend failure.
     #[error("blackboard database error: {0}")]
     Database(#[source] BoxError),

@@ -244,6 +244,61 @@ fn a_handle_reconnects_after_its_connection_is_lost() {
     assert_eq!(running.status, agency_store::RunStatus::Running);
 }
 
+#[test]
+fn a_driver_lease_whose_session_ended_is_taken_again_or_refused_if_another_took_it() {
+    if no_database() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let bb = scratch.open();
+    let run = bb.create_run(NewRun::new("goal", "/repo")).unwrap();
+    let holder = format!("lease_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let lease = bb.lock_driver(run.id, &holder).unwrap();
+    // The lease's session ends (a server restart would end it too): the lock is gone with it.
+    end_connections_like(&scratch, &format!("{holder}%"));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    lease.revalidate().unwrap();
+    // Taken again: a second driver is refused.
+    let other = scratch.open();
+    assert!(matches!(
+        other.lock_driver(run.id, "second"),
+        Err(StoreError::Driven { .. })
+    ));
+
+    // Ended again, and this time another driver takes the run before the first looks: the first must
+    // stop, not drive beside it.
+    end_connections_like(&scratch, &format!("{holder}%"));
+    let _second = other.lock_driver(run.id, "second").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let refused = lease.revalidate().unwrap_err();
+    assert!(matches!(refused, StoreError::Driven { .. }), "{refused}");
+    assert!(refused.to_string().contains("second"), "{refused}");
+}
+
+/// Ends the server processes of the connections whose name is `LIKE pattern`, and waits until they are
+/// gone.
+fn end_connections_like(scratch: &Scratch, pattern: &str) {
+    let mut raw = scratch.raw();
+    let ended = raw
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1",
+            &[&pattern],
+        )
+        .unwrap();
+    assert_eq!(ended.len(), 1, "{pattern}");
+    while raw
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE $1",
+            &[&pattern],
+        )
+        .unwrap()
+        .get::<_, i64>(0)
+        > 0
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Ends the server processes of the connections named `name`, and waits until they are gone (termination
 /// is asynchronous).
 fn end_connections(scratch: &Scratch, name: &str) {

@@ -66,7 +66,11 @@ fn read_only_reads_what_a_writer_wrote_and_refuses_writes() {
     assert_eq!(reader.get_run(run.id).unwrap(), run);
     assert_eq!(reader.resolve_run(&run.id.short()).unwrap(), run.id);
     let err = reader.create_run(NewRun::new("goal", "/repo")).unwrap_err();
-    assert!(matches!(err, StoreError::ReadOnly), "{err}");
+    assert!(matches!(err, StoreError::ReadOnly { .. }), "{err}");
+    // The refusal names the file and why it cannot be written.
+    let message = err.to_string();
+    assert!(message.contains("agency.db"), "{message}");
+    assert!(message.contains("opened read-only"), "{message}");
     // A later write by the writer is visible to the open reader.
     writer
         .set_run_status(run.id, None, agency_store::RunStatus::Running)

@@ -28,7 +28,7 @@ use agency_llm::{
     BudgetLedger, CancelToken, Metered, Price, Provider, Recorder, Replayer, RetryPolicy, ScriptedProvider,
     UsageSink,
 };
-use agency_store::{Blackboard, RunStatus};
+use agency_store::{Blackboard, RunStatus, StoreError};
 
 use crate::commands::{Context, config, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
@@ -665,6 +665,11 @@ pub fn drive_with_log(
     level: Level,
 ) -> CommandResult<DriveOutcome> {
     let engine = &runner.engine;
+    // A run another runner drives is refused before anything is written (the runner's own lease, taken in
+    // `drive`, refuses it again should one start in between).
+    if let Err(refused @ StoreError::Driven { .. }) = engine.store().lock_driver(run, "agency run") {
+        return Err(store_error(refused));
+    }
     announce_runtimes(engine.store().as_ref(), run, &runner.runtimes)?;
     let done = Arc::new(AtomicBool::new(false));
     let gates = GateWait {
@@ -706,7 +711,12 @@ pub fn stopped_or_failed(err: agency_engine::EngineError, run: agency_core::RunI
             ),
         )
         .hint(format!("`agency run --resume {}` continues it", run.short())),
-        other => engine_error(other),
+        // Another runner drives it: nothing to resume here.
+        agency_engine::EngineError::Store(refused @ StoreError::Driven { .. }) => store_error(refused),
+        other => engine_error(other).hint(format!(
+            "`agency run --resume {}` continues the run once the cause is fixed",
+            run.short()
+        )),
     }
 }
 

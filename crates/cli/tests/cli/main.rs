@@ -13,6 +13,7 @@ mod control;
 mod dashboard;
 mod dashboard_browser;
 mod demo;
+mod faults;
 mod first_use;
 mod gc;
 mod goal;

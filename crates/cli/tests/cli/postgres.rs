@@ -23,14 +23,14 @@ use crate::support::{CALCULATOR_GOAL, Repo, finish, runtime_of, wait_for};
 const URL_VAR: &str = "AGENCY_TEST_POSTGRES_URL";
 
 /// The engine's medium-profile run: T1 → T3 → two T4s (fix-add, fix-mul) → T5s → accept.
-const SCRIPT: &str = include_str!("../../../engine/tests/scripts/medium.yaml");
+pub(crate) const SCRIPT: &str = include_str!("../../../engine/tests/scripts/medium.yaml");
 
 fn admin_url() -> Option<String> {
     std::env::var(URL_VAR).ok().filter(|url| !url.trim().is_empty())
 }
 
 /// Whether to skip: no database configured. Fails instead when end-to-end tests are required.
-fn no_database() -> bool {
+pub(crate) fn no_database() -> bool {
     if admin_url().is_some() {
         return false;
     }
@@ -66,14 +66,14 @@ fn with_dbname(url: &str, dbname: &str) -> String {
 }
 
 /// A database that exists for one test and is dropped with everything in it afterwards.
-struct Database {
+pub(crate) struct Database {
     admin: String,
     name: String,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Database {
-    fn new() -> Database {
+    pub(crate) fn new() -> Database {
         let admin = admin_url().unwrap();
         let name = format!(
             "agency_cli_{}_{}",
@@ -92,7 +92,7 @@ impl Database {
     }
 
     /// A handle on the blackboard the CLI uses, as another program would open it.
-    fn store(&self) -> PostgresBlackboard {
+    pub(crate) fn store(&self) -> PostgresBlackboard {
         PostgresBlackboard::open(&self.url).unwrap()
     }
 }
@@ -107,7 +107,7 @@ impl Drop for Database {
 
 /// A repository holding the calculator, with agency set up on the PostgreSQL blackboard `db` and the
 /// script at `.agency/script.yaml`.
-fn calculator(db: &Database, script: &str) -> Repo {
+pub(crate) fn calculator(db: &Database, script: &str) -> Repo {
     let repo = Repo::new();
     let init = repo.agency(&["--db", &db.url, "init"]).success();
     assert!(init.stdout().contains("created"), "{}", init.stdout());
@@ -117,7 +117,7 @@ fn calculator(db: &Database, script: &str) -> Repo {
 }
 
 /// `agency` with `args` in the background, the blackboard in its environment.
-fn spawn(repo: &Repo, db: &Database, args: &[&str]) -> crate::support::Running {
+pub(crate) fn spawn(repo: &Repo, db: &Database, args: &[&str]) -> crate::support::Running {
     repo.spawn(args, &[("AGENCY_DB", &db.url)])
 }
 

@@ -92,3 +92,76 @@ async fn a_dead_workers_brief_is_picked_up_once_and_a_slow_agents_claim_is_renew
         .count();
     assert_eq!(reclaimed_lines, 1);
 }
+
+/// A worker on this host whose process is gone (its name says host and pid) loses its claims at once, not
+/// when their lease ends: here the lease is ten minutes, and the run still finishes in seconds.
+#[tokio::test]
+async fn a_gone_workers_claims_on_this_host_are_taken_back_at_once() {
+    let project = Project::new();
+    let mut config = config();
+    config.runner.concurrency = 1;
+    config.runner.claim_lease_seconds = 600;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    // A pid that has ended and been waited for: the dead worker's.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    let dead_name = format!("worker-{host}-{gone}");
+    // The driver's implementers take a while, so the doomed worker gets fix-mul.
+    let driver = project.runner(SCRIPT, config.clone(), true, "driver", |tier, builtin| {
+        if tier == Tier::T4 {
+            Arc::new(Slow {
+                inner: builtin,
+                delay: Duration::from_millis(1500),
+            })
+        } else {
+            builtin
+        }
+    });
+    let doomed = project.runner(
+        SCRIPT,
+        config,
+        true,
+        &dead_name,
+        |_, _| Arc::new(Stuck::default()),
+    );
+
+    let run = driver.start(GOAL).unwrap().id;
+    let cancel = CancelToken::new();
+    let driving = {
+        let (driver, cancel) = (driver.clone(), cancel.clone());
+        tokio::spawn(async move { driver.drive(run, &cancel).await })
+    };
+    claimed_by(project.store.as_ref(), run, Tier::T4, "fix-add", "driver").await;
+    // The doomed worker takes fix-mul, then dies without a word, its claim left `running`.
+    let dying = {
+        let (doomed, cancel) = (doomed.clone(), cancel.clone());
+        tokio::spawn(async move { doomed.work(run, &cancel).await })
+    };
+    claimed_by(project.store.as_ref(), run, Tier::T4, "fix-mul", &dead_name).await;
+    dying.abort();
+    let _ = dying.await;
+
+    let outcome = tokio::time::timeout(Duration::from_secs(60), driving)
+        .await
+        .expect("the run did not finish within 60s: the gone worker's claim was not taken back")
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run));
+    let events = project.events(run);
+    let taken: Vec<_> = events
+        .iter()
+        .filter(|e| e.payload["reason"] == "holder_gone")
+        .collect();
+    assert!(!taken.is_empty(), "no claim was taken back from the gone worker");
+    assert!(
+        taken
+            .iter()
+            .all(|e| e.payload["claimed_by"] == dead_name.as_str())
+    );
+    assert!(taken.iter().all(|e| e.payload["tag"] == "RECLAIMED"), "{taken:?}");
+}

@@ -6,9 +6,9 @@
 //! refuses the connection, and the error says so.
 
 use std::error::Error as _;
-use std::io;
+use std::io::{self, Write as _};
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use postgres::config::Host;
 use postgres::error::SqlState;
@@ -19,6 +19,17 @@ use crate::error::{Result, StoreError};
 /// How long connecting may take before it fails (unless the connection string sets `connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a handle that lost its connection keeps trying to connect again before it gives up, unless
+/// [`RECONNECT_VAR`] says otherwise: long enough for a server restart or a short outage.
+pub const DEFAULT_RECONNECT: Duration = Duration::from_secs(60);
+
+/// The environment variable that sets how many seconds a handle tries to reconnect (0: not at all).
+pub const RECONNECT_VAR: &str = "AGENCY_DB_RECONNECT_SECONDS";
+
+/// The first wait between reconnection attempts; each failed attempt doubles it, up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
 /// Where and how to connect, and which schema holds the blackboard.
 // No Debug: the config holds the password.
 #[derive(Clone)]
@@ -26,6 +37,7 @@ pub struct Settings {
     config: Config,
     schema: String,
     target: String,
+    reconnect: Duration,
 }
 
 impl Settings {
@@ -50,7 +62,13 @@ impl Settings {
             config,
             schema: schema.to_string(),
             target,
+            reconnect: reconnect_limit_from_env()?,
         })
+    }
+
+    /// Sets how long [`reconnect`](Self::reconnect) keeps trying.
+    pub fn set_reconnect_limit(&mut self, limit: Duration) {
+        self.reconnect = limit;
     }
 
     /// The schema holding the blackboard's tables.
@@ -73,6 +91,132 @@ impl Settings {
         client.batch_execute(&format!("SET search_path TO \"{}\"", self.schema))?;
         Ok(client)
     }
+
+    /// Connects again after the connection was lost (`lost` says how): a server restarting or briefly
+    /// unreachable is waited for, with a doubling backoff, for up to the reconnect limit; a refusal that
+    /// waiting cannot cure (a wrong password, a dropped database) fails at once. Says on stderr that the
+    /// connection was lost and when it is back, so an operator sees the pause and its cause.
+    pub fn reconnect(&self, lost: &str) -> Result<Client> {
+        let started = Instant::now();
+        let mut backoff = FIRST_BACKOFF;
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let error = match self.connect() {
+                Ok(client) => {
+                    let _ = writeln!(
+                        io::stderr(),
+                        "agency: reconnected to PostgreSQL at {} after {:.1} s ({attempts} attempt{}); the \
+                         connection was lost: {lost}",
+                        self.target,
+                        started.elapsed().as_secs_f64(),
+                        if attempts == 1 { "" } else { "s" },
+                    );
+                    return Ok(client);
+                }
+                Err(error) => error,
+            };
+            let waited = started.elapsed();
+            if !is_transient(&error) || waited + backoff > self.reconnect {
+                return Err(if is_transient(&error) {
+                    StoreError::Unavailable {
+                        target: self.target.clone(),
+                        seconds: self.reconnect.as_secs_f64(),
+                        lost: lost.to_string(),
+                        source: Box::new(error),
+                    }
+                } else {
+                    error
+                });
+            }
+            if attempts == 1 {
+                let _ = writeln!(
+                    io::stderr(),
+                    "agency: lost the connection to PostgreSQL at {} ({lost}); reconnecting for up to {:.1} \
+                     s ({RECONNECT_VAR})",
+                    self.target,
+                    self.reconnect.as_secs_f64(),
+                );
+            }
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+}
+
+/// The reconnect limit [`RECONNECT_VAR`] sets, or [`DEFAULT_RECONNECT`].
+fn reconnect_limit_from_env() -> Result<Duration> {
+    match std::env::var(RECONNECT_VAR) {
+        Err(_) => Ok(DEFAULT_RECONNECT),
+        Ok(text) => text.trim().parse::<u64>().map(Duration::from_secs).map_err(|_| {
+            StoreError::Invalid(format!(
+                "{RECONNECT_VAR} is `{text}`; expected a whole number of seconds (0 turns reconnecting off)"
+            ))
+        }),
+    }
+}
+
+/// Whether a failed connection attempt may succeed if tried again in a moment: the server not listening
+/// (restarting), starting up or shutting down, or the network not answering. A refused login or a missing
+/// database is not.
+fn is_transient(error: &StoreError) -> bool {
+    let StoreError::Connect { source, .. } = error else {
+        return false;
+    };
+    source
+        .downcast_ref::<postgres::Error>()
+        .is_some_and(is_connection_loss)
+}
+
+/// What `error` says happened, with the server's own words when it sent any (`terminating connection due
+/// to administrator command`), which the error's plain text (`db error`) leaves out.
+pub(crate) fn cause_of(error: &StoreError) -> String {
+    let StoreError::Database(source) = error else {
+        return error.to_string();
+    };
+    match source.downcast_ref::<postgres::Error>() {
+        Some(pg) => match pg.as_db_error() {
+            Some(db) => format!("{}: {} ({})", db.severity(), db.message(), db.code().code()),
+            None => match pg.source() {
+                Some(inner) => format!("{pg}: {inner}"),
+                None => pg.to_string(),
+            },
+        },
+        None => error.to_string(),
+    }
+}
+
+/// Whether `error` says the connection (or the server behind it) went away, rather than that a statement
+/// failed: the session was terminated (`pg_terminate_backend`, a shutdown), the server is not accepting
+/// connections yet, or the socket closed or was refused.
+pub(crate) fn is_connection_loss(error: &postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    if let Some(code) = error.code() {
+        return [
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+            SqlState::CONNECTION_FAILURE,
+            SqlState::CONNECTION_EXCEPTION,
+            SqlState::SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+            SqlState::TOO_MANY_CONNECTIONS,
+        ]
+        .contains(code);
+    }
+    matches!(
+        io_kind(error),
+        Some(
+            io::ErrorKind::ConnectionRefused
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::NotConnected
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::UnexpectedEof
+                | io::ErrorKind::TimedOut
+        )
+    ) || error.to_string().contains("timeout")
 }
 
 /// Schema names are spliced into SQL (`SET search_path`, `CREATE SCHEMA`), so only plain lower-case
@@ -112,6 +256,14 @@ fn connect_error(target: &str, error: postgres::Error) -> StoreError {
                 || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION =>
         {
             "check the user and password in the connection string"
+        }
+        Some(code)
+            if *code == SqlState::CANNOT_CONNECT_NOW
+                || *code == SqlState::ADMIN_SHUTDOWN
+                || *code == SqlState::CRASH_SHUTDOWN =>
+        {
+            "the server is starting up, shutting down or restarting: wait until it accepts connections \
+             (`pg_isready`), then retry"
         }
         Some(code) if *code == SqlState::INVALID_CATALOG_NAME => {
             "create the database first (`createdb NAME`) or name an existing one with `dbname`"
@@ -175,6 +327,28 @@ mod tests {
         for bad in ["", "Agency", "9lives", "a\"; DROP TABLE runs; --", "a-b"] {
             assert!(check_schema_name(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn reconnecting_to_a_server_that_stays_away_gives_up_at_the_limit_naming_the_cause() {
+        let mut settings = Settings::parse(
+            "host=127.0.0.1 port=1 user=agency password=pw dbname=agency",
+            "agency",
+        )
+        .unwrap();
+        settings.set_reconnect_limit(Duration::from_millis(700));
+        let started = Instant::now();
+        let error = settings.reconnect("the server restarted").err().unwrap();
+        let waited = started.elapsed();
+        // Backoff 100 + 200 ms, then the next wait (400 ms) would pass the limit.
+        assert!(waited >= Duration::from_millis(300), "{waited:?}");
+        assert!(waited < Duration::from_secs(5), "{waited:?}");
+        let message = error.to_string();
+        assert!(matches!(error, StoreError::Unavailable { .. }), "{message}");
+        assert!(message.contains("agency@127.0.0.1:1/agency"), "{message}");
+        assert!(message.contains("the server restarted"), "{message}");
+        assert!(!message.contains("pg_hba"), "{message}");
+        assert!(!message.contains("pw"), "{message}");
     }
 
     #[test]

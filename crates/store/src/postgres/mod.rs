@@ -46,7 +46,8 @@ use crate::error::{Result, StoreError};
 use crate::record::{
     Artifact, ArtifactId, ArtifactMeta, BriefState, NewArtifact, NewGate, NewRun, Run, RunStatus,
 };
-use connect::Settings;
+pub use connect::{DEFAULT_RECONNECT, RECONNECT_VAR};
+use connect::{Settings, cause_of, is_connection_loss};
 pub use migrations::SCHEMA_VERSION;
 
 /// The schema [`PostgresBlackboard::open`] keeps the blackboard in.
@@ -95,52 +96,168 @@ impl PostgresBlackboard {
         self.settings.target()
     }
 
-    /// The connection, reconnected first if it is known to be closed. A poisoned lock is taken over: the
-    /// panicking holder's transaction was rolled back when it unwound.
+    /// How long this handle tries to connect again after losing its connection before an operation fails
+    /// with [`StoreError::Unavailable`]; 0 turns reconnecting off. Defaults to
+    /// `AGENCY_DB_RECONNECT_SECONDS`, else 60 s.
+    pub fn with_reconnect_limit(mut self, limit: std::time::Duration) -> Self {
+        self.settings.set_reconnect_limit(limit);
+        self
+    }
+
+    /// The connection, reconnected first (waiting out a restart, see [`Settings::reconnect`]) if it is
+    /// known to be closed. A poisoned lock is taken over: the panicking holder's transaction was rolled
+    /// back when it unwound.
     fn client(&self) -> Result<MutexGuard<'_, Client>> {
         let mut client = self.client.lock().unwrap_or_else(PoisonError::into_inner);
         if client.is_closed() {
-            *client = self.settings.connect()?;
+            *client = self.settings.reconnect("the connection was found closed")?;
         }
         Ok(client)
     }
 
     /// Runs `f` on the connection, outside any transaction. A long-lived worker outlives its connection
-    /// (a server restart, an idle timeout); a read that finds it gone is safe to repeat, so it is, once,
-    /// on a new connection.
+    /// (a server restart, a terminated session, an idle timeout); a read that finds it gone is safe to
+    /// repeat, so it is, on a new connection, once the server is back.
     fn read<T: Send>(&self, f: impl Fn(&mut Client) -> Result<T> + Send) -> Result<T> {
         off_async_runtime(move || {
             let mut client = self.client()?;
-            match f(&mut client) {
-                Err(_) if client.is_closed() => {
-                    *client = self.settings.connect()?;
-                    f(&mut client)
+            let mut attempt = 1;
+            loop {
+                match f(&mut client) {
+                    Err(error) if attempt < MAX_ATTEMPTS && lost(&error, &client) => {
+                        *client = self.settings.reconnect(&cause_of(&error))?;
+                        attempt += 1;
+                    }
+                    result => return result,
                 }
-                result => result,
             }
         })
     }
 
-    /// Runs `f` in a transaction, committed when `f` succeeds and rolled back otherwise. A connection found
-    /// gone at `BEGIN` is replaced (nothing was written yet); one lost later fails the write, which then
-    /// either committed or not, as the caller re-reading will see.
+    /// Runs `f` in a transaction, committed when `f` succeeds and rolled back otherwise. A connection lost
+    /// before `COMMIT` was sent wrote nothing (the server rolls back a transaction whose session ends), so
+    /// `f` runs again in a new transaction on a new connection, once the server is back. One lost while
+    /// committing may or may not have committed: the transaction's id, read before `COMMIT`, is looked up
+    /// on the new connection (`txid_status`), and `f` runs again only if it did not; when that cannot be
+    /// told, the write fails with [`StoreError::LostAtCommit`] rather than risk writing twice.
     fn write<T: Send>(
         &self,
-        f: impl FnOnce(&mut Transaction<'_>, &dyn Clock) -> Result<T> + Send,
+        f: impl Fn(&mut Transaction<'_>, &dyn Clock) -> Result<T> + Send + Sync,
     ) -> Result<T> {
         off_async_runtime(|| {
             let mut client = self.client()?;
             let clock = self.clock.as_ref();
-            let error = match client.transaction() {
-                Ok(tx) => return commit_after(tx, f, clock),
-                Err(error) => error,
-            };
-            if !client.is_closed() {
-                return Err(error.into());
+            let mut attempt = 1;
+            loop {
+                let failed = match attempt_write(&mut client, &f, clock) {
+                    Attempt::Done(value) => return Ok(value),
+                    Attempt::Failed(error) => error,
+                    Attempt::LostAtCommit { value, id, error } => {
+                        *client = self.settings.reconnect(&cause_of(&error))?;
+                        match committed(&mut client, id) {
+                            Some(true) => return Ok(value),
+                            Some(false) if attempt < MAX_ATTEMPTS => {
+                                attempt += 1;
+                                continue;
+                            }
+                            _ => {
+                                return Err(StoreError::LostAtCommit {
+                                    target: self.settings.target().to_string(),
+                                    cause: cause_of(&error),
+                                });
+                            }
+                        }
+                    }
+                };
+                if attempt >= MAX_ATTEMPTS || !lost(&failed, &client) {
+                    return Err(failed);
+                }
+                *client = self.settings.reconnect(&cause_of(&failed))?;
+                attempt += 1;
             }
-            *client = self.settings.connect()?;
-            commit_after(client.transaction()?, f, clock)
         })
+    }
+}
+
+/// How one try at a write went.
+enum Attempt<T> {
+    Done(T),
+    /// Nothing was committed.
+    Failed(StoreError),
+    /// The connection was lost while committing transaction `id`, which would have returned `value`.
+    LostAtCommit {
+        value: T,
+        id: i64,
+        error: StoreError,
+    },
+}
+
+/// Runs `f` in a transaction on `client` and commits, noting the transaction's id first so a commit whose
+/// answer is lost can be looked up.
+fn attempt_write<T>(
+    client: &mut Client,
+    f: &impl Fn(&mut Transaction<'_>, &dyn Clock) -> Result<T>,
+    clock: &dyn Clock,
+) -> Attempt<T> {
+    let mut tx = match client.transaction() {
+        Ok(tx) => tx,
+        Err(error) => return Attempt::Failed(error.into()),
+    };
+    let done = f(&mut tx, clock).and_then(|value| {
+        let id: i64 = tx.query_one("SELECT txid_current()", &[])?.try_get(0)?;
+        Ok((value, id))
+    });
+    let (value, id) = match done {
+        Ok(done) => done,
+        Err(error) => return Attempt::Failed(error),
+    };
+    match tx.commit() {
+        Ok(()) => Attempt::Done(value),
+        Err(error) if is_connection_loss(&error) => Attempt::LostAtCommit {
+            value,
+            id,
+            error: error.into(),
+        },
+        Err(error) => Attempt::Failed(error.into()),
+    }
+}
+
+/// Whether the transaction `id` committed, asked on a connection made after the one running it was lost:
+/// `Some(false)` once the server says it was aborted (a session that ends aborts its transaction), `None`
+/// when that cannot be told.
+fn committed(client: &mut Client, id: i64) -> Option<bool> {
+    for _ in 0..20 {
+        let status: Option<String> = client
+            .query_one("SELECT txid_status($1)", &[&id])
+            .ok()?
+            .try_get(0)
+            .ok()?;
+        match status.as_deref() {
+            Some("committed") => return Some(true),
+            Some("aborted") => return Some(false),
+            // Still winding down on the server: asked again in a moment.
+            Some("in progress") => std::thread::sleep(std::time::Duration::from_millis(50)),
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// How many times one operation is tried on a fresh connection after losing one (each reconnection waits
+/// out the server for up to the reconnect limit).
+const MAX_ATTEMPTS: u32 = 4;
+
+/// Whether `error` (from an operation on `client`) means the connection was lost rather than that the
+/// operation was refused: only then is repeating it on a new connection right.
+fn lost(error: &StoreError, client: &Client) -> bool {
+    if client.is_closed() {
+        return true;
+    }
+    match error {
+        StoreError::Database(source) => source
+            .downcast_ref::<postgres::Error>()
+            .is_some_and(is_connection_loss),
+        _ => false,
     }
 }
 
@@ -156,17 +273,6 @@ fn off_async_runtime<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T>
         Ok(result) => result,
         Err(panic) => std::panic::resume_unwind(panic),
     })
-}
-
-/// Runs `f` in `tx` and commits when it succeeds; dropping `tx` on failure rolls it back.
-fn commit_after<T>(
-    mut tx: Transaction<'_>,
-    f: impl FnOnce(&mut Transaction<'_>, &dyn Clock) -> Result<T>,
-    clock: &dyn Clock,
-) -> Result<T> {
-    let value = f(&mut tx, clock)?;
-    tx.commit()?;
-    Ok(value)
 }
 
 impl std::fmt::Debug for PostgresBlackboard {
@@ -187,7 +293,7 @@ impl From<postgres::Error> for StoreError {
 
 impl Blackboard for PostgresBlackboard {
     fn create_run(&self, run: NewRun) -> Result<Run> {
-        self.write(|tx, clock| runs::create(tx, clock, run))
+        self.write(|tx, clock| runs::create(tx, clock, run.clone()))
     }
 
     fn get_run(&self, id: RunId) -> Result<Run> {
@@ -313,7 +419,7 @@ impl Blackboard for PostgresBlackboard {
         to: BriefStatus,
         event: NewEvent,
     ) -> Result<Brief> {
-        self.write(|tx, clock| briefs::update_status(tx, clock, id, from, to, event))
+        self.write(|tx, clock| briefs::update_status(tx, clock, id, from, to, event.clone()))
     }
 
     fn set_teachback_state(
@@ -323,7 +429,7 @@ impl Blackboard for PostgresBlackboard {
         new: TeachbackState,
         event: NewEvent,
     ) -> Result<Brief> {
-        self.write(|tx, clock| briefs::set_teachback(tx, clock, id, expected, new, event))
+        self.write(|tx, clock| briefs::set_teachback(tx, clock, id, expected, new, event.clone()))
     }
 
     fn set_brief_workspace(
@@ -369,7 +475,7 @@ impl Blackboard for PostgresBlackboard {
         if batch.is_empty() {
             return Ok(());
         }
-        self.write(|tx, clock| batch::apply(tx, clock, batch))
+        self.write(|tx, clock| batch::apply(tx, clock, batch.clone()))
     }
 
     fn bind_session(&self, session: &str, agent: Option<&str>, brief: BriefId) -> Result<()> {
@@ -393,7 +499,7 @@ impl Blackboard for PostgresBlackboard {
     }
 
     fn open_gate(&self, gate: NewGate) -> Result<Gate> {
-        self.write(|tx, clock| gates::open(tx, clock, gate))
+        self.write(|tx, clock| gates::open(tx, clock, gate.clone()))
     }
 
     fn get_gate(&self, id: GateId) -> Result<Gate> {
@@ -426,7 +532,7 @@ impl Blackboard for PostgresBlackboard {
     }
 
     fn put_artifact(&self, artifact: NewArtifact) -> Result<ArtifactMeta> {
-        self.write(|tx, clock| artifacts::put(tx, clock, artifact))
+        self.write(|tx, clock| artifacts::put(tx, clock, artifact.clone()))
     }
 
     fn get_artifact(&self, id: ArtifactId) -> Result<Artifact> {

@@ -186,6 +186,27 @@ impl SqliteBlackboard {
         self.read_only
     }
 
+    /// The refusal of a write through a handle opened with [`open_read_only`](Self::open_read_only).
+    fn opened_read_only(&self) -> StoreError {
+        StoreError::ReadOnly {
+            path: self.path.clone(),
+            cause: "this handle was opened read-only (by a reader such as the hook's fast path), and the \
+                    operation writes"
+                .into(),
+        }
+    }
+
+    /// `error` with this handle's file named, when it is a write SQLite refused.
+    fn naming_file(&self, error: StoreError) -> StoreError {
+        match error {
+            StoreError::ReadOnly { path: None, cause } => StoreError::ReadOnly {
+                path: self.path.clone(),
+                cause,
+            },
+            other => other,
+        }
+    }
+
     fn from_connection(conn: Connection, read_only: bool, path: Option<&Path>) -> Self {
         SqliteBlackboard {
             conn: Mutex::new(conn),
@@ -225,7 +246,7 @@ impl SqliteBlackboard {
     /// Runs `f` in a `BEGIN IMMEDIATE` transaction, committed when `f` succeeds and rolled back otherwise.
     fn write<T>(&self, f: impl FnOnce(&Transaction<'_>, &dyn Clock) -> Result<T>) -> Result<T> {
         if self.read_only {
-            return Err(StoreError::ReadOnly);
+            return Err(self.opened_read_only());
         }
         let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         // Counted under the connection's lock, before the transaction, so a reader holding that lock never
@@ -248,7 +269,7 @@ impl SqliteBlackboard {
         if written.is_err() {
             self.hold_again(held);
         }
-        written
+        written.map_err(|error| self.naming_file(error))
     }
 }
 
@@ -344,7 +365,14 @@ impl From<rusqlite::Error> for StoreError {
                     seconds: BUSY_TIMEOUT.as_secs(),
                 }
             }
-            Some(rusqlite::ErrorCode::ReadOnly) => StoreError::ReadOnly,
+            Some(rusqlite::ErrorCode::ReadOnly) => StoreError::ReadOnly {
+                path: None,
+                cause: format!(
+                    "SQLite refused to write ({error}): is the file, its directory or its filesystem \
+                     read-only? The `-wal` and `-shm` files beside it must be writable too (check `ls -l` \
+                     and `mount`)"
+                ),
+            },
             _ => StoreError::Database(Box::new(error)),
         }
     }
@@ -378,7 +406,7 @@ impl Blackboard for SqliteBlackboard {
 
     fn lock_driver(&self, run: RunId, holder: &str) -> Result<crate::DriverLease> {
         if self.read_only {
-            return Err(StoreError::ReadOnly);
+            return Err(self.opened_read_only());
         }
         match &self.path {
             Some(path) => driver_lock::lock(path, run, holder),
@@ -399,7 +427,7 @@ impl Blackboard for SqliteBlackboard {
 
     fn apply_soon(&self, batch: WriteBatch) -> Result<()> {
         if self.read_only {
-            return Err(StoreError::ReadOnly);
+            return Err(self.opened_read_only());
         }
         let full = {
             let mut held = self.held();
