@@ -27,6 +27,7 @@ use agency_store::{Blackboard, RunStatus};
 
 use crate::commands::{Context, config, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
+use crate::gate_service::{GateService, GateSetup};
 use crate::render::follow::{self, GateWait};
 use crate::render::log::Level;
 use crate::workspace::{AGENCY_DIR, BlackboardAt, Workspace};
@@ -125,6 +126,8 @@ pub struct Runner {
     pub auto_approve: bool,
     /// How long a gate waits before the engine rejects it (`visibility.gate_timeout_minutes`).
     pub gate_timeout: chrono::Duration,
+    /// The gate service: the agents' only way to the blackboard, and the socket human decisions poke.
+    pub gate: Arc<GateService>,
 }
 
 /// Builds the runner: one provider and one runtime per tier, as team.yaml says (or the script for all),
@@ -180,6 +183,18 @@ pub fn build_engine(
     let rollout = team
         .effective_teachback_mode(std::env::var(&team.teachback.mode_env_var).ok().as_deref())
         .map_err(|e| CommandError::input(e.to_string()))?;
+    // The agents' only way to the blackboard (their sandbox does not show it), and how a human decision
+    // wakes this runner.
+    let gate = GateService::start(
+        &agency_dir.join(crate::gate_service::SOCKET_DIR),
+        GateSetup {
+            store: store.clone(),
+            db: ws.db.sqlite().map(Path::to_path_buf),
+            config: ws.config.is_file().then(|| ws.config.clone()),
+            rollout,
+        },
+    )
+    .map_err(|e| CommandError::internal(format!("the gate service did not start: {e}")))?;
     let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
     for choice in &choices {
         let provider = providers
@@ -197,6 +212,7 @@ pub fn build_engine(
             state_dir: agency_dir.join("agents"),
             command: team.tiers.get(choice.tier).command.clone(),
             secrets: secrets.clone(),
+            gate: Some(gate.clone()),
             codex_provider: codex_provider(),
             model: TierModel::of(&team, choice.tier),
             prices: agency_llm::price_table(&team),
@@ -215,6 +231,7 @@ pub fn build_engine(
             .sqlite()
             .map(agency_exec::runtime::external::blackboard_files)
             .unwrap_or_default(),
+        wake: Some(gate.waker()),
         ..EngineOptions::default()
     };
     let engine = Engine::new(store, team, repo, runtimes, providers, options)
@@ -225,6 +242,7 @@ pub fn build_engine(
         runtimes: choices,
         auto_approve: args.auto_approve,
         gate_timeout,
+        gate,
     })
 }
 

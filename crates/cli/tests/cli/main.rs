@@ -12,6 +12,7 @@ mod config;
 mod control;
 mod dashboard;
 mod demo;
+mod gate_service;
 mod gc;
 mod goal;
 mod goal_e2e;
