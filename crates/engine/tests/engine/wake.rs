@@ -50,7 +50,14 @@ fn an_approval_with_a_poke_spawns_the_next_agent_long_before_the_poll_interval()
         std::thread::sleep(Duration::from_millis(2));
     }
     let took = approved.elapsed();
-    eprintln!("approve -> spawned: {took:?}");
+    let events = project.events(run.id);
+    let at = |kind: EventKind| events.iter().rev().find(|e| e.kind == kind).map(|e| e.ts);
+    if let (Some(approved_at), Some(spawned_at)) = (at(EventKind::GateApproved), at(EventKind::Spawned)) {
+        eprintln!(
+            "gate_approved -> spawned: {} ms (the test saw it after {took:?})",
+            (spawned_at - approved_at).num_milliseconds()
+        );
+    }
     assert!(took < Duration::from_secs(5), "{took:?}");
     // Stopping: keep poking so that the runner notices the cancel without waiting out its poll.
     let done = Arc::new(AtomicBool::new(false));
