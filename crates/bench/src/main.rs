@@ -170,6 +170,7 @@ fn bench(args: &Args) -> Result<(), String> {
         gate_timeout: None,
         agent_idle: None,
         hidden: Vec::new(),
+        wake: None,
     };
     let engine = Engine::new(store.clone(), config, repo, runtimes, providers, options)
         .map_err(|e| e.to_string())?

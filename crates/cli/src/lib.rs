@@ -7,6 +7,7 @@
 
 pub mod commands;
 pub mod error;
+pub mod gate_service;
 pub mod hook;
 pub mod interrupt;
 pub mod render;

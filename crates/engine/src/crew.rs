@@ -161,7 +161,7 @@ impl Crew {
                     engine.store.flush_events()?;
                 }
             }
-            () = tokio::time::sleep(poll) => {}
+            () = engine.nap(poll) => {}
         }
         Ok(())
     }
@@ -342,7 +342,7 @@ impl Engine {
             }
             self.end_turn();
             if crew.is_empty() {
-                tokio::time::sleep(self.options.poll).await;
+                self.nap(self.options.poll).await;
             } else {
                 crew.collect(self, self.options.poll).await?;
             }

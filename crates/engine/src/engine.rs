@@ -49,6 +49,9 @@ pub struct EngineOptions {
     /// Paths no agent's sandbox shows, besides the repository's `.agency/`, [`EngineOptions::worktrees`] and
     /// the user's credentials: the blackboard when it is kept elsewhere.
     pub hidden: Vec<PathBuf>,
+    /// Notified when a human decision was written (`agency approve`, ... poke the runner's gate service):
+    /// the runner then looks at the blackboard at once instead of at the end of its poll interval.
+    pub wake: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl Default for EngineOptions {
@@ -63,6 +66,7 @@ impl Default for EngineOptions {
             gate_timeout: None,
             agent_idle: None,
             hidden: Vec::new(),
+            wake: None,
         }
     }
 }
@@ -372,8 +376,18 @@ impl Engine {
                 stall.quiet_turn(self, run, &mut passes)?;
             }
             if !(spawned || progressed) {
-                tokio::time::sleep(self.options.poll).await;
+                self.nap(self.options.poll).await;
             }
+        }
+    }
+
+    /// Waits `poll`, or less when [`EngineOptions::wake`] is notified (a human decision was written).
+    pub(crate) async fn nap(&self, poll: Duration) {
+        match &self.options.wake {
+            Some(wake) => {
+                let _ = tokio::time::timeout(poll, wake.notified()).await;
+            }
+            None => tokio::time::sleep(poll).await,
         }
     }
 

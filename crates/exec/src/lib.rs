@@ -17,6 +17,7 @@
 
 pub mod branch_name;
 pub mod command_line;
+pub mod gate;
 pub mod gc;
 pub mod git;
 pub mod process;

@@ -1,5 +1,6 @@
 //! `agency approve <run>`: approves the run's pending gate by writing `gate_approved` to the blackboard —
-//! the universal approval path; a live runner sees it on its next poll.
+//! the universal approval path; a live runner is poked through its gate service and sees it at once (on its
+//! next poll when it cannot be reached).
 
 use agency_core::gate::GateDecision;
 
@@ -30,6 +31,8 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             },
         )
         .map_err(store_error)?;
+    // A waiting runner sees it now rather than at its next poll.
+    crate::gate_service::poke_workspace(ctx);
     println!("approved  gate {} of run {}", gate.kind, run.short());
     Ok(())
 }

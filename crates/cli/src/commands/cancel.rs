@@ -62,6 +62,8 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     store
         .set_run_status(run, None, RunStatus::Cancelled)
         .map_err(store_error)?;
+    // A waiting runner sees it now rather than at its next poll.
+    crate::gate_service::poke_workspace(ctx);
     // The runner stops at its next turn; its lease is free once it has stopped its agents.
     let deadline = Instant::now() + Duration::from_secs(args.wait);
     let lease = loop {

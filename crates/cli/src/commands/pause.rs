@@ -45,6 +45,8 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     store
         .open_gate(NewGate::new(run, GateKind::Pause, summary))
         .map_err(store_error)?;
+    // A waiting runner sees it now rather than at its next poll.
+    crate::gate_service::poke_workspace(ctx);
     println!("paused    run {} (holds at its next tier boundary)", run.short());
     Ok(())
 }

@@ -36,6 +36,8 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             },
         )
         .map_err(store_error)?;
+    // A waiting runner sees it now rather than at its next poll.
+    crate::gate_service::poke_workspace(ctx);
     println!("resumed   run {}", run.short());
     Ok(())
 }

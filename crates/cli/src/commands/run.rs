@@ -32,6 +32,7 @@ use agency_store::{Blackboard, RunStatus, StoreError};
 
 use crate::commands::{Context, config, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
+use crate::gate_service::{GateService, GateSetup};
 use crate::render::follow::{self, GateWait};
 use crate::render::log::Level;
 use crate::workspace::{AGENCY_DIR, BlackboardAt, Workspace};
@@ -302,6 +303,8 @@ pub struct Runner {
     pub recorder: Option<Arc<Recorder>>,
     /// What stops the drive besides a signal: the replay's first divergence.
     pub stop: CancelToken,
+    /// The gate service: the agents' only way to the blackboard, and the socket human decisions poke.
+    pub gate: Arc<GateService>,
 }
 
 /// Builds the runner: one provider and one runtime per tier, as team.yaml says (or the script for all),
@@ -384,6 +387,18 @@ pub fn build_engine(
     let rollout = team
         .effective_teachback_mode(std::env::var(&team.teachback.mode_env_var).ok().as_deref())
         .map_err(|e| CommandError::input(e.to_string()))?;
+    // The agents' only way to the blackboard (their sandbox does not show it), and how a human decision
+    // wakes this runner.
+    let gate = GateService::start(
+        &agency_dir.join(crate::gate_service::SOCKET_DIR),
+        GateSetup {
+            store: store.clone(),
+            db: ws.db.sqlite().map(Path::to_path_buf),
+            config: ws.config.is_file().then(|| ws.config.clone()),
+            rollout,
+        },
+    )
+    .map_err(|e| CommandError::internal(format!("the gate service did not start: {e}")))?;
     let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
     for choice in &choices {
         let provider = providers
@@ -401,6 +416,7 @@ pub fn build_engine(
             state_dir: agency_dir.join("agents"),
             command: team.tiers.get(choice.tier).command.clone(),
             secrets: secrets.clone(),
+            gate: Some(gate.clone()),
             codex_provider: codex_provider(),
             model: TierModel::of(&team, choice.tier),
             prices: agency_llm::price_table(&team),
@@ -419,6 +435,7 @@ pub fn build_engine(
             .sqlite()
             .map(agency_exec::runtime::external::blackboard_files)
             .unwrap_or_default(),
+        wake: Some(gate.waker()),
         ..EngineOptions::default()
     };
     let engine = Engine::new(store, team, repo, runtimes, providers, options)
@@ -433,6 +450,7 @@ pub fn build_engine(
         replay,
         recorder,
         stop,
+        gate,
     })
 }
 

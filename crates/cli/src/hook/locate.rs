@@ -1,5 +1,7 @@
-//! Where the hook finds its brief, blackboard and configuration. A runner-spawned agent gets them from its
-//! environment ([`ENV_BRIEF`], [`ENV_DB`], [`ENV_CONFIG`], and the rollout mode in [`ROLLOUT_ENV_VAR`]); a
+//! Where the hook finds its brief, blackboard and configuration. An agent a runner spawned in a run gets its
+//! brief and the runner's gate service from its environment ([`ENV_BRIEF`], [`ENV_GATE_SOCKET`],
+//! [`ENV_GATE_CAPABILITY`]) and asks the service, which has the blackboard; one started with the blackboard's
+//! path instead gets [`ENV_BRIEF`], [`ENV_DB`], [`ENV_CONFIG`], and the rollout mode in [`ROLLOUT_ENV_VAR`]; a
 //! plain session finds `.agency/` above the session's working directory, its brief through a binding made
 //! by `agency teachback start`, and its rollout mode in the team.yaml committed at HEAD
 //! ([`HookEnv::committed_team_config`]).
@@ -8,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use agency_core::config::{ROLLOUT_ENV_VAR, TeamConfig, parse_team_config};
+pub use agency_exec::gate::{ENV_GATE_CAPABILITY, ENV_GATE_SOCKET};
 
 use crate::workspace::{AGENCY_DIR, CONFIG_FILE, DB_FILE};
 
@@ -32,6 +35,27 @@ pub struct HookEnv {
     pub rollout: Option<String>,
     /// The process's working directory, used when the event carries no `cwd`.
     pub cwd: Option<PathBuf>,
+    /// The runner's gate service and this agent's capability ([`ENV_GATE_SOCKET`], [`ENV_GATE_CAPABILITY`]),
+    /// when both are set: the hook then asks the service rather than reading any blackboard.
+    pub gate: Option<GateEnv>,
+}
+
+/// Where a runner-spawned agent's gate service is, and its capability.
+#[derive(Clone, Default)]
+pub struct GateEnv {
+    /// The service's unix socket.
+    pub socket: PathBuf,
+    /// The capability (a secret; not shown by `Debug`).
+    pub token: String,
+}
+
+impl std::fmt::Debug for GateEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GateEnv")
+            .field("socket", &self.socket)
+            .field("token", &"<redacted>")
+            .finish()
+    }
 }
 
 impl HookEnv {
@@ -44,6 +68,13 @@ impl HookEnv {
             config: var(ENV_CONFIG).map(PathBuf::from),
             rollout: var(ROLLOUT_ENV_VAR).map(|v| v.to_string_lossy().into_owned()),
             cwd: std::env::current_dir().ok(),
+            gate: match (var(ENV_GATE_SOCKET), var(ENV_GATE_CAPABILITY)) {
+                (Some(socket), Some(token)) => Some(GateEnv {
+                    socket: PathBuf::from(socket),
+                    token: token.to_string_lossy().into_owned(),
+                }),
+                _ => None,
+            },
         }
     }
 

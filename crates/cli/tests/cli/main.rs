@@ -15,6 +15,7 @@ mod dashboard_browser;
 mod demo;
 mod faults;
 mod first_use;
+mod gate_service;
 mod gc;
 mod goal;
 mod goal_e2e;

@@ -84,8 +84,9 @@ fn implementer_script() -> Vec<Reply> {
         write(),
         bash(submit_command("an empty list past the last page seems right")),
         write(),
-        // What the agent's commands see of the runner's environment.
-        bash("env".to_string()),
+        // What the agent's commands see of the runner's environment, and whether the blackboard is there to
+        // open (it is not: the hook reaches the gate through the runner's gate service).
+        bash("env; for f in ../../agency.db ../../../.agency/agency.db; do test -e $f && echo BLACKBOARD-VISIBLE; done; echo looked".to_string()),
         Reply::text(REPORT),
     ]
 }
@@ -175,6 +176,12 @@ fn claude_code_implementer_is_corrected_then_approved_by_the_runner_and_its_fix_
     let env = &results[first("AGENCY_BRIEF=")];
     assert!(!env.contains("runner-only-secret-4711"), "{env}");
     assert!(env.contains(".agency/agents/claude-code/"), "{env}");
+    assert!(env.contains("AGENCY_GATE_SOCKET="), "{env}");
+    assert!(!env.contains("AGENCY_DB="), "{env}");
+    assert!(
+        env.contains("looked") && !env.contains("BLACKBOARD-VISIBLE"),
+        "{env}"
+    );
     assert!(
         server.message_requests()[0]["messages"][0]["content"]
             .to_string()
@@ -250,7 +257,8 @@ fn claude_code_implementer_is_corrected_then_approved_by_the_runner_and_its_fix_
             submitted.payload["via"].as_str(),
             submitted.payload["to"].as_str()
         ),
-        (Some("cli"), Some("under_review"))
+        // Submitted through the runner's gate service, the agent's only way to the blackboard.
+        (Some("gate"), Some("under_review"))
     );
     let corrected = of_implementer
         .iter()

@@ -21,4 +21,5 @@ mod retries;
 mod sandbox;
 mod signoff;
 mod verdicts;
+mod wake;
 mod worktrees;

@@ -219,6 +219,7 @@ impl Project {
             gate_timeout: None,
             agent_idle: None,
             hidden: Vec::new(),
+            wake: None,
         };
         adjust(&mut options);
         let store: Arc<dyn Blackboard> = self.store.clone();

@@ -181,6 +181,10 @@ pub struct RuntimeSetup {
     pub command: Option<Vec<String>>,
     /// Strings to redact from every recorded event.
     pub secrets: Vec<String>,
+    /// The runner's gate service, through which Claude Code and Codex agents reach their teachback gate
+    /// (the blackboard is in no agent's sandbox). `None`: their hook is given [`RuntimeSetup::db`] instead,
+    /// which only works where the agent runs without a sandbox.
+    pub gate: Option<Arc<dyn crate::gate::GateIssuer>>,
     /// The endpoint Codex agents use instead of OpenAI's (from `OPENAI_BASE_URL` in `agency run`).
     pub codex_provider: Option<CodexProvider>,
     /// The tier's model from team.yaml ([`TierModel::of`]); Claude Code and Codex are started on it.
@@ -203,6 +207,7 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             runtime.config.clone_from(&setup.config);
             runtime.rollout = setup.rollout;
             runtime.secrets.clone_from(&setup.secrets);
+            runtime.gate.clone_from(&setup.gate);
             let model = cli_model(choice, setup, ProviderKind::Anthropic)?;
             runtime.model = model.map(|m| m.model.clone());
             runtime.endpoint = model.and_then(|m| m.endpoint.clone());
@@ -215,6 +220,7 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             runtime.config.clone_from(&setup.config);
             runtime.rollout = setup.rollout;
             runtime.secrets.clone_from(&setup.secrets);
+            runtime.gate.clone_from(&setup.gate);
             runtime.provider.clone_from(&setup.codex_provider);
             let model = cli_model(choice, setup, ProviderKind::Openai)?;
             runtime.model = model.map(|m| m.model.clone());
@@ -520,6 +526,7 @@ mod tests {
             state_dir: ".agency/agents".into(),
             command: None,
             secrets: vec![],
+            gate: None,
             codex_provider: None,
             model: None,
             prices: agency_llm::PriceTable::default(),

@@ -3,8 +3,11 @@
 //! The teachback gate is `agency hook`, registered as a PreToolUse command hook through `--settings` (inline
 //! JSON, nothing written into the repository), and Claude Code runs in its **default** permission mode: a
 //! hook that crashes, hangs or is missing leaves the call needing a permission nobody can grant in `-p`,
-//! so it is denied (fail-closed, harness/PROTOCOLS.md §6). The hook finds its brief and blackboard through
-//! `AGENCY_BRIEF` / `AGENCY_DB` / `AGENCY_CONFIG` and answers an explicit allow only when the gate is open.
+//! so it is denied (fail-closed, harness/PROTOCOLS.md §6). In a run the hook asks the runner's gate service
+//! ([`crate::gate`]: `AGENCY_BRIEF`, `AGENCY_GATE_SOCKET`, `AGENCY_GATE_CAPABILITY`), the blackboard being in no
+//! agent's sandbox; without a service (tests, a runtime built by hand) it gets `AGENCY_DB` / `AGENCY_CONFIG`,
+//! which it can open only where the agent runs unsandboxed. Either way it answers an explicit allow only
+//! when the gate is open.
 //! Read-only tools are pre-allowed with `--allowedTools`; a read-only agent (the sign-off judge) is offered
 //! only [`READ_ONLY_TOOL_SET`] (`--tools`), with the editing tools disallowed as well.
 //!
@@ -18,6 +21,7 @@
 pub mod stream;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agency_core::config::{ProviderKind, ROLLOUT_ENV_VAR, RolloutMode};
@@ -26,10 +30,11 @@ use serde_json::json;
 
 use super::coverage::{self, GATE_LOG_ENV, GATE_LOG_FILE};
 use super::external::{
-    Flow, blackboard_files, drive, ending_for, parse_report, sandboxed, shell_word, teachback_for,
+    Flow, drive, ending_for, issue_gate, parse_report, sandboxed, shell_word, teachback_for,
 };
 use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Endpoint, Runtime, RuntimeError};
+use crate::gate::{GateCapability, GateIssuer};
 use crate::process::CommandSpec;
 
 /// Claude Code tools that only read; let through without asking the gate.
@@ -89,6 +94,9 @@ pub struct ClaudeCodeRuntime {
     pub inherit_env: Vec<String>,
     /// Strings redacted from every recorded event.
     pub secrets: Vec<String>,
+    /// The runner's gate service: each agent gets a capability for its own brief. `None`: the hook is given
+    /// the blackboard's path instead (see the module docs).
+    pub gate: Option<Arc<dyn GateIssuer>>,
 }
 
 impl ClaudeCodeRuntime {
@@ -107,6 +115,7 @@ impl ClaudeCodeRuntime {
             price: None,
             inherit_env: DEFAULT_INHERIT.iter().map(|s| (*s).to_owned()).collect(),
             secrets: Vec::new(),
+            gate: None,
         }
     }
 
@@ -124,17 +133,12 @@ impl ClaudeCodeRuntime {
             .join(format!("{}-{}", task.brief.id, task.brief.attempt))
     }
 
-    /// What its sandbox must let it write besides the worktree: its HOME, and the blackboard, which its
-    /// `agency hook` records through.
-    fn writable(&self, task: &AgentTask) -> Vec<PathBuf> {
+    /// What its sandbox must let it write besides the worktree: its HOME, and the gate service's socket when
+    /// it has one. Never the blackboard: its hook reaches the gate through the service.
+    fn writable(&self, task: &AgentTask, gate: Option<&GateCapability>) -> Vec<PathBuf> {
         let mut writable = vec![self.home(task)];
-        writable.extend(blackboard_files(&self.db));
+        writable.extend(gate.map(|g| g.socket().to_path_buf()));
         writable
-    }
-
-    /// What its sandbox must let it read under a hidden directory: the team configuration the hook reads.
-    fn readable(&self) -> Vec<PathBuf> {
-        self.config.iter().filter(|c| c.is_file()).cloned().collect()
     }
 
     /// The command that runs the agent; `resume` continues an earlier session.
@@ -223,11 +227,15 @@ impl ClaudeCodeRuntime {
             spec = spec.env(name, value);
         }
         spec = spec
-            .env("AGENCY_DB", &self.db)
             .env(GATE_LOG_ENV, home.join(GATE_LOG_FILE))
             .env(ROLLOUT_ENV_VAR, self.rollout.as_str());
-        if let Some(config) = &self.config {
-            spec = spec.env("AGENCY_CONFIG", config);
+        // With a gate service the hook asks it (its variables are added as the agent starts); the
+        // blackboard's path is no use to a sandboxed agent and is not given.
+        if self.gate.is_none() {
+            spec = spec.env("AGENCY_DB", &self.db);
+            if let Some(config) = &self.config {
+                spec = spec.env("AGENCY_CONFIG", config);
+            }
         }
         spec
     }
@@ -268,15 +276,27 @@ impl Runtime for ClaudeCodeRuntime {
                 .ok()
                 .map(|s| s.trim().to_owned())
                 .filter(|s| !s.is_empty());
-            let redactor = redactor_for(&task.env, &self.secrets);
+            let gate = issue_gate(self.gate.as_deref(), task)?;
+            let mut secrets = self.secrets.clone();
+            secrets.extend(gate.as_ref().map(|g| g.token().to_owned()));
+            let redactor = redactor_for(&task.env, &secrets);
             let recorder = Recorder::new(hooks, &redactor);
             if let Some(session) = &resume {
                 recorder.note(format!("resuming claude-code session {session}"));
             }
             let mut state = stream::StreamState::priced(self.price);
             let mut saved = false;
-            let spec = self.command(task, resume.as_deref());
-            let spec = sandboxed("claude-code", task, spec, &self.writable(task), &self.readable())?;
+            let mut spec = self.command(task, resume.as_deref());
+            if let Some(gate) = &gate {
+                spec = gate.apply(spec);
+            }
+            let spec = sandboxed(
+                "claude-code",
+                task,
+                spec,
+                &self.writable(task, gate.as_ref()),
+                &[],
+            )?;
             let driven = drive(
                 "claude-code",
                 spec,

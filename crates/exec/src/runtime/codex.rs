@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 
 use super::coverage::{self, CallTarget, GATE_LOG_ENV, GATE_LOG_FILE, StreamCall};
 use super::external::{
-    Flow, blackboard_files, drive, ending_for, parse_report, sandboxed, shell_word, teachback_for,
+    Flow, drive, ending_for, issue_gate, parse_report, sandboxed, shell_word, teachback_for,
 };
 use super::hook_command::{Expect, fail_closed};
 use super::redact::{Recorder, redactor_for, truncate};
@@ -89,6 +89,9 @@ pub struct CodexRuntime {
     /// How long Codex waits for one `agency hook` answer before it kills the hook and runs the tool
     /// anyway (the gate-coverage audit then fails the brief).
     pub hook_timeout: Duration,
+    /// The runner's gate service: each agent gets a capability for its own brief. `None`: the hook is given
+    /// the blackboard's path instead, which it can open only where the agent runs unsandboxed.
+    pub gate: Option<std::sync::Arc<dyn crate::gate::GateIssuer>>,
 }
 
 /// How long Codex waits for `agency hook` by default.
@@ -112,6 +115,7 @@ impl CodexRuntime {
             inherit_env: DEFAULT_INHERIT.iter().map(|s| (*s).to_owned()).collect(),
             secrets: Vec::new(),
             hook_timeout: HOOK_TIMEOUT,
+            gate: None,
         }
     }
 
@@ -144,10 +148,15 @@ impl CodexRuntime {
         // The commands Codex runs do not inherit a variable whose name holds KEY, SECRET or TOKEN (its
         // model key included), whatever Codex's default.
         out.push_str("\n[shell_environment_policy]\nignore_default_excludes = false\n");
-        // The sandbox keeps writes in the worktree, but `agency teachback submit`, which the agent runs to
-        // teach back, writes the blackboard: its directory is made writable too (docs/runtimes.md says
-        // what that allows).
-        if self.sandbox
+        // The sandbox keeps writes in the worktree. `agency teachback submit`, which the agent runs to teach
+        // back, must reach the gate: in a run through the runner's gate service, a unix socket, which Codex's
+        // sandbox lets a command connect to only with its network on (its seccomp filter refuses `connect`
+        // otherwise; agency's own sandbox decides the network: docs/security.md); without a service it
+        // writes the blackboard, whose directory is then made writable (docs/runtimes.md says what that
+        // allows).
+        if self.sandbox && self.gate.is_some() {
+            out.push_str("\n[sandbox_workspace_write]\nnetwork_access = true\n");
+        } else if self.sandbox
             && let Some(dir) = std::path::absolute(&self.db)
                 .ok()
                 .and_then(|db| db.parent().map(Path::to_path_buf))
@@ -220,11 +229,14 @@ impl CodexRuntime {
             // its temporary directory is its own, inside CODEX_HOME.
             .env("TMPDIR", home.join(TMP_DIR))
             .env("AGENCY_BRIEF", task.brief.id.to_string())
-            .env("AGENCY_DB", &self.db)
             .env(GATE_LOG_ENV, home.join(GATE_LOG_FILE))
             .env(ROLLOUT_ENV_VAR, self.rollout.as_str());
-        if let Some(config) = &self.config {
-            spec = spec.env("AGENCY_CONFIG", config);
+        // With a gate service the hook asks it (its variables are added as the agent starts).
+        if self.gate.is_none() {
+            spec = spec.env("AGENCY_DB", &self.db);
+            if let Some(config) = &self.config {
+                spec = spec.env("AGENCY_CONFIG", config);
+            }
         }
         spec
     }
@@ -269,7 +281,10 @@ impl Runtime for CodexRuntime {
             std::fs::create_dir_all(home.join(TMP_DIR)).map_err(|e| {
                 RuntimeError::Other(format!("cannot create {}: {e}", home.join(TMP_DIR).display()))
             })?;
-            let redactor = redactor_for(&task.env, &self.secrets);
+            let gate = issue_gate(self.gate.as_deref(), task)?;
+            let mut secrets = self.secrets.clone();
+            secrets.extend(gate.as_ref().map(|g| g.token().to_owned()));
+            let redactor = redactor_for(&task.env, &secrets);
             let recorder = Recorder::new(hooks, &redactor);
             recorder.note(match &self.model {
                 Some(model) => format!("codex model {model}"),
@@ -280,10 +295,14 @@ impl Runtime for CodexRuntime {
                 price: self.price,
                 ..StreamState::default()
             };
+            // Never the blackboard: the hook reaches the gate through the service's socket.
             let mut writable = vec![home.clone()];
-            writable.extend(blackboard_files(&self.db));
-            let readable: Vec<PathBuf> = self.config.iter().filter(|c| c.is_file()).cloned().collect();
-            let spec = sandboxed("codex", task, self.command(task), &writable, &readable)?;
+            let mut spec = self.command(task);
+            if let Some(gate) = &gate {
+                writable.push(gate.socket().to_path_buf());
+                spec = gate.apply(spec);
+            }
+            let spec = sandboxed("codex", task, spec, &writable, &[])?;
             let driven = drive("codex", spec, None, task.limits.timeout, cancel, hooks, |line| {
                 for event in map_line(line, &mut state, &task.meta) {
                     recorder.record(event);

@@ -127,6 +127,17 @@ pub fn sandboxed(
         })
 }
 
+/// A capability for `task`'s agent from the runner's gate service, when the runtime has one. An error
+/// stops the agent before it starts: its gate could not answer it.
+pub fn issue_gate(
+    gate: Option<&dyn crate::gate::GateIssuer>,
+    task: &AgentTask,
+) -> Result<Option<crate::gate::GateCapability>, RuntimeError> {
+    gate.map(|g| g.issue(task.brief.id))
+        .transpose()
+        .map_err(|e| RuntimeError::Other(format!("the gate service cannot admit this agent: {e}")))
+}
+
 /// The blackboard files a hook-gated agent's `agency hook` opens (the database, its WAL and shared memory,
 /// those that exist): bound writable into its sandbox, since the hook records and reads through them.
 pub fn blackboard_files(db: &Path) -> Vec<PathBuf> {

@@ -318,3 +318,43 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
         hooks.notes()
     );
 }
+
+/// A gate service that admits nobody: only its presence matters here.
+#[derive(Debug)]
+struct NoGate;
+
+impl agency_exec::gate::GateIssuer for NoGate {
+    fn issue(&self, _: agency_core::BriefId) -> Result<agency_exec::gate::GateCapability, String> {
+        Err("the service is gone".into())
+    }
+}
+
+#[test]
+fn with_a_gate_service_the_blackboard_is_not_named_and_an_agent_it_cannot_admit_does_not_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut runtime = ClaudeCodeRuntime::new("/usr/bin/agency", "/runs/agency.db", dir.path());
+    runtime.config = Some("/runs/team.yaml".into());
+    runtime.gate = Some(std::sync::Arc::new(NoGate));
+    let task = task(dir.path(), true, agency_exec::runtime::Access::ReadWrite);
+    let spec = runtime.command(&task, None);
+    let names: Vec<&str> = spec.env.set.iter().map(|(k, _)| k.as_str()).collect();
+    assert!(names.contains(&"AGENCY_BRIEF"), "{names:?}");
+    assert!(
+        !names.contains(&"AGENCY_DB") && !names.contains(&"AGENCY_CONFIG"),
+        "{names:?}"
+    );
+    // Without a capability its gate could not answer: the agent is refused before anything starts.
+    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let error = rt
+        .block_on(runtime.run(&task, &hooks, &CancelToken::new()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("gate service") && error.contains("the service is gone"),
+        "{error}"
+    );
+}

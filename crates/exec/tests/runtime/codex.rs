@@ -374,3 +374,31 @@ fn assert_alert_for_the_patch(stop: &AgentStop, hooks: &TestHooks) {
         "{notes:#?}"
     );
 }
+
+/// A gate service that admits nobody: only its presence matters here.
+#[derive(Debug)]
+struct NoGate;
+
+impl agency_exec::gate::GateIssuer for NoGate {
+    fn issue(&self, _: agency_core::BriefId) -> Result<agency_exec::gate::GateCapability, String> {
+        Err("no service in this test".into())
+    }
+}
+
+#[test]
+fn with_a_gate_service_the_blackboard_is_neither_writable_nor_named_and_the_socket_is_reachable() {
+    let mut runtime = CodexRuntime::new(
+        "/usr/bin/agency",
+        "/repo/.agency/agency.db",
+        "/repo/.agency/agents",
+    );
+    runtime.gate = Some(std::sync::Arc::new(NoGate));
+    let config = runtime.config_toml();
+    // `agency teachback submit` connects to the service's socket, which Codex's sandbox allows only
+    // with its network on.
+    assert!(
+        config.ends_with("[sandbox_workspace_write]\nnetwork_access = true\n"),
+        "{config}"
+    );
+    assert!(!config.contains("writable_roots"), "{config}");
+}

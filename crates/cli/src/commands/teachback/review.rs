@@ -172,9 +172,13 @@ fn read_teachback(args: &SubmitArgs) -> CommandResult<Teachback> {
     }
 }
 
-/// Runs `agency teachback submit`.
+/// Runs `agency teachback submit`. An agent in a run ([`crate::hook::ENV_GATE_SOCKET`] set) submits through
+/// the runner's gate service, the only way it has to the blackboard.
 pub fn submit(ctx: &Context, args: SubmitArgs) -> CommandResult {
     let teachback = read_teachback(&args)?;
+    if let Some(gate) = crate::hook::HookEnv::from_process().gate {
+        return submit_through_the_service(&gate, &args, teachback);
+    }
     let store = ctx.open_store()?;
     let id = resolve_brief(&*store, args.brief.as_deref())?;
     let brief = store.get_brief(id).map_err(store_error)?;
@@ -218,6 +222,103 @@ pub fn submit(ctx: &Context, args: SubmitArgs) -> CommandResult {
         }
     }
     Ok(())
+}
+
+/// How long one request to the gate service may take.
+const SERVICE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `submit` for an agent in a run: the gate service records the teachback for the agent's own brief
+/// ([`ENV_BRIEF`]; another is refused) and is asked for the review until it comes or the wait ends. A
+/// service that cannot be reached is an error saying so: nothing was submitted.
+fn submit_through_the_service(
+    gate: &crate::hook::GateEnv,
+    args: &SubmitArgs,
+    teachback: Teachback,
+) -> CommandResult {
+    use crate::gate_service::{Request, request};
+    let brief = match (
+        &args.brief,
+        std::env::var(ENV_BRIEF).ok().filter(|v| !v.is_empty()),
+    ) {
+        (_, Some(own)) => own,
+        (Some(typed), None) => typed.clone(),
+        (None, None) => {
+            return Err(CommandError::new(
+                ErrorKind::Usage,
+                format!("which brief? {ENV_BRIEF} is not set"),
+            ));
+        }
+    };
+    let unreachable = |problem: String| {
+        CommandError::new(
+            ErrorKind::Internal,
+            format!(
+                "the runner's gate service ({}) refused or did not answer: {problem}",
+                gate.socket.display()
+            ),
+        )
+        .hint("nothing was submitted; tell your lead")
+    };
+    let submitted = request(
+        &gate.socket,
+        &Request::Submit {
+            brief: brief.clone(),
+            token: gate.token.clone(),
+            teachback,
+        },
+        SERVICE_TIMEOUT,
+    )
+    .map_err(unreachable)?;
+    let state = submitted["state"].as_str().unwrap_or_default().to_owned();
+    let cursor = submitted["cursor"].as_i64().unwrap_or_default();
+    println!(
+        "submitted  teachback for brief {} ({}): now {state}",
+        submitted["short"].as_str().unwrap_or_default(),
+        submitted["title"].as_str().unwrap_or_default(),
+    );
+    if state == TeachbackState::Active.as_str() {
+        return Ok(());
+    }
+    let wait = args.wait.unwrap_or(AGENT_WAIT_SECS);
+    if wait == 0 {
+        println!("wait for the reviewer: edits stay blocked until the teachback is approved");
+        return Ok(());
+    }
+    println!("waiting up to {wait} s for the review...");
+    let deadline = Instant::now() + Duration::from_secs(wait);
+    loop {
+        let review = request(
+            &gate.socket,
+            &Request::Review {
+                brief: brief.clone(),
+                token: gate.token.clone(),
+                after: cursor,
+            },
+            SERVICE_TIMEOUT,
+        )
+        .map_err(unreachable)?;
+        if !review["waiting"].as_bool().unwrap_or(true) {
+            let message = review["message"].as_str().map_or_else(
+                || {
+                    format!(
+                        "The teachback is now {}; `agency teachback show` shows the review.",
+                        review["state"].as_str().unwrap_or_default()
+                    )
+                },
+                String::from,
+            );
+            println!("{message}");
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            println!(
+                "No review yet after {wait} s. Reading is allowed meanwhile; the gate's answers say when the \
+                 teachback is approved (go on) or corrected (address the corrections and submit again)."
+            );
+            return Ok(());
+        }
+        std::thread::sleep(WAIT_POLL);
+    }
 }
 
 /// Waits until `brief` leaves `under_review` and returns the message of the review that moved it (read
@@ -312,6 +413,8 @@ fn print_gate(gate: Option<GateId>, how: &str) {
 /// Runs `agency teachback approve`.
 pub fn approve(ctx: &Context, args: ApproveArgs) -> CommandResult {
     let (brief, gate) = review(ctx, &args.brief, ReviewVerdict::Approved, args.note)?;
+    // A waiting runner sees it now rather than at its next poll.
+    crate::gate_service::poke_workspace(ctx);
     println!(
         "approved   teachback for brief {} ({}): now active",
         brief.id.short(),
@@ -330,6 +433,8 @@ pub fn correct(ctx: &Context, args: CorrectArgs) -> CommandResult {
         ReviewVerdict::Corrections(args.items),
         args.note,
     )?;
+    // A waiting runner sees it now rather than at its next poll.
+    crate::gate_service::poke_workspace(ctx);
     println!(
         "corrected  teachback for brief {} ({}): {count} item(s); now correcting, the agent must resubmit",
         brief.id.short(),

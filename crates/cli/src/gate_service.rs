@@ -1,0 +1,501 @@
+//! The gate service: in a run, the only way from an agent to the blackboard. The runner (`agency run`,
+//! `agency run --resume`, `agency worker`) listens on a unix socket in its private directory
+//! (`.agency/gate/<pid>.sock`, out of every sandbox; bound into each hook-gated agent's sandbox on its own
+//! path). It answers the agents' PreToolUse hooks with the very decision code `agency hook` runs in a
+//! plain session ([`crate::hook::answer_bytes`]), receives their teachback submissions, serves them the
+//! review of their own brief, and takes pokes: a human decision made outside (`agency approve`, ...) wakes
+//! the waiting runner at once instead of at its next poll.
+//!
+//! Capabilities: every agent it admits gets a random token (32 bytes from the OS RNG, `/dev/urandom`) valid
+//! for its own brief only, revoked when the agent ends. A request naming a brief whose token it does not
+//! hold is refused, and the refusal is recorded as an ALERT on that brief's run (without the token). A
+//! poke carries no authority (it only makes the runner look at the blackboard sooner), so it needs no
+//! token.
+//!
+//! The wire: one JSON object per line each way, one request per connection ([`Request`]; the answer is an
+//! object, `{"error": ...}` when refused).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agency_core::config::RolloutMode;
+use agency_core::teachback::{TeachbackAction, TeachbackState, transition};
+use agency_core::{BriefId, EventKind, NewEvent, Teachback};
+use agency_exec::gate::{GateCapability, GateIssuer};
+use agency_store::Blackboard;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::hook::HookEnv;
+
+/// The directory under `.agency/` holding the runners' sockets (and pointers to them).
+pub const SOCKET_DIR: &str = "gate";
+/// The longest socket path bound in place; a longer one (a deep repository) goes to a private directory
+/// under the temporary directory, with a pointer file (`<pid>.at`) in [`SOCKET_DIR`].
+const MAX_SOCKET_PATH: usize = 100;
+/// How long one connection may take to send its request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Look at the blackboard now (a human decided something).
+    Poke,
+    /// Answer a hook event: `{"code", "stdout", "stderr"}`, what `agency hook` writes.
+    Hook {
+        /// The brief the agent works on (its full id).
+        brief: String,
+        /// The agent's capability.
+        token: String,
+        /// The event as the client sent it.
+        event: Value,
+    },
+    /// Submit a teachback: `{"state", "cursor", "title"}`.
+    Submit {
+        /// The brief (full id).
+        brief: String,
+        /// The agent's capability.
+        token: String,
+        /// The teachback.
+        teachback: Teachback,
+    },
+    /// The brief's teachback state and the message of its latest review after event `after`:
+    /// `{"state", "message"}` (`message` null when there is none).
+    Review {
+        /// The brief (full id).
+        brief: String,
+        /// The agent's capability.
+        token: String,
+        /// Only reviews recorded after this event sequence number.
+        after: i64,
+    },
+}
+
+/// What the service needs to decide.
+#[derive(Debug, Clone)]
+pub struct GateSetup {
+    /// The run's blackboard, for submissions, reviews and refusals.
+    pub store: Arc<dyn Blackboard>,
+    /// Its SQLite file, which the hook's decision code reads; `None` on PostgreSQL, where no hook-gated
+    /// agent runs, and hook requests are refused.
+    pub db: Option<PathBuf>,
+    /// team.yaml, when there is one.
+    pub config: Option<PathBuf>,
+    /// The rollout mode the runner resolved.
+    pub rollout: RolloutMode,
+}
+
+#[derive(Debug)]
+struct Inner {
+    setup: GateSetup,
+    /// Each admitted agent's token by brief, with the id its revocation names.
+    tokens: Mutex<HashMap<BriefId, Vec<(u64, String)>>>,
+    next: AtomicU64,
+    wake: Arc<tokio::sync::Notify>,
+    stopping: AtomicBool,
+}
+
+/// The running service. Dropping it stops listening and removes the socket.
+#[derive(Debug)]
+pub struct GateService {
+    inner: Arc<Inner>,
+    socket: PathBuf,
+    /// The pointer file naming the socket, when it is not in [`SOCKET_DIR`] itself.
+    pointer: Option<PathBuf>,
+    /// The private directory holding a socket whose path in place would be too long.
+    private: Option<PathBuf>,
+}
+
+impl GateService {
+    /// Listens in `dir` (`.agency/gate`, made private to the user).
+    pub fn start(dir: &Path, setup: GateSetup) -> Result<Arc<GateService>, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("cannot make {} private: {e}", dir.display()))?;
+        let pid = std::process::id();
+        let in_place = std::path::absolute(dir.join(format!("{pid}.sock")))
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        let (socket, pointer, private) = if in_place.as_os_str().len() <= MAX_SOCKET_PATH {
+            (in_place, None, None)
+        } else {
+            let suffix = random_token()?;
+            let private = std::env::temp_dir().join(format!("agency-gate-{}", &suffix[..16]));
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&private)
+                .map_err(|e| format!("cannot create {} for the gate's socket: {e}", private.display()))?;
+            let socket = private.join("gate.sock");
+            let pointer = dir.join(format!("{pid}.at"));
+            std::fs::write(&pointer, socket.as_os_str().as_encoded_bytes())
+                .map_err(|e| format!("cannot write {}: {e}", pointer.display()))?;
+            (socket, Some(pointer), Some(private))
+        };
+        // A socket of an earlier process with this pid is stale: nobody listens on it.
+        let _ = std::fs::remove_file(&socket);
+        let listener =
+            UnixListener::bind(&socket).map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("cannot make {} private: {e}", socket.display()))?;
+        let inner = Arc::new(Inner {
+            setup,
+            tokens: Mutex::default(),
+            next: AtomicU64::new(1),
+            wake: Arc::new(tokio::sync::Notify::new()),
+            stopping: AtomicBool::new(false),
+        });
+        let serving = inner.clone();
+        std::thread::Builder::new()
+            .name("agency-gate".into())
+            .spawn(move || accept(&listener, &serving))
+            .map_err(|e| format!("cannot start the gate service: {e}"))?;
+        Ok(Arc::new(GateService {
+            inner,
+            socket,
+            pointer,
+            private,
+        }))
+    }
+
+    /// Where it listens.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// What a poke notifies: the runner's drive loop waits on it besides its poll interval.
+    pub fn waker(&self) -> Arc<tokio::sync::Notify> {
+        self.inner.wake.clone()
+    }
+}
+
+impl Drop for GateService {
+    fn drop(&mut self) {
+        self.inner.stopping.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so that it sees the flag.
+        let _ = UnixStream::connect(&self.socket);
+        let _ = std::fs::remove_file(&self.socket);
+        if let Some(pointer) = &self.pointer {
+            let _ = std::fs::remove_file(pointer);
+        }
+        if let Some(private) = &self.private {
+            let _ = std::fs::remove_dir(private);
+        }
+    }
+}
+
+impl GateIssuer for GateService {
+    fn issue(&self, brief: BriefId) -> Result<GateCapability, String> {
+        let token = random_token()?;
+        let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
+        lock(&self.inner.tokens)
+            .entry(brief)
+            .or_default()
+            .push((id, token.clone()));
+        let inner = Arc::downgrade(&self.inner);
+        Ok(GateCapability::new(self.socket.clone(), token, move || {
+            if let Some(inner) = inner.upgrade() {
+                let mut tokens = lock(&inner.tokens);
+                if let Some(held) = tokens.get_mut(&brief) {
+                    held.retain(|(held_id, _)| *held_id != id);
+                    if held.is_empty() {
+                        tokens.remove(&brief);
+                    }
+                }
+            }
+        }))
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// 32 bytes from the OS RNG, hex.
+fn random_token() -> Result<String, String> {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| format!("cannot read /dev/urandom for a gate token: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Equal without an early exit, so the time taken says nothing about how much of a token was right.
+fn same_token(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn accept(listener: &UnixListener, inner: &Arc<Inner>) {
+    for connection in listener.incoming() {
+        if inner.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(connection) = connection else { continue };
+        let inner = inner.clone();
+        let spawned = std::thread::Builder::new()
+            .name("agency-gate-request".into())
+            .spawn(move || serve(connection, &inner));
+        if let Err(err) = spawned {
+            eprintln!("agency: the gate service could not take a request: {err}");
+        }
+    }
+}
+
+fn serve(connection: UnixStream, inner: &Inner) {
+    let _ = connection.set_read_timeout(Some(REQUEST_TIMEOUT));
+    let mut line = Vec::new();
+    let read = BufReader::new(&connection)
+        .take(crate::hook::event::MAX_INPUT_BYTES as u64 + 4096)
+        .read_until(b'\n', &mut line);
+    let answer = match read {
+        Err(err) => json!({"error": format!("cannot read the request: {err}")}),
+        Ok(_) => match serde_json::from_slice::<Request>(&line) {
+            Err(err) => {
+                json!({"error": format!("not a gate request ({err}); expected one JSON object per line with \"op\"")})
+            }
+            Ok(request) => inner.answer(request),
+        },
+    };
+    let mut out = &connection;
+    let _ = writeln!(out, "{answer}");
+}
+
+impl Inner {
+    fn answer(&self, request: Request) -> Value {
+        match request {
+            Request::Poke => {
+                // Every waiter now, and a permit for a runner between two waits.
+                self.wake.notify_waiters();
+                self.wake.notify_one();
+                json!({"ok": true})
+            }
+            Request::Hook { brief, token, event } => match self.admit(&brief, &token, "hook") {
+                Ok(id) => self.hook(id, &event),
+                Err(refused) => json!({"error": refused}),
+            },
+            Request::Submit {
+                brief,
+                token,
+                teachback,
+            } => match self
+                .admit(&brief, &token, "submit")
+                .and_then(|id| self.submit(id, &teachback))
+            {
+                Ok(answer) => answer,
+                Err(refused) => json!({"error": refused}),
+            },
+            Request::Review { brief, token, after } => match self
+                .admit(&brief, &token, "review")
+                .and_then(|id| self.review(id, after))
+            {
+                Ok(answer) => answer,
+                Err(refused) => json!({"error": refused}),
+            },
+        }
+    }
+
+    /// The brief `typed` names, when `token` is one it holds for it; a refusal otherwise, recorded.
+    fn admit(&self, typed: &str, token: &str, op: &str) -> Result<BriefId, String> {
+        let Ok(id) = typed.parse::<BriefId>() else {
+            return Err(format!("refused: {typed:?} is not a brief id"));
+        };
+        let held = lock(&self.tokens)
+            .get(&id)
+            .is_some_and(|held| held.iter().any(|(_, t)| same_token(t, token)));
+        if held {
+            return Ok(id);
+        }
+        let reason = format!(
+            "refused: this capability is not valid for brief {} (an agent may ask only about its own brief, while \
+             it runs)",
+            id.short()
+        );
+        self.record_refusal(id, op);
+        Err(reason)
+    }
+
+    fn record_refusal(&self, id: BriefId, op: &str) {
+        let store = &self.setup.store;
+        let recorded = store.get_brief(id).and_then(|brief| {
+            let message = format!(
+                "GATE: a {op} request for brief {} \"{}\" was refused: its capability does not match (an agent \
+                 asking about a brief not its own, or after it ended)",
+                brief.id.short(),
+                brief.title
+            );
+            store.append_event(
+                NewEvent::new(
+                    brief.run,
+                    EventKind::Alert,
+                    json!({"level": "ALERT", "message": message, "source": "gate", "op": op}),
+                )
+                .brief(brief.id),
+            )
+        });
+        if let Err(err) = recorded {
+            eprintln!(
+                "agency: the gate service refused a {op} request for brief {} and could not record it: {err}",
+                id.short()
+            );
+        }
+    }
+
+    fn hook(&self, id: BriefId, event: &Value) -> Value {
+        let env = HookEnv {
+            brief: Some(id.to_string()),
+            db: self.setup.db.clone(),
+            config: self.setup.config.clone(),
+            rollout: Some(self.setup.rollout.as_str().to_owned()),
+            cwd: None,
+            gate: None,
+        };
+        if env.db.is_none() {
+            return json!({"error": "this run's blackboard is not a SQLite file: no hook-gated agent can run on it"});
+        }
+        let bytes = serde_json::to_vec(event).unwrap_or_default();
+        let (code, stdout, stderr) = crate::hook::answer_bytes(&bytes, &env);
+        json!({"code": code, "stdout": stdout, "stderr": stderr})
+    }
+
+    fn submit(&self, id: BriefId, teachback: &Teachback) -> Result<Value, String> {
+        teachback.validate().map_err(|e| {
+            format!(
+                "the teachback is incomplete: {} must not be empty",
+                e.missing.join(", ")
+            )
+        })?;
+        let store = self.redacting_store();
+        let brief = store.get_brief(id).map_err(|e| e.to_string())?;
+        let cursor = store.last_seq(Some(brief.run)).map_err(|e| e.to_string())?;
+        let next = transition(brief.teachback, brief.teachback_mode(), &TeachbackAction::Submit)
+            .map_err(|e| format!("brief {}: {e}", brief.id.short()))?;
+        let payload = json!({
+            "teachback": teachback,
+            "text": teachback.to_string(),
+            "via": "gate",
+            "from": brief.teachback,
+            "to": next,
+        });
+        let event = NewEvent::new(brief.run, EventKind::TeachbackSubmitted, payload).brief(brief.id);
+        let after = store
+            .set_teachback_state(brief.id, brief.teachback, next, event)
+            .map_err(|e| e.to_string())?;
+        Ok(
+            json!({"state": after.teachback, "cursor": cursor, "title": brief.title, "short": brief.id.short()}),
+        )
+    }
+
+    fn review(&self, id: BriefId, after: i64) -> Result<Value, String> {
+        let store = &self.setup.store;
+        let brief = store.get_brief(id).map_err(|e| e.to_string())?;
+        let mut cursor = after;
+        let mut message = None;
+        loop {
+            let page = store
+                .events_after(Some(brief.run), cursor, 500)
+                .map_err(|e| e.to_string())?;
+            let Some(last) = page.last() else { break };
+            cursor = last.seq;
+            for event in page.iter().filter(|e| e.brief == Some(brief.id)) {
+                if matches!(
+                    event.kind,
+                    EventKind::TeachbackApproved | EventKind::TeachbackCorrected
+                ) {
+                    message = event.payload["message"].as_str().map(String::from);
+                }
+            }
+        }
+        let waiting = brief.teachback == TeachbackState::UnderReview;
+        Ok(json!({"state": brief.teachback, "message": message, "waiting": waiting}))
+    }
+
+    /// The blackboard with what the agent sends redacted (secrets in the runner's environment, token
+    /// shapes), as everything recorded is.
+    fn redacting_store(&self) -> Arc<dyn Blackboard> {
+        let names = agency_core::config::TeamConfig::default().secret_env_names();
+        let redactor = agency_core::redact::Redactor::from_process_env(&names);
+        agency_store::RedactingBlackboard::wrap(self.setup.store.clone(), redactor)
+    }
+}
+
+/// Sends `request` to the service at `socket` and returns its answer; an `{"error": ...}` answer is an
+/// error. `timeout` bounds the whole exchange.
+pub fn request(socket: &Path, request: &Request, timeout: Duration) -> Result<Value, String> {
+    let stream =
+        UnixStream::connect(socket).map_err(|e| format!("cannot connect to {}: {e}", socket.display()))?;
+    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.set_write_timeout(Some(timeout));
+    let mut body = serde_json::to_vec(request).map_err(|e| e.to_string())?;
+    body.push(b'\n');
+    (&stream)
+        .write_all(&body)
+        .map_err(|e| format!("cannot send to {}: {e}", socket.display()))?;
+    let mut line = Vec::new();
+    BufReader::new(&stream)
+        .read_until(b'\n', &mut line)
+        .map_err(|e| format!("no answer from {}: {e}", socket.display()))?;
+    let answer: Value = serde_json::from_slice(&line)
+        .map_err(|e| format!("the answer from {} is not JSON ({e})", socket.display()))?;
+    match answer.get("error").and_then(Value::as_str) {
+        Some(error) => Err(error.to_owned()),
+        None => Ok(answer),
+    }
+}
+
+/// [`poke_runners`] of the workspace `ctx` works in; nothing when there is none.
+pub fn poke_workspace(ctx: &crate::commands::Context) {
+    if let Ok(ws) = ctx.workspace() {
+        poke_runners(&ws.root.join(crate::workspace::AGENCY_DIR));
+    }
+}
+
+/// Pokes every runner listening in `<agency dir>/gate`, so one waiting for the decision just written sees
+/// it at once. Best effort and quiet: a runner not reached sees the decision at its next poll anyway. A
+/// socket nobody listens on (its runner died) is removed.
+pub fn poke_runners(agency_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(agency_dir.join(SOCKET_DIR)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let socket = match path.extension().and_then(|e| e.to_str()) {
+            Some("sock") => path.clone(),
+            Some("at") => match std::fs::read(&path) {
+                Ok(bytes) => PathBuf::from(String::from_utf8_lossy(&bytes).into_owned()),
+                Err(_) => continue,
+            },
+            _ => continue,
+        };
+        match UnixStream::connect(&socket) {
+            Ok(stream) => {
+                let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+                let _ = (&stream).write_all(b"{\"op\":\"poke\"}\n");
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::ConnectionRefused => {
+                let _ = std::fs::remove_file(&path);
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_long_random_and_compared_whole() {
+        let a = random_token().unwrap();
+        let b = random_token().unwrap();
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+        assert!(same_token(&a, &a.clone()));
+        assert!(!same_token(&a, &b));
+        assert!(!same_token(&a, &a[..63]));
+    }
+}

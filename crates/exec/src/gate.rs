@@ -1,0 +1,102 @@
+//! The gate service as a runtime sees it. In a run the blackboard is in no agent's sandbox: a hook-gated
+//! agent (Claude Code, Codex) reaches its teachback gate only through the runner's gate service, a unix
+//! socket bound into its sandbox, with a capability — a random token the service accepts for that agent's
+//! own brief and no other. The runtime asks its [`GateIssuer`] for one as the agent starts, passes the
+//! socket and token in [`ENV_GATE_SOCKET`] and [`ENV_GATE_CAPABILITY`], and the capability is revoked when the
+//! [`GateCapability`] drops (the agent has ended).
+//!
+//! The token is a secret: it is added to the agent's redactor, so no recorded event or log line holds it,
+//! and the capability's `Debug` does not show it.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use agency_core::BriefId;
+
+use crate::process::CommandSpec;
+
+/// The gate service's socket, in a runner-spawned agent's environment.
+pub const ENV_GATE_SOCKET: &str = "AGENCY_GATE_SOCKET";
+/// The agent's capability (a random token scoped to its brief), in its environment. Not named `*TOKEN*`:
+/// Codex keeps variables so named from the commands it runs, and `agency teachback submit` is one.
+pub const ENV_GATE_CAPABILITY: &str = "AGENCY_GATE_CAPABILITY";
+
+/// Issues capabilities: the runner's gate service.
+pub trait GateIssuer: Send + Sync + fmt::Debug {
+    /// A fresh capability for the agent working on `brief`, valid until it drops. An error (the service is
+    /// not running) means the agent must not start: without it its gate cannot answer.
+    fn issue(&self, brief: BriefId) -> Result<GateCapability, String>;
+}
+
+/// One agent's access to the gate service: where the socket is and the token that proves which brief it
+/// works on. Dropping it revokes the token.
+pub struct GateCapability {
+    socket: PathBuf,
+    token: String,
+    revoke: Option<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl GateCapability {
+    /// A capability for `socket` with `token`; `revoke` runs when it drops.
+    pub fn new(socket: PathBuf, token: String, revoke: impl FnOnce() + Send + Sync + 'static) -> Self {
+        GateCapability {
+            socket,
+            token,
+            revoke: Some(Box::new(revoke)),
+        }
+    }
+
+    /// The service's socket (bound into the agent's sandbox).
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The token; a secret (see the module docs).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// `spec` with the socket and token in its environment.
+    pub fn apply(&self, spec: CommandSpec) -> CommandSpec {
+        spec.env(ENV_GATE_SOCKET, self.socket.as_os_str())
+            .env(ENV_GATE_CAPABILITY, self.token.as_str())
+    }
+}
+
+impl Drop for GateCapability {
+    fn drop(&mut self) {
+        if let Some(revoke) = self.revoke.take() {
+            revoke();
+        }
+    }
+}
+
+impl fmt::Debug for GateCapability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GateCapability")
+            .field("socket", &self.socket)
+            .field("token", &"<redacted>")
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn dropping_revokes_and_debug_hides_the_token() {
+        let revoked = Arc::new(AtomicBool::new(false));
+        let flag = revoked.clone();
+        let capability = GateCapability::new("/s".into(), "sekrit-token".into(), move || {
+            flag.store(true, Ordering::SeqCst);
+        });
+        assert!(!format!("{capability:?}").contains("sekrit-token"));
+        assert!(!revoked.load(Ordering::SeqCst));
+        drop(capability);
+        assert!(revoked.load(Ordering::SeqCst));
+    }
+}
