@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::brief::{Brief, BriefStatus};
 use crate::ids::{BriefId, RunId};
 use crate::tier::Tier;
 
@@ -198,6 +199,19 @@ impl NewEvent {
             kind,
             payload,
         }
+    }
+
+    /// `brief_status`: `brief` moving from the status it has to `to`, with `detail` (a reason, a note), on
+    /// the brief and its tier. The one constructor of the event, for every writer of a brief's move.
+    pub fn brief_moved(brief: &Brief, to: BriefStatus, detail: payload::BriefStatusChange) -> Self {
+        let payload = payload::BriefStatusChange {
+            from: brief.status.as_str().to_string(),
+            to: to.as_str().to_string(),
+            ..detail
+        };
+        NewEvent::typed(brief.run, EventPayload::BriefStatus(payload))
+            .brief(brief.id)
+            .tier(brief.tier)
     }
 
     /// Sets the brief the event concerns.

@@ -9,7 +9,8 @@
 use std::sync::{Arc, Mutex};
 
 use agency_core::RunId;
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::{self, BudgetAmount, BudgetScope};
+use agency_core::event::{EventKind, EventPayload, NewEvent};
 use agency_core::gate::{GateKind, GateStatus};
 use agency_llm::{Amount, BudgetExceeded, BudgetLedger, CallMeta, Limit, Scope, UsageRecord, UsageSink};
 use agency_store::{Blackboard, NewGate, RunStatus};
@@ -34,18 +35,28 @@ impl BlackboardSink {
     }
 }
 
-fn amount(a: &Amount) -> serde_json::Value {
+fn amount(a: &Amount) -> BudgetAmount {
     match a {
-        Amount::Tokens(n) => json!({ "tokens": n }),
-        Amount::Usd(usd) => json!({ "usd": usd }),
+        Amount::Tokens(n) => BudgetAmount {
+            tokens: Some(*n),
+            usd: None,
+        },
+        Amount::Usd(usd) => BudgetAmount {
+            tokens: None,
+            usd: Some(*usd),
+        },
     }
 }
 
-fn scope_json(scope: &Scope) -> serde_json::Value {
-    match scope {
-        Scope::Run => json!({ "kind": "run" }),
-        Scope::Workstream(ws) => json!({ "kind": "workstream", "id": ws }),
-        Scope::Brief(b) => json!({ "kind": "brief", "id": b }),
+fn scope_detail(scope: &Scope) -> BudgetScope {
+    let (kind, id) = match scope {
+        Scope::Run => ("run", None),
+        Scope::Workstream(ws) => ("workstream", Some(ws.clone())),
+        Scope::Brief(b) => ("brief", Some(b.clone())),
+    };
+    BudgetScope {
+        kind: kind.to_string(),
+        id,
     }
 }
 
@@ -58,15 +69,16 @@ impl UsageSink for BlackboardSink {
 
     fn budget_exhausted(&self, meta: &CallMeta, exceeded: &BudgetExceeded) {
         let Some(run) = meta.run else { return };
-        let payload = json!({
-            "scope": exceeded.scope.to_string(),
-            "scope_detail": scope_json(&exceeded.scope),
-            "limit": amount(&exceeded.limit),
-            "spent": amount(&exceeded.spent),
-            "needed": amount(&exceeded.needed),
-            "brief": meta.brief,
+        let payload = EventPayload::BudgetExhausted(payload::BudgetExhausted {
+            scope: exceeded.scope.to_string(),
+            scope_detail: scope_detail(&exceeded.scope),
+            limit: amount(&exceeded.limit),
+            spent: amount(&exceeded.spent),
+            needed: amount(&exceeded.needed),
+            brief: meta.brief.clone(),
         });
-        let mut event = NewEvent::new(run, EventKind::BudgetExhausted, payload.clone());
+        let mut event = NewEvent::typed(run, payload);
+        let event_payload = event.payload.clone();
         event.brief = meta.brief_id;
         event.tier = meta.tier;
         // A sink cannot fail the call (it is already refused); a store error here only loses the record.
@@ -79,7 +91,7 @@ impl UsageSink for BlackboardSink {
         if !open {
             let summary = json!({
                 "message": format!("Budget reached ({}: {} of {}) — approve to raise it, reject to stop", exceeded.scope, exceeded.spent, exceeded.limit),
-                "produced": payload,
+                "produced": event_payload,
                 "next": ["approve: the limit doubles (or --note tokens=N / usd=X sets it)", "reject: the run stops"],
             });
             let _ = self.store.open_gate(NewGate::new(run, GateKind::Budget, summary));
@@ -192,10 +204,14 @@ pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
         });
         ledger.raise(scope.clone(), raised);
         drop(ledger);
-        engine.store.append_event(NewEvent::new(
+        engine.store.append_event(NewEvent::typed(
             run,
-            EventKind::BudgetRaised,
-            json!({ "gate": gate.id.to_string(), "scope": scope.to_string(), "tokens": raised.tokens, "usd": raised.usd }),
+            EventPayload::BudgetRaised(payload::BudgetRaised {
+                gate: Some(gate.id),
+                scope: scope.to_string(),
+                tokens: raised.tokens,
+                usd: raised.usd,
+            }),
         ))?;
         progressed = true;
     }

@@ -5,11 +5,12 @@
 //! hook or `agency teachback check` looks.
 
 use agency_core::config::TeachbackConfig;
+use agency_core::event::EventPayload;
+use agency_core::event::payload::Signal;
 use agency_core::teachback::TeachbackState;
 use agency_core::{Brief, Event, EventKind, NewEvent};
 use agency_store::Blackboard;
 use chrono::{DateTime, Duration, Utc};
-use serde_json::json;
 
 /// The message of a review that never came.
 pub const ORCHESTRATOR_UNREACHABLE: &str = "META-BLOCK: orchestrator unreachable";
@@ -80,15 +81,15 @@ pub fn due(
         return None;
     }
     Some(
-        NewEvent::new(
+        NewEvent::typed(
             brief.run,
-            EventKind::Alert,
-            json!({
-                "level": "ALERT",
-                "message": message,
-                "teachback_state": state,
-                "since": since,
-                "notify": true,
+            EventPayload::Alert(Signal {
+                level: Some("ALERT".to_string()),
+                message: Some(message),
+                teachback_state: Some(brief.teachback),
+                since: Some(since),
+                notify: Some(true),
+                ..Signal::default()
             }),
         )
         .brief(brief.id)

@@ -100,6 +100,24 @@ payload_struct! {
     }
 }
 
+impl BriefStatusChange {
+    /// The detail of a move made for `reason` (the writer of the move fills in `from` and `to`).
+    pub fn because(reason: impl Into<String>) -> Self {
+        BriefStatusChange {
+            reason: Some(reason.into()),
+            ..BriefStatusChange::default()
+        }
+    }
+
+    /// The detail of a move with a `note`.
+    pub fn noted(note: impl Into<String>) -> Self {
+        BriefStatusChange {
+            note: Some(note.into()),
+            ..BriefStatusChange::default()
+        }
+    }
+}
+
 payload_struct! {
     /// `spawned`: an agent started for a brief.
     Spawned {
