@@ -104,11 +104,18 @@ impl BoardReviews {
                 self.after = event.seq;
                 let Some(brief) = event.brief else { continue };
                 match event.kind {
-                    EventKind::TeachbackSubmitted
-                        if event.payload["via"] != VIA_RUNNER
-                            && event.payload["to"] == TeachbackState::UnderReview.as_str() =>
-                    {
-                        let Ok(teachback) = serde_json::from_value(event.payload["teachback"].clone()) else {
+                    EventKind::TeachbackSubmitted => {
+                        let Ok(EventPayload::TeachbackSubmitted(submitted)) = event.typed() else {
+                            continue;
+                        };
+                        if submitted.via.as_deref() == Some(VIA_RUNNER)
+                            || submitted.to != Some(TeachbackState::UnderReview)
+                        {
+                            continue;
+                        }
+                        let Ok(teachback) =
+                            <Teachback as serde::Deserialize>::deserialize(&submitted.teachback)
+                        else {
                             continue;
                         };
                         self.waiting.insert(

@@ -32,9 +32,6 @@ use crate::engine::Engine;
 /// How long one notifier may take before it counts as failed: a slow endpoint must not stall the runner.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The payload key of a delivery record: the event sequence number the notification covered.
-const NOTIFIED_SEQ: &str = "notified_seq";
-
 /// Longest piece of a failing notifier's output kept in the log.
 const MAX_DETAIL_CHARS: usize = 300;
 
@@ -415,7 +412,8 @@ fn last_notified(engine: &Engine, run: RunId) -> i64 {
         after = last.seq;
         for event in &page {
             if event.kind == EventKind::Log
-                && let Some(seq) = event.payload.get(NOTIFIED_SEQ).and_then(Value::as_i64)
+                && let Ok(EventPayload::Log(line)) = event.typed()
+                && let Some(seq) = line.notified_seq
             {
                 notified = notified.max(seq);
             }

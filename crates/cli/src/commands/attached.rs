@@ -4,7 +4,7 @@
 
 use agency_core::RunId;
 use agency_core::event::payload::LogLine;
-use agency_core::event::{EventKind, EventPayload, NewEvent};
+use agency_core::event::{EventPayload, NewEvent};
 use agency_store::{Blackboard, Run};
 
 /// The tag of the log line that records how the run is resumed.
@@ -32,11 +32,9 @@ pub fn record_resume_command(store: &dyn Blackboard, run: RunId, script: Option<
 pub fn resume_command(store: &dyn Blackboard, run: RunId) -> String {
     // Recorded among the run's first events: the first page holds it.
     let recorded = store.events_after(Some(run), 0, 50).ok().and_then(|page| {
-        page.into_iter().find_map(|event| {
-            (event.kind == EventKind::Log
-                && event.payload.get("tag").and_then(|t| t.as_str()) == Some(RESUMABLE))
-            .then(|| event.payload.get("command")?.as_str().map(str::to_string))
-            .flatten()
+        page.into_iter().find_map(|event| match event.typed() {
+            Ok(EventPayload::Log(line)) if line.tag.as_deref() == Some(RESUMABLE) => line.command,
+            _ => None,
         })
     });
     recorded.unwrap_or_else(|| format!("agency run --resume {}", run.short()))
