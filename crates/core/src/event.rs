@@ -9,8 +9,13 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::brief::{Brief, BriefStatus};
 use crate::ids::{BriefId, RunId};
 use crate::tier::Tier;
+
+pub mod payload;
+
+pub use payload::{EventPayload, PayloadError};
 
 macro_rules! event_kinds {
     ($($(#[$doc:meta])* $variant:ident = $name:literal,)*) => {
@@ -139,8 +144,15 @@ pub struct Event {
     pub tier: Option<Tier>,
     /// What happened.
     pub kind: EventKind,
-    /// Kind-specific details.
+    /// Kind-specific details, as stored: read them with [`Event::typed`].
     pub payload: serde_json::Value,
+}
+
+impl Event {
+    /// The payload, typed by the event's kind. An error names the kind and the field that did not read.
+    pub fn typed(&self) -> Result<EventPayload, PayloadError> {
+        EventPayload::decode(self.kind, &self.payload)
+    }
 }
 
 /// An event about to be appended.
@@ -161,7 +173,23 @@ pub struct NewEvent {
 }
 
 impl NewEvent {
-    /// An event for a run, stamped now, with no brief or tier.
+    /// An event for a run with a typed payload (its kind is the payload's), stamped now, with no brief or
+    /// tier.
+    pub fn typed(run: RunId, payload: EventPayload) -> Self {
+        NewEvent {
+            run,
+            ts: Utc::now(),
+            brief: None,
+            tier: None,
+            kind: payload.kind(),
+            payload: payload.encode(),
+        }
+    }
+
+    /// An event for a run with a payload given as JSON, stamped now, with no brief or tier.
+    ///
+    /// Transitional: writers use [`NewEvent::typed`]; this stays for tests that write a payload by hand
+    /// (including malformed ones, to check readers fail closed).
     pub fn new(run: RunId, kind: EventKind, payload: serde_json::Value) -> Self {
         NewEvent {
             run,
@@ -171,6 +199,19 @@ impl NewEvent {
             kind,
             payload,
         }
+    }
+
+    /// `brief_status`: `brief` moving from the status it has to `to`, with `detail` (a reason, a note), on
+    /// the brief and its tier. The one constructor of the event, for every writer of a brief's move.
+    pub fn brief_moved(brief: &Brief, to: BriefStatus, detail: payload::BriefStatusChange) -> Self {
+        let payload = payload::BriefStatusChange {
+            from: brief.status.as_str().to_string(),
+            to: to.as_str().to_string(),
+            ..detail
+        };
+        NewEvent::typed(brief.run, EventPayload::BriefStatus(payload))
+            .brief(brief.id)
+            .tier(brief.tier)
     }
 
     /// Sets the brief the event concerns.
@@ -193,10 +234,9 @@ impl NewEvent {
 
     /// A `log` event with a level and message.
     pub fn log(run: RunId, level: &str, message: impl Into<String>) -> Self {
-        NewEvent::new(
+        NewEvent::typed(
             run,
-            EventKind::Log,
-            serde_json::json!({ "level": level, "message": message.into() }),
+            EventPayload::Log(payload::LogLine::new(level, None, message)),
         )
     }
 }

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 
 use agency_core::brief::BriefPlacement;
+use agency_core::event::payload::BriefStatusChange;
 use agency_core::gate::{Gate, GateKind, GateStatus};
 use agency_core::plan::Plan;
 use agency_core::tiers::{
@@ -426,7 +427,7 @@ pub(crate) const OPEN: [BriefStatus; 3] =
 
 /// Moves a verifying brief to done with a `completed`-style log.
 fn finish(engine: &Engine, brief: &Brief, note: &str) -> Result<bool> {
-    engine.move_brief(brief, BriefStatus::Done, json!({ "note": note }))?;
+    engine.move_brief(brief, BriefStatus::Done, BriefStatusChange::noted(note))?;
     Ok(true)
 }
 
@@ -993,7 +994,7 @@ fn handle_escalation_gates(engine: &Engine, run: RunId) -> Result<bool> {
                 engine.move_brief(
                     &brief,
                     BriefStatus::Cancelled,
-                    json!({ "reason": "a human unblocked it" }),
+                    BriefStatusChange::because("a human unblocked it"),
                 )?;
                 let mut fresh = brief.clone();
                 fresh.retry_budget = brief.attempt + 1 + retry_budget(engine, run)?;
@@ -1010,7 +1011,7 @@ fn handle_escalation_gates(engine: &Engine, run: RunId) -> Result<bool> {
                 engine.move_brief(
                     &brief,
                     BriefStatus::Cancelled,
-                    json!({ "reason": "a human stopped the run" }),
+                    BriefStatusChange::because("a human stopped the run"),
                 )?;
                 engine.store.set_run_status(run, None, RunStatus::Failed)?;
                 progressed = true;

@@ -20,18 +20,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::{self, LogLine};
+use agency_core::event::{EventKind, EventPayload, NewEvent};
 use agency_core::teachback::{Teachback, TeachbackState, transition};
 use agency_core::{BriefId, BriefStatus, RunId};
 use agency_llm::CancelToken;
 use agency_store::Blackboard;
 use chrono::{DateTime, Utc};
-use serde_json::json;
 use tokio::task::JoinSet;
 
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::hooks::{Reviewed, VIA_RUNNER, review, review_kind, review_payload};
+use crate::hooks::{Reviewed, VIA_RUNNER, review, review_event, review_payload};
 
 /// Reviews tried for one submission before the ALERT is raised instead.
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -104,11 +104,18 @@ impl BoardReviews {
                 self.after = event.seq;
                 let Some(brief) = event.brief else { continue };
                 match event.kind {
-                    EventKind::TeachbackSubmitted
-                        if event.payload["via"] != VIA_RUNNER
-                            && event.payload["to"] == TeachbackState::UnderReview.as_str() =>
-                    {
-                        let Ok(teachback) = serde_json::from_value(event.payload["teachback"].clone()) else {
+                    EventKind::TeachbackSubmitted => {
+                        let Ok(EventPayload::TeachbackSubmitted(submitted)) = event.typed() else {
+                            continue;
+                        };
+                        if submitted.via.as_deref() == Some(VIA_RUNNER)
+                            || submitted.to != Some(TeachbackState::UnderReview)
+                        {
+                            continue;
+                        }
+                        let Ok(teachback) =
+                            <Teachback as serde::Deserialize>::deserialize(&submitted.teachback)
+                        else {
                             continue;
                         };
                         self.waiting.insert(
@@ -164,10 +171,8 @@ impl BoardReviews {
                 let mode = brief.teachback_mode();
                 let from = TeachbackState::UnderReview;
                 let to = transition(from, mode, &review.action()).map_err(|e| e.to_string())?;
-                let mut payload = review_payload(&brief, &review);
-                payload["from"] = json!(from);
-                payload["to"] = json!(to);
-                let event = NewEvent::new(brief.run, review_kind(&review), payload)
+                let payload = review_event(&review, review_payload(&brief, &review), from, to);
+                let event = NewEvent::typed(brief.run, payload)
                     .brief(brief.id)
                     .tier(brief.tier);
                 // A compare-and-set: a review someone else recorded meanwhile wins, and this one is dropped.
@@ -196,14 +201,16 @@ impl BoardReviews {
             self.waiting.remove(&id);
             return Ok(());
         }
-        let line = NewEvent::new(
+        let line = NewEvent::typed(
             run,
-            EventKind::Log,
-            json!({
-                "level": "verbose",
-                "tag": "TEACHBACK",
-                "message": format!("the review of {}'s teachback failed ({failures}/{MAX_ATTEMPTS}): {problem}", brief.title),
-            }),
+            EventPayload::Log(LogLine::new(
+                "verbose",
+                Some("TEACHBACK"),
+                format!(
+                    "the review of {}'s teachback failed ({failures}/{MAX_ATTEMPTS}): {problem}",
+                    brief.title
+                ),
+            )),
         )
         .brief(id)
         .tier(brief.tier);
@@ -214,20 +221,20 @@ impl BoardReviews {
         self.waiting.remove(&id);
         // The same ALERT a review stalled past its timeout raises (`agency hook`, `agency teachback
         // check`), with the same fields, so it is not raised twice for this stall.
-        let alert = NewEvent::new(
+        let alert = NewEvent::typed(
             run,
-            EventKind::Alert,
-            json!({
-                "level": "ALERT",
-                "message": format!(
+            EventPayload::Alert(payload::Signal {
+                level: Some("ALERT".to_string()),
+                message: Some(format!(
                     "META-BLOCK: orchestrator unreachable: the teachback of {} could not be reviewed ({problem}); \
                      review it with `agency teachback approve|correct {}`",
                     brief.title,
                     id.short()
-                ),
-                "teachback_state": TeachbackState::UnderReview.as_str(),
-                "since": sent,
-                "notify": true,
+                )),
+                teachback_state: Some(TeachbackState::UnderReview),
+                since: Some(sent),
+                notify: Some(true),
+                ..payload::Signal::default()
             }),
         )
         .brief(id)

@@ -8,9 +8,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use agency_core::RunId;
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::{self, BudgetAmount, BudgetScope};
+use agency_core::event::{EventKind, EventPayload, NewEvent};
 use agency_core::gate::{GateKind, GateStatus};
+use agency_core::{GateId, RunId};
 use agency_llm::{Amount, BudgetExceeded, BudgetLedger, CallMeta, Limit, Scope, UsageRecord, UsageSink};
 use agency_store::{Blackboard, NewGate, RunStatus};
 use serde_json::json;
@@ -34,18 +35,28 @@ impl BlackboardSink {
     }
 }
 
-fn amount(a: &Amount) -> serde_json::Value {
+fn amount(a: &Amount) -> BudgetAmount {
     match a {
-        Amount::Tokens(n) => json!({ "tokens": n }),
-        Amount::Usd(usd) => json!({ "usd": usd }),
+        Amount::Tokens(n) => BudgetAmount {
+            tokens: Some(*n),
+            usd: None,
+        },
+        Amount::Usd(usd) => BudgetAmount {
+            tokens: None,
+            usd: Some(*usd),
+        },
     }
 }
 
-fn scope_json(scope: &Scope) -> serde_json::Value {
-    match scope {
-        Scope::Run => json!({ "kind": "run" }),
-        Scope::Workstream(ws) => json!({ "kind": "workstream", "id": ws }),
-        Scope::Brief(b) => json!({ "kind": "brief", "id": b }),
+fn scope_detail(scope: &Scope) -> BudgetScope {
+    let (kind, id) = match scope {
+        Scope::Run => ("run", None),
+        Scope::Workstream(ws) => ("workstream", Some(ws.clone())),
+        Scope::Brief(b) => ("brief", Some(b.clone())),
+    };
+    BudgetScope {
+        kind: kind.to_string(),
+        id,
     }
 }
 
@@ -58,15 +69,16 @@ impl UsageSink for BlackboardSink {
 
     fn budget_exhausted(&self, meta: &CallMeta, exceeded: &BudgetExceeded) {
         let Some(run) = meta.run else { return };
-        let payload = json!({
-            "scope": exceeded.scope.to_string(),
-            "scope_detail": scope_json(&exceeded.scope),
-            "limit": amount(&exceeded.limit),
-            "spent": amount(&exceeded.spent),
-            "needed": amount(&exceeded.needed),
-            "brief": meta.brief,
+        let payload = EventPayload::BudgetExhausted(payload::BudgetExhausted {
+            scope: exceeded.scope.to_string(),
+            scope_detail: scope_detail(&exceeded.scope),
+            limit: amount(&exceeded.limit),
+            spent: amount(&exceeded.spent),
+            needed: amount(&exceeded.needed),
+            brief: meta.brief.clone(),
         });
-        let mut event = NewEvent::new(run, EventKind::BudgetExhausted, payload.clone());
+        let mut event = NewEvent::typed(run, payload);
+        let event_payload = event.payload.clone();
         event.brief = meta.brief_id;
         event.tier = meta.tier;
         // A sink cannot fail the call (it is already refused); a store error here only loses the record.
@@ -79,7 +91,7 @@ impl UsageSink for BlackboardSink {
         if !open {
             let summary = json!({
                 "message": format!("Budget reached ({}: {} of {}) — approve to raise it, reject to stop", exceeded.scope, exceeded.spent, exceeded.limit),
-                "produced": payload,
+                "produced": event_payload,
                 "next": ["approve: the limit doubles (or --note tokens=N / usd=X sets it)", "reject: the run stops"],
             });
             let _ = self.store.open_gate(NewGate::new(run, GateKind::Budget, summary));
@@ -154,7 +166,7 @@ pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
     let handled = raised_gates(engine.store.as_ref(), run)?;
     let mut progressed = false;
     for gate in decided {
-        if handled.contains(&gate.id.to_string()) {
+        if handled.contains(&gate.id) {
             continue;
         }
         if gate.status == GateStatus::Rejected {
@@ -192,10 +204,14 @@ pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
         });
         ledger.raise(scope.clone(), raised);
         drop(ledger);
-        engine.store.append_event(NewEvent::new(
+        engine.store.append_event(NewEvent::typed(
             run,
-            EventKind::BudgetRaised,
-            json!({ "gate": gate.id.to_string(), "scope": scope.to_string(), "tokens": raised.tokens, "usd": raised.usd }),
+            EventPayload::BudgetRaised(payload::BudgetRaised {
+                gate: Some(gate.id),
+                scope: scope.to_string(),
+                tokens: raised.tokens,
+                usd: raised.usd,
+            }),
         ))?;
         progressed = true;
     }
@@ -204,18 +220,18 @@ pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
 
 /// The ids of the budget gates a `budget_raised` event already acted on, reading the run's events a page
 /// at a time so they are never all held at once.
-fn raised_gates(store: &dyn Blackboard, run: RunId) -> Result<Vec<String>> {
+fn raised_gates(store: &dyn Blackboard, run: RunId) -> Result<Vec<GateId>> {
     let mut handled = Vec::new();
     let mut after = 0;
     loop {
         let page = store.events_after(Some(run), after, EVENT_PAGE)?;
         let Some(last) = page.last() else { break };
         after = last.seq;
-        handled.extend(
-            page.iter()
-                .filter(|e| e.kind == EventKind::BudgetRaised)
-                .filter_map(|e| e.payload.get("gate").and_then(|g| g.as_str()).map(str::to_string)),
-        );
+        for event in page.iter().filter(|e| e.kind == EventKind::BudgetRaised) {
+            if let EventPayload::BudgetRaised(raised) = typed(event)? {
+                handled.extend(raised.gate);
+            }
+        }
     }
     Ok(handled)
 }
@@ -243,19 +259,16 @@ pub fn ledger_from_events(
         let Some(last) = page.last() else { break };
         after = last.seq;
         for event in page {
-            match event.kind {
-                EventKind::Usage => {
-                    let p = &event.payload;
-                    let tokens = [
-                        "input_tokens",
-                        "output_tokens",
-                        "cache_read_tokens",
-                        "cache_write_tokens",
-                    ]
-                    .iter()
-                    .filter_map(|k| p.get(*k).and_then(|v| v.as_u64()))
-                    .sum();
-                    let usd = p.get("cost_usd").and_then(|v| v.as_f64()).unwrap_or(0.0);
+            if !matches!(event.kind, EventKind::Usage | EventKind::BudgetRaised) {
+                continue;
+            }
+            match typed(&event)? {
+                EventPayload::Usage(usage) => {
+                    let tokens = usage.input_tokens
+                        + usage.output_tokens
+                        + usage.cache_read_tokens
+                        + usage.cache_write_tokens;
+                    let usd = usage.cost_usd.unwrap_or(0.0);
                     let workstream = event.brief.and_then(|id| briefs.get(&id)).cloned();
                     let scope = agency_llm::CallScope {
                         workstream,
@@ -263,17 +276,15 @@ pub fn ledger_from_events(
                     };
                     ledger.record(&scope, agency_llm::Spend { tokens, usd });
                 }
-                EventKind::BudgetRaised => {
-                    let p = &event.payload;
-                    let scope_text = p.get("scope").and_then(|s| s.as_str()).unwrap_or("run");
-                    let scope = match scope_text.split_once(' ') {
+                EventPayload::BudgetRaised(raised) => {
+                    let scope = match raised.scope.split_once(' ') {
                         Some(("workstream", id)) => Scope::Workstream(id.to_string()),
                         Some(("brief", id)) => Scope::Brief(id.to_string()),
                         _ => Scope::Run,
                     };
                     let limit = Limit {
-                        tokens: p.get("tokens").and_then(|v| v.as_u64()),
-                        usd: p.get("usd").and_then(|v| v.as_f64()),
+                        tokens: raised.tokens,
+                        usd: raised.usd,
                     };
                     ledger.raise(scope, limit);
                 }
@@ -282,6 +293,14 @@ pub fn ledger_from_events(
         }
     }
     Ok(ledger)
+}
+
+/// The typed payload of `event`. A spending or raise record that does not read stops the rebuild of the
+/// budget: reading it as nothing would let a resumed run spend past its limit.
+fn typed(event: &agency_core::Event) -> Result<EventPayload> {
+    event.typed().map_err(|e| {
+        crate::error::EngineError::State(format!("event {} of run {}: {e}", event.seq, event.run.short()))
+    })
 }
 
 #[cfg(test)]

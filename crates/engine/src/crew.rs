@@ -17,12 +17,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::{BriefStatusChange, LogLine};
+use agency_core::event::{EventPayload, NewEvent};
 use agency_core::{BriefId, BriefStatus, RunId};
 use agency_exec::runtime::{AgentOutcome, RuntimeError};
 use agency_llm::CancelToken;
 use agency_store::{Blackboard, Change, RunStatus, StoreError, WriteBatch};
-use serde_json::json;
 use std::sync::Arc;
 use tokio::task::JoinSet;
 
@@ -138,7 +138,9 @@ impl Crew {
                 &mut unstarted,
                 &brief,
                 BriefStatus::Pending,
-                json!({ "reason": "budget: another brief is waiting at the budget gate; not started" }),
+                BriefStatusChange::because(
+                    "budget: another brief is waiting at the budget gate; not started",
+                ),
             );
         }
         engine.apply(unstarted)?;
@@ -212,24 +214,21 @@ impl Crew {
             if holder == engine.options.worker || !crate::Role::is_gone_here(holder) {
                 continue;
             }
-            let event = NewEvent::new(
-                run,
-                EventKind::Log,
-                json!({
-                    "level": "normal",
-                    "tag": "RECLAIMED",
-                    "message": format!(
+            let payload = EventPayload::Log(LogLine {
+                from: Some(BriefStatus::Running.as_str().to_string()),
+                to: Some(BriefStatus::Pending.as_str().to_string()),
+                claimed_by: Some(holder.to_string()),
+                reason: Some("holder_gone".to_string()),
+                ..LogLine::new(
+                    "normal",
+                    Some("RECLAIMED"),
+                    format!(
                         "{}: its runner {holder} is no longer running on this host; it starts again",
                         brief.title
                     ),
-                    "from": BriefStatus::Running.as_str(),
-                    "to": BriefStatus::Pending.as_str(),
-                    "claimed_by": holder,
-                    "reason": "holder_gone",
-                }),
-            )
-            .brief(brief.id)
-            .tier(brief.tier);
+                )
+            });
+            let event = NewEvent::typed(run, payload).brief(brief.id).tier(brief.tier);
             match engine.store.update_brief_status(
                 brief.id,
                 BriefStatus::Running,
@@ -287,18 +286,21 @@ impl Engine {
             if brief.claimed_by.as_deref() != Some(me) {
                 continue;
             }
-            let payload = json!({
-                "level": "normal",
-                "tag": "RELEASED",
-                "message": format!("{}: its runner {me} stopped ({why}); free for another runner", brief.title),
-                "from": BriefStatus::Running.as_str(),
-                "to": BriefStatus::Pending.as_str(),
-                "claimed_by": me,
-                "reason": "runner_stopped",
+            let payload = EventPayload::Log(LogLine {
+                from: Some(BriefStatus::Running.as_str().to_string()),
+                to: Some(BriefStatus::Pending.as_str().to_string()),
+                claimed_by: Some(me.to_string()),
+                reason: Some("runner_stopped".to_string()),
+                ..LogLine::new(
+                    "normal",
+                    Some("RELEASED"),
+                    format!(
+                        "{}: its runner {me} stopped ({why}); free for another runner",
+                        brief.title
+                    ),
+                )
             });
-            let event = NewEvent::new(run, EventKind::Log, payload)
-                .brief(brief.id)
-                .tier(brief.tier);
+            let event = NewEvent::typed(run, payload).brief(brief.id).tier(brief.tier);
             match self
                 .store
                 .update_brief_status(brief.id, BriefStatus::Running, BriefStatus::Pending, event)

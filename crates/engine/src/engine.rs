@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agency_core::config::TeamConfig;
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::{self, BriefStatusChange, LogLine};
+use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::{GateDecision, GateKind};
 use agency_core::tiers::{BriefRole, PLAN_TITLE, RUN_WORKSTREAM};
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
@@ -17,7 +18,6 @@ use agency_exec::runtime::{Access, AgentLimits, AgentStop, AgentTask, Ending, Ru
 use agency_exec::{Repo, WorktreeSweep};
 use agency_llm::{CancelToken, Provider};
 use agency_store::{Blackboard, Change, NewArtifact, NewRun, Run, RunStatus, WriteBatch};
-use serde_json::json;
 
 use crate::branches::RunBranches;
 use crate::crew::{AgentEnd, Launches};
@@ -269,11 +269,7 @@ impl Engine {
         tag: &str,
         message: String,
     ) -> Result<()> {
-        let mut event = NewEvent::new(
-            run,
-            EventKind::Log,
-            json!({ "level": level, "tag": tag, "message": message }),
-        );
+        let mut event = NewEvent::typed(run, EventPayload::Log(LogLine::new(level, Some(tag), message)));
         event.tier = tier;
         self.store.append_event(event)?;
         Ok(())
@@ -421,14 +417,15 @@ impl Engine {
             }
             self.stop_leftover(&brief, holder).await?;
             let by = holder.map(|h| format!(" ({h})")).unwrap_or_default();
-            let event = NewEvent::new(
+            let event = NewEvent::typed(
                 run,
-                EventKind::Log,
-                json!({
-                    "level": "normal",
-                    "tag": "RESUME",
-                    "message": format!("{} restarted after the runner{by} stopped", brief.title),
-                    "claimed_by": holder,
+                EventPayload::Log(LogLine {
+                    claimed_by: holder.map(str::to_string),
+                    ..LogLine::new(
+                        "normal",
+                        Some("RESUME"),
+                        format!("{} restarted after the runner{by} stopped", brief.title),
+                    )
                 }),
             );
             match self
@@ -515,20 +512,18 @@ impl Engine {
             return Ok(());
         }
         *sent = due;
-        let event = NewEvent::new(
+        let message = format!(
+            "the {} gate has waited {} for a decision: `agency approve {run}` or `agency reject {run} --reason \"…\"`",
+            gate.kind,
+            human_duration(waited),
+            run = gate.run.short()
+        );
+        let event = NewEvent::typed(
             gate.run,
-            EventKind::Log,
-            json!({
-                "level": "normal",
-                "tag": "REMINDER",
-                "message": format!(
-                    "the {} gate has waited {} for a decision: `agency approve {run}` or `agency reject {run} --reason \"…\"`",
-                    gate.kind,
-                    human_duration(waited),
-                    run = gate.run.short()
-                ),
-                "gate": gate.id,
-                "reminder": due,
+            EventPayload::Log(LogLine {
+                gate: Some(gate.id),
+                reminder: Some(due),
+                ..LogLine::new("normal", Some("REMINDER"), message)
             }),
         );
         self.store.append_event(event)?;
@@ -551,7 +546,7 @@ impl Engine {
         self.move_brief(
             brief,
             BriefStatus::Pending,
-            json!({ "reason": "budget: its limit is already spent; waiting at the budget gate" }),
+            BriefStatusChange::because("budget: its limit is already spent; waiting at the budget gate"),
         )?;
         Ok(true)
     }
@@ -644,10 +639,14 @@ impl Engine {
         // Where it works and that it started, written with the other agents started together. A crash
         // before that leaves a worktree nobody recorded: the brief is still `running` without `spawned`,
         // and its restart prepares the same one.
-        let spawned = NewEvent::new(
+        let spawned = NewEvent::typed(
             brief.run,
-            EventKind::Spawned,
-            json!({ "title": brief.title, "runtime": runtime.name(), "attempt": brief.attempt }),
+            EventPayload::Spawned(payload::Spawned {
+                title: brief.title.clone(),
+                runtime: runtime.name().to_string(),
+                attempt: brief.attempt,
+                signoff: None,
+            }),
         )
         .brief(brief.id)
         .tier(brief.tier);
@@ -797,7 +796,7 @@ impl Engine {
         &self,
         brief: &Brief,
         to: BriefStatus,
-        detail: serde_json::Value,
+        detail: BriefStatusChange,
     ) -> Result<Brief> {
         let event = status_event(brief, to, detail);
         let moved = self
@@ -814,7 +813,7 @@ impl Engine {
         batch: &mut WriteBatch,
         brief: &Brief,
         to: BriefStatus,
-        detail: serde_json::Value,
+        detail: BriefStatusChange,
     ) {
         batch.move_brief(brief.id, brief.status, to, status_event(brief, to, detail));
     }
@@ -910,7 +909,7 @@ impl Engine {
                 self.move_brief(
                     &brief,
                     BriefStatus::Pending,
-                    json!({ "reason": format!("budget: {exceeded}") }),
+                    BriefStatusChange::because(format!("budget: {exceeded}")),
                 )?;
                 return Ok(());
             }
@@ -963,20 +962,22 @@ impl Engine {
                 "application/json",
                 &serde_json::to_string(&report).unwrap_or_default(),
             ));
-        let mut payload = json!({
-            "title": brief.title,
-            "status": report.status,
-            "summary": report.summary,
-            "attempt": brief.attempt,
+        let resolved = brief.attempt > 0 && report.status == agency_exec::runtime::ReportStatus::Done;
+        let payload = EventPayload::Completed(payload::Completed {
+            title: brief.title.clone(),
+            status: match report.status {
+                agency_exec::runtime::ReportStatus::Done => "done",
+                agency_exec::runtime::ReportStatus::Partial => "partial",
+                agency_exec::runtime::ReportStatus::Blocked => "blocked",
+            }
+            .to_string(),
+            summary: report.summary.clone(),
+            attempt: brief.attempt,
+            note: resolved.then(|| "retry resolved".to_string()),
         });
-        if brief.attempt > 0 && report.status == agency_exec::runtime::ReportStatus::Done {
-            payload["note"] = json!("retry resolved");
-        }
         match report.status {
             agency_exec::runtime::ReportStatus::Done => {
-                let event = NewEvent::new(brief.run, EventKind::Completed, payload)
-                    .brief(id)
-                    .tier(brief.tier);
+                let event = NewEvent::typed(brief.run, payload).brief(id).tier(brief.tier);
                 batch.move_brief(id, BriefStatus::Running, BriefStatus::Verifying, event);
                 self.apply_soon(batch)
             }
@@ -1018,14 +1019,8 @@ fn human_duration(span: chrono::Duration) -> String {
 
 /// The `brief_status` event of moving `brief` from its status to `to`: `from`, `to` and the fields of
 /// `detail` (a reason or a note).
-fn status_event(brief: &Brief, to: BriefStatus, detail: serde_json::Value) -> NewEvent {
-    let mut payload = json!({ "from": brief.status.as_str(), "to": to.as_str() });
-    if let (Some(map), serde_json::Value::Object(extra)) = (payload.as_object_mut(), detail) {
-        map.extend(extra);
-    }
-    NewEvent::new(brief.run, EventKind::BriefStatus, payload)
-        .brief(brief.id)
-        .tier(brief.tier)
+fn status_event(brief: &Brief, to: BriefStatus, detail: BriefStatusChange) -> NewEvent {
+    NewEvent::brief_moved(brief, to, detail)
 }
 
 /// Text for a brief as a named artifact, to store.

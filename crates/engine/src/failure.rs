@@ -4,7 +4,8 @@
 //! escalation repeated too often, opens a gate for a human.
 
 use agency_core::escalation::{Decision, EscalationTarget, Failure, decide};
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::{self, BriefStatusChange, LogLine};
+use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::GateKind;
 use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefId, BriefStatus, Tier};
@@ -52,7 +53,7 @@ pub fn gate_rejected(engine: &Engine, brief: &Brief, kind: GateKind, by: &str, r
         format!("A human ({by}) rejected your output")
     };
     if brief.attempt < brief.retry_budget {
-        engine.move_brief(brief, BriefStatus::Cancelled, json!({ "reason": reason }))?;
+        engine.move_brief(brief, BriefStatus::Cancelled, BriefStatusChange::because(reason))?;
         let feedback = format!("{who} at the {kind} gate: {reason}\nRevise it accordingly.");
         retry(engine, brief, brief.attempt + 1, &feedback)?;
         return Ok(());
@@ -79,17 +80,18 @@ pub fn blocked(engine: &Engine, brief: &Brief, why: &str) -> Result<()> {
 
 /// Applies a decision to a failed (still running or verifying) brief.
 pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decision, why: &str) -> Result<()> {
-    let payload = json!({
-        "title": brief.title,
-        "failure": failure.as_str(),
-        "reason": why,
-        "attempt": brief.attempt,
-        "retry_budget": brief.retry_budget,
-    });
+    let payload = payload::Failure {
+        title: brief.title.clone(),
+        failure: Some(failure.as_str().to_string()),
+        reason: why.to_string(),
+        attempt: Some(brief.attempt),
+        retry_budget: Some(brief.retry_budget),
+        to: None,
+    };
     let from = brief.status;
     match decision {
         Decision::Retry { next_attempt } => {
-            let event = NewEvent::new(brief.run, EventKind::Failed, payload)
+            let event = NewEvent::typed(brief.run, EventPayload::Failed(payload))
                 .brief(brief.id)
                 .tier(brief.tier);
             engine
@@ -103,12 +105,14 @@ pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decisio
                 Decision::Escalate { to } => to,
                 _ => to,
             };
-            let mut payload = payload;
-            payload["to"] = json!(match to {
-                EscalationTarget::Tier(t) => t.as_str().to_string(),
-                EscalationTarget::Human => "human".into(),
-            });
-            let event = NewEvent::new(brief.run, EventKind::Escalated, payload)
+            let payload = payload::Failure {
+                to: Some(match to {
+                    EscalationTarget::Tier(t) => t.as_str().to_string(),
+                    EscalationTarget::Human => "human".into(),
+                }),
+                ..payload
+            };
+            let event = NewEvent::typed(brief.run, EventPayload::Escalated(payload))
                 .brief(brief.id)
                 .tier(brief.tier);
             engine
@@ -117,7 +121,7 @@ pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decisio
             escalate(engine, brief, to, why)?;
         }
         Decision::Halt => {
-            let event = NewEvent::new(brief.run, EventKind::Failed, payload)
+            let event = NewEvent::typed(brief.run, EventPayload::Failed(payload))
                 .brief(brief.id)
                 .tier(brief.tier);
             engine
@@ -132,7 +136,7 @@ pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decisio
             engine.store.set_run_status(brief.run, None, RunStatus::Failed)?;
         }
         Decision::OpenGate => {
-            let event = NewEvent::new(brief.run, EventKind::Escalated, payload)
+            let event = NewEvent::typed(brief.run, EventPayload::Escalated(payload))
                 .brief(brief.id)
                 .tier(brief.tier);
             engine
@@ -166,10 +170,14 @@ pub fn retry(engine: &Engine, brief: &Brief, attempt: u32, feedback: &str) -> Re
     engine.store.insert_brief(&next)?;
     engine.put_text(&next, &feedback_name(next.id), "text/plain", feedback)?;
     engine.store.append_event(
-        NewEvent::new(
+        NewEvent::typed(
             brief.run,
-            EventKind::Retried,
-            json!({ "title": brief.title, "attempt": attempt, "previous": brief.id.to_string(), "reason": feedback }),
+            EventPayload::Retried(payload::Retried {
+                title: brief.title.clone(),
+                attempt,
+                previous: Some(brief.id),
+                reason: feedback.to_string(),
+            }),
         )
         .brief(next.id)
         .tier(brief.tier),
@@ -192,7 +200,7 @@ fn repoint_dependents(engine: &Engine, old: BriefId, new: BriefId) -> Result<()>
         engine.move_brief(
             &dependent,
             BriefStatus::Cancelled,
-            json!({ "reason": "its predecessor was retried" }),
+            BriefStatusChange::because("its predecessor was retried"),
         )?;
         let mut copy = dependent.clone();
         copy.id = BriefId::new();
@@ -248,14 +256,21 @@ fn escalate(engine: &Engine, brief: &Brief, to: EscalationTarget, why: &str) -> 
             &context,
         );
     }
-    let event = NewEvent::new(brief.run, EventKind::Log, json!({ "level": "normal", "tag": "ESCALATED", "message": format!("{} re-invoked for {}", owner.title, brief.title) }))
-        .tier(owner.tier);
+    let event = NewEvent::typed(
+        brief.run,
+        EventPayload::Log(LogLine::new(
+            "normal",
+            Some("ESCALATED"),
+            format!("{} re-invoked for {}", owner.title, brief.title),
+        )),
+    )
+    .tier(owner.tier);
     engine.store.append_event(event)?;
     if !owner.status.is_terminal() || owner.status == BriefStatus::Done {
         engine.move_brief(
             &owner,
             BriefStatus::Cancelled,
-            json!({ "reason": "re-invoked after an escalation" }),
+            BriefStatusChange::because("re-invoked after an escalation"),
         )?;
     }
     retry(engine, &owner, owner.attempt + 1, &context)?;
@@ -288,7 +303,7 @@ fn cancel_descendants(engine: &Engine, root: BriefId) -> Result<()> {
                 engine.move_brief(
                     child,
                     BriefStatus::Cancelled,
-                    json!({ "reason": "superseded by an escalation" }),
+                    BriefStatusChange::because("superseded by an escalation"),
                 )?;
             }
         }
@@ -313,25 +328,29 @@ pub fn open_escalation_gate(engine: &Engine, brief: &Brief, why: &str) -> Result
 
 /// An algedonic signal from an agent: HALT stops the run at once; ALERT blocks the phase on a gate.
 pub fn signal(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal) -> Result<()> {
-    let payload = json!({
-        "title": brief.title,
-        "category": signal.category,
-        "issue": signal.issue,
-        "evidence": signal.evidence,
-        "impact": signal.impact,
-        "recommended_action": signal.recommended_action,
-    });
+    let payload = payload::Signal {
+        title: Some(brief.title.clone()),
+        category: Some(signal.category.to_string()),
+        issue: Some(signal.issue.clone()),
+        evidence: Some(signal.evidence.clone()),
+        impact: Some(signal.impact.clone()),
+        recommended_action: Some(signal.recommended_action.clone()),
+        ..payload::Signal::default()
+    };
     match signal.level {
         SignalLevel::Halt => {
             engine.store.append_event(
-                NewEvent::new(brief.run, EventKind::Halt, payload)
+                NewEvent::typed(brief.run, EventPayload::Halt(payload))
                     .brief(brief.id)
                     .tier(brief.tier),
             )?;
-            let event = NewEvent::new(
+            let event = NewEvent::typed(
                 brief.run,
-                EventKind::Failed,
-                json!({ "title": brief.title, "reason": "HALT raised" }),
+                EventPayload::Failed(payload::Failure {
+                    title: brief.title.clone(),
+                    reason: "HALT raised".to_string(),
+                    ..payload::Failure::default()
+                }),
             )
             .brief(brief.id);
             engine
@@ -341,14 +360,18 @@ pub fn signal(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal) -> Resul
         }
         SignalLevel::Alert => {
             engine.store.append_event(
-                NewEvent::new(brief.run, EventKind::Alert, payload)
+                NewEvent::typed(brief.run, EventPayload::Alert(payload))
                     .brief(brief.id)
                     .tier(brief.tier),
             )?;
-            let event = NewEvent::new(
+            let event = NewEvent::typed(
                 brief.run,
-                EventKind::Escalated,
-                json!({ "title": brief.title, "reason": "ALERT raised", "to": "human" }),
+                EventPayload::Escalated(payload::Failure {
+                    title: brief.title.clone(),
+                    reason: "ALERT raised".to_string(),
+                    to: Some("human".to_string()),
+                    ..payload::Failure::default()
+                }),
             )
             .brief(brief.id);
             engine

@@ -11,7 +11,8 @@
 //! runner finds and reuses.
 
 use agency_core::Tier;
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::{ForgeNote, LogLine};
+use agency_core::event::{EventKind, EventPayload, NewEvent};
 use agency_exec::process;
 use agency_store::Run;
 use serde_json::{Value, json};
@@ -38,15 +39,15 @@ pub(crate) fn remember_base(engine: &Engine, run: &Run) -> crate::Result<()> {
     let Some(branch) = engine.repo.current_branch()? else {
         return Ok(());
     };
-    let payload = json!({
-        "level": "verbose",
-        "tag": "BASE",
-        "message": format!("the run starts from branch {branch}"),
-        BASE_KEY: branch,
+    let payload = EventPayload::Log(LogLine {
+        base_branch: Some(branch.clone()),
+        ..LogLine::new(
+            "verbose",
+            Some("BASE"),
+            format!("the run starts from branch {branch}"),
+        )
     });
-    engine
-        .store
-        .append_event(NewEvent::new(run.id, EventKind::Log, payload))?;
+    engine.store.append_event(NewEvent::typed(run.id, payload))?;
     Ok(())
 }
 
@@ -114,8 +115,11 @@ pub(crate) async fn publish(engine: &Engine, run: &Run) -> Published {
             format!("no pull request: {why}; review branch {branch}"),
         ),
     };
-    let payload = json!({ "level": level, "tag": "PR", "message": message, FORGE_KEY: { "url": url } });
-    let mut event = NewEvent::new(run.id, EventKind::Log, payload);
+    let payload = EventPayload::Log(LogLine {
+        forge: Some(ForgeNote { url: url.clone() }),
+        ..LogLine::new(level, Some("PR"), message)
+    });
+    let mut event = NewEvent::typed(run.id, payload);
     event.tier = Some(Tier::T1);
     let _ = engine.store.append_event(event);
     Published {

@@ -10,7 +10,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::{self, LogLine, TeachbackReviewed};
+use agency_core::event::{EventKind, EventPayload, NewEvent};
 use agency_core::teachback::{
     ReviewVerdict, Teachback, TeachbackAction, TeachbackReview, TeachbackState, allows_edits, transition,
 };
@@ -104,8 +105,7 @@ impl RunnerHooks {
     fn step(
         &self,
         action: &TeachbackAction,
-        kind: EventKind,
-        payload: serde_json::Value,
+        payload: impl FnOnce(TeachbackState, TeachbackState) -> EventPayload,
         record: Record,
     ) -> Result<(), String> {
         let mut guard = self
@@ -113,10 +113,7 @@ impl RunnerHooks {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let next = transition(*guard, self.mode, action).map_err(|e| e.to_string())?;
-        let mut payload = payload;
-        payload["from"] = json!(*guard);
-        payload["to"] = json!(next);
-        let event = NewEvent::new(self.brief.run, kind, payload)
+        let event = NewEvent::typed(self.brief.run, payload(*guard, next))
             .brief(self.brief.id)
             .tier(self.brief.tier);
         let mut batch = WriteBatch::new();
@@ -212,11 +209,33 @@ pub fn review_message(review: &TeachbackReview) -> String {
 /// The payload of a review's `teachback_approved` / `teachback_corrected` record: the review's own fields
 /// (`verdict`, `reviewer`, `note`, as `agency teachback show` and the hook read them), the brief's title
 /// and the message the agent sees. The state change's `from` and `to` are added by whoever writes it.
-pub fn review_payload(brief: &Brief, review: &TeachbackReview) -> serde_json::Value {
-    let mut payload = serde_json::to_value(review).unwrap_or_else(|_| json!({}));
-    payload["title"] = json!(brief.title);
-    payload["message"] = json!(review_message(review));
-    payload
+pub fn review_payload(brief: &Brief, review: &TeachbackReview) -> TeachbackReviewed {
+    TeachbackReviewed {
+        verdict: Some(review.verdict.clone()),
+        reviewer: review.reviewer.clone(),
+        note: review.note.clone(),
+        title: Some(brief.title.clone()),
+        message: Some(review_message(review)),
+        ..TeachbackReviewed::default()
+    }
+}
+
+/// A review's record, moving the teachback `from` → `to`: `teachback_approved` or `teachback_corrected`.
+pub fn review_event(
+    review: &TeachbackReview,
+    payload: TeachbackReviewed,
+    from: TeachbackState,
+    to: TeachbackState,
+) -> EventPayload {
+    let payload = TeachbackReviewed {
+        from: Some(from),
+        to: Some(to),
+        ..payload
+    };
+    match review.verdict {
+        ReviewVerdict::Approved => EventPayload::TeachbackApproved(payload),
+        ReviewVerdict::Corrections(_) => EventPayload::TeachbackCorrected(payload),
+    }
 }
 
 /// The event kind of a review's record.
@@ -334,15 +353,26 @@ impl AgentHooks for RunnerHooks {
                 .map_err(|e| e.to_string())?;
             // `via: runner` marks a teachback this runner reviews in process, which the review of
             // blackboard submissions must leave alone.
-            let payload = json!({ "title": self.brief.title, "teachback": teachback, "via": VIA_RUNNER });
+            let submitted = payload::TeachbackSubmitted {
+                title: Some(self.brief.title.clone()),
+                // A plain struct of strings and lists: serialising it cannot fail.
+                teachback: serde_json::to_value(teachback).unwrap_or_default(),
+                via: Some(VIA_RUNNER.to_string()),
+                ..payload::TeachbackSubmitted::default()
+            };
             // Nothing waits for the submission's record: this runner reviews it in process, and the
             // agent's edits are gated on the state held here. So it rides with the review's record (one
             // commit for the two); a runner killed before that loses it with the agent, whose brief then
             // starts over and submits again.
             self.step(
                 &TeachbackAction::Submit,
-                EventKind::TeachbackSubmitted,
-                payload,
+                |from, to| {
+                    EventPayload::TeachbackSubmitted(payload::TeachbackSubmitted {
+                        from: Some(from),
+                        to: Some(to),
+                        ..submitted
+                    })
+                },
                 Record::Soon,
             )?;
             if self.mode == TeachbackMode::Advisory {
@@ -360,7 +390,8 @@ impl AgentHooks for RunnerHooks {
                 }
             };
             let payload = review_payload(&self.brief, &review);
-            if let Err(problem) = self.step(&review.action(), review_kind(&review), payload, Record::Now) {
+            let record = |from, to| review_event(&review, payload, from, to);
+            if let Err(problem) = self.step(&review.action(), record, Record::Now) {
                 // A human recorded a review while this one was being made: theirs stands.
                 return self.adopt_recorded(since)?.ok_or(problem);
             }
@@ -385,10 +416,14 @@ impl AgentHooks for RunnerHooks {
             }
             TeachbackState::Active => "Denied.",
         };
-        let event = NewEvent::new(
+        let event = NewEvent::typed(
             self.brief.run,
-            EventKind::TeachbackDenied,
-            json!({ "title": self.brief.title, "tool": call.name, "state": self.state().as_str() }),
+            EventPayload::TeachbackDenied(payload::TeachbackDenied {
+                title: Some(self.brief.title.clone()),
+                tool: call.name.to_string(),
+                state: Some(self.state()),
+                ..payload::TeachbackDenied::default()
+            }),
         )
         .brief(self.brief.id)
         .tier(self.brief.tier);
@@ -399,43 +434,41 @@ impl AgentHooks for RunnerHooks {
 
     fn record(&self, event: AgentEvent) {
         let mut spent = None;
-        let (kind, payload) = match event {
+        let payload = match event {
             AgentEvent::ToolCall {
                 name,
                 summary,
                 allowed,
-            } => (
-                EventKind::Log,
-                json!({ "level": "verbose", "tag": "TOOL", "message": format!("{} {name} {summary}", self.brief.title), "allowed": allowed }),
-            ),
-            AgentEvent::Said(text) => (
-                EventKind::Log,
-                json!({ "level": "debug", "tag": "SAID", "message": text }),
-            ),
-            AgentEvent::Note(text) => (
-                EventKind::Log,
-                json!({ "level": "verbose", "tag": "AGENT", "message": text }),
-            ),
+            } => EventPayload::Log(LogLine {
+                allowed: Some(allowed),
+                ..LogLine::new(
+                    "verbose",
+                    Some("TOOL"),
+                    format!("{} {name} {summary}", self.brief.title),
+                )
+            }),
+            AgentEvent::Said(text) => EventPayload::Log(LogLine::new("debug", Some("SAID"), text)),
+            AgentEvent::Note(text) => EventPayload::Log(LogLine::new("verbose", Some("AGENT"), text)),
             AgentEvent::Process(identity) => {
                 // Its own record, written at once: see crate::leftovers.
                 let _ = crate::leftovers::record(self.store.as_ref(), &self.brief, &identity);
                 return;
             }
             AgentEvent::Usage(record) => {
-                let payload = json!({
-                    "model": record.model,
-                    "provider": record.provider,
-                    "input_tokens": record.usage.input,
-                    "output_tokens": record.usage.output,
-                    "cache_read_tokens": record.usage.cache_read,
-                    "cache_write_tokens": record.usage.cache_write,
-                    "cost_usd": record.cost_usd,
+                let payload = EventPayload::Usage(payload::Usage {
+                    model: record.model.clone(),
+                    provider: record.provider.clone(),
+                    input_tokens: record.usage.input,
+                    output_tokens: record.usage.output,
+                    cache_read_tokens: record.usage.cache_read,
+                    cache_write_tokens: record.usage.cache_write,
+                    cost_usd: record.cost_usd,
                 });
                 spent = Some(record);
-                (EventKind::Usage, payload)
+                payload
             }
         };
-        let event = NewEvent::new(self.brief.run, kind, payload)
+        let event = NewEvent::typed(self.brief.run, payload)
             .brief(self.brief.id)
             .tier(self.brief.tier);
         match spent {

@@ -8,11 +8,11 @@
 //! period, and only if the pid still names the process recorded, so a recycled pid is never signalled.
 //! What it found and did is an `ORPHAN` line in the log.
 
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::LogLine;
+use agency_core::event::{EventPayload, NewEvent};
 use agency_core::{Brief, BriefId};
 use agency_exec::process::{DEFAULT_KILL_GRACE, Leftover, ProcessIdentity, stop_leftover};
 use agency_store::{Blackboard, NewArtifact};
-use serde_json::json;
 
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
@@ -51,7 +51,7 @@ impl Engine {
                      stop it by hand",
                     brief.title, artifact.meta.id
                 );
-                return self.log_leftover(brief, "normal", message, json!({}));
+                return self.log_leftover(brief, "normal", message, LogLine::default());
             }
         };
         let looked = {
@@ -59,13 +59,14 @@ impl Engine {
             tokio::task::spawn_blocking(move || stop_leftover(&identity, DEFAULT_KILL_GRACE)).await
         };
         let process = format!("pid {}, group {}", identity.pid, identity.pgid);
-        let mut details = json!({
-            "pid": identity.pid,
-            "pgid": identity.pgid,
-            "start_ticks": identity.start_ticks,
-            "boot_id": identity.boot_id,
-            "claimed_by": holder,
-        });
+        let mut details = LogLine {
+            pid: Some(identity.pid),
+            pgid: Some(identity.pgid),
+            start_ticks: Some(identity.start_ticks),
+            boot_id: Some(identity.boot_id.clone()),
+            claimed_by: holder.map(str::to_string),
+            ..LogLine::default()
+        };
         let (level, found, message) = match looked {
             Ok(Ok(leftover)) => {
                 let found = match &leftover {
@@ -81,9 +82,9 @@ impl Engine {
                         killed,
                         survivors,
                     } => {
-                        details["members"] = json!(members);
-                        details["killed"] = json!(killed);
-                        details["survivors"] = json!(survivors);
+                        details.members = Some(members);
+                        details.killed = Some(killed);
+                        details.survivors = Some(survivors);
                         let message = format!(
                             "{}: its agent was still running{left_by} ({process}): {account}",
                             brief.title
@@ -117,21 +118,18 @@ impl Engine {
                 ),
             ),
         };
-        details["found"] = json!(found);
+        details.found = Some(found.to_string());
         self.log_leftover(brief, level, message, details)
     }
 
-    fn log_leftover(
-        &self,
-        brief: &Brief,
-        level: &str,
-        message: String,
-        mut details: serde_json::Value,
-    ) -> Result<()> {
-        details["level"] = json!(level);
-        details["tag"] = json!("ORPHAN");
-        details["message"] = json!(message);
-        let event = NewEvent::new(brief.run, EventKind::Log, details)
+    fn log_leftover(&self, brief: &Brief, level: &str, message: String, details: LogLine) -> Result<()> {
+        let line = LogLine {
+            level: level.to_string(),
+            tag: Some("ORPHAN".to_string()),
+            message,
+            ..details
+        };
+        let event = NewEvent::typed(brief.run, EventPayload::Log(line))
             .brief(brief.id)
             .tier(brief.tier);
         self.store.append_event(event)?;

@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use agency_core::GateId;
 use agency_core::config::NotifierConfig;
-use agency_core::event::{Event, EventKind, NewEvent};
+use agency_core::event::payload::LogLine;
+use agency_core::event::{Event, EventKind, EventPayload, NewEvent};
 use agency_core::gate::{GateKind, GateStatus};
 use agency_core::{RunId, Tier};
 use agency_exec::process::{self, CommandSpec};
@@ -30,9 +31,6 @@ use crate::engine::Engine;
 
 /// How long one notifier may take before it counts as failed: a slow endpoint must not stall the runner.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The payload key of a delivery record: the event sequence number the notification covered.
-const NOTIFIED_SEQ: &str = "notified_seq";
 
 /// Longest piece of a failing notifier's output kept in the log.
 const MAX_DETAIL_CHARS: usize = 300;
@@ -377,29 +375,30 @@ impl Outbox {
                 }
             }
         }
-        let mut record = log_event(
-            self.run,
-            event.tier,
+        let line = LogLine::new(
             "verbose",
-            "NOTIFY",
+            Some("NOTIFY"),
             format!(
                 "{} sent to {delivered} of {} notifier(s)",
                 notification.kind.as_str(),
                 self.notifiers.len()
             ),
         );
-        record.payload[NOTIFIED_SEQ] = json!(event.seq);
+        let mut record = NewEvent::typed(
+            self.run,
+            EventPayload::Log(LogLine {
+                notified_seq: Some(event.seq),
+                ..line
+            }),
+        );
+        record.tier = event.tier;
         // Losing this record only risks announcing the event again after a resume.
         let _ = engine.store.append_event(record);
     }
 }
 
 fn log_event(run: RunId, tier: Option<Tier>, level: &str, tag: &str, message: String) -> NewEvent {
-    let mut event = NewEvent::new(
-        run,
-        EventKind::Log,
-        json!({ "level": level, "tag": tag, "message": message }),
-    );
+    let mut event = NewEvent::typed(run, EventPayload::Log(LogLine::new(level, Some(tag), message)));
     event.tier = tier;
     event
 }
@@ -413,7 +412,8 @@ fn last_notified(engine: &Engine, run: RunId) -> i64 {
         after = last.seq;
         for event in &page {
             if event.kind == EventKind::Log
-                && let Some(seq) = event.payload.get(NOTIFIED_SEQ).and_then(Value::as_i64)
+                && let Ok(EventPayload::Log(line)) = event.typed()
+                && let Some(seq) = line.notified_seq
             {
                 notified = notified.max(seq);
             }

@@ -5,7 +5,8 @@
 //! names the cause — which the notifiers announce like any gate. `agency resume <run>` releases it once the
 //! provider is back, and the brief starts again.
 
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::{BriefStatusChange, LogLine};
+use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::{GateKind, GateStatus};
 use agency_core::{Brief, BriefStatus};
 use agency_llm::LlmError;
@@ -26,7 +27,10 @@ pub(crate) fn pause_for(engine: &Engine, brief: &Brief, error: &LlmError) -> Res
     engine.move_brief(
         brief,
         BriefStatus::Pending,
-        json!({ "reason": format!("outage: {cause}"), "outage": true }),
+        BriefStatusChange {
+            outage: Some(true),
+            ..BriefStatusChange::because(format!("outage: {cause}"))
+        },
     )?;
     let run = brief.run;
     let already = engine
@@ -35,18 +39,17 @@ pub(crate) fn pause_for(engine: &Engine, brief: &Brief, error: &LlmError) -> Res
         .into_iter()
         .any(|g| g.status == GateStatus::Pending);
     engine.store.append_event(
-        NewEvent::new(
+        NewEvent::typed(
             run,
-            EventKind::Log,
-            json!({
-                "level": "normal",
-                "tag": "OUTAGE",
-                "message": format!(
+            EventPayload::Log(LogLine::new(
+                "normal",
+                Some("OUTAGE"),
+                format!(
                     "{} {}: the model call failed after its retries ({cause}); the brief waits, its attempt not spent",
                     brief.tier.as_str(),
                     brief.title
                 ),
-            }),
+            )),
         )
         .brief(brief.id)
         .tier(brief.tier),

@@ -3,13 +3,13 @@
 //! one T1 accepts or rejects the result against the goal anchor.
 
 use agency_core::escalation::{Decision, EscalationTarget, Failure};
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::{self, BriefStatusChange};
+use agency_core::event::{EventPayload, NewEvent};
 use agency_core::tiers::{AcceptOutput, BriefRole, VerifierOutput};
 use agency_core::verdict::Verdict;
 use agency_core::{Brief, BriefId, BriefStatus, Plan, RunId, Tier};
 use agency_exec::MergeOutcome;
 use agency_store::RunStatus;
-use serde_json::json;
 
 use std::collections::{HashMap, HashSet};
 
@@ -341,12 +341,17 @@ async fn merge_workstream(
         let rev = engine.repo.rev_parse(&into)?;
         let result = verify_rev(engine, run, &rev, command).await?;
         engine.store.append_event(
-            NewEvent::new(
+            NewEvent::typed(
                 run,
-                EventKind::SignoffVerify,
-                json!({
-                    "workstream": ws.id, "command": command, "rev": rev, "passed": result.passed,
-                    "status": ending(&result), "duration_ms": result.duration_ms, "tail": result.tail,
+                EventPayload::SignoffVerify(payload::SignoffVerify {
+                    workstream: Some(ws.id.clone()),
+                    command: command.clone(),
+                    rev: rev.clone(),
+                    passed: result.passed,
+                    status: Some(ending(&result)),
+                    duration_ms: result.duration_ms,
+                    tail: result.tail.clone(),
+                    ..payload::SignoffVerify::default()
                 }),
             )
             .tier(Tier::T1),
@@ -410,7 +415,11 @@ pub fn accept_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     engine.move_brief(
         brief,
         BriefStatus::Done,
-        json!({ "note": "accepted", "summary": out.summary, "branch": branch }),
+        BriefStatusChange {
+            summary: Some(out.summary.clone()),
+            branch: Some(branch.clone()),
+            ..BriefStatusChange::noted("accepted")
+        },
     )?;
     finish_accepted(engine, brief, &out.summary)?;
     Ok(true)
@@ -464,6 +473,7 @@ pub fn mesh_timeout(engine: &Engine, brief: &Brief, peers: &[&Brief]) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn plan() -> Plan {
         let ws = |id: &str, group: &str| {

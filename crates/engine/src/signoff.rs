@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agency_core::contract::GoalContract;
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload;
+use agency_core::event::{EventPayload, NewEvent};
 use agency_core::tiers::{AcceptOutput, BriefRole, VerifierOutput};
 use agency_core::verdict::Verdict;
 use agency_core::{Brief, BriefId, RunId, Tier};
@@ -28,7 +29,6 @@ use agency_signoff::{
 };
 
 use agency_store::Change;
-use serde_json::json;
 
 use crate::crew::{AgentEnd, Launches};
 use crate::engine::{Engine, report_name};
@@ -159,10 +159,14 @@ impl Engine {
         cancel: &CancelToken,
     ) -> Result<()> {
         let runtime = self.runtimes.get(&brief.tier).map_or("none", |r| r.name());
-        let spawned = NewEvent::new(
+        let spawned = NewEvent::typed(
             brief.run,
-            EventKind::Spawned,
-            json!({ "title": brief.title, "runtime": runtime, "attempt": brief.attempt, "signoff": true }),
+            EventPayload::Spawned(payload::Spawned {
+                title: brief.title.clone(),
+                runtime: runtime.to_string(),
+                attempt: brief.attempt,
+                signoff: Some(true),
+            }),
         )
         .brief(brief.id)
         .tier(brief.tier);

@@ -8,10 +8,10 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::Signal;
+use agency_core::event::{EventPayload, NewEvent};
 use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
-use serde_json::json;
 
 use crate::advance::{Passes, approved};
 use crate::engine::Engine;
@@ -89,19 +89,19 @@ impl StallWatch {
             }
         );
         engine.log(run, None, "STALL", issue.clone())?;
-        engine.store.append_event(NewEvent::new(
+        engine.store.append_event(NewEvent::typed(
             run,
-            EventKind::Alert,
-            json!({
-                "level": "ALERT",
-                "category": "STALL",
-                "issue": issue,
-                "waiting": waiting,
-                "next": format!(
+            EventPayload::Alert(Signal {
+                level: Some("ALERT".to_string()),
+                category: Some("STALL".to_string()),
+                issue: Some(issue),
+                waiting: Some(waiting.iter().map(ToString::to_string).collect()),
+                next: Some(format!(
                     "`agency inspect {short}` shows the briefs; `agency cancel {short}` ends the run",
                     short = run.short()
-                ),
-                "notify": true,
+                )),
+                notify: Some(true),
+                ..Signal::default()
             }),
         ))?;
         // What was just written is this watch's own: the stall goes on, and is not reported again.
@@ -187,12 +187,15 @@ impl IdleAgents {
             // Not attributed to the brief (the payload names it): an event of the brief would count as
             // hearing from its agent.
             engine.store.append_event(
-                NewEvent::new(
+                NewEvent::typed(
                     run,
-                    EventKind::Alert,
-                    json!({
-                        "level": "ALERT", "category": "AGENT_IDLE", "issue": issue, "notify": true,
-                        "brief": brief.id,
+                    EventPayload::Alert(Signal {
+                        level: Some("ALERT".to_string()),
+                        category: Some("AGENT_IDLE".to_string()),
+                        issue: Some(issue),
+                        notify: Some(true),
+                        brief: Some(brief.id),
+                        ..Signal::default()
                     }),
                 )
                 .tier(brief.tier),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use agency_core::Brief;
 use agency_core::GateId;
-use agency_core::event::{Event, EventKind};
+use agency_core::event::{Event, EventKind, EventPayload};
 use agency_core::gate::{Gate, GateDecision, GateKind, GateStatus};
 use agency_core::teachback::{ReviewVerdict, Teachback, TeachbackReview, TeachbackState};
 use agency_llm::CancelToken;
@@ -103,11 +103,16 @@ fn review_of(event: &Event) -> Option<TeachbackReview> {
     ) {
         return None;
     }
-    let p = &event.payload;
-    serde_json::from_value(
-        json!({ "verdict": p["verdict"], "reviewer": p["reviewer"], "note": p.get("note") }),
-    )
-    .ok()
+    let (EventPayload::TeachbackApproved(reviewed) | EventPayload::TeachbackCorrected(reviewed)) =
+        event.typed().ok()?
+    else {
+        return None;
+    };
+    Some(TeachbackReview {
+        verdict: reviewed.verdict?,
+        reviewer: reviewed.reviewer,
+        note: reviewed.note,
+    })
 }
 
 /// Has a human review `teachback` (submitted at event `since`) through a `teachback` gate: opens the gate

@@ -10,7 +10,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use agency_core::escalation::{Failure, decide};
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::{self, BriefStatusChange, LogLine};
+use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::{GateKind, GateStatus};
 use agency_core::tiers::VerifierOutput;
 use agency_core::verdict::{JointOutcome, T5Result, Verdict, joint_verdict};
@@ -208,8 +209,8 @@ fn finish_implementer(engine: &Engine, brief: &Brief) -> Result<Handover> {
     Ok(Handover::ToVerifier)
 }
 
-fn done_note() -> serde_json::Value {
-    json!({ "note": "committed and verified; waiting for T5" })
+fn done_note() -> BriefStatusChange {
+    BriefStatusChange::noted("committed and verified; waiting for T5")
 }
 
 /// Forms the joint verdict of each squad (the parent brief of its implementers, and their workstream) whose
@@ -305,10 +306,13 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
         JointOutcome::Fail => format!("fail — every slice of {workstream} failed"),
     };
     engine.store.append_event(
-        NewEvent::new(
+        NewEvent::typed(
             anchor.run,
-            EventKind::Verdict,
-            json!({ "summary": summary, "joint": joint }),
+            EventPayload::Verdict(payload::VerdictRecord {
+                summary,
+                // A plain struct of strings and lists: serialising it cannot fail.
+                joint: serde_json::to_value(&joint).unwrap_or_default(),
+            }),
         )
         .tier(Tier::T5),
     )?;
@@ -368,7 +372,7 @@ fn retry_slice(engine: &Engine, task: &Brief, why: &str) -> Result<()> {
 /// verdict's outcome.
 fn consume(engine: &Engine, verifiers: &[&Brief], mut batch: WriteBatch) -> Result<()> {
     for v in verifiers.iter().filter(|v| v.status == BriefStatus::Verifying) {
-        Engine::stage_move(&mut batch, v, BriefStatus::Done, json!({}));
+        Engine::stage_move(&mut batch, v, BriefStatus::Done, BriefStatusChange::default());
     }
     engine.apply(batch)
 }
@@ -467,9 +471,16 @@ fn log_merged(
         return;
     }
     merged.append_event(
-        NewEvent::new(task.run, EventKind::Log, json!({ "level": "verbose", "tag": "MERGED", "message": format!("{} merged into {into}", task.title) }))
-            .brief(task.id)
-            .tier(Tier::T4),
+        NewEvent::typed(
+            task.run,
+            EventPayload::Log(LogLine::new(
+                "verbose",
+                Some("MERGED"),
+                format!("{} merged into {into}", task.title),
+            )),
+        )
+        .brief(task.id)
+        .tier(Tier::T4),
     );
 }
 

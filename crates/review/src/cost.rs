@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use agency_core::event::{Event, EventKind};
+use agency_core::event::payload::Usage;
+use agency_core::event::{Event, EventKind, EventPayload};
 use agency_core::{BriefId, Tier};
-use serde_json::Value;
 
 /// What some model calls used and cost.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -26,13 +26,12 @@ pub struct Spend {
 }
 
 impl Spend {
-    fn add(&mut self, payload: &Value) {
-        let count = |key: &str| payload.get(key).and_then(Value::as_u64).unwrap_or(0);
+    fn add(&mut self, usage: &Usage) {
         self.calls += 1;
-        self.input_tokens += count("input_tokens");
-        self.output_tokens += count("output_tokens");
-        self.cache_tokens += count("cache_read_tokens") + count("cache_write_tokens");
-        match payload.get("cost_usd").and_then(Value::as_f64) {
+        self.input_tokens += usage.input_tokens;
+        self.output_tokens += usage.output_tokens;
+        self.cache_tokens += usage.cache_read_tokens + usage.cache_write_tokens;
+        match usage.cost_usd {
             Some(usd) => self.usd += usd,
             None => self.unpriced_calls += 1,
         }
@@ -64,11 +63,20 @@ pub struct Cost {
 pub fn cost_of(events: &[Event]) -> Cost {
     let mut cost = Cost::default();
     for event in events.iter().filter(|e| e.kind == EventKind::Usage) {
-        cost.total.add(&event.payload);
+        // A usage record that does not read is counted as an unpriced call with no tokens, not dropped: the
+        // cost shown then says `unpriced` instead of a total that looks complete.
+        let usage = match event.typed() {
+            Ok(EventPayload::Usage(usage)) => usage,
+            _ => Usage {
+                cost_usd: None,
+                ..Usage::default()
+            },
+        };
+        cost.total.add(&usage);
         let tier = event.tier.map_or("run".to_string(), |t| t.as_str().to_string());
-        cost.tiers.entry(tier).or_default().add(&event.payload);
+        cost.tiers.entry(tier).or_default().add(&usage);
         if let Some(brief) = event.brief {
-            cost.briefs.entry(brief).or_default().add(&event.payload);
+            cost.briefs.entry(brief).or_default().add(&usage);
         }
     }
     cost
@@ -122,7 +130,7 @@ pub fn render_cost(cost: &Cost, label_of: impl Fn(BriefId) -> String) -> String 
 mod tests {
     use agency_core::RunId;
     use chrono::Utc;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 
@@ -136,6 +144,23 @@ mod tests {
             kind: EventKind::Usage,
             payload,
         }
+    }
+
+    #[test]
+    fn a_usage_record_that_does_not_read_is_unpriced_not_free() {
+        let brief = BriefId::new();
+        let events = [
+            usage(Tier::T4, brief, json!({ "input_tokens": 10, "cost_usd": 0.5 })),
+            usage(
+                Tier::T4,
+                brief,
+                json!({ "input_tokens": "many", "cost_usd": 9.0 }),
+            ),
+        ];
+        let cost = cost_of(&events);
+        assert_eq!(cost.total.calls, 2);
+        assert_eq!(cost.total.input_tokens, 10);
+        assert_eq!(cost.total.usd_text(), "$0.5000 + 1 unpriced call");
     }
 
     #[test]

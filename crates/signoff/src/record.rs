@@ -3,12 +3,12 @@
 //! `signoff_rejected`, `signoff_inconclusive`. The accepted event *is* the sign-off record that tells a
 //! signed-off goal from one ticked by hand.
 
-use agency_core::{BriefId, EventKind, NewEvent, RunId, Tier};
+use agency_core::event::{EventPayload, payload};
+use agency_core::{BriefId, NewEvent, RunId, Tier};
 use agency_store::{ArtifactId, Blackboard, NewArtifact, WriteBatch};
-use serde_json::{Value, json};
 
 use crate::SignoffError;
-use crate::outcome::{Outcome, SignoffReport};
+use crate::outcome::{Outcome, RejectedBy, SignoffReport};
 use crate::verify::VerifyResult;
 
 /// Where a sign-off is recorded: a run (and the brief under review, in a runner-owned run).
@@ -29,8 +29,8 @@ pub struct Recording<'a> {
 }
 
 impl Recording<'_> {
-    fn new_event(&self, kind: EventKind, payload: Value) -> NewEvent {
-        let mut event = NewEvent::new(self.run, kind, payload);
+    fn new_event(&self, payload: EventPayload) -> NewEvent {
+        let mut event = NewEvent::typed(self.run, payload);
         if let Some(brief) = self.brief {
             event = event.brief(brief);
         }
@@ -57,10 +57,11 @@ impl Recording<'_> {
     /// write (or the runner's, whichever comes first) instead of a commit of its own
     /// ([`agency_store::Blackboard::append_event_soon`]).
     pub fn started(&self, subject: &str, commit: &str, base: &str) -> Result<(), SignoffError> {
-        let event = self.new_event(
-            EventKind::SignoffStarted,
-            json!({"subject": subject, "commit": commit, "base": base}),
-        );
+        let event = self.new_event(EventPayload::SignoffStarted(payload::SignoffStarted {
+            subject: subject.to_string(),
+            commit: commit.to_string(),
+            base: base.to_string(),
+        }));
         self.store.append_event_soon(event).map_err(SignoffError::Store)
     }
 
@@ -75,20 +76,18 @@ impl Recording<'_> {
         let artifact = self.new_artifact(format!("signoff/{subject}/verify"), "application/json", bytes);
         let id = artifact.id;
         let tail = crate::verify::last_bytes(&result.tail, 1024);
-        let event = self.new_event(
-            EventKind::SignoffVerify,
-            json!({
-                "subject": subject,
-                "rev": commit,
-                "command": result.command,
-                "exit_code": result.exit_code,
-                "timed_out": result.timed_out,
-                "duration_ms": result.duration_ms,
-                "passed": result.passed,
-                "tail": tail,
-                "artifact": id.to_string(),
-            }),
-        );
+        let event = self.new_event(EventPayload::SignoffVerify(payload::SignoffVerify {
+            subject: Some(subject.to_string()),
+            rev: commit.to_string(),
+            command: result.command.clone(),
+            exit_code: result.exit_code.map(i64::from),
+            timed_out: Some(result.timed_out),
+            duration_ms: result.duration_ms,
+            passed: result.passed,
+            tail: tail.to_string(),
+            artifact: Some(id.to_string()),
+            ..payload::SignoffVerify::default()
+        }));
         let mut batch = WriteBatch::new();
         batch.put_artifact(artifact).append_event(event);
         self.write(batch)?;
@@ -111,29 +110,40 @@ impl Recording<'_> {
         report: &SignoffReport,
         transcript: Option<NewArtifact>,
     ) -> Result<(), SignoffError> {
-        let kind = match report.outcome {
-            Outcome::Accepted => EventKind::SignoffAccepted,
-            Outcome::Rejected { .. } => EventKind::SignoffRejected,
-            Outcome::Inconclusive { .. } => EventKind::SignoffInconclusive,
+        let record = payload::SignoffOutcome {
+            subject: report.subject.clone(),
+            commit: report.commit.clone(),
+            base: report.base.clone(),
+            verify_artifact: report.verify_artifact.map(|a| a.to_string()),
+            judge_artifact: report.transcript_artifact.map(|a| a.to_string()),
+            summary: report.judge_answer.clone(),
+            outcome: report.outcome.word().to_string(),
+            ..payload::SignoffOutcome::default()
         };
-        let mut payload = json!({
-            "subject": report.subject,
-            "commit": report.commit,
-            "base": report.base,
-            "verify_artifact": report.verify_artifact.map(|a| a.to_string()),
-            "judge_artifact": report.transcript_artifact.map(|a| a.to_string()),
-            "summary": report.judge_answer,
-        });
-        if let (Value::Object(map), Ok(Value::Object(outcome))) =
-            (&mut payload, serde_json::to_value(&report.outcome))
-        {
-            map.extend(outcome);
-        }
+        let payload = match &report.outcome {
+            Outcome::Accepted => EventPayload::SignoffAccepted(record),
+            Outcome::Rejected { by, missing } => EventPayload::SignoffRejected(payload::SignoffOutcome {
+                by: Some(
+                    match by {
+                        RejectedBy::Verify => "verify",
+                        RejectedBy::Checks => "checks",
+                        RejectedBy::Judge => "judge",
+                    }
+                    .to_string(),
+                ),
+                missing: Some(missing.clone()),
+                ..record
+            }),
+            Outcome::Inconclusive { reason } => EventPayload::SignoffInconclusive(payload::SignoffOutcome {
+                reason: Some(reason.clone()),
+                ..record
+            }),
+        };
         let mut batch = WriteBatch::new();
         if let Some(transcript) = transcript {
             batch.put_artifact(transcript);
         }
-        batch.append_event(self.new_event(kind, payload));
+        batch.append_event(self.new_event(payload));
         if self.outcome_soon {
             self.store.apply_soon(batch).map_err(SignoffError::Store)
         } else {

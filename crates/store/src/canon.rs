@@ -2,11 +2,11 @@
 //! events the blackboard builds itself (see the crate docs), and the check of a caller's event. Kept in
 //! one place so SQLite and PostgreSQL cannot drift apart in what they record.
 
+use agency_core::event::payload::{self, EventPayload};
 use agency_core::ids::{WHOLE_ID_LEN, normalize_id_input};
-use agency_core::{Brief, BriefId, EventKind, Gate, GateDecision, GateKind, NewEvent, RunId, Tier};
+use agency_core::{Brief, BriefId, Gate, GateDecision, GateKind, NewEvent, RunId, Tier};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
-use serde_json::json;
 use uuid::Uuid;
 
 use crate::error::{Result, StoreError};
@@ -91,26 +91,33 @@ pub fn parse_id(what: &'static str, text: &str) -> Result<Uuid> {
 
 /// `run_created`.
 pub fn run_created(run: &Run) -> NewEvent {
-    let payload = json!({ "goal": run.goal, "repo": run.repo, "base_rev": run.base_rev });
-    NewEvent::new(run.id, EventKind::RunCreated, payload).at(run.created_at)
+    let payload = EventPayload::RunCreated(payload::RunCreated {
+        goal: run.goal.clone(),
+        repo: run.repo.clone(),
+        base_rev: run.base_rev.clone(),
+    });
+    NewEvent::typed(run.id, payload).at(run.created_at)
 }
 
 /// `run_status`.
 pub fn run_status(id: RunId, from: RunStatus, to: RunStatus, at: DateTime<Utc>) -> NewEvent {
-    let payload = json!({ "from": from.as_str(), "to": to.as_str() });
-    NewEvent::new(id, EventKind::RunStatus, payload).at(at)
+    let payload = EventPayload::RunStatus(payload::RunStatusChange {
+        from: from.as_str().to_string(),
+        to: to.as_str().to_string(),
+    });
+    NewEvent::typed(id, payload).at(at)
 }
 
 /// `brief_created`.
 pub fn brief_created(brief: &Brief, at: DateTime<Utc>) -> NewEvent {
-    let payload = json!({
-        "title": brief.title,
-        "tier": brief.tier,
-        "workstream": brief.workstream,
-        "parent": brief.parent,
-        "status": brief.status,
+    let payload = EventPayload::BriefCreated(payload::BriefCreated {
+        title: brief.title.clone(),
+        tier: Some(brief.tier),
+        workstream: brief.workstream.clone(),
+        parent: brief.parent,
+        status: brief.status.as_str().to_string(),
     });
-    NewEvent::new(brief.run, EventKind::BriefCreated, payload)
+    NewEvent::typed(brief.run, payload)
         .brief(brief.id)
         .tier(brief.tier)
         .at(at)
@@ -118,8 +125,13 @@ pub fn brief_created(brief: &Brief, at: DateTime<Utc>) -> NewEvent {
 
 /// `brief_status` for a claim (`pending → running`).
 pub fn brief_claimed(brief: &Brief, claimer: &str, at: DateTime<Utc>) -> NewEvent {
-    let payload = json!({ "from": "pending", "to": "running", "claimed_by": claimer });
-    NewEvent::new(brief.run, EventKind::BriefStatus, payload)
+    let payload = EventPayload::BriefStatus(payload::BriefStatusChange {
+        from: "pending".to_string(),
+        to: "running".to_string(),
+        claimed_by: Some(claimer.to_string()),
+        ..Default::default()
+    });
+    NewEvent::typed(brief.run, payload)
         .brief(brief.id)
         .tier(brief.tier)
         .at(at)
@@ -127,13 +139,14 @@ pub fn brief_claimed(brief: &Brief, claimer: &str, at: DateTime<Utc>) -> NewEven
 
 /// `brief_status` for a claim taken back because its lease ended (`running → pending`).
 pub fn brief_reclaimed(brief: &Brief, claimer: Option<&str>, at: DateTime<Utc>) -> NewEvent {
-    let payload = json!({
-        "from": "running",
-        "to": "pending",
-        "claimed_by": claimer,
-        "reason": "lease_expired",
+    let payload = EventPayload::BriefStatus(payload::BriefStatusChange {
+        from: "running".to_string(),
+        to: "pending".to_string(),
+        claimed_by: claimer.map(str::to_string),
+        reason: Some("lease_expired".to_string()),
+        ..Default::default()
     });
-    NewEvent::new(brief.run, EventKind::BriefStatus, payload)
+    NewEvent::typed(brief.run, payload)
         .brief(brief.id)
         .tier(brief.tier)
         .at(at)
@@ -154,35 +167,45 @@ pub fn claim_conflict(brief: &Brief, claimer: &str) -> StoreError {
 
 /// `gate_pending`, or `gate_paused` for a pause.
 pub fn gate_opened(gate: &NewGate, at: DateTime<Utc>) -> NewEvent {
-    let kind = if gate.kind == GateKind::Pause {
-        EventKind::GatePaused
-    } else {
-        EventKind::GatePending
+    let opened = payload::GateOpened {
+        gate: Some(gate.id),
+        kind: Some(gate.kind),
+        summary: gate.summary.clone(),
     };
-    let payload = json!({ "gate": gate.id, "kind": gate.kind.as_str(), "summary": gate.summary });
-    with_context(NewEvent::new(gate.run, kind, payload), gate.tier, gate.brief, at)
+    let payload = if gate.kind == GateKind::Pause {
+        EventPayload::GatePaused(opened)
+    } else {
+        EventPayload::GatePending(opened)
+    };
+    with_context(NewEvent::typed(gate.run, payload), gate.tier, gate.brief, at)
 }
 
 /// `gate_approved` / `gate_rejected`, or `gate_resumed` when a pause is approved.
 pub fn gate_decided(gate: &Gate, decision: &GateDecision, at: DateTime<Utc>) -> NewEvent {
-    let (kind, payload) = match decision {
-        GateDecision::Approve { by, note } => {
-            let kind = if gate.kind == GateKind::Pause {
-                EventKind::GateResumed
-            } else {
-                EventKind::GateApproved
-            };
-            (
-                kind,
-                json!({ "gate": gate.id, "kind": gate.kind.as_str(), "by": by, "note": note }),
-            )
-        }
-        GateDecision::Reject { by, reason } => (
-            EventKind::GateRejected,
-            json!({ "gate": gate.id, "kind": gate.kind.as_str(), "by": by, "reason": reason }),
-        ),
+    let decided = |by: &str| payload::GateDecided {
+        gate: Some(gate.id),
+        kind: Some(gate.kind),
+        by: by.to_string(),
+        ..Default::default()
     };
-    with_context(NewEvent::new(gate.run, kind, payload), gate.tier, gate.brief, at)
+    let payload = match decision {
+        GateDecision::Approve { by, note } => {
+            let approved = payload::GateDecided {
+                note: note.clone(),
+                ..decided(by)
+            };
+            if gate.kind == GateKind::Pause {
+                EventPayload::GateResumed(approved)
+            } else {
+                EventPayload::GateApproved(approved)
+            }
+        }
+        GateDecision::Reject { by, reason } => EventPayload::GateRejected(payload::GateDecided {
+            reason: Some(reason.clone()),
+            ..decided(by)
+        }),
+    };
+    with_context(NewEvent::typed(gate.run, payload), gate.tier, gate.brief, at)
 }
 
 /// Who decided, and the note (an approval's note or a rejection's reason), as a gate row records them.
@@ -195,13 +218,13 @@ pub fn decided_by(decision: &GateDecision) -> (&str, Option<&str>) {
 
 /// `artifact`.
 pub fn artifact_stored(artifact: &NewArtifact, at: DateTime<Utc>) -> NewEvent {
-    let payload = json!({
-        "artifact": artifact.id,
-        "name": artifact.name,
-        "content_type": artifact.content_type,
-        "size": artifact.bytes.len(),
+    let payload = EventPayload::Artifact(payload::ArtifactStored {
+        artifact: artifact.id.to_string(),
+        name: artifact.name.clone(),
+        content_type: artifact.content_type.clone(),
+        size: artifact.bytes.len() as u64,
     });
-    let mut event = NewEvent::new(artifact.run, EventKind::Artifact, payload).at(at);
+    let mut event = NewEvent::typed(artifact.run, payload).at(at);
     event.brief = artifact.brief;
     event
 }

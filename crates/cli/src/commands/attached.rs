@@ -3,9 +3,9 @@
 //! the command that resumes it — the one recorded when the run started (`--script FILE` included).
 
 use agency_core::RunId;
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::LogLine;
+use agency_core::event::{EventPayload, NewEvent};
 use agency_store::{Blackboard, Run};
-use serde_json::json;
 
 /// The tag of the log line that records how the run is resumed.
 const RESUMABLE: &str = "RESUMABLE";
@@ -17,10 +17,12 @@ pub fn record_resume_command(store: &dyn Blackboard, run: RunId, script: Option<
         let path = std::fs::canonicalize(script).unwrap_or_else(|_| script.to_path_buf());
         command.push_str(&format!(" --script {}", path.display()));
     }
-    let event = NewEvent::new(
+    let event = NewEvent::typed(
         run,
-        EventKind::Log,
-        json!({ "level": "verbose", "tag": RESUMABLE, "message": format!("resume with `{command}`"), "command": command }),
+        EventPayload::Log(LogLine {
+            command: Some(command.clone()),
+            ..LogLine::new("verbose", Some(RESUMABLE), format!("resume with `{command}`"))
+        }),
     );
     // Best effort: without it the hint names the command without its script.
     let _ = store.append_event(event);
@@ -30,11 +32,9 @@ pub fn record_resume_command(store: &dyn Blackboard, run: RunId, script: Option<
 pub fn resume_command(store: &dyn Blackboard, run: RunId) -> String {
     // Recorded among the run's first events: the first page holds it.
     let recorded = store.events_after(Some(run), 0, 50).ok().and_then(|page| {
-        page.into_iter().find_map(|event| {
-            (event.kind == EventKind::Log
-                && event.payload.get("tag").and_then(|t| t.as_str()) == Some(RESUMABLE))
-            .then(|| event.payload.get("command")?.as_str().map(str::to_string))
-            .flatten()
+        page.into_iter().find_map(|event| match event.typed() {
+            Ok(EventPayload::Log(line)) if line.tag.as_deref() == Some(RESUMABLE) => line.command,
+            _ => None,
         })
     });
     recorded.unwrap_or_else(|| format!("agency run --resume {}", run.short()))

@@ -7,10 +7,10 @@
 use std::time::{Duration, Instant};
 
 use agency_core::BriefStatus;
-use agency_core::event::{EventKind, NewEvent};
+use agency_core::event::payload::{BriefStatusChange, LogLine};
+use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::GateDecision;
 use agency_store::{Blackboard, RunStatus, StoreError};
-use serde_json::json;
 
 use crate::commands::{Context, decider, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
@@ -48,14 +48,15 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let by = decider();
     let reason = args.reason.unwrap_or_else(|| "cancelled by a human".into());
     store
-        .append_event(NewEvent::new(
+        .append_event(NewEvent::typed(
             run,
-            EventKind::Log,
-            json!({
-                "level": "normal",
-                "tag": "CANCELLED",
-                "message": format!("cancelled by {by}: {reason}"),
-                "by": by,
+            EventPayload::Log(LogLine {
+                by: Some(by.clone()),
+                ..LogLine::new(
+                    "normal",
+                    Some("CANCELLED"),
+                    format!("cancelled by {by}: {reason}"),
+                )
             }),
         ))
         .map_err(store_error)?;
@@ -114,13 +115,8 @@ fn close_open_work(
     let mut closed = 0;
     for status in [BriefStatus::Pending, BriefStatus::Running, BriefStatus::Verifying] {
         for brief in store.list_briefs_by_status(run, status)? {
-            let event = NewEvent::new(
-                run,
-                EventKind::BriefStatus,
-                json!({ "from": status.as_str(), "to": "cancelled", "reason": reason }),
-            )
-            .brief(brief.id)
-            .tier(brief.tier);
+            let event =
+                NewEvent::brief_moved(&brief, BriefStatus::Cancelled, BriefStatusChange::because(reason));
             match store.update_brief_status(brief.id, status, BriefStatus::Cancelled, event) {
                 Ok(_) => closed += 1,
                 // It moved meanwhile (a worker finishing): it is no longer open as it was.

@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::json;
-
 use agency_core::config::{Runtime as ConfiguredRuntime, TeamConfig};
+use agency_core::event::EventPayload;
+use agency_core::event::payload::{LogLine, RuntimeChoiceNote};
 use agency_core::redact::Redactor;
-use agency_core::{EventKind, NewEvent, Tier};
+use agency_core::{NewEvent, Tier};
 use agency_engine::budget::{BlackboardSink, ledger_from_events};
 use agency_engine::{DriveOutcome, Engine, EngineOptions, Role};
 use agency_exec::runtime::{
@@ -588,13 +588,20 @@ fn announce_runtimes(
         .map(|(tiers, what)| format!("{}: {what}", tiers.join(", ")))
         .collect::<Vec<_>>()
         .join("; ");
-    let tiers: Vec<serde_json::Value> = choices
+    let tiers = choices
         .iter()
-        .map(|c| json!({ "tier": c.tier, "runtime": c.runtime.as_str(), "reason": c.reason }))
+        .map(|c| RuntimeChoiceNote {
+            tier: Some(c.tier),
+            runtime: c.runtime.as_str().to_string(),
+            reason: c.reason.to_string(),
+        })
         .collect();
-    let payload = json!({ "level": "normal", "tag": "RUNTIMES", "message": message, "tiers": tiers });
+    let payload = EventPayload::Log(LogLine {
+        tiers: Some(tiers),
+        ..LogLine::new("normal", Some("RUNTIMES"), message)
+    });
     store
-        .append_event(NewEvent::new(run, EventKind::Log, payload))
+        .append_event(NewEvent::typed(run, payload))
         .map_err(store_error)?;
     Ok(())
 }

@@ -9,9 +9,9 @@
 
 use std::path::PathBuf;
 
-use serde_json::json;
-
-use agency_core::{EventKind, NewEvent};
+use agency_core::NewEvent;
+use agency_core::event::EventPayload;
+use agency_core::event::payload::LogLine;
 use agency_llm::CancelToken;
 use agency_store::RunStatus;
 
@@ -69,14 +69,16 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ");
-    let payload = json!({
-        "level": "verbose",
-        "tag": "WORKER",
-        "message": format!("{name} works on this run ({runtimes})"),
-        "worker": name,
+    let payload = EventPayload::Log(LogLine {
+        worker: Some(name.clone()),
+        ..LogLine::new(
+            "verbose",
+            Some("WORKER"),
+            format!("{name} works on this run ({runtimes})"),
+        )
     });
     store
-        .append_event(NewEvent::new(run, EventKind::Log, payload))
+        .append_event(NewEvent::typed(run, payload))
         .map_err(store_error)?;
     println!("{name} works on run {}; it stops when the run ends", run.short());
     let runtime = tokio::runtime::Builder::new_current_thread()

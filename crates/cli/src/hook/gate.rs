@@ -13,13 +13,13 @@
 use std::path::Path;
 
 use agency_core::config::{ROLLOUT_ENV_VAR, RolloutMode, TeachbackConfig, TeamConfig, UnboundSessionPolicy};
+use agency_core::event::{EventPayload, payload};
 use agency_core::intercept::{self, GateState, ToolKind, Verdict, task_create};
 use agency_core::teachback::{TeachbackAction, TeachbackState, transition};
 use agency_core::variety::TeachbackMode;
-use agency_core::{Brief, BriefId, EventKind, NewEvent, Teachback};
+use agency_core::{Brief, BriefId, NewEvent, Teachback};
 use agency_store::{Blackboard, RedactingBlackboard, SqliteBlackboard};
 use chrono::Utc;
-use serde_json::json;
 use std::sync::Arc;
 
 use super::answer::Answer;
@@ -246,16 +246,18 @@ fn submit(
 ) -> Result<(), String> {
     let next = transition(brief.teachback, mode, &TeachbackAction::Submit).map_err(|e| e.to_string())?;
     let store = store.map_err(|e| e.to_string())?;
-    let payload = json!({
-        "teachback": teachback,
-        "text": teachback.to_string(),
-        "from": brief.teachback,
-        "to": next,
-        "via": event.tool_name,
-        "session_id": event.session_id,
-        "agent_id": event.agent_id,
+    let payload = EventPayload::TeachbackSubmitted(payload::TeachbackSubmitted {
+        // A plain struct of strings and lists: serialising it cannot fail.
+        teachback: serde_json::to_value(teachback).unwrap_or_default(),
+        text: Some(teachback.to_string()),
+        from: Some(brief.teachback),
+        to: Some(next),
+        via: event.tool_name.clone(),
+        session_id: event.session_id.clone(),
+        agent_id: event.agent_id.clone(),
+        ..payload::TeachbackSubmitted::default()
     });
-    let new_event = NewEvent::new(brief.run, EventKind::TeachbackSubmitted, payload).brief(brief.id);
+    let new_event = NewEvent::typed(brief.run, payload).brief(brief.id);
     store
         .set_teachback_state(brief.id, brief.teachback, next, new_event)
         .map_err(|e| e.to_string())?;
@@ -273,14 +275,15 @@ fn record(
     config: &TeachbackConfig,
 ) {
     let result = store.and_then(|store| {
-        let payload = json!({
-            "tool": tool,
-            "rollout": rollout,
-            "blocked": rollout == RolloutMode::Enforce,
-            "teachback_state": brief.teachback,
-            "reason": reason,
+        let payload = EventPayload::TeachbackDenied(payload::TeachbackDenied {
+            tool: tool.to_string(),
+            rollout: Some(rollout.as_str().to_string()),
+            blocked: Some(rollout == RolloutMode::Enforce),
+            teachback_state: Some(brief.teachback),
+            reason: Some(reason.to_string()),
+            ..payload::TeachbackDenied::default()
         });
-        store.append_event(NewEvent::new(brief.run, EventKind::TeachbackDenied, payload).brief(brief.id))?;
+        store.append_event(NewEvent::typed(brief.run, payload).brief(brief.id))?;
         history::raise_due(store.as_ref(), brief, config, Utc::now())?;
         Ok(())
     });

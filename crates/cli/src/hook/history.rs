@@ -5,11 +5,12 @@
 //! hook or `agency teachback check` looks.
 
 use agency_core::config::TeachbackConfig;
-use agency_core::teachback::TeachbackState;
+use agency_core::event::EventPayload;
+use agency_core::event::payload::Signal;
+use agency_core::teachback::{ReviewVerdict, TeachbackState};
 use agency_core::{Brief, Event, EventKind, NewEvent};
 use agency_store::Blackboard;
 use chrono::{DateTime, Duration, Utc};
-use serde_json::json;
 
 /// The message of a review that never came.
 pub const ORCHESTRATOR_UNREACHABLE: &str = "META-BLOCK: orchestrator unreachable";
@@ -72,23 +73,26 @@ pub fn due(
     if now - since < Duration::minutes(i64::from(minutes)) {
         return None;
     }
-    let state = brief.teachback.as_str();
     let already = events
         .iter()
-        .any(|e| e.kind == EventKind::Alert && e.ts >= since && e.payload["teachback_state"] == state);
+        .any(|e| {
+            e.kind == EventKind::Alert
+                && e.ts >= since
+                && matches!(e.typed(), Ok(EventPayload::Alert(alert)) if alert.teachback_state == Some(brief.teachback))
+        });
     if already {
         return None;
     }
     Some(
-        NewEvent::new(
+        NewEvent::typed(
             brief.run,
-            EventKind::Alert,
-            json!({
-                "level": "ALERT",
-                "message": message,
-                "teachback_state": state,
-                "since": since,
-                "notify": true,
+            EventPayload::Alert(Signal {
+                level: Some("ALERT".to_string()),
+                message: Some(message),
+                teachback_state: Some(brief.teachback),
+                since: Some(since),
+                notify: Some(true),
+                ..Signal::default()
             }),
         )
         .brief(brief.id)
@@ -128,7 +132,10 @@ pub fn raise_due(
         "ALERT brief {} ({}): {}",
         brief.id.short(),
         brief.title,
-        event.payload["message"].as_str().unwrap_or_default()
+        match event.typed() {
+            Ok(EventPayload::Alert(alert)) => alert.message.unwrap_or_default(),
+            _ => String::new(),
+        }
     );
     Ok(Some(event))
 }
@@ -140,9 +147,12 @@ pub fn latest_corrections(store: &dyn Blackboard, brief: &Brief) -> agency_store
         .iter()
         .rev()
         .find(|e| e.kind == EventKind::TeachbackCorrected)
-        .and_then(|e| e.payload["verdict"]["corrections"].as_array().cloned())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|v| v.as_str().map(String::from))
-        .collect())
+        .and_then(|e| match e.typed() {
+            Ok(EventPayload::TeachbackCorrected(reviewed)) => match reviewed.verdict {
+                Some(ReviewVerdict::Corrections(items)) => Some(items),
+                _ => None,
+            },
+            _ => None,
+        })
+        .unwrap_or_default())
 }

@@ -9,7 +9,7 @@
 //! usage). Runners narrate tier-level progress with `log` events carrying a `tag` (`PLAN_DONE`,
 //! `MESH_START`, ...); structured events get a line of their own here.
 
-use agency_core::event::{Event, EventKind};
+use agency_core::event::{Event, EventKind, EventPayload};
 use agency_core::gate::GateKind;
 use agency_store::RunStatus;
 use serde_json::Value;
@@ -324,20 +324,24 @@ fn line_for(event: &Event, level: Level) -> Option<Line> {
             text(p, "issue").unwrap_or("").to_string(),
             false,
         ),
-        EventKind::Usage => mk(
-            &tier,
-            "USAGE",
-            format!(
-                "{} in / {} out  {}",
-                p.get("input_tokens").and_then(Value::as_u64).unwrap_or(0),
-                p.get("output_tokens").and_then(Value::as_u64).unwrap_or(0),
-                // A call without a price says so rather than claiming it cost nothing.
-                p.get("cost_usd")
-                    .and_then(Value::as_f64)
-                    .map_or_else(|| "unpriced".to_owned(), |usd| format!("${usd:.4}"))
-            ),
-            true,
-        ),
+        EventKind::Usage => {
+            let line = match event.typed() {
+                Ok(EventPayload::Usage(usage)) => format!(
+                    "{} in / {} out  {}",
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    // A call without a price says so rather than claiming it cost nothing.
+                    usage
+                        .cost_usd
+                        .map_or_else(|| "unpriced".to_owned(), |usd| format!("${usd:.4}"))
+                ),
+                // Said, not shown as a free call.
+                Ok(_) | Err(_) => {
+                    "a usage record that does not read (its tokens and cost are unknown)".to_string()
+                }
+            };
+            mk(&tier, "USAGE", line, true)
+        }
         EventKind::BriefCreated | EventKind::BriefStatus | EventKind::Artifact => None,
     }
 }

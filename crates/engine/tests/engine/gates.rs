@@ -8,9 +8,8 @@ use agency_core::teachback::{ReviewVerdict, TeachbackReview, TeachbackState};
 use agency_core::tiers::BriefRole;
 use agency_core::{BriefStatus, Tier};
 use agency_engine::engine::feedback_name;
-use agency_engine::hooks::{review_kind, review_payload};
+use agency_engine::hooks::{review_event, review_payload};
 use agency_store::{Blackboard, NewGate, RunStatus};
-use serde_json::json;
 
 use crate::support::{Project, approve, config, events, wait_for};
 
@@ -218,10 +217,13 @@ fn a_teachback_reviewed_by_hand_closes_its_gate_and_the_run_goes_on() {
         reviewer: "cli:alice".into(),
         note: Some("go ahead".into()),
     };
-    let mut payload = review_payload(&brief, &review);
-    payload["from"] = json!(TeachbackState::UnderReview);
-    payload["to"] = json!(TeachbackState::Active);
-    let event = NewEvent::new(run, review_kind(&review), payload).brief(brief.id);
+    let payload = review_event(
+        &review,
+        review_payload(&brief, &review),
+        TeachbackState::UnderReview,
+        TeachbackState::Active,
+    );
+    let event = NewEvent::typed(run, payload).brief(brief.id);
     store
         .set_teachback_state(
             brief.id,

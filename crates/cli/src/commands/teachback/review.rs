@@ -9,16 +9,16 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use agency_core::event::{EventPayload, payload};
 use agency_core::intercept::teachback_text;
 use agency_core::teachback::{
     ReviewVerdict, TeachbackAction, TeachbackError, TeachbackReview, TeachbackState, transition,
 };
 use agency_core::{Brief, EventKind, GateId, NewEvent, Teachback};
-use agency_engine::hooks::{review_kind, review_payload};
+use agency_engine::hooks::{review_event, review_payload};
 use agency_engine::teachback_gate;
 use agency_store::Blackboard;
 use chrono::Utc;
-use serde_json::json;
 
 use super::resolve_brief;
 use crate::commands::{Context, decider, store_error};
@@ -120,8 +120,7 @@ fn apply(
     store: &dyn Blackboard,
     brief: &Brief,
     action: &TeachbackAction,
-    kind: EventKind,
-    mut payload: serde_json::Value,
+    payload: impl FnOnce(TeachbackState, TeachbackState) -> EventPayload,
 ) -> CommandResult<Brief> {
     let next = transition(brief.teachback, brief.teachback_mode(), action).map_err(|err| {
         // An empty correction is bad input; anything else is an action the state does not allow.
@@ -134,9 +133,7 @@ fn apply(
             brief.id.short()
         ))
     })?;
-    payload["from"] = json!(brief.teachback);
-    payload["to"] = json!(next);
-    let event = NewEvent::new(brief.run, kind, payload).brief(brief.id);
+    let event = NewEvent::typed(brief.run, payload(brief.teachback, next)).brief(brief.id);
     store
         .set_teachback_state(brief.id, brief.teachback, next, event)
         .map_err(store_error)
@@ -183,14 +180,20 @@ pub fn submit(ctx: &Context, args: SubmitArgs) -> CommandResult {
     let id = resolve_brief(&*store, args.brief.as_deref())?;
     let brief = store.get_brief(id).map_err(store_error)?;
     let cursor = store.last_seq(Some(brief.run)).map_err(store_error)?;
-    let payload = json!({"teachback": teachback, "text": teachback.to_string(), "via": "cli"});
-    let after = apply(
-        &*store,
-        &brief,
-        &TeachbackAction::Submit,
-        EventKind::TeachbackSubmitted,
-        payload,
-    )?;
+    let submitted = payload::TeachbackSubmitted {
+        // A plain struct of strings and lists: serialising it cannot fail.
+        teachback: serde_json::to_value(&teachback).unwrap_or_default(),
+        text: Some(teachback.to_string()),
+        via: Some("cli".to_string()),
+        ..payload::TeachbackSubmitted::default()
+    };
+    let after = apply(&*store, &brief, &TeachbackAction::Submit, |from, to| {
+        EventPayload::TeachbackSubmitted(payload::TeachbackSubmitted {
+            from: Some(from),
+            to: Some(to),
+            ..submitted
+        })
+    })?;
     println!(
         "submitted  teachback for brief {} ({}): now {}",
         brief.id.short(),
@@ -391,11 +394,13 @@ fn review(
         .map_err(store_error)?
         .map(|g| g.id);
     // The same record the runner writes when it reviews, with the message the agent will read.
-    let mut payload = review_payload(&brief, &review);
-    if let Some(gate) = gate {
-        payload["gate"] = json!(gate);
-    }
-    apply(&*store, &brief, &review.action(), review_kind(&review), payload)?;
+    let payload = payload::TeachbackReviewed {
+        gate,
+        ..review_payload(&brief, &review)
+    };
+    apply(&*store, &brief, &review.action(), |from, to| {
+        review_event(&review, payload, from, to)
+    })?;
     if let Some(gate) = gate {
         // Already decided means the waiting runner saw the review first and closed it with this verdict.
         teachback_gate::close(&*store, gate, &review).map_err(store_error)?;

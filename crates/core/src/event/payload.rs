@@ -1,0 +1,731 @@
+//! The typed payload of every event kind: what each writer records and every reader gets back, so a field
+//! is named once and a renamed key is a compile error instead of a value silently read as zero.
+//!
+//! The blackboard keeps payloads as JSON (`events.payload`); these types serialise to exactly the keys the
+//! writers wrote before they were typed, so a blackboard written by an older build still reads. To keep
+//! reading it:
+//!
+//! - every struct takes `#[serde(default)]`: a field an older writer left out reads as its default;
+//! - unknown fields are ignored (no `deny_unknown_fields`): a newer writer's extra field does not make the
+//!   event unreadable to an older reader;
+//! - a field that some writers leave out is an `Option` skipped when `None`, so it is not written as
+//!   `null` where it was absent before;
+//! - nested documents owned by other types that refuse unknown fields (a [`crate::Teachback`], a
+//!   [`crate::JointVerdict`], a gate's tier summary) stay JSON values here and are parsed by the reader that
+//!   needs them, so one malformed document cannot make the whole event unreadable.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::EventKind;
+use crate::gate::GateKind;
+use crate::ids::{BriefId, GateId};
+use crate::teachback::{ReviewVerdict, TeachbackState};
+use crate::tier::Tier;
+
+/// Fields every payload struct derives: serialisable, tolerant of missing and unknown keys.
+macro_rules! payload_struct {
+    ($(#[$doc:meta])* $name:ident { $($body:tt)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+        #[serde(default)]
+        pub struct $name { $($body)* }
+    };
+}
+
+payload_struct! {
+    /// `run_created`: the run's goal and where it runs.
+    RunCreated {
+        /// The goal, as given.
+        pub goal: String,
+        /// The repository's path.
+        pub repo: String,
+        /// The commit the run starts from.
+        pub base_rev: Option<String>,
+    }
+}
+
+payload_struct! {
+    /// `run_status`: a run's status change, as the store's status words.
+    RunStatusChange {
+        /// The status before.
+        pub from: String,
+        /// The status after.
+        pub to: String,
+    }
+}
+
+payload_struct! {
+    /// `brief_created`: a brief written to the blackboard.
+    BriefCreated {
+        /// The brief's title.
+        pub title: String,
+        /// Its tier.
+        pub tier: Option<Tier>,
+        /// Its workstream (`run` for a run-level brief).
+        pub workstream: String,
+        /// The brief it belongs under, if any.
+        pub parent: Option<BriefId>,
+        /// Its status when written (`pending`).
+        pub status: String,
+    }
+}
+
+payload_struct! {
+    /// `brief_status`: a brief's status change, and why where the writer said.
+    BriefStatusChange {
+        /// The status before.
+        pub from: String,
+        /// The status after.
+        pub to: String,
+        /// The runner that holds (or held) the brief's claim.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub claimed_by: Option<String>,
+        /// Why (`lease_expired`, `runner_stopped`, a budget or outage account, a cancellation's reason).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+        /// A short note (`plan approved`, `accepted`, `retry resolved`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub note: Option<String>,
+        /// The accepted summary, on a run's acceptance.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub summary: Option<String>,
+        /// The branch to review, on a run's acceptance.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub branch: Option<String>,
+        /// Set when the brief waits out a model outage (its attempt not spent).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub outage: Option<bool>,
+    }
+}
+
+impl BriefStatusChange {
+    /// The detail of a move made for `reason` (the writer of the move fills in `from` and `to`).
+    pub fn because(reason: impl Into<String>) -> Self {
+        BriefStatusChange {
+            reason: Some(reason.into()),
+            ..BriefStatusChange::default()
+        }
+    }
+
+    /// The detail of a move with a `note`.
+    pub fn noted(note: impl Into<String>) -> Self {
+        BriefStatusChange {
+            note: Some(note.into()),
+            ..BriefStatusChange::default()
+        }
+    }
+}
+
+payload_struct! {
+    /// `spawned`: an agent started for a brief.
+    Spawned {
+        /// The brief's title.
+        pub title: String,
+        /// The runtime's name (`builtin`, `claude-code`, ...).
+        pub runtime: String,
+        /// Which attempt, from 0.
+        pub attempt: u32,
+        /// Set when the agent is a sign-off's (a T5 verifier or the acceptance).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub signoff: Option<bool>,
+    }
+}
+
+payload_struct! {
+    /// `completed`: an agent reported its result.
+    Completed {
+        /// The brief's title.
+        pub title: String,
+        /// The reported status word (`done`, `partial`, ...).
+        pub status: String,
+        /// The agent's summary.
+        pub summary: String,
+        /// Which attempt, from 0.
+        pub attempt: u32,
+        /// `retry resolved` when a retry succeeded.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub note: Option<String>,
+    }
+}
+
+payload_struct! {
+    /// `failed` and `escalated`: a brief's failure and where it went.
+    Failure {
+        /// The brief's title.
+        pub title: String,
+        /// The failure class (see [`crate::Failure`]), where one was classified.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub failure: Option<String>,
+        /// Why it failed.
+        pub reason: String,
+        /// Which attempt failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub attempt: Option<u32>,
+        /// The brief's retry budget.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub retry_budget: Option<u32>,
+        /// Where an escalation went: a tier (`t3`) or `human`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub to: Option<String>,
+    }
+}
+
+payload_struct! {
+    /// `retried`: a failed brief's next attempt (the event is the new brief's).
+    Retried {
+        /// The brief's title.
+        pub title: String,
+        /// The new attempt's number.
+        pub attempt: u32,
+        /// The failed attempt's brief.
+        pub previous: Option<BriefId>,
+        /// The feedback the new attempt gets.
+        pub reason: String,
+    }
+}
+
+payload_struct! {
+    /// `gate_pending` and `gate_paused`: a gate opened.
+    GateOpened {
+        /// The gate.
+        pub gate: Option<GateId>,
+        /// Its kind.
+        pub kind: Option<GateKind>,
+        /// The tier summary shown to the human (message, produced, next, anomalies).
+        pub summary: Value,
+    }
+}
+
+payload_struct! {
+    /// `gate_approved`, `gate_rejected` and `gate_resumed`: a gate decided.
+    GateDecided {
+        /// The gate.
+        pub gate: Option<GateId>,
+        /// Its kind.
+        pub kind: Option<GateKind>,
+        /// Who decided.
+        pub by: String,
+        /// An approval's note.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub note: Option<String>,
+        /// A rejection's reason.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+    }
+}
+
+payload_struct! {
+    /// One tier's runtime choice, in a `RUNTIMES` log line.
+    RuntimeChoiceNote {
+        /// The tier.
+        pub tier: Option<Tier>,
+        /// The runtime chosen.
+        pub runtime: String,
+        /// Why.
+        pub reason: String,
+    }
+}
+
+payload_struct! {
+    /// A pull request's record, in a `PR` log line.
+    ForgeNote {
+        /// The pull request's address, when one was opened.
+        pub url: Option<String>,
+    }
+}
+
+payload_struct! {
+    /// `log`: a human-readable line, and the facts some lines carry for the code that reads them back.
+    /// Every field but `level` and `message` is written by one kind of line only (named by its `tag`).
+    LogLine {
+        /// `normal`, `verbose`, `debug` or `info`.
+        pub level: String,
+        /// What the line is about (`PLAN_DONE`, `TOOL`, `ORPHAN`, ...).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub tag: Option<String>,
+        /// The line.
+        pub message: String,
+        /// `TOOL`: whether the call was allowed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub allowed: Option<bool>,
+        /// `BASE`: the branch checked out when the run started.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub base_branch: Option<String>,
+        /// `RUNTIMES`: every tier's runtime choice.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub tiers: Option<Vec<RuntimeChoiceNote>>,
+        /// `PR`: the publish record.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub forge: Option<ForgeNote>,
+        /// `RESUMABLE`: the command that resumes the run.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub command: Option<String>,
+        /// `CANCELLED`: who cancelled.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub by: Option<String>,
+        /// `WORKER`: the worker's name.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub worker: Option<String>,
+        /// A session binding: the client session.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub session: Option<String>,
+        /// A session binding: the session's agent, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub agent: Option<String>,
+        /// A session binding: the session's task.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub task: Option<String>,
+        /// `REMINDER`: the gate waited on.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub gate: Option<GateId>,
+        /// `REMINDER`: which reminder this is.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub reminder: Option<i64>,
+        /// A notification's delivery record: the event it covered.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub notified_seq: Option<i64>,
+        /// `RELEASED`: the brief's status before.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub from: Option<String>,
+        /// `RELEASED`: the brief's status after.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub to: Option<String>,
+        /// `RELEASED`, `RESUME`, `ORPHAN`: the runner that held the brief.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub claimed_by: Option<String>,
+        /// `RELEASED`: why.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+        /// `ORPHAN`: the leftover agent process's id.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub pid: Option<u32>,
+        /// `ORPHAN`: its process group.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub pgid: Option<u32>,
+        /// `ORPHAN`: its start time in clock ticks since boot.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub start_ticks: Option<u64>,
+        /// `ORPHAN`: the boot it started in.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub boot_id: Option<String>,
+        /// `ORPHAN`: what was found (`gone`, `other_boot`, `recycled`, `stopped`, `unknown`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub found: Option<String>,
+        /// `ORPHAN` (stopped): the group's live members when found.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub members: Option<Vec<u32>>,
+        /// `ORPHAN` (stopped): whether SIGKILL was needed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub killed: Option<bool>,
+        /// `ORPHAN` (stopped): members alive after SIGKILL.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub survivors: Option<Vec<u32>>,
+    }
+}
+
+impl LogLine {
+    /// A line with a level, a tag and a message, and no other facts.
+    pub fn new(level: impl Into<String>, tag: Option<&str>, message: impl Into<String>) -> Self {
+        LogLine {
+            level: level.into(),
+            tag: tag.map(str::to_string),
+            message: message.into(),
+            ..LogLine::default()
+        }
+    }
+}
+
+payload_struct! {
+    /// `teachback_submitted`: an agent's teachback, and the state change it made.
+    TeachbackSubmitted {
+        /// The brief's title (written by the runner).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub title: Option<String>,
+        /// The teachback document (parse it with [`crate::Teachback`]'s `Deserialize`).
+        pub teachback: Value,
+        /// The teachback as text (written by the hook).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub text: Option<String>,
+        /// The teachback state before.
+        pub from: Option<TeachbackState>,
+        /// The teachback state after.
+        pub to: Option<TeachbackState>,
+        /// What carried it: `runner` for a runner's own agent, else the client's tool name.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub via: Option<String>,
+        /// The client session (hook).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub session_id: Option<String>,
+        /// The client agent (hook).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub agent_id: Option<String>,
+    }
+}
+
+payload_struct! {
+    /// `teachback_approved` and `teachback_corrected`: a review and the state change it made.
+    TeachbackReviewed {
+        /// Approved, or the corrections.
+        pub verdict: Option<ReviewVerdict>,
+        /// Who reviewed.
+        pub reviewer: String,
+        /// The reviewer's note.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub note: Option<String>,
+        /// The brief's title.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub title: Option<String>,
+        /// What the agent is told.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub message: Option<String>,
+        /// The teachback state before.
+        pub from: Option<TeachbackState>,
+        /// The teachback state after.
+        pub to: Option<TeachbackState>,
+        /// The teachback gate the review closes, when a human reviewed at one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub gate: Option<GateId>,
+    }
+}
+
+payload_struct! {
+    /// `teachback_denied`: a tool call the gate denied (or, in shadow/warn mode, would have).
+    TeachbackDenied {
+        /// The brief's title (runner).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub title: Option<String>,
+        /// The tool.
+        pub tool: String,
+        /// The teachback state at the call (runner).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub state: Option<TeachbackState>,
+        /// The rollout mode (hook: `shadow`, `warn`, `enforce`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub rollout: Option<String>,
+        /// Whether the call was blocked (hook).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub blocked: Option<bool>,
+        /// The teachback state at the call (hook).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub teachback_state: Option<TeachbackState>,
+        /// Why (hook).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+    }
+}
+
+payload_struct! {
+    /// `signoff_started`: what is signed off, at which commit, against which base.
+    SignoffStarted {
+        /// The subject (`ws/slice`, `accept`, a goal).
+        pub subject: String,
+        /// The commit under review.
+        pub commit: String,
+        /// The base it is compared with.
+        pub base: String,
+    }
+}
+
+payload_struct! {
+    /// `signoff_verify`: a verify command's result (a sign-off's, or a workstream's on the integration
+    /// branch).
+    SignoffVerify {
+        /// The sign-off's subject.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub subject: Option<String>,
+        /// The workstream verified on the integration branch.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub workstream: Option<String>,
+        /// The commit verified.
+        pub rev: String,
+        /// The command.
+        pub command: String,
+        /// Whether it passed.
+        pub passed: bool,
+        /// How it ended, in words (`exit 0`, `timed out`), where written.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub status: Option<String>,
+        /// Its exit code, where written and the command exited.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub exit_code: Option<i64>,
+        /// Whether it timed out, where written.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub timed_out: Option<bool>,
+        /// How long it ran.
+        pub duration_ms: u64,
+        /// The end of its output.
+        pub tail: String,
+        /// The verify record's artifact, where stored.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub artifact: Option<String>,
+    }
+}
+
+payload_struct! {
+    /// `signoff_accepted`, `signoff_rejected` and `signoff_inconclusive`: a sign-off's outcome.
+    SignoffOutcome {
+        /// The subject.
+        pub subject: String,
+        /// The commit signed off.
+        pub commit: String,
+        /// The base.
+        pub base: String,
+        /// The verify record's artifact.
+        pub verify_artifact: Option<String>,
+        /// The judge transcript's artifact.
+        pub judge_artifact: Option<String>,
+        /// The judge's answer.
+        pub summary: Option<String>,
+        /// `accepted`, `rejected` or `inconclusive`.
+        pub outcome: String,
+        /// A rejection: the earliest stage that rejected.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub by: Option<String>,
+        /// A rejection: what is missing.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub missing: Option<Vec<String>>,
+        /// An inconclusive outcome: why there is no verdict.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+    }
+}
+
+payload_struct! {
+    /// `verdict`: a T3 joint verdict over a workstream's T5 results.
+    VerdictRecord {
+        /// The line shown for it.
+        pub summary: String,
+        /// The joint verdict (parse it with [`crate::JointVerdict`]'s `Deserialize`).
+        pub joint: Value,
+    }
+}
+
+payload_struct! {
+    /// An amount of budget: tokens or dollars, as a budget names it.
+    BudgetAmount {
+        /// Tokens.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub tokens: Option<u64>,
+        /// US dollars.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub usd: Option<f64>,
+    }
+}
+
+payload_struct! {
+    /// A budget's scope, as data.
+    BudgetScope {
+        /// `run`, `workstream` or `brief`.
+        pub kind: String,
+        /// The workstream or brief.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub id: Option<String>,
+    }
+}
+
+payload_struct! {
+    /// `budget_exhausted`: a call refused because a budget would be passed.
+    BudgetExhausted {
+        /// The scope, in words.
+        pub scope: String,
+        /// The scope, as data.
+        pub scope_detail: BudgetScope,
+        /// The limit.
+        pub limit: BudgetAmount,
+        /// What was spent.
+        pub spent: BudgetAmount,
+        /// What the call needed.
+        pub needed: BudgetAmount,
+        /// The brief that made the call, if any.
+        pub brief: Option<String>,
+    }
+}
+
+payload_struct! {
+    /// `budget_raised`: a human raised a budget at its gate.
+    BudgetRaised {
+        /// The budget gate.
+        pub gate: Option<GateId>,
+        /// The scope, in words.
+        pub scope: String,
+        /// The new token limit, if one was set.
+        pub tokens: Option<u64>,
+        /// The new dollar limit, if one was set.
+        pub usd: Option<f64>,
+    }
+}
+
+payload_struct! {
+    /// `alert` and `halt`: an algedonic signal (from an agent, a stall, an idle agent or the teachback
+    /// history).
+    Signal {
+        /// `ALERT` (written by the engine's and the hook's alerts).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub level: Option<String>,
+        /// The brief's title (an agent's signal).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub title: Option<String>,
+        /// The category (`quality`, `STALL`, `AGENT_IDLE`, ...).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub category: Option<String>,
+        /// What is wrong.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub issue: Option<String>,
+        /// An agent's evidence.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub evidence: Option<String>,
+        /// An agent's account of the impact.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub impact: Option<String>,
+        /// What the agent recommends.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub recommended_action: Option<String>,
+        /// The line shown (the teachback history's alert).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub message: Option<String>,
+        /// The teachback state the brief is stuck in (teachback history).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub teachback_state: Option<TeachbackState>,
+        /// Since when (teachback history).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub since: Option<DateTime<Utc>>,
+        /// What the stalled run waits on.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub waiting: Option<Vec<String>>,
+        /// What a human can do next.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub next: Option<String>,
+        /// The brief concerned, when the event is not attributed to it (an idle agent).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub brief: Option<BriefId>,
+        /// Whether the signal is sent to the notification channels.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub notify: Option<bool>,
+    }
+}
+
+payload_struct! {
+    /// `usage`: one model call's tokens and cost. What the budget is rebuilt from after a crash.
+    Usage {
+        /// The model.
+        pub model: String,
+        /// The provider.
+        pub provider: String,
+        /// Input tokens.
+        pub input_tokens: u64,
+        /// Output tokens.
+        pub output_tokens: u64,
+        /// Tokens read from the prompt cache.
+        pub cache_read_tokens: u64,
+        /// Tokens written to the prompt cache.
+        pub cache_write_tokens: u64,
+        /// The cost in US dollars, when the model's price is known.
+        pub cost_usd: Option<f64>,
+    }
+}
+
+payload_struct! {
+    /// `artifact`: an artifact stored.
+    ArtifactStored {
+        /// The artifact's id.
+        pub artifact: String,
+        /// Its name (`diff/<brief>`, `signoff/<subject>/verify`, ...).
+        pub name: String,
+        /// Its content type.
+        pub content_type: String,
+        /// Its size in bytes.
+        pub size: u64,
+    }
+}
+
+payload_struct! {
+    /// The payload of a kind no writer of this build records (`plan_start`, `plan_done`,
+    /// `path_amendment`: the plan's progress is written as `log` lines). Read as nothing.
+    Unwritten {}
+}
+
+macro_rules! event_payloads {
+    ($($kind:ident($ty:ty),)*) => {
+        /// An event's payload, typed by its kind: one variant per [`EventKind`].
+        // A payload lives for one write or one read; boxing the log line (its largest) would cost every
+        // writer an allocation to save stack space no caller keeps.
+        #[allow(clippy::large_enum_variant)]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum EventPayload {
+            $(#[doc = concat!("`", stringify!($kind), "`: see [`", stringify!($ty), "`].")] $kind($ty),)*
+        }
+
+        impl EventPayload {
+            /// The kind this payload is recorded under.
+            pub fn kind(&self) -> EventKind {
+                match self { $(EventPayload::$kind(_) => EventKind::$kind,)* }
+            }
+
+            /// Reads the stored JSON of an event of `kind`.
+            pub fn decode(kind: EventKind, json: &Value) -> Result<Self, PayloadError> {
+                let fail = |source: serde_json::Error| PayloadError { kind, source };
+                Ok(match kind {
+                    $(EventKind::$kind => EventPayload::$kind(<$ty>::deserialize(json).map_err(fail)?),)*
+                })
+            }
+
+            /// The JSON stored for it.
+            pub fn encode(&self) -> Value {
+                let encoded = match self { $(EventPayload::$kind(p) => serde_json::to_value(p),)* };
+                // Plain structs of strings, numbers and JSON values: serialising one cannot fail (a map
+                // with non-string keys is the only failure, and there is none).
+                encoded.unwrap_or(Value::Null)
+            }
+        }
+    };
+}
+
+event_payloads! {
+    RunCreated(RunCreated),
+    RunStatus(RunStatusChange),
+    PlanStart(Unwritten),
+    PlanDone(Unwritten),
+    BriefCreated(BriefCreated),
+    BriefStatus(BriefStatusChange),
+    Spawned(Spawned),
+    Completed(Completed),
+    Failed(Failure),
+    Escalated(Failure),
+    Retried(Retried),
+    GatePending(GateOpened),
+    GateApproved(GateDecided),
+    GateRejected(GateDecided),
+    GatePaused(GateOpened),
+    GateResumed(GateDecided),
+    PathAmendment(Unwritten),
+    Log(LogLine),
+    TeachbackSubmitted(TeachbackSubmitted),
+    TeachbackApproved(TeachbackReviewed),
+    TeachbackCorrected(TeachbackReviewed),
+    TeachbackDenied(TeachbackDenied),
+    SignoffStarted(SignoffStarted),
+    SignoffVerify(SignoffVerify),
+    SignoffAccepted(SignoffOutcome),
+    SignoffRejected(SignoffOutcome),
+    SignoffInconclusive(SignoffOutcome),
+    Verdict(VerdictRecord),
+    BudgetExhausted(BudgetExhausted),
+    BudgetRaised(BudgetRaised),
+    Alert(Signal),
+    Halt(Signal),
+    Usage(Usage),
+    Artifact(ArtifactStored),
+}
+
+/// A stored payload that does not read as its kind's type: a field holds the wrong type of value.
+#[derive(Debug, thiserror::Error)]
+#[error("the payload of a {kind} event does not read as expected: {source}")]
+pub struct PayloadError {
+    /// The event's kind.
+    pub kind: EventKind,
+    /// What serde found wrong (names the field).
+    #[source]
+    pub source: serde_json::Error,
+}
