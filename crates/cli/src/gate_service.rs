@@ -25,8 +25,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agency_core::config::RolloutMode;
+use agency_core::event::{EventPayload, payload};
 use agency_core::teachback::{TeachbackAction, TeachbackState, transition};
-use agency_core::{BriefId, EventKind, NewEvent, Teachback};
+use agency_core::{BriefId, NewEvent, Teachback};
 use agency_exec::gate::{GateCapability, GateIssuer};
 use agency_store::Blackboard;
 use serde::{Deserialize, Serialize};
@@ -329,10 +330,15 @@ impl Inner {
                 brief.title
             );
             store.append_event(
-                NewEvent::new(
+                NewEvent::typed(
                     brief.run,
-                    EventKind::Alert,
-                    json!({"level": "ALERT", "message": message, "source": "gate", "op": op}),
+                    EventPayload::Alert(payload::Signal {
+                        level: Some("ALERT".into()),
+                        message: Some(message),
+                        source: Some("gate".into()),
+                        op: Some(op.to_string()),
+                        ..payload::Signal::default()
+                    }),
                 )
                 .brief(brief.id),
             )
@@ -374,14 +380,16 @@ impl Inner {
         let cursor = store.last_seq(Some(brief.run)).map_err(|e| e.to_string())?;
         let next = transition(brief.teachback, brief.teachback_mode(), &TeachbackAction::Submit)
             .map_err(|e| format!("brief {}: {e}", brief.id.short()))?;
-        let payload = json!({
-            "teachback": teachback,
-            "text": teachback.to_string(),
-            "via": "gate",
-            "from": brief.teachback,
-            "to": next,
+        let payload = EventPayload::TeachbackSubmitted(payload::TeachbackSubmitted {
+            // A plain struct of strings and lists: serialising it cannot fail.
+            teachback: serde_json::to_value(teachback).unwrap_or_default(),
+            text: Some(teachback.to_string()),
+            via: Some("gate".into()),
+            from: Some(brief.teachback),
+            to: Some(next),
+            ..payload::TeachbackSubmitted::default()
         });
-        let event = NewEvent::new(brief.run, EventKind::TeachbackSubmitted, payload).brief(brief.id);
+        let event = NewEvent::typed(brief.run, payload).brief(brief.id);
         let after = store
             .set_teachback_state(brief.id, brief.teachback, next, event)
             .map_err(|e| e.to_string())?;
@@ -402,11 +410,11 @@ impl Inner {
             let Some(last) = page.last() else { break };
             cursor = last.seq;
             for event in page.iter().filter(|e| e.brief == Some(brief.id)) {
-                if matches!(
-                    event.kind,
-                    EventKind::TeachbackApproved | EventKind::TeachbackCorrected
-                ) {
-                    message = event.payload["message"].as_str().map(String::from);
+                if let Ok(
+                    EventPayload::TeachbackApproved(review) | EventPayload::TeachbackCorrected(review),
+                ) = event.typed()
+                {
+                    message = review.message;
                 }
             }
         }

@@ -603,6 +603,13 @@ payload_struct! {
         /// Whether the signal is sent to the notification channels.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub notify: Option<bool>,
+        /// What raised it when not an agent or the runner's loop: `gate` (the gate service refusing a
+        /// request).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub source: Option<String>,
+        /// The request the gate service refused (`hook`, `submit`, `review`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub op: Option<String>,
     }
 }
 
