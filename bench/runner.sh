@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The runner benchmark: builds `agency-bench` in release and runs a whole run at each size given (briefs;
 # default 1000 10000 100000), then prints one row per size. Extra flags for every run go in BENCH_ARGS
-# (for example BENCH_ARGS="--squad 50 --concurrency 8 --verify true"). See docs/performance.md.
+# (for example BENCH_ARGS="--squad 50 --concurrency 8 --verify true"); AGENCY_BENCH=path runs a binary built
+# aside instead of building one. See docs/performance.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target="${CARGO_TARGET_DIR:-target}"
-cargo build --release -p agency-bench
-bin="$target/release/agency-bench"
+# shellcheck source=bench/bench_binary.sh
+source bench/bench_binary.sh
+bin="$(bench_binary)"
 sizes=("$@")
 if [ ${#sizes[@]} -eq 0 ]; then
   sizes=(1000 10000 100000)

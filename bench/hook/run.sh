@@ -66,17 +66,31 @@ export AGENCY_DB="$work/.agency/agency.db"
 git add .agency/team.yaml
 git -c user.name=bench -c user.email=bench@example.com commit -q -m team
 "$agency" teachback start --title "plain session brief" --variety 2,2,2,2 --session bench-plain >/dev/null
+# A plain session whose brief is approved: the allow path of a Claude Code session outside a run. No
+# AGENCY_BRIEF and no AGENCY_DB: the hook finds .agency/ from the working directory and the brief from the
+# session's binding, as it does there.
+plain_open_brief="$("$agency" teachback start --title "plain approved brief" --variety 2,2,2,2 \
+  --session bench-plain-open | awk '/^brief/ {print $2}')"
+"$agency" teachback submit --brief "$plain_open_brief" "Teachback:
+- Building: x
+- Key constraints: y
+- Approach: z
+- Most likely wrong: w
+- Least confident: v" >/dev/null
+"$agency" teachback approve "$plain_open_brief" >/dev/null
 
 cat > event.json <<JSON
 {"session_id":"bench","transcript_path":"/dev/null","cwd":"$work","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"$work/x.txt","content":"hi"},"tool_use_id":"toolu_1"}
 JSON
 sed 's/"session_id":"bench"/"session_id":"bench-plain"/' event.json > plain-event.json
+sed 's/"session_id":"bench"/"session_id":"bench-plain-open"/' event.json > plain-open-event.json
 # Both hooks must give the same answers before they are timed.
 AGENCY_BRIEF="$open_brief" "$agency" hook < event.json | grep -q '"allow"'
 AGENCY_BRIEF="$open_brief" python3 "$here/reference_hook.py" < event.json | grep -q '"allow"'
 AGENCY_BRIEF="$pending_brief" "$agency" hook < event.json | grep -q '"deny"'
 AGENCY_BRIEF="$pending_brief" python3 "$here/reference_hook.py" < event.json | grep -q '"deny"'
 AGENCY_BRIEF= "$agency" hook < plain-event.json | grep -q '"deny"'
+env -u AGENCY_DB AGENCY_BRIEF= "$agency" hook < plain-open-event.json | grep -q '"allow"'
 
 # One hyperfine per environment: -N runs each command directly, so the variables are exported to it.
 bench() { # NAME BRIEF COMMAND...
@@ -92,6 +106,8 @@ bench allow "$open_brief" "$agency" hook
 bench python "$open_brief" python3 "$here/reference_hook.py"
 bench deny "$pending_brief" "$agency" hook
 bench plain "" "$agency" hook
+AGENCY_BRIEF= env -u AGENCY_DB "$hyperfine" -N --warmup 20 --runs "$runs" --style none \
+  --input plain-open-event.json --export-json "$work/plain_allow.json" -n plain_allow "$agency hook"
 echo "   load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 
 python3 - "$work" <<'PY'
@@ -107,6 +123,7 @@ labels = {
     "python": "python hook (allow)",
     "deny": "agency hook (deny, recorded)",
     "plain": "plain session (deny, recorded)",
+    "plain_allow": "plain session (allow)",
 }
 rows = {name: stats(name) for name in labels}
 for name, (median, p99, cpu) in rows.items():

@@ -5,6 +5,7 @@
 //! validates it into the objects it works with, reporting problems as a [`CommandError`] whose kind decides
 //! the exit code (docs/cli.md lists them).
 
+pub mod cli_doc;
 pub mod commands;
 pub mod error;
 pub mod gate_service;
@@ -36,7 +37,13 @@ pub struct Cli {
     )]
     pub db: Option<PathBuf>,
     /// The team configuration (default: .agency/team.yaml at the repository's top level).
-    #[arg(long, global = true, env = "AGENCY_CONFIG", value_name = "PATH")]
+    #[arg(
+        long,
+        global = true,
+        env = "AGENCY_CONFIG",
+        value_name = "PATH",
+        hide_env_values = true
+    )]
     pub config: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]

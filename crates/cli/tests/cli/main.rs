@@ -8,6 +8,7 @@ mod support;
 mod budget;
 mod budget_external;
 mod cancel;
+mod cli_doc;
 mod config;
 mod control;
 mod dashboard;

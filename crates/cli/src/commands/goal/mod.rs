@@ -23,7 +23,13 @@ use plan_file::PlanFile;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The plan file (default: plan.md at the repository's top level).
-    #[arg(long, global = true, env = "AGENCY_PLAN", value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        env = "AGENCY_PLAN",
+        value_name = "FILE",
+        hide_env_values = true
+    )]
     pub plan: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]
