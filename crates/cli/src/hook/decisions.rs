@@ -9,7 +9,7 @@
 use std::io::Write;
 
 use agency_exec::runtime::coverage::GATE_LOG_ENV;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::answer::Answer;
 use super::event::HookEvent;
@@ -32,11 +32,7 @@ pub fn record(event: &HookEvent, answer: Answer) -> Answer {
         "tool_input": event.tool_input,
         "gate_decision": decision,
     });
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .and_then(|mut file| file.write_all(format!("{line}\n").as_bytes()));
+    let written = append(&log, &line);
     match written {
         Ok(()) => answer,
         Err(_) if decision == "deny" => answer,
@@ -46,4 +42,44 @@ pub fn record(event: &HookEvent, answer: Answer) -> Answer {
             std::path::Path::new(&log).display()
         )),
     }
+}
+
+/// Records the gate service's answer to a PreToolUse event the hook forwarded to it (the event as the
+/// client sent it, the answer's exit code and stdout). `Err` says why it could not be recorded; the caller
+/// then blocks an allowed call, as [`record`] does.
+pub fn record_forwarded(event: &Value, code: u8, stdout: &str) -> Result<(), String> {
+    if event["hook_event_name"] != "PreToolUse" {
+        return Ok(());
+    }
+    let Some(log) = std::env::var_os(GATE_LOG_ENV).filter(|v| !v.is_empty()) else {
+        return Ok(());
+    };
+    let answer: Value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+    let denied = code == 2
+        || answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+        || answer["decision"] == "block";
+    let line = json!({
+        "tool_name": event["tool_name"],
+        "tool_use_id": event["tool_use_id"],
+        "tool_input": event["tool_input"],
+        "gate_decision": if denied { "deny" } else { "allow" },
+    });
+    match append(&log, &line) {
+        Ok(()) => Ok(()),
+        Err(_) if denied => Ok(()),
+        Err(e) => Err(format!(
+            "agency hook: cannot record the gate's decision in {} ({GATE_LOG_ENV}): {e}; the call is blocked, \
+             since the runner would find it undecided",
+            std::path::Path::new(&log).display()
+        )),
+    }
+}
+
+/// Appends one JSON line to the decision log: one `write`, so parallel hooks do not interleave.
+fn append(log: &std::ffi::OsStr, line: &Value) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .and_then(|mut file| file.write_all(format!("{line}\n").as_bytes()))
 }

@@ -88,7 +88,7 @@ fn ask_the_service(gate: &GateEnv, env: &HookEnv, input: &[u8]) -> ExitCode {
     let request = crate::gate_service::Request::Hook {
         brief: env.brief.clone().unwrap_or_default(),
         token: gate.token.clone(),
-        event,
+        event: event.clone(),
     };
     let answered = crate::gate_service::request(&gate.socket, &request, SERVICE_TIMEOUT).and_then(|a| {
         let code = a["code"].as_u64().and_then(|c| u8::try_from(c).ok());
@@ -98,11 +98,16 @@ fn ask_the_service(gate: &GateEnv, env: &HookEnv, input: &[u8]) -> ExitCode {
         }
     });
     let code = match answered {
-        Ok((code, stdout, stderr)) => {
-            let _ = out.write_all(stdout.as_bytes());
-            let _ = err.write_all(stderr.as_bytes());
-            code
-        }
+        // The runner audits every call against this record of the gate's decisions (the decision log in the
+        // agent's home), so the service's answer is recorded here as the local gate's is.
+        Ok((code, stdout, stderr)) => match decisions::record_forwarded(&event, code, &stdout) {
+            Ok(()) => {
+                let _ = out.write_all(stdout.as_bytes());
+                let _ = err.write_all(stderr.as_bytes());
+                code
+            }
+            Err(problem) => answer::write(&Answer::Block(problem), &mut out, &mut err),
+        },
         Err(problem) => answer::write(
             &Answer::Deny(format!(
                 "agency hook: the runner's gate service ({}) did not answer: {problem}. This call is denied: in                  a run the gate fails closed when its service is down. Tell your lead.",
