@@ -266,11 +266,20 @@ impl Page {
         result["result"]["value"].clone()
     }
 
-    /// Polls `expression` until it gives something other than null, false or ""; fails after `limit`.
+    /// Polls `expression` until it gives something other than null, false or ""; fails after `limit`. An
+    /// expression that throws counts as "not yet": the page may still be loading (no element to read).
     fn wait_for(&mut self, expression: &str, what: &str, limit: Duration) -> Value {
         let deadline = Instant::now() + limit;
         loop {
-            let value = self.eval(expression);
+            let result = self.call(
+                "Runtime.evaluate",
+                json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
+            );
+            let value = if result.get("exceptionDetails").is_some() {
+                Value::Null
+            } else {
+                result["result"]["value"].clone()
+            };
             if !matches!(&value, Value::Null | Value::Bool(false)) && value != "" {
                 return value;
             }
