@@ -917,16 +917,6 @@ pub(crate) fn start_workstreams(engine: &Engine, run: RunId, plan: &Plan, ids: &
         .iter()
         .filter_map(|id| plan.workstream(id))
         .filter_map(workstream_entry_brief)
-        .map(|mut entry| {
-            entry.personality = entry.personality.or_else(|| {
-                engine
-                    .config
-                    .personalities
-                    .personality_for(entry.tier, &entry.workstream)
-                    .map(str::to_string)
-            });
-            entry
-        })
         .collect();
     for entry in &entries {
         let tier = entry.tier.as_str().to_ascii_uppercase();

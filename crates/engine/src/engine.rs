@@ -14,6 +14,7 @@ use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::{GateDecision, GateKind};
 use agency_core::tiers::{BriefRole, PLAN_TITLE, RUN_WORKSTREAM};
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
+use agency_exec::runtime::personality::Personalities;
 use agency_exec::runtime::{Access, AgentLimits, AgentStop, AgentTask, Ending, Runtime, RuntimeError};
 use agency_exec::{Repo, WorktreeSweep};
 use agency_llm::{CancelToken, Provider};
@@ -94,6 +95,8 @@ pub struct Engine {
     pub(crate) slice_diffs: crate::slice_diffs::SliceDiffs,
     /// The worktrees and clean checkouts this runner is done with, removed together once per pass.
     pub(crate) worktree_sweep: WorktreeSweep,
+    /// The talent pool: whose voice each agent speaks in, after agency's own rules.
+    pub(crate) personalities: Arc<Personalities>,
 }
 
 /// How a drive ended.
@@ -137,7 +140,52 @@ impl Engine {
             reminders: Arc::default(),
             known_branches: crate::branches::KnownBranches::default(),
             slice_diffs: crate::slice_diffs::SliceDiffs::default(),
+            personalities: Arc::new(Personalities::defaults()),
         })
+    }
+
+    /// Gives the agents the personalities of `pool` (team.yaml's `personalities`, loaded and checked by the
+    /// caller) instead of agency's own five.
+    pub fn with_personalities(mut self, pool: Personalities) -> Self {
+        self.personalities = Arc::new(pool);
+        self
+    }
+
+    /// The system prompt text of the personality a brief's agent speaks in: the one its brief names, else
+    /// the registry's for its tier and its workstream's domain, else agency's own for the tier. A name the
+    /// pool does not hold (a planner's typo) falls back to the tier's, with a log line saying so.
+    fn personality_prompt(&self, brief: &Brief) -> Result<Option<String>> {
+        // T1 plans and accepts for the whole run: its domain is the registry's `strategy`.
+        let domain = if brief.tier == Tier::T1 {
+            "strategy".to_string()
+        } else {
+            crate::advance::approved(self, brief.run)?
+                .and_then(|approved| {
+                    approved
+                        .plan
+                        .workstream(&brief.workstream)
+                        .map(|w| w.domain.clone())
+                })
+                .unwrap_or_else(|| brief.workstream.clone())
+        };
+        let pool = &self.personalities;
+        match pool.for_brief(brief.tier, &domain, brief.personality.as_deref()) {
+            Ok(found) => Ok(found.map(|p| p.prompt.clone())),
+            Err(err) => {
+                let fallback = pool.for_brief(brief.tier, &domain, None).ok().flatten();
+                self.log(
+                    brief.run,
+                    Some(brief.tier),
+                    "PERSONALITY",
+                    format!(
+                        "{}: {err}; it speaks as {} instead",
+                        brief.title,
+                        fallback.map_or("agency's rules alone", |p| p.slug.as_str())
+                    ),
+                )?;
+                Ok(fallback.map(|p| p.prompt.clone()))
+            }
+        }
     }
 
     /// Shares the run's budget ledger (the one the metered providers charge), so that an approved
@@ -191,11 +239,8 @@ impl Engine {
             tier: Tier::T1,
             workstream: RUN_WORKSTREAM.into(),
             title: PLAN_TITLE.into(),
-            personality: self
-                .config
-                .personalities
-                .personality_for(Tier::T1, "strategy")
-                .map(str::to_string),
+            // The registry's T1 personality (domain `strategy`) is chosen when its agent starts.
+            personality: None,
             goal_anchor: goal.to_string(),
             instructions: format!("Plan the work for this goal: {goal}"),
             inputs: Vec::new(),
@@ -613,8 +658,9 @@ impl Engine {
         let (worktree, workspace) = self.prepare_worktree(&brief, role)?;
         let inputs = self.inputs_of(&brief)?;
         let feedback = self.feedback_of(&brief)?;
+        let personality = self.personality_prompt(&brief)?;
         let task = AgentTask {
-            system: system_blocks(role, None),
+            system: system_blocks(role, personality.as_deref()),
             prompt: render_prompt(&brief, &inputs, feedback.as_deref()),
             access,
             ending: Ending::Report,

@@ -166,11 +166,8 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover
         tier: Tier::T5,
         workstream: brief.workstream.clone(),
         title: brief.title.clone(),
-        personality: engine
-            .config
-            .personalities
-            .personality_for(Tier::T5, &brief.workstream)
-            .map(str::to_string),
+        // The registry's verifier for the workstream's domain is chosen when its agent starts.
+        personality: None,
         instructions: format!(
             "Sign off the slice \"{}\" against its contract: the mechanical checks, its verify result and a \
              read-only judge of its commit. Its brief was:\n{}",

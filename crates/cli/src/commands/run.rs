@@ -319,7 +319,7 @@ pub fn build_engine(
 ) -> CommandResult<Runner> {
     let repo = Repo::open(&ws.root, GitOptions::default()).map_err(|e| CommandError::input(e.to_string()))?;
     sandbox_ready(&team)?;
-    config::personalities_ready(&team, &ws.config.display().to_string(), &ws.root)?;
+    let personalities = config::personalities_ready(&team, &ws.config.display().to_string(), &ws.root)?;
     let agency_dir = ws.root.join(AGENCY_DIR);
     let limits = agency_llm::budget_limits(&team.budgets);
     let ledger = match resuming {
@@ -440,7 +440,8 @@ pub fn build_engine(
     };
     let engine = Engine::new(store, team, repo, runtimes, providers, options)
         .map_err(engine_error)?
-        .with_ledger(ledger);
+        .with_ledger(ledger)
+        .with_personalities(personalities);
     let stop = replay.as_ref().map(|r| r.stop_token()).unwrap_or_default();
     Ok(Runner {
         engine,

@@ -15,7 +15,9 @@ use crate::support::{Repo, demo_dir, events, finish, pending_gate, runtime_of, t
 
 #[test]
 fn a_run_stops_at_its_budget_with_the_gate_open() {
-    const LIMIT: u64 = 12_000;
+    // Above the first call's reservation (T1's plan call, its system prompt with its personality) and
+    // below what the whole demo run spends, so the gate opens in the middle of the run.
+    const LIMIT: u64 = 20_000;
     let repo = Repo::demo(&[("  run: {}", &format!("  run: {{tokens: {LIMIT}}}"))]);
     let script = demo_dir().join("script.yaml");
     let out = repo

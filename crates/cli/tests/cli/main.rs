@@ -31,6 +31,7 @@ mod hook_tasks_claude;
 mod init;
 mod kill_soak;
 mod models;
+mod personalities;
 mod pi;
 mod postgres;
 mod replay;
