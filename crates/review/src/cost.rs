@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use agency_core::event::payload::Usage;
 use agency_core::event::{Event, EventKind, EventPayload};
-use agency_core::{BriefId, Tier};
+use agency_core::{Brief, BriefId, Tier};
 
 /// What some model calls used and cost.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -94,6 +94,40 @@ fn row(out: &mut String, label: &str, spend: &Spend) {
     );
 }
 
+impl Cost {
+    /// Each tier's spend, T1 first (a tier this build does not know last).
+    pub fn tiers_in_order(&self) -> Vec<(&String, &Spend)> {
+        let mut tiers: Vec<(&String, &Spend)> = self.tiers.iter().collect();
+        tiers.sort_by_key(|(tier, _)| {
+            tier.parse::<Tier>()
+                .ok()
+                .and_then(|t| Tier::ALL.iter().position(|x| *x == t))
+                .unwrap_or(usize::MAX)
+        });
+        tiers
+    }
+
+    /// Each brief's spend, the most tokens first.
+    pub fn briefs_by_spend(&self) -> Vec<(&BriefId, &Spend)> {
+        let mut briefs: Vec<(&BriefId, &Spend)> = self.briefs.iter().collect();
+        briefs.sort_by_key(|(_, s)| std::cmp::Reverse(s.input_tokens + s.output_tokens + s.cache_tokens));
+        briefs
+    }
+}
+
+/// How a cost table names a brief: `T4 add-x [1a2b3c4d]`, or its short id alone when `briefs` lacks it.
+pub fn brief_label(briefs: &BTreeMap<BriefId, Brief>, id: BriefId) -> String {
+    match briefs.get(&id) {
+        Some(b) => format!(
+            "{} {} [{}]",
+            b.tier.as_str().to_ascii_uppercase(),
+            b.title,
+            id.short()
+        ),
+        None => format!("[{}]", id.short()),
+    }
+}
+
 /// The cost table: per tier, then per brief (labelled by `label_of`, busiest first), then the total.
 pub fn render_cost(cost: &Cost, label_of: impl Fn(BriefId) -> String) -> String {
     let mut out = String::new();
@@ -106,20 +140,11 @@ pub fn render_cost(cost: &Cost, label_of: impl Fn(BriefId) -> String) -> String 
         "", "calls", "in", "out", "cache", "USD"
     );
     let _ = writeln!(out, "per tier\n{header}");
-    let mut tiers: Vec<(&String, &Spend)> = cost.tiers.iter().collect();
-    tiers.sort_by_key(|(tier, _)| {
-        tier.parse::<Tier>()
-            .ok()
-            .and_then(|t| Tier::ALL.iter().position(|x| *x == t))
-            .unwrap_or(usize::MAX)
-    });
-    for (tier, spend) in tiers {
+    for (tier, spend) in cost.tiers_in_order() {
         row(&mut out, tier, spend);
     }
     let _ = writeln!(out, "per brief\n{header}");
-    let mut briefs: Vec<(&BriefId, &Spend)> = cost.briefs.iter().collect();
-    briefs.sort_by_key(|(_, s)| std::cmp::Reverse(s.input_tokens + s.output_tokens + s.cache_tokens));
-    for (brief, spend) in briefs {
+    for (brief, spend) in cost.briefs_by_spend() {
         row(&mut out, &label_of(*brief), spend);
     }
     row(&mut out, "total", &cost.total);

@@ -16,7 +16,7 @@ use agency_core::gate::{Gate, GateKind};
 use agency_core::plan::Plan;
 use agency_core::{BriefId, Tier};
 use agency_exec::{GitOptions, Repo, sanitize_ref_component};
-use agency_review::cost::{Cost, Spend, cost_of};
+use agency_review::cost::{Cost, Spend, brief_label, cost_of};
 use agency_review::diff::{FileStat, file_stats};
 use agency_review::gather::{self, Judgement, Outcome, PlanLookup, Span, VerifyRun};
 use axum::Json;
@@ -89,28 +89,18 @@ fn row(label: String, spend: &Spend) -> CostRow {
 }
 
 fn cost_view(cost: &Cost, briefs: &BTreeMap<BriefId, Brief>) -> CostView {
-    let mut tiers: Vec<(&String, &Spend)> = cost.tiers.iter().collect();
-    tiers.sort_by_key(|(tier, _)| {
-        tier.parse::<Tier>()
-            .ok()
-            .and_then(|t| Tier::ALL.iter().position(|x| *x == t))
-            .unwrap_or(usize::MAX)
-    });
-    let mut by_brief: Vec<(&BriefId, &Spend)> = cost.briefs.iter().collect();
-    by_brief.sort_by_key(|(_, s)| std::cmp::Reverse(s.input_tokens + s.output_tokens + s.cache_tokens));
-    let label = |id: &BriefId| match briefs.get(id) {
-        Some(b) => format!(
-            "{} {} [{}]",
-            b.tier.as_str().to_ascii_uppercase(),
-            b.title,
-            id.short()
-        ),
-        None => format!("[{}]", id.short()),
-    };
     CostView {
         total: row("total".into(), &cost.total),
-        tiers: tiers.into_iter().map(|(t, s)| row(t.clone(), s)).collect(),
-        briefs: by_brief.into_iter().map(|(b, s)| row(label(b), s)).collect(),
+        tiers: cost
+            .tiers_in_order()
+            .into_iter()
+            .map(|(t, s)| row(t.clone(), s))
+            .collect(),
+        briefs: cost
+            .briefs_by_spend()
+            .into_iter()
+            .map(|(b, s)| row(brief_label(briefs, *b), s))
+            .collect(),
     }
 }
 

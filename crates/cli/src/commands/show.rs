@@ -452,16 +452,10 @@ fn show_cost(store: &dyn Blackboard, run: &Run, json: bool) -> CommandResult {
         .into_iter()
         .map(|b| (b.id, b))
         .collect();
-    let label = |id: BriefId| match briefs.get(&id) {
-        Some(b) => format!(
-            "{} {} [{}]",
-            b.tier.as_str().to_ascii_uppercase(),
-            b.title,
-            id.short()
-        ),
-        None => format!("[{}]", id.short()),
-    };
     println!("Cost of run {}", run.id.short());
-    print!("{}", cost::render_cost(&spent, label));
+    print!(
+        "{}",
+        cost::render_cost(&spent, |id| cost::brief_label(&briefs, id))
+    );
     Ok(())
 }
