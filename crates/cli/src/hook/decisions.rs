@@ -19,49 +19,52 @@ pub fn record(event: &HookEvent, answer: Answer) -> Answer {
     if event.event_name != "PreToolUse" {
         return answer;
     }
-    let Some(log) = std::env::var_os(GATE_LOG_ENV).filter(|v| !v.is_empty()) else {
-        return answer;
-    };
-    let decision = match &answer {
-        Answer::Deny(_) | Answer::Block(_) => "deny",
-        _ => "allow",
-    };
-    let line = json!({
-        "tool_name": event.tool_name,
-        "tool_use_id": event.tool_use_id,
-        "tool_input": event.tool_input,
-        "gate_decision": decision,
-    });
-    let written = append(&log, &line);
-    match written {
+    let denied = matches!(answer, Answer::Deny(_) | Answer::Block(_));
+    match log_decision(
+        &json!(event.tool_name),
+        &json!(event.tool_use_id),
+        &json!(event.tool_input),
+        denied,
+    ) {
         Ok(()) => answer,
-        Err(_) if decision == "deny" => answer,
-        Err(e) => Answer::Block(format!(
-            "agency hook: cannot record the gate's decision in {} ({GATE_LOG_ENV}): {e}; the call is blocked, \
-             since the runner would find it undecided",
-            std::path::Path::new(&log).display()
-        )),
+        Err(problem) => Answer::Block(problem),
     }
 }
 
 /// Records the gate service's answer to a PreToolUse event the hook forwarded to it (the event as the
-/// client sent it, the answer's exit code and stdout). `Err` says why it could not be recorded; the caller
-/// then blocks an allowed call, as [`record`] does.
+/// client sent it, the answer's exit code and stdout). `Err` says why an allowed call could not be
+/// recorded; the caller then blocks it, as [`record`] does.
 pub fn record_forwarded(event: &Value, code: u8, stdout: &str) -> Result<(), String> {
     if event["hook_event_name"] != "PreToolUse" {
         return Ok(());
     }
-    let Some(log) = std::env::var_os(GATE_LOG_ENV).filter(|v| !v.is_empty()) else {
-        return Ok(());
-    };
     let answer: Value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
     let denied = code == 2
         || answer["hookSpecificOutput"]["permissionDecision"] == "deny"
         || answer["decision"] == "block";
+    log_decision(
+        &event["tool_name"],
+        &event["tool_use_id"],
+        &event["tool_input"],
+        denied,
+    )
+}
+
+/// Appends one decision to the log [`GATE_LOG_ENV`] names, if any. A deny that cannot be written is let
+/// be (the call does not run either way); an allow that cannot be written is an `Err` with the reason.
+fn log_decision(
+    tool_name: &Value,
+    tool_use_id: &Value,
+    tool_input: &Value,
+    denied: bool,
+) -> Result<(), String> {
+    let Some(log) = std::env::var_os(GATE_LOG_ENV).filter(|v| !v.is_empty()) else {
+        return Ok(());
+    };
     let line = json!({
-        "tool_name": event["tool_name"],
-        "tool_use_id": event["tool_use_id"],
-        "tool_input": event["tool_input"],
+        "tool_name": tool_name,
+        "tool_use_id": tool_use_id,
+        "tool_input": tool_input,
         "gate_decision": if denied { "deny" } else { "allow" },
     });
     match append(&log, &line) {
