@@ -24,11 +24,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agency_core::config::{ProviderKind, ROLLOUT_ENV_VAR, RolloutMode};
+use agency_core::config::{ProviderKind, RolloutMode};
 use agency_llm::{BoxFuture, CancelToken, Price};
 use serde_json::json;
 
-use super::coverage::{self, GATE_LOG_ENV, GATE_LOG_FILE};
+use super::coverage::{self, GATE_LOG_FILE};
 use super::external::{
     Flow, drive, ending_for, issue_gate, parse_report, sandboxed, shell_word, teachback_for,
 };
@@ -226,18 +226,14 @@ impl ClaudeCodeRuntime {
         for (name, value) in fixed {
             spec = spec.env(name, value);
         }
-        spec = spec
-            .env(GATE_LOG_ENV, home.join(GATE_LOG_FILE))
-            .env(ROLLOUT_ENV_VAR, self.rollout.as_str());
-        // With a gate service the hook asks it (its variables are added as the agent starts); the
-        // blackboard's path is no use to a sandboxed agent and is not given.
-        if self.gate.is_none() {
-            spec = spec.env("AGENCY_DB", &self.db);
-            if let Some(config) = &self.config {
-                spec = spec.env("AGENCY_CONFIG", config);
-            }
-        }
-        spec
+        super::external::hook_env(
+            spec,
+            &home,
+            self.rollout,
+            self.gate.is_some(),
+            &self.db,
+            self.config.as_deref(),
+        )
     }
 }
 

@@ -21,11 +21,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agency_core::config::{ROLLOUT_ENV_VAR, RolloutMode};
+use agency_core::config::RolloutMode;
 use agency_llm::{BoxFuture, CallMeta, CancelToken, Price, StopReason, Usage, UsageRecord, cost};
 use serde_json::{Value, json};
 
-use super::coverage::{self, CallTarget, GATE_LOG_ENV, GATE_LOG_FILE, StreamCall};
+use super::coverage::{self, CallTarget, GATE_LOG_FILE, StreamCall};
 use super::external::{
     Flow, drive, ending_for, issue_gate, parse_report, sandboxed, shell_word, teachback_for,
 };
@@ -228,17 +228,15 @@ impl CodexRuntime {
             // under the temporary directory, and its sandbox then fails wherever bubblewrap is installed:
             // its temporary directory is its own, inside CODEX_HOME.
             .env("TMPDIR", home.join(TMP_DIR))
-            .env("AGENCY_BRIEF", task.brief.id.to_string())
-            .env(GATE_LOG_ENV, home.join(GATE_LOG_FILE))
-            .env(ROLLOUT_ENV_VAR, self.rollout.as_str());
-        // With a gate service the hook asks it (its variables are added as the agent starts).
-        if self.gate.is_none() {
-            spec = spec.env("AGENCY_DB", &self.db);
-            if let Some(config) = &self.config {
-                spec = spec.env("AGENCY_CONFIG", config);
-            }
-        }
-        spec
+            .env("AGENCY_BRIEF", task.brief.id.to_string());
+        super::external::hook_env(
+            spec,
+            &home,
+            self.rollout,
+            self.gate.is_some(),
+            &self.db,
+            self.config.as_deref(),
+        )
     }
 }
 

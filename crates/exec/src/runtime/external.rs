@@ -12,10 +12,12 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agency_core::config::{ROLLOUT_ENV_VAR, RolloutMode};
 use agency_core::variety::TeachbackMode;
 use agency_llm::CancelToken;
 use serde_json::Value;
 
+use super::coverage::{GATE_LOG_ENV, GATE_LOG_FILE};
 use super::{Access, AgentEvent, AgentHooks, AgentReport, AgentStop, AgentTask, Ending, RuntimeError};
 use crate::process::{self, CommandSpec, Output, ProcessError};
 use crate::sandbox::SandboxError;
@@ -27,6 +29,30 @@ and what is left\", \"evidence\": [{\"path\": \"file you changed\", \"quote\": \
 \"output\": {}}. Report honestly: the work is checked independently afterwards.";
 
 /// What to append to `task`'s prompt so its final message ends the way the caller reads it: the report
+/// The environment `agency hook` needs inside a hook-gated agent (Claude Code, Codex), added to `spec`:
+/// where to record its decisions for the coverage audit (in the agent's `home`), the rollout mode, and —
+/// only when no gate service answers it (the service's variables are added as the agent starts) — the
+/// blackboard and team.yaml to read, which a sandboxed agent cannot open.
+pub(crate) fn hook_env(
+    mut spec: CommandSpec,
+    home: &Path,
+    rollout: RolloutMode,
+    gated_by_service: bool,
+    db: &Path,
+    config: Option<&Path>,
+) -> CommandSpec {
+    spec = spec
+        .env(GATE_LOG_ENV, home.join(GATE_LOG_FILE))
+        .env(ROLLOUT_ENV_VAR, rollout.as_str());
+    if !gated_by_service {
+        spec = spec.env("AGENCY_DB", db);
+        if let Some(config) = config {
+            spec = spec.env("AGENCY_CONFIG", config);
+        }
+    }
+    spec
+}
+
 /// request, or nothing when the task prescribes its own ending ([`Ending::AsInstructed`]).
 pub fn ending_for(task: &AgentTask) -> &'static str {
     match task.ending {
