@@ -63,8 +63,8 @@ fn check(ctx: &Context) -> CommandResult {
     println!("{path}: ok");
     match &config.personalities.dir {
         Some(dir) => println!(
-            "personalities: {} in {} (and agency's own five)",
-            pool.slugs().count().saturating_sub(5),
+            "personalities: {} in {} (and agency's own, one per tier)",
+            pool.from_folder(),
             root.join(dir).display()
         ),
         None => println!("personalities: agency's own, one per tier (no personalities.dir)"),

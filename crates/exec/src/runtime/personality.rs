@@ -122,6 +122,9 @@ fn unknown_message(names: &[UnknownName]) -> String {
         .join("\n")
 }
 
+/// The `source` of agency's own personalities.
+const BUILT_IN: &str = "built-in";
+
 /// agency's own default personalities, one per tier.
 const DEFAULTS: [(Tier, &str, &str); 5] = [
     (
@@ -165,7 +168,7 @@ impl Personalities {
         let mut by_slug = BTreeMap::new();
         for (_, slug, text) in DEFAULTS {
             // The defaults are compiled in and pinned by a test, so a parse failure cannot reach users.
-            if let Ok(p) = parse(slug, text, "built-in") {
+            if let Ok(p) = parse(slug, text, BUILT_IN) {
                 by_slug.insert(slug.to_owned(), p);
             }
         }
@@ -229,6 +232,11 @@ impl Personalities {
         } else {
             Err(PersonalityError::Unknown(unknown))
         }
+    }
+
+    /// How many personalities came from the configured folder rather than agency's own.
+    pub fn from_folder(&self) -> usize {
+        self.by_slug.values().filter(|p| p.source != BUILT_IN).count()
     }
 
     /// The personality called `slug`.
