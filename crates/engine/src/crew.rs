@@ -214,20 +214,15 @@ impl Crew {
             if holder == engine.options.worker || !crate::Role::is_gone_here(holder) {
                 continue;
             }
-            let payload = EventPayload::Log(LogLine {
-                from: Some(BriefStatus::Running.as_str().to_string()),
-                to: Some(BriefStatus::Pending.as_str().to_string()),
-                claimed_by: Some(holder.to_string()),
-                reason: Some("holder_gone".to_string()),
-                ..LogLine::new(
-                    "normal",
-                    Some("RECLAIMED"),
-                    format!(
-                        "{}: its runner {holder} is no longer running on this host; it starts again",
-                        brief.title
-                    ),
-                )
-            });
+            let payload = claim_returned(
+                "RECLAIMED",
+                holder,
+                "holder_gone",
+                format!(
+                    "{}: its runner {holder} is no longer running on this host; it starts again",
+                    brief.title
+                ),
+            );
             let event = NewEvent::typed(run, payload).brief(brief.id).tier(brief.tier);
             match engine.store.update_brief_status(
                 brief.id,
@@ -286,20 +281,15 @@ impl Engine {
             if brief.claimed_by.as_deref() != Some(me) {
                 continue;
             }
-            let payload = EventPayload::Log(LogLine {
-                from: Some(BriefStatus::Running.as_str().to_string()),
-                to: Some(BriefStatus::Pending.as_str().to_string()),
-                claimed_by: Some(me.to_string()),
-                reason: Some("runner_stopped".to_string()),
-                ..LogLine::new(
-                    "normal",
-                    Some("RELEASED"),
-                    format!(
-                        "{}: its runner {me} stopped ({why}); free for another runner",
-                        brief.title
-                    ),
-                )
-            });
+            let payload = claim_returned(
+                "RELEASED",
+                me,
+                "runner_stopped",
+                format!(
+                    "{}: its runner {me} stopped ({why}); free for another runner",
+                    brief.title
+                ),
+            );
             let event = NewEvent::typed(run, payload).brief(brief.id).tier(brief.tier);
             match self
                 .store
@@ -350,4 +340,16 @@ impl Engine {
             }
         }
     }
+}
+
+/// The log line that is a running brief's move back to `pending` when its claim is given up (`RELEASED`)
+/// or taken back (`RECLAIMED`): who held it, why, and the line shown.
+fn claim_returned(tag: &str, holder: &str, reason: &str, message: String) -> EventPayload {
+    EventPayload::Log(LogLine {
+        from: Some(BriefStatus::Running.as_str().to_string()),
+        to: Some(BriefStatus::Pending.as_str().to_string()),
+        claimed_by: Some(holder.to_string()),
+        reason: Some(reason.to_string()),
+        ..LogLine::new("normal", Some(tag), message)
+    })
 }
