@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 
 use agency_core::brief::Brief;
-use agency_core::event::{Event, EventKind};
+use agency_core::event::{Event, EventKind, EventPayload};
 use agency_core::gate::{Gate, GateKind, GateStatus};
 use agency_core::plan::Plan;
 use agency_core::{BriefId, RunId, Tier};
@@ -351,7 +351,11 @@ fn show_verify(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> Co
     let outputs: Vec<Option<String>> = events
         .iter()
         .map(|e| {
-            artifact_by_id(store, e.payload.get("artifact").and_then(Value::as_str))
+            let artifact = match e.typed() {
+                Ok(EventPayload::SignoffVerify(verify)) => verify.artifact,
+                _ => None,
+            };
+            artifact_by_id(store, artifact.as_deref())
                 .and_then(|a| serde_json::from_slice::<Value>(&a.bytes).ok())
                 .and_then(|v| v.get("tail").and_then(Value::as_str).map(str::to_string))
         })
@@ -396,8 +400,15 @@ fn show_judge(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> Com
     let transcripts: Vec<Option<String>> = events
         .iter()
         .map(|e| {
-            artifact_by_id(store, e.payload.get("judge_artifact").and_then(Value::as_str))
-                .map(|a| String::from_utf8_lossy(&a.bytes).into_owned())
+            let artifact = match e.typed() {
+                Ok(
+                    EventPayload::SignoffAccepted(outcome)
+                    | EventPayload::SignoffRejected(outcome)
+                    | EventPayload::SignoffInconclusive(outcome),
+                ) => outcome.judge_artifact,
+                _ => None,
+            };
+            artifact_by_id(store, artifact.as_deref()).map(|a| String::from_utf8_lossy(&a.bytes).into_owned())
         })
         .collect();
     if json {

@@ -12,9 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agency_core::RunId;
-use agency_core::event::{Event, EventKind};
+use agency_core::event::{Event, EventKind, EventPayload};
 use agency_core::gate::{Gate, GateKind, GateStatus};
-use agency_core::ids::GateId;
 use agency_store::{Blackboard, StoreError};
 use chrono::{DateTime, Utc};
 
@@ -124,10 +123,10 @@ impl<W: Write> Follower<W> {
         let Some(gates) = &self.gates else {
             return Ok(Vec::new());
         };
-        let gate: Option<GateId> = event
-            .payload
-            .get("gate")
-            .and_then(|g| serde_json::from_value(g.clone()).ok());
+        let gate = match event.typed() {
+            Ok(EventPayload::GatePending(opened)) => opened.gate,
+            _ => None,
+        };
         let Some(gate) = gate else {
             return Ok(Vec::new());
         };

@@ -9,8 +9,9 @@
 //! usage). Runners narrate tier-level progress with `log` events carrying a `tag` (`PLAN_DONE`,
 //! `MESH_START`, ...); structured events get a line of their own here.
 
-use agency_core::event::{Event, EventKind, EventPayload};
+use agency_core::event::{Event, EventPayload, payload};
 use agency_core::gate::GateKind;
+use agency_core::tier::Tier;
 use agency_store::RunStatus;
 use serde_json::Value;
 
@@ -33,17 +34,6 @@ struct Line {
     verbose_only: bool,
 }
 
-fn text<'a>(payload: &'a Value, key: &str) -> Option<&'a str> {
-    payload.get(key).and_then(Value::as_str)
-}
-
-/// "worker-3 " when the event names the agent, so parallel workers can be told apart.
-fn agent_prefix(payload: &Value) -> String {
-    text(payload, "agent")
-        .map(|a| format!("{a} "))
-        .unwrap_or_default()
-}
-
 fn tier_column(event: &Event) -> String {
     event
         .tier
@@ -51,9 +41,9 @@ fn tier_column(event: &Event) -> String {
         .unwrap_or_else(|| "RUN".into())
 }
 
-fn gate_word(payload: &Value) -> &'static str {
+fn gate_word(kind: Option<GateKind>) -> &'static str {
     // Inspection gates review a tier's artifact; the others ask for approval to go on.
-    match text(payload, "kind").and_then(|g| g.parse::<GateKind>().ok()) {
+    match kind {
         Some(GateKind::T2Lead | GateKind::T2Synthesis | GateKind::T3Plan | GateKind::T5Verdict) => {
             "INSPECTION"
         }
@@ -67,18 +57,66 @@ fn gate_word(payload: &Value) -> &'static str {
 /// How much of a reason a normal-level line keeps: its first line, cut to this many characters.
 const REASON_CHARS: usize = 160;
 
-/// ` — why` for a line whose event carries a `reason`: its first line at the normal level, all of it with
+/// ` — why` for a line whose event carries a reason: its first line at the normal level, all of it with
 /// `--verbose` (the whole text is also in `agency show <run> brief <id>`).
-fn because(payload: &Value, level: Level) -> String {
-    match text(payload, "reason").map(str::trim).filter(|r| !r.is_empty()) {
+fn because(reason: Option<&str>, level: Level) -> String {
+    match reason.map(str::trim).filter(|r| !r.is_empty()) {
         Some(reason) if level == Level::Verbose => format!(" — {reason}"),
         Some(reason) => format!(" — {}", one_line(reason, REASON_CHARS)),
         None => String::new(),
     }
 }
 
+/// The runner's one-line "what happens next" and the anomalies it found, from a gate's summary (a tier
+/// summary document the gate's writer owns, kept as JSON in the event).
+fn gate_opened(summary: &Value, level: Level) -> String {
+    let message = summary
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("Waiting for a decision");
+    // What the runner found worth a look (a shallower path than the variety asks, ...) is part of why.
+    let anomalies: Vec<&str> = summary
+        .get("anomalies")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let anomalies = match (anomalies.is_empty(), level) {
+        (true, _) => String::new(),
+        (false, Level::Verbose) => format!(" — anomalies: {}", anomalies.join("; ")),
+        (false, Level::Normal) => {
+            format!(" — anomalies: {}", one_line(&anomalies.join("; "), REASON_CHARS))
+        }
+    };
+    format!("⏸  {message}{anomalies}")
+}
+
+fn verify_line(verify: &payload::SignoffVerify) -> String {
+    let on = Some(verify.rev.as_str())
+        .filter(|r| !r.is_empty())
+        .map(|r| format!(" on {}", r.chars().take(8).collect::<String>()))
+        .unwrap_or_default();
+    let status = match (&verify.status, verify.exit_code) {
+        (Some(status), _) => status.clone(),
+        (None, Some(code)) => format!("exit {code}"),
+        (None, None) if verify.timed_out == Some(true) => "timed out".into(),
+        (None, None) => "did not run".into(),
+    };
+    let subject = match (&verify.workstream, &verify.subject) {
+        (Some(workstream), _) => format!("{workstream} on the integration branch"),
+        (None, Some(subject)) => subject.clone(),
+        (None, None) => String::new(),
+    };
+    let command = Some(verify.command.as_str())
+        .filter(|c| !c.is_empty())
+        .unwrap_or("?");
+    format!(
+        "{} `{command}` {}{on} ({status}) — {subject}",
+        if verify.passed { "✓" } else { "✗" },
+        if verify.passed { "passed" } else { "failed" },
+    )
+}
+
 fn line_for(event: &Event, level: Level) -> Option<Line> {
-    let p = &event.payload;
     let tier = tier_column(event);
     let mk = |column: &str, tag: &str, message: String, verbose_only: bool| {
         Some(Line {
@@ -88,64 +126,29 @@ fn line_for(event: &Event, level: Level) -> Option<Line> {
             verbose_only,
         })
     };
-    let title = text(p, "title").unwrap_or("");
-    // Sign-off records name what they judged `subject`.
-    let subject = text(p, "title").or_else(|| text(p, "subject")).unwrap_or("");
-    match event.kind {
-        EventKind::Log => {
-            let tag = text(p, "tag").unwrap_or("LOG");
-            let verbose = text(p, "level") == Some("verbose") || text(p, "level") == Some("debug");
-            mk(&tier, tag, text(p, "message").unwrap_or("").to_string(), verbose)
+    let payload = match event.typed() {
+        Ok(payload) => payload,
+        // Said, not skipped: a record this build cannot read is something a reader should know is there.
+        Err(error) => return mk(&tier, "UNREADABLE", error.to_string(), false),
+    };
+    let detail_of_tier = event.tier.is_some_and(|t| t != Tier::T4);
+    match payload {
+        EventPayload::Log(p) => {
+            let tag = p.tag.as_deref().unwrap_or("LOG");
+            let verbose = p.level == "verbose" || p.level == "debug";
+            mk(&tier, tag, p.message, verbose)
         }
-        EventKind::RunCreated => mk(
-            "RUN",
-            "START",
-            format!("\"{}\"", text(p, "goal").unwrap_or("")),
-            // The seed's normal log opens with T1's PLAN_START; the bare creation is detail.
-            true,
-        ),
-        EventKind::RunStatus => {
-            let to = text(p, "to").unwrap_or("");
+        // The seed's normal log opens with T1's PLAN_START; the bare creation is detail.
+        EventPayload::RunCreated(p) => mk("RUN", "START", format!("\"{}\"", p.goal), true),
+        EventPayload::RunStatus(p) => {
             // How a run ended closes its log; that it started running is detail (the seed's normal log has no
             // such line: the plan gate's APPROVED just before it says so).
-            let ended = to.parse::<RunStatus>().is_ok_and(RunStatus::is_terminal);
-            mk("RUN", "STATUS", to.to_string(), !ended)
+            let ended = p.to.parse::<RunStatus>().is_ok_and(RunStatus::is_terminal);
+            mk("RUN", "STATUS", p.to, !ended)
         }
-        EventKind::PlanStart => mk(
-            &tier,
-            "PLAN_START",
-            format!("Assessing scope: \"{}\"", text(p, "goal").unwrap_or("")),
-            false,
-        ),
-        EventKind::PlanDone => mk(
-            &tier,
-            "PLAN_DONE",
-            text(p, "summary").unwrap_or("").to_string(),
-            false,
-        ),
-        EventKind::GatePending => {
-            // The summary's `message` is the one-line "what happens next" the runner wrote for the human.
-            let message = p
-                .get("summary")
-                .and_then(|s| text(s, "message"))
-                .unwrap_or("Waiting for a decision");
-            // What the runner found worth a look (a shallower path than the variety asks, ...) is part of why.
-            let anomalies: Vec<&str> = p
-                .pointer("/summary/anomalies")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let anomalies = match (anomalies.is_empty(), level) {
-                (true, _) => String::new(),
-                (false, Level::Verbose) => format!(" — anomalies: {}", anomalies.join("; ")),
-                (false, Level::Normal) => {
-                    format!(" — anomalies: {}", one_line(&anomalies.join("; "), REASON_CHARS))
-                }
-            };
-            mk("GATE", gate_word(p), format!("⏸  {message}{anomalies}"), false)
-        }
-        EventKind::GateApproved => {
-            let note = text(p, "note").map(|n| format!(" ({n})")).unwrap_or_default();
+        EventPayload::GatePending(p) => mk("GATE", gate_word(p.kind), gate_opened(&p.summary, level), false),
+        EventPayload::GateApproved(p) => {
+            let note = p.note.map(|n| format!(" ({n})")).unwrap_or_default();
             mk(
                 "GATE",
                 "APPROVED",
@@ -153,196 +156,167 @@ fn line_for(event: &Event, level: Level) -> Option<Line> {
                 false,
             )
         }
-        EventKind::GateRejected => {
-            let by = text(p, "by").map(|b| format!(" by {b}")).unwrap_or_default();
-            let reason = text(p, "reason").unwrap_or("no reason given");
+        EventPayload::GateRejected(p) => {
+            let by = Some(p.by)
+                .filter(|b| !b.is_empty())
+                .map(|b| format!(" by {b}"))
+                .unwrap_or_default();
+            let reason = p.reason.unwrap_or_else(|| "no reason given".into());
             let reason = match level {
-                Level::Verbose => reason.to_string(),
-                Level::Normal => one_line(reason, REASON_CHARS),
+                Level::Verbose => reason,
+                Level::Normal => one_line(&reason, REASON_CHARS),
             };
             mk("GATE", "REJECTED", format!("✗  Rejected{by}: {reason}"), false)
         }
-        EventKind::GatePaused => mk(
+        EventPayload::GatePaused(_) => mk(
             "GATE",
             "PAUSED",
             "⏸  Paused at the next tier boundary".into(),
             false,
         ),
-        EventKind::GateResumed => mk("GATE", "RESUMED", "▶  Resumed".into(), false),
-        EventKind::Spawned => {
-            let runtime = text(p, "runtime").map(|r| format!(" [{r}]")).unwrap_or_default();
-            mk(
-                &tier,
-                "START",
-                format!("{}{title} spawned{runtime}", agent_prefix(p)),
-                true,
-            )
+        EventPayload::GateResumed(_) => mk("GATE", "RESUMED", "▶  Resumed".into(), false),
+        EventPayload::Spawned(p) => {
+            let runtime = Some(p.runtime)
+                .filter(|r| !r.is_empty())
+                .map(|r| format!(" [{r}]"))
+                .unwrap_or_default();
+            mk(&tier, "START", format!("{} spawned{runtime}", p.title), true)
         }
-        EventKind::Completed => {
-            let note = text(p, "note").map(|n| format!("  ({n})")).unwrap_or_default();
-            // The seed's normal log shows each worker's DONE; the other tiers' completions are told by
-            // their tier lines (PLAN_DONE, SPEC_DONE, MESH_DONE, VERDICT, ACCEPTED).
-            let detail = event.tier.is_some_and(|t| t != agency_core::tier::Tier::T4);
-            mk(
-                &tier,
-                "DONE",
-                format!("{}{title} ✓{note}", agent_prefix(p)),
-                detail,
-            )
+        // The seed's normal log shows each worker's DONE; the other tiers' completions are told by their
+        // tier lines (PLAN_DONE, SPEC_DONE, MESH_DONE, VERDICT, ACCEPTED).
+        EventPayload::Completed(p) => {
+            let note = p.note.map(|n| format!("  ({n})")).unwrap_or_default();
+            mk(&tier, "DONE", format!("{} ✓{note}", p.title), detail_of_tier)
         }
-        EventKind::Failed => {
-            let retry = match (
-                p.get("attempt").and_then(Value::as_u64),
-                p.get("retry_budget").and_then(Value::as_u64),
-            ) {
+        EventPayload::Failed(p) => {
+            let retry = match (p.attempt, p.retry_budget) {
                 (Some(a), Some(b)) => format!("  (retry {}/{b})", a + 1),
                 _ => String::new(),
             };
-            mk(
-                &tier,
-                "FAIL",
-                format!("{}{title} ✗{retry}{}", agent_prefix(p), because(p, level)),
-                false,
-            )
+            let why = because(Some(&p.reason), level);
+            mk(&tier, "FAIL", format!("{} ✗{retry}{why}", p.title), false)
         }
-        EventKind::Retried => mk(
+        EventPayload::Retried(p) => mk(
             &tier,
             "RETRY",
-            format!("{title} retried with a corrected brief{}", because(p, level)),
+            format!(
+                "{} retried with a corrected brief{}",
+                p.title,
+                because(Some(&p.reason), level)
+            ),
             false,
         ),
-        EventKind::Escalated => mk(
+        EventPayload::Escalated(p) => mk(
             &tier,
             "ESCALATED",
             format!(
-                "{title} → {}{}",
-                text(p, "to").unwrap_or("owner"),
-                because(p, level)
+                "{} → {}{}",
+                p.title,
+                p.to.as_deref().unwrap_or("owner"),
+                because(Some(&p.reason), level)
             ),
             false,
         ),
-        EventKind::Verdict => mk(
-            &tier,
-            "VERDICT",
-            text(p, "summary").unwrap_or("").to_string(),
-            false,
-        ),
-        EventKind::PathAmendment => mk(
-            &tier,
-            "AMENDMENT",
-            format!(
-                "{} (by {})",
-                text(p, "reason").unwrap_or(""),
-                text(p, "proposed_by").unwrap_or("?")
-            ),
-            false,
-        ),
-        EventKind::TeachbackSubmitted => mk(&tier, "TEACHBACK", format!("{title} sent its teachback"), true),
-        EventKind::TeachbackApproved => mk(&tier, "TB_APPROVED", format!("{title} may start work"), true),
-        EventKind::TeachbackCorrected => mk(&tier, "TB_CORRECT", format!("{title} asked to correct"), true),
-        EventKind::TeachbackDenied => mk(
-            &tier,
-            "TB_DENIED",
-            format!(
-                "{title} {} denied before approval",
-                text(p, "tool").unwrap_or("tool call")
-            ),
-            true,
-        ),
+        EventPayload::Verdict(p) => mk(&tier, "VERDICT", p.summary, false),
+        EventPayload::TeachbackSubmitted(p) => {
+            let title = p.title.unwrap_or_default();
+            mk(&tier, "TEACHBACK", format!("{title} sent its teachback"), true)
+        }
+        EventPayload::TeachbackApproved(p) => {
+            let title = p.title.unwrap_or_default();
+            mk(&tier, "TB_APPROVED", format!("{title} may start work"), true)
+        }
+        EventPayload::TeachbackCorrected(p) => {
+            let title = p.title.unwrap_or_default();
+            mk(&tier, "TB_CORRECT", format!("{title} asked to correct"), true)
+        }
+        EventPayload::TeachbackDenied(p) => {
+            let tool = Some(p.tool)
+                .filter(|t| !t.is_empty())
+                .unwrap_or_else(|| "tool call".into());
+            let title = p.title.unwrap_or_default();
+            mk(
+                &tier,
+                "TB_DENIED",
+                format!("{title} {tool} denied before approval"),
+                true,
+            )
+        }
         // A slice's sign-off is summed up by its squad's VERDICT line (and slices sign off in any order);
         // its rejections stay in view.
-        EventKind::SignoffAccepted => mk(
+        EventPayload::SignoffAccepted(p) => mk(
             &tier,
             "SIGNED_OFF",
-            format!("{subject} ✓ accepted"),
-            event.tier == Some(agency_core::Tier::T5),
+            format!("{} ✓ accepted", p.subject),
+            event.tier == Some(Tier::T5),
         ),
-        EventKind::SignoffRejected => {
-            let missing: Vec<&str> = p
-                .get("missing")
-                .and_then(Value::as_array)
-                .map(|m| m.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
+        EventPayload::SignoffRejected(p) => {
+            let missing = p.missing.unwrap_or_default().join("; ");
             mk(
                 &tier,
                 "SIGNOFF",
-                format!("{subject} ✗ rejected: {}", missing.join("; ")),
+                format!("{} ✗ rejected: {missing}", p.subject),
                 false,
             )
         }
-        EventKind::SignoffInconclusive => mk(
-            &tier,
-            "SIGNOFF",
-            format!("{subject} ? inconclusive: {}", text(p, "reason").unwrap_or("")),
-            false,
-        ),
-        EventKind::SignoffVerify => {
-            let passed = p.get("passed").and_then(Value::as_bool).unwrap_or(false);
-            let on = text(p, "rev")
-                .map(|r| format!(" on {}", r.chars().take(8).collect::<String>()))
-                .unwrap_or_default();
-            let status = match (text(p, "status"), p.get("exit_code").and_then(Value::as_i64)) {
-                (Some(status), _) => status.to_string(),
-                (None, Some(code)) => format!("exit {code}"),
-                (None, None) if p.get("timed_out").and_then(Value::as_bool) == Some(true) => {
-                    "timed out".into()
-                }
-                (None, None) => "did not run".into(),
-            };
-            let subject = text(p, "workstream")
-                .map(|w| format!("{w} on the integration branch"))
-                .unwrap_or_else(|| subject.to_string());
+        EventPayload::SignoffInconclusive(p) => {
+            let reason = p.reason.unwrap_or_default();
             mk(
                 &tier,
-                "VERIFY",
-                format!(
-                    "{} `{}` {}{on} ({status}) — {subject}",
-                    if passed { "✓" } else { "✗" },
-                    text(p, "command").unwrap_or("?"),
-                    if passed { "passed" } else { "failed" },
-                ),
+                "SIGNOFF",
+                format!("{} ? inconclusive: {reason}", p.subject),
                 false,
             )
         }
-        EventKind::SignoffStarted => None,
-        EventKind::BudgetExhausted => mk(
-            "RUN",
-            "BUDGET",
-            format!("budget reached: {}", text(p, "scope").unwrap_or("run")),
-            false,
-        ),
-        EventKind::BudgetRaised => mk("RUN", "BUDGET", "budget raised".into(), false),
-        EventKind::Alert => mk(
+        EventPayload::SignoffVerify(p) => mk(&tier, "VERIFY", verify_line(&p), false),
+        EventPayload::BudgetExhausted(p) => {
+            let scope = Some(p.scope)
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "run".into());
+            mk("RUN", "BUDGET", format!("budget reached: {scope}"), false)
+        }
+        EventPayload::BudgetRaised(_) => mk("RUN", "BUDGET", "budget raised".into(), false),
+        EventPayload::Alert(p) => mk(
             "ALERT",
-            text(p, "category").unwrap_or("ALERT"),
-            text(p, "issue").unwrap_or("").to_string(),
+            p.category.as_deref().unwrap_or("ALERT"),
+            p.issue.unwrap_or_default(),
             false,
         ),
-        EventKind::Halt => mk(
+        EventPayload::Halt(p) => mk(
             "HALT",
-            text(p, "category").unwrap_or("HALT"),
-            text(p, "issue").unwrap_or("").to_string(),
+            p.category.as_deref().unwrap_or("HALT"),
+            p.issue.unwrap_or_default(),
             false,
         ),
-        EventKind::Usage => {
-            let line = match event.typed() {
-                Ok(EventPayload::Usage(usage)) => format!(
-                    "{} in / {} out  {}",
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    // A call without a price says so rather than claiming it cost nothing.
-                    usage
-                        .cost_usd
-                        .map_or_else(|| "unpriced".to_owned(), |usd| format!("${usd:.4}"))
-                ),
-                // Said, not shown as a free call.
-                Ok(_) | Err(_) => {
-                    "a usage record that does not read (its tokens and cost are unknown)".to_string()
-                }
-            };
+        EventPayload::Usage(usage) => {
+            let line = format!(
+                "{} in / {} out  {}",
+                usage.input_tokens,
+                usage.output_tokens,
+                // A call without a price says so rather than claiming it cost nothing.
+                usage
+                    .cost_usd
+                    .map_or_else(|| "unpriced".to_owned(), |usd| format!("${usd:.4}"))
+            );
             mk(&tier, "USAGE", line, true)
         }
-        EventKind::BriefCreated | EventKind::BriefStatus | EventKind::Artifact => None,
+        EventPayload::PlanStart(p) => mk(
+            &tier,
+            "PLAN_START",
+            format!("Assessing scope: \"{}\"", p.goal),
+            false,
+        ),
+        EventPayload::PlanDone(p) => mk(&tier, "PLAN_DONE", p.summary, false),
+        EventPayload::PathAmendment(p) => mk(
+            &tier,
+            "AMENDMENT",
+            format!("{} (by {})", p.reason, p.proposed_by),
+            false,
+        ),
+        EventPayload::SignoffStarted(_)
+        | EventPayload::BriefCreated(_)
+        | EventPayload::BriefStatus(_)
+        | EventPayload::Artifact(_) => None,
     }
 }
 
@@ -382,6 +356,7 @@ pub fn render_event(event: &Event, level: Level) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use agency_core::RunId;
+    use agency_core::event::EventKind;
     use chrono::Utc;
     use serde_json::json;
 

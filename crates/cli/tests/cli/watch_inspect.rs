@@ -204,27 +204,23 @@ fn seed_example(repo: &Repo) -> RunId {
         NewEvent::new(
             run,
             EventKind::Spawned,
-            json!({ "agent": "worker-3", "title": "auth-middleware", "runtime": "builtin" }),
+            json!({ "title": "auth-middleware", "runtime": "builtin" }),
         )
         .tier(Tier::T4)
         .brief(auth.id)
         .at(at("12:34:03")),
     );
     append(
-        NewEvent::new(
-            run,
-            EventKind::Completed,
-            json!({ "agent": "worker-3", "title": "auth-middleware" }),
-        )
-        .tier(Tier::T4)
-        .brief(auth.id)
-        .at(at("12:35:10")),
+        NewEvent::new(run, EventKind::Completed, json!({ "title": "auth-middleware" }))
+            .tier(Tier::T4)
+            .brief(auth.id)
+            .at(at("12:35:10")),
     );
     append(
         NewEvent::new(
             run,
             EventKind::Failed,
-            json!({ "agent": "worker-4", "title": "queue-client", "attempt": 0, "retry_budget": 3 }),
+            json!({ "title": "queue-client", "attempt": 0, "retry_budget": 3 }),
         )
         .tier(Tier::T4)
         .brief(queue.id)
@@ -234,7 +230,7 @@ fn seed_example(repo: &Repo) -> RunId {
         NewEvent::new(
             run,
             EventKind::Completed,
-            json!({ "agent": "worker-4", "title": "queue-client", "note": "retry resolved" }),
+            json!({ "title": "queue-client", "note": "retry resolved" }),
         )
         .tier(Tier::T4)
         .brief(queue.id)
@@ -288,9 +284,9 @@ fn watch_renders_the_seed_live_log() {
         [abc12345] 12:33:44  T3   MESH_START    backend-api: 2 squad leads negotiating task boundaries
         [abc12345] 12:34:01  T3   MESH_DONE     Task split committed — 7 T4 tasks (5 swarm, 2 pipeline)
         [abc12345] 12:34:02  T4   SWARM_START   5 workers spawned in parallel
-        [abc12345] 12:35:10  T4   DONE          worker-3 auth-middleware ✓
-        [abc12345] 12:35:22  T4   FAIL          worker-4 queue-client ✗  (retry 1/3)
-        [abc12345] 12:36:04  T4   DONE          worker-4 queue-client ✓  (retry resolved)
+        [abc12345] 12:35:10  T4   DONE          auth-middleware ✓
+        [abc12345] 12:35:22  T4   FAIL          queue-client ✗  (retry 1/3)
+        [abc12345] 12:36:04  T4   DONE          queue-client ✓  (retry resolved)
         [abc12345] 12:36:05  T5   VERIFY_START  4 verifiers spawned
         [abc12345] 12:36:45  T5   VERDICT       partial — queue-client needs rework
         [abc12345] 12:37:12  T5   VERDICT       ✓  all pass — workstream backend-api done
@@ -305,7 +301,7 @@ fn verbose_adds_per_agent_lines() {
     let verbose = repo.agency(&["watch", "2345", "--verbose"]).success().stdout();
     assert!(!normal.contains("spawned [builtin]"));
     assert!(
-        verbose.contains("T4   START         worker-3 auth-middleware spawned [builtin]"),
+        verbose.contains("T4   START         auth-middleware spawned [builtin]"),
         "{verbose}"
     );
     assert!(verbose.contains("RUN  START"), "{verbose}");
@@ -351,10 +347,7 @@ fn inspect_one_brief_and_one_tier() {
         out.contains("derived gates: teachback blocking, auditor required, route orchestrate"),
         "{out}"
     );
-    assert!(
-        out.contains("FAIL          worker-4 queue-client ✗  (retry 1/3)"),
-        "{out}"
-    );
+    assert!(out.contains("FAIL          queue-client ✗  (retry 1/3)"), "{out}");
 
     let out = repo
         .agency(&["inspect", "abc12345", "--tier", "t4"])

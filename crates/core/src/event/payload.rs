@@ -648,9 +648,33 @@ payload_struct! {
 }
 
 payload_struct! {
-    /// The payload of a kind no writer of this build records (`plan_start`, `plan_done`,
-    /// `path_amendment`: the plan's progress is written as `log` lines). Read as nothing.
-    Unwritten {}
+    /// `plan_start`: planning began. This build's runner narrates planning with `log` lines
+    /// (`PLAN_START`); the kind is kept for blackboards and tools that record it.
+    PlanStarted {
+        /// The goal being planned.
+        pub goal: String,
+    }
+}
+
+payload_struct! {
+    /// `plan_done`: planning ended (narrated as a `PLAN_DONE` log line by this build's runner).
+    PlanFinished {
+        /// One line: the workstreams and how they run.
+        pub summary: String,
+    }
+}
+
+payload_struct! {
+    /// `path_amendment`: a tier proposed a different path for a workstream. No writer of this build
+    /// records it yet (the tier protocols will); the fields are the seed's.
+    PathAmendmentProposed {
+        /// Who proposed it (a tier or agent name).
+        pub proposed_by: String,
+        /// The workstream whose path it changes.
+        pub workstream: Option<String>,
+        /// Why.
+        pub reason: String,
+    }
 }
 
 macro_rules! event_payloads {
@@ -692,8 +716,8 @@ macro_rules! event_payloads {
 event_payloads! {
     RunCreated(RunCreated),
     RunStatus(RunStatusChange),
-    PlanStart(Unwritten),
-    PlanDone(Unwritten),
+    PlanStart(PlanStarted),
+    PlanDone(PlanFinished),
     BriefCreated(BriefCreated),
     BriefStatus(BriefStatusChange),
     Spawned(Spawned),
@@ -706,7 +730,7 @@ event_payloads! {
     GateRejected(GateDecided),
     GatePaused(GateOpened),
     GateResumed(GateDecided),
-    PathAmendment(Unwritten),
+    PathAmendment(PathAmendmentProposed),
     Log(LogLine),
     TeachbackSubmitted(TeachbackSubmitted),
     TeachbackApproved(TeachbackReviewed),

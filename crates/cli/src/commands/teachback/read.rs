@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use agency_core::event::EventPayload;
+use agency_core::teachback::ReviewVerdict;
 use agency_core::{Brief, Event, EventKind};
 use agency_store::{Blackboard, RunStatus};
 use chrono::Utc;
@@ -80,7 +82,11 @@ pub fn show(ctx: &Context, args: ShowArgs) -> CommandResult {
         .find(|e| e.kind == EventKind::TeachbackSubmitted)
     {
         println!("teachback  sent {}", sent.ts.format("%Y-%m-%d %H:%M:%S UTC"));
-        for line in sent.payload["text"].as_str().unwrap_or_default().lines() {
+        let text = match sent.typed() {
+            Ok(EventPayload::TeachbackSubmitted(submitted)) => submitted.text.unwrap_or_default(),
+            _ => "(the submission's record does not read)".to_string(),
+        };
+        for line in text.lines() {
             println!("  {line}");
         }
     }
@@ -91,18 +97,25 @@ pub fn show(ctx: &Context, args: ShowArgs) -> CommandResult {
         )
     });
     if let Some(review) = review {
-        let by = review.payload["reviewer"].as_str().unwrap_or("?");
-        match review.payload["verdict"]["corrections"].as_array() {
-            Some(items) => {
-                println!("review     corrections by {by}");
-                for item in items {
-                    println!("  - {}", item.as_str().unwrap_or_default());
+        match review.typed() {
+            Ok(EventPayload::TeachbackApproved(review) | EventPayload::TeachbackCorrected(review)) => {
+                let by = Some(review.reviewer.as_str())
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or("?");
+                match &review.verdict {
+                    Some(ReviewVerdict::Corrections(items)) => {
+                        println!("review     corrections by {by}");
+                        for item in items {
+                            println!("  - {item}");
+                        }
+                    }
+                    Some(ReviewVerdict::Approved) | None => println!("review     approved by {by}"),
+                }
+                if let Some(note) = &review.note {
+                    println!("note       {note}");
                 }
             }
-            None => println!("review     approved by {by}"),
-        }
-        if let Some(note) = review.payload["note"].as_str() {
-            println!("note       {note}");
+            _ => println!("review     (its record does not read)"),
         }
     }
     let denied = events
@@ -170,9 +183,13 @@ pub fn report(ctx: &Context, args: ReportArgs) -> CommandResult {
         .filter(|e| e.kind == EventKind::TeachbackDenied)
     {
         let brief = event.brief.map_or("-".to_string(), |b| b.short());
-        let tool = event.payload["tool"].as_str().unwrap_or("?").to_string();
+        let (tool, blocked) = match event.typed() {
+            Ok(EventPayload::TeachbackDenied(denied)) => (denied.tool, denied.blocked == Some(true)),
+            _ => (String::new(), false),
+        };
+        let tool = Some(tool).filter(|t| !t.is_empty()).unwrap_or_else(|| "?".into());
         let entry = counts.entry((brief, tool)).or_default();
-        if event.payload["blocked"].as_bool() == Some(true) {
+        if blocked {
             entry.1 += 1;
         } else {
             entry.0 += 1;
