@@ -14,7 +14,7 @@ use agency_core::intercept::teachback_text;
 use agency_core::teachback::{
     ReviewVerdict, TeachbackAction, TeachbackError, TeachbackReview, TeachbackState, transition,
 };
-use agency_core::{Brief, EventKind, GateId, NewEvent, Teachback};
+use agency_core::{Brief, GateId, NewEvent, Teachback};
 use agency_engine::hooks::{review_event, review_payload};
 use agency_engine::teachback_gate;
 use agency_store::Blackboard;
@@ -356,11 +356,10 @@ fn review_message_after(store: &dyn Blackboard, brief: &Brief, cursor: i64) -> C
         let Some(last) = page.last() else { break };
         after = last.seq;
         for event in page.iter().filter(|e| e.brief == Some(brief.id)) {
-            if matches!(
-                event.kind,
-                EventKind::TeachbackApproved | EventKind::TeachbackCorrected
-            ) {
-                message = event.payload["message"].as_str().map(String::from);
+            if let Ok(EventPayload::TeachbackApproved(review) | EventPayload::TeachbackCorrected(review)) =
+                event.typed()
+            {
+                message = review.message;
             }
         }
     }
