@@ -11,8 +11,6 @@
 //!
 //! Every step checks what already exists before writing, so a pass after a crash repeats nothing.
 
-use std::collections::BTreeMap;
-
 use agency_core::brief::BriefPlacement;
 use agency_core::event::payload::BriefStatusChange;
 use agency_core::gate::{Gate, GateKind, GateStatus};
@@ -23,6 +21,9 @@ use agency_core::tiers::{
     workstream_entry_brief,
 };
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
+use agency_flow::gates::{AtGate, EscalationGateStep, escalation_gate, fresh_budget};
+use agency_flow::tiers::{Mesh, Next, next_for};
+use agency_flow::{ApprovedPlan, Attempt, OPEN, current_done_tasks, latest_of};
 use agency_store::{BriefState, NewGate, RunStatus};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -112,17 +113,6 @@ pub(crate) fn output_of<T: DeserializeOwned>(engine: &Engine, brief: &Brief) -> 
         .map_err(|e| EngineError::State(format!("brief {} output: {e}", brief.id.short())))
 }
 
-/// The newest T1 plan brief that was approved, and its plan.
-#[derive(Debug)]
-pub struct ApprovedPlan {
-    /// The plan brief (status `done`): every workstream's entry brief is its child.
-    pub brief: Brief,
-    /// Its validated plan.
-    pub plan: Plan,
-    /// What the runner already knows of its stages: never forgotten while this plan holds.
-    pub(crate) stages: std::sync::Mutex<crate::progress::StageProgress>,
-}
-
 /// The plan of the newest T1 plan brief that was approved, if any.
 pub fn approved_plan(engine: &Engine, run: RunId) -> Result<Option<Plan>> {
     Ok(approved(engine, run)?.map(|a| a.plan.clone()))
@@ -158,11 +148,7 @@ pub(crate) fn approved(engine: &Engine, run: RunId) -> Result<Option<std::sync::
     };
     let value: Value = output_of(engine, &brief)?;
     let plan = agency_core::validate_plan(&value).map_err(|e| EngineError::State(e.to_string()))?;
-    let approved = std::sync::Arc::new(ApprovedPlan {
-        stages: std::sync::Mutex::new(crate::progress::StageProgress::new(&plan)),
-        brief,
-        plan,
-    });
+    let approved = std::sync::Arc::new(ApprovedPlan::new(brief, plan));
     *engine
         .plan_cache
         .lock()
@@ -281,10 +267,11 @@ async fn pass(
     // round is asked once per squad, not once per implementer (each asking reads the whole squad).
     let mut handed_over: Vec<&Brief> = Vec::new();
     for brief in &verifying {
-        progressed |= match BriefRole::of(brief) {
-            BriefRole::Plan => plan_done(engine, brief)?,
-            BriefRole::Lead => gated_expand(engine, brief, GateKind::T2Lead, expand_lead)?,
-            BriefRole::Specialist => {
+        progressed |= match next_for(BriefRole::of(brief)) {
+            Next::Plan => plan_done(engine, brief)?,
+            Next::Expand(kind @ GateKind::T2Lead) => gated_expand(engine, brief, kind, expand_lead)?,
+            Next::Expand(kind) => gated_expand(engine, brief, kind, expand_synthesis)?,
+            Next::FinishSpecialist => {
                 finish(engine, brief, "architecture ready")?;
                 crate::narrate::specialist_done(engine, brief)?;
                 if let Some(lead) = brief.parent {
@@ -292,9 +279,8 @@ async fn pass(
                 }
                 true
             }
-            BriefRole::Synthesis => gated_expand(engine, brief, GateKind::T2Synthesis, expand_synthesis)?,
-            BriefRole::SquadLead => squad_done(engine, brief)?,
-            BriefRole::Implementer => {
+            Next::Mesh => squad_done(engine, brief)?,
+            Next::HandOver => {
                 let handover = crate::verify::implementer_done(engine, brief).await?;
                 if handover == crate::verify::Handover::ToVerifier
                     && !handed_over
@@ -305,8 +291,8 @@ async fn pass(
                 }
                 true
             }
-            BriefRole::Verifier => false,
-            BriefRole::Accept => crate::progress::accept_done(engine, brief)?,
+            Next::AwaitJointVerdict => false,
+            Next::Accept => crate::progress::accept_done(engine, brief)?,
         };
     }
     // The implementers' hand-overs were held back to be one commit: written before anything reads on.
@@ -349,18 +335,15 @@ fn judged_squads(
         // Asked on every pass in which one of the squad's verifiers finished: the squad's states are read,
         // not its whole briefs, once (a count of its open tasks first read them all as well, and while its
         // verifiers work none is open).
-        let siblings = engine.store.list_children_states(parent)?;
+        let siblings = states(engine.store.list_children_states(parent)?);
         let Some(tasks) = current_done_tasks(&siblings, &workstream) else {
             continue;
         };
         let mut complete = true;
-        for task in tasks.iter().filter(|t| !judged.contains(&t.id)) {
+        for task in tasks.iter().filter(|t| !judged.contains(&t.id())) {
             // Not judged in this round: it must have passed an earlier one.
-            let children = engine.store.list_children_states(task.id)?;
-            let passed = latest_of(children.iter())
-                .iter()
-                .any(|v| v.tier == Tier::T5 && v.status == BriefStatus::Done);
-            if !passed {
+            let children = states(engine.store.list_children_states(task.id())?);
+            if !agency_flow::attempts::verified_before(children.iter()) {
                 complete = false;
                 break;
             }
@@ -379,17 +362,6 @@ fn squad_open(engine: &Engine, parent: BriefId, workstream: &str) -> Result<bool
         .store
         .count_children(parent, workstream, Some(Tier::T4), &OPEN)?
         > 0)
-}
-
-/// The current tasks (newest attempts, T4, of `workstream`) among `siblings`, in [`latest_of`]'s order,
-/// when there are some and every one is done.
-fn current_done_tasks<'a, B: Attempt>(siblings: &'a [B], workstream: &str) -> Option<Vec<&'a B>> {
-    let tasks: Vec<&B> = latest_of(siblings.iter())
-        .into_iter()
-        .filter(|b| b.tier() == Tier::T4 && b.workstream() == workstream)
-        .collect();
-    let done = !tasks.is_empty() && tasks.iter().all(|t| t.status() == BriefStatus::Done);
-    done.then_some(tasks)
 }
 
 /// The current tasks (newest attempts) of the squad under `parent` in `workstream`, when there are some and
@@ -421,10 +393,6 @@ pub(crate) fn done_squad_tasks(
     Ok(Some(slots.into_iter().flatten().collect()))
 }
 
-/// The statuses of a brief that is not finished: waiting, at work, or being signed off.
-pub(crate) const OPEN: [BriefStatus; 3] =
-    [BriefStatus::Pending, BriefStatus::Running, BriefStatus::Verifying];
-
 /// Moves a verifying brief to done with a `completed`-style log.
 fn finish(engine: &Engine, brief: &Brief, note: &str) -> Result<bool> {
     engine.move_brief(brief, BriefStatus::Done, BriefStatusChange::noted(note))?;
@@ -441,16 +409,6 @@ fn gate_of(engine: &Engine, brief: &Brief, kind: GateKind) -> Result<Option<Gate
         .find(|g| g.brief == Some(brief.id)))
 }
 
-/// Where a brief stands at its gate.
-enum AtGate {
-    /// No gate configured, or approved: go on.
-    Go,
-    /// Waiting for a decision.
-    Wait,
-    /// Rejected: the brief was re-invoked with the reason.
-    Rejected,
-}
-
 /// Opens the gate for `brief` if needed and reports where it stands. A rejection re-invokes the tier with
 /// the reason.
 fn at_gate(
@@ -459,28 +417,30 @@ fn at_gate(
     kind: GateKind,
     summary: impl FnOnce() -> Value,
 ) -> Result<AtGate> {
-    if !engine.config.visibility.gate_enabled(kind) {
-        return Ok(AtGate::Go);
-    }
-    match gate_of(engine, brief, kind)? {
-        None => {
+    let enabled = engine.config.visibility.gate_enabled(kind);
+    let gate = if enabled {
+        gate_of(engine, brief, kind)?
+    } else {
+        None
+    };
+    let at = agency_flow::gates::at_gate(enabled, gate.as_ref().map(|g| g.status));
+    match at {
+        AtGate::Go | AtGate::Wait => {}
+        AtGate::Open => {
             let mut gate = NewGate::new(brief.run, kind, summary());
             gate.brief = Some(brief.id);
             gate.tier = Some(brief.tier);
             engine.store.open_gate(gate)?;
-            Ok(AtGate::Wait)
+            return Ok(AtGate::Wait);
         }
-        Some(gate) => match gate.status {
-            GateStatus::Pending => Ok(AtGate::Wait),
-            GateStatus::Approved => Ok(AtGate::Go),
-            GateStatus::Rejected => {
-                let reason = gate.note.unwrap_or_else(|| "rejected".into());
-                let by = gate.decided_by.unwrap_or_else(|| "a human".into());
-                crate::failure::gate_rejected(engine, brief, kind, &by, &reason)?;
-                Ok(AtGate::Rejected)
-            }
-        },
+        AtGate::Rejected => {
+            let gate = gate.ok_or_else(|| EngineError::State("a rejected gate that is not there".into()))?;
+            let reason = gate.note.unwrap_or_else(|| "rejected".into());
+            let by = gate.decided_by.unwrap_or_else(|| "a human".into());
+            crate::failure::gate_rejected(engine, brief, kind, &by, &reason)?;
+        }
     }
+    Ok(at)
 }
 
 /// The summary a gate shows: what was produced, what happens next, anomalies.
@@ -554,7 +514,7 @@ fn plan_done(engine: &Engine, brief: &Brief) -> Result<bool> {
         )
     };
     match at_gate(engine, brief, GateKind::T1Plan, summary)? {
-        AtGate::Wait => return Ok(false),
+        AtGate::Wait | AtGate::Open => return Ok(false),
         AtGate::Rejected => return Ok(true),
         AtGate::Go => {}
     }
@@ -611,7 +571,7 @@ fn gated_expand(
         )
     };
     match at_gate(engine, brief, kind, summary)? {
-        AtGate::Wait => Ok(false),
+        AtGate::Wait | AtGate::Open => Ok(false),
         AtGate::Rejected => Ok(true),
         AtGate::Go => {
             let written = write_children(engine, brief, children)?;
@@ -664,10 +624,8 @@ pub(crate) fn synthesis_due(engine: &Engine, lead: &Brief) -> Result<bool> {
             .iter()
             .filter(|b| BriefRole::of(b) == BriefRole::Specialist),
     );
-    if specialists.is_empty() || specialists.iter().any(|s| s.status != BriefStatus::Done) {
-        return Ok(false);
-    }
-    if children.iter().any(|b| b.title == SYNTHESIS_TITLE) {
+    let has_synthesis = children.iter().any(|b| b.title == SYNTHESIS_TITLE);
+    if !agency_flow::tiers::synthesis_due(true, &specialists, has_synthesis) {
         return Ok(false);
     }
     let mut inputs = vec![format!("boundaries/{}", lead.workstream)];
@@ -737,58 +695,36 @@ fn expand_synthesis(engine: &Engine, brief: &Brief, announce: bool) -> Result<Ve
     Ok(squads)
 }
 
-/// What [`latest_of`] and a squad's checks read of a brief: a whole [`Brief`], or a [`BriefState`] read
-/// without its contents.
-pub(crate) trait Attempt {
-    fn tier(&self) -> Tier;
-    fn workstream(&self) -> &str;
-    fn title(&self) -> &str;
-    fn attempt(&self) -> u32;
-    fn status(&self) -> BriefStatus;
-    fn created_at(&self) -> chrono::DateTime<chrono::Utc>;
-}
+/// A brief's state read without its contents, as the decision core reads an attempt.
+pub(crate) struct Stated(BriefState);
 
-macro_rules! attempt_by_fields {
-    ($type:ty) => {
-        impl Attempt for $type {
-            fn tier(&self) -> Tier {
-                self.tier
-            }
-            fn workstream(&self) -> &str {
-                &self.workstream
-            }
-            fn title(&self) -> &str {
-                &self.title
-            }
-            fn attempt(&self) -> u32 {
-                self.attempt
-            }
-            fn status(&self) -> BriefStatus {
-                self.status
-            }
-            fn created_at(&self) -> chrono::DateTime<chrono::Utc> {
-                self.created_at
-            }
-        }
-    };
-}
-attempt_by_fields!(Brief);
-attempt_by_fields!(BriefState);
-
-/// The newest attempt of each title among `children` (oldest first), skipping cancelled ones.
-pub(crate) fn latest_of<'a, B: Attempt + 'a>(children: impl Iterator<Item = &'a B>) -> Vec<&'a B> {
-    let mut by_title: BTreeMap<&str, &B> = BTreeMap::new();
-    for brief in children.filter(|b| b.status() != BriefStatus::Cancelled) {
-        let keep = by_title
-            .get(brief.title())
-            .is_none_or(|b| b.attempt() <= brief.attempt());
-        if keep {
-            by_title.insert(brief.title(), brief);
-        }
+impl Attempt for Stated {
+    fn id(&self) -> BriefId {
+        self.0.id
     }
-    let mut list: Vec<&B> = by_title.into_values().collect();
-    list.sort_by_key(|b| b.created_at());
-    list
+    fn tier(&self) -> Tier {
+        self.0.tier
+    }
+    fn workstream(&self) -> &str {
+        &self.0.workstream
+    }
+    fn title(&self) -> &str {
+        &self.0.title
+    }
+    fn attempt(&self) -> u32 {
+        self.0.attempt
+    }
+    fn status(&self) -> BriefStatus {
+        self.0.status
+    }
+    fn created_at(&self) -> chrono::DateTime<chrono::Utc> {
+        self.0.created_at
+    }
+}
+
+/// `read` as attempts for the decision core.
+fn states(read: Vec<BriefState>) -> Vec<Stated> {
+    read.into_iter().map(Stated).collect()
 }
 
 /// The squad leads of `brief`'s mesh (itself included, newest attempts): the T3 siblings of its
@@ -809,10 +745,7 @@ fn mesh_of(engine: &Engine, brief: &Brief) -> Result<Vec<Brief>> {
 fn squad_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     let mesh = mesh_of(engine, brief)?;
     let peers: Vec<&Brief> = mesh.iter().collect();
-    if peers
-        .iter()
-        .any(|p| matches!(p.status, BriefStatus::Pending | BriefStatus::Running))
-    {
+    if agency_flow::tiers::mesh(&peers) == Mesh::Negotiating {
         crate::progress::mesh_timeout(engine, brief, &peers)?;
         return Ok(false);
     }
@@ -978,16 +911,16 @@ fn handle_escalation_gates(engine: &Engine, run: RunId) -> Result<bool> {
         if brief.status != BriefStatus::Escalated {
             continue;
         }
-        match gate.status {
-            GateStatus::Pending => {}
-            GateStatus::Approved => {
+        match escalation_gate(gate.status) {
+            EscalationGateStep::Wait => {}
+            EscalationGateStep::RetryFresh => {
                 engine.move_brief(
                     &brief,
                     BriefStatus::Cancelled,
                     BriefStatusChange::because("a human unblocked it"),
                 )?;
                 let mut fresh = brief.clone();
-                fresh.retry_budget = brief.attempt + 1 + retry_budget(engine, run)?;
+                fresh.retry_budget = fresh_budget(brief.attempt, retry_budget(engine, run)?);
                 let note = gate.note.unwrap_or_default();
                 crate::failure::retry(
                     engine,
@@ -997,7 +930,7 @@ fn handle_escalation_gates(engine: &Engine, run: RunId) -> Result<bool> {
                 )?;
                 progressed = true;
             }
-            GateStatus::Rejected => {
+            EscalationGateStep::StopRun => {
                 engine.move_brief(
                     &brief,
                     BriefStatus::Cancelled,

@@ -84,7 +84,7 @@ pub struct Engine {
     pub(crate) options: Arc<EngineOptions>,
     pub(crate) ledger: Option<crate::budget::SharedLedger>,
     /// The run's approved plan, parsed once (see [`crate::advance::approved`]).
-    pub(crate) plan_cache: Arc<Mutex<Option<Arc<crate::advance::ApprovedPlan>>>>,
+    pub(crate) plan_cache: Arc<Mutex<Option<Arc<agency_flow::ApprovedPlan>>>>,
     /// The earliest time a pass must run even if nothing changed on the blackboard (a T3 mesh timeout).
     pub(crate) wake: Arc<Mutex<Option<chrono::DateTime<chrono::Utc>>>>,
     /// The reminders sent for each gate that waits for a human past the gate timeout.

@@ -7,9 +7,10 @@
 use agency_core::tiers::{BriefRole, SquadOutput};
 use agency_core::{Brief, BriefStatus, Tier};
 
-use crate::advance::{latest_of, output_of};
+use crate::advance::output_of;
 use crate::engine::Engine;
 use crate::error::Result;
+use agency_flow::latest_of;
 
 /// "1 worker" / "3 workers".
 fn count(n: usize, noun: &str) -> String {
