@@ -132,7 +132,7 @@ pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decisio
 
 /// The tier path of the brief's workstream, from the approved plan; the full path when unknown.
 fn workstream_path(engine: &Engine, brief: &Brief) -> Result<Vec<Tier>> {
-    let approved = crate::advance::approved(engine, brief.run)?;
+    let approved = crate::plan::approved(engine, brief.run)?;
     Ok(approved
         .and_then(|a| a.plan.workstream(&brief.workstream).map(|w| w.tier_path.clone()))
         .unwrap_or_else(|| vec![Tier::T2, Tier::T3, Tier::T4, Tier::T5]))

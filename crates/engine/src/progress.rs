@@ -9,15 +9,16 @@ use agency_core::tiers::{AcceptOutput, BriefRole, VerifierOutput};
 use agency_core::verdict::Verdict;
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 use agency_exec::MergeOutcome;
-use agency_flow::tiers::{AfterMerged, MeshClock, after_all_merged, mesh_clock};
+use agency_flow::tiers::{AfterMerged, after_all_merged};
 use agency_flow::{ApprovedPlan, StageProgress, StageStep, latest_of};
 use agency_store::RunStatus;
 
 use std::collections::{HashMap, HashSet};
 
-use crate::advance::{accept_brief, approved, output_of, start_workstreams, write_children};
+use crate::advance::start_workstreams;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::plan::{accept_brief, approved, output_of, write_children};
 use crate::verify::{ending, verify_rev};
 
 pub(crate) fn merged_name(workstream: &str) -> String {
@@ -362,33 +363,4 @@ fn finish_accepted(engine: &Engine, accept: &Brief, summary: &str) -> Result<()>
         .store
         .set_run_status(accept.run, None, RunStatus::Succeeded)?;
     Ok(())
-}
-
-/// A T3 mesh that has not committed within `t3_mesh_timeout_minutes` escalates to T2; never force-commits.
-pub fn mesh_timeout(engine: &Engine, brief: &Brief, peers: &[&Brief]) -> Result<()> {
-    let limit = chrono::Duration::minutes(i64::from(engine.config.retry.t3_mesh_timeout_minutes));
-    let started = peers
-        .iter()
-        .map(|p| p.created_at)
-        .min()
-        .unwrap_or(brief.created_at);
-    if let MeshClock::WakeAt(due) = mesh_clock(started, chrono::Utc::now(), limit) {
-        // Nothing may change on the blackboard before then: a pass must still come when it is due.
-        return engine.wake_at(due);
-    }
-    let stuck: Vec<&str> = peers
-        .iter()
-        .filter(|p| matches!(p.status, BriefStatus::Pending | BriefStatus::Running))
-        .map(|p| p.title.as_str())
-        .collect();
-    let why = format!(
-        "T3 mesh timeout: squad leads {} did not commit within {} minutes; the domain boundaries need re-scoping",
-        stuck.join(", "),
-        engine.config.retry.t3_mesh_timeout_minutes
-    );
-    engine.log(brief.run, Some(Tier::T3), "MESH_TIMEOUT", why.clone())?;
-    let decision = Decision::Escalate {
-        to: EscalationTarget::Tier(Tier::T2),
-    };
-    crate::failure::apply(engine, brief, Failure::T3Stuck, decision, &why)
 }

@@ -24,10 +24,11 @@ use agency_signoff::{CleanCheckout, Diffed, Recording, SignoffError};
 use agency_store::{NewGate, WriteBatch};
 use serde_json::json;
 
-use crate::advance::{output_of, place_children};
+use crate::artifacts::text_artifact;
 use crate::branches::full_ref;
-use crate::engine::{Engine, text_artifact};
+use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::plan::{output_of, place_children};
 
 /// Runs the contract's verify command on `rev`, a full commit id already resolved, in a clean checkout,
 /// through the sign-off crate (the same stage 1 every sign-off uses), made where `run`'s checkouts go. A
@@ -217,7 +218,7 @@ fn done_note() -> BriefStatusChange {
 pub async fn joint_verdicts(engine: &Engine, squads: &[(BriefId, String)]) -> Result<bool> {
     let mut progressed = false;
     for (parent, workstream) in squads {
-        let Some(tasks) = crate::advance::done_squad_tasks(engine, *parent, workstream)? else {
+        let Some(tasks) = crate::rounds::done_squad_tasks(engine, *parent, workstream)? else {
             continue;
         };
         let tasks: Vec<&Brief> = tasks.iter().collect();
