@@ -10,35 +10,17 @@ use agency_core::gate::GateKind;
 use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefId, BriefStatus, Tier};
 use agency_exec::runtime::{AlgedonicSignal, SignalLevel};
+use agency_flow::tiers::{failure_of, on_blocked, on_failure, on_gate_rejection};
 use agency_store::{NewGate, RunStatus};
 use serde_json::json;
 
 use crate::engine::{Engine, feedback_name};
 use crate::error::Result;
 
-/// The failure a role's bad outcome counts as.
-fn failure_of(role: BriefRole) -> Failure {
-    match role {
-        BriefRole::Plan | BriefRole::Accept => Failure::T1Failure,
-        BriefRole::Lead | BriefRole::Specialist | BriefRole::Synthesis => Failure::T2DesignWrong,
-        BriefRole::SquadLead => Failure::T3Stuck,
-        BriefRole::Implementer => Failure::T4BadOutput,
-        BriefRole::Verifier => Failure::T5Partial,
-    }
-}
-
 /// A brief failed (bad output, no report, partial work): retry or escalate as the table says.
 pub fn fail_brief(engine: &Engine, brief: &Brief, why: &str) -> Result<()> {
-    let role = BriefRole::of(brief);
-    let failure = failure_of(role);
-    // T1 gets its retries too before the run is surfaced to the human: a plan that does not validate is
-    // fed back to the planner.
-    let decision = match failure {
-        Failure::T1Failure if brief.attempt < brief.retry_budget => Decision::Retry {
-            next_attempt: brief.attempt + 1,
-        },
-        _ => decide(failure, brief.attempt, brief.retry_budget),
-    };
+    // T1 gets its retries too before the run is surfaced to the human (the decision core's rule).
+    let (failure, decision) = on_failure(BriefRole::of(brief), brief.attempt, brief.retry_budget);
     apply(engine, brief, failure, decision, why)
 }
 
@@ -52,10 +34,10 @@ pub fn gate_rejected(engine: &Engine, brief: &Brief, kind: GateKind, by: &str, r
     } else {
         format!("A human ({by}) rejected your output")
     };
-    if brief.attempt < brief.retry_budget {
+    if let Decision::Retry { next_attempt } = on_gate_rejection(brief.attempt, brief.retry_budget) {
         engine.move_brief(brief, BriefStatus::Cancelled, BriefStatusChange::because(reason))?;
         let feedback = format!("{who} at the {kind} gate: {reason}\nRevise it accordingly.");
-        retry(engine, brief, brief.attempt + 1, &feedback)?;
+        retry(engine, brief, next_attempt, &feedback)?;
         return Ok(());
     }
     let why = format!(
@@ -69,12 +51,12 @@ pub fn gate_rejected(engine: &Engine, brief: &Brief, kind: GateKind, by: &str, r
 
 /// An implementer reported it is blocked: escalate to its owner at once, no retries.
 pub fn blocked(engine: &Engine, brief: &Brief, why: &str) -> Result<()> {
-    let failure = if brief.tier == Tier::T4 {
-        Failure::T4Blocked
-    } else {
-        failure_of(BriefRole::of(brief))
-    };
-    let decision = decide(failure, brief.attempt, brief.retry_budget);
+    let (failure, decision) = on_blocked(
+        brief.tier,
+        BriefRole::of(brief),
+        brief.attempt,
+        brief.retry_budget,
+    );
     apply(engine, brief, failure, decision, &format!("blocked: {why}"))
 }
 
@@ -150,7 +132,7 @@ pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decisio
 
 /// The tier path of the brief's workstream, from the approved plan; the full path when unknown.
 fn workstream_path(engine: &Engine, brief: &Brief) -> Result<Vec<Tier>> {
-    let approved = crate::advance::approved(engine, brief.run)?;
+    let approved = crate::plan::approved(engine, brief.run)?;
     Ok(approved
         .and_then(|a| a.plan.workstream(&brief.workstream).map(|w| w.tier_path.clone()))
         .unwrap_or_else(|| vec![Tier::T2, Tier::T3, Tier::T4, Tier::T5]))

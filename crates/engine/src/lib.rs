@@ -1,29 +1,38 @@
 //! `agency-engine` is the runner: the tiered pipeline from a goal to a verified branch. It stays thin —
 //! tier behaviour lives in the prompts (`prompts/`), the output schemas and the pure handlers in
-//! `agency_core::tiers`; the engine claims briefs, runs their agents through a runtime, checks their work
-//! out of their reach, and writes every step to the blackboard, from which a killed run resumes.
+//! `agency_core::tiers`, and what happens next is decided by `agency_flow`, the decision core, from what
+//! the engine reads; the engine claims briefs, runs their agents through a runtime, checks their work out
+//! of their reach, carries out the core's decisions, and writes every step to the blackboard, from which a
+//! killed run resumes.
 
 pub mod advance;
+mod artifacts;
 mod board_review;
 pub mod branches;
 pub mod budget;
 mod claimer;
 mod crew;
+mod drive;
 pub mod engine;
 pub mod error;
 mod failure;
+mod finish;
 mod forge;
 pub mod hooks;
 pub mod leftovers;
 mod narrate;
 pub mod notify;
 mod outage;
+mod outputs;
+mod plan;
 mod previous;
 mod progress;
 pub mod prompts;
+mod rounds;
 mod sandbox;
 mod signoff;
 mod slice_diffs;
+mod spawn;
 mod stall;
 pub mod task;
 pub mod teachback_gate;

@@ -7,9 +7,10 @@
 use agency_core::tiers::{BriefRole, SquadOutput};
 use agency_core::{Brief, BriefStatus, Tier};
 
-use crate::advance::{latest_of, output_of};
 use crate::engine::Engine;
 use crate::error::Result;
+use crate::plan::output_of;
+use agency_flow::latest_of;
 
 /// "1 worker" / "3 workers".
 fn count(n: usize, noun: &str) -> String {
@@ -121,7 +122,7 @@ pub(crate) fn verifiers_started(engine: &Engine, implementer: &Brief) -> Result<
     let Some(parent) = implementer.parent else {
         return Ok(());
     };
-    let Some(tasks) = crate::advance::done_squad_tasks(engine, parent, &implementer.workstream)? else {
+    let Some(tasks) = crate::rounds::done_squad_tasks(engine, parent, &implementer.workstream)? else {
         return Ok(());
     };
     let mut round = 0;

@@ -7,111 +7,31 @@ use agency_core::event::payload::{self, BriefStatusChange};
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::tiers::{AcceptOutput, BriefRole, VerifierOutput};
 use agency_core::verdict::Verdict;
-use agency_core::{Brief, BriefId, BriefStatus, Plan, RunId, Tier};
+use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 use agency_exec::MergeOutcome;
+use agency_flow::tiers::{AfterMerged, after_all_merged};
+use agency_flow::{ApprovedPlan, StageProgress, StageStep, latest_of};
 use agency_store::RunStatus;
 
 use std::collections::{HashMap, HashSet};
 
-use crate::advance::{
-    ApprovedPlan, accept_brief, approved, latest_of, output_of, start_workstreams, write_children,
-};
+use crate::advance::start_workstreams;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::plan::{accept_brief, approved, output_of, write_children};
 use crate::verify::{ending, verify_rev};
 
 pub(crate) fn merged_name(workstream: &str) -> String {
     format!("merged/{workstream}")
 }
 
-/// What the runner knows of an approved plan's stages: which workstreams started and which merged. Both
-/// only ever grow while the plan holds, so each is looked up on the blackboard once; after that only the
-/// runner itself merges (it alone drives the run).
-#[derive(Debug)]
-pub(crate) struct StageProgress {
-    started: HashSet<String>,
-    merged: HashSet<String>,
-    /// Each workstream's stage (its place in the plan's sequence) and its place in that stage.
-    places: HashMap<String, (usize, usize)>,
-    /// What is counted of each stage, in the plan's sequence.
-    stages: Vec<StageCount>,
-}
-
-/// One stage's workstreams: how many there are, how many of them are in `merged`, and whether its merges
-/// were read from the blackboard (after that, `merged` is complete for it).
-#[derive(Debug, Clone, Copy, Default)]
-struct StageCount {
-    size: usize,
-    merged: usize,
-    learned: bool,
-}
-
-impl StageProgress {
-    /// Nothing known yet of `plan`'s stages.
-    pub(crate) fn new(plan: &Plan) -> Self {
-        let stage_list = plan.stages();
-        let mut places = HashMap::new();
-        for (stage, workstreams) in stage_list.iter().enumerate() {
-            for (place, id) in workstreams.workstreams.iter().enumerate() {
-                places.entry(id.clone()).or_insert((stage, place));
-            }
-        }
-        let mut stages = vec![StageCount::default(); stage_list.len()];
-        for (stage, _) in places.values() {
-            stages[*stage].size += 1;
-        }
-        StageProgress {
-            started: HashSet::new(),
-            merged: HashSet::new(),
-            places,
-            stages,
-        }
-    }
-
-    fn mark_merged(&mut self, workstream: &str) {
-        if self.merged.insert(workstream.to_string())
-            && let Some((stage, _)) = self.places.get(workstream)
-        {
-            self.stages[*stage].merged += 1;
-        }
-    }
-
-    fn learned(&self, stage: usize) -> bool {
-        self.stages.get(stage).is_some_and(|s| s.learned)
-    }
-
-    fn set_learned(&mut self, stage: usize) {
-        if let Some(count) = self.stages.get_mut(stage) {
-            count.learned = true;
-        }
-    }
-
-    fn stage_merged(&self, stage: usize) -> bool {
-        self.stages.get(stage).is_none_or(|s| s.merged == s.size)
-    }
-
-    /// The workstreams of `stage` among `touched`, in the stage's order.
-    fn touched_in<'t>(&self, stage: usize, touched: &'t HashSet<String>) -> Vec<&'t str> {
-        let mut found: Vec<(usize, &str)> = touched
-            .iter()
-            .filter_map(|id| match self.places.get(id) {
-                Some((s, place)) if *s == stage => Some((*place, id.as_str())),
-                _ => None,
-            })
-            .collect();
-        found.sort_unstable();
-        found.into_iter().map(|(_, id)| id).collect()
-    }
-}
-
-/// Starts stages, merges verified workstreams, and writes T1's accept brief when everything is in.
+/// Starts stages, merges verified workstreams, and writes T1's accept brief when everything is in: carries
+/// out the steps of the decision core's walk over the stages ([`agency_flow::StageWalk`]).
 ///
 /// `touched` holds the workstreams whose briefs changed since they were last examined (`None`: any may
-/// have); only those can have become ready to merge. A workstream leaves the set only once it has been
-/// examined — found merged, merged now, or found not ready (it becomes ready only through an event on its
-/// briefs, which puts it back) — so what a pass does not reach (a stage still merging, a stage started by
-/// this pass) stays for the next one: an incremental pass never loses a ready workstream. Every ready
-/// workstream of a stage is merged in the same pass.
+/// have); only those can have become ready to merge. What the walk did not examine (a stage still merging,
+/// a stage started by this pass) is left in it for the next pass: an incremental pass never loses a ready
+/// workstream. Every ready workstream of a stage is merged in the same pass.
 pub async fn workstreams(
     engine: &Engine,
     run: RunId,
@@ -120,82 +40,92 @@ pub async fn workstreams(
     let Some(approved) = approved(engine, run)? else {
         return Ok(false);
     };
-    let (plan, plan_brief) = (&approved.plan, &approved.brief);
-    if let Some(t) = touched.as_deref_mut() {
-        // Briefs outside the plan's workstreams (the plan's own, a superseded plan's) wait for nothing here.
-        let progress = stages_of(&approved)?;
-        t.retain(|id| progress.places.contains_key(id));
-    }
+    let given = touched.as_deref_mut().map(std::mem::take);
+    let mut walk = stages_of(&approved)?.walk(given);
     let mut progressed = false;
-    for (place, stage) in plan.stages().iter().enumerate() {
-        // Borrowed, not copied: a stage may list a thousand workstreams, and this runs on every pass.
-        let ids = stage.workstreams;
-        if !started_any(engine, &approved, ids)? {
-            start_workstreams(engine, run, plan, ids)?;
-            return Ok(true);
-        }
-        // What merged before this runner knew the plan (a runner resuming the run, one that took over
-        // after T1 re-planned) is read from the blackboard once per stage; every later merge is this
-        // runner's own and remembered as it is made.
-        if !stages_of(&approved)?.learned(place) {
-            for id in ids {
-                learn_merged(engine, &approved, id)?;
-            }
-            stages_of(&approved)?.set_learned(place);
-        }
-        // Only a workstream whose briefs changed can have become ready to merge: a pass looks at those
-        // alone, so its cost does not grow with the number of workstreams.
-        let asked: Vec<String> = match touched.as_deref() {
-            Some(t) => stages_of(&approved)?
-                .touched_in(place, t)
-                .into_iter()
-                .map(str::to_owned)
-                .collect(),
-            None => ids.to_vec(),
-        };
-        for id in asked {
-            if let Some(t) = touched.as_deref_mut() {
-                t.remove(&id);
-            }
-            if stages_of(&approved)?.merged.contains(&id) {
-                continue;
-            }
-            let Some(ws) = plan.workstream(&id) else { continue };
-            if let Some(slices) = accepted_slices(engine, plan_brief, &id)? {
-                merge_workstream(engine, plan_brief, ws, &slices).await?;
+    let all_merged = loop {
+        // The progress is locked for each step alone: a merge awaits its verify command in between.
+        let step = walk.next(&*stages_of(&approved)?);
+        match step {
+            StageStep::FindStarted { .. } => find_started(engine, &approved)?,
+            StageStep::Start { workstreams, .. } => {
+                start_workstreams(engine, run, &approved.plan, &workstreams)?;
+                let mut stages = stages_of(&approved)?;
+                for id in &workstreams {
+                    stages.mark_started(id);
+                }
                 progressed = true;
+                break false;
             }
+            // What merged before this runner knew the plan (a runner resuming the run, one that took over
+            // after T1 re-planned) is read from the blackboard once per stage; every later merge is this
+            // runner's own and remembered as it is made.
+            StageStep::LearnMerged { stage, workstreams } => {
+                for id in &workstreams {
+                    learn_merged(engine, &approved, id)?;
+                }
+                stages_of(&approved)?.set_learned(stage);
+            }
+            StageStep::Examine { workstream } => {
+                let Some(ws) = approved.plan.workstream(&workstream) else {
+                    continue;
+                };
+                if let Some(slices) = accepted_slices(engine, &approved.brief, &workstream)? {
+                    merge_workstream(engine, &approved.brief, ws, &slices).await?;
+                    progressed = true;
+                }
+            }
+            StageStep::Wait { .. } => break false,
+            StageStep::AllMerged => break true,
         }
-        if !stages_of(&approved)?.stage_merged(place) {
-            return Ok(progressed);
-        }
+    };
+    if let Some(t) = touched {
+        *t = walk.into_unexamined().unwrap_or_default();
     }
+    if !all_merged {
+        return Ok(progressed);
+    }
+    Ok(after_merged(engine, run, &approved)? || progressed)
+}
+
+/// Every workstream merged: T1's acceptance is written once, or an acceptance the runner did not finish
+/// before it stopped is finished.
+fn after_merged(engine: &Engine, run: RunId, approved: &ApprovedPlan) -> Result<bool> {
+    let plan_brief = &approved.brief;
     let children = engine.store.list_children(plan_brief.id)?;
-    // T1 accepted, but the runner stopped before it marked the run succeeded: that is all that is left.
-    if let Some(accepted) = latest_of(children.iter().filter(|b| BriefRole::of(b) == BriefRole::Accept))
+    let accepts = || children.iter().filter(|b| BriefRole::of(b) == BriefRole::Accept);
+    let newest_done = latest_of(accepts())
         .into_iter()
-        .find(|b| b.status == BriefStatus::Done)
-        && !engine.store.run_status(run)?.is_terminal()
-    {
-        let out: AcceptOutput = output_of(engine, accepted)?;
-        finish_accepted(engine, accepted, &out.summary)?;
-        return Ok(true);
+        .find(|b| b.status == BriefStatus::Done);
+    let run_ended = match newest_done {
+        Some(_) => engine.store.run_status(run)?.is_terminal(),
+        None => false,
+    };
+    match after_all_merged(accepts().next().is_some(), newest_done.is_some(), run_ended) {
+        AfterMerged::FinishAccepted => {
+            let Some(accepted) = newest_done else {
+                return Ok(false);
+            };
+            let out: AcceptOutput = output_of(engine, accepted)?;
+            finish_accepted(engine, accepted, &out.summary)?;
+            Ok(true)
+        }
+        AfterMerged::WriteAccept => {
+            engine.log(
+                run,
+                Some(Tier::T1),
+                "ACCEPT_START",
+                "Every workstream merged — validating against the goal anchor".into(),
+            )?;
+            write_children(
+                engine,
+                plan_brief,
+                vec![accept_brief(&approved.plan, &plan_brief.goal_anchor)],
+            )?;
+            Ok(true)
+        }
+        AfterMerged::Nothing => Ok(false),
     }
-    if !children.iter().any(|b| BriefRole::of(b) == BriefRole::Accept) {
-        engine.log(
-            run,
-            Some(Tier::T1),
-            "ACCEPT_START",
-            "Every workstream merged — validating against the goal anchor".into(),
-        )?;
-        write_children(
-            engine,
-            plan_brief,
-            vec![accept_brief(plan, &plan_brief.goal_anchor)],
-        )?;
-        return Ok(true);
-    }
-    Ok(progressed)
 }
 
 fn stages_of(approved: &ApprovedPlan) -> Result<std::sync::MutexGuard<'_, StageProgress>> {
@@ -205,26 +135,20 @@ fn stages_of(approved: &ApprovedPlan) -> Result<std::sync::MutexGuard<'_, StageP
         .map_err(|_| EngineError::State("stage progress poisoned".into()))
 }
 
-/// Whether any of `ids` was started under this plan (after T1 re-plans, what the superseded plan started
-/// counts for nothing): its entry brief is a child of the plan brief.
-fn started_any(engine: &Engine, approved: &ApprovedPlan, ids: &[String]) -> Result<bool> {
-    if ids
-        .iter()
-        .any(|id| stages_of(approved).is_ok_and(|s| s.started.contains(id)))
-    {
-        return Ok(true);
-    }
+/// Which workstreams were started under this plan (after T1 re-plans, what the superseded plan started
+/// counts for nothing): those whose entry brief is a child of the plan brief.
+fn find_started(engine: &Engine, approved: &ApprovedPlan) -> Result<()> {
     let children = engine.store.list_children(approved.brief.id)?;
     let mut stages = stages_of(approved)?;
     for child in children.iter().filter(|b| b.tier != Tier::T1) {
-        stages.started.insert(child.workstream.clone());
+        stages.mark_started(&child.workstream);
     }
-    Ok(ids.iter().any(|id| stages.started.contains(id)))
+    Ok(())
 }
 
 /// Remembers `workstream` as merged into the integration branch when the blackboard records it so.
 fn learn_merged(engine: &Engine, approved: &ApprovedPlan, workstream: &str) -> Result<()> {
-    if stages_of(approved)?.merged.contains(workstream) {
+    if stages_of(approved)?.is_merged(workstream) {
         return Ok(());
     }
     if engine
@@ -251,7 +175,7 @@ fn accepted_slices(engine: &Engine, plan_brief: &Brief, workstream: &str) -> Res
     if engine.store.count_briefs(run, workstream, Some(Tier::T4), &[])? == 0
         || engine
             .store
-            .count_briefs(run, workstream, None, &crate::advance::OPEN)?
+            .count_briefs(run, workstream, None, &agency_flow::OPEN)?
             > 0
     {
         return Ok(None);
@@ -439,84 +363,4 @@ fn finish_accepted(engine: &Engine, accept: &Brief, summary: &str) -> Result<()>
         .store
         .set_run_status(accept.run, None, RunStatus::Succeeded)?;
     Ok(())
-}
-
-/// A T3 mesh that has not committed within `t3_mesh_timeout_minutes` escalates to T2; never force-commits.
-pub fn mesh_timeout(engine: &Engine, brief: &Brief, peers: &[&Brief]) -> Result<()> {
-    let limit = chrono::Duration::minutes(i64::from(engine.config.retry.t3_mesh_timeout_minutes));
-    let started = peers
-        .iter()
-        .map(|p| p.created_at)
-        .min()
-        .unwrap_or(brief.created_at);
-    if chrono::Utc::now() - started <= limit {
-        // Nothing may change on the blackboard before then: a pass must still come when it is due.
-        return engine.wake_at(started + limit);
-    }
-    let stuck: Vec<&str> = peers
-        .iter()
-        .filter(|p| matches!(p.status, BriefStatus::Pending | BriefStatus::Running))
-        .map(|p| p.title.as_str())
-        .collect();
-    let why = format!(
-        "T3 mesh timeout: squad leads {} did not commit within {} minutes; the domain boundaries need re-scoping",
-        stuck.join(", "),
-        engine.config.retry.t3_mesh_timeout_minutes
-    );
-    engine.log(brief.run, Some(Tier::T3), "MESH_TIMEOUT", why.clone())?;
-    let decision = Decision::Escalate {
-        to: EscalationTarget::Tier(Tier::T2),
-    };
-    crate::failure::apply(engine, brief, Failure::T3Stuck, decision, &why)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn plan() -> Plan {
-        let ws = |id: &str, group: &str| {
-            json!({
-                "id": id, "name": id, "domain": "core", "tier_path": ["t4", "t5"], "parallel_group": group,
-                "variety": {"novelty": 1, "scope": 1, "uncertainty": 1, "risk": 1},
-                "contract": {"done_when": "done"}
-            })
-        };
-        agency_core::validate_plan(&json!({
-            "run_id": "0190f0a0-1234-7abc-8def-0123456789ab",
-            "goal_anchor": "a goal",
-            "complexity": "low",
-            "retry_budget_multiplier": 1,
-            "workstreams": [ws("ws-c", "A"), ws("ws-a", "A"), ws("ws-b", "A"), ws("ws-d", "B")],
-            "parallelism": {"groups": {"A": ["ws-c", "ws-a", "ws-b"], "B": ["ws-d"]}, "sequence": ["A", "B"]},
-            "self_critique_summary": "fine"
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn touched_workstreams_come_in_their_stage_order_and_a_stage_is_merged_when_all_of_it_is() {
-        let mut progress = StageProgress::new(&plan());
-        let touched: HashSet<String> = ["ws-b", "ws-d", "ws-c", "elsewhere"].map(String::from).into();
-        assert_eq!(progress.touched_in(0, &touched), ["ws-c", "ws-b"]);
-        assert_eq!(progress.touched_in(1, &touched), ["ws-d"]);
-
-        assert!(!progress.learned(0));
-        progress.set_learned(0);
-        assert!(progress.learned(0) && !progress.learned(1) && !progress.learned(7));
-
-        for ws in ["ws-a", "ws-c", "ws-a"] {
-            progress.mark_merged(ws);
-        }
-        assert!(
-            !progress.stage_merged(0),
-            "two of three, one of them marked twice"
-        );
-        progress.mark_merged("ws-b");
-        assert!(progress.stage_merged(0));
-        assert!(!progress.stage_merged(1));
-        progress.mark_merged("ws-d");
-        assert!(progress.stage_merged(1));
-    }
 }

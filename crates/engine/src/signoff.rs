@@ -215,7 +215,7 @@ pub(crate) async fn acceptance(
     cancel: CancelToken,
 ) -> std::result::Result<AgentOutcome, RuntimeError> {
     let other = |e: EngineError| RuntimeError::Other(e.to_string());
-    let plan = crate::advance::approved_plan(&engine, accept.run)
+    let plan = crate::plan::approved_plan(&engine, accept.run)
         .map_err(other)?
         .ok_or_else(|| RuntimeError::Other("accept: the run has no approved plan".into()))?;
     let run = engine.store.get_run(accept.run).map_err(|e| other(e.into()))?;
@@ -315,7 +315,7 @@ fn raised(signal: agency_exec::runtime::AlgedonicSignal) -> AgentOutcome {
 /// family at a time: a read of the whole run here held every brief at once (15 MB at 10,000 briefs, the
 /// run's peak memory). A slice's own children (its verifiers) are not read.
 fn slices_may_edit(engine: &Engine, run: RunId) -> Result<Vec<String>> {
-    let Some(plan) = crate::advance::approved(engine, run)? else {
+    let Some(plan) = crate::plan::approved(engine, run)? else {
         return Ok(Vec::new());
     };
     let mut may_edit = Vec::new();

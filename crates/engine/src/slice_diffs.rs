@@ -110,7 +110,7 @@ impl SliceDiffs {
 
 /// The artifact name of a slice's diff put out of memory until its sign-off.
 pub fn spilled_name(implementer: BriefId) -> String {
-    crate::engine::brief_artifact_name("signoff-diff", implementer)
+    crate::artifacts::brief_artifact_name("signoff-diff", implementer)
 }
 
 /// What a spilled diff is written as (JSON): everything a sign-off takes of it.

@@ -148,6 +148,6 @@ pub fn output_check(brief: &Brief) -> Option<OutputCheck> {
     Some(OutputCheck::new(move |output| {
         let mut output = output.clone();
         stamp_runner_facts(&brief, &mut output);
-        crate::advance::check_output(role, &output)
+        crate::outputs::check_output(role, &output)
     }))
 }

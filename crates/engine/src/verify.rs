@@ -12,20 +12,23 @@ use std::time::Duration;
 use agency_core::escalation::{Failure, decide};
 use agency_core::event::payload::{self, BriefStatusChange, LogLine};
 use agency_core::event::{EventPayload, NewEvent};
-use agency_core::gate::{GateKind, GateStatus};
+use agency_core::gate::GateKind;
 use agency_core::tiers::VerifierOutput;
-use agency_core::verdict::{JointOutcome, T5Result, Verdict, joint_verdict};
+use agency_core::verdict::{JointVerdict, T5Result};
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
 use agency_exec::{MergeChain, MergeOutcome};
+use agency_flow::SquadVerdict;
+use agency_flow::verdicts::squad_verdict;
 use agency_signoff::verify::{VerifyResult, run_verify, verify_argv};
 use agency_signoff::{CleanCheckout, Diffed, Recording, SignoffError};
 use agency_store::{NewGate, WriteBatch};
 use serde_json::json;
 
-use crate::advance::{output_of, place_children};
+use crate::artifacts::text_artifact;
 use crate::branches::full_ref;
-use crate::engine::{Engine, text_artifact};
+use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::plan::{output_of, place_children};
 
 /// Runs the contract's verify command on `rev`, a full commit id already resolved, in a clean checkout,
 /// through the sign-off crate (the same stage 1 every sign-off uses), made where `run`'s checkouts go. A
@@ -215,14 +218,14 @@ fn done_note() -> BriefStatusChange {
 pub async fn joint_verdicts(engine: &Engine, squads: &[(BriefId, String)]) -> Result<bool> {
     let mut progressed = false;
     for (parent, workstream) in squads {
-        let Some(tasks) = crate::advance::done_squad_tasks(engine, *parent, workstream)? else {
+        let Some(tasks) = crate::rounds::done_squad_tasks(engine, *parent, workstream)? else {
             continue;
         };
         let tasks: Vec<&Brief> = tasks.iter().collect();
         let mut verifiers: Vec<Brief> = Vec::with_capacity(tasks.len());
         for task in &tasks {
             let children = engine.store.list_children(task.id)?;
-            match crate::advance::latest_of(children.iter())
+            match agency_flow::latest_of(children.iter())
                 .into_iter()
                 .find(|b| b.tier == Tier::T5)
             {
@@ -246,6 +249,8 @@ pub async fn joint_verdicts(engine: &Engine, squads: &[(BriefId, String)]) -> Re
     Ok(progressed)
 }
 
+/// Forms the joint verdict of a squad whose round is judged and carries out what the decision core makes of
+/// it ([`SquadVerdict`]).
 fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Result<bool> {
     let mut results = Vec::with_capacity(verifiers.len());
     for verifier in verifiers {
@@ -258,94 +263,70 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
             notes: out.notes,
         });
     }
-    let joint = joint_verdict(results.clone()).map_err(|e| EngineError::State(e.to_string()))?;
     let anchor = verifiers[0];
     let workstream = &anchor.workstream;
     // The optional t5_verdict gate lets a human review the joint verdict before it takes effect.
-    if engine.config.visibility.gate_enabled(GateKind::T5Verdict) {
-        let gate = engine
+    let gate_enabled = engine.config.visibility.gate_enabled(GateKind::T5Verdict);
+    let gate = if gate_enabled {
+        engine
             .store
             .list_gates_of_kind(anchor.run, GateKind::T5Verdict)?
             .into_iter()
             .rev()
-            .find(|g| g.brief == Some(anchor.id));
-        match gate.map(|g| g.status) {
-            None => {
-                let summary = json!({ "message": format!("T5 joint verdict for {workstream}: {}", joint.joint_verdict.as_str()), "produced": joint, "next": [], "anomalies": [] });
-                let mut gate = NewGate::new(anchor.run, GateKind::T5Verdict, summary);
-                gate.brief = Some(anchor.id);
-                gate.tier = Some(Tier::T5);
-                engine.store.open_gate(gate)?;
-                return Ok(true);
-            }
-            Some(GateStatus::Pending) => return Ok(false),
-            Some(GateStatus::Rejected) => {
-                // A human overrules the verifiers: every slice is retried with the reason.
-                for task in tasks {
-                    retry_slice(engine, task, "a human rejected the joint verdict")?;
-                }
-                consume(engine, verifiers, WriteBatch::new())?;
-                return Ok(true);
-            }
-            Some(GateStatus::Approved) => {}
-        }
-    }
-    let summary = match joint.joint_verdict {
-        JointOutcome::Pass => format!("✓  all pass — {workstream}: {} slice(s) verified", results.len()),
-        JointOutcome::Partial => {
-            let verb = if joint.failed_scopes.len() == 1 {
-                "needs"
-            } else {
-                "need"
-            };
-            format!("partial — {} {verb} rework", joint.failed_scopes.join(", "))
-        }
-        JointOutcome::Fail => format!("fail — every slice of {workstream} failed"),
+            .find(|g| g.brief == Some(anchor.id))
+            .map(|g| g.status)
+    } else {
+        None
     };
-    engine.store.append_event(
-        NewEvent::typed(
-            anchor.run,
-            EventPayload::Verdict(payload::VerdictRecord {
-                summary,
-                // A plain struct of strings and lists: serialising it cannot fail.
-                joint: serde_json::to_value(&joint).unwrap_or_default(),
-            }),
-        )
-        .tier(Tier::T5),
-    )?;
-    match joint.joint_verdict {
-        JointOutcome::Pass => {
+    let verdict = squad_verdict(workstream, gate_enabled, gate, results)
+        .map_err(|e| EngineError::State(e.to_string()))?;
+    let record = |line: &str, joint: &JointVerdict| -> Result<()> {
+        engine.store.append_event(
+            NewEvent::typed(
+                anchor.run,
+                EventPayload::Verdict(payload::VerdictRecord {
+                    summary: line.to_string(),
+                    // A plain struct of strings and lists: serialising it cannot fail.
+                    joint: serde_json::to_value(joint).unwrap_or_default(),
+                }),
+            )
+            .tier(Tier::T5),
+        )?;
+        Ok(())
+    };
+    match verdict {
+        SquadVerdict::OpenGate { joint } => {
+            let summary = json!({ "message": format!("T5 joint verdict for {workstream}: {}", joint.joint_verdict.as_str()), "produced": joint, "next": [], "anomalies": [] });
+            let mut gate = NewGate::new(anchor.run, GateKind::T5Verdict, summary);
+            gate.brief = Some(anchor.id);
+            gate.tier = Some(Tier::T5);
+            engine.store.open_gate(gate)?;
+        }
+        SquadVerdict::AwaitGate => return Ok(false),
+        SquadVerdict::Overruled { why } => {
+            // A human overrules the verifiers: every slice is retried with the reason.
+            for task in tasks {
+                retry_slice(engine, task, &why)?;
+            }
+            consume(engine, verifiers, WriteBatch::new())?;
+        }
+        SquadVerdict::Pass { joint, line } => {
+            record(&line, &joint)?;
             let merged = merge_slices(engine, tasks, verifiers)?;
             consume(engine, verifiers, merged)?;
         }
-        JointOutcome::Partial => {
-            for result in results.iter().filter(|r| r.verdict == Verdict::Fail) {
-                if let Some(task) = tasks.iter().find(|t| t.title == result.scope) {
-                    let issues = result
-                        .issues
-                        .iter()
-                        .map(|i| format!("- {i}"))
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    retry_slice(
-                        engine,
-                        task,
-                        &format!(
-                            "The sign-off rejected this slice. Missing:\n{issues}\n{}",
-                            result.notes
-                        ),
-                    )?;
+        SquadVerdict::Partial { joint, line, retries } => {
+            record(&line, &joint)?;
+            for retry in retries {
+                if let Some(task) = tasks.iter().find(|t| t.title == retry.scope) {
+                    retry_slice(engine, task, &retry.why)?;
                 }
             }
             consume(engine, verifiers, WriteBatch::new())?;
         }
-        JointOutcome::Fail => {
+        SquadVerdict::Fail { joint, line, why } => {
+            record(&line, &joint)?;
             consume(engine, verifiers, WriteBatch::new())?;
-            let issues: Vec<String> = results
-                .iter()
-                .flat_map(|r| r.issues.iter().map(move |i| format!("{}: {i}", r.scope)))
-                .collect();
-            let why = format!("every slice failed verification:\n{}", issues.join("\n"));
             let task = tasks[0];
             crate::failure::apply(
                 engine,

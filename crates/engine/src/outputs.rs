@@ -1,0 +1,118 @@
+//! Checking a tier's structured output against its schema before the runner acts on it: the problems, one
+//! per line, go back to the agent (or fail its brief) while the tier that wrote it can still correct them.
+
+use agency_core::tiers::{
+    AcceptOutput, BriefRole, ChildBrief, LeadOutput, SpecialistOutput, SquadOutput, SynthesisOutput,
+    VerifierOutput, check_siblings,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Checks a role's structured output against its schema; the problems, one per line, when it does not fit.
+pub fn check_output(role: BriefRole, output: &Value) -> std::result::Result<(), String> {
+    fn parse<T: DeserializeOwned>(output: &Value) -> std::result::Result<(), String> {
+        serde_json::from_value::<T>(output.clone())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+    match role {
+        BriefRole::Plan => agency_core::validate_plan(output)
+            .map_err(|e| e.to_string())
+            .and_then(|plan| {
+                runnable_verifies(
+                    plan.workstreams
+                        .iter()
+                        .map(|ws| (format!("workstreams[{}]", ws.id), ws.contract.verify.as_deref())),
+                )
+            }),
+        BriefRole::Accept => parse::<AcceptOutput>(output),
+        BriefRole::Lead => parse::<LeadOutput>(output).and_then(|_| {
+            let lead: LeadOutput = serde_json::from_value(output.clone()).map_err(|e| e.to_string())?;
+            siblings(&lead.specialists)
+        }),
+        BriefRole::Specialist => parse::<SpecialistOutput>(output).and_then(|_| {
+            let spec: SpecialistOutput = serde_json::from_value(output.clone()).map_err(|e| e.to_string())?;
+            siblings(&spec.squads)
+        }),
+        BriefRole::Synthesis => parse::<SynthesisOutput>(output),
+        BriefRole::SquadLead => parse::<SquadOutput>(output).and_then(|_| {
+            let squad: SquadOutput = serde_json::from_value(output.clone()).map_err(|e| e.to_string())?;
+            siblings(&squad.tasks)
+        }),
+        BriefRole::Implementer => Ok(()),
+        BriefRole::Verifier => parse::<VerifierOutput>(output),
+    }
+}
+
+/// Every verify command among `commands` (each with where it is in the output) is one agency can run: it
+/// runs without a shell, so a pipeline, a redirection or a substitution is refused here, where the tier
+/// that wrote it can still correct it, instead of when its slice is verified.
+fn runnable_verifies<'a>(
+    commands: impl Iterator<Item = (String, Option<&'a str>)>,
+) -> std::result::Result<(), String> {
+    let problems: Vec<String> = commands
+        .filter_map(|(at, command)| {
+            let command = command?;
+            agency_signoff::verify::verify_argv(command)
+                .err()
+                .map(|e| format!("{at}.contract.verify: {e}"))
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+fn siblings(children: &[ChildBrief]) -> std::result::Result<(), String> {
+    let verifies = runnable_verifies(children.iter().map(|c| {
+        (
+            format!("tasks[{}]", c.title),
+            c.contract.as_ref().and_then(|k| k.verify.as_deref()),
+        )
+    }));
+    let problems = check_siblings(children);
+    match (problems.is_empty(), verifies) {
+        (true, verifies) => verifies,
+        (false, Ok(())) => Err(problems.join("\n")),
+        (false, Err(more)) => Err(format!("{}\n{more}", problems.join("\n"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plan_with_verify(verify: &str) -> Value {
+        json!({
+            "run_id": "0190f0a0-1234-7abc-8def-0123456789ab", "goal_anchor": "a goal", "complexity": "low",
+            "retry_budget_multiplier": 1,
+            "workstreams": [{
+                "id": "ws-a", "name": "a", "domain": "core", "tier_path": ["t4", "t5"], "parallel_group": "A",
+                "variety": {"novelty": 1, "scope": 1, "uncertainty": 1, "risk": 1},
+                "contract": {"done_when": "done", "verify": verify}
+            }],
+            "parallelism": {"groups": {"A": ["ws-a"]}, "sequence": ["A"]},
+            "self_critique_summary": "fine"
+        })
+    }
+
+    #[test]
+    fn a_verify_command_that_needs_a_shell_is_refused_where_its_tier_can_correct_it() {
+        let problem = check_output(BriefRole::Plan, &plan_with_verify("cargo test | tee log")).unwrap_err();
+        assert!(
+            problem.starts_with("workstreams[ws-a].contract.verify: ") && problem.contains("shell"),
+            "{problem}"
+        );
+        check_output(BriefRole::Plan, &plan_with_verify("sh -c 'cargo test | tee log'")).unwrap();
+
+        let squad = json!({ "tasks": [{
+            "title": "t", "instructions": "i", "variety": {"novelty": 1, "scope": 1, "uncertainty": 1, "risk": 1},
+            "contract": { "done_when": "d", "verify": "make test > out" }
+        }]});
+        let problem = check_output(BriefRole::SquadLead, &squad).unwrap_err();
+        assert!(problem.starts_with("tasks[t].contract.verify: "), "{problem}");
+    }
+}

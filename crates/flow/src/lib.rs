@@ -1,0 +1,24 @@
+//! `agency-flow` is the runner's decision core: what the engine does next, decided by plain functions of
+//! plain values. Nothing here reads the blackboard, touches git, runs an agent or asks the clock: the
+//! engine gathers what a decision needs (a snapshot, read incrementally as its passes always did), asks
+//! the core, and carries the answer out through its executors. So every decision is tested here with
+//! values alone, and property-tested over generated runs.
+//!
+//! - [`attempts`]: which attempt of each title is the current one, and whether a squad's tasks are done;
+//! - [`stages`]: which stage of the plan starts, which workstreams are examined for a merge, when the run
+//!   goes to T1's acceptance — the walk over the plan's stages that every pass makes;
+//! - [`gates`]: where a brief stands at its gate (open it, wait, go on, re-invoke);
+//! - [`verdicts`]: a squad's joint verdict and what it does (merge, retry the rejected slices, escalate);
+//! - [`tiers`]: what comes next for a brief whose agent reported, per tier (the mesh, the synthesis, the
+//!   acceptance), and what a failure or a rejection at a gate leads to (retry or escalate).
+
+pub mod attempts;
+pub mod gates;
+pub mod stages;
+pub mod tiers;
+pub mod verdicts;
+
+pub use attempts::{Attempt, OPEN, current_done_tasks, latest_of};
+pub use gates::{AtGate, EscalationGateStep};
+pub use stages::{ApprovedPlan, StageProgress, StageStep, StageWalk};
+pub use verdicts::SquadVerdict;
