@@ -7,6 +7,7 @@ mod support;
 
 mod budget;
 mod budget_external;
+mod closed_pipe;
 mod cancel;
 mod cli_doc;
 mod config;
