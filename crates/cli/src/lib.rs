@@ -25,6 +25,7 @@ pub mod hook;
 pub mod interrupt;
 pub mod render;
 pub mod stdout;
+pub mod tui;
 pub mod workspace;
 
 use std::path::PathBuf;
@@ -82,7 +83,7 @@ pub enum Command {
     Runs(commands::runs::Args),
     /// Show a run's live log.
     Watch(commands::watch::Args),
-    /// Show a run's state as a tree, or one tier or brief in full.
+    /// Show a run's state: interactive in a terminal, else as a tree, or one tier or brief in full.
     Inspect(commands::inspect::Args),
     /// Show what you approve: the plan, a brief, a diff, verify output, the judge's account, a teachback,
     /// the cost.
