@@ -10,7 +10,7 @@ use agency_core::gate::{Gate, GateKind, GateStatus};
 use agency_core::tier::Tier;
 use agency_core::{BriefId, RunId};
 use agency_review::gather::{self, PlanLookup};
-use agency_review::{brief as brief_text, cost, diff, plan, signoff};
+use agency_review::{architecture, brief as brief_text, cost, diff, plan, signoff};
 use agency_store::{Blackboard, Run, StoreError};
 
 use crate::render::tree::status_mark;
@@ -50,6 +50,8 @@ pub enum Item {
     Plan,
     /// A workstream's heading.
     Workstream(String),
+    /// One of T2's records of a workstream (seed 001's `[view …]` lines).
+    Record(String, Record),
     /// A brief.
     Brief(Box<Brief>),
     /// A gate that waits, or one that was rejected.
@@ -64,6 +66,7 @@ impl Item {
         match self {
             Item::Plan => "plan".into(),
             Item::Workstream(ws) => format!("ws:{ws}"),
+            Item::Record(ws, record) => format!("record:{ws}:{}", record.label()),
             Item::Brief(b) => format!("brief:{}", b.id),
             Item::Gate(g) => format!("gate:{}", g.id),
             Item::Cost => "cost".into(),
@@ -75,6 +78,7 @@ impl Item {
         match self {
             Item::Plan => "Plan (T1)".into(),
             Item::Workstream(ws) => ws.clone(),
+            Item::Record(_, record) => format!("  {}", record.label()),
             Item::Brief(b) => {
                 let retry = if b.attempt > 0 {
                     format!("  retry {}/{}", b.attempt, b.retry_budget)
@@ -96,6 +100,34 @@ impl Item {
                 GateStatus::Rejected => format!("GATE {}: rejected", g.kind),
             },
             Item::Cost => "Cost".into(),
+        }
+    }
+}
+
+/// T2's records of a workstream, each shown as the seed's `[view …]` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    /// Who owns what (`boundaries/<ws>`).
+    Boundaries,
+    /// The conventions every specialist designs against (`boundaries/<ws>`).
+    Assumptions,
+    /// The canonical architecture (`architecture/<ws>`).
+    Architecture,
+}
+
+impl Record {
+    fn label(self) -> &'static str {
+        match self {
+            Record::Boundaries => "[view domain boundaries]",
+            Record::Assumptions => "[view shared assumptions]",
+            Record::Architecture => "[view canonical architecture]",
+        }
+    }
+
+    fn artifact(self, workstream: &str) -> String {
+        match self {
+            Record::Boundaries | Record::Assumptions => architecture::boundaries_name(workstream),
+            Record::Architecture => architecture::architecture_name(workstream),
         }
     }
 }
@@ -122,6 +154,11 @@ pub fn run_view(store: &dyn Blackboard, run: RunId) -> Result<RunView, StoreErro
     let briefs = store.list_briefs(run.id)?;
     let gates = store.list_gates(run.id)?;
     let events = gather::all_events(store, run.id)?;
+    let artifacts: Vec<String> = store
+        .list_artifacts(run.id, None)?
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
     let mut items = vec![Item::Plan];
     items.extend(
         briefs
@@ -140,6 +177,11 @@ pub fn run_view(store: &dyn Blackboard, run: RunId) -> Result<RunView, StoreErro
     }
     for ws in order {
         items.push(Item::Workstream(ws.to_string()));
+        for record in [Record::Boundaries, Record::Assumptions, Record::Architecture] {
+            if artifacts.contains(&record.artifact(ws)) {
+                items.push(Item::Record(ws.to_string(), record));
+            }
+        }
         let mut list = by_ws.remove(ws).unwrap_or_default();
         list.sort_by_key(|b| (b.tier, b.created_at));
         items.extend(list.into_iter().map(|b| Item::Brief(Box::new(b.clone()))));
@@ -191,10 +233,50 @@ pub fn detail(store: &dyn Blackboard, view: &RunView, item: &Item) -> Result<Str
             ));
             out
         }
+        Item::Record(ws, record) => record_text(store, view, ws, *record)?,
         Item::Brief(brief) => brief_detail(store, view, brief)?,
         Item::Gate(gate) => gate_text(store, view, gate)?,
         Item::Cost => cost_text(store, view)?,
     })
+}
+
+/// The newest artifact named `name` of the run, as text.
+fn newest_artifact(store: &dyn Blackboard, run: RunId, name: &str) -> Result<Option<String>, StoreError> {
+    let newest = store
+        .list_artifacts(run, None)?
+        .into_iter()
+        .filter(|a| a.name == name)
+        .max_by_key(|a| a.created_at);
+    Ok(match newest {
+        Some(meta) => Some(String::from_utf8_lossy(&store.get_artifact(meta.id)?.bytes).into_owned()),
+        None => None,
+    })
+}
+
+fn record_text(
+    store: &dyn Blackboard,
+    view: &RunView,
+    ws: &str,
+    record: Record,
+) -> Result<String, StoreError> {
+    let name = record.artifact(ws);
+    let Some(text) = newest_artifact(store, view.run.id, &name)? else {
+        return Ok(format!("no {name} recorded yet\n"));
+    };
+    let heading = match record {
+        Record::Boundaries => "Domain boundaries",
+        Record::Assumptions => "Shared assumptions",
+        Record::Architecture => "Canonical architecture",
+    };
+    let body = match record {
+        Record::Architecture => format!("{}\n", text.trim_end()),
+        _ => match serde_json::from_str(&text) {
+            Ok(value) if record == Record::Boundaries => architecture::render_boundaries(&value),
+            Ok(value) => architecture::render_assumptions(&value),
+            Err(e) => format!("{name} is not JSON ({e}):\n{text}\n"),
+        },
+    };
+    Ok(format!("{heading} of {ws} ({name})\n\n{body}"))
 }
 
 fn plan_text(store: &dyn Blackboard, run: &Run) -> Result<String, StoreError> {

@@ -129,6 +129,7 @@ fn draw_run(frame: &mut Frame<'_>, app: &App, area: Rect) {
                     }
                     Item::Gate(_) => Style::new().fg(Color::Yellow),
                     Item::Brief(_) => Style::new(),
+                    Item::Record(..) => Style::new().fg(Color::Cyan),
                 };
                 ListItem::new(Line::styled(printable(&item.label()), style))
             })

@@ -90,6 +90,25 @@ fn seeded() -> (Arc<dyn Blackboard>, RunId) {
     output.brief = Some(planner.id);
     store.put_artifact(output).unwrap();
 
+    // T2's records of the workstream: boundaries with shared assumptions, and the canonical architecture.
+    let record = |name: &str, content_type: &str, text: String| {
+        store
+            .put_artifact(NewArtifact::new(run, name, content_type, text.into_bytes()))
+            .unwrap();
+    };
+    record(
+        "boundaries/ws-arith",
+        "application/json",
+        json!({ "boundaries": [{ "domain": "backend", "owns": ["add.sh", "mul.sh"], "excludes": [".agency/"] }],
+                "shared_assumptions": ["POSIX sh only"] })
+        .to_string(),
+    );
+    record(
+        "architecture/ws-arith",
+        "text/markdown",
+        "# Arithmetic\nEach operator is one script.".into(),
+    );
+
     let mut fix_mul = brief(FIX_MUL, run, Tier::T4, "ws-arith", "fix-mul", BriefStatus::Failed);
     fix_mul.attempt = 1;
     store.insert_brief(&fix_mul).unwrap();
@@ -186,10 +205,27 @@ fn each_view_draws_what_show_renders() {
     assert!(at_gate.contains("verify         sh test_arith.sh"), "{at_gate}");
     insta::assert_snapshot!("run_at_its_plan_gate", at_gate);
 
-    // Up to the failed slice, then open it.
+    // The seed's `[view …]` lines under the workstream.
+    let record_view = |app: &mut App, label: &str| -> String {
+        while app.selected_item().is_none_or(|i| i.label().trim() != label) {
+            app.on_key(key(KeyCode::Up), &no_decision);
+        }
+        screen(app)
+    };
+    // Upwards from the gate: the architecture, the assumptions, the boundaries.
+    let canonical = record_view(&mut app, "[view canonical architecture]");
+    assert!(canonical.contains("Each operator is one script."), "{canonical}");
+    let shared = record_view(&mut app, "[view shared assumptions]");
+    assert!(shared.contains("- POSIX sh only"), "{shared}");
+    insta::assert_snapshot!("shared_assumptions", shared);
+    let bounds = record_view(&mut app, "[view domain boundaries]");
+    assert!(bounds.contains("owns      add.sh, mul.sh"), "{bounds}");
+    assert!(bounds.contains("excludes  .agency/"), "{bounds}");
+
+    // To the failed slice, then open it.
     while !matches!(app.selected_item(), Some(agency_cli::tui::model::Item::Brief(b)) if b.title == "fix-mul")
     {
-        app.on_key(key(KeyCode::Up), &no_decision);
+        app.on_key(key(KeyCode::Down), &no_decision);
     }
     app.on_key(key(KeyCode::Enter), &no_decision);
     assert!(app.zoomed);
