@@ -51,6 +51,8 @@ pub struct CommandError {
     pub message: String,
     /// What to do about it.
     pub hints: Vec<String>,
+    /// The kind of the I/O error this came from, if any: a closed stdout ends the command quietly.
+    pub io_kind: Option<std::io::ErrorKind>,
 }
 
 impl CommandError {
@@ -60,6 +62,7 @@ impl CommandError {
             kind,
             message: message.into(),
             hints: Vec::new(),
+            io_kind: None,
         }
     }
 
@@ -77,6 +80,12 @@ impl CommandError {
     /// Something unexpected.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, message)
+    }
+
+    /// Whether the command failed because the reader of its output went away (`agency watch | head -1`):
+    /// not an error to report, as ripgrep and other Unix tools treat it.
+    pub fn is_closed_pipe(&self) -> bool {
+        self.io_kind == Some(std::io::ErrorKind::BrokenPipe)
     }
 
     /// Prints the error to stderr and returns its exit code.
@@ -104,7 +113,9 @@ impl std::error::Error for CommandError {}
 
 impl From<std::io::Error> for CommandError {
     fn from(err: std::io::Error) -> Self {
-        CommandError::internal(err.to_string())
+        let mut error = CommandError::internal(err.to_string());
+        error.io_kind = Some(err.kind());
+        error
     }
 }
 

@@ -5,6 +5,18 @@
 //! validates it into the objects it works with, reporting problems as a [`CommandError`] whose kind decides
 //! the exit code (docs/cli.md lists them).
 
+/// std's `print!` over [`stdout::print`]: a closed pipe ends the command quietly instead of panicking.
+/// Defined before the modules so that it shadows std's in every one of them.
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::stdout::print(format_args!($($arg)*)) };
+}
+
+/// std's `println!` over [`stdout::print`]: a closed pipe ends the command quietly instead of panicking.
+macro_rules! println {
+    () => { $crate::stdout::print(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::stdout::print(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
 pub mod cli_doc;
 pub mod commands;
 pub mod error;
@@ -12,6 +24,8 @@ pub mod gate_service;
 pub mod hook;
 pub mod interrupt;
 pub mod render;
+pub mod stdout;
+pub mod tui;
 pub mod workspace;
 
 use std::path::PathBuf;
@@ -69,7 +83,7 @@ pub enum Command {
     Runs(commands::runs::Args),
     /// Show a run's live log.
     Watch(commands::watch::Args),
-    /// Show a run's state as a tree, or one tier or brief in full.
+    /// Show a run's state: interactive in a terminal, else as a tree, or one tier or brief in full.
     Inspect(commands::inspect::Args),
     /// Show what you approve: the plan, a brief, a diff, verify output, the judge's account, a teachback,
     /// the cost.
@@ -117,7 +131,6 @@ pub fn main() -> ExitCode {
     if hook::is_hook_invocation(&std::env::args_os().collect::<Vec<_>>()) {
         return hook::run();
     }
-    quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -129,30 +142,10 @@ pub fn main() -> ExitCode {
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of the output went away (`agency watch <run> | head -1`): it has what it wanted.
+        Err(err) if err.is_closed_pipe() => ExitCode::SUCCESS,
         Err(err) => err.report(),
     }
-}
-
-/// The exit status of a process ended by SIGPIPE, which is how Unix tools end when their reader goes away.
-const BROKEN_PIPE_EXIT: i32 = 128 + 13;
-
-/// `agency runs | head` closes the pipe after a few lines. Rust ignores SIGPIPE, so the next `println!`
-/// panics instead of ending the process as other tools do; this ends it quietly with the status SIGPIPE
-/// would have given. Every other panic is reported as before.
-fn quiet_on_closed_stdout() {
-    let report = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or_default();
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(BROKEN_PIPE_EXIT);
-        }
-        report(info);
-    }));
 }
 
 /// Dispatches a parsed command line.

@@ -3,6 +3,7 @@
 //! judge's account, teachbacks with their review history, and what the run cost. The renderers are pure
 //! functions over core types and JSON records; [`gather`] reads the records they take from the blackboard.
 
+pub mod architecture;
 pub mod brief;
 pub mod cost;
 pub mod diff;

@@ -2,7 +2,10 @@
 //! the universal approval path; a live runner is poked through its gate service and sees it at once (on its
 //! next poll when it cannot be reached).
 
-use agency_core::gate::GateDecision;
+use agency_core::GateId;
+use agency_core::RunId;
+use agency_core::gate::{Gate, GateDecision};
+use agency_store::Blackboard;
 
 use crate::commands::{Context, decider, gate_to_decide, resolve_run, store_error};
 use crate::error::CommandResult;
@@ -21,18 +24,41 @@ pub struct Args {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
     let run = resolve_run(&*store, &args.run)?;
-    let gate = gate_to_decide(&*store, run)?;
+    println!("{}", approve_pending(ctx, &*store, run, None, args.note)?);
+    Ok(())
+}
+
+/// Approves `run`'s pending gate, signed by [`decider`], and says so in one line: what `agency approve`
+/// and the terminal `inspect` both call. `shown` is the gate the human was shown, when there was one: if
+/// another gate waits by now, nothing is decided and the error says so.
+pub fn approve_pending(
+    ctx: &Context,
+    store: &dyn Blackboard,
+    run: RunId,
+    shown: Option<GateId>,
+    note: Option<String>,
+) -> CommandResult<String> {
+    let gate = gate_to_decide(store, run)?;
+    check_shown(&gate, shown)?;
     store
-        .decide_gate(
-            gate.id,
-            GateDecision::Approve {
-                by: decider(),
-                note: args.note,
-            },
-        )
+        .decide_gate(gate.id, GateDecision::Approve { by: decider(), note })
         .map_err(store_error)?;
     // A waiting runner sees it now rather than at its next poll.
     crate::gate_service::poke_workspace(ctx);
-    println!("approved  gate {} of run {}", gate.kind, run.short());
-    Ok(())
+    Ok(format!("approved  gate {} of run {}", gate.kind, run.short()))
+}
+
+/// Refuses to decide `gate` when the human was shown another one.
+pub(crate) fn check_shown(gate: &Gate, shown: Option<GateId>) -> CommandResult {
+    match shown {
+        Some(id) if id != gate.id => Err(crate::error::CommandError::new(
+            crate::error::ErrorKind::NothingToDo,
+            format!(
+                "the gate shown was decided; gate {} of run {} waits now: look at it first",
+                gate.kind,
+                gate.run.short()
+            ),
+        )),
+        _ => Ok(()),
+    }
 }

@@ -32,7 +32,7 @@ pub enum HookCommand {
 /// `agency hook install [--claude-code] [--codex]`
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
-    /// Write `.claude/settings.json` in the project (the default when neither flag is given).
+    /// Register for Claude Code in the project's `.claude/` (the default when neither flag is given).
     #[arg(long)]
     pub claude_code: bool,
     /// Write `hooks.json` in the Codex home ($CODEX_HOME, else ~/.codex).
@@ -44,7 +44,9 @@ pub struct InstallArgs {
     /// The Codex home (default: $CODEX_HOME, else ~/.codex).
     #[arg(long, value_name = "DIR")]
     pub codex_home: Option<PathBuf>,
-    /// The hook command (default: this agency binary's absolute path, then `hook`). The client runs it
+    /// The hook command. By default, for Claude Code: `agency hook` in .claude/settings.json when the
+    /// `agency` on PATH is this binary (it works on a teammate's machine), else this binary's absolute path
+    /// in .claude/settings.local.json (this machine's own); for Codex: the absolute path. The client runs it
     /// wrapped so that any failure of it (not found, a crash, an exit status other than 0 or 2, output that
     /// is not an answer) blocks the call.
     #[arg(long, value_name = "CMD")]
@@ -87,14 +89,67 @@ pub fn task_registration(command: &str) -> Value {
     json!({"matcher": "TaskCreate", "hooks": [{"type": "command", "command": command, "timeout": 10}]})
 }
 
-fn default_command() -> CommandResult<String> {
+/// This agency binary's absolute path, then `hook`, quoted for the shell the client runs it through.
+fn absolute_command() -> CommandResult<String> {
     let exe = std::env::current_exe()?;
     let exe = exe.to_string_lossy();
-    // The client runs the command through a shell; quote a path with spaces.
     Ok(if exe.contains(' ') {
         format!("'{exe}' hook")
     } else {
         format!("{exe} hook")
+    })
+}
+
+/// The first `agency` on `PATH`, if any.
+fn agency_on_path() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("agency"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Where a Claude Code registration goes, and the command it runs.
+#[derive(Debug, PartialEq, Eq)]
+enum ClaudeTarget {
+    /// `.claude/settings.json`, which a team commits: `agency hook`, found on each machine's `PATH`.
+    Shared(String),
+    /// `.claude/settings.local.json`, this machine's own: the binary's absolute path, which another
+    /// machine does not have.
+    Local(String),
+}
+
+/// A command that works on a teammate's machine goes in the shared settings; one that names this machine's
+/// binary by its path does not. `agency hook` is used only when the `agency` on `PATH` is this very binary:
+/// another one (an older install) would answer the gate with different rules.
+fn claude_target(given: Option<String>) -> CommandResult<(ClaudeTarget, String)> {
+    if let Some(command) = given {
+        return Ok((ClaudeTarget::Shared(command), "the command given".into()));
+    }
+    let exe = std::env::current_exe()?;
+    let same = |found: &PathBuf| match (found.canonicalize(), exe.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    Ok(match agency_on_path() {
+        Some(found) if same(&found) => (
+            ClaudeTarget::Shared("agency hook".into()),
+            "`agency hook`: agency is on PATH, so it works on any machine where it is installed".into(),
+        ),
+        Some(found) => (
+            ClaudeTarget::Local(absolute_command()?),
+            format!(
+                "this binary's path: the agency on PATH ({}) is another one; that path exists only on this \
+                 machine, so it goes in the local settings",
+                found.display()
+            ),
+        ),
+        None => (
+            ClaudeTarget::Local(absolute_command()?),
+            "this binary's path: agency is not on PATH, and that path exists only on this machine, so it goes \
+             in the local settings; `cargo install --path crates/cli --locked` puts agency on PATH, and \
+             installing again then writes the shared settings"
+                .into(),
+        ),
     })
 }
 
@@ -159,34 +214,41 @@ fn merge_into(path: &Path, entries: &[(&str, Value)]) -> CommandResult {
 }
 
 fn install(ctx: &Context, args: InstallArgs) -> CommandResult {
-    let command = match args.command {
-        Some(command) => command,
-        None => default_command()?,
-    };
     let claude = args.claude_code || !args.codex;
     if claude {
         let project = match args.project {
             Some(dir) => dir,
             None => crate::workspace::find_git_root(&ctx.cwd).unwrap_or_else(|| ctx.cwd.clone()),
         };
-        let path = project.join(".claude").join("settings.json");
+        let (target, why) = claude_target(args.command.clone())?;
+        let (file, command) = match &target {
+            ClaudeTarget::Shared(command) => ("settings.json", command),
+            ClaudeTarget::Local(command) => ("settings.local.json", command),
+        };
+        let path = project.join(".claude").join(file);
         merge_into(
             &path,
             &[
-                ("PreToolUse", registration(&command)),
-                ("PostToolUse", task_registration(&command)),
+                ("PreToolUse", registration(command)),
+                ("PostToolUse", task_registration(command)),
             ],
         )?;
         println!(
             "installed  PreToolUse hook (and PostToolUse for TaskCreate) for Claude Code in {}",
             path.display()
         );
+        println!("command    {why}");
         println!(
             "note       a hook that fails (not found, crashes, answers garbage) blocks the call; one that hangs \
              past its 10 s timeout does not, outside the default permission mode: see docs/hooks.md"
         );
     }
     if args.codex {
+        // Codex's hooks.json is in the user's own home, never shared: this binary's path is right there.
+        let command = match args.command {
+            Some(command) => command,
+            None => absolute_command()?,
+        };
         let home = match args
             .codex_home
             .or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from))

@@ -1,5 +1,8 @@
-//! `agency inspect <run>`: the run as a tree; `--tier` lists one tier's briefs and artifacts; `--brief`
-//! shows one brief whole with its events; `--json` prints the underlying records.
+//! `agency inspect [<run>]`: in a terminal, the interactive inspector ([`crate::tui`]); otherwise (a pipe, a
+//! file, `--plain`) the run as a tree. `--tier` lists one tier's briefs and artifacts; `--brief` shows one
+//! brief whole with its events; `--json` prints the underlying records.
+
+use std::io::IsTerminal;
 
 use agency_core::tier::Tier;
 use agency_store::Blackboard;
@@ -9,11 +12,12 @@ use crate::error::{CommandError, CommandResult};
 use crate::render::log::{Level, render_event};
 use crate::render::tree::{RunHeader, render_tree, status_mark};
 
-/// `agency inspect <run> [--tier T] [--brief ID] [--json]`
+/// `agency inspect [<run>] [--tier T] [--brief ID] [--json] [--plain]`
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The run: its short or full id, or any unique part at either end.
-    pub run: String,
+    /// The run: its short or full id, or any unique part at either end. In a terminal it may be left out:
+    /// the inspector opens on the list of runs.
+    pub run: Option<String>,
     /// Only this tier (t1..t5).
     #[arg(long)]
     pub tier: Option<String>,
@@ -26,6 +30,18 @@ pub struct Args {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Print the tree even in a terminal, instead of opening the interactive inspector.
+    #[arg(long)]
+    pub plain: bool,
+}
+
+impl Args {
+    /// Whether to open the interactive inspector: both ends are a terminal and nothing asks for print.
+    fn interactive(&self) -> bool {
+        !(self.plain || self.json || self.all || self.tier.is_some() || self.brief.is_some())
+            && std::io::stdout().is_terminal()
+            && std::io::stdin().is_terminal()
+    }
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> CommandResult<String> {
@@ -35,7 +51,21 @@ fn to_json<T: serde::Serialize>(value: &T) -> CommandResult<String> {
 /// Runs `agency inspect`.
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
-    let run_id = resolve_run(&*store, &args.run)?;
+    let interactive = args.interactive();
+    let run_id = match &args.run {
+        Some(typed) => Some(resolve_run(&*store, typed)?),
+        None => None,
+    };
+    if interactive {
+        return crate::tui::run(ctx, store, run_id);
+    }
+    let Some(run_id) = run_id else {
+        return Err(CommandError::new(
+            crate::error::ErrorKind::Usage,
+            "inspect needs a run when its output is not a terminal",
+        )
+        .hint("`agency runs` lists them"));
+    };
     let run = store.get_run(run_id).map_err(store_error)?;
     if let Some(prefix) = &args.brief {
         return inspect_brief(&*store, run_id, prefix, args.json);

@@ -20,8 +20,7 @@ use agency_core::event::{EventKind, NewEvent};
 use agency_store::{Blackboard, NewRun, SqliteBlackboard};
 use serde_json::{Value, json};
 
-use crate::dashboard::Serving;
-use crate::support::{Repo, finish};
+use crate::support::{Dashboard, Repo, finish};
 
 /// The Chromium to drive, or `None` (after a loud notice) when there is none and CI does not require it.
 fn chromium() -> Option<PathBuf> {
@@ -336,31 +335,6 @@ fn base64_decode(text: &str) -> Vec<u8> {
     out
 }
 
-/// `agency dashboard` on this repository: the handle and `(address, token)` from the URL it printed.
-fn serve(repo: &Repo) -> (Serving, String, String) {
-    let child = Command::new(env!("CARGO_BIN_EXE_agency"))
-        .args(["dashboard", "--listen", "127.0.0.1:0"])
-        .current_dir(repo.path())
-        .env_remove("AGENCY_DB")
-        .env_remove("AGENCY_CONFIG")
-        .env_remove("AGENCY_DASHBOARD_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut serving = Serving(child);
-    let mut first = String::new();
-    BufReader::new(serving.0.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let url = first
-        .trim()
-        .strip_prefix("dashboard: http://")
-        .unwrap_or_else(|| panic!("{first}"));
-    let (addr, token) = url.split_once("/#token=").unwrap();
-    (serving, addr.to_string(), token.to_string())
-}
-
 fn screenshot_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard-screenshots");
     std::fs::create_dir_all(&dir).unwrap();
@@ -371,7 +345,8 @@ fn screenshot_dir() -> PathBuf {
 fn a_reviewer_reads_the_plan_approves_it_in_the_browser_and_sees_the_branch() {
     let Some(program) = chromium() else { return };
     let (repo, runner, store, run) = crate::show::run_waiting_at_the_plan_gate();
-    let (_serving, addr, token) = serve(&repo);
+    let dashboard = Dashboard::serve(&repo, &[]);
+    let (addr, token) = (dashboard.addr.clone(), dashboard.token.clone());
     let browser = Browser::launch(&program);
     let mut page = browser.page();
     let dir = screenshot_dir();
@@ -521,7 +496,8 @@ fn an_event_written_to_the_blackboard_reaches_the_screen_quickly() {
             repo.path().display().to_string(),
         ))
         .unwrap();
-    let (_serving, addr, token) = serve(&repo);
+    let dashboard = Dashboard::serve(&repo, &[]);
+    let (addr, token) = (dashboard.addr.clone(), dashboard.token.clone());
     let browser = Browser::launch(&program);
     let mut page = browser.page();
     page.call(

@@ -4,14 +4,11 @@
 //! the blackboard's file, the detached runner's log, the dashboard's answers or a notification: each
 //! shows `[redacted:NAME]` instead.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agency_store::{Blackboard, SqliteBlackboard};
 
-use crate::dashboard::{Serving, http};
-use crate::support::{CALCULATOR_GOAL, Repo, finish, wait_for};
+use crate::support::{CALCULATOR_GOAL, Dashboard, Repo, finish, http, wait_for};
 
 /// A value no other test or file holds.
 fn random(prefix: &str) -> String {
@@ -187,25 +184,8 @@ fn a_runs_secrets_are_redacted_from_the_blackboard_the_log_the_dashboard_and_not
     );
 
     // The dashboard's answers, served by a process that holds neither value.
-    let child = Command::new(env!("CARGO_BIN_EXE_agency"))
-        .args(["dashboard", "--listen", "127.0.0.1:0"])
-        .current_dir(repo.path())
-        .env_remove("AGENCY_DB")
-        .env_remove("AGENCY_CONFIG")
-        .env_remove("AGENCY_DASHBOARD_TOKEN")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("MY_SERVICE_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut serving = Serving(child);
-    let mut first = String::new();
-    BufReader::new(serving.0.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let url = first.trim().strip_prefix("dashboard: http://").unwrap();
-    let (addr, auth) = url.split_once("/#token=").unwrap();
+    let dashboard = Dashboard::serve(&repo, &["ANTHROPIC_API_KEY", "MY_SERVICE_TOKEN"]);
+    let (addr, auth) = (dashboard.addr.as_str(), dashboard.token.as_str());
     let mut served = String::new();
     for path in [
         "/api/runs".to_string(),

@@ -387,3 +387,80 @@ impl Drop for Running {
         }
     }
 }
+
+/// An `agency dashboard` serving a repository's blackboard on loopback, killed when dropped however the
+/// test ends.
+pub struct Dashboard {
+    child: Child,
+    /// `127.0.0.1:PORT`, from the URL it printed.
+    pub addr: String,
+    /// The token from that URL.
+    pub token: String,
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Dashboard {
+    /// Starts `agency dashboard --listen 127.0.0.1:0` in `repo` with a generated token (and without the
+    /// variables in `env_remove`) and reads the URL it prints first: `dashboard: http://ADDR/#token=HEX`.
+    pub fn serve(repo: &Repo, env_remove: &[&str]) -> Dashboard {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agency"));
+        command
+            .args(["dashboard", "--listen", "127.0.0.1:0"])
+            .current_dir(repo.path())
+            .env_remove("AGENCY_DB")
+            .env_remove("AGENCY_CONFIG")
+            .env_remove("AGENCY_DASHBOARD_TOKEN");
+        for name in env_remove {
+            command.env_remove(name);
+        }
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut first,
+        )
+        .unwrap();
+        let url = first.trim().strip_prefix("dashboard: http://").map(str::to_owned);
+        let Some((addr, token)) = url.as_deref().and_then(|u| u.split_once("/#token=")) else {
+            let _ = child.kill();
+            panic!("the dashboard printed no URL first: {first}");
+        };
+        let (addr, token) = (addr.to_string(), token.to_string());
+        Dashboard { child, addr, token }
+    }
+}
+
+/// One HTTP/1.1 exchange; returns the status line and the body.
+pub fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    if let Err(e) = stream.read_to_string(&mut response) {
+        panic!("{method} {path}: {e}; read so far: {response}");
+    }
+    let status = response.lines().next().unwrap_or_default().to_string();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}

@@ -83,14 +83,17 @@ pub fn merge(settings: &mut Value, command: &str) -> Result<(), String> {
     let root = settings.as_object_mut().ok_or("expected a JSON object")?;
     let hooks = root.entry("hooks").or_insert_with(|| json!({}));
     let hooks = hooks.as_object_mut().ok_or("\"hooks\" is not an object")?;
+    // A goal entry has no matcher: `agency hook install`'s TaskCreate entry (PostToolUse with a matcher)
+    // is another registration and stays, in its bare form of earlier versions too.
     let is_ours = |entry: &Value| {
-        entry["hooks"].as_array().is_some_and(|hs| {
-            hs.iter().any(|h| {
-                h["command"]
-                    .as_str()
-                    .is_some_and(|c| c.ends_with("agency hook") || c.ends_with("agency' hook"))
+        entry.get("matcher").is_none()
+            && entry["hooks"].as_array().is_some_and(|hs| {
+                hs.iter().any(|h| {
+                    h["command"]
+                        .as_str()
+                        .is_some_and(|c| c.ends_with("agency hook") || c.ends_with("agency' hook"))
+                })
             })
-        })
     };
     for event in GOAL_EVENTS {
         let list = hooks.entry(event).or_insert_with(|| json!([]));

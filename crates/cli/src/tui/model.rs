@@ -1,0 +1,408 @@
+//! What the terminal `inspect` shows, read from the blackboard: the runs, a run's tree of workstreams and
+//! briefs, and the text of whatever is selected. Every text comes from the renderers of `agency-review`, the
+//! ones `agency show` and the dashboard use, so the three show the same facts in the same words.
+
+use std::collections::BTreeMap;
+
+use agency_core::brief::Brief;
+use agency_core::event::Event;
+use agency_core::gate::{Gate, GateKind, GateStatus};
+use agency_core::tier::Tier;
+use agency_core::{BriefId, RunId};
+use agency_review::gather::{self, PlanLookup};
+use agency_review::{architecture, brief as brief_text, cost, diff, plan, signoff};
+use agency_store::{Blackboard, Run, StoreError};
+
+use crate::render::tree::status_mark;
+
+/// One line of the runs list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    /// The run.
+    pub id: RunId,
+    /// Where it stands, as `agency runs` says it.
+    pub status: String,
+    /// When it was created (UTC, to the minute).
+    pub created: String,
+    /// Its goal.
+    pub goal: String,
+}
+
+/// The team runs on the blackboard, newest first (goal sign-offs and agent sessions are not runs to inspect).
+pub fn runs(store: &dyn Blackboard) -> Result<Vec<RunRow>, StoreError> {
+    Ok(store
+        .list_runs()?
+        .into_iter()
+        .filter(|run| crate::commands::attached::run_kind(run) == "team")
+        .map(|run| RunRow {
+            id: run.id,
+            status: crate::commands::attached::status_text(store, &run),
+            created: run.created_at.format("%Y-%m-%d %H:%M").to_string(),
+            goal: run.goal,
+        })
+        .collect())
+}
+
+/// A line of a run's tree: what can be selected and shown.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// T1's plan.
+    Plan,
+    /// A workstream's heading.
+    Workstream(String),
+    /// One of T2's records of a workstream (seed 001's `[view …]` lines).
+    Record(String, Record),
+    /// A brief.
+    Brief(Box<Brief>),
+    /// A gate that waits, or one that was rejected.
+    Gate(Box<Gate>),
+    /// What the run cost.
+    Cost,
+}
+
+impl Item {
+    /// What stays the same about the item between two reads of the blackboard, to keep it selected.
+    pub fn key(&self) -> String {
+        match self {
+            Item::Plan => "plan".into(),
+            Item::Workstream(ws) => format!("ws:{ws}"),
+            Item::Record(ws, record) => format!("record:{ws}:{}", record.label()),
+            Item::Brief(b) => format!("brief:{}", b.id),
+            Item::Gate(g) => format!("gate:{}", g.id),
+            Item::Cost => "cost".into(),
+        }
+    }
+
+    /// Its line in the tree, indented by its depth.
+    pub fn label(&self) -> String {
+        match self {
+            Item::Plan => "Plan (T1)".into(),
+            Item::Workstream(ws) => ws.clone(),
+            Item::Record(_, record) => format!("  {}", record.label()),
+            Item::Brief(b) => {
+                let retry = if b.attempt > 0 {
+                    format!("  retry {}/{}", b.attempt, b.retry_budget)
+                } else {
+                    String::new()
+                };
+                let indent = if b.tier == Tier::T1 { "" } else { "  " };
+                format!(
+                    "{indent}{} {} {} [{}]{retry}",
+                    b.tier.as_str().to_ascii_uppercase(),
+                    b.title,
+                    status_mark(b.status),
+                    b.id.short()
+                )
+            }
+            Item::Gate(g) => match g.status {
+                GateStatus::Pending => format!("GATE {}: pending", g.kind),
+                GateStatus::Approved => format!("GATE {}: approved", g.kind),
+                GateStatus::Rejected => format!("GATE {}: rejected", g.kind),
+            },
+            Item::Cost => "Cost".into(),
+        }
+    }
+}
+
+/// T2's records of a workstream, each shown as the seed's `[view …]` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    /// Who owns what (`boundaries/<ws>`).
+    Boundaries,
+    /// The conventions every specialist designs against (`boundaries/<ws>`).
+    Assumptions,
+    /// The canonical architecture (`architecture/<ws>`).
+    Architecture,
+}
+
+impl Record {
+    fn label(self) -> &'static str {
+        match self {
+            Record::Boundaries => "[view domain boundaries]",
+            Record::Assumptions => "[view shared assumptions]",
+            Record::Architecture => "[view canonical architecture]",
+        }
+    }
+
+    fn artifact(self, workstream: &str) -> String {
+        match self {
+            Record::Boundaries | Record::Assumptions => architecture::boundaries_name(workstream),
+            Record::Architecture => architecture::architecture_name(workstream),
+        }
+    }
+}
+
+/// A run as the terminal shows it.
+#[derive(Debug, Clone)]
+pub struct RunView {
+    /// The run.
+    pub run: Run,
+    /// Where it stands, as `agency runs` says it.
+    pub status: String,
+    /// Its tree, flattened: the plan, T1's briefs, each workstream followed by its briefs, gates, the cost.
+    pub items: Vec<Item>,
+    /// The gate `agency approve` would decide now, if any.
+    pub pending: Option<Gate>,
+    /// Every event of the run, oldest first.
+    pub events: Vec<Event>,
+}
+
+/// Reads `run` whole.
+pub fn run_view(store: &dyn Blackboard, run: RunId) -> Result<RunView, StoreError> {
+    let run = store.get_run(run)?;
+    let status = crate::commands::attached::status_text(store, &run);
+    let briefs = store.list_briefs(run.id)?;
+    let gates = store.list_gates(run.id)?;
+    let events = gather::all_events(store, run.id)?;
+    let artifacts: Vec<String> = store
+        .list_artifacts(run.id, None)?
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
+    let mut items = vec![Item::Plan];
+    items.extend(
+        briefs
+            .iter()
+            .filter(|b| b.tier == Tier::T1)
+            .map(|b| Item::Brief(Box::new(b.clone()))),
+    );
+    // Workstreams in the order of their first brief, tiers in order within each.
+    let mut order: Vec<&str> = Vec::new();
+    let mut by_ws: BTreeMap<&str, Vec<&Brief>> = BTreeMap::new();
+    for brief in briefs.iter().filter(|b| b.tier != Tier::T1) {
+        if !by_ws.contains_key(brief.workstream.as_str()) {
+            order.push(&brief.workstream);
+        }
+        by_ws.entry(&brief.workstream).or_default().push(brief);
+    }
+    for ws in order {
+        items.push(Item::Workstream(ws.to_string()));
+        for record in [Record::Boundaries, Record::Assumptions, Record::Architecture] {
+            if artifacts.contains(&record.artifact(ws)) {
+                items.push(Item::Record(ws.to_string(), record));
+            }
+        }
+        let mut list = by_ws.remove(ws).unwrap_or_default();
+        list.sort_by_key(|b| (b.tier, b.created_at));
+        items.extend(list.into_iter().map(|b| Item::Brief(Box::new(b.clone()))));
+    }
+    // Decided gates are history; the tree shows what waits, and rejections worth knowing about.
+    items.extend(
+        gates
+            .iter()
+            .filter(|g| g.status != GateStatus::Approved)
+            .map(|g| Item::Gate(Box::new(g.clone()))),
+    );
+    items.push(Item::Cost);
+    let pending = gates
+        .iter()
+        .find(|g| g.status == GateStatus::Pending && g.kind != GateKind::Pause)
+        .cloned();
+    Ok(RunView {
+        run,
+        status,
+        items,
+        pending,
+        events,
+    })
+}
+
+/// The text shown for `item`, as `agency show` renders the same records.
+pub fn detail(store: &dyn Blackboard, view: &RunView, item: &Item) -> Result<String, StoreError> {
+    let run8 = view.run.id.short();
+    Ok(match item {
+        Item::Plan => plan_text(store, &view.run)?,
+        Item::Workstream(ws) => {
+            let mut out = format!("Workstream {ws}\n\n");
+            for item in &view.items {
+                if let Item::Brief(b) = item
+                    && b.workstream == *ws
+                    && b.tier != Tier::T1
+                {
+                    out.push_str(&format!(
+                        "  {} {:<28} {:<10} teachback {}\n",
+                        b.tier.as_str().to_ascii_uppercase(),
+                        b.title,
+                        b.status.as_str(),
+                        gather::teachback_label(b)
+                    ));
+                }
+            }
+            out.push_str(&format!(
+                "\n`agency show {run8} diff {ws}` shows its branch's diff.\n"
+            ));
+            out
+        }
+        Item::Record(ws, record) => record_text(store, view, ws, *record)?,
+        Item::Brief(brief) => brief_detail(store, view, brief)?,
+        Item::Gate(gate) => gate_text(store, view, gate)?,
+        Item::Cost => cost_text(store, view)?,
+    })
+}
+
+/// The newest artifact named `name` of the run, as text.
+fn newest_artifact(store: &dyn Blackboard, run: RunId, name: &str) -> Result<Option<String>, StoreError> {
+    let newest = store
+        .list_artifacts(run, None)?
+        .into_iter()
+        .filter(|a| a.name == name)
+        .max_by_key(|a| a.created_at);
+    Ok(match newest {
+        Some(meta) => Some(String::from_utf8_lossy(&store.get_artifact(meta.id)?.bytes).into_owned()),
+        None => None,
+    })
+}
+
+fn record_text(
+    store: &dyn Blackboard,
+    view: &RunView,
+    ws: &str,
+    record: Record,
+) -> Result<String, StoreError> {
+    let name = record.artifact(ws);
+    let Some(text) = newest_artifact(store, view.run.id, &name)? else {
+        return Ok(format!("no {name} recorded yet\n"));
+    };
+    let heading = match record {
+        Record::Boundaries => "Domain boundaries",
+        Record::Assumptions => "Shared assumptions",
+        Record::Architecture => "Canonical architecture",
+    };
+    let body = match record {
+        Record::Architecture => format!("{}\n", text.trim_end()),
+        _ => match serde_json::from_str(&text) {
+            Ok(value) if record == Record::Boundaries => architecture::render_boundaries(&value),
+            Ok(value) => architecture::render_assumptions(&value),
+            Err(e) => format!("{name} is not JSON ({e}):\n{text}\n"),
+        },
+    };
+    Ok(format!("{heading} of {ws} ({name})\n\n{body}"))
+}
+
+fn plan_text(store: &dyn Blackboard, run: &Run) -> Result<String, StoreError> {
+    Ok(match gather::plan_of(store, run)? {
+        PlanLookup::Found(_, plan) => plan::render_plan(&run.id.short(), &plan),
+        PlanLookup::Invalid(problem) => format!("The plan does not validate: {problem}\n"),
+        PlanLookup::NotYet => "No plan yet: T1 is still planning, or failed before it wrote one.\n".into(),
+    })
+}
+
+/// A brief whole, then its teachback, verify runs, the judge's verdict and its slice's diff.
+fn brief_detail(store: &dyn Blackboard, view: &RunView, brief: &Brief) -> Result<String, StoreError> {
+    let run = view.run.id;
+    let own: Vec<Event> = view
+        .events
+        .iter()
+        .filter(|e| e.brief == Some(brief.id))
+        .cloned()
+        .collect();
+    let feedback = gather::brief_artifact(store, run, brief.id, "feedback")?
+        .map(|a| String::from_utf8_lossy(&a.bytes).into_owned());
+    let mut out = brief_text::render_brief(brief, feedback.as_deref(), &own);
+
+    out.push_str("\n── Teachback ──\n");
+    let history: Vec<Event> = own
+        .iter()
+        .filter(|e| gather::TEACHBACK_KINDS.contains(&e.kind))
+        .cloned()
+        .collect();
+    out.push_str(&brief_text::render_teachback(brief, &history));
+
+    out.push_str("\n── Verify ──\n");
+    let runs = gather::verify_runs(store, &view.events, brief);
+    if runs.is_empty() {
+        out.push_str("no verify run recorded\n");
+    }
+    for verify in &runs {
+        out.push_str(&signoff::render_verify(
+            &verify.event.payload,
+            verify.output.as_deref(),
+        ));
+    }
+
+    out.push_str("\n── Judge ──\n");
+    let judgements = gather::judgements(store, &view.events, brief)?;
+    if judgements.is_empty() {
+        out.push_str("no sign-off recorded yet\n");
+    }
+    for judgement in &judgements {
+        out.push_str(&signoff::render_judge(
+            judgement.event.kind,
+            &judgement.event.payload,
+            judgement.transcript.as_deref(),
+        ));
+    }
+
+    out.push_str("\n── Diff ──\n");
+    // A verifier reviews its parent's slice.
+    let implementer: BriefId = match (brief.tier, brief.parent) {
+        (Tier::T5, Some(parent)) => parent,
+        _ => brief.id,
+    };
+    match gather::brief_artifact(store, run, implementer, "diff")? {
+        Some(artifact) => {
+            let patch = String::from_utf8_lossy(&artifact.bytes);
+            out.push_str(&diff::render_summary(&diff::file_stats(&patch)));
+            out.push('\n');
+            out.push_str(&diff::render_patch(&patch, false));
+        }
+        None => out
+            .push_str("no slice diff: only an implementer whose commit passed its verify command has one\n"),
+    }
+    Ok(out)
+}
+
+fn gate_text(store: &dyn Blackboard, view: &RunView, gate: &Gate) -> Result<String, StoreError> {
+    let run8 = view.run.id.short();
+    let mut out = format!(
+        "Gate {} — {} since {}\n",
+        gate.kind,
+        gate.status.as_str(),
+        gate.opened_at.format("%Y-%m-%d %H:%M:%S UTC")
+    );
+    if let Some(by) = &gate.decided_by {
+        out.push_str(&format!("decided by {by}\n"));
+    }
+    if let Some(note) = &gate.note {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    if let Some(message) = gate.summary.get("message").and_then(|m| m.as_str()) {
+        out.push_str(&format!("\n{message}\n"));
+    }
+    if gate.status == GateStatus::Pending {
+        out.push_str("\nDecide here with a (approve) or r (reject), or with:\n");
+        for command in agency_review::decision_commands(&run8, gate.kind) {
+            out.push_str(&format!("  {command}\n"));
+        }
+        out.push_str(&format!("Rejecting it: {}\n", gate.kind.on_reject()));
+    }
+    match gate.kind {
+        GateKind::T1Plan => {
+            out.push('\n');
+            out.push_str(&plan_text(store, &view.run)?);
+        }
+        GateKind::Budget => {
+            out.push('\n');
+            out.push_str(&cost_text(store, view)?);
+        }
+        _ => {
+            let summary = serde_json::to_string_pretty(&gate.summary).unwrap_or_default();
+            out.push_str(&format!("\nSummary:\n{summary}\n"));
+        }
+    }
+    Ok(out)
+}
+
+fn cost_text(store: &dyn Blackboard, view: &RunView) -> Result<String, StoreError> {
+    let spent = cost::cost_of(&view.events);
+    let briefs: BTreeMap<BriefId, Brief> = store
+        .list_briefs(view.run.id)?
+        .into_iter()
+        .map(|b| (b.id, b))
+        .collect();
+    Ok(format!(
+        "Cost of run {}\n{}",
+        view.run.id.short(),
+        cost::render_cost(&spent, |id| cost::brief_label(&briefs, id))
+    ))
+}
