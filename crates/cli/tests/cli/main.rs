@@ -14,6 +14,7 @@ mod control;
 mod dashboard;
 mod dashboard_browser;
 mod demo;
+mod escape_claude;
 mod faults;
 mod first_use;
 mod gate_service;
