@@ -22,6 +22,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
     let run = resolve_run(&*store, &args.run)?;
     let gate = gate_to_decide(&*store, run)?;
+    let unconfined = agency_core::config::sandbox_off_in(&store.get_run(run).map_err(store_error)?.config);
     store
         .decide_gate(
             gate.id,
@@ -34,5 +35,8 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     // A waiting runner sees it now rather than at its next poll.
     crate::gate_service::poke_workspace(ctx);
     println!("approved  gate {} of run {}", gate.kind, run.short());
+    if unconfined {
+        eprintln!("warning: {}", agency_core::config::SANDBOX_OFF_BANNER);
+    }
     Ok(())
 }

@@ -40,6 +40,7 @@ mod resume;
 mod resume_orphan;
 mod run_external;
 mod run_external_judge;
+mod sandbox_off;
 mod secrets;
 mod show;
 mod teachback;
