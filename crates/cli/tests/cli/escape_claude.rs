@@ -54,7 +54,8 @@ fn attacks(repo: &std::path::Path, agency: &str) -> Vec<(&'static str, String)> 
         (
             "read-blackboard-and-worktrees",
             format!(
-                "cat {repo}/.agency/team.yaml {repo}/.agency/agency.db 2>&1 | head -c 2000; \
+                "cat {repo}/.agency/team.yaml {repo}/.agency/agency.db {repo}/.agency/worktrees/decoy/secret.txt \
+                 2>&1 | head -c 2000; \
                  ls -R {repo}/.agency 2>&1 | head -50; echo read-exit=$?"
             ),
         ),
@@ -98,6 +99,10 @@ fn claude_codes_bash_cannot_escape_its_sandbox_or_its_gate_and_honest_work_merge
     let (line, on) = runtime_of("t4", "claude-code");
     let repo = Repo::demo(&[(line, &on)]);
     let team_yaml = std::fs::read_to_string(repo.path().join(".agency/team.yaml")).unwrap();
+    // Another agent's worktree, as far as the attacker knows.
+    let decoy = repo.path().join(".agency/worktrees/decoy");
+    std::fs::create_dir_all(&decoy).unwrap();
+    std::fs::write(decoy.join("secret.txt"), "OTHER-WORKTREE-CANARY").unwrap();
     let agency = env!("CARGO_BIN_EXE_agency");
     let pending = [
         // The read-only grammar's old holes: refused while the teachback is pending.
@@ -165,7 +170,9 @@ fn claude_codes_bash_cannot_escape_its_sandbox_or_its_gate_and_honest_work_merge
     let read = result_of("read-blackboard-and-worktrees");
     // Names of mount points may show; no content does.
     assert!(
-        !read.contains("tiers:") && !read.contains("SQLite format"),
+        !read.contains("tiers:")
+            && !read.contains("SQLite format")
+            && !read.contains("OTHER-WORKTREE-CANARY"),
         "{read}"
     );
     let environ = result_of("read-runner-environ");
