@@ -12,6 +12,11 @@
 //! poke carries no authority (it only makes the runner look at the blackboard sooner), so it needs no
 //! token.
 //!
+//! The record: every PreToolUse answer the service gives goes into the [`DecisionRecord`] of the capability
+//! it was asked under (tool, call id, input, allow or deny), in the runner's memory. The runtime audits the
+//! agent's event stream against that record when the agent ends (`agency_exec::runtime::coverage`): a call
+//! the service never answered fails the brief, whatever the agent wrote anywhere.
+//!
 //! The wire: one JSON object per line each way, one request per connection ([`Request`]; the answer is an
 //! object, `{"error": ...}` when refused).
 
@@ -28,7 +33,8 @@ use agency_core::config::RolloutMode;
 use agency_core::event::{EventPayload, payload};
 use agency_core::teachback::{TeachbackAction, TeachbackState, transition};
 use agency_core::{BriefId, NewEvent, Teachback};
-use agency_exec::gate::{GateCapability, GateIssuer};
+use agency_exec::gate::{DecisionRecord, GateCapability, GateIssuer};
+use agency_exec::runtime::coverage::GateDecision;
 use agency_store::Blackboard;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -96,11 +102,20 @@ pub struct GateSetup {
 #[derive(Debug)]
 struct Inner {
     setup: GateSetup,
-    /// Each admitted agent's token by brief, with the id its revocation names.
-    tokens: Mutex<HashMap<BriefId, Vec<(u64, String)>>>,
+    /// Each admitted agent's capability by brief.
+    tokens: Mutex<HashMap<BriefId, Vec<Held>>>,
     next: AtomicU64,
     wake: Arc<tokio::sync::Notify>,
     stopping: AtomicBool,
+}
+
+/// One capability the service holds: the id its revocation names, its token, and the record of what the
+/// service decided under it.
+#[derive(Debug)]
+struct Held {
+    id: u64,
+    token: String,
+    record: DecisionRecord,
 }
 
 /// The running service. Dropping it stops listening and removes the socket.
@@ -194,22 +209,29 @@ impl GateIssuer for GateService {
     fn issue(&self, brief: BriefId) -> Result<GateCapability, String> {
         let token = random_token()?;
         let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
-        lock(&self.inner.tokens)
-            .entry(brief)
-            .or_default()
-            .push((id, token.clone()));
+        let record = DecisionRecord::default();
+        lock(&self.inner.tokens).entry(brief).or_default().push(Held {
+            id,
+            token: token.clone(),
+            record: record.clone(),
+        });
         let inner = Arc::downgrade(&self.inner);
-        Ok(GateCapability::new(self.socket.clone(), token, move || {
-            if let Some(inner) = inner.upgrade() {
-                let mut tokens = lock(&inner.tokens);
-                if let Some(held) = tokens.get_mut(&brief) {
-                    held.retain(|(held_id, _)| *held_id != id);
-                    if held.is_empty() {
-                        tokens.remove(&brief);
+        Ok(GateCapability::new(
+            self.socket.clone(),
+            token,
+            record,
+            move || {
+                if let Some(inner) = inner.upgrade() {
+                    let mut tokens = lock(&inner.tokens);
+                    if let Some(held) = tokens.get_mut(&brief) {
+                        held.retain(|h| h.id != id);
+                        if held.is_empty() {
+                            tokens.remove(&brief);
+                        }
                     }
                 }
-            }
-        }))
+            },
+        ))
     }
 }
 
@@ -276,7 +298,7 @@ impl Inner {
                 json!({"ok": true})
             }
             Request::Hook { brief, token, event } => match self.admit(&brief, &token, "hook") {
-                Ok(id) => self.hook(id, &event),
+                Ok((id, record)) => self.hook(id, &record, &event),
                 Err(refused) => json!({"error": refused}),
             },
             Request::Submit {
@@ -285,14 +307,14 @@ impl Inner {
                 teachback,
             } => match self
                 .admit(&brief, &token, "submit")
-                .and_then(|id| self.submit(id, &teachback))
+                .and_then(|(id, _)| self.submit(id, &teachback))
             {
                 Ok(answer) => answer,
                 Err(refused) => json!({"error": refused}),
             },
             Request::Review { brief, token, after } => match self
                 .admit(&brief, &token, "review")
-                .and_then(|id| self.review(id, after))
+                .and_then(|(id, _)| self.review(id, after))
             {
                 Ok(answer) => answer,
                 Err(refused) => json!({"error": refused}),
@@ -300,16 +322,19 @@ impl Inner {
         }
     }
 
-    /// The brief `typed` names, when `token` is one it holds for it; a refusal otherwise, recorded.
-    fn admit(&self, typed: &str, token: &str, op: &str) -> Result<BriefId, String> {
+    /// The brief `typed` names and the record of the capability `token` is, when it is one the service
+    /// holds for that brief; a refusal otherwise, recorded.
+    fn admit(&self, typed: &str, token: &str, op: &str) -> Result<(BriefId, DecisionRecord), String> {
         let Ok(id) = typed.parse::<BriefId>() else {
             return Err(format!("refused: {typed:?} is not a brief id"));
         };
-        let held = lock(&self.tokens)
-            .get(&id)
-            .is_some_and(|held| held.iter().any(|(_, t)| same_token(t, token)));
-        if held {
-            return Ok(id);
+        let record = lock(&self.tokens).get(&id).and_then(|held| {
+            held.iter()
+                .find(|h| same_token(&h.token, token))
+                .map(|h| h.record.clone())
+        });
+        if let Some(record) = record {
+            return Ok((id, record));
         }
         let reason = format!(
             "refused: this capability is not valid for brief {} (an agent may ask only about its own brief, while \
@@ -351,7 +376,8 @@ impl Inner {
         }
     }
 
-    fn hook(&self, id: BriefId, event: &Value) -> Value {
+    /// The hook's answer to `event`, kept in `record` when it decides a tool call.
+    fn hook(&self, id: BriefId, record: &DecisionRecord, event: &Value) -> Value {
         let env = HookEnv {
             brief: Some(id.to_string()),
             db: self.setup.db.clone(),
@@ -365,6 +391,9 @@ impl Inner {
         }
         let bytes = serde_json::to_vec(event).unwrap_or_default();
         let (code, stdout, stderr) = crate::hook::answer_bytes(&bytes, &env);
+        if let Some(decision) = GateDecision::of_answer(event, code, &stdout) {
+            record.push(decision);
+        }
         json!({"code": code, "stdout": stdout, "stderr": stderr})
     }
 

@@ -457,7 +457,7 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
             ));
             let mut n = base(NotificationKind::GatePending, title, gate.summary.clone(), next);
             n.gate = Some(gate.kind.as_str().to_string());
-            Some(n)
+            Some(unconfined(record, n))
         }
         // A gate that waits for a human past the gate timeout (budget, escalation) is announced again.
         EventKind::Log if p.get("tag").and_then(Value::as_str) == Some("REMINDER") => {
@@ -472,7 +472,7 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
             )];
             let mut n = base(NotificationKind::GatePending, title, gate.summary.clone(), next);
             n.gate = Some(gate.kind.as_str().to_string());
-            Some(n)
+            Some(unconfined(record, n))
         }
         EventKind::Alert | EventKind::Halt => {
             let (kind, label, next) = if event.kind == EventKind::Alert {
@@ -527,6 +527,17 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
 }
 
 /// A summary's `next` as lines, whether it was written as one string or a list.
+/// A gate's notification of a run with `sandbox.mode: off`: its title starts with `SANDBOX OFF` and its
+/// first step is the whole warning, so no reader decides the gate without seeing it.
+fn unconfined(record: &Run, mut n: Notification) -> Notification {
+    if agency_core::config::sandbox_off_in(&record.config) {
+        n.title = format!("SANDBOX OFF · {}", n.title);
+        n.what_happens_next
+            .insert(0, agency_core::config::SANDBOX_OFF_BANNER.to_owned());
+    }
+    n
+}
+
 fn strings(value: &Value) -> Vec<String> {
     match value {
         Value::String(s) => vec![s.clone()],

@@ -7,13 +7,20 @@
 //!
 //! The token is a secret: it is added to the agent's redactor, so no recorded event or log line holds it,
 //! and the capability's `Debug` does not show it.
+//!
+//! The service is also the record of what the gate decided: every PreToolUse answer it gives under a
+//! capability goes into that capability's [`DecisionRecord`], in the runner's memory, and the
+//! gate-coverage audit ([`crate::runtime::coverage`]) compares the agent's event stream with it when the
+//! agent has ended. Nothing the agent can write (its home, its sandbox) feeds that record.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use agency_core::BriefId;
 
 use crate::process::CommandSpec;
+use crate::runtime::coverage::GateDecision;
 
 /// The gate service's socket, in a runner-spawned agent's environment.
 pub const ENV_GATE_SOCKET: &str = "AGENCY_GATE_SOCKET";
@@ -28,22 +35,55 @@ pub trait GateIssuer: Send + Sync + fmt::Debug {
     fn issue(&self, brief: BriefId) -> Result<GateCapability, String>;
 }
 
+/// The decisions the gate service gave under one capability, in the order it gave them. Shared between the
+/// service (which appends) and the runtime holding the capability (which audits); cloning shares it.
+#[derive(Debug, Clone, Default)]
+pub struct DecisionRecord(Arc<Mutex<Vec<GateDecision>>>);
+
+impl DecisionRecord {
+    /// Appends one decision.
+    pub fn push(&self, decision: GateDecision) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(decision);
+    }
+
+    /// Every decision so far.
+    pub fn decisions(&self) -> Vec<GateDecision> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
 /// One agent's access to the gate service: where the socket is and the token that proves which brief it
 /// works on. Dropping it revokes the token.
 pub struct GateCapability {
     socket: PathBuf,
     token: String,
+    record: DecisionRecord,
     revoke: Option<Box<dyn FnOnce() + Send + Sync>>,
 }
 
 impl GateCapability {
-    /// A capability for `socket` with `token`; `revoke` runs when it drops.
-    pub fn new(socket: PathBuf, token: String, revoke: impl FnOnce() + Send + Sync + 'static) -> Self {
+    /// A capability for `socket` with `token`, whose decisions the service appends to `record`; `revoke`
+    /// runs when it drops.
+    pub fn new(
+        socket: PathBuf,
+        token: String,
+        record: DecisionRecord,
+        revoke: impl FnOnce() + Send + Sync + 'static,
+    ) -> Self {
         GateCapability {
             socket,
             token,
+            record,
             revoke: Some(Box::new(revoke)),
         }
+    }
+
+    /// What the service decided under this capability so far: the record the coverage audit reads.
+    pub fn decisions(&self) -> Vec<GateDecision> {
+        self.record.decisions()
     }
 
     /// The service's socket (bound into the agent's sandbox).
@@ -91,9 +131,14 @@ mod tests {
     fn dropping_revokes_and_debug_hides_the_token() {
         let revoked = Arc::new(AtomicBool::new(false));
         let flag = revoked.clone();
-        let capability = GateCapability::new("/s".into(), "sekrit-token".into(), move || {
-            flag.store(true, Ordering::SeqCst);
-        });
+        let capability = GateCapability::new(
+            "/s".into(),
+            "sekrit-token".into(),
+            DecisionRecord::default(),
+            move || {
+                flag.store(true, Ordering::SeqCst);
+            },
+        );
         assert!(!format!("{capability:?}").contains("sekrit-token"));
         assert!(!revoked.load(Ordering::SeqCst));
         drop(capability);

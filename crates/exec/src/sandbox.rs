@@ -293,6 +293,7 @@ impl SandboxPolicy {
         if let Ok(bwrap) = process::resolve_program(self.program.as_os_str(), None, parent_path.as_deref()) {
             hide(&mut args, &[bwrap.path])?;
         }
+        private_home(&mut args, spec, &writable);
         args.extend([OsString::from("--chdir"), cwd.into_os_string()]);
         // The private /tmp, unless the process was given a temporary directory it can write.
         let tmpdir = env_var(spec, "TMPDIR").and_then(|dir| std::fs::canonicalize(dir).ok());
@@ -303,6 +304,44 @@ impl SandboxPolicy {
         args.push(program.into_os_string());
         args.extend(spec.args.iter().cloned());
         Ok(args)
+    }
+}
+
+/// The HOME of a sandboxed process not given one of its own: an empty directory in the sandbox's private
+/// `/tmp`, gone when the process ends.
+pub const PRIVATE_HOME: &str = "/tmp/home";
+
+/// Toolchains commonly installed under the user's HOME, found through a variable that defaults to a
+/// directory there: with a private HOME the variable names the user's directory (read-only, as before),
+/// so `cargo` through rustup or a pyenv `python3` still run.
+const TOOLCHAIN_HOMES: [(&str, &str); 3] = [
+    ("RUSTUP_HOME", ".rustup"),
+    ("CARGO_HOME", ".cargo"),
+    ("PYENV_ROOT", ".pyenv"),
+];
+
+/// Gives the process [`PRIVATE_HOME`] unless its HOME is one it may write (Claude Code's, Codex's and pi's
+/// own homes are): the user's dotfiles, tool configuration and whatever else lives in the runner's HOME
+/// are then not where its programs look, and it has a HOME it can write. The credentials under the
+/// runner's HOME stay hidden at their own paths either way.
+fn private_home(args: &mut Vec<OsString>, spec: &CommandSpec, writable: &[PathBuf]) {
+    let home = env_var(spec, "HOME");
+    let own = home
+        .as_ref()
+        .and_then(|h| std::fs::canonicalize(h).ok())
+        .is_some_and(|h| writable.iter().any(|w| h.starts_with(w)));
+    if own {
+        return;
+    }
+    args.extend(["--dir", PRIVATE_HOME, "--setenv", "HOME", PRIVATE_HOME].map(OsString::from));
+    let Some(home) = home.map(PathBuf::from) else {
+        return;
+    };
+    for (variable, dir) in TOOLCHAIN_HOMES {
+        let path = home.join(dir);
+        if env_var(spec, variable).is_none() && path.is_dir() {
+            args.extend([OsString::from("--setenv"), variable.into(), path.into_os_string()]);
+        }
     }
 }
 
@@ -540,6 +579,38 @@ mod tests {
         );
         assert!(!seen.contains("CANARY"), "{seen}");
         assert!(seen.contains("readable"), "the rest of HOME is readable: {seen}");
+        // Given the runner's HOME, the process gets a private one it can write instead: `~/.ssh` there is
+        // not the runner's, and the runner's toolchains are still named.
+        std::fs::create_dir_all(home.path().join(".rustup")).unwrap();
+        let spec = sh("echo HOME=$HOME RUSTUP=$RUSTUP_HOME; cat ~/.ssh/id_ed25519; ls -A ~; echo mine > ~/own.txt && cat ~/own.txt")
+            .env("HOME", home.path())
+            .cwd(work.path());
+        let output = process::run(&sandboxing.confine(spec, work.path()).unwrap()).unwrap();
+        let seen = format!("{}{}", output.stdout.text(), output.stderr.text());
+        assert!(
+            seen.contains(&format!("HOME={PRIVATE_HOME} RUSTUP={h}/.rustup")),
+            "{seen}"
+        );
+        assert!(!seen.contains("CANARY") && !seen.contains("notes.txt"), "{seen}");
+        assert!(seen.contains("mine"), "{seen}");
+        assert!(!home.path().join("own.txt").exists());
+        // A HOME it may write (Claude Code's own) is kept.
+        let own = tempfile::tempdir().unwrap();
+        let spec = sh("echo HOME=$HOME").env("HOME", own.path()).cwd(work.path());
+        let spec = sandboxing
+            .confine_with(spec, work.path(), &[own.path().to_path_buf()], &[])
+            .unwrap();
+        let output = process::run(&spec).unwrap();
+        let kept = std::fs::canonicalize(own.path()).unwrap();
+        assert!(
+            output
+                .stdout
+                .text()
+                .contains(&format!("HOME={}", own.path().display()))
+                || output.stdout.text().contains(&format!("HOME={}", kept.display())),
+            "{}",
+            output.stdout.text()
+        );
         assert_eq!(
             std::fs::read_to_string(work.path().join("here.txt")).unwrap(),
             "made\n"

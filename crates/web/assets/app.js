@@ -98,7 +98,7 @@ async function loadRun() {
   // A gate this page just decided may still read as pending in a response that was on its way.
   const pending = detail.gates.filter((g) => g.status === "pending" && !state.decided.has(g.id));
   if (pending.length === 0) gates.append(element("p", "None."));
-  for (const gate of pending) gates.append(gateCard(gate, review));
+  for (const gate of pending) gates.append(gateCard(gate, review, detail.run.sandbox_off));
   const planPanel = document.getElementById("plan-panel");
   const planBox = document.getElementById("plan");
   planBox.replaceChildren();
@@ -189,9 +189,11 @@ function renderPlan(view) {
   return box;
 }
 
-function gateCard(gate, review) {
+function gateCard(gate, review, sandboxOff) {
   const card = document.getElementById("gate-template").content.firstElementChild.cloneNode(true);
   card.querySelector(".gate-title").textContent = gate.kind + (gate.tier ? " (" + gate.tier + ")" : "");
+  // The run's agents were not confined: said on every gate, above its message.
+  if (sandboxOff) card.querySelector(".gate-title").after(element("p", sandboxOff, "sandbox-off"));
   card.querySelector(".gate-message").textContent = (gate.summary && gate.summary.message) || "";
   if (gate.kind === "t1_plan") {
     const slot = card.querySelector(".gate-plan");

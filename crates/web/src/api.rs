@@ -50,6 +50,9 @@ pub struct RunSummary {
     kind: &'static str,
     /// A team run not ended that no runner drives: it waits for `agency run --resume` or `agency cancel`.
     no_runner: bool,
+    /// [`agency_core::config::SANDBOX_OFF_BANNER`] when the run started with team.yaml's `sandbox.mode:
+    /// off` (the page shows it on each of its gates), else null.
+    sandbox_off: Option<&'static str>,
     /// RFC 3339.
     created_at: String,
     /// RFC 3339.
@@ -66,6 +69,8 @@ impl RunSummary {
             status: run.status.as_str(),
             kind: agency_store::RunKind::of(run).as_str(),
             no_runner: agency_store::unattached(store, run),
+            sandbox_off: agency_core::config::sandbox_off_in(&run.config)
+                .then_some(agency_core::config::SANDBOX_OFF_BANNER),
             created_at: run.created_at.to_rfc3339(),
             updated_at: run.updated_at.to_rfc3339(),
         }

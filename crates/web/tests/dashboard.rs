@@ -404,3 +404,47 @@ async fn the_review_endpoints_need_the_token_and_say_what_is_missing() {
         .unwrap();
     assert!(brief.status().is_client_error(), "{}", brief.status());
 }
+
+/// A run started with `sandbox.mode: off` carries the banner the page shows on each of its gates; a run
+/// with the sandbox on carries none.
+#[tokio::test]
+async fn a_run_without_a_sandbox_says_so_for_its_gates() {
+    let s = serve().await;
+    let mut new = NewRun::new("Fix it unconfined", "/repo");
+    new.config = json!({ "sandbox": { "mode": "off" } });
+    let off = s.store.create_run(new).unwrap();
+    let detail = |run: RunId| {
+        let base = s.base.clone();
+        async move {
+            json_of(
+                client()
+                    .get(format!("{base}/api/runs/{run}"))
+                    .bearer_auth(TOKEN)
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await
+        }
+    };
+    let banner = detail(off.id).await["run"]["sandbox_off"].clone();
+    assert!(
+        banner.as_str().is_some_and(|b| b.starts_with("SANDBOX OFF:")),
+        "{banner}"
+    );
+    assert_eq!(detail(s.run).await["run"]["sandbox_off"], Value::Null);
+    // The page puts it on every gate card it draws.
+    let script = client()
+        .get(format!("{}/app.js", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        script.contains("gateCard(gate, review, detail.run.sandbox_off)")
+            && script.contains("\"sandbox-off\""),
+        "the gate cards do not show the banner"
+    );
+}

@@ -24,7 +24,12 @@ pub struct Args {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
     let run = resolve_run(&*store, &args.run)?;
+    let unconfined = agency_core::config::sandbox_off_in(&store.get_run(run).map_err(store_error)?.config);
     println!("{}", approve_pending(ctx, &*store, run, None, args.note)?);
+    // Said where the human decides: nothing confined the agents whose work this gate lets through.
+    if unconfined {
+        eprintln!("warning: {}", agency_core::config::SANDBOX_OFF_BANNER);
+    }
     Ok(())
 }
 

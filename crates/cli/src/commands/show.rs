@@ -189,15 +189,20 @@ fn show_plan(store: &dyn Blackboard, run: &Run, json: bool) -> CommandResult {
         Some(g) if g.status == GateStatus::Pending => review::decision_commands(&run8, g.kind),
         _ => Vec::new(),
     };
+    let sandbox_off = agency_core::config::sandbox_off_in(&run.config);
     if json {
-        return print_json(
-            &json!({ "run": run.id, "brief": planner.id, "plan": plan, "gate": gate, "decide": decide }),
-        );
+        return print_json(&json!({
+            "run": run.id, "brief": planner.id, "plan": plan, "gate": gate, "decide": decide,
+            "sandbox_off": sandbox_off,
+        }));
     }
     print!("{}", plan::render_plan(&run8, &plan));
     if let Some(gate) = &gate {
         println!();
         println!("{}", gate_line(gate));
+        if sandbox_off {
+            println!("{}", agency_core::config::SANDBOX_OFF_BANNER);
+        }
         for command in &decide[1..] {
             println!("  {command}");
         }

@@ -1,6 +1,6 @@
-//! The record of the gate's decisions that the runner audits ([`agency_exec::runtime::coverage`]): for an
-//! agent started by a runner, which names the file in [`GATE_LOG_ENV`], every PreToolUse answer appends one
-//! JSON line (`tool_name`, `tool_use_id`, `tool_input`, `gate_decision`). One `write` of one line to a file
+//! The record of the gate's decisions that the runner audits ([`agency_exec::runtime::coverage`]) when no
+//! gate service answers the agent (in a run the service keeps that record itself): for an agent whose
+//! runtime names the file in [`GATE_LOG_ENV`], every PreToolUse answer appends one JSON line (`tool_name`, `tool_use_id`, `tool_input`, `gate_decision`). One `write` of one line to a file
 //! opened for appending: concurrent hooks (parallel tool calls) do not interleave.
 //!
 //! A decision that cannot be recorded is not given: an allow becomes a block, since the audit would fail the
@@ -29,25 +29,6 @@ pub fn record(event: &HookEvent, answer: Answer) -> Answer {
         Ok(()) => answer,
         Err(problem) => Answer::Block(problem),
     }
-}
-
-/// Records the gate service's answer to a PreToolUse event the hook forwarded to it (the event as the
-/// client sent it, the answer's exit code and stdout). `Err` says why an allowed call could not be
-/// recorded; the caller then blocks it, as [`record`] does.
-pub fn record_forwarded(event: &Value, code: u8, stdout: &str) -> Result<(), String> {
-    if event["hook_event_name"] != "PreToolUse" {
-        return Ok(());
-    }
-    let answer: Value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
-    let denied = code == 2
-        || answer["hookSpecificOutput"]["permissionDecision"] == "deny"
-        || answer["decision"] == "block";
-    log_decision(
-        &event["tool_name"],
-        &event["tool_use_id"],
-        &event["tool_input"],
-        denied,
-    )
 }
 
 /// Appends one decision to the log [`GATE_LOG_ENV`] names, if any. A deny that cannot be written is let

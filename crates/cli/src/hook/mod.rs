@@ -97,20 +97,18 @@ fn ask_the_service(gate: &GateEnv, env: &HookEnv, input: &[u8]) -> ExitCode {
             _ => Err(format!("the gate service's answer is not a hook answer: {a}")),
         }
     });
+    // The service keeps its answer as the record the runner audits the agent's calls against; nothing is
+    // written here, inside the agent's sandbox.
     let code = match answered {
-        // The runner audits every call against this record of the gate's decisions (the decision log in the
-        // agent's home), so the service's answer is recorded here as the local gate's is.
-        Ok((code, stdout, stderr)) => match decisions::record_forwarded(&event, code, &stdout) {
-            Ok(()) => {
-                let _ = out.write_all(stdout.as_bytes());
-                let _ = err.write_all(stderr.as_bytes());
-                code
-            }
-            Err(problem) => answer::write(&Answer::Block(problem), &mut out, &mut err),
-        },
+        Ok((code, stdout, stderr)) => {
+            let _ = out.write_all(stdout.as_bytes());
+            let _ = err.write_all(stderr.as_bytes());
+            code
+        }
         Err(problem) => answer::write(
             &Answer::Deny(format!(
-                "agency hook: the runner's gate service ({}) did not answer: {problem}. This call is denied: in                  a run the gate fails closed when its service is down. Tell your lead.",
+                "agency hook: the runner's gate service ({}) did not answer: {problem}. This call is denied: in \
+                 a run the gate fails closed when its service is down. Tell your lead.",
                 gate.socket.display()
             )),
             &mut out,

@@ -131,17 +131,21 @@ impl<W: Write> Follower<W> {
             return Ok(Vec::new());
         };
         let gate = store.get_gate(gate)?;
+        let pad = " ".repeat(MESSAGE_COLUMN);
+        // Every gate of an unconfined run says so, whoever decides it.
+        let mut lines = Vec::new();
+        if agency_core::config::sandbox_off_in(&store.get_run(self.run)?.config) {
+            lines.push(format!("{pad}{}", agency_core::config::SANDBOX_OFF_BANNER));
+        }
         // Decided already by the time its line is read (a quick human, a test) is no reason to leave out how
         // it is decided; only a gate the runner decides itself (`--auto-approve`) needs no one.
         let decided_by_runner =
             gate.status != GateStatus::Pending && gate.decided_by.as_deref() == Some("auto");
         if decided_by_runner || !gates.for_a_human(gate.kind) {
-            return Ok(Vec::new());
+            return Ok(lines);
         }
         let run8 = self.run.short();
         let commands = decision_commands(&run8, gate.kind);
-        let pad = " ".repeat(MESSAGE_COLUMN);
-        let mut lines = Vec::new();
         if let Some((review, decide)) = commands.split_first() {
             lines.push(format!("{pad}review:  {review}"));
             lines.push(format!("{pad}decide:  {}", decide.join("   or   ")));

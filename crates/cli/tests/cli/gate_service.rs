@@ -98,6 +98,22 @@ fn the_hook_is_answered_through_the_service_without_the_blackboard() {
             .iter()
             .any(|e| e.kind == EventKind::TeachbackDenied)
     );
+    // The service kept both answers under this capability: the record the coverage audit reads. Another
+    // capability of the same brief has none of them.
+    let decided: Vec<(String, String)> = capability
+        .decisions()
+        .into_iter()
+        .map(|d| (d.tool_name, d.gate_decision))
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            ("Write".to_string(), "deny".to_string()),
+            ("Read".to_string(), "allow".to_string())
+        ]
+    );
+    assert_eq!(capability.decisions()[0].tool_use_id.as_deref(), Some("toolu_1"));
+    assert!(served.capability().decisions().is_empty());
 }
 
 #[test]

@@ -43,7 +43,7 @@ pub use policy::{
     TeachbackConfig, UnboundSessionPolicy,
 };
 pub use priced::{UnpricedModel, UnpricedUnderUsd};
-pub use sandbox::{SandboxConfig, SandboxMode, SandboxNetwork};
+pub use sandbox::{SANDBOX_OFF_BANNER, SandboxConfig, SandboxMode, SandboxNetwork, sandbox_off_in};
 pub use secrets::SecretsConfig;
 pub use tiers::{Runtime, TierConfig, TiersConfig, default_capability, default_runtime};
 pub use visibility::{InspectionGates, LogLevel, VisibilityConfig};

@@ -44,6 +44,19 @@ pub enum SandboxMode {
     Off,
 }
 
+/// The line every gate of a run with `sandbox.mode: off` carries, on every surface that shows the gate (the
+/// run's log, `agency approve` and `agency show`, the dashboard, notifications): its agents were not
+/// confined, so nothing they did was kept from the gates.
+pub const SANDBOX_OFF_BANNER: &str = "SANDBOX OFF: this run's agents run unconfined (team.yaml `sandbox.mode: \
+off`): they can read the blackboard and the runner's environment and write wherever the runner can, gates \
+and records included";
+
+/// Whether a run's recorded configuration (the JSON snapshot a team run starts with) had
+/// `sandbox.mode: off`.
+pub fn sandbox_off_in(config: &serde_json::Value) -> bool {
+    config["sandbox"]["mode"] == "off"
+}
+
 /// The network inside the sandbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -52,4 +65,24 @@ pub enum SandboxNetwork {
     Full,
     /// None.
     None,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_says_the_sandbox_was_off_only_when_it_was() {
+        let off = crate::config::TeamConfig {
+            sandbox: SandboxConfig {
+                mode: SandboxMode::Off,
+                ..SandboxConfig::default()
+            },
+            ..crate::config::TeamConfig::default()
+        };
+        assert!(sandbox_off_in(&serde_json::to_value(&off).unwrap()));
+        let on = crate::config::TeamConfig::default();
+        assert!(!sandbox_off_in(&serde_json::to_value(&on).unwrap()));
+        assert!(!sandbox_off_in(&serde_json::json!({})));
+    }
 }

@@ -90,6 +90,8 @@ impl Targets {
                 std::process::id()
             ),
             "cat /proc/$PPID/environ > leak-ppid-environ.txt 2>&1".to_owned(),
+            // Whose HOME its commands get.
+            "echo \"$HOME\" > home-seen.txt".to_owned(),
         ];
         if sandboxed {
             attempts.extend([
@@ -203,6 +205,11 @@ async fn a_sandboxed_agent_cannot_get_out_and_honest_work_still_succeeds() {
     // Honest work: the fix, the tests and git inside the worktree all ran; the runner committed as usual.
     project.assert_fixed(&branch, &["add.sh"]);
     assert_eq!(project.file_on(&branch, "honest.txt").as_deref(), Some("ok\n"));
+    // Its commands ran with a private HOME, not the runner's.
+    assert_eq!(
+        project.file_on(&branch, "home-seen.txt").as_deref(),
+        Some(format!("{}\n", agency_exec::sandbox::PRIVATE_HOME).as_str())
+    );
     // The pointer file stayed as git made it (the rewrite was refused), so the runner's commit went where
     // it should.
     assert_eq!(project.file_on(&branch, ".git"), None);
@@ -218,7 +225,7 @@ async fn a_sandboxed_agent_cannot_get_out_and_honest_work_still_succeeds() {
         })
         .count();
     assert_eq!(
-        commands, 12,
+        commands, 13,
         "each escape attempt and the honest command is recorded"
     );
 }

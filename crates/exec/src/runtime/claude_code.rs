@@ -28,7 +28,7 @@ use agency_core::config::{ProviderKind, RolloutMode};
 use agency_llm::{BoxFuture, CancelToken, Price};
 use serde_json::json;
 
-use super::coverage::{self, GATE_LOG_FILE};
+use super::coverage::{self, Decisions, GATE_LOG_FILE};
 use super::external::{
     Flow, drive, ending_for, issue_gate, parse_report, sandboxed, shell_word, teachback_for,
 };
@@ -313,7 +313,11 @@ impl Runtime for ClaudeCodeRuntime {
             )
             .await?;
             if driven.stop != Some(AgentStop::Cancelled)
-                && let Some(alert) = coverage::check(&gate_log, &state.tool_calls, |line| recorder.note(line))
+                && let Some(alert) = coverage::check(
+                    &Decisions::of(gate.as_ref(), &gate_log),
+                    &state.tool_calls,
+                    |line| recorder.note(line),
+                )
             {
                 return Ok(AgentOutcome {
                     report: None,

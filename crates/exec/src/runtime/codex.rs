@@ -25,7 +25,7 @@ use agency_core::config::RolloutMode;
 use agency_llm::{BoxFuture, CallMeta, CancelToken, Price, StopReason, Usage, UsageRecord, cost};
 use serde_json::{Value, json};
 
-use super::coverage::{self, CallTarget, GATE_LOG_FILE, StreamCall};
+use super::coverage::{self, CallTarget, Decisions, GATE_LOG_FILE, StreamCall};
 use super::external::{
     Flow, drive, ending_for, issue_gate, parse_report, sandboxed, shell_word, teachback_for,
 };
@@ -312,7 +312,10 @@ impl Runtime for CodexRuntime {
                 recorder.note(format!("codex: blocked by the gate: {}", truncate(&blocked, 500)));
             }
             if driven.stop != Some(AgentStop::Cancelled)
-                && let Some(alert) = coverage::check(&gate_log, &state.calls, |line| recorder.note(line))
+                && let Some(alert) =
+                    coverage::check(&Decisions::of(gate.as_ref(), &gate_log), &state.calls, |line| {
+                        recorder.note(line)
+                    })
             {
                 return Ok(AgentOutcome {
                     report: None,

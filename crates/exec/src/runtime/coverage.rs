@@ -1,22 +1,26 @@
 //! The gate-coverage audit: every tool call a Claude Code or Codex agent made, as its own event stream tells
-//! it, must have a decision recorded by the gate (`agency hook`). A call the gate never decided is an ALERT
-//! and fails the brief: the hook hung past the client's timeout (both clients then run the tool), the client
-//! skipped it (users of Claude Code report hooks skipped for sub-agents), or something answered in its place.
+//! it, must have a decision recorded by the gate. A call the gate never decided is an ALERT and fails the
+//! brief: the hook hung past the client's timeout (both clients then run the tool), the client skipped it
+//! (users of Claude Code report hooks skipped for sub-agents), or something answered in its place.
 //!
-//! The hook of an agent started by a runner appends one JSON line per PreToolUse decision to the file named
-//! by [`GATE_LOG_ENV`] (in the agent's private home): the event's `tool_name`, `tool_use_id` and
-//! `tool_input`, and its own `gate_decision` (`allow` or `deny`). The runtime collects the calls of the
-//! stream ([`StreamCall`]) and, when the agent has ended, matches the two ([`audit`]):
+//! Where the record comes from ([`Decisions`]):
+//! - **In a run**, the runner's gate service ([`crate::gate`]) answers every hook and keeps each answer in
+//!   the agent's [`crate::gate::DecisionRecord`], in the runner's own memory: nothing the agent can write
+//!   feeds it, so an agent that writes decisions into a file of its own is audited all the same.
+//! - **Without a service** (a runtime built by hand, the runtime tests), `agency hook` appends one JSON line
+//!   per PreToolUse decision to the file named by [`GATE_LOG_ENV`] (in the agent's private home). The agent
+//!   can write that file too, so this catches a gate that failed or was skipped, not a forged record.
+//!
+//! Each decision holds the event's `tool_name`, `tool_use_id` and `tool_input`, and the gate's
+//! `gate_decision` (`allow` or `deny`). The runtime collects the calls of the stream ([`StreamCall`]) and,
+//! when the agent has ended, matches the two ([`audit`]):
 //! - Claude Code puts the same `tool_use_id` in its stream and in the hook's event, sub-agents' calls
-//!   included (their stream lines carry `parent_tool_use_id`): a call is covered by a decision with its id,
-//!   allow or deny (a denied call is in the stream too, with its refusal as the result).
+//!   included (their stream lines carry `parent_tool_use_id`): a call is covered by a decision with its id
+//!   for the same tool, allow or deny (a denied call is in the stream too, with its refusal as the result).
 //! - Codex's `--json` stream names neither the call id nor the tool's input as the hook saw it, and shows
 //!   only calls that ran: a `command_execution` (`/bin/bash -lc '<command>'`) is covered by an allowed
 //!   `Bash` decision for that command, a `file_change` by an allowed `apply_patch` whose patch names every
 //!   changed path. Each decision covers one call.
-//!
-//! The record is written from inside the agent's sandbox, where the agent can write too: the audit catches a
-//! gate that failed or was skipped, not an agent set on forging its own record (docs/security.md).
 
 use std::path::Path;
 
@@ -30,7 +34,7 @@ pub const GATE_LOG_ENV: &str = "AGENCY_GATE_LOG";
 /// That file's name in the agent's home.
 pub const GATE_LOG_FILE: &str = "gate-decisions.jsonl";
 
-/// One decision as the hook records it.
+/// One decision as the gate records it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct GateDecision {
     /// The tool as the client named it (`Write`, `Bash`, `apply_patch`).
@@ -46,9 +50,37 @@ pub struct GateDecision {
 }
 
 impl GateDecision {
+    /// The decision for a PreToolUse `event` (as the client sent it) that the gate answered with exit code
+    /// `code` and `stdout`; `None` for another kind of event. A deny is exit 2, a `permissionDecision` of
+    /// `deny` or a `decision` of `block`; anything else let the call run.
+    pub fn of_answer(event: &Value, code: u8, stdout: &str) -> Option<GateDecision> {
+        if event["hook_event_name"] != "PreToolUse" {
+            return None;
+        }
+        let answer: Value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+        let denied = code == 2
+            || answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+            || answer["decision"] == "block";
+        Some(GateDecision {
+            tool_name: event["tool_name"].as_str().unwrap_or_default().to_owned(),
+            tool_use_id: event["tool_use_id"].as_str().map(str::to_owned),
+            tool_input: event["tool_input"].clone(),
+            gate_decision: if denied { "deny" } else { "allow" }.to_owned(),
+        })
+    }
+
     fn allowed(&self) -> bool {
         self.gate_decision == "allow"
     }
+}
+
+/// Where the audit reads the gate's decisions.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decisions<'a> {
+    /// The runner's gate service's record of this agent's capability: the record in a run.
+    Service(Vec<GateDecision>),
+    /// The file `agency hook` appended to ([`GATE_LOG_ENV`]), when no service answered the agent.
+    Log(&'a Path),
 }
 
 /// What identifies a call of the stream to its decision.
@@ -100,7 +132,7 @@ pub fn audit<'a>(calls: &'a [StreamCall], decisions: &[GateDecision]) -> Vec<&'a
         let found = decisions
             .iter()
             .enumerate()
-            .find(|(i, d)| !used[*i] && covers(d, &call.target));
+            .find(|(i, d)| !used[*i] && covers(d, call));
         match found {
             Some((i, _)) => used[i] = true,
             None => uncovered.push(call),
@@ -109,9 +141,13 @@ pub fn audit<'a>(calls: &'a [StreamCall], decisions: &[GateDecision]) -> Vec<&'a
     uncovered
 }
 
-fn covers(decision: &GateDecision, target: &CallTarget) -> bool {
-    match target {
-        CallTarget::Id(id) => decision.tool_use_id.as_deref() == Some(id.as_str()),
+fn covers(decision: &GateDecision, call: &StreamCall) -> bool {
+    match &call.target {
+        // The tool too: a decision for a call the gate was asked about (a Read) does not cover another call
+        // given the same id (a Write).
+        CallTarget::Id(id) => {
+            decision.tool_use_id.as_deref() == Some(id.as_str()) && decision.tool_name == call.tool
+        }
         CallTarget::Command(command) => {
             decision.allowed()
                 && SHELL_TOOLS.contains(&decision.tool_name.as_str())
@@ -206,24 +242,45 @@ fn unquote_word(word: &str) -> Option<String> {
     Some(out)
 }
 
-/// Runs the audit for an agent that has ended: reads its decision log at `log`, records an ALERT line for
-/// each call the gate never decided (through `alert`), and returns the stop that fails the brief, if any.
-pub fn check(log: &Path, calls: &[StreamCall], mut alert: impl FnMut(String)) -> Option<AgentStop> {
+impl<'a> Decisions<'a> {
+    /// The record for an agent that ran with `gate` (the service's), or the log at `log` without one.
+    pub fn of(gate: Option<&crate::gate::GateCapability>, log: &'a Path) -> Decisions<'a> {
+        match gate {
+            Some(gate) => Decisions::Service(gate.decisions()),
+            None => Decisions::Log(log),
+        }
+    }
+}
+
+/// Runs the audit for an agent that has ended: reads the gate's decisions from `source`, records an ALERT
+/// line for each call the gate never decided (through `alert`), and returns the stop that fails the brief,
+/// if any.
+pub fn check(
+    source: &Decisions<'_>,
+    calls: &[StreamCall],
+    mut alert: impl FnMut(String),
+) -> Option<AgentStop> {
     if calls.is_empty() {
         return None;
     }
-    let text = match std::fs::read_to_string(log) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            alert(format!("ALERT gate coverage: cannot read {}: {e}", log.display()));
-            String::new()
+    let (decisions, from) = match source {
+        Decisions::Service(decisions) => (decisions.clone(), "the runner's gate service".to_owned()),
+        Decisions::Log(log) => {
+            let text = match std::fs::read_to_string(log) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => {
+                    alert(format!("ALERT gate coverage: cannot read {}: {e}", log.display()));
+                    String::new()
+                }
+            };
+            let (decisions, problems) = parse_log(&text);
+            for problem in problems {
+                alert(format!("ALERT gate coverage: {problem}"));
+            }
+            (decisions, log.display().to_string())
         }
     };
-    let (decisions, problems) = parse_log(&text);
-    for problem in problems {
-        alert(format!("ALERT gate coverage: {problem}"));
-    }
     let uncovered = audit(calls, &decisions);
     if uncovered.is_empty() {
         return None;
@@ -246,8 +303,7 @@ pub fn check(log: &Path, calls: &[StreamCall], mut alert: impl FnMut(String)) ->
             lines.join("; ")
         ),
         evidence: format!(
-            "the agent's event stream against the gate's decisions in {} ({} recorded)",
-            log.display(),
+            "the agent's event stream against the gate's decisions recorded by {from} ({} recorded)",
             decisions.len()
         ),
         impact: "the gate did not see these calls (its hook hung past the client's timeout, was skipped, or \
@@ -373,7 +429,7 @@ mod tests {
         let calls = [by_id("Write", "toolu_1")];
         let mut lines = Vec::new();
         // No log at all: the gate never ran.
-        let stop = check(&log, &calls, |l| lines.push(l));
+        let stop = check(&Decisions::Log(&log), &calls, |l| lines.push(l));
         let Some(AgentStop::Signal(signal)) = stop else {
             panic!("{stop:?}")
         };
@@ -389,9 +445,64 @@ mod tests {
             "{\"tool_name\":\"Write\",\"tool_use_id\":\"toolu_1\",\"tool_input\":{},\"gate_decision\":\"allow\"}\n",
         )
         .unwrap();
-        assert_eq!(check(&log, &calls, |l| panic!("{l}")), None);
+        assert_eq!(check(&Decisions::Log(&log), &calls, |l| panic!("{l}")), None);
         // No calls: nothing to audit, whatever the log.
-        assert_eq!(check(&dir.path().join("none"), &[], |l| panic!("{l}")), None);
+        let none = dir.path().join("none");
+        assert_eq!(check(&Decisions::Log(&none), &[], |l| panic!("{l}")), None);
+    }
+
+    /// With a service, its record is the only one: a decision log the agent wrote in its home (here one
+    /// covering the call exactly) counts for nothing.
+    #[test]
+    fn with_a_service_only_its_record_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(GATE_LOG_FILE);
+        std::fs::write(
+            &log,
+            "{\"tool_name\":\"Write\",\"tool_use_id\":\"toolu_1\",\"tool_input\":{},\"gate_decision\":\"allow\"}\n",
+        )
+        .unwrap();
+        let calls = [by_id("Write", "toolu_1")];
+        let mut lines = Vec::new();
+        let stop = check(&Decisions::Service(Vec::new()), &calls, |l| lines.push(l));
+        let Some(AgentStop::Signal(signal)) = stop else {
+            panic!("{stop:?}")
+        };
+        assert!(
+            signal.evidence.contains("gate service (0 recorded)"),
+            "{}",
+            signal.evidence
+        );
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let decided = Decisions::Service(vec![decision("Write", "toolu_1", json!({}), true)]);
+        assert_eq!(check(&decided, &calls, |l| panic!("{l}")), None);
+    }
+
+    #[test]
+    fn an_id_covers_only_a_call_of_the_same_tool() {
+        let calls = [by_id("Write", "toolu_1")];
+        let read = [decision("Read", "toolu_1", json!({}), true)];
+        assert_eq!(audit(&calls, &read).len(), 1);
+    }
+
+    #[test]
+    fn a_decision_is_read_from_the_answer_the_gate_gave() {
+        let event = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "t1",
+            "tool_input": {"command": "ls"}});
+        let allow = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}"#;
+        let deny = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny"}}"#;
+        let of = |code, out| GateDecision::of_answer(&event, code, out).map(|d| d.gate_decision);
+        assert_eq!(of(0, allow).as_deref(), Some("allow"));
+        assert_eq!(of(0, deny).as_deref(), Some("deny"));
+        assert_eq!(of(2, "").as_deref(), Some("deny"));
+        assert_eq!(of(0, r#"{"decision":"block"}"#).as_deref(), Some("deny"));
+        let decided = GateDecision::of_answer(&event, 0, allow).unwrap();
+        assert_eq!(
+            (decided.tool_name.as_str(), decided.tool_use_id.as_deref()),
+            ("Bash", Some("t1"))
+        );
+        let post = json!({"hook_event_name": "PostToolUse", "tool_name": "Bash"});
+        assert_eq!(GateDecision::of_answer(&post, 0, allow), None);
     }
 
     /// Recorded streams: a Claude Code session whose sub-agent wrote a file, and a Codex run.

@@ -29,10 +29,11 @@ and what is left\", \"evidence\": [{\"path\": \"file you changed\", \"quote\": \
 \"output\": {}}. Report honestly: the work is checked independently afterwards.";
 
 /// What to append to `task`'s prompt so its final message ends the way the caller reads it: the report
-/// The environment `agency hook` needs inside a hook-gated agent (Claude Code, Codex), added to `spec`:
-/// where to record its decisions for the coverage audit (in the agent's `home`), the rollout mode, and —
-/// only when no gate service answers it (the service's variables are added as the agent starts) — the
-/// blackboard and team.yaml to read, which a sandboxed agent cannot open.
+/// The environment `agency hook` needs inside a hook-gated agent (Claude Code, Codex), added to `spec`: the
+/// rollout mode, and — only when no gate service answers it (the service's variables are added as the
+/// agent starts, and the service records its decisions itself) — the blackboard and team.yaml to read,
+/// which a sandboxed agent cannot open, and where to record its decisions for the coverage audit (in the
+/// agent's `home`).
 pub(crate) fn hook_env(
     mut spec: CommandSpec,
     home: &Path,
@@ -41,11 +42,11 @@ pub(crate) fn hook_env(
     db: &Path,
     config: Option<&Path>,
 ) -> CommandSpec {
-    spec = spec
-        .env(GATE_LOG_ENV, home.join(GATE_LOG_FILE))
-        .env(ROLLOUT_ENV_VAR, rollout.as_str());
+    spec = spec.env(ROLLOUT_ENV_VAR, rollout.as_str());
     if !gated_by_service {
-        spec = spec.env("AGENCY_DB", db);
+        spec = spec
+            .env(GATE_LOG_ENV, home.join(GATE_LOG_FILE))
+            .env("AGENCY_DB", db);
         if let Some(config) = config {
             spec = spec.env("AGENCY_CONFIG", config);
         }
