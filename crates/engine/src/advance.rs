@@ -184,7 +184,15 @@ async fn pass(
     if !judged.is_empty() {
         progressed |= crate::verify::joint_verdicts(engine, &judged).await?;
     }
-    progressed |= crate::progress::workstreams(engine, run, touched).await?;
+    let walked = crate::progress::workstreams(engine, run, touched).await?;
+    progressed |= walked.progressed;
+    if let Some(stage) = walked.start
+        && let Some(approved) = approved(engine, run)?
+    {
+        start_workstreams(engine, run, &approved.plan, &stage)?;
+        crate::progress::started(engine, run, &stage)?;
+        progressed = true;
+    }
     Ok(progressed)
 }
 

@@ -60,6 +60,11 @@ pub(crate) fn brief_artifact(
         .filter(|found| found.meta.brief == Some(brief)))
 }
 
+/// What a slice is called in sign-off records and artifact names: `<workstream>/<title>`.
+pub(crate) fn slice_subject(brief: &Brief) -> String {
+    format!("{}/{}", brief.workstream, brief.title)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

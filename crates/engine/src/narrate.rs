@@ -122,7 +122,9 @@ pub(crate) fn verifiers_started(engine: &Engine, implementer: &Brief) -> Result<
     let Some(parent) = implementer.parent else {
         return Ok(());
     };
-    let Some(tasks) = crate::rounds::done_squad_tasks(engine, parent, &implementer.workstream)? else {
+    let Some(tasks) =
+        crate::rounds::done_squad_tasks(engine.store.as_ref(), parent, &implementer.workstream)?
+    else {
         return Ok(());
     };
     let mut round = 0;

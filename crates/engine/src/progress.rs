@@ -15,7 +15,6 @@ use agency_store::RunStatus;
 
 use std::collections::{HashMap, HashSet};
 
-use crate::advance::start_workstreams;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::plan::{accept_brief, approved, output_of, write_children};
@@ -31,14 +30,15 @@ pub(crate) fn merged_name(workstream: &str) -> String {
 /// `touched` holds the workstreams whose briefs changed since they were last examined (`None`: any may
 /// have); only those can have become ready to merge. What the walk did not examine (a stage still merging,
 /// a stage started by this pass) is left in it for the next pass: an incremental pass never loses a ready
-/// workstream. Every ready workstream of a stage is merged in the same pass.
+/// workstream. Every ready workstream of a stage is merged in the same pass. A stage that is to start is
+/// handed back to the pass ([`Walked::start`]), which writes its entry briefs and then [`started`].
 pub async fn workstreams(
     engine: &Engine,
     run: RunId,
     mut touched: Option<&mut HashSet<String>>,
-) -> Result<bool> {
+) -> Result<Walked> {
     let Some(approved) = approved(engine, run)? else {
-        return Ok(false);
+        return Ok(Walked::default());
     };
     let given = touched.as_deref_mut().map(std::mem::take);
     let mut walk = stages_of(&approved)?.walk(given);
@@ -49,13 +49,13 @@ pub async fn workstreams(
         match step {
             StageStep::FindStarted { .. } => find_started(engine, &approved)?,
             StageStep::Start { workstreams, .. } => {
-                start_workstreams(engine, run, &approved.plan, &workstreams)?;
-                let mut stages = stages_of(&approved)?;
-                for id in &workstreams {
-                    stages.mark_started(id);
+                if let Some(t) = touched {
+                    *t = walk.into_unexamined().unwrap_or_default();
                 }
-                progressed = true;
-                break false;
+                return Ok(Walked {
+                    progressed,
+                    start: Some(workstreams),
+                });
             }
             // What merged before this runner knew the plan (a runner resuming the run, one that took over
             // after T1 re-planned) is read from the blackboard once per stage; every later merge is this
@@ -83,9 +83,35 @@ pub async fn workstreams(
         *t = walk.into_unexamined().unwrap_or_default();
     }
     if !all_merged {
-        return Ok(progressed);
+        return Ok(Walked {
+            progressed,
+            start: None,
+        });
     }
-    Ok(after_merged(engine, run, &approved)? || progressed)
+    Ok(Walked {
+        progressed: after_merged(engine, run, &approved)? || progressed,
+        start: None,
+    })
+}
+
+/// What a pass's walk over the stages did, and the stage it found to start.
+#[derive(Debug, Default)]
+pub(crate) struct Walked {
+    /// Whether it changed anything (a merge, the acceptance written or finished).
+    pub progressed: bool,
+    /// The workstreams of the stage that starts now: none of them started, and the one before it merged.
+    pub start: Option<Vec<String>>,
+}
+
+/// `ids` were started (their entry briefs written): the walk need not look for them on the blackboard.
+pub(crate) fn started(engine: &Engine, run: RunId, ids: &[String]) -> Result<()> {
+    if let Some(approved) = approved(engine, run)? {
+        let mut stages = stages_of(&approved)?;
+        for id in ids {
+            stages.mark_started(id);
+        }
+    }
+    Ok(())
 }
 
 /// Every workstream merged: T1's acceptance is written once, or an acceptance the runner did not finish

@@ -5,29 +5,26 @@ use agency_core::{Brief, BriefId, BriefStatus, Tier};
 use agency_flow::{Attempt, OPEN, current_done_tasks};
 use agency_store::BriefState;
 
-use crate::engine::Engine;
 use crate::error::Result;
+use agency_store::Blackboard;
 
 /// Whether any task of the squad under `parent` in `workstream` is still open: an indexed count says so
 /// without reading the squad's whole briefs.
-pub(crate) fn squad_open(engine: &Engine, parent: BriefId, workstream: &str) -> Result<bool> {
-    Ok(engine
-        .store
-        .count_children(parent, workstream, Some(Tier::T4), &OPEN)?
-        > 0)
+pub(crate) fn squad_open(store: &dyn Blackboard, parent: BriefId, workstream: &str) -> Result<bool> {
+    Ok(store.count_children(parent, workstream, Some(Tier::T4), &OPEN)? > 0)
 }
 
 /// The current tasks (newest attempts) of the squad under `parent` in `workstream`, when there are some and
 /// every one is done; `None` otherwise.
 pub(crate) fn done_squad_tasks(
-    engine: &Engine,
+    store: &dyn Blackboard,
     parent: BriefId,
     workstream: &str,
 ) -> Result<Option<Vec<Brief>>> {
-    if squad_open(engine, parent, workstream)? {
+    if squad_open(store, parent, workstream)? {
         return Ok(None);
     }
-    let siblings = engine.store.list_children(parent)?;
+    let siblings = store.list_children(parent)?;
     let Some(current) = current_done_tasks(&siblings, workstream) else {
         return Ok(None);
     };

@@ -30,15 +30,11 @@ use agency_signoff::{
 
 use agency_store::Change;
 
+use crate::artifacts::slice_subject;
 use crate::crew::{AgentEnd, Launches};
 use crate::engine::{Engine, report_name};
 use crate::error::{EngineError, Result};
 use crate::hooks::{Reviewer, RunnerHooks};
-
-/// What a slice is called in sign-off records and artifact names: `<workstream>/<title>`.
-pub(crate) fn slice_subject(brief: &Brief) -> String {
-    format!("{}/{}", brief.workstream, brief.title)
-}
 
 /// Everything one sign-off needs, owned, so its blocking half can run on another thread.
 #[derive(Debug, Clone)]

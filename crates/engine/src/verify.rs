@@ -91,7 +91,7 @@ fn record_verify(engine: &Engine, brief: &Brief, rev: &str, result: &VerifyResul
         outcome_soon: false,
     };
     recording
-        .verify(&crate::signoff::slice_subject(brief), rev, result)
+        .verify(&crate::artifacts::slice_subject(brief), rev, result)
         .map_err(|e| EngineError::State(format!("recording verify of {}: {e}", brief.title)))?;
     Ok(())
 }
@@ -218,7 +218,7 @@ fn done_note() -> BriefStatusChange {
 pub async fn joint_verdicts(engine: &Engine, squads: &[(BriefId, String)]) -> Result<bool> {
     let mut progressed = false;
     for (parent, workstream) in squads {
-        let Some(tasks) = crate::rounds::done_squad_tasks(engine, *parent, workstream)? else {
+        let Some(tasks) = crate::rounds::done_squad_tasks(engine.store.as_ref(), *parent, workstream)? else {
             continue;
         };
         let tasks: Vec<&Brief> = tasks.iter().collect();
