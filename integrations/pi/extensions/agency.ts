@@ -16,29 +16,28 @@
  *   agency's stop budget; its reason is sent back as the next user message.
  * - Commands: `/plan` (the goals with status, subtasks and sign-off), `/goal status`, `/goal log`.
  *
- * `AGENCY_BIN` names the agency binary (default: `agency` on PATH).
+ * `AGENCY_BIN` names the agency binary (default: `agency` on PATH). `AGENCY_PI_GATE_ONLY=1` (set by
+ * `agency run` for its pi agents) keeps only the gate: a run's agent has no plan.md goals of its own, and
+ * the runner, not a Stop hook, decides when it is finished.
  */
 
 import { spawn } from "node:child_process";
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { Type } from "typebox";
+import {
+  agencyText,
+  claudeInput,
+  gateToolName,
+  gateVerdict,
+  goalHookText,
+  lastAssistantText,
+} from "../lib/agency.mjs";
 
 const AGENCY = process.env.AGENCY_BIN || "agency";
 /** The gate is a local SQLite read; a blocking teachback wait happens in `agency teachback submit`, not here. */
 const HOOK_TIMEOUT_MS = 30_000;
 /** A sign-off runs verify and a judge. */
 const SIGNOFF_TIMEOUT_MS = 30 * 60_000;
-
-/** pi's built-in tools under the names agency's gate knows them by (Claude Code's). */
-const CLAUDE_TOOL_NAMES: Record<string, string> = {
-  read: "Read",
-  write: "Write",
-  edit: "Edit",
-  bash: "Bash",
-  grep: "Grep",
-  find: "Glob",
-  ls: "LS",
-};
 
 interface Ran {
   code: number | null;
@@ -88,66 +87,15 @@ function sessionId(ctx: any): string | undefined {
   }
 }
 
-/** The tool's input as Claude Code names its fields (`file_path`), pi's own fields kept. */
-function claudeInput(input: Record<string, unknown>): Record<string, unknown> {
-  const mapped: Record<string, unknown> = { ...input };
-  if (typeof input.path === "string" && mapped.file_path === undefined) mapped.file_path = input.path;
-  return mapped;
-}
-
-/** What `agency hook` said about a tool call. */
-export type GateVerdict = { block: true; reason: string } | { block: false; notice?: string };
-
-/** Reads `agency hook`'s answer to a PreToolUse event. Anything but a clear answer blocks. */
-export function gateVerdict(ran: Ran): GateVerdict {
-  const closed = (why: string): GateVerdict => ({
-    block: true,
-    reason: `agency: the teachback gate could not decide (${why}), so this call is blocked: the gate fails closed.`,
-  });
-  if (ran.failure) return closed(ran.failure);
-  if (ran.code === 2) return { block: true, reason: ran.stderr.trim() || "agency hook blocked the call" };
-  if (ran.code !== 0) return closed(`agency hook exited with ${ran.code}: ${ran.stderr.trim().slice(0, 500)}`);
-  const text = ran.stdout.trim();
-  if (text === "") return { block: false };
-  let answer: any;
-  try {
-    answer = JSON.parse(text);
-  } catch {
-    return closed(`unreadable answer: ${text.slice(0, 200)}`);
-  }
-  const specific = answer?.hookSpecificOutput;
-  const decision = specific?.permissionDecision;
-  if (decision === "deny") {
-    return { block: true, reason: String(specific.permissionDecisionReason ?? "denied by agency's teachback gate") };
-  }
-  if (decision !== undefined && decision !== "allow") return closed(`unknown decision ${JSON.stringify(decision)}`);
-  const notice = [answer?.systemMessage, specific?.additionalContext].filter((t) => typeof t === "string");
-  return { block: false, notice: notice.length > 0 ? notice.join("\n") : undefined };
-}
-
-/** `additionalContext` (or a Stop hook's block reason) from a goal hook's answer; goal hooks fail open. */
-function goalHookText(ran: Ran): { context?: string; keepWorking?: string } {
-  if (ran.failure || ran.code !== 0 || ran.stdout.trim() === "") return {};
-  try {
-    const answer = JSON.parse(ran.stdout);
-    if (answer?.decision === "block" && typeof answer.reason === "string") return { keepWorking: answer.reason };
-    const context = answer?.hookSpecificOutput?.additionalContext;
-    return typeof context === "string" ? { context } : {};
-  } catch {
-    return {};
-  }
-}
-
 function textResult(ran: Ran) {
-  const output = [ran.stdout.trim(), ran.stderr.trim(), ran.failure ?? ""].filter((t) => t !== "").join("\n");
-  const outcome = ran.code === 0 ? "" : `\n(agency exited with ${ran.code ?? "no exit code"})`;
   return {
-    content: [{ type: "text" as const, text: `${output}${outcome}` }],
+    content: [{ type: "text" as const, text: agencyText(ran) }],
     details: { exitCode: ran.code },
   };
 }
 
 export default function agency(pi: ExtensionAPI) {
+  const gateOnly = process.env.AGENCY_PI_GATE_ONLY === "1";
   /** The goal summary last injected; `undefined` after start or compaction, so it is sent in full again. */
   let injected: string | undefined;
   /** Whether the running turn was started by the Stop hook (Claude Code's `stop_hook_active`). */
@@ -162,7 +110,7 @@ export default function agency(pi: ExtensionAPI) {
     );
 
   pi.on("tool_call", async (event, ctx) => {
-    const toolName = CLAUDE_TOOL_NAMES[event.toolName] ?? event.toolName;
+    const toolName = gateToolName(event.toolName);
     const ran = await hook(
       {
         hook_event_name: "PreToolUse",
@@ -177,6 +125,8 @@ export default function agency(pi: ExtensionAPI) {
     if (verdict.notice && ctx.hasUI) ctx.ui.notify(verdict.notice, "warning");
     return undefined;
   });
+
+  if (gateOnly) return;
 
   pi.on("session_start", async () => {
     injected = undefined;
@@ -194,7 +144,7 @@ export default function agency(pi: ExtensionAPI) {
   });
 
   pi.on("tool_result", async (event, ctx) => {
-    const toolName = CLAUDE_TOOL_NAMES[event.toolName];
+    const toolName = gateToolName(event.toolName);
     if (toolName !== "Write" && toolName !== "Edit") return undefined;
     const { context } = goalHookText(
       await hook(

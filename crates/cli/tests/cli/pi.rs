@@ -270,13 +270,42 @@ fn repo_with_pi_implementers(provider_line: &str, provider: &str, model: &str) -
     ])
 }
 
+/// The tool results pi sent back in chat completions requests (`role: tool` messages), deduplicated.
+fn chat_tool_results(server: &FakeOpenAi) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for body in server.chat_requests() {
+        for message in body["messages"].as_array().into_iter().flatten() {
+            if message["role"] == "tool" {
+                let text = match &message["content"] {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                if !out.contains(&text) {
+                    out.push(text);
+                }
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn a_run_with_pi_as_t4_on_a_local_openai_compatible_server_succeeds() {
     if !e2e_client("pi") {
         return;
     }
+    let write = || Reply::tool_use("write", json!({"path": "pagination.py", "content": FIXED}));
+    let submit = format!(
+        "{} teachback submit --building 'a fix for page() so that pages count from 1' \
+         --constraint 'do not edit test_pagination.py' --approach 'start at (number - 1) * size' \
+         --most-likely-wrong 'whether page 0 must keep working' --least-confident 'the last page'",
+        env!("CARGO_BIN_EXE_agency")
+    );
     let server = FakeOpenAi::start(vec![
-        Reply::tool_use("write", json!({"path": "pagination.py", "content": FIXED})),
+        // Denied by agency's extension: the teachback is blocking and has not been sent.
+        write(),
+        Reply::tool_use("bash", json!({"command": submit})),
+        write(),
         Reply::text(REPORT),
     ])
     .expect("fake server");
@@ -303,6 +332,24 @@ fn a_run_with_pi_as_t4_on_a_local_openai_compatible_server_succeeds() {
     assert!(
         !models.is_empty() && models.iter().all(|m| m == "qwen-local-7b"),
         "{models:?}"
+    );
+    // pi loaded agency's extension: its first write was denied by the teachback gate, the teachback went
+    // through `agency teachback submit` to the runner's reviewer, and the write after approval ran.
+    let results = chat_tool_results(&server);
+    let first = |needle: &str| {
+        results
+            .iter()
+            .position(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("`{needle}` never reached pi's model: {results:#?}"))
+    };
+    let pending = first("while the teachback is pending");
+    let approved = first("Teachback approved by");
+    assert!(pending < approved, "{results:#?}");
+    assert!(
+        server.chat_requests()[0]
+            .to_string()
+            .contains("teachback submit --building"),
+        "the prompt does not say how to teach back"
     );
     let branch = branch_of(&stdout);
     assert!(
