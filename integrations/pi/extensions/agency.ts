@@ -22,11 +22,16 @@
  */
 
 import { spawn } from "node:child_process";
+import { complete } from "@mariozechner/pi-ai";
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { Type } from "typebox";
 import {
   agencyText,
   claudeInput,
+  goalCommand,
+  judgeCommand,
+  loopReport,
+  loopVerdict,
   gateToolName,
   gateVerdict,
   goalHookText,
@@ -77,6 +82,30 @@ function runAgency(args: string[], input: string, cwd: string, timeoutMs: number
     child.stdin?.on("error", () => {});
     child.stdin?.end(input);
   });
+}
+
+/** How long the loop judge's one model call may take before the loop goes on without it. */
+const LOOP_JUDGE_TIMEOUT_MS = 60_000;
+
+/** Asks the session's current model `prompt` (the loop judge, seed D10); "" when it cannot answer. */
+async function askMainModel(prompt: string, ctx: any): Promise<string> {
+  try {
+    const model = ctx.model;
+    if (!model) return "";
+    const auth = await ctx.modelRegistry.getApiKeyAndHeaders(model);
+    if (!auth?.ok || !auth.apiKey) return "";
+    const response = await complete(
+      model,
+      { messages: [{ role: "user", content: [{ type: "text", text: prompt }], timestamp: Date.now() }] },
+      { apiKey: auth.apiKey, headers: auth.headers, signal: AbortSignal.timeout(LOOP_JUDGE_TIMEOUT_MS) },
+    );
+    return response.content
+      .filter((block: any) => block.type === "text")
+      .map((block: any) => block.text)
+      .join("");
+  } catch {
+    return "";
+  }
 }
 
 function sessionId(ctx: any): string | undefined {
@@ -158,8 +187,32 @@ export default function agency(pi: ExtensionAPI) {
     return undefined;
   });
 
-  pi.on("agent_end", async (_event, ctx) => {
-    const { keepWorking } = goalHookText(await hook({ hook_event_name: "Stop", stop_hook_active: continuing }, ctx));
+  pi.on("agent_end", async (event, ctx) => {
+    const { keepWorking, judgePrompt } = goalHookText(
+      await hook(
+        {
+          hook_event_name: "Stop",
+          stop_hook_active: continuing,
+          loop_judge: true,
+          last_assistant_message: lastAssistantText(event.messages),
+        },
+        ctx,
+      ),
+    );
+    const session = sessionId(ctx);
+    if (keepWorking !== undefined && judgePrompt !== undefined && session !== undefined) {
+      // The cheap loop judge (seed D5/D10): the session's own model reads the last response; agency reads
+      // its answer. An answer that cannot be had is "" and agency continues: the judge fails open.
+      const answer = await askMainModel(judgePrompt, ctx);
+      const verdict = loopVerdict(
+        await runAgency(["goal", "loop", "verdict", "--session", session, "--json"], answer, ctx.cwd, HOOK_TIMEOUT_MS),
+      );
+      if (verdict.pause) {
+        continuing = false;
+        if (ctx.hasUI) ctx.ui.notify(`agency: goal loop paused by the loop judge: ${verdict.reason}`, "info");
+        return;
+      }
+    }
     continuing = keepWorking !== undefined;
     if (keepWorking !== undefined) pi.sendUserMessage(keepWorking, { deliverAs: "followUp" });
   });
@@ -183,6 +236,9 @@ export default function agency(pi: ExtensionAPI) {
     async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
       const args = ["goal", "complete", params.id, "--evidence", params.evidence];
       for (const path of params.paths ?? []) args.push("--path", path);
+      // The session's judge, when `/judge model` chose one.
+      const session = sessionId(ctx);
+      if (session !== undefined) args.push("--session", session);
       return textResult(await runAgency(args, "", ctx.cwd, SIGNOFF_TIMEOUT_MS));
     },
   });
@@ -204,8 +260,7 @@ export default function agency(pi: ExtensionAPI) {
 
   const show = async (args: string[], ctx: any) => {
     const ran = await runAgency(args, "", ctx.cwd, HOOK_TIMEOUT_MS);
-    const { content } = textResult(ran);
-    ctx.ui.notify(content[0].text || "(nothing)", ran.code === 0 ? "info" : "error");
+    ctx.ui.notify(agencyText(ran) || "(nothing)", ran.code === 0 ? "info" : "error");
   };
 
   pi.registerCommand("plan", {
@@ -214,12 +269,45 @@ export default function agency(pi: ExtensionAPI) {
   });
 
   pi.registerCommand("goal", {
-    description: "agency goals: `/goal status` lists them, `/goal log` prints the plan's log",
+    description: "The goal loop: /goal (re)starts it; /goal pause | resume | clear | status; /goal log",
     handler: async (args, ctx) => {
-      const word = (args ?? "").trim();
-      if (word === "" || word === "status") return show(["goal", "list"], ctx);
-      if (word === "log") return show(["goal", "log"], ctx);
-      ctx.ui.notify(`/goal ${word}: not supported; use /goal status or /goal log`, "error");
+      const action = goalCommand(args);
+      if (action === undefined) {
+        ctx.ui.notify(`/goal ${(args ?? "").trim()}: unknown; use /goal, /goal pause | resume | clear | status, /goal log`, "error");
+        return;
+      }
+      if (action === "log") return show(["goal", "log"], ctx);
+      const session = sessionId(ctx);
+      if (session === undefined) {
+        ctx.ui.notify("agency: this pi session has no id, so its goal loop cannot be kept", "error");
+        return;
+      }
+      const loop = loopReport(
+        await runAgency(["goal", "loop", action, "--session", session, "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS),
+      );
+      ctx.ui.notify(loop.text, loop.ok ? "info" : "error");
+      if (loop.continuation !== undefined) {
+        continuing = false;
+        if (ctx.isIdle()) pi.sendUserMessage(loop.continuation);
+        else pi.sendUserMessage(loop.continuation, { deliverAs: "followUp" });
+      }
+    },
+  });
+
+  pi.registerCommand("judge", {
+    description: "/judge model <provider/model>: the sign-off judge of CompleteGoal in this session; /judge: show it",
+    handler: async (args, ctx) => {
+      const words = judgeCommand(args);
+      if (words === undefined) {
+        ctx.ui.notify("usage: /judge, /judge model <provider/model>, /judge model reset", "error");
+        return;
+      }
+      const session = sessionId(ctx);
+      if (session === undefined) {
+        ctx.ui.notify("agency: this pi session has no id, so its judge cannot be kept", "error");
+        return;
+      }
+      return show(["goal", "judge", ...words, "--session", session], ctx);
     },
   });
 }

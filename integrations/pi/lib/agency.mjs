@@ -60,14 +60,18 @@ export function gateVerdict(ran) {
 }
 
 /**
- * `additionalContext`, or a Stop hook's block reason, from a goal hook's answer. Goal hooks fail open: no
+ * `additionalContext`, or a Stop hook's block reason (with the loop judge's prompt when agency sent one), from
+ * a goal hook's answer. Goal hooks fail open: no
  * answer, a failure or an unreadable answer is `{}`.
  */
 export function goalHookText(ran) {
   if (ran.failure || ran.code !== 0 || ran.stdout.trim() === "") return {};
   try {
     const answer = JSON.parse(ran.stdout);
-    if (answer?.decision === "block" && typeof answer.reason === "string") return { keepWorking: answer.reason };
+    if (answer?.decision === "block" && typeof answer.reason === "string") {
+      const prompt = answer.loopJudge?.prompt;
+      return typeof prompt === "string" ? { keepWorking: answer.reason, judgePrompt: prompt } : { keepWorking: answer.reason };
+    }
     const context = answer?.hookSpecificOutput?.additionalContext;
     return typeof context === "string" ? { context } : {};
   } catch {
@@ -97,4 +101,58 @@ export function lastAssistantText(messages) {
     return "";
   }
   return "";
+}
+
+/** `/goal ARGS` as the `agency goal loop` action it runs (`log`: `agency goal log`); `undefined` if unknown. */
+export function goalCommand(args) {
+  const word = (args ?? "").trim();
+  if (word === "") return "start";
+  if (["pause", "resume", "clear", "status", "log"].includes(word)) return word;
+  return undefined;
+}
+
+/** `/judge ARGS` as the arguments of `agency goal judge`; `undefined` if it is not `/judge [model REF|reset]`. */
+export function judgeCommand(args) {
+  const words = (args ?? "").trim().split(/\s+/).filter((w) => w !== "");
+  if (words.length === 0) return [];
+  if (words[0] !== "model" || words.length !== 2) return undefined;
+  return words[1] === "reset" ? ["--reset"] : [words[1]];
+}
+
+/**
+ * What `agency goal loop … --json` said, for the user: `{ok, text, continuation?}`. The continuation is the
+ * message to send when the loop was (re)started on open goals.
+ */
+export function loopReport(ran) {
+  if (ran.failure || ran.code !== 0) return { ok: false, text: agencyText(ran) || "agency goal loop failed" };
+  let state;
+  try {
+    state = JSON.parse(ran.stdout);
+  } catch {
+    return { ok: false, text: `agency goal loop: unreadable answer: ${ran.stdout.trim().slice(0, 200)}` };
+  }
+  const open = Array.isArray(state.open_goals) && state.open_goals.length > 0 ? state.open_goals.join(", ") : "none";
+  const lines = [
+    `goal loop ${state.loop}: ${state.continuations_used} of ${state.budget} continuations used this turn`,
+    `open goals: ${open}`,
+  ];
+  if (state.paused_because) lines.push(`paused: ${state.paused_because}`);
+  lines.push(`sign-off judge: ${state.judge_model ?? "team.yaml's signoff judge"}`);
+  const report = { ok: true, text: lines.join("\n") };
+  if (typeof state.continuation === "string") report.continuation = state.continuation;
+  return report;
+}
+
+/**
+ * What `agency goal loop verdict --json` decided: `{pause: true, reason}` or `{pause: false}`. The loop judge
+ * fails open: any failure continues the loop.
+ */
+export function loopVerdict(ran) {
+  if (ran.failure || ran.code !== 0) return { pause: false };
+  try {
+    const verdict = JSON.parse(ran.stdout).verdict;
+    return verdict?.action === "pause" ? { pause: true, reason: String(verdict.reason ?? "") } : { pause: false };
+  } catch {
+    return { pause: false };
+  }
 }

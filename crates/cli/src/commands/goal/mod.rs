@@ -1,13 +1,15 @@
 //! `agency goal`: the goals of one session in plan.md (seed pi-goals): list, show, add, complete (the
-//! two-stage sign-off of `agency-signoff`), cancel, log. plan.md is only ever patched line by line; the
+//! two-stage sign-off of `agency-signoff`), cancel, log, and one session's loop and judge (`loop`, `judge`). plan.md is only ever patched line by line; the
 //! sign-off records live on the blackboard (see [`records`]). docs/goals.md describes the format.
 
 mod complete;
 mod edit;
+pub mod goal_loop;
 pub mod hooks;
 pub mod install;
 pub mod plan_file;
 pub mod records;
+pub mod session;
 mod view;
 
 use std::path::PathBuf;
@@ -60,6 +62,10 @@ pub enum GoalCommand {
     },
     /// Register `agency hook` for the goal events in .claude/settings.json (or a Codex hooks.json).
     InstallHooks(install::InstallArgs),
+    /// Control one session's goal loop (pi's `/goal`): start, pause, resume, clear, status, verdict.
+    Loop(goal_loop::LoopArgs),
+    /// Set or show one session's sign-off judge (pi's `/judge model`), as PROVIDER/MODEL.
+    Judge(goal_loop::JudgeArgs),
     /// Print the plan's log, or append MESSAGE to it.
     Log {
         /// A line to append.
@@ -77,6 +83,8 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         GoalCommand::Complete(complete) => complete::run(ctx, &plan, complete),
         GoalCommand::Cancel { id, reason } => edit::cancel(&plan, &id, &reason),
         GoalCommand::InstallHooks(install) => install::run(ctx, install),
+        GoalCommand::Loop(args) => goal_loop::run(ctx, &plan, args),
+        GoalCommand::Judge(args) => goal_loop::judge(ctx, &plan, args),
         GoalCommand::Log { message: None } => view::log(&plan),
         GoalCommand::Log {
             message: Some(message),
