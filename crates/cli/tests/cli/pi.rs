@@ -640,3 +640,26 @@ fn goal_pause_lets_pi_stop_and_goal_resume_sends_it_back_to_work() {
     assert!(bodies[1].contains("the goal loop is on"), "{}", bodies[1]);
     assert!(bodies[2].contains("have no sign-off yet"), "{}", bodies[2]);
 }
+
+#[test]
+fn the_extension_s_own_unit_tests_pass() {
+    if !e2e_client("node") {
+        return;
+    }
+    let out = Command::new("node")
+        .arg("--test")
+        .arg(extension_dir().join("test"))
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "node --test integrations/pi/test failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Not an empty directory that passes by running nothing.
+    assert!(
+        stdout.contains("# fail 0") && !stdout.contains("# pass 0"),
+        "{stdout}"
+    );
+}

@@ -1,0 +1,152 @@
+// The extension's own unit tests: how it reads agency's answers and puts pi's events to agency. Node's
+// built-in runner, no dependencies: `node --test integrations/pi/test/` (run by .ci/run and by the Rust
+// suite, crates/cli/tests/cli/pi.rs).
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import {
+  agencyText,
+  claudeInput,
+  gateToolName,
+  gateVerdict,
+  goalCommand,
+  goalHookText,
+  judgeCommand,
+  lastAssistantText,
+  loopReport,
+  loopVerdict,
+} from "../lib/agency.mjs";
+
+const ran = (fields) => ({ code: 0, stdout: "", stderr: "", ...fields });
+
+test("pi's tools get Claude Code's names; others keep theirs", () => {
+  assert.equal(gateToolName("write"), "Write");
+  assert.equal(gateToolName("find"), "Glob");
+  assert.equal(gateToolName("CompleteGoal"), "CompleteGoal");
+  // Not a lookup through the prototype.
+  assert.equal(gateToolName("toString"), "toString");
+});
+
+test("a tool's path is also given as file_path, never over one it has", () => {
+  assert.deepEqual(claudeInput({ path: "a.txt", content: "x" }), { path: "a.txt", content: "x", file_path: "a.txt" });
+  assert.deepEqual(claudeInput({ path: "a.txt", file_path: "b.txt" }), { path: "a.txt", file_path: "b.txt" });
+  assert.deepEqual(claudeInput(undefined), {});
+});
+
+test("the gate blocks on a deny, with agency's reason", () => {
+  const deny = JSON.stringify({
+    hookSpecificOutput: { permissionDecision: "deny", permissionDecisionReason: "teach back first" },
+  });
+  assert.deepEqual(gateVerdict(ran({ stdout: deny })), { block: true, reason: "teach back first" });
+  assert.deepEqual(gateVerdict(ran({ code: 2, stderr: "blocked: no\n" })), { block: true, reason: "blocked: no" });
+});
+
+test("the gate lets an allow or an empty answer through, with any notice", () => {
+  assert.deepEqual(gateVerdict(ran({ stdout: "" })), { block: false });
+  const allow = JSON.stringify({
+    systemMessage: "gate open",
+    hookSpecificOutput: { permissionDecision: "allow", additionalContext: "unbound session" },
+  });
+  assert.deepEqual(gateVerdict(ran({ stdout: allow })), { block: false, notice: "gate open\nunbound session" });
+});
+
+test("the gate fails closed on anything but a clear answer", () => {
+  const cases = [
+    ran({ code: null, failure: "cannot run agency: ENOENT" }),
+    ran({ code: 1, stderr: "panicked" }),
+    ran({ stdout: "not json" }),
+    ran({ stdout: "[1, 2]" }),
+    ran({ stdout: "null" }),
+    ran({ stdout: JSON.stringify({ hookSpecificOutput: { permissionDecision: "ask" } }) }),
+  ];
+  for (const answer of cases) {
+    const verdict = gateVerdict(answer);
+    assert.equal(verdict.block, true, JSON.stringify(answer));
+    assert.match(verdict.reason, /could not decide .* the gate fails closed/);
+  }
+});
+
+test("goal hooks fail open and carry the loop judge's prompt when agency sends one", () => {
+  assert.deepEqual(goalHookText(ran({ code: 1, stdout: "{}" })), {});
+  assert.deepEqual(goalHookText(ran({ stdout: "garbage" })), {});
+  assert.deepEqual(goalHookText(ran({ failure: "timed out" })), {});
+  assert.deepEqual(
+    goalHookText(ran({ stdout: JSON.stringify({ hookSpecificOutput: { additionalContext: "Active goals" } }) })),
+    { context: "Active goals" },
+  );
+  assert.deepEqual(goalHookText(ran({ stdout: JSON.stringify({ decision: "block", reason: "keep going" }) })), {
+    keepWorking: "keep going",
+  });
+  assert.deepEqual(
+    goalHookText(
+      ran({ stdout: JSON.stringify({ decision: "block", reason: "keep going", loopJudge: { prompt: "judge this" } }) }),
+    ),
+    { keepWorking: "keep going", judgePrompt: "judge this" },
+  );
+});
+
+test("agency's output is shown with its exit code when it failed", () => {
+  assert.equal(agencyText(ran({ stdout: "ok\n" })), "ok");
+  assert.equal(agencyText(ran({ code: 3, stdout: "rejected\n", stderr: "error: no\n" })), "rejected\nerror: no\n(agency exited with 3)");
+  assert.equal(agencyText(ran({ code: null, failure: "not found" })), "not found\n(agency exited with no exit code)");
+});
+
+test("the loop judge reads the last assistant message's text", () => {
+  const messages = [
+    { role: "user", content: "fix it" },
+    { role: "assistant", content: [{ type: "text", text: "first" }] },
+    { role: "toolResult", content: [{ type: "text", text: "tool output" }] },
+    { role: "assistant", content: [{ type: "thinking", thinking: "hmm" }, { type: "text", text: "Which file?" }] },
+  ];
+  assert.equal(lastAssistantText(messages), "Which file?");
+  assert.equal(lastAssistantText([]), "");
+  assert.equal(lastAssistantText(undefined), "");
+});
+
+test("/goal and /judge arguments map to agency's verbs", () => {
+  assert.equal(goalCommand(""), "start");
+  assert.equal(goalCommand(undefined), "start");
+  for (const word of ["pause", "resume", "clear", "status", "log"]) assert.equal(goalCommand(` ${word} `), word);
+  assert.equal(goalCommand("stop"), undefined);
+  assert.equal(goalCommand("pause now"), undefined);
+
+  assert.deepEqual(judgeCommand(""), []);
+  assert.deepEqual(judgeCommand("model openai/gpt-5"), ["openai/gpt-5"]);
+  assert.deepEqual(judgeCommand("model reset"), ["--reset"]);
+  assert.equal(judgeCommand("model"), undefined);
+  assert.equal(judgeCommand("openai/gpt-5"), undefined);
+  assert.equal(judgeCommand("model a b"), undefined);
+});
+
+test("the loop's state is shown, with the continuation to send", () => {
+  const state = {
+    loop: "on",
+    continuations_used: 1,
+    budget: 8,
+    open_goals: ["fix-1"],
+    paused_because: null,
+    judge_model: null,
+    continuation: "keep working",
+  };
+  assert.deepEqual(loopReport(ran({ stdout: JSON.stringify(state) })), {
+    ok: true,
+    text: "goal loop on: 1 of 8 continuations used this turn\nopen goals: fix-1\nsign-off judge: team.yaml's signoff judge",
+    continuation: "keep working",
+  });
+  const paused = { ...state, loop: "paused", open_goals: [], paused_because: "paused by the user", continuation: null };
+  const report = loopReport(ran({ stdout: JSON.stringify(paused) }));
+  assert.equal(report.continuation, undefined);
+  assert.match(report.text, /open goals: none\npaused: paused by the user/);
+  assert.equal(loopReport(ran({ code: 3, stderr: "error: no session" })).ok, false);
+  assert.equal(loopReport(ran({ stdout: "{" })).ok, false);
+});
+
+test("the loop judge's verdict pauses only when agency says so, and fails open", () => {
+  const verdict = (action) => ran({ stdout: JSON.stringify({ loop: "paused", verdict: { action, reason: "asks" } }) });
+  assert.deepEqual(loopVerdict(verdict("pause")), { pause: true, reason: "asks" });
+  assert.deepEqual(loopVerdict(verdict("continue")), { pause: false });
+  assert.deepEqual(loopVerdict(ran({ code: 1, stdout: "" })), { pause: false });
+  assert.deepEqual(loopVerdict(ran({ failure: "timed out", code: null })), { pause: false });
+  assert.deepEqual(loopVerdict(ran({ stdout: "not json" })), { pause: false });
+});
