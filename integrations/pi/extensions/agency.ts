@@ -32,6 +32,8 @@ import {
   judgeCommand,
   loopReport,
   loopVerdict,
+  planWidget,
+  subgoalCommand,
   gateToolName,
   gateVerdict,
   goalHookText,
@@ -264,8 +266,39 @@ export default function agency(pi: ExtensionAPI) {
   };
 
   pi.registerCommand("plan", {
-    description: "The goals in plan.md: status, subtasks, sign-off (agency goal list)",
-    handler: async (_args, ctx) => show(["goal", "list"], ctx),
+    description: "The task list: goals with status and subtasks, signed-off ones hidden, unsigned done flagged",
+    handler: async (args, ctx) => {
+      if ((args ?? "").trim() !== "") {
+        ctx.ui.notify("/plan <objective> (plan mode) is not built yet; add goals with `agency goal add`", "error");
+        return;
+      }
+      const ran = await runAgency(["goal", "list", "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS);
+      let lines: string[];
+      try {
+        lines = ran.code === 0 ? planWidget(JSON.parse(ran.stdout)) : [agencyText(ran)];
+      } catch {
+        lines = [`agency goal list: unreadable answer: ${ran.stdout.trim().slice(0, 200)}`];
+      }
+      if (ran.code !== 0) {
+        ctx.ui.notify(lines.join("\n"), "error");
+        return;
+      }
+      // Above the editor until the next /plan; the same text as a notice where there is no widget area.
+      ctx.ui.setWidget("agency-plan", lines);
+      ctx.ui.notify(lines.join("\n"), "info");
+    },
+  });
+
+  pi.registerCommand("subgoal", {
+    description: "/subgoal [@goal-id] <text>: add a subtask to the active goal (agency goal subgoal)",
+    handler: async (args, ctx) => {
+      const command = subgoalCommand(args);
+      if (command === undefined) {
+        ctx.ui.notify("usage: /subgoal <text>, or /subgoal @<goal id> <text> when several goals are active", "error");
+        return;
+      }
+      return show(command, ctx);
+    },
   });
 
   pi.registerCommand("goal", {

@@ -156,3 +156,57 @@ export function loopVerdict(ran) {
     return { pause: false };
   }
 }
+
+/** `/subgoal ARGS` as the arguments of `agency goal subgoal`: `[@ID] TEXT`; `undefined` without a text. */
+export function subgoalCommand(args) {
+  let text = (args ?? "").trim();
+  let goal;
+  const named = /^@(\S+)\s+(.*)$/s.exec(text);
+  if (named) {
+    goal = named[1];
+    text = named[2].trim();
+  }
+  if (text === "" || text.startsWith("@")) return undefined;
+  return goal === undefined ? ["goal", "subgoal", text] : ["goal", "subgoal", text, "--goal", goal];
+}
+
+/**
+ * The task-list widget's lines from `agency goal list --json` (seed 002 §7): each goal not finished with its
+ * status and subtask checkboxes; goals done with a sign-off, and cancelled ones, counted as hidden; a goal
+ * done without a sign-off flagged, never hidden.
+ */
+export function planWidget(list) {
+  const goals = Array.isArray(list?.goals) ? list.goals : [];
+  if (goals.length === 0) return [`${list?.plan ?? "plan.md"}: no goals`];
+  const lines = [];
+  let doneHidden = 0;
+  let cancelledHidden = 0;
+  const counts = {};
+  for (const goal of goals) {
+    const status = goal.status ?? "?";
+    counts[status] = (counts[status] ?? 0) + 1;
+    const name = `[${goal.id ?? "no id"}] ${goal.title}`;
+    if (status === "done" && goal.signed) {
+      doneHidden += 1;
+      continue;
+    }
+    if (status === "cancelled") {
+      cancelledHidden += 1;
+      continue;
+    }
+    if (status === "done") {
+      lines.push(`! ${name}: done WITHOUT a sign-off (${goal.label || "UNSIGNED"})`);
+      continue;
+    }
+    const label = goal.label ? `, ${goal.label}` : "";
+    lines.push(`${status === "active" ? "●" : "○"} ${name} (${status}${label})`);
+    for (const subtask of goal.subtasks ?? []) lines.push(`    ${subtask.checked ? "☑" : "☐"} ${subtask.text}`);
+  }
+  const summary = ["active", "open", "done", "cancelled"]
+    .filter((status) => counts[status])
+    .map((status) => `${counts[status]} ${status}`);
+  const hidden = [];
+  if (doneHidden > 0) hidden.push(`${doneHidden} done hidden`);
+  if (cancelledHidden > 0) hidden.push(`${cancelledHidden} cancelled hidden`);
+  return [`${list.plan ?? "plan.md"}: ${summary.join(", ")}${hidden.length > 0 ? ` · ${hidden.join(", ")}` : ""}`, ...lines];
+}

@@ -16,6 +16,8 @@ import {
   lastAssistantText,
   loopReport,
   loopVerdict,
+  planWidget,
+  subgoalCommand,
 } from "../lib/agency.mjs";
 
 const ran = (fields) => ({ code: 0, stdout: "", stderr: "", ...fields });
@@ -149,4 +151,36 @@ test("the loop judge's verdict pauses only when agency says so, and fails open",
   assert.deepEqual(loopVerdict(ran({ code: 1, stdout: "" })), { pause: false });
   assert.deepEqual(loopVerdict(ran({ failure: "timed out", code: null })), { pause: false });
   assert.deepEqual(loopVerdict(ran({ stdout: "not json" })), { pause: false });
+});
+
+test("/subgoal takes a text and an optional @goal", () => {
+  assert.deepEqual(subgoalCommand("add the load test"), ["goal", "subgoal", "add the load test"]);
+  assert.deepEqual(subgoalCommand("@cache-1  add the load test "), ["goal", "subgoal", "add the load test", "--goal", "cache-1"]);
+  assert.equal(subgoalCommand(""), undefined);
+  assert.equal(subgoalCommand("@cache-1"), undefined);
+  assert.equal(subgoalCommand("@cache-1   "), undefined);
+});
+
+test("the task list shows open work, hides signed-off and cancelled goals, and flags an unsigned done", () => {
+  const list = {
+    plan: "plan.md",
+    goals: [
+      { id: "cache-1", title: "Cache", status: "active", signed: false, label: "last sign-off rejected",
+        subtasks: [{ text: "client", checked: true }, { text: "eviction", checked: false }] },
+      { id: "docs-1", title: "Docs", status: "open", signed: false, label: "", subtasks: [] },
+      { id: "old-1", title: "Old", status: "done", signed: true, label: "signed off", subtasks: [] },
+      { id: "hand-1", title: "Hand-ticked", status: "done", signed: false, label: "UNSIGNED", subtasks: [] },
+      { id: "drop-1", title: "Dropped", status: "cancelled", signed: false, label: "", subtasks: [] },
+    ],
+  };
+  assert.deepEqual(planWidget(list), [
+    "plan.md: 1 active, 1 open, 2 done, 1 cancelled · 1 done hidden, 1 cancelled hidden",
+    "● [cache-1] Cache (active, last sign-off rejected)",
+    "    ☑ client",
+    "    ☐ eviction",
+    "○ [docs-1] Docs (open)",
+    "! [hand-1] Hand-ticked: done WITHOUT a sign-off (UNSIGNED)",
+  ]);
+  assert.deepEqual(planWidget({ plan: "plan.md", goals: [] }), ["plan.md: no goals"]);
+  assert.deepEqual(planWidget(undefined), ["plan.md: no goals"]);
 });

@@ -1,7 +1,8 @@
 //! `agency goal loop` and `agency goal judge`, the controls pi's `/goal` and `/judge model` call: a paused or
 //! cleared loop lets the Stop hook stay silent, resume and start bring it back (start with its count
 //! reset), the loop judge's verdict pauses it only on a clear `done`, and a session's sign-off judge must be
-//! a provider of team.yaml.
+//! a provider of team.yaml. And what pi's `/subgoal` and `/plan` call: `agency goal subgoal` and `agency
+//! goal list --json`.
 
 use serde_json::{Value, json};
 
@@ -202,4 +203,55 @@ fn a_session_s_judge_must_be_a_provider_of_team_yaml() {
     repo.agency(&["goal", "judge", "--reset", "--session", "s-1"])
         .success();
     assert_eq!(control(&repo, "status")["judge_model"], Value::Null);
+}
+
+#[test]
+fn subgoal_adds_a_subtask_to_the_only_active_goal_or_the_one_named() {
+    let repo = with_plan();
+    repo.agency(&["goal", "subgoal", "add a regression test"])
+        .success();
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(
+        plan.contains("- [ ] fix it\n- [ ] add a regression test\n\n## Log"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("fix-1: subtask added: add a regression test"),
+        "{plan}"
+    );
+    repo.agency(&[
+        "goal",
+        "add",
+        "Second",
+        "--done-when",
+        "it works",
+        "--failure-mode",
+        "the test is gamed",
+    ])
+    .success();
+    let out = repo.agency(&["goal", "subgoal", "which one?"]).fails_with(3);
+    assert!(
+        out.stderr().contains("2 active goals (fix-1, second-1)"),
+        "{}",
+        out.stderr()
+    );
+    // After the failure modes, unindented: a subtask, not a failure mode.
+    repo.agency(&["goal", "subgoal", "write it", "--goal", "second-1"])
+        .success();
+    let listed: Value =
+        serde_json::from_str(&repo.agency(&["goal", "list", "--json"]).success().stdout()).unwrap();
+    assert_eq!(
+        listed["goals"][1]["subtasks"],
+        json!([{"text": "write it", "checked": false}])
+    );
+    assert_eq!(listed["goals"][0]["subtasks"][1]["text"], "add a regression test");
+    assert_eq!(
+        (
+            listed["goals"][0]["status"].as_str(),
+            listed["goals"][0]["signed"].as_bool()
+        ),
+        (Some("active"), Some(false))
+    );
+    let out = repo.agency(&["goal", "subgoal", "  "]).fails_with(3);
+    assert!(out.stderr().contains("one non-empty line"), "{}", out.stderr());
 }

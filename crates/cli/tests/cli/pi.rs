@@ -389,6 +389,16 @@ fn pi_rpc_until_idle(
     messages: &[&str],
     env: &[(&str, &str)],
 ) -> Vec<String> {
+    pi_rpc_events(repo, server, messages, env)
+        .iter()
+        .filter_map(|event| event["type"].as_str())
+        .filter(|kind| matches!(*kind, "agent_start" | "agent_end"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// [`pi_rpc_until_idle`], returning every event pi sent.
+fn pi_rpc_events(repo: &Repo, server: &FakeAnthropic, messages: &[&str], env: &[(&str, &str)]) -> Vec<Value> {
     use std::io::{BufRead, BufReader, Write};
     let home = repo.path().join(".agency/pi-home");
     std::fs::create_dir_all(&home).unwrap();
@@ -444,6 +454,7 @@ fn pi_rpc_until_idle(
         }
     });
     let mut types: Vec<String> = Vec::new();
+    let mut events: Vec<Value> = Vec::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(180);
     for message in messages {
         writeln!(stdin, "{}", json!({"type": "prompt", "message": message})).unwrap();
@@ -472,6 +483,7 @@ fn pi_rpc_until_idle(
                     } else {
                         ends(&types) > ends_before
                     };
+                    events.push(event);
                 }
                 Err(_) => break,
             }
@@ -484,7 +496,7 @@ fn pi_rpc_until_idle(
     drop(stdin);
     let _ = child.kill();
     let _ = child.wait();
-    types
+    events
 }
 
 /// Answers every loop-judge call on `server` with `verdict`.
@@ -662,4 +674,31 @@ fn the_extension_s_own_unit_tests_pass() {
         stdout.contains("# fail 0") && !stdout.contains("# pass 0"),
         "{stdout}"
     );
+}
+
+#[test]
+fn subgoal_adds_a_subtask_and_plan_shows_the_task_list_widget() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = repo_with_an_active_goal();
+    let server = FakeAnthropic::start(Vec::new()).expect("fake server");
+    let events = pi_rpc_events(&repo, &server, &["/subgoal add a regression test", "/plan"], &[]);
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(plan.contains("- [ ] add a regression test"), "{plan}");
+    let widget = events
+        .iter()
+        .find(|e| e["type"] == "extension_ui_request" && e["method"] == "setWidget")
+        .unwrap_or_else(|| panic!("no widget: {events:#?}"));
+    assert_eq!(
+        widget["widgetLines"],
+        json!([
+            "plan.md: 1 active",
+            "● [fix-the-value-1] Fix the value (active)",
+            "    ☐ add a regression test"
+        ]),
+        "{widget}"
+    );
+    // No model call: both are commands.
+    assert!(server.message_requests().is_empty());
 }

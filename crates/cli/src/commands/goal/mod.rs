@@ -42,7 +42,11 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 pub enum GoalCommand {
     /// List the goals with their status, subtasks and sign-off.
-    List,
+    List {
+        /// Print one JSON object (goals with their subtasks and sign-off state) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show one goal's contract, subtasks and last sign-off.
     Show {
         /// The goal's id.
@@ -66,6 +70,14 @@ pub enum GoalCommand {
     Loop(goal_loop::LoopArgs),
     /// Set or show one session's sign-off judge (pi's `/judge model`), as PROVIDER/MODEL.
     Judge(goal_loop::JudgeArgs),
+    /// Add a subtask checkbox to a goal (the only active one unless --goal names it).
+    Subgoal {
+        /// The subtask, one line.
+        text: String,
+        /// The goal's id (default: the only active goal).
+        #[arg(long, value_name = "ID")]
+        goal: Option<String>,
+    },
     /// Print the plan's log, or append MESSAGE to it.
     Log {
         /// A line to append.
@@ -77,7 +89,9 @@ pub enum GoalCommand {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let plan = PlanFile::locate(&ctx.cwd, args.plan.as_deref());
     match args.command {
-        GoalCommand::List => view::list(ctx, &plan),
+        GoalCommand::List { json: false } => view::list(ctx, &plan),
+        GoalCommand::List { json: true } => view::list_json(ctx, &plan),
+        GoalCommand::Subgoal { text, goal } => edit::subgoal(&plan, goal.as_deref(), &text),
         GoalCommand::Show { id } => view::show(ctx, &plan, &id),
         GoalCommand::Add(add) => edit::add(&plan, add),
         GoalCommand::Complete(complete) => complete::run(ctx, &plan, complete),
