@@ -26,12 +26,16 @@ import { complete } from "@mariozechner/pi-ai";
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { Type } from "typebox";
 import {
+  PLAN_MODE_TOOLS,
+  addedGoalId,
   agencyText,
+  draftArgs,
   claudeInput,
   goalCommand,
   judgeCommand,
   loopReport,
   loopVerdict,
+  planPrompt,
   planWidget,
   subgoalCommand,
   gateToolName,
@@ -131,6 +135,8 @@ export default function agency(pi: ExtensionAPI) {
   let injected: string | undefined;
   /** Whether the running turn was started by the Stop hook (Claude Code's `stop_hook_active`). */
   let continuing = false;
+  /** Plan mode (`/plan <objective>`): the goals drafted so far and the tools to give back afterwards. */
+  let planning: { objective: string; drafted: string[]; tools: string[] } | undefined;
 
   const hook = (event: Record<string, unknown>, ctx: any) =>
     runAgency(
@@ -161,6 +167,8 @@ export default function agency(pi: ExtensionAPI) {
 
   pi.on("session_start", async () => {
     injected = undefined;
+    // DraftGoal is for plan mode only: not offered to the model until `/plan <objective>`.
+    if (planning === undefined) pi.setActiveTools(pi.getActiveTools().filter((name: string) => name !== "DraftGoal"));
   });
   pi.on("session_compact", async () => {
     injected = undefined;
@@ -189,7 +197,79 @@ export default function agency(pi: ExtensionAPI) {
     return undefined;
   });
 
+  /** Ends plan mode: the tools as they were before it. */
+  const leavePlanMode = () => {
+    if (planning !== undefined) pi.setActiveTools(planning.tools);
+    planning = undefined;
+  };
+
+  /** Cancels the drafted goals (logged in plan.md), for Edit (they are drafted again) and Cancel. */
+  const dropDrafts = async (ids: string[], reason: string, cwd: string) => {
+    for (const id of ids) await runAgency(["goal", "cancel", id, "--reason", reason], "", cwd, HOOK_TIMEOUT_MS);
+  };
+
+  /** The review after a plan-mode run (seed 002 §3a): Ready / Edit / Cancel, then the compact offer. */
+  const reviewPlan = async (ctx: any) => {
+    const plan = planning;
+    if (plan === undefined) return;
+    if (plan.drafted.length === 0) {
+      ctx.ui.notify("agency plan mode: no goal was drafted; plan mode ended", "warning");
+      leavePlanMode();
+      return;
+    }
+    const choice = await ctx.ui.select(
+      `agency plan: ${plan.drafted.length} goal(s) drafted in plan.md (${plan.drafted.join(", ")}). Agree them?`,
+      ["Ready", "Edit", "Cancel"],
+    );
+    if (choice === "Edit") {
+      const change = await ctx.ui.input("What should change in the drafted goals?", "");
+      if (typeof change === "string" && change.trim() !== "") {
+        await dropDrafts(plan.drafted, "redrafted in plan mode", ctx.cwd);
+        plan.drafted = [];
+        pi.sendUserMessage(
+          `Your drafts were withdrawn. Draft the goals again with DraftGoal, changed as your user asks: ${change.trim()}`,
+          { deliverAs: "followUp" },
+        );
+        return;
+      }
+    }
+    if (choice !== "Ready") {
+      await dropDrafts(plan.drafted, "plan not agreed", ctx.cwd);
+      leavePlanMode();
+      ctx.ui.notify("agency plan mode: cancelled; the drafted goals are cancelled in plan.md", "info");
+      return;
+    }
+    const agreed = await runAgency(["goal", "agree", ...plan.drafted], "", ctx.cwd, HOOK_TIMEOUT_MS);
+    leavePlanMode();
+    if (agreed.code !== 0) {
+      ctx.ui.notify(agencyText(agreed), "error");
+      return;
+    }
+    const session = sessionId(ctx);
+    const start = async () => {
+      if (session === undefined) return;
+      const loop = loopReport(
+        await runAgency(["goal", "loop", "start", "--session", session, "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS),
+      );
+      if (loop.continuation !== undefined) pi.sendUserMessage(loop.continuation, { deliverAs: "followUp" });
+    };
+    const compact = await ctx.ui.confirm(
+      "Compact the context?",
+      "The agreed plan.md goals are injected again after compaction. Start the work in a compacted context?",
+    );
+    if (compact) {
+      ctx.compact({ onComplete: () => void start(), onError: () => void start() });
+    } else {
+      await start();
+    }
+  };
+
   pi.on("agent_end", async (event, ctx) => {
+    if (planning !== undefined) {
+      // Plan mode: no Stop check (the drafts are not agreed yet); the user reviews them.
+      continuing = false;
+      return reviewPlan(ctx);
+    }
     const { keepWorking, judgePrompt } = goalHookText(
       await hook(
         {
@@ -260,6 +340,30 @@ export default function agency(pi: ExtensionAPI) {
     },
   });
 
+  pi.registerTool({
+    name: "DraftGoal",
+    label: "Draft goal",
+    description:
+      "Plan mode only: draft one goal into plan.md (status open) for your user to review: its done_when, an " +
+      "optional verify command, the ways it could look done while it is not, and its subtasks.",
+    parameters: Type.Object({
+      title: Type.String({ description: "The goal, in a few words" }),
+      done_when: Type.String({ description: "The observable condition that makes it done" }),
+      verify: Type.Optional(Type.String({ description: "A command that checks it, run without a shell" })),
+      failure_modes: Type.Array(Type.String(), { description: "Ways it could look done while it is not" }),
+      subtasks: Type.Array(Type.String(), { description: "The steps" }),
+    }),
+    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
+      if (planning === undefined) {
+        throw new Error("DraftGoal is for plan mode (/plan <objective>); outside it, goals are added with agency goal add");
+      }
+      const ran = await runAgency(draftArgs(params), "", ctx.cwd, HOOK_TIMEOUT_MS);
+      const id = addedGoalId(ran.stdout);
+      if (ran.code === 0 && id !== undefined) planning.drafted.push(id);
+      return textResult(ran);
+    },
+  });
+
   const show = async (args: string[], ctx: any) => {
     const ran = await runAgency(args, "", ctx.cwd, HOOK_TIMEOUT_MS);
     ctx.ui.notify(agencyText(ran) || "(nothing)", ran.code === 0 ? "info" : "error");
@@ -268,8 +372,17 @@ export default function agency(pi: ExtensionAPI) {
   pi.registerCommand("plan", {
     description: "The task list: goals with status and subtasks, signed-off ones hidden, unsigned done flagged",
     handler: async (args, ctx) => {
-      if ((args ?? "").trim() !== "") {
-        ctx.ui.notify("/plan <objective> (plan mode) is not built yet; add goals with `agency goal add`", "error");
+      const objective = (args ?? "").trim();
+      if (objective !== "") {
+        if (planning !== undefined) {
+          ctx.ui.notify("agency plan mode is already on", "error");
+          return;
+        }
+        planning = { objective, drafted: [], tools: pi.getActiveTools() };
+        pi.setActiveTools([...PLAN_MODE_TOOLS]);
+        ctx.ui.notify("agency plan mode: read-only; the agent drafts goals for your review", "info");
+        if (ctx.isIdle()) pi.sendUserMessage(planPrompt(objective));
+        else pi.sendUserMessage(planPrompt(objective), { deliverAs: "followUp" });
         return;
       }
       const ran = await runAgency(["goal", "list", "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS);

@@ -210,3 +210,38 @@ export function planWidget(list) {
   if (cancelledHidden > 0) hidden.push(`${cancelledHidden} cancelled hidden`);
   return [`${list.plan ?? "plan.md"}: ${summary.join(", ")}${hidden.length > 0 ? ` · ${hidden.join(", ")}` : ""}`, ...lines];
 }
+
+/** pi's tools in plan mode: reading, and drafting goals (seed 002 §3a: explore read-only, draft the contract). */
+export const PLAN_MODE_TOOLS = Object.freeze(["read", "grep", "find", "ls", "DraftGoal"]);
+
+/** What the agent is asked in plan mode (seed 002 §10, planDrafting). */
+export function planPrompt(objective) {
+  return [
+    `Plan mode (agency). Objective: ${objective}`,
+    "",
+    "Explore the repository read-only (read, grep, find, ls), then draft the goals that reach the objective,",
+    "one DraftGoal call each. Change no file: your user reviews the drafts and agrees them before any work.",
+    "For each goal give:",
+    "- done_when: one observable condition that makes it done, and what would show it is wrong;",
+    "- verify: a command that checks it, run without a shell (optional, but name one when a test can);",
+    "- failure_modes: two or three ways it could look done while it is not; when there is a verify, one of",
+    "  them says how verify could pass while the goal is still not reached;",
+    "- subtasks: the steps, small enough to tick one by one.",
+    "Then end with a short summary of the plan.",
+  ].join("\n");
+}
+
+/** DraftGoal's parameters as `agency goal add` arguments: a drafted goal is `open` until it is agreed. */
+export function draftArgs(params) {
+  const args = ["goal", "add", String(params.title), "--done-when", String(params.done_when), "--status", "open"];
+  if (typeof params.verify === "string" && params.verify.trim() !== "") args.push("--verify", params.verify);
+  for (const mode of params.failure_modes ?? []) args.push("--failure-mode", String(mode));
+  for (const subtask of params.subtasks ?? []) args.push("--subtask", String(subtask));
+  return args;
+}
+
+/** The id `agency goal add` printed (`added      ID to plan.md`), if any. */
+export function addedGoalId(stdout) {
+  const match = /^added\s+(\S+) to /m.exec(stdout ?? "");
+  return match ? match[1] : undefined;
+}

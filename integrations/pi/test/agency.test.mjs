@@ -6,7 +6,11 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
+  PLAN_MODE_TOOLS,
+  addedGoalId,
   agencyText,
+  draftArgs,
+  planPrompt,
   claudeInput,
   gateToolName,
   gateVerdict,
@@ -183,4 +187,19 @@ test("the task list shows open work, hides signed-off and cancelled goals, and f
   ]);
   assert.deepEqual(planWidget({ plan: "plan.md", goals: [] }), ["plan.md: no goals"]);
   assert.deepEqual(planWidget(undefined), ["plan.md: no goals"]);
+});
+
+test("plan mode reads, drafts open goals through agency goal add, and names the contract's parts", () => {
+  assert.deepEqual(PLAN_MODE_TOOLS, ["read", "grep", "find", "ls", "DraftGoal"]);
+  const prompt = planPrompt("make the cache fast");
+  assert.match(prompt, /Objective: make the cache fast/);
+  for (const part of ["done_when", "verify", "failure_modes", "subtasks", "DraftGoal"]) assert.match(prompt, new RegExp(part));
+  assert.deepEqual(
+    draftArgs({ title: "Cache", done_when: "p95 < 50ms", verify: "pytest -q", failure_modes: ["bypassed"], subtasks: ["client", "eviction"] }),
+    ["goal", "add", "Cache", "--done-when", "p95 < 50ms", "--status", "open", "--verify", "pytest -q",
+      "--failure-mode", "bypassed", "--subtask", "client", "--subtask", "eviction"],
+  );
+  assert.deepEqual(draftArgs({ title: "T", done_when: "d", verify: " " }), ["goal", "add", "T", "--done-when", "d", "--status", "open"]);
+  assert.equal(addedGoalId("added      cache-1 to plan.md\nnote       commit plan.md now"), "cache-1");
+  assert.equal(addedGoalId("error: no"), undefined);
 });

@@ -2,7 +2,7 @@
 //! cleared loop lets the Stop hook stay silent, resume and start bring it back (start with its count
 //! reset), the loop judge's verdict pauses it only on a clear `done`, and a session's sign-off judge must be
 //! a provider of team.yaml. And what pi's `/subgoal` and `/plan` call: `agency goal subgoal` and `agency
-//! goal list --json`.
+//! goal list --json`; and `agency goal agree`, the agreement point of plan mode.
 
 use serde_json::{Value, json};
 
@@ -254,4 +254,32 @@ fn subgoal_adds_a_subtask_to_the_only_active_goal_or_the_one_named() {
     );
     let out = repo.agency(&["goal", "subgoal", "  "]).fails_with(3);
     assert!(out.stderr().contains("one non-empty line"), "{}", out.stderr());
+}
+
+#[test]
+fn agree_sets_drafted_goals_active_and_refuses_any_other() {
+    let repo = with_plan();
+    repo.agency(&[
+        "goal",
+        "add",
+        "Draft",
+        "--done-when",
+        "it works",
+        "--status",
+        "open",
+    ])
+    .success();
+    let out = repo.agency(&["goal", "agree", "fix-1"]).fails_with(3);
+    assert!(
+        out.stderr()
+            .contains("fix-1 is active, not open: only a drafted goal is agreed"),
+        "{}",
+        out.stderr()
+    );
+    repo.agency(&["goal", "agree", "draft-1"]).success();
+    let listed: Value =
+        serde_json::from_str(&repo.agency(&["goal", "list", "--json"]).success().stdout()).unwrap();
+    assert_eq!(listed["goals"][1]["status"], "active");
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(plan.contains("draft-1 agreed"), "{plan}");
 }

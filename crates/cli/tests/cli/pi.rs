@@ -389,7 +389,7 @@ fn pi_rpc_until_idle(
     messages: &[&str],
     env: &[(&str, &str)],
 ) -> Vec<String> {
-    pi_rpc_events(repo, server, messages, env)
+    pi_rpc_events(repo, server, messages, &[], env)
         .iter()
         .filter_map(|event| event["type"].as_str())
         .filter(|kind| matches!(*kind, "agent_start" | "agent_end"))
@@ -397,8 +397,15 @@ fn pi_rpc_until_idle(
         .collect()
 }
 
-/// [`pi_rpc_until_idle`], returning every event pi sent.
-fn pi_rpc_events(repo: &Repo, server: &FakeAnthropic, messages: &[&str], env: &[(&str, &str)]) -> Vec<Value> {
+/// [`pi_rpc_until_idle`], returning every event pi sent; its dialogs (`select`, `confirm`, `input`) are
+/// answered with `answers` in order (each merged into the `extension_ui_response`).
+fn pi_rpc_events(
+    repo: &Repo,
+    server: &FakeAnthropic,
+    messages: &[&str],
+    answers: &[Value],
+    env: &[(&str, &str)],
+) -> Vec<Value> {
     use std::io::{BufRead, BufReader, Write};
     let home = repo.path().join(".agency/pi-home");
     std::fs::create_dir_all(&home).unwrap();
@@ -455,6 +462,7 @@ fn pi_rpc_events(repo: &Repo, server: &FakeAnthropic, messages: &[&str], env: &[
     });
     let mut types: Vec<String> = Vec::new();
     let mut events: Vec<Value> = Vec::new();
+    let mut answers = answers.iter();
     let deadline = std::time::Instant::now() + Duration::from_secs(180);
     for message in messages {
         writeln!(stdin, "{}", json!({"type": "prompt", "message": message})).unwrap();
@@ -483,6 +491,20 @@ fn pi_rpc_events(repo: &Repo, server: &FakeAnthropic, messages: &[&str], env: &[
                     } else {
                         ends(&types) > ends_before
                     };
+                    if event["type"] == "extension_ui_request"
+                        && matches!(
+                            event["method"].as_str(),
+                            Some("select" | "confirm" | "input" | "editor")
+                        )
+                    {
+                        let mut answer = answers
+                            .next()
+                            .unwrap_or_else(|| panic!("an unexpected dialog: {event}"))
+                            .clone();
+                        answer["type"] = json!("extension_ui_response");
+                        answer["id"] = event["id"].clone();
+                        writeln!(stdin, "{answer}").unwrap();
+                    }
                     events.push(event);
                 }
                 Err(_) => break,
@@ -683,7 +705,13 @@ fn subgoal_adds_a_subtask_and_plan_shows_the_task_list_widget() {
     }
     let repo = repo_with_an_active_goal();
     let server = FakeAnthropic::start(Vec::new()).expect("fake server");
-    let events = pi_rpc_events(&repo, &server, &["/subgoal add a regression test", "/plan"], &[]);
+    let events = pi_rpc_events(
+        &repo,
+        &server,
+        &["/subgoal add a regression test", "/plan"],
+        &[],
+        &[],
+    );
     let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
     assert!(plan.contains("- [ ] add a regression test"), "{plan}");
     let widget = events
@@ -701,4 +729,110 @@ fn subgoal_adds_a_subtask_and_plan_shows_the_task_list_widget() {
     );
     // No model call: both are commands.
     assert!(server.message_requests().is_empty());
+}
+
+#[test]
+fn plan_mode_drafts_goals_read_only_and_ready_agrees_them_and_starts_the_loop() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = Repo::initialised();
+    std::fs::write(repo.path().join("value.txt"), "broken\n").unwrap();
+    let server = FakeAnthropic::start(vec![
+        Reply::tool_use("read", json!({"path": "value.txt"})),
+        Reply::tool_use(
+            "DraftGoal",
+            json!({"title": "Fix the value", "done_when": "value.txt says fixed",
+                   "verify": "grep -qx fixed value.txt",
+                   "failure_modes": ["value.txt is fixed in a copy only"],
+                   "subtasks": ["write fixed to value.txt"]}),
+        ),
+        Reply::text("Drafted one goal."),
+        Reply::text("Which spelling do you want?"),
+    ])
+    .expect("fake server");
+    loop_judge_answers(&server, r#"{"done": true, "reason": "asks the user"}"#);
+    let events = pi_rpc_events(
+        &repo,
+        &server,
+        &["/plan make value.txt say fixed"],
+        &[json!({"value": "Ready"}), json!({"confirmed": false})],
+        &[],
+    );
+    let dialogs: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "extension_ui_request")
+        .filter_map(|e| e["method"].as_str())
+        .filter(|m| matches!(*m, "select" | "confirm"))
+        .collect();
+    assert_eq!(dialogs, ["select", "confirm"], "{events:#?}");
+    let requests = server.message_requests();
+    // Plan mode: only the reading tools and DraftGoal were offered.
+    let tools = |request: &Value| -> Vec<String> {
+        let mut names: Vec<String> = request["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(tools(&requests[0]), ["DraftGoal", "find", "grep", "ls", "read"]);
+    assert!(
+        requests[0]
+            .to_string()
+            .contains("Objective: make value.txt say fixed")
+    );
+    // Ready: the drafted goal is agreed (active), and the loop's continuation starts the work with the
+    // session's tools back, DraftGoal not among them.
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(plan.contains("status: active"), "{plan}");
+    assert!(plan.contains("fix-the-value-1 agreed"), "{plan}");
+    assert!(
+        plan.contains("  - value.txt is fixed in a copy only\n- [ ] write fixed to value.txt"),
+        "{plan}"
+    );
+    let work = requests.last().unwrap();
+    assert!(work.to_string().contains("the goal loop is on"), "{work}");
+    let work_tools = tools(work);
+    assert!(
+        work_tools.contains(&"write".to_owned()) && !work_tools.contains(&"DraftGoal".to_owned()),
+        "{work_tools:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("value.txt")).unwrap(),
+        "broken\n"
+    );
+}
+
+#[test]
+fn plan_mode_cancel_withdraws_the_drafts() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = Repo::initialised();
+    let server = FakeAnthropic::start(vec![
+        Reply::tool_use(
+            "DraftGoal",
+            json!({"title": "Fix the value", "done_when": "value.txt says fixed",
+                   "failure_modes": [], "subtasks": []}),
+        ),
+        Reply::text("Drafted."),
+    ])
+    .expect("fake server");
+    pi_rpc_events(
+        &repo,
+        &server,
+        &["/plan fix the value"],
+        &[json!({"value": "Cancel"})],
+        &[],
+    );
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(plan.contains("status: cancelled"), "{plan}");
+    assert!(
+        plan.contains("fix-the-value-1 cancelled: plan not agreed"),
+        "{plan}"
+    );
+    assert_eq!(server.message_requests().len(), 2);
 }

@@ -1,5 +1,5 @@
-//! `agency goal add | cancel | subgoal | log MESSAGE`: the plain plan.md changes, each one line-exact patch
-//! plus a log line.
+//! `agency goal add | cancel | agree | subgoal | log MESSAGE`: the plain plan.md changes, each one
+//! line-exact patch plus a log line.
 
 use agency_core::goals::{GoalStatus, NewGoal, PlanDoc, log_entry};
 use chrono::Utc;
@@ -170,5 +170,30 @@ pub fn subgoal(plan: &PlanFile, id: Option<&str>, text: &str) -> CommandResult {
         .map_err(|e| plan.patch_error(e))?;
     plan.write(&patched)?;
     println!("added      subtask to {goal_id}: {text}");
+    Ok(())
+}
+
+/// Sets each drafted (`open`) goal active, with a log line: the agreement point of pi's plan mode, where the
+/// user accepted the drafted contracts. A goal that is not open is refused, naming its status.
+pub fn agree(plan: &PlanFile, ids: &[String]) -> CommandResult {
+    let mut doc = plan.read()?;
+    for id in ids {
+        let goal = plan.goal(&doc, id)?;
+        if goal.status != Some(GoalStatus::Open) {
+            return Err(CommandError::input(format!(
+                "{id} is {}, not open: only a drafted goal is agreed",
+                goal.status.map_or("without a status", GoalStatus::as_str)
+            )));
+        }
+        let text = doc
+            .set_status(id, GoalStatus::Active)
+            .map_err(|e| plan.patch_error(e))?;
+        let text = PlanDoc::parse(&text)
+            .append_log(&log_entry(Utc::now(), &format!("{id} agreed")))
+            .map_err(|e| plan.patch_error(e))?;
+        plan.write(&text)?;
+        doc = PlanDoc::parse(&text);
+        println!("agreed     {id}");
+    }
     Ok(())
 }

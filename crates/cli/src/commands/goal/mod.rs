@@ -70,6 +70,12 @@ pub enum GoalCommand {
     Loop(goal_loop::LoopArgs),
     /// Set or show one session's sign-off judge (pi's `/judge model`), as PROVIDER/MODEL.
     Judge(goal_loop::JudgeArgs),
+    /// Set drafted (open) goals active: the user agreed their contracts (pi's plan mode, Ready).
+    Agree {
+        /// The goals' ids.
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
     /// Add a subtask checkbox to a goal (the only active one unless --goal names it).
     Subgoal {
         /// The subtask, one line.
@@ -91,6 +97,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     match args.command {
         GoalCommand::List { json: false } => view::list(ctx, &plan),
         GoalCommand::List { json: true } => view::list_json(ctx, &plan),
+        GoalCommand::Agree { ids } => edit::agree(&plan, &ids),
         GoalCommand::Subgoal { text, goal } => edit::subgoal(&plan, goal.as_deref(), &text),
         GoalCommand::Show { id } => view::show(ctx, &plan, &id),
         GoalCommand::Add(add) => edit::add(&plan, add),
