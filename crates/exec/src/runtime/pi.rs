@@ -702,6 +702,15 @@ mod tests {
             .collect();
         assert!(state.ended);
         assert_eq!(state.last_text.as_deref(), Some("done"));
+        // Each tool execution is kept for the gate-coverage audit, by pi's call id.
+        assert_eq!(
+            state.calls,
+            [StreamCall {
+                tool: "write".into(),
+                summary: "hello.txt".into(),
+                target: CallTarget::Id("t1".into()),
+            }]
+        );
         assert_eq!(
             events[0],
             AgentEvent::ToolCall {
