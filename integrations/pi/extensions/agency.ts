@@ -12,9 +12,16 @@
  *   it changed, and in full again after session start and compaction, so the prompt cache keeps hitting.
  * - `tool_result` of write/edit: `agency hook` (PostToolUse) counts file changes and returns the fixed
  *   reminder when plan.md went stale.
- * - `agent_end`: `agency hook` (Stop) decides whether an active goal keeps the session working, under
- *   agency's stop budget; its reason is sent back as the next user message.
- * - Commands: `/plan` (the goals with status, subtasks and sign-off), `/goal status`, `/goal log`.
+ * - `agent_end`: `agency hook` (Stop) decides whether an open goal keeps the session working, under
+ *   agency's stop budget and the session's loop state; before its reason is sent back as the next user
+ *   message, the cheap loop judge (the session's own model, prompt and verdict from agency, fail-open) may
+ *   pause the loop. In plan mode the drafts are reviewed instead.
+ * - Commands: `/plan <objective>` (plan mode: read-only tools and `DraftGoal`, then Ready / Edit / Cancel and
+ *   the compact offer), `/plan` (the task-list widget), `/goal` and `/goal pause | resume | clear | status`
+ *   (`agency goal loop`), `/goal log`, `/subgoal [@id] <text>`, `/judge model <provider/model>`.
+ *
+ * The pure part (reading agency's answers, the widget, argument parsing) is `../lib/agency.mjs`, tested with
+ * node's own runner (`node --test integrations/pi/test/`).
  *
  * `AGENCY_BIN` names the agency binary (default: `agency` on PATH). `AGENCY_PI_GATE_ONLY=1` (set by
  * `agency run` for its pi agents) keeps only the gate: a run's agent has no plan.md goals of its own, and
@@ -223,15 +230,15 @@ export default function agency(pi: ExtensionAPI) {
     );
     if (choice === "Edit") {
       const change = await ctx.ui.input("What should change in the drafted goals?", "");
-      if (typeof change === "string" && change.trim() !== "") {
-        await dropDrafts(plan.drafted, "redrafted in plan mode", ctx.cwd);
-        plan.drafted = [];
-        pi.sendUserMessage(
-          `Your drafts were withdrawn. Draft the goals again with DraftGoal, changed as your user asks: ${change.trim()}`,
-          { deliverAs: "followUp" },
-        );
-        return;
-      }
+      // Nothing said: back to the review.
+      if (typeof change !== "string" || change.trim() === "") return reviewPlan(ctx);
+      await dropDrafts(plan.drafted, "redrafted in plan mode", ctx.cwd);
+      plan.drafted = [];
+      pi.sendUserMessage(
+        `Your drafts were withdrawn. Draft the goals again with DraftGoal, changed as your user asks: ${change.trim()}`,
+        { deliverAs: "followUp" },
+      );
+      return;
     }
     if (choice !== "Ready") {
       await dropDrafts(plan.drafted, "plan not agreed", ctx.cwd);

@@ -836,3 +836,55 @@ fn plan_mode_cancel_withdraws_the_drafts() {
     );
     assert_eq!(server.message_requests().len(), 2);
 }
+
+#[test]
+fn plan_mode_edit_withdraws_the_drafts_and_the_redraft_is_agreed() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = Repo::initialised();
+    let draft = |verify: Option<&str>| {
+        let mut input = json!({"title": "Fix the value", "done_when": "value.txt says fixed",
+                               "failure_modes": ["fixed in a copy only"], "subtasks": []});
+        if let Some(verify) = verify {
+            input["verify"] = json!(verify);
+        }
+        Reply::tool_use("DraftGoal", input)
+    };
+    let server = FakeAnthropic::start(vec![
+        draft(None),
+        Reply::text("Drafted."),
+        draft(Some("grep -qx fixed value.txt")),
+        Reply::text("Redrafted with a verify command."),
+        Reply::text("Which spelling?"),
+    ])
+    .expect("fake server");
+    loop_judge_answers(&server, r#"{"done": true, "reason": "asks the user"}"#);
+    pi_rpc_events(
+        &repo,
+        &server,
+        &["/plan fix the value"],
+        &[
+            json!({"value": "Edit"}),
+            json!({"value": "add a verify command"}),
+            json!({"value": "Ready"}),
+            json!({"confirmed": false}),
+        ],
+        &[],
+    );
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(
+        plan.contains("fix-the-value-1 cancelled: redrafted in plan mode"),
+        "{plan}"
+    );
+    assert!(plan.contains("fix-the-value-2 agreed"), "{plan}");
+    assert!(plan.contains("verify: grep -qx fixed value.txt"), "{plan}");
+    let requests = server.message_requests();
+    assert!(
+        requests[2]
+            .to_string()
+            .contains("changed as your user asks: add a verify command"),
+        "{}",
+        requests[2]
+    );
+}
