@@ -35,12 +35,16 @@ impl FakeAnthropic {
         let server = Server::start(Arc::new(move |request: &RecordedRequest| {
             let first = first_user_message(&request.body);
             let rules = shared_rules.lock().unwrap_or_else(PoisonError::into_inner);
-            let script = match rules.iter().find(|(marker, _)| first.contains(marker.as_str())) {
-                Some((_, script)) => script.clone(),
-                None => shared.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+            let ruled = rules.iter().find(|(marker, _)| first.contains(marker.as_str()));
+            let (script, by_rule) = match ruled {
+                Some((_, script)) => (script.clone(), true),
+                None => (
+                    shared.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+                    false,
+                ),
             };
             drop(rules);
-            respond(request, &script, &ids, tokens.load(Ordering::SeqCst))
+            respond(request, &script, by_rule, &ids, tokens.load(Ordering::SeqCst))
         }))?;
         Ok(FakeAnthropic {
             server,
@@ -61,7 +65,8 @@ impl FakeAnthropic {
     }
 
     /// Answers the conversations whose first user message contains `marker` — a sub-agent started with a
-    /// prompt the main script wrote — from `script` instead (harness/PROTOCOLS.md §3's rules).
+    /// prompt the main script wrote — from `script` instead (harness/PROTOCOLS.md §3's rules), tool-less
+    /// requests included.
     pub fn set_rule(&self, marker: impl Into<String>, script: Vec<Reply>) {
         self.rules
             .lock()
@@ -131,7 +136,15 @@ fn assistant_turns(body: &Value) -> usize {
         .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
 }
 
-fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize, input_tokens: u64) -> Response {
+/// `by_rule`: the request matched a rule, whose script answers it even without tools (a one-shot model call
+/// such as pi's loop judge).
+fn respond(
+    request: &RecordedRequest,
+    script: &[Reply],
+    by_rule: bool,
+    ids: &AtomicUsize,
+    input_tokens: u64,
+) -> Response {
     let path = request.path.split('?').next().unwrap_or_default();
     if request.method != "POST" {
         return Response::json(
@@ -149,7 +162,7 @@ fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize, input
         );
     }
     let body = &request.body;
-    let reply = if has_tools(body) {
+    let reply = if has_tools(body) || by_rule {
         scripted(script, assistant_turns(body))
     } else {
         Reply::text("ok")

@@ -12,33 +12,50 @@
  *   it changed, and in full again after session start and compaction, so the prompt cache keeps hitting.
  * - `tool_result` of write/edit: `agency hook` (PostToolUse) counts file changes and returns the fixed
  *   reminder when plan.md went stale.
- * - `agent_end`: `agency hook` (Stop) decides whether an active goal keeps the session working, under
- *   agency's stop budget; its reason is sent back as the next user message.
- * - Commands: `/plan` (the goals with status, subtasks and sign-off), `/goal status`, `/goal log`.
+ * - `agent_end`: `agency hook` (Stop) decides whether an open goal keeps the session working, under
+ *   agency's stop budget and the session's loop state; before its reason is sent back as the next user
+ *   message, the cheap loop judge (the session's own model, prompt and verdict from agency, fail-open) may
+ *   pause the loop. In plan mode the drafts are reviewed instead.
+ * - Commands: `/plan <objective>` (plan mode: read-only tools and `DraftGoal`, then Ready / Edit / Cancel and
+ *   the compact offer), `/plan` (the task-list widget), `/goal` and `/goal pause | resume | clear | status`
+ *   (`agency goal loop`), `/goal log`, `/subgoal [@id] <text>`, `/judge model <provider/model>`.
  *
- * `AGENCY_BIN` names the agency binary (default: `agency` on PATH).
+ * The pure part (reading agency's answers, the widget, argument parsing) is `../lib/agency.mjs`, tested with
+ * node's own runner (`node --test integrations/pi/test/`).
+ *
+ * `AGENCY_BIN` names the agency binary (default: `agency` on PATH). `AGENCY_PI_GATE_ONLY=1` (set by
+ * `agency run` for its pi agents) keeps only the gate: a run's agent has no plan.md goals of its own, and
+ * the runner, not a Stop hook, decides when it is finished.
  */
 
 import { spawn } from "node:child_process";
+import { complete } from "@mariozechner/pi-ai";
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { Type } from "typebox";
+import {
+  PLAN_MODE_TOOLS,
+  addedGoalId,
+  agencyText,
+  draftArgs,
+  claudeInput,
+  goalCommand,
+  judgeCommand,
+  loopReport,
+  loopVerdict,
+  planPrompt,
+  planWidget,
+  subgoalCommand,
+  gateToolName,
+  gateVerdict,
+  goalHookText,
+  lastAssistantText,
+} from "../lib/agency.mjs";
 
 const AGENCY = process.env.AGENCY_BIN || "agency";
 /** The gate is a local SQLite read; a blocking teachback wait happens in `agency teachback submit`, not here. */
 const HOOK_TIMEOUT_MS = 30_000;
 /** A sign-off runs verify and a judge. */
 const SIGNOFF_TIMEOUT_MS = 30 * 60_000;
-
-/** pi's built-in tools under the names agency's gate knows them by (Claude Code's). */
-const CLAUDE_TOOL_NAMES: Record<string, string> = {
-  read: "Read",
-  write: "Write",
-  edit: "Edit",
-  bash: "Bash",
-  grep: "Grep",
-  find: "Glob",
-  ls: "LS",
-};
 
 interface Ran {
   code: number | null;
@@ -80,6 +97,30 @@ function runAgency(args: string[], input: string, cwd: string, timeoutMs: number
   });
 }
 
+/** How long the loop judge's one model call may take before the loop goes on without it. */
+const LOOP_JUDGE_TIMEOUT_MS = 60_000;
+
+/** Asks the session's current model `prompt` (the loop judge, seed D10); "" when it cannot answer. */
+async function askMainModel(prompt: string, ctx: any): Promise<string> {
+  try {
+    const model = ctx.model;
+    if (!model) return "";
+    const auth = await ctx.modelRegistry.getApiKeyAndHeaders(model);
+    if (!auth?.ok || !auth.apiKey) return "";
+    const response = await complete(
+      model,
+      { messages: [{ role: "user", content: [{ type: "text", text: prompt }], timestamp: Date.now() }] },
+      { apiKey: auth.apiKey, headers: auth.headers, signal: AbortSignal.timeout(LOOP_JUDGE_TIMEOUT_MS) },
+    );
+    return response.content
+      .filter((block: any) => block.type === "text")
+      .map((block: any) => block.text)
+      .join("");
+  } catch {
+    return "";
+  }
+}
+
 function sessionId(ctx: any): string | undefined {
   try {
     return ctx.sessionManager?.getSessionId?.();
@@ -88,70 +129,21 @@ function sessionId(ctx: any): string | undefined {
   }
 }
 
-/** The tool's input as Claude Code names its fields (`file_path`), pi's own fields kept. */
-function claudeInput(input: Record<string, unknown>): Record<string, unknown> {
-  const mapped: Record<string, unknown> = { ...input };
-  if (typeof input.path === "string" && mapped.file_path === undefined) mapped.file_path = input.path;
-  return mapped;
-}
-
-/** What `agency hook` said about a tool call. */
-export type GateVerdict = { block: true; reason: string } | { block: false; notice?: string };
-
-/** Reads `agency hook`'s answer to a PreToolUse event. Anything but a clear answer blocks. */
-export function gateVerdict(ran: Ran): GateVerdict {
-  const closed = (why: string): GateVerdict => ({
-    block: true,
-    reason: `agency: the teachback gate could not decide (${why}), so this call is blocked: the gate fails closed.`,
-  });
-  if (ran.failure) return closed(ran.failure);
-  if (ran.code === 2) return { block: true, reason: ran.stderr.trim() || "agency hook blocked the call" };
-  if (ran.code !== 0) return closed(`agency hook exited with ${ran.code}: ${ran.stderr.trim().slice(0, 500)}`);
-  const text = ran.stdout.trim();
-  if (text === "") return { block: false };
-  let answer: any;
-  try {
-    answer = JSON.parse(text);
-  } catch {
-    return closed(`unreadable answer: ${text.slice(0, 200)}`);
-  }
-  const specific = answer?.hookSpecificOutput;
-  const decision = specific?.permissionDecision;
-  if (decision === "deny") {
-    return { block: true, reason: String(specific.permissionDecisionReason ?? "denied by agency's teachback gate") };
-  }
-  if (decision !== undefined && decision !== "allow") return closed(`unknown decision ${JSON.stringify(decision)}`);
-  const notice = [answer?.systemMessage, specific?.additionalContext].filter((t) => typeof t === "string");
-  return { block: false, notice: notice.length > 0 ? notice.join("\n") : undefined };
-}
-
-/** `additionalContext` (or a Stop hook's block reason) from a goal hook's answer; goal hooks fail open. */
-function goalHookText(ran: Ran): { context?: string; keepWorking?: string } {
-  if (ran.failure || ran.code !== 0 || ran.stdout.trim() === "") return {};
-  try {
-    const answer = JSON.parse(ran.stdout);
-    if (answer?.decision === "block" && typeof answer.reason === "string") return { keepWorking: answer.reason };
-    const context = answer?.hookSpecificOutput?.additionalContext;
-    return typeof context === "string" ? { context } : {};
-  } catch {
-    return {};
-  }
-}
-
 function textResult(ran: Ran) {
-  const output = [ran.stdout.trim(), ran.stderr.trim(), ran.failure ?? ""].filter((t) => t !== "").join("\n");
-  const outcome = ran.code === 0 ? "" : `\n(agency exited with ${ran.code ?? "no exit code"})`;
   return {
-    content: [{ type: "text" as const, text: `${output}${outcome}` }],
+    content: [{ type: "text" as const, text: agencyText(ran) }],
     details: { exitCode: ran.code },
   };
 }
 
 export default function agency(pi: ExtensionAPI) {
+  const gateOnly = process.env.AGENCY_PI_GATE_ONLY === "1";
   /** The goal summary last injected; `undefined` after start or compaction, so it is sent in full again. */
   let injected: string | undefined;
   /** Whether the running turn was started by the Stop hook (Claude Code's `stop_hook_active`). */
   let continuing = false;
+  /** Plan mode (`/plan <objective>`): the goals drafted so far and the tools to give back afterwards. */
+  let planning: { objective: string; drafted: string[]; tools: string[] } | undefined;
 
   const hook = (event: Record<string, unknown>, ctx: any) =>
     runAgency(
@@ -162,7 +154,7 @@ export default function agency(pi: ExtensionAPI) {
     );
 
   pi.on("tool_call", async (event, ctx) => {
-    const toolName = CLAUDE_TOOL_NAMES[event.toolName] ?? event.toolName;
+    const toolName = gateToolName(event.toolName);
     const ran = await hook(
       {
         hook_event_name: "PreToolUse",
@@ -178,8 +170,12 @@ export default function agency(pi: ExtensionAPI) {
     return undefined;
   });
 
+  if (gateOnly) return;
+
   pi.on("session_start", async () => {
     injected = undefined;
+    // DraftGoal is for plan mode only: not offered to the model until `/plan <objective>`.
+    if (planning === undefined) pi.setActiveTools(pi.getActiveTools().filter((name: string) => name !== "DraftGoal"));
   });
   pi.on("session_compact", async () => {
     injected = undefined;
@@ -194,7 +190,7 @@ export default function agency(pi: ExtensionAPI) {
   });
 
   pi.on("tool_result", async (event, ctx) => {
-    const toolName = CLAUDE_TOOL_NAMES[event.toolName];
+    const toolName = gateToolName(event.toolName);
     if (toolName !== "Write" && toolName !== "Edit") return undefined;
     const { context } = goalHookText(
       await hook(
@@ -208,8 +204,104 @@ export default function agency(pi: ExtensionAPI) {
     return undefined;
   });
 
-  pi.on("agent_end", async (_event, ctx) => {
-    const { keepWorking } = goalHookText(await hook({ hook_event_name: "Stop", stop_hook_active: continuing }, ctx));
+  /** Ends plan mode: the tools as they were before it. */
+  const leavePlanMode = () => {
+    if (planning !== undefined) pi.setActiveTools(planning.tools);
+    planning = undefined;
+  };
+
+  /** Cancels the drafted goals (logged in plan.md), for Edit (they are drafted again) and Cancel. */
+  const dropDrafts = async (ids: string[], reason: string, cwd: string) => {
+    for (const id of ids) await runAgency(["goal", "cancel", id, "--reason", reason], "", cwd, HOOK_TIMEOUT_MS);
+  };
+
+  /** The review after a plan-mode run (seed 002 §3a): Ready / Edit / Cancel, then the compact offer. */
+  const reviewPlan = async (ctx: any) => {
+    const plan = planning;
+    if (plan === undefined) return;
+    if (plan.drafted.length === 0) {
+      ctx.ui.notify("agency plan mode: no goal was drafted; plan mode ended", "warning");
+      leavePlanMode();
+      return;
+    }
+    const choice = await ctx.ui.select(
+      `agency plan: ${plan.drafted.length} goal(s) drafted in plan.md (${plan.drafted.join(", ")}). Agree them?`,
+      ["Ready", "Edit", "Cancel"],
+    );
+    if (choice === "Edit") {
+      const change = await ctx.ui.input("What should change in the drafted goals?", "");
+      // Nothing said: back to the review.
+      if (typeof change !== "string" || change.trim() === "") return reviewPlan(ctx);
+      await dropDrafts(plan.drafted, "redrafted in plan mode", ctx.cwd);
+      plan.drafted = [];
+      pi.sendUserMessage(
+        `Your drafts were withdrawn. Draft the goals again with DraftGoal, changed as your user asks: ${change.trim()}`,
+        { deliverAs: "followUp" },
+      );
+      return;
+    }
+    if (choice !== "Ready") {
+      await dropDrafts(plan.drafted, "plan not agreed", ctx.cwd);
+      leavePlanMode();
+      ctx.ui.notify("agency plan mode: cancelled; the drafted goals are cancelled in plan.md", "info");
+      return;
+    }
+    const agreed = await runAgency(["goal", "agree", ...plan.drafted], "", ctx.cwd, HOOK_TIMEOUT_MS);
+    leavePlanMode();
+    if (agreed.code !== 0) {
+      ctx.ui.notify(agencyText(agreed), "error");
+      return;
+    }
+    const session = sessionId(ctx);
+    const start = async () => {
+      if (session === undefined) return;
+      const loop = loopReport(
+        await runAgency(["goal", "loop", "start", "--session", session, "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS),
+      );
+      if (loop.continuation !== undefined) pi.sendUserMessage(loop.continuation, { deliverAs: "followUp" });
+    };
+    const compact = await ctx.ui.confirm(
+      "Compact the context?",
+      "The agreed plan.md goals are injected again after compaction. Start the work in a compacted context?",
+    );
+    if (compact) {
+      ctx.compact({ onComplete: () => void start(), onError: () => void start() });
+    } else {
+      await start();
+    }
+  };
+
+  pi.on("agent_end", async (event, ctx) => {
+    if (planning !== undefined) {
+      // Plan mode: no Stop check (the drafts are not agreed yet); the user reviews them.
+      continuing = false;
+      return reviewPlan(ctx);
+    }
+    const { keepWorking, judgePrompt } = goalHookText(
+      await hook(
+        {
+          hook_event_name: "Stop",
+          stop_hook_active: continuing,
+          loop_judge: true,
+          last_assistant_message: lastAssistantText(event.messages),
+        },
+        ctx,
+      ),
+    );
+    const session = sessionId(ctx);
+    if (keepWorking !== undefined && judgePrompt !== undefined && session !== undefined) {
+      // The cheap loop judge (seed D5/D10): the session's own model reads the last response; agency reads
+      // its answer. An answer that cannot be had is "" and agency continues: the judge fails open.
+      const answer = await askMainModel(judgePrompt, ctx);
+      const verdict = loopVerdict(
+        await runAgency(["goal", "loop", "verdict", "--session", session, "--json"], answer, ctx.cwd, HOOK_TIMEOUT_MS),
+      );
+      if (verdict.pause) {
+        continuing = false;
+        if (ctx.hasUI) ctx.ui.notify(`agency: goal loop paused by the loop judge: ${verdict.reason}`, "info");
+        return;
+      }
+    }
     continuing = keepWorking !== undefined;
     if (keepWorking !== undefined) pi.sendUserMessage(keepWorking, { deliverAs: "followUp" });
   });
@@ -233,6 +325,9 @@ export default function agency(pi: ExtensionAPI) {
     async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
       const args = ["goal", "complete", params.id, "--evidence", params.evidence];
       for (const path of params.paths ?? []) args.push("--path", path);
+      // The session's judge, when `/judge model` chose one.
+      const session = sessionId(ctx);
+      if (session !== undefined) args.push("--session", session);
       return textResult(await runAgency(args, "", ctx.cwd, SIGNOFF_TIMEOUT_MS));
     },
   });
@@ -252,24 +347,120 @@ export default function agency(pi: ExtensionAPI) {
     },
   });
 
+  pi.registerTool({
+    name: "DraftGoal",
+    label: "Draft goal",
+    description:
+      "Plan mode only: draft one goal into plan.md (status open) for your user to review: its done_when, an " +
+      "optional verify command, the ways it could look done while it is not, and its subtasks.",
+    parameters: Type.Object({
+      title: Type.String({ description: "The goal, in a few words" }),
+      done_when: Type.String({ description: "The observable condition that makes it done" }),
+      verify: Type.Optional(Type.String({ description: "A command that checks it, run without a shell" })),
+      failure_modes: Type.Array(Type.String(), { description: "Ways it could look done while it is not" }),
+      subtasks: Type.Array(Type.String(), { description: "The steps" }),
+    }),
+    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
+      if (planning === undefined) {
+        throw new Error("DraftGoal is for plan mode (/plan <objective>); outside it, goals are added with agency goal add");
+      }
+      const ran = await runAgency(draftArgs(params), "", ctx.cwd, HOOK_TIMEOUT_MS);
+      const id = addedGoalId(ran.stdout);
+      if (ran.code === 0 && id !== undefined) planning.drafted.push(id);
+      return textResult(ran);
+    },
+  });
+
   const show = async (args: string[], ctx: any) => {
     const ran = await runAgency(args, "", ctx.cwd, HOOK_TIMEOUT_MS);
-    const { content } = textResult(ran);
-    ctx.ui.notify(content[0].text || "(nothing)", ran.code === 0 ? "info" : "error");
+    ctx.ui.notify(agencyText(ran) || "(nothing)", ran.code === 0 ? "info" : "error");
   };
 
   pi.registerCommand("plan", {
-    description: "The goals in plan.md: status, subtasks, sign-off (agency goal list)",
-    handler: async (_args, ctx) => show(["goal", "list"], ctx),
+    description: "The task list: goals with status and subtasks, signed-off ones hidden, unsigned done flagged",
+    handler: async (args, ctx) => {
+      const objective = (args ?? "").trim();
+      if (objective !== "") {
+        if (planning !== undefined) {
+          ctx.ui.notify("agency plan mode is already on", "error");
+          return;
+        }
+        planning = { objective, drafted: [], tools: pi.getActiveTools() };
+        pi.setActiveTools([...PLAN_MODE_TOOLS]);
+        ctx.ui.notify("agency plan mode: read-only; the agent drafts goals for your review", "info");
+        if (ctx.isIdle()) pi.sendUserMessage(planPrompt(objective));
+        else pi.sendUserMessage(planPrompt(objective), { deliverAs: "followUp" });
+        return;
+      }
+      const ran = await runAgency(["goal", "list", "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS);
+      let lines: string[];
+      try {
+        lines = ran.code === 0 ? planWidget(JSON.parse(ran.stdout)) : [agencyText(ran)];
+      } catch {
+        lines = [`agency goal list: unreadable answer: ${ran.stdout.trim().slice(0, 200)}`];
+      }
+      if (ran.code !== 0) {
+        ctx.ui.notify(lines.join("\n"), "error");
+        return;
+      }
+      // Above the editor until the next /plan; the same text as a notice where there is no widget area.
+      ctx.ui.setWidget("agency-plan", lines);
+      ctx.ui.notify(lines.join("\n"), "info");
+    },
+  });
+
+  pi.registerCommand("subgoal", {
+    description: "/subgoal [@goal-id] <text>: add a subtask to the active goal (agency goal subgoal)",
+    handler: async (args, ctx) => {
+      const command = subgoalCommand(args);
+      if (command === undefined) {
+        ctx.ui.notify("usage: /subgoal <text>, or /subgoal @<goal id> <text> when several goals are active", "error");
+        return;
+      }
+      return show(command, ctx);
+    },
   });
 
   pi.registerCommand("goal", {
-    description: "agency goals: `/goal status` lists them, `/goal log` prints the plan's log",
+    description: "The goal loop: /goal (re)starts it; /goal pause | resume | clear | status; /goal log",
     handler: async (args, ctx) => {
-      const word = (args ?? "").trim();
-      if (word === "" || word === "status") return show(["goal", "list"], ctx);
-      if (word === "log") return show(["goal", "log"], ctx);
-      ctx.ui.notify(`/goal ${word}: not supported; use /goal status or /goal log`, "error");
+      const action = goalCommand(args);
+      if (action === undefined) {
+        ctx.ui.notify(`/goal ${(args ?? "").trim()}: unknown; use /goal, /goal pause | resume | clear | status, /goal log`, "error");
+        return;
+      }
+      if (action === "log") return show(["goal", "log"], ctx);
+      const session = sessionId(ctx);
+      if (session === undefined) {
+        ctx.ui.notify("agency: this pi session has no id, so its goal loop cannot be kept", "error");
+        return;
+      }
+      const loop = loopReport(
+        await runAgency(["goal", "loop", action, "--session", session, "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS),
+      );
+      ctx.ui.notify(loop.text, loop.ok ? "info" : "error");
+      if (loop.continuation !== undefined) {
+        continuing = false;
+        if (ctx.isIdle()) pi.sendUserMessage(loop.continuation);
+        else pi.sendUserMessage(loop.continuation, { deliverAs: "followUp" });
+      }
+    },
+  });
+
+  pi.registerCommand("judge", {
+    description: "/judge model <provider/model>: the sign-off judge of CompleteGoal in this session; /judge: show it",
+    handler: async (args, ctx) => {
+      const words = judgeCommand(args);
+      if (words === undefined) {
+        ctx.ui.notify("usage: /judge, /judge model <provider/model>, /judge model reset", "error");
+        return;
+      }
+      const session = sessionId(ctx);
+      if (session === undefined) {
+        ctx.ui.notify("agency: this pi session has no id, so its judge cannot be kept", "error");
+        return;
+      }
+      return show(["goal", "judge", ...words, "--session", session], ctx);
     },
   });
 }

@@ -23,6 +23,7 @@ mod gc;
 mod goal;
 mod goal_e2e;
 mod goal_hooks;
+mod goal_loop;
 mod hook;
 mod hook_claude;
 mod hook_codex;

@@ -164,9 +164,9 @@ impl TierModel {
 /// What the runner knows that the runtimes need.
 #[derive(Debug, Clone)]
 pub struct RuntimeSetup {
-    /// The tier's model: the built-in agent thinks with it, and does the teachback step for pi and command.
+    /// The tier's model: the built-in agent thinks with it, and does the teachback step for a command.
     pub provider: Arc<dyn Provider>,
-    /// The `agency` binary whose `hook` subcommand gates Claude Code and Codex.
+    /// The `agency` binary whose `hook` subcommand gates Claude Code, Codex and pi.
     pub agency: PathBuf,
     /// The run's blackboard (`AGENCY_DB` for the hook).
     pub db: PathBuf,
@@ -233,6 +233,14 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
         }
         Runtime::Pi => {
             let mut runtime = PiRuntime::new(builtin, setup.state_dir.join("pi"));
+            // Gated by agency's extension on every tool call, as Claude Code is by its hook.
+            runtime.gate = Some(super::pi::PiGate {
+                agency: setup.agency.clone(),
+                db: setup.db.clone(),
+                config: setup.config.clone(),
+                rollout: setup.rollout,
+                service: setup.gate.clone(),
+            });
             runtime.secrets.clone_from(&setup.secrets);
             runtime.prices.clone_from(&setup.prices);
             // pi speaks both APIs: any tier model runs on it, its name checked as for the other CLIs.

@@ -12,10 +12,11 @@
 //! - "done" is a *report*, not a status: the runner signs the work off afterwards, out of the agent's reach.
 //!
 //! The runtimes: [`builtin`] (agency's own loop with confined tools), [`claude_code`] and [`codex`] (the
-//! CLIs, gated by `agency hook`), [`pi`] and [`command`] (agents without hooks, started after a
-//! read-only teachback step);
-//! [`choice`] picks one per tier and says why. The hook those two run is wrapped to fail closed
-//! ([`hook_command`]), and what it decided is audited against their event streams ([`coverage`]).
+//! CLIs, gated by `agency hook`), [`pi`] (gated by `agency hook` through agency's pi extension) and
+//! [`command`] (an agent without hooks, started after a read-only teachback step);
+//! [`choice`] picks one per tier and says why. The hook Claude Code and Codex run is wrapped to fail closed
+//! ([`hook_command`]), pi's extension fails closed itself, and what the hook decided is audited against
+//! their event streams ([`coverage`]).
 //! Shared pieces: [`external`] (driving an agent process, reading its report), [`redact`] (secrets kept
 //! out of every recorded event) and [`personality`] (the talent pool and role registry).
 

@@ -1,12 +1,18 @@
 //! The pi runtime: the pi coding agent (`pi --mode rpc`, JSON lines over stdio) in the brief's worktree.
-//! pi has no hook agency could gate its tool calls with, so, as for the command runtime, the teachback is
-//! done first in a read-only step by the built-in agent ([`BuiltinRuntime::teachback_step`]) and pi is
-//! started only once it is approved.
+//!
+//! In a run pi is gated like Claude Code ([`PiGate`]): it loads agency's pi extension (compiled into agency,
+//! [`EXTENSION`], written into the agent's private directory), whose `tool_call` handler sends every tool
+//! call to `agency hook` and blocks it on a deny, or when agency cannot answer (fail-closed). The agent
+//! teaches back with `agency teachback submit` through its `bash` tool, as its prompt says, and the runner
+//! reviews it from the blackboard; every call in pi's event stream must have a decision the hook recorded
+//! ([`super::coverage`]). Without a [`PiGate`] (a runtime built by hand) the teachback is done first in a
+//! read-only step by the built-in agent ([`BuiltinRuntime::teachback_step`]) and pi is started only once it
+//! is approved.
 //!
 //! pi gets a private agent directory (`PI_CODING_AGENT_DIR`, also its HOME) per brief attempt, holding the
-//! optional `models.json` (custom providers, such as a local server) and its sessions; extensions, skills,
-//! prompt templates and themes are not loaded, and startup network calls are off. The prompt is sent as one
-//! `prompt` command; when pi answers `agent_end` its stdin is closed and it exits. Its events
+//! optional `models.json` (custom providers, such as a local server), its sessions and the extension; no
+//! other extension, skill or prompt template is loaded, and startup network calls are off. The prompt is
+//! sent as one `prompt` command; when pi answers `agent_end` its stdin is closed and it exits. Its events
 //! (`tool_execution_end`, assistant `message_end` with usage and cost) become [`AgentEvent`]s.
 //!
 //! pi runs on its tier's model from team.yaml ([`PiRuntime::use_tier_model`]): a provider with its own
@@ -15,19 +21,51 @@
 //! agent at once with pi's reason, instead of waiting for the agent's time limit.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agency_llm::{BoxFuture, CallMeta, CancelToken, PriceTable, StopReason, Usage, UsageRecord, cost};
 use serde_json::{Value, json};
 
-use agency_core::config::ProviderKind;
+use agency_core::config::{ProviderKind, RolloutMode};
 
 use super::builtin::BuiltinRuntime;
 use super::choice::TierModel;
-use super::external::{Flow, drive, ending_for, parse_report, sandboxed};
+use super::coverage::{self, CallTarget, GATE_LOG_FILE, StreamCall};
+use super::external::{
+    Flow, drive, ending_for, hook_env, issue_gate, parse_report, sandboxed, teachback_for,
+};
 use super::redact::{Recorder, redactor_for, truncate};
 use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use crate::gate::{GateCapability, GateIssuer};
 use crate::process::CommandSpec;
+
+/// agency's pi extension (`integrations/pi/extensions/agency.ts`), compiled in so that a run needs no
+/// checkout of agency's sources: a gated agent loads it from its private directory.
+pub const EXTENSION: &str = include_str!("../../../../integrations/pi/extensions/agency.ts");
+/// The extension's pure helpers, which it imports from `../lib/agency.mjs`.
+pub const EXTENSION_LIB: &str = include_str!("../../../../integrations/pi/lib/agency.mjs");
+/// Where the extension goes in the agent's private directory.
+const EXTENSION_DIR: &str = "agency-extension";
+/// Set in a gated agent's environment: the extension keeps only its teachback gate (no goal hooks, no
+/// commands), since a run's agent has no plan.md goals and the runner decides when it is finished.
+pub const GATE_ONLY_ENV: &str = "AGENCY_PI_GATE_ONLY";
+
+/// How a run's pi agents are gated: the agency extension asks `agency hook` about every tool call.
+#[derive(Debug, Clone)]
+pub struct PiGate {
+    /// The `agency` binary whose `hook` subcommand decides (`AGENCY_BIN` for the extension).
+    pub agency: PathBuf,
+    /// The blackboard the hook reads (`AGENCY_DB`) when no gate service answers it.
+    pub db: PathBuf,
+    /// The team configuration the hook reads (`AGENCY_CONFIG`), when not the default location.
+    pub config: Option<PathBuf>,
+    /// The teachback gate's rollout mode, passed to the hook in the agent's environment.
+    pub rollout: RolloutMode,
+    /// The runner's gate service: each agent gets a capability for its own brief. `None`: the hook is given
+    /// the blackboard's path instead, which it can open only where the agent runs unsandboxed.
+    pub service: Option<Arc<dyn GateIssuer>>,
+}
 
 /// pi's tools that only read, all a read-only agent is given.
 pub const READ_ONLY_TOOLS: &str = "read,grep,find,ls";
@@ -37,8 +75,10 @@ pub const READ_ONLY_TOOLS: &str = "read,grep,find,ls";
 pub struct PiRuntime {
     /// The `pi` program: a name looked up on PATH, or a path.
     pub program: PathBuf,
-    /// The built-in agent that does the read-only teachback step first.
+    /// The built-in agent that does the read-only teachback step first, when pi is not gated.
     pub teachback: BuiltinRuntime,
+    /// The teachback gate through agency's extension; `None`: the teachback step above instead.
+    pub gate: Option<PiGate>,
     /// Where each agent's private pi directory is made (`<state_dir>/<brief id>-<attempt>`).
     pub state_dir: PathBuf,
     /// `--provider`, when set.
@@ -61,6 +101,7 @@ impl PiRuntime {
         Self {
             program: PathBuf::from("pi"),
             teachback,
+            gate: None,
             state_dir: state_dir.into(),
             provider: None,
             model: None,
@@ -129,6 +170,46 @@ impl PiRuntime {
             .join(format!("{}-{}", task.brief.id, task.brief.attempt))
     }
 
+    /// The extension's entry file in the agent's private directory (written by [`Runtime::run`]).
+    pub fn extension_path(&self, task: &AgentTask) -> PathBuf {
+        self.home(task)
+            .join(EXTENSION_DIR)
+            .join("extensions")
+            .join("agency.ts")
+    }
+
+    /// Writes the extension (and its helpers) into the agent's private directory.
+    fn install_extension(&self, task: &AgentTask) -> Result<(), RuntimeError> {
+        let root = self.home(task).join(EXTENSION_DIR);
+        for (relative, text) in [
+            ("extensions/agency.ts", EXTENSION),
+            ("lib/agency.mjs", EXTENSION_LIB),
+        ] {
+            let path = root.join(relative);
+            let written = path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::write(&path, text));
+            written.map_err(|e| {
+                RuntimeError::Other(format!(
+                    "cannot write pi's agency extension {}: {e}",
+                    path.display()
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The prompt sent to pi: the task, how to teach back when gated, and how to end.
+    pub fn prompt(&self, task: &AgentTask) -> String {
+        let teachback = self
+            .gate
+            .as_ref()
+            .map(|gate| teachback_for(task, &gate.agency))
+            .unwrap_or_default();
+        format!("{}{teachback}{}", task.prompt, ending_for(task))
+    }
+
     /// The command that runs the agent (the prompt goes in over stdin).
     pub fn command(&self, task: &AgentTask) -> CommandSpec {
         let home = self.home(task);
@@ -142,6 +223,10 @@ impl PiRuntime {
             ])
             .arg("--session-dir")
             .arg(home.join("sessions"));
+        if self.gate.is_some() {
+            // `--no-extensions` turns discovery off; an extension named with `-e` is still loaded.
+            spec = spec.arg("-e").arg(self.extension_path(task));
+        }
         if let Some(provider) = &self.provider {
             spec = spec.arg("--provider").arg(provider);
         }
@@ -165,16 +250,44 @@ impl PiRuntime {
         for (name, value) in &task.env {
             spec = spec.env(name, value);
         }
-        spec.env("HOME", &home)
+        spec = spec
+            .env("HOME", &home)
             .env("PI_CODING_AGENT_DIR", &home)
             .env("PI_OFFLINE", "1")
-            .env("PI_TELEMETRY", "0")
+            .env("PI_TELEMETRY", "0");
+        let Some(gate) = &self.gate else {
+            return spec;
+        };
+        spec = spec
+            .env("AGENCY_BIN", &gate.agency)
+            .env("AGENCY_BRIEF", task.brief.id.to_string())
+            .env(GATE_ONLY_ENV, "1");
+        hook_env(
+            spec,
+            &home,
+            gate.rollout,
+            gate.service.is_some(),
+            &gate.db,
+            gate.config.as_deref(),
+        )
+    }
+
+    /// What its sandbox must let it write besides the worktree: its directory, and the gate service's
+    /// socket when it has one. Never the blackboard: its hook reaches the gate through the service.
+    fn writable(&self, task: &AgentTask, gate: Option<&GateCapability>) -> Vec<PathBuf> {
+        let mut writable = vec![self.home(task)];
+        writable.extend(gate.map(|g| g.socket().to_path_buf()));
+        writable
     }
 }
 
 impl Runtime for PiRuntime {
     fn name(&self) -> &'static str {
         "pi"
+    }
+
+    fn teachback_on_blackboard(&self) -> bool {
+        self.gate.is_some()
     }
 
     fn run<'a>(
@@ -191,21 +304,44 @@ impl Runtime for PiRuntime {
                 std::fs::write(home.join("models.json"), models.to_string())
                     .map_err(|e| RuntimeError::Other(format!("cannot write models.json: {e}")))?;
             }
-            let redactor = redactor_for(&task.env, &self.secrets);
+            // Decisions of an earlier process of this attempt must not cover this one's calls.
+            let gate_log = home.join(GATE_LOG_FILE);
+            if let Err(e) = std::fs::remove_file(&gate_log)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                return Err(RuntimeError::Other(format!(
+                    "cannot remove {}: {e}",
+                    gate_log.display()
+                )));
+            }
+            let capability = match &self.gate {
+                Some(gate) => {
+                    self.install_extension(task)?;
+                    issue_gate(gate.service.as_deref(), task)?
+                }
+                None => None,
+            };
+            let mut secrets = self.secrets.clone();
+            secrets.extend(capability.as_ref().map(|g| g.token().to_owned()));
+            let redactor = redactor_for(&task.env, &secrets);
             let recorder = Recorder::new(hooks, &redactor);
-            if task.access == Access::ReadWrite {
+            if self.gate.is_none() && task.access == Access::ReadWrite {
                 recorder.note("teachback step (read-only, built-in agent) before pi starts");
                 if let Some(outcome) = self.teachback.teachback_step(task, hooks, cancel).await? {
                     recorder.note("the teachback was not approved; pi was not started");
                     return Ok(outcome);
                 }
             }
-            let prompt = json!({"type": "prompt", "message": format!("{}{}", task.prompt, ending_for(task))});
+            let prompt = json!({"type": "prompt", "message": self.prompt(task)});
             let mut state = StreamState {
                 prices: self.prices.clone(),
                 ..StreamState::default()
             };
-            let spec = sandboxed("pi", task, self.command(task), std::slice::from_ref(&home), &[])?;
+            let mut spec = self.command(task);
+            if let Some(capability) = &capability {
+                spec = capability.apply(spec);
+            }
+            let spec = sandboxed("pi", task, spec, &self.writable(task, capability.as_ref()), &[])?;
             let input = format!("{prompt}\n").into_bytes();
             let driven = drive(
                 "pi",
@@ -226,6 +362,17 @@ impl Runtime for PiRuntime {
                 },
             )
             .await?;
+            if self.gate.is_some()
+                && driven.stop != Some(AgentStop::Cancelled)
+                && let Some(alert) = coverage::check(&gate_log, &state.calls, |line| recorder.note(line))
+            {
+                return Ok(AgentOutcome {
+                    report: None,
+                    stop: alert,
+                    session_id: None,
+                    final_text: state.last_text.as_deref().map(super::final_text),
+                });
+            }
             if let Some(failure) = &state.failure {
                 return Err(RuntimeError::Process(truncate(failure, 2_000)));
             }
@@ -266,6 +413,8 @@ pub struct StreamState {
     pub failure: Option<String>,
     /// team.yaml's `models.prices`, which cost a message pi reports no cost for, by the model that answered.
     pub prices: PriceTable,
+    /// Every tool call pi ran or refused, for the gate-coverage audit.
+    pub calls: Vec<StreamCall>,
 }
 
 /// Maps one `pi --mode rpc` line to events.
@@ -296,6 +445,11 @@ pub fn map_line(line: &str, state: &mut StreamState, meta: &CallMeta) -> Vec<Age
                 .iter()
                 .find_map(|k| args.get(*k).and_then(Value::as_str))
                 .map_or_else(|| args.to_string(), str::to_owned);
+            state.calls.push(StreamCall {
+                tool: str_at(&event, "toolName"),
+                summary: truncate(&summary, 200),
+                target: CallTarget::Id(str_at(&event, "toolCallId")),
+            });
             vec![AgentEvent::ToolCall {
                 name: str_at(&event, "toolName"),
                 summary: truncate(&summary, 200),
@@ -548,6 +702,15 @@ mod tests {
             .collect();
         assert!(state.ended);
         assert_eq!(state.last_text.as_deref(), Some("done"));
+        // Each tool execution is kept for the gate-coverage audit, by pi's call id.
+        assert_eq!(
+            state.calls,
+            [StreamCall {
+                tool: "write".into(),
+                summary: "hello.txt".into(),
+                target: CallTarget::Id("t1".into()),
+            }]
+        );
         assert_eq!(
             events[0],
             AgentEvent::ToolCall {

@@ -1,8 +1,11 @@
 //! The pi runtime with the real `pi` binary against the fake Anthropic server from `agency-testkit`: the
-//! teachback step runs first (built-in agent, read-only), then pi edits its worktree over RPC. A pi that
-//! refuses the prompt (no API key) ends the agent at once with pi's reason.
+//! teachback step runs first (built-in agent, read-only) when pi is not gated, then pi edits its worktree
+//! over RPC. A pi that refuses the prompt (no API key) ends the agent at once with pi's reason. And the
+//! command of a gated pi (agency's extension, gate-only); a gated run end to end is in the cli tests
+//! (`pi::a_run_with_pi_as_t4_…`).
 
 use agency_core::variety::TeachbackMode;
+use agency_exec::runtime::pi::PiGate;
 use agency_exec::runtime::{
     Access, AgentStop, BuiltinRuntime, PiRuntime, ReportStatus, Runtime, RuntimeError, TierModel,
 };
@@ -100,4 +103,67 @@ async fn a_pi_that_refuses_the_prompt_ends_the_agent_at_once_with_its_reason() {
     }
     // Not the agent's time limit: pi is ended as soon as it refuses.
     assert!(elapsed < std::time::Duration::from_secs(30), "took {elapsed:?}");
+}
+
+#[test]
+fn a_gated_pi_loads_agency_s_extension_in_gate_only_mode_and_is_told_how_to_teach_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut runtime = PiRuntime::new(
+        BuiltinRuntime::new(Recording::new("replies: []\n")),
+        dir.path().join("homes"),
+    );
+    runtime.gate = Some(PiGate {
+        agency: "/opt/agency/bin/agency".into(),
+        db: "/runs/agency.db".into(),
+        config: None,
+        rollout: agency_core::config::RolloutMode::Warn,
+        service: None,
+    });
+    let mut task = task(dir.path(), true, Access::ReadWrite);
+    // The runner's own HOME must not replace the agent's private one.
+    task.env.push(("HOME".into(), "/home/runner".into()));
+    let spec = runtime.command(&task);
+    let args: Vec<String> = spec
+        .args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let after = |flag: &str| args[args.iter().position(|a| a == flag).unwrap() + 1].clone();
+    // Discovery off, agency's extension named: nothing else is loaded.
+    assert!(args.contains(&"--no-extensions".to_owned()));
+    assert_eq!(after("-e"), runtime.extension_path(&task).display().to_string());
+    let env: std::collections::BTreeMap<String, String> = spec
+        .env
+        .set
+        .iter()
+        .map(|(k, v)| (k.clone(), v.to_string_lossy().into_owned()))
+        .collect();
+    assert_eq!(env["AGENCY_BIN"], "/opt/agency/bin/agency");
+    assert_eq!(env["AGENCY_BRIEF"], task.brief.id.to_string());
+    assert_eq!(env["AGENCY_PI_GATE_ONLY"], "1");
+    assert_eq!(env["AGENCY_ROLLOUT_MODE"], "warn");
+    // No gate service: the hook is given the blackboard (it can open it only unsandboxed).
+    assert_eq!(env["AGENCY_DB"], "/runs/agency.db");
+    assert_eq!(env["HOME"], runtime.home(&task).display().to_string());
+    assert!(env["AGENCY_GATE_LOG"].ends_with("gate-decisions.jsonl"));
+    // The prompt says how to teach back with the same agency binary.
+    let prompt = runtime.prompt(&task);
+    assert!(
+        prompt.contains("/opt/agency/bin/agency teachback submit --building"),
+        "{prompt}"
+    );
+    assert!(runtime.teachback_on_blackboard());
+    // The extension compiled in is the one in integrations/pi.
+    let source = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../integrations/pi/extensions/agency.ts"),
+    )
+    .unwrap();
+    assert_eq!(agency_exec::runtime::pi::EXTENSION, source);
+
+    // Ungated (a runtime built by hand): no extension, the teachback step instead.
+    runtime.gate = None;
+    let plain = runtime.command(&task);
+    assert!(!plain.args.iter().any(|a| a == "-e"));
+    assert!(!runtime.teachback_on_blackboard());
+    assert!(!runtime.prompt(&task).contains("teachback submit"));
 }

@@ -45,6 +45,12 @@ pub struct CompleteArgs {
     /// Answer the judge's model calls from this script instead of the configured judge model.
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
+    /// The judge's model, as PROVIDER/MODEL (a provider of team.yaml), instead of team.yaml's signoff judge.
+    #[arg(long, value_name = "PROVIDER/MODEL", conflicts_with = "script")]
+    pub judge_model: Option<String>,
+    /// The client session whose judge (`agency goal judge`) to use when --judge-model is not given.
+    #[arg(long, env = "AGENCY_GOAL_SESSION", value_name = "ID")]
+    pub session: Option<String>,
 }
 
 /// Runs the sign-off and applies its outcome to the plan.
@@ -56,7 +62,17 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
     check_status(goal, &args.id, &Records::at(&ws.db, plan)?)?;
     let contract = goal.contract();
     let evidence = evidence(&args)?;
-    let team = team_config(&ws.config)?;
+    let mut team = team_config(&ws.config)?;
+    let chosen = args.judge_model.clone().or_else(|| {
+        args.session
+            .as_deref()
+            .and_then(|id| super::session::Session::load(&plan.root, Some(id)).judge_model)
+    });
+    if let Some(reference) = &chosen
+        && args.script.is_none()
+    {
+        team.signoff.judge_model = Some(super::goal_loop::judge_binding(ctx, reference)?);
+    }
     let repo = Repo::open(&plan.root, GitOptions::default()).map_err(|e| {
         CommandError::input(e.to_string()).hint("run agency goal complete inside the git repository")
     })?;
@@ -218,7 +234,7 @@ fn evidence(args: &CompleteArgs) -> CommandResult<Vec<Evidence>> {
     Ok(out)
 }
 
-fn team_config(path: &std::path::Path) -> CommandResult<TeamConfig> {
+pub(super) fn team_config(path: &std::path::Path) -> CommandResult<TeamConfig> {
     if !path.is_file() {
         return Ok(TeamConfig::default());
     }

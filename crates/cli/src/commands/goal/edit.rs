@@ -1,5 +1,5 @@
-//! `agency goal add | cancel | log MESSAGE`: the plain plan.md changes, each one line-exact patch plus a
-//! log line.
+//! `agency goal add | cancel | agree | subgoal | log MESSAGE`: the plain plan.md changes, each one
+//! line-exact patch plus a log line.
 
 use agency_core::goals::{GoalStatus, NewGoal, PlanDoc, log_entry};
 use chrono::Utc;
@@ -102,5 +102,98 @@ pub fn log(plan: &PlanFile, message: &str) -> CommandResult {
         .append_log(&log_entry(Utc::now(), message))
         .map_err(|e| plan.patch_error(e))?;
     plan.write(&text)?;
+    Ok(())
+}
+
+/// Appends the subtask `- [ ] TEXT` to goal `id`, or to the only active goal when no id is given (pi's
+/// `/subgoal`), after its last subtask (after the goal's last line when it has none), and logs it.
+pub fn subgoal(plan: &PlanFile, id: Option<&str>, text: &str) -> CommandResult {
+    let text = text.trim();
+    if text.is_empty() || text.contains(['\n', '\r']) {
+        return Err(CommandError::input(
+            "agency goal subgoal: the subtask must be one non-empty line".to_string(),
+        ));
+    }
+    let doc = plan.read()?;
+    let goal = match id {
+        Some(id) => plan.goal(&doc, id)?,
+        None => {
+            let active: Vec<_> = doc.active_goals().collect();
+            match active.as_slice() {
+                [only] => *only,
+                _ => {
+                    let ids: Vec<&str> = active
+                        .iter()
+                        .map(|g| g.id.as_deref().unwrap_or("(no id)"))
+                        .collect();
+                    return Err(CommandError::input(format!(
+                        "{}: {} active goals ({}), so which one the subtask is for is unknown",
+                        plan.relative(),
+                        active.len(),
+                        if ids.is_empty() {
+                            "none".to_string()
+                        } else {
+                            ids.join(", ")
+                        }
+                    ))
+                    .hint("name the goal: agency goal subgoal --goal ID TEXT (in pi: /subgoal @ID TEXT)"));
+                }
+            }
+        }
+    };
+    let goal_id = goal.id.clone().ok_or_else(|| {
+        CommandError::input(format!(
+            "{}: the goal at line {} has no <!-- id: … --> marker",
+            plan.relative(),
+            goal.lines.heading
+        ))
+    })?;
+    let after = goal
+        .subtasks
+        .last()
+        .map_or(goal.lines.end, |subtask| subtask.line);
+    // Line-exact: every other byte (line endings included) stays as it was.
+    let original = doc.text();
+    let mut lines: Vec<String> = original.split_inclusive('\n').map(str::to_owned).collect();
+    let at = after.min(lines.len());
+    if let Some(previous) = at.checked_sub(1).and_then(|i| lines.get_mut(i))
+        && !previous.ends_with('\n')
+    {
+        previous.push('\n');
+    }
+    lines.insert(at, format!("- [ ] {text}\n"));
+    let patched = PlanDoc::parse(&lines.concat())
+        .append_log(&log_entry(
+            Utc::now(),
+            &format!("{goal_id}: subtask added: {text}"),
+        ))
+        .map_err(|e| plan.patch_error(e))?;
+    plan.write(&patched)?;
+    println!("added      subtask to {goal_id}: {text}");
+    Ok(())
+}
+
+/// Sets each drafted (`open`) goal active, with a log line: the agreement point of pi's plan mode, where the
+/// user accepted the drafted contracts. A goal that is not open is refused, naming its status.
+pub fn agree(plan: &PlanFile, ids: &[String]) -> CommandResult {
+    let mut doc = plan.read()?;
+    for id in ids {
+        let goal = plan.goal(&doc, id)?;
+        if goal.status != Some(GoalStatus::Open) {
+            return Err(CommandError::input(format!(
+                "{id} is {}, not open: only a drafted goal is agreed",
+                goal.status.map_or("without a status", GoalStatus::as_str)
+            )));
+        }
+        let text = doc
+            .set_status(id, GoalStatus::Active)
+            .map_err(|e| plan.patch_error(e))?;
+        let text = PlanDoc::parse(&text)
+            .append_log(&log_entry(Utc::now(), &format!("{id} agreed")))
+            .map_err(|e| plan.patch_error(e))?;
+        plan.write(&text)?;
+        doc = PlanDoc::parse(&text);
+        println!("agreed     {id}");
+    }
     Ok(())
 }

@@ -12,23 +12,24 @@
 //!   ([`ENV_STOP_BUDGET`], default 8 continuations) remains. A stop with `stop_hook_active: false` is a new
 //!   turn and resets the count; a spent budget lets the session stop and logs why in plan.md.
 //!
-//! Per-session counters live in `.agency/goal-sessions/<session>.json` (in the temporary directory when the
-//! repository has no `.agency/`). Everything fails open: a goal hook
-//! that cannot read its plan stays silent rather than trapping a session.
+//! Per-session state lives in `.agency/goal-sessions/<session>.json` ([`super::session`]); a loop paused or
+//! cleared there (`agency goal loop`) lets the session stop. A client that asks for it (`"loop_judge":
+//! true` with `last_assistant_message`, as pi's extension does) gets the cheap loop judge's prompt with a
+//! Stop hook's block ([`loop_judge_prompt`]). Everything fails open: a goal hook that cannot read its plan
+//! stays silent rather than trapping a session.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use agency_core::goals::{Goal, GoalStatus, PlanDoc, log_entry, render_active_summary};
 use chrono::Utc;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::plan_file::PlanFile;
 use super::records::Records;
+use super::session::{LoopState, Session};
 use crate::hook::HookEnv;
 use crate::hook::event::HookEvent;
-use crate::workspace::AGENCY_DIR;
 
 /// Continuations the Stop hook may force in one turn.
 pub const ENV_STOP_BUDGET: &str = "AGENCY_GOAL_STOP_BUDGET";
@@ -72,7 +73,13 @@ pub enum GoalAnswer {
         text: String,
     },
     /// Do not stop; keep working on this.
-    Block(String),
+    Block {
+        /// What to keep working on.
+        reason: String,
+        /// The loop judge's prompt, when the client asked for one (`"loop_judge": true`, pi's extension):
+        /// it asks its main model and hands the answer to `agency goal loop verdict`.
+        loop_judge: Option<String>,
+    },
 }
 
 /// Answers one goal event; `raw` is the event as sent (for fields the shared parser does not keep).
@@ -97,7 +104,18 @@ pub fn answer(event: &HookEvent, raw: &Value, env: &HookEnv) -> GoalAnswer {
                 .db_path(Some(&cwd))
                 .and_then(|db| Records::read(&db, &plan).ok())
                 .unwrap_or_default();
-            stop(&doc, &plan, &records, session, active)
+            let judged = raw.get("loop_judge").and_then(Value::as_bool) == Some(true);
+            let last = raw
+                .get("last_assistant_message")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            match stop(&doc, &plan, &records, session, active) {
+                GoalAnswer::Block { reason, .. } if judged => GoalAnswer::Block {
+                    loop_judge: Some(loop_judge_prompt(&reason, last)),
+                    reason,
+                },
+                answer => answer,
+            }
         }
         _ => GoalAnswer::Silent,
     }
@@ -159,7 +177,7 @@ fn touches_plan(input: &Value, plan: &PlanFile) -> bool {
 }
 
 /// Goals that keep a session from stopping: active ones, and done ones with no sign-off record.
-fn open_goals<'d>(doc: &'d PlanDoc, records: &Records) -> Vec<&'d Goal> {
+pub(super) fn open_goals<'d>(doc: &'d PlanDoc, records: &Records) -> Vec<&'d Goal> {
     doc.goals()
         .iter()
         .filter(|g| {
@@ -182,7 +200,11 @@ fn stop(
 ) -> GoalAnswer {
     let open = open_goals(doc, records);
     // No session id, no counter: the only loop guard left is stop_hook_active itself.
-    if session.path.is_none() && stop_hook_active {
+    if !session.is_kept() && stop_hook_active {
+        return GoalAnswer::Silent;
+    }
+    // Paused or cleared (`agency goal loop`, or the loop judge): the session may stop.
+    if session.loop_state != LoopState::On {
         return GoalAnswer::Silent;
     }
     if !stop_hook_active {
@@ -192,7 +214,7 @@ fn stop(
         session.save();
         return GoalAnswer::Silent;
     }
-    let budget = env_number(ENV_STOP_BUDGET, DEFAULT_STOP_BUDGET);
+    let budget = stop_budget();
     let ids: Vec<&str> = open
         .iter()
         .map(|g| g.id.as_deref().unwrap_or("(no id)"))
@@ -224,8 +246,44 @@ fn stop(
          file>`. If a goal cannot be finished, say why with `agency goal cancel <id> --reason \"...\"`.",
     );
     session.save();
-    GoalAnswer::Block(reason)
+    GoalAnswer::Block {
+        reason,
+        loop_judge: None,
+    }
 }
+
+/// The continuations the Stop hook may force in one turn ([`ENV_STOP_BUDGET`], default 8).
+pub(super) fn stop_budget() -> u32 {
+    env_number(ENV_STOP_BUDGET, DEFAULT_STOP_BUDGET)
+}
+
+/// The cheap loop judge's prompt (seed pi-goals D5/D10, prompt 5): it reads the agent's last response and
+/// answers whether the loop should pause. Conservative: a claim of being done is not a reason to pause, only
+/// a need for the user is. It can be fooled; the stop budget is the backstop, and it never signs anything
+/// off.
+pub fn loop_judge_prompt(reason: &str, last_response: &str) -> String {
+    let last: String = last_response
+        .chars()
+        .rev()
+        .take(LOOP_JUDGE_TAIL)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    format!(
+        "You are agency's loop judge. A coding agent stopped while goals are still open, and would be told to \
+         keep working:\n\n{reason}\n\nIts last response (the end of it):\n<response>\n{last}\n</response>\n\n\
+         Decide whether the loop should pause. Answer done: true ONLY if the response shows the agent cannot go \
+         on without its user: it asks the user a question it needs answered, or it is blocked on something only \
+         the user can provide (access, a decision, a missing file), and it says what. Claiming the work is done, \
+         finished or complete is NOT a reason to pause: goals are finished only by a sign-off, so answer done: \
+         false then. When unsure, answer done: false.\n\nReply with one JSON object and nothing else: \
+         {{\"done\": true or false, \"reason\": \"one short sentence\"}}"
+    )
+}
+
+/// How much of the agent's last response the loop judge reads (characters, from the end).
+const LOOP_JUDGE_TAIL: usize = 4_000;
 
 /// One open goal and what is known to be missing.
 fn goal_gap(goal: &Goal, records: &Records) -> String {
@@ -263,64 +321,6 @@ fn env_number(name: &str, default: u32) -> u32 {
         .unwrap_or(default)
 }
 
-/// A session's counters, kept between hook invocations.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Session {
-    edits_since_plan: u32,
-    stop_blocks: u32,
-    #[serde(skip)]
-    path: Option<PathBuf>,
-}
-
-impl Session {
-    fn load(root: &Path, session_id: Option<&str>) -> Session {
-        let Some(id) = session_id.filter(|s| !s.is_empty()) else {
-            return Session::default();
-        };
-        let name: String = id
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        // Without an agency workspace the counters go to the temporary directory rather than creating
-        // `.agency/` in someone's repository; they must be kept somewhere, or the stop budget never runs out.
-        let dir = if root.join(AGENCY_DIR).is_dir() {
-            root.join(AGENCY_DIR).join("goal-sessions")
-        } else {
-            let key: String = root
-                .to_string_lossy()
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-                .collect();
-            std::env::temp_dir().join("agency-goal-sessions").join(key)
-        };
-        let path = dir.join(format!("{name}.json"));
-        let mut session: Session = std::fs::read(&path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default();
-        session.path = Some(path);
-        session
-    }
-
-    fn save(&self) {
-        let Some(path) = &self.path else {
-            return;
-        };
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        if let Ok(bytes) = serde_json::to_vec(self) {
-            let _ = std::fs::write(path, bytes);
-        }
-    }
-}
-
 /// Answers a goal event read by `agency hook` and writes the answer to stdout.
 pub fn run(event: &HookEvent, input: &[u8], env: &HookEnv) -> std::process::ExitCode {
     let raw: Value = serde_json::from_slice(input).unwrap_or_default();
@@ -338,7 +338,14 @@ pub fn write(answer: &GoalAnswer, out: &mut impl Write) -> u8 {
         GoalAnswer::Context { event, text } => {
             json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
         }
-        GoalAnswer::Block(reason) => json!({"decision": "block", "reason": reason}),
+        GoalAnswer::Block {
+            reason,
+            loop_judge: None,
+        } => json!({"decision": "block", "reason": reason}),
+        GoalAnswer::Block {
+            reason,
+            loop_judge: Some(prompt),
+        } => json!({"decision": "block", "reason": reason, "loopJudge": {"prompt": prompt}}),
     };
     let _ = writeln!(out, "{body}");
     0

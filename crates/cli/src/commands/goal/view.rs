@@ -29,6 +29,32 @@ fn label(goal: &Goal, records: &Records) -> String {
     )
 }
 
+/// The goals as one JSON object (pi's task-list widget): each with its id, title, status, subtasks, and
+/// sign-off state (`signed`: a `signoff_accepted` record exists; `label` as `list` shows it).
+pub fn list_json(ctx: &Context, plan: &PlanFile) -> CommandResult {
+    let doc = plan
+        .read_or_empty()?
+        .unwrap_or_else(|| agency_core::goals::PlanDoc::parse(""));
+    let records = records(ctx, plan)?;
+    let goals: Vec<serde_json::Value> = doc
+        .goals()
+        .iter()
+        .map(|goal| {
+            let id = goal.id.as_deref().unwrap_or_default();
+            serde_json::json!({
+                "id": goal.id,
+                "title": goal.title,
+                "status": goal.status.map(GoalStatus::as_str),
+                "subtasks": goal.subtasks.iter().map(|s| serde_json::json!({"text": s.text, "checked": s.checked})).collect::<Vec<_>>(),
+                "signed": records.signed.contains(id),
+                "label": label(goal, &records),
+            })
+        })
+        .collect();
+    println!("{}", serde_json::json!({"plan": plan.relative(), "goals": goals}));
+    Ok(())
+}
+
 /// One line per goal: id, status, subtasks, sign-off state, title; then plan problems.
 pub fn list(ctx: &Context, plan: &PlanFile) -> CommandResult {
     let doc = plan.read()?;
