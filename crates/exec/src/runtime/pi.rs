@@ -364,7 +364,11 @@ impl Runtime for PiRuntime {
             .await?;
             if self.gate.is_some()
                 && driven.stop != Some(AgentStop::Cancelled)
-                && let Some(alert) = coverage::check(&gate_log, &state.calls, |line| recorder.note(line))
+                && let Some(alert) = coverage::check(
+                    &coverage::Decisions::of(capability.as_ref(), &gate_log),
+                    &state.calls,
+                    |line| recorder.note(line),
+                )
             {
                 return Ok(AgentOutcome {
                     report: None,
