@@ -450,7 +450,8 @@ pub fn map_line(line: &str, state: &mut StreamState, meta: &CallMeta) -> Vec<Age
                 .find_map(|k| args.get(*k).and_then(Value::as_str))
                 .map_or_else(|| args.to_string(), str::to_owned);
             state.calls.push(StreamCall {
-                tool: str_at(&event, "toolName"),
+                // Audited against what the gate was asked, which the extension names as Claude Code would.
+                tool: gate_tool_name(&str_at(&event, "toolName")).to_owned(),
                 summary: truncate(&summary, 200),
                 target: CallTarget::Id(str_at(&event, "toolCallId")),
             });
@@ -551,6 +552,27 @@ fn message_cost(message: &Value, usage: &Usage, prices: &PriceTable) -> Option<f
         Some(price) if unpriced => Some(cost(usage, price)),
         _ => reported,
     }
+}
+
+/// pi's built-in tools under the names agency's extension gives them when it asks the gate
+/// (`CLAUDE_TOOL_NAMES` in `integrations/pi/lib/agency.mjs`, checked by a test), so the coverage audit
+/// matches a call with its decision.
+const GATE_TOOL_NAMES: [(&str, &str); 7] = [
+    ("read", "Read"),
+    ("write", "Write"),
+    ("edit", "Edit"),
+    ("bash", "Bash"),
+    ("grep", "Grep"),
+    ("find", "Glob"),
+    ("ls", "LS"),
+];
+
+/// The gate's name for a pi tool: Claude Code's for the built-in ones, its own for the rest.
+fn gate_tool_name(pi_name: &str) -> &str {
+    GATE_TOOL_NAMES
+        .iter()
+        .find(|(pi, _)| *pi == pi_name)
+        .map_or(pi_name, |(_, gate)| gate)
 }
 
 #[cfg(test)]
@@ -710,7 +732,7 @@ mod tests {
         assert_eq!(
             state.calls,
             [StreamCall {
-                tool: "write".into(),
+                tool: "Write".into(),
                 summary: "hello.txt".into(),
                 target: CallTarget::Id("t1".into()),
             }]
@@ -731,5 +753,26 @@ mod tests {
             (usage.usage.input, usage.usage.cache_read, usage.cost_usd),
             (10, 2, Some(0.5))
         );
+    }
+
+    #[test]
+    fn the_gate_tool_names_are_the_extensions() {
+        let table = EXTENSION_LIB
+            .split_once("CLAUDE_TOOL_NAMES = Object.freeze({")
+            .and_then(|(_, rest)| rest.split_once("});"))
+            .map(|(table, _)| table)
+            .expect("agency.mjs has its CLAUDE_TOOL_NAMES table");
+        let pairs: Vec<(String, String)> = table
+            .lines()
+            .filter_map(|line| line.trim().trim_end_matches(',').split_once(": "))
+            .map(|(pi, gate)| (pi.to_owned(), gate.trim_matches('"').to_owned()))
+            .collect();
+        let ours: Vec<(String, String)> = GATE_TOOL_NAMES
+            .iter()
+            .map(|(p, g)| ((*p).to_owned(), (*g).to_owned()))
+            .collect();
+        assert_eq!(pairs, ours);
+        assert_eq!(gate_tool_name("write"), "Write");
+        assert_eq!(gate_tool_name("DraftGoal"), "DraftGoal");
     }
 }
