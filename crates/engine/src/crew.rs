@@ -220,6 +220,23 @@ impl Crew {
         Ok(())
     }
 
+    /// Renews the claims of this runner's agents in flight, each through its fence: an agent this process
+    /// knows to be alive keeps its brief, however long the process was stopped or the wall clock jumped
+    /// (a renewal refused because the claim is gone is left to that agent, which stops on it).
+    fn renew_own(&self, engine: &Engine) -> Result<()> {
+        for claim in self.claims.values() {
+            match engine
+                .holding(claim)
+                .store
+                .renew_claim(claim.brief, &claim.holder, engine.lease())
+            {
+                Ok(_) | Err(StoreError::ClaimLost { .. } | StoreError::Conflict { .. }) => {}
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Ok(())
+    }
+
     /// Takes back the run's claims whose lease ended (their runner died), at most every quarter lease, and
     /// stops any agent process such a runner left running ([`Engine::stop_leftover`]) before this runner
     /// goes on to claim again.
@@ -232,7 +249,13 @@ impl Crew {
             return Ok(());
         }
         self.reclaim_due = Instant::now() + engine.lease_std() / 4;
-        for brief in engine.store.reclaim_expired(Some(run), chrono::Utc::now())? {
+        // This runner's own live claims are renewed first: their lease is this process's to judge, and it
+        // knows its agents run. Everyone else's are judged against this process's monotonic clock.
+        self.renew_own(engine)?;
+        for brief in engine
+            .store
+            .reclaim_expired(Some(run), crate::gate_clock::liveness_now())?
+        {
             engine.log(
                 run,
                 Some(brief.tier),

@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 mod failure;
 mod forge;
+mod gate_clock;
 pub mod hooks;
 pub mod leftovers;
 mod narrate;

@@ -13,15 +13,21 @@ use crate::support::{CALCULATOR_GOAL, Repo, finish, wait_for};
 
 /// The medium script with each implementer taking a second, so a run lasts long enough to be interrupted.
 fn slow_script() -> String {
+    slow_script_of(1)
+}
+
+/// The medium script with each implementer taking `seconds` (a `sleep` it runs).
+fn slow_script_of(seconds: u32) -> String {
     let slow = SCRIPT
         .replace(
             "    brief: ws-arith/t4/fix-add\n    reply:\n      tool_calls:\n",
-            "    brief: ws-arith/t4/fix-add\n    reply:\n      tool_calls:\n        - {name: run_command, input: {argv: [sleep, \"1\"]}}\n",
+            "    brief: ws-arith/t4/fix-add\n    reply:\n      tool_calls:\n        - {name: run_command, input: {argv: [sleep, \"SECONDS\"]}}\n",
         )
         .replace(
             "    brief: ws-arith/t4/fix-mul\n    reply:\n      tool_calls:\n",
-            "    brief: ws-arith/t4/fix-mul\n    reply:\n      tool_calls:\n        - {name: run_command, input: {argv: [sleep, \"1\"]}}\n",
-        );
+            "    brief: ws-arith/t4/fix-mul\n    reply:\n      tool_calls:\n        - {name: run_command, input: {argv: [sleep, \"SECONDS\"]}}\n",
+        )
+        .replace("SECONDS", &seconds.to_string());
     assert_eq!(slow.matches("sleep").count(), 2, "the script changed shape");
     slow
 }
@@ -138,4 +144,67 @@ fn a_second_runner_is_refused_without_writing_and_the_run_resumes_after_the_firs
         .success();
     assert!(resumed.stdout().contains("succeeded"), "{}", resumed.stdout());
     assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
+}
+
+/// A runner stopped (SIGSTOP) for four times its lease while its agents work, then continued: it renews
+/// its own live agents' claims before it judges any lease — on its monotonic clock — so it takes back
+/// none of its own briefs and starts no agent twice; the run succeeds.
+#[test]
+fn a_runner_stopped_past_its_lease_keeps_its_own_live_agents() {
+    let (repo, script) = Repo::calculator(&slow_script_of(3));
+    repo.edit_team(&[("  claim_lease_seconds: 600 ", "  claim_lease_seconds: 1 ")]);
+    let script = script.to_str().unwrap();
+    let runner = repo.spawn(
+        &["run", CALCULATOR_GOAL, "--auto-approve", "--script", script],
+        &[],
+    );
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = wait_for(
+        || store.list_runs().ok()?.first().map(|r| r.id),
+        "the run to start",
+    );
+    wait_for(
+        || {
+            let events = store.events_after(Some(run), 0, 100_000).ok()?;
+            events
+                .iter()
+                .any(|e| e.kind == EventKind::Spawned && e.tier == Some(agency_core::Tier::T4))
+                .then_some(())
+        },
+        "an implementer to start",
+    );
+    let signal = |name: &str| {
+        let sent = std::process::Command::new("kill")
+            .args([name, &runner.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    signal("-STOP");
+    std::thread::sleep(Duration::from_secs(4));
+    signal("-CONT");
+
+    let (code, out) = finish(runner, Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("succeeded"), "{out}");
+    let events = store.events_after(Some(run), 0, 100_000).unwrap();
+    let reclaimed: Vec<_> = events
+        .iter()
+        .filter(|e| {
+            e.payload["reason"] == "lease_expired"
+                || (e.kind == EventKind::Log && e.payload["tag"] == "RECLAIMED")
+        })
+        .collect();
+    assert!(
+        reclaimed.is_empty(),
+        "the runner took back its own briefs: {reclaimed:?}"
+    );
+    let mut spawns = std::collections::BTreeMap::new();
+    for event in events.iter().filter(|e| e.kind == EventKind::Spawned) {
+        *spawns.entry(event.brief).or_insert(0) += 1;
+    }
+    assert!(
+        spawns.values().all(|&n| n == 1),
+        "a brief started twice: {spawns:?}"
+    );
 }
