@@ -241,6 +241,10 @@ impl Crew {
     /// stops any agent process such a runner left running ([`Engine::stop_leftover`]) before this runner
     /// goes on to claim again.
     pub(crate) async fn reclaim_expired(&mut self, engine: &Engine, run: RunId) -> Result<()> {
+        // Stale git locks this process removed (see agency_exec::git::locks) are said in the run's log.
+        for notice in agency_exec::git::locks::take_notices() {
+            engine.log(run, None, "GIT LOCK", notice)?;
+        }
         if Instant::now() >= self.holders_due {
             self.holders_due = Instant::now() + HOLDERS_EVERY;
             self.reclaim_from_gone_holders(engine, run).await?;

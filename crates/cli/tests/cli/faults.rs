@@ -208,3 +208,42 @@ fn a_runner_stopped_past_its_lease_keeps_its_own_live_agents() {
         "a brief started twice: {spawns:?}"
     );
 }
+
+/// A `packed-refs.lock` left in the repository by a git process that died (no live git works in the
+/// repository) is named in the run's log with its age and removed, and the run completes without the
+/// second-long wait git makes on it at every ref deletion (before, this run took 29 s instead of 3 s here).
+#[test]
+fn a_stale_packed_refs_lock_is_named_and_removed_and_the_run_does_not_stall() {
+    let (repo, script) = Repo::calculator(SCRIPT);
+    let lock = repo.path().join(".git").join("packed-refs.lock");
+    std::fs::write(&lock, "").unwrap();
+    let started = Instant::now();
+    let out = repo
+        .agency(&[
+            "run",
+            CALCULATOR_GOAL,
+            "--auto-approve",
+            "--script",
+            script.to_str().unwrap(),
+        ])
+        .success();
+    let took = started.elapsed();
+    assert!(out.stdout().contains("succeeded"), "{}", out.stdout());
+    assert!(!lock.exists(), "the stale lock is still there");
+    let line = out
+        .stdout()
+        .lines()
+        .find(|l| l.contains("GIT LOCK"))
+        .unwrap_or_else(|| panic!("no GIT LOCK line:\n{}", out.stdout()))
+        .to_string();
+    assert!(
+        line.contains("packed-refs.lock") && line.contains("age "),
+        "{line}"
+    );
+    // The same run without the lock takes about 3 s here; with the lock left in place it took 29 s.
+    assert!(
+        took < Duration::from_secs(20),
+        "the run took {took:?}:\n{}",
+        out.stdout()
+    );
+}
