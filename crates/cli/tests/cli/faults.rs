@@ -247,3 +247,129 @@ fn a_stale_packed_refs_lock_is_named_and_removed_and_the_run_does_not_stall() {
         out.stdout()
     );
 }
+
+/// A model call over HTTP to the fake Anthropic server with the fault modes of issue 33's suite.
+mod provider_over_http {
+    use std::time::{Duration, Instant};
+
+    use agency_llm::{
+        AnthropicClient, AnthropicConfig, ApiKey, CancelToken, LlmError, Message, Provider, Request,
+        RetryPolicy, Retrying, Timeouts,
+    };
+    use agency_testkit::{FakeAnthropic, Fault, Reply};
+
+    /// A client of `server` that retries `attempts` times in all, waiting 10 ms doubling (at most 200 ms,
+    /// whatever `retry-after` asks), and calls a stream stalled after `idle` (the idle timeout).
+    fn client(server: &FakeAnthropic, attempts: u32, idle: Duration) -> Retrying<AnthropicClient> {
+        let mut config = AnthropicConfig::new("claude-fake", ApiKey::new("dummy-key-for-the-fake"));
+        config.base_url = server.base_url();
+        config.timeouts = Timeouts {
+            connect: Duration::from_secs(5),
+            read: idle,
+            request: Duration::from_secs(60),
+        };
+        let policy = RetryPolicy {
+            max_attempts: attempts,
+            base_delay: Duration::from_millis(10),
+            max_delay: Duration::from_millis(200),
+            ..RetryPolicy::default()
+        };
+        Retrying::new(AnthropicClient::new(config).unwrap(), policy)
+    }
+
+    fn call(provider: &dyn Provider) -> Result<agency_llm::Response, LlmError> {
+        let request = Request {
+            messages: vec![Message::user("hello")],
+            max_tokens: 100,
+            ..Request::default()
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(provider.complete(&request, &mut |_| {}, &CancelToken::new()))
+    }
+
+    fn messages_asked(server: &FakeAnthropic) -> usize {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST" && r.path.starts_with("/v1/messages"))
+            .count()
+    }
+
+    #[test]
+    fn transient_529_500_and_429_are_retried_inside_the_call_with_backoff() {
+        let server = FakeAnthropic::start(vec![Reply::text("fine")]).unwrap();
+        server.fail_next([
+            Fault::Status {
+                status: 529,
+                retry_after: Some(0),
+            },
+            Fault::Status {
+                status: 500,
+                retry_after: None,
+            },
+            Fault::Status {
+                status: 429,
+                retry_after: Some(1),
+            },
+        ]);
+        let started = Instant::now();
+        let answer = call(&client(&server, 5, Duration::from_secs(5))).unwrap();
+        assert!(format!("{answer:?}").contains("ok"), "{answer:?}");
+        assert_eq!(messages_asked(&server), 4, "three failures, then the answer");
+        // Backoff waited (10 + 20 ms, then the 429's retry-after capped at 200 ms), but not long.
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(200) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+    }
+
+    #[test]
+    fn an_outage_past_the_retries_is_a_retryable_provider_error_not_the_agents() {
+        let server = FakeAnthropic::start(vec![Reply::text("fine")]).unwrap();
+        server.set_outage(Some(Fault::Status {
+            status: 529,
+            retry_after: None,
+        }));
+        let error = call(&client(&server, 3, Duration::from_secs(5))).unwrap_err();
+        assert!(matches!(error, LlmError::Overloaded { .. }), "{error:?}");
+        assert!(
+            error.is_retryable(),
+            "an outage is the provider's, not the agent's: {error:?}"
+        );
+        assert_eq!(messages_asked(&server), 3);
+        // The provider recovers: the next call goes through.
+        server.set_outage(None);
+        call(&client(&server, 3, Duration::from_secs(5))).unwrap();
+    }
+
+    #[test]
+    fn a_stream_dropped_mid_message_is_a_dropped_stream_and_retried() {
+        // Not `t4_bad_output`: a retryable StreamDropped, which the runner's outage path takes.
+        let server = FakeAnthropic::start(vec![Reply::text("fine")]).unwrap();
+        server.fail_next([Fault::DropMidStream]);
+        let error = call(&client(&server, 1, Duration::from_secs(5))).unwrap_err();
+        assert!(matches!(error, LlmError::StreamDropped(_)), "{error:?}");
+        assert!(error.is_retryable(), "a drop is not bad output: {error:?}");
+        server.fail_next([Fault::DropMidStream]);
+        call(&client(&server, 3, Duration::from_secs(5))).unwrap();
+    }
+
+    #[test]
+    fn a_stalled_stream_is_noticed_within_the_idle_timeout() {
+        let server = FakeAnthropic::start(vec![Reply::text("fine")]).unwrap();
+        server.fail_next([Fault::Stall(Duration::from_secs(20))]);
+        let started = Instant::now();
+        let error = call(&client(&server, 1, Duration::from_secs(1))).unwrap_err();
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(5), "a 1 s idle timeout took {took:?}");
+        assert!(
+            matches!(&error, LlmError::Timeout(why) if why.contains("silent")),
+            "{error:?}"
+        );
+        assert!(error.is_retryable(), "{error:?}");
+    }
+}
