@@ -7,9 +7,10 @@
 //! - A gate has waited what it had waited, on the wall clock, when this process first saw it pending
 //!   (never less than nothing), plus the monotonic time since: [`waited`].
 //! - "Now" for leases is the wall clock as this process first read it, advanced by its monotonic clock
-//!   since: [`liveness_now`]. Leases are stamped on their holders' wall clocks, so a holder whose clock
-//!   stepped forward renews into the future (its claim lasts longer, never shorter); runners whose clocks
-//!   disagree by more than a lease still need their clocks fixed.
+//!   since, or the wall clock when that is earlier: [`liveness_now`]. Leases are stamped on their holders'
+//!   wall clocks, so a holder whose clock stepped forward renews into the future (its claim lasts longer,
+//!   never shorter), and after a backward step the wall clock is the earlier and judges leases stamped on
+//!   it; runners whose clocks disagree by more than a lease still need their clocks fixed.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -27,12 +28,15 @@ pub(crate) fn waited(gate: &Gate) -> Duration {
 }
 
 /// "Now" for judging other runners' leases: the wall clock as this process first read it, advanced by the
-/// monotonic time since.
+/// monotonic time since — or the wall clock, when that is earlier. A lease is judged ended only once it
+/// has ended on both: a forward wall step does not end it early, and a backward one (after which holders
+/// stamp their leases earlier) does not either; it only ends later by the step.
 pub(crate) fn liveness_now() -> DateTime<Utc> {
     static ANCHOR: OnceLock<Anchor> = OnceLock::new();
+    let wall = Utc::now();
     ANCHOR
-        .get_or_init(|| Anchor::new(Utc::now(), Instant::now()))
-        .now(Instant::now())
+        .get_or_init(|| Anchor::new(wall, Instant::now()))
+        .judge(wall, Instant::now())
 }
 
 /// A wall-clock reading and the monotonic instant it was taken at.
@@ -45,6 +49,11 @@ struct Anchor {
 impl Anchor {
     fn new(wall: DateTime<Utc>, at: Instant) -> Self {
         Anchor { wall, at }
+    }
+
+    /// The earlier of [`Anchor::now`] at `mono` and the wall clock `wall`.
+    fn judge(&self, wall: DateTime<Utc>, mono: Instant) -> DateTime<Utc> {
+        self.now(mono).min(wall)
     }
 
     /// The wall clock as it read at the anchor, advanced by the monotonic time from the anchor to `mono`.
@@ -164,6 +173,10 @@ mod tests {
         assert_eq!(anchor.now(start), at(0));
         // Whatever the wall clock did meanwhile, ten monotonic minutes are ten minutes.
         assert_eq!(anchor.now(start + StdDuration::from_secs(600)), at(600));
+        // Judged: a forward wall step is ignored, a backward one followed.
+        let later = start + StdDuration::from_secs(600);
+        assert_eq!(anchor.judge(at(2 * 3600 + 600), later), at(600));
+        assert_eq!(anchor.judge(at(600 - 3600), later), at(600 - 3600));
         // A monotonic reading from before the anchor does not go back.
         assert_eq!(
             anchor.now(start.checked_sub(StdDuration::from_secs(5)).unwrap_or(start)),
