@@ -13,6 +13,7 @@
 //! [`Engine::drive`] (the run's driver: tier handling, gates, merges) and [`Engine::work`] (a worker that
 //! only runs agents for a run someone else drives) share this.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
@@ -22,7 +23,7 @@ use agency_core::event::{EventPayload, NewEvent};
 use agency_core::{BriefId, BriefStatus, RunId};
 use agency_exec::runtime::{AgentOutcome, RuntimeError};
 use agency_llm::CancelToken;
-use agency_store::{Blackboard, Change, RunStatus, StoreError, WriteBatch};
+use agency_store::{Blackboard, Change, Claim, Claimed, FencedBlackboard, RunStatus, StoreError, WriteBatch};
 use std::sync::Arc;
 use tokio::task::JoinSet;
 
@@ -69,6 +70,8 @@ impl Launches {
 /// The agents one runner has in flight.
 pub(crate) struct Crew {
     agents: JoinSet<(BriefId, AgentEnd)>,
+    /// The claim each agent in flight works under: its writes, and its outcome's, are fenced by it.
+    claims: HashMap<BriefId, Claim>,
     concurrency: usize,
     reclaim_due: Instant,
     holders_due: Instant,
@@ -78,6 +81,7 @@ impl Crew {
     pub(crate) fn new(engine: &Engine) -> Self {
         Crew {
             agents: JoinSet::new(),
+            claims: HashMap::new(),
             concurrency: usize::try_from(engine.config.runner.concurrency.max(1)).unwrap_or(1),
             reclaim_due: Instant::now(),
             holders_due: Instant::now(),
@@ -91,6 +95,7 @@ impl Crew {
     /// Stops every agent (the run ended: nothing is left for them to do).
     pub(crate) fn abort_all(&mut self) {
         self.agents.abort_all();
+        self.claims.clear();
     }
 
     /// Ends this runner's part in `run` after its loop stopped with `error`: stops every agent and waits
@@ -101,6 +106,7 @@ impl Crew {
     /// then says so too.
     pub(crate) async fn release(&mut self, engine: &Engine, run: RunId, error: EngineError) -> EngineError {
         self.agents.shutdown().await;
+        self.claims.clear();
         match engine.release_claims(run, &error) {
             Ok(()) => error,
             Err(failed) => EngineError::Unreleased {
@@ -121,11 +127,14 @@ impl Crew {
             .claim_briefs(Some(run), &engine.options.worker, engine.lease(), room)?;
         let mut launches = Launches::default();
         let mut claimed = claimed.into_iter();
-        for brief in claimed.by_ref() {
-            if !engine.spawn_agent(&mut launches, brief, cancel)? {
+        for Claimed { brief, claim } in claimed.by_ref() {
+            // The agent writes through its claim's fence: woken after the claim was taken back, it writes
+            // nothing more for the brief.
+            if !engine.holding(&claim).spawn_agent(&mut launches, brief, cancel)? {
                 // Held back by the budget: its gate is open now, and nothing else starts either.
                 break;
             }
+            self.claims.insert(claim.brief, claim);
         }
         engine.apply_soon(launches.record)?;
         let spawned = !launches.runs.is_empty();
@@ -133,7 +142,7 @@ impl Crew {
             self.agents.spawn(run);
         }
         let mut unstarted = WriteBatch::new();
-        for brief in claimed {
+        for Claimed { brief, .. } in claimed {
             Engine::stage_move(
                 &mut unstarted,
                 &brief,
@@ -155,10 +164,10 @@ impl Crew {
             joined = self.agents.join_next() => {
                 if let Some(joined) = joined {
                     let (brief, end) = joined.map_err(|e| EngineError::State(format!("agent task: {e}")))?;
-                    engine.finish_agent(brief, end).await?;
+                    self.finish(engine, brief, end).await?;
                     while let Some(joined) = self.agents.try_join_next() {
                         let (brief, end) = joined.map_err(|e| EngineError::State(format!("agent task: {e}")))?;
-                        engine.finish_agent(brief, end).await?;
+                        self.finish(engine, brief, end).await?;
                     }
                     engine.store.flush_events()?;
                 }
@@ -168,10 +177,74 @@ impl Crew {
         Ok(())
     }
 
+    /// Records an agent's end under its claim's fence. A claim lost meanwhile (this runner was stopped past
+    /// its lease, and another runner — or this one anew — took the brief) writes nothing for the brief:
+    /// the refusal is logged (`CLAIM LOST`) and the runner goes on.
+    async fn finish(&mut self, engine: &Engine, brief: BriefId, end: AgentEnd) -> Result<()> {
+        let Some(claim) = self.claims.remove(&brief) else {
+            return engine.finish_agent(brief, end).await;
+        };
+        if matches!(end, AgentEnd::ClaimLost) {
+            return Ok(());
+        }
+        // Asked first, so the log says so; the fence refuses the writes anyway should the claim go between.
+        let lost = match engine.store.claim_of(brief)? {
+            Some(now) if now == claim => None,
+            now => Some(agency_store::StoreError::ClaimLost {
+                brief: brief.short(),
+                holder: claim.holder.clone(),
+                generation: claim.generation,
+                found: match now {
+                    Some(other) => format!("claimed by {} in generation {}", other.holder, other.generation),
+                    None => "unclaimed".to_string(),
+                },
+            }),
+        };
+        let lost = match lost {
+            Some(lost) => lost,
+            None => match engine.holding(&claim).finish_agent(brief, end).await {
+                Err(EngineError::Store(lost @ StoreError::ClaimLost { .. })) => lost,
+                other => return other,
+            },
+        };
+        let record = engine.store.get_brief(brief)?;
+        let line = LogLine::new(
+            "normal",
+            Some("CLAIM LOST"),
+            format!("{}: the agent's outcome is dropped: {lost}", record.title),
+        );
+        let event = NewEvent::typed(record.run, EventPayload::Log(line))
+            .brief(record.id)
+            .tier(record.tier);
+        engine.store.append_event(event)?;
+        Ok(())
+    }
+
+    /// Renews the claims of this runner's agents in flight, each through its fence: an agent this process
+    /// knows to be alive keeps its brief, however long the process was stopped or the wall clock jumped
+    /// (a renewal refused because the claim is gone is left to that agent, which stops on it).
+    fn renew_own(&self, engine: &Engine) -> Result<()> {
+        for claim in self.claims.values() {
+            match engine
+                .holding(claim)
+                .store
+                .renew_claim(claim.brief, &claim.holder, engine.lease())
+            {
+                Ok(_) | Err(StoreError::ClaimLost { .. } | StoreError::Conflict { .. }) => {}
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Ok(())
+    }
+
     /// Takes back the run's claims whose lease ended (their runner died), at most every quarter lease, and
     /// stops any agent process such a runner left running ([`Engine::stop_leftover`]) before this runner
     /// goes on to claim again.
     pub(crate) async fn reclaim_expired(&mut self, engine: &Engine, run: RunId) -> Result<()> {
+        // Stale git locks this process removed (see agency_exec::git::locks) are said in the run's log.
+        for notice in agency_exec::git::locks::take_notices() {
+            engine.log(run, None, "GIT LOCK", notice)?;
+        }
         if Instant::now() >= self.holders_due {
             self.holders_due = Instant::now() + HOLDERS_EVERY;
             self.reclaim_from_gone_holders(engine, run).await?;
@@ -180,7 +253,13 @@ impl Crew {
             return Ok(());
         }
         self.reclaim_due = Instant::now() + engine.lease_std() / 4;
-        for brief in engine.store.reclaim_expired(Some(run), chrono::Utc::now())? {
+        // This runner's own live claims are renewed first: their lease is this process's to judge, and it
+        // knows its agents run. Everyone else's are judged against this process's monotonic clock.
+        self.renew_own(engine)?;
+        for brief in engine
+            .store
+            .reclaim_expired(Some(run), crate::gate_clock::liveness_now())?
+        {
             engine.log(
                 run,
                 Some(brief.tier),
@@ -253,7 +332,9 @@ pub(crate) async fn hold_claim(
         tokio::time::sleep(every).await;
         match store.renew_claim(brief, &worker, lease) {
             Ok(_) => {}
-            Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => return,
+            Err(StoreError::Conflict { .. } | StoreError::NotFound { .. } | StoreError::ClaimLost { .. }) => {
+                return;
+            }
             // A store that is briefly unavailable: the lease has two more thirds to go; try again.
             Err(_) => {}
         }
@@ -261,6 +342,14 @@ pub(crate) async fn hold_claim(
 }
 
 impl Engine {
+    /// This engine, writing through `claim`'s fence ([`FencedBlackboard`]): what an agent, its sign-off
+    /// and the record of its outcome write for the claimed brief is refused once the claim is gone.
+    pub(crate) fn holding(&self, claim: &Claim) -> Engine {
+        let mut holder = self.clone();
+        holder.store = Arc::new(FencedBlackboard::new(self.store.clone(), claim.clone()));
+        holder
+    }
+
     /// The lease of this runner's claims (team.yaml `runner.claim_lease_seconds`).
     pub(crate) fn lease(&self) -> chrono::Duration {
         chrono::Duration::seconds(i64::from(self.config.runner.claim_lease_seconds.max(1)))

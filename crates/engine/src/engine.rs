@@ -288,7 +288,7 @@ impl Engine {
                 // once per timeout, until someone decides.
                 self.remind(&gate, timeout)?;
                 holding = true;
-            } else if chrono::Utc::now() - gate.opened_at > timeout {
+            } else if crate::gate_clock::waited(&gate) > timeout {
                 let reason = format!("no decision within {}", human_duration(timeout));
                 self.store.decide_gate(
                     gate.id,
@@ -308,7 +308,7 @@ impl Engine {
     /// waited another whole `every` since it opened. What was sent is remembered by this runner only: a
     /// resumed one sends the current period's reminder once more.
     fn remind(&self, gate: &agency_core::gate::Gate, every: chrono::Duration) -> Result<()> {
-        let waited = chrono::Utc::now() - gate.opened_at;
+        let waited = crate::gate_clock::waited(gate);
         if every <= chrono::Duration::zero() || waited < every {
             return Ok(());
         }

@@ -18,6 +18,7 @@ pub mod error;
 mod failure;
 mod finish;
 mod forge;
+mod gate_clock;
 pub mod hooks;
 pub mod leftovers;
 mod narrate;

@@ -10,6 +10,7 @@
 //! (see [`worktree`]). Commits and diffs live in [`commit`], merging with conflict detection in [`merge`].
 
 pub mod commit;
+pub mod locks;
 pub mod merge;
 mod refs;
 pub mod sweep;
@@ -368,9 +369,31 @@ impl Repo {
         self.run_git(&["maintenance", "run", "--auto"]).map(drop)
     }
 
-    /// Runs git here and returns how it ended, failed or not; only a timeout is an error.
+    /// Runs git here and returns how it ended, failed or not; only a timeout is an error. A command that
+    /// failed on a lock file a dead git left behind is run once more after the lock is removed, when it is
+    /// provably stale ([`locks`]).
     pub(crate) fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, GitError> {
         let spec = self.git_spec(args);
+        if self.common_dir.as_os_str().is_empty() {
+            return self.in_time(args, process::run(&spec)?);
+        }
+        for name in locks::WATCHED {
+            let lock = self.common_dir.join(name);
+            if std::fs::symlink_metadata(&lock).is_ok() {
+                locks::clear_if_stale(&lock, &self.common_dir, &self.root);
+            }
+        }
+        let output = self.in_time(args, process::run(&spec)?)?;
+        if output.success() {
+            return Ok(output);
+        }
+        let Some(lock) = locks::lock_in(&output.stderr.text()) else {
+            return Ok(output);
+        };
+        let (_, removed) = locks::clear_if_stale(&lock, &self.common_dir, &self.root);
+        if !removed {
+            return Ok(output);
+        }
         self.in_time(args, process::run(&spec)?)
     }
 
@@ -517,10 +540,20 @@ pub(crate) fn check_name(what: &'static str, value: &str) -> Result<(), GitError
 }
 
 pub(crate) fn failed<S: AsRef<OsStr>>(args: &[S], output: &Output) -> GitError {
+    let stderr = output.stderr.text().trim().to_owned();
+    // A lock in the way is named with its age and who may hold it.
+    let stderr = match locks::lock_in(&stderr) {
+        Some(lock) => format!(
+            "{stderr} [lock {}: agency removes a git lock only when no live git process in this repository \
+             could hold it; if none does, remove it by hand]",
+            locks::inspect_alone(&lock).describe()
+        ),
+        None => stderr,
+    };
     GitError::Failed {
         args: join_args(args),
         status: output.describe(),
-        stderr: output.stderr.text().trim().to_owned(),
+        stderr,
     }
 }
 
@@ -534,6 +567,32 @@ fn join_args<S: AsRef<OsStr>>(args: &[S]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stale_packed_refs_lock_is_removed_before_the_command_that_would_wait_on_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repo::init(dir.path(), "main", GitOptions::default()).unwrap();
+        repo.run_git(&["commit", "--quiet", "--allow-empty", "-m", "start"])
+            .unwrap();
+        repo.create_branch("doomed", "main").unwrap();
+        let lock = repo.common_dir().join("packed-refs.lock");
+        std::fs::write(&lock, "").unwrap();
+        let started = std::time::Instant::now();
+        repo.delete_branch("doomed", true).unwrap();
+        // git waits a second on the lock before it gives up; removed first, it does not wait.
+        assert!(
+            started.elapsed() < Duration::from_millis(900),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(!lock.exists());
+        assert!(!repo.branch_exists("doomed").unwrap());
+        let notices = locks::take_notices();
+        assert!(
+            notices.iter().any(|n| n.contains(&lock.display().to_string())),
+            "{notices:?}"
+        );
+    }
 
     #[test]
     fn option_like_names_are_refused() {

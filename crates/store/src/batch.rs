@@ -8,7 +8,7 @@
 use agency_core::teachback::TeachbackState;
 use agency_core::{Brief, BriefId, BriefStatus, NewEvent};
 
-use crate::record::NewArtifact;
+use crate::record::{Claim, NewArtifact};
 
 /// One write of a [`WriteBatch`]; each means exactly what the [`Blackboard`](crate::Blackboard) operation
 /// it is named after means, events included.
@@ -54,6 +54,13 @@ pub enum Change {
     PutArtifact(NewArtifact),
     /// As [`append_event`](crate::Blackboard::append_event).
     AppendEvent(NewEvent),
+    /// Writes nothing: fails the whole batch with
+    /// [`StoreError::ClaimLost`](crate::StoreError::ClaimLost) unless the brief is still claimed by the
+    /// claim's holder in the claim's generation. First in a claim holder's batch, it fences the rest: a
+    /// holder whose claim was taken back writes none of it. The brief's status is not checked (the holder's
+    /// own batch may move it on); a move back to `pending` or a reclaim clears the holder, and a new claim
+    /// takes a new generation.
+    HoldsClaim(Claim),
 }
 
 /// Writes to apply together, in the order they were added (which is also the order of their events).
@@ -114,6 +121,11 @@ impl WriteBatch {
     /// Adds an artifact to store (see [`Change::PutArtifact`]).
     pub fn put_artifact(&mut self, artifact: NewArtifact) -> &mut Self {
         self.push(Change::PutArtifact(artifact))
+    }
+
+    /// Adds a check that `claim` still holds (see [`Change::HoldsClaim`]); put it first.
+    pub fn holds_claim(&mut self, claim: Claim) -> &mut Self {
+        self.push(Change::HoldsClaim(claim))
     }
 
     /// Adds an event to append (see [`Change::AppendEvent`]).

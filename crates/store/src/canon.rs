@@ -165,6 +165,25 @@ pub fn claim_conflict(brief: &Brief, claimer: &str) -> StoreError {
     }
 }
 
+/// Why a claim holder's write was refused: the brief is claimed otherwise now (`found` is what the
+/// blackboard holds: status, holder, generation).
+pub fn claim_lost(claim: &crate::Claim, found: String) -> StoreError {
+    StoreError::ClaimLost {
+        brief: claim.brief.short(),
+        holder: claim.holder.clone(),
+        generation: claim.generation,
+        found,
+    }
+}
+
+/// What [`claim_lost`] reports a brief holds: `running, claimed by X in generation 3`.
+pub fn claim_found(status: &str, holder: Option<&str>, generation: i64) -> String {
+    match holder {
+        Some(holder) => format!("{status}, claimed by {holder} in generation {generation}"),
+        None => format!("{status}, unclaimed (last claim: generation {generation})"),
+    }
+}
+
 /// `gate_pending`, or `gate_paused` for a pause.
 pub fn gate_opened(gate: &NewGate, at: DateTime<Utc>) -> NewEvent {
     let opened = payload::GateOpened {

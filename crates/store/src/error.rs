@@ -81,6 +81,22 @@ pub enum StoreError {
         /// The value found.
         found: String,
     },
+    /// A claim holder's write for its brief was refused because the claim it holds is gone: its lease ran
+    /// out and another runner (or this one, anew) took the brief. Nothing of the write was made.
+    #[error(
+        "brief {brief} is no longer claimed by {holder} in claim generation {generation} (found: {found}); \
+         the claim was taken back, so nothing was written for it"
+    )]
+    ClaimLost {
+        /// The brief.
+        brief: String,
+        /// Who believed it held the claim.
+        holder: String,
+        /// The generation of the claim it held.
+        generation: i64,
+        /// What the blackboard holds instead: the brief's status, holder and generation.
+        found: String,
+    },
     /// A record with this id already exists.
     #[error("{what} {id} already exists")]
     AlreadyExists {

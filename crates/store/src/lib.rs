@@ -40,6 +40,7 @@ mod canon;
 mod clock;
 mod driver;
 mod error;
+mod fenced;
 mod open;
 pub mod postgres;
 mod record;
@@ -62,11 +63,12 @@ pub use batch::{Change, WriteBatch};
 pub use clock::{Clock, SteppingClock, SystemClock};
 pub use driver::DriverLease;
 pub use error::{BoxError, Result, StoreError};
+pub use fenced::FencedBlackboard;
 pub use open::{is_postgres, open_url};
 pub use postgres::PostgresBlackboard;
 pub use record::{
-    Artifact, ArtifactId, ArtifactMeta, BriefState, NewArtifact, NewGate, NewRun, Run, RunStatus,
-    UnknownRunStatus,
+    Artifact, ArtifactId, ArtifactMeta, BriefState, Claim, Claimed, NewArtifact, NewGate, NewRun, Run,
+    RunStatus, UnknownRunStatus,
 };
 pub use redacting::RedactingBlackboard;
 pub use sqlite::SqliteBlackboard;
@@ -115,6 +117,11 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
 
     /// Appends one event and returns it with its `seq`. The run must exist.
     fn append_event(&self, event: NewEvent) -> Result<Event>;
+
+    /// [`Blackboard::append_event`] by a claim holder: in the same transaction, checks that `claim` still
+    /// holds (as [`Change::HoldsClaim`] does) and fails with [`StoreError::ClaimLost`], writing nothing,
+    /// when it does not.
+    fn append_event_holding(&self, claim: &Claim, event: NewEvent) -> Result<Event>;
 
     /// Appends a log line nobody has to see at once (an agent's tool call or remark): a backend may hold it
     /// back and write it first thing in its next write, or at [`Blackboard::flush_events`], whichever
@@ -259,14 +266,20 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// Claims up to `limit` briefs in one transaction, as that many calls of
     /// [`claim_next_brief`](Blackboard::claim_next_brief) would one after another (oldest claimable first,
     /// each with its `brief_status`), and returns them in that order; empty when nothing is claimable or
-    /// `limit` is 0. For a runner filling several free places at once.
+    /// `limit` is 0. For a runner filling several free places at once. Each comes with its [`Claim`] (the
+    /// brief's next claim generation), which the holder's writes for the brief name ([`FencedBlackboard`]).
     fn claim_briefs(
         &self,
         run: Option<RunId>,
         claimer: &str,
         lease: chrono::Duration,
         limit: usize,
-    ) -> Result<Vec<Brief>>;
+    ) -> Result<Vec<Claimed>>;
+
+    /// The brief's current claim — its holder and generation — or `None` when nobody holds it. `NotFound`
+    /// for an unknown brief. A holder compares it with its own [`Claim`] to learn it lost the claim before
+    /// it writes (the writes themselves are fenced regardless).
+    fn claim_of(&self, id: BriefId) -> Result<Option<Claim>>;
 
     /// Extends the claim on a `running` brief held by `claimer` to `lease` from now (the handle's clock); a
     /// worker calls it periodically while it works. `Conflict` (nothing written) when the brief is no

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use agency_core::{BriefId, GateId, GateKind, RunId, Tier};
+use agency_core::{Brief, BriefId, GateId, GateKind, RunId, Tier};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -340,4 +340,30 @@ mod tests {
         let ids: Vec<ArtifactId> = (0..2_000).map(|_| ArtifactId::new()).collect();
         assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
     }
+}
+
+/// One claim on a brief: who holds it and in which generation. Every claim of a brief takes the next
+/// generation, so a holder whose claim was taken back — and maybe given to it again — tells its own claim
+/// from a later one. A holder's writes for its brief name the claim ([`Change::HoldsClaim`]) and are refused
+/// with [`StoreError::ClaimLost`] once the brief is claimed otherwise.
+///
+/// [`Change::HoldsClaim`]: crate::Change::HoldsClaim
+/// [`StoreError::ClaimLost`]: crate::StoreError::ClaimLost
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Claim {
+    /// The claimed brief.
+    pub brief: BriefId,
+    /// Who holds it (`claimed_by`).
+    pub holder: String,
+    /// Which claim of the brief this is, from 1.
+    pub generation: i64,
+}
+
+/// A brief just claimed, with its claim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    /// The brief as it is now: `running`, claimed.
+    pub brief: Brief,
+    /// The claim, for the holder's fenced writes.
+    pub claim: Claim,
 }

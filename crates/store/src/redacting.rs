@@ -24,7 +24,8 @@ use crate::batch::{Change, WriteBatch};
 use crate::driver::DriverLease;
 use crate::error::Result;
 use crate::record::{
-    Artifact, ArtifactId, ArtifactMeta, BriefState, NewArtifact, NewGate, NewRun, Run, RunStatus,
+    Artifact, ArtifactId, ArtifactMeta, BriefState, Claim, Claimed, NewArtifact, NewGate, NewRun, Run,
+    RunStatus,
 };
 
 /// A blackboard that redacts everything written through it (see the module docs).
@@ -130,7 +131,7 @@ impl RedactingBlackboard {
                     to,
                     event: self.event(event),
                 },
-                workspace @ Change::SetWorkspace { .. } => workspace,
+                unchanged @ (Change::SetWorkspace { .. } | Change::HoldsClaim(_)) => unchanged,
                 Change::PutArtifact(artifact) => Change::PutArtifact(self.artifact(artifact)),
                 Change::AppendEvent(event) => Change::AppendEvent(self.event(event)),
             });
@@ -174,6 +175,10 @@ impl Blackboard for RedactingBlackboard {
 
     fn append_event_soon(&self, event: NewEvent) -> Result<()> {
         self.inner.append_event_soon(self.event(event))
+    }
+
+    fn append_event_holding(&self, claim: &Claim, event: NewEvent) -> Result<Event> {
+        self.inner.append_event_holding(claim, self.event(event))
     }
 
     fn apply_soon(&self, batch: WriteBatch) -> Result<()> {
@@ -312,8 +317,12 @@ impl Blackboard for RedactingBlackboard {
         claimer: &str,
         lease: chrono::Duration,
         limit: usize,
-    ) -> Result<Vec<Brief>> {
+    ) -> Result<Vec<Claimed>> {
         self.inner.claim_briefs(run, claimer, lease, limit)
+    }
+
+    fn claim_of(&self, id: BriefId) -> Result<Option<Claim>> {
+        self.inner.claim_of(id)
     }
 
     fn renew_claim(&self, id: BriefId, claimer: &str, lease: chrono::Duration) -> Result<Brief> {

@@ -464,3 +464,44 @@ fn log_lines_ride_with_the_next_write() {
     drop(bb);
     assert_eq!(seen(), [1, 2, 80, 81, 3, 4, 5], "written on close");
 }
+
+/// A blackboard from before claim generations (schema 9) opens: its claimed brief reads generation 0, a
+/// holder naming generation 0 still writes for it, and the next claim after a reclaim takes generation 1.
+#[test]
+fn a_blackboard_from_before_claim_generations_opens_and_fences() {
+    use agency_store::conformance::sample_brief;
+    use agency_store::{Claim, DEFAULT_CLAIM_LEASE, WriteBatch};
+    let (_dir, path) = temp_db();
+    let store = SqliteBlackboard::open(&path).unwrap();
+    let run = store.create_run(NewRun::new("g", "/repo")).unwrap().id;
+    let brief = sample_brief(run, "old");
+    store.insert_brief(&brief).unwrap();
+    store
+        .claim_next_brief(Some(run), "runner-old", DEFAULT_CLAIM_LEASE)
+        .unwrap()
+        .unwrap();
+    drop(store);
+    let old = rusqlite::Connection::open(&path).unwrap();
+    old.execute_batch(
+        "UPDATE briefs SET claim_generation = 0; ALTER TABLE briefs DROP COLUMN claim_generation; \
+         PRAGMA user_version = 9;",
+    )
+    .unwrap();
+    drop(old);
+
+    let store = SqliteBlackboard::open(&path).unwrap();
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
+    let mut check = WriteBatch::new();
+    check.holds_claim(Claim {
+        brief: brief.id,
+        holder: "runner-old".into(),
+        generation: 0,
+    });
+    store.apply(check).unwrap();
+    let later = chrono::Utc::now() + DEFAULT_CLAIM_LEASE + chrono::Duration::minutes(1);
+    assert_eq!(store.reclaim_expired(Some(run), later).unwrap().len(), 1);
+    let claimed = store
+        .claim_briefs(Some(run), "runner-new", DEFAULT_CLAIM_LEASE, 1)
+        .unwrap();
+    assert_eq!(claimed[0].claim.generation, 1);
+}

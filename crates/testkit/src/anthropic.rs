@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
-use crate::http::{RecordedRequest, Response, Server};
+use crate::http::{Cut, RecordedRequest, Response, Server};
 use crate::{Reply, scripted};
 
 /// A fake Anthropic server; stops when dropped.
@@ -17,6 +17,32 @@ pub struct FakeAnthropic {
     script: Arc<Mutex<Vec<Reply>>>,
     rules: Arc<Mutex<Vec<Rule>>>,
     input_tokens: Arc<AtomicU64>,
+    faults: Arc<Mutex<Faults>>,
+}
+
+/// A way for the fake to fail a `POST /v1/messages` (issue 33's fault suite).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// An error status with Anthropic's error body: 529 (`overloaded_error`), 429 (`rate_limit_error`),
+    /// 500 (`api_error`), ...; with `retry_after` seconds in a `retry-after` header when given.
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The `retry-after` header's seconds, if any.
+        retry_after: Option<u32>,
+    },
+    /// The streamed answer starts (`message_start`), then the connection is closed mid-message.
+    DropMidStream,
+    /// The streamed answer starts, then nothing more is sent for this long before the connection closes.
+    Stall(std::time::Duration),
+}
+
+/// Faults to serve before answering normally: `next` one request each, in order; `always` every request
+/// while set (an outage).
+#[derive(Debug, Default)]
+struct Faults {
+    next: std::collections::VecDeque<Fault>,
+    always: Option<Fault>,
 }
 
 /// A conversation of its own: requests whose first user message contains `marker` (a sub-agent's prompt)
@@ -31,8 +57,17 @@ impl FakeAnthropic {
         let rules: Arc<Mutex<Vec<Rule>>> = Arc::new(Mutex::new(Vec::new()));
         let ids = Arc::new(AtomicUsize::new(1));
         let input_tokens = Arc::new(AtomicU64::new(10));
+        let faults: Arc<Mutex<Faults>> = Arc::default();
         let (shared, shared_rules, tokens) = (script.clone(), rules.clone(), input_tokens.clone());
+        let shared_faults = faults.clone();
         let server = Server::start(Arc::new(move |request: &RecordedRequest| {
+            if request.method == "POST" && is_messages(&request.path) {
+                let mut faults = shared_faults.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(fault) = faults.next.pop_front().or(faults.always) {
+                    drop(faults);
+                    return faulty(fault, &request.body);
+                }
+            }
             let first = first_user_message(&request.body);
             let rules = shared_rules.lock().unwrap_or_else(PoisonError::into_inner);
             let ruled = rules.iter().find(|(marker, _)| first.contains(marker.as_str()));
@@ -51,7 +86,23 @@ impl FakeAnthropic {
             script,
             rules,
             input_tokens,
+            faults,
         })
+    }
+
+    /// Fails the next `POST /v1/messages` requests with `faults`, one each, in order; then answers
+    /// normally again.
+    pub fn fail_next(&self, faults: impl IntoIterator<Item = Fault>) {
+        self.faults
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .next
+            .extend(faults);
+    }
+
+    /// Fails every `POST /v1/messages` with `fault` until called with `None`: an outage, then recovery.
+    pub fn set_outage(&self, fault: Option<Fault>) {
+        self.faults.lock().unwrap_or_else(PoisonError::into_inner).always = fault;
     }
 
     /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.
@@ -248,4 +299,43 @@ fn stream(message: &Value) -> String {
                 "usage": {"output_tokens": 5}}),
     );
     out + &event("message_stop", &json!({"type": "message_stop"}))
+}
+
+/// The response of `fault` to a messages request with `body`.
+fn faulty(fault: Fault, body: &Value) -> Response {
+    match fault {
+        Fault::Status { status, retry_after } => {
+            let kind = match status {
+                529 => "overloaded_error",
+                429 => "rate_limit_error",
+                _ => "api_error",
+            };
+            let mut response = Response::json(
+                status,
+                &json!({"type": "error", "error": {"type": kind, "message": format!("fake fault: {status}")}}),
+            );
+            if let Some(seconds) = retry_after {
+                response.headers.push(("retry-after", seconds.to_string()));
+            }
+            response
+        }
+        Fault::DropMidStream | Fault::Stall(_) => {
+            let model = body["model"].as_str().unwrap_or("claude-fake");
+            let message = message(
+                model,
+                &Reply::text("this answer never arrives whole"),
+                &AtomicUsize::new(1),
+                10,
+            );
+            let whole = stream(&message);
+            // Up to the end of the first event (`message_start`): the answer has begun.
+            let begun = whole.find("\n\n").map_or(whole.len(), |at| at + 2);
+            let mut response = Response::sse(whole);
+            response.cut = Some(match fault {
+                Fault::Stall(stall) => Cut::Stall(begun, stall),
+                _ => Cut::Drop(begun),
+            });
+            response
+        }
+    }
 }

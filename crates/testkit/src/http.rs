@@ -28,6 +28,20 @@ pub(crate) struct Response {
     pub status: u16,
     pub content_type: &'static str,
     pub body: Vec<u8>,
+    /// Headers besides the ones every response has (`retry-after`, say).
+    pub headers: Vec<(&'static str, String)>,
+    /// A fault: the body is cut short (see [`Cut`]).
+    pub cut: Option<Cut>,
+}
+
+/// How a faulty response's body ends early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// After this many bytes the connection is closed: a stream dropped mid-message.
+    Drop(usize),
+    /// After this many bytes nothing more is sent for this long, then the connection is closed: a stalled
+    /// stream.
+    Stall(usize, std::time::Duration),
 }
 
 impl Response {
@@ -36,6 +50,8 @@ impl Response {
             status,
             content_type: "application/json",
             body: body.to_string().into_bytes(),
+            headers: Vec::new(),
+            cut: None,
         }
     }
 
@@ -44,6 +60,8 @@ impl Response {
             status: 200,
             content_type: "text/event-stream",
             body: body.into_bytes(),
+            headers: Vec::new(),
+            cut: None,
         }
     }
 }
@@ -118,8 +136,13 @@ fn serve(stream: TcpStream, handler: &Handler, requests: &Mutex<Vec<RecordedRequ
             .unwrap_or_else(PoisonError::into_inner)
             .push(request.clone());
         let response = handler(&request);
+        let extra: String = response
+            .headers
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}\r\n"))
+            .collect();
         let head = format!(
-            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\n{}\r\n",
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\n{extra}{}\r\n",
             response.status,
             if response.status < 400 { "OK" } else { "Error" },
             response.content_type,
@@ -131,6 +154,21 @@ fn serve(stream: TcpStream, handler: &Handler, requests: &Mutex<Vec<RecordedRequ
         } else {
             &response.body
         };
+        if let Some(cut) = response.cut {
+            let (sent, stall) = match cut {
+                Cut::Drop(sent) => (sent, None),
+                Cut::Stall(sent, stall) => (sent, Some(stall)),
+            };
+            let _ = writer
+                .write_all(head.as_bytes())
+                .and_then(|()| writer.write_all(&body[..sent.min(body.len())]))
+                .and_then(|()| writer.flush());
+            if let Some(stall) = stall {
+                std::thread::sleep(stall);
+            }
+            let _ = writer.shutdown(std::net::Shutdown::Both);
+            return;
+        }
         if writer
             .write_all(head.as_bytes())
             .and_then(|()| writer.write_all(body))

@@ -22,7 +22,7 @@ mod anthropic;
 mod http;
 mod openai;
 
-pub use anthropic::FakeAnthropic;
+pub use anthropic::{FakeAnthropic, Fault};
 pub use http::RecordedRequest;
 pub use openai::FakeOpenAi;
 

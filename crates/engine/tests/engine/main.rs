@@ -11,6 +11,7 @@ mod bounded_gates;
 mod budgets;
 mod claims;
 mod escalation;
+mod fences;
 mod gates;
 mod leases;
 mod liveness;

@@ -236,7 +236,12 @@ pub fn claiming_several_briefs_at_once(factory: Factory<'_>) {
     );
     assert_eq!(bb.last_seq(Some(run)).unwrap(), seq);
 
-    let claimed = bb.claim_briefs(Some(run), "w1", DEFAULT_CLAIM_LEASE, 2).unwrap();
+    let claimed: Vec<Brief> = bb
+        .claim_briefs(Some(run), "w1", DEFAULT_CLAIM_LEASE, 2)
+        .unwrap()
+        .into_iter()
+        .map(|c| c.brief)
+        .collect();
     let ids: Vec<BriefId> = claimed.iter().map(|b| b.id).collect();
     assert_eq!(ids, vec![first.id, third.id]);
     for brief in &claimed {
@@ -254,10 +259,16 @@ pub fn claiming_several_briefs_at_once(factory: Factory<'_>) {
 
     // More room than briefs: what is claimable (not `blocked`, whose dependency is running), no more.
     let rest = bb.claim_briefs(Some(run), "w2", DEFAULT_CLAIM_LEASE, 10).unwrap();
-    assert_eq!(rest.iter().map(|b| b.id).collect::<Vec<_>>(), vec![fourth.id]);
+    assert_eq!(
+        rest.iter().map(|c| c.brief.id).collect::<Vec<_>>(),
+        vec![fourth.id]
+    );
     assert_eq!(bb.get_brief(elsewhere.id).unwrap().status, BriefStatus::Pending);
     let all = bb.claim_briefs(None, "w3", DEFAULT_CLAIM_LEASE, 10).unwrap();
-    assert_eq!(all.iter().map(|b| b.id).collect::<Vec<_>>(), vec![elsewhere.id]);
+    assert_eq!(
+        all.iter().map(|c| c.brief.id).collect::<Vec<_>>(),
+        vec![elsewhere.id]
+    );
 }
 
 /// Claimers taking several briefs at a time, 4 threads each with its own handle: each brief is claimed
@@ -288,7 +299,7 @@ pub fn concurrent_batch_claims_are_exclusive(factory: Factory<'_>) {
                             return mine;
                         }
                         assert!(claimed.len() <= 1 + n);
-                        mine.extend(claimed.into_iter().map(|b| (b.id, name.clone())));
+                        mine.extend(claimed.into_iter().map(|c| (c.brief.id, name.clone())));
                     }
                 })
             })

@@ -1,6 +1,7 @@
 //! Properties of claiming: dependency order, and exclusivity under concurrent claimers.
 
 use super::*;
+use crate::WriteBatch;
 
 /// A claim takes the oldest pending brief whose dependencies are all done, of the given run; it sets
 /// `running` and `claimed_by` and writes `brief_status`. Going back to pending clears the claim.
@@ -280,4 +281,132 @@ pub fn concurrent_reclaims_take_each_expired_claim_once(factory: Factory<'_>) {
     let events = bb.events_after(Some(run), seq, 1000).unwrap();
     assert_eq!(events.len(), ids.len(), "one event per reclaimed brief");
     assert!(events.iter().all(|e| e.payload["reason"] == "lease_expired"));
+}
+
+/// Fenced writes. Every claim of a brief takes the next generation. A holder's writes for its brief that
+/// name its claim (a batch led by `HoldsClaim`, `append_event_holding`, anything through a
+/// [`FencedBlackboard`](crate::FencedBlackboard)) are made while the claim holds — through moves of the
+/// brief out of `running` — and refused with `ClaimLost`, writing nothing at all, once the brief was taken
+/// back: by a reclaim, and still after the same holder claimed it anew (a new generation).
+pub fn claim_holders_writes_are_fenced_by_the_claims_generation(factory: Factory<'_>) {
+    let fx = factory();
+    let bb: Arc<dyn Blackboard> = Arc::from(fx.handle());
+    let run = new_run(bb.as_ref());
+    let brief = sample_brief(run, "fenced");
+    bb.insert_brief(&brief).unwrap();
+    let lease = DEFAULT_CLAIM_LEASE;
+
+    let first = bb
+        .claim_briefs(Some(run), "runner-a", lease, 1)
+        .unwrap()
+        .remove(0)
+        .claim;
+    assert_eq!(first.brief, brief.id);
+    assert_eq!(first.holder, "runner-a");
+    assert_eq!(first.generation, 1);
+    let holder = crate::FencedBlackboard::new(bb.clone(), first.clone());
+    // While the claim holds, the holder's writes are made.
+    holder
+        .append_event(NewEvent::new(run, EventKind::Log, json!({"n": 1})).brief(brief.id))
+        .unwrap();
+    holder
+        .put_artifact(NewArtifact::new(run, "judge/fenced", "text/plain", b"one".to_vec()).brief(brief.id))
+        .unwrap();
+
+    // Its lease runs out; the brief is taken back, then claimed again by the same holder.
+    let later = Utc::now() + lease + chrono::Duration::minutes(1);
+    assert_eq!(bb.reclaim_expired(Some(run), later).unwrap().len(), 1);
+    let before = bb.last_seq(Some(run)).unwrap();
+    let lost = |result: Result<()>| match result {
+        Err(StoreError::ClaimLost {
+            holder,
+            generation,
+            found,
+            ..
+        }) => {
+            assert_eq!(holder, "runner-a");
+            assert_eq!(generation, 1);
+            found
+        }
+        other => panic!("expected ClaimLost, got {other:?}"),
+    };
+    let found = lost(
+        holder
+            .append_event(NewEvent::new(run, EventKind::SignoffAccepted, json!({})).brief(brief.id))
+            .map(drop),
+    );
+    assert!(found.contains("pending"), "{found}");
+    let second = bb
+        .claim_briefs(Some(run), "runner-a", lease, 1)
+        .unwrap()
+        .remove(0)
+        .claim;
+    assert_eq!(second.generation, 2, "a new claim, a new generation");
+    let before_second = bb.last_seq(Some(run)).unwrap();
+    assert!(before_second > before, "the claim wrote its brief_status");
+
+    // The old claim's writes, each way a holder writes, are refused and write nothing.
+    let event = || NewEvent::new(run, EventKind::SignoffAccepted, json!({})).brief(brief.id);
+    let found = lost(holder.append_event(event()).map(drop));
+    assert!(found.contains("runner-a in generation 2"), "{found}");
+    lost(bb.append_event_holding(&first, event()).map(drop));
+    lost(
+        holder
+            .put_artifact(
+                NewArtifact::new(run, "judge/fenced", "text/plain", b"stale".to_vec()).brief(brief.id),
+            )
+            .map(drop),
+    );
+    let mut batch = WriteBatch::new();
+    batch
+        .append_event(event())
+        .move_brief(brief.id, BriefStatus::Running, BriefStatus::Verifying, event());
+    lost(holder.apply(batch.clone()));
+    lost(
+        holder
+            .update_brief_status(brief.id, BriefStatus::Running, BriefStatus::Done, event())
+            .map(drop),
+    );
+    lost(holder.renew_claim(brief.id, "runner-a", lease).map(drop));
+    // Held back (where a backend holds writes back), a fenced batch is dropped whole when it is written and
+    // the write it rides with is made; written at once, it is refused.
+    match holder.apply_soon(batch) {
+        Ok(()) | Err(StoreError::ClaimLost { .. }) => {}
+        other => panic!("expected the held batch dropped or refused, got {other:?}"),
+    }
+    bb.append_event(NewEvent::new(run, EventKind::Log, json!({"rides": true})))
+        .unwrap();
+    let since: Vec<_> = bb.events_after(Some(run), before_second, 100).unwrap();
+    assert_eq!(since.len(), 1, "only the unfenced line: {since:?}");
+    assert_eq!(since[0].payload["rides"], true);
+    assert_eq!(bb.get_brief(brief.id).unwrap().status, BriefStatus::Running);
+    let judged: Vec<_> = bb
+        .list_artifacts(run, Some(brief.id))
+        .unwrap()
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
+    assert_eq!(
+        judged,
+        vec!["judge/fenced".to_string()],
+        "the stale artifact was not stored"
+    );
+
+    // The new claim's holder writes, through its own moves out of running.
+    let current = crate::FencedBlackboard::new(bb.clone(), second);
+    current.append_event(event()).unwrap();
+    let mut done = WriteBatch::new();
+    done.move_brief(brief.id, BriefStatus::Running, BriefStatus::Verifying, event())
+        .put_artifact(NewArtifact::new(run, "report", "text/plain", b"ok".to_vec()).brief(brief.id));
+    current.apply(done).unwrap();
+    current
+        .update_brief_status(brief.id, BriefStatus::Verifying, BriefStatus::Done, event())
+        .unwrap();
+    assert_eq!(bb.get_brief(brief.id).unwrap().status, BriefStatus::Done);
+    // Writes for other briefs and the run are not the fence's business.
+    let other = sample_brief(run, "other");
+    holder.insert_brief(&other).unwrap();
+    holder
+        .append_event(NewEvent::new(run, EventKind::Log, json!({})))
+        .unwrap();
 }

@@ -124,6 +124,7 @@ macro_rules! conformance_tests {
             concurrent_reclaims_take_each_expired_claim_once,
             claiming_several_briefs_at_once,
             concurrent_batch_claims_are_exclusive,
+            claim_holders_writes_are_fenced_by_the_claims_generation,
             write_batches_apply_every_change_in_order,
             a_failing_write_batch_writes_nothing,
             gates_open_decide_and_refuse_a_second_decision,

@@ -17,7 +17,7 @@ use super::typed_id::{exists, require_run};
 use crate::canon::{self, BriefsOf, id_text, json_text, ts_text};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
-use crate::record::BriefState;
+use crate::record::{BriefState, Claim, Claimed};
 
 const COLUMNS: &str = "id, run, parent, tier, workstream, title, personality, goal_anchor, instructions, \
      inputs, variety, contract, retry_budget, attempt, depends_on, branch, worktree, status, teachback, \
@@ -274,7 +274,7 @@ pub fn claim_next<C: GenericClient>(
     claimer: &str,
     lease: chrono::Duration,
 ) -> Result<Option<Brief>> {
-    Ok(claim(c, clock, run, claimer, lease, 1)?.pop())
+    Ok(claim(c, clock, run, claimer, lease, 1)?.pop().map(|c| c.brief))
 }
 
 /// Claims up to `limit` of the oldest pending briefs whose dependencies are all done, oldest first, each
@@ -287,7 +287,7 @@ pub fn claim<C: GenericClient>(
     claimer: &str,
     lease: chrono::Duration,
     limit: usize,
-) -> Result<Vec<Brief>> {
+) -> Result<Vec<Claimed>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows = c.query(
         "SELECT b.id FROM briefs b \
@@ -304,16 +304,67 @@ pub fn claim<C: GenericClient>(
     let mut claimed = Vec::with_capacity(rows.len());
     for row in rows {
         let candidate: String = row.try_get(0)?;
-        c.execute(
-            "UPDATE briefs SET status = 'running', claimed_by = $1, updated_at = $2, claimed_at = $2, \
-             lease_until = $3 WHERE id = $4",
-            &[&claimer, &ts_text(now), &ts_text(now + lease), &candidate],
-        )?;
-        let brief = get(c, BriefId(canon::parse_id("brief", &candidate)?), false)?;
+        let generation: i64 = c
+            .query_one(
+                "UPDATE briefs SET status = 'running', claimed_by = $1, updated_at = $2, claimed_at = $2, \
+                 lease_until = $3, claim_generation = claim_generation + 1 WHERE id = $4 \
+                 RETURNING claim_generation",
+                &[&claimer, &ts_text(now), &ts_text(now + lease), &candidate],
+            )?
+            .try_get(0)?;
+        let id = BriefId(canon::parse_id("brief", &candidate)?);
+        let brief = get(c, id, false)?;
         events::append(c, &canon::brief_claimed(&brief, claimer, now))?;
-        claimed.push(brief);
+        let claim = Claim {
+            brief: id,
+            holder: claimer.to_string(),
+            generation,
+        };
+        claimed.push(Claimed { brief, claim });
     }
     Ok(claimed)
+}
+
+/// The brief's claim (holder and generation), `None` when it has no holder.
+pub fn claim_of<C: GenericClient>(c: &mut C, id: BriefId) -> Result<Option<Claim>> {
+    let row = c.query_opt(
+        "SELECT claimed_by, claim_generation FROM briefs WHERE id = $1",
+        &[&id_text(&id.0)],
+    )?;
+    let Some(row) = row else {
+        return Err(StoreError::not_found("brief", id));
+    };
+    let holder: Option<String> = row.try_get(0)?;
+    let generation: i64 = row.try_get(1)?;
+    Ok(holder.map(|holder| Claim {
+        brief: id,
+        holder,
+        generation,
+    }))
+}
+
+/// Fails with `ClaimLost` unless `claim`'s holder still holds its brief in its generation (the check of
+/// [`crate::Change::HoldsClaim`]); `NotFound` for an unknown brief. The row stays locked (`FOR NO KEY
+/// UPDATE`) until the transaction ends, so no reclaim or claim can commit between this check and the
+/// writes it fences.
+pub fn check_claim<C: GenericClient>(c: &mut C, claim: &Claim) -> Result<()> {
+    let row = c.query_opt(
+        "SELECT status, claimed_by, claim_generation FROM briefs WHERE id = $1 FOR NO KEY UPDATE",
+        &[&id_text(&claim.brief.0)],
+    )?;
+    let Some(row) = row else {
+        return Err(StoreError::not_found("brief", claim.brief));
+    };
+    let status: String = row.try_get(0)?;
+    let holder: Option<String> = row.try_get(1)?;
+    let generation: i64 = row.try_get(2)?;
+    if holder.as_deref() == Some(claim.holder.as_str()) && generation == claim.generation {
+        return Ok(());
+    }
+    Err(canon::claim_lost(
+        claim,
+        canon::claim_found(&status, holder.as_deref(), generation),
+    ))
 }
 
 /// Extends a claim's lease, if `claimer` still holds the brief.

@@ -44,7 +44,8 @@ use crate::canon::BriefsOf;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
 use crate::record::{
-    Artifact, ArtifactId, ArtifactMeta, BriefState, NewArtifact, NewGate, NewRun, Run, RunStatus,
+    Artifact, ArtifactId, ArtifactMeta, BriefState, Claim, Claimed, NewArtifact, NewGate, NewRun, Run,
+    RunStatus,
 };
 pub use connect::{DEFAULT_RECONNECT, RECONNECT_VAR};
 use connect::{Settings, cause_of, is_connection_loss};
@@ -325,6 +326,13 @@ impl Blackboard for PostgresBlackboard {
         self.write(|tx, _| events::append(tx, &event))
     }
 
+    fn append_event_holding(&self, claim: &Claim, event: NewEvent) -> Result<Event> {
+        self.write(|tx, _| {
+            briefs::check_claim(tx, claim)?;
+            events::append(tx, &event)
+        })
+    }
+
     fn events_after(&self, run: Option<RunId>, after_seq: i64, limit: usize) -> Result<Vec<Event>> {
         self.read(|c| events::after(c, run, after_seq, limit))
     }
@@ -456,11 +464,15 @@ impl Blackboard for PostgresBlackboard {
         claimer: &str,
         lease: chrono::Duration,
         limit: usize,
-    ) -> Result<Vec<Brief>> {
+    ) -> Result<Vec<Claimed>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
         self.write(|tx, clock| briefs::claim(tx, clock, run, claimer, lease, limit))
+    }
+
+    fn claim_of(&self, id: BriefId) -> Result<Option<Claim>> {
+        self.read(|c| briefs::claim_of(c, id))
     }
 
     fn renew_claim(&self, id: BriefId, claimer: &str, lease: chrono::Duration) -> Result<Brief> {

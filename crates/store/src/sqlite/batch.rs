@@ -24,5 +24,6 @@ pub fn apply(conn: &Connection, clock: &dyn Clock, batch: &WriteBatch) -> Result
         }
         Change::PutArtifact(artifact) => artifacts::store(conn, clock, artifact).map(drop),
         Change::AppendEvent(event) => events::append_to_run(conn, event).map(drop),
+        Change::HoldsClaim(claim) => briefs::check_claim(conn, claim),
     })
 }

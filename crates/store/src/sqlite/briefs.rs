@@ -11,7 +11,7 @@ use super::typed_id::require_run;
 use crate::canon::{self, BriefsOf};
 use crate::clock::Clock;
 use crate::error::{Result, StoreError};
-use crate::record::BriefState;
+use crate::record::{BriefState, Claim, Claimed};
 
 const COLUMNS: &str = "id, run, parent, tier, workstream, title, personality, goal_anchor, instructions, \
      inputs, variety, contract, retry_budget, attempt, depends_on, branch, worktree, status, teachback, \
@@ -409,7 +409,7 @@ pub fn claim_next(
     claimer: &str,
     lease: chrono::Duration,
 ) -> Result<Option<Brief>> {
-    Ok(claim(conn, clock, run, claimer, lease, 1)?.pop())
+    Ok(claim(conn, clock, run, claimer, lease, 1)?.pop().map(|c| c.brief))
 }
 
 /// Claims up to `limit` of the oldest pending briefs whose dependencies are all done, oldest first, each
@@ -422,7 +422,7 @@ pub fn claim(
     claimer: &str,
     lease: chrono::Duration,
     limit: usize,
-) -> Result<Vec<Brief>> {
+) -> Result<Vec<Claimed>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let candidates: Vec<String> = match run {
         Some(run) => ids(conn, CLAIMABLE_IN_RUN, params![id_text(&run.0), limit])?,
@@ -432,18 +432,65 @@ pub fn claim(
     candidates
         .iter()
         .map(|candidate| {
-            execute(
-                conn,
-                "UPDATE briefs SET status = 'running', claimed_by = ?1, updated_at = ?2, claimed_at = ?2, \
-                 lease_until = ?3 WHERE id = ?4 AND status = 'pending'",
-                params![claimer, ts_text(now), ts_text(now + lease), candidate],
-            )?;
+            let generation: i64 = conn
+                .prepare_cached(
+                    "UPDATE briefs SET status = 'running', claimed_by = ?1, updated_at = ?2, claimed_at = ?2, \
+                     lease_until = ?3, claim_generation = claim_generation + 1 \
+                     WHERE id = ?4 AND status = 'pending' RETURNING claim_generation",
+                )?
+                .query_row(params![claimer, ts_text(now), ts_text(now + lease), candidate], |row| {
+                    row.get(0)
+                })?;
             let id = BriefId(canon::parse_id("brief", candidate)?);
             let brief = get(conn, id)?;
             events::append_to_known_run(conn, &canon::brief_claimed(&brief, claimer, now))?;
-            Ok(brief)
+            let claim = Claim {
+                brief: id,
+                holder: claimer.to_string(),
+                generation,
+            };
+            Ok(Claimed { brief, claim })
         })
         .collect()
+}
+
+/// The brief's claim (holder and generation), `None` when it has no holder.
+pub fn claim_of(conn: &Connection, id: BriefId) -> Result<Option<Claim>> {
+    let found: Option<(Option<String>, i64)> = query_opt(
+        conn,
+        "SELECT claimed_by, claim_generation FROM briefs WHERE id = ?1",
+        params![id_text(&id.0)],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    let Some((holder, generation)) = found else {
+        return Err(StoreError::not_found("brief", id));
+    };
+    Ok(holder.map(|holder| Claim {
+        brief: id,
+        holder,
+        generation,
+    }))
+}
+
+/// Fails with `ClaimLost` unless `claim`'s holder still holds its brief in its generation (the check of
+/// [`crate::Change::HoldsClaim`]); `NotFound` for an unknown brief.
+pub fn check_claim(conn: &Connection, claim: &Claim) -> Result<()> {
+    let found: Option<(String, Option<String>, i64)> = query_opt(
+        conn,
+        "SELECT status, claimed_by, claim_generation FROM briefs WHERE id = ?1",
+        params![id_text(&claim.brief.0)],
+        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+    )?;
+    let Some((status, holder, generation)) = found else {
+        return Err(StoreError::not_found("brief", claim.brief));
+    };
+    if holder.as_deref() == Some(claim.holder.as_str()) && generation == claim.generation {
+        return Ok(());
+    }
+    Err(canon::claim_lost(
+        claim,
+        canon::claim_found(&status, holder.as_deref(), generation),
+    ))
 }
 
 /// Extends a claim's lease, if `claimer` still holds the brief.

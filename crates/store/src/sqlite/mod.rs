@@ -41,7 +41,8 @@ use crate::canon::BriefsOf;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
 use crate::record::{
-    Artifact, ArtifactId, ArtifactMeta, BriefState, NewArtifact, NewGate, NewRun, Run, RunStatus,
+    Artifact, ArtifactId, ArtifactMeta, BriefState, Claim, Claimed, NewArtifact, NewGate, NewRun, Run,
+    RunStatus,
 };
 pub use migrations::SCHEMA_VERSION;
 
@@ -419,6 +420,13 @@ impl Blackboard for SqliteBlackboard {
         self.write(|tx, _| events::append(tx, event))
     }
 
+    fn append_event_holding(&self, claim: &Claim, event: NewEvent) -> Result<Event> {
+        self.write(|tx, _| {
+            briefs::check_claim(tx, claim)?;
+            events::append(tx, event)
+        })
+    }
+
     fn append_event_soon(&self, event: NewEvent) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.append_event(event);
@@ -590,11 +598,15 @@ impl Blackboard for SqliteBlackboard {
         claimer: &str,
         lease: chrono::Duration,
         limit: usize,
-    ) -> Result<Vec<Brief>> {
+    ) -> Result<Vec<Claimed>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
         self.write(|tx, clock| briefs::claim(tx, clock, run, claimer, lease, limit))
+    }
+
+    fn claim_of(&self, id: BriefId) -> Result<Option<Claim>> {
+        self.read(|conn| briefs::claim_of(conn, id))
     }
 
     fn renew_claim(&self, id: BriefId, claimer: &str, lease: chrono::Duration) -> Result<Brief> {

@@ -144,11 +144,12 @@ fn an_upgraded_database_plans_as_a_new_one() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("blackboard.db");
     drop(SqliteBlackboard::open(&path).unwrap());
-    // What schema 6 had and schema 7 drops.
+    // What schema 6 had and schema 7 drops, without what schema 10 adds.
     let old = Connection::open(&path).unwrap();
     old.execute_batch(
         "CREATE INDEX briefs_claimable ON briefs (status, created_at); \
-         CREATE INDEX briefs_lease ON briefs (status, lease_until); PRAGMA user_version = 6;",
+         CREATE INDEX briefs_lease ON briefs (status, lease_until); \
+         ALTER TABLE briefs DROP COLUMN claim_generation; PRAGMA user_version = 6;",
     )
     .unwrap();
     drop(old);
