@@ -82,6 +82,8 @@ pub enum Command {
     Pause(commands::pause::Args),
     /// Release a manual pause.
     Resume(commands::resume::Args),
+    /// Acknowledge a HALT: resume the run or cancel it.
+    Ack(commands::ack::Args),
     /// End a run for good: stop its runner and agents, close what is open.
     Cancel(commands::cancel::Args),
     /// The Claude Code / Codex hook (event on stdin), and `agency hook install`.
@@ -174,6 +176,7 @@ pub fn run(cli: Cli) -> CommandResult {
         Command::Reject(args) => commands::reject::run(&ctx, args),
         Command::Pause(args) => commands::pause::run(&ctx, args),
         Command::Resume(args) => commands::resume::run(&ctx, args),
+        Command::Ack(args) => commands::ack::run(&ctx, args),
         Command::Cancel(args) => commands::cancel::run(&ctx, args),
         Command::Hook(args) => commands::hook::run(&ctx, args),
         Command::Teachback(cmd) => commands::teachback::run(&ctx, cmd),

@@ -275,6 +275,7 @@ async fn pass(
 ) -> Result<bool> {
     let mut progressed = handle_escalation_gates(engine, run)?;
     progressed |= crate::budget::handle_budget_gates(engine, run)?;
+    progressed |= crate::failure::handle_halt_gates(engine, run)?;
     // Only what is `verifying` needs the runner; everything else waits on an agent or a human.
     let verifying = engine.store.list_briefs_by_status(run, BriefStatus::Verifying)?;
     // Implementers handed to their verifiers in this pass, one per squad: whether that completes the squad's

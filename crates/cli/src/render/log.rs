@@ -60,6 +60,7 @@ fn gate_word(payload: &Value) -> &'static str {
         Some(GateKind::Teachback) => "TEACHBACK",
         Some(GateKind::Budget) => "BUDGET",
         Some(GateKind::Escalation) => "ESCALATION",
+        Some(GateKind::Halt) => "HALT",
         _ => "APPROVAL",
     }
 }

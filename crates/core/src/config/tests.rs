@@ -269,7 +269,8 @@ fn without_strict_mode_the_configured_gates_apply() {
             GateKind::T2Synthesis,
             GateKind::Pause,
             GateKind::Budget,
-            GateKind::Escalation
+            GateKind::Escalation,
+            GateKind::Halt
         ]
     );
     let config = parse("visibility:\n  inspection_gates: {t2_synthesis: false, t3_plan: true}\n").unwrap();

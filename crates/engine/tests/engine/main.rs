@@ -19,6 +19,7 @@ mod outage;
 mod profiles;
 mod retries;
 mod sandbox;
+mod signals;
 mod signoff;
 mod verdicts;
 mod wake;
