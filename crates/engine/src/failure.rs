@@ -331,14 +331,8 @@ pub fn open_escalation_gate(engine: &Engine, brief: &Brief, why: &str) -> Result
 /// on an escalation gate, which holds the run until decided.
 pub fn signal(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal) -> Result<()> {
     let payload = payload::Signal {
-        level: Some(signal.level.to_string()),
         title: Some(brief.title.clone()),
-        category: Some(signal.category.to_string()),
-        issue: Some(signal.issue.clone()),
-        evidence: Some(signal.evidence.clone()),
-        impact: Some(signal.impact.clone()),
-        recommended_action: Some(signal.recommended_action.clone()),
-        ..payload::Signal::default()
+        ..signal.payload()
     };
     match signal.level {
         SignalLevel::Halt => halt(engine, brief, signal, payload),

@@ -154,4 +154,21 @@ fn a_stalled_teachback_raises_one_alert_per_stall() {
     assert!(check(&much_later).stdout().contains("0 alert(s) raised"));
     let show = repo.agency(&["teachback", "show", &brief]).success().stdout();
     assert!(show.contains("2 alert(s)"), "{show}");
+    // Both in PACT's form: META-BLOCK, with the four fields a human acts on.
+    let store = agency_store::SqliteBlackboard::open(repo.db()).unwrap();
+    let alerts: Vec<_> = agency_store::Blackboard::events_after(&store, None, 0, 1000)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == agency_core::EventKind::Alert)
+        .collect();
+    assert_eq!(alerts.len(), 2);
+    for alert in &alerts {
+        crate::support::assert_pact_alert(&alert.payload, "teachback_timeout");
+    }
+    assert!(
+        alerts[1].payload["issue"]
+            .as_str()
+            .unwrap()
+            .contains("orchestrator unreachable")
+    );
 }
