@@ -62,7 +62,8 @@ pub enum Command {
     /// Check and explain the team configuration.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
-    /// Score work on the four variety dimensions and show the gates it implies.
+    /// Score work on the four variety dimensions and show the gates it implies; show Learning II's
+    /// calibration.
     #[command(subcommand)]
     Variety(commands::variety::VarietyCommand),
     /// List runs, newest first.
@@ -167,7 +168,7 @@ pub fn run(cli: Cli) -> CommandResult {
         Command::Init(args) => commands::init::run(&ctx, args),
         Command::Run(args) => commands::run::run(&ctx, args),
         Command::Config(cmd) => commands::config::run(&ctx, cmd),
-        Command::Variety(cmd) => commands::variety::run(cmd),
+        Command::Variety(cmd) => commands::variety::run(&ctx, cmd),
         Command::Runs(args) => commands::runs::run(&ctx, args),
         Command::Watch(args) => commands::watch::run(&ctx, args),
         Command::Inspect(args) => commands::inspect::run(&ctx, args),

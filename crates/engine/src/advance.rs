@@ -934,7 +934,7 @@ pub(crate) fn start_workstreams(engine: &Engine, run: RunId, plan: &Plan, ids: &
         };
         engine.log(run, Some(entry.tier), tag, message)?;
     }
-    write_children(engine, plan_brief, entries)?;
+    crate::calibration::write_calibrated(engine, plan_brief, plan, entries)?;
     Ok(())
 }
 

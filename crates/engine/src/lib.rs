@@ -7,6 +7,7 @@ pub mod advance;
 mod board_review;
 pub mod branches;
 pub mod budget;
+pub mod calibration;
 mod claimer;
 mod crew;
 pub mod engine;

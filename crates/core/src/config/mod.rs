@@ -39,8 +39,8 @@ pub use models::{
 pub use notifiers::NotifierConfig;
 pub use personalities::PersonalitiesConfig;
 pub use policy::{
-    BudgetLimit, BudgetsConfig, ROLLOUT_ENV_VAR, RetryConfig, RolloutMode, RunnerConfig, SignoffConfig,
-    TeachbackConfig, UnboundSessionPolicy,
+    BudgetLimit, BudgetsConfig, Calibration, ROLLOUT_ENV_VAR, RetryConfig, RolloutMode, RunnerConfig,
+    SignoffConfig, TeachbackConfig, UnboundSessionPolicy,
 };
 pub use priced::{UnpricedModel, UnpricedUnderUsd};
 pub use sandbox::{SandboxConfig, SandboxMode, SandboxNetwork};

@@ -583,3 +583,17 @@ fn the_sandbox_is_on_by_default_and_can_be_turned_off_or_cut_off_the_network() {
          found \"cache\""
     );
 }
+
+#[test]
+fn teachback_calibration_is_on_unless_switched_off() {
+    use super::Calibration;
+    assert_eq!(TeachbackConfig::default().calibration, Calibration::On);
+    let off = parse("teachback:\n  calibration: off\n").unwrap();
+    assert_eq!(off.teachback.calibration, Calibration::Off);
+    let on = parse("teachback:\n  calibration: on\n").unwrap();
+    assert_eq!(on.teachback.calibration, Calibration::On);
+    let wrong = parse("teachback:\n  calibration: sometimes\n")
+        .unwrap_err()
+        .to_string();
+    assert!(wrong.contains("calibration"), "{wrong}");
+}

@@ -9,6 +9,7 @@ mod support;
 mod board_review;
 mod bounded_gates;
 mod budgets;
+mod calibration;
 mod claims;
 mod escalation;
 mod gates;
