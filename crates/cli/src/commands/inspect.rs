@@ -72,7 +72,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
                 brief.title,
                 brief.status.as_str(),
                 status_mark(brief.status),
-                brief.teachback.as_str()
+                agency_review::gather::teachback_label(brief)
             );
         }
         for artifact in store.list_artifacts(run_id, None).map_err(store_error)? {

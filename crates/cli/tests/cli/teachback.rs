@@ -172,3 +172,49 @@ fn a_stalled_teachback_raises_one_alert_per_stall() {
             .contains("orchestrator unreachable")
     );
 }
+
+/// Tiers that only read (T1–T3, the T5 sign-off) have no teachback to wait for: every listing says so
+/// rather than showing them `pending` for ever.
+#[test]
+fn reading_tiers_show_their_teachback_as_not_needed() {
+    let script = include_str!("../../../engine/tests/scripts/simple.yaml");
+    let (repo, path) = Repo::calculator(script);
+    let run = repo
+        .agency(&[
+            "run",
+            crate::support::CALCULATOR_GOAL,
+            "--script",
+            path.to_str().unwrap(),
+            "--auto-approve",
+        ])
+        .success()
+        .run_id();
+    let list = repo
+        .agency(&["teachback", "list", "--run", &run])
+        .success()
+        .stdout();
+    let t1: Vec<&str> = list.lines().filter(|l| l.contains(" t1 ")).collect();
+    let t4: Vec<&str> = list.lines().filter(|l| l.contains(" t4 ")).collect();
+    assert!(!t1.is_empty() && !t4.is_empty(), "{list}");
+    for line in list.lines().skip(1).filter(|l| !l.contains(" t4 ")) {
+        assert!(line.contains("not needed (reads only)"), "{list}");
+    }
+    for line in &t4 {
+        assert!(!line.contains("not needed"), "{list}");
+    }
+    let tier = repo.agency(&["inspect", &run, "--tier", "t1"]).success().stdout();
+    assert!(tier.contains("teachback not needed (reads only)"), "{tier}");
+    assert!(!tier.contains("teachback pending"), "{tier}");
+    let plan = list
+        .lines()
+        .find(|l| l.contains(" t1 ") && l.ends_with("plan"))
+        .unwrap();
+    let brief = plan.split_whitespace().next().unwrap();
+    let show = repo.agency(&["teachback", "show", brief]).success().stdout();
+    assert!(show.contains("state      not needed (reads only)"), "{show}");
+    let shown = repo
+        .agency(&["show", &run, "teachback", brief])
+        .success()
+        .stdout();
+    assert!(shown.contains("not needed (reads only)"), "{shown}");
+}
