@@ -221,3 +221,59 @@ fn an_invalid_category_goes_back_to_the_agent_with_the_allowed_list() {
             .all(|g| g.kind != GateKind::Halt)
     );
 }
+
+/// An ALERT escalates its brief to a human on an escalation gate, with its category and issue, and
+/// nothing starts while the gate is pending (the gate holds the whole run, which includes the brief's
+/// subtree); approving it gives the brief a fresh attempt with the human's note.
+#[test]
+fn an_alert_holds_the_run_on_an_escalation_gate_until_a_human_decides() {
+    let project = Project::new();
+    let alert = "{ level: ALERT, category: SCOPE, issue: \"mul.sh is also used by div.sh\", evidence: \"div.sh:3\", impact: \"div.sh changes too\", recommended_action: \"widen the brief\" }";
+    let (run, driving) = project.start_in_background(&raising(alert), config(), true);
+    let store = project.store.clone();
+    let gate = wait_for("the ALERT's escalation gate", || {
+        store
+            .pending_gates(Some(run.id))
+            .unwrap()
+            .into_iter()
+            .find(|g| g.kind == GateKind::Escalation)
+    });
+    assert!(
+        gate.summary["message"]
+            .as_str()
+            .unwrap()
+            .contains("ALERT SCOPE: mul.sh is also used by div.sh"),
+        "{}",
+        gate.summary
+    );
+    let raised = project.events_of(run.id, EventKind::Alert);
+    assert_eq!(raised[0].payload["recommended_action"], "widen the brief");
+    wait_for("every agent done", || {
+        store
+            .list_briefs_by_status(run.id, BriefStatus::Running)
+            .unwrap()
+            .is_empty()
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(
+        store
+            .list_briefs_by_status(run.id, BriefStatus::Running)
+            .unwrap()
+            .is_empty(),
+        "an agent started while the ALERT's gate was pending:\n{}",
+        project.tree(run.id)
+    );
+    store
+        .decide_gate(
+            gate.id,
+            GateDecision::Approve {
+                by: "cli:tester".into(),
+                // The script's fix-mul does its work once its feedback says this.
+                note: Some("acknowledged it and resumed the run: div.sh is out of scope".into()),
+            },
+        )
+        .unwrap();
+    let outcome = driving.join_within(Duration::from_secs(60), "the run after the ALERT was decided");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+}
