@@ -76,7 +76,8 @@ pub enum Command {
     /// Check and explain the team configuration.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
-    /// Score work on the four variety dimensions and show the gates it implies.
+    /// Score work on the four variety dimensions and show the gates it implies; show Learning II's
+    /// calibration.
     #[command(subcommand)]
     Variety(commands::variety::VarietyCommand),
     /// List runs, newest first.
@@ -96,6 +97,8 @@ pub enum Command {
     Pause(commands::pause::Args),
     /// Release a manual pause.
     Resume(commands::resume::Args),
+    /// Acknowledge a HALT: resume the run or cancel it.
+    Ack(commands::ack::Args),
     /// End a run for good: stop its runner and agents, close what is open.
     Cancel(commands::cancel::Args),
     /// The Claude Code / Codex hook (event on stdin), and `agency hook install`.
@@ -158,7 +161,7 @@ pub fn run(cli: Cli) -> CommandResult {
         Command::Init(args) => commands::init::run(&ctx, args),
         Command::Run(args) => commands::run::run(&ctx, args),
         Command::Config(cmd) => commands::config::run(&ctx, cmd),
-        Command::Variety(cmd) => commands::variety::run(cmd),
+        Command::Variety(cmd) => commands::variety::run(&ctx, cmd),
         Command::Runs(args) => commands::runs::run(&ctx, args),
         Command::Watch(args) => commands::watch::run(&ctx, args),
         Command::Inspect(args) => commands::inspect::run(&ctx, args),
@@ -167,6 +170,7 @@ pub fn run(cli: Cli) -> CommandResult {
         Command::Reject(args) => commands::reject::run(&ctx, args),
         Command::Pause(args) => commands::pause::run(&ctx, args),
         Command::Resume(args) => commands::resume::run(&ctx, args),
+        Command::Ack(args) => commands::ack::run(&ctx, args),
         Command::Cancel(args) => commands::cancel::run(&ctx, args),
         Command::Hook(args) => commands::hook::run(&ctx, args),
         Command::Teachback(cmd) => commands::teachback::run(&ctx, cmd),

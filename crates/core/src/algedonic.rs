@@ -9,6 +9,8 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::event::payload::Signal;
+
 /// The two levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
@@ -131,6 +133,39 @@ pub struct AlgedonicSignal {
 }
 
 impl AlgedonicSignal {
+    /// An ALERT of `category` with its four fields: how the runner and the hook raise their own (a stalled
+    /// run, a silent agent, a teachback nobody reviewed), in the form an agent's takes.
+    pub fn alert(
+        category: SignalCategory,
+        issue: impl Into<String>,
+        evidence: impl Into<String>,
+        impact: impl Into<String>,
+        recommended_action: impl Into<String>,
+    ) -> AlgedonicSignal {
+        AlgedonicSignal {
+            level: SignalLevel::Alert,
+            category,
+            issue: issue.into(),
+            evidence: evidence.into(),
+            impact: impact.into(),
+            recommended_action: recommended_action.into(),
+        }
+    }
+
+    /// The `alert` or `halt` event's payload: the level, the category and the four fields; the raiser adds
+    /// its own (`source`, `notify`, the title, ...).
+    pub fn payload(&self) -> Signal {
+        Signal {
+            level: Some(self.level.to_string()),
+            category: Some(self.category.to_string()),
+            issue: Some(self.issue.clone()),
+            evidence: Some(self.evidence.clone()),
+            impact: Some(self.impact.clone()),
+            recommended_action: Some(self.recommended_action.clone()),
+            ..Signal::default()
+        }
+    }
+
     /// Refuses a signal whose category belongs to the other level, or with an empty field, naming what is
     /// allowed — the text an agent reads to fix its call.
     pub fn check(&self) -> Result<(), String> {
@@ -220,6 +255,29 @@ mod tests {
             s.check().unwrap_err(),
             "a signal needs issue, evidence, impact and recommended_action; empty: evidence, impact"
         );
+    }
+
+    #[test]
+    fn a_runner_alert_carries_the_four_fields_in_its_payload() {
+        let alert = AlgedonicSignal::alert(
+            SignalCategory::MetaBlock,
+            "stuck",
+            "no events",
+            "never ends",
+            "cancel",
+        );
+        alert.check().unwrap();
+        let payload = serde_json::to_value(alert.payload()).unwrap();
+        assert_eq!(payload["level"], "ALERT");
+        assert_eq!(payload["category"], "META-BLOCK");
+        for (field, value) in [
+            ("issue", "stuck"),
+            ("evidence", "no events"),
+            ("impact", "never ends"),
+            ("recommended_action", "cancel"),
+        ] {
+            assert_eq!(payload[field], value, "{field}");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Gates: pauses that need a decision. A gate is opened by the runner (or a human's `agency pause`), and
 //! decided by `approve`/`reject` from any front end, or, for a tier gate, rejected after
-//! `gate_timeout_minutes` (budget and escalation gates wait for a human).
+//! `gate_timeout_minutes` (budget, escalation and halt gates wait for a human).
 
 use std::fmt;
 use std::str::FromStr;
@@ -34,11 +34,14 @@ pub enum GateKind {
     Budget,
     /// Repeated escalation or a mesh timeout: blocked until a human unblocks.
     Escalation,
+    /// An algedonic HALT (security, data, ethics): all work of the run stops until a human acknowledges it
+    /// (`agency ack`): approve resumes the run, reject cancels it.
+    Halt,
 }
 
 impl GateKind {
     /// Every kind.
-    pub const ALL: [GateKind; 9] = [
+    pub const ALL: [GateKind; 10] = [
         GateKind::T1Plan,
         GateKind::T2Lead,
         GateKind::T2Synthesis,
@@ -48,6 +51,7 @@ impl GateKind {
         GateKind::Pause,
         GateKind::Budget,
         GateKind::Escalation,
+        GateKind::Halt,
     ];
 
     /// The wire name.
@@ -62,6 +66,7 @@ impl GateKind {
             GateKind::Pause => "pause",
             GateKind::Budget => "budget",
             GateKind::Escalation => "escalation",
+            GateKind::Halt => "halt",
         }
     }
 
@@ -81,7 +86,15 @@ impl GateKind {
             GateKind::Pause => "the pause is released and the run continues, as `agency resume` does",
             GateKind::Budget => "the run stops (cancelled)",
             GateKind::Escalation => "the escalated brief is cancelled and the run stops (failed)",
+            GateKind::Halt => "the run stops (cancelled), as `agency ack --cancel` does",
         }
+    }
+
+    /// Whether only a human may decide a gate of this kind: it is never approved by `--auto-approve` and
+    /// never times out. Money (budget), the end of the escalation ladder (approving it grants a fresh retry
+    /// budget, so an automatic approval would loop for ever) and a HALT (security, data, ethics).
+    pub fn needs_a_human(self) -> bool {
+        matches!(self, GateKind::Budget | GateKind::Escalation | GateKind::Halt)
     }
 }
 

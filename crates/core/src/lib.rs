@@ -7,6 +7,7 @@
 
 pub mod algedonic;
 pub mod brief;
+pub mod calibration;
 pub mod config;
 pub mod contract;
 pub mod escalation;

@@ -26,7 +26,7 @@ use agency_store::RunStatus;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 pub(crate) use crate::plan::approved;
-use crate::plan::{retry_budget, write_children};
+use crate::plan::retry_budget;
 use crate::rounds::states;
 
 mod gates;
@@ -139,6 +139,7 @@ async fn pass(
 ) -> Result<bool> {
     let mut progressed = handle_escalation_gates(engine, run)?;
     progressed |= crate::budget::handle_budget_gates(engine, run)?;
+    progressed |= crate::failure::handle_halt_gates(engine, run)?;
     // Only what is `verifying` needs the runner; everything else waits on an agent or a human.
     let verifying = engine.store.list_briefs_by_status(run, BriefStatus::Verifying)?;
     // Implementers handed to their verifiers in this pass, one per squad: whether that completes the squad's
@@ -269,7 +270,7 @@ pub(crate) fn start_workstreams(engine: &Engine, run: RunId, plan: &Plan, ids: &
         };
         engine.log(run, Some(entry.tier), tag, message)?;
     }
-    write_children(engine, plan_brief, entries)?;
+    crate::calibration::write_calibrated(engine, plan_brief, plan, entries)?;
     Ok(())
 }
 

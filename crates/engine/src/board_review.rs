@@ -23,7 +23,7 @@ use std::time::Instant;
 use agency_core::event::payload::{self, LogLine};
 use agency_core::event::{EventKind, EventPayload, NewEvent};
 use agency_core::teachback::{Teachback, TeachbackState, transition};
-use agency_core::{BriefId, BriefStatus, RunId};
+use agency_core::{AlgedonicSignal, BriefId, BriefStatus, RunId, SignalCategory};
 use agency_llm::CancelToken;
 use agency_store::Blackboard;
 use chrono::{DateTime, Utc};
@@ -224,7 +224,6 @@ impl BoardReviews {
         let alert = NewEvent::typed(
             run,
             EventPayload::Alert(payload::Signal {
-                level: Some("ALERT".to_string()),
                 message: Some(format!(
                     "META-BLOCK: orchestrator unreachable: the teachback of {} could not be reviewed ({problem}); \
                      review it with `agency teachback approve|correct {}`",
@@ -234,7 +233,24 @@ impl BoardReviews {
                 teachback_state: Some(TeachbackState::UnderReview),
                 since: Some(sent),
                 notify: Some(true),
-                ..payload::Signal::default()
+                source: Some("teachback_review".to_string()),
+                title: Some(brief.title.clone()),
+                ..AlgedonicSignal::alert(
+                    SignalCategory::MetaBlock,
+                    format!("orchestrator unreachable: the teachback of {} could not be reviewed", brief.title),
+                    format!("{failures} review attempts failed, the last with: {problem}"),
+                    format!(
+                        "{} waits in `under_review`: a blocking teachback keeps its agent from writing until it is reviewed",
+                        brief.title
+                    ),
+                    format!(
+                        "read it with `agency show {} teachback {id}` and review it with `agency teachback \
+                         approve|correct {id}`",
+                        run.short(),
+                        id = id.short()
+                    ),
+                )
+                .payload()
             }),
         )
         .brief(id)

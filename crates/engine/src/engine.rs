@@ -270,10 +270,9 @@ impl Engine {
                 holding = true;
                 continue;
             }
-            // A budget is money, and an escalation gate is the end of the ladder (approving it grants a
-            // fresh retry budget, so approving it automatically would loop for ever): neither is approved
-            // automatically.
-            if self.options.auto_approve && !matches!(gate.kind, GateKind::Budget | GateKind::Escalation) {
+            // Budget, escalation and halt gates are a human's ([`GateKind::needs_a_human`]): never
+            // approved automatically.
+            if self.options.auto_approve && !gate.kind.needs_a_human() {
                 let note = Some("auto-approved (--auto-approve)".to_string());
                 self.store.decide_gate(
                     gate.id,
@@ -282,10 +281,9 @@ impl Engine {
                         note,
                     },
                 )?;
-            } else if matches!(gate.kind, GateKind::Budget | GateKind::Escalation) {
-                // Money and the end of the escalation ladder are a human's to decide: these gates never
-                // time out (rejecting them would end the run); past the timeout they are announced again,
-                // once per timeout, until someone decides.
+            } else if gate.kind.needs_a_human() {
+                // These gates never time out (rejecting them would end the run); past the timeout they are
+                // announced again, once per timeout, until someone decides.
                 self.remind(&gate, timeout)?;
                 holding = true;
             } else if crate::gate_clock::waited(&gate) > timeout {

@@ -6,7 +6,7 @@
 use agency_core::escalation::{Decision, EscalationTarget, Failure, decide};
 use agency_core::event::payload::{self, BriefStatusChange, LogLine};
 use agency_core::event::{EventPayload, NewEvent};
-use agency_core::gate::GateKind;
+use agency_core::gate::{GateKind, GateStatus};
 use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefId, BriefStatus, Tier};
 use agency_exec::runtime::{AlgedonicSignal, SignalLevel};
@@ -308,38 +308,16 @@ pub fn open_escalation_gate(engine: &Engine, brief: &Brief, why: &str) -> Result
     Ok(())
 }
 
-/// An algedonic signal from an agent: HALT stops the run at once; ALERT blocks the phase on a gate.
+/// An algedonic signal from an agent. A HALT (security, data, ethics) stops all work of the run until a
+/// human acknowledges it ([`halt`]); an ALERT (quality, scope, meta-block) escalates the brief to a human
+/// on an escalation gate, which holds the run until decided.
 pub fn signal(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal) -> Result<()> {
     let payload = payload::Signal {
         title: Some(brief.title.clone()),
-        category: Some(signal.category.to_string()),
-        issue: Some(signal.issue.clone()),
-        evidence: Some(signal.evidence.clone()),
-        impact: Some(signal.impact.clone()),
-        recommended_action: Some(signal.recommended_action.clone()),
-        ..payload::Signal::default()
+        ..signal.payload()
     };
     match signal.level {
-        SignalLevel::Halt => {
-            engine.store.append_event(
-                NewEvent::typed(brief.run, EventPayload::Halt(payload))
-                    .brief(brief.id)
-                    .tier(brief.tier),
-            )?;
-            let event = NewEvent::typed(
-                brief.run,
-                EventPayload::Failed(payload::Failure {
-                    title: brief.title.clone(),
-                    reason: "HALT raised".to_string(),
-                    ..payload::Failure::default()
-                }),
-            )
-            .brief(brief.id);
-            engine
-                .store
-                .update_brief_status(brief.id, brief.status, BriefStatus::Failed, event)?;
-            engine.store.set_run_status(brief.run, None, RunStatus::Halted)?;
-        }
+        SignalLevel::Halt => halt(engine, brief, signal, payload),
         SignalLevel::Alert => {
             engine.store.append_event(
                 NewEvent::typed(brief.run, EventPayload::Alert(payload))
@@ -363,8 +341,167 @@ pub fn signal(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal) -> Resul
                 engine,
                 brief,
                 &format!("ALERT {}: {}", signal.category, signal.issue),
-            )?;
+            )
+        }
+    }
+}
+
+/// The tag of the log line each agent stopped by a HALT gets.
+const HALTED: &str = "HALTED";
+
+/// A HALT: every piece of work of the run stops until a human acknowledges it. The raising brief waits
+/// (`escalated`) on a `halt` gate carrying the signal's four fields; every other running agent is stopped —
+/// its brief goes back to `pending` (the crew drops an agent whose claim it lost, and the brief starts again
+/// in its worktree once the run resumes) — and no agent starts while the gate is pending, on this runner or
+/// any worker. Stopping rather than letting agents finish: a HALT says something must not go on (a secret
+/// leaking, data being destroyed), and a running agent may be the one doing it.
+fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: payload::Signal) -> Result<()> {
+    let run = brief.run;
+    let short = run.short();
+    let payload = payload::Signal {
+        next: Some(format!(
+            "`agency ack {short} --note \"…\" --resume` gives the brief a fresh attempt with your note; \
+             `--cancel` cancels the run"
+        )),
+        ..payload
+    };
+    engine.store.append_event(
+        NewEvent::typed(run, EventPayload::Halt(payload))
+            .brief(brief.id)
+            .tier(brief.tier),
+    )?;
+    let event = NewEvent::typed(
+        run,
+        EventPayload::Escalated(payload::Failure {
+            title: brief.title.clone(),
+            reason: format!("HALT {} raised: {}", signal.category, signal.issue),
+            to: Some("human".to_string()),
+            ..payload::Failure::default()
+        }),
+    )
+    .brief(brief.id)
+    .tier(brief.tier);
+    engine
+        .store
+        .update_brief_status(brief.id, brief.status, BriefStatus::Escalated, event)?;
+    let summary = json!({
+        "message": format!(
+            "HALT {} from {} \"{}\": {}",
+            signal.category, brief.tier, brief.title, signal.issue
+        ),
+        "signal": signal,
+        "produced": format!(
+            "Issue: {}\nEvidence: {}\nImpact: {}\nRecommended action: {}",
+            signal.issue, signal.evidence, signal.impact, signal.recommended_action
+        ),
+        "next": format!(
+            "all work is stopped: `agency ack {short} --note \"…\" --resume` (or approve) gives the brief a fresh \
+             attempt with your note; `agency ack {short} --note \"…\" --cancel` (or reject) cancels the run"
+        ),
+    });
+    let mut gate = NewGate::new(run, GateKind::Halt, summary);
+    gate.brief = Some(brief.id);
+    gate.tier = Some(brief.tier);
+    engine.store.open_gate(gate)?;
+    for running in engine.store.list_briefs_by_status(run, BriefStatus::Running)? {
+        if running.id == brief.id {
+            continue;
+        }
+        let line = LogLine {
+            from: Some(BriefStatus::Running.as_str().to_string()),
+            to: Some(BriefStatus::Pending.as_str().to_string()),
+            claimed_by: running.claimed_by.clone(),
+            reason: Some("halt".to_string()),
+            ..LogLine::new(
+                "normal",
+                Some(HALTED),
+                format!(
+                    "{} stopped by the HALT of \"{}\"; it starts again once a human resumes the run",
+                    running.title, brief.title
+                ),
+            )
+        };
+        let event = NewEvent::typed(run, EventPayload::Log(line))
+            .brief(running.id)
+            .tier(running.tier);
+        match engine
+            .store
+            .update_brief_status(running.id, BriefStatus::Running, BriefStatus::Pending, event)
+        {
+            // It finished or was taken back meanwhile: nothing left to stop.
+            Ok(_) | Err(agency_store::StoreError::Conflict { .. }) => {}
+            Err(other) => return Err(other.into()),
         }
     }
     Ok(())
+}
+
+/// Acts on decided `halt` gates once each (the raising brief is still `escalated` until then). Approved
+/// (`agency ack --resume`): the brief gets a fresh attempt with the human's note, not charged to its retry
+/// budget (a HALT is not a failure), and the run's stopped briefs start again. Rejected (`agency ack
+/// --cancel`): the brief is cancelled and so is the run.
+pub fn handle_halt_gates(engine: &Engine, run: agency_core::RunId) -> Result<bool> {
+    // Asked on every pass: one indexed read says whether any brief waits on a human at all.
+    if engine
+        .store
+        .list_briefs_by_status(run, BriefStatus::Escalated)?
+        .is_empty()
+    {
+        return Ok(false);
+    }
+    let mut progressed = false;
+    for gate in engine.store.list_gates_of_kind(run, GateKind::Halt)? {
+        let Some(id) = gate.brief else { continue };
+        let brief = engine.store.get_brief(id)?;
+        if brief.status != BriefStatus::Escalated {
+            continue;
+        }
+        let by = gate.decided_by.clone().unwrap_or_default();
+        let note = gate.note.clone().unwrap_or_default();
+        match gate.status {
+            GateStatus::Pending => {}
+            GateStatus::Approved => {
+                engine.move_brief(
+                    &brief,
+                    BriefStatus::Cancelled,
+                    BriefStatusChange::because(format!(
+                        "a human ({by}) acknowledged the HALT and resumed the run"
+                    )),
+                )?;
+                let mut fresh = brief.clone();
+                fresh.retry_budget = brief.retry_budget + 1;
+                retry(
+                    engine,
+                    &fresh,
+                    brief.attempt + 1,
+                    &format!(
+                        "You raised a HALT; a human ({by}) acknowledged it and resumed the run. Their note: {note}"
+                    ),
+                )?;
+                engine.log(
+                    run,
+                    Some(brief.tier),
+                    "RESUMED",
+                    format!("HALT acknowledged by {by}: the run resumes — {note}"),
+                )?;
+                progressed = true;
+            }
+            GateStatus::Rejected => {
+                engine.move_brief(
+                    &brief,
+                    BriefStatus::Cancelled,
+                    BriefStatusChange::because(format!("a human ({by}) cancelled the run after its HALT")),
+                )?;
+                engine.log(
+                    run,
+                    Some(brief.tier),
+                    "CANCELLED",
+                    format!("HALT acknowledged by {by}: the run is cancelled — {note}"),
+                )?;
+                engine.store.set_run_status(run, None, RunStatus::Cancelled)?;
+                progressed = true;
+            }
+        }
+    }
+    Ok(progressed)
 }

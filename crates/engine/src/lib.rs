@@ -10,6 +10,7 @@ mod artifacts;
 mod board_review;
 pub mod branches;
 pub mod budget;
+pub mod calibration;
 mod claimer;
 mod crew;
 mod drive;

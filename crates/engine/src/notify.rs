@@ -442,8 +442,10 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
             let id: GateId = serde_json::from_value(p.get("gate")?.clone()).ok()?;
             let gate = engine.store.get_gate(id).ok()?;
             // A decided gate needs no one; auto-approved gates (the demo) are decided by the runner itself.
+            // A halt gate is announced by its `halt` event, which carries the signal.
             if gate.status != GateStatus::Pending
-                || (engine.options.auto_approve && gate.kind != GateKind::Budget)
+                || (engine.options.auto_approve && !gate.kind.needs_a_human())
+                || gate.kind == GateKind::Halt
             {
                 return None;
             }
@@ -485,7 +487,10 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
                 (
                     NotificationKind::Halt,
                     "HALT",
-                    format!("the run stopped; `agency inspect {short}` shows what was raised"),
+                    format!(
+                        "all work of the run is stopped until a human acknowledges it: `agency inspect {short}`, \
+                         then `agency ack {short} --note \"…\" --resume` or `--cancel`"
+                    ),
                 )
             };
             let title = format!(

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use agency_core::event::payload::Signal;
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::tiers::BriefRole;
+use agency_core::{AlgedonicSignal, SignalCategory};
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 
 use crate::advance::{Passes, approved};
@@ -92,16 +93,29 @@ impl StallWatch {
         engine.store.append_event(NewEvent::typed(
             run,
             EventPayload::Alert(Signal {
-                level: Some("ALERT".to_string()),
-                category: Some("STALL".to_string()),
-                issue: Some(issue),
+                source: Some("stall".to_string()),
                 waiting: Some(waiting.iter().map(ToString::to_string).collect()),
                 next: Some(format!(
                     "`agency inspect {short}` shows the briefs; `agency cancel {short}` ends the run",
                     short = run.short()
                 )),
                 notify: Some(true),
-                ..Signal::default()
+                ..AlgedonicSignal::alert(
+                    SignalCategory::MetaBlock,
+                    issue,
+                    format!(
+                        "for {:.0} s (and a full pass over the run) no agent ran, no brief could start, no gate or \
+                         pause was open and no timer was set",
+                        since.elapsed().as_secs_f64()
+                    ),
+                    "the run never ends on its own: its workstreams wait for something nothing will do",
+                    format!(
+                        "look at what waits with `agency inspect {short}`; decide or retry what is stuck, or end the \
+                         run with `agency cancel {short}`",
+                        short = run.short()
+                    ),
+                )
+                .payload()
             }),
         ))?;
         // What was just written is this watch's own: the stall goes on, and is not reported again.
@@ -190,12 +204,32 @@ impl IdleAgents {
                 NewEvent::typed(
                     run,
                     EventPayload::Alert(Signal {
-                        level: Some("ALERT".to_string()),
-                        category: Some("AGENT_IDLE".to_string()),
-                        issue: Some(issue),
+                        source: Some("agent_idle".to_string()),
                         notify: Some(true),
                         brief: Some(brief.id),
-                        ..Signal::default()
+                        ..AlgedonicSignal::alert(
+                            SignalCategory::MetaBlock,
+                            issue,
+                            format!(
+                                "no tool call, message or teachback of its agent on the blackboard since {:.0} s ago \
+                                 (runner.agent_idle_minutes)",
+                                silent.as_secs_f64()
+                            ),
+                            format!(
+                                "{} holds its claim and its workstream waits on it; nothing else of that \
+                                 workstream moves",
+                                brief.title
+                            ),
+                            format!(
+                                "look at its last events with `agency inspect {} --brief {}`: a stuck agent is \
+                                 stopped at its time limit and its brief retried; to stop sooner, `agency cancel {}` \
+                                 ends the run",
+                                run.short(),
+                                brief.id.short(),
+                                run.short()
+                            ),
+                        )
+                        .payload()
                     }),
                 )
                 .tier(brief.tier),

@@ -92,7 +92,7 @@ pub fn render_teachback(brief: &Brief, events: &[Event]) -> String {
         brief.tier.as_str().to_ascii_uppercase(),
         brief.title,
         brief.id.short(),
-        brief.teachback.as_str(),
+        crate::gather::teachback_label(brief),
         brief.teachback_mode().as_str()
     );
     let mut any = false;

@@ -19,6 +19,13 @@ pub fn decision_commands(run8: &str, kind: GateKind) -> Vec<String> {
     if kind == GateKind::Pause {
         return vec![format!("agency resume {run8}")];
     }
+    if kind == GateKind::Halt {
+        return vec![
+            format!("agency inspect {run8}"),
+            format!("agency ack {run8} --note \"…\" --resume"),
+            format!("agency ack {run8} --note \"…\" --cancel"),
+        ];
+    }
     let review = match kind {
         GateKind::T1Plan => format!("agency show {run8} plan"),
         GateKind::Budget => format!("agency show {run8} cost"),

@@ -102,7 +102,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
                 brief.title,
                 brief.status.as_str(),
                 status_mark(brief.status),
-                brief.teachback.as_str()
+                agency_review::gather::teachback_label(brief)
             );
         }
         for artifact in store.list_artifacts(run_id, None).map_err(store_error)? {
@@ -152,10 +152,11 @@ fn inspect_brief(store: &dyn Blackboard, run: agency_core::RunId, prefix: &str, 
         .into_iter()
         .filter(|e| e.brief == Some(id))
         .collect();
+    let calibration = calibration_of(store, run, id)?;
     if json {
         println!(
             "{}",
-            to_json(&serde_json::json!({ "brief": brief, "events": events }))?
+            to_json(&serde_json::json!({ "brief": brief, "events": events, "calibration": calibration }))?
         );
         return Ok(());
     }
@@ -172,6 +173,21 @@ fn inspect_brief(store: &dyn Blackboard, run: agency_core::RunId, prefix: &str, 
             gates.workflow_route
         );
     }
+    if let Some(record) = &calibration {
+        let dims =
+            |v: &agency_core::Variety| format!("{}/{}/{}/{}", v.novelty, v.scope, v.uncertainty, v.risk);
+        println!(
+            "variety (novelty/scope/uncertainty/risk): predicted {}, used {} (Learning II, domain {}){}",
+            dims(&record.variety_dimensions),
+            dims(&record.calibrated),
+            record.domain,
+            if record.why.is_empty() {
+                ": no drift".to_string()
+            } else {
+                format!(": {}", record.why.join("; "))
+            }
+        );
+    }
     println!("events:");
     for event in &events {
         if let Some(line) = render_event(event, Level::Verbose) {
@@ -179,4 +195,21 @@ fn inspect_brief(store: &dyn Blackboard, run: agency_core::RunId, prefix: &str, 
         }
     }
     Ok(())
+}
+
+/// The brief's Learning II record (`calibration/<brief>`), when it was scored by calibration.
+fn calibration_of(
+    store: &dyn Blackboard,
+    run: agency_core::RunId,
+    brief: agency_core::BriefId,
+) -> CommandResult<Option<agency_core::calibration::Calibrated>> {
+    let name = agency_engine::calibration::calibration_name(brief);
+    let Some(artifact) = store.latest_artifact(run, &name).map_err(store_error)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&artifact.bytes).map(Some).map_err(|e| {
+        CommandError::internal(format!(
+            "artifact {name} does not read as a calibration record: {e}"
+        ))
+    })
 }

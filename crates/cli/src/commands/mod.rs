@@ -1,6 +1,7 @@
 //! One module per subcommand, named after it, plus the few things they share: the invocation context,
 //! opening the blackboard, and naming runs by prefix.
 
+pub mod ack;
 pub mod approve;
 pub mod attached;
 pub mod cancel;

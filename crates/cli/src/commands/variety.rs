@@ -1,9 +1,13 @@
 //! `agency variety score`: the PACT variety score of a piece of work and the gates derived from it, with
-//! the same core functions the runner and the hook use.
+//! the same core functions the runner and the hook use. `agency variety calibration`: Learning II's table
+//! (domain × dimension: matches, drift, bump) as the runner computes it when it scores new workstreams.
 
+use agency_core::calibration::{Calibration, DRIFT_THRESHOLD, LEARNING_II_MAX_BUMP, LEARNING_II_MIN_MATCHES};
 use agency_core::variety::{DIMENSION_NAMES, Variety, validate_dimension};
+use agency_engine::calibration::{RECENT_RUNS, records, run_records};
 use clap::Subcommand;
 
+use crate::commands::{Context, resolve_run};
 use crate::error::{CommandError, CommandResult};
 
 /// `agency variety ...`
@@ -11,6 +15,20 @@ use crate::error::{CommandError, CommandResult};
 pub enum VarietyCommand {
     /// Sum the four dimensions (each 1–4) and print the score, route and gates.
     Score(ScoreArgs),
+    /// Learning II: per domain and dimension, how many finished briefs match, the share whose outcome
+    /// shows the dimension under-predicted (drift), and the bump new briefs of the domain get.
+    Calibration(CalibrationArgs),
+}
+
+/// `agency variety calibration [--run R] [--json]`
+#[derive(Debug, clap::Args)]
+pub struct CalibrationArgs {
+    /// Only the records of this run (default: the newest 50 runs, as the runner reads them).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The four dimensions, as typed. Kept as text so that `true` or `2.5` get the same error, naming the
@@ -35,10 +53,67 @@ pub struct ScoreArgs {
 }
 
 /// Runs `agency variety`.
-pub fn run(cmd: VarietyCommand) -> CommandResult {
+pub fn run(ctx: &Context, cmd: VarietyCommand) -> CommandResult {
     match cmd {
         VarietyCommand::Score(args) => score(args),
+        VarietyCommand::Calibration(args) => calibration(ctx, args),
     }
+}
+
+fn calibration(ctx: &Context, args: CalibrationArgs) -> CommandResult {
+    let store = ctx.open_store()?;
+    let gathered = match &args.run {
+        Some(typed) => {
+            let run = resolve_run(&*store, typed)?;
+            run_records(&*store, run)
+        }
+        None => records(&*store, RECENT_RUNS),
+    }
+    .map_err(|e| CommandError::internal(format!("reading the calibration records: {e}")))?;
+    let table = Calibration::from_records(&gathered);
+    if args.json {
+        let out = serde_json::json!({
+            "records": gathered.len(),
+            "min_matches": LEARNING_II_MIN_MATCHES,
+            "max_bump": LEARNING_II_MAX_BUMP,
+            "drift_threshold": DRIFT_THRESHOLD,
+            "cells": table.cells,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| CommandError::internal(e.to_string()))?
+        );
+        return Ok(());
+    }
+    if table.cells.is_empty() {
+        println!("no finished, scored briefs yet: nothing to calibrate");
+        return Ok(());
+    }
+    println!(
+        "{:<16} {:<12} {:>7} {:>6} {:>5}  under-predicted when",
+        "domain", "dimension", "matches", "drift", "bump"
+    );
+    for cell in &table.cells {
+        println!(
+            "{:<16} {:<12} {:>7} {:>6.2} {:>5}  {}",
+            cell.domain,
+            cell.dimension.as_str(),
+            cell.matches,
+            cell.drift,
+            if cell.bump > 0 {
+                format!("+{}", cell.bump)
+            } else {
+                "0".to_string()
+            },
+            cell.dimension.evidence()
+        );
+    }
+    println!(
+        "a dimension is raised by {LEARNING_II_MAX_BUMP} for new briefs of a domain with at least \
+         {LEARNING_II_MIN_MATCHES} matches and a drift of at least {DRIFT_THRESHOLD} (teachback.calibration: off \
+         turns that off)"
+    );
+    Ok(())
 }
 
 fn parse_dimension(text: &str, name: &str) -> CommandResult<i64> {

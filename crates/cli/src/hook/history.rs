@@ -8,7 +8,7 @@ use agency_core::config::TeachbackConfig;
 use agency_core::event::EventPayload;
 use agency_core::event::payload::Signal;
 use agency_core::teachback::{ReviewVerdict, TeachbackState};
-use agency_core::{Brief, Event, EventKind, NewEvent};
+use agency_core::{AlgedonicSignal, Brief, Event, EventKind, NewEvent, SignalCategory};
 use agency_store::Blackboard;
 use chrono::{DateTime, Duration, Utc};
 
@@ -87,12 +87,30 @@ pub fn due(
         NewEvent::typed(
             brief.run,
             EventPayload::Alert(Signal {
-                level: Some("ALERT".to_string()),
-                message: Some(message),
+                message: Some(message.clone()),
                 teachback_state: Some(brief.teachback),
                 since: Some(since),
                 notify: Some(true),
-                ..Signal::default()
+                source: Some("teachback_timeout".to_string()),
+                title: Some(brief.title.clone()),
+                ..AlgedonicSignal::alert(
+                    SignalCategory::MetaBlock,
+                    format!("{}: {message}", brief.title),
+                    format!(
+                        "its teachback has been `{}` since {} ({minutes} min allowed)",
+                        brief.teachback.as_str(),
+                        since.format("%Y-%m-%d %H:%M:%S UTC")
+                    ),
+                    "a blocking teachback keeps the agent from writing: its brief, and what depends on it, waits",
+                    format!(
+                        "`agency show {} teachback {}` shows where it stands; `agency teachback approve|correct {}` \
+                         decides a teachback under review",
+                        brief.run.short(),
+                        brief.id.short(),
+                        brief.id.short()
+                    ),
+                )
+                .payload()
             }),
         )
         .brief(brief.id)

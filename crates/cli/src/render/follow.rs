@@ -54,7 +54,7 @@ impl GateWait {
     fn for_a_human(&self, kind: GateKind) -> bool {
         match kind {
             GateKind::Pause => false,
-            GateKind::Budget | GateKind::Escalation => true,
+            _ if kind.needs_a_human() => true,
             _ => !self.auto_approve,
         }
     }

@@ -50,6 +50,7 @@ fn gate_word(kind: Option<GateKind>) -> &'static str {
         Some(GateKind::Teachback) => "TEACHBACK",
         Some(GateKind::Budget) => "BUDGET",
         Some(GateKind::Escalation) => "ESCALATION",
+        Some(GateKind::Halt) => "HALT",
         _ => "APPROVAL",
     }
 }

@@ -5,6 +5,7 @@
 
 mod support;
 
+mod ack;
 mod budget;
 mod budget_external;
 mod cancel;

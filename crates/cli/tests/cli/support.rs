@@ -464,3 +464,17 @@ pub fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: &st
         .unwrap_or_default();
     (status, body)
 }
+
+/// Fails unless `payload` is an ALERT in PACT's form raised by `source`: category META-BLOCK and a
+/// non-empty issue, evidence, impact and recommended action.
+pub fn assert_pact_alert(payload: &serde_json::Value, source: &str) {
+    assert_eq!(payload["level"], "ALERT", "{payload}");
+    assert_eq!(payload["category"], "META-BLOCK", "{payload}");
+    assert_eq!(payload["source"], source, "{payload}");
+    for field in ["issue", "evidence", "impact", "recommended_action"] {
+        assert!(
+            payload[field].as_str().is_some_and(|v| !v.trim().is_empty()),
+            "{field} is empty: {payload}"
+        );
+    }
+}

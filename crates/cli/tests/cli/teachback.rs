@@ -154,4 +154,67 @@ fn a_stalled_teachback_raises_one_alert_per_stall() {
     assert!(check(&much_later).stdout().contains("0 alert(s) raised"));
     let show = repo.agency(&["teachback", "show", &brief]).success().stdout();
     assert!(show.contains("2 alert(s)"), "{show}");
+    // Both in PACT's form: META-BLOCK, with the four fields a human acts on.
+    let store = agency_store::SqliteBlackboard::open(repo.db()).unwrap();
+    let alerts: Vec<_> = agency_store::Blackboard::events_after(&store, None, 0, 1000)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == agency_core::EventKind::Alert)
+        .collect();
+    assert_eq!(alerts.len(), 2);
+    for alert in &alerts {
+        crate::support::assert_pact_alert(&alert.payload, "teachback_timeout");
+    }
+    assert!(
+        alerts[1].payload["issue"]
+            .as_str()
+            .unwrap()
+            .contains("orchestrator unreachable")
+    );
+}
+
+/// Tiers that only read (T1–T3, the T5 sign-off) have no teachback to wait for: every listing says so
+/// rather than showing them `pending` for ever.
+#[test]
+fn reading_tiers_show_their_teachback_as_not_needed() {
+    let script = include_str!("../../../engine/tests/scripts/simple.yaml");
+    let (repo, path) = Repo::calculator(script);
+    let run = repo
+        .agency(&[
+            "run",
+            crate::support::CALCULATOR_GOAL,
+            "--script",
+            path.to_str().unwrap(),
+            "--auto-approve",
+        ])
+        .success()
+        .run_id();
+    let list = repo
+        .agency(&["teachback", "list", "--run", &run])
+        .success()
+        .stdout();
+    let t1: Vec<&str> = list.lines().filter(|l| l.contains(" t1 ")).collect();
+    let t4: Vec<&str> = list.lines().filter(|l| l.contains(" t4 ")).collect();
+    assert!(!t1.is_empty() && !t4.is_empty(), "{list}");
+    for line in list.lines().skip(1).filter(|l| !l.contains(" t4 ")) {
+        assert!(line.contains("not needed (reads only)"), "{list}");
+    }
+    for line in &t4 {
+        assert!(!line.contains("not needed"), "{list}");
+    }
+    let tier = repo.agency(&["inspect", &run, "--tier", "t1"]).success().stdout();
+    assert!(tier.contains("teachback not needed (reads only)"), "{tier}");
+    assert!(!tier.contains("teachback pending"), "{tier}");
+    let plan = list
+        .lines()
+        .find(|l| l.contains(" t1 ") && l.ends_with("plan"))
+        .unwrap();
+    let brief = plan.split_whitespace().next().unwrap();
+    let show = repo.agency(&["teachback", "show", brief]).success().stdout();
+    assert!(show.contains("state      not needed (reads only)"), "{show}");
+    let shown = repo
+        .agency(&["show", &run, "teachback", brief])
+        .success()
+        .stdout();
+    assert!(shown.contains("not needed (reads only)"), "{shown}");
 }

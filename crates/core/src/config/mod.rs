@@ -39,8 +39,8 @@ pub use models::{
 pub use notifiers::NotifierConfig;
 pub use personalities::PersonalitiesConfig;
 pub use policy::{
-    BudgetLimit, BudgetsConfig, ROLLOUT_ENV_VAR, RetryConfig, RolloutMode, RunnerConfig, SignoffConfig,
-    TeachbackConfig, UnboundSessionPolicy,
+    BudgetLimit, BudgetsConfig, Calibration, ROLLOUT_ENV_VAR, RetryConfig, RolloutMode, RunnerConfig,
+    SignoffConfig, TeachbackConfig, UnboundSessionPolicy,
 };
 pub use priced::{UnpricedModel, UnpricedUnderUsd};
 pub use sandbox::{SANDBOX_OFF_BANNER, SandboxConfig, SandboxMode, SandboxNetwork, sandbox_off_in};

@@ -102,6 +102,19 @@ pub struct TeachbackConfig {
     pub unbound_session_default: UnboundSessionPolicy,
     /// The environment variable that overrides `mode` (for local debugging). Default `AGENCY_TEACHBACK_MODE`.
     pub mode_env_var: String,
+    /// Learning II ([`crate::calibration`]): raise a dimension of new briefs in a domain whose earlier
+    /// briefs show it systematically under-predicted. Default on.
+    pub calibration: Calibration,
+}
+
+/// Whether Learning II calibration raises under-predicted dimensions (`teachback.calibration`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Calibration {
+    /// New briefs are scored with the calibration's bumps.
+    On,
+    /// New briefs keep the dimensions their planner gave; `agency variety calibration` still shows the table.
+    Off,
 }
 
 impl Default for TeachbackConfig {
@@ -129,6 +142,7 @@ impl Default for TeachbackConfig {
             .to_vec(),
             unbound_session_default: UnboundSessionPolicy::Allow,
             mode_env_var: "AGENCY_TEACHBACK_MODE".to_string(),
+            calibration: Calibration::On,
         }
     }
 }

@@ -269,7 +269,8 @@ fn without_strict_mode_the_configured_gates_apply() {
             GateKind::T2Synthesis,
             GateKind::Pause,
             GateKind::Budget,
-            GateKind::Escalation
+            GateKind::Escalation,
+            GateKind::Halt
         ]
     );
     let config = parse("visibility:\n  inspection_gates: {t2_synthesis: false, t3_plan: true}\n").unwrap();
@@ -581,4 +582,18 @@ fn the_sandbox_is_on_by_default_and_can_be_turned_off_or_cut_off_the_network() {
         "team.yaml:2: sandbox.extra_writable[0]: expected an absolute path or one starting with `~/`, \
          found \"cache\""
     );
+}
+
+#[test]
+fn teachback_calibration_is_on_unless_switched_off() {
+    use super::Calibration;
+    assert_eq!(TeachbackConfig::default().calibration, Calibration::On);
+    let off = parse("teachback:\n  calibration: off\n").unwrap();
+    assert_eq!(off.teachback.calibration, Calibration::Off);
+    let on = parse("teachback:\n  calibration: on\n").unwrap();
+    assert_eq!(on.teachback.calibration, Calibration::On);
+    let wrong = parse("teachback:\n  calibration: sometimes\n")
+        .unwrap_err()
+        .to_string();
+    assert!(wrong.contains("calibration"), "{wrong}");
 }

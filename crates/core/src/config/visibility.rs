@@ -36,13 +36,15 @@ impl Default for VisibilityConfig {
 impl VisibilityConfig {
     /// Whether the runner must stop at this gate.
     ///
-    /// `t1_plan` is always on, and `strict_mode` turns on every inspection gate. Pause, budget and
-    /// escalation gates are not inspection points: they open whenever their cause occurs, so they are
+    /// `t1_plan` is always on, and `strict_mode` turns on every inspection gate. Pause, budget, escalation
+    /// and halt gates are not inspection points: they open whenever their cause occurs, so they are
     /// always enabled.
     pub fn gate_enabled(&self, kind: GateKind) -> bool {
         let gates = &self.inspection_gates;
         match kind {
-            GateKind::T1Plan | GateKind::Pause | GateKind::Budget | GateKind::Escalation => true,
+            GateKind::T1Plan | GateKind::Pause | GateKind::Budget | GateKind::Escalation | GateKind::Halt => {
+                true
+            }
             _ if self.strict_mode => true,
             GateKind::T2Lead => gates.t2_lead,
             GateKind::T2Synthesis => gates.t2_synthesis,

@@ -567,7 +567,7 @@ payload_struct! {
         /// The brief's title (an agent's signal).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub title: Option<String>,
-        /// The category (`quality`, `STALL`, `AGENT_IDLE`, ...).
+        /// The category: `SECURITY`, `DATA`, `ETHICS` (HALT); `QUALITY`, `SCOPE`, `META-BLOCK` (ALERT).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub category: Option<String>,
         /// What is wrong.
@@ -603,8 +603,9 @@ payload_struct! {
         /// Whether the signal is sent to the notification channels.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub notify: Option<bool>,
-        /// What raised it when not an agent or the runner's loop: `gate` (the gate service refusing a
-        /// request).
+        /// What raised it when not an agent: `stall` (a run that cannot move), `agent_idle` (a silent
+        /// agent), `teachback_review` (a review that failed), `teachback_timeout` (a teachback nobody
+        /// reviewed in time), `gate` (the gate service refusing a request).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub source: Option<String>,
         /// The request the gate service refused (`hook`, `submit`, `review`).

@@ -135,6 +135,7 @@ async fn a_reviewer_that_keeps_failing_raises_the_alert_and_leaves_the_brief_und
         "{message}"
     );
     assert_eq!(alert.payload["teachback_state"], "under_review");
+    crate::support::assert_pact_alert(&alert.payload, "teachback_review");
     let implementer = project
         .briefs(run.id)
         .into_iter()

@@ -411,9 +411,10 @@ fn a_silent_agent_raises_one_alert_and_the_run_goes_on() {
     let alerts: Vec<_> = project
         .events_of(run.id, EventKind::Alert)
         .into_iter()
-        .filter(|e| e.payload["category"] == "AGENT_IDLE")
+        .filter(|e| e.payload["source"] == "agent_idle")
         .collect();
     assert_eq!(alerts.len(), 1, "{alerts:?}");
+    crate::support::assert_pact_alert(&alerts[0].payload, "agent_idle");
     let issue = alerts[0].payload["issue"].as_str().unwrap();
     assert!(
         issue.starts_with("t4 fix-add (test-runner) has recorded nothing for"),
@@ -465,15 +466,16 @@ fn a_stalled_run_raises_exactly_one_alert_naming_what_waits() {
         project
             .events_of(run.id, EventKind::Alert)
             .into_iter()
-            .find(|e| e.payload["category"] == "STALL")
+            .find(|e| e.payload["source"] == "stall")
     });
+    crate::support::assert_pact_alert(&alert.payload, "stall");
     // Quiet for well past the grace period again: still one.
     std::thread::sleep(Duration::from_secs(7));
     driving.stop();
     let alerts = project
         .events_of(run.id, EventKind::Alert)
         .into_iter()
-        .filter(|e| e.payload["category"] == "STALL")
+        .filter(|e| e.payload["source"] == "stall")
         .count();
     assert_eq!(alerts, 1);
     let issue = alert.payload["issue"].as_str().unwrap();

@@ -301,31 +301,3 @@ fn a_rejected_acceptance_goes_to_a_human_with_what_is_missing() {
     assert!(rejected.is_some());
     assert_ne!(store.get_run(run.id).unwrap().status, RunStatus::Succeeded);
 }
-
-#[tokio::test]
-async fn a_judge_that_raises_a_halt_stops_the_run() {
-    let script = include_str!("../scripts/medium.yaml").replace(
-        "      text: |\n        Looks right.\n        VERDICT: accept\n        missing: none\n",
-        "      tool_calls:\n        - name: raise_signal\n          input: { level: HALT, category: SECURITY, issue: \"add.sh posts the arguments to a remote host\", evidence: \"add.sh:2\", impact: \"user input leaves the machine\", recommended_action: \"remove the upload\" }\n",
-    );
-    let project = Project::new();
-    let (run, outcome) = project.run_to_end(&script, config()).await;
-    assert_eq!(outcome.status, RunStatus::Halted, "{}", project.tree(run.id));
-    let events = project.events(run.id);
-    let halt = events.iter().find(|e| e.kind == EventKind::Halt).unwrap();
-    assert_eq!(halt.tier, Some(Tier::T5));
-    assert_eq!(
-        halt.payload["issue"],
-        "add.sh posts the arguments to a remote host"
-    );
-    // The sign-off itself is recorded as inconclusive, with the signal as its reason.
-    let inconclusive = outcomes(&events)
-        .into_iter()
-        .find(|(kind, _, _)| *kind == EventKind::SignoffInconclusive)
-        .unwrap();
-    assert!(
-        inconclusive.2["reason"].as_str().unwrap().contains("Halt signal"),
-        "{}",
-        inconclusive.2
-    );
-}

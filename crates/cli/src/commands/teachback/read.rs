@@ -67,7 +67,7 @@ pub fn show(ctx: &Context, args: ShowArgs) -> CommandResult {
     let id = resolve_brief(&*store, args.brief.as_deref())?;
     let brief = store.get_brief(id).map_err(store_error)?;
     println!("brief      {} {}", brief.id, brief.title);
-    println!("state      {}", brief.teachback);
+    println!("state      {}", agency_review::gather::teachback_label(&brief));
     let score = brief
         .variety_score()
         .map_or("none".to_string(), |s| s.to_string());
@@ -160,7 +160,7 @@ pub fn list(ctx: &Context, args: ListArgs) -> CommandResult {
         println!(
             "{:<10} {:<13} {:<9} {:<4} {}",
             brief.id.short(),
-            brief.teachback.as_str(),
+            agency_review::gather::teachback_label(&brief),
             mode_name(&brief),
             brief.tier.as_str(),
             brief.title
