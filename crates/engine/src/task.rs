@@ -121,6 +121,7 @@ pub fn call_meta(brief: &Brief) -> CallMeta {
         workstream: Some(brief.workstream.clone()),
         role: Some(BriefRole::of(brief).as_str().to_string()),
         tier: Some(brief.tier),
+        attempt: brief.attempt,
     }
 }
 
@@ -150,4 +151,40 @@ pub fn output_check(brief: &Brief) -> Option<OutputCheck> {
         stamp_runner_facts(&brief, &mut output);
         crate::advance::check_output(role, &output)
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agency_core::brief::{BriefPlacement, NewBrief};
+    use agency_core::{BriefId, RunId, Tier};
+
+    #[test]
+    fn call_meta_carries_the_briefs_own_attempt() {
+        let mut brief = NewBrief {
+            tier: Tier::T4,
+            workstream: "ws-a".into(),
+            title: "fix".into(),
+            personality: None,
+            instructions: "fix it".into(),
+            inputs: Vec::new(),
+            variety: None,
+            contract: None,
+            depends_on: Vec::new(),
+        }
+        .into_brief(BriefPlacement {
+            id: BriefId::new(),
+            run: RunId::new(),
+            parent: None,
+            goal_anchor: "goal".into(),
+            retry_budget: 3,
+            depends_on: Vec::new(),
+            created_at: chrono::Utc::now(),
+        });
+        assert_eq!(call_meta(&brief).attempt, 0);
+        brief.attempt = 2;
+        let meta = call_meta(&brief);
+        assert_eq!(meta.attempt, 2);
+        assert_eq!(meta.brief.as_deref(), Some("ws-a/t4/fix"));
+    }
 }

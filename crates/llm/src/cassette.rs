@@ -13,9 +13,8 @@
 //! replayed in a repository that has no copy of the run's blackboard.
 //!
 //! A key is what stays the same when the same run happens again: the brief's stable label
-//! (`workstream/tier/title`), its attempt, the role speaking and the turn. Brief ids are new in every run,
-//! so the attempt is counted here: the n-th brief id seen with a label is attempt n (a retry is a new brief
-//! that starts after the one it retries has stopped).
+//! (`workstream/tier/title`), its attempt (the brief's own, from [`CallMeta::attempt`]; a retry is the next
+//! one), the role speaking and the turn.
 //!
 //! Replay answers each request from the cassette by its key, and first compares the request with the
 //! recorded one. Before comparing, both are normalised: the repository roots of the two runs become
@@ -214,9 +213,6 @@ impl WireRequest {
 pub struct RecordedCall {
     /// Which call it was.
     pub key: CallKey,
-    /// The brief id it had in the recorded run (how attempts are counted again when a recording resumes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub brief_id: Option<String>,
     /// The provider family that answered.
     pub provider: String,
     /// The request, redacted.
@@ -353,36 +349,18 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Turns calls into keys: counts attempts by the brief ids seen per label and repeats per key.
+/// Turns calls into keys: the attempt is the brief's own; repeats are counted per key.
 #[derive(Debug, Default)]
 struct KeyCounter {
-    /// Per label, its brief ids in the order they first called.
-    attempts: HashMap<String, Vec<String>>,
     /// Per key without its repeat, how many calls had it.
     repeats: HashMap<CallKey, u32>,
 }
 
 impl KeyCounter {
     fn key(&mut self, meta: &CallMeta, turn: u32) -> CallKey {
-        let brief = meta.brief.clone().unwrap_or_else(|| "run".into());
-        let attempt = match &meta.brief_id {
-            Some(id) => {
-                let ids = self.attempts.entry(brief.clone()).or_default();
-                let id = id.to_string();
-                let index = match ids.iter().position(|known| *known == id) {
-                    Some(index) => index,
-                    None => {
-                        ids.push(id);
-                        ids.len() - 1
-                    }
-                };
-                u32::try_from(index).unwrap_or(u32::MAX)
-            }
-            None => 0,
-        };
         let mut key = CallKey {
-            brief,
-            attempt,
+            brief: meta.brief.clone().unwrap_or_else(|| "run".into()),
+            attempt: meta.attempt,
             role: meta.role.clone().unwrap_or_else(|| "model".into()),
             turn,
             repeat: 0,
@@ -391,19 +369,6 @@ impl KeyCounter {
         key.repeat = *seen;
         *seen = seen.saturating_add(1);
         key
-    }
-
-    /// Learns the attempts of a recording already on disk, so a resumed recording keeps counting them.
-    fn learn(&mut self, call: &RecordedCall) {
-        let Some(id) = &call.brief_id else { return };
-        let ids = self.attempts.entry(call.key.brief.clone()).or_default();
-        let attempt = usize::try_from(call.key.attempt).unwrap_or(usize::MAX);
-        if ids.len() <= attempt {
-            ids.resize(attempt.saturating_add(1).min(1024), String::new());
-        }
-        if let Some(slot) = ids.get_mut(attempt) {
-            *slot = id.clone();
-        }
     }
 }
 
@@ -491,24 +456,10 @@ impl Recorder {
         })
     }
 
-    fn key(&self, meta: &CallMeta, turn: u32) -> Result<(String, CallKey), LlmError> {
+    fn key(&self, meta: &CallMeta, turn: u32) -> (String, CallKey) {
         let run = meta.run.map(|r| r.to_string()).unwrap_or_else(|| "no-run".into());
-        let mut runs = lock(&self.runs);
-        if !runs.contains_key(&run) {
-            let mut counter = KeyCounter::default();
-            let dir = self.dir_of(&run);
-            if dir.is_dir() {
-                for (_, call) in load_calls(&dir)? {
-                    counter.learn(&call);
-                }
-            }
-            runs.insert(run.clone(), counter);
-        }
-        let key = runs
-            .get_mut(&run)
-            .map(|counter| counter.key(meta, turn))
-            .ok_or_else(|| LlmError::Cassette("the recorder lost its run".into()))?;
-        Ok((run, key))
+        let key = lock(&self.runs).entry(run.clone()).or_default().key(meta, turn);
+        (run, key)
     }
 
     fn write(&self, run: &str, call: &RecordedCall) -> Result<(), LlmError> {
@@ -548,10 +499,9 @@ impl Recording {
             },
         };
         // Keyed after the call: a cancelled call is not recorded and does not use up its key.
-        let (run, key) = self.recorder.key(&request.meta, request.turn())?;
+        let (run, key) = self.recorder.key(&request.meta, request.turn());
         let recorder = self.recorder.clone();
         let wire = WireRequest::of(self.inner.model(), request);
-        let brief_id = request.meta.brief_id.map(|id| id.to_string());
         let provider = self.inner.kind().to_owned();
         // Redacting and writing (with its fsync) take milliseconds for a long conversation: off the runner's
         // thread, so other agents go on meanwhile; awaited, so an answer is used only once it is recorded.
@@ -560,7 +510,6 @@ impl Recording {
                 .map_err(|e| LlmError::Cassette(format!("cannot encode the call {key}: {e}")))?;
             let call = RecordedCall {
                 key,
-                brief_id,
                 provider,
                 request: recorder.redacted(&wire)?,
                 outcome,
@@ -1112,15 +1061,15 @@ mod tests {
     #[test]
     fn a_retry_is_the_next_attempt_and_a_second_review_a_repeat() {
         let mut counter = KeyCounter::default();
-        let meta = |id: BriefId| CallMeta {
-            brief_id: Some(id),
+        let meta = |attempt: u32| CallMeta {
+            brief_id: Some(BriefId::new()),
             brief: Some("ws/t4/x".into()),
             role: Some("teachback-reviewer".into()),
+            attempt,
             ..CallMeta::default()
         };
-        let (first, retry) = (BriefId::new(), BriefId::new());
-        assert_eq!(counter.key(&meta(first), 1).attempt, 0);
-        let again = counter.key(&meta(first), 1);
+        assert_eq!(counter.key(&meta(0), 1).attempt, 0);
+        let again = counter.key(&meta(0), 1);
         assert_eq!((again.attempt, again.repeat), (0, 1));
         assert!(
             again
@@ -1129,8 +1078,13 @@ mod tests {
                 .unwrap()
                 .ends_with("a0-teachback-reviewer-t001-r1.json")
         );
-        let retried = counter.key(&meta(retry), 1);
-        assert_eq!((retried.attempt, retried.repeat), (1, 0));
+        // The attempt is the brief's word, not a count of the brief ids seen: a retry recorded after a
+        // resume keys on its own attempt.
+        let retried = counter.key(&meta(2), 1);
+        assert_eq!((retried.attempt, retried.repeat), (2, 0));
+        assert!(retried.to_string().contains("attempt 2"), "{retried}");
+        let unnamed = counter.key(&CallMeta::default(), 1);
+        assert_eq!((unnamed.brief.as_str(), unnamed.attempt), ("run", 0));
     }
 
     #[test]

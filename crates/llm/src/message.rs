@@ -240,6 +240,10 @@ pub struct CallMeta {
     /// The tier speaking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<Tier>,
+    /// The brief's attempt, from 0 (a retry is the next attempt); cassettes key calls on it. 0 for a call
+    /// with no brief behind it.
+    #[serde(default)]
+    pub attempt: u32,
 }
 
 /// What the model streams while it answers. The final [`Response`] holds the same content assembled.

@@ -143,6 +143,7 @@ pub async fn run_judge(
                 workstream: Some(brief.workstream.clone()),
                 role: Some("judge".into()),
                 tier: Some(Tier::T5),
+                attempt: brief.attempt,
             };
             (brief, meta)
         }
