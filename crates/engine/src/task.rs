@@ -13,13 +13,18 @@ use serde_json::{Value, json};
 
 use crate::prompts;
 
+/// How many of [`system_blocks`] every agent of a role gets byte-identical: agency's rules and the tier's
+/// prompt. A provider's prompt cache shares them between agents ([`agency_exec::runtime::AgentTask::
+/// shared_system_blocks`]).
+pub const SHARED_SYSTEM_BLOCKS: usize = 2;
+
 /// The system blocks of a brief's agent: most stable first, so the cached prefix is as long as possible —
 /// agency's rules, then the tier's prompt (the same bytes for every agent of a role), then the personality.
 /// The personality comes after agency's own rules, so it adds a voice and expertise but cannot be read as
 /// overriding the gate or the output schema. The prompts are compiled in and lent, not copied for every
 /// agent.
 pub fn system_blocks(role: BriefRole, personality: Option<&str>) -> Vec<Cow<'static, str>> {
-    let mut blocks = Vec::with_capacity(3);
+    let mut blocks = Vec::with_capacity(SHARED_SYSTEM_BLOCKS + 1);
     blocks.push(Cow::Borrowed(prompts::COMMON));
     blocks.push(Cow::Borrowed(prompts::for_role(role)));
     if let Some(text) = personality {

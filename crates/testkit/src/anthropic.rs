@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Value, json};
 
 use crate::http::{RecordedRequest, Response, Server};
+use crate::prompt_cache::{CacheUsage, PromptCache};
 use crate::{Reply, scripted};
 
 /// A fake Anthropic server; stops when dropped.
@@ -17,6 +18,7 @@ pub struct FakeAnthropic {
     script: Arc<Mutex<Vec<Reply>>>,
     rules: Arc<Mutex<Vec<Rule>>>,
     input_tokens: Arc<AtomicU64>,
+    prompt_cache: Arc<Mutex<Option<PromptCache>>>,
 }
 
 /// A conversation of its own: requests whose first user message contains `marker` (a sub-agent's prompt)
@@ -31,7 +33,9 @@ impl FakeAnthropic {
         let rules: Arc<Mutex<Vec<Rule>>> = Arc::new(Mutex::new(Vec::new()));
         let ids = Arc::new(AtomicUsize::new(1));
         let input_tokens = Arc::new(AtomicU64::new(10));
+        let prompt_cache: Arc<Mutex<Option<PromptCache>>> = Arc::default();
         let (shared, shared_rules, tokens) = (script.clone(), rules.clone(), input_tokens.clone());
+        let cache = prompt_cache.clone();
         let server = Server::start(Arc::new(move |request: &RecordedRequest| {
             let first = first_user_message(&request.body);
             let rules = shared_rules.lock().unwrap_or_else(PoisonError::into_inner);
@@ -40,13 +44,21 @@ impl FakeAnthropic {
                 None => shared.lock().unwrap_or_else(PoisonError::into_inner).clone(),
             };
             drop(rules);
-            respond(request, &script, &ids, tokens.load(Ordering::SeqCst))
+            let usage = |body: &Value| match &mut *cache.lock().unwrap_or_else(PoisonError::into_inner) {
+                Some(cache) => cache.usage(body),
+                None => CacheUsage {
+                    input: tokens.load(Ordering::SeqCst),
+                    ..CacheUsage::default()
+                },
+            };
+            respond(request, &script, &ids, usage)
         }))?;
         Ok(FakeAnthropic {
             server,
             script,
             rules,
             input_tokens,
+            prompt_cache,
         })
     }
 
@@ -73,6 +85,16 @@ impl FakeAnthropic {
     /// client spend more than a budget allows.
     pub fn set_input_tokens(&self, tokens: u64) {
         self.input_tokens.store(tokens, Ordering::SeqCst);
+    }
+
+    /// Models the prompt cache from now on ([`crate::prompt_cache`]): prefixes up to a `cache_control`
+    /// breakpoint of at least `min_tokens` (1,024 for most models) are remembered, and every reply reports
+    /// its input as the API would bill it, in `input_tokens`, `cache_read_input_tokens` and
+    /// `cache_creation_input_tokens`, sized at four bytes of JSON a token. Without it every reply reports
+    /// the fixed [`FakeAnthropic::set_input_tokens`] and no cache.
+    pub fn model_prompt_cache(&self, min_tokens: u64) {
+        *self.prompt_cache.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(PromptCache::new(min_tokens));
     }
 
     /// Every request received, in order.
@@ -131,7 +153,12 @@ fn assistant_turns(body: &Value) -> usize {
         .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
 }
 
-fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize, input_tokens: u64) -> Response {
+fn respond(
+    request: &RecordedRequest,
+    script: &[Reply],
+    ids: &AtomicUsize,
+    usage: impl FnOnce(&Value) -> CacheUsage,
+) -> Response {
     let path = request.path.split('?').next().unwrap_or_default();
     if request.method != "POST" {
         return Response::json(
@@ -155,7 +182,7 @@ fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize, input
         Reply::text("ok")
     };
     let model = body["model"].as_str().unwrap_or("claude-fake");
-    let message = message(model, &reply, ids, input_tokens);
+    let message = message(model, &reply, ids, usage(body));
     if body["stream"] == true {
         Response::sse(stream(&message))
     } else {
@@ -163,7 +190,7 @@ fn respond(request: &RecordedRequest, script: &[Reply], ids: &AtomicUsize, input
     }
 }
 
-fn message(model: &str, reply: &Reply, ids: &AtomicUsize, input_tokens: u64) -> Value {
+fn message(model: &str, reply: &Reply, ids: &AtomicUsize, usage: CacheUsage) -> Value {
     let next = || ids.fetch_add(1, Ordering::SeqCst);
     let blocks: Vec<Value> = reply
         .blocks()
@@ -187,7 +214,8 @@ fn message(model: &str, reply: &Reply, ids: &AtomicUsize, input_tokens: u64) -> 
     json!({
         "id": format!("msg_{:04}", next()), "type": "message", "role": "assistant", "model": model,
         "content": blocks, "stop_reason": stop, "stop_sequence": null,
-        "usage": {"input_tokens": input_tokens, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        "usage": {"input_tokens": usage.input, "output_tokens": 5,
+                  "cache_creation_input_tokens": usage.cache_write, "cache_read_input_tokens": usage.cache_read},
     })
 }
 

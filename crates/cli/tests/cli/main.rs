@@ -7,6 +7,7 @@ mod support;
 
 mod budget;
 mod budget_external;
+mod cache_share;
 mod cancel;
 mod cli_doc;
 mod config;
