@@ -17,6 +17,23 @@ use crate::support::{Repo, events, finish, runtime_of};
 
 const WORKSTREAMS: usize = 10;
 
+/// Every tier's model priced, each with its own cache prices, so the cost of a call shows which price each
+/// of its token counts was charged at.
+const PRICES: &str = "  prices:
+    claude-opus-4-8: {input: 5, output: 25, cache_read: 0.5, cache_write: 6.25}
+    claude-sonnet-4-5: {input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}
+    claude-haiku-4-5: {input: 1, output: 5, cache_read: 0.1, cache_write: 1.25}";
+
+/// USD per million tokens: input, output, cache read, cache write.
+fn price_of(model: &str) -> [f64; 4] {
+    match model {
+        "claude-opus-4-8" => [5.0, 25.0, 0.5, 6.25],
+        "claude-sonnet-4-5" => [3.0, 15.0, 0.3, 3.75],
+        "claude-haiku-4-5" => [1.0, 5.0, 0.1, 1.25],
+        other => panic!("unpriced model {other}"),
+    }
+}
+
 fn id(n: usize) -> String {
     format!("ws-{n:02}")
 }
@@ -207,6 +224,7 @@ fn from_the_second_agent_on_most_input_is_read_from_the_prompt_cache() {
         ("    # base_url: https://api.anthropic.com", &base_url),
         (t4, &t4_builtin),
         (t5, &t5_builtin),
+        ("  prices: {}", PRICES),
     ]);
     let env = [("ANTHROPIC_API_KEY", "sk-ant-dummy-key-for-the-fake-server")];
     let running = repo.spawn(&["run", "Write ten notes", "--auto-approve"], &env);
@@ -223,6 +241,20 @@ fn from_the_second_agent_on_most_input_is_read_from_the_prompt_cache() {
             recorded.input += usage.input_tokens;
             recorded.cache_read += usage.cache_read_tokens;
             recorded.cache_write += usage.cache_write_tokens;
+            // Each count at its own price from models.prices: cache reads and writes too.
+            let [input, output, read, write] = price_of(&usage.model);
+            let expected = (usage.input_tokens as f64 * input
+                + usage.output_tokens as f64 * output
+                + usage.cache_read_tokens as f64 * read
+                + usage.cache_write_tokens as f64 * write)
+                / 1_000_000.0;
+            let cost = usage
+                .cost_usd
+                .unwrap_or_else(|| panic!("an unpriced call: {usage:?}"));
+            assert!(
+                (cost - expected).abs() < 1e-12,
+                "{cost} against {expected}: {usage:?}"
+            );
         }
     }
     let mut billed = CacheUsage::default();
