@@ -191,7 +191,7 @@ pub async fn review(
     cancel: &CancelToken,
 ) -> Result<Reviewed, String> {
     match reviewer {
-        Reviewer::Model(provider) => review_by_model(provider.as_ref(), brief, teachback, cancel)
+        Reviewer::Model(provider) => review_by_model(store, provider.as_ref(), brief, teachback, cancel)
             .await
             .map(Reviewed::New),
         Reviewer::Human { poll } => {
@@ -264,6 +264,7 @@ fn review_tool() -> ToolSpec {
 }
 
 async fn review_by_model(
+    store: &dyn Blackboard,
     provider: &dyn Provider,
     brief: &Brief,
     teachback: &Teachback,
@@ -287,6 +288,22 @@ async fn review_by_model(
         .complete(&request, &mut |_| {}, cancel)
         .await
         .map_err(|e| format!("the reviewer could not be reached ({e}); wait and resubmit"))?;
+    // The review runs outside any agent's hooks, which write the usage events of agents' calls: its own is
+    // written here (its provider already charged the ledger), so cost reports and the budget rebuilt after
+    // a crash count it too.
+    let usage = EventPayload::Usage(payload::Usage {
+        model: response.model.clone(),
+        provider: provider.kind().to_owned(),
+        input_tokens: response.usage.input,
+        output_tokens: response.usage.output,
+        cache_read_tokens: response.usage.cache_read,
+        cache_write_tokens: response.usage.cache_write,
+        cost_usd: provider
+            .price()
+            .map(|price| agency_llm::cost(&response.usage, &price)),
+    });
+    // A lost record loses only the record: the review stands.
+    let _ = store.append_event(NewEvent::typed(brief.run, usage).brief(brief.id).tier(brief.tier));
     let reviewer = format!(
         "{}/{}",
         brief.tier.parent().map(|t| t.as_str()).unwrap_or("t1"),

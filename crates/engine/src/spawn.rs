@@ -134,6 +134,7 @@ impl Engine {
         let personality = self.personality_prompt(&brief)?;
         let task = AgentTask {
             system: system_blocks(role, personality.as_deref()),
+            shared_system_blocks: crate::task::SHARED_SYSTEM_BLOCKS,
             prompt: render_prompt(&brief, &inputs, feedback.as_deref()),
             access,
             ending: Ending::Report,

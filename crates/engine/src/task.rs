@@ -13,13 +13,18 @@ use serde_json::{Value, json};
 
 use crate::prompts;
 
+/// How many of [`system_blocks`] every agent of a role gets byte-identical: agency's rules and the tier's
+/// prompt. A provider's prompt cache shares them between agents ([`agency_exec::runtime::AgentTask::
+/// shared_system_blocks`]).
+pub const SHARED_SYSTEM_BLOCKS: usize = 2;
+
 /// The system blocks of a brief's agent: most stable first, so the cached prefix is as long as possible —
 /// agency's rules, then the tier's prompt (the same bytes for every agent of a role), then the personality.
 /// The personality comes after agency's own rules, so it adds a voice and expertise but cannot be read as
 /// overriding the gate or the output schema. The prompts are compiled in and lent, not copied for every
 /// agent.
 pub fn system_blocks(role: BriefRole, personality: Option<&str>) -> Vec<Cow<'static, str>> {
-    let mut blocks = Vec::with_capacity(3);
+    let mut blocks = Vec::with_capacity(SHARED_SYSTEM_BLOCKS + 1);
     blocks.push(Cow::Borrowed(prompts::COMMON));
     blocks.push(Cow::Borrowed(prompts::for_role(role)));
     if let Some(text) = personality {
@@ -121,6 +126,7 @@ pub fn call_meta(brief: &Brief) -> CallMeta {
         workstream: Some(brief.workstream.clone()),
         role: Some(BriefRole::of(brief).as_str().to_string()),
         tier: Some(brief.tier),
+        attempt: brief.attempt,
     }
 }
 
@@ -150,4 +156,40 @@ pub fn output_check(brief: &Brief) -> Option<OutputCheck> {
         stamp_runner_facts(&brief, &mut output);
         crate::outputs::check_output(role, &output)
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agency_core::brief::{BriefPlacement, NewBrief};
+    use agency_core::{BriefId, RunId, Tier};
+
+    #[test]
+    fn call_meta_carries_the_briefs_own_attempt() {
+        let mut brief = NewBrief {
+            tier: Tier::T4,
+            workstream: "ws-a".into(),
+            title: "fix".into(),
+            personality: None,
+            instructions: "fix it".into(),
+            inputs: Vec::new(),
+            variety: None,
+            contract: None,
+            depends_on: Vec::new(),
+        }
+        .into_brief(BriefPlacement {
+            id: BriefId::new(),
+            run: RunId::new(),
+            parent: None,
+            goal_anchor: "goal".into(),
+            retry_budget: 3,
+            depends_on: Vec::new(),
+            created_at: chrono::Utc::now(),
+        });
+        assert_eq!(call_meta(&brief).attempt, 0);
+        brief.attempt = 2;
+        let meta = call_meta(&brief);
+        assert_eq!(meta.attempt, 2);
+        assert_eq!(meta.brief.as_deref(), Some("ws-a/t4/fix"));
+    }
 }

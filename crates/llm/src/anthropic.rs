@@ -3,10 +3,14 @@
 //! Request mapping:
 //! - `system` blocks become the top-level `system` array; tools get `input_schema` as given.
 //! - **Prompt caching**: with [`AnthropicConfig::prompt_caching`] on (the default), `cache_control:
-//!   {type: ephemeral}` marks the last tool, the last system block (the stable prefix: tools, then system)
-//!   and the last block of the last message (so each turn of an agent loop reads the previous turns from the
-//!   cache). Field order is fixed and `messages` comes last, so two calls for the same brief serialise to
-//!   byte-identical prefixes.
+//!   {type: ephemeral}` marks at most four blocks, the API's limit: the last tool; the last of the system
+//!   blocks every agent of the tier shares ([`Request::shared_system_blocks`]: agency's rules, the tier
+//!   prompt, the tool guide), so the next agent of the tier reads them from the cache whatever its
+//!   personality; the last system block (the stable prefix: tools, then system); and the last block of the
+//!   last message (so each turn of an agent loop reads the previous turns from the cache). The API caches
+//!   a prefix only from a minimum length (1,024 tokens on most models, more on some), so a short shared
+//!   prefix is marked in vain but harmlessly. Field order is fixed and `messages` comes last, so two calls
+//!   for the same brief serialise to byte-identical prefixes.
 //! - **Mid-conversation system messages** ([`Role::System`]) are not accepted by the public API inside
 //!   `messages`. Each one is folded into a user turn as a text block wrapped in `<system-reminder>` tags
 //!   (the convention Claude models are trained on for injected context), merged with an adjacent user turn
@@ -151,7 +155,11 @@ impl AnthropicClient {
                     name: None,
                 },
             }),
-            system: system_blocks(&request.system, self.config.prompt_caching),
+            system: system_blocks(
+                &request.system,
+                request.shared_system_blocks,
+                self.config.prompt_caching,
+            ),
             tools: tools(request, self.config.prompt_caching),
             messages: messages(&request.messages, self.config.prompt_caching),
         };
@@ -306,16 +314,34 @@ impl WireBlock<'_> {
     }
 }
 
-fn system_blocks(system: &[String], caching: bool) -> Vec<WireBlock<'_>> {
-    let mut blocks: Vec<WireBlock<'_>> = system
-        .iter()
-        .filter(|s| !s.is_empty())
-        .map(|s| WireBlock::Text {
-            text: Cow::Borrowed(s.as_str()),
-            cache_control: None,
-        })
-        .collect();
-    if caching && let Some(last) = blocks.last_mut() {
+/// The system blocks, with up to two breakpoints: after the blocks every agent of the tier shares (so
+/// another agent of the tier reads them from the cache, whatever its personality) and after the last one
+/// (so this agent's next turn reads its whole system prompt). With the last tool's and the last message's,
+/// that makes four, the API's limit.
+fn system_blocks(system: &[String], shared: usize, caching: bool) -> Vec<WireBlock<'_>> {
+    let mut blocks: Vec<WireBlock<'_>> = Vec::with_capacity(system.len());
+    // The index, among the blocks sent, of the last shared block.
+    let mut shared_end = None;
+    for (index, text) in system.iter().enumerate() {
+        if !text.is_empty() {
+            blocks.push(WireBlock::Text {
+                text: Cow::Borrowed(text.as_str()),
+                cache_control: None,
+            });
+        }
+        if index + 1 == shared && !blocks.is_empty() {
+            shared_end = Some(blocks.len() - 1);
+        }
+    }
+    if !caching {
+        return blocks;
+    }
+    if let Some(end) = shared_end
+        && let Some(block) = blocks.get_mut(end)
+    {
+        block.mark_cached();
+    }
+    if let Some(last) = blocks.last_mut() {
         last.mark_cached();
     }
     blocks
@@ -491,6 +517,72 @@ mod tests {
         assert_eq!(body["temperature"], json!(0.5));
         assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "b"}));
         assert_eq!(body["stop_sequences"], json!(["STOP"]));
+    }
+
+    /// Every `cache_control` marker in a request body, by where it is.
+    fn markers(body: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, tool) in body["tools"].as_array().into_iter().flatten().enumerate() {
+            if tool.get("cache_control").is_some() {
+                out.push(format!("tools[{i}]"));
+            }
+        }
+        for (i, block) in body["system"].as_array().into_iter().flatten().enumerate() {
+            if block.get("cache_control").is_some() {
+                out.push(format!("system[{i}]"));
+            }
+        }
+        for (m, message) in body["messages"].as_array().into_iter().flatten().enumerate() {
+            for (i, block) in message["content"].as_array().into_iter().flatten().enumerate() {
+                if block.get("cache_control").is_some() {
+                    out.push(format!("messages[{m}][{i}]"));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_tiers_shared_system_blocks_get_a_breakpoint_of_their_own_within_the_limit_of_four() {
+        let tool = ToolSpec {
+            name: "read_file".into(),
+            description: "Read".into(),
+            input_schema: json!({"type": "object"}),
+        };
+        let mut request = Request {
+            system: vec![
+                "rules".into(),
+                "tier".into(),
+                "guide".into(),
+                "personality".into(),
+            ],
+            shared_system_blocks: 3,
+            messages: vec![
+                Message::user("brief"),
+                Message::assistant(vec![Block::text("ok")]),
+                Message::user("go on"),
+            ],
+            tools: vec![tool.clone(), tool],
+            max_tokens: 100,
+            ..Request::default()
+        };
+        let marked = markers(&body(&client(true), &request));
+        assert_eq!(marked, ["tools[1]", "system[2]", "system[3]", "messages[2][0]"]);
+        // An empty block is not sent: the marker stays on the last shared block that is.
+        request.system = vec!["rules".into(), "".into(), "tier".into(), "personality".into()];
+        assert_eq!(
+            markers(&body(&client(true), &request)),
+            ["tools[1]", "system[1]", "system[2]", "messages[2][0]"]
+        );
+        // All shared, or none known: one marker on the system prompt.
+        request.shared_system_blocks = 4;
+        assert_eq!(markers(&body(&client(true), &request)).len(), 3);
+        request.shared_system_blocks = 0;
+        assert_eq!(
+            markers(&body(&client(true), &request)),
+            ["tools[1]", "system[2]", "messages[2][0]"]
+        );
+        assert!(markers(&body(&client(false), &request)).is_empty());
     }
 
     #[test]

@@ -9,10 +9,18 @@ use serde_json::Value;
 /// One model call: a stable prefix (system blocks, tools) followed by the conversation so far.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Request {
-    /// System prompt blocks, most stable first (personality, tier prompt, brief). Clients mark the end of
-    /// this prefix for prompt caching, so keep these bytes identical between calls for the same brief.
+    /// System prompt blocks, most stable first (agency's rules, the tier prompt, then the agent's own
+    /// personality). Clients mark the end of this prefix for prompt caching, so keep these bytes identical
+    /// between calls for the same brief.
     #[serde(default)]
     pub system: Vec<String>,
+    /// How many leading [`Request::system`] blocks are byte-identical for every agent of the tier (agency's
+    /// rules, the tier prompt, the tool guide), before the blocks that are this agent's own. A client that
+    /// caches by prefix marks the end of them too, so agents of one tier share that prefix whatever their
+    /// personality. 0 when unknown: then only the whole system prompt is marked. Not part of what the model
+    /// reads, so a cassette does not record it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shared_system_blocks: usize,
     /// The conversation, oldest first.
     #[serde(default)]
     pub messages: Vec<Message>,
@@ -60,6 +68,10 @@ impl Request {
         }
         out
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Who sent a message.
@@ -240,6 +252,10 @@ pub struct CallMeta {
     /// The tier speaking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<Tier>,
+    /// The brief's attempt, from 0 (a retry is the next attempt); cassettes key calls on it. 0 for a call
+    /// with no brief behind it.
+    #[serde(default)]
+    pub attempt: u32,
 }
 
 /// What the model streams while it answers. The final [`Response`] holds the same content assembled.

@@ -143,22 +143,26 @@ pub async fn run_judge(
                 workstream: Some(brief.workstream.clone()),
                 role: Some("judge".into()),
                 tier: Some(Tier::T5),
+                attempt: brief.attempt,
             };
             (brief, meta)
         }
     };
+    let system: Vec<Cow<'static, str>> = std::iter::once(Cow::Borrowed(JUDGE_SYSTEM))
+        .chain(
+            judge
+                .run_as
+                .and_then(|r| r.system)
+                .map(|own| Cow::Owned(own.to_string())),
+        )
+        .collect();
     let task = AgentTask {
         meta,
         brief,
         worktree: checkout.to_path_buf(),
-        system: std::iter::once(Cow::Borrowed(JUDGE_SYSTEM))
-            .chain(
-                judge
-                    .run_as
-                    .and_then(|r| r.system)
-                    .map(|own| Cow::Owned(own.to_string())),
-            )
-            .collect(),
+        // The judge's rules and its tier's prompt: the same for every judge of the tier.
+        shared_system_blocks: system.len(),
+        system,
         prompt: prompt.clone(),
         access: Access::ReadOnly,
         // Its verdict block ends its answer; an external runtime must not ask for a report after it.

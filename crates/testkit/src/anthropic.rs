@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Value, json};
 
 use crate::http::{Cut, RecordedRequest, Response, Server};
+use crate::prompt_cache::{CacheUsage, PromptCache};
 use crate::{Reply, scripted};
 
 /// A fake Anthropic server; stops when dropped.
@@ -17,6 +18,7 @@ pub struct FakeAnthropic {
     script: Arc<Mutex<Vec<Reply>>>,
     rules: Arc<Mutex<Vec<Rule>>>,
     input_tokens: Arc<AtomicU64>,
+    prompt_cache: Arc<Mutex<Option<PromptCache>>>,
     faults: Arc<Mutex<Faults>>,
 }
 
@@ -60,6 +62,8 @@ impl FakeAnthropic {
         let faults: Arc<Mutex<Faults>> = Arc::default();
         let (shared, shared_rules, tokens) = (script.clone(), rules.clone(), input_tokens.clone());
         let shared_faults = faults.clone();
+        let prompt_cache: Arc<Mutex<Option<PromptCache>>> = Arc::default();
+        let cache = prompt_cache.clone();
         let server = Server::start(Arc::new(move |request: &RecordedRequest| {
             if request.method == "POST" && is_messages(&request.path) {
                 let mut faults = shared_faults.lock().unwrap_or_else(PoisonError::into_inner);
@@ -79,7 +83,14 @@ impl FakeAnthropic {
                 ),
             };
             drop(rules);
-            respond(request, &script, by_rule, &ids, tokens.load(Ordering::SeqCst))
+            let usage = |body: &Value| match &mut *cache.lock().unwrap_or_else(PoisonError::into_inner) {
+                Some(cache) => cache.usage(body),
+                None => CacheUsage {
+                    input: tokens.load(Ordering::SeqCst),
+                    ..CacheUsage::default()
+                },
+            };
+            respond(request, &script, by_rule, &ids, usage)
         }))?;
         Ok(FakeAnthropic {
             server,
@@ -87,6 +98,7 @@ impl FakeAnthropic {
             rules,
             input_tokens,
             faults,
+            prompt_cache,
         })
     }
 
@@ -129,6 +141,16 @@ impl FakeAnthropic {
     /// client spend more than a budget allows.
     pub fn set_input_tokens(&self, tokens: u64) {
         self.input_tokens.store(tokens, Ordering::SeqCst);
+    }
+
+    /// Models the prompt cache from now on ([`crate::prompt_cache`]): prefixes up to a `cache_control`
+    /// breakpoint of at least `min_tokens` (1,024 for most models) are remembered, and every reply reports
+    /// its input as the API would bill it, in `input_tokens`, `cache_read_input_tokens` and
+    /// `cache_creation_input_tokens`, sized at four bytes of JSON a token. Without it every reply reports
+    /// the fixed [`FakeAnthropic::set_input_tokens`] and no cache.
+    pub fn model_prompt_cache(&self, min_tokens: u64) {
+        *self.prompt_cache.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(PromptCache::new(min_tokens));
     }
 
     /// Every request received, in order.
@@ -194,7 +216,7 @@ fn respond(
     script: &[Reply],
     by_rule: bool,
     ids: &AtomicUsize,
-    input_tokens: u64,
+    usage: impl FnOnce(&Value) -> CacheUsage,
 ) -> Response {
     let path = request.path.split('?').next().unwrap_or_default();
     if request.method != "POST" {
@@ -219,7 +241,7 @@ fn respond(
         Reply::text("ok")
     };
     let model = body["model"].as_str().unwrap_or("claude-fake");
-    let message = message(model, &reply, ids, input_tokens);
+    let message = message(model, &reply, ids, usage(body));
     if body["stream"] == true {
         Response::sse(stream(&message))
     } else {
@@ -227,7 +249,7 @@ fn respond(
     }
 }
 
-fn message(model: &str, reply: &Reply, ids: &AtomicUsize, input_tokens: u64) -> Value {
+fn message(model: &str, reply: &Reply, ids: &AtomicUsize, usage: CacheUsage) -> Value {
     let next = || ids.fetch_add(1, Ordering::SeqCst);
     let blocks: Vec<Value> = reply
         .blocks()
@@ -251,7 +273,8 @@ fn message(model: &str, reply: &Reply, ids: &AtomicUsize, input_tokens: u64) -> 
     json!({
         "id": format!("msg_{:04}", next()), "type": "message", "role": "assistant", "model": model,
         "content": blocks, "stop_reason": stop, "stop_sequence": null,
-        "usage": {"input_tokens": input_tokens, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        "usage": {"input_tokens": usage.input, "output_tokens": 5,
+                  "cache_creation_input_tokens": usage.cache_write, "cache_read_input_tokens": usage.cache_read},
     })
 }
 
@@ -325,7 +348,10 @@ fn faulty(fault: Fault, body: &Value) -> Response {
                 model,
                 &Reply::text("this answer never arrives whole"),
                 &AtomicUsize::new(1),
-                10,
+                CacheUsage {
+                    input: 10,
+                    ..CacheUsage::default()
+                },
             );
             let whole = stream(&message);
             // Up to the end of the first event (`message_start`): the answer has begun.

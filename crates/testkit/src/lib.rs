@@ -21,6 +21,7 @@
 mod anthropic;
 mod http;
 mod openai;
+pub mod prompt_cache;
 
 pub use anthropic::{FakeAnthropic, Fault};
 pub use http::RecordedRequest;

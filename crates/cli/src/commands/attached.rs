@@ -1,6 +1,7 @@
 //! Whether anybody drives a run. A run that is not ended but whose driver lock nobody holds has no runner
 //! attached (it was killed, or its machine went away): `runs`, `inspect` and the dashboard say so, with
-//! the command that resumes it — the one recorded when the run started (`--script FILE` included).
+//! the command that resumes it — the one recorded when the run started (`--script FILE` and `--record`
+//! included).
 
 use agency_core::RunId;
 use agency_core::event::payload::LogLine;
@@ -10,12 +11,21 @@ use agency_store::{Blackboard, Run};
 /// The tag of the log line that records how the run is resumed.
 const RESUMABLE: &str = "RESUMABLE";
 
-/// Records, at a run's start, the command that resumes it.
-pub fn record_resume_command(store: &dyn Blackboard, run: RunId, script: Option<&std::path::Path>) {
+/// Records, at a run's start, the command that resumes it: with its script, and with `--record` when its
+/// model calls are recorded, so a resumed run goes on as it started (a resumed recording keeps recording).
+pub fn record_resume_command(
+    store: &dyn Blackboard,
+    run: RunId,
+    script: Option<&std::path::Path>,
+    recording: bool,
+) {
     let mut command = format!("agency run --resume {}", run.short());
     if let Some(script) = script {
         let path = std::fs::canonicalize(script).unwrap_or_else(|_| script.to_path_buf());
         command.push_str(&format!(" --script {}", path.display()));
+    }
+    if recording {
+        command.push_str(" --record");
     }
     let event = NewEvent::typed(
         run,
@@ -24,7 +34,7 @@ pub fn record_resume_command(store: &dyn Blackboard, run: RunId, script: Option<
             ..LogLine::new("verbose", Some(RESUMABLE), format!("resume with `{command}`"))
         }),
     );
-    // Best effort: without it the hint names the command without its script.
+    // Best effort: without it the hint names the command without its script or `--record`.
     let _ = store.append_event(event);
 }
 

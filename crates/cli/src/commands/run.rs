@@ -107,7 +107,12 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
                 _ => goal_text(&args)?,
             };
             let run = runner.engine.start(&goal).map_err(engine_error)?;
-            crate::commands::attached::record_resume_command(store.as_ref(), run.id, args.script.as_deref());
+            crate::commands::attached::record_resume_command(
+                store.as_ref(),
+                run.id,
+                args.script.as_deref(),
+                runner.recorder.is_some(),
+            );
             println!("run {} started on {}", run.id.short(), ws.root.display());
             if let Some(replay) = &runner.replay {
                 println!(
@@ -723,11 +728,17 @@ pub fn drive_with_log(
     });
     done.store(true, Ordering::SeqCst);
     let _ = printer.join();
-    outcome?.map_err(|err| stopped_or_failed(err, run))
+    outcome?.map_err(|err| stopped_or_failed(err, run, engine.store().as_ref()))
 }
 
-/// An engine error as the command's error; a stop asked for by Ctrl-C or SIGTERM says how to go on.
-pub fn stopped_or_failed(err: agency_engine::EngineError, run: agency_core::RunId) -> CommandError {
+/// An engine error as the command's error; a stop asked for by Ctrl-C or SIGTERM says how to go on, with
+/// the command the run was started to be resumed with (its `--script`, its `--record`).
+pub fn stopped_or_failed(
+    err: agency_engine::EngineError,
+    run: agency_core::RunId,
+    store: &dyn Blackboard,
+) -> CommandError {
+    let resume = || crate::commands::attached::resume_command(store, run);
     match err {
         agency_engine::EngineError::Cancelled => CommandError::new(
             ErrorKind::Interrupted,
@@ -736,12 +747,12 @@ pub fn stopped_or_failed(err: agency_engine::EngineError, run: agency_core::RunI
                 run.short()
             ),
         )
-        .hint(format!("`agency run --resume {}` continues it", run.short())),
+        .hint(format!("`{}` continues it", resume())),
         // Another runner drives it: nothing to resume here.
         agency_engine::EngineError::Store(refused @ StoreError::Driven { .. }) => store_error(refused),
         other => engine_error(other).hint(format!(
-            "`agency run --resume {}` continues the run once the cause is fixed",
-            run.short()
+            "`{}` continues the run once the cause is fixed",
+            resume()
         )),
     }
 }

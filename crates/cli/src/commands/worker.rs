@@ -91,7 +91,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             crate::interrupt::cancel_on_signal(cancel.clone())?;
             Ok::<_, CommandError>(runner.engine.work(run, &cancel).await)
         })?
-        .map_err(|err| stopped_or_failed(err, run))?;
+        .map_err(|err| stopped_or_failed(err, run, store.as_ref()))?;
     finished(run, status)
 }
 

@@ -8,6 +8,7 @@ mod support;
 mod ack;
 mod budget;
 mod budget_external;
+mod cache_share;
 mod cancel;
 mod cli_doc;
 mod closed_pipe;

@@ -229,3 +229,38 @@ fn a_replay_of_a_missing_cassette_names_what_it_looked_for() {
     assert_ne!(out.code(), Some(0));
     assert!(out.stderr().contains("cannot be used with"), "{}", out.stderr());
 }
+
+/// A recorded run that stops names the command that resumes it with `--record`, so the resumed run keeps
+/// recording into the same cassette: in the stop's hint and in `agency runs`.
+#[test]
+fn a_recorded_runs_resume_hint_keeps_recording() {
+    let (repo, script) = Repo::calculator(include_str!("../../../engine/tests/scripts/simple.yaml"));
+    let script = script.to_str().unwrap();
+    let runner = repo.spawn(
+        &[
+            "run",
+            crate::support::CALCULATOR_GOAL,
+            "--script",
+            script,
+            "--record",
+        ],
+        &[],
+    );
+    let store = agency_store::SqliteBlackboard::open(repo.db()).unwrap();
+    let run = crate::support::run_at_plan_gate(&store);
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &runner.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let (code, output) = finish(runner, Duration::from_secs(30));
+    assert_eq!(code, Some(130), "{output}");
+    let resume = format!(
+        "agency run --resume {} --script {} --record",
+        run.short(),
+        std::fs::canonicalize(script).unwrap().display()
+    );
+    assert!(output.contains(&format!("`{resume}` continues it")), "{output}");
+    let listed = repo.agency(&["runs"]).success().stdout();
+    assert!(listed.contains(&resume), "{listed}");
+}

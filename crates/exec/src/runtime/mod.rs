@@ -63,6 +63,10 @@ pub struct AgentTask {
     /// The stable system prompt blocks: personality, tier prompt. Byte-identical across the agent's turns.
     /// Mostly prompts compiled into the binary, lent rather than copied for each agent.
     pub system: Vec<Cow<'static, str>>,
+    /// How many leading [`AgentTask::system`] blocks every agent of the tier gets byte-identical (agency's
+    /// rules, the tier prompt), before the agent's own (its personality): the prefix a provider's prompt
+    /// cache can share between agents. 0 when unknown.
+    pub shared_system_blocks: usize,
     /// The task as the agent first reads it: the brief rendered for this tier.
     pub prompt: String,
     /// Whether the agent may change files and run commands, or only read.

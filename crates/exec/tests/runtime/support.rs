@@ -105,6 +105,7 @@ pub fn task(worktree: &Path, blocking: bool, access: Access) -> AgentTask {
         brief: brief(blocking),
         worktree: worktree.to_path_buf(),
         system: vec!["You are a careful implementer.".into()],
+        shared_system_blocks: 1,
         prompt: "Fix calc.add so that check.sh passes.".into(),
         access,
         ending: Ending::Report,

@@ -17,6 +17,7 @@ mod files;
 mod repair;
 mod tools;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -171,6 +172,16 @@ impl BuiltinRuntime {
     }
 }
 
+/// The system blocks the model gets: the task's, with [`TOOL_GUIDE`] right after the blocks every agent of
+/// the tier shares (at the end when that is unknown), and how many blocks are shared now.
+fn with_tool_guide(system: &[Cow<'static, str>], shared: usize) -> (Vec<String>, usize) {
+    let shared = shared.min(system.len());
+    let at = if shared == 0 { system.len() } else { shared };
+    let mut out: Vec<String> = system.iter().map(|block| block.to_string()).collect();
+    out.insert(at, TOOL_GUIDE.to_owned());
+    (out, if shared == 0 { 0 } else { shared + 1 })
+}
+
 /// How the loop ended.
 enum Ended {
     /// The agent stopped, with this outcome.
@@ -221,9 +232,10 @@ enum Handled {
 impl Agent<'_> {
     async fn run(&self) -> Result<Ended, RuntimeError> {
         let offered = Tool::offered_for(self.toolset);
-        // Built once: the cached prefix (system + tools) must not change between turns.
-        let mut system: Vec<String> = self.task.system.iter().map(|block| block.to_string()).collect();
-        system.push(TOOL_GUIDE.to_owned());
+        // Built once: the cached prefix (system + tools) must not change between turns. The tool guide is the
+        // same for every agent: it joins the blocks the tier shares, before the agent's own.
+        let (system, shared_system_blocks) =
+            with_tool_guide(&self.task.system, self.task.shared_system_blocks);
         let tools: Vec<_> = offered.iter().map(|t| t.spec()).collect();
         let mut messages = vec![Message::user(self.task.prompt.clone())];
         // The last thing the model said, whole: it is the answer when the agent ends without reporting.
@@ -233,6 +245,7 @@ impl Agent<'_> {
         for _ in 0..self.task.limits.max_turns {
             let request = Request {
                 system: system.clone(),
+                shared_system_blocks,
                 messages: messages.clone(),
                 tools: tools.clone(),
                 max_tokens,
@@ -538,5 +551,28 @@ fn summarize(input: &Value) -> String {
         (Some(path), None) => path.to_owned(),
         (None, Some(pattern)) => pattern.to_owned(),
         (None, None) => input.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tool_guide_joins_the_shared_blocks_before_the_agents_own() {
+        let system = [
+            Cow::Borrowed("rules"),
+            Cow::Borrowed("tier"),
+            Cow::Borrowed("voice"),
+        ];
+        let (blocks, shared) = with_tool_guide(&system, 2);
+        assert_eq!(blocks, ["rules", "tier", TOOL_GUIDE, "voice"]);
+        assert_eq!(shared, 3);
+        let (blocks, shared) = with_tool_guide(&system, 0);
+        assert_eq!(blocks, ["rules", "tier", "voice", TOOL_GUIDE]);
+        assert_eq!(shared, 0);
+        let (blocks, shared) = with_tool_guide(&system, 7);
+        assert_eq!(blocks, ["rules", "tier", "voice", TOOL_GUIDE]);
+        assert_eq!(shared, 4);
     }
 }
