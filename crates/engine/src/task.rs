@@ -64,18 +64,13 @@ pub fn render_prompt(brief: &Brief, inputs: &[Input], feedback: Option<&str>) ->
         let gates = variety.gates();
         let _ = writeln!(
             out,
-            "\n## Variety\nnovelty {}, scope {}, uncertainty {}, risk {} → score {}: teachback {}, auditor {}, route {}",
+            "\n## Variety\nnovelty {}, scope {}, uncertainty {}, risk {} → score {}: teachback {}, route {}",
             variety.novelty,
             variety.scope,
             variety.uncertainty,
             variety.risk,
             variety.score(),
             gates.teachback_mode.as_str(),
-            if gates.auditor_required {
-                "required"
-            } else {
-                "optional"
-            },
             gates.workflow_route
         );
     }

@@ -162,9 +162,14 @@ fn score(args: ScoreArgs) -> CommandResult {
     );
     println!("route             {}", gates.workflow_route);
     println!("teachback         {}", gates.teachback_mode.as_str());
+    // The seed's derived gate, computed; no separate auditor review runs yet, so say so where it is shown.
     println!(
         "auditor required  {}",
-        if gates.auditor_required { "yes" } else { "no" }
+        if gates.auditor_required {
+            "yes (by the seed's rule; no separate auditor runs yet: the T5 sign-off is the review)"
+        } else {
+            "no"
+        }
     );
     println!("tier path         {}", path.join(" → "));
     Ok(())

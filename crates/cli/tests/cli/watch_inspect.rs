@@ -344,7 +344,9 @@ fn inspect_one_brief_and_one_tier() {
         .stdout();
     assert!(out.contains("\"title\": \"queue-client\""), "{out}");
     assert!(
-        out.contains("derived gates: teachback blocking, auditor required, route orchestrate"),
+        out.contains(
+            "derived gates: teachback blocking, auditor required (none runs yet), route orchestrate"
+        ),
         "{out}"
     );
     assert!(out.contains("FAIL          queue-client ✗  (retry 1/3)"), "{out}");
