@@ -274,9 +274,14 @@ pub async fn reject(
 
 async fn decide(d: &Dashboard, gate: String, decision: GateDecision) -> Result<Json<Gate>, ApiError> {
     let store = d.store.clone();
+    let on_decided = d.on_decided.clone();
     let gate = blocking(move || {
         let id = store.resolve_gate(&gate)?;
-        Ok(store.decide_gate(id, decision)?)
+        let decided = store.decide_gate(id, decision)?;
+        if let Some(on_decided) = on_decided {
+            on_decided();
+        }
+        Ok(decided)
     })
     .await?;
     Ok(Json(gate))

@@ -34,6 +34,10 @@ pub use auth::{MIN_TOKEN_LEN, Token, TokenError};
 /// renderer so the dashboard shows exactly the lines `agency watch` prints.
 pub type Renderer = Arc<dyn Fn(&Event) -> Option<String> + Send + Sync>;
 
+/// Called after a gate decision is written, so a runner waiting on it is told at once rather than at its
+/// next poll (the CLI pokes the runners' gate services). Best effort: it must not fail the decision.
+pub type OnDecided = Arc<dyn Fn() + Send + Sync>;
+
 /// The dashboard over one blackboard.
 #[derive(Clone)]
 pub struct Dashboard {
@@ -41,6 +45,7 @@ pub struct Dashboard {
     token: Token,
     render: Renderer,
     poll: Duration,
+    on_decided: Option<OnDecided>,
 }
 
 impl std::fmt::Debug for Dashboard {
@@ -63,7 +68,14 @@ impl Dashboard {
             // A look costs one indexed read; 50 ms keeps an event's way to the screen under the 100 ms target
             // (docs/performance.md) at about 20 reads a second per open page.
             poll: Duration::from_millis(50),
+            on_decided: None,
         }
+    }
+
+    /// Calls `on_decided` after every gate decision made through the dashboard.
+    pub fn with_on_decided(mut self, on_decided: OnDecided) -> Self {
+        self.on_decided = Some(on_decided);
+        self
     }
 
     /// Uses `render` for live-log lines.

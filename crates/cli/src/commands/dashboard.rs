@@ -59,8 +59,19 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         );
         let _ = out.flush();
         drop(out);
+        // A runner waiting on a gate decided here is woken at once, as `agency approve` wakes it.
+        let agency_dir = ctx
+            .workspace()
+            .ok()
+            .map(|ws| ws.root.join(crate::workspace::AGENCY_DIR));
+        let poke: agency_web::OnDecided = Arc::new(move || {
+            if let Some(dir) = &agency_dir {
+                crate::gate_service::poke_runners(dir);
+            }
+        });
         Dashboard::new(store, token)
             .with_renderer(render)
+            .with_on_decided(poke)
             .serve(listener, std::future::pending())
             .await
             .map_err(|e| CommandError::internal(format!("the dashboard stopped: {e}")))

@@ -237,6 +237,32 @@ fn a_teachback_is_submitted_through_the_service_and_the_approval_pokes_the_runne
     );
 }
 
+#[test]
+fn a_gate_approved_on_the_dashboard_pokes_the_runner() {
+    let served = served();
+    let run = served.store.get_brief(served.brief.parse().unwrap()).unwrap().run;
+    let gate = served
+        .store
+        .open_gate(agency_store::NewGate::new(
+            run,
+            agency_core::gate::GateKind::T1Plan,
+            json!({ "message": "Waiting on approval before T2 spawns" }),
+        ))
+        .unwrap();
+    let dashboard = crate::support::Dashboard::serve(&served.repo, &[]);
+    let waker = served.service.waker();
+    let approve = format!("/api/gates/{}/approve", gate.id.short());
+    let (status, body) = crate::support::http(&dashboard.addr, "POST", &approve, Some(&dashboard.token), "");
+    assert!(status.contains("200"), "{status} {body}");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(5), waker.notified()).await })
+        .expect("the dashboard's approval did not poke the runner's gate service");
+}
+
 /// The agent's side for real: a process in the sandbox a run gives its agents (the repository's
 /// `.agency/` hidden, only the service's socket bound in) cannot see the blackboard, and its `agency
 /// hook` is answered anyway.
