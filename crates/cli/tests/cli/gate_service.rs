@@ -309,8 +309,10 @@ fn an_agent_in_its_sandbox_cannot_open_the_blackboard_but_its_hook_is_answered()
             .cwd(work.path())
             .timeout(Duration::from_secs(60)),
     );
+    // As the runtimes do: the hook's binary stays readable wherever it lives (a checkout under /tmp too).
+    let readable = agency_exec::runtime::external::hook_readable(Path::new(env!("CARGO_BIN_EXE_agency")));
     let spec = Sandboxing::On(policy)
-        .confine_with(spec, work.path(), &[capability.socket().to_path_buf()], &[])
+        .confine_with(spec, work.path(), &[capability.socket().to_path_buf()], &readable)
         .unwrap();
     let output = agency_exec::process::run(&spec).unwrap();
     let stdout = output.stdout.text();

@@ -291,7 +291,7 @@ impl Runtime for ClaudeCodeRuntime {
                 task,
                 spec,
                 &self.writable(task, gate.as_ref()),
-                &[],
+                &super::external::hook_readable(&self.agency),
             )?;
             let driven = drive(
                 "claude-code",

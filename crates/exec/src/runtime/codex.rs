@@ -300,7 +300,8 @@ impl Runtime for CodexRuntime {
                 writable.push(gate.socket().to_path_buf());
                 spec = gate.apply(spec);
             }
-            let spec = sandboxed("codex", task, spec, &writable, &[])?;
+            let readable = super::external::hook_readable(&self.agency);
+            let spec = sandboxed("codex", task, spec, &writable, &readable)?;
             let driven = drive("codex", spec, None, task.limits.timeout, cancel, hooks, |line| {
                 for event in map_line(line, &mut state, &task.meta) {
                     recorder.record(event);

@@ -154,6 +154,13 @@ pub fn sandboxed(
         })
 }
 
+/// What an agent's sandbox must let it read besides the usual: the `agency` binary its hook runs, when that
+/// lives where the sandbox hides (under `/tmp`, which the sandbox replaces with a private one). A path that
+/// does not exist is left out: the hook then fails, and fails closed.
+pub fn hook_readable(agency: &Path) -> Vec<PathBuf> {
+    std::fs::canonicalize(agency).into_iter().collect()
+}
+
 /// A capability for `task`'s agent from the runner's gate service, when the runtime has one. An error
 /// stops the agent before it starts: its gate could not answer it.
 pub fn issue_gate(

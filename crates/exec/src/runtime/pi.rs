@@ -341,7 +341,18 @@ impl Runtime for PiRuntime {
             if let Some(capability) = &capability {
                 spec = capability.apply(spec);
             }
-            let spec = sandboxed("pi", task, spec, &self.writable(task, capability.as_ref()), &[])?;
+            let readable = self
+                .gate
+                .as_ref()
+                .map(|gate| super::external::hook_readable(&gate.agency))
+                .unwrap_or_default();
+            let spec = sandboxed(
+                "pi",
+                task,
+                spec,
+                &self.writable(task, capability.as_ref()),
+                &readable,
+            )?;
             let input = format!("{prompt}\n").into_bytes();
             let driven = drive(
                 "pi",
