@@ -137,9 +137,15 @@ async fn pass(
     touched: Option<&mut HashSet<String>>,
     families: &mut Families,
 ) -> Result<bool> {
-    let mut progressed = handle_escalation_gates(engine, run)?;
+    // Only an escalated brief waits on an escalation or halt gate, and most passes find none: one indexed
+    // read says so for both, where reading every gate of the run on every pass grew with the run.
+    let escalated = !engine
+        .store
+        .list_briefs_by_status(run, BriefStatus::Escalated)?
+        .is_empty();
+    let mut progressed = escalated && handle_escalation_gates(engine, run)?;
     progressed |= crate::budget::handle_budget_gates(engine, run)?;
-    progressed |= crate::failure::handle_halt_gates(engine, run)?;
+    progressed |= escalated && crate::failure::handle_halt_gates(engine, run)?;
     // Only what is `verifying` needs the runner; everything else waits on an agent or a human.
     let verifying = engine.store.list_briefs_by_status(run, BriefStatus::Verifying)?;
     // Implementers handed to their verifiers in this pass, one per squad: whether that completes the squad's
@@ -276,22 +282,8 @@ pub(crate) fn start_workstreams(engine: &Engine, run: RunId, plan: &Plan, ids: &
 
 /// Decided escalation gates: approve gives the brief a fresh attempt; reject stops the run.
 fn handle_escalation_gates(engine: &Engine, run: RunId) -> Result<bool> {
-    // Only an escalated brief waits on its gate, and most passes find none: one indexed read says so,
-    // where reading every gate of the run on every pass grew with the run.
-    if engine
-        .store
-        .list_briefs_by_status(run, BriefStatus::Escalated)?
-        .is_empty()
-    {
-        return Ok(false);
-    }
     let mut progressed = false;
-    for gate in engine.store.list_gates_of_kind(run, GateKind::Escalation)? {
-        let Some(id) = gate.brief else { continue };
-        let brief = engine.store.get_brief(id)?;
-        if brief.status != BriefStatus::Escalated {
-            continue;
-        }
+    for (gate, brief) in crate::failure::gates_of_escalated(engine, run, GateKind::Escalation)? {
         match escalation_gate(gate.status) {
             EscalationGateStep::Wait => {}
             EscalationGateStep::RetryFresh => {

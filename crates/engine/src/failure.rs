@@ -6,7 +6,7 @@
 use agency_core::escalation::{Decision, EscalationTarget, Failure, decide};
 use agency_core::event::payload::{self, BriefStatusChange, LogLine};
 use agency_core::event::{EventPayload, NewEvent};
-use agency_core::gate::{GateKind, GateStatus};
+use agency_core::gate::{Gate, GateKind, GateStatus};
 use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefId, BriefStatus, Tier};
 use agency_exec::runtime::{AlgedonicSignal, SignalLevel};
@@ -436,26 +436,32 @@ fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: paylo
     Ok(())
 }
 
+/// The run's gates of `kind` whose brief still waits on them (`escalated`), each with that brief: the gates
+/// an escalation or a HALT opened that a human's decision has not been acted on yet.
+pub(crate) fn gates_of_escalated(
+    engine: &Engine,
+    run: agency_core::RunId,
+    kind: GateKind,
+) -> Result<Vec<(Gate, Brief)>> {
+    let mut waiting = Vec::new();
+    for gate in engine.store.list_gates_of_kind(run, kind)? {
+        let Some(id) = gate.brief else { continue };
+        let brief = engine.store.get_brief(id)?;
+        if brief.status == BriefStatus::Escalated {
+            waiting.push((gate, brief));
+        }
+    }
+    Ok(waiting)
+}
+
 /// Acts on decided `halt` gates once each (the raising brief is still `escalated` until then). Approved
 /// (`agency ack --resume`): the brief gets a fresh attempt with the human's note, not charged to its retry
 /// budget (a HALT is not a failure), and the run's stopped briefs start again. Rejected (`agency ack
 /// --cancel`): the brief is cancelled and so is the run.
+/// The pass asks it only when some brief of the run is `escalated`.
 pub fn handle_halt_gates(engine: &Engine, run: agency_core::RunId) -> Result<bool> {
-    // Asked on every pass: one indexed read says whether any brief waits on a human at all.
-    if engine
-        .store
-        .list_briefs_by_status(run, BriefStatus::Escalated)?
-        .is_empty()
-    {
-        return Ok(false);
-    }
     let mut progressed = false;
-    for gate in engine.store.list_gates_of_kind(run, GateKind::Halt)? {
-        let Some(id) = gate.brief else { continue };
-        let brief = engine.store.get_brief(id)?;
-        if brief.status != BriefStatus::Escalated {
-            continue;
-        }
+    for (gate, brief) in gates_of_escalated(engine, run, GateKind::Halt)? {
         let by = gate.decided_by.clone().unwrap_or_default();
         let note = gate.note.clone().unwrap_or_default();
         match gate.status {
