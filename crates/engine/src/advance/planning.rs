@@ -16,19 +16,23 @@ pub(super) fn plan_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     let value: Value = output_of(engine, brief)?;
     let plan = agency_core::validate_plan(&value).map_err(|e| EngineError::State(e.to_string()))?;
     let ids: Vec<&str> = plan.workstreams.iter().map(|w| w.id.as_str()).collect();
-    let first_stage: Vec<String> = plan
+    // The workstreams the plan starts with, read once for the log line, the gate's tiers and its summary.
+    let starting: Vec<_> = plan
         .stages()
         .first()
         .map(|s| {
             s.workstreams
                 .iter()
                 .filter_map(|id| plan.workstream(id))
-                .map(|w| format!("{} ({})", w.id, path_text(&w.tier_path)))
                 .collect()
         })
         .unwrap_or_default();
+    let first_stage: Vec<String> = starting
+        .iter()
+        .map(|w| format!("{} ({})", w.id, path_text(&w.tier_path)))
+        .collect();
     if gate_of(engine, brief, GateKind::T1Plan)?.is_none() {
-        let parallel = plan.stages().first().map(|s| s.workstreams.len()).unwrap_or(0);
+        let parallel = starting.len();
         engine.log(
             brief.run,
             Some(Tier::T1),
@@ -42,17 +46,10 @@ pub(super) fn plan_done(engine: &Engine, brief: &Brief) -> Result<bool> {
         )?;
     }
     // "before T2 spawns": the tiers the first stage's workstreams start with.
-    let mut entry_tiers: Vec<Tier> = plan
-        .stages()
-        .first()
-        .map(|s| {
-            s.workstreams
-                .iter()
-                .filter_map(|id| plan.workstream(id))
-                .filter_map(|w| w.tier_path.first().copied())
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut entry_tiers: Vec<Tier> = starting
+        .iter()
+        .filter_map(|w| w.tier_path.first().copied())
+        .collect();
     entry_tiers.sort();
     entry_tiers.dedup();
     let entry_text = entry_tiers
