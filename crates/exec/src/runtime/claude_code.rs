@@ -28,7 +28,7 @@ use agency_core::config::{ProviderKind, RolloutMode};
 use agency_llm::{BoxFuture, CancelToken, Price};
 use serde_json::json;
 
-use super::coverage::{self, Decisions, GATE_LOG_FILE};
+use super::coverage::{self, Decisions};
 use super::external::{
     Flow, drive, ending_for, issue_gate, parse_report, sandboxed, shell_word, teachback_for,
 };
@@ -256,17 +256,7 @@ impl Runtime for ClaudeCodeRuntime {
             let home = self.home(task);
             std::fs::create_dir_all(&home)
                 .map_err(|e| RuntimeError::Other(format!("cannot create {}: {e}", home.display())))?;
-            // Decisions of an earlier process of this attempt must not cover this one's calls (a resumed
-            // session's stream shows only its new calls).
-            let gate_log = home.join(GATE_LOG_FILE);
-            if let Err(e) = std::fs::remove_file(&gate_log)
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                return Err(RuntimeError::Other(format!(
-                    "cannot remove {}: {e}",
-                    gate_log.display()
-                )));
-            }
+            let gate_log = coverage::fresh_log(&home)?;
             let session_file = home.join(SESSION_FILE);
             let resume = std::fs::read_to_string(&session_file)
                 .ok()

@@ -25,7 +25,7 @@ use agency_core::config::RolloutMode;
 use agency_llm::{BoxFuture, CallMeta, CancelToken, Price, StopReason, Usage, UsageRecord, cost};
 use serde_json::{Value, json};
 
-use super::coverage::{self, CallTarget, Decisions, GATE_LOG_FILE, StreamCall};
+use super::coverage::{self, CallTarget, Decisions, StreamCall};
 use super::external::{
     Flow, drive, ending_for, issue_gate, parse_report, sandboxed, shell_word, teachback_for,
 };
@@ -266,16 +266,7 @@ impl Runtime for CodexRuntime {
             };
             write("config.toml", self.config_toml())?;
             write("hooks.json", self.hooks_json().to_string())?;
-            // Decisions of an earlier process of this attempt must not cover this one's calls.
-            let gate_log = home.join(GATE_LOG_FILE);
-            if let Err(e) = std::fs::remove_file(&gate_log)
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                return Err(RuntimeError::Other(format!(
-                    "cannot remove {}: {e}",
-                    gate_log.display()
-                )));
-            }
+            let gate_log = coverage::fresh_log(&home)?;
             std::fs::create_dir_all(home.join(TMP_DIR)).map_err(|e| {
                 RuntimeError::Other(format!("cannot create {}: {e}", home.join(TMP_DIR).display()))
             })?;

@@ -34,6 +34,19 @@ pub const GATE_LOG_ENV: &str = "AGENCY_GATE_LOG";
 /// That file's name in the agent's home.
 pub const GATE_LOG_FILE: &str = "gate-decisions.jsonl";
 
+/// The decision log in `home`, emptied for a new agent process: decisions of an earlier process of this
+/// attempt must not cover this one's calls (a resumed session's stream shows only its new calls).
+pub fn fresh_log(home: &Path) -> Result<std::path::PathBuf, super::RuntimeError> {
+    let log = home.join(GATE_LOG_FILE);
+    match std::fs::remove_file(&log) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(super::RuntimeError::Other(format!(
+            "cannot remove {}: {e}",
+            log.display()
+        ))),
+        _ => Ok(log),
+    }
+}
+
 /// One decision as the gate records it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct GateDecision {

@@ -31,7 +31,7 @@ use agency_core::config::{ProviderKind, RolloutMode};
 
 use super::builtin::BuiltinRuntime;
 use super::choice::TierModel;
-use super::coverage::{self, CallTarget, GATE_LOG_FILE, StreamCall};
+use super::coverage::{self, CallTarget, StreamCall};
 use super::external::{
     Flow, drive, ending_for, hook_env, issue_gate, parse_report, sandboxed, teachback_for,
 };
@@ -304,16 +304,7 @@ impl Runtime for PiRuntime {
                 std::fs::write(home.join("models.json"), models.to_string())
                     .map_err(|e| RuntimeError::Other(format!("cannot write models.json: {e}")))?;
             }
-            // Decisions of an earlier process of this attempt must not cover this one's calls.
-            let gate_log = home.join(GATE_LOG_FILE);
-            if let Err(e) = std::fs::remove_file(&gate_log)
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                return Err(RuntimeError::Other(format!(
-                    "cannot remove {}: {e}",
-                    gate_log.display()
-                )));
-            }
+            let gate_log = coverage::fresh_log(&home)?;
             let capability = match &self.gate {
                 Some(gate) => {
                     self.install_extension(task)?;
