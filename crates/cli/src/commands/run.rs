@@ -404,6 +404,19 @@ pub fn build_engine(
         },
     )
     .map_err(|e| CommandError::internal(format!("the gate service did not start: {e}")))?;
+    // Claude Code agents call their model through it and never hold the key: the agents' commands share
+    // their sandbox and could read it from `/proc`. Started only when such an agent may run.
+    let relay = if choices.iter().any(|c| c.runtime == ConfiguredRuntime::ClaudeCode) {
+        let relay = agency_relay::KeyRelay::start().map_err(|e| {
+            CommandError::internal(format!(
+                "the model-key relay did not start, so no Claude Code agent can be started without handing it \
+                 the key: {e}"
+            ))
+        })?;
+        Some(Arc::new(relay))
+    } else {
+        None
+    };
     let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
     for choice in &choices {
         let provider = providers
@@ -422,6 +435,7 @@ pub fn build_engine(
             command: team.tiers.get(choice.tier).command.clone(),
             secrets: secrets.clone(),
             gate: Some(gate.clone()),
+            relay: relay.clone(),
             codex_provider: codex_provider(),
             model: TierModel::of(&team, choice.tier),
             prices: agency_llm::price_table(&team),

@@ -23,6 +23,9 @@ use crate::support::{Repo, demo_dir, events, runtime_of};
 
 /// In the runner's environment only: no agent may see it.
 const RUNNER_SECRET: &str = "runner-only-secret-5150";
+/// The key Claude Code's model is called with: the runner's model-key relay holds it, so not even the
+/// agent's own process has it for its commands to read.
+const MODEL_KEY: &str = "sk-ant-model-key-held-by-the-relay-5150";
 
 fn bash(command: String) -> Reply {
     Reply::tool_use("Bash", json!({"command": command, "description": "try"}))
@@ -64,6 +67,15 @@ fn attacks(repo: &std::path::Path, agency: &str) -> Vec<(&'static str, String)> 
             "for f in /proc/$PPID/environ /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null \
              | grep -c runner-only; echo environ-exit=$?"
                 .to_string(),
+        ),
+        (
+            // Claude Code's own environment is readable by its commands (same user, same PID namespace):
+            // the key must not be in it.
+            "read-model-key",
+            format!(
+                "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null \
+                 | grep -c {MODEL_KEY}; echo key-exit=$?"
+            ),
         ),
         (
             // Claude Code's user settings in the agent's own home (which it may write): hooks switched off.
@@ -132,7 +144,7 @@ fn claude_codes_bash_cannot_escape_its_sandbox_or_its_gate_and_honest_work_merge
     let server = FakeAnthropic::start(script).expect("fake server");
     let env = [
         ("ANTHROPIC_BASE_URL", server.base_url()),
-        ("ANTHROPIC_API_KEY", "dummy-key-for-the-fake".to_string()),
+        ("ANTHROPIC_API_KEY", MODEL_KEY.to_string()),
         ("GITHUB_TOKEN", RUNNER_SECRET.to_string()),
     ];
     let out = agency_run(&repo, &demo_dir().join("script.yaml"), &env);
@@ -180,6 +192,9 @@ fn claude_codes_bash_cannot_escape_its_sandbox_or_its_gate_and_honest_work_merge
         environ.contains("0") && !environ.contains(RUNNER_SECRET),
         "{environ}"
     );
+    let model_key = result_of("read-model-key");
+    // `grep -c` prints how many lines held the key and exits 1 when none did.
+    assert!(model_key.contains("key-exit=1"), "{model_key}");
     assert!(results.iter().all(|r| !r.contains(RUNNER_SECRET)), "{results:#?}");
     let tests = results.iter().find(|r| r.contains("tests-exit=")).unwrap();
     assert!(tests.contains("OK") && tests.contains("tests-exit=0"), "{tests}");

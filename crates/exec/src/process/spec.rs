@@ -156,6 +156,14 @@ impl CommandSpec {
         self
     }
 
+    /// Passes no variable `name` to the child, whether it was to be inherited or set.
+    pub fn forget_env(mut self, name: &str) -> Self {
+        let env = Arc::make_mut(&mut self.env);
+        env.inherit.retain(|n| n != name);
+        env.set.retain(|(n, _)| n != name);
+        self
+    }
+
     /// Sets a variable for the child.
     pub fn env(mut self, name: impl Into<String>, value: impl Into<OsString>) -> Self {
         Arc::make_mut(&mut self.env).set.push((name.into(), value.into()));
@@ -231,6 +239,19 @@ mod tests {
             resolved,
             vec![("PATH", OsStr::new("/opt/bin")), ("LANG", OsStr::new("C"))]
         );
+    }
+
+    #[test]
+    fn a_forgotten_variable_is_neither_inherited_nor_set() {
+        let spec = CommandSpec::new("claude")
+            .inherit_env("ANTHROPIC_AUTH_TOKEN")
+            .inherit_env("PATH")
+            .env("ANTHROPIC_AUTH_TOKEN", "set-too")
+            .forget_env("ANTHROPIC_AUTH_TOKEN");
+        let parent = |name: &str| Some(OsString::from(format!("host-{name}")));
+        let resolved = spec.env.resolve(&parent);
+        let names: Vec<&str> = resolved.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["PATH"]);
     }
 
     #[test]

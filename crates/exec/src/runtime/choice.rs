@@ -185,6 +185,9 @@ pub struct RuntimeSetup {
     /// (the blackboard is in no agent's sandbox). `None`: their hook is given [`RuntimeSetup::db`] instead,
     /// which only works where the agent runs without a sandbox.
     pub gate: Option<Arc<dyn crate::gate::GateIssuer>>,
+    /// The runner's model-key relay: Claude Code agents call their model through it and are never given
+    /// the key. `None`: the key is passed in the agent's environment.
+    pub relay: Option<Arc<agency_relay::KeyRelay>>,
     /// The endpoint Codex agents use instead of OpenAI's (from `OPENAI_BASE_URL` in `agency run`).
     pub codex_provider: Option<CodexProvider>,
     /// The tier's model from team.yaml ([`TierModel::of`]); Claude Code and Codex are started on it.
@@ -208,6 +211,7 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             runtime.rollout = setup.rollout;
             runtime.secrets.clone_from(&setup.secrets);
             runtime.gate.clone_from(&setup.gate);
+            runtime.relay.clone_from(&setup.relay);
             let model = cli_model(choice, setup, ProviderKind::Anthropic)?;
             runtime.model = model.map(|m| m.model.clone());
             runtime.endpoint = model.and_then(|m| m.endpoint.clone());
@@ -535,6 +539,7 @@ mod tests {
             command: None,
             secrets: vec![],
             gate: None,
+            relay: None,
             codex_provider: None,
             model: None,
             prices: agency_llm::PriceTable::default(),

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use agency_core::config::{ProviderKind, RolloutMode};
 use agency_llm::{BoxFuture, CancelToken, Price};
+use agency_relay::{KeyRelay, PLACEHOLDER_KEY, Route, Ticket, UpstreamAuth};
 use serde_json::json;
 
 use super::coverage::{self, Decisions};
@@ -61,6 +62,8 @@ pub const DEFAULT_INHERIT: [&str; 6] = [
     "ANTHROPIC_BASE_URL",
     "ANTHROPIC_MODEL",
 ];
+/// Where Claude Code calls Anthropic when nothing says otherwise.
+const ANTHROPIC_API: &str = "https://api.anthropic.com";
 /// The file in the agent's HOME that keeps its session id for `--resume`.
 const SESSION_FILE: &str = "agency-session-id";
 /// Seconds Claude Code waits for one `agency hook` answer.
@@ -97,6 +100,9 @@ pub struct ClaudeCodeRuntime {
     /// The runner's gate service: each agent gets a capability for its own brief. `None`: the hook is given
     /// the blackboard's path instead (see the module docs).
     pub gate: Option<Arc<dyn GateIssuer>>,
+    /// The runner's model-key relay: when set, the agent is given a base URL on it and a placeholder key,
+    /// never the key itself ([`agency_relay`] says why). `None`: the key is passed in its environment.
+    pub relay: Option<Arc<KeyRelay>>,
 }
 
 impl ClaudeCodeRuntime {
@@ -116,7 +122,57 @@ impl ClaudeCodeRuntime {
             inherit_env: DEFAULT_INHERIT.iter().map(|s| (*s).to_owned()).collect(),
             secrets: Vec::new(),
             gate: None,
+            relay: None,
         }
+    }
+
+    /// Where this agent's model calls go and with which key, read from team.yaml's endpoint or the
+    /// runner's own Anthropic variables as Claude Code would have read them. `None` when no key is set:
+    /// there is nothing to keep from the agent, and Claude Code is started as it would be without a relay.
+    pub fn model_route(&self, env: &dyn Fn(&str) -> Option<String>) -> Option<Route> {
+        let claude_key = ProviderKind::Anthropic.default_api_key_env();
+        let inherited = |name: &str| {
+            self.inherit_env
+                .iter()
+                .any(|n| n == name)
+                .then(|| env(name))
+                .flatten()
+                .filter(|v| !v.is_empty())
+        };
+        if let Some(endpoint) = &self.endpoint {
+            let var = endpoint.api_key_env.as_deref().unwrap_or(claude_key);
+            let key = if var == claude_key {
+                inherited(var)
+            } else {
+                env(var)
+            };
+            return key.filter(|k| !k.is_empty()).map(|key| Route {
+                upstream: endpoint.base_url.clone(),
+                auth: UpstreamAuth::ApiKey(key),
+            });
+        }
+        let auth = match (inherited(claude_key), inherited("ANTHROPIC_AUTH_TOKEN")) {
+            (Some(key), _) => UpstreamAuth::ApiKey(key),
+            (None, Some(token)) => UpstreamAuth::Bearer(token),
+            (None, None) => return None,
+        };
+        Some(Route {
+            upstream: inherited("ANTHROPIC_BASE_URL").unwrap_or_else(|| ANTHROPIC_API.to_owned()),
+            auth,
+        })
+    }
+
+    /// A capability on the relay for one agent, when the runner has a relay and a key to keep.
+    fn relay_ticket(&self) -> Result<Option<Ticket>, RuntimeError> {
+        let Some(relay) = &self.relay else {
+            return Ok(None);
+        };
+        let Some(route) = self.model_route(&|name| std::env::var(name).ok()) else {
+            return Ok(None);
+        };
+        relay.issue(route).map(Some).map_err(|e| {
+            RuntimeError::Other(format!("cannot issue a capability on the model-key relay: {e}"))
+        })
     }
 
     /// The PreToolUse registration passed with `--settings`: every tool call goes to `agency hook`.
@@ -214,8 +270,9 @@ impl ClaudeCodeRuntime {
             // Claude Code keeps its key; the commands, hooks and servers it starts get an environment
             // without it (and without the other credentials it knows of). Claude Code does that in a
             // bubblewrap sandbox of its own, which cannot be set up inside agency's (it must create mount
-            // points in the read-only git directory); in agency's sandbox the scrub is off, so the agent's
-            // commands can see the key this agent calls its model with (docs/security.md).
+            // points in the read-only git directory); in agency's sandbox the scrub is off. The key is kept
+            // from the agent's commands there by not giving it to Claude Code at all: in a run it calls its
+            // model through the runner's relay (`relayed`, docs/security.md).
             (
                 "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB",
                 if task.sandbox.is_on() { "0" } else { "1" }.to_owned(),
@@ -235,6 +292,14 @@ impl ClaudeCodeRuntime {
             self.config.as_deref(),
         )
     }
+}
+
+/// `spec` calling its model through `ticket`: the relay's base URL and a placeholder key, and none of the
+/// runner's Anthropic credentials (an `ANTHROPIC_AUTH_TOKEN` would be sent alongside and is dropped).
+fn relayed(spec: CommandSpec, ticket: &Ticket) -> CommandSpec {
+    spec.forget_env("ANTHROPIC_AUTH_TOKEN")
+        .env("ANTHROPIC_BASE_URL", ticket.base_url())
+        .env(ProviderKind::Anthropic.default_api_key_env(), PLACEHOLDER_KEY)
 }
 
 impl Runtime for ClaudeCodeRuntime {
@@ -263,8 +328,10 @@ impl Runtime for ClaudeCodeRuntime {
                 .map(|s| s.trim().to_owned())
                 .filter(|s| !s.is_empty());
             let gate = issue_gate(self.gate.as_deref(), task)?;
+            let ticket = self.relay_ticket()?;
             let mut secrets = self.secrets.clone();
             secrets.extend(gate.as_ref().map(|g| g.token().to_owned()));
+            secrets.extend(ticket.as_ref().map(|t| t.token().to_owned()));
             let redactor = redactor_for(&task.env, &secrets);
             let recorder = Recorder::new(hooks, &redactor);
             if let Some(session) = &resume {
@@ -275,6 +342,9 @@ impl Runtime for ClaudeCodeRuntime {
             let mut spec = self.command(task, resume.as_deref());
             if let Some(gate) = &gate {
                 spec = gate.apply(spec);
+            }
+            if let Some(ticket) = &ticket {
+                spec = relayed(spec, ticket);
             }
             let spec = sandboxed(
                 "claude-code",
@@ -342,5 +412,110 @@ impl Runtime for ClaudeCodeRuntime {
                 final_text: Some(super::final_text(&result)),
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime(inherit: &[&str]) -> ClaudeCodeRuntime {
+        let mut runtime = ClaudeCodeRuntime::new("/bin/agency", "/x/agency.db", "/x/agents");
+        runtime.inherit_env = inherit.iter().map(|s| (*s).to_owned()).collect();
+        runtime
+    }
+
+    fn host(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn the_relay_calls_the_hosts_anthropic_endpoint_with_the_hosts_key() {
+        let env = host(&[
+            ("ANTHROPIC_API_KEY", "sk-host"),
+            ("ANTHROPIC_BASE_URL", "http://gw:8080"),
+        ]);
+        let route = runtime(&DEFAULT_INHERIT).model_route(&env).unwrap();
+        assert_eq!(route.upstream, "http://gw:8080");
+        assert_eq!(route.auth, UpstreamAuth::ApiKey("sk-host".into()));
+        // Without a base URL: Anthropic's API. With only an auth token: a bearer credential.
+        let env = host(&[("ANTHROPIC_AUTH_TOKEN", "tok")]);
+        let route = runtime(&DEFAULT_INHERIT).model_route(&env).unwrap();
+        assert_eq!(route.upstream, ANTHROPIC_API);
+        assert_eq!(route.auth, UpstreamAuth::Bearer("tok".into()));
+    }
+
+    #[test]
+    fn variables_claude_code_would_not_inherit_are_not_used_and_no_key_means_no_relay() {
+        let env = host(&[("ANTHROPIC_API_KEY", "sk-host")]);
+        assert_eq!(runtime(&["PATH"]).model_route(&env), None);
+        assert_eq!(
+            runtime(&DEFAULT_INHERIT).model_route(&host(&[("ANTHROPIC_API_KEY", "")])),
+            None
+        );
+    }
+
+    #[test]
+    fn team_yaml_s_endpoint_and_key_variable_win_over_the_hosts() {
+        let env = host(&[("ANTHROPIC_API_KEY", "sk-host"), ("CORP_KEY", "sk-corp")]);
+        let mut claude = runtime(&DEFAULT_INHERIT);
+        claude.endpoint = Some(Endpoint {
+            provider: "corp".into(),
+            base_url: "https://llm.corp.example".into(),
+            api_key_env: Some("CORP_KEY".into()),
+        });
+        let route = claude.model_route(&env).unwrap();
+        assert_eq!(route.upstream, "https://llm.corp.example");
+        assert_eq!(route.auth, UpstreamAuth::ApiKey("sk-corp".into()));
+        claude.endpoint = Some(Endpoint {
+            provider: "corp".into(),
+            base_url: "https://llm.corp.example".into(),
+            api_key_env: None,
+        });
+        assert_eq!(
+            claude.model_route(&env).unwrap().auth,
+            UpstreamAuth::ApiKey("sk-host".into())
+        );
+    }
+
+    #[test]
+    fn a_relayed_agent_gets_the_relay_and_a_placeholder_never_the_hosts_credentials() {
+        let relay = KeyRelay::start().unwrap();
+        let ticket = relay
+            .issue(Route {
+                upstream: ANTHROPIC_API.into(),
+                auth: UpstreamAuth::ApiKey("sk-host".into()),
+            })
+            .unwrap();
+        let spec = relayed(
+            CommandSpec::new("claude")
+                .inherit_env("ANTHROPIC_API_KEY")
+                .inherit_env("ANTHROPIC_AUTH_TOKEN")
+                .inherit_env("ANTHROPIC_BASE_URL"),
+            &ticket,
+        );
+        let env = host(&[
+            ("ANTHROPIC_API_KEY", "sk-host"),
+            ("ANTHROPIC_AUTH_TOKEN", "tok-host"),
+            ("ANTHROPIC_BASE_URL", "http://gw"),
+        ]);
+        let resolved = spec.env.resolve(&|name| env(name).map(Into::into));
+        let vars: Vec<(String, String)> = resolved
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), v.to_string_lossy().into_owned()))
+            .collect();
+        assert!(
+            vars.contains(&("ANTHROPIC_BASE_URL".into(), ticket.base_url().into())),
+            "{vars:?}"
+        );
+        assert!(
+            vars.contains(&("ANTHROPIC_API_KEY".into(), PLACEHOLDER_KEY.into())),
+            "{vars:?}"
+        );
+        assert!(!vars.iter().any(|(_, v)| v.contains("host")), "{vars:?}");
     }
 }
