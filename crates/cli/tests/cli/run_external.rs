@@ -308,6 +308,9 @@ pub fn branch_of(stdout: &str) -> String {
 
 /// Codex as the implementer, on its tier's model from team.yaml (Codex's own default is another). Codex as
 /// the judge: `run_external_judge`.
+/// The key Codex's model is called with in `codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges`.
+const CODEX_KEY: &str = "sk-openai-held-by-the-relay-5150";
+
 #[test]
 fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
     if !e2e_client("codex") {
@@ -324,13 +327,22 @@ fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
             "exec_command",
             json!({"cmd": submit_command("an empty list past the last page seems right")}),
         ),
+        // Codex holds its model key, and its commands must not be able to read it: Codex runs them in its
+        // own sandbox, whose `/proc` does not show Codex (with agency's alone they would find it).
+        Reply::tool_use(
+            "exec_command",
+            json!({"cmd": format!(
+                "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null | grep -c {CODEX_KEY}; \
+                 echo key-exit=$?"
+            )}),
+        ),
         Reply::custom("apply_patch", patch),
         Reply::text(REPORT),
     ])
     .expect("fake server");
     let env = [
         ("OPENAI_BASE_URL", server.base_url()),
-        ("OPENAI_API_KEY", "dummy-key-for-the-fake".to_string()),
+        ("OPENAI_API_KEY", CODEX_KEY.to_string()),
     ];
     let out = agency_run(&repo, &demo_dir().join("script.yaml"), &env);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -358,6 +370,8 @@ fn codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges() {
             .unwrap_or_else(|| panic!("`{needle}` never reached the model: {outputs:#?}"))
     };
     assert!(first("teachback gate:") < first("Teachback approved by t3/ws-fix-pagination"));
+    // `grep -c` exits 1 when no environment it could read held the key.
+    assert!(outputs[first("key-exit=")].contains("key-exit=1"), "{outputs:#?}");
     let branch = branch_of(&stdout);
     assert!(
         repo.git_output(&["show", &format!("{branch}:pagination.py")])
