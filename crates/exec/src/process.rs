@@ -31,9 +31,10 @@ use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle};
@@ -176,13 +177,17 @@ pub(crate) fn run_with_parent_env(
 /// JSON lines, say). The deadline, cancellation and group kill are enforced on a supervising thread
 /// whatever the caller does; dropping this without [`RunningChild::wait`] still ends and reaps the child at
 /// its deadline.
+///
+/// Its standard streams are connected sockets, not pipes: whatever the child starts in turn may open
+/// `/proc/<child>/fd/1` and write into a pipe behind the child's back (a forged line in an agent's event
+/// stream, which the runner reads as the agent's own), while a socket cannot be opened that way (`ENXIO`).
 #[derive(Debug)]
 pub struct RunningChild {
-    /// The child's stdin; `None` when the spec had stdin bytes (they are fed, then the pipe is closed).
-    pub stdin: Option<ChildStdin>,
+    /// The child's stdin; `None` when the spec had stdin bytes (they are fed, then the socket is closed).
+    pub stdin: Option<UnixStream>,
     /// The child's stdout, uncaptured: [`Output::stdout`] stays empty. Read it promptly, or the child blocks
-    /// on a full pipe (until its deadline).
-    pub stdout: Option<ChildStdout>,
+    /// on a full socket (until its deadline).
+    pub stdout: Option<UnixStream>,
     id: u32,
     identity: io::Result<ProcessIdentity>,
     program: String,
@@ -218,7 +223,10 @@ impl RunningChild {
 pub fn spawn(spec: &CommandSpec, cancel: &CancelToken) -> Result<RunningChild, ProcessError> {
     let _meter = cost::Meter::start();
     let mut started = start(spec, &|name| std::env::var_os(name), Interaction::Pipes)?;
-    let (stdin, stdout) = (started.child.stdin.take(), started.child.stdout.take());
+    let (stdin, stdout) = started
+        .talk
+        .take()
+        .map_or((None, None), |talk| (talk.stdin, Some(talk.stdout)));
     let id = started.child.id();
     // Read before the supervisor may reap it, while the pid is certainly still the child's.
     let identity = ProcessIdentity::of(id);
@@ -269,6 +277,22 @@ struct Started {
     pid: Pid,
     start: Instant,
     watch: Watch,
+    /// With [`Interaction::Pipes`]: the ends the caller talks to the child through.
+    talk: Option<Talk>,
+}
+
+/// Our ends of an interactive child's stdin and stdout.
+struct Talk {
+    /// `None` when its stdin is fed from the spec.
+    stdin: Option<UnixStream>,
+    stdout: UnixStream,
+}
+
+/// Our ends of the socket pairs an interactive child's standard streams are ([`Interaction::Pipes`]).
+struct Sockets {
+    stdin: UnixStream,
+    stdout: UnixStream,
+    stderr: UnixStream,
 }
 
 fn start(
@@ -310,7 +334,7 @@ fn start(
         forget_program(&spec.program, search_path.as_deref());
         spawned = spawn_unless_busy(spec, &env, &resolve()?.path, interaction);
     }
-    let mut child = spawned.map_err(|source| {
+    let (mut child, sockets) = spawned.map_err(|source| {
         // Whether the working directory exists is asked only now: a run that starts never pays for it.
         if let Some(missing) = missing_cwd() {
             return missing;
@@ -329,18 +353,32 @@ fn start(
     STARTED.fetch_add(1, Ordering::Relaxed);
     let pid = Pid::from_child(&child);
 
+    let (mut sockets_stdin, talk_stdout, sockets_stderr) = match sockets {
+        Some(s) => (Some(s.stdin), Some(s.stdout), Some(s.stderr)),
+        None => (None, None, None),
+    };
     let fed_stdin = match &spec.stdin {
         Some(bytes) => child
             .stdin
             .take()
-            .map(|pipe| (OwnedFd::from(pipe), bytes.clone())),
+            .map(OwnedFd::from)
+            .or_else(|| sockets_stdin.take().map(OwnedFd::from))
+            .map(|pipe| (pipe, bytes.clone())),
         None => None,
     };
     let (captured_stdout, cancellable) = match interaction {
         Interaction::None { cancellable } => (child.stdout.take().map(OwnedFd::from), cancellable),
         Interaction::Pipes => (None, true),
     };
-    let captured_stderr = child.stderr.take().map(OwnedFd::from);
+    let captured_stderr = child
+        .stderr
+        .take()
+        .map(OwnedFd::from)
+        .or_else(|| sockets_stderr.map(OwnedFd::from));
+    let talk = talk_stdout.map(|stdout| Talk {
+        stdin: sockets_stdin,
+        stdout,
+    });
     let pipes = Pipes {
         fed_stdin,
         stdout: captured_stdout,
@@ -352,6 +390,7 @@ fn start(
             pid,
             start,
             watch,
+            talk,
         }),
         Err(err) => {
             kill_and_reap(&mut child, pid);
@@ -380,8 +419,8 @@ fn spawn_unless_busy(
     env: &[(&str, Cow<'_, OsStr>)],
     program: &Path,
     interaction: Interaction,
-) -> io::Result<Child> {
-    let busy = |result: &io::Result<Child>| {
+) -> io::Result<(Child, Option<Sockets>)> {
+    let busy = |result: &io::Result<(Child, Option<Sockets>)>| {
         result
             .as_ref()
             .is_err_and(|e| e.kind() == io::ErrorKind::ExecutableFileBusy)
@@ -397,32 +436,49 @@ fn spawn_unless_busy(
     spawned
 }
 
-/// Starts `program` as `spec` says, with the environment `env`, in a process group of its own.
+/// Starts `program` as `spec` says, with the environment `env`, in a process group of its own. An
+/// interactive child's standard streams are socket pairs (see [`RunningChild`]), whose other ends come back
+/// with it; the others get pipes.
 fn spawn_child(
     spec: &CommandSpec,
     env: &[(&str, Cow<'_, OsStr>)],
     program: &Path,
     interaction: Interaction,
-) -> io::Result<Child> {
-    let stdin = if spec.stdin.is_some() || interaction == Interaction::Pipes {
-        Stdio::piped()
-    } else {
-        dev_null()?
-    };
+) -> io::Result<(Child, Option<Sockets>)> {
     let mut command = Command::new(program);
     command
         .args(&spec.args)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (*k, &**v)))
-        .stdin(stdin)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         // Its own group, so the whole tree it starts can be signalled at once.
         .process_group(0);
+    let sockets = if interaction == Interaction::Pipes {
+        let (stdin, child_stdin) = UnixStream::pair()?;
+        let (stdout, child_stdout) = UnixStream::pair()?;
+        let (stderr, child_stderr) = UnixStream::pair()?;
+        // The child's ends are closed here once it has them (`Command` drops them after the spawn).
+        command
+            .stdin(OwnedFd::from(child_stdin))
+            .stdout(OwnedFd::from(child_stdout))
+            .stderr(OwnedFd::from(child_stderr));
+        Some(Sockets {
+            stdin,
+            stdout,
+            stderr,
+        })
+    } else {
+        let stdin = if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            dev_null()?
+        };
+        command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
+        None
+    };
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
-    command.spawn()
+    command.spawn().map(|child| (child, sockets))
 }
 
 /// The pipes of a child just started that its watch handles.
@@ -467,11 +523,13 @@ fn supervise(
     cancel: Option<&CancelToken>,
     spec: &CommandSpec,
 ) -> Result<Output, ProcessError> {
+    // An interactive child's own ends were handed to the caller by [`spawn`]; `run` has none.
     let Started {
         mut child,
         pid,
         start,
         mut watch,
+        talk: _,
     } = started;
     let supervise_err = |source| ProcessError::Supervise {
         program: spec.program_name(),

@@ -330,6 +330,26 @@ fn a_spawned_child_talks_over_its_pipes() {
 }
 
 #[test]
+fn what_a_spawned_child_starts_cannot_write_into_its_streams_through_proc() {
+    // An agent's command trying to forge lines in the agent's event stream (or its stderr, or feed its
+    // stdin): through a pipe that works, through the sockets `spawn` gives it the kernel refuses to open.
+    // A subshell with its own stdin and stdout (redirected after its fork: the shell's own streams stay
+    // put) opens the shell's through `/proc` and says which it could open on its stderr.
+    let forge = "outer=$$; ( exec </dev/null >/dev/null; for fd in 0 1 2; do \
+                 (echo FORGED > /proc/$outer/fd/$fd) 2>/dev/null && echo opened-$fd >&2; done )";
+    let mut child = spawn(
+        &sh(&format!("{forge}; echo own-line; echo own-err >&2")),
+        &CancelToken::new(),
+    )
+    .unwrap();
+    let mut text = String::new();
+    child.stdout.as_mut().unwrap().read_to_string(&mut text).unwrap();
+    let output = child.wait().unwrap();
+    assert_eq!(text, "own-line\n");
+    assert_eq!(output.stderr.text(), "own-err\n");
+}
+
+#[test]
 fn a_spawned_childs_deadline_holds_while_the_caller_only_reads() {
     let mut child = spawn(
         &sh("echo hi; echo oops >&2; sleep 100 & sleep 100").timeout(Duration::from_millis(400)),
