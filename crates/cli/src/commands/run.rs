@@ -404,12 +404,15 @@ pub fn build_engine(
         },
     )
     .map_err(|e| CommandError::internal(format!("the gate service did not start: {e}")))?;
-    // Claude Code agents call their model through it and never hold the key: the agents' commands share
-    // their sandbox and could read it from `/proc`. Started only when such an agent may run.
-    let relay = if choices.iter().any(|c| c.runtime == ConfiguredRuntime::ClaudeCode) {
+    // Claude Code and pi agents call their model through it and never hold the key: the agents' commands
+    // share their sandbox and could read it from `/proc`. Started only when such an agent may run.
+    let relay = if choices
+        .iter()
+        .any(|c| matches!(c.runtime, ConfiguredRuntime::ClaudeCode | ConfiguredRuntime::Pi))
+    {
         let relay = agency_relay::KeyRelay::start().map_err(|e| {
             CommandError::internal(format!(
-                "the model-key relay did not start, so no Claude Code agent can be started without handing it \
+                "the model-key relay did not start, so no Claude Code or pi agent can be started without handing it \
                  the key: {e}"
             ))
         })?;

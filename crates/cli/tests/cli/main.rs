@@ -18,6 +18,7 @@ mod dashboard;
 mod dashboard_browser;
 mod demo;
 mod escape_claude;
+mod escape_pi;
 mod faults;
 mod first_use;
 mod gate_service;

@@ -263,14 +263,14 @@ fn pi_signs_a_goal_off_with_complete_goal_rejected_then_accepted() {
     assert!(first.contains("[fix-the-value-1] Fix the value"), "{first}");
 }
 
-const FIXED: &str = "\"\"\"Split a list into pages for display.\"\"\"\n\n\ndef page(items, number, size):\n    \
+pub(crate) const FIXED: &str = "\"\"\"Split a list into pages for display.\"\"\"\n\n\ndef page(items, number, size):\n    \
 \"\"\"Return page `number` (counted from 1) of `items`, `size` items per page.\"\"\"\n    \
 start = (number - 1) * size\n    return items[start:start + size]\n\n\ndef page_count(items, size):\n    \
 \"\"\"How many pages `items` fill at `size` items per page.\"\"\"\n    return (len(items) + size - 1) // size\n";
 
 /// The demo repository with T4 on pi and its model (`fast-cheap`) bound to `provider` / `model`, the
 /// provider's line given whole.
-fn repo_with_pi_implementers(provider_line: &str, provider: &str, model: &str) -> Repo {
+pub(crate) fn repo_with_pi_implementers(provider_line: &str, provider: &str, model: &str) -> Repo {
     let (line, on) = runtime_of("t4", "pi");
     Repo::demo(&[
         (line, &on),
@@ -283,7 +283,7 @@ fn repo_with_pi_implementers(provider_line: &str, provider: &str, model: &str) -
 }
 
 /// The tool results pi sent back in chat completions requests (`role: tool` messages), deduplicated.
-fn chat_tool_results(server: &FakeOpenAi) -> Vec<String> {
+pub(crate) fn chat_tool_results(server: &FakeOpenAi) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for body in server.chat_requests() {
         for message in body["messages"].as_array().into_iter().flatten() {

@@ -185,8 +185,8 @@ pub struct RuntimeSetup {
     /// (the blackboard is in no agent's sandbox). `None`: their hook is given [`RuntimeSetup::db`] instead,
     /// which only works where the agent runs without a sandbox.
     pub gate: Option<Arc<dyn crate::gate::GateIssuer>>,
-    /// The runner's model-key relay: Claude Code agents call their model through it and are never given
-    /// the key. `None`: the key is passed in the agent's environment.
+    /// The runner's model-key relay: Claude Code and pi agents call their model through it and are never
+    /// given the key. `None`: the key is passed in the agent's environment.
     pub relay: Option<Arc<agency_relay::KeyRelay>>,
     /// The endpoint Codex agents use instead of OpenAI's (from `OPENAI_BASE_URL` in `agency run`).
     pub codex_provider: Option<CodexProvider>,
@@ -247,6 +247,7 @@ pub fn build(choice: &RuntimeChoice, setup: &RuntimeSetup) -> Result<Arc<dyn Age
             });
             runtime.secrets.clone_from(&setup.secrets);
             runtime.prices.clone_from(&setup.prices);
+            runtime.relay.clone_from(&setup.relay);
             // pi speaks both APIs: any tier model runs on it, its name checked as for the other CLIs.
             if let Some(model) = &setup.model {
                 check_model_name(&model.model).map_err(|why| {

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agency_llm::{BoxFuture, CallMeta, CancelToken, PriceTable, StopReason, Usage, UsageRecord, cost};
+use agency_relay::{KeyRelay, PLACEHOLDER_KEY, Route, Ticket, UpstreamAuth};
 use serde_json::{Value, json};
 
 use agency_core::config::{ProviderKind, RolloutMode};
@@ -93,6 +94,9 @@ pub struct PiRuntime {
     pub secrets: Vec<String>,
     /// team.yaml's `models.prices`: a message pi reports no cost for is costed at its model's price.
     pub prices: PriceTable,
+    /// The runner's model-key relay: when set, pi's provider points at it with a placeholder key, and the
+    /// key itself is never in pi's environment ([`agency_relay`] says why). `None`: pi reads the key.
+    pub relay: Option<Arc<KeyRelay>>,
 }
 
 impl PiRuntime {
@@ -111,7 +115,80 @@ impl PiRuntime {
                 .to_vec(),
             secrets: Vec::new(),
             prices: PriceTable::default(),
+            relay: None,
         }
+    }
+
+    /// The provider pi is started on (its name in `models.json`) and where its calls go with which key:
+    /// team.yaml's endpoint as [`PiRuntime::use_tier_model`] wrote it, or pi's built-in `anthropic` or
+    /// `openai` provider with the runner's key when pi would inherit it. `None` when no key is set (a
+    /// local server called without one): there is nothing to keep from the agent.
+    pub fn model_route(&self, env: &dyn Fn(&str) -> Option<String>) -> Option<(String, Route)> {
+        let name = self.provider.clone()?;
+        let set = |var: &str| env(var).filter(|v| !v.is_empty());
+        let (upstream, key, anthropic) = match &self.models_json {
+            Some(models) => {
+                let entry = &models["providers"][&name];
+                // A value naming no set variable is a literal (`agency-no-key`): no key to keep.
+                let key = set(entry["apiKey"].as_str()?)?;
+                let upstream = entry["baseUrl"].as_str()?.to_owned();
+                (upstream, key, entry["api"] == "anthropic-messages")
+            }
+            None => {
+                let kind = match name.as_str() {
+                    "anthropic" => ProviderKind::Anthropic,
+                    "openai" => ProviderKind::Openai,
+                    _ => return None,
+                };
+                let var = kind.default_api_key_env();
+                let key = self
+                    .inherit_env
+                    .iter()
+                    .any(|n| n == var)
+                    .then(|| set(var))
+                    .flatten()?;
+                (
+                    kind.default_base_url().to_owned(),
+                    key,
+                    kind == ProviderKind::Anthropic,
+                )
+            }
+        };
+        let auth = if anthropic {
+            UpstreamAuth::ApiKey(key)
+        } else {
+            UpstreamAuth::Bearer(key)
+        };
+        Some((name, Route { upstream, auth }))
+    }
+
+    /// A capability on the relay for one agent and the provider it serves, when the runner has a relay and
+    /// a key to keep.
+    fn relay_ticket(&self) -> Result<Option<(String, Ticket)>, RuntimeError> {
+        let (Some(relay), Some((name, route))) = (&self.relay, self.model_route(&|v| std::env::var(v).ok()))
+        else {
+            return Ok(None);
+        };
+        relay
+            .issue(route)
+            .map(|ticket| Some((name, ticket)))
+            .map_err(|e| {
+                RuntimeError::Other(format!("cannot issue a capability on the model-key relay: {e}"))
+            })
+    }
+
+    /// The agent's `models.json` with provider `name` pointed at the relay (`ticket`) and a placeholder key
+    /// (a literal: no variable has its name). A built-in provider keeps its models (pi overlays an entry of
+    /// its name on them).
+    fn models_through(&self, name: &str, ticket: &Ticket) -> Value {
+        let mut models = self
+            .models_json
+            .clone()
+            .unwrap_or_else(|| json!({"providers": {}}));
+        let entry = &mut models["providers"][name];
+        entry["baseUrl"] = json!(ticket.base_url());
+        entry["apiKey"] = json!(PLACEHOLDER_KEY);
+        models
     }
 
     /// Starts pi on `model` (the tier's model from team.yaml, its name already checked): on its provider's
@@ -281,6 +358,23 @@ impl PiRuntime {
     }
 }
 
+/// `spec` without the variables a relayed pi would have read its key from: the kinds' default ones and
+/// any a provider of `models` names.
+fn without_keys(mut spec: CommandSpec, models: Option<&Value>) -> CommandSpec {
+    for kind in [ProviderKind::Anthropic, ProviderKind::Openai] {
+        spec = spec.forget_env(kind.default_api_key_env());
+    }
+    let named = models
+        .and_then(|m| m["providers"].as_object())
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, entry)| entry["apiKey"].as_str());
+    for var in named {
+        spec = spec.forget_env(var);
+    }
+    spec
+}
+
 impl Runtime for PiRuntime {
     fn name(&self) -> &'static str {
         "pi"
@@ -300,7 +394,12 @@ impl Runtime for PiRuntime {
             let home = self.home(task);
             std::fs::create_dir_all(&home)
                 .map_err(|e| RuntimeError::Other(format!("cannot create {}: {e}", home.display())))?;
-            if let Some(models) = &self.models_json {
+            let ticket = self.relay_ticket()?;
+            let models_json = match &ticket {
+                Some((name, ticket)) => Some(self.models_through(name, ticket)),
+                None => self.models_json.clone(),
+            };
+            if let Some(models) = &models_json {
                 std::fs::write(home.join("models.json"), models.to_string())
                     .map_err(|e| RuntimeError::Other(format!("cannot write models.json: {e}")))?;
             }
@@ -314,6 +413,7 @@ impl Runtime for PiRuntime {
             };
             let mut secrets = self.secrets.clone();
             secrets.extend(capability.as_ref().map(|g| g.token().to_owned()));
+            secrets.extend(ticket.as_ref().map(|(_, t)| t.token().to_owned()));
             let redactor = redactor_for(&task.env, &secrets);
             let recorder = Recorder::new(hooks, &redactor);
             if self.gate.is_none() && task.access == Access::ReadWrite {
@@ -331,6 +431,9 @@ impl Runtime for PiRuntime {
             let mut spec = self.command(task);
             if let Some(capability) = &capability {
                 spec = capability.apply(spec);
+            }
+            if ticket.is_some() {
+                spec = without_keys(spec, self.models_json.as_ref());
             }
             let readable = self
                 .gate
@@ -580,6 +683,61 @@ fn gate_tool_name(pi_name: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn host(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn a_relayed_pi_calls_its_endpoint_through_the_relay_with_a_placeholder_key() {
+        let mut pi = PiRuntime::new(
+            BuiltinRuntime::new(Arc::new(agency_llm::ScriptedProvider::new(
+                agency_llm::Script::from_yaml("replies: []").unwrap(),
+            ))),
+            "/x",
+        );
+        // pi's built-in provider, keyed by the runner's variable.
+        pi.provider = Some("anthropic".into());
+        let env = host(&[("ANTHROPIC_API_KEY", "sk-host")]);
+        let (name, route) = pi.model_route(&env).unwrap();
+        assert_eq!(
+            (name.as_str(), route.upstream.as_str()),
+            ("anthropic", "https://api.anthropic.com")
+        );
+        assert_eq!(route.auth, UpstreamAuth::ApiKey("sk-host".into()));
+        let relay = KeyRelay::start().unwrap();
+        let ticket = relay.issue(route).unwrap();
+        let models = pi.models_through(&name, &ticket);
+        assert_eq!(models["providers"]["anthropic"]["baseUrl"], ticket.base_url());
+        assert_eq!(models["providers"]["anthropic"]["apiKey"], PLACEHOLDER_KEY);
+        // A custom endpoint keyed by a variable of its own: bearer for an OpenAI-compatible server.
+        pi.provider = Some("local".into());
+        pi.models_json = Some(json!({"providers": {"local": {
+            "baseUrl": "http://gpu:8000/v1", "apiKey": "LOCAL_KEY", "api": "openai-completions",
+            "models": [{"id": "m"}]
+        }}}));
+        let (_, route) = pi.model_route(&host(&[("LOCAL_KEY", "sk-local")])).unwrap();
+        assert_eq!(route.upstream, "http://gpu:8000/v1");
+        assert_eq!(route.auth, UpstreamAuth::Bearer("sk-local".into()));
+        let models = pi.models_through("local", &ticket);
+        assert_eq!(models["providers"]["local"]["models"][0]["id"], "m");
+        // No key to keep (a local server called without one): no relay.
+        pi.models_json.as_mut().unwrap()["providers"]["local"]["apiKey"] = json!("agency-no-key");
+        assert_eq!(pi.model_route(&host(&[])), None);
+        let spec = without_keys(
+            CommandSpec::new("pi")
+                .inherit_env("ANTHROPIC_API_KEY")
+                .inherit_env("LOCAL_KEY")
+                .inherit_env("PATH"),
+            Some(&json!({"providers": {"local": {"apiKey": "LOCAL_KEY"}}})),
+        );
+        let passed: Vec<&str> = spec.env.inherit.iter().map(String::as_str).collect();
+        assert_eq!(passed, ["PATH"]);
+    }
 
     #[test]
     fn a_message_pi_does_not_price_is_costed_at_team_yaml_s_price_for_its_model() {
