@@ -72,7 +72,10 @@ type Routes = Mutex<HashMap<String, Route>>;
 /// What the relay's handlers share.
 struct Shared {
     routes: Arc<Routes>,
+    /// For providers elsewhere: the system's proxy settings apply, as for agency's own model client.
     client: reqwest::Client,
+    /// For a provider on loopback (a local server): never through a proxy.
+    direct: reqwest::Client,
 }
 
 /// The relay: a loopback listener and the routes of the agents it serves. Dropping it stops the listener.
@@ -100,7 +103,8 @@ impl KeyRelay {
         let routes: Arc<Routes> = Arc::default();
         let shared = Arc::new(Shared {
             routes: routes.clone(),
-            client: client()?,
+            client: client(false)?,
+            direct: client(true)?,
         });
         let (shutdown, stopped) = oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -203,18 +207,26 @@ impl Drop for Ticket {
 }
 
 /// The HTTP client for the providers: rustls with ring (as agency's own model client), the system's proxy
-/// settings, no overall timeout (an answer streams for as long as the model writes).
-fn client() -> io::Result<reqwest::Client> {
+/// settings unless `direct`, no overall timeout (an answer streams for as long as the model writes).
+fn client(direct: bool) -> io::Result<reqwest::Client> {
     static RING: Once = Once::new();
     RING.call_once(|| {
         // Fails only if the process already chose a provider, which is then used instead.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .user_agent(concat!("agency-relay/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(CONNECT_TIMEOUT)
-        .build()
-        .map_err(io::Error::other)
+        .connect_timeout(CONNECT_TIMEOUT);
+    let builder = if direct { builder.no_proxy() } else { builder };
+    builder.build().map_err(io::Error::other)
+}
+
+/// Whether `url` names this machine's loopback.
+fn on_loopback(url: &str) -> bool {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .is_some_and(|host| matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]" | "::1"))
 }
 
 /// 32 bytes from the OS's random source, as hex.
@@ -299,13 +311,12 @@ async fn forward(
             );
         }
     }
-    let sent = shared
-        .client
-        .request(method, &url)
-        .headers(out)
-        .body(body)
-        .send()
-        .await;
+    let client = if on_loopback(&route.upstream) {
+        &shared.direct
+    } else {
+        &shared.client
+    };
+    let sent = client.request(method, &url).headers(out).body(body).send().await;
     let answer = match sent {
         Ok(answer) => answer,
         Err(e) => {
@@ -413,7 +424,13 @@ mod tests {
     }
 
     fn plain_client() -> reqwest::Client {
-        client().unwrap()
+        client(true).unwrap()
+    }
+
+    #[test]
+    fn loopback_is_told_apart_from_elsewhere() {
+        assert!(on_loopback("http://127.0.0.1:8080/v1") && on_loopback("http://localhost:1"));
+        assert!(!on_loopback("https://api.anthropic.com") && !on_loopback("not a url"));
     }
 
     #[tokio::test]
