@@ -105,6 +105,7 @@ async function loadRun() {
   if (review.plan) planBox.append(renderPlan(review.plan));
   else if (review.plan_problem) planBox.append(element("p", "The plan does not validate: " + review.plan_problem));
   planPanel.hidden = !(review.plan || review.plan_problem);
+  renderViews(review.views);
   renderTimeline(review.timeline);
   const body = document.querySelector("#briefs tbody");
   body.replaceChildren();
@@ -187,6 +188,19 @@ function renderPlan(view) {
   integration.addEventListener("click", () => openDiff("integration"));
   box.append(integration);
   return box;
+}
+
+// T2's `[view …]` records of each workstream, as the server rendered them (the text `agency show <run>
+// boundaries <ws>` prints), one collapsible block each.
+function renderViews(views) {
+  const box = document.getElementById("views");
+  box.replaceChildren();
+  document.getElementById("views-panel").hidden = !views || views.length === 0;
+  for (const v of views || []) {
+    const details = element("details", undefined, "view view-" + v.view);
+    details.append(element("summary", v.workstream + " " + v.label), element("pre", v.text));
+    box.append(details);
+  }
 }
 
 function gateCard(gate, review, sandboxOff) {

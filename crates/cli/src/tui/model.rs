@@ -10,10 +10,13 @@ use agency_core::gate::{Gate, GateKind, GateStatus};
 use agency_core::tier::Tier;
 use agency_core::{BriefId, RunId};
 use agency_review::gather::{self, PlanLookup};
-use agency_review::{architecture, brief as brief_text, cost, diff, plan, signoff};
+use agency_review::{brief as brief_text, cost, diff, plan, signoff, views};
 use agency_store::{Blackboard, Run, StoreError};
 
 use crate::render::tree::status_mark;
+
+/// T2's records of a workstream, each shown as the seed's `[view …]` line (one renderer for every surface).
+pub use agency_review::views::View as Record;
 
 /// One line of the runs list.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,7 +79,7 @@ impl Item {
     /// Its line in the tree, indented by its depth.
     pub fn label(&self) -> String {
         match self {
-            Item::Plan => "Plan (T1)".into(),
+            Item::Plan => "Plan (T1)  [view workplan]".into(),
             Item::Workstream(ws) => ws.clone(),
             Item::Record(_, record) => format!("  {}", record.label()),
             Item::Brief(b) => {
@@ -100,34 +103,6 @@ impl Item {
                 GateStatus::Rejected => format!("GATE {}: rejected", g.kind),
             },
             Item::Cost => "Cost".into(),
-        }
-    }
-}
-
-/// T2's records of a workstream, each shown as the seed's `[view …]` line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Record {
-    /// Who owns what (`boundaries/<ws>`).
-    Boundaries,
-    /// The conventions every specialist designs against (`boundaries/<ws>`).
-    Assumptions,
-    /// The canonical architecture (`architecture/<ws>`).
-    Architecture,
-}
-
-impl Record {
-    fn label(self) -> &'static str {
-        match self {
-            Record::Boundaries => "[view domain boundaries]",
-            Record::Assumptions => "[view shared assumptions]",
-            Record::Architecture => "[view canonical architecture]",
-        }
-    }
-
-    fn artifact(self, workstream: &str) -> String {
-        match self {
-            Record::Boundaries | Record::Assumptions => architecture::boundaries_name(workstream),
-            Record::Architecture => architecture::architecture_name(workstream),
         }
     }
 }
@@ -177,7 +152,7 @@ pub fn run_view(store: &dyn Blackboard, run: RunId) -> Result<RunView, StoreErro
     }
     for ws in order {
         items.push(Item::Workstream(ws.to_string()));
-        for record in [Record::Boundaries, Record::Assumptions, Record::Architecture] {
+        for record in Record::ALL {
             if artifacts.contains(&record.artifact(ws)) {
                 items.push(Item::Record(ws.to_string(), record));
             }
@@ -240,43 +215,14 @@ pub fn detail(store: &dyn Blackboard, view: &RunView, item: &Item) -> Result<Str
     })
 }
 
-/// The newest artifact named `name` of the run, as text.
-fn newest_artifact(store: &dyn Blackboard, run: RunId, name: &str) -> Result<Option<String>, StoreError> {
-    let newest = store
-        .list_artifacts(run, None)?
-        .into_iter()
-        .filter(|a| a.name == name)
-        .max_by_key(|a| a.created_at);
-    Ok(match newest {
-        Some(meta) => Some(String::from_utf8_lossy(&store.get_artifact(meta.id)?.bytes).into_owned()),
-        None => None,
-    })
-}
-
 fn record_text(
     store: &dyn Blackboard,
     view: &RunView,
     ws: &str,
     record: Record,
 ) -> Result<String, StoreError> {
-    let name = record.artifact(ws);
-    let Some(text) = newest_artifact(store, view.run.id, &name)? else {
-        return Ok(format!("no {name} recorded yet\n"));
-    };
-    let heading = match record {
-        Record::Boundaries => "Domain boundaries",
-        Record::Assumptions => "Shared assumptions",
-        Record::Architecture => "Canonical architecture",
-    };
-    let body = match record {
-        Record::Architecture => format!("{}\n", text.trim_end()),
-        _ => match serde_json::from_str(&text) {
-            Ok(value) if record == Record::Boundaries => architecture::render_boundaries(&value),
-            Ok(value) => architecture::render_assumptions(&value),
-            Err(e) => format!("{name} is not JSON ({e}):\n{text}\n"),
-        },
-    };
-    Ok(format!("{heading} of {ws} ({name})\n\n{body}"))
+    let text = views::read(store, view.run.id, ws, record)?;
+    Ok(views::render(record, ws, text.as_deref()))
 }
 
 fn plan_text(store: &dyn Blackboard, run: &Run) -> Result<String, StoreError> {
