@@ -29,6 +29,8 @@ pub struct RunRow {
     pub created: String,
     /// Its goal.
     pub goal: String,
+    /// Whether its agents run unconfined (`sandbox.mode: off` in the configuration it started with).
+    pub sandbox_off: bool,
 }
 
 /// The team runs on the blackboard, newest first (goal sign-offs and agent sessions are not runs to inspect).
@@ -41,6 +43,7 @@ pub fn runs(store: &dyn Blackboard) -> Result<Vec<RunRow>, StoreError> {
             id: run.id,
             status: crate::commands::attached::status_text(store, &run),
             created: run.created_at.format("%Y-%m-%d %H:%M").to_string(),
+            sandbox_off: agency_core::config::sandbox_off_in(&run.config),
             goal: run.goal,
         })
         .collect())
@@ -311,6 +314,9 @@ fn gate_text(store: &dyn Blackboard, view: &RunView, gate: &Gate) -> Result<Stri
     }
     if let Some(note) = &gate.note {
         out.push_str(&format!("note: {note}\n"));
+    }
+    if agency_core::config::sandbox_off_in(&view.run.config) {
+        out.push_str(&format!("\n{}\n", agency_core::config::SANDBOX_OFF_BANNER));
     }
     if let Some(message) = gate.summary.get("message").and_then(|m| m.as_str()) {
         out.push_str(&format!("\n{message}\n"));
