@@ -125,14 +125,51 @@ pub struct RunView {
     pub events: Vec<Event>,
 }
 
-/// Reads `run` whole.
+/// Reads `run` whole: every event from the first.
 pub fn run_view(store: &dyn Blackboard, run: RunId) -> Result<RunView, StoreError> {
+    let events = gather::all_events(store, run)?;
+    let tree = tree_of(store, run)?;
+    Ok(RunView {
+        run: tree.run,
+        status: tree.status,
+        items: tree.items,
+        pending: tree.pending,
+        events,
+    })
+}
+
+/// Reads `view`'s run again, its events incrementally: only those after the newest one `view` holds are
+/// read and decoded, so a refresh of a run of 10,000 events costs the few written since the last one (and
+/// the briefs, gates and artifact names, which are read whole). Returns the view and whether any event was
+/// new. On an error `view` keeps what it held (with the new events, if those were read).
+pub fn refresh_view(store: &dyn Blackboard, view: &mut RunView) -> Result<bool, StoreError> {
+    let last = view.events.last().map_or(0, |e| e.seq);
+    let new = store.events_after(Some(view.run.id), last, usize::MAX)?;
+    let moved = !new.is_empty();
+    view.events.extend(new);
+    let tree = tree_of(store, view.run.id)?;
+    view.run = tree.run;
+    view.status = tree.status;
+    view.items = tree.items;
+    view.pending = tree.pending;
+    Ok(moved)
+}
+
+/// A run's tree without its events.
+struct Tree {
+    run: Run,
+    status: String,
+    items: Vec<Item>,
+    pending: Option<Gate>,
+}
+
+/// The run's tree, read from the blackboard.
+fn tree_of(store: &dyn Blackboard, run: RunId) -> Result<Tree, StoreError> {
     let run = store.get_run(run)?;
     let status = crate::commands::attached::status_text(store, &run);
     let briefs = store.list_briefs(run.id)?;
     let gates = store.list_gates(run.id)?;
-    let events = gather::all_events(store, run.id)?;
-    let artifacts: Vec<String> = store
+    let artifacts: std::collections::HashSet<String> = store
         .list_artifacts(run.id, None)?
         .into_iter()
         .map(|a| a.name)
@@ -176,12 +213,11 @@ pub fn run_view(store: &dyn Blackboard, run: RunId) -> Result<RunView, StoreErro
         .iter()
         .find(|g| g.status == GateStatus::Pending && g.kind != GateKind::Pause)
         .cloned();
-    Ok(RunView {
+    Ok(Tree {
         run,
         status,
         items,
         pending,
-        events,
     })
 }
 

@@ -406,3 +406,46 @@ fn an_unconfined_run_shows_the_sandbox_off_banner() {
     app.on_key(key(KeyCode::Enter), &no_decision);
     assert!(!screen(&app).contains("SANDBOX OFF"));
 }
+
+/// A refresh reads the events written since the last one and shows them: the view ends up holding exactly
+/// what a whole read gives, and the selected text is rendered again only when something moved.
+#[test]
+fn a_refresh_adds_the_new_events_and_redraws_what_they_change() {
+    let (store, run) = seeded();
+    let mut app = App::new(store.clone(), Some(run)).unwrap();
+    while !matches!(app.selected_item(), Some(agency_cli::tui::model::Item::Cost)) {
+        app.on_key(key(KeyCode::Down), &no_decision);
+    }
+    let before = app.detail.clone();
+    assert!(before.contains("$0.0123"), "{before}");
+    let held = app.run.as_ref().unwrap().events.len();
+
+    // Nothing written: nothing new held, the same text.
+    app.refresh();
+    assert_eq!(app.run.as_ref().unwrap().events.len(), held);
+    assert_eq!(app.detail, before);
+
+    let fix_mul = BriefId::from_str(FIX_MUL).unwrap();
+    store
+        .append_event(
+            NewEvent::new(
+                run,
+                EventKind::Usage,
+                json!({ "model": "m", "provider": "p", "input_tokens": 100, "output_tokens": 10,
+                        "cache_read_tokens": 0, "cache_write_tokens": 0, "cost_usd": 0.5 }),
+            )
+            .brief(fix_mul)
+            .tier(Tier::T4)
+            .at(at("12:32:00")),
+        )
+        .unwrap();
+    app.refresh();
+    let view = app.run.as_ref().unwrap();
+    assert_eq!(view.events.len(), held + 1);
+    let whole = agency_cli::tui::model::run_view(&*store, run).unwrap();
+    assert_eq!(
+        view.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        whole.events.iter().map(|e| e.seq).collect::<Vec<_>>()
+    );
+    assert!(app.detail.contains("$0.5123"), "{}", app.detail);
+}
