@@ -515,7 +515,12 @@ fn an_event_written_to_the_blackboard_reaches_the_screen_quickly() {
          const m = /probe-(\\d+)/.exec(n.textContent || ''); if (m) window.seen[m[1]] = Date.now(); } }) \
          .observe(document.getElementById('log'), { childList: true }); true",
     );
-    let samples = 40;
+    // `bench/screen/run.sh` asks for more samples than the test's 40.
+    let samples: usize = std::env::var("AGENCY_SCREEN_SAMPLES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n >= 10)
+        .unwrap_or(40);
     let mut written = Vec::new();
     for i in 0..samples {
         let at = std::time::SystemTime::now()
@@ -536,7 +541,7 @@ fn an_event_written_to_the_blackboard_reaches_the_screen_quickly() {
     let seen = page.wait_for(
         &format!("Object.keys(window.seen).length === {samples} && window.seen"),
         "every probe on the page",
-        Duration::from_secs(30),
+        Duration::from_secs(30 + samples as u64 / 10),
     );
     let mut latencies: Vec<u128> = (0..samples)
         .map(|i| {
@@ -545,9 +550,15 @@ fn an_event_written_to_the_blackboard_reaches_the_screen_quickly() {
         })
         .collect();
     latencies.sort_unstable();
-    let (p50, p95) = (latencies[samples / 2], latencies[samples * 95 / 100]);
-    eprintln!(
-        "event → screen: p50 {p50} ms, p95 {p95} ms, max {} ms over {samples} events",
+    let (p50, p95, p99) = (
+        latencies[samples / 2],
+        latencies[samples * 95 / 100],
+        latencies[samples * 99 / 100],
+    );
+    // Written past the harness's capture, so `bench/screen/run.sh` reads it from any test run.
+    let _ = writeln!(
+        std::io::stderr(),
+        "event → screen: p50 {p50} ms, p95 {p95} ms, p99 {p99} ms, max {} ms over {samples} events",
         latencies[samples - 1]
     );
     // The target is p50 ≤ 100 ms (docs/performance.md); the bound asserted is looser so a loaded CI machine
