@@ -383,7 +383,12 @@ function renderTeachback(events) {
   for (const e of events) {
     const p = e.payload;
     const at = when(e.ts);
-    if (e.kind === "teachback_submitted") { box.append(element("p", "Sent " + at + ":")); box.append(element("pre", p.text || "")); }
+    if (e.kind === "teachback_submitted") {
+      // The hook records the text; a runner's own agent records the document alone.
+      const sent = p.text || (p.teachback ? JSON.stringify(p.teachback, null, 2) : "(empty)");
+      box.append(element("p", "Sent " + at + ":"));
+      box.append(element("pre", sent));
+    }
     else if (e.kind === "teachback_approved") box.append(element("p", "Approved by " + (p.reviewer || "?") + " " + at + (p.note ? " — " + p.note : "")));
     else if (e.kind === "teachback_corrected") {
       box.append(element("p", "Corrections asked by " + (p.reviewer || "?") + " " + at + ":"));
