@@ -74,6 +74,12 @@ fn show_reads_the_plan_at_its_gate_and_a_finished_runs_slices_and_cost() {
     ] {
         assert!(plan.contains(expected), "no `{expected}` in:\n{plan}");
     }
+    // The static tree points at it, as the seed's `[view workplan]` line.
+    let tree = repo.agency(&["inspect", &run8]).success().stdout();
+    assert!(
+        tree.contains(&format!("│   └── [view workplan]  agency show {run8} plan")),
+        "{tree}"
+    );
     // The plan is the default; --json carries the same contract for scripts.
     assert_eq!(repo.agency(&["show", &run8]).success().stdout(), plan);
     let json: serde_json::Value =
@@ -297,6 +303,24 @@ fn show_prints_t2s_views_of_a_workstream() {
     )
     .unwrap();
     assert_eq!(json["views"][0]["record"], architecture);
+
+    // The static tree lists the records T2 wrote, each with the command that prints it.
+    let tree = repo.agency(&["inspect", &run8]).success().stdout();
+    for view in [
+        "domain boundaries] ",
+        "shared assumptions] ",
+        "canonical architecture] ",
+    ] {
+        assert_eq!(tree.matches(view).count(), 1, "{tree}");
+    }
+    assert!(
+        tree.contains(&format!(
+            "[view canonical architecture]  agency show {run8} architecture ws-parse"
+        )) && tree.contains(&format!(
+            "[view domain boundaries]  agency show {run8} boundaries ws-parse"
+        )),
+        "{tree}"
+    );
 
     let unknown = repo
         .agency(&["show", &run8, "architecture", "ws-nope"])
