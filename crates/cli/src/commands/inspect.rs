@@ -99,7 +99,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             println!(
                 "  {}  {:<24} {:<10} {}  teachback {}",
                 brief.id.short(),
-                brief.title,
+                agency_review::views::terminal_text(&brief.title),
                 brief.status.as_str(),
                 status_mark(brief.status),
                 agency_review::gather::teachback_label(brief)
@@ -109,7 +109,11 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             if briefs.iter().any(|b| Some(b.id) == artifact.brief)
                 || tier == Tier::T1 && artifact.brief.is_none()
             {
-                println!("  artifact {} ({} bytes)", artifact.name, artifact.size);
+                println!(
+                    "  artifact {} ({} bytes)",
+                    agency_review::views::terminal_text(&artifact.name),
+                    artifact.size
+                );
             }
         }
         return Ok(());
@@ -220,7 +224,7 @@ fn inspect_brief(store: &dyn Blackboard, run: agency_core::RunId, prefix: &str, 
     println!("events:");
     for event in &events {
         if let Some(line) = render_event(event, Level::Verbose) {
-            println!("  {line}");
+            println!("  {}", agency_review::views::terminal_text(&line));
         }
     }
     Ok(())

@@ -211,7 +211,8 @@ fn show_prints_t2s_views_of_a_workstream() {
                 parent: None,
                 tier,
                 workstream: workstream.into(),
-                title: "design".into(),
+                // An agent's title may carry an escape sequence.
+                title: "design\u{1b}[31m".into(),
                 personality: None,
                 goal_anchor: "Build the parser".into(),
                 instructions: "Design it.".into(),
@@ -306,6 +307,16 @@ fn show_prints_t2s_views_of_a_workstream() {
 
     // The static tree lists the records T2 wrote, each with the command that prints it.
     let tree = repo.agency(&["inspect", &run8]).success().stdout();
+    let tier = repo
+        .agency(&["inspect", &run8, "--tier", "t4"])
+        .success()
+        .stdout();
+    for printed in [&tree, &tier] {
+        assert!(
+            printed.contains("design^[[31m") && !printed.contains('\u{1b}'),
+            "{printed}"
+        );
+    }
     for view in [
         "domain boundaries] ",
         "shared assumptions] ",
