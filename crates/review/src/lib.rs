@@ -1,7 +1,8 @@
 //! `agency-review`: the artifacts of a run for the human who approves them, shared by `agency show` and the
 //! dashboard: the plan with every workstream's contract, diffs with a file summary, verify output tails, the
-//! judge's account, teachbacks with their review history, and what the run cost. The renderers are pure
-//! functions over core types and JSON records; [`gather`] reads the records they take from the blackboard.
+//! judge's account, teachbacks with their review history, what the run cost, and T2's `[view …]` records of
+//! each workstream ([`views`]). The renderers are pure functions over core types and JSON records; [`gather`]
+//! reads the records they take from the blackboard.
 
 pub mod architecture;
 pub mod brief;
@@ -10,6 +11,7 @@ pub mod diff;
 pub mod gather;
 pub mod plan;
 pub mod signoff;
+pub mod views;
 
 use agency_core::gate::GateKind;
 

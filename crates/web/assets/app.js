@@ -105,6 +105,7 @@ async function loadRun() {
   if (review.plan) planBox.append(renderPlan(review.plan));
   else if (review.plan_problem) planBox.append(element("p", "The plan does not validate: " + review.plan_problem));
   planPanel.hidden = !(review.plan || review.plan_problem);
+  renderViews(review.views);
   renderTimeline(review.timeline);
   const body = document.querySelector("#briefs tbody");
   body.replaceChildren();
@@ -187,6 +188,19 @@ function renderPlan(view) {
   integration.addEventListener("click", () => openDiff("integration"));
   box.append(integration);
   return box;
+}
+
+// T2's `[view …]` records of each workstream, as the server rendered them (the text `agency show <run>
+// boundaries <ws>` prints), one collapsible block each.
+function renderViews(views) {
+  const box = document.getElementById("views");
+  box.replaceChildren();
+  document.getElementById("views-panel").hidden = !views || views.length === 0;
+  for (const v of views || []) {
+    const details = element("details", undefined, "view view-" + v.view);
+    details.append(element("summary", v.workstream + " " + v.label), element("pre", v.text));
+    box.append(details);
+  }
 }
 
 function gateCard(gate, review, sandboxOff) {
@@ -369,7 +383,12 @@ function renderTeachback(events) {
   for (const e of events) {
     const p = e.payload;
     const at = when(e.ts);
-    if (e.kind === "teachback_submitted") { box.append(element("p", "Sent " + at + ":")); box.append(element("pre", p.text || "")); }
+    if (e.kind === "teachback_submitted") {
+      // The hook records the text; a runner's own agent records the document alone.
+      const sent = p.text || (p.teachback ? JSON.stringify(p.teachback, null, 2) : "(empty)");
+      box.append(element("p", "Sent " + at + ":"));
+      box.append(element("pre", sent));
+    }
     else if (e.kind === "teachback_approved") box.append(element("p", "Approved by " + (p.reviewer || "?") + " " + at + (p.note ? " — " + p.note : "")));
     else if (e.kind === "teachback_corrected") {
       box.append(element("p", "Corrections asked by " + (p.reviewer || "?") + " " + at + ":"));

@@ -1,8 +1,10 @@
 //! The review surface's API: what a human needs to decide a gate or merge a run, as JSON the page renders
 //! as text. It reads the same records `agency show` does, through [`agency_review::gather`]:
 //!
-//! - `GET /api/runs/{run}/review`: T1's plan (with its gate), how the run ended (branch, pull request,
-//!   T1's summary), cost per tier and per brief, and a timeline of the briefs.
+//! - `GET /api/runs/{run}/review`: T1's plan (with its gate), T2's `[view …]` records of each workstream
+//!   (rendered by [`agency_review::views`], the text `agency show` and the terminal `inspect` print), how
+//!   the run ended (branch, pull request, T1's summary), cost per tier and per brief, and a timeline of the
+//!   briefs.
 //! - `GET /api/runs/{run}/briefs/{brief}`: one brief whole: its contract, why its attempts failed, its
 //!   slice's diff with a file summary, the verify runs and the judge's account, its teachback history.
 //! - `GET /api/runs/{run}/diff/{target}`: a workstream's branch or `integration` against the run's base
@@ -19,6 +21,7 @@ use agency_exec::{GitOptions, Repo, sanitize_ref_component};
 use agency_review::cost::{Cost, Spend, brief_label, cost_of};
 use agency_review::diff::{FileStat, file_stats};
 use agency_review::gather::{self, Judgement, Outcome, PlanLookup, Span, VerifyRun};
+use agency_review::views::{self, View};
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::Serialize;
@@ -78,6 +81,47 @@ pub struct RunReview {
     outcome: Outcome,
     cost: CostView,
     timeline: Vec<Span>,
+    /// T2's records of each workstream that has one, in the order of the workstreams' first briefs.
+    views: Vec<ViewText>,
+}
+
+/// One of T2's `[view …]` records of a workstream, rendered as `agency show` prints it.
+#[derive(Debug, Serialize)]
+pub struct ViewText {
+    workstream: String,
+    view: View,
+    /// The seed's line for it, `[view domain boundaries]` say.
+    label: &'static str,
+    /// The rendered text (heading, then the record).
+    text: String,
+}
+
+/// The `[view …]` records T2 wrote for the workstreams of `briefs`.
+fn view_texts(
+    store: &dyn agency_store::Blackboard,
+    run: agency_core::RunId,
+    briefs: &[Brief],
+) -> Result<Vec<ViewText>, agency_store::StoreError> {
+    let mut workstreams: Vec<&str> = Vec::new();
+    for brief in briefs.iter().filter(|b| b.tier != Tier::T1) {
+        if !workstreams.contains(&brief.workstream.as_str()) {
+            workstreams.push(&brief.workstream);
+        }
+    }
+    let mut out = Vec::new();
+    for ws in workstreams {
+        for view in View::ALL {
+            if let Some(text) = views::read(store, run, ws, view)? {
+                out.push(ViewText {
+                    workstream: ws.to_string(),
+                    view,
+                    label: view.label(),
+                    text: views::render(view, ws, Some(&text)),
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn row(label: String, spend: &Spend) -> CostRow {
@@ -157,6 +201,7 @@ pub async fn run_review(
             outcome: gather::outcome(&all),
             cost: cost_view(&cost_of(&all), &by_id),
             timeline: gather::timeline(&briefs, &all),
+            views: view_texts(store.as_ref(), id, &briefs)?,
         })
     })
     .await?;

@@ -448,3 +448,85 @@ async fn a_run_without_a_sandbox_says_so_for_its_gates() {
         "the gate cards do not show the banner"
     );
 }
+
+/// T2's `[view …]` records of a workstream come with the run's review as the text `agency show` prints,
+/// escapes and markup kept as characters for the page to set as text.
+#[tokio::test]
+async fn the_review_carries_each_workstreams_design_records_rendered() {
+    let s = serve().await;
+    let mut brief = agency_store::conformance::sample_brief(s.run, "split the parser");
+    brief.workstream = "ws-parse".into();
+    s.store.insert_brief(&brief).unwrap();
+    s.store
+        .put_artifact(agency_store::NewArtifact::new(
+            s.run,
+            "boundaries/ws-parse",
+            "application/json",
+            json!({ "boundaries": [{ "domain": "parser", "owns": ["src/parse/"] }],
+                    "shared_assumptions": ["<script>alert(1)</script>"] })
+            .to_string()
+            .into_bytes(),
+        ))
+        .unwrap();
+    s.store
+        .put_artifact(agency_store::NewArtifact::new(
+            s.run,
+            "architecture/ws-parse",
+            "text/markdown",
+            b"# Parser\nOne pass.\x1b[2J".to_vec(),
+        ))
+        .unwrap();
+    let body = json_of(
+        client()
+            .get(format!("{}/api/runs/{}/review", s.base, s.run))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let views = body["views"].as_array().unwrap();
+    let labels: Vec<&str> = views.iter().map(|v| v["label"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels,
+        [
+            "[view domain boundaries]",
+            "[view shared assumptions]",
+            "[view canonical architecture]"
+        ]
+    );
+    let text = |i: usize| views[i]["text"].as_str().unwrap().to_string();
+    assert_eq!(
+        text(0),
+        agency_review::views::render(
+            agency_review::views::View::Boundaries,
+            "ws-parse",
+            Some(
+                &s.store
+                    .latest_artifact(s.run, "boundaries/ws-parse")
+                    .unwrap()
+                    .map(|a| String::from_utf8(a.bytes).unwrap())
+                    .unwrap()
+            ),
+        )
+    );
+    assert!(text(0).contains("parser\n  owns      src/parse/"), "{}", text(0));
+    assert_eq!(
+        text(1),
+        "Shared assumptions of ws-parse (boundaries/ws-parse)\n\n- <script>alert(1)</script>\n"
+    );
+    assert!(text(2).ends_with("# Parser\nOne pass.\u{1b}[2J\n"), "{}", text(2));
+    // The page sets them as text, never as markup.
+    let script = client()
+        .get(format!("{}/app.js", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        script.contains("element(\"pre\", v.text)") && !script.contains("innerHTML"),
+        "the views are not set as text"
+    );
+}

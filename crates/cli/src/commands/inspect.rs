@@ -99,7 +99,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             println!(
                 "  {}  {:<24} {:<10} {}  teachback {}",
                 brief.id.short(),
-                brief.title,
+                agency_review::views::terminal_text(&brief.title),
                 brief.status.as_str(),
                 status_mark(brief.status),
                 agency_review::gather::teachback_label(brief)
@@ -109,7 +109,11 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             if briefs.iter().any(|b| Some(b.id) == artifact.brief)
                 || tier == Tier::T1 && artifact.brief.is_none()
             {
-                println!("  artifact {} ({} bytes)", artifact.name, artifact.size);
+                println!(
+                    "  artifact {} ({} bytes)",
+                    agency_review::views::terminal_text(&artifact.name),
+                    artifact.size
+                );
             }
         }
         return Ok(());
@@ -121,7 +125,36 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         goal: run.goal.clone(),
         status,
     };
-    print!("{}", render_tree(&header, &briefs, &gates, args.all));
+    // T2's records, listed with the command that prints each.
+    let names: std::collections::HashSet<String> = store
+        .list_artifacts(run.id, None)
+        .map_err(store_error)?
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
+    let mut views = crate::render::tree::TreeViews {
+        // As `agency show <run> plan` finds it.
+        plan_written: matches!(
+            agency_review::gather::plan_of(&*store, &run).map_err(store_error)?,
+            agency_review::gather::PlanLookup::Found(..)
+        ),
+        ..Default::default()
+    };
+    for brief in briefs.iter().filter(|b| b.tier != Tier::T1) {
+        if views.records.contains_key(&brief.workstream) {
+            continue;
+        }
+        let found: Vec<_> = agency_review::views::View::ALL
+            .into_iter()
+            .filter(|view| names.contains(&view.artifact(&brief.workstream)))
+            .collect();
+        views.records.insert(brief.workstream.clone(), found);
+    }
+    print!(
+        "{}",
+        // Titles and goals are agent- or user-written: their escapes are shown, not obeyed.
+        agency_review::views::terminal_text(&render_tree(&header, &briefs, &gates, &views, args.all))
+    );
     if unattached {
         println!(
             "no runner drives this run: `{}` resumes it, `agency cancel {}` ends it",
@@ -191,7 +224,7 @@ fn inspect_brief(store: &dyn Blackboard, run: agency_core::RunId, prefix: &str, 
     println!("events:");
     for event in &events {
         if let Some(line) = render_event(event, Level::Verbose) {
-            println!("  {line}");
+            println!("  {}", agency_review::views::terminal_text(&line));
         }
     }
     Ok(())

@@ -1,6 +1,8 @@
-//! `agency show <run> [plan | brief <id> | diff <ws|brief|integration> | verify <brief> | judge <brief> |
-//! teachback <brief> | cost]`: what a human approves, read from the blackboard and rendered by
-//! [`crate::render::review`]; `--json` prints the records instead.
+//! `agency show <run> [plan | architecture <ws> | boundaries <ws> | assumptions <ws> | brief <id> | diff
+//! <ws|brief|integration> | verify <brief> | judge <brief> | teachback <brief> | cost]`: what a human
+//! approves, read from the blackboard and rendered by [`crate::render::review`]; `--json` prints the records
+//! instead. Agent-written text is printed through [`views::terminal_text`], so an escape sequence in it
+//! reaches the terminal as text.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -17,6 +19,7 @@ use serde_json::{Value, json};
 use crate::commands::{Context, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::render::review::gather::{self, PlanLookup};
+use crate::render::review::views::{self, View};
 use crate::render::review::{self, brief, cost, diff, plan, signoff};
 
 /// `agency show <run> [what] [--json]`
@@ -38,6 +41,22 @@ pub enum What {
     /// T1's plan: workstreams with tier path, variety, done_when, verify, failure modes, may_edit; the order
     /// of the parallel groups; the plan gate and how to decide it.
     Plan,
+    /// T2's canonical architecture of a workstream (the seed's `[view canonical architecture]`).
+    Architecture {
+        /// The workstream's id, as the plan names it.
+        workstream: String,
+    },
+    /// T2's domain boundaries of a workstream, then its shared assumptions (`[view domain boundaries]`,
+    /// `[view shared assumptions]`: one record holds both).
+    Boundaries {
+        /// The workstream's id, as the plan names it.
+        workstream: String,
+    },
+    /// T2's shared assumptions of a workstream alone (`[view shared assumptions]`).
+    Assumptions {
+        /// The workstream's id, as the plan names it.
+        workstream: String,
+    },
     /// One brief whole: its instructions, contract, the feedback it started from and why it failed.
     Brief {
         /// The brief: short or full id, or any unique part at either end.
@@ -76,6 +95,19 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let json = args.json;
     match args.what.unwrap_or(What::Plan) {
         What::Plan => show_plan(&*store, &run, json),
+        What::Architecture { workstream } => {
+            show_views(&*store, &run, &workstream, &[View::Architecture], json)
+        }
+        What::Boundaries { workstream } => show_views(
+            &*store,
+            &run,
+            &workstream,
+            &[View::Boundaries, View::Assumptions],
+            json,
+        ),
+        What::Assumptions { workstream } => {
+            show_views(&*store, &run, &workstream, &[View::Assumptions], json)
+        }
         What::Brief { id } => show_brief(&*store, &run, &id, json),
         What::Diff { target } => show_diff(ctx, &*store, &run, &target, json),
         What::Verify { brief } => show_verify(&*store, &run, &brief, json),
@@ -89,6 +121,11 @@ fn print_json(value: &Value) -> CommandResult {
     let text = serde_json::to_string_pretty(value).map_err(|e| CommandError::internal(e.to_string()))?;
     println!("{text}");
     Ok(())
+}
+
+/// Prints rendered text that carries agent-written strings, with their escapes made visible.
+fn print_text(text: &str) {
+    print!("{}", views::terminal_text(text));
 }
 
 fn nothing(message: String) -> CommandError {
@@ -196,16 +233,81 @@ fn show_plan(store: &dyn Blackboard, run: &Run, json: bool) -> CommandResult {
             "sandbox_off": sandbox_off,
         }));
     }
-    print!("{}", plan::render_plan(&run8, &plan));
+    print_text(&plan::render_plan(&run8, &plan));
     if let Some(gate) = &gate {
         println!();
-        println!("{}", gate_line(gate));
+        print_text(&format!("{}\n", gate_line(gate)));
         if sandbox_off {
             println!("{}", agency_core::config::SANDBOX_OFF_BANNER);
         }
         for command in &decide[1..] {
             println!("  {command}");
         }
+    }
+    Ok(())
+}
+
+/// `show <run> architecture|boundaries|assumptions <ws>`: T2's records of a workstream, each through the
+/// renderer the terminal `inspect` and the dashboard use.
+fn show_views(
+    store: &dyn Blackboard,
+    run: &Run,
+    workstream: &str,
+    shown: &[View],
+    json: bool,
+) -> CommandResult {
+    let run8 = run.id.short();
+    let mut known: Vec<String> = store
+        .list_briefs(run.id)
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|b| b.tier != Tier::T1)
+        .map(|b| b.workstream)
+        .collect();
+    if let PlanLookup::Found(_, plan) = gather::plan_of(store, run).map_err(store_error)? {
+        known.extend(plan.workstreams.into_iter().map(|ws| ws.id));
+    }
+    known.sort();
+    known.dedup();
+    if !known.iter().any(|ws| ws == workstream) {
+        let named = if known.is_empty() {
+            "it has none yet".to_string()
+        } else {
+            format!("its workstreams: {}", known.join(", "))
+        };
+        return Err(CommandError::new(
+            ErrorKind::NotFound,
+            format!("run {run8} has no workstream `{workstream}` ({named})"),
+        )
+        .hint(format!("`agency show {run8} plan` lists the workstreams")));
+    }
+    let mut records = Vec::new();
+    for view in shown {
+        let text = views::read(store, run.id, workstream, *view).map_err(store_error)?;
+        records.push((*view, text));
+    }
+    if records.iter().all(|(_, text)| text.is_none()) {
+        let view = shown[0];
+        return Err(nothing(format!(
+            "run {run8} has no {} recorded: T2 writes it while it designs the workstream (a workstream whose \
+             tier path starts below T2 has none)",
+            view.artifact(workstream)
+        ))
+        .hint(format!("`agency watch {run8}` shows where the run is")));
+    }
+    if json {
+        let values = records
+            .iter()
+            .map(|(view, text)| views::record_json(*view, workstream, text.as_deref()))
+            .collect::<Result<Vec<Value>, String>>()
+            .map_err(CommandError::input)?;
+        return print_json(&json!({ "run": run.id, "views": values }));
+    }
+    for (i, (view, text)) in records.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        print_text(&views::render(*view, workstream, text.as_deref()));
     }
     Ok(())
 }
@@ -222,7 +324,7 @@ fn show_brief(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> Com
             .collect();
         return print_json(&json!({ "brief": brief, "feedback": feedback, "failures": failures }));
     }
-    print!("{}", brief::render_brief(&brief, feedback.as_deref(), &events));
+    print_text(&brief::render_brief(&brief, feedback.as_deref(), &events));
     Ok(())
 }
 
@@ -315,11 +417,11 @@ fn show_diff(ctx: &Context, store: &dyn Blackboard, run: &Run, target: &str, jso
     if json {
         return print_json(&json!({ "of": label, "files": files, "patch": patch }));
     }
-    println!("{label}");
-    print!("{}", diff::render_summary(&files));
+    print_text(&format!("{label}\n{}", diff::render_summary(&files)));
     if !patch.is_empty() {
         println!();
-        print!("{}", diff::render_patch(&patch, colour()));
+        // The colours are added after the escapes in the patch were made visible.
+        print!("{}", diff::render_patch(&views::terminal_text(&patch), colour()));
     }
     Ok(())
 }
@@ -377,7 +479,7 @@ fn show_verify(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> Co
         if i > 0 {
             println!();
         }
-        print!("{}", signoff::render_verify(&event.payload, output.as_deref()));
+        print_text(&signoff::render_verify(&event.payload, output.as_deref()));
     }
     Ok(())
 }
@@ -428,10 +530,11 @@ fn show_judge(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> Com
         if i > 0 {
             println!();
         }
-        print!(
-            "{}",
-            signoff::render_judge(event.kind, &event.payload, transcript.as_deref())
-        );
+        print_text(&signoff::render_judge(
+            event.kind,
+            &event.payload,
+            transcript.as_deref(),
+        ));
     }
     Ok(())
 }
@@ -453,7 +556,7 @@ fn show_teachback(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) ->
     if json {
         return print_json(&json!({ "brief": brief.id, "state": brief.teachback, "history": events }));
     }
-    print!("{}", brief::render_teachback(&brief, &events));
+    print_text(&brief::render_teachback(&brief, &events));
     Ok(())
 }
 
@@ -469,9 +572,6 @@ fn show_cost(store: &dyn Blackboard, run: &Run, json: bool) -> CommandResult {
         .map(|b| (b.id, b))
         .collect();
     println!("Cost of run {}", run.id.short());
-    print!(
-        "{}",
-        cost::render_cost(&spent, |id| cost::brief_label(&briefs, id))
-    );
+    print_text(&cost::render_cost(&spent, |id| cost::brief_label(&briefs, id)));
     Ok(())
 }

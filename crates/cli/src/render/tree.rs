@@ -4,7 +4,9 @@
 //! ```text
 //! Run 0192ab3c — "Build webhook ingestion system"  (running)
 //! ├── T1 Plan ✓
+//! │   └── [view workplan]  agency show 0192ab3c plan
 //! ├── ws-backend-api
+//! │   ├── [view domain boundaries]  agency show 0192ab3c boundaries ws-backend-api
 //! │   ├── T3 api-squad ✓
 //! │   └── T4 workers: 3/7 done, 1 retrying, 3 pending
 //! └── GATE t2_synthesis: pending review
@@ -16,6 +18,8 @@ use agency_core::brief::{Brief, BriefStatus};
 use agency_core::gate::{Gate, GateStatus};
 use agency_core::ids::RunId;
 use agency_core::tier::Tier;
+use agency_core::tiers::BriefRole;
+use agency_review::views::View;
 
 /// What the tree needs to know about the run itself.
 #[derive(Debug, Clone)]
@@ -113,9 +117,36 @@ fn gate_label(gate: &Gate) -> String {
     }
 }
 
+/// The `[view …]` records a run has, listed in its tree with the command that prints each.
+#[derive(Debug, Clone, Default)]
+pub struct TreeViews {
+    /// Whether T1 wrote a plan (`[view workplan]`, under the plan brief).
+    pub plan_written: bool,
+    /// The records T2 wrote, by workstream.
+    pub records: BTreeMap<String, Vec<View>>,
+}
+
+/// The command that prints `view` of `ws` (seed 001's `[view …]` lines, each with how to read it).
+fn view_line(run8: &str, ws: &str, view: View) -> String {
+    let what = match view {
+        View::Boundaries => "boundaries",
+        View::Assumptions => "assumptions",
+        View::Architecture => "architecture",
+    };
+    format!("{}  agency show {run8} {what} {ws}", view.label())
+}
+
 /// Builds the tree. Briefs of T4/T5 under one workstream are listed one by one when `expand` is set, and
-/// summarised in one line otherwise (a run may have thousands).
-pub fn render_tree(run: &RunHeader, briefs: &[Brief], gates: &[Gate], expand: bool) -> String {
+/// summarised in one line otherwise (a run may have thousands). Each of `views` is listed under its brief or
+/// workstream with the command that prints it.
+pub fn render_tree(
+    run: &RunHeader,
+    briefs: &[Brief],
+    gates: &[Gate],
+    views: &TreeViews,
+    expand: bool,
+) -> String {
+    let run8 = run.id.short();
     let mut root = Node {
         label: format!("Run {} — \"{}\"  ({})", run.id.short(), run.goal, run.status),
         children: vec![],
@@ -127,11 +158,16 @@ pub fn render_tree(run: &RunHeader, briefs: &[Brief], gates: &[Gate], expand: bo
         } else {
             format!("T1 {}", brief.title)
         };
-        root.children.push(Node::leaf(format!(
+        let mut node = Node::leaf(format!(
             "{phase} {}  [{}]",
             status_mark(brief.status),
             brief.id.short()
-        )));
+        ));
+        if views.plan_written && BriefRole::of(brief) == BriefRole::Plan {
+            node.children
+                .push(Node::leaf(format!("[view workplan]  agency show {run8} plan")));
+        }
+        root.children.push(node);
     }
 
     // Workstreams in order of their first brief; BTreeMap keeps tiers ordered within each.
@@ -151,7 +187,13 @@ pub fn render_tree(run: &RunHeader, briefs: &[Brief], gates: &[Gate], expand: bo
     for ws in order {
         let mut node = Node {
             label: ws.to_string(),
-            children: vec![],
+            children: views
+                .records
+                .get(ws)
+                .into_iter()
+                .flatten()
+                .map(|view| Node::leaf(view_line(&run8, ws, *view)))
+                .collect(),
         };
         if let Some(tiers) = by_ws.get(ws) {
             for (tier, list) in tiers {

@@ -157,17 +157,23 @@ impl App {
     }
 
     fn refresh_run(&mut self) {
-        let Some(view) = &self.run else { return };
         let key = self.selected_item().map(Item::key);
-        match model::run_view(&*self.store, view.run.id) {
-            Ok(view) => {
-                self.selected = key
+        let Some(view) = self.run.as_mut() else { return };
+        let items_before = view.items.clone();
+        match model::refresh_view(&*self.store, view) {
+            Ok(moved) => {
+                let selected = key
                     .and_then(|k| view.items.iter().position(|i| i.key() == k))
                     .unwrap_or(self.selected.min(view.items.len().saturating_sub(1)));
-                self.run = Some(view);
-                let scroll = self.scroll;
-                self.show_selected();
-                self.scroll = scroll;
+                // The text is rendered again only when something it may show changed: a new event, or a
+                // brief or gate of the tree that moved. A run that stands still costs no re-render.
+                let changed = moved || view.items != items_before || selected != self.selected;
+                self.selected = selected;
+                if changed {
+                    let scroll = self.scroll;
+                    self.show_selected();
+                    self.scroll = scroll;
+                }
             }
             Err(e) => self.message = Some(format!("could not read the run: {e}")),
         }

@@ -10,10 +10,13 @@ use agency_core::gate::{Gate, GateKind, GateStatus};
 use agency_core::tier::Tier;
 use agency_core::{BriefId, RunId};
 use agency_review::gather::{self, PlanLookup};
-use agency_review::{architecture, brief as brief_text, cost, diff, plan, signoff};
+use agency_review::{brief as brief_text, cost, diff, plan, signoff, views};
 use agency_store::{Blackboard, Run, StoreError};
 
 use crate::render::tree::status_mark;
+
+/// T2's records of a workstream, each shown as the seed's `[view …]` line (one renderer for every surface).
+pub use agency_review::views::View as Record;
 
 /// One line of the runs list.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +29,8 @@ pub struct RunRow {
     pub created: String,
     /// Its goal.
     pub goal: String,
+    /// Whether its agents run unconfined (`sandbox.mode: off` in the configuration it started with).
+    pub sandbox_off: bool,
 }
 
 /// The team runs on the blackboard, newest first (goal sign-offs and agent sessions are not runs to inspect).
@@ -38,6 +43,7 @@ pub fn runs(store: &dyn Blackboard) -> Result<Vec<RunRow>, StoreError> {
             id: run.id,
             status: crate::commands::attached::status_text(store, &run),
             created: run.created_at.format("%Y-%m-%d %H:%M").to_string(),
+            sandbox_off: agency_core::config::sandbox_off_in(&run.config),
             goal: run.goal,
         })
         .collect())
@@ -76,7 +82,7 @@ impl Item {
     /// Its line in the tree, indented by its depth.
     pub fn label(&self) -> String {
         match self {
-            Item::Plan => "Plan (T1)".into(),
+            Item::Plan => "Plan (T1)  [view workplan]".into(),
             Item::Workstream(ws) => ws.clone(),
             Item::Record(_, record) => format!("  {}", record.label()),
             Item::Brief(b) => {
@@ -104,34 +110,6 @@ impl Item {
     }
 }
 
-/// T2's records of a workstream, each shown as the seed's `[view …]` line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Record {
-    /// Who owns what (`boundaries/<ws>`).
-    Boundaries,
-    /// The conventions every specialist designs against (`boundaries/<ws>`).
-    Assumptions,
-    /// The canonical architecture (`architecture/<ws>`).
-    Architecture,
-}
-
-impl Record {
-    fn label(self) -> &'static str {
-        match self {
-            Record::Boundaries => "[view domain boundaries]",
-            Record::Assumptions => "[view shared assumptions]",
-            Record::Architecture => "[view canonical architecture]",
-        }
-    }
-
-    fn artifact(self, workstream: &str) -> String {
-        match self {
-            Record::Boundaries | Record::Assumptions => architecture::boundaries_name(workstream),
-            Record::Architecture => architecture::architecture_name(workstream),
-        }
-    }
-}
-
 /// A run as the terminal shows it.
 #[derive(Debug, Clone)]
 pub struct RunView {
@@ -147,14 +125,51 @@ pub struct RunView {
     pub events: Vec<Event>,
 }
 
-/// Reads `run` whole.
+/// Reads `run` whole: every event from the first.
 pub fn run_view(store: &dyn Blackboard, run: RunId) -> Result<RunView, StoreError> {
+    let events = gather::all_events(store, run)?;
+    let tree = tree_of(store, run)?;
+    Ok(RunView {
+        run: tree.run,
+        status: tree.status,
+        items: tree.items,
+        pending: tree.pending,
+        events,
+    })
+}
+
+/// Reads `view`'s run again, its events incrementally: only those after the newest one `view` holds are
+/// read and decoded, so a refresh of a run of 10,000 events costs the few written since the last one (and
+/// the briefs, gates and artifact names, which are read whole). Returns the view and whether any event was
+/// new. On an error `view` keeps what it held (with the new events, if those were read).
+pub fn refresh_view(store: &dyn Blackboard, view: &mut RunView) -> Result<bool, StoreError> {
+    let last = view.events.last().map_or(0, |e| e.seq);
+    let new = store.events_after(Some(view.run.id), last, usize::MAX)?;
+    let moved = !new.is_empty();
+    view.events.extend(new);
+    let tree = tree_of(store, view.run.id)?;
+    view.run = tree.run;
+    view.status = tree.status;
+    view.items = tree.items;
+    view.pending = tree.pending;
+    Ok(moved)
+}
+
+/// A run's tree without its events.
+struct Tree {
+    run: Run,
+    status: String,
+    items: Vec<Item>,
+    pending: Option<Gate>,
+}
+
+/// The run's tree, read from the blackboard.
+fn tree_of(store: &dyn Blackboard, run: RunId) -> Result<Tree, StoreError> {
     let run = store.get_run(run)?;
     let status = crate::commands::attached::status_text(store, &run);
     let briefs = store.list_briefs(run.id)?;
     let gates = store.list_gates(run.id)?;
-    let events = gather::all_events(store, run.id)?;
-    let artifacts: Vec<String> = store
+    let artifacts: std::collections::HashSet<String> = store
         .list_artifacts(run.id, None)?
         .into_iter()
         .map(|a| a.name)
@@ -177,7 +192,7 @@ pub fn run_view(store: &dyn Blackboard, run: RunId) -> Result<RunView, StoreErro
     }
     for ws in order {
         items.push(Item::Workstream(ws.to_string()));
-        for record in [Record::Boundaries, Record::Assumptions, Record::Architecture] {
+        for record in Record::ALL {
             if artifacts.contains(&record.artifact(ws)) {
                 items.push(Item::Record(ws.to_string(), record));
             }
@@ -198,12 +213,11 @@ pub fn run_view(store: &dyn Blackboard, run: RunId) -> Result<RunView, StoreErro
         .iter()
         .find(|g| g.status == GateStatus::Pending && g.kind != GateKind::Pause)
         .cloned();
-    Ok(RunView {
+    Ok(Tree {
         run,
         status,
         items,
         pending,
-        events,
     })
 }
 
@@ -240,43 +254,14 @@ pub fn detail(store: &dyn Blackboard, view: &RunView, item: &Item) -> Result<Str
     })
 }
 
-/// The newest artifact named `name` of the run, as text.
-fn newest_artifact(store: &dyn Blackboard, run: RunId, name: &str) -> Result<Option<String>, StoreError> {
-    let newest = store
-        .list_artifacts(run, None)?
-        .into_iter()
-        .filter(|a| a.name == name)
-        .max_by_key(|a| a.created_at);
-    Ok(match newest {
-        Some(meta) => Some(String::from_utf8_lossy(&store.get_artifact(meta.id)?.bytes).into_owned()),
-        None => None,
-    })
-}
-
 fn record_text(
     store: &dyn Blackboard,
     view: &RunView,
     ws: &str,
     record: Record,
 ) -> Result<String, StoreError> {
-    let name = record.artifact(ws);
-    let Some(text) = newest_artifact(store, view.run.id, &name)? else {
-        return Ok(format!("no {name} recorded yet\n"));
-    };
-    let heading = match record {
-        Record::Boundaries => "Domain boundaries",
-        Record::Assumptions => "Shared assumptions",
-        Record::Architecture => "Canonical architecture",
-    };
-    let body = match record {
-        Record::Architecture => format!("{}\n", text.trim_end()),
-        _ => match serde_json::from_str(&text) {
-            Ok(value) if record == Record::Boundaries => architecture::render_boundaries(&value),
-            Ok(value) => architecture::render_assumptions(&value),
-            Err(e) => format!("{name} is not JSON ({e}):\n{text}\n"),
-        },
-    };
-    Ok(format!("{heading} of {ws} ({name})\n\n{body}"))
+    let text = views::read(store, view.run.id, ws, record)?;
+    Ok(views::render(record, ws, text.as_deref()))
 }
 
 fn plan_text(store: &dyn Blackboard, run: &Run) -> Result<String, StoreError> {
@@ -365,6 +350,9 @@ fn gate_text(store: &dyn Blackboard, view: &RunView, gate: &Gate) -> Result<Stri
     }
     if let Some(note) = &gate.note {
         out.push_str(&format!("note: {note}\n"));
+    }
+    if agency_core::config::sandbox_off_in(&view.run.config) {
+        out.push_str(&format!("\n{}\n", agency_core::config::SANDBOX_OFF_BANNER));
     }
     if let Some(message) = gate.summary.get("message").and_then(|m| m.as_str()) {
         out.push_str(&format!("\n{message}\n"));

@@ -10,6 +10,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph, Wrap};
 
+use agency_core::config::SANDBOX_OFF_BANNER;
+
 use crate::tui::app::{App, Prompt, Screen};
 use crate::tui::model::Item;
 
@@ -30,11 +32,55 @@ pub fn printable(text: &str) -> String {
     out
 }
 
+/// How many lines `text` takes when wrapped at word boundaries to `width` columns, as the banner's
+/// paragraph wraps it (a word longer than a line is cut across lines).
+fn wrapped_lines(text: &str, width: usize) -> usize {
+    let width = width.max(1);
+    let mut lines = 1;
+    let mut used = 0;
+    for word in text.split_whitespace() {
+        let len = word.chars().count();
+        let needed = if used == 0 { len } else { used + 1 + len };
+        if needed <= width {
+            used = needed;
+        } else {
+            lines += usize::from(used > 0) + (len.saturating_sub(1)) / width;
+            used = (len - 1) % width + 1;
+        }
+    }
+    lines
+}
+
 /// Draws the whole screen.
 pub fn draw(frame: &mut Frame<'_>, app: &App) {
-    let [header, body, footer] =
-        Layout::vertical([Constraint::Length(2), Constraint::Min(3), Constraint::Length(1)])
-            .areas(frame.area());
+    // An unconfined run says so above everything else, on as many lines as the banner needs.
+    let banner = match (&app.screen, &app.run) {
+        (Screen::Run, Some(view)) if agency_core::config::sandbox_off_in(&view.run.config) => {
+            u16::try_from(wrapped_lines(SANDBOX_OFF_BANNER, usize::from(frame.area().width)))
+                .unwrap_or(u16::MAX)
+        }
+        _ => 0,
+    };
+    let [banner_area, header, body, footer] = Layout::vertical([
+        Constraint::Length(banner),
+        Constraint::Length(2),
+        Constraint::Min(3),
+        Constraint::Length(1),
+    ])
+    .areas(frame.area());
+    if banner > 0 {
+        frame.render_widget(
+            Paragraph::new(SANDBOX_OFF_BANNER)
+                .style(
+                    Style::new()
+                        .fg(Color::White)
+                        .bg(Color::Red)
+                        .add_modifier(Modifier::BOLD),
+                )
+                .wrap(Wrap { trim: true }),
+            banner_area,
+        );
+    }
     match app.screen {
         Screen::Runs => {
             frame.render_widget(
@@ -66,13 +112,24 @@ fn draw_runs(frame: &mut Frame<'_>, app: &App, area: Rect) {
         .runs
         .iter()
         .map(|r| {
-            ListItem::new(printable(&format!(
+            let line = printable(&format!(
                 "{}  {:<30}  {}  {}",
                 r.id.short(),
                 r.status,
                 r.created,
                 r.goal
-            )))
+            ));
+            if r.sandbox_off {
+                ListItem::new(Line::from(vec![
+                    Span::raw(line),
+                    Span::styled(
+                        "  SANDBOX OFF",
+                        Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+                    ),
+                ]))
+            } else {
+                ListItem::new(line)
+            }
         })
         .collect();
     let mut state = ListState::default().with_selected(Some(app.runs_selected));
@@ -224,4 +281,18 @@ fn draw_footer(frame: &mut Frame<'_>, app: &App, area: Rect) {
         },
     };
     frame.render_widget(Paragraph::new(line), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapped_lines_counts_as_a_word_wrap_does() {
+        assert_eq!(wrapped_lines("aa bb cc", 5), 2);
+        assert_eq!(wrapped_lines("aa bb", 5), 1);
+        assert_eq!(wrapped_lines("aaaaaaaaaaaa", 5), 3);
+        assert_eq!(wrapped_lines("a aaaaaaaaaa b", 5), 4);
+        assert_eq!(wrapped_lines("", 5), 1);
+    }
 }

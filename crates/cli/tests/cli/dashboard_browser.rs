@@ -1,6 +1,8 @@
 //! The dashboard in a real browser: headless Chromium, driven over its DevTools protocol, opens a scripted run
 //! waiting at its plan gate, reads the plan's verify command on the page, approves the gate with the page's
-//! button, sees the run finish with its branch, and reviews a slice's diff. Screenshots of the three are kept
+//! button, sees the run finish with its branch, T1's summary, the timeline's marks, the cost table and chart
+//! and a T2 record, and reviews a slice: its diff beside the verify run, the judge's verdict and transcript,
+//! and its teachback with its review. Screenshots of the three are kept
 //! under `target/tmp/dashboard-screenshots/` and checked to be far from blank. A second test measures how long
 //! an event written to the blackboard takes to show on the page.
 //!
@@ -439,9 +441,80 @@ fn a_reviewer_reads_the_plan_approves_it_in_the_browser_and_sees_the_branch() {
     );
     let timeline_bars = page.eval("document.querySelectorAll('#timeline .bar').length");
     assert!(timeline_bars.as_u64().unwrap() >= 4, "{timeline_bars}");
+    // The retry and the judge's rejection are marked on the timeline.
+    let marks = page.eval("[...document.querySelectorAll('#timeline .mark')].map(m => m.title).join('\\n')");
+    assert!(marks.as_str().unwrap().contains("failed"), "{marks}");
+    // T1's summary and what to do with the branch (no forge in this repository).
+    let summary = page.eval("document.getElementById('outcome-summary').textContent");
+    let summary = summary.as_str().unwrap();
+    assert!(
+        !summary.is_empty() && summary != "(T1 recorded no summary)",
+        "{summary}"
+    );
+    let pr = page.eval("document.getElementById('outcome-pr').textContent");
+    assert!(pr.as_str().unwrap().starts_with("none opened"), "{pr}");
+    // Cost per tier and per brief, with its chart: a bar per tier.
+    let cost = page.eval("document.querySelector('#cost table').textContent");
+    let cost = cost.as_str().unwrap();
+    for expected in ["t1", "t4", "total", "fix-mul"] {
+        assert!(
+            cost.contains(expected),
+            "no `{expected}` in the cost table:\n{cost}"
+        );
+    }
+    let bars = page.eval("document.querySelectorAll('#cost svg.chart rect').length");
+    assert!(bars.as_u64().unwrap() >= 2, "{bars}");
+    // No T2 in this plan: no design records, and no empty section for them. Once one is recorded (written
+    // here as T2 writes it), the page shows it as `agency show <run> architecture ws-arith` prints it, markup
+    // and all as text.
+    assert_eq!(page.eval("document.getElementById('views-panel').hidden"), true);
+    let architecture = "# Arithmetic\nOne script per operator. <img src=x onerror=alert(1)>";
+    store
+        .put_artifact(agency_store::NewArtifact::new(
+            run,
+            "architecture/ws-arith",
+            "text/markdown",
+            architecture.as_bytes().to_vec(),
+        ))
+        .unwrap();
+    page.eval("loadRun().then(() => true)");
+    let views = page.eval("document.getElementById('views').textContent");
+    let expected = agency_review::views::render(
+        agency_review::views::View::Architecture,
+        "ws-arith",
+        Some(architecture),
+    );
+    assert_eq!(
+        views.as_str().unwrap(),
+        format!("ws-arith [view canonical architecture]{expected}")
+    );
+    assert_eq!(page.eval("document.querySelectorAll('#views img').length"), 0);
     let finished = page.screenshot(&dir.join("finished-run.png"), None);
 
-    // A slice for review: fix-mul's first attempt, rejected by its judge.
+    // A slice for review: fix-mul's first attempt, rejected by its judge. This script's slices are below
+    // the teachback threshold, so its teachback and review are written here as a runner's own agent and
+    // its reviewer write them: the document alone, no text.
+    let first_mul = store
+        .list_briefs(run)
+        .unwrap()
+        .into_iter()
+        .find(|b| b.title == "fix-mul" && b.attempt == 0)
+        .unwrap();
+    for (kind, payload) in [
+        (
+            EventKind::TeachbackSubmitted,
+            json!({ "teachback": { "understanding": "mul.sh must multiply its two arguments" },
+                    "from": "pending", "to": "submitted", "via": "runner" }),
+        ),
+        (
+            EventKind::TeachbackApproved,
+            json!({ "reviewer": "t3", "note": "matches the contract", "from": "submitted", "to": "active" }),
+        ),
+    ] {
+        store
+            .append_event(NewEvent::new(run, kind, payload).brief(first_mul.id))
+            .unwrap();
+    }
     let opened = page.eval(
         "(() => { const row = [...document.querySelectorAll('#briefs tbody tr')].find(r => \
          r.children[2].textContent === 'fix-mul' && r.children[5].textContent === '0'); \
@@ -466,6 +539,22 @@ fn a_reviewer_reads_the_plan_approves_it_in_the_browser_and_sees_the_branch() {
             "no `{expected}` in the review:\n{review}"
         );
     }
+    // The judge's transcript beside the diff, and the teachback with its review history.
+    let transcript = page.eval(
+        "[...document.querySelectorAll('#review .judgement details summary')].map(s => s.textContent).join(',')",
+    );
+    assert!(
+        transcript.as_str().unwrap().contains("Transcript"),
+        "{transcript}"
+    );
+    let teachback = page.eval("document.querySelector('#review .teachback').textContent");
+    let teachback = teachback.as_str().unwrap();
+    assert!(
+        teachback.contains("mul.sh must multiply its two arguments")
+            && teachback.contains("Approved by t3")
+            && teachback.contains("matches the contract"),
+        "the teachback and its review:\n{teachback}"
+    );
     let coloured = page.eval("document.querySelectorAll('#review .patch .add').length");
     assert!(coloured.as_u64().unwrap() >= 1, "{coloured}");
     let diff_review = page.screenshot(&dir.join("diff-review.png"), Some("#review"));
@@ -515,7 +604,12 @@ fn an_event_written_to_the_blackboard_reaches_the_screen_quickly() {
          const m = /probe-(\\d+)/.exec(n.textContent || ''); if (m) window.seen[m[1]] = Date.now(); } }) \
          .observe(document.getElementById('log'), { childList: true }); true",
     );
-    let samples = 40;
+    // `bench/screen/run.sh` asks for more samples than the test's 40.
+    let samples: usize = std::env::var("AGENCY_SCREEN_SAMPLES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n >= 10)
+        .unwrap_or(40);
     let mut written = Vec::new();
     for i in 0..samples {
         let at = std::time::SystemTime::now()
@@ -536,7 +630,7 @@ fn an_event_written_to_the_blackboard_reaches_the_screen_quickly() {
     let seen = page.wait_for(
         &format!("Object.keys(window.seen).length === {samples} && window.seen"),
         "every probe on the page",
-        Duration::from_secs(30),
+        Duration::from_secs(30 + samples as u64 / 10),
     );
     let mut latencies: Vec<u128> = (0..samples)
         .map(|i| {
@@ -545,9 +639,15 @@ fn an_event_written_to_the_blackboard_reaches_the_screen_quickly() {
         })
         .collect();
     latencies.sort_unstable();
-    let (p50, p95) = (latencies[samples / 2], latencies[samples * 95 / 100]);
-    eprintln!(
-        "event → screen: p50 {p50} ms, p95 {p95} ms, max {} ms over {samples} events",
+    let (p50, p95, p99) = (
+        latencies[samples / 2],
+        latencies[samples * 95 / 100],
+        latencies[samples * 99 / 100],
+    );
+    // Written past the harness's capture, so `bench/screen/run.sh` reads it from any test run.
+    let _ = writeln!(
+        std::io::stderr(),
+        "event → screen: p50 {p50} ms, p95 {p95} ms, p99 {p99} ms, max {} ms over {samples} events",
         latencies[samples - 1]
     );
     // The target is p50 ≤ 100 ms (docs/performance.md); the bound asserted is looser so a loaded CI machine

@@ -360,3 +360,92 @@ fn a_gate_decided_elsewhere_meanwhile_is_not_taken_for_the_one_shown() {
         Some(crate::support::decider().as_str())
     );
 }
+
+/// A run whose agents were not confined (`sandbox.mode: off`) says so in red above everything else, on its
+/// gate's text and in the runs list, as the log, `show plan`, approve and the dashboard do; a confined run
+/// carries no banner.
+#[test]
+fn an_unconfined_run_shows_the_sandbox_off_banner() {
+    let store = SqliteBlackboard::open_in_memory()
+        .unwrap()
+        .with_clock(Arc::new(SteppingClock::new(at("12:30:00"), Duration::zero())));
+    let mut new = NewRun::new("Fix it unconfined", "/repo");
+    new.id = RunId::from_str(RUN).unwrap();
+    new.config = json!({ "tiers": {}, "sandbox": { "mode": "off" } });
+    let run = store.create_run(new).unwrap().id;
+    store
+        .open_gate(NewGate::new(
+            run,
+            GateKind::T1Plan,
+            json!({ "message": "Waiting on approval before T3 spawns" }),
+        ))
+        .unwrap();
+    let store: Arc<dyn Blackboard> = Arc::new(store);
+    let mut app = App::new(store.clone(), None).unwrap();
+    let runs = screen(&app);
+    assert!(runs.contains("Fix it unconfined  SANDBOX OFF"), "{runs}");
+    app.on_key(key(KeyCode::Enter), &no_decision);
+    let shown = screen(&app);
+    assert!(
+        shown.starts_with("SANDBOX OFF: this run's agents run unconfined"),
+        "{shown}"
+    );
+    assert!(
+        app.detail.contains(agency_core::config::SANDBOX_OFF_BANNER),
+        "{}",
+        app.detail
+    );
+    insta::assert_snapshot!("sandbox_off", shown);
+    // The banner is red: a colour the rest of the screen does not use.
+    let mut terminal = Terminal::new(TestBackend::new(110, 34)).unwrap();
+    terminal.draw(|frame| draw(frame, &app)).unwrap();
+    assert_eq!(terminal.backend().buffer()[(0, 0)].bg, ratatui::style::Color::Red);
+
+    let (confined, _) = seeded();
+    let mut app = App::new(confined, None).unwrap();
+    app.on_key(key(KeyCode::Enter), &no_decision);
+    assert!(!screen(&app).contains("SANDBOX OFF"));
+}
+
+/// A refresh reads the events written since the last one and shows them: the view ends up holding exactly
+/// what a whole read gives, and the selected text is rendered again only when something moved.
+#[test]
+fn a_refresh_adds_the_new_events_and_redraws_what_they_change() {
+    let (store, run) = seeded();
+    let mut app = App::new(store.clone(), Some(run)).unwrap();
+    while !matches!(app.selected_item(), Some(agency_cli::tui::model::Item::Cost)) {
+        app.on_key(key(KeyCode::Down), &no_decision);
+    }
+    let before = app.detail.clone();
+    assert!(before.contains("$0.0123"), "{before}");
+    let held = app.run.as_ref().unwrap().events.len();
+
+    // Nothing written: nothing new held, the same text.
+    app.refresh();
+    assert_eq!(app.run.as_ref().unwrap().events.len(), held);
+    assert_eq!(app.detail, before);
+
+    let fix_mul = BriefId::from_str(FIX_MUL).unwrap();
+    store
+        .append_event(
+            NewEvent::new(
+                run,
+                EventKind::Usage,
+                json!({ "model": "m", "provider": "p", "input_tokens": 100, "output_tokens": 10,
+                        "cache_read_tokens": 0, "cache_write_tokens": 0, "cost_usd": 0.5 }),
+            )
+            .brief(fix_mul)
+            .tier(Tier::T4)
+            .at(at("12:32:00")),
+        )
+        .unwrap();
+    app.refresh();
+    let view = app.run.as_ref().unwrap();
+    assert_eq!(view.events.len(), held + 1);
+    let whole = agency_cli::tui::model::run_view(&*store, run).unwrap();
+    assert_eq!(
+        view.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        whole.events.iter().map(|e| e.seq).collect::<Vec<_>>()
+    );
+    assert!(app.detail.contains("$0.5123"), "{}", app.detail);
+}

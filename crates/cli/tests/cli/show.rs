@@ -74,6 +74,12 @@ fn show_reads_the_plan_at_its_gate_and_a_finished_runs_slices_and_cost() {
     ] {
         assert!(plan.contains(expected), "no `{expected}` in:\n{plan}");
     }
+    // The static tree points at it, as the seed's `[view workplan]` line.
+    let tree = repo.agency(&["inspect", &run8]).success().stdout();
+    assert!(
+        tree.contains(&format!("│   └── [view workplan]  agency show {run8} plan")),
+        "{tree}"
+    );
     // The plan is the default; --json carries the same contract for scripts.
     assert_eq!(repo.agency(&["show", &run8]).success().stdout(), plan);
     let json: serde_json::Value =
@@ -178,4 +184,173 @@ fn show_says_what_it_cannot_show_with_its_exit_code() {
         no_slice.stderr()
     );
     repo.agency(&["show", "ffffffff", "plan"]).fails_with(4);
+}
+
+/// `show <run> architecture|boundaries|assumptions <ws>` print T2's records through the renderer the terminal
+/// `inspect` and the dashboard use, with an agent's escape sequence made visible; `--json` gives the parts
+/// each view shows; a workstream the run does not have, or a record T2 has not written, is said so.
+#[test]
+fn show_prints_t2s_views_of_a_workstream() {
+    use agency_core::brief::Brief;
+    use agency_core::teachback::TeachbackState;
+    use agency_review::views::{View, render};
+    use agency_store::{NewArtifact, NewRun};
+
+    let repo = Repo::initialised();
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = store
+        .create_run(NewRun::new("Build the parser", repo.path().display().to_string()))
+        .unwrap()
+        .id;
+    let run8 = run.short();
+    for (workstream, tier) in [("ws-parse", Tier::T2), ("ws-docs", Tier::T4)] {
+        store
+            .insert_brief(&Brief {
+                id: agency_core::BriefId::new(),
+                run,
+                parent: None,
+                tier,
+                workstream: workstream.into(),
+                // An agent's title may carry an escape sequence.
+                title: "design\u{1b}[31m".into(),
+                personality: None,
+                goal_anchor: "Build the parser".into(),
+                instructions: "Design it.".into(),
+                inputs: vec![],
+                variety: None,
+                contract: None,
+                retry_budget: 1,
+                attempt: 0,
+                depends_on: vec![],
+                branch: None,
+                worktree: None,
+                status: BriefStatus::Done,
+                teachback: TeachbackState::Active,
+                claimed_by: None,
+                created_at: chrono::Utc::now(),
+            })
+            .unwrap();
+    }
+    let boundaries = serde_json::json!({
+        "boundaries": [{ "domain": "parser", "owns": ["src/parse/"], "excludes": ["src/cli/"] }],
+        "shared_assumptions": ["UTF-8 input only"]
+    })
+    .to_string();
+    let architecture = "# Parser\nOne pass, no backtracking.\u{1b}[2J\n";
+    for (name, text) in [
+        ("boundaries/ws-parse", boundaries.as_str()),
+        ("architecture/ws-parse", architecture),
+    ] {
+        store
+            .put_artifact(NewArtifact::new(
+                run,
+                name,
+                "text/plain",
+                text.as_bytes().to_vec(),
+            ))
+            .unwrap();
+    }
+
+    let shown = repo
+        .agency(&["show", &run8, "architecture", "ws-parse"])
+        .success()
+        .stdout();
+    assert_eq!(
+        shown,
+        "Canonical architecture of ws-parse (architecture/ws-parse)\n\n# Parser\nOne pass, no backtracking.^[[2J\n"
+    );
+    assert!(!shown.contains('\u{1b}'));
+    let bounds = repo
+        .agency(&["show", &run8, "boundaries", "ws-parse"])
+        .success()
+        .stdout();
+    assert_eq!(
+        bounds,
+        format!(
+            "{}\n{}",
+            render(View::Boundaries, "ws-parse", Some(&boundaries)),
+            render(View::Assumptions, "ws-parse", Some(&boundaries))
+        )
+    );
+    assert!(
+        bounds.contains("parser\n  owns      src/parse/\n  excludes  src/cli/"),
+        "{bounds}"
+    );
+    assert!(bounds.contains("- UTF-8 input only"), "{bounds}");
+    let assumptions = repo
+        .agency(&["show", &run8, "assumptions", "ws-parse"])
+        .success()
+        .stdout();
+    assert_eq!(
+        assumptions,
+        "Shared assumptions of ws-parse (boundaries/ws-parse)\n\n- UTF-8 input only\n"
+    );
+
+    let json: serde_json::Value = serde_json::from_str(
+        &repo
+            .agency(&["show", &run8, "boundaries", "ws-parse", "--json"])
+            .success()
+            .stdout(),
+    )
+    .unwrap();
+    assert_eq!(json["views"][0]["view"], "boundaries");
+    assert_eq!(json["views"][0]["record"][0]["owns"][0], "src/parse/");
+    assert_eq!(json["views"][1]["record"][0], "UTF-8 input only");
+    let json: serde_json::Value = serde_json::from_str(
+        &repo
+            .agency(&["show", &run8, "architecture", "ws-parse", "--json"])
+            .success()
+            .stdout(),
+    )
+    .unwrap();
+    assert_eq!(json["views"][0]["record"], architecture);
+
+    // The static tree lists the records T2 wrote, each with the command that prints it.
+    let tree = repo.agency(&["inspect", &run8]).success().stdout();
+    let tier = repo
+        .agency(&["inspect", &run8, "--tier", "t4"])
+        .success()
+        .stdout();
+    for printed in [&tree, &tier] {
+        assert!(
+            printed.contains("design^[[31m") && !printed.contains('\u{1b}'),
+            "{printed}"
+        );
+    }
+    for view in [
+        "domain boundaries] ",
+        "shared assumptions] ",
+        "canonical architecture] ",
+    ] {
+        assert_eq!(tree.matches(view).count(), 1, "{tree}");
+    }
+    assert!(
+        tree.contains(&format!(
+            "[view canonical architecture]  agency show {run8} architecture ws-parse"
+        )) && tree.contains(&format!(
+            "[view domain boundaries]  agency show {run8} boundaries ws-parse"
+        )),
+        "{tree}"
+    );
+
+    let unknown = repo
+        .agency(&["show", &run8, "architecture", "ws-nope"])
+        .fails_with(4);
+    assert!(
+        unknown
+            .stderr()
+            .contains("has no workstream `ws-nope` (its workstreams: ws-docs, ws-parse)"),
+        "{}",
+        unknown.stderr()
+    );
+    let unwritten = repo
+        .agency(&["show", &run8, "architecture", "ws-docs"])
+        .fails_with(5);
+    assert!(
+        unwritten
+            .stderr()
+            .contains("has no architecture/ws-docs recorded"),
+        "{}",
+        unwritten.stderr()
+    );
 }
