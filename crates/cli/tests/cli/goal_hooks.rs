@@ -152,6 +152,59 @@ fn install_hooks_registers_the_goal_events() {
     }
 }
 
+/// `agency goal install-hooks` in `repo` with `PATH` set to `path`; its stdout.
+fn install_hooks_with_path(repo: &Repo, path: &str) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agency"))
+        .args(["goal", "install-hooks"])
+        .current_dir(repo.path())
+        .env_remove("AGENCY_DB")
+        .env_remove("AGENCY_CONFIG")
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stop_command(settings: &std::path::Path) -> String {
+    let settings: Value = serde_json::from_str(&std::fs::read_to_string(settings).unwrap()).unwrap();
+    settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn install_hooks_writes_bare_agency_to_the_shared_settings_only_when_it_is_on_path() {
+    // agency on PATH is this binary: `agency hook` in the committed settings, no path of this machine.
+    let repo = Repo::initialised();
+    let here = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_agency"), here.path().join("agency")).unwrap();
+    let stdout = install_hooks_with_path(&repo, &format!("{}:/usr/bin:/bin", here.path().display()));
+    assert!(
+        stdout.contains(".claude/settings.json") && stdout.contains("agency is on PATH"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stop_command(&repo.path().join(".claude/settings.json")),
+        "agency hook"
+    );
+    assert!(!repo.path().join(".claude/settings.local.json").exists());
+
+    // Not on PATH: this binary's absolute path, in this machine's own settings, and it says so.
+    let repo = Repo::initialised();
+    let stdout = install_hooks_with_path(&repo, "/usr/bin:/bin");
+    assert!(
+        stdout.contains(".claude/settings.local.json") && stdout.contains("agency is not on PATH"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stop_command(&repo.path().join(".claude/settings.local.json")),
+        format!("{} hook", env!("CARGO_BIN_EXE_agency"))
+    );
+    assert!(!repo.path().join(".claude/settings.json").exists());
+}
+
 #[test]
 fn without_a_session_id_only_the_first_stop_is_blocked() {
     let repo = with_plan();
