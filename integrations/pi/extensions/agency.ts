@@ -44,6 +44,7 @@ import {
   loopVerdict,
   planPrompt,
   planWidget,
+  sessionModelArgs,
   subgoalCommand,
   gateToolName,
   gateVerdict,
@@ -65,8 +66,17 @@ interface Ran {
   failure?: string;
 }
 
-/** Runs agency without a shell, `input` on its stdin. Never rejects: a failure is in `failure`. */
-function runAgency(args: string[], input: string, cwd: string, timeoutMs: number): Promise<Ran> {
+/**
+ * Runs agency without a shell, `input` on its stdin, `env` added to its environment. Never rejects: a
+ * failure is in `failure`.
+ */
+function runAgency(
+  args: string[],
+  input: string,
+  cwd: string,
+  timeoutMs: number,
+  env: Record<string, string> = {},
+): Promise<Ran> {
   return new Promise((resolve) => {
     let stdout = "";
     let stderr = "";
@@ -79,7 +89,7 @@ function runAgency(args: string[], input: string, cwd: string, timeoutMs: number
     };
     let child: ReturnType<typeof spawn>;
     try {
-      child = spawn(AGENCY, args, { cwd, stdio: ["pipe", "pipe", "pipe"] });
+      child = spawn(AGENCY, args, { cwd, env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "pipe"] });
     } catch (err) {
       resolve({ code: null, stdout, stderr, failure: `cannot start ${AGENCY}: ${String(err)}` });
       return;
@@ -119,6 +129,22 @@ async function askMainModel(prompt: string, ctx: any): Promise<string> {
   } catch {
     return "";
   }
+}
+
+/**
+ * The session's current model for `agency goal complete` (the default sign-off judge, seed 002 D11):
+ * `--session-model …` arguments and its key in AGENCY_SESSION_MODEL_KEY. Nothing when pi runs no model.
+ */
+async function sessionModel(ctx: any): Promise<{ args: string[]; env: Record<string, string> }> {
+  const model = ctx.model;
+  let key: string | undefined;
+  try {
+    const auth = model ? await ctx.modelRegistry.getApiKeyAndHeaders(model) : undefined;
+    if (auth?.ok && auth.apiKey) key = auth.apiKey;
+  } catch {
+    key = undefined;
+  }
+  return sessionModelArgs(model, key);
 }
 
 function sessionId(ctx: any): string | undefined {
@@ -328,7 +354,11 @@ export default function agency(pi: ExtensionAPI) {
       // The session's judge, when `/judge model` chose one.
       const session = sessionId(ctx);
       if (session !== undefined) args.push("--session", session);
-      return textResult(await runAgency(args, "", ctx.cwd, SIGNOFF_TIMEOUT_MS));
+      // Otherwise the session's current model judges (seed 002, D11): its id, protocol and endpoint as
+      // arguments, its key in the environment (never on a command line other processes can read).
+      const { args: modelArgs, env } = await sessionModel(ctx);
+      args.push(...modelArgs);
+      return textResult(await runAgency(args, "", ctx.cwd, SIGNOFF_TIMEOUT_MS, env));
     },
   });
 

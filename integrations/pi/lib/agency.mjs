@@ -137,7 +137,7 @@ export function loopReport(ran) {
     `open goals: ${open}`,
   ];
   if (state.paused_because) lines.push(`paused: ${state.paused_because}`);
-  lines.push(`sign-off judge: ${state.judge_model ?? "team.yaml's signoff judge"}`);
+  lines.push(`sign-off judge: ${state.judge_model ?? "the session's model"}`);
   const report = { ok: true, text: lines.join("\n") };
   if (typeof state.continuation === "string") report.continuation = state.continuation;
   return report;
@@ -244,4 +244,18 @@ export function draftArgs(params) {
 export function addedGoalId(stdout) {
   const match = /^added\s+(\S+) to /m.exec(stdout ?? "");
   return match ? match[1] : undefined;
+}
+
+/**
+ * pi's current model (`{id, api, baseUrl}`) and its key as `agency goal complete`'s session-model arguments
+ * and environment: the judge by default (seed 002, D11). The key goes in the environment only. No model, or
+ * one without an id, protocol or endpoint: nothing, and agency uses team.yaml's judge.
+ */
+export function sessionModelArgs(model, key) {
+  const id = model?.id;
+  const api = model?.api;
+  const url = model?.baseUrl;
+  if (![id, api, url].every((v) => typeof v === "string" && v !== "")) return { args: [], env: {} };
+  const args = ["--session-model", id, "--session-model-api", api, "--session-model-url", url];
+  return { args, env: typeof key === "string" && key !== "" ? { AGENCY_SESSION_MODEL_KEY: key } : {} };
 }

@@ -21,6 +21,7 @@ import {
   loopReport,
   loopVerdict,
   planWidget,
+  sessionModelArgs,
   subgoalCommand,
 } from "../lib/agency.mjs";
 
@@ -137,7 +138,7 @@ test("the loop's state is shown, with the continuation to send", () => {
   };
   assert.deepEqual(loopReport(ran({ stdout: JSON.stringify(state) })), {
     ok: true,
-    text: "goal loop on: 1 of 8 continuations used this turn\nopen goals: fix-1\nsign-off judge: team.yaml's signoff judge",
+    text: "goal loop on: 1 of 8 continuations used this turn\nopen goals: fix-1\nsign-off judge: the session's model",
     continuation: "keep working",
   });
   const paused = { ...state, loop: "paused", open_goals: [], paused_because: "paused by the user", continuation: null };
@@ -202,4 +203,18 @@ test("plan mode reads, drafts open goals through agency goal add, and names the 
   assert.deepEqual(draftArgs({ title: "T", done_when: "d", verify: " " }), ["goal", "add", "T", "--done-when", "d", "--status", "open"]);
   assert.equal(addedGoalId("added      cache-1 to plan.md\nnote       commit plan.md now"), "cache-1");
   assert.equal(addedGoalId("error: no"), undefined);
+});
+
+test("the session's model goes to agency goal complete, its key only in the environment", () => {
+  const model = { id: "claude-x", api: "anthropic-messages", baseUrl: "http://127.0.0.1:9" };
+  const { args, env } = sessionModelArgs(model, "sk-secret");
+  assert.deepEqual(args, [
+    "--session-model", "claude-x", "--session-model-api", "anthropic-messages", "--session-model-url", "http://127.0.0.1:9",
+  ]);
+  assert.deepEqual(env, { AGENCY_SESSION_MODEL_KEY: "sk-secret" });
+  assert.ok(!args.includes("sk-secret"));
+  assert.deepEqual(sessionModelArgs(model, undefined).env, {});
+  for (const missing of [undefined, {}, { ...model, baseUrl: "" }, { ...model, api: undefined }]) {
+    assert.deepEqual(sessionModelArgs(missing, "k"), { args: [], env: {} });
+  }
 });

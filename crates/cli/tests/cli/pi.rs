@@ -263,6 +263,73 @@ fn pi_signs_a_goal_off_with_complete_goal_rejected_then_accepted() {
     assert!(first.contains("[fix-the-value-1] Fix the value"), "{first}");
 }
 
+#[test]
+fn complete_goal_is_judged_by_the_session_s_own_model_by_default() {
+    if !e2e_client("pi") {
+        return;
+    }
+    // team.yaml names no provider the fake server answers for: a judge from there could not be reached.
+    let repo = Repo::initialised();
+    let server = FakeAnthropic::start(Vec::new()).expect("fake server");
+    server.set_rule(
+        "Commit under review:",
+        vec![Reply::text(
+            "value.txt says fixed.\nVERDICT: accept\nmissing: none",
+        )],
+    );
+    std::fs::write(repo.path().join("value.txt"), "broken\n").unwrap();
+    repo.git(&["add", "value.txt"]);
+    repo.git(&["commit", "-q", "-m", "broken value"]);
+    repo.agency(&[
+        "goal",
+        "add",
+        "Fix the value",
+        "--done-when",
+        "value.txt says fixed",
+    ])
+    .success();
+    repo.git(&["add", "plan.md"]);
+    repo.git(&["commit", "-q", "-m", "plan: fix the value"]);
+    server.set_script(vec![
+        Reply::tool_use(
+            "bash",
+            json!({"command": "echo fixed > value.txt && git add value.txt && git commit -q -m 'fix the value'"}),
+        ),
+        Reply::tool_use(
+            "CompleteGoal",
+            json!({"id": "fix-the-value-1", "evidence": "value.txt says fixed", "paths": ["value.txt"]}),
+        ),
+        Reply::text("Signed off."),
+    ]);
+    pi(&repo, &server, "fix the value and sign the goal off", &[]);
+
+    let results = tool_results(&server);
+    let signed = results
+        .iter()
+        .find(|r| r.contains("accepted   fix-the-value-1"))
+        .unwrap_or_else(|| panic!("no accepted sign-off reached pi's model: {results:#?}"));
+    assert!(
+        signed.contains("(judge fake-model, the session's model)"),
+        "{signed}"
+    );
+    // The judge's request went to pi's endpoint, named pi's model and carried pi's key for it.
+    let judged: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body.to_string().contains("Commit under review:"))
+        .collect();
+    assert!(!judged.is_empty(), "the judge was never asked");
+    for request in &judged {
+        assert_eq!(request.body["model"], "fake-model");
+        assert_eq!(
+            request.headers.get("x-api-key").map(String::as_str),
+            Some("dummy")
+        );
+    }
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(plan.contains("fix-the-value-1 signed off at "), "{plan}");
+}
+
 const FIXED: &str = "\"\"\"Split a list into pages for display.\"\"\"\n\n\ndef page(items, number, size):\n    \
 \"\"\"Return page `number` (counted from 1) of `items`, `size` items per page.\"\"\"\n    \
 start = (number - 1) * size\n    return items[start:start + size]\n\n\ndef page_count(items, size):\n    \

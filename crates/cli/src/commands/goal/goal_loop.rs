@@ -68,6 +68,10 @@ pub struct JudgeArgs {
     pub session: Option<String>,
 }
 
+/// The sign-off judge when the session chose none (seed 002, D11).
+const DEFAULT_JUDGE: &str =
+    "the session's model when the client passes it (pi does), else team.yaml's signoff judge";
+
 /// Runs `agency goal loop`.
 pub fn run(ctx: &Context, plan: &PlanFile, args: LoopArgs) -> CommandResult {
     let session_id = args
@@ -178,10 +182,7 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: LoopArgs) -> CommandResult {
     }
     println!(
         "judge      {}",
-        session
-            .judge_model
-            .as_deref()
-            .unwrap_or("team.yaml's signoff judge")
+        session.judge_model.as_deref().unwrap_or(DEFAULT_JUDGE)
     );
     if let Some(text) = continuation {
         println!("\n{text}");
@@ -259,7 +260,7 @@ pub fn judge(ctx: &Context, plan: &PlanFile, args: JudgeArgs) -> CommandResult {
     }
     match &session.judge_model {
         Some(model) => println!("sign-off judge for session {session_id}: {model}"),
-        None => println!("sign-off judge for session {session_id}: team.yaml's signoff judge"),
+        None => println!("sign-off judge for session {session_id}: {DEFAULT_JUDGE}"),
     }
     Ok(())
 }
