@@ -1,5 +1,5 @@
 //! `agency goal install-hooks`: registers `agency hook` for the goal events (SessionStart, PostCompact,
-//! PostToolUse, Stop) in a Claude Code settings file, or a Codex `hooks.json` (same format), keeping
+//! PostToolUse, Stop, UserPromptSubmit) in a Claude Code settings file, or a Codex `hooks.json` (same format), keeping
 //! everything else in it. A second install replaces agency's earlier entries instead of adding more.
 
 use std::path::{Path, PathBuf};
@@ -11,7 +11,13 @@ use crate::commands::hook::ClaudeTarget;
 use crate::error::{CommandError, CommandResult};
 
 /// The events the goal hooks answer.
-pub const GOAL_EVENTS: [&str; 4] = ["SessionStart", "PostCompact", "PostToolUse", "Stop"];
+pub const GOAL_EVENTS: [&str; 5] = [
+    "SessionStart",
+    "PostCompact",
+    "PostToolUse",
+    "Stop",
+    "UserPromptSubmit",
+];
 
 /// `agency goal install-hooks [--settings FILE] [--command CMD]`
 #[derive(Debug, clap::Args)]
@@ -101,8 +107,10 @@ pub fn merge(settings: &mut Value, command: &str) -> Result<(), String> {
             .as_array_mut()
             .ok_or_else(|| format!("\"hooks.{event}\" is not a list"))?;
         list.retain(|entry| !is_ours(entry));
-        // The Stop hook may run `git` and read the blackboard; give it room.
-        list.push(json!({"hooks": [{"type": "command", "command": command, "timeout": 30}]}));
+        // The Stop hook may run `git`, read the blackboard and ask the loop judge (20 s at most, so that
+        // the hook never times out: a timed-out Stop hook lets the session stop).
+        let timeout = if event == "Stop" { 60 } else { 30 };
+        list.push(json!({"hooks": [{"type": "command", "command": command, "timeout": timeout}]}));
     }
     Ok(())
 }

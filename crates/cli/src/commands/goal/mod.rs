@@ -7,6 +7,7 @@ mod edit;
 pub mod goal_loop;
 pub mod hooks;
 pub mod install;
+pub mod loop_judge;
 pub mod plan_file;
 pub mod records;
 pub mod session;
