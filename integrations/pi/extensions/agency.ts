@@ -17,7 +17,7 @@
  *   message, the cheap loop judge (the session's own model, prompt and verdict from agency, fail-open) may
  *   pause the loop. In plan mode the drafts are reviewed instead.
  * - Commands: `/plan <objective>` (plan mode: read-only tools and `DraftGoal`, then Ready / Edit / Cancel and
- *   the compact offer), `/plan` (the task-list widget), `/goal` and `/goal pause | resume | clear | status`
+ *   the compact offer), `/plan` (the task-list widget, then archive completed / cancel a goal), `/goal` and `/goal pause | resume | clear | status`
  *   (`agency goal loop`), `/goal log`, `/subgoal [@id] <text>`, `/judge model <provider/model>`.
  *
  * The pure part (reading agency's answers, the widget, argument parsing) is `../lib/agency.mjs`, tested with
@@ -33,6 +33,7 @@ import { complete } from "@mariozechner/pi-ai";
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { Type } from "typebox";
 import {
+  PLAN_ACTIONS,
   PLAN_MODE_TOOLS,
   addedGoalId,
   agencyText,
@@ -43,6 +44,7 @@ import {
   loopReport,
   loopVerdict,
   planPrompt,
+  planActions,
   planWidget,
   sessionModelArgs,
   subgoalCommand,
@@ -406,8 +408,31 @@ export default function agency(pi: ExtensionAPI) {
     ctx.ui.notify(agencyText(ran) || "(nothing)", ran.code === 0 ? "info" : "error");
   };
 
+  /** Shows the task-list widget; returns `agency goal list --json`'s answer, or undefined when it failed. */
+  const showPlan = async (ctx: any): Promise<any> => {
+    const ran = await runAgency(["goal", "list", "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS);
+    let list: any;
+    let lines: string[];
+    try {
+      list = ran.code === 0 ? JSON.parse(ran.stdout) : undefined;
+      lines = list !== undefined ? planWidget(list) : [agencyText(ran)];
+    } catch {
+      lines = [`agency goal list: unreadable answer: ${ran.stdout.trim().slice(0, 200)}`];
+    }
+    if (list === undefined) {
+      ctx.ui.notify(lines.join("\n"), "error");
+      return undefined;
+    }
+    // Above the editor until the next /plan; the same text as a notice where there is no widget area.
+    ctx.ui.setWidget("agency-plan", lines);
+    ctx.ui.notify(lines.join("\n"), "info");
+    return list;
+  };
+
   pi.registerCommand("plan", {
-    description: "The task list: goals with status and subtasks, signed-off ones hidden, unsigned done flagged",
+    description:
+      "/plan: the task list (goals with status and subtasks, signed-off ones hidden, unsigned done flagged), then " +
+      "archive completed or cancel a goal; /plan <objective>: plan mode",
     handler: async (args, ctx) => {
       const objective = (args ?? "").trim();
       if (objective !== "") {
@@ -422,20 +447,27 @@ export default function agency(pi: ExtensionAPI) {
         else pi.sendUserMessage(planPrompt(objective), { deliverAs: "followUp" });
         return;
       }
-      const ran = await runAgency(["goal", "list", "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS);
-      let lines: string[];
-      try {
-        lines = ran.code === 0 ? planWidget(JSON.parse(ran.stdout)) : [agencyText(ran)];
-      } catch {
-        lines = [`agency goal list: unreadable answer: ${ran.stdout.trim().slice(0, 200)}`];
+      const list = await showPlan(ctx);
+      if (list === undefined || !ctx.hasUI) return;
+      // The widget's actions (seed 002 §7): archive the finished goals, cancel one.
+      const { options, cancellable } = planActions(list);
+      if (options.length === 1) return;
+      const choice = await ctx.ui.select("agency plan", options);
+      if (typeof choice !== "string" || choice === PLAN_ACTIONS.close) return;
+      if (choice.startsWith(PLAN_ACTIONS.archive)) {
+        await show(["goal", "archive"], ctx);
+      } else if (choice === PLAN_ACTIONS.cancel) {
+        const label = await ctx.ui.select("Cancel which goal?", Object.keys(cancellable));
+        const id = typeof label === "string" ? cancellable[label] : undefined;
+        if (id === undefined) return;
+        const reason = await ctx.ui.input(`Why is ${id} cancelled?`, "");
+        if (typeof reason !== "string" || reason.trim() === "") {
+          ctx.ui.notify(`${id} not cancelled: a cancellation needs a reason for the log`, "warning");
+          return;
+        }
+        await show(["goal", "cancel", id, "--reason", reason.trim()], ctx);
       }
-      if (ran.code !== 0) {
-        ctx.ui.notify(lines.join("\n"), "error");
-        return;
-      }
-      // Above the editor until the next /plan; the same text as a notice where there is no widget area.
-      ctx.ui.setWidget("agency-plan", lines);
-      ctx.ui.notify(lines.join("\n"), "info");
+      await showPlan(ctx);
     },
   });
 

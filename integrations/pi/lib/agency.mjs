@@ -172,8 +172,8 @@ export function subgoalCommand(args) {
 
 /**
  * The task-list widget's lines from `agency goal list --json` (seed 002 §7): each goal not finished with its
- * status and subtask checkboxes; goals done with a sign-off, and cancelled ones, counted as hidden; a goal
- * done without a sign-off flagged, never hidden.
+ * status and subtask checkboxes; goals done with a sign-off, and cancelled ones, counted as hidden, archived
+ * ones (under `## Archive`) as archived; a goal done without a sign-off flagged, never hidden.
  */
 export function planWidget(list) {
   const goals = Array.isArray(list?.goals) ? list.goals : [];
@@ -181,11 +181,17 @@ export function planWidget(list) {
   const lines = [];
   let doneHidden = 0;
   let cancelledHidden = 0;
+  let archived = 0;
   const counts = {};
   for (const goal of goals) {
     const status = goal.status ?? "?";
-    counts[status] = (counts[status] ?? 0) + 1;
     const name = `[${goal.id ?? "no id"}] ${goal.title}`;
+    // Archived goals are counted apart; one done without a sign-off is flagged even there.
+    if (goal.archived && !(status === "done" && !goal.signed)) {
+      archived += 1;
+      continue;
+    }
+    counts[status] = (counts[status] ?? 0) + 1;
     if (status === "done" && goal.signed) {
       doneHidden += 1;
       continue;
@@ -208,6 +214,7 @@ export function planWidget(list) {
   const hidden = [];
   if (doneHidden > 0) hidden.push(`${doneHidden} done hidden`);
   if (cancelledHidden > 0) hidden.push(`${cancelledHidden} cancelled hidden`);
+  if (archived > 0) hidden.push(`${archived} archived`);
   return [`${list.plan ?? "plan.md"}: ${summary.join(", ")}${hidden.length > 0 ? ` · ${hidden.join(", ")}` : ""}`, ...lines];
 }
 
@@ -258,4 +265,29 @@ export function sessionModelArgs(model, key) {
   if (![id, api, url].every((v) => typeof v === "string" && v !== "")) return { args: [], env: {} };
   const args = ["--session-model", id, "--session-model-api", api, "--session-model-url", url];
   return { args, env: typeof key === "string" && key !== "" ? { AGENCY_SESSION_MODEL_KEY: key } : {} };
+}
+
+/** The `/plan` widget's actions (seed 002 §7): close, archive the finished goals, cancel one. */
+export const PLAN_ACTIONS = Object.freeze({ close: "Close", archive: "Archive completed", cancel: "Cancel a goal" });
+
+/**
+ * What `/plan` offers after the widget, from `agency goal list --json`: `{options, cancellable}`. "Archive
+ * completed" only when a signed-off or cancelled goal is outside the archive, "Cancel a goal" only when a
+ * goal is open or active; `cancellable` maps each choice's label to its goal id.
+ */
+export function planActions(list) {
+  const goals = Array.isArray(list?.goals) ? list.goals : [];
+  const finished = goals.filter(
+    (g) => !g.archived && (g.status === "cancelled" || (g.status === "done" && g.signed)),
+  ).length;
+  const cancellable = {};
+  for (const goal of goals) {
+    if ((goal.status === "open" || goal.status === "active") && typeof goal.id === "string") {
+      cancellable[`[${goal.id}] ${goal.title}`] = goal.id;
+    }
+  }
+  const options = [PLAN_ACTIONS.close];
+  if (finished > 0) options.push(`${PLAN_ACTIONS.archive} (${finished})`);
+  if (Object.keys(cancellable).length > 0) options.push(PLAN_ACTIONS.cancel);
+  return { options, cancellable };
 }

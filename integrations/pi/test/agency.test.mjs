@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
+  PLAN_ACTIONS,
   PLAN_MODE_TOOLS,
   addedGoalId,
   agencyText,
@@ -20,6 +21,7 @@ import {
   lastAssistantText,
   loopReport,
   loopVerdict,
+  planActions,
   planWidget,
   sessionModelArgs,
   subgoalCommand,
@@ -217,4 +219,29 @@ test("the session's model goes to agency goal complete, its key only in the envi
   for (const missing of [undefined, {}, { ...model, baseUrl: "" }, { ...model, api: undefined }]) {
     assert.deepEqual(sessionModelArgs(missing, "k"), { args: [], env: {} });
   }
+});
+
+test("/plan offers archive only for finished goals outside the archive, and cancel only for open work", () => {
+  const list = {
+    plan: "plan.md",
+    goals: [
+      { id: "a-1", title: "A", status: "active", signed: false },
+      { id: "c-1", title: "C", status: "cancelled", signed: false },
+      { id: "d-1", title: "D", status: "done", signed: true },
+      { id: "h-1", title: "H", status: "done", signed: false },
+      { id: "old-1", title: "Old", status: "done", signed: true, archived: true },
+    ],
+  };
+  const { options, cancellable } = planActions(list);
+  assert.deepEqual(options, ["Close", "Archive completed (2)", "Cancel a goal"]);
+  assert.deepEqual(cancellable, { "[a-1] A": "a-1" });
+  assert.deepEqual(planActions({ goals: [] }).options, [PLAN_ACTIONS.close]);
+  assert.deepEqual(
+    planWidget(list),
+    [
+      "plan.md: 1 active, 2 done, 1 cancelled · 1 done hidden, 1 cancelled hidden, 1 archived",
+      "● [a-1] A (active)",
+      "! [h-1] H: done WITHOUT a sign-off (UNSIGNED)",
+    ],
+  );
 });

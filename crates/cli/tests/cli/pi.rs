@@ -776,7 +776,7 @@ fn subgoal_adds_a_subtask_and_plan_shows_the_task_list_widget() {
         &repo,
         &server,
         &["/subgoal add a regression test", "/plan"],
-        &[],
+        &[json!({"value": "Close"})],
         &[],
     );
     let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
@@ -795,6 +795,66 @@ fn subgoal_adds_a_subtask_and_plan_shows_the_task_list_widget() {
         "{widget}"
     );
     // No model call: both are commands.
+    assert!(server.message_requests().is_empty());
+}
+
+#[test]
+fn the_plan_widget_archives_finished_goals_and_cancels_one() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = repo_with_an_active_goal();
+    repo.agency(&["goal", "add", "Old idea", "--done-when", "never"])
+        .success();
+    repo.agency(&["goal", "cancel", "old-idea-1", "--reason", "superseded"])
+        .success();
+    let server = FakeAnthropic::start(Vec::new()).expect("fake server");
+    let events = pi_rpc_events(
+        &repo,
+        &server,
+        &["/plan", "/plan"],
+        &[
+            json!({"value": "Archive completed (1)"}),
+            json!({"value": "Cancel a goal"}),
+            json!({"value": "[fix-the-value-1] Fix the value"}),
+            json!({"value": "not needed after all"}),
+        ],
+        &[],
+    );
+    let selects: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "extension_ui_request" && e["method"] == "select")
+        .collect();
+    assert_eq!(
+        selects[0]["options"],
+        json!(["Close", "Archive completed (1)", "Cancel a goal"]),
+        "{selects:#?}"
+    );
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    // The cancelled goal moved, whole, under ## Archive at the end; the log says so.
+    let (live, archived) = plan
+        .split_once("## Archive\n")
+        .unwrap_or_else(|| panic!("{plan}"));
+    assert!(
+        archived.contains("## Goal: Old idea\n<!-- id: old-idea-1 -->\nstatus: cancelled"),
+        "{plan}"
+    );
+    assert!(!live.contains("old-idea-1 -->"), "{plan}");
+    assert!(live.contains("archived old-idea-1"), "{plan}");
+    // Then the widget's cancel: the active goal is cancelled with the reason given.
+    assert!(
+        live.contains("fix-the-value-1 cancelled: not needed after all"),
+        "{plan}"
+    );
+    let widgets: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "extension_ui_request" && e["method"] == "setWidget")
+        .collect();
+    assert_eq!(
+        widgets.last().unwrap()["widgetLines"][0],
+        "plan.md: 1 cancelled · 1 cancelled hidden, 1 archived",
+        "{widgets:#?}"
+    );
     assert!(server.message_requests().is_empty());
 }
 
