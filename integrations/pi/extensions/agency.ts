@@ -17,7 +17,8 @@
  *   message, the cheap loop judge (the session's own model, prompt and verdict from agency, fail-open) may
  *   pause the loop. In plan mode the drafts are reviewed instead.
  * - Commands: `/plan <objective>` (plan mode: read-only tools and `DraftGoal`, then Ready / Edit / Cancel and
- *   the compact offer), `/plan` (the task-list widget, then archive completed / cancel a goal), `/goal` and `/goal pause | resume | clear | status`
+ *   the compact offer, on the sticky plan-phase model `/plan-model` chose), `/plan` (the task-list widget, then
+ *   archive completed / cancel a goal), `/goal` and `/goal pause | resume | clear | status`
  *   (`agency goal loop`), `/goal log`, `/subgoal [@id] <text>`, `/judge model <provider/model>`.
  *
  * The pure part (reading agency's answers, the widget, argument parsing) is `../lib/agency.mjs`, tested with
@@ -29,8 +30,10 @@
  */
 
 import { spawn } from "node:child_process";
+import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { complete } from "@mariozechner/pi-ai";
-import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+import { getAgentDir, type ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { Type } from "typebox";
 import {
   PLAN_ACTIONS,
@@ -45,7 +48,9 @@ import {
   loopVerdict,
   planPrompt,
   planActions,
+  planModelCommand,
   planWidget,
+  readPlanModel,
   sessionModelArgs,
   subgoalCommand,
   gateToolName,
@@ -149,6 +154,30 @@ async function sessionModel(ctx: any): Promise<{ args: string[]; env: Record<str
   return sessionModelArgs(model, key);
 }
 
+/** Where the extension keeps its sticky choices (the plan-phase model): agency.json in pi's agent directory. */
+const SETTINGS_FILE = () => join(getAgentDir(), "agency.json");
+
+function readSettings(): string {
+  try {
+    return readFileSync(SETTINGS_FILE(), "utf8");
+  } catch {
+    return "";
+  }
+}
+
+function writeSettings(changes: Record<string, unknown>) {
+  let settings: Record<string, unknown> = {};
+  try {
+    const parsed = JSON.parse(readSettings());
+    if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) settings = parsed;
+  } catch {
+    settings = {};
+  }
+  const next = { ...settings, ...changes };
+  mkdirSync(getAgentDir(), { recursive: true });
+  writeFileSync(SETTINGS_FILE(), `${JSON.stringify(next, null, 2)}\n`);
+}
+
 function sessionId(ctx: any): string | undefined {
   try {
     return ctx.sessionManager?.getSessionId?.();
@@ -170,8 +199,11 @@ export default function agency(pi: ExtensionAPI) {
   let injected: string | undefined;
   /** Whether the running turn was started by the Stop hook (Claude Code's `stop_hook_active`). */
   let continuing = false;
-  /** Plan mode (`/plan <objective>`): the goals drafted so far and the tools to give back afterwards. */
-  let planning: { objective: string; drafted: string[]; tools: string[] } | undefined;
+  /**
+   * Plan mode (`/plan <objective>`): the goals drafted so far, the tools to give back afterwards, and the
+   * session's model when plan mode switched to the plan-phase model (given back too).
+   */
+  let planning: { objective: string; drafted: string[]; tools: string[]; model?: any } | undefined;
 
   const hook = (event: Record<string, unknown>, ctx: any) =>
     runAgency(
@@ -232,10 +264,13 @@ export default function agency(pi: ExtensionAPI) {
     return undefined;
   });
 
-  /** Ends plan mode: the tools as they were before it. */
-  const leavePlanMode = () => {
-    if (planning !== undefined) pi.setActiveTools(planning.tools);
+  /** Ends plan mode: the tools, and the model, as they were before it. */
+  const leavePlanMode = async () => {
+    const plan = planning;
     planning = undefined;
+    if (plan === undefined) return;
+    pi.setActiveTools(plan.tools);
+    if (plan.model !== undefined) await pi.setModel(plan.model);
   };
 
   /** Cancels the drafted goals (logged in plan.md), for Edit (they are drafted again) and Cancel. */
@@ -249,7 +284,7 @@ export default function agency(pi: ExtensionAPI) {
     if (plan === undefined) return;
     if (plan.drafted.length === 0) {
       ctx.ui.notify("agency plan mode: no goal was drafted; plan mode ended", "warning");
-      leavePlanMode();
+      await leavePlanMode();
       return;
     }
     const choice = await ctx.ui.select(
@@ -270,12 +305,12 @@ export default function agency(pi: ExtensionAPI) {
     }
     if (choice !== "Ready") {
       await dropDrafts(plan.drafted, "plan not agreed", ctx.cwd);
-      leavePlanMode();
+      await leavePlanMode();
       ctx.ui.notify("agency plan mode: cancelled; the drafted goals are cancelled in plan.md", "info");
       return;
     }
     const agreed = await runAgency(["goal", "agree", ...plan.drafted], "", ctx.cwd, HOOK_TIMEOUT_MS);
-    leavePlanMode();
+    await leavePlanMode();
     if (agreed.code !== 0) {
       ctx.ui.notify(agencyText(agreed), "error");
       return;
@@ -442,7 +477,21 @@ export default function agency(pi: ExtensionAPI) {
         }
         planning = { objective, drafted: [], tools: pi.getActiveTools() };
         pi.setActiveTools([...PLAN_MODE_TOOLS]);
-        ctx.ui.notify("agency plan mode: read-only; the agent drafts goals for your review", "info");
+        // The plan-phase model (seed 002 D12), when one is set: for this phase only.
+        const chosen = readPlanModel(readSettings());
+        let on = "the session's model";
+        if (chosen !== undefined) {
+          const { provider, id } = planModelCommand(chosen);
+          const model = ctx.modelRegistry.find(provider, id);
+          const before = ctx.model;
+          if (model !== undefined && (await pi.setModel(model))) {
+            planning.model = before;
+            on = `the plan-phase model ${chosen}`;
+          } else {
+            ctx.ui.notify(`agency plan mode: the plan-phase model ${chosen} is not available (no such model, or no key); planning on the session's model`, "warning");
+          }
+        }
+        ctx.ui.notify(`agency plan mode: read-only, on ${on}; the agent drafts goals for your review`, "info");
         if (ctx.isIdle()) pi.sendUserMessage(planPrompt(objective));
         else pi.sendUserMessage(planPrompt(objective), { deliverAs: "followUp" });
         return;
@@ -468,6 +517,28 @@ export default function agency(pi: ExtensionAPI) {
         await show(["goal", "cancel", id, "--reason", reason.trim()], ctx);
       }
       await showPlan(ctx);
+    },
+  });
+
+  pi.registerCommand("plan-model", {
+    description: "/plan-model <provider/model>: the model plan mode runs on, kept for later sessions; /plan-model reset",
+    handler: async (args, ctx) => {
+      const command = planModelCommand(args);
+      if (command === undefined) {
+        ctx.ui.notify("usage: /plan-model, /plan-model <provider/model>, /plan-model reset", "error");
+        return;
+      }
+      if (command.provider !== undefined) {
+        if (ctx.modelRegistry.find(command.provider, command.id) === undefined) {
+          ctx.ui.notify(`/plan-model: pi knows no model ${command.provider}/${command.id} (see pi --list-models)`, "error");
+          return;
+        }
+        writeSettings({ planModel: `${command.provider}/${command.id}` });
+      } else if (command.reset) {
+        writeSettings({ planModel: undefined });
+      }
+      const chosen = readPlanModel(readSettings());
+      ctx.ui.notify(`agency plan mode runs on ${chosen ?? "the session's model"} (${SETTINGS_FILE()})`, "info");
     },
   });
 

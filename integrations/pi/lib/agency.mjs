@@ -291,3 +291,27 @@ export function planActions(list) {
   if (Object.keys(cancellable).length > 0) options.push(PLAN_ACTIONS.cancel);
   return { options, cancellable };
 }
+
+/**
+ * `/plan-model ARGS`: `{show: true}` (no argument), `{reset: true}`, or `{provider, id}` for
+ * `<provider>/<model id>` (the model id may itself contain `/`); `undefined` for anything else.
+ */
+export function planModelCommand(args) {
+  const words = (args ?? "").trim().split(/\s+/).filter((w) => w !== "");
+  if (words.length === 0) return { show: true };
+  if (words.length !== 1) return undefined;
+  if (words[0] === "reset") return { reset: true };
+  const slash = words[0].indexOf("/");
+  if (slash <= 0 || slash === words[0].length - 1) return undefined;
+  return { provider: words[0].slice(0, slash), id: words[0].slice(slash + 1) };
+}
+
+/** The sticky plan-phase model (seed 002 D12) from the settings file's text: `provider/id`, or undefined. */
+export function readPlanModel(text) {
+  try {
+    const value = JSON.parse(text ?? "")?.planModel;
+    return typeof value === "string" && planModelCommand(value)?.provider !== undefined ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -22,6 +22,8 @@ import {
   loopReport,
   loopVerdict,
   planActions,
+  planModelCommand,
+  readPlanModel,
   planWidget,
   sessionModelArgs,
   subgoalCommand,
@@ -244,4 +246,13 @@ test("/plan offers archive only for finished goals outside the archive, and canc
       "! [h-1] H: done WITHOUT a sign-off (UNSIGNED)",
     ],
   );
+});
+
+test("/plan-model takes provider/model, reset, or nothing; the sticky file is read defensively", () => {
+  assert.deepEqual(planModelCommand(""), { show: true });
+  assert.deepEqual(planModelCommand(" reset "), { reset: true });
+  assert.deepEqual(planModelCommand("openrouter/anthropic/claude-x"), { provider: "openrouter", id: "anthropic/claude-x" });
+  for (const bad of ["claude", "/x", "x/", "a/b c"]) assert.equal(planModelCommand(bad), undefined, bad);
+  assert.equal(readPlanModel('{"planModel": "fake/fake-planner"}'), "fake/fake-planner");
+  for (const bad of ["", "{", '{"planModel": 3}', '{"planModel": "nope"}', "null"]) assert.equal(readPlanModel(bad), undefined, bad);
 });

@@ -476,9 +476,10 @@ fn pi_rpc_events(
     use std::io::{BufRead, BufReader, Write};
     let home = repo.path().join(".agency/pi-home");
     std::fs::create_dir_all(&home).unwrap();
+    // A second model for the plan phase (`/plan-model`).
     let models = json!({"providers": {"fake": {
         "baseUrl": server.base_url(), "api": "anthropic-messages", "apiKey": "dummy",
-        "models": [{"id": "fake-model"}]
+        "models": [{"id": "fake-model"}, {"id": "fake-planner"}]
     }}});
     std::fs::write(home.join("models.json"), models.to_string()).unwrap();
     let mut child = Command::new("pi")
@@ -931,6 +932,49 @@ fn plan_mode_drafts_goals_read_only_and_ready_agrees_them_and_starts_the_loop() 
         std::fs::read_to_string(repo.path().join("value.txt")).unwrap(),
         "broken\n"
     );
+}
+
+#[test]
+fn plan_mode_runs_on_the_sticky_plan_phase_model_and_the_work_on_the_session_s() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = Repo::initialised();
+    let server = FakeAnthropic::start(vec![
+        Reply::tool_use(
+            "DraftGoal",
+            json!({"title": "Fix the value", "done_when": "value.txt says fixed",
+                   "failure_modes": ["fixed in a copy only"], "subtasks": []}),
+        ),
+        Reply::text("Drafted."),
+        Reply::text("Which spelling?"),
+    ])
+    .expect("fake server");
+    loop_judge_answers(&server, r#"{"done": true, "reason": "asks the user"}"#);
+    pi_rpc_events(
+        &repo,
+        &server,
+        &["/plan-model fake/fake-planner", "/plan fix the value"],
+        &[json!({"value": "Ready"}), json!({"confirmed": false})],
+        &[],
+    );
+    let models: Vec<Value> = server
+        .message_requests()
+        .iter()
+        .filter(|r| !r.to_string().contains("agency's loop judge"))
+        .map(|r| r["model"].clone())
+        .collect();
+    // Drafting (two requests) on the plan-phase model; after Ready, the work on the session's.
+    assert_eq!(
+        models,
+        [json!("fake-planner"), json!("fake-planner"), json!("fake-model")],
+        "{models:?}"
+    );
+    // Sticky: kept in pi's agent directory for the next session.
+    let kept = std::fs::read_to_string(repo.path().join(".agency/pi-home/agency.json")).unwrap();
+    assert!(kept.contains("\"planModel\": \"fake/fake-planner\""), "{kept}");
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(plan.contains("fix-the-value-1 agreed"), "{plan}");
 }
 
 #[test]
