@@ -16,7 +16,7 @@
  *   agency's stop budget and the session's loop state; before its reason is sent back as the next user
  *   message, the cheap loop judge (the session's own model, prompt and verdict from agency, fail-open) may
  *   pause the loop. In plan mode the drafts are reviewed instead.
- * - Commands: `/plan <objective>` (plan mode: read-only tools and `DraftGoal`, then Ready / Edit / Cancel and
+ * - Commands: `/plan <objective>` (plan mode: read-only tools and `DraftGoal`, then Ready / Edit / Edit by hand / Cancel and
  *   the compact offer, on the sticky plan-phase model `/plan-model` chose), `/plan` (the task-list widget, then
  *   archive completed / cancel a goal), `/goal` and `/goal pause | resume | clear | status`
  *   (`agency goal loop`), `/goal log`, `/subgoal [@id] <text>`, `/judge model <provider/model>`.
@@ -29,7 +29,7 @@
  * the runner, not a Stop hook, decides when it is finished.
  */
 
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { complete } from "@mariozechner/pi-ai";
@@ -113,6 +113,9 @@ function runAgency(
     child.stdin?.end(input);
   });
 }
+
+/** The plan review's hand edit ($EDITOR). */
+const EDIT_BY_HAND = "Edit by hand";
 
 /** How long the loop judge's one model call may take before the loop goes on without it. */
 const LOOP_JUDGE_TIMEOUT_MS = 60_000;
@@ -278,7 +281,75 @@ export default function agency(pi: ExtensionAPI) {
     for (const id of ids) await runAgency(["goal", "cancel", id, "--reason", reason], "", cwd, HOOK_TIMEOUT_MS);
   };
 
-  /** The review after a plan-mode run (seed 002 §3a): Ready / Edit / Cancel, then the compact offer. */
+  /**
+   * The review's hand edit (seed 002 §3a, `$EDITOR`): plan.md opens in `$VISUAL` or `$EDITOR` when one is set
+   * and pi runs in a terminal; otherwise, said so, in pi's own multi-line editor. Afterwards the drafts are
+   * those still in plan.md as `open` goals.
+   */
+  const editPlanByHand = async (ctx: any) => {
+    const plan = planning;
+    if (plan === undefined) return;
+    const ran = await runAgency(["goal", "list", "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS);
+    let path: string | undefined;
+    try {
+      path = ran.code === 0 ? JSON.parse(ran.stdout).path : undefined;
+    } catch {
+      path = undefined;
+    }
+    if (typeof path !== "string") {
+      ctx.ui.notify(`agency plan mode: cannot find plan.md: ${agencyText(ran)}`, "error");
+      return;
+    }
+    const editor = process.env.VISUAL || process.env.EDITOR;
+    if (editor && process.stdin.isTTY && process.stdout.isTTY) {
+      const ok = await ctx.ui.custom((tui: any, _theme: any, _keys: any, done: (ok: boolean) => void) => {
+        setImmediate(() => {
+          let status: number | null = null;
+          try {
+            tui.stop();
+            const [command, ...args] = editor.split(" ");
+            status = spawnSync(command, [...args, path as string], { stdio: "inherit" }).status;
+          } finally {
+            tui.start();
+            tui.requestRender(true);
+            done(status === 0);
+          }
+        });
+        return { render: () => [], invalidate: () => {} };
+      });
+      if (!ok) ctx.ui.notify(`agency plan mode: ${editor} did not exit cleanly; plan.md is as it left it`, "warning");
+    } else {
+      ctx.ui.notify(
+        editor
+          ? "agency plan mode: pi has no terminal to run $EDITOR in, so plan.md is edited here"
+          : "agency plan mode: neither $VISUAL nor $EDITOR is set, so plan.md is edited here",
+        "info",
+      );
+      let before: string;
+      try {
+        before = readFileSync(path, "utf8");
+      } catch (err) {
+        ctx.ui.notify(`agency plan mode: cannot read ${path}: ${String(err)}`, "error");
+        return;
+      }
+      const after = await ctx.ui.editor("plan.md (the drafts are the goals with status: open)", before);
+      if (typeof after !== "string" || after === before) return;
+      writeFileSync(path, after.endsWith("\n") ? after : `${after}\n`);
+    }
+    const listed = await runAgency(["goal", "list", "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS);
+    try {
+      const open = new Set(
+        JSON.parse(listed.stdout)
+          .goals.filter((g: any) => g.status === "open")
+          .map((g: any) => g.id),
+      );
+      plan.drafted = plan.drafted.filter((id) => open.has(id));
+    } catch {
+      ctx.ui.notify(`agency plan mode: plan.md cannot be read after the edit: ${agencyText(listed)}`, "error");
+    }
+  };
+
+  /** The review after a plan-mode run (seed 002 §3a): Ready / Edit / Edit by hand / Cancel, then the compact offer. */
   const reviewPlan = async (ctx: any) => {
     const plan = planning;
     if (plan === undefined) return;
@@ -289,8 +360,12 @@ export default function agency(pi: ExtensionAPI) {
     }
     const choice = await ctx.ui.select(
       `agency plan: ${plan.drafted.length} goal(s) drafted in plan.md (${plan.drafted.join(", ")}). Agree them?`,
-      ["Ready", "Edit", "Cancel"],
+      ["Ready", "Edit", EDIT_BY_HAND, "Cancel"],
     );
+    if (choice === EDIT_BY_HAND) {
+      await editPlanByHand(ctx);
+      return reviewPlan(ctx);
+    }
     if (choice === "Edit") {
       const change = await ctx.ui.input("What should change in the drafted goals?", "");
       // Nothing said: back to the review.

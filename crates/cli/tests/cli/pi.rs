@@ -978,6 +978,70 @@ fn plan_mode_runs_on_the_sticky_plan_phase_model_and_the_work_on_the_session_s()
 }
 
 #[test]
+fn plan_mode_edit_by_hand_without_an_editor_edits_plan_md_inline_and_says_so() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = Repo::initialised();
+    let server = FakeAnthropic::start(vec![
+        Reply::tool_use(
+            "DraftGoal",
+            json!({"title": "Fix the value", "done_when": "value.txt says fixed",
+                   "failure_modes": ["fixed in a copy only"], "subtasks": []}),
+        ),
+        Reply::text("Drafted."),
+        Reply::text("Which spelling?"),
+    ])
+    .expect("fake server");
+    loop_judge_answers(&server, r#"{"done": true, "reason": "asks the user"}"#);
+    // The user tightens done_when by hand.
+    let edited = "# Plan\n\n## Goal: Fix the value\n<!-- id: fix-the-value-1 -->\nstatus: open\n\
+                  done_when: value.txt says exactly fixed, one line\nfailure_modes:\n  - fixed in a copy only\n\n\
+                  ## Log\n- 2026-11-27 06:00  fix-the-value-1 added\n";
+    let events = pi_rpc_events(
+        &repo,
+        &server,
+        &["/plan fix the value"],
+        &[
+            json!({"value": "Edit by hand"}),
+            json!({"value": edited}),
+            json!({"value": "Ready"}),
+            json!({"confirmed": false}),
+        ],
+        &[("EDITOR", ""), ("VISUAL", "")],
+    );
+    let notices: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"] == "extension_ui_request" && e["method"] == "notify")
+        .filter_map(|e| e["message"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("neither $VISUAL nor $EDITOR is set, so plan.md is edited here")),
+        "{notices:#?}"
+    );
+    let editor = events
+        .iter()
+        .find(|e| e["type"] == "extension_ui_request" && e["method"] == "editor")
+        .unwrap_or_else(|| panic!("no editor dialog: {events:#?}"));
+    assert!(
+        editor["prefill"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("<!-- id: fix-the-value-1 -->"),
+        "{editor}"
+    );
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(
+        plan.contains("done_when: value.txt says exactly fixed, one line"),
+        "{plan}"
+    );
+    assert!(plan.contains("fix-the-value-1 agreed"), "{plan}");
+    assert!(plan.contains("status: active"), "{plan}");
+}
+
+#[test]
 fn plan_mode_cancel_withdraws_the_drafts() {
     if !e2e_client("pi") {
         return;

@@ -53,7 +53,10 @@ pub fn list_json(ctx: &Context, plan: &PlanFile) -> CommandResult {
             })
         })
         .collect();
-    println!("{}", serde_json::json!({"plan": plan.relative(), "goals": goals}));
+    println!(
+        "{}",
+        serde_json::json!({"plan": plan.relative(), "path": plan.path, "goals": goals})
+    );
     Ok(())
 }
 
