@@ -16,8 +16,9 @@
  *   agency's stop budget and the session's loop state; before its reason is sent back as the next user
  *   message, the cheap loop judge (the session's own model, prompt and verdict from agency, fail-open) may
  *   pause the loop. In plan mode the drafts are reviewed instead.
- * - Commands: `/plan <objective>` (plan mode: read-only tools and `DraftGoal`, then Ready / Edit / Cancel and
- *   the compact offer), `/plan` (the task-list widget), `/goal` and `/goal pause | resume | clear | status`
+ * - Commands: `/plan <objective>` (plan mode: read-only tools and `DraftGoal`, then Ready / Edit / Edit by hand / Cancel and
+ *   the compact offer, on the sticky plan-phase model `/plan-model` chose), `/plan` (the task-list widget, then
+ *   archive completed / cancel a goal), `/goal` and `/goal pause | resume | clear | status`
  *   (`agency goal loop`), `/goal log`, `/subgoal [@id] <text>`, `/judge model <provider/model>`.
  *
  * The pure part (reading agency's answers, the widget, argument parsing) is `../lib/agency.mjs`, tested with
@@ -28,11 +29,14 @@
  * the runner, not a Stop hook, decides when it is finished.
  */
 
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { complete } from "@mariozechner/pi-ai";
-import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+import { getAgentDir, type ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { Type } from "typebox";
 import {
+  PLAN_ACTIONS,
   PLAN_MODE_TOOLS,
   addedGoalId,
   agencyText,
@@ -43,7 +47,11 @@ import {
   loopReport,
   loopVerdict,
   planPrompt,
+  planActions,
+  planModelCommand,
   planWidget,
+  readPlanModel,
+  sessionModelArgs,
   subgoalCommand,
   gateToolName,
   gateVerdict,
@@ -65,8 +73,17 @@ interface Ran {
   failure?: string;
 }
 
-/** Runs agency without a shell, `input` on its stdin. Never rejects: a failure is in `failure`. */
-function runAgency(args: string[], input: string, cwd: string, timeoutMs: number): Promise<Ran> {
+/**
+ * Runs agency without a shell, `input` on its stdin, `env` added to its environment. Never rejects: a
+ * failure is in `failure`.
+ */
+function runAgency(
+  args: string[],
+  input: string,
+  cwd: string,
+  timeoutMs: number,
+  env: Record<string, string> = {},
+): Promise<Ran> {
   return new Promise((resolve) => {
     let stdout = "";
     let stderr = "";
@@ -79,7 +96,7 @@ function runAgency(args: string[], input: string, cwd: string, timeoutMs: number
     };
     let child: ReturnType<typeof spawn>;
     try {
-      child = spawn(AGENCY, args, { cwd, stdio: ["pipe", "pipe", "pipe"] });
+      child = spawn(AGENCY, args, { cwd, env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "pipe"] });
     } catch (err) {
       resolve({ code: null, stdout, stderr, failure: `cannot start ${AGENCY}: ${String(err)}` });
       return;
@@ -96,6 +113,9 @@ function runAgency(args: string[], input: string, cwd: string, timeoutMs: number
     child.stdin?.end(input);
   });
 }
+
+/** The plan review's hand edit ($EDITOR). */
+const EDIT_BY_HAND = "Edit by hand";
 
 /** How long the loop judge's one model call may take before the loop goes on without it. */
 const LOOP_JUDGE_TIMEOUT_MS = 60_000;
@@ -121,6 +141,46 @@ async function askMainModel(prompt: string, ctx: any): Promise<string> {
   }
 }
 
+/**
+ * The session's current model for `agency goal complete` (the default sign-off judge, seed 002 D11):
+ * `--session-model …` arguments and its key in AGENCY_SESSION_MODEL_KEY. Nothing when pi runs no model.
+ */
+async function sessionModel(ctx: any): Promise<{ args: string[]; env: Record<string, string> }> {
+  const model = ctx.model;
+  let key: string | undefined;
+  try {
+    const auth = model ? await ctx.modelRegistry.getApiKeyAndHeaders(model) : undefined;
+    if (auth?.ok && auth.apiKey) key = auth.apiKey;
+  } catch {
+    key = undefined;
+  }
+  return sessionModelArgs(model, key);
+}
+
+/** Where the extension keeps its sticky choices (the plan-phase model): agency.json in pi's agent directory. */
+const SETTINGS_FILE = () => join(getAgentDir(), "agency.json");
+
+function readSettings(): string {
+  try {
+    return readFileSync(SETTINGS_FILE(), "utf8");
+  } catch {
+    return "";
+  }
+}
+
+function writeSettings(changes: Record<string, unknown>) {
+  let settings: Record<string, unknown> = {};
+  try {
+    const parsed = JSON.parse(readSettings());
+    if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) settings = parsed;
+  } catch {
+    settings = {};
+  }
+  const next = { ...settings, ...changes };
+  mkdirSync(getAgentDir(), { recursive: true });
+  writeFileSync(SETTINGS_FILE(), `${JSON.stringify(next, null, 2)}\n`);
+}
+
 function sessionId(ctx: any): string | undefined {
   try {
     return ctx.sessionManager?.getSessionId?.();
@@ -142,8 +202,11 @@ export default function agency(pi: ExtensionAPI) {
   let injected: string | undefined;
   /** Whether the running turn was started by the Stop hook (Claude Code's `stop_hook_active`). */
   let continuing = false;
-  /** Plan mode (`/plan <objective>`): the goals drafted so far and the tools to give back afterwards. */
-  let planning: { objective: string; drafted: string[]; tools: string[] } | undefined;
+  /**
+   * Plan mode (`/plan <objective>`): the goals drafted so far, the tools to give back afterwards, and the
+   * session's model when plan mode switched to the plan-phase model (given back too).
+   */
+  let planning: { objective: string; drafted: string[]; tools: string[]; model?: any } | undefined;
 
   const hook = (event: Record<string, unknown>, ctx: any) =>
     runAgency(
@@ -204,10 +267,13 @@ export default function agency(pi: ExtensionAPI) {
     return undefined;
   });
 
-  /** Ends plan mode: the tools as they were before it. */
-  const leavePlanMode = () => {
-    if (planning !== undefined) pi.setActiveTools(planning.tools);
+  /** Ends plan mode: the tools, and the model, as they were before it. */
+  const leavePlanMode = async () => {
+    const plan = planning;
     planning = undefined;
+    if (plan === undefined) return;
+    pi.setActiveTools(plan.tools);
+    if (plan.model !== undefined) await pi.setModel(plan.model);
   };
 
   /** Cancels the drafted goals (logged in plan.md), for Edit (they are drafted again) and Cancel. */
@@ -215,19 +281,91 @@ export default function agency(pi: ExtensionAPI) {
     for (const id of ids) await runAgency(["goal", "cancel", id, "--reason", reason], "", cwd, HOOK_TIMEOUT_MS);
   };
 
-  /** The review after a plan-mode run (seed 002 §3a): Ready / Edit / Cancel, then the compact offer. */
+  /**
+   * The review's hand edit (seed 002 §3a, `$EDITOR`): plan.md opens in `$VISUAL` or `$EDITOR` when one is set
+   * and pi runs in a terminal; otherwise, said so, in pi's own multi-line editor. Afterwards the drafts are
+   * those still in plan.md as `open` goals.
+   */
+  const editPlanByHand = async (ctx: any) => {
+    const plan = planning;
+    if (plan === undefined) return;
+    const ran = await runAgency(["goal", "list", "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS);
+    let path: string | undefined;
+    try {
+      path = ran.code === 0 ? JSON.parse(ran.stdout).path : undefined;
+    } catch {
+      path = undefined;
+    }
+    if (typeof path !== "string") {
+      ctx.ui.notify(`agency plan mode: cannot find plan.md: ${agencyText(ran)}`, "error");
+      return;
+    }
+    const editor = process.env.VISUAL || process.env.EDITOR;
+    if (editor && process.stdin.isTTY && process.stdout.isTTY) {
+      const ok = await ctx.ui.custom((tui: any, _theme: any, _keys: any, done: (ok: boolean) => void) => {
+        setImmediate(() => {
+          let status: number | null = null;
+          try {
+            tui.stop();
+            const [command, ...args] = editor.split(" ");
+            status = spawnSync(command, [...args, path as string], { stdio: "inherit" }).status;
+          } finally {
+            tui.start();
+            tui.requestRender(true);
+            done(status === 0);
+          }
+        });
+        return { render: () => [], invalidate: () => {} };
+      });
+      if (!ok) ctx.ui.notify(`agency plan mode: ${editor} did not exit cleanly; plan.md is as it left it`, "warning");
+    } else {
+      ctx.ui.notify(
+        editor
+          ? "agency plan mode: pi has no terminal to run $EDITOR in, so plan.md is edited here"
+          : "agency plan mode: neither $VISUAL nor $EDITOR is set, so plan.md is edited here",
+        "info",
+      );
+      let before: string;
+      try {
+        before = readFileSync(path, "utf8");
+      } catch (err) {
+        ctx.ui.notify(`agency plan mode: cannot read ${path}: ${String(err)}`, "error");
+        return;
+      }
+      const after = await ctx.ui.editor("plan.md (the drafts are the goals with status: open)", before);
+      if (typeof after !== "string" || after === before) return;
+      writeFileSync(path, after.endsWith("\n") ? after : `${after}\n`);
+    }
+    const listed = await runAgency(["goal", "list", "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS);
+    try {
+      const open = new Set(
+        JSON.parse(listed.stdout)
+          .goals.filter((g: any) => g.status === "open")
+          .map((g: any) => g.id),
+      );
+      plan.drafted = plan.drafted.filter((id) => open.has(id));
+    } catch {
+      ctx.ui.notify(`agency plan mode: plan.md cannot be read after the edit: ${agencyText(listed)}`, "error");
+    }
+  };
+
+  /** The review after a plan-mode run (seed 002 §3a): Ready / Edit / Edit by hand / Cancel, then the compact offer. */
   const reviewPlan = async (ctx: any) => {
     const plan = planning;
     if (plan === undefined) return;
     if (plan.drafted.length === 0) {
       ctx.ui.notify("agency plan mode: no goal was drafted; plan mode ended", "warning");
-      leavePlanMode();
+      await leavePlanMode();
       return;
     }
     const choice = await ctx.ui.select(
       `agency plan: ${plan.drafted.length} goal(s) drafted in plan.md (${plan.drafted.join(", ")}). Agree them?`,
-      ["Ready", "Edit", "Cancel"],
+      ["Ready", "Edit", EDIT_BY_HAND, "Cancel"],
     );
+    if (choice === EDIT_BY_HAND) {
+      await editPlanByHand(ctx);
+      return reviewPlan(ctx);
+    }
     if (choice === "Edit") {
       const change = await ctx.ui.input("What should change in the drafted goals?", "");
       // Nothing said: back to the review.
@@ -242,12 +380,12 @@ export default function agency(pi: ExtensionAPI) {
     }
     if (choice !== "Ready") {
       await dropDrafts(plan.drafted, "plan not agreed", ctx.cwd);
-      leavePlanMode();
+      await leavePlanMode();
       ctx.ui.notify("agency plan mode: cancelled; the drafted goals are cancelled in plan.md", "info");
       return;
     }
     const agreed = await runAgency(["goal", "agree", ...plan.drafted], "", ctx.cwd, HOOK_TIMEOUT_MS);
-    leavePlanMode();
+    await leavePlanMode();
     if (agreed.code !== 0) {
       ctx.ui.notify(agencyText(agreed), "error");
       return;
@@ -328,7 +466,11 @@ export default function agency(pi: ExtensionAPI) {
       // The session's judge, when `/judge model` chose one.
       const session = sessionId(ctx);
       if (session !== undefined) args.push("--session", session);
-      return textResult(await runAgency(args, "", ctx.cwd, SIGNOFF_TIMEOUT_MS));
+      // Otherwise the session's current model judges (seed 002, D11): its id, protocol and endpoint as
+      // arguments, its key in the environment (never on a command line other processes can read).
+      const { args: modelArgs, env } = await sessionModel(ctx);
+      args.push(...modelArgs);
+      return textResult(await runAgency(args, "", ctx.cwd, SIGNOFF_TIMEOUT_MS, env));
     },
   });
 
@@ -376,8 +518,31 @@ export default function agency(pi: ExtensionAPI) {
     ctx.ui.notify(agencyText(ran) || "(nothing)", ran.code === 0 ? "info" : "error");
   };
 
+  /** Shows the task-list widget; returns `agency goal list --json`'s answer, or undefined when it failed. */
+  const showPlan = async (ctx: any): Promise<any> => {
+    const ran = await runAgency(["goal", "list", "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS);
+    let list: any;
+    let lines: string[];
+    try {
+      list = ran.code === 0 ? JSON.parse(ran.stdout) : undefined;
+      lines = list !== undefined ? planWidget(list) : [agencyText(ran)];
+    } catch {
+      lines = [`agency goal list: unreadable answer: ${ran.stdout.trim().slice(0, 200)}`];
+    }
+    if (list === undefined) {
+      ctx.ui.notify(lines.join("\n"), "error");
+      return undefined;
+    }
+    // Above the editor until the next /plan; the same text as a notice where there is no widget area.
+    ctx.ui.setWidget("agency-plan", lines);
+    ctx.ui.notify(lines.join("\n"), "info");
+    return list;
+  };
+
   pi.registerCommand("plan", {
-    description: "The task list: goals with status and subtasks, signed-off ones hidden, unsigned done flagged",
+    description:
+      "/plan: the task list (goals with status and subtasks, signed-off ones hidden, unsigned done flagged), then " +
+      "archive completed or cancel a goal; /plan <objective>: plan mode",
     handler: async (args, ctx) => {
       const objective = (args ?? "").trim();
       if (objective !== "") {
@@ -387,25 +552,68 @@ export default function agency(pi: ExtensionAPI) {
         }
         planning = { objective, drafted: [], tools: pi.getActiveTools() };
         pi.setActiveTools([...PLAN_MODE_TOOLS]);
-        ctx.ui.notify("agency plan mode: read-only; the agent drafts goals for your review", "info");
+        // The plan-phase model (seed 002 D12), when one is set: for this phase only.
+        const chosen = readPlanModel(readSettings());
+        let on = "the session's model";
+        if (chosen !== undefined) {
+          const { provider, id } = planModelCommand(chosen);
+          const model = ctx.modelRegistry.find(provider, id);
+          const before = ctx.model;
+          if (model !== undefined && (await pi.setModel(model))) {
+            planning.model = before;
+            on = `the plan-phase model ${chosen}`;
+          } else {
+            ctx.ui.notify(`agency plan mode: the plan-phase model ${chosen} is not available (no such model, or no key); planning on the session's model`, "warning");
+          }
+        }
+        ctx.ui.notify(`agency plan mode: read-only, on ${on}; the agent drafts goals for your review`, "info");
         if (ctx.isIdle()) pi.sendUserMessage(planPrompt(objective));
         else pi.sendUserMessage(planPrompt(objective), { deliverAs: "followUp" });
         return;
       }
-      const ran = await runAgency(["goal", "list", "--json"], "", ctx.cwd, HOOK_TIMEOUT_MS);
-      let lines: string[];
-      try {
-        lines = ran.code === 0 ? planWidget(JSON.parse(ran.stdout)) : [agencyText(ran)];
-      } catch {
-        lines = [`agency goal list: unreadable answer: ${ran.stdout.trim().slice(0, 200)}`];
+      const list = await showPlan(ctx);
+      if (list === undefined || !ctx.hasUI) return;
+      // The widget's actions (seed 002 §7): archive the finished goals, cancel one.
+      const { options, cancellable } = planActions(list);
+      if (options.length === 1) return;
+      const choice = await ctx.ui.select("agency plan", options);
+      if (typeof choice !== "string" || choice === PLAN_ACTIONS.close) return;
+      if (choice.startsWith(PLAN_ACTIONS.archive)) {
+        await show(["goal", "archive"], ctx);
+      } else if (choice === PLAN_ACTIONS.cancel) {
+        const label = await ctx.ui.select("Cancel which goal?", Object.keys(cancellable));
+        const id = typeof label === "string" ? cancellable[label] : undefined;
+        if (id === undefined) return;
+        const reason = await ctx.ui.input(`Why is ${id} cancelled?`, "");
+        if (typeof reason !== "string" || reason.trim() === "") {
+          ctx.ui.notify(`${id} not cancelled: a cancellation needs a reason for the log`, "warning");
+          return;
+        }
+        await show(["goal", "cancel", id, "--reason", reason.trim()], ctx);
       }
-      if (ran.code !== 0) {
-        ctx.ui.notify(lines.join("\n"), "error");
+      await showPlan(ctx);
+    },
+  });
+
+  pi.registerCommand("plan-model", {
+    description: "/plan-model <provider/model>: the model plan mode runs on, kept for later sessions; /plan-model reset",
+    handler: async (args, ctx) => {
+      const command = planModelCommand(args);
+      if (command === undefined) {
+        ctx.ui.notify("usage: /plan-model, /plan-model <provider/model>, /plan-model reset", "error");
         return;
       }
-      // Above the editor until the next /plan; the same text as a notice where there is no widget area.
-      ctx.ui.setWidget("agency-plan", lines);
-      ctx.ui.notify(lines.join("\n"), "info");
+      if (command.provider !== undefined) {
+        if (ctx.modelRegistry.find(command.provider, command.id) === undefined) {
+          ctx.ui.notify(`/plan-model: pi knows no model ${command.provider}/${command.id} (see pi --list-models)`, "error");
+          return;
+        }
+        writeSettings({ planModel: `${command.provider}/${command.id}` });
+      } else if (command.reset) {
+        writeSettings({ planModel: undefined });
+      }
+      const chosen = readPlanModel(readSettings());
+      ctx.ui.notify(`agency plan mode runs on ${chosen ?? "the session's model"} (${SETTINGS_FILE()})`, "info");
     },
   });
 

@@ -137,7 +137,7 @@ export function loopReport(ran) {
     `open goals: ${open}`,
   ];
   if (state.paused_because) lines.push(`paused: ${state.paused_because}`);
-  lines.push(`sign-off judge: ${state.judge_model ?? "team.yaml's signoff judge"}`);
+  lines.push(`sign-off judge: ${state.judge_model ?? "the session's model"}`);
   const report = { ok: true, text: lines.join("\n") };
   if (typeof state.continuation === "string") report.continuation = state.continuation;
   return report;
@@ -172,8 +172,8 @@ export function subgoalCommand(args) {
 
 /**
  * The task-list widget's lines from `agency goal list --json` (seed 002 §7): each goal not finished with its
- * status and subtask checkboxes; goals done with a sign-off, and cancelled ones, counted as hidden; a goal
- * done without a sign-off flagged, never hidden.
+ * status and subtask checkboxes; goals done with a sign-off, and cancelled ones, counted as hidden, archived
+ * ones (under `## Archive`) as archived; a goal done without a sign-off flagged, never hidden.
  */
 export function planWidget(list) {
   const goals = Array.isArray(list?.goals) ? list.goals : [];
@@ -181,11 +181,17 @@ export function planWidget(list) {
   const lines = [];
   let doneHidden = 0;
   let cancelledHidden = 0;
+  let archived = 0;
   const counts = {};
   for (const goal of goals) {
     const status = goal.status ?? "?";
-    counts[status] = (counts[status] ?? 0) + 1;
     const name = `[${goal.id ?? "no id"}] ${goal.title}`;
+    // Archived goals are counted apart; one done without a sign-off is flagged even there.
+    if (goal.archived && !(status === "done" && !goal.signed)) {
+      archived += 1;
+      continue;
+    }
+    counts[status] = (counts[status] ?? 0) + 1;
     if (status === "done" && goal.signed) {
       doneHidden += 1;
       continue;
@@ -208,6 +214,7 @@ export function planWidget(list) {
   const hidden = [];
   if (doneHidden > 0) hidden.push(`${doneHidden} done hidden`);
   if (cancelledHidden > 0) hidden.push(`${cancelledHidden} cancelled hidden`);
+  if (archived > 0) hidden.push(`${archived} archived`);
   return [`${list.plan ?? "plan.md"}: ${summary.join(", ")}${hidden.length > 0 ? ` · ${hidden.join(", ")}` : ""}`, ...lines];
 }
 
@@ -244,4 +251,67 @@ export function draftArgs(params) {
 export function addedGoalId(stdout) {
   const match = /^added\s+(\S+) to /m.exec(stdout ?? "");
   return match ? match[1] : undefined;
+}
+
+/**
+ * pi's current model (`{id, api, baseUrl}`) and its key as `agency goal complete`'s session-model arguments
+ * and environment: the judge by default (seed 002, D11). The key goes in the environment only. No model, or
+ * one without an id, protocol or endpoint: nothing, and agency uses team.yaml's judge.
+ */
+export function sessionModelArgs(model, key) {
+  const id = model?.id;
+  const api = model?.api;
+  const url = model?.baseUrl;
+  if (![id, api, url].every((v) => typeof v === "string" && v !== "")) return { args: [], env: {} };
+  const args = ["--session-model", id, "--session-model-api", api, "--session-model-url", url];
+  return { args, env: typeof key === "string" && key !== "" ? { AGENCY_SESSION_MODEL_KEY: key } : {} };
+}
+
+/** The `/plan` widget's actions (seed 002 §7): close, archive the finished goals, cancel one. */
+export const PLAN_ACTIONS = Object.freeze({ close: "Close", archive: "Archive completed", cancel: "Cancel a goal" });
+
+/**
+ * What `/plan` offers after the widget, from `agency goal list --json`: `{options, cancellable}`. "Archive
+ * completed" only when a signed-off or cancelled goal is outside the archive, "Cancel a goal" only when a
+ * goal is open or active; `cancellable` maps each choice's label to its goal id.
+ */
+export function planActions(list) {
+  const goals = Array.isArray(list?.goals) ? list.goals : [];
+  const finished = goals.filter(
+    (g) => !g.archived && (g.status === "cancelled" || (g.status === "done" && g.signed)),
+  ).length;
+  const cancellable = {};
+  for (const goal of goals) {
+    if ((goal.status === "open" || goal.status === "active") && typeof goal.id === "string") {
+      cancellable[`[${goal.id}] ${goal.title}`] = goal.id;
+    }
+  }
+  const options = [PLAN_ACTIONS.close];
+  if (finished > 0) options.push(`${PLAN_ACTIONS.archive} (${finished})`);
+  if (Object.keys(cancellable).length > 0) options.push(PLAN_ACTIONS.cancel);
+  return { options, cancellable };
+}
+
+/**
+ * `/plan-model ARGS`: `{show: true}` (no argument), `{reset: true}`, or `{provider, id}` for
+ * `<provider>/<model id>` (the model id may itself contain `/`); `undefined` for anything else.
+ */
+export function planModelCommand(args) {
+  const words = (args ?? "").trim().split(/\s+/).filter((w) => w !== "");
+  if (words.length === 0) return { show: true };
+  if (words.length !== 1) return undefined;
+  if (words[0] === "reset") return { reset: true };
+  const slash = words[0].indexOf("/");
+  if (slash <= 0 || slash === words[0].length - 1) return undefined;
+  return { provider: words[0].slice(0, slash), id: words[0].slice(slash + 1) };
+}
+
+/** The sticky plan-phase model (seed 002 D12) from the settings file's text: `provider/id`, or undefined. */
+export function readPlanModel(text) {
+  try {
+    const value = JSON.parse(text ?? "")?.planModel;
+    return typeof value === "string" && planModelCommand(value)?.provider !== undefined ? value : undefined;
+  } catch {
+    return undefined;
+  }
 }

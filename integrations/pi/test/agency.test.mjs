@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
+  PLAN_ACTIONS,
   PLAN_MODE_TOOLS,
   addedGoalId,
   agencyText,
@@ -20,7 +21,11 @@ import {
   lastAssistantText,
   loopReport,
   loopVerdict,
+  planActions,
+  planModelCommand,
+  readPlanModel,
   planWidget,
+  sessionModelArgs,
   subgoalCommand,
 } from "../lib/agency.mjs";
 
@@ -137,7 +142,7 @@ test("the loop's state is shown, with the continuation to send", () => {
   };
   assert.deepEqual(loopReport(ran({ stdout: JSON.stringify(state) })), {
     ok: true,
-    text: "goal loop on: 1 of 8 continuations used this turn\nopen goals: fix-1\nsign-off judge: team.yaml's signoff judge",
+    text: "goal loop on: 1 of 8 continuations used this turn\nopen goals: fix-1\nsign-off judge: the session's model",
     continuation: "keep working",
   });
   const paused = { ...state, loop: "paused", open_goals: [], paused_because: "paused by the user", continuation: null };
@@ -202,4 +207,52 @@ test("plan mode reads, drafts open goals through agency goal add, and names the 
   assert.deepEqual(draftArgs({ title: "T", done_when: "d", verify: " " }), ["goal", "add", "T", "--done-when", "d", "--status", "open"]);
   assert.equal(addedGoalId("added      cache-1 to plan.md\nnote       commit plan.md now"), "cache-1");
   assert.equal(addedGoalId("error: no"), undefined);
+});
+
+test("the session's model goes to agency goal complete, its key only in the environment", () => {
+  const model = { id: "claude-x", api: "anthropic-messages", baseUrl: "http://127.0.0.1:9" };
+  const { args, env } = sessionModelArgs(model, "sk-secret");
+  assert.deepEqual(args, [
+    "--session-model", "claude-x", "--session-model-api", "anthropic-messages", "--session-model-url", "http://127.0.0.1:9",
+  ]);
+  assert.deepEqual(env, { AGENCY_SESSION_MODEL_KEY: "sk-secret" });
+  assert.ok(!args.includes("sk-secret"));
+  assert.deepEqual(sessionModelArgs(model, undefined).env, {});
+  for (const missing of [undefined, {}, { ...model, baseUrl: "" }, { ...model, api: undefined }]) {
+    assert.deepEqual(sessionModelArgs(missing, "k"), { args: [], env: {} });
+  }
+});
+
+test("/plan offers archive only for finished goals outside the archive, and cancel only for open work", () => {
+  const list = {
+    plan: "plan.md",
+    goals: [
+      { id: "a-1", title: "A", status: "active", signed: false },
+      { id: "c-1", title: "C", status: "cancelled", signed: false },
+      { id: "d-1", title: "D", status: "done", signed: true },
+      { id: "h-1", title: "H", status: "done", signed: false },
+      { id: "old-1", title: "Old", status: "done", signed: true, archived: true },
+    ],
+  };
+  const { options, cancellable } = planActions(list);
+  assert.deepEqual(options, ["Close", "Archive completed (2)", "Cancel a goal"]);
+  assert.deepEqual(cancellable, { "[a-1] A": "a-1" });
+  assert.deepEqual(planActions({ goals: [] }).options, [PLAN_ACTIONS.close]);
+  assert.deepEqual(
+    planWidget(list),
+    [
+      "plan.md: 1 active, 2 done, 1 cancelled · 1 done hidden, 1 cancelled hidden, 1 archived",
+      "● [a-1] A (active)",
+      "! [h-1] H: done WITHOUT a sign-off (UNSIGNED)",
+    ],
+  );
+});
+
+test("/plan-model takes provider/model, reset, or nothing; the sticky file is read defensively", () => {
+  assert.deepEqual(planModelCommand(""), { show: true });
+  assert.deepEqual(planModelCommand(" reset "), { reset: true });
+  assert.deepEqual(planModelCommand("openrouter/anthropic/claude-x"), { provider: "openrouter", id: "anthropic/claude-x" });
+  for (const bad of ["claude", "/x", "x/", "a/b c"]) assert.equal(planModelCommand(bad), undefined, bad);
+  assert.equal(readPlanModel('{"planModel": "fake/fake-planner"}'), "fake/fake-planner");
+  for (const bad of ["", "{", '{"planModel": 3}', '{"planModel": "nope"}', "null"]) assert.equal(readPlanModel(bad), undefined, bad);
 });

@@ -110,7 +110,7 @@ fn agency_on_path() -> Option<PathBuf> {
 
 /// Where a Claude Code registration goes, and the command it runs.
 #[derive(Debug, PartialEq, Eq)]
-enum ClaudeTarget {
+pub(crate) enum ClaudeTarget {
     /// `.claude/settings.json`, which a team commits: `agency hook`, found on each machine's `PATH`.
     Shared(String),
     /// `.claude/settings.local.json`, this machine's own: the binary's absolute path, which another
@@ -121,7 +121,7 @@ enum ClaudeTarget {
 /// A command that works on a teammate's machine goes in the shared settings; one that names this machine's
 /// binary by its path does not. `agency hook` is used only when the `agency` on `PATH` is this very binary:
 /// another one (an older install) would answer the gate with different rules.
-fn claude_target(given: Option<String>) -> CommandResult<(ClaudeTarget, String)> {
+pub(crate) fn claude_target(given: Option<String>) -> CommandResult<(ClaudeTarget, String)> {
     if let Some(command) = given {
         return Ok((ClaudeTarget::Shared(command), "the command given".into()));
     }

@@ -333,3 +333,43 @@ fn a_checkbox_indented_under_failure_modes_reaches_the_judge_as_a_failure_mode()
     );
     assert!(show.contains("subtasks   0/1\n  - [ ] wire client\n"), "{show}");
 }
+
+#[test]
+fn archive_moves_cancelled_goals_keeps_unsigned_done_ones_and_new_goals_stay_out_of_it() {
+    let repo = Repo::initialised();
+    for title in ["Keep working", "Hand ticked", "Dropped"] {
+        repo.agency(&["goal", "add", title, "--done-when", "x"]).success();
+    }
+    let text = plan(&repo).replacen(
+        "<!-- id: hand-ticked-1 -->\nstatus: active",
+        "<!-- id: hand-ticked-1 -->\nstatus: done",
+        1,
+    );
+    write(&repo, "plan.md", &text);
+    repo.agency(&["goal", "cancel", "dropped-1", "--reason", "not needed"])
+        .success();
+    let out = repo.agency(&["goal", "archive"]).success().stdout();
+    assert!(out.contains("archived   dropped-1"), "{out}");
+    let text = plan(&repo);
+    let (live, archived) = text
+        .split_once("## Archive\n")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(archived.contains("<!-- id: dropped-1 -->"), "{text}");
+    // Done by hand, no sign-off record: not archived, still in sight.
+    assert!(live.contains("<!-- id: hand-ticked-1 -->") && live.contains("<!-- id: keep-working-1 -->"));
+    assert!(live.contains("archived dropped-1"), "{text}");
+    // Nothing more to archive; a new goal goes before the log, not into the archive.
+    let again = repo.agency(&["goal", "archive"]).success().stdout();
+    assert!(again.contains("nothing"), "{again}");
+    repo.agency(&["goal", "add", "Next", "--done-when", "y"])
+        .success();
+    let text = plan(&repo);
+    let (live, archived) = text.split_once("## Archive\n").unwrap();
+    assert!(
+        live.contains("<!-- id: next-1 -->") && !archived.contains("next-1"),
+        "{text}"
+    );
+    // Every goal still parses: the ids stay unique and known.
+    let list = repo.agency(&["goal", "list"]).success().stdout();
+    assert!(list.contains("dropped-1") && list.contains("next-1"), "{list}");
+}

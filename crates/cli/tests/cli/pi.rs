@@ -263,6 +263,73 @@ fn pi_signs_a_goal_off_with_complete_goal_rejected_then_accepted() {
     assert!(first.contains("[fix-the-value-1] Fix the value"), "{first}");
 }
 
+#[test]
+fn complete_goal_is_judged_by_the_session_s_own_model_by_default() {
+    if !e2e_client("pi") {
+        return;
+    }
+    // team.yaml names no provider the fake server answers for: a judge from there could not be reached.
+    let repo = Repo::initialised();
+    let server = FakeAnthropic::start(Vec::new()).expect("fake server");
+    server.set_rule(
+        "Commit under review:",
+        vec![Reply::text(
+            "value.txt says fixed.\nVERDICT: accept\nmissing: none",
+        )],
+    );
+    std::fs::write(repo.path().join("value.txt"), "broken\n").unwrap();
+    repo.git(&["add", "value.txt"]);
+    repo.git(&["commit", "-q", "-m", "broken value"]);
+    repo.agency(&[
+        "goal",
+        "add",
+        "Fix the value",
+        "--done-when",
+        "value.txt says fixed",
+    ])
+    .success();
+    repo.git(&["add", "plan.md"]);
+    repo.git(&["commit", "-q", "-m", "plan: fix the value"]);
+    server.set_script(vec![
+        Reply::tool_use(
+            "bash",
+            json!({"command": "echo fixed > value.txt && git add value.txt && git commit -q -m 'fix the value'"}),
+        ),
+        Reply::tool_use(
+            "CompleteGoal",
+            json!({"id": "fix-the-value-1", "evidence": "value.txt says fixed", "paths": ["value.txt"]}),
+        ),
+        Reply::text("Signed off."),
+    ]);
+    pi(&repo, &server, "fix the value and sign the goal off", &[]);
+
+    let results = tool_results(&server);
+    let signed = results
+        .iter()
+        .find(|r| r.contains("accepted   fix-the-value-1"))
+        .unwrap_or_else(|| panic!("no accepted sign-off reached pi's model: {results:#?}"));
+    assert!(
+        signed.contains("(judge fake-model, the session's model)"),
+        "{signed}"
+    );
+    // The judge's request went to pi's endpoint, named pi's model and carried pi's key for it.
+    let judged: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body.to_string().contains("Commit under review:"))
+        .collect();
+    assert!(!judged.is_empty(), "the judge was never asked");
+    for request in &judged {
+        assert_eq!(request.body["model"], "fake-model");
+        assert_eq!(
+            request.headers.get("x-api-key").map(String::as_str),
+            Some("dummy")
+        );
+    }
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(plan.contains("fix-the-value-1 signed off at "), "{plan}");
+}
+
 pub(crate) const FIXED: &str = "\"\"\"Split a list into pages for display.\"\"\"\n\n\ndef page(items, number, size):\n    \
 \"\"\"Return page `number` (counted from 1) of `items`, `size` items per page.\"\"\"\n    \
 start = (number - 1) * size\n    return items[start:start + size]\n\n\ndef page_count(items, size):\n    \
@@ -409,9 +476,10 @@ fn pi_rpc_events(
     use std::io::{BufRead, BufReader, Write};
     let home = repo.path().join(".agency/pi-home");
     std::fs::create_dir_all(&home).unwrap();
+    // A second model for the plan phase (`/plan-model`).
     let models = json!({"providers": {"fake": {
         "baseUrl": server.base_url(), "api": "anthropic-messages", "apiKey": "dummy",
-        "models": [{"id": "fake-model"}]
+        "models": [{"id": "fake-model"}, {"id": "fake-planner"}]
     }}});
     std::fs::write(home.join("models.json"), models.to_string()).unwrap();
     let mut child = Command::new("pi")
@@ -709,7 +777,7 @@ fn subgoal_adds_a_subtask_and_plan_shows_the_task_list_widget() {
         &repo,
         &server,
         &["/subgoal add a regression test", "/plan"],
-        &[],
+        &[json!({"value": "Close"})],
         &[],
     );
     let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
@@ -728,6 +796,66 @@ fn subgoal_adds_a_subtask_and_plan_shows_the_task_list_widget() {
         "{widget}"
     );
     // No model call: both are commands.
+    assert!(server.message_requests().is_empty());
+}
+
+#[test]
+fn the_plan_widget_archives_finished_goals_and_cancels_one() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = repo_with_an_active_goal();
+    repo.agency(&["goal", "add", "Old idea", "--done-when", "never"])
+        .success();
+    repo.agency(&["goal", "cancel", "old-idea-1", "--reason", "superseded"])
+        .success();
+    let server = FakeAnthropic::start(Vec::new()).expect("fake server");
+    let events = pi_rpc_events(
+        &repo,
+        &server,
+        &["/plan", "/plan"],
+        &[
+            json!({"value": "Archive completed (1)"}),
+            json!({"value": "Cancel a goal"}),
+            json!({"value": "[fix-the-value-1] Fix the value"}),
+            json!({"value": "not needed after all"}),
+        ],
+        &[],
+    );
+    let selects: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "extension_ui_request" && e["method"] == "select")
+        .collect();
+    assert_eq!(
+        selects[0]["options"],
+        json!(["Close", "Archive completed (1)", "Cancel a goal"]),
+        "{selects:#?}"
+    );
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    // The cancelled goal moved, whole, under ## Archive at the end; the log says so.
+    let (live, archived) = plan
+        .split_once("## Archive\n")
+        .unwrap_or_else(|| panic!("{plan}"));
+    assert!(
+        archived.contains("## Goal: Old idea\n<!-- id: old-idea-1 -->\nstatus: cancelled"),
+        "{plan}"
+    );
+    assert!(!live.contains("old-idea-1 -->"), "{plan}");
+    assert!(live.contains("archived old-idea-1"), "{plan}");
+    // Then the widget's cancel: the active goal is cancelled with the reason given.
+    assert!(
+        live.contains("fix-the-value-1 cancelled: not needed after all"),
+        "{plan}"
+    );
+    let widgets: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "extension_ui_request" && e["method"] == "setWidget")
+        .collect();
+    assert_eq!(
+        widgets.last().unwrap()["widgetLines"][0],
+        "plan.md: 1 cancelled · 1 cancelled hidden, 1 archived",
+        "{widgets:#?}"
+    );
     assert!(server.message_requests().is_empty());
 }
 
@@ -804,6 +932,113 @@ fn plan_mode_drafts_goals_read_only_and_ready_agrees_them_and_starts_the_loop() 
         std::fs::read_to_string(repo.path().join("value.txt")).unwrap(),
         "broken\n"
     );
+}
+
+#[test]
+fn plan_mode_runs_on_the_sticky_plan_phase_model_and_the_work_on_the_session_s() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = Repo::initialised();
+    let server = FakeAnthropic::start(vec![
+        Reply::tool_use(
+            "DraftGoal",
+            json!({"title": "Fix the value", "done_when": "value.txt says fixed",
+                   "failure_modes": ["fixed in a copy only"], "subtasks": []}),
+        ),
+        Reply::text("Drafted."),
+        Reply::text("Which spelling?"),
+    ])
+    .expect("fake server");
+    loop_judge_answers(&server, r#"{"done": true, "reason": "asks the user"}"#);
+    pi_rpc_events(
+        &repo,
+        &server,
+        &["/plan-model fake/fake-planner", "/plan fix the value"],
+        &[json!({"value": "Ready"}), json!({"confirmed": false})],
+        &[],
+    );
+    let models: Vec<Value> = server
+        .message_requests()
+        .iter()
+        .filter(|r| !r.to_string().contains("agency's loop judge"))
+        .map(|r| r["model"].clone())
+        .collect();
+    // Drafting (two requests) on the plan-phase model; after Ready, the work on the session's.
+    assert_eq!(
+        models,
+        [json!("fake-planner"), json!("fake-planner"), json!("fake-model")],
+        "{models:?}"
+    );
+    // Sticky: kept in pi's agent directory for the next session.
+    let kept = std::fs::read_to_string(repo.path().join(".agency/pi-home/agency.json")).unwrap();
+    assert!(kept.contains("\"planModel\": \"fake/fake-planner\""), "{kept}");
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(plan.contains("fix-the-value-1 agreed"), "{plan}");
+}
+
+#[test]
+fn plan_mode_edit_by_hand_without_an_editor_edits_plan_md_inline_and_says_so() {
+    if !e2e_client("pi") {
+        return;
+    }
+    let repo = Repo::initialised();
+    let server = FakeAnthropic::start(vec![
+        Reply::tool_use(
+            "DraftGoal",
+            json!({"title": "Fix the value", "done_when": "value.txt says fixed",
+                   "failure_modes": ["fixed in a copy only"], "subtasks": []}),
+        ),
+        Reply::text("Drafted."),
+        Reply::text("Which spelling?"),
+    ])
+    .expect("fake server");
+    loop_judge_answers(&server, r#"{"done": true, "reason": "asks the user"}"#);
+    // The user tightens done_when by hand.
+    let edited = "# Plan\n\n## Goal: Fix the value\n<!-- id: fix-the-value-1 -->\nstatus: open\n\
+                  done_when: value.txt says exactly fixed, one line\nfailure_modes:\n  - fixed in a copy only\n\n\
+                  ## Log\n- 2026-11-27 06:00  fix-the-value-1 added\n";
+    let events = pi_rpc_events(
+        &repo,
+        &server,
+        &["/plan fix the value"],
+        &[
+            json!({"value": "Edit by hand"}),
+            json!({"value": edited}),
+            json!({"value": "Ready"}),
+            json!({"confirmed": false}),
+        ],
+        &[("EDITOR", ""), ("VISUAL", "")],
+    );
+    let notices: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"] == "extension_ui_request" && e["method"] == "notify")
+        .filter_map(|e| e["message"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("neither $VISUAL nor $EDITOR is set, so plan.md is edited here")),
+        "{notices:#?}"
+    );
+    let editor = events
+        .iter()
+        .find(|e| e["type"] == "extension_ui_request" && e["method"] == "editor")
+        .unwrap_or_else(|| panic!("no editor dialog: {events:#?}"));
+    assert!(
+        editor["prefill"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("<!-- id: fix-the-value-1 -->"),
+        "{editor}"
+    );
+    let plan = std::fs::read_to_string(repo.path().join("plan.md")).unwrap();
+    assert!(
+        plan.contains("done_when: value.txt says exactly fixed, one line"),
+        "{plan}"
+    );
+    assert!(plan.contains("fix-the-value-1 agreed"), "{plan}");
+    assert!(plan.contains("status: active"), "{plan}");
 }
 
 #[test]

@@ -251,12 +251,23 @@ impl PlanDoc {
             block.push(format!("- [ ] {}", one_line("subtask", subtask)?));
         }
 
-        // Keep the log last when it follows every goal; a log in the middle of the file stays put.
+        // Keep the log last when it follows every goal; a log in the middle of the file stays put. Goals
+        // under a closing `## Archive` (`agency goal archive`) do not count, and a new goal never goes
+        // into the archive: it goes before the log, or else before the archive.
+        let archive = self.archive_heading();
+        let live = |line: usize| archive.is_none_or(|a| line < a);
         let before_log = self
             .log
             .as_ref()
             .map(|l| l.heading)
-            .filter(|&heading| self.goals.last().is_none_or(|g| g.lines.heading < heading));
+            .filter(|&heading| live(heading))
+            .filter(|&heading| {
+                self.goals
+                    .iter()
+                    .filter(|g| live(g.lines.heading))
+                    .all(|g| g.lines.heading < heading)
+            })
+            .or(archive);
         let edit = match before_log {
             Some(heading) => {
                 let at = heading - 1;
@@ -280,6 +291,17 @@ impl PlanDoc {
         let text = self.apply(edit);
         self.check_read_back(&text, new)?;
         Ok(text)
+    }
+
+    /// The 1-based line of the `## Archive` heading (any level, case-insensitive) that `agency goal archive`
+    /// moves finished goals under, if there is one.
+    pub fn archive_heading(&self) -> Option<usize> {
+        self.lines
+            .iter()
+            .position(|line| {
+                syntax::heading(&line.content).is_some_and(|h| h.text.trim().eq_ignore_ascii_case("archive"))
+            })
+            .map(|index| index + 1)
     }
 
     /// A fresh id for a goal with this title: a slug of it plus the first free `-N` (`cache-layer-1`).

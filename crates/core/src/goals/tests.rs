@@ -672,3 +672,30 @@ fn a_shared_id_is_ambiguous_for_every_patch() {
         Some(PatchError::UnknownGoal("other".into()))
     );
 }
+
+#[test]
+fn a_new_goal_never_goes_into_the_archive() {
+    let text = "# Plan\n\n## Goal: a\n<!-- id: a -->\nstatus: active\ndone_when: x\n\n## Log\n- 2026-11-27 06:00  a added\n\n\
+                ## Archive\n\n## Goal: old\n<!-- id: old -->\nstatus: cancelled\ndone_when: y\n";
+    let doc = PlanDoc::parse(text);
+    assert_eq!(doc.archive_heading(), Some(11));
+    let new = doc.add_goal(&new_goal("b")).unwrap_or_else(|e| panic!("{e}"));
+    let (live, archived) = new.split_once("## Archive").unwrap_or_else(|| panic!("{new}"));
+    assert!(
+        live.contains("<!-- id: b -->") && live.find("id: b").unwrap() < live.find("## Log").unwrap(),
+        "{new}"
+    );
+    assert!(!archived.contains("id: b"), "{new}");
+    assert_eq!(PlanDoc::parse(&new).goals().len(), 3);
+
+    // No log before the archive: before the archive.
+    let text = "## Goal: a\n<!-- id: a -->\nstatus: active\ndone_when: x\n\n## Archive\n\n## Goal: old\n\
+                <!-- id: old -->\nstatus: done\ndone_when: y\n";
+    let new = PlanDoc::parse(text)
+        .add_goal(&new_goal("b"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        new.find("id: b").unwrap() < new.find("## Archive").unwrap(),
+        "{new}"
+    );
+}

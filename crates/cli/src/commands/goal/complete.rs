@@ -51,6 +51,49 @@ pub struct CompleteArgs {
     /// The client session whose judge (`agency goal judge`) to use when --judge-model is not given.
     #[arg(long, env = "AGENCY_GOAL_SESSION", value_name = "ID")]
     pub session: Option<String>,
+    /// The model the client session runs (pi's extension passes it): the judge when neither --judge-model
+    /// nor the session's `agency goal judge` chose one (seed 002, D11). Its key is read from
+    /// AGENCY_SESSION_MODEL_KEY, never from the command line.
+    #[arg(long, value_name = "MODEL", requires_all = ["session_model_api", "session_model_url"])]
+    pub session_model: Option<String>,
+    /// The session model's wire protocol, as pi names it: `anthropic-messages` or `openai-completions`
+    /// (another is refused as a judge and team.yaml's is used, with a note).
+    #[arg(long, value_name = "API", requires = "session_model")]
+    pub session_model_api: Option<String>,
+    /// The session model's endpoint.
+    #[arg(long, value_name = "URL", requires = "session_model")]
+    pub session_model_url: Option<String>,
+}
+
+/// The environment variable that carries the session model's key to `agency goal complete`.
+pub const SESSION_MODEL_KEY: &str = "AGENCY_SESSION_MODEL_KEY";
+
+/// The provider name the session's model is registered under for the sign-off (not a key of team.yaml).
+const SESSION_PROVIDER: &str = "(the session's model)";
+
+/// Makes the model the client session runs (pi: `api` at `url`) the sign-off judge.
+fn session_model_judge(team: &mut TeamConfig, model: &str, api: &str, url: &str) -> Result<(), String> {
+    let kind = match api {
+        "anthropic-messages" => agency_core::config::ProviderKind::Anthropic,
+        "openai-completions" => agency_core::config::ProviderKind::Openai,
+        other => {
+            return Err(format!(
+                "the session's model {model} speaks `{other}`, which agency cannot call as a judge \
+                 (it calls anthropic-messages and openai-completions)"
+            ));
+        }
+    };
+    let mut provider = agency_core::config::ProviderConfig::of_kind(kind);
+    provider.base_url = Some(url.to_string());
+    provider.api_key_env = Some(SESSION_MODEL_KEY.to_string());
+    team.providers.insert(SESSION_PROVIDER.to_string(), provider);
+    team.signoff.judge_model = Some(agency_core::config::ModelBinding {
+        provider: SESSION_PROVIDER.to_string(),
+        model: model.to_string(),
+        max_tokens: None,
+        temperature: None,
+    });
+    Ok(())
 }
 
 /// Runs the sign-off and applies its outcome to the plan.
@@ -68,10 +111,25 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
             .as_deref()
             .and_then(|id| super::session::Session::load(&plan.root, Some(id)).judge_model)
     });
-    if let Some(reference) = &chosen
-        && args.script.is_none()
-    {
+    let mut chooser = "team.yaml's signoff judge";
+    if args.script.is_some() {
+        chooser = "--script";
+    } else if let Some(reference) = &chosen {
         team.signoff.judge_model = Some(super::goal_loop::judge_binding(ctx, reference)?);
+        chooser = if args.judge_model.is_some() {
+            "--judge-model"
+        } else {
+            "the session's /judge model"
+        };
+    } else if let (Some(model), Some(api), Some(url)) = (
+        &args.session_model,
+        &args.session_model_api,
+        &args.session_model_url,
+    ) {
+        match session_model_judge(&mut team, model, api, url) {
+            Ok(()) => chooser = "the session's model",
+            Err(why) => println!("note       {why}; the judge is team.yaml's signoff judge"),
+        }
     }
     let repo = Repo::open(&plan.root, GitOptions::default()).map_err(|e| {
         CommandError::input(e.to_string()).hint("run agency goal complete inside the git repository")
@@ -156,7 +214,7 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
         checkouts: &agency_signoff::CheckoutPlace::Temporary,
         sandbox: &sandbox,
     };
-    println!("sign-off   {} (judge {judge_name})", args.id);
+    println!("sign-off   {} (judge {judge_name}, {chooser})", args.id);
     let report = sign_off_blocking(&request, &judge, Some(&recording))
         .map_err(|e| CommandError::input(format!("{}: sign-off could not run: {e}", args.id)))?;
     print_report(&report);

@@ -1,5 +1,5 @@
-//! `agency goal add | cancel | agree | subgoal | log MESSAGE`: the plain plan.md changes, each one
-//! line-exact patch plus a log line.
+//! `agency goal add | cancel | agree | subgoal | archive | log MESSAGE`: the plain plan.md changes, each
+//! one line-exact patch plus a log line.
 
 use agency_core::goals::{GoalStatus, NewGoal, PlanDoc, log_entry};
 use chrono::Utc;
@@ -195,5 +195,88 @@ pub fn agree(plan: &PlanFile, ids: &[String]) -> CommandResult {
         doc = PlanDoc::parse(&text);
         println!("agreed     {id}");
     }
+    Ok(())
+}
+
+/// Moves the finished goals — signed off (a sign-off record, not a hand-set `done`), or cancelled — under
+/// `## Archive` at the end of plan.md (seed 002, D8: archived, not deleted), each section byte for byte, and
+/// logs it. A goal done without a sign-off stays where it is, flagged. New goals are never added under the
+/// archive ([`PlanDoc::add_goal`]).
+pub fn archive(ctx: &crate::commands::Context, plan: &PlanFile) -> CommandResult {
+    let doc = plan.read()?;
+    let records = super::view::records(ctx, plan)?;
+    let archive_at = doc.archive_heading();
+    let finished: Vec<&agency_core::goals::Goal> = doc
+        .goals()
+        .iter()
+        .filter(|g| archive_at.is_none_or(|at| g.lines.heading < at))
+        .filter(|g| match g.status {
+            Some(GoalStatus::Cancelled) => true,
+            Some(GoalStatus::Done) => g.id.as_deref().is_some_and(|id| records.signed.contains(id)),
+            _ => false,
+        })
+        .collect();
+    if finished.is_empty() {
+        println!(
+            "nothing    no goal in {} is signed off or cancelled outside the archive",
+            plan.relative()
+        );
+        return Ok(());
+    }
+    let text = doc.text();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut removed = vec![false; lines.len()];
+    let mut moved = String::new();
+    for goal in &finished {
+        let (start, end) = (goal.lines.heading - 1, goal.lines.end - 1);
+        let Some(section) = lines.get(start..=end) else {
+            return Err(CommandError::internal(format!(
+                "{}: goal at line {} ends past the file",
+                plan.relative(),
+                goal.lines.heading
+            )));
+        };
+        moved.push_str(&section.concat());
+        if !moved.ends_with('\n') {
+            moved.push('\n');
+        }
+        moved.push('\n');
+        let mut last = end;
+        while last + 1 < lines.len() && lines[last + 1].trim().is_empty() {
+            last += 1;
+        }
+        removed[start..=last].iter_mut().for_each(|r| *r = true);
+    }
+    let mut out: String = lines
+        .iter()
+        .zip(&removed)
+        .filter(|(_, gone)| !**gone)
+        .map(|(line, _)| *line)
+        .collect();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if !out.is_empty() && !out.ends_with("\n\n") {
+        out.push('\n');
+    }
+    if archive_at.is_none() {
+        out.push_str("## Archive\n\n");
+    }
+    out.push_str(moved.trim_end_matches('\n'));
+    out.push('\n');
+    let ids: Vec<&str> = finished
+        .iter()
+        .map(|g| g.id.as_deref().unwrap_or("(no id)"))
+        .collect();
+    let line = format!("archived {}", ids.join(", "));
+    let out = PlanDoc::parse(&out)
+        .append_log(&log_entry(Utc::now(), &line))
+        .map_err(|e| plan.patch_error(e))?;
+    plan.write(&out)?;
+    println!(
+        "archived   {} under ## Archive in {}",
+        ids.join(", "),
+        plan.relative()
+    );
     Ok(())
 }

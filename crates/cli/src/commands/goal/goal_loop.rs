@@ -68,6 +68,10 @@ pub struct JudgeArgs {
     pub session: Option<String>,
 }
 
+/// The sign-off judge when the session chose none (seed 002, D11).
+const DEFAULT_JUDGE: &str =
+    "the session's model when the client passes it (pi does), else team.yaml's signoff judge";
+
 /// Runs `agency goal loop`.
 pub fn run(ctx: &Context, plan: &PlanFile, args: LoopArgs) -> CommandResult {
     let session_id = args
@@ -107,15 +111,8 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: LoopArgs) -> CommandResult {
                 CommandError::input(format!("cannot read the loop judge's answer on stdin: {e}"))
             })?;
             let verdict = read_verdict(&answer);
-            if let Verdict::Pause(reason) = &verdict
-                && session.loop_state == LoopState::On
-            {
-                session.loop_state = LoopState::Paused;
-                session.paused_because = Some(format!("loop judge: {reason}"));
-                let line = format!("session {session_id}: loop paused by the loop judge: {reason}");
-                if let Ok(text) = doc.append_log(&log_entry(Utc::now(), &line)) {
-                    plan.write(&text)?;
-                }
+            if let Some(text) = apply_verdict(&mut session, &session_id, &verdict, &doc) {
+                plan.write(&text)?;
             }
             said = Some(verdict);
         }
@@ -178,10 +175,7 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: LoopArgs) -> CommandResult {
     }
     println!(
         "judge      {}",
-        session
-            .judge_model
-            .as_deref()
-            .unwrap_or("team.yaml's signoff judge")
+        session.judge_model.as_deref().unwrap_or(DEFAULT_JUDGE)
     );
     if let Some(text) = continuation {
         println!("\n{text}");
@@ -199,6 +193,29 @@ fn continuation(open: &[String], plan: &PlanFile) -> String {
         plan.relative(),
         open.join(", ")
     )
+}
+
+/// What [`Session::paused_because`] starts with when the loop judge paused the loop.
+pub const PAUSED_BY_JUDGE: &str = "loop judge: ";
+
+/// Applies the loop judge's verdict to the session (saved by the caller): a pause while the loop is on
+/// pauses it with the judge's reason. Returns the plan's new text with the log line that says so.
+pub fn apply_verdict(
+    session: &mut Session,
+    session_id: &str,
+    verdict: &Verdict,
+    doc: &PlanDoc,
+) -> Option<String> {
+    let Verdict::Pause(reason) = verdict else {
+        return None;
+    };
+    if session.loop_state != LoopState::On {
+        return None;
+    }
+    session.loop_state = LoopState::Paused;
+    session.paused_because = Some(format!("{PAUSED_BY_JUDGE}{reason}"));
+    let line = format!("session {session_id}: loop paused by the loop judge: {reason}");
+    doc.append_log(&log_entry(Utc::now(), &line)).ok()
 }
 
 /// The loop judge's answer, read.
@@ -259,7 +276,7 @@ pub fn judge(ctx: &Context, plan: &PlanFile, args: JudgeArgs) -> CommandResult {
     }
     match &session.judge_model {
         Some(model) => println!("sign-off judge for session {session_id}: {model}"),
-        None => println!("sign-off judge for session {session_id}: team.yaml's signoff judge"),
+        None => println!("sign-off judge for session {session_id}: {DEFAULT_JUDGE}"),
     }
     Ok(())
 }

@@ -13,9 +13,11 @@
 //!   turn and resets the count; a spent budget lets the session stop and logs why in plan.md.
 //!
 //! Per-session state lives in `.agency/goal-sessions/<session>.json` ([`super::session`]); a loop paused or
-//! cleared there (`agency goal loop`) lets the session stop. A client that asks for it (`"loop_judge":
-//! true` with `last_assistant_message`, as pi's extension does) gets the cheap loop judge's prompt with a
-//! Stop hook's block ([`loop_judge_prompt`]). Everything fails open: a goal hook that cannot read its plan
+//! cleared there (`agency goal loop`) lets the session stop. Before a Stop hook's block the cheap loop judge
+//! reads the agent's last response ([`loop_judge_prompt`]): a client that asks for it (`"loop_judge":
+//! true` with `last_assistant_message`, as pi's extension does) gets the prompt with the block and asks its
+//! own model; for Claude Code agency asks the session's model itself ([`super::loop_judge`]), and a pause
+//! lets the session stop until the user's next prompt (**UserPromptSubmit**). Everything fails open: a goal hook that cannot read its plan
 //! stays silent rather than trapping a session.
 
 use std::io::Write;
@@ -25,6 +27,8 @@ use agency_core::goals::{Goal, GoalStatus, PlanDoc, log_entry, render_active_sum
 use chrono::Utc;
 use serde_json::{Value, json};
 
+use super::goal_loop::{PAUSED_BY_JUDGE, Verdict, apply_verdict, read_verdict};
+use super::loop_judge;
 use super::plan_file::PlanFile;
 use super::records::Records;
 use super::session::{LoopState, Session};
@@ -56,7 +60,7 @@ done_when holds and the work is committed; a goal set done by hand is shown as u
 pub fn handles(event_name: &str) -> bool {
     matches!(
         event_name,
-        "SessionStart" | "PostCompact" | "PostToolUse" | "Stop"
+        "SessionStart" | "PostCompact" | "PostToolUse" | "Stop" | "UserPromptSubmit"
     )
 }
 
@@ -79,7 +83,11 @@ pub enum GoalAnswer {
         /// The loop judge's prompt, when the client asked for one (`"loop_judge": true`, pi's extension):
         /// it asks its main model and hands the answer to `agency goal loop verdict`.
         loop_judge: Option<String>,
+        /// A line for the user, not the model (`systemMessage`): why the loop judge could not run.
+        notice: Option<String>,
     },
+    /// The session may stop; tell the user why (`systemMessage`): the loop judge paused the loop.
+    Notice(String),
 }
 
 /// Answers one goal event; `raw` is the event as sent (for fields the shared parser does not keep).
@@ -113,11 +121,69 @@ pub fn answer(event: &HookEvent, raw: &Value, env: &HookEnv) -> GoalAnswer {
                 GoalAnswer::Block { reason, .. } if judged => GoalAnswer::Block {
                     loop_judge: Some(loop_judge_prompt(&reason, last)),
                     reason,
+                    notice: None,
                 },
+                GoalAnswer::Block { reason, .. } if loop_judge::wanted(raw) => {
+                    judge_here(event, raw, &plan, reason, last)
+                }
                 answer => answer,
             }
         }
+        "UserPromptSubmit" => {
+            resume_after_the_user_answered(session);
+            GoalAnswer::Silent
+        }
         _ => GoalAnswer::Silent,
+    }
+}
+
+/// The loop judge run by agency itself (Claude Code, [`loop_judge`]) before the Stop hook's continuation: a
+/// pause lets the session stop and says why; anything else, a judge that could not run included, keeps the
+/// block (fail-open), with a notice for the user when the judge could not run.
+fn judge_here(event: &HookEvent, raw: &Value, plan: &PlanFile, reason: String, last: &str) -> GoalAnswer {
+    let prompt = loop_judge_prompt(&reason, last);
+    let asked = loop_judge::session_model(raw).and_then(|model| loop_judge::ask(&prompt, &model));
+    let (verdict, notice) = match asked {
+        Ok(answer) => (read_verdict(&answer), None),
+        Err(why) => (
+            Verdict::Continue(why.clone()),
+            Some(format!(
+                "agency: the goal loop judge could not run ({why}); the loop goes on, bounded by its stop budget"
+            )),
+        ),
+    };
+    let session_id = event.session_id.as_deref().unwrap_or_default();
+    let mut session = Session::load(&plan.root, event.session_id.as_deref());
+    let doc = plan.read_or_empty().ok().flatten();
+    if let (Some(doc), Verdict::Pause(_)) = (&doc, &verdict)
+        && let Some(text) = apply_verdict(&mut session, session_id, &verdict, doc)
+    {
+        let _ = plan.write(&text);
+    }
+    session.save();
+    match verdict {
+        Verdict::Pause(why) if session.loop_state == LoopState::Paused => GoalAnswer::Notice(format!(
+            "agency: goal loop paused by the loop judge: {why}. Your next prompt resumes it."
+        )),
+        _ => GoalAnswer::Block {
+            reason,
+            loop_judge: None,
+            notice,
+        },
+    }
+}
+
+/// A prompt from the user ends a pause the loop judge made (the agent asked; the user answered). A pause
+/// by `agency goal loop pause` stays.
+fn resume_after_the_user_answered(mut session: Session) {
+    let by_judge = session
+        .paused_because
+        .as_deref()
+        .is_some_and(|why| why.starts_with(PAUSED_BY_JUDGE));
+    if session.loop_state == LoopState::Paused && by_judge {
+        session.loop_state = LoopState::On;
+        session.paused_because = None;
+        session.save();
     }
 }
 
@@ -249,6 +315,7 @@ fn stop(
     GoalAnswer::Block {
         reason,
         loop_judge: None,
+        notice: None,
     }
 }
 
@@ -340,12 +407,19 @@ pub fn write(answer: &GoalAnswer, out: &mut impl Write) -> u8 {
         }
         GoalAnswer::Block {
             reason,
-            loop_judge: None,
-        } => json!({"decision": "block", "reason": reason}),
-        GoalAnswer::Block {
-            reason,
-            loop_judge: Some(prompt),
-        } => json!({"decision": "block", "reason": reason, "loopJudge": {"prompt": prompt}}),
+            loop_judge,
+            notice,
+        } => {
+            let mut body = json!({"decision": "block", "reason": reason});
+            if let Some(prompt) = loop_judge {
+                body["loopJudge"] = json!({"prompt": prompt});
+            }
+            if let Some(notice) = notice {
+                body["systemMessage"] = json!(notice);
+            }
+            body
+        }
+        GoalAnswer::Notice(text) => json!({"systemMessage": text}),
     };
     let _ = writeln!(out, "{body}");
     0

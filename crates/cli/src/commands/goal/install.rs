@@ -1,5 +1,5 @@
 //! `agency goal install-hooks`: registers `agency hook` for the goal events (SessionStart, PostCompact,
-//! PostToolUse, Stop) in a Claude Code settings file, or a Codex `hooks.json` (same format), keeping
+//! PostToolUse, Stop, UserPromptSubmit) in a Claude Code settings file, or a Codex `hooks.json` (same format), keeping
 //! everything else in it. A second install replaces agency's earlier entries instead of adding more.
 
 use std::path::{Path, PathBuf};
@@ -7,44 +7,47 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::commands::Context;
+use crate::commands::hook::ClaudeTarget;
 use crate::error::{CommandError, CommandResult};
 
 /// The events the goal hooks answer.
-pub const GOAL_EVENTS: [&str; 4] = ["SessionStart", "PostCompact", "PostToolUse", "Stop"];
+pub const GOAL_EVENTS: [&str; 5] = [
+    "SessionStart",
+    "PostCompact",
+    "PostToolUse",
+    "Stop",
+    "UserPromptSubmit",
+];
 
 /// `agency goal install-hooks [--settings FILE] [--command CMD]`
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
-    /// The settings file (default: .claude/settings.json at the repository's top level; for Codex pass
-    /// `$CODEX_HOME/hooks.json`).
+    /// The settings file. By default, as `agency hook install` decides: .claude/settings.json at the
+    /// repository's top level when the `agency` on PATH is this binary (the command is then `agency hook`,
+    /// which works on a teammate's machine), else .claude/settings.local.json (this machine's own) with this
+    /// binary's absolute path. For Codex pass `$CODEX_HOME/hooks.json`.
     #[arg(long, value_name = "FILE")]
     pub settings: Option<PathBuf>,
-    /// The command the client runs (default: this agency binary's absolute path, then `hook`).
+    /// The command the client runs (default: `agency hook` when the `agency` on PATH is this binary, else
+    /// this binary's absolute path, then `hook`).
     #[arg(long, value_name = "CMD")]
     pub command: Option<String>,
 }
 
 /// Writes the registrations.
 pub fn run(ctx: &Context, args: InstallArgs) -> CommandResult {
+    let given_command = args.command.is_some();
+    let (target, why) = crate::commands::hook::claude_target(args.command)?;
+    let (file, command) = match target {
+        ClaudeTarget::Shared(command) => ("settings.json", command),
+        ClaudeTarget::Local(command) => ("settings.local.json", command),
+    };
     let path = match args.settings {
         Some(path) => ctx.cwd.join(path),
         None => crate::workspace::find_git_root(&ctx.cwd)
             .unwrap_or_else(|| ctx.cwd.clone())
             .join(".claude")
-            .join("settings.json"),
-    };
-    let command = match args.command {
-        Some(command) => command,
-        None => {
-            let exe = std::env::current_exe()?;
-            let exe = exe.to_string_lossy();
-            // The client runs the command through a shell; quote a path with spaces.
-            if exe.contains(' ') {
-                format!("'{exe}' hook")
-            } else {
-                format!("{exe} hook")
-            }
-        }
+            .join(file),
     };
     let mut settings = read_settings(&path)?;
     merge(&mut settings, &command).map_err(|what| {
@@ -60,6 +63,9 @@ pub fn run(ctx: &Context, args: InstallArgs) -> CommandResult {
         GOAL_EVENTS.join(", "),
         path.display()
     );
+    if !given_command {
+        println!("command    {why}");
+    }
     Ok(())
 }
 
@@ -101,8 +107,10 @@ pub fn merge(settings: &mut Value, command: &str) -> Result<(), String> {
             .as_array_mut()
             .ok_or_else(|| format!("\"hooks.{event}\" is not a list"))?;
         list.retain(|entry| !is_ours(entry));
-        // The Stop hook may run `git` and read the blackboard; give it room.
-        list.push(json!({"hooks": [{"type": "command", "command": command, "timeout": 30}]}));
+        // The Stop hook may run `git`, read the blackboard and ask the loop judge (20 s at most, so that
+        // the hook never times out: a timed-out Stop hook lets the session stop).
+        let timeout = if event == "Stop" { 60 } else { 30 };
+        list.push(json!({"hooks": [{"type": "command", "command": command, "timeout": timeout}]}));
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ mod edit;
 pub mod goal_loop;
 pub mod hooks;
 pub mod install;
+pub mod loop_judge;
 pub mod plan_file;
 pub mod records;
 pub mod session;
@@ -84,6 +85,8 @@ pub enum GoalCommand {
         #[arg(long, value_name = "ID")]
         goal: Option<String>,
     },
+    /// Move the signed-off and cancelled goals under `## Archive` at the end of plan.md (pi's `/plan`).
+    Archive,
     /// Print the plan's log, or append MESSAGE to it.
     Log {
         /// A line to append.
@@ -106,6 +109,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         GoalCommand::InstallHooks(install) => install::run(ctx, install),
         GoalCommand::Loop(args) => goal_loop::run(ctx, &plan, args),
         GoalCommand::Judge(args) => goal_loop::judge(ctx, &plan, args),
+        GoalCommand::Archive => edit::archive(ctx, &plan),
         GoalCommand::Log { message: None } => view::log(&plan),
         GoalCommand::Log {
             message: Some(message),

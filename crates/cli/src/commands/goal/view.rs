@@ -8,7 +8,7 @@ use super::records::{Records, signoff_label};
 use crate::commands::Context;
 use crate::error::CommandResult;
 
-fn records(ctx: &Context, plan: &PlanFile) -> CommandResult<Records> {
+pub(super) fn records(ctx: &Context, plan: &PlanFile) -> CommandResult<Records> {
     match ctx.workspace() {
         Ok(ws) => Records::at(&ws.db, plan),
         // No blackboard: nothing was ever signed off here.
@@ -36,6 +36,7 @@ pub fn list_json(ctx: &Context, plan: &PlanFile) -> CommandResult {
         .read_or_empty()?
         .unwrap_or_else(|| agency_core::goals::PlanDoc::parse(""));
     let records = records(ctx, plan)?;
+    let archive = doc.archive_heading();
     let goals: Vec<serde_json::Value> = doc
         .goals()
         .iter()
@@ -48,10 +49,14 @@ pub fn list_json(ctx: &Context, plan: &PlanFile) -> CommandResult {
                 "subtasks": goal.subtasks.iter().map(|s| serde_json::json!({"text": s.text, "checked": s.checked})).collect::<Vec<_>>(),
                 "signed": records.signed.contains(id),
                 "label": label(goal, &records),
+                "archived": archive.is_some_and(|at| goal.lines.heading > at),
             })
         })
         .collect();
-    println!("{}", serde_json::json!({"plan": plan.relative(), "goals": goals}));
+    println!(
+        "{}",
+        serde_json::json!({"plan": plan.relative(), "path": plan.path, "goals": goals})
+    );
     Ok(())
 }
 
