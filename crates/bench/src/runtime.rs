@@ -140,8 +140,9 @@ impl InstantRuntime {
             });
         }
         let start = thread_cpu();
-        if task.meta.role.as_deref() == Some("judge") {
-            // A sign-off's judge (a slice's T5, T1's acceptance): its verdict at the end of its answer.
+        if matches!(task.meta.role.as_deref(), Some("judge" | "auditor")) {
+            // A sign-off's judge (a slice's T5, T1's acceptance) or a slice's auditor: its verdict at the end
+            // of its answer.
             self.charge(start);
             return Ok(AgentOutcome {
                 report: None,

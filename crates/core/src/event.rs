@@ -102,6 +102,9 @@ event_kinds! {
     SignoffRejected = "signoff_rejected",
     /// The judge failed or gave no verdict.
     SignoffInconclusive = "signoff_inconclusive",
+    /// The auditor's independent review of a slice (variety score 7 and above) and whether it agrees with
+    /// the judge.
+    SignoffAudit = "signoff_audit",
     /// A T5 result or a T3 joint verdict.
     Verdict = "verdict",
     /// A budget would be exceeded; the call was not made.

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use agency_core::calibration::{Calibrated, Calibration, Outcome, Record};
 use agency_core::config::Calibration as CalibrationSetting;
-use agency_core::event::EventKind;
+use agency_core::event::{EventKind, EventPayload};
 use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, Plan, RunId, Tier};
 use agency_store::Blackboard;
@@ -211,12 +211,17 @@ fn outcome(brief: &Brief, briefs: &[Brief], events: &[agency_core::Event]) -> Ou
         }
         match event.kind {
             EventKind::Escalated if own => outcome.escalations += 1,
-            EventKind::SignoffVerify if event.payload["passed"] == false => outcome.verify_failures += 1,
+            // A verify record that does not read counts as a failure: calibration errs towards a higher score.
+            EventKind::SignoffVerify => match event.typed() {
+                Ok(EventPayload::SignoffVerify(verify)) if verify.passed => {}
+                _ => outcome.verify_failures += 1,
+            },
             EventKind::SignoffRejected => outcome.judge_rejections += 1,
             EventKind::TeachbackCorrected if own => outcome.teachback_corrections += 1,
             EventKind::Usage => {
-                let tokens = |field: &str| event.payload[field].as_u64().unwrap_or(0);
-                outcome.tokens += tokens("input_tokens") + tokens("output_tokens");
+                if let Ok(EventPayload::Usage(usage)) = event.typed() {
+                    outcome.tokens += usage.input_tokens + usage.output_tokens;
+                }
             }
             EventKind::Spawned if own => {
                 first.get_or_insert(event.ts);

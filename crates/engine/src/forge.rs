@@ -11,19 +11,14 @@
 //! runner finds and reuses.
 
 use agency_core::Tier;
-use agency_core::event::payload::{ForgeNote, LogLine};
+use agency_core::event::payload::{ForgeNote, LogLine, SignoffVerify};
 use agency_core::event::{EventKind, EventPayload, NewEvent};
 use agency_exec::process;
 use agency_store::Run;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::engine::Engine;
 use crate::notify::{NotifyError, post_json};
-
-/// The payload key of the publish record.
-const FORGE_KEY: &str = "forge";
-/// The payload key of the base branch recorded at start.
-const BASE_KEY: &str = "base_branch";
 
 /// What publishing found or did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -56,8 +51,10 @@ pub(crate) fn remember_base(engine: &Engine, run: &Run) -> crate::Result<()> {
 struct RunFacts {
     accept_summary: Option<String>,
     base: Option<String>,
-    verifies: Vec<Value>,
-    published: Option<Value>,
+    verifies: Vec<SignoffVerify>,
+    published: Option<ForgeNote>,
+    /// Events of the kinds read here that do not read.
+    unreadable: Vec<String>,
 }
 
 fn facts(engine: &Engine, run: &Run) -> RunFacts {
@@ -73,17 +70,25 @@ fn facts(engine: &Engine, run: &Run) -> RunFacts {
         let Some(last) = page.last() else { break };
         after = last.seq;
         for event in page {
-            let p = event.payload;
-            match event.kind {
-                EventKind::SignoffAccepted if event.tier == Some(Tier::T1) => {
-                    facts.accept_summary = p["summary"].as_str().map(str::to_string);
+            // A record that does not read is left out of the pull request's text (it never decides
+            // anything here: the run already succeeded), and said in the run's log.
+            let payload = match event.typed() {
+                Ok(payload) => payload,
+                Err(error) => {
+                    facts.unreadable.push(format!("event {}: {error}", event.seq));
+                    continue;
+                }
+            };
+            match payload {
+                EventPayload::SignoffAccepted(accepted) if event.tier == Some(Tier::T1) => {
+                    facts.accept_summary = accepted.summary;
                 }
                 // Only the re-verification after each merge into the integration branch names a workstream.
-                EventKind::SignoffVerify if p.get("workstream").is_some() => facts.verifies.push(p),
-                EventKind::Log if p.get(BASE_KEY).is_some() => {
-                    facts.base = p[BASE_KEY].as_str().map(str::to_string);
+                EventPayload::SignoffVerify(verify) if verify.workstream.is_some() => {
+                    facts.verifies.push(verify)
                 }
-                EventKind::Log if p.get(FORGE_KEY).is_some() => facts.published = Some(p[FORGE_KEY].clone()),
+                EventPayload::Log(line) if line.base_branch.is_some() => facts.base = line.base_branch,
+                EventPayload::Log(line) if line.forge.is_some() => facts.published = line.forge,
                 _ => {}
             }
         }
@@ -97,9 +102,19 @@ pub(crate) async fn publish(engine: &Engine, run: &Run) -> Published {
     let facts = facts(engine, run);
     if let Some(done) = &facts.published {
         return Published {
-            url: done["url"].as_str().map(str::to_string),
+            url: done.url.clone(),
             accept_summary: facts.accept_summary,
         };
+    }
+    for what in &facts.unreadable {
+        let line = LogLine::new(
+            "normal",
+            Some("UNREADABLE"),
+            format!("a record the pull request would cite does not read, so it is left out: {what}"),
+        );
+        let _ = engine
+            .store
+            .append_event(NewEvent::typed(run.id, EventPayload::Log(line)));
     }
     let branch = engine.branches(run.id).integration();
     let (url, level, message) = match open_pull_request(engine, run, &facts, &branch).await {
@@ -273,20 +288,19 @@ fn pr_body(run: &Run, facts: &RunFacts) -> String {
         body.push_str("No workstream had a verify command.\n");
     }
     for v in &facts.verifies {
-        let verdict = if v["passed"].as_bool() == Some(true) {
-            "passed"
-        } else {
-            "failed"
+        let verdict = if v.passed { "passed" } else { "failed" };
+        let status = match (&v.status, v.exit_code, v.timed_out) {
+            (Some(status), _, _) => status.clone(),
+            (None, _, Some(true)) => "timed out".to_string(),
+            (None, Some(code), _) => format!("exit {code}"),
+            (None, None, _) => "?".to_string(),
         };
+        let rev: String = v.rev.chars().take(12).collect();
         body.push_str(&format!(
-            "- `{}`: `{}` {verdict} ({}) at {}\n",
-            v["workstream"].as_str().unwrap_or("?"),
-            v["command"].as_str().unwrap_or("?"),
-            v["status"]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| v["status"].to_string()),
-            v["rev"].as_str().map(|r| &r[..r.len().min(12)]).unwrap_or("?"),
+            "- `{}`: `{}` {verdict} ({status}) at {}\n",
+            v.workstream.as_deref().unwrap_or("?"),
+            Some(v.command.as_str()).filter(|c| !c.is_empty()).unwrap_or("?"),
+            Some(rev.as_str()).filter(|r| !r.is_empty()).unwrap_or("?"),
         ));
     }
     body.push_str(&format!(

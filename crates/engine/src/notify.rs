@@ -426,7 +426,6 @@ fn last_notified(engine: &Engine, run: RunId) -> i64 {
 async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Option<Notification> {
     let run = record.id;
     let short = run.short();
-    let p = &event.payload;
     let base = |kind, title: String, summary: Value, next: Vec<String>| Notification {
         run: run.to_string(),
         kind,
@@ -437,9 +436,24 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
         branch: None,
         url: None,
     };
-    match event.kind {
-        EventKind::GatePending => {
-            let id: GateId = serde_json::from_value(p.get("gate")?.clone()).ok()?;
+    let payload = match event.typed() {
+        Ok(payload) => payload,
+        // A signal whose record does not read is still a signal: announced as unreadable, not dropped.
+        Err(error) if matches!(event.kind, EventKind::Alert | EventKind::Halt) => {
+            let kind = if event.kind == EventKind::Alert {
+                NotificationKind::Alert
+            } else {
+                NotificationKind::Halt
+            };
+            let title = format!("{} UNREADABLE: {error}", event.kind.as_str().to_ascii_uppercase());
+            let next = vec![format!("`agency inspect {short}` shows the run")];
+            return Some(base(kind, title, event.payload.clone(), next));
+        }
+        Err(_) => return None,
+    };
+    match payload {
+        EventPayload::GatePending(opened) => {
+            let id: GateId = opened.gate?;
             let gate = engine.store.get_gate(id).ok()?;
             // A decided gate needs no one; auto-approved gates (the demo) are decided by the runner itself.
             // A halt gate is announced by its `halt` event, which carries the signal.
@@ -462,13 +476,13 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
             Some(unconfined(record, n))
         }
         // A gate that waits for a human past the gate timeout (budget, escalation) is announced again.
-        EventKind::Log if p.get("tag").and_then(Value::as_str) == Some("REMINDER") => {
-            let id: GateId = serde_json::from_value(p.get("gate")?.clone()).ok()?;
+        EventPayload::Log(line) if line.tag.as_deref() == Some("REMINDER") => {
+            let id: GateId = line.gate?;
             let gate = engine.store.get_gate(id).ok()?;
             if gate.status != GateStatus::Pending {
                 return None;
             }
-            let title = format!("Reminder: {}", p.get("message")?.as_str()?);
+            let title = format!("Reminder: {}", line.message);
             let next = vec![format!(
                 "decide: `agency approve {short}` or `agency reject {short} --reason \"…\"`"
             )];
@@ -476,7 +490,7 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
             n.gate = Some(gate.kind.as_str().to_string());
             Some(unconfined(record, n))
         }
-        EventKind::Alert | EventKind::Halt => {
+        EventPayload::Alert(signal) | EventPayload::Halt(signal) => {
             let (kind, label, next) = if event.kind == EventKind::Alert {
                 (
                     NotificationKind::Alert,
@@ -495,13 +509,14 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
             };
             let title = format!(
                 "{label} {}: {}",
-                p["category"].as_str().unwrap_or("signal"),
-                p["issue"].as_str().unwrap_or("")
+                signal.category.as_deref().unwrap_or("signal"),
+                signal.issue.as_deref().unwrap_or("")
             );
-            Some(base(kind, title, p.clone(), vec![next]))
+            // The channel gets the signal's record as written (Issue, Evidence, Impact, Recommended Action).
+            Some(base(kind, title, event.payload.clone(), vec![next]))
         }
-        EventKind::RunStatus => {
-            let to: RunStatus = p.get("to")?.as_str()?.parse().ok()?;
+        EventPayload::RunStatus(change) => {
+            let to: RunStatus = change.to.parse().ok()?;
             if to == RunStatus::Succeeded {
                 let published = crate::forge::publish(engine, record).await;
                 let branch = engine.branches(run).integration();

@@ -8,6 +8,12 @@
 //! Everything is recorded the way `agency goal complete` records it: `signoff_started`, the verify record
 //! and the judge transcript as artifacts, and `signoff_accepted` / `signoff_rejected` /
 //! `signoff_inconclusive` on the T5 brief.
+//!
+//! A slice whose implementer's variety score requires an auditor (7 and above) is also reviewed by one:
+//! a second judge beside the first, on the same clean checkout, that is never shown the implementer's
+//! claims or evidence. A rejection by either rejects the slice (its missing items go back to the
+//! implementer, and repeated rejections escalate to a human as any do); `signoff_audit` records the
+//! auditor's verdict and whether it agrees with the judge's, and the T5 verdict's notes say so.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -57,6 +63,9 @@ pub(crate) struct Owned {
     pub checkouts: CheckoutPlace,
     /// The sandbox its verify command and judge run in.
     pub sandbox: agency_exec::Sandboxing,
+    /// Whether an auditor reviews beside the judge: the implementer's variety score requires one
+    /// ([`agency_core::variety::auditor_required_for_score`], 7 and above).
+    pub audit: bool,
 }
 
 impl Owned {
@@ -134,11 +143,34 @@ pub(crate) async fn run_signoff(
         limits: engine.options.limits,
         run_as: Some(&run_as),
     };
+    // The auditor: the same runtime and model in a conversation of its own, under its own role (so its
+    // calls, usage and scripted replies are told apart), without the T5 tier's prompt (which speaks to the
+    // judge) and without the implementer's claims.
+    let mut audit_meta = crate::task::call_meta(judge_brief);
+    audit_meta.role = Some("auditor".into());
+    let audit_as = RunAs {
+        brief: judge_brief,
+        meta: audit_meta,
+        system: None,
+        observer: hooks,
+    };
+    let auditor = Judge {
+        runtime: &watched,
+        limits: engine.options.limits,
+        run_as: Some(&audit_as),
+    };
     let request = owned.request(engine);
     let recording = owned.recording(engine, run);
-    let report = agency_signoff::judge_stage(checked, &request, &judge, Some(&recording), cancel)
-        .await
-        .map_err(|e| RuntimeError::Other(format!("sign-off of {}: {e}", owned.subject)))?;
+    let report = agency_signoff::judge_and_audit_stage(
+        checked,
+        &request,
+        &judge,
+        owned.audit.then_some(&auditor),
+        Some(&recording),
+        cancel,
+    )
+    .await
+    .map_err(|e| RuntimeError::Other(format!("sign-off of {}: {e}", owned.subject)))?;
     if let Some(refused) = watched.take_refusal() {
         return Err(refused);
     }
@@ -270,6 +302,7 @@ pub(crate) async fn acceptance(
             protected_edits: Vec::new(),
             judge: None,
             judge_answer: None,
+            audit: None,
             judge_signal: None,
             verify_artifact: None,
             transcript_artifact: None,
@@ -402,6 +435,9 @@ fn acceptance_request(
         tier: Tier::T1,
         checkouts: engine.branches(accept.run).checkouts(),
         sandbox: engine.sandboxing(),
+        // The run's acceptance has no variety score of its own; each slice under it was audited where its
+        // own score required.
+        audit: false,
     })
 }
 
@@ -535,6 +571,7 @@ fn slice_request(engine: &Engine, verifier: &Brief) -> Result<Owned> {
         tier: Tier::T5,
         checkouts: branches.checkouts(),
         sandbox: engine.sandboxing(),
+        audit: implementer.gates().is_some_and(|g| g.auditor_required),
     })
 }
 
@@ -587,21 +624,38 @@ fn verifier_output(
         .map_or("no verify command".to_string(), |v| {
             format!("verify {}", v.describe())
         });
+    // The auditor's verdict beside the judge's, and a disagreement said in words: it is what a human at
+    // the next gate reads of this slice.
+    let audit = match (&report.audit, &report.judge) {
+        (Some(audit), Some(judged)) => {
+            let (judge, auditor) = (
+                agency_signoff::verdict_word(judged),
+                agency_signoff::verdict_word(&audit.verdict),
+            );
+            if judge == auditor {
+                format!(", auditor {auditor}")
+            } else {
+                format!(", auditor {auditor}: DISAGREES with the judge ({judge})")
+            }
+        }
+        _ => String::new(),
+    };
     Ok(match &report.outcome {
         Outcome::Accepted => VerifierOutput {
             verdict: Verdict::Pass,
             issues: Vec::new(),
-            notes: format!("signed off at {at} ({verify}, judge accept)"),
+            notes: format!("signed off at {at} ({verify}, judge accept{audit})"),
         },
         Outcome::Rejected { by, missing } => VerifierOutput {
             verdict: Verdict::Fail,
             issues: missing.clone(),
             notes: format!(
-                "sign-off rejected at {at} by the {}",
+                "sign-off rejected at {at} by the {}{audit}",
                 match by {
                     agency_signoff::RejectedBy::Verify => "verify command",
                     agency_signoff::RejectedBy::Checks => "mechanical checks",
                     agency_signoff::RejectedBy::Judge => "judge",
+                    agency_signoff::RejectedBy::Auditor => "auditor",
                 }
             ),
         },
@@ -615,7 +669,7 @@ fn verifier_output(
             verdict: Verdict::Pass,
             issues: Vec::new(),
             notes: format!(
-                "sign-off INCONCLUSIVE at {at} ({reason}); passed because signoff.inconclusive_blocks is off"
+                "sign-off INCONCLUSIVE at {at} ({reason}{audit}); passed because signoff.inconclusive_blocks is off"
             ),
         },
     })

@@ -11,7 +11,7 @@ use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::GateKind;
 use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefStatus, Tier};
-use agency_exec::runtime::{Access, AgentLimits, AgentTask, Ending};
+use agency_exec::runtime::{Access, AgentLimits, AgentReport, AgentTask, Ending, ReportStatus};
 use agency_llm::CancelToken;
 use agency_store::Change;
 
@@ -241,10 +241,10 @@ impl Engine {
         let Some(report) = self.artifact_of(brief.run, previous.id, report_name)? else {
             return Ok(None);
         };
-        let partial = serde_json::from_slice::<serde_json::Value>(&report.bytes)
-            .ok()
-            .and_then(|r| r.get("status").and_then(|s| s.as_str()).map(|s| s == "partial"))
-            .unwrap_or(false);
+        // A report that does not read is not taken for a partial one: the retry starts from the workstream
+        // branch, as a failed attempt's does (the safe side: nothing of an unread attempt is built on).
+        let partial = serde_json::from_slice::<AgentReport>(&report.bytes)
+            .is_ok_and(|report| report.status == ReportStatus::Partial);
         Ok((partial && self.repo.branch_exists(&branch)?).then_some(branch))
     }
 

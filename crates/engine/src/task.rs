@@ -73,6 +73,14 @@ pub fn render_prompt(brief: &Brief, inputs: &[Input], feedback: Option<&str>) ->
             gates.teachback_mode.as_str(),
             gates.workflow_route
         );
+        // Only a slice's commit is audited (see `signoff.rs`): the implementer is told, so it knows its
+        // report will not be what convinces the second reviewer.
+        if gates.auditor_required && brief.tier == agency_core::Tier::T4 {
+            let _ = writeln!(
+                out,
+                "auditor required: besides the judge, an auditor signs off your commit without reading your report"
+            );
+        }
     }
     if let Some(contract) = &brief.contract {
         let _ = writeln!(out, "\n## Contract\ndone_when: {}", contract.done_when);

@@ -5,12 +5,8 @@
 use std::fmt::Write as _;
 
 use agency_core::brief::Brief;
-use agency_core::event::{Event, EventKind};
-use serde_json::Value;
-
-fn text<'a>(payload: &'a Value, key: &str) -> Option<&'a str> {
-    payload.get(key).and_then(Value::as_str)
-}
+use agency_core::event::{Event, EventKind, EventPayload};
+use agency_core::teachback::ReviewVerdict;
 
 fn block(out: &mut String, label: &str, body: &str) {
     let _ = writeln!(out, "{label}:");
@@ -68,19 +64,40 @@ pub fn render_brief(brief: &Brief, feedback: Option<&str>, events: &[Event]) -> 
         block(&mut out, "started from this feedback", feedback);
     }
     for event in events {
-        let why = text(&event.payload, "reason").unwrap_or("no reason recorded");
         let what = match event.kind {
             EventKind::Failed => "failed",
             EventKind::Escalated => "escalated",
             _ => continue,
         };
-        let to = text(&event.payload, "to")
-            .map(|t| format!(" to {t}"))
-            .unwrap_or_default();
-        let label = format!("{what}{to} at {}", event.ts.format("%Y-%m-%d %H:%M:%S UTC"));
-        block(&mut out, &label, why);
+        let label_at = event.ts.format("%Y-%m-%d %H:%M:%S UTC");
+        match event.typed() {
+            Ok(EventPayload::Failed(failure) | EventPayload::Escalated(failure)) => {
+                let to = failure.to.map(|t| format!(" to {t}")).unwrap_or_default();
+                let why = Some(failure.reason.as_str())
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or("no reason recorded");
+                block(&mut out, &format!("{what}{to} at {label_at}"), why);
+            }
+            Ok(_) => {}
+            // Said, not skipped: a record this build cannot read is something a reviewer should know of.
+            Err(error) => block(
+                &mut out,
+                &format!("{what} at {label_at}: UNREADABLE"),
+                &error.to_string(),
+            ),
+        }
     }
     out
+}
+
+fn or_unknown(who: &str) -> &str {
+    if who.is_empty() { "?" } else { who }
+}
+
+fn note(out: &mut String, note: Option<&str>) {
+    if let Some(note) = note {
+        let _ = writeln!(out, "  note: {note}");
+    }
 }
 
 /// The teachback's history: each restatement sent and each review, oldest first, then the gate's denials.
@@ -98,37 +115,49 @@ pub fn render_teachback(brief: &Brief, events: &[Event]) -> String {
     let mut any = false;
     for event in events {
         let when = event.ts.format("%Y-%m-%d %H:%M:%S UTC");
-        let p = &event.payload;
-        match event.kind {
-            EventKind::TeachbackSubmitted => {
-                block(&mut out, &format!("sent {when}"), text(p, "text").unwrap_or(""));
+        let payload = match event.typed() {
+            Ok(payload) => payload,
+            Err(error) => {
+                if crate::gather::TEACHBACK_KINDS.contains(&event.kind) {
+                    let _ = writeln!(out, "UNREADABLE {} {when}: {error}", event.kind);
+                    any = true;
+                }
+                continue;
             }
-            EventKind::TeachbackApproved | EventKind::TeachbackCorrected => {
-                let by = text(p, "reviewer").unwrap_or("?");
-                let corrections: Vec<&str> = p
-                    .pointer("/verdict/corrections")
-                    .and_then(Value::as_array)
-                    .map(|c| c.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                if event.kind == EventKind::TeachbackApproved {
-                    let _ = writeln!(out, "approved by {by} {when}");
-                } else {
-                    let _ = writeln!(out, "corrections asked by {by} {when}:");
-                    for item in corrections {
+        };
+        match payload {
+            EventPayload::TeachbackSubmitted(sent) => {
+                block(
+                    &mut out,
+                    &format!("sent {when}"),
+                    sent.text.as_deref().unwrap_or(""),
+                );
+            }
+            EventPayload::TeachbackApproved(review) => {
+                let _ = writeln!(out, "approved by {} {when}", or_unknown(&review.reviewer));
+                note(&mut out, review.note.as_deref());
+            }
+            EventPayload::TeachbackCorrected(review) => {
+                let _ = writeln!(
+                    out,
+                    "corrections asked by {} {when}:",
+                    or_unknown(&review.reviewer)
+                );
+                if let Some(ReviewVerdict::Corrections(items)) = &review.verdict {
+                    for item in items {
                         let _ = writeln!(out, "  - {item}");
                     }
                 }
-                if let Some(note) = text(p, "note") {
-                    let _ = writeln!(out, "  note: {note}");
-                }
+                note(&mut out, review.note.as_deref());
             }
-            EventKind::TeachbackDenied => {
-                let blocked = p.get("blocked").and_then(Value::as_bool) == Some(true);
+            EventPayload::TeachbackDenied(denied) => {
                 let _ = writeln!(
                     out,
                     "{} {} {when}",
-                    text(p, "tool").unwrap_or("a tool call"),
-                    if blocked {
+                    Some(denied.tool.as_str())
+                        .filter(|t| !t.is_empty())
+                        .unwrap_or("a tool call"),
+                    if denied.blocked == Some(true) {
                         "denied before approval"
                     } else {
                         "would have been denied before approval"
@@ -143,4 +172,84 @@ pub fn render_teachback(brief: &Brief, events: &[Event]) -> String {
         out.push_str("no teachback sent\n");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use agency_core::event::{Event, EventKind};
+    use agency_core::{BriefId, RunId};
+    use chrono::{TimeZone, Utc};
+    use serde_json::json;
+
+    use super::*;
+
+    fn event(kind: EventKind, payload: serde_json::Value) -> Event {
+        Event {
+            seq: 7,
+            run: RunId::new(),
+            ts: Utc.with_ymd_and_hms(2026, 11, 27, 6, 0, 0).unwrap(),
+            brief: Some(BriefId::new()),
+            tier: None,
+            kind,
+            payload,
+        }
+    }
+
+    #[test]
+    fn a_teachback_history_reads_typed_and_an_unreadable_record_is_said() {
+        let brief = Brief {
+            id: BriefId::new(),
+            run: RunId::new(),
+            parent: None,
+            tier: agency_core::Tier::T4,
+            workstream: "ws".into(),
+            title: "fix-mul".into(),
+            personality: None,
+            goal_anchor: "fix it".into(),
+            instructions: "fix mul.sh".into(),
+            inputs: Vec::new(),
+            variety: None,
+            contract: None,
+            retry_budget: 1,
+            attempt: 0,
+            depends_on: Vec::new(),
+            branch: None,
+            worktree: None,
+            status: agency_core::BriefStatus::Running,
+            teachback: agency_core::TeachbackState::Pending,
+            claimed_by: None,
+            created_at: Utc.with_ymd_and_hms(2026, 11, 27, 6, 0, 0).unwrap(),
+        };
+        let events = [
+            event(
+                EventKind::TeachbackSubmitted,
+                json!({ "text": "I will fix mul.sh" }),
+            ),
+            event(
+                EventKind::TeachbackCorrected,
+                json!({ "reviewer": "t3/ws", "verdict": { "corrections": ["keep the test"] } }),
+            ),
+            event(EventKind::TeachbackApproved, json!({ "reviewer": 3 })),
+            event(
+                EventKind::TeachbackDenied,
+                json!({ "tool": "Edit", "blocked": true }),
+            ),
+        ];
+        let text = render_teachback(&brief, &events);
+        assert!(
+            text.contains("sent 2026-11-27 06:00:00 UTC:\n  I will fix mul.sh\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("corrections asked by t3/ws 2026-11-27 06:00:00 UTC:\n  - keep the test\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "UNREADABLE teachback_approved 2026-11-27 06:00:00 UTC: the payload of a teachback_approved"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("Edit denied before approval"), "{text}");
+    }
 }

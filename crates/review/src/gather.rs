@@ -3,7 +3,7 @@
 //! show` and the dashboard both call these, so the terminal and the browser show the same records.
 
 use agency_core::brief::Brief;
-use agency_core::event::{Event, EventKind};
+use agency_core::event::{Event, EventKind, EventPayload};
 use agency_core::plan::Plan;
 use agency_core::tiers::BriefRole;
 use agency_core::{BriefId, RunId, Tier};
@@ -105,6 +105,14 @@ pub const OUTCOMES: [EventKind; 3] = [
     EventKind::SignoffInconclusive,
 ];
 
+/// A slice's sign-off records as a review shows them: the outcomes and the auditor's reviews.
+pub const JUDGEMENTS: [EventKind; 4] = [
+    EventKind::SignoffAccepted,
+    EventKind::SignoffRejected,
+    EventKind::SignoffInconclusive,
+    EventKind::SignoffAudit,
+];
+
 /// The events of a teachback's history.
 pub const TEACHBACK_KINDS: [EventKind; 4] = [
     EventKind::TeachbackSubmitted,
@@ -122,15 +130,26 @@ pub struct VerifyRun {
     pub output: Option<String>,
 }
 
+/// The output tail a verify record (`signoff/<subject>/verify`) keeps.
+#[derive(serde::Deserialize)]
+struct VerifyRecord {
+    tail: String,
+}
+
 /// The verify runs of `brief`'s slice (a verifier's slice was verified when its implementer committed).
 pub fn verify_runs(store: &dyn Blackboard, all: &[Event], brief: &Brief) -> Vec<VerifyRun> {
     let parent: Vec<BriefId> = brief.parent.into_iter().collect();
     signoff_events(all, brief.id, &parent, &[EventKind::SignoffVerify])
         .into_iter()
         .map(|event| {
-            let output = artifact_by_id(store, event.payload.get("artifact").and_then(Value::as_str))
-                .and_then(|a| serde_json::from_slice::<Value>(&a.bytes).ok())
-                .and_then(|v| v.get("tail").and_then(Value::as_str).map(str::to_string));
+            let artifact = match event.typed() {
+                Ok(EventPayload::SignoffVerify(verify)) => verify.artifact,
+                // The renderer says the event is unreadable; there is no record to look for.
+                _ => None,
+            };
+            let output = artifact_by_id(store, artifact.as_deref())
+                .and_then(|a| serde_json::from_slice::<VerifyRecord>(&a.bytes).ok())
+                .map(|record| record.tail);
             VerifyRun { event, output }
         })
         .collect()
@@ -139,13 +158,27 @@ pub fn verify_runs(store: &dyn Blackboard, all: &[Event], brief: &Brief) -> Vec<
 /// One sign-off outcome: its event and the judge's transcript when it was kept.
 #[derive(Debug, Clone, Serialize)]
 pub struct Judgement {
-    /// The `signoff_accepted`, `signoff_rejected` or `signoff_inconclusive` event.
+    /// The `signoff_accepted`, `signoff_rejected`, `signoff_inconclusive` or `signoff_audit` event.
     pub event: Event,
-    /// The judge's whole transcript.
+    /// The judge's (or, for an audit, the auditor's) whole transcript.
     pub transcript: Option<String>,
 }
 
-/// The sign-offs of `brief`'s slice: its own, or those of its verifiers (its T5 children).
+/// The transcript an outcome or an audit names.
+fn transcript_of(event: &Event) -> Option<String> {
+    match event.typed() {
+        Ok(
+            EventPayload::SignoffAccepted(outcome)
+            | EventPayload::SignoffRejected(outcome)
+            | EventPayload::SignoffInconclusive(outcome),
+        ) => outcome.judge_artifact,
+        Ok(EventPayload::SignoffAudit(audit)) => audit.transcript,
+        _ => None,
+    }
+}
+
+/// The sign-offs of `brief`'s slice, with the auditor's reviews where one ran: its own, or those of its
+/// verifiers (its T5 children).
 pub fn judgements(
     store: &dyn Blackboard,
     all: &[Event],
@@ -157,12 +190,11 @@ pub fn judgements(
         .filter(|c| c.tier == Tier::T5)
         .map(|c| c.id)
         .collect();
-    Ok(signoff_events(all, brief.id, &verifiers, &OUTCOMES)
+    Ok(signoff_events(all, brief.id, &verifiers, &JUDGEMENTS)
         .into_iter()
         .map(|event| {
-            let transcript =
-                artifact_by_id(store, event.payload.get("judge_artifact").and_then(Value::as_str))
-                    .map(|a| String::from_utf8_lossy(&a.bytes).into_owned());
+            let transcript = artifact_by_id(store, transcript_of(&event).as_deref())
+                .map(|a| String::from_utf8_lossy(&a.bytes).into_owned());
             Judgement { event, transcript }
         })
         .collect())
@@ -193,22 +225,28 @@ pub struct Outcome {
 pub fn outcome(all: &[Event]) -> Outcome {
     let mut outcome = Outcome::default();
     for event in all {
-        let p = &event.payload;
-        let text = |key: &str| p.get(key).and_then(Value::as_str).map(str::to_string);
-        if event.tier == Some(Tier::T1) {
+        // An event this build cannot read adds nothing to how the run ended (the log says UNREADABLE).
+        let Ok(payload) = event.typed() else {
+            continue;
+        };
+        match payload {
             // The acceptance sign-off carries T1's summary; the accepted brief's move to done names the
             // integration branch it accepted.
-            if event.kind == EventKind::SignoffAccepted
-                || p.get("note").and_then(Value::as_str) == Some("accepted")
-            {
-                outcome.summary = text("summary").or(outcome.summary.take());
-                outcome.branch = text("branch").or(outcome.branch.take());
+            EventPayload::SignoffAccepted(accepted) if event.tier == Some(Tier::T1) => {
+                outcome.summary = accepted.summary.or(outcome.summary.take());
             }
-        }
-        if event.kind == EventKind::Log
-            && let Some(url) = p.pointer("/forge/url").and_then(Value::as_str)
-        {
-            outcome.pull_request = Some(url.to_string());
+            EventPayload::BriefStatus(moved)
+                if event.tier == Some(Tier::T1) && moved.note.as_deref() == Some("accepted") =>
+            {
+                outcome.summary = moved.summary.or(outcome.summary.take());
+                outcome.branch = moved.branch.or(outcome.branch.take());
+            }
+            EventPayload::Log(line) => {
+                if let Some(url) = line.forge.and_then(|forge| forge.url) {
+                    outcome.pull_request = Some(url);
+                }
+            }
+            _ => {}
         }
     }
     outcome

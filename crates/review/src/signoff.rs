@@ -4,50 +4,52 @@
 
 use std::fmt::Write as _;
 
-use agency_core::event::EventKind;
+use agency_core::event::payload::{SignoffAudit, SignoffOutcome, SignoffVerify};
+use agency_core::event::{EventKind, EventPayload};
 use serde_json::Value;
 
 use super::tail_lines;
 
-fn text<'a>(payload: &'a Value, key: &str) -> Option<&'a str> {
-    payload.get(key).and_then(Value::as_str)
-}
-
 /// How many lines of a verify run's output are shown.
 pub const VERIFY_TAIL_LINES: usize = 40;
+
+/// A record this build cannot read, said instead of skipped: a reviewer should know it is there.
+fn unreadable(kind: EventKind, error: impl std::fmt::Display) -> String {
+    format!("UNREADABLE {kind}: {error}\n")
+}
 
 /// One verify run: `payload` is its `signoff_verify` event's, `output` the whole tail its record kept (the
 /// event holds only its last KiB).
 pub fn render_verify(payload: &Value, output: Option<&str>) -> String {
+    match EventPayload::decode(EventKind::SignoffVerify, payload) {
+        Ok(EventPayload::SignoffVerify(verify)) => verify_text(&verify, output),
+        Ok(other) => unreadable(other.kind(), "not a verify run"),
+        Err(error) => unreadable(EventKind::SignoffVerify, error),
+    }
+}
+
+fn verify_text(verify: &SignoffVerify, output: Option<&str>) -> String {
     let mut out = String::new();
-    let passed = payload.get("passed").and_then(Value::as_bool) == Some(true);
-    let ending = match (
-        payload.get("exit_code").and_then(Value::as_i64),
-        payload.get("timed_out").and_then(Value::as_bool),
-    ) {
+    let ending = match (verify.exit_code, verify.timed_out) {
         (_, Some(true)) => "timed out".to_string(),
         (Some(code), _) => format!("exit {code}"),
         (None, _) => "did not run".to_string(),
     };
-    let seconds = payload
-        .get("duration_ms")
-        .and_then(Value::as_u64)
-        .map(|ms| format!(" in {:.1}s", ms as f64 / 1000.0))
-        .unwrap_or_default();
+    let seconds = format!(" in {:.1}s", verify.duration_ms as f64 / 1000.0);
     let _ = writeln!(
         out,
         "{} `{}` {} ({ending}{seconds})",
-        if passed { "✓" } else { "✗" },
-        text(payload, "command").unwrap_or("?"),
-        if passed { "passed" } else { "failed" },
+        if verify.passed { "✓" } else { "✗" },
+        non_empty(&verify.command).unwrap_or("?"),
+        if verify.passed { "passed" } else { "failed" },
     );
-    if let Some(subject) = text(payload, "workstream").or_else(|| text(payload, "subject")) {
+    if let Some(subject) = verify.workstream.as_deref().or(verify.subject.as_deref()) {
         let _ = writeln!(out, "  of     {subject}");
     }
-    if let Some(rev) = text(payload, "rev") {
+    if let Some(rev) = non_empty(&verify.rev) {
         let _ = writeln!(out, "  on     {rev}");
     }
-    let output = output.or_else(|| text(payload, "tail")).unwrap_or("");
+    let output = output.unwrap_or(&verify.tail);
     if output.trim().is_empty() {
         out.push_str("  output (none)\n");
         return out;
@@ -68,47 +70,23 @@ pub fn render_verify(payload: &Value, output: Option<&str>) -> String {
     out
 }
 
+fn non_empty(text: &str) -> Option<&str> {
+    Some(text).filter(|t| !t.is_empty())
+}
+
 /// A sign-off's outcome: the verdict, what is missing or why there is none, the judge's account, then its
-/// whole transcript when it was kept.
+/// whole transcript when it was kept. A `signoff_audit` event renders as the auditor's review.
 pub fn render_judge(kind: EventKind, payload: &Value, transcript: Option<&str>) -> String {
-    let mut out = String::new();
-    let subject = text(payload, "subject").unwrap_or("?");
-    match kind {
-        EventKind::SignoffAccepted => {
-            let _ = writeln!(out, "✓ accepted — {subject}");
-        }
-        EventKind::SignoffRejected => {
-            let by = text(payload, "by").unwrap_or("?");
-            let _ = writeln!(out, "✗ rejected by {by} — {subject}");
-            let missing: Vec<&str> = payload
-                .get("missing")
-                .and_then(Value::as_array)
-                .map(|m| m.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if !missing.is_empty() {
-                out.push_str("  missing:\n");
-                for item in missing {
-                    let _ = writeln!(out, "    - {item}");
-                }
-            }
-        }
-        _ => {
-            let _ = writeln!(
-                out,
-                "? inconclusive — {subject}: {}",
-                text(payload, "reason").unwrap_or("no reason recorded")
-            );
-        }
-    }
-    if let Some(commit) = text(payload, "commit") {
-        let _ = writeln!(out, "  commit {commit}");
-    }
-    if let Some(account) = text(payload, "summary").filter(|s| !s.trim().is_empty()) {
-        out.push_str("  the judge's account:\n");
-        for line in account.trim_end().lines() {
-            let _ = writeln!(out, "    {}", line.replace('\x1b', "^["));
-        }
-    }
+    let mut out = match EventPayload::decode(kind, payload) {
+        Ok(
+            EventPayload::SignoffAccepted(outcome)
+            | EventPayload::SignoffRejected(outcome)
+            | EventPayload::SignoffInconclusive(outcome),
+        ) => outcome_text(kind, &outcome),
+        Ok(EventPayload::SignoffAudit(audit)) => audit_text(&audit),
+        Ok(other) => return unreadable(other.kind(), "not a sign-off outcome"),
+        Err(error) => return unreadable(kind, error),
+    };
     if let Some(transcript) = transcript.filter(|t| !t.trim().is_empty()) {
         out.push_str("  transcript:\n");
         for line in transcript.trim_end().lines() {
@@ -116,6 +94,81 @@ pub fn render_judge(kind: EventKind, payload: &Value, transcript: Option<&str>) 
         }
     }
     out
+}
+
+fn outcome_text(kind: EventKind, outcome: &SignoffOutcome) -> String {
+    let mut out = String::new();
+    let subject = non_empty(&outcome.subject).unwrap_or("?");
+    match kind {
+        EventKind::SignoffAccepted => {
+            let _ = writeln!(out, "✓ accepted — {subject}");
+        }
+        EventKind::SignoffRejected => {
+            let by = outcome.by.as_deref().unwrap_or("?");
+            let _ = writeln!(out, "✗ rejected by {by} — {subject}");
+            missing_list(&mut out, outcome.missing.as_deref().unwrap_or_default());
+        }
+        _ => {
+            let _ = writeln!(
+                out,
+                "? inconclusive — {subject}: {}",
+                outcome.reason.as_deref().unwrap_or("no reason recorded")
+            );
+        }
+    }
+    if let Some(commit) = non_empty(&outcome.commit) {
+        let _ = writeln!(out, "  commit {commit}");
+    }
+    account(&mut out, "the judge's account", outcome.summary.as_deref());
+    out
+}
+
+/// The auditor's review, and whether it agrees with the judge's.
+fn audit_text(audit: &SignoffAudit) -> String {
+    let mut out = String::new();
+    let subject = non_empty(&audit.subject).unwrap_or("?");
+    let mark = match audit.verdict.as_str() {
+        "accept" => "✓",
+        "reject" => "✗",
+        _ => "?",
+    };
+    if audit.agrees {
+        let _ = writeln!(
+            out,
+            "{mark} auditor {} — {subject} (agrees with the judge)",
+            audit.verdict
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{mark} auditor {} — {subject}: DISAGREES with the judge ({}); a rejection by either rejects",
+            audit.verdict, audit.judge
+        );
+    }
+    missing_list(&mut out, audit.missing.as_deref().unwrap_or_default());
+    if let Some(reason) = &audit.reason {
+        let _ = writeln!(out, "  no verdict: {reason}");
+    }
+    account(&mut out, "the auditor's account", audit.summary.as_deref());
+    out
+}
+
+fn missing_list(out: &mut String, missing: &[String]) {
+    if !missing.is_empty() {
+        out.push_str("  missing:\n");
+        for item in missing {
+            let _ = writeln!(out, "    - {item}");
+        }
+    }
+}
+
+fn account(out: &mut String, label: &str, account: Option<&str>) {
+    if let Some(account) = account.filter(|s| !s.trim().is_empty()) {
+        let _ = writeln!(out, "  {label}:");
+        for line in account.trim_end().lines() {
+            let _ = writeln!(out, "    {}", line.replace('\x1b', "^["));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -162,5 +215,32 @@ mod tests {
             mul.sh multiplies
             but keeps a marker
         ");
+    }
+
+    #[test]
+    fn an_auditor_that_disagrees_is_said_with_what_it_found() {
+        let text = render_judge(
+            EventKind::SignoffAudit,
+            &json!({ "subject": "ws-arith/fix-mul", "commit": "abc", "verdict": "reject", "judge": "accept",
+                     "agrees": false, "missing": ["mul.sh keeps a marker"] }),
+            None,
+        );
+        insta::assert_snapshot!(text, @r"
+        ✗ auditor reject — ws-arith/fix-mul: DISAGREES with the judge (accept); a rejection by either rejects
+          missing:
+            - mul.sh keeps a marker
+        ");
+    }
+
+    #[test]
+    fn a_record_that_does_not_read_is_said_not_skipped() {
+        let text = render_judge(
+            EventKind::SignoffRejected,
+            &json!({ "missing": "not a list" }),
+            None,
+        );
+        assert!(text.starts_with("UNREADABLE signoff_rejected: "), "{text}");
+        let text = render_verify(&json!({ "passed": "yes" }), None);
+        assert!(text.starts_with("UNREADABLE signoff_verify: "), "{text}");
     }
 }

@@ -49,6 +49,28 @@ VERDICT: accept|reject
 missing:
 - one line per thing that is missing or wrong (write `missing: none` when accepting)";
 
+/// The auditor's standing instructions: a second, independent review of a slice whose variety score
+/// requires one (7 and above). It is never shown the implementer's claims or the evidence it cites, so what
+/// the implementer says cannot lead it; it has the contract, what was asked, the verify result and the diff.
+pub const AUDITOR_SYSTEM: &str = "\
+You are the independent auditor of a sign-off. A second reviewer (the judge) reviews the same commit; you do \
+not see its answer, and you are deliberately not shown what the implementer claims about its work or the \
+evidence it cites. Decide from the repository and the artifacts alone whether the contract is met. You are \
+read-only: you can read, list and search files in the checkout of the commit under review, nothing else.
+
+Check:
+- the done_when condition holds in the code as committed;
+- each failure mode is actually ruled out, not just unmentioned;
+- the verify command is not trivial or gamed: it must exercise the done_when condition (a command such as \
+`true`, `exit 0` or `echo ok`, a test that asserts nothing, or a skipped or weakened test proves nothing);
+- the diff does what the brief asked and nothing it did not ask for (no shortcut, no disabled check, no \
+hard-coded answer).
+
+Keep your final answer short and end it with exactly this block and nothing after it:
+VERDICT: accept|reject
+missing:
+- one line per thing that is missing or wrong (write `missing: none` when accepting)";
+
 /// How the judge is run.
 #[derive(Debug, Clone, Copy)]
 pub struct Judge<'a> {
@@ -106,6 +128,8 @@ pub struct JudgeInput<'a> {
     pub diff: &'a str,
     /// The size of the whole patch, when `diff` is only its start (0: `diff` is all of it).
     pub diff_bytes: u64,
+    /// The auditor's review ([`AUDITOR_SYSTEM`]): the claims and evidence are left out of its prompt.
+    pub audit: bool,
 }
 
 /// How the judge run went.
@@ -141,14 +165,15 @@ pub async fn run_judge(
                 brief_id: Some(brief.id),
                 brief: Some(format!("signoff/{}", input.subject)),
                 workstream: Some(brief.workstream.clone()),
-                role: Some("judge".into()),
+                role: Some(if input.audit { "auditor" } else { "judge" }.into()),
                 tier: Some(Tier::T5),
                 attempt: brief.attempt,
             };
             (brief, meta)
         }
     };
-    let system: Vec<Cow<'static, str>> = std::iter::once(Cow::Borrowed(JUDGE_SYSTEM))
+    let standing = if input.audit { AUDITOR_SYSTEM } else { JUDGE_SYSTEM };
+    let system: Vec<Cow<'static, str>> = std::iter::once(Cow::Borrowed(standing))
         .chain(
             judge
                 .run_as
@@ -182,7 +207,8 @@ pub async fn run_judge(
     let outcome = tokio::time::timeout(deadline, judge.runtime.run(&task, &hooks, cancel)).await;
     let events = hooks.take();
     let mut transcript = format!(
-        "# Sign-off judge: {}\n\n## Prompt\n\n{prompt}\n\n## Run\n\n",
+        "# Sign-off {}: {}\n\n## Prompt\n\n{prompt}\n\n## Run\n\n",
+        if input.audit { "auditor" } else { "judge" },
         input.subject
     );
     for event in &events {
@@ -294,25 +320,15 @@ pub fn render_prompt(input: &JudgeInput<'_>) -> String {
         "\nCommit under review: {} (goal base {})",
         input.commit, input.base
     );
-    out.push_str("\nThe agent's claims:\n");
-    list(&mut out, input.claims);
-    out.push_str("Evidence files (they exist in the commit; quoted lines were found in them):\n");
-    let mut evidence: Vec<String> = input
-        .evidence
-        .iter()
-        .take(MAX_LISTED_EVIDENCE)
-        .map(|e| match &e.quote {
-            Some(q) => format!("{}: {q:?}", e.path),
-            None => e.path.clone(),
-        })
-        .collect();
-    if input.evidence.len() > MAX_LISTED_EVIDENCE {
-        evidence.push(format!(
-            "… and {} more (all checked; the diff names them)",
-            input.evidence.len() - MAX_LISTED_EVIDENCE
-        ));
+    if input.audit {
+        // The auditor's independence: nothing the implementer says about its own work reaches it.
+        out.push_str(
+            "\nThe implementer's claims and the evidence it cites are withheld from you: re-derive everything \
+             from the diff and the checkout.\n",
+        );
+    } else {
+        render_claims(&mut out, input);
     }
-    list(&mut out, &evidence);
     match input.verify {
         Some(v) => {
             let _ = writeln!(
@@ -344,6 +360,29 @@ pub fn render_prompt(input: &JudgeInput<'_>) -> String {
         );
     }
     out
+}
+
+/// The implementer's claims and the evidence it cites, as the judge is shown them.
+fn render_claims(out: &mut String, input: &JudgeInput<'_>) {
+    out.push_str("\nThe agent's claims:\n");
+    list(out, input.claims);
+    out.push_str("Evidence files (they exist in the commit; quoted lines were found in them):\n");
+    let mut evidence: Vec<String> = input
+        .evidence
+        .iter()
+        .take(MAX_LISTED_EVIDENCE)
+        .map(|e| match &e.quote {
+            Some(q) => format!("{}: {q:?}", e.path),
+            None => e.path.clone(),
+        })
+        .collect();
+    if input.evidence.len() > MAX_LISTED_EVIDENCE {
+        evidence.push(format!(
+            "… and {} more (all checked; the diff names them)",
+            input.evidence.len() - MAX_LISTED_EVIDENCE
+        ));
+    }
+    list(out, &evidence);
 }
 
 fn list(out: &mut String, items: &[String]) {
@@ -453,6 +492,7 @@ mod tests {
             base: "ba5e",
             diff,
             diff_bytes,
+            audit: false,
         })
     }
 
@@ -495,6 +535,7 @@ mod tests {
             base: "ba5e",
             diff: "",
             diff_bytes: 0,
+            audit: false,
         });
         let last_shown = format!("src/file{}.rs\n", MAX_LISTED_EVIDENCE - 1);
         assert!(text.contains(&last_shown), "{text}");

@@ -14,7 +14,9 @@
 //!    rejects with its output tail and no model is called;
 //! 4. runs **stage 2**, a read-only judge through any agent runtime ([`judge`]), whose answer must end in a
 //!    strict verdict block ([`verdict`]); a judge that fails or gives no verdict makes the sign-off
-//!    *inconclusive*, which blocks or not by policy ([`SignoffReport::blocks`]).
+//!    *inconclusive*, which blocks or not by policy ([`SignoffReport::blocks`]); where the work's variety
+//!    score requires it (7 and above), an **auditor** reviews the same checkout beside the judge without
+//!    the implementer's claims or evidence, and a rejection by either rejects ([`judge_and_audit_stage`]).
 //!
 //! With a [`Recording`], every step is written to the blackboard: `signoff_started`, the verify record and
 //! judge transcript as artifacts, `signoff_verify`, and the outcome event ([`record`]).
@@ -33,11 +35,11 @@ pub mod verdict;
 pub mod verify;
 
 pub use checkout::{CheckoutPlace, CleanCheckout};
-pub use judge::{Judge, JudgeInput, JudgeRun, RunAs};
-pub use outcome::{Outcome, ProtectedEdit, RejectedBy, SignoffReport};
+pub use judge::{AUDITOR_SYSTEM, Judge, JudgeInput, JudgeRun, RunAs};
+pub use outcome::{Audit, Outcome, ProtectedEdit, RejectedBy, SignoffReport, verdict_word, with_audit};
 pub use pipeline::{
-    Checked, Diffed, SignoffRequest, Verified, check, contract_changes, judge_stage, protected_edits,
-    sign_off, sign_off_blocking,
+    Checked, Diffed, SignoffRequest, Verified, check, contract_changes, judge_and_audit_stage, judge_stage,
+    protected_edits, sign_off, sign_off_blocking,
 };
 pub use record::Recording;
 pub use verdict::{Verdict, parse_verdict};

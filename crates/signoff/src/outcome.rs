@@ -49,6 +49,65 @@ pub enum RejectedBy {
     Checks,
     /// Stage 2: the judge.
     Judge,
+    /// Stage 2's second review: the auditor (a slice whose variety score requires one), when the judge did
+    /// not reject.
+    Auditor,
+}
+
+impl RejectedBy {
+    /// `verify`, `checks`, `judge`, `auditor`: the word the outcome event records.
+    pub fn word(self) -> &'static str {
+        match self {
+            RejectedBy::Verify => "verify",
+            RejectedBy::Checks => "checks",
+            RejectedBy::Judge => "judge",
+            RejectedBy::Auditor => "auditor",
+        }
+    }
+}
+
+/// The auditor's review of a sign-off: a second, independent judge run without the implementer's claims
+/// (see [`crate::judge::AUDITOR_SYSTEM`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Audit {
+    /// Its verdict, or why there is none.
+    pub verdict: Result<Verdict, String>,
+    /// What it said before its verdict block.
+    pub answer: Option<String>,
+    /// The stored auditor transcript, when recorded.
+    pub transcript_artifact: Option<ArtifactId>,
+}
+
+/// `accept`, `reject` or `inconclusive`: a verdict (or its absence) as one word.
+pub fn verdict_word(verdict: &Result<Verdict, String>) -> &'static str {
+    match verdict {
+        Ok(Verdict::Accept) => "accept",
+        Ok(Verdict::Reject { .. }) => "reject",
+        Err(_) => "inconclusive",
+    }
+}
+
+/// The outcome of a sign-off whose judge decided `judged` and whose auditor gave `audit`. A rejection by
+/// either rejects (neither reviewer overrides the other's): the judge's missing items first, then the
+/// auditor's; an auditor without a verdict makes an accepted sign-off inconclusive (which blocks by
+/// policy, as a judge without one does).
+pub fn with_audit(judged: Outcome, audit: &Result<Verdict, String>) -> Outcome {
+    match (judged, audit) {
+        (Outcome::Rejected { by, mut missing }, Ok(Verdict::Reject { missing: more })) => {
+            missing.extend(more.iter().map(|m| format!("(auditor) {m}")));
+            Outcome::Rejected { by, missing }
+        }
+        (Outcome::Accepted | Outcome::Inconclusive { .. }, Ok(Verdict::Reject { missing })) => {
+            Outcome::Rejected {
+                by: RejectedBy::Auditor,
+                missing: missing.clone(),
+            }
+        }
+        (Outcome::Accepted, Err(reason)) => Outcome::Inconclusive {
+            reason: format!("the judge accepted, but the auditor gave no verdict: {reason}"),
+        },
+        (judged, _) => judged,
+    }
 }
 
 /// A protected path changed since the goal's base without `may_edit` authorising it.
@@ -107,7 +166,10 @@ pub struct SignoffReport {
     pub judge: Option<Result<Verdict, String>>,
     /// What the judge said before its verdict block (its account of the work), when it gave a verdict.
     pub judge_answer: Option<String>,
-    /// The signal the judge raised instead of a verdict (the sign-off is inconclusive; a run halts on HALT).
+    /// The auditor's review, when the slice's variety score required one and the judge was asked.
+    pub audit: Option<Audit>,
+    /// The signal the judge (or the auditor) raised instead of a verdict (the sign-off is inconclusive; a
+    /// run halts on HALT).
     pub judge_signal: Option<agency_exec::runtime::AlgedonicSignal>,
     /// The stored verify record, when recorded.
     pub verify_artifact: Option<ArtifactId>,
@@ -132,5 +194,71 @@ impl SignoffReport {
             Outcome::Rejected { missing, .. } => missing,
             _ => &[],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rejected(by: RejectedBy, missing: &[&str]) -> Outcome {
+        Outcome::Rejected {
+            by,
+            missing: missing.iter().map(|m| m.to_string()).collect(),
+        }
+    }
+
+    fn reject(missing: &[&str]) -> Result<Verdict, String> {
+        Ok(Verdict::Reject {
+            missing: missing.iter().map(|m| m.to_string()).collect(),
+        })
+    }
+
+    #[test]
+    fn a_rejection_by_either_reviewer_rejects_the_sign_off() {
+        // The auditor rejects what the judge accepted.
+        assert_eq!(
+            with_audit(Outcome::Accepted, &reject(&["the test asserts nothing"])),
+            rejected(RejectedBy::Auditor, &["the test asserts nothing"])
+        );
+        // The judge rejects what the auditor accepted: the judge's rejection stands.
+        assert_eq!(
+            with_audit(
+                rejected(RejectedBy::Judge, &["a marker is left"]),
+                &Ok(Verdict::Accept)
+            ),
+            rejected(RejectedBy::Judge, &["a marker is left"])
+        );
+        // Both reject: both lists, the auditor's marked.
+        assert_eq!(
+            with_audit(rejected(RejectedBy::Judge, &["a"]), &reject(&["b"])),
+            rejected(RejectedBy::Judge, &["a", "(auditor) b"])
+        );
+        // An inconclusive judge does not hide the auditor's rejection.
+        let inconclusive = Outcome::Inconclusive {
+            reason: "no verdict".into(),
+        };
+        assert_eq!(
+            with_audit(inconclusive.clone(), &reject(&["b"])),
+            rejected(RejectedBy::Auditor, &["b"])
+        );
+        assert_eq!(
+            with_audit(inconclusive.clone(), &Ok(Verdict::Accept)),
+            inconclusive
+        );
+    }
+
+    #[test]
+    fn only_two_accepts_accept_and_an_auditor_without_a_verdict_is_inconclusive() {
+        assert_eq!(
+            with_audit(Outcome::Accepted, &Ok(Verdict::Accept)),
+            Outcome::Accepted
+        );
+        assert_eq!(
+            with_audit(Outcome::Accepted, &Err("timed out".into())),
+            Outcome::Inconclusive {
+                reason: "the judge accepted, but the auditor gave no verdict: timed out".into()
+            }
+        );
     }
 }

@@ -14,7 +14,7 @@ use crate::SignoffError;
 use crate::checkout::{self, CheckoutPlace, CleanCheckout};
 use crate::evidence::check_evidence;
 use crate::judge::{Judge, JudgeInput, run_judge};
-use crate::outcome::{Outcome, ProtectedEdit, RejectedBy, SignoffReport};
+use crate::outcome::{Audit, Outcome, ProtectedEdit, RejectedBy, SignoffReport, with_audit};
 use crate::protected::{ProtectedPaths, Protection, Rule};
 use crate::record::Recording;
 use crate::verdict::Verdict;
@@ -189,6 +189,7 @@ pub fn check(
         )?,
         judge: None,
         judge_answer: None,
+        audit: None,
         judge_signal: None,
         verify_artifact: None,
         transcript_artifact: None,
@@ -270,6 +271,21 @@ pub async fn judge_stage(
     recording: Option<&Recording<'_>>,
     cancel: &CancelToken,
 ) -> Result<SignoffReport, SignoffError> {
+    judge_and_audit_stage(checked, request, judge, None, recording, cancel).await
+}
+
+/// [`judge_stage`] with an auditor: unless [`check`] already rejected, the judge and, when `auditor` is
+/// given, the auditor review the same clean checkout side by side. The auditor is not shown the claims or
+/// the evidence ([`JudgeInput::audit`]); the outcome counts a rejection by either ([`with_audit`]), and
+/// the auditor's verdict, and whether it agrees with the judge's, is recorded as `signoff_audit`.
+pub async fn judge_and_audit_stage(
+    checked: Checked,
+    request: &SignoffRequest<'_>,
+    judge: &Judge<'_>,
+    auditor: Option<&Judge<'_>>,
+    recording: Option<&Recording<'_>>,
+    cancel: &CancelToken,
+) -> Result<SignoffReport, SignoffError> {
     let Checked {
         mut report,
         checkout,
@@ -279,6 +295,7 @@ pub async fn judge_stage(
     let (base, commit) = (report.base.clone(), report.commit.clone());
     // Written with the outcome, in one transaction.
     let mut transcript = None;
+    let mut audit_transcript = None;
     if !matches!(report.outcome, Outcome::Rejected { .. }) {
         let input = JudgeInput {
             subject: request.subject,
@@ -291,9 +308,16 @@ pub async fn judge_stage(
             base: &base,
             diff: &diff.text,
             diff_bytes: diff.total_bytes,
+            audit: false,
+        };
+        let blind = JudgeInput {
+            claims: &[],
+            evidence: &[],
+            audit: true,
+            ..input
         };
         let (run, brief) = recording.map_or((agency_core::RunId::new(), None), |r| (r.run, r.brief));
-        let judged = run_judge(
+        let judging = run_judge(
             judge,
             &input,
             checkout.path(),
@@ -301,8 +325,25 @@ pub async fn judge_stage(
             run,
             brief,
             cancel,
-        )
-        .await;
+        );
+        let auditing = async {
+            match auditor {
+                Some(auditor) => Some(
+                    run_judge(
+                        auditor,
+                        &blind,
+                        checkout.path(),
+                        request.sandbox,
+                        run,
+                        brief,
+                        cancel,
+                    )
+                    .await,
+                ),
+                None => None,
+            }
+        };
+        let (judged, audited) = tokio::join!(judging, auditing);
         if let Some(rec) = recording {
             let artifact = rec.transcript(request.subject, &judged.transcript);
             report.transcript_artifact = Some(artifact.id);
@@ -318,12 +359,29 @@ pub async fn judge_stage(
                 reason: reason.clone(),
             },
         };
+        if let Some(audited) = audited {
+            report.outcome = with_audit(report.outcome, &audited.verdict);
+            let mut audit = Audit {
+                verdict: audited.verdict,
+                answer: audited.answer,
+                transcript_artifact: None,
+            };
+            if let Some(rec) = recording {
+                let artifact = rec.audit_transcript(request.subject, &audited.transcript);
+                audit.transcript_artifact = Some(artifact.id);
+                audit_transcript = Some(artifact);
+            }
+            report.audit = Some(audit);
+            report.judge_signal = judged.signal.clone().or(audited.signal);
+        }
+        if report.judge_signal.is_none() {
+            report.judge_signal = judged.signal;
+        }
         report.judge = Some(judged.verdict);
         report.judge_answer = judged.answer;
-        report.judge_signal = judged.signal;
     }
     if let Some(rec) = recording {
-        rec.outcome(&report, transcript)?;
+        rec.outcome_audited(&report, transcript, audit_transcript)?;
     }
     Ok(report)
 }

@@ -8,7 +8,7 @@ use agency_core::{BriefId, NewEvent, RunId, Tier};
 use agency_store::{ArtifactId, Blackboard, NewArtifact, WriteBatch};
 
 use crate::SignoffError;
-use crate::outcome::{Outcome, RejectedBy, SignoffReport};
+use crate::outcome::{Outcome, SignoffReport, verdict_word};
 use crate::verify::VerifyResult;
 
 /// Where a sign-off is recorded: a run (and the brief under review, in a runner-owned run).
@@ -104,11 +104,32 @@ impl Recording<'_> {
         )
     }
 
+    /// The auditor's transcript as `signoff/<subject>/audit` (markdown), to be written with the outcome (see
+    /// [`Recording::outcome_audited`]).
+    pub fn audit_transcript(&self, subject: &str, transcript: &str) -> NewArtifact {
+        self.new_artifact(
+            format!("signoff/{subject}/audit"),
+            "text/markdown",
+            transcript.as_bytes().to_vec(),
+        )
+    }
+
     /// The judge's transcript, when there is one, and the outcome event, in one write.
     pub fn outcome(
         &self,
         report: &SignoffReport,
         transcript: Option<NewArtifact>,
+    ) -> Result<(), SignoffError> {
+        self.outcome_audited(report, transcript, None)
+    }
+
+    /// The judge's and the auditor's transcripts, `signoff_audit` when the auditor ran, and the outcome
+    /// event, in one write.
+    pub fn outcome_audited(
+        &self,
+        report: &SignoffReport,
+        transcript: Option<NewArtifact>,
+        audit_transcript: Option<NewArtifact>,
     ) -> Result<(), SignoffError> {
         let record = payload::SignoffOutcome {
             subject: report.subject.clone(),
@@ -123,14 +144,7 @@ impl Recording<'_> {
         let payload = match &report.outcome {
             Outcome::Accepted => EventPayload::SignoffAccepted(record),
             Outcome::Rejected { by, missing } => EventPayload::SignoffRejected(payload::SignoffOutcome {
-                by: Some(
-                    match by {
-                        RejectedBy::Verify => "verify",
-                        RejectedBy::Checks => "checks",
-                        RejectedBy::Judge => "judge",
-                    }
-                    .to_string(),
-                ),
+                by: Some(by.word().to_string()),
                 missing: Some(missing.clone()),
                 ..record
             }),
@@ -142,6 +156,27 @@ impl Recording<'_> {
         let mut batch = WriteBatch::new();
         if let Some(transcript) = transcript {
             batch.put_artifact(transcript);
+        }
+        if let Some(transcript) = audit_transcript {
+            batch.put_artifact(transcript);
+        }
+        if let (Some(audit), Some(judged)) = (&report.audit, &report.judge) {
+            let (judge, auditor) = (verdict_word(judged), verdict_word(&audit.verdict));
+            let audited = payload::SignoffAudit {
+                subject: report.subject.clone(),
+                commit: report.commit.clone(),
+                verdict: auditor.to_string(),
+                judge: judge.to_string(),
+                agrees: judge == auditor,
+                missing: match &audit.verdict {
+                    Ok(crate::Verdict::Reject { missing }) => Some(missing.clone()),
+                    _ => None,
+                },
+                reason: audit.verdict.as_ref().err().cloned(),
+                summary: audit.answer.clone(),
+                transcript: audit.transcript_artifact.map(|a| a.to_string()),
+            };
+            batch.append_event(self.new_event(EventPayload::SignoffAudit(audited)));
         }
         batch.append_event(self.new_event(payload));
         if self.outcome_soon {

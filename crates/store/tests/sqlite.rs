@@ -418,13 +418,16 @@ fn log_lines_ride_with_the_next_write() {
     let bb = SqliteBlackboard::open(&path).unwrap();
     let reader = SqliteBlackboard::open(&path).unwrap();
     let run = bb.create_run(NewRun::new("goal", "/repo")).unwrap().id;
-    let line = |n: u32| NewEvent::new(run, EventKind::Log, json!({ "n": n }));
+    let line = |n: u32| NewEvent::log(run, "info", n.to_string());
     let seen = || -> Vec<u64> {
         reader
             .events_after(Some(run), 0, 100)
             .unwrap()
             .iter()
-            .filter_map(|e| e.payload.get("n").and_then(serde_json::Value::as_u64))
+            .filter_map(|e| match e.typed() {
+                Ok(agency_core::event::EventPayload::Log(line)) => line.message.parse().ok(),
+                _ => None,
+            })
             .collect()
     };
     let writes = bb.write_count();

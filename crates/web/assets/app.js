@@ -364,11 +364,12 @@ function renderVerify(run) {
 function renderJudgement(j) {
   const p = j.event.payload;
   const box = element("div", undefined, "judgement " + j.event.kind);
-  const verdict = { signoff_accepted: "✓ accepted", signoff_rejected: "✗ rejected by " + (p.by || "?"), signoff_inconclusive: "? inconclusive" }[j.event.kind];
+  const audit = "auditor " + (p.verdict || "?") + (p.agrees ? " (agrees with the judge)" : ": DISAGREES with the judge (" + (p.judge || "?") + ")");
+  const verdict = { signoff_accepted: "✓ accepted", signoff_rejected: "✗ rejected by " + (p.by || "?"), signoff_inconclusive: "? inconclusive", signoff_audit: audit }[j.event.kind];
   box.append(element("p", verdict + " — " + (p.subject || "?")));
   if (p.missing && p.missing.length) { box.append(element("p", "Missing:")); box.append(bullets(p.missing)); }
   if (p.reason) box.append(element("p", "Reason: " + p.reason));
-  if (p.summary) { box.append(element("p", "The judge's account:")); box.append(element("pre", p.summary)); }
+  if (p.summary) { box.append(element("p", j.event.kind === "signoff_audit" ? "The auditor's account:" : "The judge's account:")); box.append(element("pre", p.summary)); }
   if (j.transcript) {
     const details = element("details");
     details.append(element("summary", "Transcript"), element("pre", j.transcript));

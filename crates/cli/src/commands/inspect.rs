@@ -199,7 +199,7 @@ fn inspect_brief(store: &dyn Blackboard, run: agency_core::RunId, prefix: &str, 
             "derived gates: teachback {}, auditor {}, route {}",
             gates.teachback_mode.as_str(),
             if gates.auditor_required {
-                "required (none runs yet)"
+                "required (audited at sign-off)"
             } else {
                 "optional"
             },

@@ -484,7 +484,8 @@ fn show_verify(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> Co
     Ok(())
 }
 
-const OUTCOMES: [EventKind; 3] = gather::OUTCOMES;
+/// A slice's sign-off outcomes and its auditor's reviews.
+const OUTCOMES: [EventKind; 4] = gather::JUDGEMENTS;
 
 fn show_judge(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> CommandResult {
     let brief = brief_of_run(store, run, typed)?;
@@ -513,6 +514,7 @@ fn show_judge(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> Com
                     | EventPayload::SignoffRejected(outcome)
                     | EventPayload::SignoffInconclusive(outcome),
                 ) => outcome.judge_artifact,
+                Ok(EventPayload::SignoffAudit(audit)) => audit.transcript,
                 _ => None,
             };
             artifact_by_id(store, artifact.as_deref()).map(|a| String::from_utf8_lossy(&a.bytes).into_owned())

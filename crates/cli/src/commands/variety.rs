@@ -162,11 +162,11 @@ fn score(args: ScoreArgs) -> CommandResult {
     );
     println!("route             {}", gates.workflow_route);
     println!("teachback         {}", gates.teachback_mode.as_str());
-    // The seed's derived gate, computed; no separate auditor review runs yet, so say so where it is shown.
+    // What the derived gate does in a run, said where it is shown (docs/hooks.md, "The auditor").
     println!(
         "auditor required  {}",
         if gates.auditor_required {
-            "yes (by the seed's rule; no separate auditor runs yet: the T5 sign-off is the review)"
+            "yes (a slice's sign-off adds an auditor beside the T5 judge; a rejection by either rejects)"
         } else {
             "no"
         }

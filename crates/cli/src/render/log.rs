@@ -270,6 +270,25 @@ fn line_for(event: &Event, level: Level) -> Option<Line> {
             )
         }
         EventPayload::SignoffVerify(p) => mk(&tier, "VERIFY", verify_line(&p), false),
+        // An auditor that agrees is detail; one that disagrees with the judge stays in view.
+        EventPayload::SignoffAudit(p) => mk(
+            &tier,
+            "AUDIT",
+            if p.agrees {
+                format!("{} auditor {}, as the judge", p.subject, p.verdict)
+            } else {
+                format!(
+                    "{} auditor {} DISAGREES with the judge ({}){}",
+                    p.subject,
+                    p.verdict,
+                    p.judge,
+                    p.missing
+                        .map(|m| format!(": {}", m.join("; ")))
+                        .unwrap_or_default()
+                )
+            },
+            p.agrees,
+        ),
         EventPayload::BudgetExhausted(p) => {
             let scope = Some(p.scope)
                 .filter(|s| !s.is_empty())

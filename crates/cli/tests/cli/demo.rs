@@ -89,6 +89,23 @@ fn the_demo_runs_the_whole_pipeline_offline() {
         .unwrap()
         .to_string();
     assert!(branch.starts_with("agency/") && branch.ends_with("/integration"));
+    // The slice scores 7, so an auditor reviewed it beside the judge, without its report, and agreed.
+    let store = agency_store::SqliteBlackboard::open(dir.join(".agency").join("agency.db")).unwrap();
+    let audits: Vec<_> = agency_store::Blackboard::events_after(&store, None, 0, 10_000)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.typed() {
+            Ok(agency_core::event::EventPayload::SignoffAudit(audit)) => Some(audit),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(audits.len(), 1, "{audits:?}");
+    let audit = &audits[0];
+    assert_eq!(audit.subject, "ws-fix-pagination/fix-page-offset");
+    assert_eq!(
+        (audit.judge.as_str(), audit.verdict.as_str(), audit.agrees),
+        ("accept", "accept", true)
+    );
 }
 
 #[test]

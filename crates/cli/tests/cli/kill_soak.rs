@@ -56,6 +56,7 @@ fn script() -> String {
         );
     }
     rules.push(json!({ "role": "judge", "reply": { "text": "Fine.\nVERDICT: accept\nmissing: none\n" } }));
+    rules.push(json!({ "role": "auditor", "reply": { "text": "Fine.\nVERDICT: accept\nmissing: none\n" } }));
     json!({ "model": "scripted-kill", "replies": rules }).to_string()
 }
 

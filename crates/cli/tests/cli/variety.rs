@@ -21,7 +21,7 @@ fn scores_and_derives_gates() {
     score 10  (novelty 2 + scope 3 + uncertainty 2 + risk 3)
     route             orchestrate
     teachback         blocking
-    auditor required  yes (by the seed's rule; no separate auditor runs yet: the T5 sign-off is the review)
+    auditor required  yes (a slice's sign-off adds an auditor beside the T5 judge; a rejection by either rejects)
     tier path         t3 → t4 → t5
     ");
 }

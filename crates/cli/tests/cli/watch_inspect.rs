@@ -345,7 +345,7 @@ fn inspect_one_brief_and_one_tier() {
     assert!(out.contains("\"title\": \"queue-client\""), "{out}");
     assert!(
         out.contains(
-            "derived gates: teachback blocking, auditor required (none runs yet), route orchestrate"
+            "derived gates: teachback blocking, auditor required (audited at sign-off), route orchestrate"
         ),
         "{out}"
     );

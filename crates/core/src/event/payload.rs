@@ -493,6 +493,36 @@ payload_struct! {
 }
 
 payload_struct! {
+    /// `signoff_audit`: the auditor's review of a slice whose variety score requires one (7 and above),
+    /// run beside the judge without the implementer's claims, and whether the two agree. Written with the
+    /// sign-off's outcome, which counts a rejection by either.
+    SignoffAudit {
+        /// The sign-off's subject.
+        pub subject: String,
+        /// The commit reviewed.
+        pub commit: String,
+        /// The auditor's verdict: `accept`, `reject` or `inconclusive`.
+        pub verdict: String,
+        /// The judge's verdict on the same commit: `accept`, `reject` or `inconclusive`.
+        pub judge: String,
+        /// Whether the two verdicts are the same word.
+        pub agrees: bool,
+        /// A rejection: what the auditor found missing.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub missing: Option<Vec<String>>,
+        /// No verdict: why.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+        /// What the auditor said before its verdict block.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub summary: Option<String>,
+        /// The auditor transcript's artifact.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub transcript: Option<String>,
+    }
+}
+
+payload_struct! {
     /// `verdict`: a T3 joint verdict over a workstream's T5 results.
     VerdictRecord {
         /// The line shown for it.
@@ -742,6 +772,7 @@ event_payloads! {
     SignoffAccepted(SignoffOutcome),
     SignoffRejected(SignoffOutcome),
     SignoffInconclusive(SignoffOutcome),
+    SignoffAudit(SignoffAudit),
     Verdict(VerdictRecord),
     BudgetExhausted(BudgetExhausted),
     BudgetRaised(BudgetRaised),

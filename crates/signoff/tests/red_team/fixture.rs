@@ -11,7 +11,7 @@ use agency_exec::{CommitOutcome, GitOptions, Repo};
 use agency_signoff::{Judge, Recording, RejectedBy, SignoffReport, SignoffRequest, sign_off_blocking};
 use agency_store::{Blackboard, NewRun, SqliteBlackboard};
 
-use crate::judges::{AcceptsEverything, NoVerdict, builtin_judge, scripted_judge};
+use crate::judges::{AcceptsEverything, NoVerdict, builtin_judge, credulous_judge, scripted_judge};
 
 pub const PLAN: &str = "\
 # Plan: calculator
@@ -62,6 +62,8 @@ pub enum JudgeKind {
     BuiltinChecks,
     /// Answers without a verdict block.
     NoVerdict,
+    /// Believes what the agent's report tells it; as an auditor (which never reads the report), checks.
+    Credulous,
 }
 
 /// A scripted agent: what it does to the repository and what it then claims.
@@ -248,7 +250,43 @@ impl TestRepo {
         (report, events, artifacts)
     }
 
+    /// As [`TestRepo::run_recorded`], with `auditor` reviewing beside the case's judge; returns the report
+    /// and the judge's and the auditor's transcripts.
+    pub fn run_audited(&self, case: &Case, auditor: JudgeKind) -> (SignoffReport, String, String) {
+        let store = SqliteBlackboard::open_in_memory().unwrap();
+        let run = store
+            .create_run(NewRun::new("calculator", self.dir.path().display().to_string()))
+            .unwrap();
+        let recording = Recording {
+            store: &store,
+            run: run.id,
+            brief: None,
+            tier: None,
+            outcome_soon: false,
+        };
+        let report = self.sign_with(case, Some(&recording), Some(auditor));
+        let transcript = |suffix: &str| {
+            let meta = store
+                .list_artifacts(run.id, None)
+                .unwrap()
+                .into_iter()
+                .find(|a| a.name == format!("signoff/fix-add-1/{suffix}"))
+                .unwrap_or_else(|| panic!("no {suffix} transcript"));
+            String::from_utf8(store.get_artifact(meta.id).unwrap().bytes).unwrap()
+        };
+        (report, transcript("judge"), transcript("audit"))
+    }
+
     fn sign(&self, case: &Case, recording: Option<&Recording<'_>>) -> SignoffReport {
+        self.sign_with(case, recording, None)
+    }
+
+    fn sign_with(
+        &self,
+        case: &Case,
+        recording: Option<&Recording<'_>>,
+        auditor: Option<JudgeKind>,
+    ) -> SignoffReport {
         (case.agent.act)(self);
         let agreed = Self::contract(&case.plan());
         let contract = Self::contract(&std::fs::read_to_string(self.root().join("plan.md")).unwrap());
@@ -277,17 +315,42 @@ impl TestRepo {
         let rambles = NoVerdict;
         let checks = scripted_judge();
         let builtin = builtin_judge();
-        let runtime: &dyn agency_exec::runtime::Runtime = match case.judge {
-            JudgeKind::AcceptsEverything => &accepts,
-            JudgeKind::Checks => &checks,
-            JudgeKind::BuiltinChecks => &builtin,
-            JudgeKind::NoVerdict => &rambles,
+        let credulous = credulous_judge();
+        let runtime_of = |kind: JudgeKind| -> &dyn agency_exec::runtime::Runtime {
+            match kind {
+                JudgeKind::AcceptsEverything => &accepts,
+                JudgeKind::Checks => &checks,
+                JudgeKind::BuiltinChecks => &builtin,
+                JudgeKind::NoVerdict => &rambles,
+                JudgeKind::Credulous => &credulous,
+            }
         };
         let judge = Judge {
-            runtime,
+            runtime: runtime_of(case.judge),
             limits,
             run_as: None,
         };
-        sign_off_blocking(&request, &judge, recording).unwrap()
+        let Some(auditor) = auditor else {
+            return sign_off_blocking(&request, &judge, recording).unwrap();
+        };
+        let auditor = Judge {
+            runtime: runtime_of(auditor),
+            limits,
+            run_as: None,
+        };
+        let checked = agency_signoff::check(&request, recording).unwrap();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(agency_signoff::judge_and_audit_stage(
+                checked,
+                &request,
+                &judge,
+                Some(&auditor),
+                recording,
+                &agency_llm::CancelToken::new(),
+            ))
+            .unwrap()
     }
 }

@@ -58,8 +58,10 @@ pub fn artifacts_round_trip(factory: Factory<'_>) {
         .collect();
     assert_eq!(events.len(), 3);
     assert_eq!(events[1].brief, Some(brief.id));
-    assert_eq!(events[1].payload["name"], "transcript");
-    assert_eq!(events[1].payload["size"], 256);
+    let agency_core::event::EventPayload::Artifact(stored) = super::typed(&events[1]) else {
+        panic!("not an artifact's record: {:?}", events[1]);
+    };
+    assert_eq!((stored.name.as_str(), stored.size), ("transcript", 256));
     assert!(matches!(
         bb.get_artifact(crate::ArtifactId::new()),
         Err(StoreError::NotFound { .. })

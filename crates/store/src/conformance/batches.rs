@@ -254,7 +254,7 @@ pub fn claiming_several_briefs_at_once(factory: Factory<'_>) {
     for (event, id) in events.iter().zip(&ids) {
         assert_eq!(event.kind, EventKind::BriefStatus);
         assert_eq!(event.brief, Some(*id));
-        assert_eq!(event.payload["claimed_by"], "w1");
+        assert_eq!(super::brief_move(event).claimed_by.as_deref(), Some("w1"));
     }
 
     // More room than briefs: what is claimable (not `blocked`, whose dependency is running), no more.

@@ -43,7 +43,10 @@ pub fn briefs_round_trip_every_field(factory: Factory<'_>) {
     assert_eq!(created.len(), 2);
     assert_eq!(created[1].brief, Some(brief.id));
     assert_eq!(created[1].tier, Some(Tier::T4));
-    assert_eq!(created[1].payload["title"], "queue-client");
+    let agency_core::event::EventPayload::BriefCreated(written) = super::typed(&created[1]) else {
+        panic!("not a brief's creation: {:?}", created[1]);
+    };
+    assert_eq!(written.title, "queue-client");
     assert!(matches!(
         bb.get_brief(BriefId::new()),
         Err(StoreError::NotFound { what: "brief", .. })

@@ -34,7 +34,7 @@ pub fn claiming_respects_dependencies_and_runs(factory: Factory<'_>) {
     let event = bb.events_after(Some(run), 0, 100).unwrap().pop().unwrap();
     assert_eq!(event.kind, EventKind::BriefStatus);
     assert_eq!(event.brief, Some(first.id));
-    assert_eq!(event.payload["claimed_by"], "worker-1");
+    assert_eq!(super::brief_move(&event).claimed_by.as_deref(), Some("worker-1"));
 
     assert_eq!(
         bb.claim_next_brief(Some(run), "worker-2", DEFAULT_CLAIM_LEASE)
@@ -227,10 +227,10 @@ pub fn expired_claims_are_reclaimed_with_an_event(factory: Factory<'_>) {
     assert_eq!(event.len(), 1);
     assert_eq!(event[0].kind, EventKind::BriefStatus);
     assert_eq!(event[0].brief, Some(brief.id));
-    assert_eq!(event[0].payload["from"], "running");
-    assert_eq!(event[0].payload["to"], "pending");
-    assert_eq!(event[0].payload["claimed_by"], "w1");
-    assert_eq!(event[0].payload["reason"], "lease_expired");
+    let moved = super::brief_move(&event[0]);
+    assert_eq!((moved.from.as_str(), moved.to.as_str()), ("running", "pending"));
+    assert_eq!(moved.claimed_by.as_deref(), Some("w1"));
+    assert_eq!(moved.reason.as_deref(), Some("lease_expired"));
     assert!(matches!(
         bb.renew_claim(brief.id, "w1", lease),
         Err(StoreError::Conflict { .. })
@@ -280,7 +280,11 @@ pub fn concurrent_reclaims_take_each_expired_claim_once(factory: Factory<'_>) {
     assert_eq!(reclaimed.len(), ids.len(), "every expired claim reclaimed");
     let events = bb.events_after(Some(run), seq, 1000).unwrap();
     assert_eq!(events.len(), ids.len(), "one event per reclaimed brief");
-    assert!(events.iter().all(|e| e.payload["reason"] == "lease_expired"));
+    assert!(
+        events
+            .iter()
+            .all(|e| super::brief_move(e).reason.as_deref() == Some("lease_expired"))
+    );
 }
 
 /// Fenced writes. Every claim of a brief takes the next generation. A holder's writes for its brief that
@@ -374,11 +378,10 @@ pub fn claim_holders_writes_are_fenced_by_the_claims_generation(factory: Factory
         Ok(()) | Err(StoreError::ClaimLost { .. }) => {}
         other => panic!("expected the held batch dropped or refused, got {other:?}"),
     }
-    bb.append_event(NewEvent::new(run, EventKind::Log, json!({"rides": true})))
-        .unwrap();
+    bb.append_event(NewEvent::log(run, "info", "rides")).unwrap();
     let since: Vec<_> = bb.events_after(Some(run), before_second, 100).unwrap();
     assert_eq!(since.len(), 1, "only the unfenced line: {since:?}");
-    assert_eq!(since[0].payload["rides"], true);
+    assert_eq!(super::log_line(&since[0]).message, "rides");
     assert_eq!(bb.get_brief(brief.id).unwrap().status, BriefStatus::Running);
     let judged: Vec<_> = bb
         .list_artifacts(run, Some(brief.id))

@@ -26,7 +26,10 @@ pub fn gates_open_decide_and_refuse_a_second_decision(factory: Factory<'_>) {
     assert_eq!(opened.kind, EventKind::GatePending);
     assert_eq!(opened.tier, Some(Tier::T1));
     assert_eq!(opened.brief, Some(brief.id));
-    assert_eq!(opened.payload["kind"], "t1_plan");
+    let agency_core::event::EventPayload::GatePending(opened) = super::typed(&opened) else {
+        panic!("not a gate's opening: {opened:?}");
+    };
+    assert_eq!(opened.kind, Some(GateKind::T1Plan));
 
     let decided = bb.decide_gate(gate.id, approve("cli:ana")).unwrap();
     assert_eq!(decided.status, GateStatus::Approved);
@@ -57,7 +60,10 @@ pub fn gates_open_decide_and_refuse_a_second_decision(factory: Factory<'_>) {
     assert_eq!(rejected.note.as_deref(), Some("split the API work"));
     let event = bb.events_after(Some(run), 0, 100).unwrap().pop().unwrap();
     assert_eq!(event.kind, EventKind::GateRejected);
-    assert_eq!(event.payload["reason"], "split the API work");
+    let agency_core::event::EventPayload::GateRejected(decided) = super::typed(&event) else {
+        panic!("not a gate's rejection: {event:?}");
+    };
+    assert_eq!(decided.reason.as_deref(), Some("split the API work"));
     assert_eq!(bb.list_gates(run).unwrap().len(), 2);
     assert!(matches!(
         bb.decide_gate(GateId::new(), approve("x")),

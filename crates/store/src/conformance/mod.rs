@@ -218,3 +218,26 @@ fn reject(by: &str) -> GateDecision {
         reason: "split the API work".into(),
     }
 }
+
+/// An event's payload, typed by its kind: a payload that does not read fails the property, naming the event.
+pub(crate) fn typed(event: &agency_core::Event) -> agency_core::event::EventPayload {
+    event
+        .typed()
+        .unwrap_or_else(|e| panic!("event {} ({}) does not read: {e}", event.seq, event.kind))
+}
+
+/// A `log` event's line.
+pub(crate) fn log_line(event: &agency_core::Event) -> agency_core::event::payload::LogLine {
+    match typed(event) {
+        agency_core::event::EventPayload::Log(line) => line,
+        other => panic!("event {} is not a log line: {other:?}", event.seq),
+    }
+}
+
+/// A `brief_status` event's change.
+pub(crate) fn brief_move(event: &agency_core::Event) -> agency_core::event::payload::BriefStatusChange {
+    match typed(event) {
+        agency_core::event::EventPayload::BriefStatus(moved) => moved,
+        other => panic!("event {} is not a brief's move: {other:?}", event.seq),
+    }
+}

@@ -94,7 +94,7 @@ pub fn log_lines_appended_soon_keep_their_place(factory: Factory<'_>) {
     let fx = factory();
     let (bb, other) = (fx.handle(), fx.handle());
     let run = new_run(bb.as_ref());
-    let line = |n: u32| NewEvent::new(run, EventKind::Log, json!({ "n": n }));
+    let line = |n: u32| NewEvent::log(run, "info", n.to_string());
     bb.append_event_soon(line(1)).unwrap();
     bb.append_event_soon(line(2)).unwrap();
     bb.append_event(line(3)).unwrap();
@@ -105,7 +105,8 @@ pub fn log_lines_appended_soon_keep_their_place(factory: Factory<'_>) {
         .events_after(Some(run), 0, 100)
         .unwrap()
         .iter()
-        .filter_map(|e| e.payload.get("n").and_then(serde_json::Value::as_u64))
+        .filter(|e| e.kind == EventKind::Log)
+        .filter_map(|e| super::log_line(e).message.parse::<u64>().ok())
         .collect();
     assert_eq!(seen, [1, 2, 3, 4]);
 }

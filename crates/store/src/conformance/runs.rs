@@ -25,7 +25,10 @@ pub fn runs_round_trip_newest_first(factory: Factory<'_>) {
     let events = bb.events_after(Some(first.id), 0, 10).unwrap();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].kind, EventKind::RunCreated);
-    assert_eq!(events[0].payload["goal"], "ship the queue");
+    let agency_core::event::EventPayload::RunCreated(created) = super::typed(&events[0]) else {
+        panic!("not a run's creation: {:?}", events[0]);
+    };
+    assert_eq!(created.goal, "ship the queue");
 
     assert!(matches!(
         bb.create_run(new),

@@ -52,15 +52,13 @@ pub fn sessions_bind_to_briefs_with_agents_falling_back(factory: Factory<'_>) {
         .events_after(Some(run), 0, 100)
         .unwrap()
         .into_iter()
-        .filter(|e| e.kind == EventKind::Log && e.payload.get("session").is_some())
+        .filter(|e| e.kind == EventKind::Log && super::log_line(e).session.is_some())
         .collect();
     assert_eq!(bindings.len(), 3);
     assert_eq!(bindings[1].brief, Some(second.id));
-    assert_eq!(bindings[1].payload["agent"], "a1");
-    assert_eq!(
-        bindings[1].payload["message"],
-        "agent a1 of session s1 bound to this brief"
-    );
+    let bound = super::log_line(&bindings[1]);
+    assert_eq!(bound.agent.as_deref(), Some("a1"));
+    assert_eq!(bound.message, "agent a1 of session s1 bound to this brief");
 }
 
 /// Records a session's tasks, keeps sessions apart, replaces a re-recorded task, lists them in order, writes
@@ -107,13 +105,11 @@ pub fn session_tasks_record_their_briefs(factory: Factory<'_>) {
         .events_after(Some(run), 0, 100)
         .unwrap()
         .into_iter()
-        .filter(|e| e.kind == EventKind::Log && e.payload.get("task").is_some())
+        .filter(|e| e.kind == EventKind::Log && super::log_line(e).task.is_some())
         .collect();
     assert_eq!(records.len(), 4);
     assert_eq!(records[0].brief, Some(first.id));
-    assert_eq!(records[0].payload["session"], "s1");
-    assert_eq!(
-        records[0].payload["message"],
-        "task 1 of session s1 is this brief"
-    );
+    let bound = super::log_line(&records[0]);
+    assert_eq!(bound.session.as_deref(), Some("s1"));
+    assert_eq!(bound.message, "task 1 of session s1 is this brief");
 }

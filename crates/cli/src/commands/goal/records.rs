@@ -6,9 +6,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use agency_core::event::EventPayload;
 use agency_core::{Event, EventKind, RunId};
 use agency_store::{Blackboard, NewRun, RunStatus, SqliteBlackboard};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::plan_file::PlanFile;
 use crate::commands::store_error;
@@ -44,6 +45,9 @@ pub struct Records {
     pub signed: std::collections::BTreeSet<String>,
     /// Each goal's latest sign-off outcome.
     pub last: BTreeMap<String, LastSignoff>,
+    /// Sign-off records this build cannot read: not counted (a goal one would have signed stays unsigned),
+    /// and said on stderr when read.
+    pub unreadable: Vec<String>,
 }
 
 impl Records {
@@ -72,45 +76,54 @@ impl Records {
         for event in all_events(store, run)? {
             records.add(&event);
         }
+        for what in &records.unreadable {
+            eprintln!(
+                "warning: a sign-off record of {} does not read, so it is not counted: {what}",
+                plan.relative()
+            );
+        }
         Ok(records)
     }
 
     fn add(&mut self, event: &Event) {
-        let outcome = match event.kind {
-            EventKind::SignoffAccepted => "accepted",
-            EventKind::SignoffRejected => "rejected",
-            EventKind::SignoffInconclusive => "inconclusive",
-            _ => return,
-        };
-        let Some(subject) = event.payload["subject"].as_str() else {
+        if !matches!(
+            event.kind,
+            EventKind::SignoffAccepted | EventKind::SignoffRejected | EventKind::SignoffInconclusive
+        ) {
             return;
-        };
-        if outcome == "accepted" {
-            self.signed.insert(subject.to_string());
         }
-        let details = match outcome {
-            "rejected" => event.payload["missing"]
-                .as_array()
-                .map(|items| {
-                    items
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            "inconclusive" => event.payload["reason"]
-                .as_str()
-                .map(str::to_string)
-                .into_iter()
-                .collect(),
-            _ => Vec::new(),
+        let (outcome, record, details) = match event.typed() {
+            Ok(EventPayload::SignoffAccepted(record)) => ("accepted", record, Vec::new()),
+            Ok(EventPayload::SignoffRejected(record)) => {
+                let missing = record.missing.clone().unwrap_or_default();
+                ("rejected", record, missing)
+            }
+            Ok(EventPayload::SignoffInconclusive(record)) => {
+                let reason = record.reason.clone().into_iter().collect();
+                ("inconclusive", record, reason)
+            }
+            // Counted as nothing (a goal it would have signed stays unsigned), and said.
+            Ok(_) | Err(_) => {
+                let why = event
+                    .typed()
+                    .err()
+                    .map_or_else(|| "not a sign-off outcome".to_string(), |e| e.to_string());
+                self.unreadable
+                    .push(format!("event {} ({}): {why}", event.seq, event.kind));
+                return;
+            }
         };
+        if record.subject.is_empty() {
+            return;
+        }
+        if outcome == "accepted" {
+            self.signed.insert(record.subject.clone());
+        }
         self.last.insert(
-            subject.to_string(),
+            record.subject,
             LastSignoff {
                 outcome,
-                commit: event.payload["commit"].as_str().unwrap_or_default().to_string(),
+                commit: record.commit,
                 details,
             },
         );
@@ -156,4 +169,63 @@ pub fn goals_run(store: &dyn Blackboard, plan: &PlanFile) -> CommandResult<RunId
         .set_run_status(run.id, Some(RunStatus::Planning), RunStatus::Running)
         .map_err(store_error)?;
     Ok(run.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use agency_core::NewEvent;
+    use serde_json::json;
+
+    use super::*;
+
+    fn event(seq: i64, kind: EventKind, payload: serde_json::Value) -> Event {
+        let new = NewEvent::new(RunId::new(), kind, payload);
+        Event {
+            seq,
+            run: new.run,
+            ts: new.ts,
+            brief: None,
+            tier: None,
+            kind,
+            payload: new.payload,
+        }
+    }
+
+    #[test]
+    fn outcomes_are_read_typed_and_an_unreadable_one_signs_nothing() {
+        let mut records = Records::default();
+        records.add(&event(
+            1,
+            EventKind::SignoffRejected,
+            json!({ "subject": "g1", "commit": "c1", "outcome": "rejected", "by": "judge", "missing": ["a test"] }),
+        ));
+        records.add(&event(
+            2,
+            EventKind::SignoffAccepted,
+            json!({ "subject": "g2", "commit": "c2", "outcome": "accepted" }),
+        ));
+        // An acceptance whose commit is not a string: it must not sign g3.
+        records.add(&event(
+            3,
+            EventKind::SignoffAccepted,
+            json!({ "subject": "g3", "commit": 7, "outcome": "accepted" }),
+        ));
+        assert_eq!(
+            records.last.get("g1"),
+            Some(&LastSignoff {
+                outcome: "rejected",
+                commit: "c1".into(),
+                details: vec!["a test".into()],
+            })
+        );
+        assert!(records.signed.contains("g2"));
+        assert!(!records.signed.contains("g3"));
+        assert_eq!(records.unreadable.len(), 1);
+        assert!(
+            records.unreadable[0]
+                .starts_with("event 3 (signoff_accepted): the payload of a signoff_accepted"),
+            "{:?}",
+            records.unreadable
+        );
+    }
 }
