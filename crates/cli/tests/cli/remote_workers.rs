@@ -2,7 +2,8 @@
 //! driver (`agency run --remote origin`) and two `agency worker --repo` processes each work in a
 //! repository of their own, and one PostgreSQL blackboard is all they share. A worker is killed while its
 //! agent works; its brief is taken back and finished by another runner, and the run ends with the same
-//! change on its integration branch as a run on one machine.
+//! change on its integration branch as a run on one machine. A remote that refuses a slice's push fails
+//! its brief with git's reason.
 //!
 //! PostgreSQL comes from `AGENCY_TEST_POSTGRES_URL` as in [`crate::postgres`]: without it the test prints a
 //! loud notice and passes, unless `AGENCY_REQUIRE_E2E=1`.
@@ -320,4 +321,80 @@ fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mi
 /// `agency` with `args` in the background in `dir` (a worker's machine), the blackboard in its environment.
 fn spawn_in(dir: &Path, db: &Database, args: &[&str]) -> Running {
     crate::support::spawn_in(dir, args, &[("AGENCY_DB", &db.url)])
+}
+
+#[test]
+fn a_slice_the_remote_refuses_fails_its_brief_with_gits_reason() {
+    if no_database() {
+        return;
+    }
+    let db = Database::new();
+    let driver_repo = calculator(&db, SCRIPT);
+    let script_path = driver_repo.path().join(".agency").join("script.yaml");
+    let script_arg = script_path.to_str().unwrap();
+    let machines = tempfile::tempdir().unwrap();
+    let remote = machines.path().join("remote.git");
+    git_in(
+        machines.path(),
+        &[
+            "init",
+            "--quiet",
+            "--bare",
+            "--initial-branch",
+            "main",
+            remote.to_str().unwrap(),
+        ],
+    );
+    // The remote takes the driver's branches and refuses every slice branch, as a protected remote would.
+    let hook = remote.join("hooks").join("pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in\n    refs/heads/main|*/integration|*/work) ;;\n    \
+         *) echo \"slice branches are not accepted here: $ref\" >&2; exit 1 ;;\n  esac\ndone\n",
+    )
+    .unwrap();
+    Command::new("chmod").arg("755").arg(&hook).status().unwrap();
+    driver_repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    driver_repo.git(&["push", "--quiet", "origin", "HEAD:refs/heads/main"]);
+
+    let driver = spawn(
+        &driver_repo,
+        &db,
+        &[
+            "run",
+            CALCULATOR_GOAL,
+            "--script",
+            script_arg,
+            "--remote",
+            "origin",
+            "--auto-approve",
+        ],
+    );
+    let store = db.store();
+    let run = wait_for(
+        || store.list_runs().unwrap().first().map(|r| r.id),
+        "the run to start",
+    );
+    let refused = wait_for(
+        || {
+            store
+                .events_after(Some(run), 0, 100_000)
+                .unwrap()
+                .into_iter()
+                .find(|e| e.payload.to_string().contains("could not be shared"))
+        },
+        "a slice's push to be refused",
+    );
+    let said = refused.payload.to_string();
+    assert!(said.contains("slice branches are not accepted here"), "{said}");
+    assert!(said.contains("through git remote origin"), "{said}");
+    // The brief failed: it never reached its verifier.
+    let brief = store
+        .get_brief(refused.brief.expect("the refusal names its brief"))
+        .unwrap();
+    assert_ne!(brief.status, BriefStatus::Done, "{brief:?}");
+    driver_repo
+        .agency(&["--db", &db.url, "cancel", &run.short(), "--reason", "test over"])
+        .success();
+    finish(driver, Duration::from_secs(30));
 }
