@@ -107,7 +107,7 @@ impl RunBranches {
         };
         let prefix = self.prefix();
         self.repo
-            .fetch_under(&remote.name, &prefix)
+            .fetch_under(&remote.name, &prefix, &remote.access)
             .map_err(|e| remote.failed("fetching the run's branches", &e))?;
         let tips = self.repo.tips_under(&remote.name, &prefix)?;
         let mut updates = Vec::new();
@@ -131,7 +131,7 @@ impl RunBranches {
             return Ok(());
         };
         self.repo
-            .push_branches(&remote.name, branches)
+            .push_branches(&remote.name, branches, &remote.access)
             .map_err(|e| remote.failed(&format!("pushing {}", branches.join(", ")), &e))
     }
 
@@ -292,10 +292,11 @@ impl RunBranches {
         Ok(worktree.stage_and_commit(&message)?)
     }
 
-    /// Merges `from` into `into` in a scratch worktree; through a remote, `into` is pushed once it moved.
+    /// Merges `from` into `into` in a scratch worktree; through a remote, `into` is pushed unless the merge
+    /// conflicted (also when it was up to date: a push a stopped driver failed to make is made again).
     pub fn merge(&self, into: &str, from: &str, message: &str) -> Result<MergeOutcome> {
         let outcome = self.repo.merge_into(into, from, &self.merge_scratch(), message)?;
-        if matches!(outcome, MergeOutcome::Merged { .. }) {
+        if !matches!(outcome, MergeOutcome::Conflict { .. }) {
             self.push(&[into])?;
         }
         Ok(outcome)

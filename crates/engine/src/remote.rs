@@ -24,6 +24,8 @@ pub struct SharedRemote {
     pub name: String,
     /// Whether this runner drives the run (see the module docs for what that changes).
     pub driver: bool,
+    /// The credentials each fetch and push gets, if the remote's URL carried any (never written to disk).
+    pub access: agency_exec::RemoteAccess,
 }
 
 impl SharedRemote {

@@ -26,7 +26,7 @@ use crate::process::{self, CommandSpec, EnvPolicy, Output, ProcessError};
 
 pub use commit::{ChangeKind, CommitInfo, CommitOutcome, Diff, DiffHead, FileChange};
 pub use merge::{MergeChain, MergeOutcome};
-pub use remote::{BranchTips, redact_url_credentials};
+pub use remote::{BranchTips, RemoteAccess, redact_url_credentials};
 pub use sweep::WorktreeSweep;
 pub use worktree::WorktreeInfo;
 

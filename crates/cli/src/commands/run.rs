@@ -788,6 +788,8 @@ fn shared_remote(
         Ok(Some(_)) => Ok(agency_engine::remote::SharedRemote {
             name: name.to_string(),
             driver: true,
+            // The driver's remote is the user's, with the credentials git finds for it.
+            access: agency_exec::RemoteAccess::default(),
         }),
         Ok(None) => Err(CommandError::input(format!(
             "--remote {name}: the repository has no git remote named {name}"

@@ -15,7 +15,7 @@ use agency_core::NewEvent;
 use agency_core::event::EventPayload;
 use agency_core::event::payload::LogLine;
 use agency_engine::remote::SharedRemote;
-use agency_exec::{Repo, redact_url_credentials};
+use agency_exec::{RemoteAccess, Repo, redact_url_credentials};
 use agency_llm::CancelToken;
 use agency_store::RunStatus;
 
@@ -52,7 +52,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     };
     // In a clone, everything is read from there: team.yaml (unless --config names one), the repository.
     let ctx = &match &clone {
-        Some(dir) => Context {
+        Some((dir, _)) => Context {
             cwd: dir.clone(),
             overrides: ctx.overrides.clone(),
         },
@@ -88,10 +88,11 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     };
     let name = agency_engine::Role::Worker.name_here();
     let mut runner = build_engine(&ws, store.clone(), team, &run_args, Some(run), name.clone())?;
-    if clone.is_some() {
+    if let Some((_, access)) = &clone {
         runner.engine = runner.engine.sharing_through(SharedRemote {
             name: CLONE_REMOTE.to_string(),
             driver: false,
+            access: access.clone(),
         });
     }
     let runtimes = runner
@@ -137,11 +138,13 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
 /// The name of the remote in a worker's clone.
 const CLONE_REMOTE: &str = "origin";
 
-/// The worker's clone of `url`: `dir` (or the remote's name in the current directory) made by `git clone`
-/// the first time, and on later starts checked to be a clone of the same URL. Needs a PostgreSQL `--db`:
-/// a SQLite file is on one machine.
-fn remote_clone(ctx: &Context, url: &str, dir: Option<&Path>) -> CommandResult<PathBuf> {
+/// The worker's clone of `url`: `dir` (or the directory `git clone` would make here) made the first time,
+/// and on later starts checked to be a clone of the same URL; with the access its fetches and pushes need.
+/// Credentials in the URL are used for each call but never written to the clone's `.git/config`, which the
+/// agents working in its worktrees can read. Needs a PostgreSQL `--db`: a SQLite file is on one machine.
+fn remote_clone(ctx: &Context, url: &str, dir: Option<&Path>) -> CommandResult<(PathBuf, RemoteAccess)> {
     let shown = redact_url_credentials(url);
+    let (recorded, access) = RemoteAccess::for_url(url);
     let postgres = ctx
         .overrides
         .db
@@ -170,7 +173,7 @@ fn remote_clone(ctx: &Context, url: &str, dir: Option<&Path>) -> CommandResult<P
         let origin = repo
             .remote_url(CLONE_REMOTE)
             .map_err(|e| CommandError::input(e.to_string()))?;
-        if origin.as_deref() != Some(url) {
+        if origin.as_deref() != Some(recorded.as_str()) {
             return Err(CommandError::input(format!(
                 "{} is a clone of {}, not of {shown}",
                 dir.display(),
@@ -180,7 +183,7 @@ fn remote_clone(ctx: &Context, url: &str, dir: Option<&Path>) -> CommandResult<P
             ))
             .hint("pass another --dir, or the URL that clone was made from"));
         }
-        return Ok(dir);
+        return Ok((dir, access));
     }
     if dir.exists() && std::fs::read_dir(&dir).is_ok_and(|mut entries| entries.next().is_some()) {
         return Err(CommandError::input(format!(
@@ -189,8 +192,9 @@ fn remote_clone(ctx: &Context, url: &str, dir: Option<&Path>) -> CommandResult<P
         )));
     }
     println!("cloning {shown} into {}", dir.display());
-    Repo::clone_from(url, &dir, options).map_err(|e| CommandError::input(format!("cloning {shown}: {e}")))?;
-    Ok(dir)
+    Repo::clone_from(&recorded, &dir, options, &access)
+        .map_err(|e| CommandError::input(format!("cloning {shown}: {e}")))?;
+    Ok((dir, access))
 }
 
 /// The directory `git clone URL` would make: the URL's last path part without `.git`.

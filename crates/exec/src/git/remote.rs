@@ -19,8 +19,14 @@ use crate::process::{self, Output};
 const NETWORK_ENV: [&str; 2] = ["SSH_AUTH_SOCK", "GIT_SSH_COMMAND"];
 
 impl Repo {
-    /// Clones `url` into `dir` (absent or empty) and opens the clone.
-    pub fn clone_from(url: &str, dir: &Path, options: GitOptions) -> Result<Repo, GitError> {
+    /// Clones `url` into `dir` (absent or empty) and opens the clone. `access` is configuration for this
+    /// call alone ([`RemoteAccess`]).
+    pub fn clone_from(
+        url: &str,
+        dir: &Path,
+        options: GitOptions,
+        access: &RemoteAccess,
+    ) -> Result<Repo, GitError> {
         check_name("remote URL", url)?;
         std::fs::create_dir_all(dir).map_err(|source| GitError::Io {
             path: dir.to_path_buf(),
@@ -28,7 +34,7 @@ impl Repo {
         })?;
         let probe = Repo::probe(dir, options.clone());
         // Run in `dir`, into `.`: a relative `dir` means the same directory to git as to the caller.
-        probe.network(&["clone", "--quiet", "--", url, "."])?;
+        probe.network(&["clone", "--quiet", "--", url, "."], access)?;
         Repo::open(dir, options)
     }
 
@@ -49,14 +55,17 @@ impl Repo {
 
     /// Fetches every branch under `refs/heads/<prefix>/` of `remote` into `refs/remotes/<remote>/<prefix>/`,
     /// pruning the ones the remote no longer has; local branches are left alone. One git process.
-    pub fn fetch_under(&self, remote: &str, prefix: &str) -> Result<(), GitError> {
+    pub fn fetch_under(&self, remote: &str, prefix: &str, access: &RemoteAccess) -> Result<(), GitError> {
         check_name("remote", remote)?;
         check_name("branch prefix", prefix)?;
         let refspec = format!(
             "+refs/heads/{prefix}/*:{}",
             tracking_ref(remote, &format!("{prefix}/*"))
         );
-        self.network(&["fetch", "--quiet", "--no-tags", "--prune", "--", remote, &refspec])?;
+        self.network(
+            &["fetch", "--quiet", "--no-tags", "--prune", "--", remote, &refspec],
+            access,
+        )?;
         Ok(())
     }
 
@@ -105,7 +114,12 @@ impl Repo {
 
     /// Pushes the local `branches` to the same names on `remote`, never forced: a branch the remote holds at
     /// a commit this one does not build on is refused, and the error carries git's reason. One git process.
-    pub fn push_branches(&self, remote: &str, branches: &[&str]) -> Result<(), GitError> {
+    pub fn push_branches(
+        &self,
+        remote: &str,
+        branches: &[&str],
+        access: &RemoteAccess,
+    ) -> Result<(), GitError> {
         check_name("remote", remote)?;
         if branches.is_empty() {
             return Ok(());
@@ -120,16 +134,23 @@ impl Repo {
             check_name("branch", branch)?;
             args.push(format!("refs/heads/{branch}:refs/heads/{branch}"));
         }
-        self.network(&args)?;
+        self.network(&args, access)?;
         Ok(())
     }
 
     /// Runs a git command that reaches a remote: agency's environment plus [`NETWORK_ENV`]; a failure's
     /// message has any URL's credentials replaced.
-    fn network<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, GitError> {
+    fn network<S: AsRef<OsStr>>(&self, args: &[S], access: &RemoteAccess) -> Result<Output, GitError> {
+        let config: Vec<(&str, &str)> = access
+            .config
+            .iter()
+            .map(|(key, value)| (key.as_str(), value.as_str()))
+            .collect();
         let spec = NETWORK_ENV
             .iter()
-            .fold(self.git_spec(args), |spec, name| spec.inherit_env(*name));
+            .fold(self.git_spec_with_config(args, &config), |spec, name| {
+                spec.inherit_env(*name)
+            });
         let output = self
             .in_time(args, process::run(&spec)?)
             .map_err(|err| match err {
@@ -147,6 +168,44 @@ impl Repo {
             status: output.describe(),
             stderr: redact_url_credentials(output.stderr.text().trim()),
         })
+    }
+}
+
+/// Configuration a clone, fetch or push gets for that call alone, in its environment (never on its
+/// command line, nor in the repository's `.git/config`, which agents working in its worktrees can read):
+/// how a URL with credentials reaches git without being written down ([`RemoteAccess::for_url`]).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct RemoteAccess {
+    config: Vec<(String, String)>,
+}
+
+impl RemoteAccess {
+    /// For a remote given as `url`: the URL to record (its credentials taken out) and the access that puts
+    /// them back for each call (`url.<with credentials>.insteadOf <without>`). A URL without credentials
+    /// is recorded as it is, with no extra configuration.
+    pub fn for_url(url: &str) -> (String, RemoteAccess) {
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return (url.to_owned(), RemoteAccess::default());
+        };
+        let end = rest.find('/').unwrap_or(rest.len());
+        let Some(at) = rest[..end].rfind('@') else {
+            return (url.to_owned(), RemoteAccess::default());
+        };
+        let with = format!("{scheme}://{}", &rest[..end]);
+        let without = format!("{scheme}://{}", &rest[at + 1..end]);
+        let recorded = format!("{without}{}", &rest[end..]);
+        let access = RemoteAccess {
+            config: vec![(format!("url.{with}.insteadOf"), without)],
+        };
+        (recorded, access)
+    }
+}
+
+impl std::fmt::Debug for RemoteAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteAccess")
+            .field("credentials", &!self.config.is_empty())
+            .finish()
     }
 }
 
@@ -234,19 +293,21 @@ mod tests {
             .run_git(&["remote", "add", "origin", bare.to_str().unwrap()])
             .unwrap();
         driver.create_branch("agency/r1/integration", "main").unwrap();
+        let none = RemoteAccess::default();
         driver
-            .push_branches("origin", &["main", "agency/r1/integration"])
+            .push_branches("origin", &["main", "agency/r1/integration"], &none)
             .unwrap();
 
         let worker = Repo::clone_from(
             bare.to_str().unwrap(),
             &dir.path().join("worker"),
             GitOptions::default(),
+            &none,
         )
         .unwrap();
         assert_eq!(worker.remote_url("origin").unwrap().as_deref(), bare.to_str());
         assert_eq!(worker.remote_url("nowhere").unwrap(), None);
-        worker.fetch_under("origin", "agency/r1").unwrap();
+        worker.fetch_under("origin", "agency/r1", &none).unwrap();
         let tips = worker.tips_under("origin", "agency/r1").unwrap();
         let tip = tips.fetched["agency/r1/integration"].clone();
         assert_eq!(tip, driver.rev_parse("agency/r1/integration").unwrap());
@@ -268,8 +329,10 @@ mod tests {
         worker
             .run_git(&["branch", "--force", "agency/r1/ws/slice", "HEAD"])
             .unwrap();
-        worker.push_branches("origin", &["agency/r1/ws/slice"]).unwrap();
-        driver.fetch_under("origin", "agency/r1").unwrap();
+        worker
+            .push_branches("origin", &["agency/r1/ws/slice"], &none)
+            .unwrap();
+        driver.fetch_under("origin", "agency/r1", &none).unwrap();
         assert_eq!(
             driver.tips_under("origin", "agency/r1").unwrap().fetched["agency/r1/ws/slice"],
             worker.rev_parse("agency/r1/ws/slice").unwrap()
@@ -278,7 +341,7 @@ mod tests {
         // A push that would drop the remote's commit is refused, saying so.
         driver.create_branch("agency/r1/ws/slice", "main").unwrap();
         let refused = driver
-            .push_branches("origin", &["agency/r1/ws/slice"])
+            .push_branches("origin", &["agency/r1/ws/slice"], &none)
             .unwrap_err()
             .to_string();
         assert!(refused.contains("rejected"), "{refused}");
@@ -286,7 +349,7 @@ mod tests {
         // A remote that is not there is an error, not a silent nothing.
         let gone = driver
             .run_git(&["remote", "add", "gone", "/nonexistent/remote.git"])
-            .map(|_| driver.fetch_under("gone", "agency/r1"))
+            .map(|_| driver.fetch_under("gone", "agency/r1", &none))
             .unwrap();
         assert!(gone.is_err());
     }
@@ -298,10 +361,64 @@ mod tests {
             "http://someone:hunter2@127.0.0.1:9/none.git",
             &dir.path().join("c"),
             GitOptions::default(),
+            &RemoteAccess::default(),
         )
         .unwrap_err()
         .to_string();
         assert!(!err.contains("hunter2"), "{err}");
         assert!(err.contains("***@127.0.0.1"), "{err}");
+    }
+
+    #[test]
+    fn credentials_in_a_remote_url_are_used_but_never_written_to_the_clone() {
+        let (recorded, access) = RemoteAccess::for_url("https://bob:tok3n@git.example/acme/r.git");
+        assert_eq!(recorded, "https://git.example/acme/r.git");
+        assert!(!format!("{access:?}").contains("tok3n"));
+        assert_eq!(
+            RemoteAccess::for_url("/srv/git/r.git"),
+            ("/srv/git/r.git".to_owned(), RemoteAccess::default())
+        );
+        assert_eq!(
+            RemoteAccess::for_url("https://git.example/r.git").1,
+            RemoteAccess::default()
+        );
+
+        // The rewrite reaches git: a URL that exists only through it clones, fetches and pushes.
+        let dir = tempfile::tempdir().unwrap();
+        let bare = dir.path().join("remote.git");
+        Repo::probe(dir.path(), GitOptions::default())
+            .run_git(&["init", "--quiet", "--bare", bare.to_str().unwrap()])
+            .unwrap();
+        let seed = repo_with_commit(&dir.path().join("seed"));
+        seed.run_git(&["remote", "add", "origin", bare.to_str().unwrap()])
+            .unwrap();
+        seed.push_branches("origin", &["main"], &RemoteAccess::default())
+            .unwrap();
+        let secret_base = format!("file://{}", dir.path().display());
+        let access = RemoteAccess {
+            config: vec![(
+                format!("url.{secret_base}.insteadOf"),
+                "https://nowhere.invalid".into(),
+            )],
+        };
+        let clone = Repo::clone_from(
+            "https://nowhere.invalid/remote.git",
+            &dir.path().join("clone"),
+            GitOptions::default(),
+            &access,
+        )
+        .unwrap();
+        assert_eq!(
+            clone.remote_url("origin").unwrap().as_deref(),
+            Some("https://nowhere.invalid/remote.git")
+        );
+        let config = std::fs::read_to_string(clone.common_dir().join("config")).unwrap();
+        assert!(!config.contains("file://"), "{config}");
+        clone.fetch_under("origin", "agency", &access).unwrap();
+        assert!(
+            clone
+                .fetch_under("origin", "agency", &RemoteAccess::default())
+                .is_err()
+        );
     }
 }
