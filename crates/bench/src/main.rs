@@ -171,6 +171,7 @@ fn bench(args: &Args) -> Result<(), String> {
         agent_idle: None,
         hidden: Vec::new(),
         wake: None,
+        remote: None,
     };
     let engine = Engine::new(store.clone(), config, repo, runtimes, providers, options)
         .map_err(|e| e.to_string())?

@@ -21,6 +21,7 @@ use agency_exec::{MergeChain, MergeOutcome, Repo, WorktreeSweep, brief_branch_na
 use agency_signoff::CheckoutPlace;
 
 use crate::error::Result;
+use crate::remote::SharedRemote;
 
 /// The run's branches and worktrees.
 #[derive(Debug, Clone)]
@@ -30,6 +31,8 @@ pub struct RunBranches {
     worktrees: PathBuf,
     known: KnownBranches,
     sweep: WorktreeSweep,
+    /// The remote the run's branches are shared through, if any ([`crate::remote`]).
+    remote: Option<SharedRemote>,
 }
 
 /// How long a worktree directory without its `.git` is watched for a dead runner's git to finish with it.
@@ -74,7 +77,68 @@ impl RunBranches {
             worktrees,
             known,
             sweep,
+            remote: None,
         }
+    }
+
+    /// These branches, shared through `remote` when it is set ([`crate::remote`]).
+    pub fn shared_through(mut self, remote: Option<SharedRemote>) -> Self {
+        self.remote = remote;
+        self
+    }
+
+    /// `agency/<run8>`: what every branch of the run is under.
+    fn prefix(&self) -> String {
+        format!("agency/{}", self.run.short())
+    }
+
+    /// Whether `branch` is one only the driver moves: the integration branch or a workstream's.
+    fn driver_owns(&self, branch: &str) -> bool {
+        branch == self.integration() || (branch.starts_with(&self.prefix()) && branch.ends_with("/work"))
+    }
+
+    /// Fetches the run's branches from the shared remote and sets the local ones of `wanted` the remote has
+    /// to its commits; the driver's own integration and workstream branches only when it lacks them
+    /// ([`crate::remote`]). Three git processes (fetch, read the tips, move what differs); none without a
+    /// remote.
+    pub fn fetch(&self, wanted: &[String]) -> Result<()> {
+        let Some(remote) = &self.remote else {
+            return Ok(());
+        };
+        let prefix = self.prefix();
+        self.repo
+            .fetch_under(&remote.name, &prefix, &remote.access)
+            .map_err(|e| remote.failed("fetching the run's branches", &e))?;
+        let tips = self.repo.tips_under(&remote.name, &prefix)?;
+        let mut updates = Vec::new();
+        for branch in wanted {
+            let Some(theirs) = tips.fetched.get(branch) else {
+                continue;
+            };
+            match tips.local.get(branch) {
+                Some(ours) if ours == theirs => {}
+                Some(_) if remote.driver && self.driver_owns(branch) => {}
+                _ => updates.push((branch.clone(), theirs.clone())),
+            }
+        }
+        self.repo.set_branches(&updates)?;
+        Ok(())
+    }
+
+    /// Pushes `branches` to the shared remote, never forced; nothing without a remote.
+    pub fn push(&self, branches: &[&str]) -> Result<()> {
+        let Some(remote) = &self.remote else {
+            return Ok(());
+        };
+        self.repo
+            .push_branches(&remote.name, branches, &remote.access)
+            .map_err(|e| remote.failed(&format!("pushing {}", branches.join(", ")), &e))
+    }
+
+    /// Whether the brief's worktree is on this machine: always on one machine; through a remote, only for
+    /// the runner that ran its agent (the driver verifies a worker's slice from its pushed branch).
+    pub fn worktree_is_here(&self, brief: &Brief) -> bool {
+        self.remote.is_none() || self.worktree_path(brief).join(".git").exists()
     }
 
     /// The repository.
@@ -123,10 +187,21 @@ impl RunBranches {
         if self.known.contains(branch) {
             return Ok(());
         }
+        if !self.repo.branch_exists(branch)? && self.remote.is_some() {
+            // Another runner may have made it already.
+            self.fetch(&[branch.to_owned()])?;
+        }
         if !self.repo.branch_exists(branch)? {
             match self.repo.create_branch(branch, base) {
                 Err(_) if self.repo.branch_exists(branch)? => {}
                 created => created?,
+            }
+            if let Err(refused) = self.push(&[branch]) {
+                // Made on the remote meanwhile by another runner: a worker takes that one.
+                if self.remote.as_ref().is_some_and(|r| r.driver) {
+                    return Err(refused);
+                }
+                self.fetch(&[branch.to_owned()])?;
             }
         }
         self.known.insert(branch);
@@ -136,8 +211,11 @@ impl RunBranches {
     /// The brief's worktree path: the one recorded on it, else `<worktrees>/<run8>/<brief id>`.
     pub fn worktree_path(&self, brief: &Brief) -> PathBuf {
         match &brief.worktree {
-            Some(recorded) => PathBuf::from(recorded),
-            None => self.worktrees.join(brief.id.whole().to_string()),
+            // Through a remote, a path recorded by another runner is on its machine, not this one's.
+            Some(recorded) if self.remote.is_none() || Path::new(recorded).starts_with(&self.worktrees) => {
+                PathBuf::from(recorded)
+            }
+            _ => self.worktrees.join(brief.id.whole().to_string()),
         }
     }
 
@@ -214,9 +292,14 @@ impl RunBranches {
         Ok(worktree.stage_and_commit(&message)?)
     }
 
-    /// Merges `from` into `into` in a scratch worktree.
+    /// Merges `from` into `into` in a scratch worktree; through a remote, `into` is pushed unless the merge
+    /// conflicted (also when it was up to date: a push a stopped driver failed to make is made again).
     pub fn merge(&self, into: &str, from: &str, message: &str) -> Result<MergeOutcome> {
-        Ok(self.repo.merge_into(into, from, &self.merge_scratch(), message)?)
+        let outcome = self.repo.merge_into(into, from, &self.merge_scratch(), message)?;
+        if !matches!(outcome, MergeOutcome::Conflict { .. }) {
+            self.push(&[into])?;
+        }
+        Ok(outcome)
     }
 
     /// Merges into `into` one after another, the branch moved once per [`MergeChain::settle`].

@@ -55,6 +55,9 @@ pub struct EngineOptions {
     /// Notified when a human decision was written (`agency approve`, ... poke the runner's gate service):
     /// the runner then looks at the blackboard at once instead of at the end of its poll interval.
     pub wake: Option<Arc<tokio::sync::Notify>>,
+    /// The git remote the run's branches are shared through, when its runners do not share a disk
+    /// ([`crate::remote`]); `None` on one machine.
+    pub remote: Option<crate::remote::SharedRemote>,
 }
 
 impl Default for EngineOptions {
@@ -70,6 +73,7 @@ impl Default for EngineOptions {
             agent_idle: None,
             hidden: Vec::new(),
             wake: None,
+            remote: None,
         }
     }
 }
@@ -227,6 +231,18 @@ impl Engine {
             self.known_branches.clone(),
             self.worktree_sweep.clone(),
         )
+        .shared_through(self.options.remote.clone())
+    }
+
+    /// The repository this runner works in.
+    pub fn repo(&self) -> &Repo {
+        &self.repo
+    }
+
+    /// This runner, sharing the run's branches through `remote` ([`crate::remote`]).
+    pub fn sharing_through(mut self, remote: crate::remote::SharedRemote) -> Self {
+        Arc::make_mut(&mut self.options).remote = Some(remote);
+        self
     }
 
     /// What is left at the end of every turn of a runner's loop, and whenever a drive or a worker ends, both

@@ -126,6 +126,20 @@ impl Engine {
         });
         match report.status {
             agency_exec::runtime::ReportStatus::Done => {
+                // Through a shared remote the slice leaves this machine before it is reported: committed
+                // and pushed here, or failed with the reason.
+                if role == BriefRole::Implementer && self.options.remote.is_some() {
+                    let branches = self.branches(brief.run);
+                    let pushed = branches
+                        .commit_brief(&brief)
+                        .map_err(|e| e.to_string())
+                        .and_then(|_| crate::remote::push_slice(self, &brief));
+                    if let Err(why) = pushed {
+                        self.apply(batch)?;
+                        return fail_brief(self, &brief, &format!("its work could not be shared: {why}"));
+                    }
+                    branches.remove_worktree(&brief);
+                }
                 let event = NewEvent::typed(brief.run, payload).brief(id).tier(brief.tier);
                 batch.move_brief(id, BriefStatus::Running, BriefStatus::Verifying, event);
                 self.apply_soon(batch)
@@ -136,7 +150,9 @@ impl Engine {
                 // committed on its branch, and its next attempt starts from there ([`Engine::salvaged_base`]).
                 let kept = role == BriefRole::Implementer
                     && self.branches(brief.run).commit_brief(&brief).is_ok()
-                    && brief.branch.is_some();
+                    && brief.branch.is_some()
+                    // Through a shared remote, the next attempt may start on another machine.
+                    && crate::remote::push_slice(self, &brief).is_ok();
                 let why = if kept {
                     format!(
                         "partial: {}\nWhat it did is kept: the next attempt starts from its work and does what \

@@ -30,6 +30,7 @@ mod plan;
 mod previous;
 mod progress;
 pub mod prompts;
+pub mod remote;
 mod rounds;
 mod sandbox;
 mod signoff;

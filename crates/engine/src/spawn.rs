@@ -111,6 +111,8 @@ impl Engine {
             return Ok(false);
         }
         let role = BriefRole::of(&brief);
+        // Through a shared remote, what it starts from (or judges) is fetched first.
+        crate::remote::fetch_for_start(self, &brief)?;
         // A slice's T5 brief and T1's acceptance are sign-offs, not free agents.
         if matches!(role, BriefRole::Verifier | BriefRole::Accept) {
             self.spawn_signoff(launches, brief, cancel)?;

@@ -123,7 +123,14 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover
         return finish_implementer(engine, brief);
     }
     let branches = engine.branches(brief.run);
-    let committed = branches.commit_brief(brief)?;
+    // A slice another machine ran was committed and pushed there: its branch is fetched instead.
+    let committed = if branches.worktree_is_here(brief) {
+        branches.commit_brief(brief)?
+    } else {
+        let branch = branches.brief(brief);
+        branches.fetch(&[branch, branches.workstream(&brief.workstream)])?;
+        false
+    };
     let branch = branches.brief(brief);
     let base = branches.workstream(&brief.workstream);
     // The new commit and the base it is diffed from (read from their ref files, or one `rev-parse`).
@@ -404,7 +411,7 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resu
             };
             // The lines so far first, so the log keeps the order things happened in; their branches
             // move first.
-            settle(&mut chains)?;
+            settle(&branches, &mut chains)?;
             engine.apply(std::mem::take(&mut merged))?;
             let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
             let why = format!(
@@ -427,7 +434,7 @@ fn merge_slices(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resu
             )?;
         }
     }
-    settle(&mut chains)?;
+    settle(&branches, &mut chains)?;
     Ok(merged)
 }
 
@@ -462,10 +469,11 @@ fn log_merged(
     );
 }
 
-/// Moves every chain's branch to its newest merge.
-fn settle(chains: &mut [MergeChain<'_>]) -> Result<()> {
+/// Moves every chain's branch to its newest merge (and pushes it, when the run is shared through a remote).
+fn settle(branches: &crate::branches::RunBranches, chains: &mut [MergeChain<'_>]) -> Result<()> {
     for chain in chains {
         chain.settle()?;
+        branches.push(&[chain.branch()])?;
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ pub mod commit;
 pub mod locks;
 pub mod merge;
 mod refs;
+mod remote;
 pub mod sweep;
 pub mod worktree;
 
@@ -25,6 +26,7 @@ use crate::process::{self, CommandSpec, EnvPolicy, Output, ProcessError};
 
 pub use commit::{ChangeKind, CommitInfo, CommitOutcome, Diff, DiffHead, FileChange};
 pub use merge::{MergeChain, MergeOutcome};
+pub use remote::{BranchTips, RemoteAccess, redact_url_credentials};
 pub use sweep::WorktreeSweep;
 pub use worktree::WorktreeInfo;
 

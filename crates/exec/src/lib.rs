@@ -29,7 +29,7 @@ pub use command_line::{CommandLineError, split_command_line};
 pub use gc::{GcReport, Leftover, finished_run_leftovers, remove_leftovers};
 pub use git::{
     ChangeKind, CommitInfo, CommitOutcome, Diff, DiffHead, FileChange, GitError, GitOptions, Identity,
-    MergeChain, MergeOutcome, Repo, WorktreeInfo, WorktreeSweep,
+    MergeChain, MergeOutcome, RemoteAccess, Repo, WorktreeInfo, WorktreeSweep, redact_url_credentials,
 };
 pub use process::{
     CancelToken, Captured, CommandSpec, EnvPolicy, Output, ProcessError, RunningChild, run, run_cancellable,

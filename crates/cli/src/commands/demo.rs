@@ -92,6 +92,7 @@ pub fn run(_ctx: &Context, args: Args) -> CommandResult {
         auto_approve: !args.interactive,
         detach: false,
         verbose: args.verbose,
+        remote: None,
         cassette: Default::default(),
     };
     let workspace = Workspace::at(dir.clone(), &Overrides::default());

@@ -221,6 +221,15 @@ fn inspect_brief(store: &dyn Blackboard, run: agency_core::RunId, prefix: &str, 
             }
         );
     }
+    // Which runner ran it (`agency worker`s on other machines included), each claim in turn.
+    let runners: Vec<&str> = events
+        .iter()
+        .filter(|e| e.kind == agency_core::event::EventKind::BriefStatus && e.payload["to"] == "running")
+        .filter_map(|e| e.payload["claimed_by"].as_str())
+        .collect();
+    if !runners.is_empty() {
+        println!("ran on: {}", runners.join(", then "));
+    }
     println!("events:");
     for event in &events {
         if let Some(line) = render_event(event, Level::Verbose) {

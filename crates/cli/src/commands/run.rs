@@ -61,6 +61,10 @@ pub struct Args {
     /// Show per-agent lines in the live log.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Share the run's branches through this git remote, for `agency worker --repo` on other machines: the
+    /// integration and workstream branches are pushed as they move, workers' slices fetched from it.
+    #[arg(long, value_name = "NAME")]
+    pub remote: Option<String>,
     /// Recording and replaying the run's model calls.
     #[command(flatten)]
     pub cassette: CassetteArgs,
@@ -91,7 +95,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     if resuming.is_none() {
         starting_point(&ws.root)?;
     }
-    let runner = build_engine(
+    let mut runner = build_engine(
         &ws,
         store.clone(),
         team,
@@ -99,6 +103,10 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         resuming,
         Role::Driver.name_here(),
     )?;
+    if let Some(remote) = &args.remote {
+        let shared = shared_remote(&runner.engine, remote)?;
+        runner.engine = runner.engine.sharing_through(shared);
+    }
     let run_id = match resuming {
         Some(run) => run,
         None => {
@@ -788,6 +796,28 @@ fn report(run: agency_core::RunId, outcome: &DriveOutcome) -> CommandResult {
     }
 }
 
+/// The driver's side of `--remote NAME`: the remote must be configured in the repository.
+fn shared_remote(
+    engine: &agency_engine::Engine,
+    name: &str,
+) -> CommandResult<agency_engine::remote::SharedRemote> {
+    match engine.repo().remote_url(name) {
+        Ok(Some(_)) => Ok(agency_engine::remote::SharedRemote {
+            name: name.to_string(),
+            driver: true,
+            // The driver's remote is the user's, with the credentials git finds for it.
+            access: agency_exec::RemoteAccess::default(),
+        }),
+        Ok(None) => Err(CommandError::input(format!(
+            "--remote {name}: the repository has no git remote named {name}"
+        ))
+        .hint(format!(
+            "`git remote add {name} URL` first, or name one `git remote` lists"
+        ))),
+        Err(err) => Err(CommandError::input(format!("--remote {name}: {err}"))),
+    }
+}
+
 /// Starts a runner in the background for `run` and returns at once. The blackboard is named to it in
 /// `AGENCY_DB`, not in its argv, where a connection string's password would show in `ps`.
 fn detach(ws: &Workspace, run: agency_core::RunId, args: &Args) -> CommandResult {
@@ -806,6 +836,9 @@ fn detach(ws: &Workspace, run: agency_core::RunId, args: &Args) -> CommandResult
     }
     if args.cassette.record {
         command.arg("--record");
+    }
+    if let Some(remote) = &args.remote {
+        command.arg("--remote").arg(remote);
     }
     // Beside the SQLite file, or in .agency/ for PostgreSQL.
     let log_dir = match ws.db.sqlite().and_then(Path::parent) {

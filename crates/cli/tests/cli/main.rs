@@ -43,6 +43,7 @@ mod models;
 mod personalities;
 mod pi;
 mod postgres;
+mod remote_workers;
 mod replay;
 mod resume;
 mod resume_orphan;

@@ -106,27 +106,7 @@ impl Repo {
     /// Starts `agency` with `args` in the background in the repository's top level (the blackboard is
     /// the repository's unless `env` names another), stdout and stderr piped for [`finish`].
     pub fn spawn(&self, args: &[&str], env: &[(&str, &str)]) -> Running {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_agency"));
-        command
-            .args(args)
-            .current_dir(self.path())
-            .env_remove("AGENCY_DB")
-            .env_remove("AGENCY_CONFIG")
-            // Decisions are signed with the OS user, never these: set to show they are ignored.
-            .env("USER", "tester")
-            .env("LOGNAME", "tester")
-            .env("NO_COLOR", "1");
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        Running(Some(
-            command
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap(),
-        ))
+        spawn_in(self.path(), args, env)
     }
 
     /// Runs git in the repository and asserts it succeeded.
@@ -316,6 +296,31 @@ pub fn tokens_of(usage: &Event) -> u64 {
 /// Every event of `run`, oldest first.
 pub fn events(store: &dyn Blackboard, run: RunId) -> Vec<Event> {
     store.events_after(Some(run), 0, usize::MAX).unwrap()
+}
+
+/// Starts `agency` with `args` in the background in `dir`, as [`Repo::spawn`] does.
+pub fn spawn_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Running {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agency"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env_remove("AGENCY_DB")
+        .env_remove("AGENCY_CONFIG")
+        // Decisions are signed with the OS user, never these: set to show they are ignored.
+        .env("USER", "tester")
+        .env("LOGNAME", "tester")
+        .env("NO_COLOR", "1");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    Running(Some(
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ))
 }
 
 /// Waits for `child` to end (killing it after `limit`) and returns its exit code and output.

@@ -220,6 +220,7 @@ impl Project {
             agent_idle: None,
             hidden: Vec::new(),
             wake: None,
+            remote: None,
         };
         adjust(&mut options);
         let store: Arc<dyn Blackboard> = self.store.clone();

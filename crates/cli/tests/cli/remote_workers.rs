@@ -1,0 +1,400 @@
+//! One run across several "machines" on this one: a bare repository stands in for the git remote, the
+//! driver (`agency run --remote origin`) and two `agency worker --repo` processes each work in a
+//! repository of their own, and one PostgreSQL blackboard is all they share. A worker is killed while its
+//! agent works; its brief is taken back and finished by another runner, and the run ends with the same
+//! change on its integration branch as a run on one machine. A remote that refuses a slice's push fails
+//! its brief with git's reason.
+//!
+//! PostgreSQL comes from `AGENCY_TEST_POSTGRES_URL` as in [`crate::postgres`]: without it the test prints a
+//! loud notice and passes, unless `AGENCY_REQUIRE_E2E=1`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use agency_core::event::EventKind;
+use agency_core::gate::GateStatus;
+use agency_core::{BriefStatus, Tier};
+use agency_store::{Blackboard, RunStatus};
+
+use crate::postgres::{Database, SCRIPT, calculator, no_database, spawn};
+use crate::support::{CALCULATOR_GOAL, Repo, Running, finish, wait_for};
+
+/// The medium script with both implementers working for `seconds` first, so a worker can be killed
+/// mid-brief and the others are busy meanwhile.
+fn slow_script(seconds: u32) -> String {
+    let sleep = format!(
+        "      tool_calls:\n        - {{name: run_command, input: {{argv: [sleep, \"{seconds}\"]}}}}\n"
+    );
+    let script = SCRIPT
+        .replace(
+            "    brief: ws-arith/t4/fix-add\n    reply:\n      tool_calls:\n",
+            &format!("    brief: ws-arith/t4/fix-add\n    reply:\n{sleep}"),
+        )
+        .replace(
+            "    brief: ws-arith/t4/fix-mul\n    reply:\n      tool_calls:\n",
+            &format!("    brief: ws-arith/t4/fix-mul\n    reply:\n{sleep}"),
+        );
+    assert_eq!(script.matches("sleep").count(), 2, "the script changed shape");
+    script
+}
+
+/// git in `dir` with a fixed environment; its stdout.
+fn git_in(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// What a run changed: the diff from its base to its integration branch, in `git_dir`.
+fn change_of(git_dir: &Path, base: &str, run8: &str) -> String {
+    git_in(
+        git_dir,
+        &[
+            "diff",
+            base,
+            &format!("refs/heads/agency/{run8}/integration"),
+            "--",
+            "add.sh",
+            "mul.sh",
+        ],
+    )
+}
+
+#[test]
+fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mid_brief() {
+    if no_database() {
+        return;
+    }
+    let db = Database::new();
+    let script = slow_script(3);
+    let driver_repo = calculator(&db, &script);
+    driver_repo.edit_team(&[("  concurrency: 4 ", "  concurrency: 1 ")]);
+    driver_repo.commit("team");
+    let script_path = driver_repo.path().join(".agency").join("script.yaml");
+    let script_arg = script_path.to_str().unwrap();
+
+    // The remote: a bare repository the driver pushes its base to.
+    let machines = tempfile::tempdir().unwrap();
+    let remote = machines.path().join("remote.git");
+    git_in(
+        machines.path(),
+        &[
+            "init",
+            "--quiet",
+            "--bare",
+            "--initial-branch",
+            "main",
+            remote.to_str().unwrap(),
+        ],
+    );
+    driver_repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    driver_repo.git(&["push", "--quiet", "origin", "HEAD:refs/heads/main"]);
+
+    // A remote the repository does not have is refused before anything starts.
+    let refused = driver_repo.agency(&[
+        "--db",
+        &db.url,
+        "run",
+        CALCULATOR_GOAL,
+        "--script",
+        script_arg,
+        "--remote",
+        "nowhere",
+    ]);
+    assert_ne!(refused.code(), Some(0));
+    assert!(
+        refused.stderr().contains("no git remote named nowhere"),
+        "{}",
+        refused.stderr()
+    );
+    let store = db.store();
+    assert!(
+        store.list_runs().unwrap().is_empty(),
+        "a run started with a missing remote"
+    );
+
+    let driver = spawn(
+        &driver_repo,
+        &db,
+        &[
+            "run",
+            CALCULATOR_GOAL,
+            "--script",
+            script_arg,
+            "--remote",
+            "origin",
+        ],
+    );
+    let run = wait_for(
+        || store.list_runs().unwrap().first().map(|r| r.id),
+        "the run to start",
+    );
+    let run8 = run.short();
+    wait_for(
+        || (!store.pending_gates(Some(run)).unwrap().is_empty()).then_some(()),
+        "the plan gate",
+    );
+    // The driver pushed the integration branch at start.
+    assert!(
+        git_in(
+            &remote,
+            &["branch", "--list", &format!("agency/{run8}/integration")]
+        )
+        .contains(&run8),
+        "the integration branch is not on the remote"
+    );
+
+    // Two workers, each in a directory of its own with its own clone (made on first start).
+    let url = remote.to_str().unwrap();
+    let mut workers: HashMap<String, Running> = HashMap::new();
+    for n in 1..=2 {
+        let dir = machines.path().join(format!("machine-{n}"));
+        std::fs::create_dir(&dir).unwrap();
+        let mut worker = spawn_in(
+            &dir,
+            &db,
+            &[
+                "worker",
+                &run8,
+                "--repo",
+                url,
+                "--dir",
+                "clone",
+                "--concurrency",
+                "1",
+                "--script",
+                script_arg,
+            ],
+        );
+        let mut reader = BufReader::new(worker.stdout.take().unwrap());
+        let mut name = None;
+        for _ in 0..3 {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line.contains("works on run") {
+                name = line.split_whitespace().next().map(str::to_string);
+                break;
+            }
+            if !line.starts_with("cloning ") {
+                let (_, out) = finish(worker, Duration::ZERO);
+                panic!("worker {n} said {line:?}; {out}");
+            }
+        }
+        let name = name.expect("the worker did not say it works on the run");
+        assert!(dir.join("clone/.git").exists(), "no clone in {}", dir.display());
+        // Its output is drained from here on, so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in reader.lines() {});
+        workers.insert(name, worker);
+    }
+
+    // Gates are approved from another process; the first implementer a worker runs is killed once its
+    // agent has started.
+    let mut killed: Option<(String, agency_core::BriefId)> = None;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !store.get_run(run).unwrap().status.is_terminal() {
+        if Instant::now() > deadline {
+            let (_, driver_out) = finish(driver, Duration::ZERO);
+            let log = driver_repo.agency(&["--db", &db.url, "watch", &run8, "--verbose"]);
+            panic!(
+                "the run did not end within 120s\ndriver: {driver_out}\nlog:\n{}",
+                log.stdout()
+            );
+        }
+        if store
+            .pending_gates(Some(run))
+            .unwrap()
+            .iter()
+            .any(|g| g.status == GateStatus::Pending)
+        {
+            driver_repo.agency(&["--db", &db.url, "approve", &run8]).success();
+        }
+        if killed.is_none() {
+            let events = store.events_after(Some(run), 0, 100_000).unwrap();
+            for brief in store.list_briefs_by_status(run, BriefStatus::Running).unwrap() {
+                let Some(holder) = brief.claimed_by.clone() else {
+                    continue;
+                };
+                let started = events
+                    .iter()
+                    .any(|e| e.kind == EventKind::Spawned && e.brief == Some(brief.id));
+                if brief.tier == Tier::T4 && started && workers.contains_key(&holder) {
+                    let mut worker = workers.remove(&holder).unwrap();
+                    worker.kill().unwrap();
+                    worker.wait().unwrap();
+                    killed = Some((holder, brief.id));
+                    break;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (driver_code, driver_out) = finish(driver, Duration::from_secs(30));
+    assert_eq!(driver_code, Some(0), "driver: {driver_out}");
+    assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
+    for (name, worker) in workers {
+        let (code, out) = finish(worker, Duration::from_secs(30));
+        assert_eq!(code, Some(0), "{name}: {out}");
+    }
+
+    // The killed worker's brief went back to the run and another runner finished it.
+    let (dead, brief) = killed.expect("no worker ever ran an implementer; nothing was killed");
+    let events = store.events_after(Some(run), 0, 100_000).unwrap();
+    let holders: Vec<&str> = events
+        .iter()
+        .filter(|e| {
+            e.brief == Some(brief) && e.kind == EventKind::BriefStatus && e.payload["to"] == "running"
+        })
+        .filter_map(|e| e.payload["claimed_by"].as_str())
+        .collect();
+    assert_eq!(holders.first(), Some(&dead.as_str()), "{holders:?}");
+    let last = *holders.last().unwrap();
+    assert_ne!(
+        last, dead,
+        "the killed worker's brief was not taken over: {holders:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.brief == Some(brief) && e.payload["tag"] == "RECLAIMED"),
+        "no RECLAIMED line for the killed worker's brief"
+    );
+    assert_eq!(store.get_brief(brief).unwrap().status, BriefStatus::Done);
+
+    // The implementers' agents ran on more than one runner.
+    let implementer_runners: BTreeSet<&str> = events
+        .iter()
+        .filter(|e| {
+            e.kind == EventKind::BriefStatus && e.tier == Some(Tier::T4) && e.payload["to"] == "running"
+        })
+        .filter_map(|e| e.payload["claimed_by"].as_str())
+        .collect();
+    assert!(implementer_runners.len() >= 2, "{implementer_runners:?}");
+
+    // `agency inspect --brief` says which runners ran it.
+    let shown = driver_repo
+        .agency(&["--db", &db.url, "inspect", &run8, "--brief", &brief.short()])
+        .success();
+    assert!(
+        shown.stdout().contains(&format!("ran on: {dead}, then {last}")),
+        "{}",
+        shown.stdout()
+    );
+
+    // The remote holds the run's integration branch with the same change a run on one machine makes.
+    let base = store.get_run(run).unwrap().base_rev.unwrap();
+    let shared = change_of(&remote, &base, &run8);
+    assert!(shared.contains("+echo $(($1 * $2))"), "{shared}");
+    let (alone, alone_script) = Repo::calculator(SCRIPT);
+    let single = alone
+        .agency(&[
+            "run",
+            CALCULATOR_GOAL,
+            "--auto-approve",
+            "--script",
+            alone_script.to_str().unwrap(),
+        ])
+        .success();
+    let single_run = single.run_id();
+    let alone_store = agency_store::SqliteBlackboard::open(alone.db()).unwrap();
+    let alone_base = alone_store
+        .get_run(alone_store.resolve_run(&single_run).unwrap())
+        .unwrap()
+        .base_rev
+        .unwrap();
+    assert_eq!(shared, change_of(alone.path(), &alone_base, &single_run[..8]));
+}
+
+/// `agency` with `args` in the background in `dir` (a worker's machine), the blackboard in its environment.
+fn spawn_in(dir: &Path, db: &Database, args: &[&str]) -> Running {
+    crate::support::spawn_in(dir, args, &[("AGENCY_DB", &db.url)])
+}
+
+#[test]
+fn a_slice_the_remote_refuses_fails_its_brief_with_gits_reason() {
+    if no_database() {
+        return;
+    }
+    let db = Database::new();
+    let driver_repo = calculator(&db, SCRIPT);
+    let script_path = driver_repo.path().join(".agency").join("script.yaml");
+    let script_arg = script_path.to_str().unwrap();
+    let machines = tempfile::tempdir().unwrap();
+    let remote = machines.path().join("remote.git");
+    git_in(
+        machines.path(),
+        &[
+            "init",
+            "--quiet",
+            "--bare",
+            "--initial-branch",
+            "main",
+            remote.to_str().unwrap(),
+        ],
+    );
+    // The remote takes the driver's branches and refuses every slice branch, as a protected remote would.
+    let hook = remote.join("hooks").join("pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in\n    refs/heads/main|*/integration|*/work) ;;\n    \
+         *) echo \"slice branches are not accepted here: $ref\" >&2; exit 1 ;;\n  esac\ndone\n",
+    )
+    .unwrap();
+    Command::new("chmod").arg("755").arg(&hook).status().unwrap();
+    driver_repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    driver_repo.git(&["push", "--quiet", "origin", "HEAD:refs/heads/main"]);
+
+    let driver = spawn(
+        &driver_repo,
+        &db,
+        &[
+            "run",
+            CALCULATOR_GOAL,
+            "--script",
+            script_arg,
+            "--remote",
+            "origin",
+            "--auto-approve",
+        ],
+    );
+    let store = db.store();
+    let run = wait_for(
+        || store.list_runs().unwrap().first().map(|r| r.id),
+        "the run to start",
+    );
+    let refused = wait_for(
+        || {
+            store
+                .events_after(Some(run), 0, 100_000)
+                .unwrap()
+                .into_iter()
+                .find(|e| e.payload.to_string().contains("could not be shared"))
+        },
+        "a slice's push to be refused",
+    );
+    let said = refused.payload.to_string();
+    assert!(said.contains("slice branches are not accepted here"), "{said}");
+    assert!(said.contains("through git remote origin"), "{said}");
+    // The brief failed: it never reached its verifier.
+    let brief = store
+        .get_brief(refused.brief.expect("the refusal names its brief"))
+        .unwrap();
+    assert_ne!(brief.status, BriefStatus::Done, "{brief:?}");
+    driver_repo
+        .agency(&["--db", &db.url, "cancel", &run.short(), "--reason", "test over"])
+        .success();
+    finish(driver, Duration::from_secs(30));
+}
