@@ -733,3 +733,160 @@ mod run_over_http {
         assert!(logged(&all, "OUTAGE").is_empty());
     }
 }
+
+/// The blackboard's filesystem fills up in the middle of a run: the runner stops with a report naming the
+/// file and the cause (and the command that resumes), nothing the blackboard had acknowledged is lost, and
+/// once space is freed `agency run --resume` completes the run.
+///
+/// The blackboard lives on a 4 MB tmpfs of its own, mounted by bubblewrap (`--size --tmpfs`) in a mount
+/// namespace that exists only while one shell script runs: the script fills the tmpfs to within 500 KB,
+/// runs the team, copies the blackboard out as the full disk left it, frees the space and resumes. Where
+/// bubblewrap cannot mount a tmpfs (no user namespaces for an unprivileged user), the test says so on
+/// stderr and is skipped.
+mod disk_full {
+    use std::path::Path;
+    use std::process::Command;
+
+    use agency_core::event::Event;
+    use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+
+    use crate::postgres::SCRIPT;
+    use crate::support::{CALCULATOR_GOAL, Repo};
+
+    /// What the blackboard's filesystem holds in all, and what is left free when the run starts.
+    const TMPFS_BYTES: u64 = 4 * 1024 * 1024;
+    const LEFT_KB: u64 = 500;
+
+    const STEPS: &str = r#"set -u
+keep() { mkdir "$OUT/$1" && for f in "$db" "$db-wal" "$db-shm"; do if [ -f "$f" ]; then cp "$f" "$OUT/$1/"; fi; done; }
+agency="$AGENCY_BIN"
+db="$BLACKBOARD_DIR/agency.db"
+cd "$REPO"
+export AGENCY_DB="$db"
+"$agency" init >/dev/null || exit 90
+free=$(df -k --output=avail "$BLACKBOARD_DIR" | tail -1)
+dd if=/dev/zero of="$BLACKBOARD_DIR/filler" bs=1k count=$((free - LEFT_KB)) 2>/dev/null
+"$agency" run "$GOAL" --auto-approve --script "$SCRIPT" >"$OUT/first.out" 2>"$OUT/first.err"
+echo $? >"$OUT/first.code"
+keep at_full
+rm "$BLACKBOARD_DIR/filler"
+run=$(sed -n 's/^run \([0-9a-f]*\) started.*/\1/p' "$OUT/first.out")
+"$agency" run --resume "$run" --auto-approve --script "$SCRIPT" >"$OUT/second.out" 2>"$OUT/second.err"
+echo $? >"$OUT/second.code"
+keep final
+"#;
+
+    /// The bubblewrap arguments that mount a tmpfs of [`TMPFS_BYTES`] at `dir` here, if any do.
+    fn tmpfs_args(dir: &Path) -> Result<Vec<String>, String> {
+        let size = TMPFS_BYTES.to_string();
+        let dir = dir.display().to_string();
+        let mut reasons = Vec::new();
+        for userns in [false, true] {
+            let mut args: Vec<String> = Vec::new();
+            if userns {
+                args.extend(["--unshare-user", "--uid", "0", "--gid", "0"].map(String::from));
+            }
+            args.extend(["--dev-bind", "/", "/", "--size", &size, "--tmpfs", &dir].map(String::from));
+            let probe = Command::new("bwrap").args(&args).arg("true").output();
+            match probe {
+                Ok(out) if out.status.success() => return Ok(args),
+                Ok(out) => reasons.push(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+                Err(e) => return Err(format!("bwrap: {e}")),
+            }
+        }
+        Err(reasons.join("; "))
+    }
+
+    fn events(db: &Path) -> Vec<Event> {
+        let store = SqliteBlackboard::open(db).unwrap();
+        let run = store.list_runs().unwrap()[0].id;
+        store.events_after(Some(run), 0, usize::MAX).unwrap()
+    }
+
+    #[test]
+    fn a_full_blackboard_disk_is_reported_loses_nothing_and_the_run_resumes_once_freed() {
+        let (repo, script) = Repo::calculator(SCRIPT);
+        let blackboard = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let bwrap = match tmpfs_args(blackboard.path()) {
+            Ok(args) => args,
+            Err(why) => {
+                eprintln!("SKIPPED disk-full test: bubblewrap cannot mount a small tmpfs here ({why})");
+                return;
+            }
+        };
+        let status = Command::new("bwrap")
+            .args(&bwrap)
+            .args(["sh", "-c", STEPS])
+            .env("AGENCY_BIN", env!("CARGO_BIN_EXE_agency"))
+            .env("BLACKBOARD_DIR", blackboard.path())
+            .env("REPO", repo.path())
+            .env("OUT", out.path())
+            .env("GOAL", CALCULATOR_GOAL)
+            .env("SCRIPT", &script)
+            .env("LEFT_KB", LEFT_KB.to_string())
+            .env("NO_COLOR", "1")
+            .status()
+            .unwrap();
+        assert!(status.success(), "the steps failed: {status}");
+        let read = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap();
+        let db = blackboard.path().join("agency.db");
+
+        // The runner stopped on the full disk, naming the file, the cause and the command that resumes.
+        let (first, first_err) = (read("first.out"), read("first.err"));
+        assert_ne!(
+            read("first.code").trim(),
+            "0",
+            "the run did not meet the full disk:\n{first}"
+        );
+        let run = first
+            .lines()
+            .find_map(|l| l.strip_prefix("run ")?.split(' ').next())
+            .unwrap_or_else(|| panic!("the run was not started:\n{first}\n{first_err}"))
+            .to_string();
+        assert!(
+            first_err.contains(&format!(
+                "the blackboard at {} cannot be written: its filesystem is full",
+                db.display()
+            )),
+            "{first_err}"
+        );
+        assert!(
+            first_err.contains(&format!("agency run --resume {run}")),
+            "{first_err}"
+        );
+        assert!(
+            !first_err.contains("inconsistent run state") && !first_err.contains("panicked"),
+            "{first_err}"
+        );
+
+        // Space freed, the run resumes and succeeds.
+        let (second, second_err) = (read("second.out"), read("second.err"));
+        assert_eq!(read("second.code").trim(), "0", "{second}\n{second_err}");
+        assert!(second.contains("succeeded"), "{second}");
+        let store = SqliteBlackboard::open(out.path().join("final").join("agency.db")).unwrap();
+        let final_run = store.list_runs().unwrap()[0].clone();
+        assert_eq!(final_run.status, RunStatus::Succeeded);
+        assert_eq!(final_run.id.short(), run);
+        assert_eq!(
+            repo.git_output(&["show", &format!("agency/{run}/integration:mul.sh")]),
+            "# mul A B: prints A * B\necho $(($1 * $2))\n"
+        );
+
+        // Nothing acknowledged before the disk filled was lost: every event then is there after.
+        let at_full = events(&out.path().join("at_full").join("agency.db"));
+        let after = events(&out.path().join("final").join("agency.db"));
+        assert!(
+            at_full.len() > 5,
+            "the disk filled before the run began: {at_full:?}"
+        );
+        for event in &at_full {
+            assert!(
+                after
+                    .iter()
+                    .any(|e| e.seq == event.seq && e.kind == event.kind && e.payload == event.payload),
+                "lost after the resume: {event:?}"
+            );
+        }
+    }
+}

@@ -288,6 +288,13 @@ impl std::fmt::Debug for PostgresBlackboard {
 
 impl From<postgres::Error> for StoreError {
     fn from(error: postgres::Error) -> Self {
+        if error.code() == Some(&postgres::error::SqlState::DISK_FULL) {
+            let cause = match error.as_db_error() {
+                Some(db) => format!("the PostgreSQL server's disk: {}", db.message()),
+                None => error.to_string(),
+            };
+            return StoreError::DiskFull { path: None, cause };
+        }
         StoreError::Database(Box::new(error))
     }
 }

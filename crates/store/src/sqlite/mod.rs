@@ -197,10 +197,15 @@ impl SqliteBlackboard {
         }
     }
 
-    /// `error` with this handle's file named, when it is a write SQLite refused.
+    /// `error` with this handle's file named, when it is a write SQLite refused or could not make (a full
+    /// disk).
     fn naming_file(&self, error: StoreError) -> StoreError {
         match error {
             StoreError::ReadOnly { path: None, cause } => StoreError::ReadOnly {
+                path: self.path.clone(),
+                cause,
+            },
+            StoreError::DiskFull { path: None, cause } => StoreError::DiskFull {
                 path: self.path.clone(),
                 cause,
             },
@@ -241,7 +246,7 @@ impl SqliteBlackboard {
     /// rolled back when it unwound, so the connection itself is consistent.
     fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        f(&conn)
+        f(&conn).map_err(|error| self.naming_file(error))
     }
 
     /// Runs `f` in a `BEGIN IMMEDIATE` transaction, committed when `f` succeeds and rolled back otherwise.
@@ -373,6 +378,10 @@ impl From<rusqlite::Error> for StoreError {
                      read-only? The `-wal` and `-shm` files beside it must be writable too (check `ls -l` \
                      and `mount`)"
                 ),
+            },
+            Some(rusqlite::ErrorCode::DiskFull) => StoreError::DiskFull {
+                path: None,
+                cause: error.to_string(),
             },
             _ => StoreError::Database(Box::new(error)),
         }
