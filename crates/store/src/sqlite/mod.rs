@@ -35,7 +35,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::Blackboard;
-use crate::batch::WriteBatch;
+use crate::batch::{Fence, WriteBatch};
 use crate::canon::BriefsOf;
 
 use crate::clock::{Clock, SystemClock};
@@ -429,9 +429,9 @@ impl Blackboard for SqliteBlackboard {
         self.write(|tx, _| events::append(tx, event))
     }
 
-    fn append_event_holding(&self, claim: &Claim, event: NewEvent) -> Result<Event> {
+    fn append_event_holding(&self, fence: &Fence, event: NewEvent) -> Result<Event> {
         self.write(|tx, _| {
-            briefs::check_claim(tx, claim)?;
+            briefs::check_fence(tx, fence)?;
             events::append(tx, event)
         })
     }
@@ -655,6 +655,13 @@ impl Blackboard for SqliteBlackboard {
 
     fn open_gate(&self, gate: NewGate) -> Result<Gate> {
         self.write(|tx, clock| gates::open(tx, clock, gate))
+    }
+
+    fn open_gate_holding(&self, fence: &Fence, gate: NewGate) -> Result<Gate> {
+        self.write(|tx, clock| {
+            briefs::check_fence(tx, fence)?;
+            gates::open(tx, clock, gate)
+        })
     }
 
     fn get_gate(&self, id: GateId) -> Result<Gate> {
