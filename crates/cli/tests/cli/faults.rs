@@ -11,11 +11,6 @@ use postgres::{Client, NoTls};
 use crate::postgres::{Database, SCRIPT, calculator, no_database, spawn};
 use crate::support::{CALCULATOR_GOAL, Repo, finish, wait_for};
 
-/// The medium script with each implementer taking a second, so a run lasts long enough to be interrupted.
-fn slow_script() -> String {
-    slow_script_of(1)
-}
-
 /// The medium script with each implementer taking `seconds` (a `sleep` it runs).
 fn slow_script_of(seconds: u32) -> String {
     let slow = SCRIPT
@@ -32,14 +27,28 @@ fn slow_script_of(seconds: u32) -> String {
     slow
 }
 
-/// Ends every server process connected to `db` (other than the one asking): what a PostgreSQL restart
-/// does to its clients, without restarting a server other tests share. Returns how many it ended.
+/// How many server processes are connected to `db` by agency (whose connections all carry an
+/// `application_name`; the test's own carry none, and one just closed may linger a moment).
+fn connections(db: &Database) -> i64 {
+    let mut admin = Client::connect(&db.url, NoTls).unwrap();
+    admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name <> ''",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+}
+
+/// Ends every server process connected to `db` by agency: what a PostgreSQL restart does to its clients,
+/// without restarting a server other tests share. Returns how many it ended.
 fn kill_connections(db: &Database) -> usize {
     let mut admin = Client::connect(&db.url, NoTls).unwrap();
     admin
         .query(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+             WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name <> ''",
             &[],
         )
         .unwrap()
@@ -52,7 +61,8 @@ fn a_run_survives_its_postgres_connections_being_killed_mid_run() {
         return;
     }
     let db = Database::new();
-    let repo = calculator(&db, &slow_script());
+    // Implementers of 3 s: the run outlasts three rounds of kills even on a loaded machine.
+    let repo = calculator(&db, &slow_script_of(3));
     let runner = spawn(
         &repo,
         &db,
@@ -77,10 +87,18 @@ fn a_run_survives_its_postgres_connections_being_killed_mid_run() {
         },
         "an agent to start",
     );
+    // Each round waits for the runner to have connected again (it reconnects with a backoff, sooner or
+    // later on a loaded machine), so every round ends live connections of the runner: a fixed pause
+    // between rounds once found nothing to end in one of them.
     let mut killed = 0;
-    for _ in 0..3 {
-        killed += kill_connections(&db);
-        std::thread::sleep(Duration::from_millis(700));
+    for round in 1..=3 {
+        wait_for(
+            || (connections(&db) > 0).then_some(()),
+            "the runner to connect (again)",
+        );
+        let ended = kill_connections(&db);
+        assert!(ended >= 1, "round {round} ended no connection");
+        killed += ended;
     }
     assert!(killed >= 3, "ended only {killed} connections");
 
