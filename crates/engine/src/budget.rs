@@ -12,7 +12,9 @@ use agency_core::event::payload::{self, BudgetAmount, BudgetScope};
 use agency_core::event::{EventKind, EventPayload, NewEvent};
 use agency_core::gate::{GateKind, GateStatus};
 use agency_core::{GateId, RunId};
-use agency_llm::{Amount, BudgetExceeded, BudgetLedger, CallMeta, Limit, Scope, UsageRecord, UsageSink};
+use agency_llm::{
+    Amount, BudgetExceeded, BudgetLedger, CallMeta, Limit, ProviderTrouble, Scope, UsageRecord, UsageSink,
+};
 use agency_store::{Blackboard, NewGate, RunStatus};
 use serde_json::json;
 
@@ -96,6 +98,15 @@ impl UsageSink for BlackboardSink {
             });
             let _ = self.store.open_gate(NewGate::new(run, GateKind::Budget, summary));
         }
+    }
+
+    fn provider_trouble(&self, meta: &CallMeta, trouble: &ProviderTrouble) {
+        let Some(run) = meta.run else { return };
+        let mut event = NewEvent::typed(run, EventPayload::Log(crate::outage::trouble_line(meta, trouble)));
+        event.brief = meta.brief_id;
+        event.tier = meta.tier;
+        // Only a log line: the call goes on (or fails on its own), whatever the store says.
+        let _ = self.store.append_event(event);
     }
 }
 

@@ -21,10 +21,7 @@ pub enum EngineError {
     State(String),
     /// The runner stopped on `error`, and giving its claims back failed too (the blackboard is the likely
     /// cause of both): they return to the run when their lease ends.
-    #[error(
-        "{error}; its claims could not be given back ({release}): they return to the run when their lease \
-         ends"
-    )]
+    #[error("{error}; {}", unreleased(release, error))]
     Unreleased {
         /// Why the runner stopped.
         error: Box<EngineError>,
@@ -34,6 +31,18 @@ pub enum EngineError {
     /// The run was cancelled.
     #[error("cancelled")]
     Cancelled,
+}
+
+/// What an [`EngineError::Unreleased`] says of its claims: the cause once, when giving them back failed
+/// for the same reason as the runner (a full disk, a lost database).
+fn unreleased(release: &EngineError, error: &EngineError) -> String {
+    let cause = release.to_string();
+    let because = if cause == error.to_string() {
+        "for the same reason".to_string()
+    } else {
+        format!("({cause})")
+    };
+    format!("its claims could not be given back {because}: they return to the run when their lease ends")
 }
 
 /// The runner's result type.

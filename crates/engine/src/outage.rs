@@ -9,7 +9,7 @@ use agency_core::event::payload::{BriefStatusChange, LogLine};
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::{GateKind, GateStatus};
 use agency_core::{Brief, BriefStatus};
-use agency_llm::LlmError;
+use agency_llm::{CallMeta, LlmError, ProviderTrouble};
 use agency_store::NewGate;
 use serde_json::json;
 
@@ -19,6 +19,34 @@ use crate::error::Result;
 /// Whether `error` is the provider's trouble rather than the agent's.
 pub(crate) fn is_outage(error: &LlmError) -> bool {
     error.is_retryable()
+}
+
+/// The log line of a model call's trouble, written the moment it is noticed: `STALL` when the provider went
+/// silent past the idle timeout (whether the call retries or gives up), `RETRY` for an attempt that failed
+/// otherwise and is retried inside the call (a short outage: nothing else of it shows).
+pub(crate) fn trouble_line(meta: &CallMeta, trouble: &ProviderTrouble) -> LogLine {
+    let who = match (&meta.brief, meta.tier) {
+        (Some(brief), _) => brief.clone(),
+        (None, Some(tier)) => tier.as_str().to_string(),
+        (None, None) => "a call".to_string(),
+    };
+    let next = match trouble.retry {
+        Some((attempt, delay)) => format!(
+            "attempt {attempt} failed; retrying in {:.1} s",
+            delay.as_secs_f64()
+        ),
+        None => "the call gives up".to_string(),
+    };
+    let (tag, what) = if trouble.stalled {
+        ("STALL", "the provider went silent")
+    } else {
+        ("RETRY", "the provider failed")
+    };
+    LogLine::new(
+        "normal",
+        Some(tag),
+        format!("{} for {who}: {what} ({}); {next}", trouble.model, trouble.error),
+    )
 }
 
 /// Puts `brief` back to wait for the provider, and pauses the run at an outage gate if none is open yet.

@@ -92,7 +92,11 @@ fn record_verify(engine: &Engine, brief: &Brief, rev: &str, result: &VerifyResul
     };
     recording
         .verify(&crate::artifacts::slice_subject(brief), rev, result)
-        .map_err(|e| EngineError::State(format!("recording verify of {}: {e}", brief.title)))?;
+        .map_err(|e| match e {
+            // The blackboard's own failure (a full disk, say) is reported as it is, not as a bad state.
+            agency_signoff::SignoffError::Store(store) => EngineError::Store(store),
+            other => EngineError::State(format!("recording verify of {}: {other}", brief.title)),
+        })?;
     Ok(())
 }
 

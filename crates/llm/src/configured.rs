@@ -135,8 +135,17 @@ pub fn model_for_binding(
         max_tokens: binding.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         temperature: binding.temperature,
         price: config.models.price(&binding.model).map(Price::from),
-        provider: Arc::new(Retrying::new(client, retry)),
+        provider: Arc::new(Retrying::new(client, outage_bounded(provider_config, retry))),
     })
+}
+
+/// `retry`, giving up once the provider has been in trouble for its `timeouts.outage_seconds`: past that
+/// the caller is told (the runner pauses the run at an outage gate) rather than kept waiting.
+fn outage_bounded(config: &ProviderConfig, retry: RetryPolicy) -> RetryPolicy {
+    RetryPolicy {
+        give_up_after: Some(Duration::from_secs(config.timeouts.outage_seconds.into())),
+        ..retry
+    }
 }
 
 /// One client for `model` at the provider `config` describes, without retries.

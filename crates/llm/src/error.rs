@@ -107,6 +107,12 @@ impl LlmError {
         )
     }
 
+    /// Whether the provider went silent: no response, or no bytes of a stream, within the idle timeout (or
+    /// the whole request past its limit).
+    pub fn is_stall(&self) -> bool {
+        matches!(self, LlmError::Timeout(_))
+    }
+
     /// The delay the provider asked for, if it named one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

@@ -44,6 +44,6 @@ pub use message::{
 pub use metered::Metered;
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use provider::{BoxFuture, EventSink, Provider, complete};
-pub use retry::{RetryPolicy, Retrying, Sleeper};
+pub use retry::{DEFAULT_GIVE_UP_AFTER, RetryPolicy, Retrying, Sleeper};
 pub use scripted::{Script, ScriptedProvider};
-pub use usage::{Price, PriceTable, UsageRecord, UsageSink, cost};
+pub use usage::{Price, PriceTable, ProviderTrouble, UsageRecord, UsageSink, cost};

@@ -299,6 +299,10 @@ pub enum StreamEvent {
         delay: std::time::Duration,
         /// Why it failed.
         error: String,
+        /// It failed because the provider went silent past the idle timeout ([`LlmError::is_stall`]).
+        ///
+        /// [`LlmError::is_stall`]: crate::LlmError::is_stall
+        stalled: bool,
     },
 }
 

@@ -10,9 +10,10 @@ use std::time::Instant;
 use crate::budget::{BudgetLedger, CallScope, Spend};
 use crate::cancel::CancelToken;
 use crate::error::LlmError;
+use crate::message::StreamEvent;
 use crate::message::{Request, Response};
 use crate::provider::{BoxFuture, EventSink, Provider};
-use crate::usage::{Price, UsageRecord, UsageSink, cost};
+use crate::usage::{Price, ProviderTrouble, UsageRecord, UsageSink, cost};
 
 /// A provider whose calls are budgeted and recorded.
 pub struct Metered<P> {
@@ -79,11 +80,45 @@ impl<P: Provider> Metered<P> {
             }
         }
         let started = Instant::now();
-        let result = self.inner.complete(request, sink, cancel).await;
+        let result = {
+            // Each retry is told to the usage sink as it happens, so a live log shows why a call is slow.
+            let mut watching = |event: StreamEvent| {
+                if let StreamEvent::Retrying {
+                    attempt,
+                    delay,
+                    error,
+                    stalled,
+                } = &event
+                {
+                    self.sink.provider_trouble(
+                        &request.meta,
+                        &ProviderTrouble {
+                            model: self.inner.model().to_owned(),
+                            error: error.clone(),
+                            stalled: *stalled,
+                            retry: Some((*attempt, *delay)),
+                        },
+                    );
+                }
+                sink(event);
+            };
+            self.inner.complete(request, &mut watching, cancel).await
+        };
         let latency = started.elapsed();
         let response = match result {
             Ok(response) => response,
             Err(error) => {
+                if error.is_stall() {
+                    self.sink.provider_trouble(
+                        &request.meta,
+                        &ProviderTrouble {
+                            model: self.inner.model().to_owned(),
+                            error: error.to_string(),
+                            stalled: true,
+                            retry: None,
+                        },
+                    );
+                }
                 if let Some(mut ledger) = self.ledger() {
                     ledger.release(&scope, estimate);
                 }

@@ -2,8 +2,10 @@
 //! failures and streams that dropped before the first event are retried with exponential backoff and jitter,
 //! or after the provider's `retry-after` when it sent one; everything else (400, 401, 403, ...) is returned
 //! at once with the provider's message. A call that already streamed events to the caller is never
-//! repeated, so a sink never sees an answer twice. Sleeping goes through [`RetryPolicy::sleep`], so tests
-//! can record delays instead of waiting.
+//! repeated, so a sink never sees an answer twice. Retrying is bounded in time ([`RetryPolicy::give_up_after`],
+//! a provider's `timeouts.outage_seconds`): a short outage is waited out inside the call, a longer one is
+//! returned to the caller (the runner then pauses the run at an outage gate). Sleeping goes through
+//! [`RetryPolicy::sleep`], so tests can record delays instead of waiting.
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,18 +17,27 @@ use crate::error::LlmError;
 use crate::message::{Request, Response, StreamEvent};
 use crate::provider::{BoxFuture, EventSink, Provider};
 
+/// How long a call retries a provider in trouble by default before it gives up: a provider's
+/// `timeouts.outage_seconds` in team.yaml.
+pub const DEFAULT_GIVE_UP_AFTER: Duration = Duration::from_secs(60);
+
 /// How a retry waits: given the delay, a future that completes after it.
 pub type Sleeper = Arc<dyn Fn(Duration) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// How often and how patiently to retry.
 #[derive(Clone)]
 pub struct RetryPolicy {
-    /// Attempts in all, the first included; 1 means never retry.
+    /// Attempts in all, the first included; 1 means never retry. The default sets no practical limit:
+    /// [`RetryPolicy::give_up_after`] ends the retrying.
     pub max_attempts: u32,
     /// The first backoff; doubled for each further retry.
     pub base_delay: Duration,
     /// No single wait is longer, whether computed or asked for by `retry-after`.
     pub max_delay: Duration,
+    /// How long a call may go on retrying, counted from its first attempt (the attempts' own time and the
+    /// waits between them): no wait goes past it, and no attempt starts after it. `None`: only
+    /// [`RetryPolicy::max_attempts`] bounds the retrying.
+    pub give_up_after: Option<Duration>,
     /// How to wait (default: `tokio::time::sleep`).
     pub sleep: Sleeper,
 }
@@ -37,6 +48,7 @@ impl fmt::Debug for RetryPolicy {
             .field("max_attempts", &self.max_attempts)
             .field("base_delay", &self.base_delay)
             .field("max_delay", &self.max_delay)
+            .field("give_up_after", &self.give_up_after)
             .finish_non_exhaustive()
     }
 }
@@ -44,9 +56,10 @@ impl fmt::Debug for RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         Self {
-            max_attempts: 5,
+            max_attempts: u32::MAX,
             base_delay: Duration::from_secs(1),
             max_delay: Duration::from_secs(60),
+            give_up_after: Some(DEFAULT_GIVE_UP_AFTER),
             sleep: Arc::new(|d| Box::pin(tokio::time::sleep(d))),
         }
     }
@@ -67,6 +80,18 @@ impl RetryPolicy {
             }
         };
         delay.min(self.max_delay)
+    }
+
+    /// The wait before the next attempt, given the wait [`RetryPolicy::delay`] proposes and what the call
+    /// has spent so far; `None` when the time bound is reached (give up).
+    fn wait_within_bound(&self, proposed: Duration, spent: Duration) -> Option<Duration> {
+        match self.give_up_after {
+            None => Some(proposed),
+            Some(bound) => {
+                let left = bound.checked_sub(spent).filter(|left| !left.is_zero())?;
+                Some(proposed.min(left))
+            }
+        }
     }
 }
 
@@ -104,6 +129,10 @@ impl<P: Provider> Retrying<P> {
         cancel: &CancelToken,
     ) -> Result<Response, LlmError> {
         let mut attempt = 1;
+        let started = std::time::Instant::now();
+        // What the waits asked for: with a sleeper that does not really sleep (a test's), the bound is kept
+        // on this rather than on the clock.
+        let mut waited = Duration::ZERO;
         loop {
             let mut streamed = false;
             let result = {
@@ -121,11 +150,17 @@ impl<P: Provider> Retrying<P> {
             if !error.is_retryable() || streamed || attempt >= self.policy.max_attempts {
                 return Err(error);
             }
-            let delay = self.policy.delay(attempt, error.retry_after(), jitter_unit());
+            let proposed = self.policy.delay(attempt, error.retry_after(), jitter_unit());
+            let spent = started.elapsed().max(waited);
+            let Some(delay) = self.policy.wait_within_bound(proposed, spent) else {
+                return Err(error);
+            };
+            waited += delay;
             sink(StreamEvent::Retrying {
                 attempt,
                 delay,
                 error: error.to_string(),
+                stalled: error.is_stall(),
             });
             let sleep = (self.policy.sleep)(delay);
             cancel
@@ -177,6 +212,25 @@ mod tests {
             policy.delay(1, Some(Duration::from_secs(600)), 0.3),
             Duration::from_secs(60)
         );
+    }
+
+    #[test]
+    fn waits_stop_at_the_time_bound() {
+        let policy = RetryPolicy {
+            give_up_after: Some(Duration::from_secs(10)),
+            ..RetryPolicy::default()
+        };
+        let secs = Duration::from_secs;
+        assert_eq!(policy.wait_within_bound(secs(4), secs(2)), Some(secs(4)));
+        // The last wait is cut to the bound, so the last attempt is made at it.
+        assert_eq!(policy.wait_within_bound(secs(8), secs(7)), Some(secs(3)));
+        assert_eq!(policy.wait_within_bound(secs(1), secs(10)), None);
+        assert_eq!(policy.wait_within_bound(secs(1), secs(11)), None);
+        let unbounded = RetryPolicy {
+            give_up_after: None,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(unbounded.wait_within_bound(secs(8), secs(7000)), Some(secs(8)));
     }
 
     #[test]

@@ -76,6 +76,26 @@ pub trait UsageSink: Send + Sync {
 
     /// A call was refused before it was made because `exceeded`.
     fn budget_exhausted(&self, meta: &CallMeta, exceeded: &BudgetExceeded);
+
+    /// A call met trouble at the provider, reported the moment it is noticed (the runner logs it at once,
+    /// not when the call ends): an attempt failed and is retried, or the provider went silent and the call
+    /// gives up. Ignored by default.
+    fn provider_trouble(&self, meta: &CallMeta, trouble: &ProviderTrouble) {
+        let _ = (meta, trouble);
+    }
+}
+
+/// Trouble a call met at the provider (see [`UsageSink::provider_trouble`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderTrouble {
+    /// The model called.
+    pub model: String,
+    /// What went wrong, as the error says it.
+    pub error: String,
+    /// The provider went silent past the idle timeout (a stalled stream or no response).
+    pub stalled: bool,
+    /// The attempt that failed (from 1) and the wait before the next one; `None`: the call gives up.
+    pub retry: Option<(u32, Duration)>,
 }
 
 mod millis {

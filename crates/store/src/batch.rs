@@ -61,6 +61,37 @@ pub enum Change {
     /// own batch may move it on); a move back to `pending` or a reclaim clears the holder, and a new claim
     /// takes a new generation.
     HoldsClaim(Claim),
+    /// Writes nothing: fails the whole batch with
+    /// [`StoreError::ClaimLost`](crate::StoreError::ClaimLost) once the brief has been claimed again since
+    /// the claim's holder gave it back itself (moved it to `pending`): a later claim takes a new generation.
+    /// It fences the last words of a holder on a brief it gave up, so none lands on the next holder's work.
+    GaveUpClaim(Claim),
+}
+
+/// What a claim holder's write for its brief is fenced by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fence {
+    /// The claim still holds ([`Change::HoldsClaim`]).
+    Holds(Claim),
+    /// The holder gave the brief back itself, and nobody has claimed it since ([`Change::GaveUpClaim`]).
+    GaveUp(Claim),
+}
+
+impl Fence {
+    /// The claim the fence is about.
+    pub fn claim(&self) -> &Claim {
+        match self {
+            Fence::Holds(claim) | Fence::GaveUp(claim) => claim,
+        }
+    }
+
+    /// The check as a change of a batch.
+    pub fn change(&self) -> Change {
+        match self {
+            Fence::Holds(claim) => Change::HoldsClaim(claim.clone()),
+            Fence::GaveUp(claim) => Change::GaveUpClaim(claim.clone()),
+        }
+    }
 }
 
 /// Writes to apply together, in the order they were added (which is also the order of their events).

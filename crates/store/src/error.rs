@@ -229,6 +229,23 @@ pub enum StoreError {
         /// Why it cannot be written, and what to check.
         cause: String,
     },
+    /// The blackboard's filesystem (or the database server's disk) is full: the write was not made, and
+    /// nothing it had acknowledged before is lost.
+    #[error(
+        "the blackboard{} cannot be written: its filesystem is full ({cause}). Nothing recorded before is \
+         lost; free space there{}, then resume",
+        path.as_ref().map(|p| format!(" at {}", p.display())).unwrap_or_default(),
+        path.as_ref()
+            .and_then(|p| p.parent())
+            .map(|dir| format!(" (`df -h {}` shows it)", if dir.as_os_str().is_empty() { std::path::Path::new(".") } else { dir }.display()))
+            .unwrap_or_default()
+    )]
+    DiskFull {
+        /// The database file, when known (SQLite).
+        path: Option<PathBuf>,
+        /// The backend's own words.
+        cause: String,
+    },
     /// Any other backend failure.
     #[error("blackboard database error: {0}")]
     Database(#[source] BoxError),

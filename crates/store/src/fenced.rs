@@ -12,12 +12,13 @@
 //! briefs and the run pass through unchanged, as do reads — and `usage` events, whoever writes them: the
 //! money was spent, and budgets are rebuilt from these records.
 //!
-//! Two limits, said plainly:
-//! - `open_gate` for the brief checks the claim just before it opens the gate, not in the same
-//!   transaction (a gate is opened by no batch).
-//! - once the holder itself moves the brief back to `pending` (an outage, a budget refusal), its claim is
-//!   over by its own hand and later writes for the brief pass unfenced: they are its last words on a brief
-//!   it gave up (a log line), not a holder's work.
+//! `open_gate` for the brief checks the claim in the same transaction as it opens the gate
+//! ([`Blackboard::open_gate_holding`]).
+//!
+//! Once the holder itself moves the brief back to `pending` (an outage, a budget refusal), its claim is
+//! over by its own hand: its later writes for the brief (its last words on it, a log line) are made only
+//! while nobody has claimed the brief since ([`Change::GaveUpClaim`], checked in the same transaction), so
+//! none of them lands on the next holder's work.
 //!
 //! The fenced operations that return a record (`update_brief_status`, `set_teachback_state`,
 //! `set_brief_workspace`, `put_artifact`) write through [`Blackboard::apply`] and read the record back
@@ -34,7 +35,7 @@ use agency_core::{
 use chrono::{DateTime, Utc};
 
 use crate::Blackboard;
-use crate::batch::{Change, WriteBatch};
+use crate::batch::{Change, Fence, WriteBatch};
 use crate::driver::DriverLease;
 use crate::error::Result;
 use crate::record::{
@@ -47,7 +48,8 @@ use crate::record::{
 pub struct FencedBlackboard {
     inner: Arc<dyn Blackboard>,
     claim: Claim,
-    /// The holder moved its brief back to `pending` itself: the claim is over and nothing is fenced.
+    /// The holder moved its brief back to `pending` itself: the claim is over, and its writes are fenced by
+    /// nobody having claimed the brief since.
     given_up: AtomicBool,
 }
 
@@ -66,9 +68,18 @@ impl FencedBlackboard {
         &self.claim
     }
 
-    /// Whether a write for `brief` is to be fenced now.
+    /// Whether a write for `brief` is to be fenced.
     fn fences(&self, brief: Option<BriefId>) -> bool {
-        brief == Some(self.claim.brief) && !self.given_up.load(Ordering::SeqCst)
+        brief == Some(self.claim.brief)
+    }
+
+    /// What this handle's writes for its brief are fenced by now.
+    fn fence(&self) -> Fence {
+        if self.given_up.load(Ordering::SeqCst) {
+            Fence::GaveUp(self.claim.clone())
+        } else {
+            Fence::Holds(self.claim.clone())
+        }
     }
 
     /// Whether `event` is to be fenced now: one for the claimed brief, other than spending.
@@ -80,7 +91,7 @@ impl FencedBlackboard {
     fn touches(&self, batch: &WriteBatch) -> bool {
         let mine = Some(self.claim.brief);
         batch.changes().iter().any(|change| match change {
-            Change::InsertBrief(_) | Change::HoldsClaim(_) => false,
+            Change::InsertBrief(_) | Change::HoldsClaim(_) | Change::GaveUpClaim(_) => false,
             Change::MoveBrief { id, event, .. } | Change::MoveTeachback { id, event, .. } => {
                 Some(*id) == mine || event.brief == mine
             }
@@ -97,13 +108,13 @@ impl FencedBlackboard {
         })
     }
 
-    /// `batch` with the claim's check first, when it touches the claimed brief and the claim is not over.
+    /// `batch` with the fence's check first, when it touches the claimed brief.
     fn fenced(&self, batch: WriteBatch) -> WriteBatch {
-        if self.given_up.load(Ordering::SeqCst) || !self.touches(&batch) {
+        if !self.touches(&batch) {
             return batch;
         }
         let mut fenced = WriteBatch::new();
-        fenced.holds_claim(self.claim.clone());
+        fenced.push(self.fence().change());
         for change in batch.into_changes() {
             fenced.push(change);
         }
@@ -120,10 +131,10 @@ impl FencedBlackboard {
         Ok(())
     }
 
-    /// Fails with `ClaimLost` unless the claim holds now (a check of its own, not in the caller's write).
+    /// Fails with `ClaimLost` unless the fence holds now (a check of its own, not in the caller's write).
     fn check_now(&self) -> Result<()> {
         let mut check = WriteBatch::new();
-        check.holds_claim(self.claim.clone());
+        check.push(self.fence().change());
         self.inner.apply(check)
     }
 }
@@ -159,14 +170,14 @@ impl Blackboard for FencedBlackboard {
 
     fn append_event(&self, event: NewEvent) -> Result<Event> {
         if self.fences_event(&event) {
-            self.inner.append_event_holding(&self.claim, event)
+            self.inner.append_event_holding(&self.fence(), event)
         } else {
             self.inner.append_event(event)
         }
     }
 
-    fn append_event_holding(&self, claim: &Claim, event: NewEvent) -> Result<Event> {
-        self.inner.append_event_holding(claim, event)
+    fn append_event_holding(&self, fence: &Fence, event: NewEvent) -> Result<Event> {
+        self.inner.append_event_holding(fence, event)
     }
 
     fn append_event_soon(&self, event: NewEvent) -> Result<()> {
@@ -380,9 +391,13 @@ impl Blackboard for FencedBlackboard {
 
     fn open_gate(&self, gate: NewGate) -> Result<Gate> {
         if self.fences(gate.brief) {
-            self.check_now()?;
+            return self.inner.open_gate_holding(&self.fence(), gate);
         }
         self.inner.open_gate(gate)
+    }
+
+    fn open_gate_holding(&self, fence: &Fence, gate: NewGate) -> Result<Gate> {
+        self.inner.open_gate_holding(fence, gate)
     }
 
     fn get_gate(&self, id: GateId) -> Result<Gate> {

@@ -59,7 +59,7 @@ use agency_core::{
 use chrono::{DateTime, Utc};
 
 pub use attached::{RunKind, runner_attached, unattached};
-pub use batch::{Change, WriteBatch};
+pub use batch::{Change, Fence, WriteBatch};
 pub use clock::{Clock, SteppingClock, SystemClock};
 pub use driver::DriverLease;
 pub use error::{BoxError, Result, StoreError};
@@ -118,10 +118,11 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// Appends one event and returns it with its `seq`. The run must exist.
     fn append_event(&self, event: NewEvent) -> Result<Event>;
 
-    /// [`Blackboard::append_event`] by a claim holder: in the same transaction, checks that `claim` still
-    /// holds (as [`Change::HoldsClaim`] does) and fails with [`StoreError::ClaimLost`], writing nothing,
-    /// when it does not.
-    fn append_event_holding(&self, claim: &Claim, event: NewEvent) -> Result<Event>;
+    /// [`Blackboard::append_event`] by a claim holder: in the same transaction, checks `fence` (that the
+    /// claim still holds, as [`Change::HoldsClaim`] does, or that nobody claimed the brief since its holder
+    /// gave it back, as [`Change::GaveUpClaim`] does) and fails with [`StoreError::ClaimLost`], writing
+    /// nothing, when it does not hold.
+    fn append_event_holding(&self, fence: &Fence, event: NewEvent) -> Result<Event>;
 
     /// Appends a log line nobody has to see at once (an agent's tool call or remark): a backend may hold it
     /// back and write it first thing in its next write, or at [`Blackboard::flush_events`], whichever
@@ -329,6 +330,10 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     ///
     /// [`GateKind::Pause`]: agency_core::GateKind::Pause
     fn open_gate(&self, gate: NewGate) -> Result<Gate>;
+
+    /// [`Blackboard::open_gate`] by a claim holder for its brief: `fence` is checked in the same
+    /// transaction (see [`Blackboard::append_event_holding`]), and nothing is opened when it does not hold.
+    fn open_gate_holding(&self, fence: &Fence, gate: NewGate) -> Result<Gate>;
 
     /// One gate.
     fn get_gate(&self, id: GateId) -> Result<Gate>;

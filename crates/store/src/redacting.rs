@@ -20,7 +20,7 @@ use agency_core::{
 use chrono::{DateTime, Utc};
 
 use crate::Blackboard;
-use crate::batch::{Change, WriteBatch};
+use crate::batch::{Change, Fence, WriteBatch};
 use crate::driver::DriverLease;
 use crate::error::Result;
 use crate::record::{
@@ -131,7 +131,8 @@ impl RedactingBlackboard {
                     to,
                     event: self.event(event),
                 },
-                unchanged @ (Change::SetWorkspace { .. } | Change::HoldsClaim(_)) => unchanged,
+                unchanged
+                @ (Change::SetWorkspace { .. } | Change::HoldsClaim(_) | Change::GaveUpClaim(_)) => unchanged,
                 Change::PutArtifact(artifact) => Change::PutArtifact(self.artifact(artifact)),
                 Change::AppendEvent(event) => Change::AppendEvent(self.event(event)),
             });
@@ -177,8 +178,8 @@ impl Blackboard for RedactingBlackboard {
         self.inner.append_event_soon(self.event(event))
     }
 
-    fn append_event_holding(&self, claim: &Claim, event: NewEvent) -> Result<Event> {
-        self.inner.append_event_holding(claim, self.event(event))
+    fn append_event_holding(&self, fence: &Fence, event: NewEvent) -> Result<Event> {
+        self.inner.append_event_holding(fence, self.event(event))
     }
 
     fn apply_soon(&self, batch: WriteBatch) -> Result<()> {
@@ -359,6 +360,10 @@ impl Blackboard for RedactingBlackboard {
 
     fn open_gate(&self, gate: NewGate) -> Result<Gate> {
         self.inner.open_gate(self.gate(gate))
+    }
+
+    fn open_gate_holding(&self, fence: &Fence, gate: NewGate) -> Result<Gate> {
+        self.inner.open_gate_holding(fence, self.gate(gate))
     }
 
     fn get_gate(&self, id: GateId) -> Result<Gate> {

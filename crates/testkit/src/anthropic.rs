@@ -39,12 +39,51 @@ pub enum Fault {
     Stall(std::time::Duration),
 }
 
+/// An outage of one model that begins in the middle of a run ([`FakeAnthropic::set_outage_of`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelOutage {
+    /// How each request fails once the outage has begun.
+    pub fault: Fault,
+    /// The model whose requests fail (`model` in the request body); other models answer normally.
+    pub model: String,
+    /// The outage begins at the first request for `model` whose history holds at least this many assistant
+    /// turns (an agent in the middle of its work), and then fails every request for `model`.
+    pub from_turn: usize,
+    /// The outage ends by itself once this many requests have failed (a short outage); `None`: it lasts
+    /// until [`FakeAnthropic::set_outage_of`] ends it.
+    pub requests: Option<usize>,
+}
+
 /// Faults to serve before answering normally: `next` one request each, in order; `always` every request
-/// while set (an outage).
+/// while set (an outage); `of_model` the requests for one model once its outage has begun.
 #[derive(Debug, Default)]
 struct Faults {
     next: std::collections::VecDeque<Fault>,
     always: Option<Fault>,
+    of_model: Option<(ModelOutage, bool)>,
+    served: usize,
+}
+
+impl Faults {
+    /// The fault for a messages request with `body`, if one is due.
+    fn due(&mut self, body: &Value) -> Option<Fault> {
+        let fault = self.next.pop_front().or(self.always).or_else(|| {
+            let (outage, begun) = self.of_model.as_mut()?;
+            if body["model"].as_str() != Some(outage.model.as_str()) {
+                return None;
+            }
+            *begun |= assistant_turns(body) >= outage.from_turn;
+            if !*begun || outage.requests == Some(0) {
+                return None;
+            }
+            if let Some(left) = &mut outage.requests {
+                *left -= 1;
+            }
+            Some(outage.fault)
+        })?;
+        self.served += 1;
+        Some(fault)
+    }
 }
 
 /// A conversation of its own: requests whose first user message contains `marker` (a sub-agent's prompt)
@@ -67,7 +106,7 @@ impl FakeAnthropic {
         let server = Server::start(Arc::new(move |request: &RecordedRequest| {
             if request.method == "POST" && is_messages(&request.path) {
                 let mut faults = shared_faults.lock().unwrap_or_else(PoisonError::into_inner);
-                if let Some(fault) = faults.next.pop_front().or(faults.always) {
+                if let Some(fault) = faults.due(&request.body) {
                     drop(faults);
                     return faulty(fault, &request.body);
                 }
@@ -115,6 +154,31 @@ impl FakeAnthropic {
     /// Fails every `POST /v1/messages` with `fault` until called with `None`: an outage, then recovery.
     pub fn set_outage(&self, fault: Option<Fault>) {
         self.faults.lock().unwrap_or_else(PoisonError::into_inner).always = fault;
+    }
+
+    /// Fails the requests for one model from the middle of a run on, until called with `None` (see
+    /// [`ModelOutage`]): a provider overloaded for the model the implementers use, say, while the others
+    /// answer.
+    pub fn set_outage_of(&self, outage: Option<ModelOutage>) {
+        self.faults
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .of_model = outage.map(|o| (o, false));
+    }
+
+    /// Whether the outage set with [`FakeAnthropic::set_outage_of`] has begun.
+    pub fn model_outage_begun(&self) -> bool {
+        self.faults
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .of_model
+            .as_ref()
+            .is_some_and(|(_, begun)| *begun)
+    }
+
+    /// How many requests were answered with a fault so far.
+    pub fn faults_served(&self) -> usize {
+        self.faults.lock().unwrap_or_else(PoisonError::into_inner).served
     }
 
     /// `http://127.0.0.1:PORT`, for `ANTHROPIC_BASE_URL`.

@@ -23,7 +23,7 @@ mod http;
 mod openai;
 pub mod prompt_cache;
 
-pub use anthropic::{FakeAnthropic, Fault};
+pub use anthropic::{FakeAnthropic, Fault, ModelOutage};
 pub use http::RecordedRequest;
 pub use openai::FakeOpenAi;
 

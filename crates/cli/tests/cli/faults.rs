@@ -11,11 +11,6 @@ use postgres::{Client, NoTls};
 use crate::postgres::{Database, SCRIPT, calculator, no_database, spawn};
 use crate::support::{CALCULATOR_GOAL, Repo, finish, wait_for};
 
-/// The medium script with each implementer taking a second, so a run lasts long enough to be interrupted.
-fn slow_script() -> String {
-    slow_script_of(1)
-}
-
 /// The medium script with each implementer taking `seconds` (a `sleep` it runs).
 fn slow_script_of(seconds: u32) -> String {
     let slow = SCRIPT
@@ -32,14 +27,28 @@ fn slow_script_of(seconds: u32) -> String {
     slow
 }
 
-/// Ends every server process connected to `db` (other than the one asking): what a PostgreSQL restart
-/// does to its clients, without restarting a server other tests share. Returns how many it ended.
+/// How many server processes are connected to `db` by agency (whose connections all carry an
+/// `application_name`; the test's own carry none, and one just closed may linger a moment).
+fn connections(db: &Database) -> i64 {
+    let mut admin = Client::connect(&db.url, NoTls).unwrap();
+    admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name <> ''",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+}
+
+/// Ends every server process connected to `db` by agency: what a PostgreSQL restart does to its clients,
+/// without restarting a server other tests share. Returns how many it ended.
 fn kill_connections(db: &Database) -> usize {
     let mut admin = Client::connect(&db.url, NoTls).unwrap();
     admin
         .query(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+             WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name <> ''",
             &[],
         )
         .unwrap()
@@ -52,7 +61,8 @@ fn a_run_survives_its_postgres_connections_being_killed_mid_run() {
         return;
     }
     let db = Database::new();
-    let repo = calculator(&db, &slow_script());
+    // Implementers of 3 s: the run outlasts three rounds of kills even on a loaded machine.
+    let repo = calculator(&db, &slow_script_of(3));
     let runner = spawn(
         &repo,
         &db,
@@ -77,10 +87,18 @@ fn a_run_survives_its_postgres_connections_being_killed_mid_run() {
         },
         "an agent to start",
     );
+    // Each round waits for the runner to have connected again (it reconnects with a backoff, sooner or
+    // later on a loaded machine), so every round ends live connections of the runner: a fixed pause
+    // between rounds once found nothing to end in one of them.
     let mut killed = 0;
-    for _ in 0..3 {
-        killed += kill_connections(&db);
-        std::thread::sleep(Duration::from_millis(700));
+    for round in 1..=3 {
+        wait_for(
+            || (connections(&db) > 0).then_some(()),
+            "the runner to connect (again)",
+        );
+        let ended = kill_connections(&db);
+        assert!(ended >= 1, "round {round} ended no connection");
+        killed += ended;
     }
     assert!(killed >= 3, "ended only {killed} connections");
 
@@ -371,5 +389,522 @@ mod provider_over_http {
             "{error:?}"
         );
         assert!(error.is_retryable(), "{error:?}");
+    }
+}
+
+/// Whole runs on the built-in agent over HTTP against the fake Anthropic server, through a provider outage:
+/// a short one is waited out inside the calls (only `RETRY` lines show it); one past the providers'
+/// `timeouts.outage_seconds` pauses the run at an outage gate, and after `agency resume` the run succeeds
+/// with no brief retried because of it.
+mod run_over_http {
+    use std::time::Duration;
+
+    use agency_core::event::EventKind;
+    use agency_core::gate::GateKind;
+    use agency_core::{BriefStatus, Tier};
+    use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+    use agency_testkit::{FakeAnthropic, Fault, ModelOutage, Reply};
+    use serde_json::{Value, json};
+
+    use crate::support::{Repo, events, finish, pending_gate, runtime_of, wait_for};
+
+    /// Workstreams of the run: their implementers are at work together when the outage begins.
+    const WORKSTREAMS: usize = 8;
+    /// The implementers' model (the `fast-cheap` level of the default team.yaml).
+    const IMPLEMENTER_MODEL: &str = "claude-haiku-4-5";
+
+    fn id(n: usize) -> String {
+        format!("ws-{n:02}")
+    }
+
+    fn plan() -> Value {
+        let workstreams: Vec<Value> = (1..=WORKSTREAMS)
+            .map(|n| {
+                json!({
+                    "id": id(n),
+                    "name": format!("note-{n:02}"),
+                    "domain": "backend",
+                    "tier_path": ["t4", "t5"],
+                    "parallel_group": "A",
+                    "notes": format!("Write notes/{}.md with one line saying which workstream wrote it.", id(n)),
+                    "variety": {"novelty": 1, "scope": 2, "uncertainty": 2, "risk": 2},
+                    "shallower_path_reason": "one new file",
+                    "contract": {
+                        "done_when": format!("notes/{}.md exists", id(n)),
+                        "verify": "git log -1 --oneline",
+                        "failure_modes": ["another workstream's file is touched"]
+                    }
+                })
+            })
+            .collect();
+        let group: Vec<String> = (1..=WORKSTREAMS).map(id).collect();
+        json!({
+            "status": "done",
+            "summary": "Independent notes.",
+            "output": {
+                "run_id": "00000000-0000-4000-8000-000000000000",
+                "goal_anchor": "(filled in by agency)",
+                "complexity": "low",
+                "retry_budget_multiplier": 1,
+                "workstreams": workstreams,
+                "parallelism": {"groups": {"A": group}, "sequence": ["A"]},
+                "self_critique_summary": "Each note is independent of the others."
+            }
+        })
+    }
+
+    fn implementer(n: usize) -> Vec<Reply> {
+        let path = format!("notes/{}.md", id(n));
+        vec![
+            Reply::tool_use(
+                "submit_teachback",
+                json!({
+                    "building": format!("the file {path}"),
+                    "key_constraints": ["touch no other file"],
+                    "interfaces": ["none"],
+                    "approach": "write the file, then report",
+                    "most_likely_wrong": "the directory may not exist yet",
+                    "least_confident": "nothing else",
+                    "first_action": "write the file"
+                }),
+            ),
+            Reply::tool_use(
+                "write_file",
+                json!({"path": path, "content": format!("Written by {}.\n", id(n))}),
+            ),
+            Reply::tool_use(
+                "report_result",
+                json!({
+                    "status": "done",
+                    "summary": format!("{path} written."),
+                    "evidence": [{"path": path, "quote": format!("Written by {}.", id(n))}]
+                }),
+            ),
+        ]
+    }
+
+    /// The fake server answering the whole run: T1's plan, the teachback reviews, the implementers and the
+    /// sign-off judges.
+    fn server() -> FakeAnthropic {
+        let server =
+            FakeAnthropic::start(vec![Reply::tool_use("report_result", plan())]).expect("fake server");
+        server.set_rule(
+            "## The agent's teachback",
+            vec![Reply::tool_use(
+                "review_teachback",
+                json!({"approved": true, "note": "Matches the brief."}),
+            )],
+        );
+        server.set_rule(
+            "Goal under sign-off:",
+            vec![Reply::text(
+                "The note is there and touches nothing else.\nVERDICT: accept\nmissing: none",
+            )],
+        );
+        for n in 1..=WORKSTREAMS {
+            server.set_rule(format!("implementer in workstream {}", id(n)), implementer(n));
+        }
+        server
+    }
+
+    /// A repository whose team calls `server` with the built-in agent on every tier, and retries a provider
+    /// in trouble for `outage_seconds` per call.
+    fn repo(server: &FakeAnthropic, outage_seconds: u32) -> Repo {
+        repo_with(server, outage_seconds, 120)
+    }
+
+    /// [`repo`], with a stream silent for `idle_seconds` taken for stalled.
+    fn repo_with(server: &FakeAnthropic, outage_seconds: u32, idle_seconds: u32) -> Repo {
+        let base_url = format!("    base_url: {}", server.base_url());
+        let outage = format!("      outage_seconds: {outage_seconds} ");
+        let idle = format!("      idle_seconds: {idle_seconds} ");
+        let (t4, t4_builtin) = runtime_of("t4", "builtin");
+        let (t5, t5_builtin) = runtime_of("t5", "builtin");
+        Repo::demo(&[
+            ("    # base_url: https://api.anthropic.com", &base_url),
+            ("      outage_seconds: 60 ", &outage),
+            ("      idle_seconds: 120 ", &idle),
+            (t4, &t4_builtin),
+            (t5, &t5_builtin),
+        ])
+    }
+
+    const ENV: [(&str, &str); 1] = [("ANTHROPIC_API_KEY", "sk-ant-dummy-key-for-the-fake-server")];
+
+    /// Every workstream's note is on the integration branch, and every brief was done at its first attempt.
+    fn assert_whole_and_unretried(repo: &Repo, store: &SqliteBlackboard, run: agency_core::RunId) {
+        assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
+        for n in 1..=WORKSTREAMS {
+            assert_eq!(
+                repo.git_output(&[
+                    "show",
+                    &format!("agency/{}/integration:notes/{}.md", run.short(), id(n))
+                ]),
+                format!("Written by {}.\n", id(n))
+            );
+        }
+        let briefs = store.list_briefs(run).unwrap();
+        let retried: Vec<String> = briefs
+            .iter()
+            .filter(|b| b.attempt > 0 || matches!(b.status, BriefStatus::Failed | BriefStatus::Escalated))
+            .map(|b| {
+                format!(
+                    "{} {} attempt {} {}",
+                    b.tier.as_str(),
+                    b.title,
+                    b.attempt,
+                    b.status.as_str()
+                )
+            })
+            .collect();
+        assert!(retried.is_empty(), "briefs retried or failed: {retried:?}");
+        assert!(
+            store
+                .list_gates_of_kind(run, GateKind::Escalation)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    fn logged(events: &[agency_core::event::Event], tag: &str) -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e.kind == EventKind::Log && e.payload["tag"] == tag)
+            .map(|e| e.payload["message"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn an_outage_past_the_bound_pauses_the_run_and_it_succeeds_after_resume() {
+        let server = server();
+        // The implementers' model goes down once the first of them is at work (its teachback sent):
+        // every one of its requests then fails with 529, for as long as the test keeps it down.
+        server.set_outage_of(Some(ModelOutage {
+            fault: Fault::Status {
+                status: 529,
+                retry_after: None,
+            },
+            model: IMPLEMENTER_MODEL.to_string(),
+            from_turn: 1,
+            requests: None,
+        }));
+        let repo = repo(&server, 2);
+        let running = repo.spawn(&["run", "Write the notes", "--auto-approve"], &ENV);
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let run = wait_for(
+            || store.list_runs().ok()?.first().map(|r| r.id),
+            "the run to start",
+        );
+        let gate = wait_for(|| pending_gate(&store, run, GateKind::Pause), "the outage gate");
+        let message = gate.summary["message"].as_str().unwrap().to_string();
+        assert!(
+            message.starts_with("Outage: the provider is overloaded") && message.contains("agency resume"),
+            "{message}"
+        );
+        assert!(server.model_outage_begun());
+        // The gate holds the run: once every implementer's call has given up, none runs, none was charged
+        // an attempt, and the run is not over. The server stays down meanwhile (longer than the bound).
+        let implementers = wait_for(
+            || {
+                let t4: Vec<_> = store
+                    .list_briefs(run)
+                    .ok()?
+                    .into_iter()
+                    .filter(|b| b.tier == Tier::T4)
+                    .collect();
+                (t4.len() == WORKSTREAMS && t4.iter().all(|b| b.status != BriefStatus::Running)).then_some(t4)
+            },
+            "every implementer to give up",
+        );
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(
+            implementers
+                .iter()
+                .all(|b| b.status == BriefStatus::Pending && b.attempt == 0),
+            "{implementers:?}"
+        );
+        assert!(!store.get_run(run).unwrap().status.is_terminal());
+        assert!(pending_gate(&store, run, GateKind::Pause).is_some());
+        let at_gate = events(&store, run);
+        let outages = logged(&at_gate, "OUTAGE");
+        assert!(!outages.is_empty(), "no OUTAGE line");
+        assert!(
+            outages.iter().all(|l| l.contains("its attempt not spent")),
+            "{outages:?}"
+        );
+        let retries = logged(&at_gate, "RETRY");
+        assert!(
+            retries
+                .iter()
+                .any(|l| l.starts_with(IMPLEMENTER_MODEL) && l.contains("overloaded")),
+            "no RETRY line for the implementers' calls: {retries:?}"
+        );
+        let faults_at_gate = server.faults_served();
+
+        // The provider is back; a human resumes the run.
+        server.set_outage_of(None);
+        let resumed = repo.agency(&["resume", &run.short()]).success();
+        let (code, output) = finish(running, Duration::from_secs(120));
+        assert_eq!(code, Some(0), "{}\n{output}", resumed.stdout());
+        assert!(output.contains("OUTAGE"), "{output}");
+        assert_whole_and_unretried(&repo, &store, run);
+        assert!(
+            faults_at_gate >= WORKSTREAMS,
+            "only {faults_at_gate} requests failed"
+        );
+        // Each implementer that met the outage went back to pending with the outage flag, not failed.
+        let back: usize = events(&store, run)
+            .iter()
+            .filter(|e| e.payload["outage"] == true)
+            .count();
+        assert!(back >= 1, "no brief moved back for the outage");
+    }
+
+    #[test]
+    fn a_short_outage_inside_the_bound_is_retried_in_the_call_and_shows_only_in_the_log() {
+        let server = server();
+        // The implementers' model answers three requests with 529 once they are at work, then recovers:
+        // each failed call is retried inside the call (the bound is the default 60 s), so nothing but a
+        // RETRY line shows the outage.
+        server.set_outage_of(Some(ModelOutage {
+            fault: Fault::Status {
+                status: 529,
+                retry_after: None,
+            },
+            model: IMPLEMENTER_MODEL.to_string(),
+            from_turn: 1,
+            requests: Some(3),
+        }));
+        let repo = repo(&server, 60);
+        let running = repo.spawn(&["run", "Write the notes", "--auto-approve"], &ENV);
+        let (code, output) = finish(running, Duration::from_secs(120));
+        assert_eq!(code, Some(0), "{output}");
+        assert!(output.contains("succeeded"), "{output}");
+        assert!(!output.contains("OUTAGE"), "{output}");
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let run = store.list_runs().unwrap()[0].id;
+        assert_whole_and_unretried(&repo, &store, run);
+        let all = events(&store, run);
+        assert!(logged(&all, "OUTAGE").is_empty());
+        assert!(store.list_gates_of_kind(run, GateKind::Pause).unwrap().is_empty());
+        assert_eq!(server.faults_served(), 3);
+        let retries = logged(&all, "RETRY");
+        assert_eq!(retries.len(), 3, "{retries:?}");
+        assert!(
+            retries
+                .iter()
+                .all(|l| l.contains("overloaded") && l.contains("retrying in")),
+            "{retries:?}"
+        );
+    }
+
+    #[test]
+    fn a_stalled_stream_is_logged_when_it_is_noticed_and_the_call_retried() {
+        let server = server();
+        // One implementer's stream starts, then goes silent for a minute; the idle timeout is 1 s.
+        server.set_outage_of(Some(ModelOutage {
+            fault: Fault::Stall(Duration::from_secs(60)),
+            model: IMPLEMENTER_MODEL.to_string(),
+            from_turn: 1,
+            requests: Some(1),
+        }));
+        let repo = repo_with(&server, 60, 1);
+        let started = std::time::Instant::now();
+        let running = repo.spawn(&["run", "Write the notes", "--auto-approve"], &ENV);
+        let (code, output) = finish(running, Duration::from_secs(120));
+        assert_eq!(code, Some(0), "{output}");
+        // Not a minute's wait: the stall was noticed after the idle second and the call asked again.
+        assert!(
+            started.elapsed() < Duration::from_secs(50),
+            "{:?}",
+            started.elapsed()
+        );
+        let line = output
+            .lines()
+            .find(|l| l.contains("STALL"))
+            .unwrap_or_else(|| panic!("no STALL line:\n{output}"));
+        assert!(
+            line.contains(IMPLEMENTER_MODEL) && line.contains("went silent") && line.contains("retrying in"),
+            "{line}"
+        );
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let run = store.list_runs().unwrap()[0].id;
+        assert_whole_and_unretried(&repo, &store, run);
+        let all = events(&store, run);
+        let stall = all
+            .iter()
+            .find(|e| e.kind == EventKind::Log && e.payload["tag"] == "STALL")
+            .expect("a STALL event");
+        let brief = stall.brief.expect("the STALL line names its brief");
+        let message = stall.payload["message"].as_str().unwrap();
+        assert!(message.contains("/t4"), "the brief's label: {message}");
+        assert!(message.contains("the stream was silent for 1s"), "{message}");
+        // Written when the stall was noticed, before the retried call answered (its usage comes after).
+        let usage_after = all
+            .iter()
+            .filter(|e| e.kind == EventKind::Usage && e.brief == Some(brief) && e.seq > stall.seq)
+            .count();
+        assert!(
+            usage_after >= 1,
+            "the STALL line came only at the end of the call"
+        );
+        assert!(logged(&all, "OUTAGE").is_empty());
+    }
+}
+
+/// The blackboard's filesystem fills up in the middle of a run: the runner stops with a report naming the
+/// file and the cause (and the command that resumes), nothing the blackboard had acknowledged is lost, and
+/// once space is freed `agency run --resume` completes the run.
+///
+/// The blackboard lives on a 4 MB tmpfs of its own, mounted by bubblewrap (`--size --tmpfs`) in a mount
+/// namespace that exists only while one shell script runs: the script fills the tmpfs to within 500 KB,
+/// runs the team, copies the blackboard out as the full disk left it, frees the space and resumes. Where
+/// bubblewrap cannot mount a tmpfs (no user namespaces for an unprivileged user), the test says so on
+/// stderr and is skipped.
+mod disk_full {
+    use std::path::Path;
+    use std::process::Command;
+
+    use agency_core::event::Event;
+    use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+
+    use crate::postgres::SCRIPT;
+    use crate::support::{CALCULATOR_GOAL, Repo};
+
+    /// What the blackboard's filesystem holds in all, and what is left free when the run starts.
+    const TMPFS_BYTES: u64 = 4 * 1024 * 1024;
+    const LEFT_KB: u64 = 500;
+
+    const STEPS: &str = r#"set -u
+keep() { mkdir "$OUT/$1" && for f in "$db" "$db-wal" "$db-shm"; do if [ -f "$f" ]; then cp "$f" "$OUT/$1/"; fi; done; }
+agency="$AGENCY_BIN"
+db="$BLACKBOARD_DIR/agency.db"
+cd "$REPO"
+export AGENCY_DB="$db"
+"$agency" init >/dev/null || exit 90
+free=$(df -k --output=avail "$BLACKBOARD_DIR" | tail -1)
+dd if=/dev/zero of="$BLACKBOARD_DIR/filler" bs=1k count=$((free - LEFT_KB)) 2>/dev/null
+"$agency" run "$GOAL" --auto-approve --script "$SCRIPT" >"$OUT/first.out" 2>"$OUT/first.err"
+echo $? >"$OUT/first.code"
+keep at_full
+rm "$BLACKBOARD_DIR/filler"
+run=$(sed -n 's/^run \([0-9a-f]*\) started.*/\1/p' "$OUT/first.out")
+"$agency" run --resume "$run" --auto-approve --script "$SCRIPT" >"$OUT/second.out" 2>"$OUT/second.err"
+echo $? >"$OUT/second.code"
+keep final
+"#;
+
+    /// The bubblewrap arguments that mount a tmpfs of [`TMPFS_BYTES`] at `dir` here, if any do.
+    fn tmpfs_args(dir: &Path) -> Result<Vec<String>, String> {
+        let size = TMPFS_BYTES.to_string();
+        let dir = dir.display().to_string();
+        let mut reasons = Vec::new();
+        for userns in [false, true] {
+            let mut args: Vec<String> = Vec::new();
+            if userns {
+                args.extend(["--unshare-user", "--uid", "0", "--gid", "0"].map(String::from));
+            }
+            args.extend(["--dev-bind", "/", "/", "--size", &size, "--tmpfs", &dir].map(String::from));
+            let probe = Command::new("bwrap").args(&args).arg("true").output();
+            match probe {
+                Ok(out) if out.status.success() => return Ok(args),
+                Ok(out) => reasons.push(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+                Err(e) => return Err(format!("bwrap: {e}")),
+            }
+        }
+        Err(reasons.join("; "))
+    }
+
+    fn events(db: &Path) -> Vec<Event> {
+        let store = SqliteBlackboard::open(db).unwrap();
+        let run = store.list_runs().unwrap()[0].id;
+        store.events_after(Some(run), 0, usize::MAX).unwrap()
+    }
+
+    #[test]
+    fn a_full_blackboard_disk_is_reported_loses_nothing_and_the_run_resumes_once_freed() {
+        let (repo, script) = Repo::calculator(SCRIPT);
+        let blackboard = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let bwrap = match tmpfs_args(blackboard.path()) {
+            Ok(args) => args,
+            Err(why) => {
+                eprintln!("SKIPPED disk-full test: bubblewrap cannot mount a small tmpfs here ({why})");
+                return;
+            }
+        };
+        let status = Command::new("bwrap")
+            .args(&bwrap)
+            .args(["sh", "-c", STEPS])
+            .env("AGENCY_BIN", env!("CARGO_BIN_EXE_agency"))
+            .env("BLACKBOARD_DIR", blackboard.path())
+            .env("REPO", repo.path())
+            .env("OUT", out.path())
+            .env("GOAL", CALCULATOR_GOAL)
+            .env("SCRIPT", &script)
+            .env("LEFT_KB", LEFT_KB.to_string())
+            .env("NO_COLOR", "1")
+            .status()
+            .unwrap();
+        assert!(status.success(), "the steps failed: {status}");
+        let read = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap();
+        let db = blackboard.path().join("agency.db");
+
+        // The runner stopped on the full disk, naming the file, the cause and the command that resumes.
+        let (first, first_err) = (read("first.out"), read("first.err"));
+        assert_ne!(
+            read("first.code").trim(),
+            "0",
+            "the run did not meet the full disk:\n{first}"
+        );
+        let run = first
+            .lines()
+            .find_map(|l| l.strip_prefix("run ")?.split(' ').next())
+            .unwrap_or_else(|| panic!("the run was not started:\n{first}\n{first_err}"))
+            .to_string();
+        assert!(
+            first_err.contains(&format!(
+                "the blackboard at {} cannot be written: its filesystem is full",
+                db.display()
+            )),
+            "{first_err}"
+        );
+        assert!(
+            first_err.contains(&format!("agency run --resume {run}")),
+            "{first_err}"
+        );
+        assert!(
+            !first_err.contains("inconsistent run state") && !first_err.contains("panicked"),
+            "{first_err}"
+        );
+
+        // Space freed, the run resumes and succeeds.
+        let (second, second_err) = (read("second.out"), read("second.err"));
+        assert_eq!(read("second.code").trim(), "0", "{second}\n{second_err}");
+        assert!(second.contains("succeeded"), "{second}");
+        let store = SqliteBlackboard::open(out.path().join("final").join("agency.db")).unwrap();
+        let final_run = store.list_runs().unwrap()[0].clone();
+        assert_eq!(final_run.status, RunStatus::Succeeded);
+        assert_eq!(final_run.id.short(), run);
+        assert_eq!(
+            repo.git_output(&["show", &format!("agency/{run}/integration:mul.sh")]),
+            "# mul A B: prints A * B\necho $(($1 * $2))\n"
+        );
+
+        // Nothing acknowledged before the disk filled was lost: every event then is there after.
+        let at_full = events(&out.path().join("at_full").join("agency.db"));
+        let after = events(&out.path().join("final").join("agency.db"));
+        assert!(
+            at_full.len() > 5,
+            "the disk filled before the run began: {at_full:?}"
+        );
+        for event in &at_full {
+            assert!(
+                after
+                    .iter()
+                    .any(|e| e.seq == event.seq && e.kind == event.kind && e.payload == event.payload),
+                "lost after the resume: {event:?}"
+            );
+        }
     }
 }

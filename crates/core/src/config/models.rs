@@ -125,6 +125,9 @@ pub struct ProviderTimeouts {
     pub idle_seconds: u32,
     /// One whole request, streaming included. Default 900.
     pub request_seconds: u32,
+    /// How long one call retries a provider in trouble (overloaded, rate-limited, erroring, unreachable,
+    /// silent) before it gives up and the run pauses at an outage gate. Default 60.
+    pub outage_seconds: u32,
 }
 
 impl Default for ProviderTimeouts {
@@ -133,6 +136,7 @@ impl Default for ProviderTimeouts {
             connect_seconds: 10,
             idle_seconds: 120,
             request_seconds: 900,
+            outage_seconds: 60,
         }
     }
 }

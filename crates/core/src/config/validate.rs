@@ -142,6 +142,7 @@ fn providers(config: &TeamConfig, issues: &mut Issues) {
             ("connect_seconds", timeouts.connect_seconds),
             ("idle_seconds", timeouts.idle_seconds),
             ("request_seconds", timeouts.request_seconds),
+            ("outage_seconds", timeouts.outage_seconds),
         ] {
             issues.at_least_one(&format!("{path}.timeouts.{key}"), value);
         }

@@ -368,7 +368,7 @@ async fn a_429_with_retry_after_is_retried_after_that_delay() {
     let slept = slept.lock().unwrap().clone();
     assert!(matches!(
         &events[0],
-        StreamEvent::Retrying { attempt: 1, delay, error } if *delay == Duration::from_secs(3) && error.contains("slow down")
+        StreamEvent::Retrying { attempt: 1, delay, error, .. } if *delay == Duration::from_secs(3) && error.contains("slow down")
     ));
     assert_eq!(slept[0], Duration::from_secs(3), "retry-after is honoured");
     assert!(

@@ -353,7 +353,10 @@ pub fn claim_holders_writes_are_fenced_by_the_claims_generation(factory: Factory
     let event = || NewEvent::new(run, EventKind::SignoffAccepted, json!({})).brief(brief.id);
     let found = lost(holder.append_event(event()).map(drop));
     assert!(found.contains("runner-a in generation 2"), "{found}");
-    lost(bb.append_event_holding(&first, event()).map(drop));
+    lost(
+        bb.append_event_holding(&crate::Fence::Holds(first.clone()), event())
+            .map(drop),
+    );
     lost(
         holder
             .put_artifact(
@@ -411,5 +414,115 @@ pub fn claim_holders_writes_are_fenced_by_the_claims_generation(factory: Factory
     holder.insert_brief(&other).unwrap();
     holder
         .append_event(NewEvent::new(run, EventKind::Log, json!({})))
+        .unwrap();
+}
+
+/// The two fences a claim holder's last writes meet. Opening a gate for its brief checks its claim in the
+/// same transaction (`open_gate_holding`): once the claim was taken back, no gate opens. And once the
+/// holder gave its brief back itself (moved it to `pending`), its later writes for the brief are made
+/// only while nobody has claimed it since: after another claim, each is refused with `ClaimLost` and
+/// writes nothing.
+pub fn a_holders_gate_is_fenced_and_so_are_its_writes_after_giving_its_brief_up(factory: Factory<'_>) {
+    let fx = factory();
+    let bb: Arc<dyn Blackboard> = Arc::from(fx.handle());
+    let run = new_run(bb.as_ref());
+    let lease = DEFAULT_CLAIM_LEASE;
+    let lost = |result: Result<()>| match result {
+        Err(StoreError::ClaimLost { holder, .. }) => assert_eq!(holder, "runner-a"),
+        other => panic!("expected ClaimLost, got {other:?}"),
+    };
+    let gate = |run: RunId, brief: BriefId| {
+        NewGate::new(run, GateKind::Teachback, json!({"message": "a holder's gate"})).brief(brief)
+    };
+
+    // A gate: opened while the claim holds; refused, and not opened, once it was taken back.
+    let gated = sample_brief(run, "gated");
+    bb.insert_brief(&gated).unwrap();
+    let claim = bb
+        .claim_briefs(Some(run), "runner-a", lease, 1)
+        .unwrap()
+        .remove(0)
+        .claim;
+    let holder = crate::FencedBlackboard::new(bb.clone(), claim.clone());
+    let opened = holder.open_gate(gate(run, gated.id)).unwrap();
+    bb.decide_gate(
+        opened.id,
+        GateDecision::Approve {
+            by: "tester".into(),
+            note: None,
+        },
+    )
+    .unwrap();
+    let later = Utc::now() + lease + chrono::Duration::minutes(1);
+    assert_eq!(bb.reclaim_expired(Some(run), later).unwrap().len(), 1);
+    let gates_before = bb.list_gates(run).unwrap().len();
+    lost(holder.open_gate(gate(run, gated.id)).map(drop));
+    lost(
+        bb.open_gate_holding(&crate::Fence::Holds(claim), gate(run, gated.id))
+            .map(drop),
+    );
+    assert_eq!(
+        bb.list_gates(run).unwrap().len(),
+        gates_before,
+        "a gate opened for a lost claim"
+    );
+    assert!(bb.pending_gates(Some(run)).unwrap().is_empty());
+
+    // Giving up (in a run of its own, so the brief reclaimed above is not claimed instead): the holder
+    // moves its brief back to pending (an outage, say).
+    let run = new_run(bb.as_ref());
+    let given = sample_brief(run, "given up");
+    bb.insert_brief(&given).unwrap();
+    let claim = bb
+        .claim_briefs(Some(run), "runner-a", lease, 1)
+        .unwrap()
+        .remove(0)
+        .claim;
+    assert_eq!(claim.brief, given.id);
+    let holder = crate::FencedBlackboard::new(bb.clone(), claim.clone());
+    let event = || NewEvent::new(run, EventKind::Log, json!({"last": "words"})).brief(given.id);
+    holder
+        .update_brief_status(given.id, BriefStatus::Running, BriefStatus::Pending, event())
+        .unwrap();
+    // Its last words, while nobody has claimed the brief since, are written.
+    holder.append_event(event()).unwrap();
+    // Another runner claims it; from then on the old holder writes nothing for it.
+    let next = bb
+        .claim_briefs(Some(run), "runner-b", lease, 1)
+        .unwrap()
+        .remove(0)
+        .claim;
+    assert_eq!((next.brief, next.generation), (given.id, claim.generation + 1));
+    let before = bb.last_seq(Some(run)).unwrap();
+    lost(holder.append_event(event()).map(drop));
+    lost(
+        holder
+            .put_artifact(NewArtifact::new(run, "stale", "text/plain", b"x".to_vec()).brief(given.id))
+            .map(drop),
+    );
+    lost(holder.open_gate(gate(run, given.id)).map(drop));
+    lost(
+        holder
+            .update_brief_status(given.id, BriefStatus::Running, BriefStatus::Failed, event())
+            .map(drop),
+    );
+    let mut batch = WriteBatch::new();
+    batch.append_event(event());
+    lost(holder.apply(batch));
+    lost(
+        bb.append_event_holding(&crate::Fence::GaveUp(claim), event())
+            .map(drop),
+    );
+    assert_eq!(bb.last_seq(Some(run)).unwrap(), before, "a stale write was made");
+    assert!(bb.list_artifacts(run, Some(given.id)).unwrap().is_empty());
+    assert!(bb.pending_gates(Some(run)).unwrap().is_empty());
+    let now = bb.get_brief(given.id).unwrap();
+    assert_eq!(
+        (now.status, now.claimed_by.as_deref()),
+        (BriefStatus::Running, Some("runner-b"))
+    );
+    // The new holder's writes are its own.
+    crate::FencedBlackboard::new(bb.clone(), next)
+        .append_event(event())
         .unwrap();
 }

@@ -125,6 +125,7 @@ macro_rules! conformance_tests {
             claiming_several_briefs_at_once,
             concurrent_batch_claims_are_exclusive,
             claim_holders_writes_are_fenced_by_the_claims_generation,
+            a_holders_gate_is_fenced_and_so_are_its_writes_after_giving_its_brief_up,
             write_batches_apply_every_change_in_order,
             a_failing_write_batch_writes_nothing,
             gates_open_decide_and_refuse_a_second_decision,

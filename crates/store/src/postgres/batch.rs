@@ -26,5 +26,6 @@ pub fn apply<C: GenericClient>(c: &mut C, clock: &dyn Clock, batch: WriteBatch) 
             Change::PutArtifact(artifact) => artifacts::put(c, clock, artifact).map(drop),
             Change::AppendEvent(event) => events::append(c, &event).map(drop),
             Change::HoldsClaim(claim) => briefs::check_claim(c, &claim),
+            Change::GaveUpClaim(claim) => briefs::check_gave_up(c, &claim),
         })
 }

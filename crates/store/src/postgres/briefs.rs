@@ -367,6 +367,37 @@ pub fn check_claim<C: GenericClient>(c: &mut C, claim: &Claim) -> Result<()> {
     ))
 }
 
+/// Fails with `ClaimLost` once `claim`'s brief has been claimed again since its holder gave it back (the
+/// check of [`crate::Change::GaveUpClaim`]); `NotFound` for an unknown brief. The row stays locked until
+/// the transaction ends, as in [`check_claim`].
+pub fn check_gave_up<C: GenericClient>(c: &mut C, claim: &Claim) -> Result<()> {
+    let row = c.query_opt(
+        "SELECT status, claimed_by, claim_generation FROM briefs WHERE id = $1 FOR NO KEY UPDATE",
+        &[&id_text(&claim.brief.0)],
+    )?;
+    let Some(row) = row else {
+        return Err(StoreError::not_found("brief", claim.brief));
+    };
+    let status: String = row.try_get(0)?;
+    let holder: Option<String> = row.try_get(1)?;
+    let generation: i64 = row.try_get(2)?;
+    if generation == claim.generation {
+        return Ok(());
+    }
+    Err(canon::claim_lost(
+        claim,
+        canon::claim_found(&status, holder.as_deref(), generation),
+    ))
+}
+
+/// Checks `fence` (see [`crate::Fence`]).
+pub fn check_fence<C: GenericClient>(c: &mut C, fence: &crate::Fence) -> Result<()> {
+    match fence {
+        crate::Fence::Holds(claim) => check_claim(c, claim),
+        crate::Fence::GaveUp(claim) => check_gave_up(c, claim),
+    }
+}
+
 /// Extends a claim's lease, if `claimer` still holds the brief.
 pub fn renew_claim<C: GenericClient>(
     c: &mut C,

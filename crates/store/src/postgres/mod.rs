@@ -39,7 +39,7 @@ use chrono::{DateTime, Utc};
 use postgres::{Client, Transaction};
 
 use crate::Blackboard;
-use crate::batch::WriteBatch;
+use crate::batch::{Fence, WriteBatch};
 use crate::canon::BriefsOf;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, StoreError};
@@ -288,6 +288,13 @@ impl std::fmt::Debug for PostgresBlackboard {
 
 impl From<postgres::Error> for StoreError {
     fn from(error: postgres::Error) -> Self {
+        if error.code() == Some(&postgres::error::SqlState::DISK_FULL) {
+            let cause = match error.as_db_error() {
+                Some(db) => format!("the PostgreSQL server's disk: {}", db.message()),
+                None => error.to_string(),
+            };
+            return StoreError::DiskFull { path: None, cause };
+        }
         StoreError::Database(Box::new(error))
     }
 }
@@ -326,9 +333,9 @@ impl Blackboard for PostgresBlackboard {
         self.write(|tx, _| events::append(tx, &event))
     }
 
-    fn append_event_holding(&self, claim: &Claim, event: NewEvent) -> Result<Event> {
+    fn append_event_holding(&self, fence: &Fence, event: NewEvent) -> Result<Event> {
         self.write(|tx, _| {
-            briefs::check_claim(tx, claim)?;
+            briefs::check_fence(tx, fence)?;
             events::append(tx, &event)
         })
     }
@@ -512,6 +519,13 @@ impl Blackboard for PostgresBlackboard {
 
     fn open_gate(&self, gate: NewGate) -> Result<Gate> {
         self.write(|tx, clock| gates::open(tx, clock, gate.clone()))
+    }
+
+    fn open_gate_holding(&self, fence: &Fence, gate: NewGate) -> Result<Gate> {
+        self.write(|tx, clock| {
+            briefs::check_fence(tx, fence)?;
+            gates::open(tx, clock, gate.clone())
+        })
     }
 
     fn get_gate(&self, id: GateId) -> Result<Gate> {

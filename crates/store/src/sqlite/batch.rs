@@ -25,5 +25,6 @@ pub fn apply(conn: &Connection, clock: &dyn Clock, batch: &WriteBatch) -> Result
         Change::PutArtifact(artifact) => artifacts::store(conn, clock, artifact).map(drop),
         Change::AppendEvent(event) => events::append_to_run(conn, event).map(drop),
         Change::HoldsClaim(claim) => briefs::check_claim(conn, claim),
+        Change::GaveUpClaim(claim) => briefs::check_gave_up(conn, claim),
     })
 }

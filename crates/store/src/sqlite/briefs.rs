@@ -493,6 +493,35 @@ pub fn check_claim(conn: &Connection, claim: &Claim) -> Result<()> {
     ))
 }
 
+/// Fails with `ClaimLost` once `claim`'s brief has been claimed again since its holder gave it back (the
+/// check of [`crate::Change::GaveUpClaim`]); `NotFound` for an unknown brief.
+pub fn check_gave_up(conn: &Connection, claim: &Claim) -> Result<()> {
+    let found: Option<(String, Option<String>, i64)> = query_opt(
+        conn,
+        "SELECT status, claimed_by, claim_generation FROM briefs WHERE id = ?1",
+        params![id_text(&claim.brief.0)],
+        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+    )?;
+    let Some((status, holder, generation)) = found else {
+        return Err(StoreError::not_found("brief", claim.brief));
+    };
+    if generation == claim.generation {
+        return Ok(());
+    }
+    Err(canon::claim_lost(
+        claim,
+        canon::claim_found(&status, holder.as_deref(), generation),
+    ))
+}
+
+/// Checks `fence` (see [`crate::Fence`]).
+pub fn check_fence(conn: &Connection, fence: &crate::Fence) -> Result<()> {
+    match fence {
+        crate::Fence::Holds(claim) => check_claim(conn, claim),
+        crate::Fence::GaveUp(claim) => check_gave_up(conn, claim),
+    }
+}
+
 /// Extends a claim's lease, if `claimer` still holds the brief.
 pub fn renew_claim(
     conn: &Connection,

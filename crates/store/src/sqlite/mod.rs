@@ -35,7 +35,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::Blackboard;
-use crate::batch::WriteBatch;
+use crate::batch::{Fence, WriteBatch};
 use crate::canon::BriefsOf;
 
 use crate::clock::{Clock, SystemClock};
@@ -197,10 +197,15 @@ impl SqliteBlackboard {
         }
     }
 
-    /// `error` with this handle's file named, when it is a write SQLite refused.
+    /// `error` with this handle's file named, when it is a write SQLite refused or could not make (a full
+    /// disk).
     fn naming_file(&self, error: StoreError) -> StoreError {
         match error {
             StoreError::ReadOnly { path: None, cause } => StoreError::ReadOnly {
+                path: self.path.clone(),
+                cause,
+            },
+            StoreError::DiskFull { path: None, cause } => StoreError::DiskFull {
                 path: self.path.clone(),
                 cause,
             },
@@ -241,7 +246,7 @@ impl SqliteBlackboard {
     /// rolled back when it unwound, so the connection itself is consistent.
     fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        f(&conn)
+        f(&conn).map_err(|error| self.naming_file(error))
     }
 
     /// Runs `f` in a `BEGIN IMMEDIATE` transaction, committed when `f` succeeds and rolled back otherwise.
@@ -374,6 +379,10 @@ impl From<rusqlite::Error> for StoreError {
                      and `mount`)"
                 ),
             },
+            Some(rusqlite::ErrorCode::DiskFull) => StoreError::DiskFull {
+                path: None,
+                cause: error.to_string(),
+            },
             _ => StoreError::Database(Box::new(error)),
         }
     }
@@ -420,9 +429,9 @@ impl Blackboard for SqliteBlackboard {
         self.write(|tx, _| events::append(tx, event))
     }
 
-    fn append_event_holding(&self, claim: &Claim, event: NewEvent) -> Result<Event> {
+    fn append_event_holding(&self, fence: &Fence, event: NewEvent) -> Result<Event> {
         self.write(|tx, _| {
-            briefs::check_claim(tx, claim)?;
+            briefs::check_fence(tx, fence)?;
             events::append(tx, event)
         })
     }
@@ -646,6 +655,13 @@ impl Blackboard for SqliteBlackboard {
 
     fn open_gate(&self, gate: NewGate) -> Result<Gate> {
         self.write(|tx, clock| gates::open(tx, clock, gate))
+    }
+
+    fn open_gate_holding(&self, fence: &Fence, gate: NewGate) -> Result<Gate> {
+        self.write(|tx, clock| {
+            briefs::check_fence(tx, fence)?;
+            gates::open(tx, clock, gate)
+        })
     }
 
     fn get_gate(&self, id: GateId) -> Result<Gate> {
