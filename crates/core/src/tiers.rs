@@ -180,6 +180,17 @@ pub struct SquadOutput {
     /// Overlaps with peers it resolved, or anomalies it wants a human to see.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The mesh draft: the files the squad's tasks expect to touch. Two squads of one domain naming the same
+    /// file is an overlap they must reconcile before any task goes out.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// The mesh draft: the interfaces (APIs, types, formats) the squad provides to others. Two providers
+    /// of one interface is an overlap.
+    #[serde(default)]
+    pub provides: Vec<String>,
+    /// The mesh draft: the interfaces the squad consumes from others (never an overlap).
+    #[serde(default)]
+    pub consumes: Vec<String>,
 }
 
 /// A T5 verifier's output for one slice.

@@ -9,7 +9,6 @@ use agency_core::{Brief, BriefStatus, Tier};
 
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::plan::output_of;
 use agency_flow::latest_of;
 
 /// "1 worker" / "3 workers".
@@ -93,11 +92,15 @@ pub(crate) fn specialist_done(engine: &Engine, brief: &Brief) -> Result<()> {
     )
 }
 
-/// Every squad lead of a mesh committed: the whole split, once per mesh (the first squad lead says it).
-pub(crate) fn mesh_done(engine: &Engine, brief: &Brief, peers: &[&Brief]) -> Result<()> {
+/// Every squad lead of a mesh committed its draft in `round`: the whole split, once per mesh.
+pub(crate) fn mesh_done(
+    engine: &Engine,
+    brief: &Brief,
+    drafts: &[(&Brief, SquadOutput)],
+    round: u32,
+) -> Result<()> {
     let (mut tasks, mut pipeline) = (0, 0);
-    for peer in peers {
-        let squad: SquadOutput = output_of(engine, peer)?;
+    for (_, squad) in drafts {
         tasks += squad.tasks.len();
         pipeline += squad.tasks.iter().filter(|t| !t.depends_on.is_empty()).count();
     }
@@ -106,9 +109,9 @@ pub(crate) fn mesh_done(engine: &Engine, brief: &Brief, peers: &[&Brief]) -> Res
         Some(Tier::T3),
         "MESH_DONE",
         format!(
-            "{}: task split committed by {} — {} ({} swarm, {pipeline} pipeline)",
+            "{}: task split committed by {} in round {round} — {} ({} swarm, {pipeline} pipeline)",
             brief.workstream,
-            count(peers.len(), "squad lead"),
+            count(drafts.len(), "squad lead"),
             count(tasks, "T4 task"),
             tasks - pipeline
         ),

@@ -42,7 +42,8 @@ fn watch_of_a_full_profile_run_reads_like_the_seed() {
     [RUN] HH:MM:SS  GATE INSPECTION    ⏸  T2 synthesis ready for review
     [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (--auto-approve))
     [RUN] HH:MM:SS  T3   MESH_START    ws-calc: 2 squad leads negotiating task boundaries
-    [RUN] HH:MM:SS  T3   MESH_DONE     ws-calc: task split committed by 2 squad leads — 4 T4 tasks (3 swarm, 1 pipeline)
+    [RUN] HH:MM:SS  T3   MESH_ROUND    ws-calc/synthesis: round 1 — no overlaps left
+    [RUN] HH:MM:SS  T3   MESH_DONE     ws-calc: task split committed by 2 squad leads in round 1 — 4 T4 tasks (3 swarm, 1 pipeline)
     [RUN] HH:MM:SS  T4   SWARM_START   squad-arith: 2 workers spawned in parallel
     [RUN] HH:MM:SS  T4   SWARM_START   squad-sign: 1 worker spawned, 1 pipelined behind it
     [RUN] HH:MM:SS  T4   DONE          fix-add ✓

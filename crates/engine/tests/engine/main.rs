@@ -16,6 +16,7 @@ mod fences;
 mod gates;
 mod leases;
 mod liveness;
+mod mesh;
 mod mistakes;
 mod outage;
 mod profiles;

@@ -151,6 +151,7 @@ t1 plan (planner) #0 done
             "T2 SPEC_DONE",
             "T2 SYNTH_DONE",
             "T3 MESH_START",
+            "T3 MESH_ROUND",
             "T3 MESH_DONE",
             "T4 SWARM_START",
             "T4 SWARM_START",
