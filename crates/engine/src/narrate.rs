@@ -36,17 +36,18 @@ pub(crate) fn children_started(engine: &Engine, parent: &Brief, children: &[Brie
                 ),
             )
         }
-        BriefRole::Synthesis if children.len() > 1 => engine.log(
+        BriefRole::Specialist if children.len() > 1 => engine.log(
             parent.run,
             Some(Tier::T3),
             "MESH_START",
             format!(
-                "{}: {} negotiating task boundaries",
+                "{}/{}: {} negotiating task boundaries",
                 parent.workstream,
+                parent.title,
                 count(children.len(), "squad lead")
             ),
         ),
-        BriefRole::Synthesis => {
+        BriefRole::Specialist => {
             for child in children {
                 engine.log(
                     parent.run,

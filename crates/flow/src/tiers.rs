@@ -36,6 +36,8 @@ pub enum Next {
     AwaitJointVerdict,
     /// T1's acceptance: the run succeeds, or a human decides.
     Accept,
+    /// T1's ruling on T2 conflicts: published for the next synthesis, which waits on it.
+    Rule,
 }
 
 /// What comes next for a `verifying` brief of `role`.
@@ -49,6 +51,7 @@ pub fn next_for(role: BriefRole) -> Next {
         BriefRole::Implementer => Next::HandOver,
         BriefRole::Verifier => Next::AwaitJointVerdict,
         BriefRole::Accept => Next::Accept,
+        BriefRole::Arbiter => Next::Rule,
     }
 }
 
@@ -126,7 +129,7 @@ pub fn after_all_merged(any_accept: bool, newest_accept_done: bool, run_ended: b
 /// The failure a role's bad outcome counts as.
 pub fn failure_of(role: BriefRole) -> Failure {
     match role {
-        BriefRole::Plan | BriefRole::Accept => Failure::T1Failure,
+        BriefRole::Plan | BriefRole::Accept | BriefRole::Arbiter => Failure::T1Failure,
         BriefRole::Lead | BriefRole::Specialist | BriefRole::Synthesis => Failure::T2DesignWrong,
         BriefRole::SquadLead => Failure::T3Stuck,
         BriefRole::Implementer => Failure::T4BadOutput,

@@ -11,6 +11,7 @@ mod bounded_gates;
 mod budgets;
 mod calibration;
 mod claims;
+mod conflicts;
 mod escalation;
 mod fences;
 mod gates;
