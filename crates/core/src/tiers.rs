@@ -23,6 +23,8 @@ pub const ACCEPT_TITLE: &str = "accept";
 pub const LEAD_TITLE: &str = "lead";
 /// The title of the T2 lead's synthesis brief.
 pub const SYNTHESIS_TITLE: &str = "synthesis";
+/// The title of T1's check of a canonical architecture against the goal anchor (seed 001, T2 step 8).
+pub const VALIDATE_TITLE: &str = "validate";
 /// The title of T1's ruling on conflicts the T2 specialists did not resolve within their cycles.
 pub const ARBITRATE_TITLE: &str = "arbitrate";
 /// The workstream name of run-level briefs (T1 plan and accept).
@@ -38,6 +40,8 @@ pub enum BriefRole {
     Accept,
     /// T1: a ruling on T2 conflicts left after `retry.t2_conflict_cycles` cycles.
     Arbiter,
+    /// T1: the canonical architecture checked against the goal anchor before any squad is written.
+    Validator,
     /// T2 lead: domain boundaries and shared assumptions.
     Lead,
     /// T2 specialist: one domain's architecture and its squads.
@@ -63,6 +67,7 @@ impl BriefRole {
         match (tier, title) {
             (Tier::T1, ACCEPT_TITLE) => BriefRole::Accept,
             (Tier::T1, ARBITRATE_TITLE) => BriefRole::Arbiter,
+            (Tier::T1, VALIDATE_TITLE) => BriefRole::Validator,
             (Tier::T1, _) => BriefRole::Plan,
             (Tier::T2, LEAD_TITLE) => BriefRole::Lead,
             (Tier::T2, SYNTHESIS_TITLE) => BriefRole::Synthesis,
@@ -79,6 +84,7 @@ impl BriefRole {
             BriefRole::Plan => "planner",
             BriefRole::Accept => "acceptor",
             BriefRole::Arbiter => "arbiter",
+            BriefRole::Validator => "validator",
             BriefRole::Lead => "lead-architect",
             BriefRole::Specialist => "architect",
             BriefRole::Synthesis => "synthesis",
@@ -206,6 +212,17 @@ pub struct ArbitrationOutput {
     pub rulings: Vec<Ruling>,
 }
 
+/// T1's check of the canonical architecture against the goal anchor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ValidationOutput {
+    /// Whether the architecture, built as written, fulfils the goal anchor.
+    pub valid: bool,
+    /// What does not serve the goal, each specific enough for the lead architect to act on.
+    #[serde(default)]
+    pub problems: Vec<String>,
+}
+
 /// T1's decision on one conflict, against the goal anchor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -272,6 +289,7 @@ pub fn output_schema(role: BriefRole) -> serde_json::Value {
         BriefRole::Plan => return crate::plan::plan_json_schema(),
         BriefRole::Accept => schemars::schema_for!(AcceptOutput),
         BriefRole::Arbiter => schemars::schema_for!(ArbitrationOutput),
+        BriefRole::Validator => schemars::schema_for!(ValidationOutput),
         BriefRole::Lead => schemars::schema_for!(LeadOutput),
         BriefRole::Specialist => schemars::schema_for!(SpecialistOutput),
         BriefRole::Synthesis => schemars::schema_for!(SynthesisOutput),
@@ -414,6 +432,7 @@ mod tests {
         assert_eq!(BriefRole::for_title(Tier::T1, "plan"), BriefRole::Plan);
         assert_eq!(BriefRole::for_title(Tier::T1, "accept"), BriefRole::Accept);
         assert_eq!(BriefRole::for_title(Tier::T1, "arbitrate"), BriefRole::Arbiter);
+        assert_eq!(BriefRole::for_title(Tier::T1, "validate"), BriefRole::Validator);
         assert_eq!(BriefRole::for_title(Tier::T2, "lead"), BriefRole::Lead);
         assert_eq!(BriefRole::for_title(Tier::T2, "synthesis"), BriefRole::Synthesis);
         assert_eq!(BriefRole::for_title(Tier::T2, "backend"), BriefRole::Specialist);
@@ -451,6 +470,7 @@ mod tests {
         for role in [
             BriefRole::Plan,
             BriefRole::Arbiter,
+            BriefRole::Validator,
             BriefRole::Accept,
             BriefRole::Lead,
             BriefRole::Specialist,

@@ -159,6 +159,7 @@ async fn pass(
             }
             Next::Expand(_) => leads::synthesis_done(engine, brief)?,
             Next::Rule => leads::ruling_done(engine, brief)?,
+            Next::Validate => leads::validation_done(engine, brief)?,
             Next::FinishSpecialist => {
                 gates::finish(engine, brief, "architecture ready")?;
                 crate::narrate::specialist_done(engine, brief)?;

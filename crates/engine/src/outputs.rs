@@ -3,7 +3,7 @@
 
 use agency_core::tiers::{
     AcceptOutput, ArbitrationOutput, BriefRole, ChildBrief, LeadOutput, SpecialistOutput, SquadOutput,
-    SynthesisOutput, VerifierOutput, check_siblings,
+    SynthesisOutput, ValidationOutput, VerifierOutput, check_siblings,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -27,6 +27,7 @@ pub fn check_output(role: BriefRole, output: &Value) -> std::result::Result<(), 
             }),
         BriefRole::Accept => parse::<AcceptOutput>(output),
         BriefRole::Arbiter => parse::<ArbitrationOutput>(output),
+        BriefRole::Validator => parse::<ValidationOutput>(output),
         BriefRole::Lead => parse::<LeadOutput>(output).and_then(|_| {
             let lead: LeadOutput = serde_json::from_value(output.clone()).map_err(|e| e.to_string())?;
             siblings(&lead.specialists)

@@ -14,6 +14,7 @@ pub fn for_role(role: BriefRole) -> &'static str {
         BriefRole::Plan => include_str!("../../../prompts/t1-plan.md"),
         BriefRole::Accept => include_str!("../../../prompts/t1-accept.md"),
         BriefRole::Arbiter => include_str!("../../../prompts/t1-arbitrate.md"),
+        BriefRole::Validator => include_str!("../../../prompts/t1-validate.md"),
         BriefRole::Lead => include_str!("../../../prompts/t2-lead.md"),
         BriefRole::Specialist => include_str!("../../../prompts/t2-specialist.md"),
         BriefRole::Synthesis => include_str!("../../../prompts/t2-synthesis.md"),

@@ -9,7 +9,7 @@ use agency_core::event::payload::BriefStatusChange;
 use agency_core::gate::{GateKind, GateStatus};
 use agency_core::tiers::{
     ARBITRATE_TITLE, ArbitrationOutput, BriefRole, LeadOutput, SYNTHESIS_TITLE, SpecialistOutput,
-    SynthesisOutput,
+    SynthesisOutput, VALIDATE_TITLE, ValidationOutput,
 };
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
 use agency_flow::conflicts::{ConflictStep, brief_for, problems};
@@ -372,13 +372,52 @@ pub(super) fn ruling_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     finish(engine, brief, "ruling published")
 }
 
-/// A conflict-free synthesis: announced once, held at its gate, then each specialist's squads written.
+/// A conflict-free synthesis: announced once, validated by T1 against the goal anchor, held at its gate,
+/// then each specialist's squads written.
 fn canonical(engine: &Engine, brief: &Brief, specialists: &[&Brief]) -> Result<bool> {
     let mut written_any = false;
     for spec in specialists {
         written_any |= has_squads(engine, spec)?;
     }
     if !written_any {
+        // Seed 001, T2 step 8: T1 checks the canonical architecture before any T3 spawns. An invalid one
+        // fails this synthesis (see [`validation_done`]), so a validator found here is pending or passed.
+        let children = engine.store.list_children(brief.id)?;
+        let validator = latest_of(
+            children
+                .iter()
+                .filter(|b| BriefRole::of(b) == BriefRole::Validator),
+        )
+        .first()
+        .map(|b| b.status);
+        match validator {
+            None => {
+                announce_canonical(engine, brief)?;
+                let check = NewBrief {
+                    tier: Tier::T1,
+                    workstream: brief.workstream.clone(),
+                    title: VALIDATE_TITLE.into(),
+                    personality: None,
+                    instructions: format!(
+                        "Check workstream {}'s canonical architecture against the goal anchor before its squads \
+                         are written.",
+                        brief.workstream
+                    ),
+                    inputs: vec![
+                        format!("architecture/{}", brief.workstream),
+                        format!("boundaries/{}", brief.workstream),
+                    ],
+                    variety: None,
+                    contract: brief.contract.clone(),
+                    depends_on: vec![],
+                };
+                write_children(engine, brief, vec![check])?;
+                return Ok(true);
+            }
+            Some(BriefStatus::Done) => {}
+            // T1 is at work; its report decides.
+            Some(_) => return Ok(false),
+        }
         let kind = GateKind::T2Synthesis;
         let gate = if engine.config.visibility.gate_enabled(kind) {
             gate_of(engine, brief, kind)?
@@ -387,17 +426,6 @@ fn canonical(engine: &Engine, brief: &Brief, specialists: &[&Brief]) -> Result<b
         };
         if gate.as_ref().is_some_and(|g| g.status == GateStatus::Pending) {
             return Ok(false);
-        }
-        if gate.is_none() {
-            let synthesis: SynthesisOutput = output_of(engine, brief)?;
-            let name = format!("architecture/{}", brief.workstream);
-            engine.put_text(brief, &name, "text/markdown", &synthesis.canonical_architecture)?;
-            engine.log(
-                brief.run,
-                Some(Tier::T2),
-                "SYNTH_DONE",
-                "Canonical architecture written to blackboard".into(),
-            )?;
         }
         let mut next = Vec::new();
         for spec in specialists {
@@ -427,6 +455,61 @@ fn canonical(engine: &Engine, brief: &Brief, specialists: &[&Brief]) -> Result<b
         write_squads(engine, spec)?;
     }
     finish(engine, brief, "squads written under their specialists")
+}
+
+/// The canonical architecture, published for T1's check and the squads, and said once.
+fn announce_canonical(engine: &Engine, brief: &Brief) -> Result<()> {
+    let synthesis: SynthesisOutput = output_of(engine, brief)?;
+    let name = format!("architecture/{}", brief.workstream);
+    engine.put_text(brief, &name, "text/markdown", &synthesis.canonical_architecture)?;
+    engine.log(
+        brief.run,
+        Some(Tier::T2),
+        "SYNTH_DONE",
+        "Canonical architecture written to blackboard".into(),
+    )
+}
+
+/// T1 checked a canonical architecture: valid, its synthesis goes on to its gate; invalid, the synthesis
+/// fails with T1's problems (retried while its budget lasts, then escalated like any T2 design failure).
+pub(super) fn validation_done(engine: &Engine, brief: &Brief) -> Result<bool> {
+    let out: ValidationOutput = output_of(engine, brief)?;
+    let synthesis = match brief.parent {
+        Some(parent) => engine.store.get_brief(parent)?,
+        None => return Err(EngineError::State("a validation without its synthesis".into())),
+    };
+    if out.valid {
+        engine.log(
+            brief.run,
+            Some(Tier::T1),
+            "ARCH_VALID",
+            format!(
+                "{}: canonical architecture fits the goal anchor",
+                brief.workstream
+            ),
+        )?;
+        return finish(engine, brief, "architecture valid");
+    }
+    let problems = if out.problems.is_empty() {
+        vec!["(T1 gave no reason)".to_string()]
+    } else {
+        out.problems.clone()
+    };
+    engine.log(
+        brief.run,
+        Some(Tier::T1),
+        "ARCH_INVALID",
+        format!("{}: {}", brief.workstream, problems.join("; ")),
+    )?;
+    finish(engine, brief, "architecture invalid")?;
+    if synthesis.status == BriefStatus::Verifying {
+        let why = format!(
+            "T1 found the canonical architecture does not fit the goal anchor:\n- {}",
+            problems.join("\n- ")
+        );
+        crate::failure::fail_brief(engine, &synthesis, &why)?;
+    }
+    Ok(true)
 }
 
 fn has_squads(engine: &Engine, spec: &Brief) -> Result<bool> {

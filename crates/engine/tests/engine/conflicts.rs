@@ -108,3 +108,48 @@ async fn a_t2_conflict_left_after_the_cycle_limit_goes_to_t1_whose_ruling_the_sy
     assert!(tags.iter().any(|t| t == "T1 CONFLICT_TO_T1"), "{tags:?}");
     assert!(tags.iter().any(|t| t == "T1 RULED"), "{tags:?}");
 }
+
+#[tokio::test]
+async fn t1_validates_the_canonical_architecture_before_any_squad_and_an_invalid_one_goes_back() {
+    let project = Project::new();
+    let (run, outcome) = project
+        .succeed(include_str!("../scripts/invalid-architecture.yaml"), config())
+        .await;
+    project.assert_fixed(&outcome.branch.unwrap(), &["add.sh", "mul.sh", "neg.sh"]);
+    let briefs = project.briefs(run.id);
+    let syntheses: Vec<_> = briefs
+        .iter()
+        .filter(|b| BriefRole::of(b) == BriefRole::Synthesis)
+        .collect();
+    assert_eq!(syntheses.len(), 2, "{}", project.tree(run.id));
+    assert_eq!(syntheses[0].status, BriefStatus::Failed);
+    let told = project.artifact(run.id, &feedback_name(syntheses[1].id)).unwrap();
+    assert!(
+        told.contains("ARCH_PROBLEM: the architecture never says neg.sh"),
+        "{told}"
+    );
+    // Each synthesis had its own check; no squad was written under the invalid one's specialists before
+    // the valid one.
+    let checks: Vec<_> = briefs
+        .iter()
+        .filter(|b| BriefRole::of(b) == BriefRole::Validator)
+        .collect();
+    assert_eq!(checks.len(), 2);
+    assert_eq!(checks[0].parent, Some(syntheses[0].id));
+    assert_eq!(checks[1].parent, Some(syntheses[1].id));
+    let first_squad = briefs
+        .iter()
+        .filter(|b| b.tier == Tier::T3)
+        .map(|b| b.created_at)
+        .min()
+        .unwrap();
+    assert!(first_squad > checks[1].created_at, "{}", project.tree(run.id));
+    let tags = tags(&project, run.id);
+    let at = |tag: &str| {
+        tags.iter()
+            .position(|t| t == tag)
+            .unwrap_or_else(|| panic!("{tag}: {tags:?}"))
+    };
+    assert!(at("T1 ARCH_INVALID") < at("T1 ARCH_VALID"), "{tags:?}");
+    assert!(at("T1 ARCH_VALID") < at("T3 START"), "{tags:?}");
+}

@@ -126,6 +126,7 @@ t1 plan (planner) #0 done
         t4 note-neg (implementer) #0 done
           t5 note-neg (verifier) #0 done
     t2 synthesis (synthesis) #0 done
+      t1 validate (validator) #0 done
 "
     );
     let briefs = project.briefs(run.id);
@@ -162,6 +163,7 @@ t1 plan (planner) #0 done
             "T2 SPEC_DONE",
             "T2 SPEC_DONE",
             "T2 SYNTH_DONE",
+            "T1 ARCH_VALID",
             "T3 START",
             "T3 START",
             "T3 TASKS",
