@@ -97,6 +97,7 @@ pub(crate) fn specialist_done(engine: &Engine, brief: &Brief) -> Result<()> {
 pub(crate) fn mesh_done(
     engine: &Engine,
     brief: &Brief,
+    domain: &str,
     drafts: &[(&Brief, SquadOutput)],
     round: u32,
 ) -> Result<()> {
@@ -110,7 +111,7 @@ pub(crate) fn mesh_done(
         Some(Tier::T3),
         "MESH_DONE",
         format!(
-            "{}: task split committed by {} in round {round} — {} ({} swarm, {pipeline} pipeline)",
+            "{}/{domain}: task split committed by {} in round {round} — {} ({} swarm, {pipeline} pipeline)",
             brief.workstream,
             count(drafts.len(), "squad lead"),
             count(tasks, "T4 task"),

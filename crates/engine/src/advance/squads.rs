@@ -180,7 +180,7 @@ fn close_round(
         MeshStep::Commit => {
             next.committed = true;
             write_record(engine, brief, &name, &next)?;
-            crate::narrate::mesh_done(engine, brief, &outputs, round)?;
+            crate::narrate::mesh_done(engine, brief, domain, &outputs, round)?;
             gated_expand(engine, brief, GateKind::T3Plan, expand_squad)
         }
         MeshStep::Reconcile { round: again, squads } => {
