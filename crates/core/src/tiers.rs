@@ -23,6 +23,10 @@ pub const ACCEPT_TITLE: &str = "accept";
 pub const LEAD_TITLE: &str = "lead";
 /// The title of the T2 lead's synthesis brief.
 pub const SYNTHESIS_TITLE: &str = "synthesis";
+/// The title of T1's check of a canonical architecture against the goal anchor (seed 001, T2 step 8).
+pub const VALIDATE_TITLE: &str = "validate";
+/// The title of T1's ruling on conflicts the T2 specialists did not resolve within their cycles.
+pub const ARBITRATE_TITLE: &str = "arbitrate";
 /// The workstream name of run-level briefs (T1 plan and accept).
 pub const RUN_WORKSTREAM: &str = "run";
 
@@ -34,6 +38,10 @@ pub enum BriefRole {
     Plan,
     /// T1 phase 2: acceptance against the goal anchor.
     Accept,
+    /// T1: a ruling on T2 conflicts left after `retry.t2_conflict_cycles` cycles.
+    Arbiter,
+    /// T1: the canonical architecture checked against the goal anchor before any squad is written.
+    Validator,
     /// T2 lead: domain boundaries and shared assumptions.
     Lead,
     /// T2 specialist: one domain's architecture and its squads.
@@ -58,6 +66,8 @@ impl BriefRole {
     pub fn for_title(tier: Tier, title: &str) -> BriefRole {
         match (tier, title) {
             (Tier::T1, ACCEPT_TITLE) => BriefRole::Accept,
+            (Tier::T1, ARBITRATE_TITLE) => BriefRole::Arbiter,
+            (Tier::T1, VALIDATE_TITLE) => BriefRole::Validator,
             (Tier::T1, _) => BriefRole::Plan,
             (Tier::T2, LEAD_TITLE) => BriefRole::Lead,
             (Tier::T2, SYNTHESIS_TITLE) => BriefRole::Synthesis,
@@ -73,6 +83,8 @@ impl BriefRole {
         match self {
             BriefRole::Plan => "planner",
             BriefRole::Accept => "acceptor",
+            BriefRole::Arbiter => "arbiter",
+            BriefRole::Validator => "validator",
             BriefRole::Lead => "lead-architect",
             BriefRole::Specialist => "architect",
             BriefRole::Synthesis => "synthesis",
@@ -166,9 +178,59 @@ pub struct SpecialistOutput {
 pub struct SynthesisOutput {
     /// The canonical architecture.
     pub canonical_architecture: String,
-    /// Conflicts between specialists that remain; non-empty asks for another resolution cycle.
+    /// Conflicts between specialists that remain: each goes back to the specialists in it with the other
+    /// side's position (at most `retry.t2_conflict_cycles` cycles), then to T1.
     #[serde(default)]
-    pub unresolved_conflicts: Vec<String>,
+    pub unresolved_conflicts: Vec<Conflict>,
+}
+
+/// A conflict between specialists' architectures the synthesis could not resolve.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Conflict {
+    /// What the conflict is about (`the queue's message format`).
+    pub about: String,
+    /// Each side: the specialist (its brief's title) and what it proposes. At least two.
+    pub positions: Vec<Position>,
+}
+
+/// One specialist's side of a conflict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Position {
+    /// The specialist's title, as among the lead's specialists.
+    pub specialist: String,
+    /// What it proposes, and why.
+    pub position: String,
+}
+
+/// T1's ruling on the conflicts T2 did not resolve.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArbitrationOutput {
+    /// One ruling per conflict, in the order given.
+    pub rulings: Vec<Ruling>,
+}
+
+/// T1's check of the canonical architecture against the goal anchor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ValidationOutput {
+    /// Whether the architecture, built as written, fulfils the goal anchor.
+    pub valid: bool,
+    /// What does not serve the goal, each specific enough for the lead architect to act on.
+    #[serde(default)]
+    pub problems: Vec<String>,
+}
+
+/// T1's decision on one conflict, against the goal anchor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Ruling {
+    /// The conflict's `about`.
+    pub about: String,
+    /// What the canonical architecture does, and why that serves the goal.
+    pub decision: String,
 }
 
 /// A T3 squad lead's task list, as drafted or committed in the mesh.
@@ -180,6 +242,17 @@ pub struct SquadOutput {
     /// Overlaps with peers it resolved, or anomalies it wants a human to see.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The mesh draft: the files the squad's tasks expect to touch. Two squads of one domain naming the same
+    /// file is an overlap they must reconcile before any task goes out.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// The mesh draft: the interfaces (APIs, types, formats) the squad provides to others. Two providers
+    /// of one interface is an overlap.
+    #[serde(default)]
+    pub provides: Vec<String>,
+    /// The mesh draft: the interfaces the squad consumes from others (never an overlap).
+    #[serde(default)]
+    pub consumes: Vec<String>,
 }
 
 /// A T5 verifier's output for one slice.
@@ -215,6 +288,8 @@ pub fn output_schema(role: BriefRole) -> serde_json::Value {
     let schema = match role {
         BriefRole::Plan => return crate::plan::plan_json_schema(),
         BriefRole::Accept => schemars::schema_for!(AcceptOutput),
+        BriefRole::Arbiter => schemars::schema_for!(ArbitrationOutput),
+        BriefRole::Validator => schemars::schema_for!(ValidationOutput),
         BriefRole::Lead => schemars::schema_for!(LeadOutput),
         BriefRole::Specialist => schemars::schema_for!(SpecialistOutput),
         BriefRole::Synthesis => schemars::schema_for!(SynthesisOutput),
@@ -356,6 +431,8 @@ mod tests {
     fn roles_come_from_tier_and_title() {
         assert_eq!(BriefRole::for_title(Tier::T1, "plan"), BriefRole::Plan);
         assert_eq!(BriefRole::for_title(Tier::T1, "accept"), BriefRole::Accept);
+        assert_eq!(BriefRole::for_title(Tier::T1, "arbitrate"), BriefRole::Arbiter);
+        assert_eq!(BriefRole::for_title(Tier::T1, "validate"), BriefRole::Validator);
         assert_eq!(BriefRole::for_title(Tier::T2, "lead"), BriefRole::Lead);
         assert_eq!(BriefRole::for_title(Tier::T2, "synthesis"), BriefRole::Synthesis);
         assert_eq!(BriefRole::for_title(Tier::T2, "backend"), BriefRole::Specialist);
@@ -392,6 +469,8 @@ mod tests {
     fn every_role_has_an_object_schema() {
         for role in [
             BriefRole::Plan,
+            BriefRole::Arbiter,
+            BriefRole::Validator,
             BriefRole::Accept,
             BriefRole::Lead,
             BriefRole::Specialist,

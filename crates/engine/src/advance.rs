@@ -157,10 +157,13 @@ async fn pass(
             Next::Expand(kind @ GateKind::T2Lead) => {
                 gates::gated_expand(engine, brief, kind, leads::expand_lead)?
             }
-            Next::Expand(kind) => gates::gated_expand(engine, brief, kind, leads::expand_synthesis)?,
+            Next::Expand(_) => leads::synthesis_done(engine, brief)?,
+            Next::Rule => leads::ruling_done(engine, brief)?,
+            Next::Validate => leads::validation_done(engine, brief)?,
             Next::FinishSpecialist => {
                 gates::finish(engine, brief, "architecture ready")?;
                 crate::narrate::specialist_done(engine, brief)?;
+                leads::specialist_done(engine, brief)?;
                 if let Some(lead) = brief.parent {
                     leads::synthesis_due(engine, &engine.store.get_brief(lead)?)?;
                 }

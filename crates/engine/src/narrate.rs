@@ -9,7 +9,6 @@ use agency_core::{Brief, BriefStatus, Tier};
 
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::plan::output_of;
 use agency_flow::latest_of;
 
 /// "1 worker" / "3 workers".
@@ -37,17 +36,18 @@ pub(crate) fn children_started(engine: &Engine, parent: &Brief, children: &[Brie
                 ),
             )
         }
-        BriefRole::Synthesis if children.len() > 1 => engine.log(
+        BriefRole::Specialist if children.len() > 1 => engine.log(
             parent.run,
             Some(Tier::T3),
             "MESH_START",
             format!(
-                "{}: {} negotiating task boundaries",
+                "{}/{}: {} negotiating task boundaries",
                 parent.workstream,
+                parent.title,
                 count(children.len(), "squad lead")
             ),
         ),
-        BriefRole::Synthesis => {
+        BriefRole::Specialist => {
             for child in children {
                 engine.log(
                     parent.run,
@@ -93,11 +93,16 @@ pub(crate) fn specialist_done(engine: &Engine, brief: &Brief) -> Result<()> {
     )
 }
 
-/// Every squad lead of a mesh committed: the whole split, once per mesh (the first squad lead says it).
-pub(crate) fn mesh_done(engine: &Engine, brief: &Brief, peers: &[&Brief]) -> Result<()> {
+/// Every squad lead of a mesh committed its draft in `round`: the whole split, once per mesh.
+pub(crate) fn mesh_done(
+    engine: &Engine,
+    brief: &Brief,
+    domain: &str,
+    drafts: &[(&Brief, SquadOutput)],
+    round: u32,
+) -> Result<()> {
     let (mut tasks, mut pipeline) = (0, 0);
-    for peer in peers {
-        let squad: SquadOutput = output_of(engine, peer)?;
+    for (_, squad) in drafts {
         tasks += squad.tasks.len();
         pipeline += squad.tasks.iter().filter(|t| !t.depends_on.is_empty()).count();
     }
@@ -106,9 +111,9 @@ pub(crate) fn mesh_done(engine: &Engine, brief: &Brief, peers: &[&Brief]) -> Res
         Some(Tier::T3),
         "MESH_DONE",
         format!(
-            "{}: task split committed by {} — {} ({} swarm, {pipeline} pipeline)",
+            "{}/{domain}: task split committed by {} in round {round} — {} ({} swarm, {pipeline} pipeline)",
             brief.workstream,
-            count(peers.len(), "squad lead"),
+            count(drafts.len(), "squad lead"),
             count(tasks, "T4 task"),
             tasks - pipeline
         ),

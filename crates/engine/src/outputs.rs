@@ -2,8 +2,8 @@
 //! per line, go back to the agent (or fail its brief) while the tier that wrote it can still correct them.
 
 use agency_core::tiers::{
-    AcceptOutput, BriefRole, ChildBrief, LeadOutput, SpecialistOutput, SquadOutput, SynthesisOutput,
-    VerifierOutput, check_siblings,
+    AcceptOutput, ArbitrationOutput, BriefRole, ChildBrief, LeadOutput, SpecialistOutput, SquadOutput,
+    SynthesisOutput, ValidationOutput, VerifierOutput, check_siblings,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -26,6 +26,8 @@ pub fn check_output(role: BriefRole, output: &Value) -> std::result::Result<(), 
                 )
             }),
         BriefRole::Accept => parse::<AcceptOutput>(output),
+        BriefRole::Arbiter => parse::<ArbitrationOutput>(output),
+        BriefRole::Validator => parse::<ValidationOutput>(output),
         BriefRole::Lead => parse::<LeadOutput>(output).and_then(|_| {
             let lead: LeadOutput = serde_json::from_value(output.clone()).map_err(|e| e.to_string())?;
             siblings(&lead.specialists)

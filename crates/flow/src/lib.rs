@@ -7,13 +7,18 @@
 //! - [`attempts`]: which attempt of each title is the current one, and whether a squad's tasks are done;
 //! - [`stages`]: which stage of the plan starts, which workstreams are examined for a merge, when the run
 //!   goes to T1's acceptance — the walk over the plan's stages that every pass makes;
+//! - [`conflicts`]: T2's conflict cycles — back to the specialists, then T1's ruling, then a human;
 //! - [`gates`]: where a brief stands at its gate (open it, wait, go on, re-invoke);
 //! - [`verdicts`]: a squad's joint verdict and what it does (merge, retry the rejected slices, escalate);
+//! - [`mesh`]: the T3 mesh's drafts, their overlaps, and what a closed round leads to (commit, reconcile,
+//!   escalate to the domain's specialist);
 //! - [`tiers`]: what comes next for a brief whose agent reported, per tier (the mesh, the synthesis, the
 //!   acceptance), and what a failure or a rejection at a gate leads to (retry or escalate).
 
 pub mod attempts;
+pub mod conflicts;
 pub mod gates;
+pub mod mesh;
 pub mod stages;
 pub mod tiers;
 pub mod verdicts;

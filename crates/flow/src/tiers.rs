@@ -2,8 +2,8 @@
 //! tier by tier, and what a failure leads to.
 //!
 //! - T1 plan → the `t1_plan` gate → the first stage starts ([`crate::stages`]);
-//! - T2 lead → `t2_lead` gate → specialists; specialists, once all are done → the synthesis → the
-//!   `t2_synthesis` gate → squads;
+//! - T2 lead → `t2_lead` gate → specialists; specialists, once all are done → the synthesis (its conflict
+//!   cycles, [`crate::conflicts`]) → T1 validates it → the `t2_synthesis` gate → each specialist's squads;
 //! - T3 squad lead, once every squad lead of its mesh has committed → `t3_plan` gate → T4 tasks;
 //! - T4 → committed and verified on its branch → a T5 verifier for its slice;
 //! - T5 → the joint verdict of its squad once every slice is signed off ([`crate::verdicts`]);
@@ -36,6 +36,10 @@ pub enum Next {
     AwaitJointVerdict,
     /// T1's acceptance: the run succeeds, or a human decides.
     Accept,
+    /// T1's ruling on T2 conflicts: published for the next synthesis, which waits on it.
+    Rule,
+    /// T1's check of a canonical architecture: its synthesis goes on to its gate, or is asked again.
+    Validate,
 }
 
 /// What comes next for a `verifying` brief of `role`.
@@ -49,6 +53,8 @@ pub fn next_for(role: BriefRole) -> Next {
         BriefRole::Implementer => Next::HandOver,
         BriefRole::Verifier => Next::AwaitJointVerdict,
         BriefRole::Accept => Next::Accept,
+        BriefRole::Arbiter => Next::Rule,
+        BriefRole::Validator => Next::Validate,
     }
 }
 
@@ -126,7 +132,7 @@ pub fn after_all_merged(any_accept: bool, newest_accept_done: bool, run_ended: b
 /// The failure a role's bad outcome counts as.
 pub fn failure_of(role: BriefRole) -> Failure {
     match role {
-        BriefRole::Plan | BriefRole::Accept => Failure::T1Failure,
+        BriefRole::Plan | BriefRole::Accept | BriefRole::Arbiter | BriefRole::Validator => Failure::T1Failure,
         BriefRole::Lead | BriefRole::Specialist | BriefRole::Synthesis => Failure::T2DesignWrong,
         BriefRole::SquadLead => Failure::T3Stuck,
         BriefRole::Implementer => Failure::T4BadOutput,

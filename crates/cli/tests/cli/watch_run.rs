@@ -39,11 +39,14 @@ fn watch_of_a_full_profile_run_reads_like_the_seed() {
     [RUN] HH:MM:SS  T2   SPEC_DONE     arithmetic architecture draft ready
     [RUN] HH:MM:SS  T2   SPEC_DONE     sign architecture draft ready
     [RUN] HH:MM:SS  T2   SYNTH_DONE    Canonical architecture written to blackboard
+    [RUN] HH:MM:SS  T1   ARCH_VALID    ws-calc: canonical architecture fits the goal anchor
     [RUN] HH:MM:SS  GATE INSPECTION    ⏸  T2 synthesis ready for review
     [RUN] HH:MM:SS  GATE APPROVED      ✓  Approved — continuing (auto-approved (--auto-approve))
-    [RUN] HH:MM:SS  T3   MESH_START    ws-calc: 2 squad leads negotiating task boundaries
-    [RUN] HH:MM:SS  T3   MESH_DONE     ws-calc: task split committed by 2 squad leads — 4 T4 tasks (3 swarm, 1 pipeline)
+    [RUN] HH:MM:SS  T3   START         T3 squad-arith spawned for ws-calc
+    [RUN] HH:MM:SS  T3   START         T3 squad-sign spawned for ws-calc
+    [RUN] HH:MM:SS  T3   TASKS         squad-arith: 2 T4 tasks (2 swarm, 0 pipeline)
     [RUN] HH:MM:SS  T4   SWARM_START   squad-arith: 2 workers spawned in parallel
+    [RUN] HH:MM:SS  T3   TASKS         squad-sign: 2 T4 tasks (1 swarm, 1 pipeline)
     [RUN] HH:MM:SS  T4   SWARM_START   squad-sign: 1 worker spawned, 1 pipelined behind it
     [RUN] HH:MM:SS  T4   DONE          fix-add ✓
     [RUN] HH:MM:SS  T4   VERIFY        ✓ `sh test_add.sh` passed on <id> (exit 0) — ws-calc/fix-add
@@ -65,6 +68,25 @@ fn watch_of_a_full_profile_run_reads_like_the_seed() {
     [RUN] HH:MM:SS  T1   ACCEPTED      ✓  every check passes — review and merge branch agency/<id>/integration
     [RUN] HH:MM:SS  RUN  STATUS        succeeded
     "#);
+}
+
+/// The T3 mesh as the log tells it: two squad leads of one specialist claim NOTES.md, reconcile in round 2,
+/// and commit before any T4 work goes out.
+#[test]
+fn watch_of_a_mesh_shows_each_round_and_the_overlaps_left() {
+    let log = watch_after_run(include_str!("../../../engine/tests/scripts/mesh.yaml"));
+    let mesh: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" MESH_") || l.contains(" SWARM_START "))
+        .collect();
+    insta::assert_snapshot!(mesh.join("\n"), @r"
+    [RUN] HH:MM:SS  T3   MESH_START    ws-calc/calculator: 2 squad leads negotiating task boundaries
+    [RUN] HH:MM:SS  T3   MESH_ROUND    ws-calc/calculator: round 1 — 1 overlap left (file NOTES.md: squad-arith, squad-sign)
+    [RUN] HH:MM:SS  T3   MESH_ROUND    ws-calc/calculator: round 2 — no overlaps left
+    [RUN] HH:MM:SS  T3   MESH_DONE     ws-calc/calculator: task split committed by 2 squad leads in round 2 — 4 T4 tasks (3 swarm, 1 pipeline)
+    [RUN] HH:MM:SS  T4   SWARM_START   squad-arith: 2 workers spawned in parallel
+    [RUN] HH:MM:SS  T4   SWARM_START   squad-sign: 1 worker spawned, 1 pipelined behind it
+    ");
 }
 
 #[test]

@@ -45,30 +45,34 @@ async fn a_blocked_implementer_escalates_to_its_squad_lead_which_is_re_invoked()
 }
 
 #[test]
-fn a_t3_mesh_timeout_escalates_to_t2_and_never_force_commits() {
+fn a_t3_mesh_timeout_escalates_to_its_own_specialist_and_never_force_commits() {
     let project = Project::new();
     let mut config = config();
-    // One agent at a time: the second squad lead is still pending when the first commits, and with a
+    // One agent at a time: the second squad lead is still pending when the first reports, and with a
     // zero-minute timeout the mesh has already run out of time.
     config.runner.concurrency = 1;
     config.retry.t3_mesh_timeout_minutes = 0;
-    let (run, driving) = project.start_in_background(include_str!("../scripts/full.yaml"), config, true);
+    let (run, driving) = project.start_in_background(include_str!("../scripts/mesh.yaml"), config, true);
     let store = project.store.clone();
-    let synthesis = wait_for("the synthesis re-invoked after the mesh timeout", || {
-        store
-            .list_briefs(run.id)
-            .unwrap()
-            .into_iter()
-            .find(|b| BriefRole::of(b) == BriefRole::Synthesis && b.attempt == 1)
-    });
+    let specialist = wait_for(
+        "the domain's specialist re-invoked after the mesh timeout",
+        || {
+            store
+                .list_briefs(run.id)
+                .unwrap()
+                .into_iter()
+                .find(|b| BriefRole::of(b) == BriefRole::Specialist && b.attempt == 1)
+        },
+    );
     driving.stop();
+    assert_eq!(specialist.title, "calculator", "the squads' own specialist");
     let briefs = project.briefs(run.id);
     assert!(
         briefs.iter().all(|b| b.tier != Tier::T4),
         "a timed-out mesh must not dispatch T4 work:\n{}",
         project.tree(run.id)
     );
-    let context = project.artifact(run.id, &feedback_name(synthesis.id)).unwrap();
+    let context = project.artifact(run.id, &feedback_name(specialist.id)).unwrap();
     assert!(context.contains("T3 mesh timeout"), "{context}");
     let escalated = project.events_of(run.id, EventKind::Escalated);
     assert_eq!(escalated.len(), 1, "{escalated:?}");
@@ -79,7 +83,7 @@ fn a_t3_mesh_timeout_escalates_to_t2_and_never_force_commits() {
     // The squads of the timed-out mesh are superseded, none committed.
     for squad in briefs
         .iter()
-        .filter(|b| b.tier == Tier::T3 && b.created_at < synthesis.created_at)
+        .filter(|b| b.tier == Tier::T3 && b.created_at < specialist.created_at)
     {
         assert!(
             matches!(squad.status, BriefStatus::Escalated | BriefStatus::Cancelled),

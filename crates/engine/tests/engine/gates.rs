@@ -141,7 +141,7 @@ fn a_pause_holds_new_spawns_of_a_live_run_until_it_is_resumed() {
 #[test]
 fn a_tier_waiting_at_its_gate_is_announced_once() {
     let project = Project::new();
-    let (run, driving) = project.start_in_background(include_str!("../scripts/full.yaml"), config(), false);
+    let (run, driving) = project.start_in_background(include_str!("../scripts/mesh.yaml"), config(), false);
     let store = project.store.clone();
     let decide_next = |kind: GateKind| {
         let gate = wait_for("a gate", || store.pending_gates(Some(run.id)).unwrap().pop());

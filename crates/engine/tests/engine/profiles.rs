@@ -96,7 +96,7 @@ t1 plan (planner) #0 done
 }
 
 #[tokio::test]
-async fn full_profile_runs_every_tier_with_a_mesh_a_swarm_and_a_pipeline() {
+async fn full_profile_runs_every_tier_with_a_squad_per_specialist_a_swarm_and_a_pipeline() {
     let project = Project::new();
     let (run, outcome) = project
         .succeed(include_str!("../scripts/full.yaml"), config())
@@ -114,18 +114,19 @@ t1 plan (planner) #0 done
   t1 accept (acceptor) #0 done
   t2 lead (lead-architect) #0 done
     t2 arithmetic (architect) #0 done
-    t2 sign (architect) #0 done
-    t2 synthesis (synthesis) #0 done
       t3 squad-arith (squad-lead) #0 done
         t4 fix-add (implementer) #0 done
           t5 fix-add (verifier) #0 done
         t4 fix-mul (implementer) #0 done
           t5 fix-mul (verifier) #0 done
+    t2 sign (architect) #0 done
       t3 squad-sign (squad-lead) #0 done
         t4 fix-neg (implementer) #0 done
           t5 fix-neg (verifier) #0 done
         t4 note-neg (implementer) #0 done
           t5 note-neg (verifier) #0 done
+    t2 synthesis (synthesis) #0 done
+      t1 validate (validator) #0 done
 "
     );
     let briefs = project.briefs(run.id);
@@ -136,9 +137,21 @@ t1 plan (planner) #0 done
         [by_title("fix-neg", Tier::T4).id]
     );
     assert!(by_title("fix-add", Tier::T4).depends_on.is_empty());
-    // Specialists read the lead's boundaries; squads read the canonical architecture.
+    // Specialists read the lead's boundaries; each squad hangs under its own specialist and reads the
+    // canonical architecture, its specialist's slice and the boundaries (the interface contracts).
     assert_eq!(by_title("sign", Tier::T2).inputs, ["boundaries/ws-calc"]);
-    assert_eq!(by_title("squad-sign", Tier::T3).inputs, ["architecture/ws-calc"]);
+    assert_eq!(
+        by_title("squad-sign", Tier::T3).parent,
+        Some(by_title("sign", Tier::T2).id)
+    );
+    assert_eq!(
+        by_title("squad-sign", Tier::T3).inputs,
+        [
+            "architecture/ws-calc",
+            "architecture/ws-calc/sign",
+            "boundaries/ws-calc"
+        ]
+    );
     assert_eq!(
         project.log_tags(run.id),
         [
@@ -150,9 +163,12 @@ t1 plan (planner) #0 done
             "T2 SPEC_DONE",
             "T2 SPEC_DONE",
             "T2 SYNTH_DONE",
-            "T3 MESH_START",
-            "T3 MESH_DONE",
+            "T1 ARCH_VALID",
+            "T3 START",
+            "T3 START",
+            "T3 TASKS",
             "T4 SWARM_START",
+            "T3 TASKS",
             "T4 SWARM_START",
             "T5 VERIFY_START",
             "T5 VERIFY_START",
