@@ -177,6 +177,29 @@ pub fn passes_of(path: &[Tier], tier: Tier) -> usize {
     path.iter().filter(|t| **t == tier).count()
 }
 
+/// Why the runner of this build cannot carry out `change` once approved, if it cannot. It carries out one
+/// kind: an extra squad-lead pass before verification (`add_tiers: [t3]` or `[t3, t4]`, `insert_before:
+/// t5`) — a new T3 brief for the workstream, written before the workstream merges, whose tasks are
+/// implemented and verified like the first pass's. Any other change (a T2 pass, a shallower path) is
+/// refused at approval rather than recorded as approved and never done.
+pub fn not_carried_out(change: &PathChange) -> Option<String> {
+    let extra_squad_pass = change.shallower_path.is_none()
+        && change.insert_before == Some(Tier::T5)
+        && matches!(change.add_tiers.as_slice(), [Tier::T3] | [Tier::T3, Tier::T4]);
+    (!extra_squad_pass).then(|| {
+        format!(
+            "this runner carries out only an extra squad-lead pass (add_tiers [t3] or [t3, t4] before t5); \
+             \"{}\" would be recorded as approved and never done — reject it, or re-plan the workstream",
+            change.describe()
+        )
+    })
+}
+
+/// The title of the `n`th (from 1) extra squad-lead pass of a workstream.
+pub fn extra_pass_title(n: usize) -> String {
+    format!("amended-pass-{n}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,6 +323,16 @@ mod tests {
         assert_eq!(path, vec![T3, T2, T4, T3, T5]);
         assert_eq!(skipped.len(), 1);
         assert_eq!(skipped[0].0, 14);
+    }
+
+    #[test]
+    fn only_an_extra_squad_pass_is_carried_out() {
+        assert_eq!(not_carried_out(&add(&[T3], T5)), None);
+        assert_eq!(not_carried_out(&add(&[T3, T4], T5)), None);
+        let t2 = not_carried_out(&add(&[T2], T3)).unwrap();
+        assert!(t2.contains("add t2 before t3"), "{t2}");
+        assert!(not_carried_out(&add(&[T3], T4)).is_some());
+        assert!(not_carried_out(&shallower(&[T4, T5], "small")).is_some());
     }
 
     #[test]
