@@ -18,7 +18,8 @@ use agency_core::event::{Event, EventKind, EventPayload};
 use agency_core::plan::Plan;
 use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, NewEvent, RunId, Tier};
-use agency_flow::amendments::{Proposal, amended_path, extra_pass_title, not_carried_out, path_text};
+pub use agency_flow::amendments::path_text;
+use agency_flow::amendments::{Proposal, amended_path, extra_pass_title, not_carried_out};
 use agency_store::Blackboard;
 use serde_json::{Value, json};
 
