@@ -158,3 +158,54 @@ fn an_amendment_the_runner_cannot_carry_out_is_refused_at_approval() {
         "a rejected amendment changes nothing"
     );
 }
+
+/// A gate's summary carries what the tiers flagged: the squad lead's notes on its `t3_plan` gate, and an
+/// `anomaly` event recorded since the previous gate (here by the test, as any writer may).
+#[test]
+fn a_gate_lists_squad_notes_and_anomaly_events_since_the_previous_gate() {
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t3_plan = true;
+    let (run, driving) = project.start_in_background(include_str!("../scripts/anomaly.yaml"), team, false);
+    let store = project.store.clone();
+    let plan_gate = wait_for("the t1_plan gate", || {
+        store.pending_gates(Some(run.id)).unwrap().pop()
+    });
+    store
+        .append_event(agency_core::NewEvent::typed(
+            run.id,
+            EventPayload::Anomaly(agency_core::event::payload::Anomaly {
+                source: "mesh".into(),
+                workstream: Some("ws-arith".into()),
+                brief: None,
+                message: "two squads claimed add.sh".into(),
+            }),
+        ))
+        .unwrap();
+    approve(store.as_ref(), plan_gate.id);
+    let squad_gate = wait_for("the t3_plan gate", || {
+        store
+            .pending_gates(Some(run.id))
+            .unwrap()
+            .into_iter()
+            .find(|g| g.kind == GateKind::T3Plan)
+    });
+    driving.stop();
+    let anomalies: Vec<&str> = squad_gate.summary["anomalies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert_eq!(
+        anomalies,
+        [
+            "squad note: add.sh and mul.sh share no helper; fix-add touches add.sh only",
+            "ws-arith: two squads claimed add.sh (mesh)",
+        ],
+        "{}",
+        squad_gate.summary
+    );
+    // Shown once: the plan gate, opened before it was recorded, did not list it.
+    assert!(plan_gate.summary["anomalies"].as_array().unwrap().is_empty());
+}
