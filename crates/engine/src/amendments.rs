@@ -2,11 +2,11 @@
 //! path for its workstream (the built-in agent's `propose_path_amendment` tool, or `agency amendment
 //! propose` through the runner's gate service for an external runtime); the proposal is a `path_amendment`
 //! event, informational for the tiers above (a log line at the tier above the proposer, no agent is
-//! interrupted), and is listed on the next gate that opens. A human approves or rejects each one
+//! interrupted), and is listed on the next tier gate that opens. A human approves or rejects each one
 //! (`agency amendment approve|reject`); an approved one changes the workstream's remaining path, which
 //! [`agency_flow::amendments`] computes, and the runner carries it out before the workstream merges.
 //!
-//! Also here: what every gate's summary gains when it opens — the amendments still undecided and the
+//! Also here: what a tier gate's summary gains when it opens — the amendments still undecided and the
 //! anomalies recorded since the previous gate ([`with_review`]).
 
 use std::collections::HashSet;
@@ -15,6 +15,7 @@ use agency_core::event::payload::{
     Anomaly, LogLine, PathAmendmentDecided, PathAmendmentProposed, PathChange,
 };
 use agency_core::event::{Event, EventKind, EventPayload};
+use agency_core::gate::GateKind;
 use agency_core::plan::Plan;
 use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, NewEvent, RunId, Tier};
@@ -414,7 +415,8 @@ pub(crate) fn write_extra_passes(engine: &Engine, plan_brief: &Brief, workstream
     Ok(true)
 }
 
-/// What a gate's summary gains as it opens: `amendments`, the path amendments no human decided yet (each
+/// What a tier gate's summary gains as it opens (the plan, lead, synthesis, task-split and T5 verdict
+/// gates call it): `amendments`, the path amendments no human decided yet (each
 /// `{seq, line, workstream}`), and in `anomalies`, every `anomaly` event recorded since the previous gate
 /// of the run opened.
 pub(crate) fn with_review(store: &dyn Blackboard, run: RunId, mut summary: Value) -> Result<Value> {
@@ -432,8 +434,10 @@ pub(crate) fn with_review(store: &dyn Blackboard, run: RunId, mut summary: Value
         after = last.seq;
         for event in &page {
             match event.typed() {
-                // Those before a gate were shown on it.
-                Ok(EventPayload::GatePending(_)) => anomalies.clear(),
+                // Those before a tier gate were shown on it; other gates (budget, teachback, ...) list none.
+                Ok(EventPayload::GatePending(opened)) if opened.kind.is_some_and(lists_review) => {
+                    anomalies.clear()
+                }
                 Ok(EventPayload::Anomaly(a)) => anomalies.push(anomaly_line(&a)),
                 _ => {}
             }
@@ -451,6 +455,14 @@ pub(crate) fn with_review(store: &dyn Blackboard, run: RunId, mut summary: Value
         }
     }
     Ok(summary)
+}
+
+/// Whether a gate of `kind` lists the review ([`with_review`]): the tier gates.
+fn lists_review(kind: GateKind) -> bool {
+    matches!(
+        kind,
+        GateKind::T1Plan | GateKind::T2Lead | GateKind::T2Synthesis | GateKind::T3Plan | GateKind::T5Verdict
+    )
 }
 
 /// An anomaly as a gate lists it: `ws-arith: message (source)`.
