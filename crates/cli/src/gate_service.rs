@@ -83,6 +83,18 @@ pub enum Request {
         /// Only reviews recorded after this event sequence number.
         after: i64,
     },
+    /// Propose a path amendment for the brief's own workstream (`agency amendment propose`):
+    /// `{"seq", "message"}`; a refusal names what is wrong.
+    Amend {
+        /// The brief (full id).
+        brief: String,
+        /// The agent's capability.
+        token: String,
+        /// Why the path should change.
+        reason: String,
+        /// The change (its workstream empty for the brief's own).
+        change: agency_core::event::payload::PathChange,
+    },
 }
 
 /// What the service needs to decide.
@@ -312,6 +324,18 @@ impl Inner {
                 Ok(answer) => answer,
                 Err(refused) => json!({"error": refused}),
             },
+            Request::Amend {
+                brief,
+                token,
+                reason,
+                change,
+            } => match self
+                .admit(&brief, &token, "amend")
+                .and_then(|(id, _)| self.amend(id, &reason, change))
+            {
+                Ok(answer) => answer,
+                Err(refused) => json!({"error": refused}),
+            },
             Request::Review { brief, token, after } => match self
                 .admit(&brief, &token, "review")
                 .and_then(|(id, _)| self.review(id, after))
@@ -425,6 +449,30 @@ impl Inner {
         Ok(
             json!({"state": after.teachback, "cursor": cursor, "title": brief.title, "short": brief.id.short()}),
         )
+    }
+
+    /// Records the agent's path amendment on its own brief's behalf, as the built-in agent's tool does.
+    fn amend(
+        &self,
+        id: BriefId,
+        reason: &str,
+        mut change: agency_core::event::payload::PathChange,
+    ) -> Result<Value, String> {
+        let store = self.redacting_store();
+        let brief = store.get_brief(id).map_err(|e| e.to_string())?;
+        if change.workstream.trim().is_empty() {
+            change.workstream = brief.workstream.clone();
+        }
+        let proposer = agency_engine::amendments::Proposer::agent(&brief);
+        let recorded =
+            agency_engine::amendments::propose(store.as_ref(), brief.run, &proposer, reason, change)?;
+        Ok(json!({
+            "seq": recorded.seq,
+            "message": format!(
+                "recorded as path amendment #{}: the tiers above are told and a human decides at the next gate",
+                recorded.seq
+            ),
+        }))
     }
 
     fn review(&self, id: BriefId, after: i64) -> Result<Value, String> {

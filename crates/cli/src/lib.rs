@@ -117,6 +117,9 @@ pub enum Command {
     Dashboard(commands::dashboard::Args),
     /// Run agents for a run another `agency run` drives on the same blackboard.
     Worker(commands::worker::Args),
+    /// Path amendments: list, approve or reject them; an agent in a run proposes one.
+    #[command(subcommand)]
+    Amendment(commands::amendment::AmendmentCommand),
 }
 
 impl Cli {
@@ -179,5 +182,6 @@ pub fn run(cli: Cli) -> CommandResult {
         Command::Gc(args) => commands::gc::run(&ctx, args),
         Command::Dashboard(args) => commands::dashboard::run(&ctx, args),
         Command::Worker(args) => commands::worker::run(&ctx, args),
+        Command::Amendment(cmd) => commands::amendment::run(&ctx, cmd),
     }
 }

@@ -82,6 +82,10 @@ event_kinds! {
     GateResumed = "gate_resumed",
     /// A tier proposed a different tier path.
     PathAmendment = "path_amendment",
+    /// A human approved or rejected a proposed path amendment.
+    PathAmendmentDecided = "path_amendment_decided",
+    /// A tier or the runner flagged something for the next gate's summary.
+    Anomaly = "anomaly",
     /// A human-readable log line (payload: `level`, `message`).
     Log = "log",
     /// An agent sent its teachback.

@@ -449,6 +449,24 @@ impl AgentHooks for RunnerHooks {
         ToolDecision::Deny(reason.to_string())
     }
 
+    fn propose_path_amendment(
+        &self,
+        reason: &str,
+        mut change: agency_core::event::payload::PathChange,
+    ) -> Result<String, String> {
+        if change.workstream.trim().is_empty() {
+            change.workstream = self.brief.workstream.clone();
+        }
+        let proposer = crate::amendments::Proposer::agent(&self.brief);
+        let recorded =
+            crate::amendments::propose(self.store.as_ref(), self.brief.run, &proposer, reason, change)?;
+        Ok(format!(
+            "recorded as path amendment #{}: the tiers above are told and a human decides at the next gate; \
+             carry on with your task",
+            recorded.seq
+        ))
+    }
+
     fn record(&self, event: AgentEvent) {
         let mut spent = None;
         let payload = match event {

@@ -71,6 +71,11 @@ pub async fn workstreams(
                     continue;
                 };
                 if let Some(slices) = accepted_slices(engine, &approved.brief, &workstream)? {
+                    // An approved path amendment asks for another squad-lead pass first.
+                    if crate::amendments::write_extra_passes(engine, &approved.brief, &workstream)? {
+                        progressed = true;
+                        continue;
+                    }
                     merge_workstream(engine, &approved.brief, ws, &slices).await?;
                     progressed = true;
                 }

@@ -308,6 +308,7 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
     match verdict {
         SquadVerdict::OpenGate { joint } => {
             let summary = json!({ "message": format!("T5 joint verdict for {workstream}: {}", joint.joint_verdict.as_str()), "produced": joint, "next": [], "anomalies": [] });
+            let summary = crate::amendments::with_review(engine.store.as_ref(), anchor.run, summary)?;
             let mut gate = NewGate::new(anchor.run, GateKind::T5Verdict, summary);
             gate.brief = Some(anchor.id);
             gate.tier = Some(Tier::T5);

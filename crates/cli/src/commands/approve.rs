@@ -25,7 +25,12 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
     let run = resolve_run(&*store, &args.run)?;
     let unconfined = agency_core::config::sandbox_off_in(&store.get_run(run).map_err(store_error)?.config);
-    println!("{}", approve_pending(ctx, &*store, run, None, args.note)?);
+    let gate = crate::commands::gate_to_decide(&*store, run)?;
+    println!(
+        "{}",
+        approve_pending(ctx, &*store, run, Some(gate.id), args.note)?
+    );
+    undecided_amendments(&gate);
     // Said where the human decides: nothing confined the agents whose work this gate lets through.
     if unconfined {
         eprintln!("warning: {}", agency_core::config::SANDBOX_OFF_BANNER);
@@ -51,6 +56,24 @@ pub fn approve_pending(
     // A waiting runner sees it now rather than at its next poll.
     crate::gate_service::poke_workspace(ctx);
     Ok(format!("approved  gate {} of run {}", gate.kind, run.short()))
+}
+
+/// The path amendments `gate` listed, said after its decision: deciding the gate does not decide them,
+/// each is approved or rejected on its own.
+pub(crate) fn undecided_amendments(gate: &Gate) {
+    let Some(listed) = gate.summary.get("amendments").and_then(|a| a.as_array()) else {
+        return;
+    };
+    for amendment in listed {
+        let seq = amendment.get("seq").and_then(|s| s.as_i64()).unwrap_or_default();
+        eprintln!(
+            "undecided path amendment {}: `agency amendment approve {} {seq}` or `agency amendment reject {} {seq} \
+             --reason ...`",
+            amendment.get("line").and_then(|l| l.as_str()).unwrap_or_default(),
+            gate.run.short(),
+            gate.run.short()
+        );
+    }
 }
 
 /// Refuses to decide `gate` when the human was shown another one.

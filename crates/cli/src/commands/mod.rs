@@ -2,6 +2,7 @@
 //! opening the blackboard, and naming runs by prefix.
 
 pub mod ack;
+pub mod amendment;
 pub mod approve;
 pub mod attached;
 pub mod cancel;

@@ -27,7 +27,12 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     }
     let store = ctx.open_store()?;
     let run = resolve_run(&*store, &args.run)?;
-    println!("{}", reject_pending(ctx, &*store, run, None, args.reason)?);
+    let gate = crate::commands::gate_to_decide(&*store, run)?;
+    println!(
+        "{}",
+        reject_pending(ctx, &*store, run, Some(gate.id), args.reason)?
+    );
+    crate::commands::approve::undecided_amendments(&gate);
     Ok(())
 }
 

@@ -87,6 +87,8 @@ pub struct CassetteArgs {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let ws = ctx.workspace()?;
     let (_, team) = config::load(ctx)?;
+    // `--verbose` or team.yaml's `visibility.log_level: verbose`: either asks for the per-agent lines.
+    let level = crate::commands::watch::log_level(args.verbose, team.visibility.log_level);
     let store: Arc<dyn Blackboard> = ctx.open_store()?;
     let resuming = match &args.resume {
         Some(prefix) => Some(resolve_run(store.as_ref(), prefix)?),
@@ -138,11 +140,6 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     if args.detach {
         return detach(&ws, run_id, &args);
     }
-    let level = if args.verbose {
-        Level::Verbose
-    } else {
-        Level::Normal
-    };
     let outcome = drive_with_log(&runner, &ws.db, run_id, level);
     if let Some(replay) = &runner.replay {
         return replayed(replay, run_id, outcome);

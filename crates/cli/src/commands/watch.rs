@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use crate::commands::{Context, resolve_run, store_error};
+use agency_core::config::LogLevel;
+
+use crate::commands::{Context, config, resolve_run, store_error};
 use crate::error::CommandResult;
 use crate::render::follow::{FollowError, Follower};
 use crate::render::log::Level;
@@ -28,11 +30,16 @@ pub struct Args {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
     let run = resolve_run(&*store, &args.run)?;
-    let level = if args.verbose {
-        Level::Verbose
-    } else {
-        Level::Normal
+    // team.yaml's `visibility.log_level` is the default; `--verbose` adds the per-agent lines either way.
+    // A team.yaml that cannot be read does not stop anyone reading a log: said, and the normal level used.
+    let configured = match config::load(ctx) {
+        Ok((_, team)) => team.visibility.log_level,
+        Err(err) => {
+            eprintln!("agency: {err}; the log is shown at the normal level");
+            LogLevel::Normal
+        }
     };
+    let level = log_level(args.verbose, configured);
     // Without --follow the log is over once it has been read; with it, once the run has ended.
     let finished = || {
         if args.follow {
@@ -47,4 +54,13 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             FollowError::Store(e) => store_error(e),
             FollowError::Write(e) => e.into(),
         })
+}
+
+/// The live log's level: verbose when `--verbose` is given or team.yaml's `visibility.log_level` says so.
+pub(crate) fn log_level(verbose_flag: bool, configured: LogLevel) -> Level {
+    if verbose_flag || configured == LogLevel::Verbose {
+        Level::Verbose
+    } else {
+        Level::Normal
+    }
 }

@@ -327,12 +327,46 @@ fn line_for(event: &Event, level: Level) -> Option<Line> {
             false,
         ),
         EventPayload::PlanDone(p) => mk(&tier, "PLAN_DONE", p.summary, false),
-        EventPayload::PathAmendment(p) => mk(
-            &tier,
-            "AMENDMENT",
-            format!("{} (by {})", p.reason, p.proposed_by),
-            false,
-        ),
+        EventPayload::PathAmendment(p) => {
+            let change = p
+                .amendment
+                .as_ref()
+                .map(|a| format!("{}: {} — ", a.workstream, a.describe()))
+                .unwrap_or_default();
+            mk(
+                &tier,
+                "AMENDMENT",
+                format!("#{} {change}{} (by {})", event.seq, p.reason, p.proposed_by),
+                false,
+            )
+        }
+        EventPayload::PathAmendmentDecided(p) => {
+            let outcome = if p.approved {
+                let path = p
+                    .path_after
+                    .iter()
+                    .map(|t| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join("→");
+                format!("approved by {}: {} now runs {path}", p.by, p.workstream)
+            } else {
+                format!(
+                    "rejected by {}: {}",
+                    p.by,
+                    p.note.as_deref().unwrap_or("no reason given")
+                )
+            };
+            mk(&tier, "AMENDMENT", format!("#{} {outcome}", p.amendment), false)
+        }
+        EventPayload::Anomaly(p) => {
+            let about = p.workstream.map(|w| format!("{w}: ")).unwrap_or_default();
+            mk(
+                &tier,
+                "ANOMALY",
+                format!("⚠  {about}{} ({})", p.message, p.source),
+                false,
+            )
+        }
         EventPayload::SignoffStarted(_)
         | EventPayload::BriefCreated(_)
         | EventPayload::BriefStatus(_)

@@ -324,3 +324,64 @@ fn an_agent_in_its_sandbox_cannot_open_the_blackboard_but_its_hook_is_answered()
         "the hook was not answered: {stdout}"
     );
 }
+
+/// `agency amendment propose` in an agent goes through the service, for the agent's own brief, and the
+/// runner's checks answer it: here the brief's run has no approved plan, so there is no path to amend and
+/// nothing is recorded. Without a service, the command refuses and records nothing either.
+#[test]
+fn a_path_amendment_is_proposed_only_through_the_service() {
+    let served = served();
+    let capability = served.capability();
+    let env = gate_env(&served.brief, capability.socket(), capability.token());
+    let propose = |env: &[(&str, &str)]| {
+        Command::new(env!("CARGO_BIN_EXE_agency"))
+            .args([
+                "amendment",
+                "propose",
+                "--reason",
+                "mul.sh is broken too",
+                "--add-tiers",
+                "t3",
+                "--insert-before",
+                "t5",
+            ])
+            .current_dir(served.repo.path())
+            .env_remove("AGENCY_CONFIG")
+            .env_remove("AGENCY_GATE_SOCKET")
+            .env_remove("AGENCY_GATE_CAPABILITY")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    };
+    let through = propose(&env);
+    let stderr = String::from_utf8_lossy(&through.stderr);
+    assert!(!through.status.success());
+    assert!(
+        stderr.contains("the runner refused the path amendment: the run has no approved plan yet"),
+        "{stderr}"
+    );
+    let alone = propose(&[("AGENCY_BRIEF", served.brief.as_str())]);
+    let stderr = String::from_utf8_lossy(&alone.stderr);
+    assert!(!alone.status.success());
+    assert!(stderr.contains("no runner's gate service"), "{stderr}");
+    // A token of no brief: refused by the service, and the refusal recorded.
+    let refused = request(
+        capability.socket(),
+        &Request::Amend {
+            brief: served.brief.clone(),
+            token: "0".repeat(64),
+            reason: "why".into(),
+            change: Default::default(),
+        },
+        Duration::from_secs(5),
+    )
+    .unwrap_err();
+    assert!(refused.contains("not valid for brief"), "{refused}");
+    let events = served.events();
+    assert!(events.iter().all(|e| e.kind != EventKind::PathAmendment));
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == EventKind::Alert && e.payload["op"] == "amend")
+    );
+}

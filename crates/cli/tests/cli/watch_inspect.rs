@@ -307,6 +307,19 @@ fn verbose_adds_per_agent_lines() {
     assert!(verbose.contains("RUN  START"), "{verbose}");
 }
 
+/// team.yaml's `visibility.log_level: verbose` is the live log's default level: no flag needed.
+#[test]
+fn configured_verbose_log_level_adds_per_agent_lines() {
+    let repo = Repo::initialised();
+    seed_example(&repo);
+    repo.edit_team(&[("log_level: normal", "log_level: verbose")]);
+    let watched = repo.agency(&["watch", "2345"]).success().stdout();
+    assert!(
+        watched.contains("T4   START         auth-middleware spawned [builtin]"),
+        "{watched}"
+    );
+}
+
 #[test]
 fn inspect_shows_the_tree() {
     let repo = Repo::initialised();

@@ -696,15 +696,106 @@ payload_struct! {
 }
 
 payload_struct! {
-    /// `path_amendment`: a tier proposed a different path for a workstream. No writer of this build
-    /// records it yet (the tier protocols will); the fields are the seed's.
+    /// `path_amendment`: a tier proposed a different path for a workstream (seed 001, "Path Amendment
+    /// Mechanism"). Informational for the tiers above; listed at the next human gate, where a human approves
+    /// or rejects it ([`PathAmendmentDecided`]). The proposal is named by its event's `seq`.
     PathAmendmentProposed {
-        /// Who proposed it (a tier or agent name).
+        /// Who proposed it: `<tier>/<brief title>` for an agent, `cli:<user>` for a human.
         pub proposed_by: String,
         /// The workstream whose path it changes.
         pub workstream: Option<String>,
         /// Why.
         pub reason: String,
+        /// The change, in the seed's shape; absent in records of builds that wrote only the fields above.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub amendment: Option<PathChange>,
+        /// The brief whose agent proposed it, when an agent did.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub brief: Option<BriefId>,
+        /// The proposer's tier, when an agent proposed it: where the workstream's remaining path starts.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub tier: Option<Tier>,
+    }
+}
+
+payload_struct! {
+    /// A proposed change to one workstream's remaining tier path: either tiers added before a tier still to
+    /// come (`add_tiers` + `insert_before`), or a shallower path with the reason it is enough.
+    PathChange {
+        /// The workstream.
+        pub workstream: String,
+        /// Tiers to add, in order (`["t3"]` for an extra squad-lead pass).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub add_tiers: Vec<Tier>,
+        /// The tier of the remaining path the added tiers go before (`t5`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub insert_before: Option<Tier>,
+        /// A whole new, shallower path for the workstream (it must end in `t5`: verification always runs).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub shallower_path: Option<Vec<Tier>>,
+        /// Why the shallower path is enough; required with `shallower_path`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub shallower_path_reason: Option<String>,
+    }
+}
+
+impl PathChange {
+    /// The change in words: `add t3 before t5` or `shallower path t4→t5 (reason)`.
+    pub fn describe(&self) -> String {
+        let path = |tiers: &[Tier]| tiers.iter().map(|t| t.as_str()).collect::<Vec<_>>().join("→");
+        match &self.shallower_path {
+            Some(shallower) => format!(
+                "shallower path {} ({})",
+                path(shallower),
+                self.shallower_path_reason.as_deref().unwrap_or("no reason given")
+            ),
+            None => format!(
+                "add {} before {}",
+                path(&self.add_tiers),
+                self.insert_before.map_or("the end", |t| t.as_str())
+            ),
+        }
+    }
+}
+
+payload_struct! {
+    /// `path_amendment_decided`: a human approved or rejected one proposed path amendment.
+    PathAmendmentDecided {
+        /// The `seq` of the `path_amendment` event decided.
+        pub amendment: i64,
+        /// The workstream it concerns.
+        pub workstream: String,
+        /// Approved (the path changes) or rejected (it does not).
+        pub approved: bool,
+        /// Who decided (`cli:<user>`, `dashboard`).
+        pub by: String,
+        /// The approval note or the rejection reason.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub note: Option<String>,
+        /// The workstream's path before and after, when approved.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub path_before: Vec<Tier>,
+        /// The path it became, when approved.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub path_after: Vec<Tier>,
+    }
+}
+
+payload_struct! {
+    /// `anomaly`: something a tier or the runner flagged for the human, shown on the next gate's summary
+    /// (its `anomalies`). Any writer may record one: a squad lead's notes, a conflict left unresolved, an
+    /// agreement mismatch at a handoff, a mesh that escalated.
+    Anomaly {
+        /// What flagged it, one word (`squad_notes`, `unresolved_conflict`, `agreement`, `mesh`, ...).
+        pub source: String,
+        /// The workstream it concerns; absent for the whole run.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub workstream: Option<String>,
+        /// The brief it concerns, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub brief: Option<BriefId>,
+        /// What the human should know, one line.
+        pub message: String,
     }
 }
 
@@ -762,6 +853,8 @@ event_payloads! {
     GatePaused(GateOpened),
     GateResumed(GateDecided),
     PathAmendment(PathAmendmentProposed),
+    PathAmendmentDecided(PathAmendmentDecided),
+    Anomaly(Anomaly),
     Log(LogLine),
     TeachbackSubmitted(TeachbackSubmitted),
     TeachbackApproved(TeachbackReviewed),

@@ -47,7 +47,8 @@ pub(super) fn at_gate(
     match at {
         AtGate::Go | AtGate::Wait => {}
         AtGate::Open => {
-            let mut gate = NewGate::new(brief.run, kind, summary());
+            let summary = crate::amendments::with_review(engine.store.as_ref(), brief.run, summary())?;
+            let mut gate = NewGate::new(brief.run, kind, summary);
             gate.brief = Some(brief.id);
             gate.tier = Some(brief.tier);
             engine.store.open_gate(gate)?;
@@ -71,6 +72,39 @@ pub(super) fn gate_summary(
     anomalies: Vec<String>,
 ) -> Value {
     json!({ "message": message, "produced": produced, "next": next, "anomalies": anomalies })
+}
+
+/// [`gate_summary`] with the anomalies first, as read from the tier's output.
+fn gate_summary_flagged(
+    message: String,
+    anomalies: Vec<String>,
+    produced: Value,
+    next: Vec<String>,
+) -> Value {
+    gate_summary(message, produced, next, anomalies)
+}
+
+/// What a tier's output flags for the human: a squad lead's notes (`SquadOutput.notes`: overlaps it
+/// resolved, anomalies it wants seen) and the conflicts a synthesis left unresolved
+/// (`SynthesisOutput.unresolved_conflicts`).
+fn anomalies_of(produced: &Value) -> Vec<String> {
+    let strings = |key: &str| -> Vec<String> {
+        produced
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut flagged: Vec<String> = strings("unresolved_conflicts")
+        .into_iter()
+        .map(|c| format!("unresolved conflict: {c}"))
+        .collect();
+    flagged.extend(strings("notes").into_iter().map(|n| format!("squad note: {n}")));
+    flagged
 }
 
 /// Gate, then expansion, for roles whose children are written at once.
@@ -105,15 +139,15 @@ pub(super) fn gated_expand(
             .flatten()
             .and_then(|a| serde_json::from_slice::<Value>(&a.bytes).ok())
             .unwrap_or(Value::Null);
-        gate_summary(
+        gate_summary_flagged(
             format!(
                 "{} {} ready for review",
                 brief.tier.as_str().to_ascii_uppercase(),
                 brief.title
             ),
+            anomalies_of(&produced),
             produced,
             next,
-            vec![],
         )
     };
     match at_gate(engine, brief, kind, summary)? {

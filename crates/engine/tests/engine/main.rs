@@ -6,6 +6,7 @@
 
 mod support;
 
+mod amendments;
 mod audit;
 mod board_review;
 mod bounded_gates;

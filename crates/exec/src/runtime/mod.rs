@@ -310,6 +310,17 @@ pub trait AgentHooks: Send + Sync {
 
     /// Records something the agent did.
     fn record(&self, event: AgentEvent);
+
+    /// The agent proposes a different path for its workstream (seed 001's path amendment): the runner
+    /// records it for the next gate and answers with what it recorded, or refuses with a message the agent
+    /// can act on. Without a runner behind the hooks nothing can record it, and the agent is told so.
+    fn propose_path_amendment(
+        &self,
+        _reason: &str,
+        _change: agency_core::event::payload::PathChange,
+    ) -> Result<String, String> {
+        Err("no runner records path amendments for this agent; say it in your report instead".into())
+    }
 }
 
 /// Why a runtime could not run an agent at all (as opposed to the agent failing at its task).

@@ -204,7 +204,14 @@ replies:
     let names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["read_file", "list_files", "grep", "report_result", "raise_signal"]
+        [
+            "read_file",
+            "list_files",
+            "grep",
+            "report_result",
+            "raise_signal",
+            "propose_path_amendment"
+        ]
     );
     let refused = provider.results_sent_in_turn(2);
     assert!(

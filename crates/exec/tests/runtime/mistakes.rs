@@ -193,7 +193,7 @@ replies:
         results[1],
         (
             "there is no tool `readFile` here; the tools are: read_file, list_files, grep, edit_file, \
-             write_file, run_command, submit_teachback, report_result, raise_signal"
+             write_file, run_command, submit_teachback, report_result, raise_signal, propose_path_amendment"
                 .to_owned(),
             true
         )

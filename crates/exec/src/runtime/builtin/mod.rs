@@ -462,6 +462,8 @@ impl Agent<'_> {
                     Err(e) => error(e),
                 };
             }
+            Tool::ProposePathAmendment => args::<ProposedAmendment>(input)
+                .and_then(|a| self.hooks.propose_path_amendment(&a.reason, a.change)),
             Tool::RaiseSignal => {
                 // A signal whose category is another level's, or with a field left empty, goes back to the
                 // agent to fix: it stops work only when it says what a human needs to act on it.
@@ -528,6 +530,15 @@ fn error(content: impl Into<String>) -> Handled {
         content: content.into(),
         is_error: true,
     }
+}
+
+/// `propose_path_amendment`'s arguments: the reason and the seed's change (its workstream empty for the
+/// agent's own).
+#[derive(Debug, serde::Deserialize)]
+struct ProposedAmendment {
+    reason: String,
+    #[serde(flatten)]
+    change: agency_core::event::payload::PathChange,
 }
 
 fn args<T: DeserializeOwned>(input: &Value) -> Result<T, String> {

@@ -50,11 +50,13 @@ pub enum Tool {
     ReportResult,
     /// Raise an algedonic HALT or ALERT; ends the agent.
     RaiseSignal,
+    /// Propose a different tier path for the workstream; informational, decided at the next human gate.
+    ProposePathAmendment,
 }
 
 impl Tool {
     /// Every tool, in the order they are offered.
-    pub const ALL: [Tool; 9] = [
+    pub const ALL: [Tool; 10] = [
         Tool::ReadFile,
         Tool::ListFiles,
         Tool::Grep,
@@ -64,6 +66,7 @@ impl Tool {
         Tool::SubmitTeachback,
         Tool::ReportResult,
         Tool::RaiseSignal,
+        Tool::ProposePathAmendment,
     ];
 
     /// The name the model calls it by.
@@ -78,6 +81,7 @@ impl Tool {
             Tool::SubmitTeachback => "submit_teachback",
             Tool::ReportResult => "report_result",
             Tool::RaiseSignal => "raise_signal",
+            Tool::ProposePathAmendment => "propose_path_amendment",
         }
     }
 
@@ -96,6 +100,7 @@ impl Tool {
                 | Tool::SubmitTeachback
                 | Tool::ReportResult
                 | Tool::RaiseSignal
+                | Tool::ProposePathAmendment
         )
     }
 
@@ -107,9 +112,11 @@ impl Tool {
         );
         // Every agent can raise a signal: a reader (a planner, a judge) that finds a security, data or ethics
         // problem must be able to HALT the run as well as a writer can.
+        // Every tier may propose a different path for its workstream (seed 001): a planner, a squad lead or
+        // an implementer alike. Not in the teachback step, which only restates the task.
         match set {
             Toolset::ReadWrite => true,
-            Toolset::ReadOnly => reads || self == Tool::RaiseSignal,
+            Toolset::ReadOnly => reads || matches!(self, Tool::RaiseSignal | Tool::ProposePathAmendment),
             Toolset::Teachback => reads || matches!(self, Tool::SubmitTeachback | Tool::RaiseSignal),
         }
     }
@@ -260,6 +267,23 @@ impl Tool {
                         "impact",
                         "recommended_action",
                     ],
+                ),
+            ),
+            Tool::ProposePathAmendment => (
+                "Propose a different tier path for your workstream when you find scope it was not planned \
+                 for (an extra squad-lead pass: add_tiers [\"t3\"], insert_before \"t5\"), or a shallower \
+                 path with its reason. It does not stop you: the tiers above are told, and a human approves or \
+                 rejects it at the next gate. Carry on with your task afterwards.",
+                object(
+                    json!({
+                        "reason": {"type": "string", "description": "Why the path should change."},
+                        "workstream": {"type": "string", "description": "Default: your own workstream."},
+                        "add_tiers": {"type": "array", "items": {"type": "string", "enum": ["t2", "t3", "t4"]}},
+                        "insert_before": {"type": "string", "enum": ["t2", "t3", "t4", "t5"]},
+                        "shallower_path": {"type": "array", "items": {"type": "string", "enum": ["t1", "t2", "t3", "t4", "t5"]}},
+                        "shallower_path_reason": {"type": "string"}
+                    }),
+                    &["reason"],
                 ),
             ),
         };
@@ -428,7 +452,14 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["read_file", "list_files", "grep", "report_result", "raise_signal"]
+            [
+                "read_file",
+                "list_files",
+                "grep",
+                "report_result",
+                "raise_signal",
+                "propose_path_amendment"
+            ]
         );
         assert_eq!(Tool::offered_for(Access::ReadWrite).len(), Tool::ALL.len());
         let teachback: Vec<&str> = Tool::offered_for(Toolset::Teachback)
