@@ -3,6 +3,7 @@
 
 use agency_core::event::payload::BriefStatusChange;
 use agency_core::gate::{Gate, GateKind, GateStatus};
+use agency_core::tiers::Conflict;
 use agency_core::{Brief, BriefStatus, NewBrief};
 use agency_flow::gates::AtGate;
 use agency_store::NewGate;
@@ -99,9 +100,24 @@ fn anomalies_of(produced: &Value) -> Vec<String> {
             .map(str::to_owned)
             .collect()
     };
-    let mut flagged: Vec<String> = strings("unresolved_conflicts")
+    // A conflict is `{about, positions: [{specialist, position}]}` (`agency_core::tiers::Conflict`); one
+    // that does not read as that is still shown, as its JSON, rather than dropped.
+    let mut flagged: Vec<String> = produced
+        .get("unresolved_conflicts")
+        .and_then(Value::as_array)
         .into_iter()
-        .map(|c| format!("unresolved conflict: {c}"))
+        .flatten()
+        .map(|c| match serde_json::from_value::<Conflict>(c.clone()) {
+            Ok(conflict) => {
+                let sides: Vec<String> = conflict
+                    .positions
+                    .iter()
+                    .map(|p| format!("{}: {}", p.specialist, p.position))
+                    .collect();
+                format!("unresolved conflict: {} ({})", conflict.about, sides.join("; "))
+            }
+            Err(_) => format!("unresolved conflict: {c}"),
+        })
         .collect();
     flagged.extend(strings("notes").into_iter().map(|n| format!("squad note: {n}")));
     flagged

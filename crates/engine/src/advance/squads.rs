@@ -10,7 +10,8 @@
 //! round's state is the record `mesh/<workstream>/<domain>`, so a runner that restarts goes on from it.
 
 use agency_core::escalation::{Decision, EscalationTarget, Failure};
-use agency_core::event::payload::BriefStatusChange;
+use agency_core::event::payload::{Anomaly, BriefStatusChange};
+use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::GateKind;
 use agency_core::tiers::{SquadOutput, dependency_order};
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
@@ -282,11 +283,34 @@ fn escalate(
         "MESH_ESCALATED",
         format!("{}: {how} — {}", brief.workstream, overlaps_line(overlaps)),
     )?;
+    flag_anomaly(
+        engine,
+        brief,
+        format!("T3 mesh {how}: {}", overlaps_line(overlaps)),
+    )?;
     let decision = Decision::Escalate {
         to: EscalationTarget::Tier(Tier::T2),
     };
     crate::failure::apply(engine, brief, Failure::T3Stuck, decision, &why)?;
     Ok(true)
+}
+
+/// Records a mesh that escalated as an anomaly, so the next tier gate lists it for the human
+/// (docs/protocols.md, "Anomalies on gate summaries").
+fn flag_anomaly(engine: &Engine, brief: &Brief, message: String) -> Result<()> {
+    let mut event = NewEvent::typed(
+        brief.run,
+        EventPayload::Anomaly(Anomaly {
+            source: "mesh".into(),
+            workstream: Some(brief.workstream.clone()),
+            brief: Some(brief.id),
+            message,
+        }),
+    );
+    event.tier = Some(Tier::T3);
+    event.brief = Some(brief.id);
+    engine.store.append_event(event)?;
+    Ok(())
 }
 
 fn expand_squad(engine: &Engine, brief: &Brief, announce: bool) -> Result<Vec<NewBrief>> {
@@ -343,6 +367,15 @@ fn mesh_timeout(engine: &Engine, brief: &Brief, peers: &[&Brief], record: Option
         }
     );
     engine.log(brief.run, Some(Tier::T3), "MESH_TIMEOUT", why.clone())?;
+    flag_anomaly(
+        engine,
+        brief,
+        format!(
+            "T3 mesh timed out after {} minutes: squad leads {} did not commit",
+            engine.config.retry.t3_mesh_timeout_minutes,
+            stuck.join(", ")
+        ),
+    )?;
     let decision = Decision::Escalate {
         to: EscalationTarget::Tier(Tier::T2),
     };
