@@ -63,6 +63,19 @@ fn plain_session_failure(event: &HookEvent, env: &HookEnv, problem: &str) -> Ans
     }
 }
 
+/// The common case answered from a blackboard already open (the gate service's): a PreToolUse the brief's
+/// teachback state allows whatever the configuration says (an open gate, or a call that only reads).
+/// `None` for anything else, which takes the whole decision ([`answer`]): nothing is ever denied here, and
+/// an error reading the brief also falls through, to be reported there.
+pub fn open_gate_allows(store: &dyn Blackboard, id: BriefId, event: &HookEvent) -> Option<Answer> {
+    if event.event_name != "PreToolUse" {
+        return None;
+    }
+    let kind = intercept::classify(event.tool_name.as_deref()?, &event.tool_input);
+    let brief = store.get_brief(id).ok()?;
+    intercept::allowed_regardless(&kind, brief.teachback, brief.teachback_mode()).then_some(Answer::Allow)
+}
+
 fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
     let cwd = event.cwd.as_deref();
     let tool = event

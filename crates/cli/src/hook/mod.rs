@@ -11,7 +11,7 @@
 pub mod answer;
 mod decisions;
 pub mod event;
-mod gate;
+pub(crate) mod gate;
 mod history;
 pub mod locate;
 mod sessions;
@@ -128,8 +128,13 @@ pub fn answer_bytes(input: &[u8], env: &HookEnv) -> (u8, String, String) {
         Ok(event) => gate::answer(&event, env),
         Err(err) => unreadable(env, &err.to_string()),
     };
+    written(&answer)
+}
+
+/// `answer` as the hook writes it: its exit code, stdout and stderr.
+pub fn written(answer: &answer::Answer) -> (u8, String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = answer::write(&answer, &mut out, &mut err);
+    let code = answer::write(answer, &mut out, &mut err);
     (
         code,
         String::from_utf8_lossy(&out).into_owned(),
