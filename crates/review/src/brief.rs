@@ -127,10 +127,17 @@ pub fn render_teachback(brief: &Brief, events: &[Event]) -> String {
         };
         match payload {
             EventPayload::TeachbackSubmitted(sent) => {
+                // The hook records the text it was sent; the runner's own agent records the document
+                // alone, shown in the same bullet form a reviewer reads.
+                let text = sent.text.clone().or_else(|| {
+                    serde_json::from_value::<agency_core::Teachback>(sent.teachback.clone())
+                        .ok()
+                        .map(|document| document.to_string())
+                });
                 block(
                     &mut out,
                     &format!("sent {when}"),
-                    sent.text.as_deref().unwrap_or(""),
+                    text.as_deref().unwrap_or("(no text recorded)"),
                 );
             }
             EventPayload::TeachbackApproved(review) => {
@@ -195,9 +202,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_teachback_history_reads_typed_and_an_unreadable_record_is_said() {
-        let brief = Brief {
+    fn brief() -> Brief {
+        Brief {
             id: BriefId::new(),
             run: RunId::new(),
             parent: None,
@@ -219,7 +225,12 @@ mod tests {
             teachback: agency_core::TeachbackState::Pending,
             claimed_by: None,
             created_at: Utc.with_ymd_and_hms(2026, 11, 27, 6, 0, 0).unwrap(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_teachback_history_reads_typed_and_an_unreadable_record_is_said() {
+        let brief = brief();
         let events = [
             event(
                 EventKind::TeachbackSubmitted,
@@ -251,5 +262,21 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("Edit denied before approval"), "{text}");
+    }
+
+    #[test]
+    fn a_teachback_the_runners_own_agent_sent_shows_its_document() {
+        let document = json!({
+            "building": "a fix for mul.sh", "key_constraints": ["keep the test"], "interfaces": [],
+            "approach": "multiply", "most_likely_wrong": "overflow", "least_confident": "signs"
+        });
+        let brief = brief();
+        let events = [event(
+            EventKind::TeachbackSubmitted,
+            json!({ "teachback": document, "via": "runner" }),
+        )];
+        let text = render_teachback(&brief, &events);
+        assert!(text.contains("- Building: a fix for mul.sh"), "{text}");
+        assert!(text.contains("- Key constraints: keep the test"), "{text}");
     }
 }
