@@ -176,6 +176,18 @@ pub fn claim_lost(claim: &crate::Claim, found: String) -> StoreError {
     }
 }
 
+/// Whether `claim` still holds its brief, which the blackboard has claimed by `holder` in `generation`
+/// (the check of [`crate::Change::HoldsClaim`]).
+pub fn holds_claim(claim: &crate::Claim, holder: Option<&str>, generation: i64) -> bool {
+    holder == Some(claim.holder.as_str()) && generation == claim.generation
+}
+
+/// Whether nobody has claimed `claim`'s brief since its holder gave it back: no new claim has taken a
+/// new generation (the check of [`crate::Change::GaveUpClaim`]).
+pub fn not_claimed_since(claim: &crate::Claim, _holder: Option<&str>, generation: i64) -> bool {
+    generation == claim.generation
+}
+
 /// What [`claim_lost`] reports a brief holds: `running, claimed by X in generation 3`.
 pub fn claim_found(status: &str, holder: Option<&str>, generation: i64) -> String {
     match holder {

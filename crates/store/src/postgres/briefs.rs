@@ -348,29 +348,22 @@ pub fn claim_of<C: GenericClient>(c: &mut C, id: BriefId) -> Result<Option<Claim
 /// UPDATE`) until the transaction ends, so no reclaim or claim can commit between this check and the
 /// writes it fences.
 pub fn check_claim<C: GenericClient>(c: &mut C, claim: &Claim) -> Result<()> {
-    let row = c.query_opt(
-        "SELECT status, claimed_by, claim_generation FROM briefs WHERE id = $1 FOR NO KEY UPDATE",
-        &[&id_text(&claim.brief.0)],
-    )?;
-    let Some(row) = row else {
-        return Err(StoreError::not_found("brief", claim.brief));
-    };
-    let status: String = row.try_get(0)?;
-    let holder: Option<String> = row.try_get(1)?;
-    let generation: i64 = row.try_get(2)?;
-    if holder.as_deref() == Some(claim.holder.as_str()) && generation == claim.generation {
-        return Ok(());
-    }
-    Err(canon::claim_lost(
-        claim,
-        canon::claim_found(&status, holder.as_deref(), generation),
-    ))
+    check_claim_row(c, claim, canon::holds_claim)
 }
 
 /// Fails with `ClaimLost` once `claim`'s brief has been claimed again since its holder gave it back (the
 /// check of [`crate::Change::GaveUpClaim`]); `NotFound` for an unknown brief. The row stays locked until
 /// the transaction ends, as in [`check_claim`].
 pub fn check_gave_up<C: GenericClient>(c: &mut C, claim: &Claim) -> Result<()> {
+    check_claim_row(c, claim, canon::not_claimed_since)
+}
+
+/// Reads and locks `claim`'s brief's row and fails with `ClaimLost` unless `passes` says its claim passes.
+fn check_claim_row<C: GenericClient>(
+    c: &mut C,
+    claim: &Claim,
+    passes: fn(&Claim, Option<&str>, i64) -> bool,
+) -> Result<()> {
     let row = c.query_opt(
         "SELECT status, claimed_by, claim_generation FROM briefs WHERE id = $1 FOR NO KEY UPDATE",
         &[&id_text(&claim.brief.0)],
@@ -381,7 +374,7 @@ pub fn check_gave_up<C: GenericClient>(c: &mut C, claim: &Claim) -> Result<()> {
     let status: String = row.try_get(0)?;
     let holder: Option<String> = row.try_get(1)?;
     let generation: i64 = row.try_get(2)?;
-    if generation == claim.generation {
+    if passes(claim, holder.as_deref(), generation) {
         return Ok(());
     }
     Err(canon::claim_lost(

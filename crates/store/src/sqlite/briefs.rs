@@ -475,27 +475,21 @@ pub fn claim_of(conn: &Connection, id: BriefId) -> Result<Option<Claim>> {
 /// Fails with `ClaimLost` unless `claim`'s holder still holds its brief in its generation (the check of
 /// [`crate::Change::HoldsClaim`]); `NotFound` for an unknown brief.
 pub fn check_claim(conn: &Connection, claim: &Claim) -> Result<()> {
-    let found: Option<(String, Option<String>, i64)> = query_opt(
-        conn,
-        "SELECT status, claimed_by, claim_generation FROM briefs WHERE id = ?1",
-        params![id_text(&claim.brief.0)],
-        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-    )?;
-    let Some((status, holder, generation)) = found else {
-        return Err(StoreError::not_found("brief", claim.brief));
-    };
-    if holder.as_deref() == Some(claim.holder.as_str()) && generation == claim.generation {
-        return Ok(());
-    }
-    Err(canon::claim_lost(
-        claim,
-        canon::claim_found(&status, holder.as_deref(), generation),
-    ))
+    check_claim_row(conn, claim, canon::holds_claim)
 }
 
 /// Fails with `ClaimLost` once `claim`'s brief has been claimed again since its holder gave it back (the
 /// check of [`crate::Change::GaveUpClaim`]); `NotFound` for an unknown brief.
 pub fn check_gave_up(conn: &Connection, claim: &Claim) -> Result<()> {
+    check_claim_row(conn, claim, canon::not_claimed_since)
+}
+
+/// Reads `claim`'s brief's claim and fails with `ClaimLost` unless `passes` says it passes.
+fn check_claim_row(
+    conn: &Connection,
+    claim: &Claim,
+    passes: fn(&Claim, Option<&str>, i64) -> bool,
+) -> Result<()> {
     let found: Option<(String, Option<String>, i64)> = query_opt(
         conn,
         "SELECT status, claimed_by, claim_generation FROM briefs WHERE id = ?1",
@@ -505,7 +499,7 @@ pub fn check_gave_up(conn: &Connection, claim: &Claim) -> Result<()> {
     let Some((status, holder, generation)) = found else {
         return Err(StoreError::not_found("brief", claim.brief));
     };
-    if generation == claim.generation {
+    if passes(claim, holder.as_deref(), generation) {
         return Ok(());
     }
     Err(canon::claim_lost(
