@@ -75,13 +75,24 @@ pub(super) fn gate_summary(
     json!({ "message": message, "produced": produced, "next": next, "anomalies": anomalies })
 }
 
-/// [`gate_summary`] with the anomalies first, as read from the tier's output.
-fn gate_summary_flagged(
-    message: String,
-    anomalies: Vec<String>,
-    produced: Value,
-    next: Vec<String>,
-) -> Value {
+/// Whether `brief`'s gate of `kind` is open and waiting for a human (never, when the gate is disabled).
+pub(super) fn gate_pending(engine: &Engine, brief: &Brief, kind: GateKind) -> Result<bool> {
+    if !engine.config.visibility.gate_enabled(kind) {
+        return Ok(false);
+    }
+    Ok(gate_of(engine, brief, kind)?.is_some_and(|g| g.status == GateStatus::Pending))
+}
+
+/// The summary of a tier's gate: its stored output as `produced`, what it flags as anomalies (see
+/// [`anomalies_of`]), and `next`.
+pub(super) fn tier_summary(engine: &Engine, brief: &Brief, message: String, next: Vec<String>) -> Value {
+    let produced = engine
+        .artifact_of(brief.run, brief.id, output_name)
+        .ok()
+        .flatten()
+        .and_then(|a| serde_json::from_slice::<Value>(&a.bytes).ok())
+        .unwrap_or(Value::Null);
+    let anomalies = anomalies_of(&produced);
     gate_summary(message, produced, next, anomalies)
 }
 
@@ -149,22 +160,12 @@ pub(super) fn gated_expand(
         .map(|c| format!("{} {}", c.tier, c.title))
         .collect();
     let summary = || {
-        let produced = engine
-            .artifact_of(brief.run, brief.id, output_name)
-            .ok()
-            .flatten()
-            .and_then(|a| serde_json::from_slice::<Value>(&a.bytes).ok())
-            .unwrap_or(Value::Null);
-        gate_summary_flagged(
-            format!(
-                "{} {} ready for review",
-                brief.tier.as_str().to_ascii_uppercase(),
-                brief.title
-            ),
-            anomalies_of(&produced),
-            produced,
-            next,
-        )
+        let message = format!(
+            "{} {} ready for review",
+            brief.tier.as_str().to_ascii_uppercase(),
+            brief.title
+        );
+        tier_summary(engine, brief, message, next)
     };
     match at_gate(engine, brief, kind, summary)? {
         AtGate::Wait | AtGate::Open => Ok(false),

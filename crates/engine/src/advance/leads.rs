@@ -6,7 +6,7 @@
 
 use agency_core::escalation::{Decision, Failure};
 use agency_core::event::payload::BriefStatusChange;
-use agency_core::gate::{GateKind, GateStatus};
+use agency_core::gate::GateKind;
 use agency_core::tiers::{
     ARBITRATE_TITLE, ArbitrationOutput, BriefRole, LeadOutput, SYNTHESIS_TITLE, SpecialistOutput,
     SynthesisOutput, VALIDATE_TITLE, ValidationOutput,
@@ -16,10 +16,9 @@ use agency_flow::conflicts::{ConflictStep, brief_for, problems};
 use agency_flow::gates::AtGate;
 use agency_flow::latest_of;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::gates::{at_gate, finish, gate_of, gate_summary};
-use crate::artifacts::output_name;
+use super::gates::{at_gate, finish, gate_pending, tier_summary};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::plan::{approved, output_of, write_children};
@@ -419,12 +418,7 @@ fn canonical(engine: &Engine, brief: &Brief, specialists: &[&Brief]) -> Result<b
             Some(_) => return Ok(false),
         }
         let kind = GateKind::T2Synthesis;
-        let gate = if engine.config.visibility.gate_enabled(kind) {
-            gate_of(engine, brief, kind)?
-        } else {
-            None
-        };
-        if gate.as_ref().is_some_and(|g| g.status == GateStatus::Pending) {
+        if gate_pending(engine, brief, kind)? {
             return Ok(false);
         }
         let mut next = Vec::new();
@@ -436,15 +430,7 @@ fn canonical(engine: &Engine, brief: &Brief, specialists: &[&Brief]) -> Result<b
                     .map(|s| format!("t3 {} (owned by {})", s.title, spec.title)),
             );
         }
-        let summary = || {
-            let produced = engine
-                .artifact_of(brief.run, brief.id, output_name)
-                .ok()
-                .flatten()
-                .and_then(|a| serde_json::from_slice::<Value>(&a.bytes).ok())
-                .unwrap_or(Value::Null);
-            gate_summary("T2 synthesis ready for review".into(), produced, next, vec![])
-        };
+        let summary = || tier_summary(engine, brief, "T2 synthesis ready for review".into(), next);
         match at_gate(engine, brief, kind, summary)? {
             AtGate::Wait | AtGate::Open => return Ok(false),
             AtGate::Rejected => return Ok(true),
