@@ -162,19 +162,6 @@ impl ClaudeCodeRuntime {
         })
     }
 
-    /// A capability on the relay for one agent, when the runner has a relay and a key to keep.
-    fn relay_ticket(&self) -> Result<Option<Ticket>, RuntimeError> {
-        let Some(relay) = &self.relay else {
-            return Ok(None);
-        };
-        let Some(route) = self.model_route(&|name| std::env::var(name).ok()) else {
-            return Ok(None);
-        };
-        relay.issue(route).map(Some).map_err(|e| {
-            RuntimeError::Other(format!("cannot issue a capability on the model-key relay: {e}"))
-        })
-    }
-
     /// The PreToolUse registration passed with `--settings`: every tool call goes to `agency hook`.
     pub fn settings(&self) -> serde_json::Value {
         let command = format!("{} hook", shell_word(&self.agency.to_string_lossy()));
@@ -328,7 +315,11 @@ impl Runtime for ClaudeCodeRuntime {
                 .map(|s| s.trim().to_owned())
                 .filter(|s| !s.is_empty());
             let gate = issue_gate(self.gate.as_deref(), task)?;
-            let ticket = self.relay_ticket()?;
+            let ticket = super::external::issue_relay(self.relay.as_deref(), || {
+                self.model_route(&|name| std::env::var(name).ok())
+                    .map(|route| ((), route))
+            })?
+            .map(|((), ticket)| ticket);
             let mut secrets = self.secrets.clone();
             secrets.extend(gate.as_ref().map(|g| g.token().to_owned()));
             secrets.extend(ticket.as_ref().map(|t| t.token().to_owned()));
@@ -417,20 +408,13 @@ impl Runtime for ClaudeCodeRuntime {
 
 #[cfg(test)]
 mod tests {
+    use super::super::host_env as host;
     use super::*;
 
     fn runtime(inherit: &[&str]) -> ClaudeCodeRuntime {
         let mut runtime = ClaudeCodeRuntime::new("/bin/agency", "/x/agency.db", "/x/agents");
         runtime.inherit_env = inherit.iter().map(|s| (*s).to_owned()).collect();
         runtime
-    }
-
-    fn host(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
-            vars.iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| (*v).to_owned())
-        }
     }
 
     #[test]

@@ -161,6 +161,25 @@ pub fn hook_readable(agency: &Path) -> Vec<PathBuf> {
     std::fs::canonicalize(agency).into_iter().collect()
 }
 
+/// A capability on the runner's model-key relay for the route `route` gives, when the runtime has a relay
+/// and there is a key to keep (`route` gives one); with what the route came with (pi's provider name). An
+/// error stops the agent before it starts: it would have had no way to its model without its key.
+pub(crate) fn issue_relay<T>(
+    relay: Option<&agency_relay::KeyRelay>,
+    route: impl FnOnce() -> Option<(T, agency_relay::Route)>,
+) -> Result<Option<(T, agency_relay::Ticket)>, RuntimeError> {
+    let Some(relay) = relay else {
+        return Ok(None);
+    };
+    let Some((with, route)) = route() else {
+        return Ok(None);
+    };
+    relay
+        .issue(route)
+        .map(|ticket| Some((with, ticket)))
+        .map_err(|e| RuntimeError::Other(format!("cannot issue a capability on the model-key relay: {e}")))
+}
+
 /// A capability for `task`'s agent from the runner's gate service, when the runtime has one. An error
 /// stops the agent before it starts: its gate could not answer it.
 pub fn issue_gate(

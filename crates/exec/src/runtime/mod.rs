@@ -372,3 +372,13 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>>;
 }
+
+/// A host environment of `vars` alone, for the runtimes' tests of what they read from the runner's.
+#[cfg(test)]
+fn host_env(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        vars.iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| (*v).to_owned())
+    }
+}

@@ -162,21 +162,6 @@ impl PiRuntime {
         Some((name, Route { upstream, auth }))
     }
 
-    /// A capability on the relay for one agent and the provider it serves, when the runner has a relay and
-    /// a key to keep.
-    fn relay_ticket(&self) -> Result<Option<(String, Ticket)>, RuntimeError> {
-        let (Some(relay), Some((name, route))) = (&self.relay, self.model_route(&|v| std::env::var(v).ok()))
-        else {
-            return Ok(None);
-        };
-        relay
-            .issue(route)
-            .map(|ticket| Some((name, ticket)))
-            .map_err(|e| {
-                RuntimeError::Other(format!("cannot issue a capability on the model-key relay: {e}"))
-            })
-    }
-
     /// The agent's `models.json` with provider `name` pointed at the relay (`ticket`) and a placeholder key
     /// (a literal: no variable has its name). A built-in provider keeps its models (pi overlays an entry of
     /// its name on them).
@@ -394,7 +379,9 @@ impl Runtime for PiRuntime {
             let home = self.home(task);
             std::fs::create_dir_all(&home)
                 .map_err(|e| RuntimeError::Other(format!("cannot create {}: {e}", home.display())))?;
-            let ticket = self.relay_ticket()?;
+            let ticket = super::external::issue_relay(self.relay.as_deref(), || {
+                self.model_route(&|name| std::env::var(name).ok())
+            })?;
             let models_json = match &ticket {
                 Some((name, ticket)) => Some(self.models_through(name, ticket)),
                 None => self.models_json.clone(),
@@ -682,15 +669,8 @@ fn gate_tool_name(pi_name: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    use super::super::host_env as host;
     use super::*;
-
-    fn host(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
-            vars.iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| (*v).to_owned())
-        }
-    }
 
     #[test]
     fn a_relayed_pi_calls_its_endpoint_through_the_relay_with_a_placeholder_key() {
