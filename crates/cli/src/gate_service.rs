@@ -402,27 +402,29 @@ impl Inner {
 
     /// The hook's answer to `event`, kept in `record` when it decides a tool call.
     fn hook(&self, id: BriefId, record: &DecisionRecord, event: &Value) -> Value {
-        let env = HookEnv {
-            brief: Some(id.to_string()),
-            db: self.setup.db.clone(),
-            config: self.setup.config.clone(),
-            rollout: Some(self.setup.rollout.as_str().to_owned()),
-            cwd: None,
-            gate: None,
-        };
-        if env.db.is_none() {
+        if self.setup.db.is_none() {
             return json!({"error": "this run's blackboard is not a SQLite file: no hook-gated agent can run on it"});
         }
-        let bytes = serde_json::to_vec(event).unwrap_or_default();
         // Most calls of a working agent are allowed by its brief's state alone: answered from the runner's
         // open blackboard, without the fresh SQLite handle (and, on a denial, team.yaml) the command hook's
         // path opens for every call. The same decision: anything it does not allow takes that path.
-        let fast = crate::hook::event::parse(&bytes)
+        let fast = crate::hook::event::from_value(event)
             .ok()
             .and_then(|parsed| crate::hook::gate::open_gate_allows(self.setup.store.as_ref(), id, &parsed));
         let (code, stdout, stderr) = match fast {
             Some(answer) => crate::hook::written(&answer),
-            None => crate::hook::answer_bytes(&bytes, &env),
+            None => {
+                let env = HookEnv {
+                    brief: Some(id.to_string()),
+                    db: self.setup.db.clone(),
+                    config: self.setup.config.clone(),
+                    rollout: Some(self.setup.rollout.as_str().to_owned()),
+                    cwd: None,
+                    gate: None,
+                };
+                let bytes = serde_json::to_vec(event).unwrap_or_default();
+                crate::hook::answer_bytes(&bytes, &env)
+            }
         };
         if let Some(decision) = GateDecision::of_answer(event, code, &stdout) {
             record.push(decision);

@@ -58,6 +58,11 @@ pub const MAX_INPUT_BYTES: usize = 16 * 1024 * 1024;
 /// Parses one hook event.
 pub fn parse(bytes: &[u8]) -> Result<HookEvent, MalformedEvent> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| MalformedEvent::NotJson(e.to_string()))?;
+    from_value(&value)
+}
+
+/// Reads one hook event already parsed as JSON (the gate service receives it inside its request).
+pub fn from_value(value: &Value) -> Result<HookEvent, MalformedEvent> {
     let text = |key: &str| value.get(key).and_then(Value::as_str).map(String::from);
     let event_name = text("hook_event_name").ok_or(MalformedEvent::NoEventName)?;
     let client = if value.get("turn_id").is_some() {
