@@ -19,7 +19,6 @@
 //! A process that dies without a word (SIGKILL) cannot stop its children: [`ProcessIdentity`] records who a
 //! child is so that whoever takes over can stop what is left of it ([`stop_leftover`]).
 
-mod cancel;
 mod capture;
 pub mod cost;
 mod leftover;
@@ -42,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
 
-pub use cancel::CancelToken;
+pub use agency_cancel::CancelToken;
 pub use capture::Captured;
 pub use leftover::{Leftover, ProcessIdentity, stop_leftover};
 pub use spec::{CommandSpec, DEFAULT_KILL_GRACE, DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, EnvPolicy};
@@ -399,6 +398,13 @@ fn start(
     }
 }
 
+/// Makes a watch's eventfd readable, waking its `poll`. It cannot fail short of the counter overflowing,
+/// which one ring per run never approaches; a failure would leave the run to its deadline, so there is
+/// nothing better to do.
+fn ring(waker: &OwnedFd) {
+    let _ = rustix::io::write(waker, &1u64.to_ne_bytes());
+}
+
 /// How long to wait before each new try at starting a program the kernel calls busy (see
 /// [`spawn_unless_busy`]): about 0.1 s in all.
 const BUSY_RETRIES: [Duration; 4] = [
@@ -537,7 +543,7 @@ fn supervise(
     };
     let _registration = cancel
         .zip(watch.cancel_waker())
-        .map(|(token, waker)| token.register(waker));
+        .map(|(token, waker)| token.on_cancel(move || ring(&waker)));
 
     let first = watch.until(Goal::ExitOrCancel, Some(start + spec.timeout));
     let (timed_out, cancelled) = match first {

@@ -203,10 +203,10 @@ impl Provider for AnthropicClient {
         sink: EventSink<'a>,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<Response, LlmError>> {
-        Box::pin(cancel.run(http::within(
-            self.config.timeouts.request,
-            self.call(request, sink),
-        )))
+        Box::pin(crate::cancel::run(
+            cancel,
+            http::within(self.config.timeouts.request, self.call(request, sink)),
+        ))
     }
 }
 

@@ -192,10 +192,10 @@ impl Provider for OpenAiClient {
         sink: EventSink<'a>,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<Response, LlmError>> {
-        Box::pin(cancel.run(http::within(
-            self.config.timeouts.request,
-            self.call(request, sink),
-        )))
+        Box::pin(crate::cancel::run(
+            cancel,
+            http::within(self.config.timeouts.request, self.call(request, sink)),
+        ))
     }
 }
 

@@ -163,12 +163,7 @@ impl<P: Provider> Retrying<P> {
                 stalled: error.is_stall(),
             });
             let sleep = (self.policy.sleep)(delay);
-            cancel
-                .run(async {
-                    sleep.await;
-                    Ok(())
-                })
-                .await?;
+            cancel.until_cancelled(sleep).await.ok_or(LlmError::Cancelled)?;
             attempt += 1;
         }
     }

@@ -374,7 +374,10 @@ impl Provider for ScriptedProvider {
         sink: EventSink<'a>,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<Response, LlmError>> {
-        Box::pin(cancel.run(async move { self.answer(request, sink) }))
+        Box::pin(crate::cancel::run(
+            cancel,
+            async move { self.answer(request, sink) },
+        ))
     }
 }
 

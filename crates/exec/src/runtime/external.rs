@@ -121,15 +121,6 @@ pub struct Driven {
     pub stop: Option<AgentStop>,
 }
 
-/// Cancels the process token when dropped, so a child never outlives the future that drives it.
-struct CancelOnDrop(process::CancelToken);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
-
 /// `spec` wrapped in the task's OS sandbox ([`crate::sandbox`]): the worktree writable, with `writable` and
 /// `readable` the runtime's own needs (its private HOME, the hook's blackboard and configuration). A
 /// sandbox that cannot be set up is an error: the agent is not started bare. A program that is not
@@ -220,9 +211,10 @@ pub async fn drive(
     hooks: &dyn AgentHooks,
     mut on_line: impl FnMut(&str) -> Flow,
 ) -> Result<Driven, RuntimeError> {
-    let token = process::CancelToken::new();
-    let guard = CancelOnDrop(token.clone());
-    let mut child = process::spawn(&spec, &token).map_err(|e| match e {
+    // The child's own token: a cancelled run reaches it, and dropping this future (at the agent's time limit,
+    // say) cancels it, so a child never outlives the future that drives it.
+    let guard = cancel.child().cancel_on_drop();
+    let mut child = process::spawn(&spec, guard.token()).map_err(|e| match e {
         ProcessError::ProgramNotFound { program, .. } => RuntimeError::NotInstalled {
             runtime: runtime.to_owned(),
             program,
@@ -294,7 +286,7 @@ pub async fn drive(
     }
     drop(stdin);
     if stop.is_some() {
-        token.cancel();
+        guard.token().cancel();
     }
     let waited = tokio::task::spawn_blocking(move || child.wait()).await;
     drop(guard);

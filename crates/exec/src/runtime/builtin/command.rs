@@ -29,16 +29,6 @@ pub struct CommandArgs {
     timeout_secs: Option<u64>,
 }
 
-/// Cancels the process token when dropped, so a command outlives neither a cancelled run nor an agent
-/// whose future was dropped at its time limit.
-struct CancelOnDrop(process::CancelToken);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
-
 /// Runs the command and describes how it ended.
 pub async fn run_command(
     confinement: &Confinement,
@@ -77,16 +67,11 @@ pub async fn run_command(
     let spec = sandbox
         .confine(spec, confinement.root())
         .map_err(|e| format!("the command was not run: {e}"))?;
-    let token = process::CancelToken::new();
-    let guard = CancelOnDrop(token.clone());
-    let mut job = tokio::task::spawn_blocking(move || process::run_cancellable(&spec, &token));
-    let joined = tokio::select! {
-        joined = &mut job => joined,
-        () = cancel.cancelled() => {
-            guard.0.cancel();
-            job.await
-        }
-    };
+    // The command's own token: a cancelled run reaches it, and dropping this future (an agent stopped at its
+    // time limit) cancels it, so the command outlives neither.
+    let guard = cancel.child().cancel_on_drop();
+    let token = guard.token().clone();
+    let joined = tokio::task::spawn_blocking(move || process::run_cancellable(&spec, &token)).await;
     drop(guard);
     let output = joined
         .map_err(|e| format!("the command's supervisor failed: {e}"))?
