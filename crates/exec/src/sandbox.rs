@@ -290,8 +290,8 @@ impl SandboxPolicy {
         // they find it, and theirs cannot be set up inside this one (it must create mount points in the
         // read-only git directory); without it they work as where it is not installed.
         let parent_path = std::env::var_os("PATH");
-        if let Ok(bwrap) = process::resolve_program(self.program.as_os_str(), None, parent_path.as_deref()) {
-            hide(&mut args, &[bwrap.path])?;
+        if let Ok(bwrap) = process::find_program(self.program.as_os_str(), None, parent_path.as_deref()) {
+            hide(&mut args, &[bwrap])?;
         }
         private_home(&mut args, spec, &writable);
         args.extend([OsString::from("--chdir"), cwd.into_os_string()]);
@@ -403,8 +403,8 @@ fn env_var(spec: &CommandSpec, name: &str) -> Option<OsString> {
 /// The executable `spec` names, found as [`process::run`] would find it.
 fn resolve(spec: &CommandSpec) -> Result<PathBuf, ProcessError> {
     let path = env_var(spec, "PATH").or_else(|| std::env::var_os("PATH"));
-    let resolved = process::resolve_program(&spec.program, spec.cwd.as_deref(), path.as_deref())?;
-    Ok(std::path::absolute(&resolved.path).unwrap_or(resolved.path))
+    let resolved = process::find_program(&spec.program, spec.cwd.as_deref(), path.as_deref())?;
+    Ok(std::path::absolute(&resolved).unwrap_or(resolved))
 }
 
 /// `path` with symbolic links resolved (bwrap mounts on the real path), or an error naming it.

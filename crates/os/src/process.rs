@@ -595,6 +595,17 @@ fn supervise(
     })
 }
 
+/// The executable a child started as `program` would run, looked for as [`run`] looks: a path with a
+/// directory is taken as it is (relative to `cwd`), a bare name along `path`. For a wrapper (the sandbox)
+/// that must name the real program in its own argv.
+pub fn find_program(
+    program: &OsStr,
+    cwd: Option<&Path>,
+    path: Option<&OsStr>,
+) -> Result<PathBuf, ProcessError> {
+    resolve_program(program, cwd, path).map(|found| found.path)
+}
+
 /// An executable found for a program name.
 #[derive(Debug)]
 pub(crate) struct Resolved {
