@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use super::locate::KeyLines;
+use super::locate::{KeyLines, join};
 use serde_saphyr::{DefaultMessageFormatter, Error as YamlError, MessageFormatter};
 
 /// One thing wrong with a configuration, located as precisely as is known.
@@ -186,15 +186,6 @@ fn fallback_message(err: &YamlError) -> String {
 fn known_prefix(serde_path: &str) -> String {
     let known = serde_path.split('?').next().unwrap_or("");
     known.trim_matches('.').to_string()
-}
-
-/// `parent.child`, or `child` at the root.
-pub(crate) fn join(parent: &str, child: &str) -> String {
-    if parent.is_empty() {
-        child.to_string()
-    } else {
-        format!("{parent}.{child}")
-    }
 }
 
 /// A value as shown in a message: in double quotes, with quotes and control characters escaped.

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 
 use serde_saphyr::granit_parser::{Event, Parser};
 
-use super::error::join;
 
 /// Line numbers by dotted path, from one pass over the parser's events.
 #[derive(Debug, Default)]
@@ -103,5 +102,14 @@ impl KeyLines {
             let cut = path.rfind(['.', '['])?;
             path = &path[..cut];
         }
+    }
+}
+
+/// `parent.child`, or `child` at the root.
+pub(crate) fn join(parent: &str, child: &str) -> String {
+    if parent.is_empty() {
+        child.to_string()
+    } else {
+        format!("{parent}.{child}")
     }
 }
