@@ -119,5 +119,62 @@ impl From<std::io::Error> for CommandError {
     }
 }
 
+impl From<agency_store::StoreError> for CommandError {
+    /// Keeps the store's message; a run or brief that is not there (or ambiguous) is [`ErrorKind::NotFound`]
+    /// with a hint, a gate already decided is [`ErrorKind::NothingToDo`].
+    fn from(err: agency_store::StoreError) -> Self {
+        use agency_store::StoreError;
+        let kind = match &err {
+            StoreError::NotFound { .. } | StoreError::AmbiguousId { .. } => ErrorKind::NotFound,
+            StoreError::NoPendingGate { .. } | StoreError::GateAlreadyDecided { .. } => {
+                ErrorKind::NothingToDo
+            }
+            StoreError::InvalidId { .. } => ErrorKind::Input,
+            _ => ErrorKind::Internal,
+        };
+        let mut error = CommandError::new(kind, err.to_string());
+        if let StoreError::AmbiguousId { .. } = err {
+            error =
+                error.hint("type more characters of the id; `agency runs` and `agency inspect` show them");
+        }
+        if let StoreError::NotFound { .. } = err {
+            error = error.hint("`agency runs` lists the runs on this blackboard");
+        }
+        error
+    }
+}
+
+impl From<agency_engine::EngineError> for CommandError {
+    /// A store error as the store's; a configuration the engine refuses is the user's input.
+    fn from(err: agency_engine::EngineError) -> Self {
+        match err {
+            agency_engine::EngineError::Store(e) => e.into(),
+            agency_engine::EngineError::Config(m) => CommandError::input(m),
+            other => CommandError::internal(other.to_string()),
+        }
+    }
+}
+
+impl From<agency_engine::assembly::AssemblyError> for CommandError {
+    /// The refusal's message and hint; the machine's failures (a gate service that did not start) are
+    /// internal.
+    fn from(err: agency_engine::assembly::AssemblyError) -> Self {
+        use agency_engine::assembly::AssemblyError;
+        if let AssemblyError::Engine(err) = err {
+            return err.into();
+        }
+        let hint = err.hint();
+        let mut error = if err.is_input() {
+            CommandError::input(err.to_string())
+        } else {
+            CommandError::internal(err.to_string())
+        };
+        if let Some(hint) = hint {
+            error = error.hint(hint);
+        }
+        error
+    }
+}
+
 /// The result type of every command.
 pub type CommandResult<T = ()> = Result<T, CommandError>;

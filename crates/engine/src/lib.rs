@@ -8,6 +8,7 @@
 pub mod advance;
 pub mod amendments;
 mod artifacts;
+pub mod assembly;
 mod board_review;
 pub mod branches;
 pub mod budget;

@@ -7,9 +7,9 @@
 use std::fs;
 use std::path::Path;
 
-use agency_core::config::{PersonalitiesConfig, TeamConfig, parse_team_config};
+use agency_core::config::{TeamConfig, parse_team_config};
 use agency_core::gate::GateKind;
-use agency_exec::runtime::personality::{Personalities, PersonalityError};
+use agency_exec::runtime::personality::Personalities;
 use clap::Subcommand;
 
 use crate::commands::Context;
@@ -85,12 +85,9 @@ pub fn usd_budgets_priced(
     path: &str,
     calling: impl Fn(agency_core::Tier) -> bool,
 ) -> CommandResult {
-    config.unpriced_under_usd_budget(calling).map_err(|unpriced| {
-        CommandError::input(format!("{path}: {unpriced}")).hint(
-            "a price is USD per million tokens, from the provider's price list; or drop the `usd:` limit and \
-             keep a `tokens:` one",
-        )
-    })
+    Ok(agency_engine::assembly::usd_budgets_priced(
+        config, path, calling,
+    )?)
 }
 
 /// Loads the talent pool team.yaml configures and checks every slug its registry names, so a missing
@@ -99,29 +96,5 @@ pub fn usd_budgets_priced(
 /// would name personalities that cannot be found. `path` names team.yaml, `root` is the repository `dir`
 /// is relative to.
 pub fn personalities_ready(config: &TeamConfig, path: &str, root: &Path) -> CommandResult<Personalities> {
-    let wanted = &config.personalities;
-    if wanted.dir.is_none() && wanted.registry != PersonalitiesConfig::default().registry {
-        return Err(CommandError::input(format!(
-            "{path}: personalities.registry names personalities but personalities.dir is not set, so none \
-             of them can be found"
-        ))
-        .hint(
-            "set personalities.dir to a checkout of agency-agents (a folder of division folders of .md \
-             personalities), or remove the registry to use agency's own personalities",
-        ));
-    }
-    Personalities::from_config(wanted, root).map_err(|err| {
-        let hint = match err {
-            PersonalityError::Read { .. } => {
-                "personalities.dir is relative to the repository's top level; clone agency-agents there or \
-                 point dir at an existing checkout"
-            }
-            PersonalityError::Unknown(_) => {
-                "a slug is a personality file's name without `.md`; files without front matter (READMEs, \
-                 playbooks) are not personalities"
-            }
-            _ => "fix the file named above",
-        };
-        CommandError::input(format!("{path}: {err}")).hint(hint)
-    })
+    Ok(agency_engine::assembly::personalities_ready(config, path, root)?)
 }

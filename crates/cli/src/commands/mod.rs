@@ -82,20 +82,7 @@ impl Context {
 
 /// Maps a store error to the CLI's error, keeping the store's message.
 pub fn store_error(err: StoreError) -> CommandError {
-    let kind = match &err {
-        StoreError::NotFound { .. } | StoreError::AmbiguousId { .. } => ErrorKind::NotFound,
-        StoreError::NoPendingGate { .. } | StoreError::GateAlreadyDecided { .. } => ErrorKind::NothingToDo,
-        StoreError::InvalidId { .. } => ErrorKind::Input,
-        _ => ErrorKind::Internal,
-    };
-    let mut error = CommandError::new(kind, err.to_string());
-    if let StoreError::AmbiguousId { .. } = err {
-        error = error.hint("type more characters of the id; `agency runs` and `agency inspect` show them");
-    }
-    if let StoreError::NotFound { .. } = err {
-        error = error.hint("`agency runs` lists the runs on this blackboard");
-    }
-    error
+    err.into()
 }
 
 /// Resolves what the user typed (a short or full id, or any unique part at either end) to a run.
