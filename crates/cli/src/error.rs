@@ -176,5 +176,28 @@ impl From<agency_engine::assembly::AssemblyError> for CommandError {
     }
 }
 
+impl From<agency_engine::teachback_review::ReviewError> for CommandError {
+    /// An empty correction is bad input; any other refused action is one the teachback's state does not
+    /// allow, with where to see that state.
+    fn from(err: agency_engine::teachback_review::ReviewError) -> Self {
+        use agency_core::teachback::TeachbackError;
+        use agency_engine::teachback_review::ReviewError;
+        match err {
+            ReviewError::Store(err) => err.into(),
+            ReviewError::Transition {
+                ref brief,
+                ref source,
+            } => {
+                let kind = match source {
+                    TeachbackError::EmptyCorrections => ErrorKind::Input,
+                    TeachbackError::Illegal { .. } => ErrorKind::NothingToDo,
+                };
+                let hint = format!("`agency teachback show {brief}` shows where it stands");
+                CommandError::new(kind, err.to_string()).hint(hint)
+            }
+        }
+    }
+}
+
 /// The result type of every command.
 pub type CommandResult<T = ()> = Result<T, CommandError>;

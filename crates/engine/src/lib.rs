@@ -41,6 +41,7 @@ mod spawn;
 mod stall;
 pub mod task;
 pub mod teachback_gate;
+pub mod teachback_review;
 mod verify;
 
 pub use claimer::Role;
