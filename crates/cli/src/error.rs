@@ -119,6 +119,21 @@ impl From<std::io::Error> for CommandError {
     }
 }
 
+impl From<agency_exec::GitError> for CommandError {
+    /// A git command that failed where the user's input was already checked: the machine's problem.
+    fn from(err: agency_exec::GitError) -> Self {
+        CommandError::internal(err.to_string())
+    }
+}
+
+impl From<serde_json::Error> for CommandError {
+    /// Serialising agency's own values for `--json` output: it cannot fail on valid data, so it is internal.
+    /// Parsing the user's JSON maps its error explicitly, naming the file.
+    fn from(err: serde_json::Error) -> Self {
+        CommandError::internal(err.to_string())
+    }
+}
+
 impl From<agency_store::StoreError> for CommandError {
     /// Keeps the store's message; a run or brief that is not there (or ambiguous) is [`ErrorKind::NotFound`]
     /// with a hint, a gate already decided is [`ErrorKind::NothingToDo`].

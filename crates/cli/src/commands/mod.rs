@@ -64,7 +64,7 @@ impl Context {
                     .hint("run `agency init` at the top of your git repository"),
             );
         }
-        let store = ws.db.open().map_err(store_error)?;
+        let store = ws.db.open()?;
         Ok(RedactingBlackboard::wrap(store, self.redactor()))
     }
 
@@ -87,15 +87,14 @@ pub fn store_error(err: StoreError) -> CommandError {
 
 /// Resolves what the user typed (a short or full id, or any unique part at either end) to a run.
 pub fn resolve_run(store: &dyn Blackboard, typed: &str) -> CommandResult<RunId> {
-    store.resolve_run(typed).map_err(store_error)
+    Ok(store.resolve_run(typed)?)
 }
 
 /// The gate `approve`/`reject` act on: the oldest pending gate that is not a manual pause (a pause is
 /// released with `agency resume`, so approving a plan never silently un-pauses a run).
 pub fn gate_to_decide(store: &dyn Blackboard, run: RunId) -> CommandResult<Gate> {
     let pending: Vec<Gate> = store
-        .list_gates(run)
-        .map_err(store_error)?
+        .list_gates(run)?
         .into_iter()
         .filter(|g| g.status == GateStatus::Pending)
         .collect();

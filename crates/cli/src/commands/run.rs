@@ -108,7 +108,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
                 (Some(replay), None, None) => replay.manifest().goal.clone(),
                 _ => goal_text(&args)?,
             };
-            let run = runner.engine.start(&goal).map_err(engine_error)?;
+            let run = runner.engine.start(&goal)?;
             crate::commands::attached::record_resume_command(
                 store.as_ref(),
                 run.id,
@@ -147,7 +147,7 @@ fn start_cassette(
     run: agency_core::RunId,
     auto_approve: bool,
 ) -> CommandResult {
-    let goal = store.get_run(run).map_err(store_error)?.goal;
+    let goal = store.get_run(run)?.goal;
     let dir = recorder
         .start(&Manifest {
             format: cassette::FORMAT,
@@ -406,9 +406,7 @@ fn announce_runtimes(
         tiers: Some(tiers),
         ..LogLine::new("normal", Some("RUNTIMES"), message)
     });
-    store
-        .append_event(NewEvent::typed(run, payload))
-        .map_err(store_error)?;
+    store.append_event(NewEvent::typed(run, payload))?;
     Ok(())
 }
 
