@@ -4,16 +4,15 @@
 //! `agency config explain`: what each tier (and the judge) will use — runtime and why, capability level,
 //! provider, endpoint, model, price, and the key variable with whether it is set (never its value).
 
-use std::fs;
 use std::path::Path;
 
-use agency_core::config::{TeamConfig, parse_team_config};
+use agency_core::config::TeamConfig;
 use agency_core::gate::GateKind;
 use agency_exec::runtime::personality::Personalities;
 use clap::Subcommand;
 
 use crate::commands::Context;
-use crate::error::{CommandError, CommandResult, ErrorKind};
+use crate::error::CommandResult;
 
 /// `agency config ...`
 #[derive(Debug, Subcommand)]
@@ -33,26 +32,13 @@ pub fn run(ctx: &Context, cmd: ConfigCommand) -> CommandResult {
     }
 }
 
-/// Reads and validates the configuration the current workspace uses.
+/// Reads and validates the configuration the current workspace uses ([`Context::team_config`]).
 pub fn load(ctx: &Context) -> CommandResult<(String, TeamConfig)> {
-    let path = match &ctx.overrides.config {
-        Some(path) => path.clone(),
-        None => ctx.workspace()?.config,
-    };
-    let text = fs::read_to_string(&path).map_err(|err| {
-        CommandError::new(
-            ErrorKind::NoWorkspace,
-            format!("cannot read {}: {err}", path.display()),
-        )
-        .hint("run `agency init` to write a default team.yaml")
-    })?;
-    let shown = path.display().to_string();
-    let config = parse_team_config(&text, &shown).map_err(|err| CommandError::input(err.to_string()))?;
-    Ok((shown, config))
+    ctx.team_config()
 }
 
 fn check(ctx: &Context) -> CommandResult {
-    let (path, config) = load(ctx)?;
+    let (path, config) = ctx.team_config()?;
     // Every tier may call its model in a live run.
     usd_budgets_priced(&config, &path, |_| true)?;
     let root = match ctx.workspace() {

@@ -68,12 +68,33 @@ impl Context {
         Ok(RedactingBlackboard::wrap(store, self.redactor()))
     }
 
+    /// Reads and validates the configuration this workspace uses (or `--config`'s): its path as shown in
+    /// messages, and what it says. A file that cannot be read means no workspace here.
+    pub fn team_config(&self) -> CommandResult<(String, TeamConfig)> {
+        let path = match &self.overrides.config {
+            Some(path) => path.clone(),
+            None => self.workspace()?.config,
+        };
+        let text = std::fs::read_to_string(&path).map_err(|err| {
+            CommandError::new(
+                ErrorKind::NoWorkspace,
+                format!("cannot read {}: {err}", path.display()),
+            )
+            .hint("run `agency init` to write a default team.yaml")
+        })?;
+        let shown = path.display().to_string();
+        let config = agency_core::config::parse_team_config(&text, &shown)
+            .map_err(|err| CommandError::input(err.to_string()))?;
+        Ok((shown, config))
+    }
+
     /// What is redacted from everything this invocation writes to the blackboard: the values of this
     /// process's variables whose names look secret, of those team.yaml reads secrets from, and known token
     /// shapes. A team.yaml that cannot be read gives the default configuration's variables: the command
     /// that needs it reports why.
     pub fn redactor(&self) -> Redactor {
-        let names = config::load(self)
+        let names = self
+            .team_config()
             .map(|(_, team)| team.secret_env_names())
             .unwrap_or_else(|_| TeamConfig::default().secret_env_names());
         Redactor::from_process_env(&names)

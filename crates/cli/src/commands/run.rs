@@ -22,7 +22,7 @@ use agency_llm::cassette::{self, Manifest};
 use agency_llm::{Recorder, Replayer};
 use agency_store::{Blackboard, RunStatus, StoreError};
 
-use crate::commands::{Context, config, resolve_run, store_error};
+use crate::commands::{Context, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::gate_service::{GateService, GateSetup};
 use crate::render::follow::{self, GateWait};
@@ -78,7 +78,7 @@ pub struct CassetteArgs {
 /// Runs `agency run`.
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let ws = ctx.workspace()?;
-    let (_, team) = config::load(ctx)?;
+    let (_, team) = ctx.team_config()?;
     // `--verbose` or team.yaml's `visibility.log_level: verbose`: either asks for the per-agent lines.
     let level = crate::commands::watch::log_level(args.verbose, team.visibility.log_level);
     let store: Arc<dyn Blackboard> = ctx.open_store()?;
