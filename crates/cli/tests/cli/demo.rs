@@ -35,7 +35,7 @@ pub(crate) fn normalise(text: &str, dir: &str) -> String {
     out
 }
 
-/// [`normalise`], and as placeholders every clock time (`12:34:56`, with fractions), date (`2026-11-27`),
+/// [`normalise`], and as placeholders every clock time (`12:34:56`, with fractions, or `12:34`), date (`2026-11-27`),
 /// full commit hash or brief id (40 or 32 hex digits) and measured duration (`0.0s`): what a snapshot of a
 /// real run's output must not pin.
 pub(crate) fn normalise_run(text: &str, dir: &str) -> String {
@@ -58,6 +58,11 @@ pub(crate) fn normalise_run(text: &str, dir: &str) -> String {
             }
             continue;
         }
+        if digits(i, 2) && chars.get(i + 2) == Some(&':') && digits(i + 3, 2) && !digits(i + 5, 1) {
+            out.push_str("HH:MM");
+            i += 5;
+            continue;
+        }
         if digits(i, 4)
             && chars.get(i + 4) == Some(&'-')
             && digits(i + 5, 2)
@@ -76,6 +81,12 @@ pub(crate) fn normalise_run(text: &str, dir: &str) -> String {
             let word = &chars[i..end];
             if matches!(word.len(), 32 | 40) && word.iter().all(char::is_ascii_hexdigit) {
                 out.push_str("<hash>");
+                i = end;
+                continue;
+            }
+            // A short id of letters only (`normalise` wants a digit, to spare words): 1 in 2,600 ids.
+            if word.len() == 8 && word.iter().all(|c| matches!(c, 'a'..='f')) {
+                out.push_str("<id>");
                 i = end;
                 continue;
             }
