@@ -1,6 +1,7 @@
 //! Engine assembly: from team.yaml, a blackboard and what a front end was asked for (a script, a cassette to
 //! record or replay, `--auto-approve`) to an [`Engine`] ready to drive, with one provider and one runtime per
 //! tier. `agency run`, `agency demo` and `agency worker` build their runner here; so can any other front end.
+//! [`announce_runtimes`] writes to the run's log which runtime each tier got and why.
 //!
 //! Everything refused is refused here, before the run starts or anything is recorded: a sandbox that cannot
 //! be set up, a personality pool that cannot be found, a dollar budget over an unpriced model, a runtime a
@@ -14,11 +15,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use agency_core::RunId;
 use agency_core::Tier;
 use agency_core::config::{
     PersonalitiesConfig, RolloutMode, Runtime as ConfiguredRuntime, TeamConfig, UnpricedUnderUsd,
 };
+use agency_core::event::EventPayload;
+use agency_core::event::payload::{LogLine, RuntimeChoiceNote};
+use agency_core::{NewEvent, RunId};
 use agency_exec::gate::GateIssuer;
 use agency_exec::runtime::personality::{Personalities, PersonalityError};
 use agency_exec::runtime::{
@@ -30,7 +33,7 @@ use agency_llm::{
     BudgetLedger, CancelToken, LlmError, Metered, Price, Provider, Recorder, Replayer, RetryPolicy,
     ScriptedProvider, UsageSink,
 };
-use agency_store::Blackboard;
+use agency_store::{Blackboard, StoreError};
 
 use crate::budget::{BlackboardSink, ledger_from_events};
 use crate::{Engine, EngineError, EngineOptions};
@@ -428,6 +431,44 @@ pub fn assemble<G: RunGate>(
         stop,
         gate,
     })
+}
+
+/// Writes which runtime each tier uses and why to the run's log, each time a runner starts driving it (a
+/// resumed run may run where `claude` is, or is not, installed): one `RUNTIMES` line, tiers that share a
+/// runtime and reason grouped (`t1, t2, t3: builtin (configured); t4, t5: claude-code (claude found at
+/// /usr/bin/claude)`), and every choice in the payload.
+pub fn announce_runtimes(
+    store: &dyn Blackboard,
+    run: RunId,
+    choices: &[RuntimeChoice],
+) -> Result<(), StoreError> {
+    let mut groups: Vec<(Vec<&str>, String)> = Vec::new();
+    for choice in choices {
+        let what = format!("{} ({})", choice.runtime.as_str(), choice.reason);
+        match groups.iter_mut().find(|(_, w)| *w == what) {
+            Some((tiers, _)) => tiers.push(choice.tier.as_str()),
+            None => groups.push((vec![choice.tier.as_str()], what)),
+        }
+    }
+    let message = groups
+        .iter()
+        .map(|(tiers, what)| format!("{}: {what}", tiers.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let tiers = choices
+        .iter()
+        .map(|c| RuntimeChoiceNote {
+            tier: Some(c.tier),
+            runtime: c.runtime.as_str().to_string(),
+            reason: c.reason.to_string(),
+        })
+        .collect();
+    let payload = EventPayload::Log(LogLine {
+        tiers: Some(tiers),
+        ..LogLine::new("normal", Some("RUNTIMES"), message)
+    });
+    store.append_event(NewEvent::typed(run, payload))?;
+    Ok(())
 }
 
 /// Every run has agents that run commands (implementers), so a sandbox that cannot be set up refuses the

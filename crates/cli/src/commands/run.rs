@@ -10,13 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use agency_core::NewEvent;
 use agency_core::config::TeamConfig;
-use agency_core::event::EventPayload;
-use agency_core::event::payload::{LogLine, RuntimeChoiceNote};
 use agency_engine::assembly::{self, Assembled, AssemblyError, BlackboardKind, RunGate, RunSetup, assemble};
 use agency_engine::{DriveOutcome, Role};
-use agency_exec::runtime::RuntimeChoice;
 use agency_exec::{GitOptions, Repo, Sandboxing};
 use agency_llm::cassette::{self, Manifest};
 use agency_llm::{Recorder, Replayer};
@@ -372,44 +368,6 @@ fn warn_sandbox_off() {
     );
 }
 
-/// Writes which runtime each tier uses and why to the run's log, each time a runner starts driving it (a
-/// resumed run may run where `claude` is, or is not, installed): one `RUNTIMES` line, tiers that share a
-/// runtime and reason grouped (`t1, t2, t3: builtin (configured); t4, t5: claude-code (claude found at
-/// /usr/bin/claude)`), and every choice in the payload.
-fn announce_runtimes(
-    store: &dyn Blackboard,
-    run: agency_core::RunId,
-    choices: &[RuntimeChoice],
-) -> CommandResult {
-    let mut groups: Vec<(Vec<&str>, String)> = Vec::new();
-    for choice in choices {
-        let what = format!("{} ({})", choice.runtime.as_str(), choice.reason);
-        match groups.iter_mut().find(|(_, w)| *w == what) {
-            Some((tiers, _)) => tiers.push(choice.tier.as_str()),
-            None => groups.push((vec![choice.tier.as_str()], what)),
-        }
-    }
-    let message = groups
-        .iter()
-        .map(|(tiers, what)| format!("{}: {what}", tiers.join(", ")))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let tiers = choices
-        .iter()
-        .map(|c| RuntimeChoiceNote {
-            tier: Some(c.tier),
-            runtime: c.runtime.as_str().to_string(),
-            reason: c.reason.to_string(),
-        })
-        .collect();
-    let payload = EventPayload::Log(LogLine {
-        tiers: Some(tiers),
-        ..LogLine::new("normal", Some("RUNTIMES"), message)
-    });
-    store.append_event(NewEvent::typed(run, payload))?;
-    Ok(())
-}
-
 /// Maps a runner error to the CLI's.
 pub fn engine_error(err: agency_engine::EngineError) -> CommandError {
     err.into()
@@ -434,7 +392,7 @@ pub fn drive_with_log(
     if let Err(refused @ StoreError::Driven { .. }) = engine.store().lock_driver(run, "agency run") {
         return Err(store_error(refused));
     }
-    announce_runtimes(engine.store().as_ref(), run, &runner.runtimes)?;
+    assembly::announce_runtimes(engine.store().as_ref(), run, &runner.runtimes)?;
     let done = Arc::new(AtomicBool::new(false));
     let gates = GateWait {
         auto_approve: runner.auto_approve,
