@@ -119,5 +119,100 @@ impl From<std::io::Error> for CommandError {
     }
 }
 
+impl From<agency_exec::GitError> for CommandError {
+    /// A git command that failed where the user's input was already checked: the machine's problem.
+    fn from(err: agency_exec::GitError) -> Self {
+        CommandError::internal(err.to_string())
+    }
+}
+
+impl From<serde_json::Error> for CommandError {
+    /// Serialising agency's own values for `--json` output: it cannot fail on valid data, so it is internal.
+    /// Parsing the user's JSON maps its error explicitly, naming the file.
+    fn from(err: serde_json::Error) -> Self {
+        CommandError::internal(err.to_string())
+    }
+}
+
+impl From<agency_store::StoreError> for CommandError {
+    /// Keeps the store's message; a run or brief that is not there (or ambiguous) is [`ErrorKind::NotFound`]
+    /// with a hint, a gate already decided is [`ErrorKind::NothingToDo`].
+    fn from(err: agency_store::StoreError) -> Self {
+        use agency_store::StoreError;
+        let kind = match &err {
+            StoreError::NotFound { .. } | StoreError::AmbiguousId { .. } => ErrorKind::NotFound,
+            StoreError::NoPendingGate { .. } | StoreError::GateAlreadyDecided { .. } => {
+                ErrorKind::NothingToDo
+            }
+            StoreError::InvalidId { .. } => ErrorKind::Input,
+            _ => ErrorKind::Internal,
+        };
+        let mut error = CommandError::new(kind, err.to_string());
+        if let StoreError::AmbiguousId { .. } = err {
+            error =
+                error.hint("type more characters of the id; `agency runs` and `agency inspect` show them");
+        }
+        if let StoreError::NotFound { .. } = err {
+            error = error.hint("`agency runs` lists the runs on this blackboard");
+        }
+        error
+    }
+}
+
+impl From<agency_engine::EngineError> for CommandError {
+    /// A store error as the store's; a configuration the engine refuses is the user's input.
+    fn from(err: agency_engine::EngineError) -> Self {
+        match err {
+            agency_engine::EngineError::Store(e) => e.into(),
+            agency_engine::EngineError::Config(m) => CommandError::input(m),
+            other => CommandError::internal(other.to_string()),
+        }
+    }
+}
+
+impl From<agency_engine::assembly::AssemblyError> for CommandError {
+    /// The refusal's message and hint; the machine's failures (a gate service that did not start) are
+    /// internal.
+    fn from(err: agency_engine::assembly::AssemblyError) -> Self {
+        use agency_engine::assembly::AssemblyError;
+        if let AssemblyError::Engine(err) = err {
+            return err.into();
+        }
+        let hint = err.hint();
+        let mut error = if err.is_input() {
+            CommandError::input(err.to_string())
+        } else {
+            CommandError::internal(err.to_string())
+        };
+        if let Some(hint) = hint {
+            error = error.hint(hint);
+        }
+        error
+    }
+}
+
+impl From<agency_engine::teachback_review::ReviewError> for CommandError {
+    /// An empty correction is bad input; any other refused action is one the teachback's state does not
+    /// allow, with where to see that state.
+    fn from(err: agency_engine::teachback_review::ReviewError) -> Self {
+        use agency_core::teachback::TeachbackError;
+        use agency_engine::teachback_review::ReviewError;
+        match err {
+            ReviewError::Store(err) => err.into(),
+            ReviewError::Transition {
+                ref brief,
+                ref source,
+            } => {
+                let kind = match source {
+                    TeachbackError::EmptyCorrections => ErrorKind::Input,
+                    TeachbackError::Illegal { .. } => ErrorKind::NothingToDo,
+                };
+                let hint = format!("`agency teachback show {brief}` shows where it stands");
+                CommandError::new(kind, err.to_string()).hint(hint)
+            }
+        }
+    }
+}
+
 /// The result type of every command.
 pub type CommandResult<T = ()> = Result<T, CommandError>;

@@ -8,6 +8,7 @@
 pub mod advance;
 pub mod amendments;
 mod artifacts;
+pub mod assembly;
 mod board_review;
 pub mod branches;
 pub mod budget;
@@ -40,6 +41,7 @@ mod spawn;
 mod stall;
 pub mod task;
 pub mod teachback_gate;
+pub mod teachback_review;
 mod verify;
 
 pub use claimer::Role;

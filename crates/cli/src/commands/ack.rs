@@ -5,7 +5,7 @@
 
 use agency_core::gate::{GateDecision, GateKind, GateStatus};
 
-use crate::commands::{Context, decider, resolve_run, store_error};
+use crate::commands::{Context, decider, resolve_run};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 
 /// `agency ack <run> --note … (--resume | --cancel)`
@@ -36,8 +36,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
     let run = resolve_run(&*store, &args.run)?;
     let halt = store
-        .list_gates(run)
-        .map_err(store_error)?
+        .list_gates(run)?
         .into_iter()
         .find(|g| g.kind == GateKind::Halt && g.status == GateStatus::Pending)
         .ok_or_else(|| {
@@ -62,7 +61,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             reason: args.note,
         }
     };
-    store.decide_gate(halt.id, decision).map_err(store_error)?;
+    store.decide_gate(halt.id, decision)?;
     // A waiting runner sees it now rather than at its next poll.
     crate::gate_service::poke_workspace(ctx);
     let what = halt.summary["message"].as_str().unwrap_or("the HALT");

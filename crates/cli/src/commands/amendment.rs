@@ -96,14 +96,10 @@ pub fn run(ctx: &Context, command: AmendmentCommand) -> CommandResult {
     }
 }
 
-fn engine_error(err: agency_engine::EngineError) -> CommandError {
-    CommandError::new(ErrorKind::Internal, err.to_string())
-}
-
 fn list(ctx: &Context, args: ListArgs) -> CommandResult {
     let store = ctx.open_store()?;
     let run = resolve_run(&*store, &args.run)?;
-    let all = amendments::recorded(&*store, run).map_err(engine_error)?;
+    let all = amendments::recorded(&*store, run)?;
     if args.json {
         for r in &all {
             println!(

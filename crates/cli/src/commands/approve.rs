@@ -7,7 +7,7 @@ use agency_core::RunId;
 use agency_core::gate::{Gate, GateDecision};
 use agency_store::Blackboard;
 
-use crate::commands::{Context, decider, gate_to_decide, resolve_run, store_error};
+use crate::commands::{Context, decider, gate_to_decide, resolve_run};
 use crate::error::CommandResult;
 
 /// `agency approve <run> [--note ...]`
@@ -24,7 +24,7 @@ pub struct Args {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
     let run = resolve_run(&*store, &args.run)?;
-    let unconfined = agency_core::config::sandbox_off_in(&store.get_run(run).map_err(store_error)?.config);
+    let unconfined = agency_core::config::sandbox_off_in(&store.get_run(run)?.config);
     let gate = crate::commands::gate_to_decide(&*store, run)?;
     println!(
         "{}",
@@ -50,9 +50,7 @@ pub fn approve_pending(
 ) -> CommandResult<String> {
     let gate = gate_to_decide(store, run)?;
     check_shown(&gate, shown)?;
-    store
-        .decide_gate(gate.id, GateDecision::Approve { by: decider(), note })
-        .map_err(store_error)?;
+    store.decide_gate(gate.id, GateDecision::Approve { by: decider(), note })?;
     // A waiting runner sees it now rather than at its next poll.
     crate::gate_service::poke_workspace(ctx);
     Ok(format!("approved  gate {} of run {}", gate.kind, run.short()))

@@ -32,7 +32,7 @@ pub struct Args {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
     let run = resolve_run(&*store, &args.run)?;
-    let status = store.get_run(run).map_err(store_error)?.status;
+    let status = store.get_run(run)?.status;
     if status.is_terminal() {
         return Err(CommandError::new(
             ErrorKind::NothingToDo,
@@ -47,22 +47,18 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let had_runner = agency_store::runner_attached(&*store, run) == Some(true);
     let by = decider();
     let reason = args.reason.unwrap_or_else(|| "cancelled by a human".into());
-    store
-        .append_event(NewEvent::typed(
-            run,
-            EventPayload::Log(LogLine {
-                by: Some(by.clone()),
-                ..LogLine::new(
-                    "normal",
-                    Some("CANCELLED"),
-                    format!("cancelled by {by}: {reason}"),
-                )
-            }),
-        ))
-        .map_err(store_error)?;
-    store
-        .set_run_status(run, None, RunStatus::Cancelled)
-        .map_err(store_error)?;
+    store.append_event(NewEvent::typed(
+        run,
+        EventPayload::Log(LogLine {
+            by: Some(by.clone()),
+            ..LogLine::new(
+                "normal",
+                Some("CANCELLED"),
+                format!("cancelled by {by}: {reason}"),
+            )
+        }),
+    ))?;
+    store.set_run_status(run, None, RunStatus::Cancelled)?;
     // A waiting runner sees it now rather than at its next poll.
     crate::gate_service::poke_workspace(ctx);
     // The runner stops at its next turn; its lease is free once it has stopped its agents.
@@ -87,7 +83,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         );
         return Ok(());
     };
-    let closed = close_open_work(&*store, run, &reason).map_err(store_error)?;
+    let closed = close_open_work(&*store, run, &reason)?;
     println!(
         "cancelled run {} ({}{}); `agency gc` collects its worktrees and branches",
         run.short(),

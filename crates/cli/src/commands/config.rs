@@ -4,16 +4,15 @@
 //! `agency config explain`: what each tier (and the judge) will use — runtime and why, capability level,
 //! provider, endpoint, model, price, and the key variable with whether it is set (never its value).
 
-use std::fs;
 use std::path::Path;
 
-use agency_core::config::{PersonalitiesConfig, TeamConfig, parse_team_config};
+use agency_core::config::TeamConfig;
 use agency_core::gate::GateKind;
-use agency_exec::runtime::personality::{Personalities, PersonalityError};
+use agency_exec::runtime::personality::Personalities;
 use clap::Subcommand;
 
 use crate::commands::Context;
-use crate::error::{CommandError, CommandResult, ErrorKind};
+use crate::error::CommandResult;
 
 /// `agency config ...`
 #[derive(Debug, Subcommand)]
@@ -33,26 +32,13 @@ pub fn run(ctx: &Context, cmd: ConfigCommand) -> CommandResult {
     }
 }
 
-/// Reads and validates the configuration the current workspace uses.
+/// Reads and validates the configuration the current workspace uses ([`Context::team_config`]).
 pub fn load(ctx: &Context) -> CommandResult<(String, TeamConfig)> {
-    let path = match &ctx.overrides.config {
-        Some(path) => path.clone(),
-        None => ctx.workspace()?.config,
-    };
-    let text = fs::read_to_string(&path).map_err(|err| {
-        CommandError::new(
-            ErrorKind::NoWorkspace,
-            format!("cannot read {}: {err}", path.display()),
-        )
-        .hint("run `agency init` to write a default team.yaml")
-    })?;
-    let shown = path.display().to_string();
-    let config = parse_team_config(&text, &shown).map_err(|err| CommandError::input(err.to_string()))?;
-    Ok((shown, config))
+    ctx.team_config()
 }
 
 fn check(ctx: &Context) -> CommandResult {
-    let (path, config) = load(ctx)?;
+    let (path, config) = ctx.team_config()?;
     // Every tier may call its model in a live run.
     usd_budgets_priced(&config, &path, |_| true)?;
     let root = match ctx.workspace() {
@@ -85,12 +71,9 @@ pub fn usd_budgets_priced(
     path: &str,
     calling: impl Fn(agency_core::Tier) -> bool,
 ) -> CommandResult {
-    config.unpriced_under_usd_budget(calling).map_err(|unpriced| {
-        CommandError::input(format!("{path}: {unpriced}")).hint(
-            "a price is USD per million tokens, from the provider's price list; or drop the `usd:` limit and \
-             keep a `tokens:` one",
-        )
-    })
+    Ok(agency_engine::assembly::usd_budgets_priced(
+        config, path, calling,
+    )?)
 }
 
 /// Loads the talent pool team.yaml configures and checks every slug its registry names, so a missing
@@ -99,29 +82,5 @@ pub fn usd_budgets_priced(
 /// would name personalities that cannot be found. `path` names team.yaml, `root` is the repository `dir`
 /// is relative to.
 pub fn personalities_ready(config: &TeamConfig, path: &str, root: &Path) -> CommandResult<Personalities> {
-    let wanted = &config.personalities;
-    if wanted.dir.is_none() && wanted.registry != PersonalitiesConfig::default().registry {
-        return Err(CommandError::input(format!(
-            "{path}: personalities.registry names personalities but personalities.dir is not set, so none \
-             of them can be found"
-        ))
-        .hint(
-            "set personalities.dir to a checkout of agency-agents (a folder of division folders of .md \
-             personalities), or remove the registry to use agency's own personalities",
-        ));
-    }
-    Personalities::from_config(wanted, root).map_err(|err| {
-        let hint = match err {
-            PersonalityError::Read { .. } => {
-                "personalities.dir is relative to the repository's top level; clone agency-agents there or \
-                 point dir at an existing checkout"
-            }
-            PersonalityError::Unknown(_) => {
-                "a slug is a personality file's name without `.md`; files without front matter (READMEs, \
-                 playbooks) are not personalities"
-            }
-            _ => "fix the file named above",
-        };
-        CommandError::input(format!("{path}: {err}")).hint(hint)
-    })
+    Ok(agency_engine::assembly::personalities_ready(config, path, root)?)
 }

@@ -11,8 +11,8 @@ use agency_core::redact::Redactor;
 use agency_exec::{GitOptions, Repo};
 use agency_store::{Blackboard, RedactingBlackboard, SqliteBlackboard};
 
-use crate::commands::run::{Args as RunArgs, build_engine, drive_with_log, engine_error, sandbox_ready};
-use crate::commands::{Context, store_error};
+use crate::commands::Context;
+use crate::commands::run::{Args as RunArgs, build_engine, drive_with_log, sandbox_ready};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::render::log::Level;
 use crate::workspace::{Overrides, Workspace};
@@ -81,7 +81,7 @@ pub fn run(_ctx: &Context, args: Args) -> CommandResult {
     std::fs::write(agency_dir.join("team.yaml"), DEFAULT_TEAM_YAML)?;
     std::fs::write(agency_dir.join("demo-script.yaml"), SCRIPT)?;
     let db = agency_dir.join("agency.db");
-    let store: Arc<dyn Blackboard> = Arc::new(SqliteBlackboard::open(&db).map_err(store_error)?);
+    let store: Arc<dyn Blackboard> = Arc::new(SqliteBlackboard::open(&db)?);
     let redactor = Redactor::from_process_env(&team.secret_env_names());
     let store = RedactingBlackboard::wrap(store, redactor);
     let run_args = RunArgs {
@@ -112,7 +112,7 @@ pub fn run(_ctx: &Context, args: Args) -> CommandResult {
             dir.display()
         );
     }
-    let run = runner.engine.start(GOAL).map_err(engine_error)?;
+    let run = runner.engine.start(GOAL)?;
     let level = if args.verbose {
         Level::Verbose
     } else {

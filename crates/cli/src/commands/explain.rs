@@ -9,7 +9,7 @@ use agency_core::Tier;
 use agency_core::config::{CapabilityLevel, ModelBinding, TeamConfig};
 use agency_exec::runtime::choose_all;
 
-use crate::commands::{Context, config};
+use crate::commands::Context;
 use crate::error::CommandResult;
 
 /// One row of the table: a tier or the judge.
@@ -27,7 +27,7 @@ struct Row {
 
 /// Runs `agency config explain`.
 pub fn run(ctx: &Context) -> CommandResult {
-    let (path, team) = config::load(ctx)?;
+    let (path, team) = ctx.team_config()?;
     let path_var = std::env::var_os("PATH");
     let rows = explain(&team, path_var.as_ref(), &|name| std::env::var_os(name));
     println!("{path}");

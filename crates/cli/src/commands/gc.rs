@@ -12,7 +12,7 @@ use std::time::Duration;
 use agency_exec::{GitOptions, Repo};
 use agency_store::RunStatus;
 
-use crate::commands::{Context, store_error};
+use crate::commands::Context;
 use crate::error::{CommandError, CommandResult};
 use crate::workspace::AGENCY_DIR;
 
@@ -40,8 +40,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let ws = ctx.workspace()?;
     let store = ctx.open_store()?;
     let finished: BTreeMap<String, RunStatus> = store
-        .list_runs()
-        .map_err(store_error)?
+        .list_runs()?
         .into_iter()
         .filter(|r| r.status.is_terminal())
         // Builds before 2026-11-26 named a run's branches and worktrees by the first 8 hex digits of its id.
@@ -127,12 +126,8 @@ fn plan(
     finished: &BTreeMap<String, RunStatus>,
     all: bool,
 ) -> CommandResult<Plan> {
-    let git = |e: agency_exec::GitError| CommandError::internal(e.to_string());
     let mut plan = Plan::default();
-    for branch in repo
-        .list_branches(agency_exec::branch_name::BRANCH_PREFIX)
-        .map_err(git)?
-    {
+    for branch in repo.list_branches(agency_exec::branch_name::BRANCH_PREFIX)? {
         let Some(run8) = run_of_branch(&branch) else {
             continue;
         };
@@ -150,7 +145,7 @@ fn plan(
     let root = worktrees_root
         .canonicalize()
         .unwrap_or_else(|_| worktrees_root.to_path_buf());
-    for worktree in repo.list_worktrees().map_err(git)? {
+    for worktree in repo.list_worktrees()? {
         if worktree.is_main {
             continue;
         }

@@ -4,7 +4,7 @@
 
 use std::fs;
 
-use crate::commands::{Context, store_error};
+use crate::commands::Context;
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::workspace::{AGENCY_DIR, Workspace, find_git_root};
 use agency_core::config::DEFAULT_TEAM_YAML;
@@ -48,7 +48,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     }
     // A PostgreSQL blackboard's schema is created or migrated here too.
     let existed = ws.db.exists() && !ws.db.is_postgres();
-    ws.db.open().map_err(store_error)?;
+    ws.db.open()?;
     println!("{} {}", if existed { "kept     " } else { "created  " }, ws.db);
     println!("next: agency config check, then agency run \"<goal>\"");
     Ok(())

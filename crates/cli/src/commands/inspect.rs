@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use agency_core::tier::Tier;
 use agency_store::Blackboard;
 
-use crate::commands::{Context, resolve_run, store_error};
+use crate::commands::{Context, resolve_run};
 use crate::error::{CommandError, CommandResult};
 use crate::render::log::{Level, render_event};
 use crate::render::tree::{RunHeader, render_tree, status_mark};
@@ -45,7 +45,7 @@ impl Args {
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> CommandResult<String> {
-    serde_json::to_string_pretty(value).map_err(|e| CommandError::internal(e.to_string()))
+    Ok(serde_json::to_string_pretty(value)?)
 }
 
 /// Runs `agency inspect`.
@@ -66,7 +66,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         )
         .hint("`agency runs` lists them"));
     };
-    let run = store.get_run(run_id).map_err(store_error)?;
+    let run = store.get_run(run_id)?;
     if let Some(prefix) = &args.brief {
         return inspect_brief(&*store, run_id, prefix, args.json);
     }
@@ -78,12 +78,11 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         None => None,
     };
     let briefs: Vec<_> = store
-        .list_briefs(run_id)
-        .map_err(store_error)?
+        .list_briefs(run_id)?
         .into_iter()
         .filter(|b| tier.is_none_or(|t| b.tier == t))
         .collect();
-    let gates = store.list_gates(run_id).map_err(store_error)?;
+    let gates = store.list_gates(run_id)?;
     if args.json {
         let out = serde_json::json!({ "run": run, "briefs": briefs, "gates": gates });
         println!("{}", to_json(&out)?);
@@ -105,7 +104,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
                 agency_review::gather::teachback_label(brief)
             );
         }
-        for artifact in store.list_artifacts(run_id, None).map_err(store_error)? {
+        for artifact in store.list_artifacts(run_id, None)? {
             if briefs.iter().any(|b| Some(b.id) == artifact.brief)
                 || tier == Tier::T1 && artifact.brief.is_none()
             {
@@ -127,15 +126,14 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     };
     // T2's records, listed with the command that prints each.
     let names: std::collections::HashSet<String> = store
-        .list_artifacts(run.id, None)
-        .map_err(store_error)?
+        .list_artifacts(run.id, None)?
         .into_iter()
         .map(|a| a.name)
         .collect();
     let mut views = crate::render::tree::TreeViews {
         // As `agency show <run> plan` finds it.
         plan_written: matches!(
-            agency_review::gather::plan_of(&*store, &run).map_err(store_error)?,
+            agency_review::gather::plan_of(&*store, &run)?,
             agency_review::gather::PlanLookup::Found(..)
         ),
         ..Default::default()
@@ -166,8 +164,8 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
 }
 
 fn inspect_brief(store: &dyn Blackboard, run: agency_core::RunId, prefix: &str, json: bool) -> CommandResult {
-    let id = store.resolve_brief(prefix).map_err(store_error)?;
-    let brief = store.get_brief(id).map_err(store_error)?;
+    let id = store.resolve_brief(prefix)?;
+    let brief = store.get_brief(id)?;
     if brief.run != run {
         return Err(CommandError::new(
             crate::error::ErrorKind::NotFound,
@@ -180,8 +178,7 @@ fn inspect_brief(store: &dyn Blackboard, run: agency_core::RunId, prefix: &str, 
         ));
     }
     let events: Vec<_> = store
-        .events_after(Some(run), 0, usize::MAX)
-        .map_err(store_error)?
+        .events_after(Some(run), 0, usize::MAX)?
         .into_iter()
         .filter(|e| e.brief == Some(id))
         .collect();
@@ -246,7 +243,7 @@ fn calibration_of(
     brief: agency_core::BriefId,
 ) -> CommandResult<Option<agency_core::calibration::Calibrated>> {
     let name = agency_engine::calibration::calibration_name(brief);
-    let Some(artifact) = store.latest_artifact(run, &name).map_err(store_error)? else {
+    let Some(artifact) = store.latest_artifact(run, &name)? else {
         return Ok(None);
     };
     serde_json::from_slice(&artifact.bytes).map(Some).map_err(|e| {

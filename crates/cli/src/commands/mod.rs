@@ -64,8 +64,28 @@ impl Context {
                     .hint("run `agency init` at the top of your git repository"),
             );
         }
-        let store = ws.db.open().map_err(store_error)?;
+        let store = ws.db.open()?;
         Ok(RedactingBlackboard::wrap(store, self.redactor()))
+    }
+
+    /// Reads and validates the configuration this workspace uses (or `--config`'s): its path as shown in
+    /// messages, and what it says. A file that cannot be read means no workspace here.
+    pub fn team_config(&self) -> CommandResult<(String, TeamConfig)> {
+        let path = match &self.overrides.config {
+            Some(path) => path.clone(),
+            None => self.workspace()?.config,
+        };
+        let text = std::fs::read_to_string(&path).map_err(|err| {
+            CommandError::new(
+                ErrorKind::NoWorkspace,
+                format!("cannot read {}: {err}", path.display()),
+            )
+            .hint("run `agency init` to write a default team.yaml")
+        })?;
+        let shown = path.display().to_string();
+        let config = agency_core::config::parse_team_config(&text, &shown)
+            .map_err(|err| CommandError::input(err.to_string()))?;
+        Ok((shown, config))
     }
 
     /// What is redacted from everything this invocation writes to the blackboard: the values of this
@@ -73,7 +93,8 @@ impl Context {
     /// shapes. A team.yaml that cannot be read gives the default configuration's variables: the command
     /// that needs it reports why.
     pub fn redactor(&self) -> Redactor {
-        let names = config::load(self)
+        let names = self
+            .team_config()
             .map(|(_, team)| team.secret_env_names())
             .unwrap_or_else(|_| TeamConfig::default().secret_env_names());
         Redactor::from_process_env(&names)
@@ -82,33 +103,19 @@ impl Context {
 
 /// Maps a store error to the CLI's error, keeping the store's message.
 pub fn store_error(err: StoreError) -> CommandError {
-    let kind = match &err {
-        StoreError::NotFound { .. } | StoreError::AmbiguousId { .. } => ErrorKind::NotFound,
-        StoreError::NoPendingGate { .. } | StoreError::GateAlreadyDecided { .. } => ErrorKind::NothingToDo,
-        StoreError::InvalidId { .. } => ErrorKind::Input,
-        _ => ErrorKind::Internal,
-    };
-    let mut error = CommandError::new(kind, err.to_string());
-    if let StoreError::AmbiguousId { .. } = err {
-        error = error.hint("type more characters of the id; `agency runs` and `agency inspect` show them");
-    }
-    if let StoreError::NotFound { .. } = err {
-        error = error.hint("`agency runs` lists the runs on this blackboard");
-    }
-    error
+    err.into()
 }
 
 /// Resolves what the user typed (a short or full id, or any unique part at either end) to a run.
 pub fn resolve_run(store: &dyn Blackboard, typed: &str) -> CommandResult<RunId> {
-    store.resolve_run(typed).map_err(store_error)
+    Ok(store.resolve_run(typed)?)
 }
 
 /// The gate `approve`/`reject` act on: the oldest pending gate that is not a manual pause (a pause is
 /// released with `agency resume`, so approving a plan never silently un-pauses a run).
 pub fn gate_to_decide(store: &dyn Blackboard, run: RunId) -> CommandResult<Gate> {
     let pending: Vec<Gate> = store
-        .list_gates(run)
-        .map_err(store_error)?
+        .list_gates(run)?
         .into_iter()
         .filter(|g| g.status == GateStatus::Pending)
         .collect();

@@ -8,7 +8,7 @@ use agency_core::config::{CapabilityLevel, TeamConfig};
 use agency_llm::{ConfiguredModel, LlmError, RetryPolicy, check_model, process_env};
 use tokio::task::JoinSet;
 
-use crate::commands::{Context, config};
+use crate::commands::Context;
 use crate::error::{CommandError, CommandResult};
 
 /// `agency models …`
@@ -36,7 +36,7 @@ pub fn run(ctx: &Context, cmd: ModelsCommand) -> CommandResult {
 }
 
 fn check(ctx: &Context) -> CommandResult {
-    let (_, team) = config::load(ctx)?;
+    let (_, team) = ctx.team_config()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -4,7 +4,7 @@
 use agency_core::gate::{GateKind, GateStatus};
 use agency_store::NewGate;
 
-use crate::commands::{Context, decider, resolve_run, store_error};
+use crate::commands::{Context, decider, resolve_run};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 
 /// `agency pause <run>`
@@ -18,7 +18,7 @@ pub struct Args {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
     let run = resolve_run(&*store, &args.run)?;
-    let status = store.get_run(run).map_err(store_error)?.status;
+    let status = store.get_run(run)?.status;
     if status.is_terminal() {
         return Err(CommandError::new(
             ErrorKind::NothingToDo,
@@ -29,7 +29,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             ),
         ));
     }
-    let gates = store.list_gates(run).map_err(store_error)?;
+    let gates = store.list_gates(run)?;
     if gates
         .iter()
         .any(|g| g.kind == GateKind::Pause && g.status == GateStatus::Pending)
@@ -42,9 +42,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     }
     let summary =
         serde_json::json!({ "requested_by": decider(), "message": "Paused at the next tier boundary" });
-    store
-        .open_gate(NewGate::new(run, GateKind::Pause, summary))
-        .map_err(store_error)?;
+    store.open_gate(NewGate::new(run, GateKind::Pause, summary))?;
     // A waiting runner sees it now rather than at its next poll.
     crate::gate_service::poke_workspace(ctx);
     println!("paused    run {} (holds at its next tier boundary)", run.short());

@@ -7,7 +7,7 @@ use agency_core::RunId;
 use agency_core::gate::GateDecision;
 use agency_store::Blackboard;
 
-use crate::commands::{Context, decider, gate_to_decide, resolve_run, store_error};
+use crate::commands::{Context, decider, gate_to_decide, resolve_run};
 use crate::error::{CommandError, CommandResult};
 
 /// `agency reject <run> --reason ...`
@@ -57,15 +57,13 @@ pub fn reject_pending(
     }
     let gate = gate_to_decide(store, run)?;
     crate::commands::approve::check_shown(&gate, shown)?;
-    store
-        .decide_gate(
-            gate.id,
-            GateDecision::Reject {
-                by: decider(),
-                reason,
-            },
-        )
-        .map_err(store_error)?;
+    store.decide_gate(
+        gate.id,
+        GateDecision::Reject {
+            by: decider(),
+            reason,
+        },
+    )?;
     // A waiting runner sees it now rather than at its next poll.
     crate::gate_service::poke_workspace(ctx);
     Ok(format!(

@@ -2,7 +2,7 @@
 
 use agency_core::gate::{GateDecision, GateKind, GateStatus};
 
-use crate::commands::{Context, decider, resolve_run, store_error};
+use crate::commands::{Context, decider, resolve_run};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 
 /// `agency resume <run>`
@@ -17,8 +17,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
     let run = resolve_run(&*store, &args.run)?;
     let pause = store
-        .list_gates(run)
-        .map_err(store_error)?
+        .list_gates(run)?
         .into_iter()
         .find(|g| g.kind == GateKind::Pause && g.status == GateStatus::Pending)
         .ok_or_else(|| {
@@ -27,15 +26,13 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
                 format!("run {} is not paused", run.short()),
             )
         })?;
-    store
-        .decide_gate(
-            pause.id,
-            GateDecision::Approve {
-                by: decider(),
-                note: None,
-            },
-        )
-        .map_err(store_error)?;
+    store.decide_gate(
+        pause.id,
+        GateDecision::Approve {
+            by: decider(),
+            note: None,
+        },
+    )?;
     // A waiting runner sees it now rather than at its next poll.
     crate::gate_service::poke_workspace(ctx);
     println!("resumed   run {}", run.short());

@@ -4,33 +4,21 @@
 //! cassette in `.agency/cassettes/<run>/`; `--replay <run>` runs it again offline from that cassette and stops
 //! at the first request that differs (docs/replay.md).
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agency_core::config::{Runtime as ConfiguredRuntime, TeamConfig};
-use agency_core::event::EventPayload;
-use agency_core::event::payload::{LogLine, RuntimeChoiceNote};
-use agency_core::redact::Redactor;
-use agency_core::{NewEvent, Tier};
-use agency_engine::budget::{BlackboardSink, ledger_from_events};
-use agency_engine::{DriveOutcome, Engine, EngineOptions, Role};
-use agency_exec::runtime::{
-    CodexProvider, ModelSource, Runtime, RuntimeChoice, RuntimeSetup, TierModel, build as build_runtime,
-    choose_for_run,
-};
+use agency_core::config::TeamConfig;
+use agency_engine::assembly::{self, Assembled, AssemblyError, BlackboardKind, RunGate, RunSetup, assemble};
+use agency_engine::{DriveOutcome, Role};
 use agency_exec::{GitOptions, Repo, Sandboxing};
 use agency_llm::cassette::{self, Manifest};
-use agency_llm::{
-    BudgetLedger, CancelToken, Metered, Price, Provider, Recorder, Replayer, RetryPolicy, ScriptedProvider,
-    UsageSink,
-};
+use agency_llm::{Recorder, Replayer};
 use agency_store::{Blackboard, RunStatus, StoreError};
 
-use crate::commands::{Context, config, resolve_run, store_error};
+use crate::commands::{Context, resolve_run, store_error};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::gate_service::{GateService, GateSetup};
 use crate::render::follow::{self, GateWait};
@@ -86,7 +74,7 @@ pub struct CassetteArgs {
 /// Runs `agency run`.
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let ws = ctx.workspace()?;
-    let (_, team) = config::load(ctx)?;
+    let (_, team) = ctx.team_config()?;
     // `--verbose` or team.yaml's `visibility.log_level: verbose`: either asks for the per-agent lines.
     let level = crate::commands::watch::log_level(args.verbose, team.visibility.log_level);
     let store: Arc<dyn Blackboard> = ctx.open_store()?;
@@ -116,7 +104,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
                 (Some(replay), None, None) => replay.manifest().goal.clone(),
                 _ => goal_text(&args)?,
             };
-            let run = runner.engine.start(&goal).map_err(engine_error)?;
+            let run = runner.engine.start(&goal)?;
             crate::commands::attached::record_resume_command(
                 store.as_ref(),
                 run.id,
@@ -155,7 +143,7 @@ fn start_cassette(
     run: agency_core::RunId,
     auto_approve: bool,
 ) -> CommandResult {
-    let goal = store.get_run(run).map_err(store_error)?.goal;
+    let goal = store.get_run(run)?.goal;
     let dir = recorder
         .start(&Manifest {
             format: cassette::FORMAT,
@@ -296,29 +284,18 @@ fn goal_text(args: &Args) -> CommandResult<String> {
     Ok(goal.trim().to_string())
 }
 
-/// A runner ready to drive: the engine, and which runtime each tier's agents use and why.
-#[derive(Debug)]
-pub struct Runner {
-    /// The engine.
-    pub engine: Engine,
-    /// One choice per tier, in tier order; written to the run's log when it is driven.
-    pub runtimes: Vec<RuntimeChoice>,
-    /// Whether the engine approves gates by itself (`--auto-approve`).
-    pub auto_approve: bool,
-    /// How long a gate waits before the engine rejects it (`visibility.gate_timeout_minutes`).
-    pub gate_timeout: chrono::Duration,
-    /// The cassette a replay answers from (`--replay`).
-    pub replay: Option<Arc<Replayer>>,
-    /// What records the run's model calls (`--record`).
-    pub recorder: Option<Arc<Recorder>>,
-    /// What stops the drive besides a signal: the replay's first divergence.
-    pub stop: CancelToken,
-    /// The gate service: the agents' only way to the blackboard, and the socket human decisions poke.
-    pub gate: Arc<GateService>,
+/// A runner ready to drive: the engine, which runtime each tier's agents use and why, and the gate service
+/// kept alive beside it ([`agency_engine::assembly`] builds it).
+pub type Runner = Assembled<GateService>;
+
+impl RunGate for GateService {
+    fn waker(&self) -> Arc<tokio::sync::Notify> {
+        GateService::waker(self)
+    }
 }
 
-/// Builds the runner: one provider and one runtime per tier, as team.yaml says (or the script for all),
-/// named `worker` in claims.
+/// Builds the runner for this workspace as `args` ask ([`agency_engine::assembly::assemble`]), named
+/// `worker` in claims; the gate service is started in `.agency/`.
 pub fn build_engine(
     ws: &Workspace,
     store: Arc<dyn Blackboard>,
@@ -327,381 +304,73 @@ pub fn build_engine(
     resuming: Option<agency_core::RunId>,
     worker: String,
 ) -> CommandResult<Runner> {
-    let repo = Repo::open(&ws.root, GitOptions::default()).map_err(|e| CommandError::input(e.to_string()))?;
-    sandbox_ready(&team)?;
-    let personalities = config::personalities_ready(&team, &ws.config.display().to_string(), &ws.root)?;
-    let agency_dir = ws.root.join(AGENCY_DIR);
-    let limits = agency_llm::budget_limits(&team.budgets);
-    let ledger = match resuming {
-        Some(run) => ledger_from_events(store.as_ref(), run, limits).map_err(engine_error)?,
-        None => BudgetLedger::new(limits),
-    };
-    let ledger = Arc::new(Mutex::new(ledger));
-    let sink: Arc<dyn UsageSink> = Arc::new(BlackboardSink::new(store.clone()));
-    // Recorded and replayed calls are redacted alike: the provider keys team.yaml names, every
-    // secret-looking variable of the runner's environment, token shapes.
-    let redactor = Redactor::from_process_env(&provider_key_vars(&team));
+    let sandbox_off = matches!(
+        agency_exec::sandbox::configured(&team.sandbox, &[], None),
+        Sandboxing::Off
+    );
     let replay = match &args.cassette.replay {
-        Some(which) => Some(
-            Replayer::open(&cassette_dir(ws, which)?, &ws.root, redactor.clone())
-                .map_err(|e| CommandError::input(e.to_string()))?,
-        ),
+        Some(which) => Some(cassette_dir(ws, which)?),
         None => None,
     };
-    let recorder = args
-        .cassette
-        .record
-        .then(|| Recorder::new(cassettes_of(ws), redactor.clone()));
-    let auto_approve = args.auto_approve || replay.as_ref().is_some_and(|r| r.manifest().auto_approve);
-    let source = match (&args.script, &replay) {
-        (None, None) => ModelSource::Live,
-        _ => ModelSource::Scripted,
-    };
-    let mut choices = choose_for_run(&team.tiers, std::env::var_os("PATH").as_deref(), source);
-    if ws.db.is_postgres() {
-        hook_free(&team, &mut choices, &ws.db)?;
-    }
-    if recorder.is_some() || replay.is_some() {
-        let what = if replay.is_some() { "replayed" } else { "recorded" };
-        builtin_only(&team, &mut choices, what)?;
-    }
-    // Before anything is called or recorded: a dollar budget over an unpriced model would not hold.
-    config::usd_budgets_priced(&team, "team.yaml", |tier| {
-        calls_configured_model(source, &choices, tier)
-    })?;
-    let providers: BTreeMap<Tier, Arc<dyn Provider>> =
-        providers(&team, args.script.as_deref(), replay.as_ref())?
-            .into_iter()
-            .map(|(tier, (provider, price))| {
-                // Recorded inside the metering, so a budget refusal (never sent) is not a call, and outside the
-                // retries, so one logical call is one recording.
-                let provider = match &recorder {
-                    Some(recorder) => recorder.wrap(provider),
-                    None => provider,
-                };
-                // Metered outside the provider's retries, so one logical call is checked once; priced from
-                // `models.prices`, so its calls are charged in dollars too.
-                let metered: Arc<dyn Provider> = Arc::new(
-                    Metered::new(provider, sink.clone())
-                        .with_price(price)
-                        .with_ledger(ledger.clone()),
-                );
-                (tier, metered)
-            })
-            .collect();
-    let agency = std::env::current_exe()
-        .map_err(|e| CommandError::internal(format!("cannot locate the agency binary for the hook: {e}")))?;
-    let secrets = provider_keys(&team);
-    // Resolved here, from team.yaml as the run read it and the runner's own environment, and handed to each
-    // hook-gated agent in its environment: the hook must not take it from a file the agent could write.
-    let rollout = team
-        .effective_teachback_mode(std::env::var(&team.teachback.mode_env_var).ok().as_deref())
-        .map_err(|e| CommandError::input(e.to_string()))?;
-    // The agents' only way to the blackboard (their sandbox does not show it), and how a human decision
-    // wakes this runner.
-    let gate = GateService::start(
-        &agency_dir.join(crate::gate_service::SOCKET_DIR),
-        GateSetup {
-            store: store.clone(),
-            db: ws.db.sqlite().map(Path::to_path_buf),
-            config: ws.config.is_file().then(|| ws.config.clone()),
-            rollout,
+    let agency_binary = std::env::current_exe().map_err(AssemblyError::AgencyBinary)?;
+    let agency_dir = ws.root.join(AGENCY_DIR);
+    let socket_dir = agency_dir.join(crate::gate_service::SOCKET_DIR);
+    let setup = RunSetup {
+        root: ws.root.clone(),
+        agency_dir,
+        config_path: ws.config.clone(),
+        config_file: ws.config.is_file().then(|| ws.config.clone()),
+        blackboard: match ws.db.sqlite() {
+            Some(path) => BlackboardKind::Sqlite(path.to_path_buf()),
+            None => BlackboardKind::Postgres(ws.db.to_string()),
         },
-    )
-    .map_err(|e| CommandError::internal(format!("the gate service did not start: {e}")))?;
-    // Claude Code and pi agents call their model through it and never hold the key: the agents' commands
-    // share their sandbox and could read it from `/proc`. Started only when such an agent may run.
-    let relay = if choices
-        .iter()
-        .any(|c| matches!(c.runtime, ConfiguredRuntime::ClaudeCode | ConfiguredRuntime::Pi))
-    {
-        let relay = agency_relay::KeyRelay::start().map_err(|e| {
-            CommandError::internal(format!(
-                "the model-key relay did not start, so no Claude Code or pi agent can be started without handing it \
-                 the key: {e}"
-            ))
-        })?;
-        Some(Arc::new(relay))
-    } else {
-        None
-    };
-    let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
-    for choice in &choices {
-        let provider = providers
-            .get(&choice.tier)
-            .cloned()
-            .ok_or_else(|| CommandError::internal("no provider"))?;
-        let setup = RuntimeSetup {
-            provider,
-            agency: agency.clone(),
-            // The hook's blackboard. Only SQLite has one: no hook-gated runtime runs on PostgreSQL
-            // (`hook_free`), so the empty path is never used.
-            db: ws.db.sqlite().map(Path::to_path_buf).unwrap_or_default(),
-            config: ws.config.is_file().then(|| ws.config.clone()),
-            rollout,
-            state_dir: agency_dir.join("agents"),
-            command: team.tiers.get(choice.tier).command.clone(),
-            secrets: secrets.clone(),
-            gate: Some(gate.clone()),
-            relay: relay.clone(),
-            codex_provider: codex_provider(),
-            model: TierModel::of(&team, choice.tier),
-            prices: agency_llm::price_table(&team),
-        };
-        let runtime = build_runtime(choice, &setup).map_err(|e| CommandError::input(e.to_string()))?;
-        runtimes.insert(choice.tier, runtime);
-    }
-    let gate_timeout = chrono::Duration::minutes(i64::from(team.visibility.gate_timeout_minutes));
-    let options = EngineOptions {
-        auto_approve,
+        store,
+        team,
         worker,
-        worktrees: agency_dir.join("worktrees"),
-        // The blackboard is out of every agent's sandbox wherever it is kept.
-        hidden: ws
-            .db
-            .sqlite()
-            .map(agency_exec::runtime::external::blackboard_files)
-            .unwrap_or_default(),
-        wake: Some(gate.waker()),
-        ..EngineOptions::default()
-    };
-    let engine = Engine::new(store, team, repo, runtimes, providers, options)
-        .map_err(engine_error)?
-        .with_ledger(ledger)
-        .with_personalities(personalities);
-    let stop = replay.as_ref().map(|r| r.stop_token()).unwrap_or_default();
-    Ok(Runner {
-        engine,
-        runtimes: choices,
-        auto_approve,
-        gate_timeout,
+        resuming,
+        script: args.script.clone(),
         replay,
-        recorder,
-        stop,
-        gate,
-    })
-}
-
-/// Only the built-in agent's calls go through agency's providers, so only they can be recorded or
-/// answered from a cassette: `auto` becomes the built-in agent (said in the run log), and a tier
-/// configured for an agent that calls its model itself is refused, naming it, before anything runs (a
-/// replay would otherwise call a live model; a recording would miss its calls).
-fn builtin_only(team: &TeamConfig, choices: &mut [RuntimeChoice], what: &str) -> CommandResult {
-    for choice in choices.iter_mut() {
-        if team.tiers.runtime(choice.tier) == ConfiguredRuntime::Auto
-            && choice.runtime != ConfiguredRuntime::Builtin
-        {
-            choice.runtime = ConfiguredRuntime::Builtin;
-            choice.reason =
-                format!("auto in a {what} run: only the built-in agent's model calls can be {what}");
-        }
+        record: args.cassette.record.then(|| cassettes_of(ws)),
+        auto_approve: args.auto_approve,
+        agency_binary,
+    };
+    let runner = assemble(setup, |start| {
+        GateService::start(
+            &socket_dir,
+            GateSetup {
+                store: start.store,
+                db: start.sqlite,
+                config: start.config,
+                rollout: start.rollout,
+            },
+        )
+    })?;
+    if sandbox_off {
+        warn_sandbox_off();
     }
-    let external: Vec<String> = choices
-        .iter()
-        .filter(|c| c.runtime != ConfiguredRuntime::Builtin)
-        .map(|c| format!("{} ({})", c.tier, c.runtime.as_str()))
-        .collect();
-    if external.is_empty() {
-        return Ok(());
-    }
-    Err(CommandError::input(format!(
-        "tiers {} run agents that call their model themselves, so their calls cannot be {what}",
-        external.join(", ")
-    ))
-    .hint("set `runtime: builtin` (or `auto`) for those tiers in team.yaml"))
+    Ok(runner)
 }
 
 /// Every run has agents that run commands (implementers), so a sandbox that cannot be set up refuses the
 /// run here, before anything starts, with the reason and the way out; `sandbox.mode: off` is said on
 /// stderr (and, per agent, in the run's log).
 pub(crate) fn sandbox_ready(team: &TeamConfig) -> CommandResult {
-    match agency_exec::sandbox::configured(&team.sandbox, &[], None) {
-        Sandboxing::On(policy) => policy.probe().map_err(|e| CommandError::input(e.to_string())),
-        Sandboxing::Off => {
-            eprintln!(
-                "warning: SANDBOX OFF (team.yaml `sandbox.mode: off`): agents run unconfined; they can read the \
-                 blackboard and the runner's environment and write wherever the runner can"
-            );
-            Ok(())
-        }
+    if let Sandboxing::Off = assembly::sandbox_probe(team)? {
+        warn_sandbox_off();
     }
-}
-
-/// The runtimes a run on a PostgreSQL blackboard may use. Claude Code and Codex agents are gated by
-/// `agency hook`, which reads the blackboard from a SQLite file on every tool call (no connection pool, no
-/// async runtime: a few milliseconds per call), so it cannot gate a run kept in PostgreSQL. `auto` becomes
-/// the built-in agent there, with the reason in the run log; a tier configured for one of them is an error
-/// naming the tiers and what to do, before anything is recorded.
-fn hook_free(team: &TeamConfig, choices: &mut [RuntimeChoice], db: &BlackboardAt) -> CommandResult {
-    let hook_gated = |runtime: ConfiguredRuntime| {
-        matches!(runtime, ConfiguredRuntime::ClaudeCode | ConfiguredRuntime::Codex)
-    };
-    for choice in choices.iter_mut() {
-        if team.tiers.runtime(choice.tier) == ConfiguredRuntime::Auto && hook_gated(choice.runtime) {
-            choice.runtime = ConfiguredRuntime::Builtin;
-            choice.reason = POSTGRES_AUTO_REASON.to_string();
-        }
-    }
-    let gated: Vec<String> = choices
-        .iter()
-        .filter(|c| hook_gated(c.runtime))
-        .map(|c| format!("{} ({})", c.tier, c.runtime.as_str()))
-        .collect();
-    if gated.is_empty() {
-        return Ok(());
-    }
-    Err(CommandError::input(format!(
-        "tiers {} run agents gated by `agency hook`, which reads the blackboard only from a SQLite file; this \
-         run's blackboard is PostgreSQL ({db})",
-        gated.join(", ")
-    ))
-    .hint(
-        "set `runtime: builtin` for those tiers in team.yaml (the built-in agent is gated in-process and works on \
-         PostgreSQL), or run on the SQLite blackboard (drop --db / AGENCY_DB)",
-    ))
-}
-
-/// Why `auto` is the built-in agent on PostgreSQL, for the run log.
-const POSTGRES_AUTO_REASON: &str =
-    "auto on a PostgreSQL blackboard: the hook that gates Claude Code reads SQLite only";
-
-/// The endpoint `OPENAI_BASE_URL` names, for Codex agents (Codex itself does not read the variable); its
-/// key is `OPENAI_API_KEY`, which Codex inherits.
-fn codex_provider() -> Option<CodexProvider> {
-    let base_url = std::env::var("OPENAI_BASE_URL").ok().filter(|u| !u.is_empty())?;
-    Some(CodexProvider {
-        name: "openai-base-url".into(),
-        base_url,
-        wire_api: "responses".into(),
-        env_key: Some("OPENAI_API_KEY".into()),
-    })
-}
-
-/// The values of the API keys team.yaml's providers read, redacted from everything an agent records.
-fn provider_keys(team: &TeamConfig) -> Vec<String> {
-    team.providers
-        .values()
-        .filter_map(|provider| std::env::var(provider.api_key_env()).ok())
-        .filter(|key| !key.is_empty())
-        .collect()
-}
-
-/// The names of the variables team.yaml's providers read their keys from.
-fn provider_key_vars(team: &TeamConfig) -> Vec<String> {
-    team.providers
-        .values()
-        .map(|provider| provider.api_key_env().to_owned())
-        .collect()
-}
-
-/// Writes which runtime each tier uses and why to the run's log, each time a runner starts driving it (a
-/// resumed run may run where `claude` is, or is not, installed): one `RUNTIMES` line, tiers that share a
-/// runtime and reason grouped (`t1, t2, t3: builtin (configured); t4, t5: claude-code (claude found at
-/// /usr/bin/claude)`), and every choice in the payload.
-fn announce_runtimes(
-    store: &dyn Blackboard,
-    run: agency_core::RunId,
-    choices: &[RuntimeChoice],
-) -> CommandResult {
-    let mut groups: Vec<(Vec<&str>, String)> = Vec::new();
-    for choice in choices {
-        let what = format!("{} ({})", choice.runtime.as_str(), choice.reason);
-        match groups.iter_mut().find(|(_, w)| *w == what) {
-            Some((tiers, _)) => tiers.push(choice.tier.as_str()),
-            None => groups.push((vec![choice.tier.as_str()], what)),
-        }
-    }
-    let message = groups
-        .iter()
-        .map(|(tiers, what)| format!("{}: {what}", tiers.join(", ")))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let tiers = choices
-        .iter()
-        .map(|c| RuntimeChoiceNote {
-            tier: Some(c.tier),
-            runtime: c.runtime.as_str().to_string(),
-            reason: c.reason.to_string(),
-        })
-        .collect();
-    let payload = EventPayload::Log(LogLine {
-        tiers: Some(tiers),
-        ..LogLine::new("normal", Some("RUNTIMES"), message)
-    });
-    store
-        .append_event(NewEvent::typed(run, payload))
-        .map_err(store_error)?;
     Ok(())
 }
 
-/// Whether `tier`'s configured model is called in this run: always in a live run; under `--script` only by
-/// the agents that call their model themselves (Claude Code, Codex), as the built-in agent's calls are
-/// answered by the script.
-fn calls_configured_model(source: ModelSource, choices: &[RuntimeChoice], tier: Tier) -> bool {
-    match source {
-        ModelSource::Live => true,
-        ModelSource::Scripted => choices.iter().any(|c| {
-            c.tier == tier
-                && matches!(
-                    c.runtime,
-                    ConfiguredRuntime::ClaudeCode | ConfiguredRuntime::Codex
-                )
-        }),
-    }
+fn warn_sandbox_off() {
+    eprintln!(
+        "warning: SANDBOX OFF (team.yaml `sandbox.mode: off`): agents run unconfined; they can read the \
+         blackboard and the runner's environment and write wherever the runner can"
+    );
 }
-
-/// Each tier's provider with its price from `models.prices`; a script's replies cost nothing, so they are
-/// unpriced. A replayed call is priced as the tier's model is, so budgets hold as they did when recorded.
-fn providers(
-    team: &TeamConfig,
-    script: Option<&Path>,
-    replay: Option<&Arc<Replayer>>,
-) -> CommandResult<BTreeMap<Tier, PricedProvider>> {
-    let mut out: BTreeMap<Tier, PricedProvider> = BTreeMap::new();
-    if let Some(replay) = replay {
-        for tier in Tier::ALL {
-            let level = team.tiers.capability(tier);
-            let binding = team.models.binding(level).ok_or_else(|| {
-                CommandError::input(format!(
-                    "tiers.{tier}: no model for its capability level ({level})"
-                ))
-            })?;
-            let price = team.models.price(&binding.model).map(Price::from);
-            out.insert(tier, (replay.provider(binding.model.clone()), price));
-        }
-        return Ok(out);
-    }
-    if let Some(path) = script {
-        let scripted: Arc<dyn Provider> =
-            Arc::new(ScriptedProvider::from_file(path).map_err(|e| CommandError::input(e.to_string()))?);
-        for tier in Tier::ALL {
-            out.insert(tier, (scripted.clone(), None));
-        }
-        return Ok(out);
-    }
-    let models = agency_llm::ModelSet::from_config(team, &agency_llm::process_env, RetryPolicy::default())
-        .map_err(|e| {
-            CommandError::input(e.to_string()).hint("set the variable team.yaml names, or pass --script FILE")
-        })?;
-    for tier in Tier::ALL {
-        let model = models
-            .for_tier(team, tier)
-            .ok_or_else(|| CommandError::input(format!("tiers.{tier}: no model for its capability level")))?;
-        out.insert(tier, (model.provider.clone(), model.price));
-    }
-    Ok(out)
-}
-
-/// A provider and the price its calls are charged at, when it has one.
-type PricedProvider = (Arc<dyn Provider>, Option<Price>);
 
 /// Maps a runner error to the CLI's.
 pub fn engine_error(err: agency_engine::EngineError) -> CommandError {
-    match err {
-        agency_engine::EngineError::Store(e) => store_error(e),
-        agency_engine::EngineError::Config(m) => CommandError::input(m),
-        other => CommandError::internal(other.to_string()),
-    }
+    err.into()
 }
 
 /// How often the live log beside a runner polls the blackboard.
@@ -723,7 +392,7 @@ pub fn drive_with_log(
     if let Err(refused @ StoreError::Driven { .. }) = engine.store().lock_driver(run, "agency run") {
         return Err(store_error(refused));
     }
-    announce_runtimes(engine.store().as_ref(), run, &runner.runtimes)?;
+    assembly::announce_runtimes(engine.store().as_ref(), run, &runner.runtimes)?;
     let done = Arc::new(AtomicBool::new(false));
     let gates = GateWait {
         auto_approve: runner.auto_approve,
@@ -860,61 +529,4 @@ fn detach(ws: &Workspace, run: agency_core::RunId, args: &Args) -> CommandResult
     );
     println!("follow it with: agency watch {} --follow", run.short());
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn choice(tier: Tier, runtime: ConfiguredRuntime) -> RuntimeChoice {
-        RuntimeChoice {
-            tier,
-            runtime,
-            reason: "claude found at /usr/bin/claude".into(),
-        }
-    }
-
-    #[test]
-    fn recording_makes_auto_builtin_and_refuses_a_configured_external_runtime() {
-        let mut team = TeamConfig::default();
-        let mut choices = vec![
-            choice(Tier::T3, ConfiguredRuntime::Builtin),
-            choice(Tier::T4, ConfiguredRuntime::ClaudeCode),
-        ];
-        builtin_only(&team, &mut choices, "recorded").unwrap();
-        assert_eq!(choices[1].runtime, ConfiguredRuntime::Builtin);
-        assert!(
-            choices[1]
-                .reason
-                .contains("only the built-in agent's model calls can be recorded")
-        );
-
-        team.tiers.t5.runtime = Some(ConfiguredRuntime::Codex);
-        let mut choices = vec![choice(Tier::T5, ConfiguredRuntime::Codex)];
-        let err = builtin_only(&team, &mut choices, "replayed")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("t5 (codex)"), "{err}");
-        assert!(err.contains("cannot be replayed"), "{err}");
-    }
-
-    #[test]
-    fn on_postgres_auto_becomes_builtin_and_a_configured_hook_runtime_is_refused() {
-        let pg = BlackboardAt::Postgres("host=db user=u password=s3cret dbname=agency".into());
-        let mut team = TeamConfig::default();
-        assert_eq!(team.tiers.runtime(Tier::T4), ConfiguredRuntime::Auto);
-        let mut choices = vec![
-            choice(Tier::T3, ConfiguredRuntime::Builtin),
-            choice(Tier::T4, ConfiguredRuntime::ClaudeCode),
-        ];
-        hook_free(&team, &mut choices, &pg).unwrap();
-        assert_eq!(choices[1].runtime, ConfiguredRuntime::Builtin);
-        assert_eq!(choices[1].reason, POSTGRES_AUTO_REASON);
-
-        team.tiers.t5.runtime = Some(ConfiguredRuntime::ClaudeCode);
-        let mut choices = vec![choice(Tier::T5, ConfiguredRuntime::ClaudeCode)];
-        let err = hook_free(&team, &mut choices, &pg).unwrap_err().to_string();
-        assert!(err.contains("t5 (claude-code)"), "{err}");
-        assert!(!err.contains("s3cret"), "{err}");
-    }
 }

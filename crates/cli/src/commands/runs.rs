@@ -1,8 +1,8 @@
 //! `agency runs`: the runs on this blackboard, newest first, with the short ids other commands accept.
 
+use crate::commands::Context;
 use crate::commands::attached::{resume_command, run_kind, status_text};
-use crate::commands::{Context, store_error};
-use crate::error::{CommandError, CommandResult};
+use crate::error::CommandResult;
 use agency_store::runner_attached;
 
 /// `agency runs [--json]`
@@ -19,7 +19,7 @@ pub struct Args {
 /// Runs `agency runs`.
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
-    let all_runs = store.list_runs().map_err(store_error)?;
+    let all_runs = store.list_runs()?;
     let records = all_runs.iter().filter(|r| run_kind(r) != "team").count();
     let runs: Vec<_> = all_runs
         .into_iter()
@@ -37,8 +37,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
                 value
             })
             .collect();
-        let text =
-            serde_json::to_string_pretty(&listed).map_err(|e| CommandError::internal(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&listed)?;
         println!("{text}");
         return Ok(());
     }

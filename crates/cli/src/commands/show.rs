@@ -16,7 +16,7 @@ use agency_exec::{GitOptions, Repo, sanitize_ref_component};
 use agency_store::{Artifact, Blackboard, Run};
 use serde_json::{Value, json};
 
-use crate::commands::{Context, resolve_run, store_error};
+use crate::commands::{Context, resolve_run};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::render::review::gather::{self, PlanLookup};
 use crate::render::review::views::{self, View};
@@ -91,7 +91,7 @@ pub enum What {
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let store = ctx.open_store()?;
     let run_id = resolve_run(&*store, &args.run)?;
-    let run = store.get_run(run_id).map_err(store_error)?;
+    let run = store.get_run(run_id)?;
     let json = args.json;
     match args.what.unwrap_or(What::Plan) {
         What::Plan => show_plan(&*store, &run, json),
@@ -118,7 +118,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
 }
 
 fn print_json(value: &Value) -> CommandResult {
-    let text = serde_json::to_string_pretty(value).map_err(|e| CommandError::internal(e.to_string()))?;
+    let text = serde_json::to_string_pretty(value)?;
     println!("{text}");
     Ok(())
 }
@@ -138,7 +138,7 @@ fn colour() -> bool {
 }
 
 fn all_events(store: &dyn Blackboard, run: RunId) -> CommandResult<Vec<Event>> {
-    store.events_after(Some(run), 0, usize::MAX).map_err(store_error)
+    Ok(store.events_after(Some(run), 0, usize::MAX)?)
 }
 
 fn events_of(store: &dyn Blackboard, run: RunId, brief: BriefId) -> CommandResult<Vec<Event>> {
@@ -150,8 +150,8 @@ fn events_of(store: &dyn Blackboard, run: RunId, brief: BriefId) -> CommandResul
 
 /// The brief the user named, which must be of `run`.
 fn brief_of_run(store: &dyn Blackboard, run: &Run, typed: &str) -> CommandResult<Brief> {
-    let id = store.resolve_brief(typed).map_err(store_error)?;
-    let brief = store.get_brief(id).map_err(store_error)?;
+    let id = store.resolve_brief(typed)?;
+    let brief = store.get_brief(id)?;
     if brief.run != run.id {
         return Err(CommandError::new(
             ErrorKind::NotFound,
@@ -173,7 +173,7 @@ fn brief_artifact(
     brief: BriefId,
     kind: &str,
 ) -> CommandResult<Option<Artifact>> {
-    gather::brief_artifact(store, run, brief, kind).map_err(store_error)
+    Ok(gather::brief_artifact(store, run, brief, kind)?)
 }
 
 fn artifact_by_id(store: &dyn Blackboard, id: Option<&str>) -> Option<Artifact> {
@@ -182,7 +182,7 @@ fn artifact_by_id(store: &dyn Blackboard, id: Option<&str>) -> Option<Artifact> 
 
 /// The plan T1 wrote: its newest plan brief with an output that validates.
 fn plan_of(store: &dyn Blackboard, run: &Run) -> CommandResult<(Brief, Plan)> {
-    match gather::plan_of(store, run).map_err(store_error)? {
+    match gather::plan_of(store, run)? {
         PlanLookup::Found(planner, plan) => Ok((*planner, *plan)),
         PlanLookup::Invalid(problem) => Err(CommandError::input(format!(
             "run {}'s plan does not validate: {problem}",
@@ -216,8 +216,7 @@ fn gate_line(gate: &Gate) -> String {
 fn show_plan(store: &dyn Blackboard, run: &Run, json: bool) -> CommandResult {
     let (planner, plan) = plan_of(store, run)?;
     let gate = store
-        .list_gates_of_kind(run.id, GateKind::T1Plan)
-        .map_err(store_error)?
+        .list_gates_of_kind(run.id, GateKind::T1Plan)?
         .into_iter()
         .rev()
         .find(|g| g.brief == Some(planner.id));
@@ -258,13 +257,12 @@ fn show_views(
 ) -> CommandResult {
     let run8 = run.id.short();
     let mut known: Vec<String> = store
-        .list_briefs(run.id)
-        .map_err(store_error)?
+        .list_briefs(run.id)?
         .into_iter()
         .filter(|b| b.tier != Tier::T1)
         .map(|b| b.workstream)
         .collect();
-    if let PlanLookup::Found(_, plan) = gather::plan_of(store, run).map_err(store_error)? {
+    if let PlanLookup::Found(_, plan) = gather::plan_of(store, run)? {
         known.extend(plan.workstreams.into_iter().map(|ws| ws.id));
     }
     known.sort();
@@ -283,7 +281,7 @@ fn show_views(
     }
     let mut records = Vec::new();
     for view in shown {
-        let text = views::read(store, run.id, workstream, *view).map_err(store_error)?;
+        let text = views::read(store, run.id, workstream, *view)?;
         records.push((*view, text));
     }
     if records.iter().all(|(_, text)| text.is_none()) {
@@ -341,7 +339,7 @@ fn diff_target(store: &dyn Blackboard, run: &Run, target: &str) -> CommandResult
     if target == "integration" {
         return Ok(DiffOf::Branch(format!("agency/{run8}/integration")));
     }
-    let briefs = store.list_briefs(run.id).map_err(store_error)?;
+    let briefs = store.list_briefs(run.id)?;
     if briefs.iter().any(|b| b.workstream == target) {
         // As `RunBranches::workstream` names it.
         return Ok(DiffOf::Branch(format!(
@@ -362,7 +360,7 @@ fn diff_target(store: &dyn Blackboard, run: &Run, target: &str) -> CommandResult
     })?;
     // A verifier reviews its parent's slice.
     let implementer = match (brief.tier, brief.parent) {
-        (Tier::T5, Some(parent)) => store.get_brief(parent).map_err(store_error)?,
+        (Tier::T5, Some(parent)) => store.get_brief(parent)?,
         _ => brief.clone(),
     };
     match brief_artifact(store, run.id, implementer.id, "diff")? {
@@ -399,10 +397,7 @@ fn show_diff(ctx: &Context, store: &dyn Blackboard, run: &Run, target: &str, jso
             let ws = ctx.workspace()?;
             let repo = Repo::open(&ws.root, GitOptions::default())
                 .map_err(|e| CommandError::input(e.to_string()))?;
-            if !repo
-                .branch_exists(&branch)
-                .map_err(|e| CommandError::internal(e.to_string()))?
-            {
+            if !repo.branch_exists(&branch)? {
                 return Err(nothing(format!(
                     "branch {branch} does not exist (not made yet, or removed by `agency gc`)"
                 )));
@@ -491,8 +486,7 @@ fn show_judge(store: &dyn Blackboard, run: &Run, typed: &str, json: bool) -> Com
     let brief = brief_of_run(store, run, typed)?;
     // An implementer's slice is judged by its verifier, a child brief.
     let children: Vec<Brief> = store
-        .list_children(brief.id)
-        .map_err(store_error)?
+        .list_children(brief.id)?
         .into_iter()
         .filter(|c| c.tier == Tier::T5)
         .collect();
@@ -568,8 +562,7 @@ fn show_cost(store: &dyn Blackboard, run: &Run, json: bool) -> CommandResult {
         return print_json(&json!(spent));
     }
     let briefs: BTreeMap<BriefId, Brief> = store
-        .list_briefs(run.id)
-        .map_err(store_error)?
+        .list_briefs(run.id)?
         .into_iter()
         .map(|b| (b.id, b))
         .collect();

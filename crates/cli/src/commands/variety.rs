@@ -79,10 +79,7 @@ fn calibration(ctx: &Context, args: CalibrationArgs) -> CommandResult {
             "drift_threshold": DRIFT_THRESHOLD,
             "cells": table.cells,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| CommandError::internal(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
     if table.cells.is_empty() {
@@ -144,10 +141,7 @@ fn score(args: ScoreArgs) -> CommandResult {
             "gates": gates,
             "default_tier_path": gates.workflow_route.default_tier_path(),
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| CommandError::internal(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
     let path: Vec<&str> = gates

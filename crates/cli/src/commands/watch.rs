@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use agency_core::config::LogLevel;
 
-use crate::commands::{Context, config, resolve_run, store_error};
+use crate::commands::{Context, resolve_run, store_error};
 use crate::error::CommandResult;
 use crate::render::follow::{FollowError, Follower};
 use crate::render::log::Level;
@@ -32,7 +32,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     let run = resolve_run(&*store, &args.run)?;
     // team.yaml's `visibility.log_level` is the default; `--verbose` adds the per-agent lines either way.
     // A team.yaml that cannot be read does not stop anyone reading a log: said, and the normal level used.
-    let configured = match config::load(ctx) {
+    let configured = match ctx.team_config() {
         Ok((_, team)) => team.visibility.log_level,
         Err(err) => {
             eprintln!("agency: {err}; the log is shown at the normal level");

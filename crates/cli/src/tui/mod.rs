@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use agency_store::Blackboard;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
-use crate::commands::{Context, store_error};
+use crate::commands::Context;
 use crate::error::{CommandError, CommandResult};
 use crate::tui::app::{App, Decision};
 
@@ -32,7 +32,7 @@ const REFRESH: Duration = Duration::from_secs(1);
 
 /// Runs the terminal inspector until the user quits, opening on `run` when one is given.
 pub fn run(ctx: &Context, store: Arc<dyn Blackboard>, run: Option<agency_core::RunId>) -> CommandResult {
-    let mut app = App::new(store.clone(), run).map_err(store_error)?;
+    let mut app = App::new(store.clone(), run)?;
     let decide = |run, gate, decision: Decision| -> Result<String, String> {
         let decided = match decision {
             Decision::Approve => {

@@ -6,8 +6,11 @@ use crate::support::Repo;
 fn the_default_configuration_checks() {
     let repo = Repo::initialised();
     let out = repo.agency(&["config", "check"]).success();
-    assert!(out.stdout().contains("team.yaml: ok"), "{}", out.stdout());
-    assert!(out.stdout().contains("t1_plan"), "{}", out.stdout());
+    let dir = repo.path().to_str().unwrap();
+    insta::assert_snapshot!(
+        "config_check_default",
+        crate::demo::normalise_run(&out.stdout(), dir)
+    );
 }
 
 #[test]
@@ -71,6 +74,8 @@ fn a_config_flag_overrides_the_location() {
 fn explain_names_every_tiers_model_and_key_variable() {
     let repo = Repo::initialised();
     let out = repo.agency(&["config", "explain"]).success();
+    // Not a snapshot: the runtime column says where `claude` was found on this machine, and the key column
+    // whether this environment sets the key.
     let text = out.stdout();
     for who in ["t1 ", "t2 ", "t3 ", "t4 ", "t5 ", "judge "] {
         assert!(

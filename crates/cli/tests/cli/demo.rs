@@ -35,6 +35,78 @@ pub(crate) fn normalise(text: &str, dir: &str) -> String {
     out
 }
 
+/// [`normalise`], and as placeholders every clock time (`12:34:56`, with fractions, or `12:34`), date (`2026-11-27`),
+/// full commit hash or brief id (40 or 32 hex digits) and measured duration (`0.0s`): what a snapshot of a
+/// real run's output must not pin.
+pub(crate) fn normalise_run(text: &str, dir: &str) -> String {
+    let text = normalise(text, dir);
+    let chars: Vec<char> = text.chars().collect();
+    let digits = |at: usize, n: usize| (at..at + n).all(|i| chars.get(i).is_some_and(char::is_ascii_digit));
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if digits(i, 2)
+            && chars.get(i + 2) == Some(&':')
+            && digits(i + 3, 2)
+            && chars.get(i + 5) == Some(&':')
+            && digits(i + 6, 2)
+        {
+            out.push_str("HH:MM:SS");
+            i += 8;
+            while chars.get(i).is_some_and(|c| c.is_ascii_digit() || *c == '.') {
+                i += 1;
+            }
+            continue;
+        }
+        if digits(i, 2) && chars.get(i + 2) == Some(&':') && digits(i + 3, 2) && !digits(i + 5, 1) {
+            out.push_str("HH:MM");
+            i += 5;
+            continue;
+        }
+        if digits(i, 4)
+            && chars.get(i + 4) == Some(&'-')
+            && digits(i + 5, 2)
+            && chars.get(i + 7) == Some(&'-')
+            && digits(i + 8, 2)
+        {
+            out.push_str("YYYY-MM-DD");
+            i += 10;
+            continue;
+        }
+        let starts_word = i == 0 || !chars[i - 1].is_ascii_alphanumeric();
+        if starts_word && chars[i].is_ascii_alphanumeric() {
+            let end = (i..chars.len())
+                .find(|&j| !chars[j].is_ascii_alphanumeric())
+                .unwrap_or(chars.len());
+            let word = &chars[i..end];
+            if matches!(word.len(), 32 | 40) && word.iter().all(char::is_ascii_hexdigit) {
+                out.push_str("<hash>");
+                i = end;
+                continue;
+            }
+            // A short id of letters only (`normalise` wants a digit, to spare words): 1 in 2,600 ids.
+            if word.len() == 8 && word.iter().all(|c| matches!(c, 'a'..='f')) {
+                out.push_str("<id>");
+                i = end;
+                continue;
+            }
+        }
+        if starts_word && chars[i].is_ascii_digit() {
+            let end = (i..chars.len())
+                .find(|&j| !(chars[j].is_ascii_digit() || chars[j] == '.'))
+                .unwrap_or(chars.len());
+            if chars[i..end].contains(&'.') && chars.get(end) == Some(&'s') {
+                out.push_str("N.Ns");
+                i = end + 1;
+                continue;
+            }
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
 fn regex_free_replace_run_in_branch(line: &str) -> String {
     let mut out = String::new();
     let mut rest = line;

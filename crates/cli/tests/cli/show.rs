@@ -7,6 +7,7 @@ use agency_core::gate::GateKind;
 use agency_core::{BriefStatus, RunId, Tier};
 use agency_store::{Blackboard, SqliteBlackboard};
 
+use crate::demo::normalise_run;
 use crate::support::{CALCULATOR_GOAL, Repo, finish};
 
 /// The partial-verdict script (fix-mul's first attempt is rejected by its judge), with failure modes and a
@@ -59,27 +60,12 @@ fn show_reads_the_plan_at_its_gate_and_a_finished_runs_slices_and_cost() {
     let (repo, runner, store, run) = run_waiting_at_the_plan_gate();
     let run8 = run.short();
 
+    let dir = repo.path().to_str().unwrap();
     let plan = repo.agency(&["show", &run8, "plan"]).success().stdout();
-    for expected in [
-        "ws-arith — arithmetic  [backend, group A]",
-        "  tier path      t3 → t4 → t5",
-        "  variety        8 (novelty 2, scope 2, uncertainty 2, risk 2) → orchestrate",
-        "  done when      sh test_add.sh and sh test_mul.sh pass",
-        "  verify         sh test_arith.sh",
-        "  failure modes\n    - a debug marker left in mul.sh",
-        "  may edit\n    - test_arith.sh",
-        "Gate t1_plan: waiting for a decision",
-        &format!("  agency approve {run8}"),
-        &format!("  agency reject {run8} --reason \"…\""),
-    ] {
-        assert!(plan.contains(expected), "no `{expected}` in:\n{plan}");
-    }
+    insta::assert_snapshot!("plan_at_its_gate", normalise_run(&plan, dir));
     // The static tree points at it, as the seed's `[view workplan]` line.
     let tree = repo.agency(&["inspect", &run8]).success().stdout();
-    assert!(
-        tree.contains(&format!("│   └── [view workplan]  agency show {run8} plan")),
-        "{tree}"
-    );
+    insta::assert_snapshot!("inspect_at_the_plan_gate", normalise_run(&tree, dir));
     // The plan is the default; --json carries the same contract for scripts.
     assert_eq!(repo.agency(&["show", &run8]).success().stdout(), plan);
     let json: serde_json::Value =
@@ -121,27 +107,21 @@ fn show_reads_the_plan_at_its_gate_and_a_finished_runs_slices_and_cost() {
     let id = first_mul.id.short();
 
     let diff = repo.agency(&["show", &run8, "diff", &id]).success().stdout();
-    assert!(diff.starts_with("slice ws-arith/fix-mul ["), "{diff}");
-    assert!(diff.contains("1 file changed, +"), "{diff}");
-    assert!(diff.contains("  M mul.sh  +"), "{diff}");
     assert!(!diff.contains('\x1b'), "no colour into a pipe:\n{diff}");
+    insta::assert_snapshot!("failed_slice_diff", normalise_run(&diff, dir));
 
     let verify = repo.agency(&["show", &run8, "verify", &id]).success().stdout();
-    assert!(
-        verify.starts_with("✓ `sh test_mul.sh` passed (exit 0"),
-        "{verify}"
-    );
+    insta::assert_snapshot!("failed_slice_verify", normalise_run(&verify, dir));
 
     let judge = repo.agency(&["show", &run8, "judge", &id]).success().stdout();
-    assert!(
-        judge.starts_with("✗ rejected by judge — ws-arith/fix-mul"),
-        "{judge}"
-    );
-    assert!(judge.contains("LEFTOVER-DEBUG"), "{judge}");
+    // The verdict as printed; the transcript that follows quotes the judge's whole call (with its ids and
+    // latency), so only its being there is checked.
+    let (verdict, transcript) = judge.split_once("  transcript:\n").expect(&judge);
+    insta::assert_snapshot!("failed_slice_judge", normalise_run(verdict, dir));
+    assert!(transcript.contains("VERDICT: reject"), "{transcript}");
 
     let whole = repo.agency(&["show", &run8, "brief", &id]).success().stdout();
-    assert!(whole.contains("failed at "), "{whole}");
-    assert!(whole.contains("LEFTOVER-DEBUG"), "the whole reason:\n{whole}");
+    insta::assert_snapshot!("failed_slice_brief", normalise_run(&whole, dir));
 
     let integration = repo
         .agency(&["show", &run8, "diff", "integration"])
@@ -153,11 +133,7 @@ fn show_reads_the_plan_at_its_gate_and_a_finished_runs_slices_and_cost() {
     );
 
     let cost = repo.agency(&["show", &run8, "cost"]).success().stdout();
-    assert!(cost.starts_with(&format!("Cost of run {run8}\n")), "{cost}");
-    assert!(
-        cost.lines().last().unwrap().trim_start().starts_with("total"),
-        "{cost}"
-    );
+    insta::assert_snapshot!("finished_run_cost", normalise_run(&cost, dir));
 }
 
 #[test]

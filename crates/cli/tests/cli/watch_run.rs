@@ -8,9 +8,15 @@ use crate::support::{CALCULATOR_GOAL, Repo};
 /// Runs `script` to its end with `agency run` (one agent at a time, so the log's order is fixed) and
 /// returns `agency watch` of that run, normalised.
 fn watch_after_run(script: &str) -> String {
+    watch_and_frame_after_run(script).0
+}
+
+/// [`watch_after_run`], and what `agency run` printed around its live log (its first and last words),
+/// normalised.
+fn watch_and_frame_after_run(script: &str) -> (String, String) {
     let (repo, script) = Repo::calculator(script);
     repo.edit_team(&[("  concurrency: 4 ", "  concurrency: 1 ")]);
-    let run = repo
+    let ran = repo
         .agency(&[
             "run",
             CALCULATOR_GOAL,
@@ -18,15 +24,24 @@ fn watch_after_run(script: &str) -> String {
             "--script",
             script.to_str().unwrap(),
         ])
-        .success()
-        .run_id();
+        .success();
+    let run = ran.run_id();
+    let dir = repo.path().to_str().unwrap();
+    let frame: String = ran
+        .stdout()
+        .lines()
+        .filter(|line| !line.starts_with('['))
+        .map(|line| format!("{line}\n"))
+        .collect();
     let watched = repo.agency(&["watch", &run]).success().stdout();
-    normalise(&watched, repo.path().to_str().unwrap())
+    (normalise(&watched, dir), normalise(&frame, dir))
 }
 
 #[test]
 fn watch_of_a_full_profile_run_reads_like_the_seed() {
-    let log = watch_after_run(include_str!("../../../engine/tests/scripts/full.yaml"));
+    let (log, frame) = watch_and_frame_after_run(include_str!("../../../engine/tests/scripts/full.yaml"));
+    // `agency run`'s own lines around the live log: the run started, and its final summary.
+    insta::assert_snapshot!("run_frame_of_a_full_profile_run", frame);
     insta::assert_snapshot!(log, @r#"
     [RUN] HH:MM:SS  T1   PLAN_START    Assessing scope: "Fix the shell calculator so that every check passes."
     [RUN] HH:MM:SS  RUN  RUNTIMES      t1, t2, t3: builtin (configured); t4, t5: builtin (auto in a scripted run: a script cannot drive an external CLI)

@@ -115,7 +115,7 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: CompleteArgs) -> CommandResult 
     if args.script.is_some() {
         chooser = "--script";
     } else if let Some(reference) = &chosen {
-        team.signoff.judge_model = Some(super::goal_loop::judge_binding(ctx, reference)?);
+        team.signoff.judge_model = Some(judge_binding(ctx, reference)?);
         chooser = if args.judge_model.is_some() {
             "--judge-model"
         } else {
@@ -290,6 +290,36 @@ fn evidence(args: &CompleteArgs) -> CommandResult<Vec<Evidence>> {
         });
     }
     Ok(out)
+}
+
+/// `PROVIDER/MODEL` as a model binding, its provider checked against team.yaml's `providers`.
+pub fn judge_binding(ctx: &Context, reference: &str) -> CommandResult<agency_core::config::ModelBinding> {
+    let (provider, model) = reference
+        .split_once('/')
+        .filter(|(p, m)| !p.trim().is_empty() && !m.trim().is_empty())
+        .ok_or_else(|| {
+            CommandError::input(format!(
+                "judge model `{reference}`: expected PROVIDER/MODEL, a provider of team.yaml and its model id"
+            ))
+            .hint("for example: agency goal judge openai/gpt-5 --session ID")
+        })?;
+    let ws = ctx.workspace()?;
+    let team = team_config(&ws.config)?;
+    if !team.providers.contains_key(provider) {
+        let mut known: Vec<&str> = team.providers.keys().map(String::as_str).collect();
+        known.sort_unstable();
+        return Err(CommandError::input(format!(
+            "judge model `{reference}`: team.yaml has no provider `{provider}` (it has: {})",
+            known.join(", ")
+        ))
+        .hint("add the provider under providers: in .agency/team.yaml"));
+    }
+    Ok(agency_core::config::ModelBinding {
+        provider: provider.to_string(),
+        model: model.to_string(),
+        max_tokens: None,
+        temperature: None,
+    })
 }
 
 pub(super) fn team_config(path: &std::path::Path) -> CommandResult<TeamConfig> {

@@ -270,7 +270,7 @@ pub fn judge(ctx: &Context, plan: &PlanFile, args: JudgeArgs) -> CommandResult {
         session.judge_model = None;
         session.try_save()?;
     } else if let Some(reference) = &args.model {
-        let binding = judge_binding(ctx, reference)?;
+        let binding = super::complete::judge_binding(ctx, reference)?;
         session.judge_model = Some(format!("{}/{}", binding.provider, binding.model));
         session.try_save()?;
     }
@@ -279,36 +279,6 @@ pub fn judge(ctx: &Context, plan: &PlanFile, args: JudgeArgs) -> CommandResult {
         None => println!("sign-off judge for session {session_id}: {DEFAULT_JUDGE}"),
     }
     Ok(())
-}
-
-/// `PROVIDER/MODEL` as a model binding, its provider checked against team.yaml's `providers`.
-pub fn judge_binding(ctx: &Context, reference: &str) -> CommandResult<agency_core::config::ModelBinding> {
-    let (provider, model) = reference
-        .split_once('/')
-        .filter(|(p, m)| !p.trim().is_empty() && !m.trim().is_empty())
-        .ok_or_else(|| {
-            CommandError::input(format!(
-                "judge model `{reference}`: expected PROVIDER/MODEL, a provider of team.yaml and its model id"
-            ))
-            .hint("for example: agency goal judge openai/gpt-5 --session ID")
-        })?;
-    let ws = ctx.workspace()?;
-    let team = super::complete::team_config(&ws.config)?;
-    if !team.providers.contains_key(provider) {
-        let mut known: Vec<&str> = team.providers.keys().map(String::as_str).collect();
-        known.sort_unstable();
-        return Err(CommandError::input(format!(
-            "judge model `{reference}`: team.yaml has no provider `{provider}` (it has: {})",
-            known.join(", ")
-        ))
-        .hint("add the provider under providers: in .agency/team.yaml"));
-    }
-    Ok(agency_core::config::ModelBinding {
-        provider: provider.to_string(),
-        model: model.to_string(),
-        max_tokens: None,
-        temperature: None,
-    })
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ pub fn run(ctx: &Context, args: InstallArgs) -> CommandResult {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let text = serde_json::to_string_pretty(&settings).map_err(|e| CommandError::internal(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&settings)?;
     std::fs::write(&path, text + "\n")?;
     println!(
         "installed  goal hooks ({}) in {}",

@@ -12,7 +12,6 @@ use agency_store::{Blackboard, NewRun, RunStatus, SqliteBlackboard};
 use serde_json::json;
 
 use super::plan_file::PlanFile;
-use crate::commands::store_error;
 use crate::error::CommandResult;
 use crate::workspace::BlackboardAt;
 
@@ -64,7 +63,7 @@ impl Records {
     pub fn at(db: &BlackboardAt, plan: &PlanFile) -> CommandResult<Records> {
         match db {
             BlackboardAt::Sqlite(path) => Records::read(path, plan),
-            BlackboardAt::Postgres(_) => Records::from_store(&*db.open().map_err(store_error)?, plan),
+            BlackboardAt::Postgres(_) => Records::from_store(&*db.open()?, plan),
         }
     }
 
@@ -134,7 +133,7 @@ fn all_events(store: &dyn Blackboard, run: RunId) -> CommandResult<Vec<Event>> {
     let mut events = Vec::new();
     let mut after = 0;
     loop {
-        let page = store.events_after(Some(run), after, 500).map_err(store_error)?;
+        let page = store.events_after(Some(run), after, 500)?;
         let Some(last) = page.last() else {
             return Ok(events);
         };
@@ -147,7 +146,7 @@ fn all_events(store: &dyn Blackboard, run: RunId) -> CommandResult<Vec<Event>> {
 pub fn find_goals_run(store: &dyn Blackboard, plan: &PlanFile) -> CommandResult<Option<RunId>> {
     let repo = plan.root.display().to_string();
     let wanted = plan.relative();
-    let runs = store.list_runs().map_err(store_error)?;
+    let runs = store.list_runs()?;
     Ok(runs
         .into_iter()
         .find(|r| r.repo == repo && r.config["goals_plan"].as_str() == Some(wanted.as_str()))
@@ -164,10 +163,8 @@ pub fn goals_run(store: &dyn Blackboard, plan: &PlanFile) -> CommandResult<RunId
         plan.root.display().to_string(),
     );
     new.config = json!({ "goals_plan": plan.relative() });
-    let run = store.create_run(new).map_err(store_error)?;
-    store
-        .set_run_status(run.id, Some(RunStatus::Planning), RunStatus::Running)
-        .map_err(store_error)?;
+    let run = store.create_run(new)?;
+    store.set_run_status(run.id, Some(RunStatus::Planning), RunStatus::Running)?;
     Ok(run.id)
 }
 

@@ -10,7 +10,7 @@ use agency_store::{Blackboard, RunStatus};
 use chrono::Utc;
 
 use super::resolve_brief;
-use crate::commands::{Context, resolve_run, store_error};
+use crate::commands::{Context, resolve_run};
 use crate::error::CommandResult;
 use crate::hook::raise_due;
 
@@ -53,7 +53,7 @@ fn all_events(store: &dyn Blackboard, run: Option<agency_core::RunId>) -> Comman
     let mut all = Vec::new();
     let mut after = 0;
     loop {
-        let page = store.events_after(run, after, 1000).map_err(store_error)?;
+        let page = store.events_after(run, after, 1000)?;
         let Some(last) = page.last() else { break };
         after = last.seq;
         all.extend(page);
@@ -65,7 +65,7 @@ fn all_events(store: &dyn Blackboard, run: Option<agency_core::RunId>) -> Comman
 pub fn show(ctx: &Context, args: ShowArgs) -> CommandResult {
     let store = ctx.open_store()?;
     let id = resolve_brief(&*store, args.brief.as_deref())?;
-    let brief = store.get_brief(id).map_err(store_error)?;
+    let brief = store.get_brief(id)?;
     println!("brief      {} {}", brief.id, brief.title);
     println!("state      {}", agency_review::gather::teachback_label(&brief));
     let score = brief
@@ -130,16 +130,11 @@ pub fn show(ctx: &Context, args: ShowArgs) -> CommandResult {
 fn briefs(store: &dyn Blackboard, run: Option<&str>) -> CommandResult<Vec<Brief>> {
     let runs = match run {
         Some(typed) => vec![resolve_run(store, typed)?],
-        None => store
-            .list_runs()
-            .map_err(store_error)?
-            .into_iter()
-            .map(|r| r.id)
-            .collect(),
+        None => store.list_runs()?.into_iter().map(|r| r.id).collect(),
     };
     let mut out = Vec::new();
     for run in runs {
-        out.extend(store.list_briefs(run).map_err(store_error)?);
+        out.extend(store.list_briefs(run)?);
     }
     Ok(out)
 }
@@ -219,18 +214,15 @@ pub fn check(ctx: &Context, args: CheckArgs) -> CommandResult {
     let config = super::team_config(ctx)?;
     let now = args.at.unwrap_or_else(Utc::now);
     let mut raised = 0;
-    for run in store.list_runs().map_err(store_error)? {
+    for run in store.list_runs()? {
         if matches!(
             run.status,
             RunStatus::Succeeded | RunStatus::Failed | RunStatus::Halted | RunStatus::Cancelled
         ) {
             continue;
         }
-        for brief in store.list_briefs(run.id).map_err(store_error)? {
-            if raise_due(&*store, &brief, &config.teachback, now)
-                .map_err(store_error)?
-                .is_some()
-            {
+        for brief in store.list_briefs(run.id)? {
+            if raise_due(&*store, &brief, &config.teachback, now)?.is_some() {
                 raised += 1;
             }
         }

@@ -9,19 +9,14 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use agency_core::event::{EventPayload, payload};
 use agency_core::intercept::teachback_text;
-use agency_core::teachback::{
-    ReviewVerdict, TeachbackAction, TeachbackError, TeachbackReview, TeachbackState, transition,
-};
-use agency_core::{Brief, GateId, NewEvent, Teachback};
-use agency_engine::hooks::{review_event, review_payload};
-use agency_engine::teachback_gate;
-use agency_store::Blackboard;
+use agency_core::teachback::{ReviewVerdict, TeachbackReview, TeachbackState};
+use agency_core::{Brief, GateId, Teachback};
+use agency_engine::teachback_review;
 use chrono::Utc;
 
 use super::resolve_brief;
-use crate::commands::{Context, decider, store_error};
+use crate::commands::{Context, decider};
 use crate::error::{CommandError, CommandResult, ErrorKind};
 use crate::hook::{ENV_BRIEF, raise_due};
 
@@ -89,8 +84,8 @@ impl FieldArgs {
 /// How long an agent a runner started waits for its review by default: under the two minutes Claude
 /// Code gives a Bash command, so the wait ends with an answer rather than being killed.
 const AGENT_WAIT_SECS: u64 = 100;
-/// How often the blackboard is read while waiting.
-const WAIT_POLL: Duration = Duration::from_millis(200);
+/// How often the gate service is asked while waiting.
+const WAIT_POLL: Duration = teachback_review::WAIT_POLL;
 
 /// `agency teachback approve <brief> [--note ...]`
 #[derive(Debug, clap::Args)]
@@ -113,30 +108,6 @@ pub struct CorrectArgs {
     /// A note for the agent.
     #[arg(long)]
     pub note: Option<String>,
-}
-
-/// Applies `action` and writes `kind` with `payload` (plus `from`/`to`) in one compare-and-set.
-fn apply(
-    store: &dyn Blackboard,
-    brief: &Brief,
-    action: &TeachbackAction,
-    payload: impl FnOnce(TeachbackState, TeachbackState) -> EventPayload,
-) -> CommandResult<Brief> {
-    let next = transition(brief.teachback, brief.teachback_mode(), action).map_err(|err| {
-        // An empty correction is bad input; anything else is an action the state does not allow.
-        let kind = match err {
-            TeachbackError::EmptyCorrections => ErrorKind::Input,
-            TeachbackError::Illegal { .. } => ErrorKind::NothingToDo,
-        };
-        CommandError::new(kind, format!("brief {}: {err}", brief.id.short())).hint(format!(
-            "`agency teachback show {}` shows where it stands",
-            brief.id.short()
-        ))
-    })?;
-    let event = NewEvent::typed(brief.run, payload(brief.teachback, next)).brief(brief.id);
-    store
-        .set_teachback_state(brief.id, brief.teachback, next, event)
-        .map_err(store_error)
 }
 
 fn read_teachback(args: &SubmitArgs) -> CommandResult<Teachback> {
@@ -178,22 +149,9 @@ pub fn submit(ctx: &Context, args: SubmitArgs) -> CommandResult {
     }
     let store = ctx.open_store()?;
     let id = resolve_brief(&*store, args.brief.as_deref())?;
-    let brief = store.get_brief(id).map_err(store_error)?;
-    let cursor = store.last_seq(Some(brief.run)).map_err(store_error)?;
-    let submitted = payload::TeachbackSubmitted {
-        // A plain struct of strings and lists: serialising it cannot fail.
-        teachback: serde_json::to_value(&teachback).unwrap_or_default(),
-        text: Some(teachback.to_string()),
-        via: Some("cli".to_string()),
-        ..payload::TeachbackSubmitted::default()
-    };
-    let after = apply(&*store, &brief, &TeachbackAction::Submit, |from, to| {
-        EventPayload::TeachbackSubmitted(payload::TeachbackSubmitted {
-            from: Some(from),
-            to: Some(to),
-            ..submitted
-        })
-    })?;
+    let brief = store.get_brief(id)?;
+    let cursor = store.last_seq(Some(brief.run))?;
+    let after = teachback_review::submit(&*store, &brief, &teachback, "cli")?;
     println!(
         "submitted  teachback for brief {} ({}): now {}",
         brief.id.short(),
@@ -212,7 +170,7 @@ pub fn submit(ctx: &Context, args: SubmitArgs) -> CommandResult {
         return Ok(());
     }
     println!("waiting up to {wait} s for the review...");
-    match wait_for_review(&*store, &after, cursor, Duration::from_secs(wait))? {
+    match teachback_review::wait_for_review(&*store, &after, cursor, Duration::from_secs(wait))? {
         Some(message) => println!("{message}"),
         None => {
             println!(
@@ -220,8 +178,8 @@ pub fn submit(ctx: &Context, args: SubmitArgs) -> CommandResult {
                  review once it is made (approved: go on; corrections: address them and submit again)."
             );
             let config = super::team_config(ctx)?;
-            let current = store.get_brief(after.id).map_err(store_error)?;
-            raise_due(&*store, &current, &config.teachback, Utc::now()).map_err(store_error)?;
+            let current = store.get_brief(after.id)?;
+            raise_due(&*store, &current, &config.teachback, Utc::now())?;
         }
     }
     Ok(())
@@ -324,57 +282,8 @@ fn submit_through_the_service(
     }
 }
 
-/// Waits until `brief` leaves `under_review` and returns the message of the review that moved it (read
-/// from the events after `cursor`), or `None` when `limit` passes first.
-fn wait_for_review(
-    store: &dyn Blackboard,
-    brief: &Brief,
-    cursor: i64,
-    limit: Duration,
-) -> CommandResult<Option<String>> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let current = store.get_brief(brief.id).map_err(store_error)?;
-        if current.teachback != TeachbackState::UnderReview {
-            return Ok(Some(review_message_after(store, &current, cursor)?));
-        }
-        if Instant::now() >= deadline {
-            return Ok(None);
-        }
-        std::thread::sleep(WAIT_POLL);
-    }
-}
-
-/// The message of the latest review of `brief` recorded after `cursor`.
-fn review_message_after(store: &dyn Blackboard, brief: &Brief, cursor: i64) -> CommandResult<String> {
-    let mut after = cursor;
-    let mut message = None;
-    loop {
-        let page = store
-            .events_after(Some(brief.run), after, 500)
-            .map_err(store_error)?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        for event in page.iter().filter(|e| e.brief == Some(brief.id)) {
-            if let Ok(EventPayload::TeachbackApproved(review) | EventPayload::TeachbackCorrected(review)) =
-                event.typed()
-            {
-                message = review.message;
-            }
-        }
-    }
-    Ok(message.unwrap_or_else(|| {
-        format!(
-            "The teachback is now {}; `agency teachback show` shows the review.",
-            brief.teachback
-        )
-    }))
-}
-
-/// Records a human review of `typed`'s teachback. Where a runner is waiting for it at a `teachback` gate,
-/// that gate is decided with the same verdict: one decision, on the teachback (whose record names the
-/// gate) and on its gate, so the run goes on at once instead of waiting for the gate to time out. Returns
-/// the brief, and the gate when there was one.
+/// Records a human review of `typed`'s teachback ([`teachback_review::review`]), deciding the teachback
+/// gate a runner waits at with the same verdict. Returns the brief, and the gate when there was one.
 fn review(
     ctx: &Context,
     typed: &str,
@@ -383,27 +292,13 @@ fn review(
 ) -> CommandResult<(Brief, Option<GateId>)> {
     let store = ctx.open_store()?;
     let id = resolve_brief(&*store, Some(typed))?;
-    let brief = store.get_brief(id).map_err(store_error)?;
+    let brief = store.get_brief(id)?;
     let review = TeachbackReview {
         verdict,
         reviewer: decider(),
         note,
     };
-    let gate = teachback_gate::pending_gate(&*store, &brief)
-        .map_err(store_error)?
-        .map(|g| g.id);
-    // The same record the runner writes when it reviews, with the message the agent will read.
-    let payload = payload::TeachbackReviewed {
-        gate,
-        ..review_payload(&brief, &review)
-    };
-    apply(&*store, &brief, &review.action(), |from, to| {
-        review_event(&review, payload, from, to)
-    })?;
-    if let Some(gate) = gate {
-        // Already decided means the waiting runner saw the review first and closed it with this verdict.
-        teachback_gate::close(&*store, gate, &review).map_err(store_error)?;
-    }
+    let gate = teachback_review::review(&*store, &brief, &review)?;
     Ok((brief, gate))
 }
 

@@ -9,7 +9,7 @@ use agency_store::{Blackboard, NewRun};
 use chrono::Utc;
 
 use super::resolve_brief;
-use crate::commands::{Context, store_error};
+use crate::commands::Context;
 use crate::error::{CommandError, CommandResult};
 
 /// `agency teachback start (--brief B | --title T --variety N,S,U,R) [--session S [--agent A]]`
@@ -63,9 +63,7 @@ fn open_brief(
     } else {
         instructions
     };
-    let run = store
-        .create_run(NewRun::new(goal, ctx.cwd.display().to_string()))
-        .map_err(store_error)?;
+    let run = store.create_run(NewRun::new(goal, ctx.cwd.display().to_string()))?;
     let request = NewBrief {
         tier: Tier::T4,
         workstream: "session".into(),
@@ -86,7 +84,7 @@ fn open_brief(
         depends_on: Vec::new(),
         created_at: Utc::now(),
     });
-    store.insert_brief(&brief).map_err(store_error)?;
+    store.insert_brief(&brief)?;
     Ok(brief.id)
 }
 
@@ -100,13 +98,11 @@ pub fn start(ctx: &Context, args: StartArgs) -> CommandResult {
         }
         _ => return Err(CommandError::input("give --brief, or --title and --variety")),
     };
-    let brief = store.get_brief(id).map_err(store_error)?;
+    let brief = store.get_brief(id)?;
     let mode = brief.gates().map_or("advisory", |g| g.teachback_mode.as_str());
     println!("brief      {} {} ({mode} teachback)", brief.id, brief.title);
     if let Some(session) = &args.session {
-        store
-            .bind_session(session, args.agent.as_deref(), brief.id)
-            .map_err(store_error)?;
+        store.bind_session(session, args.agent.as_deref(), brief.id)?;
         match &args.agent {
             Some(agent) => println!("bound      agent {agent} of session {session}"),
             None => println!("bound      session {session}"),
