@@ -170,7 +170,12 @@ pub(crate) async fn run_signoff(
         cancel,
     )
     .await
-    .map_err(|e| RuntimeError::Other(format!("sign-off of {}: {e}", owned.subject)))?;
+    .map_err(|e| match e {
+        // The provider's trouble, as an agent's model call reports it: the runner pauses the run at the
+        // outage gate and the brief waits, its attempt not spent ([`crate::outage`]).
+        agency_signoff::SignoffError::ProviderUnavailable { error, .. } => RuntimeError::Model(error),
+        other => RuntimeError::Other(format!("sign-off of {}: {other}", owned.subject)),
+    })?;
     if let Some(refused) = watched.take_refusal() {
         return Err(refused);
     }

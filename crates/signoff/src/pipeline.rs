@@ -344,6 +344,19 @@ pub async fn judge_and_audit_stage(
             }
         };
         let (judged, audited) = tokio::join!(judging, auditing);
+        // The provider's trouble is no verdict on the work: nothing is recorded (no inconclusive outcome
+        // for a retry to count), and the caller decides whether to wait for it (a run pauses).
+        let unavailable = match (
+            &judged.unavailable,
+            audited.as_ref().and_then(|a| a.unavailable.as_ref()),
+        ) {
+            (Some(error), _) => Some(("judge", error.clone())),
+            (None, Some(error)) => Some(("auditor", error.clone())),
+            (None, None) => None,
+        };
+        if let Some((who, error)) = unavailable {
+            return Err(SignoffError::ProviderUnavailable { who, error });
+        }
         if let Some(rec) = recording {
             let artifact = rec.transcript(request.subject, &judged.transcript);
             report.transcript_artifact = Some(artifact.id);

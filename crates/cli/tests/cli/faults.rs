@@ -412,6 +412,8 @@ mod run_over_http {
     const WORKSTREAMS: usize = 8;
     /// The implementers' model (the `fast-cheap` level of the default team.yaml).
     const IMPLEMENTER_MODEL: &str = "claude-haiku-4-5";
+    /// The sign-off judges' model (T5's `capable` level of the default team.yaml).
+    const JUDGE_MODEL: &str = "claude-sonnet-4-5";
 
     fn id(n: usize) -> String {
         format!("ws-{n:02}")
@@ -513,20 +515,46 @@ mod run_over_http {
         repo_with(server, outage_seconds, 120)
     }
 
+    /// [`repo`], with T3 (which reviews the implementers' teachbacks here) on T1's level, so that only the
+    /// sign-off judges call [`JUDGE_MODEL`].
+    fn repo_judged_apart(server: &FakeAnthropic, outage_seconds: u32) -> Repo {
+        repo_edited(
+            server,
+            outage_seconds,
+            120,
+            &[(
+                "capability: capable           # squad lead",
+                "capability: reasoning-heavy   # squad lead",
+            )],
+        )
+    }
+
     /// [`repo`], with a stream silent for `idle_seconds` taken for stalled.
     fn repo_with(server: &FakeAnthropic, outage_seconds: u32, idle_seconds: u32) -> Repo {
+        repo_edited(server, outage_seconds, idle_seconds, &[])
+    }
+
+    /// [`repo_with`], with more edits of team.yaml.
+    fn repo_edited(
+        server: &FakeAnthropic,
+        outage_seconds: u32,
+        idle_seconds: u32,
+        more: &[(&str, &str)],
+    ) -> Repo {
         let base_url = format!("    base_url: {}", server.base_url());
         let outage = format!("      outage_seconds: {outage_seconds} ");
         let idle = format!("      idle_seconds: {idle_seconds} ");
         let (t4, t4_builtin) = runtime_of("t4", "builtin");
         let (t5, t5_builtin) = runtime_of("t5", "builtin");
-        Repo::demo(&[
-            ("    # base_url: https://api.anthropic.com", &base_url),
-            ("      outage_seconds: 60 ", &outage),
-            ("      idle_seconds: 120 ", &idle),
-            (t4, &t4_builtin),
-            (t5, &t5_builtin),
-        ])
+        let mut edits = vec![
+            ("    # base_url: https://api.anthropic.com", base_url.as_str()),
+            ("      outage_seconds: 60 ", outage.as_str()),
+            ("      idle_seconds: 120 ", idle.as_str()),
+            (t4, t4_builtin.as_str()),
+            (t5, t5_builtin.as_str()),
+        ];
+        edits.extend_from_slice(more);
+        Repo::demo(&edits)
     }
 
     const ENV: [(&str, &str); 1] = [("ANTHROPIC_API_KEY", "sk-ant-dummy-key-for-the-fake-server")];
@@ -658,6 +686,107 @@ mod run_over_http {
             .filter(|e| e.payload["outage"] == true)
             .count();
         assert!(back >= 1, "no brief moved back for the outage");
+    }
+
+    /// Starts the run without `--auto-approve` and approves its plan as a human would: the run's only
+    /// inspection gate with the default team.yaml (the plan has no T2).
+    fn run_approving_the_plan(
+        repo: &Repo,
+        store: &SqliteBlackboard,
+    ) -> (crate::support::Running, agency_core::RunId) {
+        let running = repo.spawn(&["run", "Write the notes"], &ENV);
+        let run = wait_for(
+            || store.list_runs().ok()?.first().map(|r| r.id),
+            "the run to start",
+        );
+        wait_for(|| pending_gate(store, run, GateKind::T1Plan), "the plan gate");
+        repo.agency(&["approve", &run.short()]).success();
+        (running, run)
+    }
+
+    #[test]
+    fn a_judge_outage_during_sign_off_pauses_the_run_and_the_sign_off_is_asked_again_after_resume() {
+        let server = server();
+        // The judges' model (T5's `capable` level) is down from its first request: every slice's sign-off
+        // meets the outage once its implementer has committed.
+        server.set_outage_of(Some(ModelOutage {
+            fault: Fault::Status {
+                status: 529,
+                retry_after: None,
+            },
+            model: JUDGE_MODEL.to_string(),
+            from_turn: 0,
+            requests: None,
+        }));
+        let repo = repo_judged_apart(&server, 2);
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let (running, run) = run_approving_the_plan(&repo, &store);
+        let gate = wait_for(|| pending_gate(&store, run, GateKind::Pause), "the outage gate");
+        let message = gate.summary["message"].as_str().unwrap().to_string();
+        assert!(
+            message.starts_with("Outage: the provider is overloaded") && message.contains("agency resume"),
+            "{message}"
+        );
+        // Every sign-off that met the outage gave up and waits: its T5 brief is pending at attempt 0, and no
+        // sign-off outcome was recorded for it (an inconclusive one would have cost a retry).
+        let verifiers = wait_for(
+            || {
+                let t5: Vec<_> = store
+                    .list_briefs(run)
+                    .ok()?
+                    .into_iter()
+                    .filter(|b| b.tier == Tier::T5)
+                    .collect();
+                (!t5.is_empty() && t5.iter().all(|b| b.status == BriefStatus::Pending)).then_some(t5)
+            },
+            "the sign-offs to give up",
+        );
+        std::thread::sleep(Duration::from_secs(2));
+        assert!(verifiers.iter().all(|b| b.attempt == 0), "{verifiers:?}");
+        assert!(!store.get_run(run).unwrap().status.is_terminal());
+        let at_gate = events(&store, run);
+        for kind in [
+            EventKind::SignoffInconclusive,
+            EventKind::SignoffRejected,
+            EventKind::SignoffAccepted,
+        ] {
+            assert!(
+                at_gate.iter().all(|e| e.kind != kind),
+                "a sign-off outcome was recorded during the outage: {kind:?}"
+            );
+        }
+        let outages = logged(&at_gate, "OUTAGE");
+        assert!(
+            outages
+                .iter()
+                .any(|l| l.contains("t5") && l.contains("its attempt not spent")),
+            "{outages:?}"
+        );
+        assert!(
+            logged(&at_gate, "RETRY")
+                .iter()
+                .any(|l| l.starts_with(JUDGE_MODEL) && l.contains("overloaded")),
+            "no RETRY line for the judges' calls"
+        );
+
+        // Without --auto-approve the run waits for a human, even once the provider is back.
+        server.set_outage_of(None);
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(pending_gate(&store, run, GateKind::Pause).is_some());
+        assert!(logged(&events(&store, run), "PROBE").is_empty());
+        repo.agency(&["resume", &run.short()]).success();
+        let (code, output) = finish(running, Duration::from_secs(120));
+        assert_eq!(code, Some(0), "{output}");
+        assert_whole_and_unretried(&repo, &store, run);
+        let accepted = events(&store, run)
+            .iter()
+            .filter(|e| e.kind == EventKind::SignoffAccepted)
+            .count();
+        assert_eq!(
+            accepted,
+            WORKSTREAMS + 1,
+            "every slice and the acceptance signed off once"
+        );
     }
 
     #[test]
