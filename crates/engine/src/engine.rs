@@ -103,6 +103,8 @@ pub struct Engine {
     pub(crate) worktree_sweep: WorktreeSweep,
     /// The talent pool: whose voice each agent speaks in, after agency's own rules.
     pub(crate) personalities: Arc<Personalities>,
+    /// The probes of outage gates an `--auto-approve` run sends ([`crate::outage::auto_resume`]).
+    pub(crate) outage_probes: crate::outage::Probes,
 }
 
 /// How a drive ended.
@@ -147,6 +149,7 @@ impl Engine {
             known_branches: crate::branches::KnownBranches::default(),
             slice_diffs: crate::slice_diffs::SliceDiffs::default(),
             personalities: Arc::new(Personalities::defaults()),
+            outage_probes: crate::outage::Probes::default(),
         })
     }
 
@@ -283,6 +286,10 @@ impl Engine {
         let mut holding = false;
         for gate in self.store.pending_gates(Some(run))? {
             if gate.kind == GateKind::Pause {
+                // An outage's pause in a run with no human to wait for ends once the provider answers.
+                if self.options.auto_approve && crate::outage::auto_resume(self, &gate)? {
+                    continue;
+                }
                 holding = true;
                 continue;
             }

@@ -617,12 +617,9 @@ mod run_over_http {
             requests: None,
         }));
         let repo = repo(&server, 2);
-        let running = repo.spawn(&["run", "Write the notes", "--auto-approve"], &ENV);
         let store = SqliteBlackboard::open(repo.db()).unwrap();
-        let run = wait_for(
-            || store.list_runs().ok()?.first().map(|r| r.id),
-            "the run to start",
-        );
+        // No --auto-approve: a human resumes (with it, the runner would probe and resume by itself).
+        let (running, run) = run_approving_the_plan(&repo, &store);
         let gate = wait_for(|| pending_gate(&store, run, GateKind::Pause), "the outage gate");
         let message = gate.summary["message"].as_str().unwrap().to_string();
         assert!(
@@ -686,6 +683,63 @@ mod run_over_http {
             .filter(|e| e.payload["outage"] == true)
             .count();
         assert!(back >= 1, "no brief moved back for the outage");
+    }
+
+    #[test]
+    fn with_auto_approve_the_run_probes_the_provider_and_resumes_by_itself_once_it_answers() {
+        let server = server();
+        server.set_outage_of(Some(ModelOutage {
+            fault: Fault::Status {
+                status: 529,
+                retry_after: None,
+            },
+            model: IMPLEMENTER_MODEL.to_string(),
+            from_turn: 1,
+            requests: None,
+        }));
+        let repo = repo(&server, 2);
+        let running = repo.spawn(&["run", "Write the notes", "--auto-approve"], &ENV);
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let run = wait_for(
+            || store.list_runs().ok()?.first().map(|r| r.id),
+            "the run to start",
+        );
+        let gate = wait_for(|| pending_gate(&store, run, GateKind::Pause), "the outage gate");
+        // While the provider is down the runner's probes fail, each said, and the gate holds.
+        let failed = wait_for(
+            || {
+                logged(&events(&store, run), "OUTAGE")
+                    .into_iter()
+                    .find(|l| l.starts_with("probe 1 of the t4 model failed"))
+            },
+            "a failed probe",
+        );
+        assert!(
+            failed.contains("overloaded") && failed.contains("next probe in"),
+            "{failed}"
+        );
+        assert!(pending_gate(&store, run, GateKind::Pause).is_some());
+        assert!(!store.get_run(run).unwrap().status.is_terminal());
+
+        // The provider is back: nobody runs `agency resume`, the runner's next probe is answered and the
+        // run resumes and succeeds by itself.
+        server.set_outage_of(None);
+        let (code, output) = finish(running, Duration::from_secs(120));
+        assert_eq!(code, Some(0), "{output}");
+        assert_whole_and_unretried(&repo, &store, run);
+        let decided = store
+            .list_gates_of_kind(run, GateKind::Pause)
+            .unwrap()
+            .into_iter()
+            .find(|g| g.id == gate.id)
+            .unwrap();
+        assert_eq!(decided.status, agency_core::gate::GateStatus::Approved);
+        let resumed = logged(&events(&store, run), "OUTAGE")
+            .into_iter()
+            .find(|l| l.contains("resumed by the runner (--auto-approve)"))
+            .unwrap_or_else(|| panic!("no line says the runner resumed the run:\n{output}"));
+        assert!(resumed.contains("of the t4 model"), "{resumed}");
+        assert!(output.contains("resumed by the runner"), "{output}");
     }
 
     /// Starts the run without `--auto-approve` and approves its plan as a human would: the run's only
@@ -773,7 +827,12 @@ mod run_over_http {
         server.set_outage_of(None);
         std::thread::sleep(Duration::from_secs(3));
         assert!(pending_gate(&store, run, GateKind::Pause).is_some());
-        assert!(logged(&events(&store, run), "PROBE").is_empty());
+        assert!(
+            logged(&events(&store, run), "OUTAGE")
+                .iter()
+                .all(|l| !l.contains("probe")),
+            "a run without --auto-approve probed the provider"
+        );
         repo.agency(&["resume", &run.short()]).success();
         let (code, output) = finish(running, Duration::from_secs(120));
         assert_eq!(code, Some(0), "{output}");

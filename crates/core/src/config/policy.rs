@@ -259,6 +259,10 @@ pub struct RunnerConfig {
     /// match its tier's schema, a reply cut off at the token limit) and fixes it in the same conversation
     /// before its brief fails with every problem listed. Default 3; 0 fails at the first.
     pub repair_attempts: u32,
+    /// In a run started with `--auto-approve`, how long the runner keeps probing a provider in an outage
+    /// (the run paused at its outage gate) before it leaves the gate to a human. Without `--auto-approve`
+    /// nothing is probed: a human resumes. Default 60; 0 never probes.
+    pub outage_probe_minutes: u32,
 }
 
 impl Default for RunnerConfig {
@@ -269,6 +273,7 @@ impl Default for RunnerConfig {
             claim_lease_seconds: 600,
             agent_idle_minutes: 20,
             repair_attempts: 3,
+            outage_probe_minutes: 60,
         }
     }
 }
