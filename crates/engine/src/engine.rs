@@ -105,6 +105,8 @@ pub struct Engine {
     pub(crate) personalities: Arc<Personalities>,
     /// The probes of outage gates an `--auto-approve` run sends ([`crate::outage::auto_resume`]).
     pub(crate) outage_probes: crate::outage::Probes,
+    /// The auditor's own runtime and model (`signoff.auditor_model`); `None`: it runs as the judge does.
+    pub(crate) auditor: Option<crate::signoff::AuditorRuntime>,
 }
 
 /// How a drive ended.
@@ -150,6 +152,7 @@ impl Engine {
             slice_diffs: crate::slice_diffs::SliceDiffs::default(),
             personalities: Arc::new(Personalities::defaults()),
             outage_probes: crate::outage::Probes::default(),
+            auditor: None,
         })
     }
 
@@ -157,6 +160,13 @@ impl Engine {
     /// caller) instead of agency's own five.
     pub fn with_personalities(mut self, pool: Personalities) -> Self {
         self.personalities = Arc::new(pool);
+        self
+    }
+
+    /// Runs the auditors of this run's slices on `runtime` (the built-in agent on `signoff.auditor_model`,
+    /// `model`) instead of the judge's.
+    pub fn with_auditor(mut self, runtime: Arc<dyn Runtime>, model: String) -> Self {
+        self.auditor = Some(crate::signoff::AuditorRuntime { runtime, model });
         self
     }
 

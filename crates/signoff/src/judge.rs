@@ -94,6 +94,8 @@ pub struct RunAs<'a> {
     pub system: Option<&'a str>,
     /// Sees every event the judge records (tool calls, usage, what it said); its tool decisions are not asked.
     pub observer: &'a dyn AgentHooks,
+    /// The model it runs on, for the record (an auditor's is written in its `signoff_audit`).
+    pub model: Option<String>,
 }
 
 impl std::fmt::Debug for RunAs<'_> {

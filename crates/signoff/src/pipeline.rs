@@ -378,6 +378,7 @@ pub async fn judge_and_audit_stage(
                 verdict: audited.verdict,
                 answer: audited.answer,
                 transcript_artifact: None,
+                model: auditor.and_then(|a| a.run_as).and_then(|r| r.model.clone()),
             };
             if let Some(rec) = recording {
                 let artifact = rec.audit_transcript(request.subject, &audited.transcript);

@@ -392,6 +392,38 @@ pub fn build_engine(
     let agency = std::env::current_exe()
         .map_err(|e| CommandError::internal(format!("cannot locate the agency binary for the hook: {e}")))?;
     let secrets = provider_keys(&team);
+    // `signoff.auditor_model`: the auditor's own model, metered and recorded like the tiers'. A scripted or
+    // replayed run answers the auditor from its script like every call (by role), so it has none.
+    let auditor = match (&team.signoff.auditor_model, source, &replay) {
+        (Some(binding), ModelSource::Live, None) => {
+            let model = agency_llm::model_for_binding(
+                &team,
+                binding,
+                &agency_llm::process_env,
+                RetryPolicy::default(),
+            )
+            .map_err(|e| {
+                CommandError::input(format!("signoff.auditor_model: {e}"))
+                    .hint("set the variable team.yaml names, or pass --script FILE")
+            })?;
+            let provider = match &recorder {
+                Some(recorder) => recorder.wrap(model.provider),
+                None => model.provider,
+            };
+            let metered: Arc<dyn Provider> = Arc::new(
+                Metered::new(provider, sink.clone())
+                    .with_price(model.price)
+                    .with_ledger(ledger.clone()),
+            );
+            let runtime: Arc<dyn Runtime> = Arc::new(
+                agency_exec::runtime::BuiltinRuntime::new(metered)
+                    .with_secrets(secrets.clone())
+                    .with_max_tokens_ceiling(binding.max_tokens),
+            );
+            Some((runtime, binding.model.clone()))
+        }
+        _ => None,
+    };
     // Resolved here, from team.yaml as the run read it and the runner's own environment, and handed to each
     // hook-gated agent in its environment: the hook must not take it from a file the agent could write.
     let rollout = team
@@ -465,10 +497,13 @@ pub fn build_engine(
         wake: Some(gate.waker()),
         ..EngineOptions::default()
     };
-    let engine = Engine::new(store, team, repo, runtimes, providers, options)
+    let mut engine = Engine::new(store, team, repo, runtimes, providers, options)
         .map_err(engine_error)?
         .with_ledger(ledger)
         .with_personalities(personalities);
+    if let Some((runtime, model)) = auditor {
+        engine = engine.with_auditor(runtime, model);
+    }
     let stop = replay.as_ref().map(|r| r.stop_token()).unwrap_or_default();
     Ok(Runner {
         engine,

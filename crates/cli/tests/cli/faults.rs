@@ -742,6 +742,87 @@ mod run_over_http {
         assert!(output.contains("resumed by the runner"), "{output}");
     }
 
+    /// `signoff.auditor_model` (issue 29): the judges answer from the fake Anthropic server, the auditors from
+    /// an OpenAI-compatible one (the slices here score 7, so each has an auditor). Not an outage test; it
+    /// lives here for the whole run over HTTP this module sets up.
+    #[test]
+    fn the_auditor_runs_on_its_own_model_family_and_the_record_says_which() {
+        let server = server();
+        let openai = agency_testkit::FakeOpenAi::start(Vec::new()).expect("fake OpenAI server");
+        openai.set_rule(
+            "Goal under sign-off:",
+            vec![Reply::text(
+                "Read the diff myself: the note is there.\nVERDICT: accept\nmissing: none",
+            )],
+        );
+        let provider = format!(
+            "\nproviders:\n  audit-family: {{kind: openai, base_url: \"{}/v1\"}}\n",
+            openai.base_url()
+        );
+        let repo = repo_edited(
+            &server,
+            60,
+            120,
+            &[
+                ("\nproviders:\n", provider.as_str()),
+                (
+                    "  # auditor_model: {provider: openai, model: gpt-5}",
+                    "  auditor_model: {provider: audit-family, model: gpt-audit}",
+                ),
+            ],
+        );
+        let running = repo.spawn(&["run", "Write the notes", "--auto-approve"], &ENV);
+        let (code, output) = finish(running, Duration::from_secs(120));
+        assert_eq!(code, Some(0), "{output}");
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let run = store.list_runs().unwrap()[0].id;
+        assert_whole_and_unretried(&repo, &store, run);
+
+        // Every slice's auditor asked the other family, never the judges' server, and was never shown the
+        // implementer's report.
+        let audits: Vec<Value> = events(&store, run)
+            .into_iter()
+            .filter(|e| e.kind == EventKind::SignoffAudit)
+            .map(|e| e.payload)
+            .collect();
+        assert_eq!(audits.len(), WORKSTREAMS, "{audits:?}");
+        assert!(
+            audits
+                .iter()
+                .all(|a| a["model"] == "gpt-audit" && a["verdict"] == "accept" && a["agrees"] == true),
+            "{audits:?}"
+        );
+        let asked = openai.requests();
+        assert!(asked.len() >= WORKSTREAMS, "{} requests", asked.len());
+        for request in &asked {
+            let body = request.body.to_string();
+            assert!(body.contains("gpt-audit"), "{body}");
+            assert!(!body.contains(".md written."), "the auditor saw a claim: {body}");
+        }
+        let anthropic_audits = server
+            .requests()
+            .iter()
+            .filter(|r| r.body.to_string().contains("You are the independent auditor"))
+            .count();
+        assert_eq!(anthropic_audits, 0, "an auditor asked the judges' server");
+
+        // `show judge` says which model audited.
+        let slice = store
+            .list_briefs(run)
+            .unwrap()
+            .into_iter()
+            .find(|b| b.tier == Tier::T4)
+            .unwrap();
+        let shown = repo
+            .agency(&["show", &run.short(), "judge", &slice.id.short()])
+            .success();
+        assert!(
+            shown.stdout().contains("audited on gpt-audit"),
+            "{}",
+            shown.stdout()
+        );
+    }
+
     /// Starts the run without `--auto-approve` and approves its plan as a human would: the run's only
     /// inspection gate with the default team.yaml (the plan has no T2).
     fn run_approving_the_plan(

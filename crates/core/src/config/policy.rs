@@ -223,6 +223,11 @@ pub struct SignoffConfig {
     /// workers'.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judge_model: Option<ModelBinding>,
+    /// The model of the auditor that reviews a run's slice beside the judge when its variety score requires
+    /// one (7 and above), ideally another model family than the judge's. Unset: the T5 tier's runtime and
+    /// model, as the judge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auditor_model: Option<ModelBinding>,
     /// Whether an inconclusive judge (error, no verdict) blocks completion. Default true.
     pub inconclusive_blocks: bool,
     /// The stage-1 verify command is killed after this many seconds. Default 600.
@@ -234,6 +239,7 @@ impl Default for SignoffConfig {
         SignoffConfig {
             judge: CapabilityLevel::ReasoningHeavy,
             judge_model: None,
+            auditor_model: None,
             inconclusive_blocks: true,
             verify_timeout_seconds: 600,
         }
