@@ -163,10 +163,10 @@ impl Engine {
         self
     }
 
-    /// Runs the auditors of this run's slices on `runtime` (the built-in agent on `signoff.auditor_model`,
-    /// `model`) instead of the judge's.
-    pub fn with_auditor(mut self, runtime: Arc<dyn Runtime>, model: String) -> Self {
-        self.auditor = Some(crate::signoff::AuditorRuntime { runtime, model });
+    /// Runs the auditors of this run's slices on `runtime` (the built-in agent on `signoff.auditor_model`'s
+    /// `provider`) instead of the judge's. The provider is also what an outage probe asks.
+    pub fn with_auditor(mut self, runtime: Arc<dyn Runtime>, provider: Arc<dyn Provider>) -> Self {
+        self.auditor = Some(crate::signoff::AuditorRuntime { runtime, provider });
         self
     }
 

@@ -248,6 +248,11 @@ pub(crate) fn auto_resume(engine: &Engine, gate: &Gate) -> Result<bool> {
         probe.done = true;
         return Ok(false);
     };
+    // A slice's sign-off also calls the auditor's own model when it has one: the run resumes once both
+    // answer (the gate does not say which of them failed).
+    let auditor = (tier == Tier::T5)
+        .then(|| engine.auditor.as_ref().map(|a| a.provider.clone()))
+        .flatten();
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         probe.done = true;
         return Ok(false);
@@ -255,7 +260,11 @@ pub(crate) fn auto_resume(engine: &Engine, gate: &Gate) -> Result<bool> {
     probe.sent += 1;
     let (tell, answer) = tokio::sync::oneshot::channel();
     probe.answer = Some(answer);
-    let (sent, model, run) = (probe.sent, provider.model().to_string(), gate.run);
+    let model = match &auditor {
+        Some(auditor) => format!("{} and {}", provider.model(), auditor.model()),
+        None => provider.model().to_string(),
+    };
+    let (sent, run) = (probe.sent, gate.run);
     drop(probes);
     log(
         engine,
@@ -265,10 +274,16 @@ pub(crate) fn auto_resume(engine: &Engine, gate: &Gate) -> Result<bool> {
     )?;
     runtime.spawn(async move {
         let request = probe_request(run, tier);
-        let answered = provider
-            .complete(&request, &mut |_| {}, &CancelToken::new())
-            .await
-            .map(|_| ());
+        let mut answered = Ok(());
+        for provider in std::iter::once(provider).chain(auditor) {
+            answered = provider
+                .complete(&request, &mut |_| {}, &CancelToken::new())
+                .await
+                .map(|_| ());
+            if answered.is_err() {
+                break;
+            }
+        }
         let _ = tell.send(answered);
     });
     Ok(false)

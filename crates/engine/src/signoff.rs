@@ -46,7 +46,7 @@ use crate::hooks::{Reviewer, RunnerHooks};
 #[derive(Debug, Clone)]
 pub(crate) struct AuditorRuntime {
     pub runtime: Arc<dyn Runtime>,
-    pub model: String,
+    pub provider: Arc<dyn agency_llm::Provider>,
 }
 
 /// Everything one sign-off needs, owned, so its blocking half can run on another thread.
@@ -155,7 +155,7 @@ pub(crate) async fn run_signoff(
     // conversation of its own, under its own role (so its calls, usage and scripted replies are told apart),
     // without the T5 tier's prompt (which speaks to the judge) and without the implementer's claims.
     let (audit_runtime, audit_model) = match &engine.auditor {
-        Some(own) => (own.runtime.clone(), Some(own.model.clone())),
+        Some(own) => (own.runtime.clone(), Some(own.provider.model().to_string())),
         None => (
             watched.inner.clone(),
             // The model is known for the built-in agent only; an external runtime may pick its own.

@@ -416,11 +416,11 @@ pub fn build_engine(
                     .with_ledger(ledger.clone()),
             );
             let runtime: Arc<dyn Runtime> = Arc::new(
-                agency_exec::runtime::BuiltinRuntime::new(metered)
+                agency_exec::runtime::BuiltinRuntime::new(metered.clone())
                     .with_secrets(secrets.clone())
                     .with_max_tokens_ceiling(binding.max_tokens),
             );
-            Some((runtime, binding.model.clone()))
+            Some((runtime, metered))
         }
         _ => None,
     };
@@ -501,8 +501,8 @@ pub fn build_engine(
         .map_err(engine_error)?
         .with_ledger(ledger)
         .with_personalities(personalities);
-    if let Some((runtime, model)) = auditor {
-        engine = engine.with_auditor(runtime, model);
+    if let Some((runtime, provider)) = auditor {
+        engine = engine.with_auditor(runtime, provider);
     }
     let stop = replay.as_ref().map(|r| r.stop_token()).unwrap_or_default();
     Ok(Runner {
