@@ -1177,3 +1177,141 @@ keep final
         }
     }
 }
+
+/// The filesystem under the run's worktrees fills up: git's own writes (a worktree's checkout, an agent's
+/// files, a commit's index) fail with "No space left on device". The runner says so naming the path, spends
+/// no brief's retry on it, loses nothing it recorded, and the run completes once space is freed.
+///
+/// `.agency/worktrees` is a small tmpfs of its own, mounted by bubblewrap for one shell script that fills it,
+/// runs the team, frees the space and resumes; where bubblewrap cannot mount one the test says so on stderr
+/// and is skipped (unless `AGENCY_REQUIRE_SANDBOX` is set, as in CI, where that is a failure).
+mod disk_full_worktrees {
+    use std::path::Path;
+    use std::process::Command;
+
+    use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+
+    use crate::postgres::SCRIPT;
+    use crate::support::{CALCULATOR_GOAL, Repo};
+
+    const TMPFS_BYTES: u64 = 2 * 1024 * 1024;
+
+    const STEPS: &str = r#"set -u
+agency="$AGENCY_BIN"
+cd "$REPO"
+dd if=/dev/zero of="$WORKTREES/filler" bs=4k 2>/dev/null
+"$agency" run "$GOAL" --auto-approve --script "$SCRIPT" >"$OUT/first.out" 2>"$OUT/first.err"
+echo $? >"$OUT/first.code"
+mkdir "$OUT/at_full" && for f in .agency/agency.db .agency/agency.db-wal .agency/agency.db-shm; do if [ -f "$f" ]; then cp "$f" "$OUT/at_full/"; fi; done
+rm "$WORKTREES/filler"
+run=$(sed -n 's/^run \([0-9a-f]*\) started.*/\1/p' "$OUT/first.out")
+"$agency" run --resume "$run" --auto-approve --script "$SCRIPT" >"$OUT/second.out" 2>"$OUT/second.err"
+echo $? >"$OUT/second.code"
+"#;
+
+    fn tmpfs_args(dir: &Path) -> Result<Vec<String>, String> {
+        let size = TMPFS_BYTES.to_string();
+        let dir = dir.display().to_string();
+        let mut reasons = Vec::new();
+        for userns in [false, true] {
+            let mut args: Vec<String> = Vec::new();
+            if userns {
+                args.extend(["--unshare-user", "--uid", "0", "--gid", "0"].map(String::from));
+            }
+            args.extend(["--dev-bind", "/", "/", "--size", &size, "--tmpfs", &dir].map(String::from));
+            match Command::new("bwrap").args(&args).arg("true").output() {
+                Ok(out) if out.status.success() => return Ok(args),
+                Ok(out) => reasons.push(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+                Err(e) => return Err(format!("bwrap: {e}")),
+            }
+        }
+        Err(reasons.join("; "))
+    }
+
+    #[test]
+    fn a_full_disk_under_the_worktrees_is_named_costs_no_retry_and_the_run_resumes_once_freed() {
+        let (repo, script) = Repo::calculator(SCRIPT);
+        let worktrees = repo.path().join(".agency").join("worktrees");
+        std::fs::create_dir_all(&worktrees).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let bwrap = match tmpfs_args(&worktrees) {
+            Ok(args) => args,
+            Err(why) if std::env::var_os("AGENCY_REQUIRE_SANDBOX").is_some() => {
+                panic!("AGENCY_REQUIRE_SANDBOX is set but bubblewrap cannot mount a small tmpfs: {why}")
+            }
+            Err(why) => {
+                eprintln!(
+                    "SKIPPED worktree disk-full test: bubblewrap cannot mount a small tmpfs here ({why})"
+                );
+                return;
+            }
+        };
+        let status = Command::new("bwrap")
+            .args(&bwrap)
+            .args(["sh", "-c", STEPS])
+            .env("AGENCY_BIN", env!("CARGO_BIN_EXE_agency"))
+            .env("REPO", repo.path())
+            .env("WORKTREES", &worktrees)
+            .env("OUT", out.path())
+            .env("GOAL", CALCULATOR_GOAL)
+            .env("SCRIPT", &script)
+            .env("NO_COLOR", "1")
+            .status()
+            .unwrap();
+        assert!(status.success(), "the steps failed: {status}");
+        let read = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap();
+
+        // The first worktree's checkout met the full disk: the runner stopped naming it, the cause and
+        // the command that resumes; the run is not over.
+        let (first, first_err) = (read("first.out"), read("first.err"));
+        assert_ne!(read("first.code").trim(), "0", "{first}");
+        let run = first
+            .lines()
+            .find_map(|l| l.strip_prefix("run ")?.split(' ').next())
+            .unwrap_or_else(|| panic!("the run was not started:\n{first}\n{first_err}"))
+            .to_string();
+        let said = first_err.lines().next().unwrap_or_default();
+        assert!(
+            said.starts_with("error: git: disk full: '") && said.contains(&worktrees.display().to_string()),
+            "{first_err}"
+        );
+        assert!(said.contains("nothing recorded is lost"), "{first_err}");
+        assert!(
+            first_err.contains(&format!("agency run --resume {run}")),
+            "{first_err}"
+        );
+        assert!(!first_err.contains("panicked"), "{first_err}");
+
+        // Space freed, the resumed run succeeds, no brief having paid for the full disk.
+        let (second, second_err) = (read("second.out"), read("second.err"));
+        assert_eq!(read("second.code").trim(), "0", "{second}\n{second_err}");
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let resumed = store.list_runs().unwrap()[0].clone();
+        assert_eq!(resumed.id.short(), run);
+        assert_eq!(resumed.status, RunStatus::Succeeded);
+        let briefs = store.list_briefs(resumed.id).unwrap();
+        assert!(
+            briefs.iter().all(|b| b.attempt == 0),
+            "a brief was retried: {:?}",
+            briefs.iter().map(|b| (&b.title, b.attempt)).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            repo.git_output(&["show", &format!("agency/{run}/integration:mul.sh")]),
+            "# mul A B: prints A * B\necho $(($1 * $2))\n"
+        );
+
+        // Nothing recorded before the disk filled was lost.
+        let at_full = SqliteBlackboard::open(out.path().join("at_full").join("agency.db")).unwrap();
+        let before = at_full.events_after(Some(resumed.id), 0, usize::MAX).unwrap();
+        let after = store.events_after(Some(resumed.id), 0, usize::MAX).unwrap();
+        assert!(!before.is_empty());
+        for event in &before {
+            assert!(
+                after
+                    .iter()
+                    .any(|e| e.seq == event.seq && e.kind == event.kind && e.payload == event.payload),
+                "lost after the resume: {event:?}"
+            );
+        }
+    }
+}
