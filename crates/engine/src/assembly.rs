@@ -199,6 +199,9 @@ pub enum AssemblyError {
     /// team.yaml's models cannot be set up (a key variable unset, ...).
     #[error("{0}")]
     Models(#[source] LlmError),
+    /// `signoff.auditor_model` cannot be set up.
+    #[error("signoff.auditor_model: {0}")]
+    AuditorModel(#[source] LlmError),
     /// The teachback rollout mode is not one agency knows.
     #[error("{0}")]
     Rollout(#[source] agency_core::config::ConfigError),
@@ -267,7 +270,9 @@ impl AssemblyError {
                 "set `runtime: builtin` for those tiers in team.yaml (the built-in agent is gated in-process and \
                  works on PostgreSQL), or run on the SQLite blackboard (drop --db / AGENCY_DB)",
             ),
-            AssemblyError::Models(_) => Some("set the variable team.yaml names, or pass --script FILE"),
+            AssemblyError::Models(_) | AssemblyError::AuditorModel(_) => {
+                Some("set the variable team.yaml names, or pass --script FILE")
+            }
             _ => None,
         }
     }
@@ -350,6 +355,35 @@ pub fn assemble<G: RunGate>(
         })
         .collect();
     let secrets = provider_keys(&team);
+    // `signoff.auditor_model`: the auditor's own model, metered and recorded like the tiers'. A scripted or
+    // replayed run answers the auditor from its script like every call (by role), so it has none.
+    let auditor = match (&team.signoff.auditor_model, source, &replay) {
+        (Some(binding), ModelSource::Live, None) => {
+            let model = agency_llm::model_for_binding(
+                &team,
+                binding,
+                &agency_llm::process_env,
+                agency_llm::RetryPolicy::default(),
+            )
+            .map_err(AssemblyError::AuditorModel)?;
+            let provider = match &recorder {
+                Some(recorder) => recorder.wrap(model.provider),
+                None => model.provider,
+            };
+            let metered: Arc<dyn Provider> = Arc::new(
+                Metered::new(provider, sink.clone())
+                    .with_price(model.price)
+                    .with_ledger(ledger.clone()),
+            );
+            let runtime: Arc<dyn agency_exec::runtime::Runtime> = Arc::new(
+                agency_exec::runtime::BuiltinRuntime::new(metered.clone())
+                    .with_secrets(secrets.clone())
+                    .with_max_tokens_ceiling(binding.max_tokens),
+            );
+            Some((runtime, metered))
+        }
+        _ => None,
+    };
     // Resolved here, from team.yaml as the run read it and the runner's own environment, and handed to each
     // hook-gated agent in its environment: the hook must not take it from a file the agent could write.
     let rollout = team
@@ -417,9 +451,12 @@ pub fn assemble<G: RunGate>(
         wake: Some(gate.waker()),
         ..EngineOptions::default()
     };
-    let engine = Engine::new(store, team, repo, runtimes, providers, options)?
+    let mut engine = Engine::new(store, team, repo, runtimes, providers, options)?
         .with_ledger(ledger)
         .with_personalities(personalities);
+    if let Some((runtime, provider)) = auditor {
+        engine = engine.with_auditor(runtime, provider);
+    }
     let stop = replay.as_ref().map(|r| r.stop_token()).unwrap_or_default();
     Ok(Assembled {
         engine,

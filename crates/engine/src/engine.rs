@@ -103,6 +103,10 @@ pub struct Engine {
     pub(crate) worktree_sweep: WorktreeSweep,
     /// The talent pool: whose voice each agent speaks in, after agency's own rules.
     pub(crate) personalities: Arc<Personalities>,
+    /// The probes of outage gates an `--auto-approve` run sends ([`crate::outage::auto_resume`]).
+    pub(crate) outage_probes: crate::outage::Probes,
+    /// The auditor's own runtime and model (`signoff.auditor_model`); `None`: it runs as the judge does.
+    pub(crate) auditor: Option<crate::signoff::AuditorRuntime>,
 }
 
 /// How a drive ended.
@@ -147,6 +151,8 @@ impl Engine {
             known_branches: crate::branches::KnownBranches::default(),
             slice_diffs: crate::slice_diffs::SliceDiffs::default(),
             personalities: Arc::new(Personalities::defaults()),
+            outage_probes: crate::outage::Probes::default(),
+            auditor: None,
         })
     }
 
@@ -154,6 +160,13 @@ impl Engine {
     /// caller) instead of agency's own five.
     pub fn with_personalities(mut self, pool: Personalities) -> Self {
         self.personalities = Arc::new(pool);
+        self
+    }
+
+    /// Runs the auditors of this run's slices on `runtime` (the built-in agent on `signoff.auditor_model`'s
+    /// `provider`) instead of the judge's. The provider is also what an outage probe asks.
+    pub fn with_auditor(mut self, runtime: Arc<dyn Runtime>, provider: Arc<dyn Provider>) -> Self {
+        self.auditor = Some(crate::signoff::AuditorRuntime { runtime, provider });
         self
     }
 
@@ -283,6 +296,10 @@ impl Engine {
         let mut holding = false;
         for gate in self.store.pending_gates(Some(run))? {
             if gate.kind == GateKind::Pause {
+                // An outage's pause in a run with no human to wait for ends once the provider answers.
+                if self.options.auto_approve && crate::outage::auto_resume(self, &gate)? {
+                    continue;
+                }
                 holding = true;
                 continue;
             }

@@ -11,7 +11,7 @@ pub enum EngineError {
     #[error("blackboard: {0}")]
     Store(#[from] StoreError),
     /// A git operation failed.
-    #[error("git: {0}")]
+    #[error("git: {}", disk_full_said(.0))]
     Git(#[from] GitError),
     /// The configuration cannot run (a tier with no runtime, a level with no model).
     #[error("configuration: {0}")]
@@ -33,6 +33,26 @@ pub enum EngineError {
     Cancelled,
 }
 
+/// git's error, led by what it means when the filesystem it wrote to is full (a checkout, a commit or a
+/// merge under the worktrees): the path git named, "disk full", and that nothing recorded is lost.
+fn disk_full_said(err: &GitError) -> String {
+    let text = err.to_string();
+    if !text.contains("No space left on device") {
+        return text;
+    }
+    // git names what it could not write in quotes: `could not write to '/…/.git'`, `unable to create '…'`.
+    let named = text
+        .split('\'')
+        .skip(1)
+        .step_by(2)
+        .find(|quoted| quoted.starts_with('/'));
+    let place = named.map_or_else(|| "a file git wrote".to_string(), |path| format!("'{path}'"));
+    format!(
+        "disk full: {place} cannot be written (No space left on device); the runner stopped and nothing \
+         recorded is lost: free space there (`df -h` on that path shows it), then resume. git said: {text}"
+    )
+}
+
 /// What an [`EngineError::Unreleased`] says of its claims: the cause once, when giving them back failed
 /// for the same reason as the runner (a full disk, a lost database).
 fn unreleased(release: &EngineError, error: &EngineError) -> String {
@@ -47,3 +67,35 @@ fn unreleased(release: &EngineError, error: &EngineError) -> String {
 
 /// The runner's result type.
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod disk_full_tests {
+    use super::EngineError;
+    use agency_exec::GitError;
+
+    fn failed(stderr: &str) -> EngineError {
+        EngineError::Git(GitError::Failed {
+            args: "worktree add --quiet --detach /w/run/b agency/run/integration".into(),
+            status: "exit 128".into(),
+            stderr: stderr.into(),
+        })
+    }
+
+    #[test]
+    fn a_git_write_into_a_full_filesystem_says_disk_full_and_the_path() {
+        let said = failed("fatal: could not write to '/w/run/b/.git': No space left on device").to_string();
+        assert!(
+            said.starts_with("git: disk full: '/w/run/b/.git' cannot be written (No space left on device)"),
+            "{said}"
+        );
+        assert!(said.contains("nothing recorded is lost"), "{said}");
+        assert!(
+            said.ends_with("No space left on device"),
+            "git's own words are kept: {said}"
+        );
+        // Any other git failure reads as git said it.
+        let other = failed("fatal: invalid reference: nowhere").to_string();
+        assert!(other.starts_with("git: `git worktree add"), "{other}");
+        assert!(!other.contains("disk full"), "{other}");
+    }
+}

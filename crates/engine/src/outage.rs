@@ -4,17 +4,27 @@
 //! untouched (no retry spent, no escalation, no re-plan), and the run pauses at a `pause` gate whose message
 //! names the cause — which the notifiers announce like any gate. `agency resume <run>` releases it once the
 //! provider is back, and the brief starts again.
+//!
+//! A run started with `--auto-approve` has no human to wait for: its runner probes the provider that failed
+//! (one tiny request of the gate's tier's model, which retries inside the call as any does), with a growing
+//! wait between probes, and releases the gate itself once a probe is answered — an `OUTAGE` line says each
+//! step. It stops probing after `runner.outage_probe_minutes` and leaves the gate to a human, saying so.
+//! Without `--auto-approve` the gate waits for `agency resume`, whatever the provider does.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use agency_core::event::payload::{BriefStatusChange, LogLine};
 use agency_core::event::{EventPayload, NewEvent};
-use agency_core::gate::{GateKind, GateStatus};
-use agency_core::{Brief, BriefStatus};
-use agency_llm::{CallMeta, LlmError, ProviderTrouble};
+use agency_core::gate::{Gate, GateDecision, GateKind, GateStatus};
+use agency_core::{Brief, BriefStatus, GateId, RunId, Tier};
+use agency_llm::{CallMeta, CancelToken, LlmError, Message, ProviderTrouble, Request};
 use agency_store::NewGate;
 use serde_json::json;
 
 use crate::engine::Engine;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 
 /// Whether `error` is the provider's trouble rather than the agent's.
 pub(crate) fn is_outage(error: &LlmError) -> bool {
@@ -92,11 +102,216 @@ pub(crate) fn pause_for(engine: &Engine, brief: &Brief, error: &LlmError) -> Res
              provider answers again"
         ),
         "cause": cause,
-        "requested_by": "runner (outage)",
+        "requested_by": OUTAGE_REQUESTER,
+        // Whose model to probe when the run may resume by itself (`--auto-approve`).
+        "tier": brief.tier.as_str(),
         "next": [format!("`agency resume {short}` starts the waiting briefs again")],
     });
     engine
         .store
         .open_gate(NewGate::new(run, GateKind::Pause, summary))?;
+    Ok(())
+}
+
+/// Who an outage gate says asked for it: how an outage's pause is told from a human's `agency pause`.
+const OUTAGE_REQUESTER: &str = "runner (outage)";
+
+/// The first wait between two probes of a provider in an outage; each failed probe doubles it, up to
+/// [`PROBE_WAIT_MAX`]. A probe's own call also retries inside it for the provider's `outage_seconds`.
+const PROBE_WAIT_FIRST: Duration = Duration::from_secs(2);
+const PROBE_WAIT_MAX: Duration = Duration::from_secs(120);
+
+/// Whether `gate` is a pause the runner opened for an outage (not a human's `agency pause`).
+pub(crate) fn is_outage_gate(gate: &Gate) -> bool {
+    gate.kind == GateKind::Pause && gate.summary["requested_by"] == OUTAGE_REQUESTER
+}
+
+/// The probes of the outage gates this runner tends, by gate. Shared by the engine's clones.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Probes(Arc<Mutex<HashMap<GateId, Probe>>>);
+
+#[derive(Debug)]
+struct Probe {
+    /// When this runner began probing.
+    began: Instant,
+    /// Probes sent so far.
+    sent: u32,
+    /// The wait before the next one.
+    wait: Duration,
+    /// When the next is due.
+    next: Instant,
+    /// The probe in flight, if any: its answer comes back here.
+    answer: Option<tokio::sync::oneshot::Receiver<std::result::Result<(), LlmError>>>,
+    /// Probing stopped (past the bound, or the provider cannot be probed): a human decides.
+    done: bool,
+}
+
+/// With `--auto-approve`, tends an outage gate: sends a probe when one is due, reads the answer of the one
+/// in flight, and releases the gate once the provider answers. Returns whether it released the gate. Never
+/// blocks: the probe runs on its own task.
+pub(crate) fn auto_resume(engine: &Engine, gate: &Gate) -> Result<bool> {
+    if !is_outage_gate(gate) || engine.config.runner.outage_probe_minutes == 0 {
+        return Ok(false);
+    }
+    let bound = Duration::from_secs(u64::from(engine.config.runner.outage_probe_minutes) * 60);
+    let mut probes = engine
+        .outage_probes
+        .0
+        .lock()
+        .map_err(|_| EngineError::State("outage probes poisoned".into()))?;
+    let now = Instant::now();
+    let probe = probes.entry(gate.id).or_insert_with(|| Probe {
+        began: now,
+        sent: 0,
+        wait: PROBE_WAIT_FIRST,
+        next: now + PROBE_WAIT_FIRST,
+        answer: None,
+        done: false,
+    });
+    if probe.done {
+        return Ok(false);
+    }
+    let tier = gate.summary["tier"]
+        .as_str()
+        .and_then(|t| t.parse::<Tier>().ok())
+        .unwrap_or(Tier::T4);
+    if let Some(answer) = &mut probe.answer {
+        let result = match answer.try_recv() {
+            Ok(result) => result,
+            Err(tokio::sync::oneshot::error::TryRecvError::Empty) => return Ok(false),
+            Err(tokio::sync::oneshot::error::TryRecvError::Closed) => Err(LlmError::Connection(
+                "the probe's task ended without an answer".into(),
+            )),
+        };
+        probe.answer = None;
+        match result {
+            Ok(()) => {
+                let note = format!(
+                    "the provider answered probe {} of the {tier} model after {} s; resumed by the runner (--auto-approve)",
+                    probe.sent,
+                    probe.began.elapsed().as_secs()
+                );
+                probes.remove(&gate.id);
+                drop(probes);
+                log(engine, gate.run, tier, &note)?;
+                engine.store.decide_gate(
+                    gate.id,
+                    GateDecision::Approve {
+                        by: "auto".into(),
+                        note: Some(note),
+                    },
+                )?;
+                return Ok(true);
+            }
+            Err(error) if error.is_retryable() => {
+                let past = probe.began.elapsed() >= bound;
+                let line = if past {
+                    probe.done = true;
+                    format!(
+                        "probe {} of the {tier} model failed ({error}); stopped probing after {} s \
+                         (runner.outage_probe_minutes): `agency resume {}` once the provider answers",
+                        probe.sent,
+                        probe.began.elapsed().as_secs(),
+                        gate.run.short()
+                    )
+                } else {
+                    format!(
+                        "probe {} of the {tier} model failed ({error}); next probe in {} s",
+                        probe.sent,
+                        probe.wait.as_secs()
+                    )
+                };
+                probe.next = Instant::now() + probe.wait;
+                probe.wait = (probe.wait * 2).min(PROBE_WAIT_MAX);
+                drop(probes);
+                log(engine, gate.run, tier, &line)?;
+                return Ok(false);
+            }
+            Err(error) => {
+                // Not an outage's answer (a budget refusal, a scripted provider with nothing to say, a
+                // rejected request): the runner cannot tell the provider is back, so a human decides.
+                probe.done = true;
+                drop(probes);
+                let line = format!(
+                    "the {tier} model cannot be probed ({error}); the run waits for `agency resume {}`",
+                    gate.run.short()
+                );
+                log(engine, gate.run, tier, &line)?;
+                return Ok(false);
+            }
+        }
+    }
+    if Instant::now() < probe.next {
+        return Ok(false);
+    }
+    let Some(provider) = engine.providers.get(&tier).cloned() else {
+        probe.done = true;
+        return Ok(false);
+    };
+    // A slice's sign-off also calls the auditor's own model when it has one: the run resumes once both
+    // answer (the gate does not say which of them failed).
+    let auditor = (tier == Tier::T5)
+        .then(|| engine.auditor.as_ref().map(|a| a.provider.clone()))
+        .flatten();
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        probe.done = true;
+        return Ok(false);
+    };
+    probe.sent += 1;
+    let (tell, answer) = tokio::sync::oneshot::channel();
+    probe.answer = Some(answer);
+    let model = match &auditor {
+        Some(auditor) => format!("{} and {}", provider.model(), auditor.model()),
+        None => provider.model().to_string(),
+    };
+    let (sent, run) = (probe.sent, gate.run);
+    drop(probes);
+    log(
+        engine,
+        run,
+        tier,
+        &format!("probe {sent}: asking {model} whether it answers again (--auto-approve)"),
+    )?;
+    runtime.spawn(async move {
+        let request = probe_request(run, tier);
+        let mut answered = Ok(());
+        for provider in std::iter::once(provider).chain(auditor) {
+            answered = provider
+                .complete(&request, &mut |_| {}, &CancelToken::new())
+                .await
+                .map(|_| ());
+            if answered.is_err() {
+                break;
+            }
+        }
+        let _ = tell.send(answered);
+    });
+    Ok(false)
+}
+
+/// The smallest request that shows a model answers; charged to the run like any call.
+fn probe_request(run: RunId, tier: Tier) -> Request {
+    let mut request = Request {
+        messages: vec![Message::user("Reply with the single word: ok")],
+        max_tokens: 16,
+        ..Request::default()
+    };
+    request.meta = CallMeta {
+        run: Some(run),
+        role: Some("outage probe".into()),
+        tier: Some(tier),
+        ..CallMeta::default()
+    };
+    request
+}
+
+fn log(engine: &Engine, run: RunId, tier: Tier, message: &str) -> Result<()> {
+    engine.store.append_event(
+        NewEvent::typed(
+            run,
+            EventPayload::Log(LogLine::new("normal", Some("OUTAGE"), message.to_string())),
+        )
+        .tier(tier),
+    )?;
     Ok(())
 }

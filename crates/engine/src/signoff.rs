@@ -42,6 +42,13 @@ use crate::engine::{Engine, report_name};
 use crate::error::{EngineError, Result};
 use crate::hooks::{Reviewer, RunnerHooks};
 
+/// The auditor's own runtime, when `signoff.auditor_model` gives it another model than the judge's.
+#[derive(Debug, Clone)]
+pub(crate) struct AuditorRuntime {
+    pub runtime: Arc<dyn Runtime>,
+    pub provider: Arc<dyn agency_llm::Provider>,
+}
+
 /// Everything one sign-off needs, owned, so its blocking half can run on another thread.
 #[derive(Debug, Clone)]
 pub(crate) struct Owned {
@@ -137,15 +144,31 @@ pub(crate) async fn run_signoff(
         meta,
         system: Some(crate::prompts::for_role(BriefRole::of(judge_brief))),
         observer: hooks,
+        model: None,
     };
     let judge = Judge {
         runtime: &watched,
         limits: engine.options.limits,
         run_as: Some(&run_as),
     };
-    // The auditor: the same runtime and model in a conversation of its own, under its own role (so its
-    // calls, usage and scripted replies are told apart), without the T5 tier's prompt (which speaks to the
-    // judge) and without the implementer's claims.
+    // The auditor: on `signoff.auditor_model` when it is set, else the judge's runtime and model; in a
+    // conversation of its own, under its own role (so its calls, usage and scripted replies are told apart),
+    // without the T5 tier's prompt (which speaks to the judge) and without the implementer's claims.
+    let (audit_runtime, audit_model) = match &engine.auditor {
+        Some(own) => (own.runtime.clone(), Some(own.provider.model().to_string())),
+        None => (
+            watched.inner.clone(),
+            // The model is known for the built-in agent only; an external runtime may pick its own.
+            (watched.inner.name() == "builtin")
+                .then(|| engine.providers.get(&judge_brief.tier))
+                .flatten()
+                .map(|p| p.model().to_string()),
+        ),
+    };
+    let audit_watched = BudgetWatch {
+        inner: audit_runtime,
+        refused: Mutex::new(None),
+    };
     let mut audit_meta = crate::task::call_meta(judge_brief);
     audit_meta.role = Some("auditor".into());
     let audit_as = RunAs {
@@ -153,9 +176,10 @@ pub(crate) async fn run_signoff(
         meta: audit_meta,
         system: None,
         observer: hooks,
+        model: audit_model,
     };
     let auditor = Judge {
-        runtime: &watched,
+        runtime: &audit_watched,
         limits: engine.options.limits,
         run_as: Some(&audit_as),
     };
@@ -170,8 +194,13 @@ pub(crate) async fn run_signoff(
         cancel,
     )
     .await
-    .map_err(|e| RuntimeError::Other(format!("sign-off of {}: {e}", owned.subject)))?;
-    if let Some(refused) = watched.take_refusal() {
+    .map_err(|e| match e {
+        // The provider's trouble, as an agent's model call reports it: the runner pauses the run at the
+        // outage gate and the brief waits, its attempt not spent ([`crate::outage`]).
+        agency_signoff::SignoffError::ProviderUnavailable { error, .. } => RuntimeError::Model(error),
+        other => RuntimeError::Other(format!("sign-off of {}: {other}", owned.subject)),
+    })?;
+    if let Some(refused) = watched.take_refusal().or_else(|| audit_watched.take_refusal()) {
         return Err(refused);
     }
     Ok(report)

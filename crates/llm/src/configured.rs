@@ -195,6 +195,7 @@ pub fn client_for(
 pub struct ModelSet {
     levels: Vec<(CapabilityLevel, ConfiguredModel)>,
     judge: ConfiguredModel,
+    auditor: Option<ConfiguredModel>,
 }
 
 impl ModelSet {
@@ -209,7 +210,7 @@ impl ModelSet {
             levels.push((level, model_for_level(config, level, env, retry.clone())?));
         }
         let judge = match &config.signoff.judge_model {
-            Some(binding) => model_for_binding(config, binding, env, retry)?,
+            Some(binding) => model_for_binding(config, binding, env, retry.clone())?,
             None => levels
                 .iter()
                 .find(|(level, _)| *level == config.signoff.judge)
@@ -218,7 +219,15 @@ impl ModelSet {
                     LlmError::Config(format!("signoff.judge: no model for {}", config.signoff.judge))
                 })?,
         };
-        Ok(Self { levels, judge })
+        let auditor = match &config.signoff.auditor_model {
+            Some(binding) => Some(model_for_binding(config, binding, env, retry)?),
+            None => None,
+        };
+        Ok(Self {
+            levels,
+            judge,
+            auditor,
+        })
     }
 
     /// The model of a capability level.
@@ -237,6 +246,11 @@ impl ModelSet {
     /// The sign-off judge's model.
     pub fn judge(&self) -> &ConfiguredModel {
         &self.judge
+    }
+
+    /// The auditor's model, when `signoff.auditor_model` names one (else a run's auditor runs as its judge).
+    pub fn auditor(&self) -> Option<&ConfiguredModel> {
+        self.auditor.as_ref()
     }
 
     /// Each level with its model, strongest first.
@@ -355,6 +369,25 @@ mod tests {
         );
     }
 
+    /// `signoff.auditor_model` builds a model of its own, on its own provider; unset, there is none (a run's
+    /// auditor then runs as its judge).
+    #[test]
+    fn the_auditor_model_is_built_on_its_own_provider() {
+        let cfg = config(
+            "providers:\n  anthropic: {kind: anthropic}\n  local: {kind: openai, base_url: http://127.0.0.1:9/v1}\n\
+             signoff:\n  auditor_model: {provider: local, model: gpt-audit}\n",
+        );
+        let models = ModelSet::from_config(&cfg, &env, RetryPolicy::default()).unwrap();
+        let auditor = models.auditor().unwrap();
+        assert_eq!(
+            (auditor.provider_name.as_str(), auditor.model.as_str()),
+            ("local", "gpt-audit")
+        );
+        assert_eq!(auditor.provider.model(), "gpt-audit");
+        let plain = ModelSet::from_config(&config(""), &env, RetryPolicy::default()).unwrap();
+        assert!(plain.auditor().is_none());
+    }
+
     /// Every team.yaml example in docs/providers.md parses, validates and builds its clients.
     #[test]
     fn the_provider_docs_examples_are_valid() {
@@ -376,8 +409,11 @@ mod tests {
                 for level in CapabilityLevel::ALL {
                     model_for_level(&cfg, level, &all_keys, RetryPolicy::default()).unwrap();
                 }
-                if let Some(judge) = &cfg.signoff.judge_model {
-                    model_for_binding(&cfg, judge, &all_keys, RetryPolicy::default()).unwrap();
+                for binding in [&cfg.signoff.judge_model, &cfg.signoff.auditor_model]
+                    .into_iter()
+                    .flatten()
+                {
+                    model_for_binding(&cfg, binding, &all_keys, RetryPolicy::default()).unwrap();
                 }
                 checked += 1;
             }

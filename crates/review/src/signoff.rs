@@ -145,6 +145,9 @@ fn audit_text(audit: &SignoffAudit) -> String {
             audit.verdict, audit.judge
         );
     }
+    if let Some(model) = &audit.model {
+        let _ = writeln!(out, "  audited on {model}");
+    }
     missing_list(&mut out, audit.missing.as_deref().unwrap_or_default());
     if let Some(reason) = &audit.reason {
         let _ = writeln!(out, "  no verdict: {reason}");
@@ -229,6 +232,20 @@ mod tests {
         ✗ auditor reject — ws-arith/fix-mul: DISAGREES with the judge (accept); a rejection by either rejects
           missing:
             - mul.sh keeps a marker
+        ");
+    }
+
+    #[test]
+    fn the_model_an_auditor_ran_on_is_said() {
+        let text = render_judge(
+            EventKind::SignoffAudit,
+            &json!({ "subject": "ws-arith/fix-mul", "commit": "abc", "verdict": "accept", "judge": "accept",
+                     "agrees": true, "model": "gpt-audit" }),
+            None,
+        );
+        insta::assert_snapshot!(text, @r"
+        ✓ auditor accept — ws-arith/fix-mul (agrees with the judge)
+          audited on gpt-audit
         ");
     }
 

@@ -19,7 +19,7 @@ use agency_core::{BriefId, BriefStatus, RunId, TeachbackState, Tier};
 use agency_exec::Sandboxing;
 use agency_exec::runtime::{
     Access, AgentEvent, AgentHooks, AgentLimits, AgentOutcome, AgentStop, AgentTask, AlgedonicSignal, Ending,
-    Evidence, Runtime, ToolCallView, ToolDecision,
+    Evidence, Runtime, RuntimeError, ToolCallView, ToolDecision,
 };
 use agency_llm::{BoxFuture, CallMeta, CancelToken};
 
@@ -94,6 +94,8 @@ pub struct RunAs<'a> {
     pub system: Option<&'a str>,
     /// Sees every event the judge records (tool calls, usage, what it said); its tool decisions are not asked.
     pub observer: &'a dyn AgentHooks,
+    /// The model it runs on, for the record (an auditor's is written in its `signoff_audit`).
+    pub model: Option<String>,
 }
 
 impl std::fmt::Debug for RunAs<'_> {
@@ -133,7 +135,7 @@ pub struct JudgeInput<'a> {
 }
 
 /// How the judge run went.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct JudgeRun {
     /// The verdict, or why there is none.
     pub verdict: Result<Verdict, String>,
@@ -143,6 +145,9 @@ pub struct JudgeRun {
     pub signal: Option<AlgedonicSignal>,
     /// The prompt and everything the judge did and said, for the record.
     pub transcript: String,
+    /// The provider's trouble that stopped the judge's model call after its retries (overloaded, rate
+    /// limited, unreachable, a 5xx, a stall): nothing about the work judged, so no verdict either way.
+    pub unavailable: Option<agency_llm::LlmError>,
 }
 
 /// Runs the judge in `checkout`.
@@ -216,8 +221,15 @@ pub async fn run_judge(
     }
     let mut answer = None;
     let mut signal = None;
+    let mut unavailable = None;
     let verdict = match outcome {
         Err(_) => Err(format!("the judge did not finish within {}s", deadline.as_secs())),
+        Ok(Err(RuntimeError::Model(err))) if err.is_retryable() => {
+            let why = format!("the judge's provider is unavailable: {err}");
+            let _ = writeln!(transcript, "\nstopped: {why}");
+            unavailable = Some(err);
+            Err(why)
+        }
         Ok(Err(err)) => Err(format!("the judge could not run: {err}")),
         Ok(Ok(AgentOutcome {
             stop: AgentStop::Signal(raised),
@@ -257,6 +269,7 @@ pub async fn run_judge(
         answer,
         signal,
         transcript,
+        unavailable,
     }
 }
 

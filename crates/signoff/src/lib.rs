@@ -70,6 +70,16 @@ pub enum SignoffError {
     /// The blackboard refused a write.
     #[error("recording the sign-off: {0}")]
     Store(agency_store::StoreError),
+    /// The judge's or the auditor's provider stayed unavailable past its retries (overloaded, rate
+    /// limited, unreachable, a 5xx, a stall). Nothing was judged: no outcome is recorded, and the sign-off
+    /// may be asked again once the provider answers.
+    #[error("the {who}'s provider is unavailable: {error}")]
+    ProviderUnavailable {
+        /// `judge` or `auditor`.
+        who: &'static str,
+        /// The provider's last error.
+        error: agency_llm::LlmError,
+    },
     /// Something that should not happen.
     #[error("{0}")]
     Internal(String),

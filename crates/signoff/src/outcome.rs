@@ -76,6 +76,8 @@ pub struct Audit {
     pub answer: Option<String>,
     /// The stored auditor transcript, when recorded.
     pub transcript_artifact: Option<ArtifactId>,
+    /// The model it ran on, when its caller said.
+    pub model: Option<String>,
 }
 
 /// `accept`, `reject` or `inconclusive`: a verdict (or its absence) as one word.

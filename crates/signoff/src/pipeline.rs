@@ -344,6 +344,19 @@ pub async fn judge_and_audit_stage(
             }
         };
         let (judged, audited) = tokio::join!(judging, auditing);
+        // The provider's trouble is no verdict on the work: nothing is recorded (no inconclusive outcome
+        // for a retry to count), and the caller decides whether to wait for it (a run pauses).
+        let unavailable = match (
+            &judged.unavailable,
+            audited.as_ref().and_then(|a| a.unavailable.as_ref()),
+        ) {
+            (Some(error), _) => Some(("judge", error.clone())),
+            (None, Some(error)) => Some(("auditor", error.clone())),
+            (None, None) => None,
+        };
+        if let Some((who, error)) = unavailable {
+            return Err(SignoffError::ProviderUnavailable { who, error });
+        }
         if let Some(rec) = recording {
             let artifact = rec.transcript(request.subject, &judged.transcript);
             report.transcript_artifact = Some(artifact.id);
@@ -365,6 +378,7 @@ pub async fn judge_and_audit_stage(
                 verdict: audited.verdict,
                 answer: audited.answer,
                 transcript_artifact: None,
+                model: auditor.and_then(|a| a.run_as).and_then(|r| r.model.clone()),
             };
             if let Some(rec) = recording {
                 let artifact = rec.audit_transcript(request.subject, &audited.transcript);

@@ -175,6 +175,7 @@ impl Recording<'_> {
                 reason: audit.verdict.as_ref().err().cloned(),
                 summary: audit.answer.clone(),
                 transcript: audit.transcript_artifact.map(|a| a.to_string()),
+                model: audit.model.clone(),
             };
             batch.append_event(self.new_event(EventPayload::SignoffAudit(audited)));
         }

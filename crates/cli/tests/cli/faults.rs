@@ -412,6 +412,8 @@ mod run_over_http {
     const WORKSTREAMS: usize = 8;
     /// The implementers' model (the `fast-cheap` level of the default team.yaml).
     const IMPLEMENTER_MODEL: &str = "claude-haiku-4-5";
+    /// The sign-off judges' model (T5's `capable` level of the default team.yaml).
+    const JUDGE_MODEL: &str = "claude-sonnet-4-5";
 
     fn id(n: usize) -> String {
         format!("ws-{n:02}")
@@ -513,20 +515,46 @@ mod run_over_http {
         repo_with(server, outage_seconds, 120)
     }
 
+    /// [`repo`], with T3 (which reviews the implementers' teachbacks here) on T1's level, so that only the
+    /// sign-off judges call [`JUDGE_MODEL`].
+    fn repo_judged_apart(server: &FakeAnthropic, outage_seconds: u32) -> Repo {
+        repo_edited(
+            server,
+            outage_seconds,
+            120,
+            &[(
+                "capability: capable           # squad lead",
+                "capability: reasoning-heavy   # squad lead",
+            )],
+        )
+    }
+
     /// [`repo`], with a stream silent for `idle_seconds` taken for stalled.
     fn repo_with(server: &FakeAnthropic, outage_seconds: u32, idle_seconds: u32) -> Repo {
+        repo_edited(server, outage_seconds, idle_seconds, &[])
+    }
+
+    /// [`repo_with`], with more edits of team.yaml.
+    fn repo_edited(
+        server: &FakeAnthropic,
+        outage_seconds: u32,
+        idle_seconds: u32,
+        more: &[(&str, &str)],
+    ) -> Repo {
         let base_url = format!("    base_url: {}", server.base_url());
         let outage = format!("      outage_seconds: {outage_seconds} ");
         let idle = format!("      idle_seconds: {idle_seconds} ");
         let (t4, t4_builtin) = runtime_of("t4", "builtin");
         let (t5, t5_builtin) = runtime_of("t5", "builtin");
-        Repo::demo(&[
-            ("    # base_url: https://api.anthropic.com", &base_url),
-            ("      outage_seconds: 60 ", &outage),
-            ("      idle_seconds: 120 ", &idle),
-            (t4, &t4_builtin),
-            (t5, &t5_builtin),
-        ])
+        let mut edits = vec![
+            ("    # base_url: https://api.anthropic.com", base_url.as_str()),
+            ("      outage_seconds: 60 ", outage.as_str()),
+            ("      idle_seconds: 120 ", idle.as_str()),
+            (t4, t4_builtin.as_str()),
+            (t5, t5_builtin.as_str()),
+        ];
+        edits.extend_from_slice(more);
+        Repo::demo(&edits)
     }
 
     const ENV: [(&str, &str); 1] = [("ANTHROPIC_API_KEY", "sk-ant-dummy-key-for-the-fake-server")];
@@ -589,12 +617,9 @@ mod run_over_http {
             requests: None,
         }));
         let repo = repo(&server, 2);
-        let running = repo.spawn(&["run", "Write the notes", "--auto-approve"], &ENV);
         let store = SqliteBlackboard::open(repo.db()).unwrap();
-        let run = wait_for(
-            || store.list_runs().ok()?.first().map(|r| r.id),
-            "the run to start",
-        );
+        // No --auto-approve: a human resumes (with it, the runner would probe and resume by itself).
+        let (running, run) = run_approving_the_plan(&repo, &store);
         let gate = wait_for(|| pending_gate(&store, run, GateKind::Pause), "the outage gate");
         let message = gate.summary["message"].as_str().unwrap().to_string();
         assert!(
@@ -658,6 +683,250 @@ mod run_over_http {
             .filter(|e| e.payload["outage"] == true)
             .count();
         assert!(back >= 1, "no brief moved back for the outage");
+    }
+
+    #[test]
+    fn with_auto_approve_the_run_probes_the_provider_and_resumes_by_itself_once_it_answers() {
+        let server = server();
+        server.set_outage_of(Some(ModelOutage {
+            fault: Fault::Status {
+                status: 529,
+                retry_after: None,
+            },
+            model: IMPLEMENTER_MODEL.to_string(),
+            from_turn: 1,
+            requests: None,
+        }));
+        let repo = repo(&server, 2);
+        let running = repo.spawn(&["run", "Write the notes", "--auto-approve"], &ENV);
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let run = wait_for(
+            || store.list_runs().ok()?.first().map(|r| r.id),
+            "the run to start",
+        );
+        let gate = wait_for(|| pending_gate(&store, run, GateKind::Pause), "the outage gate");
+        // While the provider is down the runner's probes fail, each said, and the gate holds.
+        let failed = wait_for(
+            || {
+                logged(&events(&store, run), "OUTAGE")
+                    .into_iter()
+                    .find(|l| l.starts_with("probe 1 of the t4 model failed"))
+            },
+            "a failed probe",
+        );
+        assert!(
+            failed.contains("overloaded") && failed.contains("next probe in"),
+            "{failed}"
+        );
+        assert!(pending_gate(&store, run, GateKind::Pause).is_some());
+        assert!(!store.get_run(run).unwrap().status.is_terminal());
+
+        // The provider is back: nobody runs `agency resume`, the runner's next probe is answered and the
+        // run resumes and succeeds by itself.
+        server.set_outage_of(None);
+        let (code, output) = finish(running, Duration::from_secs(120));
+        assert_eq!(code, Some(0), "{output}");
+        assert_whole_and_unretried(&repo, &store, run);
+        let decided = store
+            .list_gates_of_kind(run, GateKind::Pause)
+            .unwrap()
+            .into_iter()
+            .find(|g| g.id == gate.id)
+            .unwrap();
+        assert_eq!(decided.status, agency_core::gate::GateStatus::Approved);
+        let resumed = logged(&events(&store, run), "OUTAGE")
+            .into_iter()
+            .find(|l| l.contains("resumed by the runner (--auto-approve)"))
+            .unwrap_or_else(|| panic!("no line says the runner resumed the run:\n{output}"));
+        assert!(resumed.contains("of the t4 model"), "{resumed}");
+        assert!(output.contains("resumed by the runner"), "{output}");
+    }
+
+    /// `signoff.auditor_model` (issue 29): the judges answer from the fake Anthropic server, the auditors from
+    /// an OpenAI-compatible one (the slices here score 7, so each has an auditor). Not an outage test; it
+    /// lives here for the whole run over HTTP this module sets up.
+    #[test]
+    fn the_auditor_runs_on_its_own_model_family_and_the_record_says_which() {
+        let server = server();
+        let openai = agency_testkit::FakeOpenAi::start(Vec::new()).expect("fake OpenAI server");
+        openai.set_rule(
+            "Goal under sign-off:",
+            vec![Reply::text(
+                "Read the diff myself: the note is there.\nVERDICT: accept\nmissing: none",
+            )],
+        );
+        let provider = format!(
+            "\nproviders:\n  audit-family: {{kind: openai, base_url: \"{}/v1\"}}\n",
+            openai.base_url()
+        );
+        let repo = repo_edited(
+            &server,
+            60,
+            120,
+            &[
+                ("\nproviders:\n", provider.as_str()),
+                (
+                    "  # auditor_model: {provider: openai, model: gpt-5}",
+                    "  auditor_model: {provider: audit-family, model: gpt-audit}",
+                ),
+            ],
+        );
+        let running = repo.spawn(&["run", "Write the notes", "--auto-approve"], &ENV);
+        let (code, output) = finish(running, Duration::from_secs(120));
+        assert_eq!(code, Some(0), "{output}");
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let run = store.list_runs().unwrap()[0].id;
+        assert_whole_and_unretried(&repo, &store, run);
+
+        // Every slice's auditor asked the other family, never the judges' server, and was never shown the
+        // implementer's report.
+        let audits: Vec<Value> = events(&store, run)
+            .into_iter()
+            .filter(|e| e.kind == EventKind::SignoffAudit)
+            .map(|e| e.payload)
+            .collect();
+        assert_eq!(audits.len(), WORKSTREAMS, "{audits:?}");
+        assert!(
+            audits
+                .iter()
+                .all(|a| a["model"] == "gpt-audit" && a["verdict"] == "accept" && a["agrees"] == true),
+            "{audits:?}"
+        );
+        let asked = openai.requests();
+        assert!(asked.len() >= WORKSTREAMS, "{} requests", asked.len());
+        for request in &asked {
+            let body = request.body.to_string();
+            assert!(body.contains("gpt-audit"), "{body}");
+            assert!(!body.contains(".md written."), "the auditor saw a claim: {body}");
+        }
+        let anthropic_audits = server
+            .requests()
+            .iter()
+            .filter(|r| r.body.to_string().contains("You are the independent auditor"))
+            .count();
+        assert_eq!(anthropic_audits, 0, "an auditor asked the judges' server");
+
+        // `show judge` says which model audited.
+        let slice = store
+            .list_briefs(run)
+            .unwrap()
+            .into_iter()
+            .find(|b| b.tier == Tier::T4)
+            .unwrap();
+        let shown = repo
+            .agency(&["show", &run.short(), "judge", &slice.id.short()])
+            .success();
+        assert!(
+            shown.stdout().contains("audited on gpt-audit"),
+            "{}",
+            shown.stdout()
+        );
+    }
+
+    /// Starts the run without `--auto-approve` and approves its plan as a human would: the run's only
+    /// inspection gate with the default team.yaml (the plan has no T2).
+    fn run_approving_the_plan(
+        repo: &Repo,
+        store: &SqliteBlackboard,
+    ) -> (crate::support::Running, agency_core::RunId) {
+        let running = repo.spawn(&["run", "Write the notes"], &ENV);
+        let run = wait_for(
+            || store.list_runs().ok()?.first().map(|r| r.id),
+            "the run to start",
+        );
+        wait_for(|| pending_gate(store, run, GateKind::T1Plan), "the plan gate");
+        repo.agency(&["approve", &run.short()]).success();
+        (running, run)
+    }
+
+    #[test]
+    fn a_judge_outage_during_sign_off_pauses_the_run_and_the_sign_off_is_asked_again_after_resume() {
+        let server = server();
+        // The judges' model (T5's `capable` level) is down from its first request: every slice's sign-off
+        // meets the outage once its implementer has committed.
+        server.set_outage_of(Some(ModelOutage {
+            fault: Fault::Status {
+                status: 529,
+                retry_after: None,
+            },
+            model: JUDGE_MODEL.to_string(),
+            from_turn: 0,
+            requests: None,
+        }));
+        let repo = repo_judged_apart(&server, 2);
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let (running, run) = run_approving_the_plan(&repo, &store);
+        let gate = wait_for(|| pending_gate(&store, run, GateKind::Pause), "the outage gate");
+        let message = gate.summary["message"].as_str().unwrap().to_string();
+        assert!(
+            message.starts_with("Outage: the provider is overloaded") && message.contains("agency resume"),
+            "{message}"
+        );
+        // Every sign-off that met the outage gave up and waits: its T5 brief is pending at attempt 0, and no
+        // sign-off outcome was recorded for it (an inconclusive one would have cost a retry).
+        let verifiers = wait_for(
+            || {
+                let t5: Vec<_> = store
+                    .list_briefs(run)
+                    .ok()?
+                    .into_iter()
+                    .filter(|b| b.tier == Tier::T5)
+                    .collect();
+                (!t5.is_empty() && t5.iter().all(|b| b.status == BriefStatus::Pending)).then_some(t5)
+            },
+            "the sign-offs to give up",
+        );
+        std::thread::sleep(Duration::from_secs(2));
+        assert!(verifiers.iter().all(|b| b.attempt == 0), "{verifiers:?}");
+        assert!(!store.get_run(run).unwrap().status.is_terminal());
+        let at_gate = events(&store, run);
+        for kind in [
+            EventKind::SignoffInconclusive,
+            EventKind::SignoffRejected,
+            EventKind::SignoffAccepted,
+        ] {
+            assert!(
+                at_gate.iter().all(|e| e.kind != kind),
+                "a sign-off outcome was recorded during the outage: {kind:?}"
+            );
+        }
+        let outages = logged(&at_gate, "OUTAGE");
+        assert!(
+            outages
+                .iter()
+                .any(|l| l.contains("t5") && l.contains("its attempt not spent")),
+            "{outages:?}"
+        );
+        assert!(
+            logged(&at_gate, "RETRY")
+                .iter()
+                .any(|l| l.starts_with(JUDGE_MODEL) && l.contains("overloaded")),
+            "no RETRY line for the judges' calls"
+        );
+
+        // Without --auto-approve the run waits for a human, even once the provider is back.
+        server.set_outage_of(None);
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(pending_gate(&store, run, GateKind::Pause).is_some());
+        assert!(
+            logged(&events(&store, run), "OUTAGE")
+                .iter()
+                .all(|l| !l.contains("probe")),
+            "a run without --auto-approve probed the provider"
+        );
+        repo.agency(&["resume", &run.short()]).success();
+        let (code, output) = finish(running, Duration::from_secs(120));
+        assert_eq!(code, Some(0), "{output}");
+        assert_whole_and_unretried(&repo, &store, run);
+        let accepted = events(&store, run)
+            .iter()
+            .filter(|e| e.kind == EventKind::SignoffAccepted)
+            .count();
+        assert_eq!(
+            accepted,
+            WORKSTREAMS + 1,
+            "every slice and the acceptance signed off once"
+        );
     }
 
     #[test]
@@ -899,6 +1168,144 @@ keep final
             "the disk filled before the run began: {at_full:?}"
         );
         for event in &at_full {
+            assert!(
+                after
+                    .iter()
+                    .any(|e| e.seq == event.seq && e.kind == event.kind && e.payload == event.payload),
+                "lost after the resume: {event:?}"
+            );
+        }
+    }
+}
+
+/// The filesystem under the run's worktrees fills up: git's own writes (a worktree's checkout, an agent's
+/// files, a commit's index) fail with "No space left on device". The runner says so naming the path, spends
+/// no brief's retry on it, loses nothing it recorded, and the run completes once space is freed.
+///
+/// `.agency/worktrees` is a small tmpfs of its own, mounted by bubblewrap for one shell script that fills it,
+/// runs the team, frees the space and resumes; where bubblewrap cannot mount one the test says so on stderr
+/// and is skipped (unless `AGENCY_REQUIRE_SANDBOX` is set, as in CI, where that is a failure).
+mod disk_full_worktrees {
+    use std::path::Path;
+    use std::process::Command;
+
+    use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+
+    use crate::postgres::SCRIPT;
+    use crate::support::{CALCULATOR_GOAL, Repo};
+
+    const TMPFS_BYTES: u64 = 2 * 1024 * 1024;
+
+    const STEPS: &str = r#"set -u
+agency="$AGENCY_BIN"
+cd "$REPO"
+dd if=/dev/zero of="$WORKTREES/filler" bs=4k 2>/dev/null
+"$agency" run "$GOAL" --auto-approve --script "$SCRIPT" >"$OUT/first.out" 2>"$OUT/first.err"
+echo $? >"$OUT/first.code"
+mkdir "$OUT/at_full" && for f in .agency/agency.db .agency/agency.db-wal .agency/agency.db-shm; do if [ -f "$f" ]; then cp "$f" "$OUT/at_full/"; fi; done
+rm "$WORKTREES/filler"
+run=$(sed -n 's/^run \([0-9a-f]*\) started.*/\1/p' "$OUT/first.out")
+"$agency" run --resume "$run" --auto-approve --script "$SCRIPT" >"$OUT/second.out" 2>"$OUT/second.err"
+echo $? >"$OUT/second.code"
+"#;
+
+    fn tmpfs_args(dir: &Path) -> Result<Vec<String>, String> {
+        let size = TMPFS_BYTES.to_string();
+        let dir = dir.display().to_string();
+        let mut reasons = Vec::new();
+        for userns in [false, true] {
+            let mut args: Vec<String> = Vec::new();
+            if userns {
+                args.extend(["--unshare-user", "--uid", "0", "--gid", "0"].map(String::from));
+            }
+            args.extend(["--dev-bind", "/", "/", "--size", &size, "--tmpfs", &dir].map(String::from));
+            match Command::new("bwrap").args(&args).arg("true").output() {
+                Ok(out) if out.status.success() => return Ok(args),
+                Ok(out) => reasons.push(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+                Err(e) => return Err(format!("bwrap: {e}")),
+            }
+        }
+        Err(reasons.join("; "))
+    }
+
+    #[test]
+    fn a_full_disk_under_the_worktrees_is_named_costs_no_retry_and_the_run_resumes_once_freed() {
+        let (repo, script) = Repo::calculator(SCRIPT);
+        let worktrees = repo.path().join(".agency").join("worktrees");
+        std::fs::create_dir_all(&worktrees).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let bwrap = match tmpfs_args(&worktrees) {
+            Ok(args) => args,
+            Err(why) if std::env::var_os("AGENCY_REQUIRE_SANDBOX").is_some() => {
+                panic!("AGENCY_REQUIRE_SANDBOX is set but bubblewrap cannot mount a small tmpfs: {why}")
+            }
+            Err(why) => {
+                eprintln!(
+                    "SKIPPED worktree disk-full test: bubblewrap cannot mount a small tmpfs here ({why})"
+                );
+                return;
+            }
+        };
+        let status = Command::new("bwrap")
+            .args(&bwrap)
+            .args(["sh", "-c", STEPS])
+            .env("AGENCY_BIN", env!("CARGO_BIN_EXE_agency"))
+            .env("REPO", repo.path())
+            .env("WORKTREES", &worktrees)
+            .env("OUT", out.path())
+            .env("GOAL", CALCULATOR_GOAL)
+            .env("SCRIPT", &script)
+            .env("NO_COLOR", "1")
+            .status()
+            .unwrap();
+        assert!(status.success(), "the steps failed: {status}");
+        let read = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap();
+
+        // The first worktree's checkout met the full disk: the runner stopped naming it, the cause and
+        // the command that resumes; the run is not over.
+        let (first, first_err) = (read("first.out"), read("first.err"));
+        assert_ne!(read("first.code").trim(), "0", "{first}");
+        let run = first
+            .lines()
+            .find_map(|l| l.strip_prefix("run ")?.split(' ').next())
+            .unwrap_or_else(|| panic!("the run was not started:\n{first}\n{first_err}"))
+            .to_string();
+        let said = first_err.lines().next().unwrap_or_default();
+        assert!(
+            said.starts_with("error: git: disk full: '") && said.contains(&worktrees.display().to_string()),
+            "{first_err}"
+        );
+        assert!(said.contains("nothing recorded is lost"), "{first_err}");
+        assert!(
+            first_err.contains(&format!("agency run --resume {run}")),
+            "{first_err}"
+        );
+        assert!(!first_err.contains("panicked"), "{first_err}");
+
+        // Space freed, the resumed run succeeds, no brief having paid for the full disk.
+        let (second, second_err) = (read("second.out"), read("second.err"));
+        assert_eq!(read("second.code").trim(), "0", "{second}\n{second_err}");
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let resumed = store.list_runs().unwrap()[0].clone();
+        assert_eq!(resumed.id.short(), run);
+        assert_eq!(resumed.status, RunStatus::Succeeded);
+        let briefs = store.list_briefs(resumed.id).unwrap();
+        assert!(
+            briefs.iter().all(|b| b.attempt == 0),
+            "a brief was retried: {:?}",
+            briefs.iter().map(|b| (&b.title, b.attempt)).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            repo.git_output(&["show", &format!("agency/{run}/integration:mul.sh")]),
+            "# mul A B: prints A * B\necho $(($1 * $2))\n"
+        );
+
+        // Nothing recorded before the disk filled was lost.
+        let at_full = SqliteBlackboard::open(out.path().join("at_full").join("agency.db")).unwrap();
+        let before = at_full.events_after(Some(resumed.id), 0, usize::MAX).unwrap();
+        let after = store.events_after(Some(resumed.id), 0, usize::MAX).unwrap();
+        assert!(!before.is_empty());
+        for event in &before {
             assert!(
                 after
                     .iter()

@@ -223,6 +223,11 @@ pub struct SignoffConfig {
     /// workers'.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judge_model: Option<ModelBinding>,
+    /// The model of the auditor that reviews a run's slice beside the judge when its variety score requires
+    /// one (7 and above), ideally another model family than the judge's. Unset: the T5 tier's runtime and
+    /// model, as the judge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auditor_model: Option<ModelBinding>,
     /// Whether an inconclusive judge (error, no verdict) blocks completion. Default true.
     pub inconclusive_blocks: bool,
     /// The stage-1 verify command is killed after this many seconds. Default 600.
@@ -234,6 +239,7 @@ impl Default for SignoffConfig {
         SignoffConfig {
             judge: CapabilityLevel::ReasoningHeavy,
             judge_model: None,
+            auditor_model: None,
             inconclusive_blocks: true,
             verify_timeout_seconds: 600,
         }
@@ -259,6 +265,10 @@ pub struct RunnerConfig {
     /// match its tier's schema, a reply cut off at the token limit) and fixes it in the same conversation
     /// before its brief fails with every problem listed. Default 3; 0 fails at the first.
     pub repair_attempts: u32,
+    /// In a run started with `--auto-approve`, how long the runner keeps probing a provider in an outage
+    /// (the run paused at its outage gate) before it leaves the gate to a human. Without `--auto-approve`
+    /// nothing is probed: a human resumes. Default 60; 0 never probes.
+    pub outage_probe_minutes: u32,
 }
 
 impl Default for RunnerConfig {
@@ -269,6 +279,7 @@ impl Default for RunnerConfig {
             claim_lease_seconds: 600,
             agent_idle_minutes: 20,
             repair_attempts: 3,
+            outage_probe_minutes: 60,
         }
     }
 }

@@ -48,6 +48,7 @@ fn default_yaml_mentions_every_key() {
             "concurrency",
             "command",
             "judge_model",
+            "auditor_model",
             "dir",
             "tokens",
             "usd",
@@ -596,4 +597,23 @@ fn teachback_calibration_is_on_unless_switched_off() {
         .unwrap_err()
         .to_string();
     assert!(wrong.contains("calibration"), "{wrong}");
+}
+
+#[test]
+fn an_auditor_model_is_checked_like_any_binding_and_named_by_its_key() {
+    let text = "signoff:\n  auditor_model: {provider: nowhere, model: gpt-audit}\n";
+    let err = parse(text).unwrap_err();
+    let paths: Vec<&str> = err.problems().iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(paths, ["signoff.auditor_model.provider"], "{err}");
+    assert!(err.to_string().contains("unknown provider"), "{err}");
+
+    let text = "providers:\n  anthropic: {kind: anthropic}\n  openai: {kind: openai}\n\
+                signoff:\n  auditor_model: {provider: openai, model: gpt-audit}\n";
+    let config = parse(text).unwrap();
+    assert_eq!(
+        config.signoff.auditor_model,
+        Some(ModelBinding::new("openai", "gpt-audit"))
+    );
+    // Unset by default: the auditor runs on the T5 tier's model.
+    assert_eq!(parse("").unwrap().signoff.auditor_model, None);
 }

@@ -279,6 +279,9 @@ fn policies(config: &TeamConfig, issues: &mut Issues) {
         Some(binding) => binding_ok(config, "signoff.judge_model", binding, issues),
         None => level_bound(config, "signoff.judge", signoff.judge, issues),
     }
+    if let Some(binding) = &signoff.auditor_model {
+        binding_ok(config, "signoff.auditor_model", binding, issues);
+    }
     issues.at_least_one("signoff.verify_timeout_seconds", signoff.verify_timeout_seconds);
 
     issues.at_least_one("runner.concurrency", config.runner.concurrency);

@@ -519,6 +519,10 @@ payload_struct! {
         /// The auditor transcript's artifact.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub transcript: Option<String>,
+        /// The model the auditor ran on (`signoff.auditor_model`, else the judge's tier's); absent in
+        /// records written before it was recorded.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub model: Option<String>,
     }
 }
 
