@@ -127,7 +127,7 @@ fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mi
         "a run started with a missing remote"
     );
 
-    let driver = spawn(
+    let mut driver = spawn(
         &driver_repo,
         &db,
         &[
@@ -206,6 +206,11 @@ fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mi
     let mut killed: Option<(String, agency_core::BriefId)> = None;
     let deadline = Instant::now() + Duration::from_secs(120);
     while !store.get_run(run).unwrap().status.is_terminal() {
+        // A driver that stopped leaves a run nobody ends: said at once, not at the deadline.
+        if driver.try_wait().unwrap().is_some() {
+            let (code, driver_out) = finish(driver, Duration::ZERO);
+            panic!("the driver stopped ({code:?}) before the run ended\n{driver_out}");
+        }
         if Instant::now() > deadline {
             let (_, driver_out) = finish(driver, Duration::ZERO);
             let log = driver_repo.agency(&["--db", &db.url, "watch", &run8, "--verbose"]);
