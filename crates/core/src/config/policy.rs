@@ -1,6 +1,7 @@
 //! The run's policies: retries and escalation, teachback rollout, spending limits, sign-off, and the
 //! runner's own limits.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use schemars::JsonSchema;
@@ -259,6 +260,14 @@ pub struct RunnerConfig {
     /// match its tier's schema, a reply cut off at the token limit) and fixes it in the same conversation
     /// before its brief fails with every problem listed. Default 3; 0 fails at the first.
     pub repair_attempts: u32,
+    /// Labels a workstream needs of the runner that takes its briefs (`ws-ml: [gpu]`; the workstream `*`
+    /// stands for every workstream): only a runner offering all of them (`agency worker --label gpu`)
+    /// claims those briefs. Default: none.
+    pub workstream_labels: BTreeMap<String, Vec<String>>,
+    /// A brief that has waited this many seconds, claimable, while no live runner offers what it needs
+    /// (its tier, its workstream's labels) is reported with an ALERT naming what it needs and what the
+    /// live runners offer. Default 120.
+    pub unplaced_alert_seconds: u32,
 }
 
 impl Default for RunnerConfig {
@@ -269,6 +278,8 @@ impl Default for RunnerConfig {
             claim_lease_seconds: 600,
             agent_idle_minutes: 20,
             repair_attempts: 3,
+            workstream_labels: BTreeMap::new(),
+            unplaced_alert_seconds: 120,
         }
     }
 }
