@@ -609,3 +609,92 @@ fn briefs_go_only_to_workers_that_offer_what_they_need_and_an_unplaced_one_is_an
     }
     assert!(arith >= 5, "T3, two T4s and their T5s: {arith} claims");
 }
+
+/// The first line `running` prints.
+fn first_line(running: &mut Running) -> String {
+    let mut line = String::new();
+    BufReader::new(running.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line
+}
+
+#[test]
+fn a_resumed_run_shares_its_branches_through_the_remote_it_started_with() {
+    if no_database() {
+        return;
+    }
+    let db = Database::new();
+    let repo = calculator(&db, SCRIPT);
+    let script = ".agency/script.yaml";
+    let machines = tempfile::tempdir().unwrap();
+    for name in ["origin", "mirror"] {
+        let bare = machines.path().join(format!("{name}.git"));
+        git_in(
+            machines.path(),
+            &[
+                "init",
+                "--quiet",
+                "--bare",
+                "--initial-branch",
+                "main",
+                bare.to_str().unwrap(),
+            ],
+        );
+        repo.git(&["remote", "add", name, bare.to_str().unwrap()]);
+        repo.git(&["push", "--quiet", name, "HEAD:refs/heads/main"]);
+    }
+    let store = db.store();
+    // Started with --remote origin, the driver waits at the plan gate and is killed there.
+    let mut driver = spawn(
+        &repo,
+        &db,
+        &["run", CALCULATOR_GOAL, "--script", script, "--remote", "origin"],
+    );
+    let run = wait_for(
+        || store.list_runs().unwrap().first().map(|r| r.id),
+        "the run to start",
+    );
+    let run8 = run.short();
+    wait_for(
+        || (!store.pending_gates(Some(run)).unwrap().is_empty()).then_some(()),
+        "the plan gate",
+    );
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    // The resume hint names the remote.
+    let shown = repo.agency(&["--db", &db.url, "inspect", &run8]).success();
+    assert!(shown.stdout().contains("--remote origin"), "{}", shown.stdout());
+
+    // A --remote that differs from the recorded one wins, and says so.
+    let mut other = spawn(
+        &repo,
+        &db,
+        &["run", "--resume", &run8, "--script", script, "--remote", "mirror"],
+    );
+    let said = first_line(&mut other);
+    assert!(
+        said.contains("--remote mirror: the run was started with --remote origin"),
+        "{said}"
+    );
+    other.kill().unwrap();
+    other.wait().unwrap();
+
+    // Without the flag, the recorded remote is used: the run ends with its branches on origin.
+    let mut resumed = spawn(
+        &repo,
+        &db,
+        &["run", "--resume", &run8, "--script", script, "--auto-approve"],
+    );
+    let said = first_line(&mut resumed);
+    assert!(
+        said.contains("sharing the run's branches through git remote origin, as when it started"),
+        "{said}"
+    );
+    let (code, out) = finish(resumed, Duration::from_secs(90));
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
+    let base = store.get_run(run).unwrap().base_rev.unwrap();
+    let shared = change_of(&machines.path().join("origin.git"), &base, &run8);
+    assert!(shared.contains("+echo $(($1 * $2))"), "{shared}");
+}
