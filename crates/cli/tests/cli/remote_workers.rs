@@ -289,6 +289,43 @@ fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mi
         .collect();
     assert!(implementer_runners.len() >= 2, "{implementer_runners:?}");
 
+    // A slice a worker made was verified there, in its clone, before it was reported (`completed`); the
+    // driver took that result instead of running the tests again.
+    let mut verified_on_workers = 0;
+    for brief in store.list_briefs_by_status(run, BriefStatus::Done).unwrap() {
+        if brief.tier != Tier::T4 {
+            continue;
+        }
+        let of_brief = |kind: EventKind| {
+            events
+                .iter()
+                .filter(move |e| e.brief == Some(brief.id) && e.kind == kind)
+        };
+        let made_by = of_brief(EventKind::BriefStatus)
+            .filter(|e| e.payload["to"] == "running")
+            .filter_map(|e| e.payload["claimed_by"].as_str())
+            .next_back()
+            .unwrap();
+        let verifies: Vec<i64> = of_brief(EventKind::SignoffVerify).map(|e| e.seq).collect();
+        let reported = of_brief(EventKind::Completed).map(|e| e.seq).next_back().unwrap();
+        assert_eq!(verifies.len(), 1, "{}: one stage-1 verify, not two", brief.title);
+        if made_by.starts_with("worker-") {
+            verified_on_workers += 1;
+            assert!(
+                verifies[0] < reported,
+                "{} was not verified on {made_by}",
+                brief.title
+            );
+        } else {
+            assert!(
+                verifies[0] > reported,
+                "{}: the driver verifies its own",
+                brief.title
+            );
+        }
+    }
+    assert!(verified_on_workers >= 1, "no slice was made on a worker");
+
     // `agency inspect --brief` says which runners ran it.
     let shown = driver_repo
         .agency(&["--db", &db.url, "inspect", &run8, "--brief", &brief.short()])
