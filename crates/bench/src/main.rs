@@ -172,6 +172,7 @@ fn bench(args: &Args) -> Result<(), String> {
         hidden: Vec::new(),
         wake: None,
         remote: None,
+        offer: Default::default(),
     };
     let engine = Engine::new(store.clone(), config, repo, runtimes, providers, options)
         .map_err(|e| e.to_string())?

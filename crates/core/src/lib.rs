@@ -16,6 +16,7 @@ pub mod gate;
 pub mod goals;
 pub mod ids;
 pub mod intercept;
+pub mod placement;
 pub mod plan;
 pub mod redact;
 pub mod teachback;

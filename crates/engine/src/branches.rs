@@ -196,12 +196,18 @@ impl RunBranches {
                 Err(_) if self.repo.branch_exists(branch)? => {}
                 created => created?,
             }
-            if let Err(refused) = self.push(&[branch]) {
-                // Made on the remote meanwhile by another runner: a worker takes that one.
+            if self.push(&[branch]).is_err() {
+                // Made on the remote meanwhile by another runner (a worker starting the workstream's first
+                // agent as the driver starts another: both push a new branch, and git refuses the second
+                // with "reference already exists"). A worker takes that one. The driver owns the branch:
+                // the other runner made it from the same integration branch or an older head of it, so
+                // pushing again is a fast-forward, or nothing when they are equal; a remote branch that
+                // is not an ancestor of the driver's is refused again, and that refusal is the error.
                 if self.remote.as_ref().is_some_and(|r| r.driver) {
-                    return Err(refused);
+                    self.push(&[branch])?;
+                } else {
+                    self.fetch(&[branch.to_owned()])?;
                 }
-                self.fetch(&[branch.to_owned()])?;
             }
         }
         self.known.insert(branch);
@@ -386,4 +392,108 @@ fn worktree_dir(path: &std::path::Path) -> Result<()> {
             parent.display()
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::process::Command;
+
+    use agency_core::RunId;
+    use agency_exec::{GitOptions, RemoteAccess, Repo, WorktreeSweep};
+
+    use super::{KnownBranches, RunBranches};
+    use crate::remote::SharedRemote;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// A runner's repository with a commit, and a bare remote whose hook makes each new workstream branch
+    /// itself, at the pushed commit, and refuses the push as git does when another runner's push created
+    /// it a moment earlier ("reference already exists"): the race of a driver and a worker starting a
+    /// workstream's first agents at once.
+    fn racing_remote(dir: &Path) -> (Repo, String) {
+        let remote = dir.join("remote.git");
+        git(
+            dir,
+            &[
+                "init",
+                "--quiet",
+                "--bare",
+                "--initial-branch",
+                "main",
+                remote.to_str().unwrap(),
+            ],
+        );
+        let hook = remote.join("hooks").join("pre-receive");
+        std::fs::write(
+            &hook,
+            "#!/bin/sh\nzero=0000000000000000000000000000000000000000\nwhile read old new ref; do\n  \
+             case \"$ref\" in\n    */work) if [ \"$old\" = \"$zero\" ]; then\n      \
+             env -u GIT_QUARANTINE_PATH git update-ref \"$ref\" \"$new\" || exit 2\n      \
+             echo \"error: cannot lock ref '$ref': reference already exists\" >&2; exit 1\n    fi ;;\n  \
+             esac\ndone\n",
+        )
+        .unwrap();
+        Command::new("chmod").arg("755").arg(&hook).status().unwrap();
+        let work = dir.join("runner");
+        std::fs::create_dir(&work).unwrap();
+        git(&work, &["init", "--quiet", "--initial-branch", "main"]);
+        std::fs::write(work.join("a.txt"), "a\n").unwrap();
+        git(&work, &["add", "a.txt"]);
+        git(&work, &["commit", "--quiet", "-m", "base"]);
+        git(&work, &["remote", "add", "origin", remote.to_str().unwrap()]);
+        let base = git(&work, &["rev-parse", "HEAD"]);
+        (Repo::open(&work, GitOptions::default()).unwrap(), base)
+    }
+
+    fn branches(repo: &Repo, dir: &Path, driver: bool) -> RunBranches {
+        RunBranches::new(
+            repo.clone(),
+            RunId::new(),
+            &dir.join("worktrees"),
+            KnownBranches::default(),
+            WorktreeSweep::new(repo.clone()),
+        )
+        .shared_through(Some(SharedRemote {
+            name: "origin".into(),
+            driver,
+            access: RemoteAccess::default(),
+        }))
+    }
+
+    #[test]
+    fn a_workstream_branch_another_runner_pushed_first_is_no_failure() {
+        for driver in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let (repo, base) = racing_remote(dir.path());
+            let run = branches(&repo, dir.path(), driver);
+            run.ensure_integration(&base).unwrap();
+            // The push that creates the branch is refused: it is on the remote, at the same commit.
+            let made = run.ensure_workstream("ws-a").unwrap();
+            assert_eq!(
+                git(&dir.path().join("remote.git"), &["rev-parse", &made]),
+                base,
+                "driver: {driver}"
+            );
+            assert!(repo.branch_exists(&made).unwrap());
+        }
+    }
 }

@@ -75,6 +75,8 @@ pub(crate) struct Crew {
     concurrency: usize,
     reclaim_due: Instant,
     holders_due: Instant,
+    /// The driver's watch for briefs no live runner can take (unused by a worker).
+    unplaced: crate::placement::UnplacedBriefs,
 }
 
 impl Crew {
@@ -85,6 +87,7 @@ impl Crew {
             concurrency: usize::try_from(engine.config.runner.concurrency.max(1)).unwrap_or(1),
             reclaim_due: Instant::now(),
             holders_due: Instant::now(),
+            unplaced: crate::placement::UnplacedBriefs::default(),
         }
     }
 
@@ -122,9 +125,13 @@ impl Crew {
     /// once, unstarted.
     pub(crate) fn fill(&mut self, engine: &Engine, run: RunId, cancel: &CancelToken) -> Result<bool> {
         let room = self.concurrency.saturating_sub(self.agents.len());
-        let claimed = engine
-            .store
-            .claim_briefs(Some(run), &engine.options.worker, engine.lease(), room)?;
+        let claimed = engine.store.claim_offered(
+            Some(run),
+            &engine.options.worker,
+            engine.lease(),
+            room,
+            engine.offer(),
+        )?;
         let mut launches = Launches::default();
         let mut claimed = claimed.into_iter();
         for Claimed { brief, claim } in claimed.by_ref() {
@@ -249,10 +256,18 @@ impl Crew {
             self.holders_due = Instant::now() + HOLDERS_EVERY;
             self.reclaim_from_gone_holders(engine, run).await?;
         }
+        if crate::Role::of(&engine.options.worker) == Some(crate::Role::Driver) {
+            self.unplaced.look(engine, run)?;
+        }
         if Instant::now() < self.reclaim_due {
             return Ok(());
         }
         self.reclaim_due = Instant::now() + engine.lease_std() / 4;
+        // What this runner offers, said again every quarter lease: the driver counts a runner live for a
+        // lease after it last said so (an ALERT for a brief nobody can take names the live offers).
+        engine
+            .store
+            .record_offer(run, &engine.options.worker, engine.offer())?;
         // This runner's own live claims are renewed first: their lease is this process's to judge, and it
         // knows its agents run. Everyone else's are judged against this process's monotonic clock.
         self.renew_own(engine)?;
@@ -404,6 +419,8 @@ impl Engine {
             Err(error) => Err(crew.release(self, run, error).await),
         };
         self.end_turn();
+        // Gone: it no longer counts as a live runner (best effort: a stale offer lapses with its lease).
+        let _ = self.store.forget_offer(run, &self.options.worker);
         ended
     }
 

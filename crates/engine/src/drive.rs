@@ -92,6 +92,7 @@ impl Engine {
         let lease = self.store.lock_driver(run, &self.options.worker)?;
         let record = self.store.get_run(run)?;
         if !record.status.is_terminal() {
+            self.record_label_needs(run)?;
             self.finish_start(&record)?;
         }
         self.release_orphaned_claims(run).await?;

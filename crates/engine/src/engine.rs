@@ -58,6 +58,10 @@ pub struct EngineOptions {
     /// The git remote the run's branches are shared through, when its runners do not share a disk
     /// ([`crate::remote`]); `None` on one machine.
     pub remote: Option<crate::remote::SharedRemote>,
+    /// What this runner offers: the tiers and labels of the briefs it claims ([`crate::placement`]). The
+    /// default, every tier and no label, is the driver's own runner: it never takes a brief whose
+    /// workstream needs a label.
+    pub offer: agency_core::placement::Offer,
 }
 
 impl Default for EngineOptions {
@@ -74,6 +78,7 @@ impl Default for EngineOptions {
             hidden: Vec::new(),
             wake: None,
             remote: None,
+            offer: agency_core::placement::Offer::default(),
         }
     }
 }

@@ -28,6 +28,7 @@ mod narrate;
 pub mod notify;
 mod outage;
 mod outputs;
+mod placement;
 mod plan;
 mod previous;
 mod progress;

@@ -5,6 +5,9 @@
 //! mechanical checks and a read-only judge); when every slice of a squad is signed off or rejected, the
 //! joint verdict decides: pass merges the slices into the workstream branch, partial retries only the
 //! rejected slices with what their sign-off found missing, fail escalates.
+//!
+//! Through a shared remote, a worker runs stage 1 itself, in its own clone, on the commit it pushed
+//! ([`verify_where_made`]); the driver takes that result for that commit.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -106,6 +109,78 @@ pub(crate) fn stage_one_command(brief: &Brief) -> Option<&str> {
     brief.contract.as_ref()?.verify.as_deref()
 }
 
+/// Stage 1 where the slice was made: a worker sharing the run through a remote (`agency worker --repo`)
+/// runs the contract's verify command on the commit it just pushed, in a clean checkout in its own clone,
+/// sandboxed as every verify is, and records the result (through its claim's fence) before it reports the
+/// slice. The driver then takes that record for the same commit and command instead of running the tests
+/// again ([`implementer_done`], which still decides what a failed result does); the slice's sign-off
+/// reuses it as on one machine. The driver's own slices, and every runner on one machine, verify as
+/// before. Verify is run by agency either way, never by the agent: a worker is agency's own process.
+pub(crate) async fn verify_where_made(engine: &Engine, brief: &Brief) -> Result<()> {
+    if engine.options.remote.as_ref().is_none_or(|remote| remote.driver) {
+        return Ok(());
+    }
+    let Some(command) = stage_one_command(brief) else {
+        return Ok(());
+    };
+    let branch = engine.branches(brief.run).brief(brief);
+    let rev = engine
+        .repo
+        .rev_parse_all(&[&full_ref(&branch)])?
+        .pop()
+        .ok_or_else(|| EngineError::State(format!("rev-parse of {branch} gave nothing")))?;
+    // The brief is still this worker's claim while its tests run, however long they take: renewed as
+    // while its agent worked. A claim lost meanwhile records nothing (the fence refuses the report).
+    let holding = crate::crew::hold_claim(
+        engine.store.clone(),
+        brief.id,
+        engine.options.worker.clone(),
+        engine.lease(),
+    );
+    tokio::select! {
+        result = verify_rev(engine, brief.run, &rev, command) => record_verify(engine, brief, &rev, &result?),
+        () = holding => Ok(()),
+    }
+}
+
+/// The stage-1 result the worker that made `brief`'s slice recorded for commit `rev` and `command`
+/// ([`verify_where_made`]), if there is one: the brief's newest verify record, whose `signoff_verify`
+/// event names this commit. Only through a remote; on one machine the runner verifies itself.
+fn verified_where_made(
+    engine: &Engine,
+    brief: &Brief,
+    rev: &str,
+    command: &str,
+) -> Result<Option<VerifyResult>> {
+    if engine.options.remote.is_none() {
+        return Ok(None);
+    }
+    let subject = crate::artifacts::slice_subject(brief);
+    let Some(artifact) = engine
+        .store
+        .latest_artifact(brief.run, &crate::signoff::verify_name(&subject))?
+    else {
+        return Ok(None);
+    };
+    if artifact.meta.brief != Some(brief.id) {
+        return Ok(None);
+    }
+    let id = artifact.meta.id.to_string();
+    let on_rev = engine
+        .store
+        .events_of_kinds_after(brief.run, &[agency_core::EventKind::SignoffVerify], 0, 100_000)?
+        .into_iter()
+        .any(|e| {
+            e.brief == Some(brief.id) && e.payload["rev"] == rev && e.payload["artifact"] == id.as_str()
+        });
+    if !on_rev {
+        return Ok(None);
+    }
+    Ok(serde_json::from_slice::<VerifyResult>(&artifact.bytes)
+        .ok()
+        .filter(|result| result.command == command))
+}
+
 /// What became of an implementer that reported done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Handover {
@@ -152,8 +227,15 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover
         return Ok(Handover::Failed);
     }
     if let Some(command) = stage_one_command(brief) {
-        let result = verify_rev(engine, brief.run, &rev, command).await?;
-        record_verify(engine, brief, &rev, &result)?;
+        let result = match verified_where_made(engine, brief, &rev, command)? {
+            // Run by the worker that made the slice, on this very commit, before it reported.
+            Some(result) => result,
+            None => {
+                let result = verify_rev(engine, brief.run, &rev, command).await?;
+                record_verify(engine, brief, &rev, &result)?;
+                result
+            }
+        };
         if !result.passed {
             let why = format!(
                 "`{command}` failed on its commit ({}):\n{}",

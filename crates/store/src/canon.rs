@@ -313,3 +313,24 @@ pub fn brief_conflict(id: BriefId, expected: impl ToString, found: impl ToString
         found: found.to_string(),
     }
 }
+
+/// A claim's offer as the claim queries take it: the offered tiers as a JSON array of their names (`None`:
+/// every tier) and the offered labels as a JSON array.
+pub fn offer_params(offer: &agency_core::placement::Offer) -> Result<(Option<String>, String)> {
+    let tiers = offer.tier_names().map(|names| json_text(&names)).transpose()?;
+    Ok((tiers, json_text(&offer.labels)?))
+}
+
+/// Refuses a label need or an offer's label that is not a valid label (see
+/// [`agency_core::placement::valid_label`]), or a need's empty workstream.
+pub fn check_labels<'a>(labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<()> {
+    for (workstream, label) in labels {
+        if workstream.is_empty() || !agency_core::placement::valid_label(label) {
+            return Err(StoreError::Invalid(format!(
+                "placement label {label:?} of workstream {workstream:?}: expected 1 to 64 letters, digits, `-`, \
+                 `_` or `.`, and a workstream id or `*`"
+            )));
+        }
+    }
+    Ok(())
+}

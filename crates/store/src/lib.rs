@@ -51,6 +51,7 @@ pub mod sqlite;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
+use agency_core::placement::{LabelNeed, Offer, RunnerOffer};
 use agency_core::teachback::TeachbackState;
 use agency_core::{
     Brief, BriefId, BriefStatus, Event, EventKind, Gate, GateDecision, GateId, GateKind, NewEvent, RunId,
@@ -294,6 +295,38 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// them, oldest first. Two reclaimers never both take the same brief. A brief moved to `running` other
     /// than by a claim has no lease and is never reclaimed.
     fn reclaim_expired(&self, run: Option<RunId>, now: DateTime<Utc>) -> Result<Vec<Brief>>;
+
+    // --- placement --------------------------------------------------------------------------------------
+
+    /// As [`claim_briefs`](Blackboard::claim_briefs), taking only briefs `offer` may take: of an offered
+    /// tier, and whose workstream needs no label the offer lacks ([`set_label_needs`](Blackboard::set_label_needs);
+    /// the rule is `agency_flow::placement`). `claim_briefs` is this with the default offer (every tier, no
+    /// labels): a claimer that offers nothing never takes a brief that needs a label.
+    fn claim_offered(
+        &self,
+        run: Option<RunId>,
+        claimer: &str,
+        lease: chrono::Duration,
+        limit: usize,
+        offer: &Offer,
+    ) -> Result<Vec<Claimed>>;
+
+    /// Replaces the labels `run`'s workstreams need of the runner that takes their briefs (the workstream
+    /// `*` stands for every workstream). `Invalid` for a label that is not 1 to 64 of letters, digits, `-`,
+    /// `_`, `.`; `NotFound` for an unknown run.
+    fn set_label_needs(&self, run: RunId, needs: &[LabelNeed]) -> Result<()>;
+
+    /// The labels `run`'s workstreams need, by workstream and label.
+    fn label_needs(&self, run: RunId) -> Result<Vec<LabelNeed>>;
+
+    /// Records (or refreshes, with the handle's clock as `seen_at`) what `runner` offers on `run`.
+    fn record_offer(&self, run: RunId, runner: &str, offer: &Offer) -> Result<()>;
+
+    /// Forgets what `runner` offers on `run` (it stopped); nothing when it had not recorded an offer.
+    fn forget_offer(&self, run: RunId, runner: &str) -> Result<()>;
+
+    /// Every offer recorded on `run`, live or not (`seen_at` says when each runner last said so), by runner.
+    fn runner_offers(&self, run: RunId) -> Result<Vec<RunnerOffer>>;
 
     // --- batches ----------------------------------------------------------------------------------------
 

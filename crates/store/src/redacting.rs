@@ -322,6 +322,37 @@ impl Blackboard for RedactingBlackboard {
         self.inner.claim_briefs(run, claimer, lease, limit)
     }
 
+    fn claim_offered(
+        &self,
+        run: Option<RunId>,
+        claimer: &str,
+        lease: chrono::Duration,
+        limit: usize,
+        offer: &agency_core::placement::Offer,
+    ) -> Result<Vec<Claimed>> {
+        self.inner.claim_offered(run, claimer, lease, limit, offer)
+    }
+
+    fn set_label_needs(&self, run: RunId, needs: &[agency_core::placement::LabelNeed]) -> Result<()> {
+        self.inner.set_label_needs(run, needs)
+    }
+
+    fn label_needs(&self, run: RunId) -> Result<Vec<agency_core::placement::LabelNeed>> {
+        self.inner.label_needs(run)
+    }
+
+    fn record_offer(&self, run: RunId, runner: &str, offer: &agency_core::placement::Offer) -> Result<()> {
+        self.inner.record_offer(run, runner, offer)
+    }
+
+    fn forget_offer(&self, run: RunId, runner: &str) -> Result<()> {
+        self.inner.forget_offer(run, runner)
+    }
+
+    fn runner_offers(&self, run: RunId) -> Result<Vec<agency_core::placement::RunnerOffer>> {
+        self.inner.runner_offers(run)
+    }
+
     fn claim_of(&self, id: BriefId) -> Result<Option<Claim>> {
         self.inner.claim_of(id)
     }

@@ -487,7 +487,7 @@ fn a_blackboard_from_before_claim_generations_opens_and_fences() {
     let old = rusqlite::Connection::open(&path).unwrap();
     old.execute_batch(
         "UPDATE briefs SET claim_generation = 0; ALTER TABLE briefs DROP COLUMN claim_generation; \
-         PRAGMA user_version = 9;",
+         DROP TABLE placement_needs; DROP TABLE runner_offers; PRAGMA user_version = 9;",
     )
     .unwrap();
     drop(old);

@@ -1,7 +1,7 @@
 //! Whether anybody drives a run. A run that is not ended but whose driver lock nobody holds has no runner
 //! attached (it was killed, or its machine went away): `runs`, `inspect` and the dashboard say so, with
-//! the command that resumes it — the one recorded when the run started (`--script FILE` and `--record`
-//! included).
+//! the command that resumes it — the one recorded when the run started (`--script FILE`, `--record` and
+//! `--remote NAME` included).
 
 use agency_core::RunId;
 use agency_core::event::payload::LogLine;
@@ -18,6 +18,7 @@ pub fn record_resume_command(
     run: RunId,
     script: Option<&std::path::Path>,
     recording: bool,
+    remote: Option<&str>,
 ) {
     let mut command = format!("agency run --resume {}", run.short());
     if let Some(script) = script {
@@ -27,10 +28,14 @@ pub fn record_resume_command(
     if recording {
         command.push_str(" --record");
     }
+    if let Some(remote) = remote {
+        command.push_str(&format!(" --remote {remote}"));
+    }
     let event = NewEvent::typed(
         run,
         EventPayload::Log(LogLine {
             command: Some(command.clone()),
+            remote: remote.map(str::to_string),
             ..LogLine::new("verbose", Some(RESUMABLE), format!("resume with `{command}`"))
         }),
     );
@@ -48,6 +53,16 @@ pub fn resume_command(store: &dyn Blackboard, run: RunId) -> String {
         })
     });
     recorded.unwrap_or_else(|| format!("agency run --resume {}", run.short()))
+}
+
+/// The git remote `run` was started sharing its branches through (`agency run --remote NAME`), as recorded
+/// with its resume command; `None` for a run on one machine (or one that recorded nothing).
+pub fn recorded_remote(store: &dyn Blackboard, run: RunId) -> Option<String> {
+    let page = store.events_after(Some(run), 0, 50).ok()?;
+    page.into_iter().find_map(|event| match event.typed() {
+        Ok(EventPayload::Log(line)) if line.tag.as_deref() == Some(RESUMABLE) => line.remote,
+        _ => None,
+    })
 }
 
 /// `running` or, for a run that is not ended and has no runner, `running (no runner attached)`.

@@ -93,7 +93,8 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         resuming,
         Role::Driver.name_here(),
     )?;
-    if let Some(remote) = &args.remote {
+    let remote = remote_of(&args, resuming, store.as_ref());
+    if let Some(remote) = &remote {
         let shared = shared_remote(&runner.engine, remote)?;
         runner.engine = runner.engine.sharing_through(shared);
     }
@@ -110,6 +111,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
                 run.id,
                 args.script.as_deref(),
                 runner.recorder.is_some(),
+                remote.as_deref(),
             );
             println!("run {} started on {}", run.id.short(), ws.root.display());
             if let Some(replay) = &runner.replay {
@@ -459,6 +461,28 @@ fn report(run: agency_core::RunId, outcome: &DriveOutcome) -> CommandResult {
             format!("run {} ended {}", run.short(), status.as_str()),
         )
         .hint(format!("`agency inspect {}` shows where it stopped", run.short()))),
+    }
+}
+
+/// The git remote the driver shares the run's branches through: `--remote NAME`, or on `--resume` the one
+/// the run was started with (recorded with its resume command). A `--remote` that differs from the
+/// recorded one wins, and says so.
+fn remote_of(args: &Args, resuming: Option<agency_core::RunId>, store: &dyn Blackboard) -> Option<String> {
+    let recorded = resuming.and_then(|run| crate::commands::attached::recorded_remote(store, run));
+    match (&args.remote, recorded) {
+        (Some(given), Some(recorded)) if *given != recorded => {
+            println!(
+                "--remote {given}: the run was started with --remote {recorded}; sharing its branches through \
+                 {given} instead"
+            );
+            Some(given.clone())
+        }
+        (Some(given), _) => Some(given.clone()),
+        (None, Some(recorded)) => {
+            println!("sharing the run's branches through git remote {recorded}, as when it started");
+            Some(recorded)
+        }
+        (None, None) => None,
     }
 }
 

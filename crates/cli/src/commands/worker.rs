@@ -9,11 +9,13 @@
 //! run through (`agency run --remote NAME`), fetches what each brief starts from, and pushes each slice
 //! before reporting it ([`agency_engine::remote`], docs/operations.md).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use agency_core::NewEvent;
 use agency_core::event::EventPayload;
 use agency_core::event::payload::LogLine;
+use agency_core::placement::Offer;
+use agency_core::{NewEvent, Tier};
 use agency_engine::remote::SharedRemote;
 use agency_exec::{RemoteAccess, Repo, redact_url_credentials};
 use agency_llm::CancelToken;
@@ -42,10 +44,125 @@ pub struct Args {
     /// first use, reused afterwards.
     #[arg(long, value_name = "PATH", requires = "repo")]
     pub dir: Option<PathBuf>,
+    /// Take only briefs of these tiers (`t4,t5`; repeatable). Default: every tier.
+    #[arg(long, value_name = "TIERS", value_delimiter = ',')]
+    pub tiers: Vec<String>,
+    /// Take only briefs of tiers whose runtime here (team.yaml `tiers.tN.runtime`, as `agency run` would
+    /// choose it) is one of these (`claude-code,codex`; repeatable). Default: any.
+    #[arg(long, value_name = "RUNTIMES", value_delimiter = ',')]
+    pub runtime: Vec<String>,
+    /// Labels this worker offers (`gpu,big-tests`; repeatable): it takes briefs of workstreams that need
+    /// them (team.yaml `runner.workstream_labels`) as well as those that need none.
+    #[arg(long, value_name = "LABELS", value_delimiter = ',')]
+    pub label: Vec<String>,
 }
+
+/// What `--tiers`, `--runtime` and `--label` ask for, read before anything else is done: bad names are
+/// usage errors at once.
+struct OfferFlags {
+    /// `--tiers`, if given.
+    tiers: Option<BTreeSet<Tier>>,
+    /// `--runtime`, if given.
+    runtimes: Option<BTreeSet<&'static str>>,
+    /// `--label`.
+    labels: BTreeSet<String>,
+}
+
+impl OfferFlags {
+    fn read(args: &Args) -> CommandResult<OfferFlags> {
+        let mut tiers = None;
+        if !args.tiers.is_empty() {
+            let mut named = BTreeSet::new();
+            for name in &args.tiers {
+                let tier = name.trim().parse::<Tier>().map_err(|_| {
+                    CommandError::new(
+                        ErrorKind::Usage,
+                        format!("--tiers {name:?}: expected tiers t1 to t5, comma-separated"),
+                    )
+                })?;
+                named.insert(tier);
+            }
+            tiers = Some(named);
+        }
+        let mut runtimes = None;
+        if !args.runtime.is_empty() {
+            let mut named = BTreeSet::new();
+            for name in &args.runtime {
+                let known = KNOWN_RUNTIMES
+                    .iter()
+                    .find(|known| **known == name.trim())
+                    .ok_or_else(|| {
+                        CommandError::new(
+                            ErrorKind::Usage,
+                            format!(
+                                "--runtime {name:?}: expected one of {}",
+                                KNOWN_RUNTIMES.join(", ")
+                            ),
+                        )
+                    })?;
+                named.insert(*known);
+            }
+            runtimes = Some(named);
+        }
+        let mut labels = BTreeSet::new();
+        for label in &args.label {
+            let label = label.trim();
+            if !agency_core::placement::valid_label(label) {
+                return Err(CommandError::new(
+                    ErrorKind::Usage,
+                    format!("--label {label:?}: expected 1 to 64 letters, digits, `-`, `_` or `.`"),
+                ));
+            }
+            labels.insert(label.to_string());
+        }
+        Ok(OfferFlags {
+            tiers,
+            runtimes,
+            labels,
+        })
+    }
+
+    /// The offer, given the runtime chosen for each tier here: a tier is offered when `--tiers` names it
+    /// (or is absent) and its runtime is one `--runtime` names (or that is absent). A usage error when
+    /// that leaves no tier.
+    fn offer(self, choices: &[agency_exec::runtime::RuntimeChoice]) -> CommandResult<Offer> {
+        let mut tiers = self.tiers;
+        if let Some(runtimes) = &self.runtimes {
+            let running: BTreeSet<Tier> = choices
+                .iter()
+                .filter(|choice| runtimes.contains(choice.runtime.as_str()))
+                .map(|choice| choice.tier)
+                .collect();
+            tiers = Some(match tiers {
+                Some(named) => named.intersection(&running).copied().collect(),
+                None => running,
+            });
+        }
+        if tiers.as_ref().is_some_and(BTreeSet::is_empty) {
+            let here = choices
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(CommandError::new(
+                ErrorKind::Usage,
+                "--tiers and --runtime leave this worker no tier to take",
+            )
+            .hint(format!("the runtimes here: {here}")));
+        }
+        Ok(Offer {
+            tiers,
+            labels: self.labels,
+        })
+    }
+}
+
+/// The runtimes `--runtime` may name.
+const KNOWN_RUNTIMES: [&str; 5] = ["builtin", "claude-code", "codex", "pi", "command"];
 
 /// Runs `agency worker`.
 pub fn run(ctx: &Context, args: Args) -> CommandResult {
+    let offer_flags = OfferFlags::read(&args)?;
     let clone = match &args.repo {
         Some(url) => Some(remote_clone(ctx, url, args.dir.as_deref())?),
         None => None,
@@ -79,7 +196,7 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         goal: None,
         goal_file: None,
         resume: Some(args.run.clone()),
-        script: args.script,
+        script: args.script.clone(),
         auto_approve: false,
         detach: false,
         verbose: false,
@@ -88,6 +205,8 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
     };
     let name = agency_engine::Role::Worker.name_here();
     let mut runner = build_engine(&ws, store.clone(), team, &run_args, Some(run), name.clone())?;
+    let offer = offer_flags.offer(&runner.runtimes)?;
+    runner.engine = runner.engine.offering(offer.clone());
     if let Some((_, access)) = &clone {
         runner.engine = runner.engine.sharing_through(SharedRemote {
             name: CLONE_REMOTE.to_string(),
@@ -114,13 +233,16 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         ..LogLine::new(
             "verbose",
             Some("WORKER"),
-            format!("{name} works on this run ({runtimes}){place}"),
+            format!("{name} works on this run ({runtimes}){place}; it offers {offer}"),
         )
     });
     store
         .append_event(NewEvent::typed(run, payload))
         .map_err(store_error)?;
-    println!("{name} works on run {}; it stops when the run ends", run.short());
+    println!(
+        "{name} works on run {}; it offers {offer}; it stops when the run ends",
+        run.short()
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

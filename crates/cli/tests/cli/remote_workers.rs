@@ -127,7 +127,7 @@ fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mi
         "a run started with a missing remote"
     );
 
-    let driver = spawn(
+    let mut driver = spawn(
         &driver_repo,
         &db,
         &[
@@ -206,6 +206,11 @@ fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mi
     let mut killed: Option<(String, agency_core::BriefId)> = None;
     let deadline = Instant::now() + Duration::from_secs(120);
     while !store.get_run(run).unwrap().status.is_terminal() {
+        // A driver that stopped leaves a run nobody ends: said at once, not at the deadline.
+        if driver.try_wait().unwrap().is_some() {
+            let (code, driver_out) = finish(driver, Duration::ZERO);
+            panic!("the driver stopped ({code:?}) before the run ended\n{driver_out}");
+        }
         if Instant::now() > deadline {
             let (_, driver_out) = finish(driver, Duration::ZERO);
             let log = driver_repo.agency(&["--db", &db.url, "watch", &run8, "--verbose"]);
@@ -283,6 +288,43 @@ fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mi
         .filter_map(|e| e.payload["claimed_by"].as_str())
         .collect();
     assert!(implementer_runners.len() >= 2, "{implementer_runners:?}");
+
+    // A slice a worker made was verified there, in its clone, before it was reported (`completed`); the
+    // driver took that result instead of running the tests again.
+    let mut verified_on_workers = 0;
+    for brief in store.list_briefs_by_status(run, BriefStatus::Done).unwrap() {
+        if brief.tier != Tier::T4 {
+            continue;
+        }
+        let of_brief = |kind: EventKind| {
+            events
+                .iter()
+                .filter(move |e| e.brief == Some(brief.id) && e.kind == kind)
+        };
+        let made_by = of_brief(EventKind::BriefStatus)
+            .filter(|e| e.payload["to"] == "running")
+            .filter_map(|e| e.payload["claimed_by"].as_str())
+            .next_back()
+            .unwrap();
+        let verifies: Vec<i64> = of_brief(EventKind::SignoffVerify).map(|e| e.seq).collect();
+        let reported = of_brief(EventKind::Completed).map(|e| e.seq).next_back().unwrap();
+        assert_eq!(verifies.len(), 1, "{}: one stage-1 verify, not two", brief.title);
+        if made_by.starts_with("worker-") {
+            verified_on_workers += 1;
+            assert!(
+                verifies[0] < reported,
+                "{} was not verified on {made_by}",
+                brief.title
+            );
+        } else {
+            assert!(
+                verifies[0] > reported,
+                "{}: the driver verifies its own",
+                brief.title
+            );
+        }
+    }
+    assert!(verified_on_workers >= 1, "no slice was made on a worker");
 
     // `agency inspect --brief` says which runners ran it.
     let shown = driver_repo
@@ -397,4 +439,299 @@ fn a_slice_the_remote_refuses_fails_its_brief_with_gits_reason() {
         .agency(&["--db", &db.url, "cancel", &run.short(), "--reason", "test over"])
         .success();
     finish(driver, Duration::from_secs(30));
+}
+
+/// The first line a worker prints, `NAME works on run …; it offers …`: its name. Its output is drained
+/// from then on, so it never blocks on a full pipe.
+fn worker_name(worker: &mut Running) -> String {
+    let mut reader = BufReader::new(worker.stdout.take().unwrap());
+    let mut first = String::new();
+    reader.read_line(&mut first).unwrap();
+    assert!(first.contains("works on run"), "{first}");
+    std::thread::spawn(move || for _ in reader.lines() {});
+    first.split_whitespace().next().unwrap().to_string()
+}
+
+#[test]
+fn briefs_go_only_to_workers_that_offer_what_they_need_and_an_unplaced_one_is_an_alert() {
+    if no_database() {
+        return;
+    }
+    let db = Database::new();
+    let repo = calculator(&db, SCRIPT);
+    // ws-arith's briefs need a `gpu` runner; nobody offers one at first.
+    repo.edit_team(&[
+        (
+            "  workstream_labels: {} ",
+            "  workstream_labels: {ws-arith: [gpu]} ",
+        ),
+        ("  unplaced_alert_seconds: 120 ", "  unplaced_alert_seconds: 1 "),
+    ]);
+    repo.commit("team");
+    let script = ".agency/script.yaml";
+
+    // Bad offers are refused before the worker starts.
+    for (flags, said) in [
+        (&["--tiers", "t9"][..], "--tiers \"t9\""),
+        (&["--runtime", "emacs"][..], "--runtime \"emacs\""),
+        (&["--label", "has space"][..], "--label \"has space\""),
+    ] {
+        // Read before the run is looked for: no run is needed to learn the flags are wrong.
+        let mut args = vec!["--db", &db.url, "worker", "no-such-run"];
+        args.extend_from_slice(flags);
+        let refused = repo.agency(&args);
+        assert_eq!(refused.code(), Some(2), "{flags:?}: {}", refused.stderr());
+        assert!(refused.stderr().contains(said), "{flags:?}: {}", refused.stderr());
+    }
+
+    let driver = spawn(
+        &repo,
+        &db,
+        &["run", CALCULATOR_GOAL, "--script", script, "--auto-approve"],
+    );
+    let store = db.store();
+    let run = wait_for(
+        || store.list_runs().unwrap().first().map(|r| r.id),
+        "the run to start",
+    );
+    let run8 = run.short();
+    // A scripted run's agents all run on the built-in runtime: a worker for claude-code has nothing to take.
+    let idle = repo.agency(&[
+        "--db",
+        &db.url,
+        "worker",
+        &run8,
+        "--script",
+        script,
+        "--runtime",
+        "claude-code",
+    ]);
+    assert_eq!(idle.code(), Some(2), "{}", idle.stderr());
+    assert!(idle.stderr().contains("no tier to take"), "{}", idle.stderr());
+    assert!(idle.stderr().contains("t4: builtin"), "{}", idle.stderr());
+    // Workers of several kinds, none with the label: one for every tier, one for T5 with other labels.
+    let mut plain = spawn(&repo, &db, &["worker", &run8, "--script", script]);
+    let plain_name = worker_name(&mut plain);
+    let mut other = spawn(
+        &repo,
+        &db,
+        &[
+            "worker",
+            &run8,
+            "--script",
+            script,
+            "--tiers",
+            "t5",
+            "--label",
+            "big-tests,linux",
+        ],
+    );
+    let other_name = worker_name(&mut other);
+
+    // T3's brief of ws-arith waits, and after a second the driver says why: what it needs, what is offered.
+    let alert = wait_for(
+        || {
+            store
+                .events_after(Some(run), 0, 100_000)
+                .unwrap()
+                .into_iter()
+                .find(|e| e.payload["tag"] == "UNPLACED")
+        },
+        "an UNPLACED line for ws-arith's T3 brief",
+    );
+    let said = alert.payload["message"].as_str().unwrap().to_string();
+    assert!(said.contains("needs tier t3, labels gpu"), "{said}");
+    assert!(
+        said.contains(&format!("{plain_name} offers every tier; no labels")),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("{other_name} offers tiers t5; labels big-tests, linux")),
+        "{said}"
+    );
+    assert!(
+        said.contains("runner-"),
+        "the driver's own offer is not named: {said}"
+    );
+    // The ALERT event follows the line.
+    wait_for(
+        || {
+            store
+                .events_after(Some(run), 0, 100_000)
+                .unwrap()
+                .into_iter()
+                .find(|e| e.kind == EventKind::Alert && e.payload["source"] == "placement")
+        },
+        "the ALERT event beside the UNPLACED line",
+    );
+    // The live log shows it.
+    let log = repo.agency(&["--db", &db.url, "watch", &run8]).success();
+    assert!(log.stdout().contains("UNPLACED"), "{}", log.stdout());
+
+    // A gpu worker for T3 joins and takes it; the T4s then wait for a gpu worker of their tier, which joins.
+    let mut gpu_t3 = spawn(
+        &repo,
+        &db,
+        &[
+            "worker", &run8, "--script", script, "--tiers", "t3", "--label", "gpu",
+        ],
+    );
+    let gpu_t3_name = worker_name(&mut gpu_t3);
+    wait_for(
+        || {
+            store
+                .events_after(Some(run), 0, 100_000)
+                .unwrap()
+                .into_iter()
+                .find(|e| e.payload["tag"] == "UNPLACED" && e.tier == Some(Tier::T4))
+        },
+        "an UNPLACED line for a T4 brief",
+    );
+    let mut gpu_t45 = spawn(
+        &repo,
+        &db,
+        &[
+            "worker",
+            &run8,
+            "--script",
+            script,
+            "--tiers",
+            "t4",
+            "--tiers",
+            "t5",
+            "--runtime",
+            "builtin",
+            "--label",
+            "gpu",
+        ],
+    );
+    let gpu_t45_name = worker_name(&mut gpu_t45);
+
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut driver = driver;
+    while !store.get_run(run).unwrap().status.is_terminal() {
+        if driver.try_wait().unwrap().is_some() || Instant::now() > deadline {
+            let (_, out) = finish(driver, Duration::ZERO);
+            let log = repo.agency(&["--db", &db.url, "watch", &run8, "--verbose"]);
+            panic!("the run did not end\ndriver: {out}\nlog:\n{}", log.stdout());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, out) = finish(driver, Duration::from_secs(30));
+    assert_eq!(code, Some(0), "driver: {out}");
+    assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
+    for worker in [plain, other, gpu_t3, gpu_t45] {
+        let (code, out) = finish(worker, Duration::from_secs(30));
+        assert_eq!(code, Some(0), "{out}");
+    }
+
+    // Every ws-arith brief ran on a gpu worker of its tier; nothing else of the run needed a label.
+    let events = store.events_after(Some(run), 0, 100_000).unwrap();
+    let mut arith = 0;
+    for e in events
+        .iter()
+        .filter(|e| e.kind == EventKind::BriefStatus && e.payload["to"] == "running")
+    {
+        let brief = store.get_brief(e.brief.unwrap()).unwrap();
+        let holder = e.payload["claimed_by"].as_str().unwrap();
+        if brief.workstream == "ws-arith" {
+            arith += 1;
+            let expected = if brief.tier == Tier::T3 {
+                &gpu_t3_name
+            } else {
+                &gpu_t45_name
+            };
+            assert_eq!(holder, expected, "{} {}", brief.tier, brief.title);
+        }
+    }
+    assert!(arith >= 5, "T3, two T4s and their T5s: {arith} claims");
+}
+
+/// The first line `running` prints.
+fn first_line(running: &mut Running) -> String {
+    let mut line = String::new();
+    BufReader::new(running.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line
+}
+
+#[test]
+fn a_resumed_run_shares_its_branches_through_the_remote_it_started_with() {
+    if no_database() {
+        return;
+    }
+    let db = Database::new();
+    let repo = calculator(&db, SCRIPT);
+    let script = ".agency/script.yaml";
+    let machines = tempfile::tempdir().unwrap();
+    for name in ["origin", "mirror"] {
+        let bare = machines.path().join(format!("{name}.git"));
+        git_in(
+            machines.path(),
+            &[
+                "init",
+                "--quiet",
+                "--bare",
+                "--initial-branch",
+                "main",
+                bare.to_str().unwrap(),
+            ],
+        );
+        repo.git(&["remote", "add", name, bare.to_str().unwrap()]);
+        repo.git(&["push", "--quiet", name, "HEAD:refs/heads/main"]);
+    }
+    let store = db.store();
+    // Started with --remote origin, the driver waits at the plan gate and is killed there.
+    let mut driver = spawn(
+        &repo,
+        &db,
+        &["run", CALCULATOR_GOAL, "--script", script, "--remote", "origin"],
+    );
+    let run = wait_for(
+        || store.list_runs().unwrap().first().map(|r| r.id),
+        "the run to start",
+    );
+    let run8 = run.short();
+    wait_for(
+        || (!store.pending_gates(Some(run)).unwrap().is_empty()).then_some(()),
+        "the plan gate",
+    );
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    // The resume hint names the remote.
+    let shown = repo.agency(&["--db", &db.url, "inspect", &run8]).success();
+    assert!(shown.stdout().contains("--remote origin"), "{}", shown.stdout());
+
+    // A --remote that differs from the recorded one wins, and says so.
+    let mut other = spawn(
+        &repo,
+        &db,
+        &["run", "--resume", &run8, "--script", script, "--remote", "mirror"],
+    );
+    let said = first_line(&mut other);
+    assert!(
+        said.contains("--remote mirror: the run was started with --remote origin"),
+        "{said}"
+    );
+    other.kill().unwrap();
+    other.wait().unwrap();
+
+    // Without the flag, the recorded remote is used: the run ends with its branches on origin.
+    let mut resumed = spawn(
+        &repo,
+        &db,
+        &["run", "--resume", &run8, "--script", script, "--auto-approve"],
+    );
+    let said = first_line(&mut resumed);
+    assert!(
+        said.contains("sharing the run's branches through git remote origin, as when it started"),
+        "{said}"
+    );
+    let (code, out) = finish(resumed, Duration::from_secs(90));
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(store.get_run(run).unwrap().status, RunStatus::Succeeded);
+    let base = store.get_run(run).unwrap().base_rev.unwrap();
+    let shared = change_of(&machines.path().join("origin.git"), &base, &run8);
+    assert!(shared.contains("+echo $(($1 * $2))"), "{shared}");
 }

@@ -1,6 +1,7 @@
 //! The run's policies: retries and escalation, teachback rollout, spending limits, sign-off, and the
 //! runner's own limits.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use schemars::JsonSchema;
@@ -269,6 +270,14 @@ pub struct RunnerConfig {
     /// (the run paused at its outage gate) before it leaves the gate to a human. Without `--auto-approve`
     /// nothing is probed: a human resumes. Default 60; 0 never probes.
     pub outage_probe_minutes: u32,
+    /// Labels a workstream needs of the runner that takes its briefs (`ws-ml: [gpu]`; the workstream `*`
+    /// stands for every workstream): only a runner offering all of them (`agency worker --label gpu`)
+    /// claims those briefs. Default: none.
+    pub workstream_labels: BTreeMap<String, Vec<String>>,
+    /// A brief that has waited this many seconds, claimable, while no live runner offers what it needs
+    /// (its tier, its workstream's labels) is reported with an ALERT naming what it needs and what the
+    /// live runners offer. Default 120.
+    pub unplaced_alert_seconds: u32,
 }
 
 impl Default for RunnerConfig {
@@ -280,6 +289,8 @@ impl Default for RunnerConfig {
             agent_idle_minutes: 20,
             repair_attempts: 3,
             outage_probe_minutes: 60,
+            workstream_labels: BTreeMap::new(),
+            unplaced_alert_seconds: 120,
         }
     }
 }

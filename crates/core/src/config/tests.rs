@@ -617,3 +617,19 @@ fn an_auditor_model_is_checked_like_any_binding_and_named_by_its_key() {
     // Unset by default: the auditor runs on the T5 tier's model.
     assert_eq!(parse("").unwrap().signoff.auditor_model, None);
 }
+
+#[test]
+fn workstream_labels_are_read_and_a_bad_label_names_its_workstream() {
+    let config =
+        parse("runner:\n  workstream_labels:\n    ws-ml: [gpu, big-tests]\n    \"*\": [linux]\n").unwrap();
+    assert_eq!(
+        config.runner.workstream_labels.get("ws-ml"),
+        Some(&vec!["gpu".to_string(), "big-tests".to_string()])
+    );
+    assert_eq!(config.runner.unplaced_alert_seconds, 120);
+    let err = error_text("runner:\n  workstream_labels:\n    ws-ml: [\"has space\"]\n");
+    assert!(err.contains("runner.workstream_labels.ws-ml"), "{err}");
+    assert!(err.contains("\"has space\""), "{err}");
+    let err = error_text("runner:\n  unplaced_alert_seconds: 0\n");
+    assert!(err.contains("runner.unplaced_alert_seconds"), "{err}");
+}

@@ -286,6 +286,26 @@ fn policies(config: &TeamConfig, issues: &mut Issues) {
 
     issues.at_least_one("runner.concurrency", config.runner.concurrency);
     issues.at_least_one("runner.claim_lease_seconds", config.runner.claim_lease_seconds);
+    issues.at_least_one(
+        "runner.unplaced_alert_seconds",
+        config.runner.unplaced_alert_seconds,
+    );
+    for (workstream, labels) in &config.runner.workstream_labels {
+        if workstream.trim().is_empty() {
+            issues.push(
+                "runner.workstream_labels".to_string(),
+                "a workstream id (or `*` for every workstream) may not be empty",
+            );
+        }
+        for label in labels {
+            if !crate::placement::valid_label(label) {
+                issues.push(
+                    format!("runner.workstream_labels.{workstream}"),
+                    format!("label {label:?}: expected 1 to 64 letters, digits, `-`, `_` or `.`"),
+                );
+            }
+        }
+    }
 }
 
 fn budget_ok(path: &str, limit: &BudgetLimit, issues: &mut Issues) {

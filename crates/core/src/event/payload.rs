@@ -262,6 +262,9 @@ payload_struct! {
         /// `RESUMABLE`: the command that resumes the run.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub command: Option<String>,
+        /// `RESUMABLE`: the git remote the run's branches are shared through (`agency run --remote`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub remote: Option<String>,
         /// `CANCELLED`: who cancelled.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub by: Option<String>,

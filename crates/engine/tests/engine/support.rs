@@ -221,6 +221,7 @@ impl Project {
             hidden: Vec::new(),
             wake: None,
             remote: None,
+            offer: Default::default(),
         };
         adjust(&mut options);
         let store: Arc<dyn Blackboard> = self.store.clone();

@@ -32,6 +32,7 @@ mod briefs;
 mod claims;
 mod gates;
 mod order;
+mod placement;
 mod runs;
 mod sessions;
 
@@ -41,6 +42,7 @@ pub use briefs::*;
 pub use claims::*;
 pub use gates::*;
 pub use order::*;
+pub use placement::*;
 pub use runs::*;
 pub use sessions::*;
 
@@ -142,6 +144,9 @@ macro_rules! conformance_tests {
             log_lines_appended_soon_keep_their_place,
             sessions_bind_to_briefs_with_agents_falling_back,
             session_tasks_record_their_briefs,
+            claims_take_only_briefs_their_offer_may_take,
+            placement_labels_are_checked,
+            runner_offers_are_recorded_and_forgotten,
         );
     };
     (@each $fixture:path, $skip:path; $($name:ident),* $(,)?) => {

@@ -6,6 +6,7 @@
 //! so each gets a different brief. `NO KEY` locks do not block the key-share locks that foreign-key checks
 //! take, so inserting a child brief or an event never waits for a claim.
 
+use agency_core::placement::Offer;
 use agency_core::teachback::TeachbackState;
 use agency_core::{Brief, BriefId, BriefStatus, NewEvent, RunId, Tier};
 use chrono::{DateTime, Utc};
@@ -274,11 +275,13 @@ pub fn claim_next<C: GenericClient>(
     claimer: &str,
     lease: chrono::Duration,
 ) -> Result<Option<Brief>> {
-    Ok(claim(c, clock, run, claimer, lease, 1)?.pop().map(|c| c.brief))
+    Ok(claim(c, clock, run, claimer, lease, 1, &Offer::default())?
+        .pop()
+        .map(|c| c.brief))
 }
 
-/// Claims up to `limit` of the oldest pending briefs whose dependencies are all done, oldest first, each
-/// with its event, skipping rows other claimers hold. Claiming one never makes another claimable (a
+/// Claims up to `limit` of the oldest pending briefs whose dependencies are all done and that `offer` may
+/// take, oldest first, each with its event, skipping rows other claimers hold. Claiming one never makes another claimable (a
 /// dependency must be `done`), so choosing them together picks what one claim after another would.
 pub fn claim<C: GenericClient>(
     c: &mut C,
@@ -287,8 +290,13 @@ pub fn claim<C: GenericClient>(
     claimer: &str,
     lease: chrono::Duration,
     limit: usize,
+    offer: &Offer,
 ) -> Result<Vec<Claimed>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let tiers: Option<Vec<&str>> = offer.tier_names();
+    let labels: Vec<&str> = offer.labels.iter().map(String::as_str).collect();
+    // The offer's rule is `agency_flow::placement`: an offered tier (NULL: every tier), and no label the
+    // brief's workstream needs (or every workstream, `*`) that the offer lacks.
     let rows = c.query(
         "SELECT b.id FROM briefs b \
          WHERE b.status = 'pending' AND ($1::text IS NULL OR b.run = $1) \
@@ -296,9 +304,13 @@ pub fn claim<C: GenericClient>(
              SELECT 1 FROM jsonb_array_elements_text(b.depends_on::jsonb) AS d(id) \
              LEFT JOIN briefs dep ON dep.id = d.id \
              WHERE dep.status IS DISTINCT FROM 'done') \
+           AND ($3::text[] IS NULL OR b.tier = ANY($3::text[])) \
+           AND NOT EXISTS ( \
+             SELECT 1 FROM placement_needs n WHERE n.run = b.run \
+               AND n.workstream IN (b.workstream, '*') AND NOT (n.label = ANY($4::text[]))) \
          ORDER BY b.created_at, b.ord LIMIT $2 \
          FOR NO KEY UPDATE OF b SKIP LOCKED",
-        &[&run.map(|r| id_text(&r.0)), &limit],
+        &[&run.map(|r| id_text(&r.0)), &limit, &tiers, &labels],
     )?;
     let now = clock.now();
     let mut claimed = Vec::with_capacity(rows.len());

@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0005_session_tasks.sql"),
     include_str!("migrations/0006_fewer_status_indexes.sql"),
     include_str!("migrations/0007_claim_generations.sql"),
+    include_str!("migrations/0008_placement.sql"),
 ];
 
 /// The schema version this build writes and understands.

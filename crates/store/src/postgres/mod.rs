@@ -23,6 +23,7 @@ mod driver_lock;
 mod events;
 mod gates;
 mod migrations;
+mod placement;
 mod rows;
 mod runs;
 mod sessions;
@@ -30,6 +31,7 @@ mod typed_id;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use agency_core::placement::{LabelNeed, Offer, RunnerOffer};
 use agency_core::teachback::TeachbackState;
 use agency_core::{
     Brief, BriefId, BriefStatus, Event, EventKind, Gate, GateDecision, GateId, GateKind, NewEvent, RunId,
@@ -475,7 +477,41 @@ impl Blackboard for PostgresBlackboard {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        self.write(|tx, clock| briefs::claim(tx, clock, run, claimer, lease, limit))
+        self.write(|tx, clock| briefs::claim(tx, clock, run, claimer, lease, limit, &Offer::default()))
+    }
+
+    fn claim_offered(
+        &self,
+        run: Option<RunId>,
+        claimer: &str,
+        lease: chrono::Duration,
+        limit: usize,
+        offer: &Offer,
+    ) -> Result<Vec<Claimed>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.write(|tx, clock| briefs::claim(tx, clock, run, claimer, lease, limit, offer))
+    }
+
+    fn set_label_needs(&self, run: RunId, needs: &[LabelNeed]) -> Result<()> {
+        self.write(|tx, _| placement::set_needs(tx, run, needs))
+    }
+
+    fn label_needs(&self, run: RunId) -> Result<Vec<LabelNeed>> {
+        self.read(|c| placement::needs(c, run))
+    }
+
+    fn record_offer(&self, run: RunId, runner: &str, offer: &Offer) -> Result<()> {
+        self.write(|tx, clock| placement::record_offer(tx, clock, run, runner, offer))
+    }
+
+    fn forget_offer(&self, run: RunId, runner: &str) -> Result<()> {
+        self.write(|tx, _| placement::forget_offer(tx, run, runner))
+    }
+
+    fn runner_offers(&self, run: RunId) -> Result<Vec<RunnerOffer>> {
+        self.read(|c| placement::offers(c, run))
     }
 
     fn claim_of(&self, id: BriefId) -> Result<Option<Claim>> {

@@ -1,5 +1,6 @@
 //! Briefs: insertion, lookup, compare-and-set of status and teachback state, and claiming.
 
+use agency_core::placement::Offer;
 use agency_core::teachback::TeachbackState;
 use agency_core::{Brief, BriefId, BriefStatus, NewEvent, RunId, Tier};
 use chrono::{DateTime, Utc};
@@ -368,12 +369,31 @@ macro_rules! unblocked {
     };
 }
 
+/// A pending brief the claimer's offer may take (the rule of `agency_flow::placement`): its tier is among
+/// the offered ones (`?T`: a JSON array of tier names, or NULL for every tier) and the claimer offers every
+/// label its workstream needs (`?L`: a JSON array of labels).
+macro_rules! offered {
+    ($tiers:literal, $labels:literal) => {
+        concat!(
+            " AND (",
+            $tiers,
+            " IS NULL OR b.tier IN (SELECT value FROM json_each(",
+            $tiers,
+            "))) AND NOT EXISTS (SELECT 1 FROM placement_needs n WHERE n.run = b.run \
+             AND n.workstream IN (b.workstream, '*') AND n.label NOT IN (SELECT value FROM json_each(",
+            $labels,
+            ")))"
+        )
+    };
+}
+
 /// A run's claimable briefs, oldest first (`briefs_run_status`, in its order). The claim and the reclaim
 /// below are asked for one run or for every run as two statements, so that each is planned with its index
 /// (`plans.rs` pins the plans); there is no index of the status alone to serve "every run".
 pub(super) const CLAIMABLE_IN_RUN: &str = concat!(
     "SELECT b.id FROM briefs b WHERE b.run = ?1 AND b.status = 'pending' AND ",
     unblocked!(),
+    offered!("?3", "?4"),
     " ORDER BY b.created_at, b.rowid LIMIT ?2"
 );
 
@@ -382,6 +402,7 @@ pub(super) const CLAIMABLE_IN_RUN: &str = concat!(
 pub(super) const CLAIMABLE: &str = concat!(
     "SELECT b.id FROM runs r CROSS JOIN briefs b WHERE b.run = r.id AND b.status = 'pending' AND ",
     unblocked!(),
+    offered!("?2", "?3"),
     " ORDER BY b.created_at, b.rowid LIMIT ?1"
 );
 
@@ -409,11 +430,13 @@ pub fn claim_next(
     claimer: &str,
     lease: chrono::Duration,
 ) -> Result<Option<Brief>> {
-    Ok(claim(conn, clock, run, claimer, lease, 1)?.pop().map(|c| c.brief))
+    Ok(claim(conn, clock, run, claimer, lease, 1, &Offer::default())?
+        .pop()
+        .map(|c| c.brief))
 }
 
-/// Claims up to `limit` of the oldest pending briefs whose dependencies are all done, oldest first, each
-/// with its event; under the write lock, as [`claim_next`]. Claiming one never makes another claimable (a
+/// Claims up to `limit` of the oldest pending briefs whose dependencies are all done and that `offer` may
+/// take, oldest first, each with its event; under the write lock, as [`claim_next`]. Claiming one never makes another claimable (a
 /// dependency must be `done`), so choosing them together picks what one claim after another would.
 pub fn claim(
     conn: &Connection,
@@ -422,11 +445,17 @@ pub fn claim(
     claimer: &str,
     lease: chrono::Duration,
     limit: usize,
+    offer: &Offer,
 ) -> Result<Vec<Claimed>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let (tiers, labels) = crate::canon::offer_params(offer)?;
     let candidates: Vec<String> = match run {
-        Some(run) => ids(conn, CLAIMABLE_IN_RUN, params![id_text(&run.0), limit])?,
-        None => ids(conn, CLAIMABLE, params![limit])?,
+        Some(run) => ids(
+            conn,
+            CLAIMABLE_IN_RUN,
+            params![id_text(&run.0), limit, tiers, labels],
+        )?,
+        None => ids(conn, CLAIMABLE, params![limit, tiers, labels])?,
     };
     let now = clock.now();
     candidates

@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0008_events_without_autoincrement.sql"),
     include_str!("migrations/0009_workstream_index_without_status.sql"),
     include_str!("migrations/0010_claim_generations.sql"),
+    include_str!("migrations/0011_placement.sql"),
 ];
 
 /// The schema version this build writes and understands.

@@ -13,6 +13,7 @@ mod driver_lock;
 mod events;
 mod gates;
 mod migrations;
+mod placement;
 #[cfg(test)]
 mod plans;
 mod rows;
@@ -25,6 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use agency_core::placement::{LabelNeed, Offer, RunnerOffer};
 use agency_core::teachback::TeachbackState;
 use agency_core::{
     Brief, BriefId, BriefStatus, Event, EventKind, Gate, GateDecision, GateId, GateKind, NewEvent, RunId,
@@ -611,7 +613,41 @@ impl Blackboard for SqliteBlackboard {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        self.write(|tx, clock| briefs::claim(tx, clock, run, claimer, lease, limit))
+        self.write(|tx, clock| briefs::claim(tx, clock, run, claimer, lease, limit, &Offer::default()))
+    }
+
+    fn claim_offered(
+        &self,
+        run: Option<RunId>,
+        claimer: &str,
+        lease: chrono::Duration,
+        limit: usize,
+        offer: &Offer,
+    ) -> Result<Vec<Claimed>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.write(|tx, clock| briefs::claim(tx, clock, run, claimer, lease, limit, offer))
+    }
+
+    fn set_label_needs(&self, run: RunId, needs: &[LabelNeed]) -> Result<()> {
+        self.write(|tx, _| placement::set_needs(tx, run, needs))
+    }
+
+    fn label_needs(&self, run: RunId) -> Result<Vec<LabelNeed>> {
+        self.read(|conn| placement::needs(conn, run))
+    }
+
+    fn record_offer(&self, run: RunId, runner: &str, offer: &Offer) -> Result<()> {
+        self.write(|tx, clock| placement::record_offer(tx, clock, run, runner, offer))
+    }
+
+    fn forget_offer(&self, run: RunId, runner: &str) -> Result<()> {
+        self.write(|tx, _| placement::forget_offer(tx, run, runner))
+    }
+
+    fn runner_offers(&self, run: RunId) -> Result<Vec<RunnerOffer>> {
+        self.read(|conn| placement::offers(conn, run))
     }
 
     fn claim_of(&self, id: BriefId) -> Result<Option<Claim>> {

@@ -32,16 +32,35 @@ fn check(store: &SqliteBlackboard) {
         "SCAN d VIRTUAL TABLE INDEX 1:",
         "SEARCH dep USING INDEX sqlite_autoindex_briefs_1 (id=?) LEFT-JOIN",
     ];
-    let claim_in_run: Vec<&str> = ["SEARCH b USING INDEX briefs_run_status (run=? AND status=?)"]
-        .into_iter()
-        .chain(dependencies)
-        .collect();
+    // The offer's tiers are read once per statement; its labels are checked against the run's needs of
+    // the brief's workstream through the needs' primary key.
+    let offered_tiers = ["SCAN json_each VIRTUAL TABLE INDEX 1:", "CREATE BLOOM FILTER"];
+    let offered_labels = [
+        "SEARCH n USING COVERING INDEX sqlite_autoindex_placement_needs_1 (run=? AND workstream=?)",
+        "LIST SUBQUERY 3",
+        "SCAN json_each VIRTUAL TABLE INDEX 1:",
+        "CREATE BLOOM FILTER",
+    ];
+    let claim_in_run: Vec<&str> = [
+        "SEARCH b USING INDEX briefs_run_status (run=? AND status=?)",
+        "LIST SUBQUERY 2",
+    ]
+    .into_iter()
+    .chain(offered_tiers)
+    .chain(dependencies)
+    .chain(["CORRELATED SCALAR SUBQUERY 4"])
+    .chain(offered_labels)
+    .collect();
     let claim: Vec<&str> = [
         "SCAN r USING COVERING INDEX sqlite_autoindex_runs_1",
         "SEARCH b USING INDEX briefs_run_status (run=? AND status=?)",
+        "LIST SUBQUERY 2",
     ]
     .into_iter()
+    .chain(offered_tiers)
     .chain(dependencies)
+    .chain(["CORRELATED SCALAR SUBQUERY 4"])
+    .chain(offered_labels)
     .chain(["USE TEMP B-TREE FOR ORDER BY"])
     .collect();
     let counted = [
@@ -144,12 +163,13 @@ fn an_upgraded_database_plans_as_a_new_one() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("blackboard.db");
     drop(SqliteBlackboard::open(&path).unwrap());
-    // What schema 6 had and schema 7 drops, without what schema 10 adds.
+    // What schema 6 had and schema 7 drops, without what schemas 10 and 11 add.
     let old = Connection::open(&path).unwrap();
     old.execute_batch(
         "CREATE INDEX briefs_claimable ON briefs (status, created_at); \
          CREATE INDEX briefs_lease ON briefs (status, lease_until); \
-         ALTER TABLE briefs DROP COLUMN claim_generation; PRAGMA user_version = 6;",
+         ALTER TABLE briefs DROP COLUMN claim_generation; DROP TABLE placement_needs; \
+         DROP TABLE runner_offers; PRAGMA user_version = 6;",
     )
     .unwrap();
     drop(old);
