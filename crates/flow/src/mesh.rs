@@ -160,6 +160,7 @@ mod tests {
             files: strings(files),
             provides: strings(provides),
             consumes: strings(consumes),
+            understanding: None,
         }
     }
 

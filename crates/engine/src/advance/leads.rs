@@ -38,6 +38,7 @@ pub(super) fn expand_lead(engine: &Engine, brief: &Brief, announce: bool) -> Res
             "BOUNDS_READY",
             "Domain boundaries + shared assumptions published".into(),
         )?;
+        crate::agreement::lead_received(engine, brief, lead.understanding.as_ref())?;
     }
     Ok(lead
         .specialists

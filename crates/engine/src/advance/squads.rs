@@ -317,6 +317,7 @@ fn expand_squad(engine: &Engine, brief: &Brief, announce: bool) -> Result<Vec<Ne
     let squad: SquadOutput = output_of(engine, brief)?;
     let pipeline = squad.tasks.iter().filter(|t| !t.depends_on.is_empty()).count();
     if announce {
+        crate::agreement::squad_received(engine, brief, &squad)?;
         // In a mesh, MESH_DONE already gave the whole split; each squad's share is detail.
         let in_mesh = mesh_of(engine, brief)?.len() > 1;
         let level = if in_mesh { "verbose" } else { "normal" };
