@@ -23,6 +23,9 @@ pub struct RetryConfig {
     pub t3_mesh_timeout_minutes: u32,
     /// T2 conflict-resolution rounds before the conflict goes to T1. Default 2.
     pub t2_conflict_cycles: u32,
+    /// Rounds a T3 mesh may take to reconcile its squad leads' drafts (the first drafts are round 1)
+    /// before its overlaps go to the domain's T2 specialist. At least 1. Default 3.
+    pub t3_mesh_rounds: u32,
 }
 
 impl Default for RetryConfig {
@@ -32,6 +35,7 @@ impl Default for RetryConfig {
             max_escalations_before_gate: 2,
             t3_mesh_timeout_minutes: 30,
             t2_conflict_cycles: 2,
+            t3_mesh_rounds: 3,
         }
     }
 }

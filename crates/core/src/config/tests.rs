@@ -597,3 +597,17 @@ fn teachback_calibration_is_on_unless_switched_off() {
         .to_string();
     assert!(wrong.contains("calibration"), "{wrong}");
 }
+
+#[test]
+fn a_mesh_round_bound_of_zero_is_refused_naming_the_key() {
+    let err = parse("retry:\n  t3_mesh_rounds: 0\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "team.yaml:2: retry.t3_mesh_rounds: must be at least 1"
+    );
+    let err = parse("retry:\n  t3_mesh_rounds: -1\n").unwrap_err();
+    assert!(err.to_string().contains("t3_mesh_rounds"), "{err}");
+    let team = parse("retry:\n  t3_mesh_rounds: 5\n").unwrap();
+    assert_eq!(team.retry.t3_mesh_rounds, 5);
+    assert_eq!(parse("").unwrap().retry.t3_mesh_rounds, 3);
+}

@@ -16,7 +16,7 @@ use agency_core::gate::GateKind;
 use agency_core::tiers::{SquadOutput, dependency_order};
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
 use agency_flow::latest_of;
-use agency_flow::mesh::{MESH_ROUNDS, MeshStep, Overlap, overlaps_line};
+use agency_flow::mesh::{MeshStep, Overlap, overlaps_line};
 use agency_flow::tiers::{Mesh, MeshClock, mesh_clock};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -177,7 +177,7 @@ fn close_round(
         overlaps: overlaps.clone(),
         redraft: vec![],
     };
-    match agency_flow::mesh::step(round, &overlaps) {
+    match agency_flow::mesh::step(round, engine.config.retry.t3_mesh_rounds, &overlaps) {
         MeshStep::Commit => {
             next.committed = true;
             write_record(engine, brief, &name, &next)?;
@@ -209,7 +209,15 @@ fn close_round(
                 brief,
                 peers,
                 &overlaps,
-                &format!("did not reconcile in {MESH_ROUNDS} rounds"),
+                &format!(
+                    "did not reconcile in {} round{}",
+                    engine.config.retry.t3_mesh_rounds,
+                    if engine.config.retry.t3_mesh_rounds == 1 {
+                        ""
+                    } else {
+                        "s"
+                    }
+                ),
             )
         }
     }
@@ -250,11 +258,12 @@ fn redraft(
         .filter(|o| o.squads.contains(&squad.title))
         .map(|o| format!("- {o}"))
         .collect();
+    let last = engine.config.retry.t3_mesh_rounds;
     let feedback = format!(
-        "Mesh round {round} of at most {MESH_ROUNDS}: your draft overlaps your peers' drafts.\n{}\n\
+        "Mesh round {round} of at most {last}: your draft overlaps your peers' drafts.\n{}\n\
          Your peers' drafts are among your inputs ({}). Agree the split: keep what is yours, release what a \
          peer claims as well, and list in files and provides only what your tasks will touch and provide. \
-         Overlaps left after round {MESH_ROUNDS} go to your domain's T2 specialist to re-scope.",
+         Overlaps left after round {last} go to your domain's T2 specialist to re-scope.",
         mine.join("\n"),
         names.join(", ")
     );

@@ -213,3 +213,25 @@ fn a_wide_mesh_of_a_dozen_squads_still_ends() {
         assert_eq!(attempts, 2, "{title}:\n{}", project.tree(run.id));
     }
 }
+
+/// `retry.t3_mesh_rounds` bounds the rounds: with one, the first drafts' overlap goes to the domain's
+/// owner at once (the script's round-2 reply is never asked for).
+#[test]
+fn the_mesh_round_bound_is_the_configured_one() {
+    let project = Project::new();
+    let mut team = config();
+    team.retry.t3_mesh_rounds = 1;
+    let (run, driving) = project.start_in_background(MESH, team, true);
+    let store = project.store.clone();
+    let escalated = wait_for("the mesh escalated", || {
+        events(store.as_ref(), run.id)
+            .into_iter()
+            .find(|e| e.kind == EventKind::Escalated)
+    });
+    driving.stop();
+    assert_eq!(escalated.payload["failure"], "t3_stuck");
+    let rounds = lines(&project, run.id, "MESH_ROUND");
+    assert_eq!(rounds.len(), 1, "{rounds:?}");
+    let tags = lines(&project, run.id, "MESH_ESCALATED");
+    assert!(tags[0].contains("did not reconcile in 1 round "), "{tags:?}");
+}
