@@ -250,7 +250,9 @@ impl Default for SignoffConfig {
 pub struct RunnerConfig {
     /// At most this many agents at once across the run. Default 4.
     pub concurrency: u32,
-    /// Keep a failed brief's worktree for inspection instead of removing it. Default true.
+    /// Keep a failed (or escalated) implementer's worktree for a human to look into — `agency inspect
+    /// --brief` names it, `agency gc` removes it once the run is finished — instead of removing it at the
+    /// runner's next sweep. Default true.
     pub keep_worktrees_on_failure: bool,
     /// How long a claim on a brief lasts unless its runner renews it (every third of it while the agent
     /// works): a runner that died holding a claim loses it this long after its last renewal, and another
