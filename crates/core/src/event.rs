@@ -86,6 +86,8 @@ event_kinds! {
     PathAmendmentDecided = "path_amendment_decided",
     /// A tier or the runner flagged something for the next gate's summary.
     Anomaly = "anomaly",
+    /// A handoff's agreement was checked (seed 003: L0 topic, L1 procedure, L2 purpose).
+    Agreement = "agreement",
     /// A human-readable log line (payload: `level`, `message`).
     Log = "log",
     /// An agent sent its teachback.

@@ -160,6 +160,26 @@ pub struct LeadOutput {
     pub shared_assumptions: Vec<String>,
     /// One brief per specialist domain.
     pub specialists: Vec<ChildBrief>,
+    /// L0 (topic) agreement at T1→T2: the lead's restatement of what its workstream builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub understanding: Option<Understanding>,
+}
+
+/// A receiving tier's restatement of the handoff it received (seed 003's teachback format: what it builds,
+/// the files and interfaces it expects), checked against the handing-over tier's record
+/// (`agency_flow::agreement`). Given in the tier's output as `understanding`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Understanding {
+    /// What it understands it is building, in a sentence or two.
+    pub building: String,
+    /// The files it understands the work touches (paths relative to the repository; a path ending in `/`
+    /// stands for everything under it).
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// The interfaces it understands the work provides or consumes.
+    #[serde(default)]
+    pub interfaces: Vec<String>,
 }
 
 /// A T2 specialist's output: its domain's architecture and the squads (T3 briefs) that build it.
@@ -253,6 +273,9 @@ pub struct SquadOutput {
     /// The mesh draft: the interfaces the squad consumes from others (never an overlap).
     #[serde(default)]
     pub consumes: Vec<String>,
+    /// L1 (procedure) agreement at T2→T3: the squad lead's restatement of its specialist's design.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub understanding: Option<Understanding>,
 }
 
 /// A T5 verifier's output for one slice.

@@ -151,6 +151,9 @@ async fn pass(
     // Implementers handed to their verifiers in this pass, one per squad: whether that completes the squad's
     // round is asked once per squad, not once per implementer (each asking reads the whole squad).
     let mut handed_over: Vec<&Brief> = Vec::new();
+    // Every implementer handed over in this pass: its slice's agreement (L1 at T4→T5) is checked once
+    // the hand-overs are written.
+    let mut slices: Vec<&Brief> = Vec::new();
     for brief in &verifying {
         progressed |= match next_for(BriefRole::of(brief)) {
             Next::Plan => planning::plan_done(engine, brief)?,
@@ -172,6 +175,9 @@ async fn pass(
             Next::Mesh => squads::squad_done(engine, brief)?,
             Next::HandOver => {
                 let handover = crate::verify::implementer_done(engine, brief).await?;
+                if handover == crate::verify::Handover::ToVerifier {
+                    slices.push(brief);
+                }
                 if handover == crate::verify::Handover::ToVerifier
                     && !handed_over
                         .iter()
@@ -189,6 +195,9 @@ async fn pass(
     engine.store.flush_events()?;
     for implementer in handed_over {
         crate::narrate::verifiers_started(engine, implementer)?;
+    }
+    if !slices.is_empty() {
+        crate::agreement::slices_received(engine, &slices)?;
     }
     let judged = judged_squads(engine, &verifying, families)?;
     if !judged.is_empty() {

@@ -66,6 +66,29 @@ impl Recorded {
         )
     }
 
+    /// Where it stands, who decided it and why: `proposed, undecided`, `approved by cli:alice: path
+    /// t3→t4→t3→t5`, `rejected by dashboard: one pass is enough`.
+    pub fn status_line(&self) -> String {
+        match &self.decision {
+            None => "proposed, undecided".into(),
+            Some(d) if d.approved => format!(
+                "approved by {}{}{}",
+                d.by,
+                if d.path_after.is_empty() {
+                    String::new()
+                } else {
+                    format!(": path {}", path_text(&d.path_after))
+                },
+                d.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
+            ),
+            Some(d) => format!(
+                "rejected by {}: {}",
+                d.by,
+                d.note.as_deref().unwrap_or("no reason given")
+            ),
+        }
+    }
+
     fn as_proposal(&self) -> Option<Proposal> {
         Some(Proposal {
             seq: self.seq,

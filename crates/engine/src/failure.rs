@@ -71,6 +71,7 @@ pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decisio
         to: None,
     };
     let from = brief.status;
+    crate::finish::failed_worktree(engine, brief);
     match decision {
         Decision::Retry { next_attempt } => {
             let event = NewEvent::typed(brief.run, EventPayload::Failed(payload))

@@ -6,6 +6,7 @@
 //! killed run resumes.
 
 pub mod advance;
+mod agreement;
 pub mod amendments;
 mod artifacts;
 pub mod assembly;

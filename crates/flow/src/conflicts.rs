@@ -37,6 +37,25 @@ pub fn step(conflicts: usize, cycles_run: u32, limit: u32, t1_ruled: bool) -> Co
     }
 }
 
+/// [`step`] for a synthesis attempt that may have decided already: `decided_here` is whether the conflict
+/// record names this very attempt (it is written first, before the cycle's re-invocations). Then the step
+/// is the one recorded, again — `BackToSpecialists` for the cycle recorded, or `ToT1` once it ruled — so a
+/// runner that stopped between the record and the rest finishes that step instead of starting another
+/// cycle (or, after the record of T1's ruling, sending the synthesis to a human it never reached).
+pub fn step_of(
+    conflicts: usize,
+    cycles_run: u32,
+    limit: u32,
+    t1_ruled: bool,
+    decided_here: bool,
+) -> ConflictStep {
+    match (decided_here, conflicts) {
+        (true, 1..) if t1_ruled => ConflictStep::ToT1,
+        (true, 1..) => ConflictStep::BackToSpecialists { cycle: cycles_run },
+        _ => step(conflicts, cycles_run, limit, t1_ruled),
+    }
+}
+
 /// Problems with a synthesis's conflicts, given the lead's specialists' titles: each conflict needs an
 /// `about` and at least two positions of distinct, known specialists. Each problem names the conflict.
 pub fn problems(conflicts: &[Conflict], specialists: &[&str]) -> Vec<String> {
@@ -150,5 +169,33 @@ mod tests {
         );
         let one_side = problems(&[conflict("x", &[("api", "a"), ("api", "b")])], &["api"]);
         assert!(one_side[0].contains("at least two distinct"), "{one_side:?}");
+    }
+}
+
+#[cfg(test)]
+mod replay_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The record a step leaves: (cycles run, T1 asked to rule).
+    fn recorded(step: &ConflictStep, cycles_run: u32) -> Option<(u32, bool)> {
+        match step {
+            ConflictStep::BackToSpecialists { cycle } => Some((*cycle, false)),
+            ConflictStep::ToT1 => Some((cycles_run, true)),
+            ConflictStep::Canonical | ConflictStep::ToHuman => None,
+        }
+    }
+
+    proptest! {
+        /// Asked again after its record was written (a runner that stopped in between), the same synthesis
+        /// attempt gets the same step back: a cycle is never sent twice, T1 never asked twice.
+        #[test]
+        fn a_decided_step_replays_as_itself(conflicts in 0usize..4, cycles in 0u32..4, limit in 0u32..4, ruled: bool) {
+            let first = step_of(conflicts, cycles, limit, ruled, false);
+            prop_assert_eq!(&first, &step(conflicts, cycles, limit, ruled));
+            if let Some((cycles_after, ruled_after)) = recorded(&first, cycles) {
+                prop_assert_eq!(step_of(conflicts, cycles_after, limit, ruled_after, true), first);
+            }
+        }
     }
 }

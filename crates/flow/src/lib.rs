@@ -4,6 +4,8 @@
 //! the core, and carries the answer out through its executors. So every decision is tested here with
 //! values alone, and property-tested over generated runs.
 //!
+//! - [`agreement`]: agreement verification at a handoff (seed 003's L0/L1/L2), and when a mismatch is
+//!   significant;
 //! - [`amendments`]: what a workstream's path becomes when an approved path amendment applies;
 //! - [`attempts`]: which attempt of each title is the current one, and whether a squad's tasks are done;
 //! - [`stages`]: which stage of the plan starts, which workstreams are examined for a merge, when the run
@@ -17,6 +19,7 @@
 //! - [`tiers`]: what comes next for a brief whose agent reported, per tier (the mesh, the synthesis, the
 //!   acceptance), and what a failure or a rejection at a gate leads to (retry or escalate).
 
+pub mod agreement;
 pub mod amendments;
 pub mod attempts;
 pub mod conflicts;

@@ -5,7 +5,8 @@
 //!
 //! A round closes when every squad lead of the domain has reported its draft. Its overlaps decide
 //! ([`step`]): none left, every draft is committed; overlaps left and rounds remain, the squads named in
-//! them draft again with their peers' drafts and the overlaps; overlaps left after [`MESH_ROUNDS`] rounds
+//! them draft again with their peers' drafts and the overlaps; overlaps left after the last round
+//! (`retry.t3_mesh_rounds`, [`MESH_ROUNDS`] by default)
 //! (or the mesh's time runs out, [`crate::tiers::mesh_clock`]), the domain's T2 specialist gets the
 //! unreconciled overlaps. Nothing is ever force-committed.
 
@@ -14,7 +15,8 @@ use std::collections::BTreeMap;
 use agency_core::tiers::SquadOutput;
 use serde::{Deserialize, Serialize};
 
-/// How many rounds a mesh may take to reconcile its drafts before its specialist is asked to re-scope.
+/// How many rounds a mesh may take to reconcile its drafts before its specialist is asked to re-scope, by
+/// default (`retry.t3_mesh_rounds`).
 pub const MESH_ROUNDS: u32 = 3;
 
 /// What two squads both claim.
@@ -113,12 +115,13 @@ pub enum MeshStep {
     Escalate,
 }
 
-/// What a mesh does once round `round` closed with `overlaps`.
-pub fn step(round: u32, overlaps: &[Overlap]) -> MeshStep {
+/// What a mesh does once round `round` closed with `overlaps`, when it may take `max_rounds` rounds (`0`
+/// reads as 1: the configuration refuses it, and a mesh always has its first drafts).
+pub fn step(round: u32, max_rounds: u32, overlaps: &[Overlap]) -> MeshStep {
     if overlaps.is_empty() {
         return MeshStep::Commit;
     }
-    if round >= MESH_ROUNDS {
+    if round >= max_rounds.max(1) {
         return MeshStep::Escalate;
     }
     let mut squads: Vec<String> = overlaps.iter().flat_map(|o| o.squads.iter().cloned()).collect();
@@ -160,6 +163,7 @@ mod tests {
             files: strings(files),
             provides: strings(provides),
             consumes: strings(consumes),
+            understanding: None,
         }
     }
 
@@ -199,16 +203,23 @@ mod tests {
             name: "f".into(),
             squads: vec!["b".into(), "a".into()],
         };
-        assert_eq!(step(1, &[]), MeshStep::Commit);
+        assert_eq!(step(1, MESH_ROUNDS, &[]), MeshStep::Commit);
         assert_eq!(
-            step(1, std::slice::from_ref(&o)),
+            step(1, MESH_ROUNDS, std::slice::from_ref(&o)),
             MeshStep::Reconcile {
                 round: 2,
                 squads: vec!["a".into(), "b".into()]
             }
         );
-        assert_eq!(step(MESH_ROUNDS, &[o]), MeshStep::Escalate);
-        assert_eq!(step(MESH_ROUNDS, &[]), MeshStep::Commit);
+        assert_eq!(
+            step(MESH_ROUNDS, MESH_ROUNDS, std::slice::from_ref(&o)),
+            MeshStep::Escalate
+        );
+        assert_eq!(step(MESH_ROUNDS, MESH_ROUNDS, &[]), MeshStep::Commit);
+        // A bound of one round escalates the first drafts' overlaps; five rounds reconcile at round 4.
+        assert_eq!(step(1, 1, std::slice::from_ref(&o)), MeshStep::Escalate);
+        assert_eq!(step(1, 0, std::slice::from_ref(&o)), MeshStep::Escalate);
+        assert!(matches!(step(4, 5, &[o]), MeshStep::Reconcile { round: 5, .. }));
     }
 
     proptest! {
@@ -218,6 +229,7 @@ mod tests {
         fn overlaps_are_exactly_the_shared_claims(
             claims in proptest::collection::vec(proptest::collection::vec(0u8..6, 0..4), 1..12),
             round in 1u32..6,
+            max_rounds in 1u32..6,
         ) {
             let drafts: Vec<(String, SquadOutput)> = claims
                 .iter()
@@ -238,13 +250,13 @@ mod tests {
                     prop_assert_eq!(o.squads.len(), holders);
                 }
             }
-            match step(round, &found) {
+            match step(round, max_rounds, &found) {
                 MeshStep::Commit => prop_assert!(found.is_empty()),
                 MeshStep::Reconcile { round: next, squads } => {
-                    prop_assert!(next <= MESH_ROUNDS && next == round + 1);
+                    prop_assert!(next <= max_rounds && next == round + 1);
                     prop_assert!(squads.len() >= 2);
                 }
-                MeshStep::Escalate => prop_assert!(round >= MESH_ROUNDS && !found.is_empty()),
+                MeshStep::Escalate => prop_assert!(round >= max_rounds && !found.is_empty()),
             }
         }
     }

@@ -99,6 +99,7 @@ async function loadRun() {
   const pending = detail.gates.filter((g) => g.status === "pending" && !state.decided.has(g.id));
   if (pending.length === 0) gates.append(element("p", "None."));
   for (const gate of pending) gates.append(gateCard(gate, review, detail.run.sandbox_off));
+  renderAmendments(detail.amendments || []);
   const planPanel = document.getElementById("plan-panel");
   const planBox = document.getElementById("plan");
   planBox.replaceChildren();
@@ -124,6 +125,20 @@ async function loadRun() {
   }
   renderCost(review.cost);
   if (state.brief) openBrief(state.brief);
+}
+
+// Path amendments as `agency amendment list` says them: what, why, who proposed, and who decided it how.
+function renderAmendments(amendments) {
+  const list = document.getElementById("amendments");
+  list.replaceChildren();
+  document.getElementById("amendments-panel").hidden = amendments.length === 0;
+  for (const a of amendments) {
+    const change = (a.workstream ? a.workstream + ": " : "") + (a.change ? a.change + " — " : "");
+    let decided = "proposed, undecided (agency amendment approve|reject " + state.run + " " + a.seq + ")";
+    if (a.status === "approved") decided = "approved by " + a.decided_by + (a.path_after ? ": path " + a.path_after : "");
+    if (a.status === "rejected") decided = "rejected by " + a.decided_by + ": " + (a.note || "no reason given");
+    list.append(element("li", "#" + a.seq + " " + change + a.reason + " (by " + a.proposed_by + ") — " + decided, "amendment-" + a.status));
+  }
 }
 
 function renderOutcome(run, outcome) {

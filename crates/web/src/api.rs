@@ -134,6 +134,87 @@ pub struct RunDetail {
     run: RunSummary,
     briefs: Vec<BriefRow>,
     gates: Vec<Gate>,
+    /// The run's path amendments, in the order proposed, each with its decision.
+    amendments: Vec<AmendmentRow>,
+}
+
+/// A path amendment as the dashboard lists it (docs/protocols.md, "Path amendments").
+#[derive(Debug, Serialize)]
+pub struct AmendmentRow {
+    /// Its number: the `path_amendment` event's seq (`agency amendment approve <run> <seq>`).
+    pub seq: i64,
+    /// The workstream it concerns.
+    pub workstream: Option<String>,
+    /// What it changes (`add t3 before t5`), when it names a change.
+    pub change: Option<String>,
+    /// Why the proposer wants it.
+    pub reason: String,
+    /// Who proposed it (`t4/fix-add`).
+    pub proposed_by: String,
+    /// `proposed`, `approved` or `rejected`.
+    pub status: &'static str,
+    /// Who decided it.
+    pub decided_by: Option<String>,
+    /// The approval note or the rejection's reason.
+    pub note: Option<String>,
+    /// The workstream's path after an approval (`t3→t4→t3→t5`).
+    pub path_after: Option<String>,
+}
+
+/// Every path amendment of `run` with its decision, read from its `path_amendment` and
+/// `path_amendment_decided` events. An event that does not read as its kind is an error, never skipped.
+fn amendments_of(store: &dyn agency_store::Blackboard, run: RunId) -> Result<Vec<AmendmentRow>, ApiError> {
+    use agency_core::event::{EventKind, EventPayload};
+    let mut rows: Vec<AmendmentRow> = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.events_of_kinds_after(
+            run,
+            &[EventKind::PathAmendment, EventKind::PathAmendmentDecided],
+            after,
+            500,
+        )?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for event in &page {
+            match event.typed().map_err(|e| ApiError::internal(e.to_string()))? {
+                EventPayload::PathAmendment(p) => rows.push(AmendmentRow {
+                    seq: event.seq,
+                    workstream: p
+                        .amendment
+                        .as_ref()
+                        .map(|a| a.workstream.clone())
+                        .or(p.workstream.clone()),
+                    change: p.amendment.as_ref().map(|a| a.describe()),
+                    reason: p.reason,
+                    proposed_by: p.proposed_by,
+                    status: "proposed",
+                    decided_by: None,
+                    note: None,
+                    path_after: None,
+                }),
+                EventPayload::PathAmendmentDecided(d) => {
+                    if let Some(row) = rows
+                        .iter_mut()
+                        .find(|r| r.seq == d.amendment && r.status == "proposed")
+                    {
+                        row.status = if d.approved { "approved" } else { "rejected" };
+                        row.decided_by = Some(d.by);
+                        row.note = d.note;
+                        row.path_after = (!d.path_after.is_empty()).then(|| {
+                            d.path_after
+                                .iter()
+                                .map(|t| t.as_str())
+                                .collect::<Vec<_>>()
+                                .join("→")
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(rows)
 }
 
 /// `GET /api/runs/{run}`: the run, its briefs in creation order, and its gates (pending ones first).
@@ -149,10 +230,12 @@ pub async fn run(
         let briefs = store.list_briefs(id)?.iter().map(BriefRow::of).collect();
         let mut gates = store.list_gates(id)?;
         gates.sort_by_key(|g| (g.status != agency_core::gate::GateStatus::Pending, g.opened_at));
+        let amendments = amendments_of(store.as_ref(), id)?;
         Ok(RunDetail {
             run: RunSummary::of(&record, store.as_ref()),
             briefs,
             gates,
+            amendments,
         })
     })
     .await?;

@@ -530,3 +530,55 @@ async fn the_review_carries_each_workstreams_design_records_rendered() {
         "the views are not set as text"
     );
 }
+
+#[tokio::test]
+async fn a_runs_path_amendments_are_listed_with_their_decisions() {
+    let s = serve().await;
+    let proposed = |reason: &str| {
+        NewEvent::new(
+            s.run,
+            EventKind::PathAmendment,
+            json!({ "proposed_by": "t4/fix-add", "workstream": "ws-arith", "reason": reason,
+                    "amendment": { "workstream": "ws-arith", "add_tiers": ["t3"], "insert_before": "t5" } }),
+        )
+    };
+    let first = s.store.append_event(proposed("mul.sh is broken too")).unwrap();
+    let second = s.store.append_event(proposed("and neg.sh")).unwrap();
+    s.store.append_event(proposed("later")).unwrap();
+    s.store
+        .append_event(NewEvent::new(
+            s.run,
+            EventKind::PathAmendmentDecided,
+            json!({ "amendment": first.seq, "workstream": "ws-arith", "approved": true, "by": "cli:alice",
+                    "path_before": ["t3", "t4", "t5"], "path_after": ["t3", "t4", "t3", "t5"] }),
+        ))
+        .unwrap();
+    s.store
+        .append_event(NewEvent::new(
+            s.run,
+            EventKind::PathAmendmentDecided,
+            json!({ "amendment": second.seq, "workstream": "ws-arith", "approved": false, "by": "dashboard",
+                    "note": "one extra pass is enough" }),
+        ))
+        .unwrap();
+    let detail = json_of(
+        client()
+            .get(format!("{}/api/runs/{}", s.base, s.run))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let listed = detail["amendments"].as_array().unwrap();
+    assert_eq!(listed.len(), 3, "{detail}");
+    assert_eq!(listed[0]["status"], "approved");
+    assert_eq!(listed[0]["decided_by"], "cli:alice");
+    assert_eq!(listed[0]["path_after"], "t3→t4→t3→t5");
+    assert_eq!(listed[0]["change"], "add t3 before t5");
+    assert_eq!(listed[0]["proposed_by"], "t4/fix-add");
+    assert_eq!(listed[1]["status"], "rejected");
+    assert_eq!(listed[1]["note"], "one extra pass is enough");
+    assert_eq!(listed[2]["status"], "proposed");
+    assert!(listed[2]["decided_by"].is_null());
+}

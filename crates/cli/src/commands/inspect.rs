@@ -227,6 +227,18 @@ fn inspect_brief(store: &dyn Blackboard, run: agency_core::RunId, prefix: &str, 
     if !runners.is_empty() {
         println!("ran on: {}", runners.join(", then "));
     }
+    // A failed implementer's worktree kept for a look (`runner.keep_worktrees_on_failure`) until `agency gc`.
+    if let Some(path) = brief
+        .worktree
+        .as_deref()
+        .filter(|p| std::path::Path::new(p).exists())
+        && matches!(
+            brief.status,
+            agency_core::BriefStatus::Failed | agency_core::BriefStatus::Escalated
+        )
+    {
+        println!("worktree kept: {path}");
+    }
     println!("events:");
     for event in &events {
         if let Some(line) = render_event(event, Level::Verbose) {

@@ -226,10 +226,17 @@ fn show_plan(store: &dyn Blackboard, run: &Run, json: bool) -> CommandResult {
         _ => Vec::new(),
     };
     let sandbox_off = agency_core::config::sandbox_off_in(&run.config);
+    // The path amendments proposed since, each with its decision (docs/protocols.md, "Path amendments").
+    let amended = agency_engine::amendments::recorded(store, run.id)
+        .map_err(|e| CommandError::new(ErrorKind::Internal, format!("the run's path amendments: {e}")))?;
     if json {
+        let amendments: Vec<Value> = amended
+            .iter()
+            .map(|r| json!({ "seq": r.seq, "line": r.line(), "status": r.status_line() }))
+            .collect();
         return print_json(&json!({
             "run": run.id, "brief": planner.id, "plan": plan, "gate": gate, "decide": decide,
-            "sandbox_off": sandbox_off,
+            "sandbox_off": sandbox_off, "amendments": amendments,
         }));
     }
     print_text(&plan::render_plan(&run8, &plan));
@@ -241,6 +248,12 @@ fn show_plan(store: &dyn Blackboard, run: &Run, json: bool) -> CommandResult {
         }
         for command in &decide[1..] {
             println!("  {command}");
+        }
+    }
+    if !amended.is_empty() {
+        println!("\nPath amendments:");
+        for r in &amended {
+            println!("  {} — {}", r.line(), r.status_line());
         }
     }
     Ok(())

@@ -367,6 +367,24 @@ fn line_for(event: &Event, level: Level) -> Option<Line> {
                 false,
             )
         }
+        EventPayload::Agreement(p) => {
+            // Agreed and assumed handoffs are detail; a mismatch is said at the normal level.
+            let found = match p.outcome.as_str() {
+                "assumed" => agency_core::event::payload::AGREEMENT_ASSUMED.to_string(),
+                "mismatch" => format!(
+                    "MISMATCH{}: {}",
+                    if p.significant { " (significant)" } else { "" },
+                    p.differences.join("; ")
+                ),
+                other => other.to_string(),
+            };
+            mk(
+                &tier,
+                "AGREEMENT",
+                format!("{} {} {}: {found}", p.level, p.handoff, p.workstream),
+                p.outcome != "mismatch",
+            )
+        }
         EventPayload::SignoffStarted(_)
         | EventPayload::BriefCreated(_)
         | EventPayload::BriefStatus(_)
@@ -500,5 +518,28 @@ mod tests {
             let line = render_event(&status_change(ended), Level::Normal).unwrap();
             assert!(line.ends_with(&format!("  RUN  STATUS        {ended}")), "{line}");
         }
+    }
+    #[test]
+    fn an_agreement_mismatch_is_a_normal_line_and_the_fallback_a_verbose_one() {
+        let mismatch = event(
+            EventKind::Agreement,
+            json!({ "level": "L1", "handoff": "t4→t5", "workstream": "ws-arith", "outcome": "mismatch",
+                    "significant": true, "differences": ["mul.sh is outside what was handed over"] }),
+        );
+        let line = render_event(&mismatch, Level::Normal).unwrap();
+        assert!(
+            line.ends_with("AGREEMENT     L1 t4→t5 ws-arith: MISMATCH (significant): mul.sh is outside what was handed over"),
+            "{line}"
+        );
+        let assumed = event(
+            EventKind::Agreement,
+            json!({ "level": "L1", "handoff": "t4→t5", "workstream": "ws-add", "outcome": "assumed" }),
+        );
+        assert!(render_event(&assumed, Level::Normal).is_none());
+        let line = render_event(&assumed, Level::Verbose).unwrap();
+        assert!(
+            line.ends_with("Agreement: [assumed — specialist unavailable for verification]"),
+            "{line}"
+        );
     }
 }

@@ -330,3 +330,60 @@ fn show_prints_t2s_views_of_a_workstream() {
         unwritten.stderr()
     );
 }
+
+/// `show <run> plan` lists the run's path amendments: proposed, approved or rejected, by whom, why.
+#[test]
+fn show_plan_lists_path_amendments_with_their_decisions() {
+    use agency_core::event::{EventKind, NewEvent};
+    use serde_json::json;
+    let (repo, runner, store, run) = run_waiting_at_the_plan_gate();
+    let run8 = run.short();
+    let proposed = |reason: &str| {
+        NewEvent::new(
+            run,
+            EventKind::PathAmendment,
+            json!({ "proposed_by": "t4/fix-add", "workstream": "ws-arith", "reason": reason,
+                    "amendment": { "workstream": "ws-arith", "add_tiers": ["t3"], "insert_before": "t5" } }),
+        )
+    };
+    let first = store.append_event(proposed("mul.sh is broken too")).unwrap();
+    let second = store.append_event(proposed("neg.sh as well")).unwrap();
+    let third = store.append_event(proposed("later")).unwrap();
+    for (seq, approved, note) in [
+        (first.seq, true, None),
+        (second.seq, false, Some("one extra pass is enough")),
+    ] {
+        store
+            .append_event(NewEvent::new(
+                run,
+                EventKind::PathAmendmentDecided,
+                json!({ "amendment": seq, "workstream": "ws-arith", "approved": approved, "by": "cli:alice",
+                        "note": note, "path_before": if approved { json!(["t3", "t4", "t5"]) } else { json!([]) },
+                        "path_after": if approved { json!(["t3", "t4", "t3", "t5"]) } else { json!([]) } }),
+            ))
+            .unwrap();
+    }
+    drop(runner);
+    let plan = repo.agency(&["show", &run8, "plan"]).success().stdout();
+    for expected in [
+        "Path amendments:".to_string(),
+        format!(
+            "  #{} ws-arith: add t3 before t5 — mul.sh is broken too (by t4/fix-add) — approved by cli:alice: path t3→t4→t3→t5",
+            first.seq
+        ),
+        format!(
+            "  #{} ws-arith: add t3 before t5 — neg.sh as well (by t4/fix-add) — rejected by cli:alice: one extra pass is enough",
+            second.seq
+        ),
+        format!(
+            "  #{} ws-arith: add t3 before t5 — later (by t4/fix-add) — proposed, undecided",
+            third.seq
+        ),
+    ] {
+        assert!(plan.contains(&expected), "no `{expected}` in:\n{plan}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&repo.agency(&["show", &run8, "plan", "--json"]).success().stdout()).unwrap();
+    assert_eq!(json["amendments"].as_array().unwrap().len(), 3, "{json}");
+    assert_eq!(json["amendments"][2]["status"], "proposed, undecided");
+}

@@ -380,3 +380,34 @@ fn inspect_one_brief_and_one_tier() {
     repo.agency(&["inspect", "abc12345", "--brief", "ffffffff"])
         .fails_with(4);
 }
+
+/// A failed implementer's worktree kept by `runner.keep_worktrees_on_failure` is named by `inspect
+/// --brief`; one that is gone (swept, or `agency gc`) is not.
+#[test]
+fn inspect_names_a_failed_briefs_kept_worktree() {
+    let repo = Repo::initialised();
+    seed_example(&repo);
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let run = RunId::from_str(RUN_ID).unwrap();
+    let kept = repo.path().join(".agency/worktrees/kept-one");
+    std::fs::create_dir_all(&kept).unwrap();
+    let mut failed = brief(run, Tier::T4, "backend-api", "fix-failed", BriefStatus::Failed);
+    failed.worktree = Some(kept.display().to_string());
+    store.insert_brief(&failed).unwrap();
+    let mut swept = brief(run, Tier::T4, "backend-api", "fix-swept", BriefStatus::Failed);
+    swept.worktree = Some(repo.path().join(".agency/worktrees/gone").display().to_string());
+    store.insert_brief(&swept).unwrap();
+    let out = repo
+        .agency(&["inspect", "abc12345", "--brief", &failed.id.short()])
+        .success()
+        .stdout();
+    assert!(
+        out.contains(&format!("worktree kept: {}", kept.display())),
+        "{out}"
+    );
+    let out = repo
+        .agency(&["inspect", "abc12345", "--brief", &swept.id.short()])
+        .success()
+        .stdout();
+    assert!(!out.contains("worktree kept:"), "{out}");
+}

@@ -24,6 +24,9 @@ pub struct RetryConfig {
     pub t3_mesh_timeout_minutes: u32,
     /// T2 conflict-resolution rounds before the conflict goes to T1. Default 2.
     pub t2_conflict_cycles: u32,
+    /// Rounds a T3 mesh may take to reconcile its squad leads' drafts (the first drafts are round 1)
+    /// before its overlaps go to the domain's T2 specialist. At least 1. Default 3.
+    pub t3_mesh_rounds: u32,
 }
 
 impl Default for RetryConfig {
@@ -33,6 +36,7 @@ impl Default for RetryConfig {
             max_escalations_before_gate: 2,
             t3_mesh_timeout_minutes: 30,
             t2_conflict_cycles: 2,
+            t3_mesh_rounds: 3,
         }
     }
 }
@@ -253,7 +257,9 @@ impl Default for SignoffConfig {
 pub struct RunnerConfig {
     /// At most this many agents at once across the run. Default 4.
     pub concurrency: u32,
-    /// Keep a failed brief's worktree for inspection instead of removing it. Default true.
+    /// Keep a failed (or escalated) implementer's worktree for a human to look into — `agency inspect
+    /// --brief` names it, `agency gc` removes it once the run is finished — instead of removing it at the
+    /// runner's next sweep. Default true.
     pub keep_worktrees_on_failure: bool,
     /// How long a claim on a brief lasts unless its runner renews it (every third of it while the agent
     /// works): a runner that died holding a claim loses it this long after its last renewal, and another

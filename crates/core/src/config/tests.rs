@@ -633,3 +633,17 @@ fn workstream_labels_are_read_and_a_bad_label_names_its_workstream() {
     let err = error_text("runner:\n  unplaced_alert_seconds: 0\n");
     assert!(err.contains("runner.unplaced_alert_seconds"), "{err}");
 }
+
+#[test]
+fn a_mesh_round_bound_of_zero_is_refused_naming_the_key() {
+    let err = parse("retry:\n  t3_mesh_rounds: 0\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "team.yaml:2: retry.t3_mesh_rounds: must be at least 1"
+    );
+    let err = parse("retry:\n  t3_mesh_rounds: -1\n").unwrap_err();
+    assert!(err.to_string().contains("t3_mesh_rounds"), "{err}");
+    let team = parse("retry:\n  t3_mesh_rounds: 5\n").unwrap();
+    assert_eq!(team.retry.t3_mesh_rounds, 5);
+    assert_eq!(parse("").unwrap().retry.t3_mesh_rounds, 3);
+}

@@ -241,6 +241,7 @@ fn policies(config: &TeamConfig, issues: &mut Issues) {
         "retry.t3_mesh_timeout_minutes",
         config.retry.t3_mesh_timeout_minutes,
     );
+    issues.at_least_one("retry.t3_mesh_rounds", config.retry.t3_mesh_rounds);
 
     let teachback = &config.teachback;
     issues.at_least_one(

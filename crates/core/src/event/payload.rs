@@ -788,6 +788,36 @@ payload_struct! {
     }
 }
 
+/// The record of a handoff whose agreement nobody could confirm (seed 003, "Fallback: Specialist
+/// Unavailable"), in the seed's words.
+pub const AGREEMENT_ASSUMED: &str = "Agreement: [assumed — specialist unavailable for verification]";
+
+payload_struct! {
+    /// `agreement`: a handoff's agreement verification (seed 003; docs/protocols.md, "Agreement at each
+    /// handoff"): what the receiving tier restated, what the handing-over tier's record says, and the
+    /// outcome — `agreed`, `mismatch` (with `significant` and the differences), or `assumed` (the record
+    /// "Agreement: [assumed — specialist unavailable for verification]").
+    AgreementChecked {
+        /// `L0` (topic), `L1` (procedure) or `L2` (purpose).
+        pub level: String,
+        /// The handoff, `t4→t5`.
+        pub handoff: String,
+        /// The workstream.
+        pub workstream: String,
+        /// `agreed`, `mismatch` or `assumed`.
+        pub outcome: String,
+        /// Whether a mismatch is significant (it is then an anomaly on the next gate).
+        #[serde(default)]
+        pub significant: bool,
+        /// The differences found, one line each.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub differences: Vec<String>,
+        /// The receiving tier's restatement, as it gave it (empty when it gave none).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        pub restated: String,
+    }
+}
+
 payload_struct! {
     /// `anomaly`: something a tier or the runner flagged for the human, shown on the next gate's summary
     /// (its `anomalies`). Any writer may record one: a squad lead's notes, a conflict left unresolved, an
@@ -862,6 +892,7 @@ event_payloads! {
     PathAmendment(PathAmendmentProposed),
     PathAmendmentDecided(PathAmendmentDecided),
     Anomaly(Anomaly),
+    Agreement(AgreementChecked),
     Log(LogLine),
     TeachbackSubmitted(TeachbackSubmitted),
     TeachbackApproved(TeachbackReviewed),

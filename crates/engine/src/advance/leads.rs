@@ -38,6 +38,7 @@ pub(super) fn expand_lead(engine: &Engine, brief: &Brief, announce: bool) -> Res
             "BOUNDS_READY",
             "Domain boundaries + shared assumptions published".into(),
         )?;
+        crate::agreement::lead_received(engine, brief, lead.understanding.as_ref())?;
     }
     Ok(lead
         .specialists
@@ -142,6 +143,12 @@ struct ConflictRecord {
     cycles: u32,
     /// Whether T1 was asked to rule.
     ruled: bool,
+    /// The synthesis attempt whose conflicts started the last cycle (or T1's ruling): the step's key. The
+    /// record is written first, so a runner that stopped before the step's other writes finds its own
+    /// attempt named here on restart and finishes that step instead of starting another
+    /// ([`agency_flow::conflicts::step_of`]). Absent in records of builds before 2026-11-27.
+    #[serde(default)]
+    synthesis: Option<BriefId>,
 }
 
 fn conflict_record(engine: &Engine, run: RunId, workstream: &str, lead: BriefId) -> Result<ConflictRecord> {
@@ -182,44 +189,69 @@ pub(super) fn synthesis_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     let limit = engine.config.retry.t2_conflict_cycles;
     let record_name = format!("conflicts/{}", brief.workstream);
     let about: Vec<&str> = conflicts.iter().map(|c| c.about.as_str()).collect();
-    match agency_flow::conflicts::step(conflicts.len(), record.cycles, limit, record.ruled) {
+    let decided_here = record.synthesis == Some(brief.id);
+    match agency_flow::conflicts::step_of(conflicts.len(), record.cycles, limit, record.ruled, decided_here) {
         ConflictStep::Canonical => canonical(engine, brief, &specialists),
         ConflictStep::BackToSpecialists { cycle } => {
-            let next = ConflictRecord {
-                lead: Some(lead),
-                cycles: cycle,
-                ruled: false,
-            };
-            write_json(engine, brief, &record_name, &next)?;
+            if !decided_here {
+                let next = ConflictRecord {
+                    lead: Some(lead),
+                    cycles: cycle,
+                    ruled: false,
+                    synthesis: Some(brief.id),
+                };
+                write_json(engine, brief, &record_name, &next)?;
+            }
             let mut revising = Vec::new();
             let mut names = Vec::new();
+            let mut sent = 0;
             for spec in &specialists {
                 let Some(told) = brief_for(&spec.title, conflicts, cycle, limit) else {
                     continue;
                 };
-                engine.move_brief(
-                    spec,
-                    BriefStatus::Cancelled,
-                    BriefStatusChange::because(format!("revises its architecture in conflict cycle {cycle}")),
-                )?;
+                names.push(spec.title.as_str());
+                match spec.status {
+                    // Asked already, before the runner stopped: it revises for this cycle.
+                    BriefStatus::Pending
+                    | BriefStatus::Running
+                    | BriefStatus::Verifying
+                    | BriefStatus::Escalated => {
+                        revising.push(spec.id);
+                        continue;
+                    }
+                    // Cancelled for this cycle, and the runner stopped before its new attempt.
+                    BriefStatus::Cancelled => {}
+                    _ => {
+                        engine.move_brief(
+                            spec,
+                            BriefStatus::Cancelled,
+                            BriefStatusChange::because(format!(
+                                "revises its architecture in conflict cycle {cycle}"
+                            )),
+                        )?;
+                    }
+                }
                 let mut again = (*spec).clone();
                 // A conflict cycle is design work, not a failure: not charged to the retry budget.
                 again.retry_budget = spec.retry_budget.saturating_add(1);
                 revising.push(crate::failure::retry(engine, &again, spec.attempt + 1, &told)?.id);
-                names.push(spec.title.as_str());
+                sent += 1;
             }
-            engine.log(
-                brief.run,
-                Some(Tier::T2),
-                "CONFLICT_CYCLE",
-                format!(
-                    "{}: cycle {cycle} of {limit} — {} back to {}: {}",
-                    brief.workstream,
-                    count(conflicts.len()),
-                    names.join(", "),
-                    about.join("; ")
-                ),
-            )?;
+            // Said once per cycle: a replay that only finishes it says nothing again.
+            if sent > 0 || !decided_here {
+                engine.log(
+                    brief.run,
+                    Some(Tier::T2),
+                    "CONFLICT_CYCLE",
+                    format!(
+                        "{}: cycle {cycle} of {limit} — {} back to {}: {}",
+                        brief.workstream,
+                        count(conflicts.len()),
+                        names.join(", "),
+                        about.join("; ")
+                    ),
+                )?;
+            }
             let feedback = format!(
                 "Conflict cycle {cycle}: {} revised their architectures (your inputs) on: {}. Resolve again.",
                 names.join(", "),
@@ -229,12 +261,15 @@ pub(super) fn synthesis_done(engine: &Engine, brief: &Brief) -> Result<bool> {
             Ok(true)
         }
         ConflictStep::ToT1 => {
-            let next = ConflictRecord {
-                lead: Some(lead),
-                cycles: record.cycles,
-                ruled: true,
-            };
-            write_json(engine, brief, &record_name, &next)?;
+            if !decided_here {
+                let next = ConflictRecord {
+                    lead: Some(lead),
+                    cycles: record.cycles,
+                    ruled: true,
+                    synthesis: Some(brief.id),
+                };
+                write_json(engine, brief, &record_name, &next)?;
+            }
             let sides: Vec<String> = conflicts
                 .iter()
                 .map(|c| {
@@ -265,8 +300,21 @@ pub(super) fn synthesis_done(engine: &Engine, brief: &Brief) -> Result<bool> {
                 contract: None,
                 depends_on: vec![],
             };
-            let lead_brief = engine.store.get_brief(lead)?;
-            let written = write_children(engine, &lead_brief, vec![arbiter])?;
+            // Written already, before the runner stopped: T1's ruling is what the synthesis waits on.
+            let asked: Vec<BriefId> = children
+                .iter()
+                .filter(|b| BriefRole::of(b) == BriefRole::Arbiter)
+                .map(|b| b.id)
+                .collect();
+            let written: Vec<BriefId> = if asked.is_empty() {
+                let lead_brief = engine.store.get_brief(lead)?;
+                write_children(engine, &lead_brief, vec![arbiter])?
+                    .iter()
+                    .map(|b| b.id)
+                    .collect()
+            } else {
+                asked
+            };
             engine.log(
                 brief.run,
                 Some(Tier::T1),
@@ -285,13 +333,7 @@ pub(super) fn synthesis_done(engine: &Engine, brief: &Brief) -> Result<bool> {
                  Write the canonical architecture that applies it.",
                 about.join("; ")
             );
-            next_synthesis(
-                engine,
-                brief,
-                written.iter().map(|b| b.id).collect(),
-                &feedback,
-                Some(ruling),
-            )?;
+            next_synthesis(engine, brief, written, &feedback, Some(ruling))?;
             Ok(true)
         }
         ConflictStep::ToHuman => {

@@ -16,7 +16,7 @@ use agency_core::gate::GateKind;
 use agency_core::tiers::{SquadOutput, dependency_order};
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
 use agency_flow::latest_of;
-use agency_flow::mesh::{MESH_ROUNDS, MeshStep, Overlap, overlaps_line};
+use agency_flow::mesh::{MeshStep, Overlap, overlaps_line};
 use agency_flow::tiers::{Mesh, MeshClock, mesh_clock};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -57,6 +57,16 @@ struct MeshRecord {
     /// The squad leads the last round sent back to draft again (recorded before they are, so a runner that
     /// stops in between sends the rest on restart).
     redraft: Vec<BriefId>,
+    /// The squad-lead briefs whose drafts are committed. A squad lead re-invoked after the commit (its
+    /// `t3_plan` gate rejected, an escalation from its T4s) is a new brief, not among them: its new draft
+    /// goes through a mesh round of its own against its peers' committed drafts ([`replan_round`]).
+    /// Empty in records of builds before 2026-11-27, which let such a squad lead through unchecked.
+    #[serde(default)]
+    members: Vec<BriefId>,
+    /// Rounds of the current re-plan (0 when none is under way): a re-invoked squad lead's new draft is
+    /// its round 1, bounded by `retry.t3_mesh_rounds` like a mesh's.
+    #[serde(default)]
+    replan_round: u32,
 }
 
 /// The domain of a mesh: the title of the brief its squads hang under.
@@ -111,8 +121,11 @@ pub(super) fn squad_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     let (parent, domain) = domain_of(engine, brief)?;
     let name = record_name(&brief.workstream, &domain);
     let record = read_record(engine, brief.run, &name, parent)?;
-    if record.as_ref().is_some_and(|r| r.committed) {
-        return gated_expand(engine, brief, GateKind::T3Plan, expand_squad);
+    if let Some(committed) = record.as_ref().filter(|r| r.committed) {
+        if committed.members.is_empty() || committed.members.contains(&brief.id) {
+            return gated_expand(engine, brief, GateKind::T3Plan, expand_squad);
+        }
+        return replan_round(engine, brief, &mesh, committed, &domain);
     }
     let peers: Vec<&Brief> = mesh.iter().collect();
     if agency_flow::tiers::mesh(&peers) == Mesh::Negotiating {
@@ -176,10 +189,13 @@ fn close_round(
         committed: false,
         overlaps: overlaps.clone(),
         redraft: vec![],
+        members: vec![],
+        replan_round: 0,
     };
-    match agency_flow::mesh::step(round, &overlaps) {
+    match agency_flow::mesh::step(round, engine.config.retry.t3_mesh_rounds, &overlaps) {
         MeshStep::Commit => {
             next.committed = true;
+            next.members = peers.iter().map(|p| p.id).collect();
             write_record(engine, brief, &name, &next)?;
             crate::narrate::mesh_done(engine, brief, domain, &outputs, round)?;
             gated_expand(engine, brief, GateKind::T3Plan, expand_squad)
@@ -209,7 +225,112 @@ fn close_round(
                 brief,
                 peers,
                 &overlaps,
-                &format!("did not reconcile in {MESH_ROUNDS} rounds"),
+                &format!(
+                    "did not reconcile in {} round{}",
+                    engine.config.retry.t3_mesh_rounds,
+                    if engine.config.retry.t3_mesh_rounds == 1 {
+                        ""
+                    } else {
+                        "s"
+                    }
+                ),
+            )
+        }
+    }
+}
+
+/// A squad lead re-invoked after its mesh committed re-plans in a mesh round of its own: its new draft
+/// against its peers' committed drafts (they went on and cannot re-draft). No overlap with them commits it;
+/// overlaps send it back to draft again (its peers' drafts as inputs) while `retry.t3_mesh_rounds` lasts,
+/// then to the domain's specialist. Nothing is force-committed.
+fn replan_round(
+    engine: &Engine,
+    brief: &Brief,
+    mesh: &[Brief],
+    record: &MeshRecord,
+    domain: &str,
+) -> Result<bool> {
+    // Its peers with committed drafts; a peer re-invoked as well re-plans in a round of its own.
+    let peers: Vec<&Brief> = mesh
+        .iter()
+        .filter(|p| p.id == brief.id || record.members.contains(&p.id))
+        .collect();
+    if record.redraft.contains(&brief.id) {
+        // The round closed and recorded it, but the runner stopped before it was sent back.
+        redraft(
+            engine,
+            brief,
+            record.replan_round + 1,
+            &record.overlaps,
+            &peers,
+            domain,
+        )?;
+        return Ok(true);
+    }
+    let round = record.replan_round + 1;
+    let mut outputs: Vec<(&Brief, SquadOutput)> = Vec::with_capacity(peers.len());
+    for peer in &peers {
+        outputs.push((peer, output_of(engine, peer)?));
+    }
+    let drafts: Vec<(&str, &SquadOutput)> = outputs.iter().map(|(b, o)| (b.title.as_str(), o)).collect();
+    // Only the re-planned draft is in question: its peers' overlaps among themselves were settled.
+    let overlaps: Vec<Overlap> = agency_flow::mesh::overlaps(&drafts)
+        .into_iter()
+        .filter(|o| o.squads.contains(&brief.title))
+        .collect();
+    if let Some((_, draft)) = outputs.iter().find(|(b, _)| b.id == brief.id) {
+        let text = serde_json::to_string_pretty(draft).unwrap_or_default();
+        engine.put_text(
+            brief,
+            &draft_name(&brief.workstream, domain, &brief.title),
+            "application/json",
+            &text,
+        )?;
+    }
+    engine.log(
+        brief.run,
+        Some(Tier::T3),
+        "MESH_ROUND",
+        format!(
+            "{}/{domain}: {} re-plans, round {round} — {}",
+            brief.workstream,
+            brief.title,
+            overlaps_line(&overlaps)
+        ),
+    )?;
+    let name = record_name(&brief.workstream, domain);
+    let mut next = record.clone();
+    next.overlaps = overlaps.clone();
+    next.redraft = vec![];
+    match agency_flow::mesh::step(round, engine.config.retry.t3_mesh_rounds, &overlaps) {
+        MeshStep::Commit => {
+            next.members.push(brief.id);
+            next.replan_round = 0;
+            write_record(engine, brief, &name, &next)?;
+            crate::narrate::mesh_done(engine, brief, domain, &outputs, round)?;
+            gated_expand(engine, brief, GateKind::T3Plan, expand_squad)
+        }
+        MeshStep::Reconcile { round: again, .. } => {
+            next.replan_round = round;
+            next.redraft = vec![brief.id];
+            write_record(engine, brief, &name, &next)?;
+            redraft(engine, brief, again, &overlaps, &peers, domain)?;
+            Ok(true)
+        }
+        MeshStep::Escalate => {
+            next.replan_round = 0;
+            write_record(engine, brief, &name, &next)?;
+            let rounds = engine.config.retry.t3_mesh_rounds;
+            escalate(
+                engine,
+                brief,
+                &peers,
+                &overlaps,
+                &format!(
+                    "did not reconcile {}'s re-plan in {rounds} round{}",
+                    brief.title,
+                    if rounds == 1 { "" } else { "s" }
+                ),
             )
         }
     }
@@ -250,11 +371,12 @@ fn redraft(
         .filter(|o| o.squads.contains(&squad.title))
         .map(|o| format!("- {o}"))
         .collect();
+    let last = engine.config.retry.t3_mesh_rounds;
     let feedback = format!(
-        "Mesh round {round} of at most {MESH_ROUNDS}: your draft overlaps your peers' drafts.\n{}\n\
+        "Mesh round {round} of at most {last}: your draft overlaps your peers' drafts.\n{}\n\
          Your peers' drafts are among your inputs ({}). Agree the split: keep what is yours, release what a \
          peer claims as well, and list in files and provides only what your tasks will touch and provide. \
-         Overlaps left after round {MESH_ROUNDS} go to your domain's T2 specialist to re-scope.",
+         Overlaps left after round {last} go to your domain's T2 specialist to re-scope.",
         mine.join("\n"),
         names.join(", ")
     );
@@ -317,6 +439,7 @@ fn expand_squad(engine: &Engine, brief: &Brief, announce: bool) -> Result<Vec<Ne
     let squad: SquadOutput = output_of(engine, brief)?;
     let pipeline = squad.tasks.iter().filter(|t| !t.depends_on.is_empty()).count();
     if announce {
+        crate::agreement::squad_received(engine, brief, &squad)?;
         // In a mesh, MESH_DONE already gave the whole split; each squad's share is detail.
         let in_mesh = mesh_of(engine, brief)?.len() > 1;
         let level = if in_mesh { "verbose" } else { "normal" };

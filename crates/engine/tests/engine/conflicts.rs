@@ -153,3 +153,118 @@ async fn t1_validates_the_canonical_architecture_before_any_squad_and_an_invalid
     assert!(at("T1 ARCH_INVALID") < at("T1 ARCH_VALID"), "{tags:?}");
     assert!(at("T1 ARCH_VALID") < at("T3 START"), "{tags:?}");
 }
+
+/// T2 agents whose revision (a later attempt) never finishes: the run holds still after a cycle is sent.
+#[derive(Debug)]
+struct RevisionsHang {
+    inner: std::sync::Arc<dyn agency_exec::runtime::Runtime>,
+    stuck: crate::support::Stuck,
+}
+
+impl agency_exec::runtime::Runtime for RevisionsHang {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn run<'a>(
+        &'a self,
+        task: &'a agency_exec::runtime::AgentTask,
+        hooks: &'a dyn agency_exec::runtime::AgentHooks,
+        cancel: &'a agency_llm::CancelToken,
+    ) -> agency_llm::BoxFuture<
+        'a,
+        Result<agency_exec::runtime::AgentOutcome, agency_exec::runtime::RuntimeError>,
+    > {
+        if task.brief.attempt > 0 {
+            self.stuck.run(task, hooks, cancel)
+        } else {
+            self.inner.run(task, hooks, cancel)
+        }
+    }
+}
+
+/// A runner that stopped between a conflict cycle's record and its next synthesis (the record names the
+/// synthesis attempt, the specialists are asked again, the synthesis is still `verifying`) finishes that
+/// cycle on restart: the specialists are not asked a second time and no second cycle starts.
+#[tokio::test]
+async fn a_conflict_cycle_half_sent_before_a_crash_is_finished_not_sent_again() {
+    use agency_core::event::payload::BriefStatusChange;
+    use agency_core::event::{EventPayload, NewEvent};
+    use agency_store::Blackboard;
+
+    let project = Project::new();
+    let script = include_str!("../scripts/conflict-cycle.yaml");
+    let engine = project.runner(script, config(), true, "test-runner", |tier, builtin| {
+        if tier == Tier::T2 {
+            std::sync::Arc::new(RevisionsHang {
+                inner: builtin,
+                stuck: crate::support::Stuck::default(),
+            })
+        } else {
+            builtin
+        }
+    });
+    let run = engine.start(crate::support::GOAL).unwrap();
+    let driving = crate::support::Background::drive(engine, run.id);
+    let store = project.store.clone();
+    let t2 = |title: &str| -> Vec<agency_core::Brief> {
+        project
+            .briefs(run.id)
+            .into_iter()
+            .filter(|b| b.tier == Tier::T2 && b.title == title)
+            .collect()
+    };
+    crate::support::wait_for("the cycle sent", || {
+        (t2("synthesis").len() == 2 && t2("arithmetic").len() == 2 && t2("sign").len() == 2).then_some(())
+    });
+    driving.stop();
+
+    // The half-done state: the cycle's synthesis never got its next attempt written.
+    let syntheses = t2("synthesis");
+    let status = |why: &str| {
+        NewEvent::typed(
+            run.id,
+            EventPayload::BriefStatus(BriefStatusChange::because(why.to_string())),
+        )
+    };
+    store
+        .update_brief_status(
+            syntheses[1].id,
+            syntheses[1].status,
+            BriefStatus::Cancelled,
+            status("test"),
+        )
+        .unwrap();
+    store
+        .update_brief_status(
+            syntheses[0].id,
+            BriefStatus::Cancelled,
+            BriefStatus::Verifying,
+            status("test"),
+        )
+        .unwrap();
+
+    let engine = project.runner(script, config(), true, "test-runner", |_, builtin| builtin);
+    agency_engine::advance::advance(&engine, run.id).await.unwrap();
+
+    for title in ["arithmetic", "sign"] {
+        assert_eq!(
+            t2(title).len(),
+            2,
+            "{title} asked once:\n{}",
+            project.tree(run.id)
+        );
+    }
+    let cycles = project
+        .events_of(run.id, agency_core::event::EventKind::Log)
+        .into_iter()
+        .filter(|e| e.payload["tag"] == "CONFLICT_CYCLE")
+        .count();
+    assert_eq!(cycles, 1, "{}", project.tree(run.id));
+    // The synthesis is asked again, waiting on the revisions already asked for.
+    let syntheses = t2("synthesis");
+    let next = syntheses.last().unwrap();
+    assert_eq!(next.status, BriefStatus::Pending, "{}", project.tree(run.id));
+    let revising: Vec<_> = [t2("arithmetic")[1].id, t2("sign")[1].id].into();
+    assert_eq!(next.depends_on, revising);
+}

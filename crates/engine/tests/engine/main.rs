@@ -6,6 +6,7 @@
 
 mod support;
 
+mod agreement;
 mod amendments;
 mod audit;
 mod board_review;

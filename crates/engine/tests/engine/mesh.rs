@@ -213,3 +213,96 @@ fn a_wide_mesh_of_a_dozen_squads_still_ends() {
         assert_eq!(attempts, 2, "{title}:\n{}", project.tree(run.id));
     }
 }
+
+/// `retry.t3_mesh_rounds` bounds the rounds: with one, the first drafts' overlap goes to the domain's
+/// owner at once (the script's round-2 reply is never asked for).
+#[test]
+fn the_mesh_round_bound_is_the_configured_one() {
+    let project = Project::new();
+    let mut team = config();
+    team.retry.t3_mesh_rounds = 1;
+    let (run, driving) = project.start_in_background(MESH, team, true);
+    let store = project.store.clone();
+    let escalated = wait_for("the mesh escalated", || {
+        events(store.as_ref(), run.id)
+            .into_iter()
+            .find(|e| e.kind == EventKind::Escalated)
+    });
+    driving.stop();
+    assert_eq!(escalated.payload["failure"], "t3_stuck");
+    let rounds = lines(&project, run.id, "MESH_ROUND");
+    assert_eq!(rounds.len(), 1, "{rounds:?}");
+    let tags = lines(&project, run.id, "MESH_ESCALATED");
+    assert!(tags[0].contains("did not reconcile in 1 round "), "{tags:?}");
+}
+
+/// A squad lead re-invoked after its mesh committed (here: its `t3_plan` gate rejected) re-plans in a mesh
+/// round of its own: its new draft claims NOTES.md, which its peer's committed draft holds, so it is sent
+/// back (round 2, the peer's draft among its inputs), releases it, and only then do its tasks go out.
+#[test]
+fn a_re_invoked_squad_lead_re_plans_with_a_mesh_round() {
+    use agency_core::gate::{GateDecision, GateKind};
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t3_plan = true;
+    let (run, driving) = project.start_in_background(MESH, team, false);
+    let store = project.store.clone();
+    let mut rejected = false;
+    // Every gate approved as it opens, but squad-arith's first task list, which a human sends back.
+    wait_for("the re-planned squad's tasks", || {
+        for gate in store.pending_gates(Some(run.id)).unwrap() {
+            let brief = gate.brief.map(|b| store.get_brief(b).unwrap());
+            let first_arith = gate.kind == GateKind::T3Plan
+                && brief
+                    .as_ref()
+                    .is_some_and(|b| b.title == "squad-arith" && !rejected);
+            let decision = if first_arith {
+                rejected = true;
+                GateDecision::Reject {
+                    by: "tester".into(),
+                    reason: "plan the note as well".into(),
+                }
+            } else {
+                GateDecision::Approve {
+                    by: "tester".into(),
+                    note: None,
+                }
+            };
+            store.decide_gate(gate.id, decision).unwrap();
+        }
+        let briefs = store.list_briefs(run.id).unwrap();
+        let arith: Vec<_> = briefs.iter().filter(|b| b.title == "squad-arith").collect();
+        (arith.len() >= 3
+            && briefs
+                .iter()
+                .any(|b| b.tier == Tier::T4 && b.parent == arith.last().map(|a| a.id)))
+        .then_some(())
+    });
+    driving.stop();
+    let rounds = lines(&project, run.id, "MESH_ROUND");
+    assert!(
+        rounds.iter().any(|r| r.ends_with(
+            "squad-arith re-plans, round 1 — 1 overlap left (file NOTES.md: squad-sign, squad-arith)"
+        )),
+        "{rounds:?}"
+    );
+    assert!(
+        rounds
+            .iter()
+            .any(|r| r.ends_with("squad-arith re-plans, round 2 — no overlaps left")),
+        "{rounds:?}"
+    );
+    let briefs = project.briefs(run.id);
+    let mut arith: Vec<_> = briefs.iter().filter(|b| b.title == "squad-arith").collect();
+    arith.sort_by_key(|b| b.attempt);
+    // Attempts 0 and 1 were the first mesh (round 2 committed, then rejected at the gate); attempt 2, the
+    // re-plan, claimed NOTES.md and got no tasks; attempt 3, sent back in round 2, released it.
+    assert_eq!(arith.len(), 4, "{}", project.tree(run.id));
+    assert!(
+        briefs.iter().all(|b| b.parent != Some(arith[2].id)),
+        "{}",
+        project.tree(run.id)
+    );
+    let feedback = project.artifact(run.id, &feedback_name(arith[3].id)).unwrap();
+    assert!(feedback.contains("Mesh round 2 of at most 3"), "{feedback}");
+}

@@ -75,3 +75,51 @@ async fn a_partial_slice_is_salvaged_and_its_retry_does_what_remains() {
     assert!(feedback.contains("What it did is kept"), "{feedback}");
     assert_eq!(project.spawns_of(run.id, Tier::T4, "fix-add"), 2);
 }
+
+/// `runner.keep_worktrees_on_failure`: the partial (failed) attempt's worktree is kept by default, for a
+/// human to look into, and removed at the runner's sweep when the key is off.
+#[tokio::test]
+async fn a_failed_implementers_worktree_is_kept_unless_the_key_is_off() {
+    for keep in [true, false] {
+        let project = Project::new();
+        let script = include_str!("../scripts/simple.yaml").replace(
+            "  - role: implementer\n    brief: ws-add/t4/fix-add\n    replies:\n",
+            "  - role: implementer
+    brief: ws-add/t4/fix-add
+    contains: \"What it did is kept\"
+    replies:
+      - tool_calls:
+          - name: edit_file
+            input: { path: add.sh, old_string: \"echo $(($1 - $2))\", new_string: \"echo $(($1 + $2))\" }
+          - name: report_result
+            input: { status: done, summary: \"add.sh adds.\", evidence: [{ path: add.sh }] }
+  - role: implementer
+    brief: ws-add/t4/fix-add
+    reply:
+      tool_calls:
+        - name: write_file
+          input: { path: NOTES.md, content: \"add.sh subtracts where it should add\\n\" }
+        - name: report_result
+          input: { status: partial, summary: \"found the bug, wrote NOTES.md; the fix remains\" }
+  - role: unused
+    replies:\n",
+        );
+        let mut team = config();
+        team.runner.keep_worktrees_on_failure = keep;
+        let (run, _) = project.succeed(&script, team).await;
+        let failed = project
+            .briefs(run.id)
+            .into_iter()
+            .find(|b| b.tier == Tier::T4 && b.attempt == 0)
+            .unwrap();
+        let path = failed
+            .worktree
+            .clone()
+            .expect("the failed attempt's worktree is recorded");
+        assert_eq!(
+            std::path::Path::new(&path).join("NOTES.md").exists(),
+            keep,
+            "keep_worktrees_on_failure: {keep}, {path}"
+        );
+    }
+}

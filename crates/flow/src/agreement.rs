@@ -1,0 +1,266 @@
+//! Agreement verification at a handoff (seed 003, "Agreement Verification"): the receiving tier's
+//! restatement of what it was handed is held against what the handing-over tier recorded, and a
+//! significant mismatch goes to the human on the next gate. The levels follow the seed's phase table:
+//! L0 (topic, "what") at T1→T2, L1 (procedure, "how") at T2→T3/T4 and T4→T5, L2 (purpose, "why") at
+//! T5→T1.
+//!
+//! The check is of scopes — the files (and directories, a path ending in `/`) each side names. The
+//! handing-over side's scope is what its record declared (a squad lead's committed draft for its
+//! implementers); the receiving side's is what it restated (or, at T4→T5, the paths the slice changed, as
+//! the verifier receives them). Where either side declares nothing to hold the other against, there is
+//! nothing to confirm: the outcome is [`Outcome::Assumed`], the seed's fallback record.
+
+use std::collections::BTreeSet;
+
+/// The seed's agreement levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// Topic: do we share what we are building? (T1→T2)
+    L0,
+    /// Procedure: do we share how we build it / did the implementation stay with the design? (T2→T3/T4,
+    /// T4→T5)
+    L1,
+    /// Purpose: does the result fulfil the original purpose? (T5→T1)
+    L2,
+}
+
+impl Level {
+    /// `L0`, `L1`, `L2`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::L0 => "L0",
+            Level::L1 => "L1",
+            Level::L2 => "L2",
+        }
+    }
+}
+
+/// The record of a handoff nobody can confirm, in the seed's words.
+pub const ASSUMED: &str = agency_core::event::payload::AGREEMENT_ASSUMED;
+
+/// What a handoff check found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The restatement stays within what was handed over.
+    Agreed,
+    /// The restatement differs; `significant` ones go on the next gate's summary as anomalies.
+    Mismatch {
+        /// Whether a human should see it ([`significant`]).
+        significant: bool,
+        /// One line per difference.
+        differences: Vec<String>,
+    },
+    /// Nothing to hold the restatement against (or no restatement): taken as agreed, and said so
+    /// ([`ASSUMED`]).
+    Assumed,
+}
+
+impl Outcome {
+    /// `agreed`, `mismatch` or `assumed`, as the `agreement` event records it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Outcome::Agreed => "agreed",
+            Outcome::Mismatch { .. } => "mismatch",
+            Outcome::Assumed => "assumed",
+        }
+    }
+}
+
+/// A path as either side may write it (`./src/a.rs`, ` src/ `), reduced to one spelling; a directory
+/// keeps its trailing `/`.
+fn path_key(path: &str) -> String {
+    let mut path = path.trim();
+    while let Some(rest) = path.strip_prefix("./") {
+        path = rest;
+    }
+    path.to_string()
+}
+
+/// Whether `path` is within one of `scope`'s entries: the same file, or under a directory entry.
+fn within(path: &str, scope: &BTreeSet<String>) -> bool {
+    scope.iter().any(|entry| {
+        if entry.ends_with('/') {
+            path.starts_with(entry.as_str()) || path == entry.trim_end_matches('/')
+        } else {
+            path == entry
+        }
+    })
+}
+
+/// The differences between the handed-over scope and the receiving side's restated one: each restated
+/// path outside the handed-over scope. Paths the receiver does not mention are not a difference (one
+/// implementer does one task of its squad's draft, not all of it).
+pub fn differences(handed: &[String], restated: &[String]) -> Vec<String> {
+    let scope: BTreeSet<String> = handed
+        .iter()
+        .map(|p| path_key(p))
+        .filter(|p| !p.is_empty())
+        .collect();
+    let outside: BTreeSet<String> = restated
+        .iter()
+        .map(|p| path_key(p))
+        .filter(|p| !p.is_empty() && !within(p, &scope))
+        .collect();
+    outside
+        .into_iter()
+        .map(|p| format!("{p} is outside what was handed over"))
+        .collect()
+}
+
+/// Whether differences at `level` are significant, so the human sees them on the next gate. At L1 a
+/// single path outside the design is (the implementation left the design it was handed: "misunderstanding
+/// disguised as agreement"); at L0 and L2, whose scopes are broad, it takes more than one (a stray file is
+/// noise there, two are a different topic).
+pub fn significant(level: Level, differences: &[String]) -> bool {
+    match level {
+        Level::L1 => !differences.is_empty(),
+        Level::L0 | Level::L2 => differences.len() > 1,
+    }
+}
+
+/// The check of one handoff: `handed` is the handing-over side's declared scope, `restated` the receiving
+/// side's (`None`: it restated nothing). Either empty is [`Outcome::Assumed`].
+pub fn check(level: Level, handed: &[String], restated: Option<&[String]>) -> Outcome {
+    let handed_any = handed.iter().any(|p| !path_key(p).is_empty());
+    let restated = restated.unwrap_or_default();
+    let restated_any = restated.iter().any(|p| !path_key(p).is_empty());
+    if !handed_any || !restated_any {
+        return Outcome::Assumed;
+    }
+    let differences = differences(handed, restated);
+    if differences.is_empty() {
+        Outcome::Agreed
+    } else {
+        Outcome::Mismatch {
+            significant: significant(level, &differences),
+            differences,
+        }
+    }
+}
+
+/// The changed paths of a unified diff (`diff --git a/X b/Y`: `Y`, or `X` for a deletion), in order, each
+/// once — what a T5 verifier receives of its slice.
+pub fn diff_paths(patch: &str) -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    for line in patch.lines() {
+        let Some(rest) = line.strip_prefix("diff --git ") else {
+            continue;
+        };
+        // `a/X b/Y`, split at the last ` b/` (a path may hold spaces, rarely ` b/`).
+        let Some(at) = rest.rfind(" b/") else {
+            continue;
+        };
+        let (old, new) = (&rest[..at], &rest[at + 3..]);
+        let path = if new.is_empty() {
+            old.strip_prefix("a/").unwrap_or(old)
+        } else {
+            new
+        };
+        if !path.is_empty() && !paths.iter().any(|p| p == path) {
+            paths.push(path.to_string());
+        }
+    }
+    paths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn v(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_slice_within_its_squads_draft_agrees() {
+        let out = check(
+            Level::L1,
+            &v(&["add.sh", "lib/"]),
+            Some(&v(&["./add.sh", "lib/x.sh"])),
+        );
+        assert_eq!(out, Outcome::Agreed);
+    }
+
+    #[test]
+    fn a_slice_touching_a_file_outside_the_design_is_a_significant_l1_mismatch() {
+        let out = check(Level::L1, &v(&["add.sh"]), Some(&v(&["add.sh", "mul.sh"])));
+        assert_eq!(
+            out,
+            Outcome::Mismatch {
+                significant: true,
+                differences: v(&["mul.sh is outside what was handed over"]),
+            }
+        );
+    }
+
+    #[test]
+    fn one_stray_path_at_l0_or_l2_is_not_significant_two_are() {
+        assert!(!significant(Level::L0, &v(&["x"])));
+        assert!(!significant(Level::L2, &v(&["x"])));
+        assert!(significant(Level::L0, &v(&["x", "y"])));
+        assert!(significant(Level::L1, &v(&["x"])));
+    }
+
+    #[test]
+    fn nothing_declared_on_either_side_is_the_fallback() {
+        assert_eq!(check(Level::L1, &[], Some(&v(&["a"]))), Outcome::Assumed);
+        assert_eq!(check(Level::L1, &v(&["a"]), None), Outcome::Assumed);
+        assert_eq!(check(Level::L1, &v(&[" "]), Some(&v(&["b"]))), Outcome::Assumed);
+    }
+
+    #[test]
+    fn diff_paths_reads_every_changed_file_once() {
+        let patch = "diff --git a/add.sh b/add.sh\n--- a/add.sh\n+++ b/add.sh\n@@ -1 +1 @@\n-x\n+y\n\
+                     diff --git a/old name.txt b/new name.txt\nrename from old name.txt\n\
+                     diff --git a/add.sh b/add.sh\n";
+        assert_eq!(diff_paths(patch), v(&["add.sh", "new name.txt"]));
+        assert!(diff_paths("").is_empty());
+        assert!(diff_paths("diff --git garbage\n").is_empty());
+    }
+
+    fn path() -> impl Strategy<Value = String> {
+        "(\\./)?[a-c]{1,2}(/[a-c]{1,2})?/?"
+    }
+
+    proptest! {
+        /// A receiver restating exactly what it was handed always agrees, however it spells the paths.
+        #[test]
+        fn restating_the_handoff_agrees(handed in proptest::collection::vec(path(), 1..6)) {
+            let restated: Vec<String> = handed.iter().map(|p| format!(" ./{} ", p.trim_start_matches("./"))).collect();
+            prop_assert_eq!(check(Level::L1, &handed, Some(&restated)), Outcome::Agreed);
+        }
+
+        /// Every difference names a restated path outside the handed-over scope, and only those; at L1 any
+        /// difference is significant.
+        #[test]
+        fn differences_are_exactly_the_paths_outside(
+            handed in proptest::collection::vec(path(), 1..6),
+            restated in proptest::collection::vec(path(), 1..6),
+        ) {
+            let out = check(Level::L1, &handed, Some(&restated));
+            let scope: BTreeSet<String> = handed.iter().map(|p| path_key(p)).collect();
+            let outside: BTreeSet<String> = restated.iter().map(|p| path_key(p)).filter(|p| !within(p, &scope)).collect();
+            match out {
+                Outcome::Agreed => prop_assert!(outside.is_empty()),
+                Outcome::Mismatch { significant, differences } => {
+                    prop_assert!(significant);
+                    prop_assert_eq!(differences.len(), outside.len());
+                }
+                Outcome::Assumed => prop_assert!(false, "both sides declared a scope"),
+            }
+        }
+
+        /// Adding paths to the handed-over scope never adds a difference (monotone).
+        #[test]
+        fn a_wider_handoff_never_finds_more(
+            handed in proptest::collection::vec(path(), 1..5),
+            extra in proptest::collection::vec(path(), 0..4),
+            restated in proptest::collection::vec(path(), 1..6),
+        ) {
+            let mut wider = handed.clone();
+            wider.extend(extra);
+            prop_assert!(differences(&wider, &restated).len() <= differences(&handed, &restated).len());
+        }
+    }
+}
