@@ -229,6 +229,10 @@ fn same_token(a: &str, b: &str) -> bool {
 /// or stalled client (up to [`REQUEST_TIMEOUT`]) never holds the others' decisions up.
 const IDLE_WORKERS: usize = 4;
 
+/// Idle threads kept after a burst: more end. Above [`IDLE_WORKERS`], so that a run whose agents keep more
+/// than that many calls in flight does not start and end threads on every call.
+const MAX_IDLE: usize = 16;
+
 /// How many threads serve at the very most; past it a connection waits for one to finish.
 const MAX_WORKERS: usize = 256;
 
@@ -259,7 +263,7 @@ fn start_worker(listener: &Arc<UnixListener>, inner: &Arc<Inner>) -> bool {
 }
 
 /// One serving thread: takes connections in turn with the others, answers each, and ends when the service
-/// stops or more than [`IDLE_WORKERS`] are idle.
+/// stops or [`MAX_IDLE`] others are idle.
 fn worker(listener: &Arc<UnixListener>, inner: &Arc<Inner>) {
     let workers = &inner.workers;
     loop {
@@ -279,7 +283,7 @@ fn worker(listener: &Arc<UnixListener>, inner: &Arc<Inner>) {
             start_worker(listener, inner);
         }
         serve(connection, inner);
-        if workers.idle.load(Ordering::SeqCst) >= IDLE_WORKERS {
+        if workers.idle.load(Ordering::SeqCst) >= MAX_IDLE {
             workers.running.fetch_sub(1, Ordering::SeqCst);
             return;
         }
@@ -578,6 +582,65 @@ pub fn poke_runners(agency_dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn service(dir: &Path) -> Arc<GateService> {
+        let store = Arc::new(agency_store::SqliteBlackboard::open(dir.join("agency.db")).unwrap());
+        GateService::start(
+            &dir.join("gate"),
+            GateSetup {
+                store,
+                db: Some(dir.join("agency.db")),
+                config: None,
+                rollout: RolloutMode::Enforce,
+            },
+        )
+        .unwrap()
+    }
+
+    /// Clients that connect and never send (a hung or hostile agent's hook) hold one thread each until
+    /// their request times out; the others' requests are still answered at once, since a thread that takes
+    /// the last idle slot starts another.
+    #[test]
+    fn stalled_clients_do_not_hold_up_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = service(dir.path());
+        let stalled: Vec<UnixStream> = (0..3 * IDLE_WORKERS)
+            .map(|_| UnixStream::connect(service.socket()).unwrap())
+            .collect();
+        let started = std::time::Instant::now();
+        let answers: Vec<_> = (0..24)
+            .map(|_| {
+                let socket = service.socket().to_path_buf();
+                std::thread::spawn(move || request(&socket, &Request::Poke, Duration::from_secs(5)))
+            })
+            .collect();
+        for answer in answers {
+            assert_eq!(answer.join().unwrap().unwrap()["ok"], true);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the stalled clients held the others up for {:?}",
+            started.elapsed()
+        );
+        drop(stalled);
+    }
+
+    /// Dropping the service ends its threads: none is left waiting in `accept`.
+    #[test]
+    fn a_dropped_service_ends_its_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = service(dir.path());
+        let inner = Arc::downgrade(&service.inner);
+        drop(service);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while inner.strong_count() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "serving threads still hold the service"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 
     #[test]
     fn tokens_are_long_random_and_compared_whole() {
