@@ -9,6 +9,10 @@
 # which one is used; AGENCY=/path/to/agency measures that binary instead of building this checkout's (to
 # compare before and after).
 #
+# It measures `agency hook` and the slim `agency-hook` built beside it (the same decisions, linking only the
+# tool gate); AGENCY_HOOK=/path overrides the slim one. With `perf` installed it also counts each case's
+# user-space instructions per call (`perf stat -e instructions:u`), a figure the machine's load does not move.
+#
 # Every command runs without a shell (`hyperfine -N`), its stdin read from the event file (`--input`), with
 # the hook's environment exported to hyperfine itself: a shell in between would cost more than the hook, and
 # hyperfine cannot subtract it reliably below 5 ms. Prints median and p99 of each case, the CPU time per
@@ -34,9 +38,11 @@ if [ -n "${AGENCY:-}" ]; then
   agency="$AGENCY"
 else
   echo "== building agency (release)"
-  cargo build --release --quiet -p agency-cli --manifest-path "$root/Cargo.toml"
+  cargo build --release --quiet -p agency-cli --bins --manifest-path "$root/Cargo.toml"
   agency="$target/release/agency"
 fi
+slim="${AGENCY_HOOK:-$(dirname "$agency")/agency-hook}"
+[ -x "$slim" ] || { echo "no agency-hook at $slim (AGENCY_HOOK=/path, or build with --bins)" >&2; exit 1; }
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -91,6 +97,8 @@ AGENCY_BRIEF="$pending_brief" "$agency" hook < event.json | grep -q '"deny"'
 AGENCY_BRIEF="$pending_brief" python3 "$here/reference_hook.py" < event.json | grep -q '"deny"'
 AGENCY_BRIEF= "$agency" hook < plain-event.json | grep -q '"deny"'
 env -u AGENCY_DB AGENCY_BRIEF= "$agency" hook < plain-open-event.json | grep -q '"allow"'
+AGENCY_BRIEF="$open_brief" "$slim" < event.json | grep -q '"allow"'
+env -u AGENCY_DB AGENCY_BRIEF= "$slim" < plain-open-event.json | grep -q '"allow"'
 
 # One hyperfine per environment: -N runs each command directly, so the variables are exported to it.
 bench() { # NAME BRIEF COMMAND...
@@ -108,6 +116,9 @@ bench deny "$pending_brief" "$agency" hook
 bench plain "" "$agency" hook
 AGENCY_BRIEF= env -u AGENCY_DB "$hyperfine" -N --warmup 20 --runs "$runs" --style none \
   --input plain-open-event.json --export-json "$work/plain_allow.json" -n plain_allow "$agency hook"
+bench slim_allow "$open_brief" "$slim"
+AGENCY_BRIEF= env -u AGENCY_DB "$hyperfine" -N --warmup 20 --runs "$runs" --style none \
+  --input plain-open-event.json --export-json "$work/slim_plain_allow.json" -n slim_plain_allow "$slim"
 echo "   load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 
 python3 - "$work" <<'PY'
@@ -124,9 +135,38 @@ labels = {
     "deny": "agency hook (deny, recorded)",
     "plain": "plain session (deny, recorded)",
     "plain_allow": "plain session (allow)",
+    "slim_allow": "agency-hook (allow)",
+    "slim_plain_allow": "agency-hook, plain (allow)",
 }
 rows = {name: stats(name) for name in labels}
 for name, (median, p99, cpu) in rows.items():
     print(f"{labels[name]:<30} median {median:7.2f} ms   p99 {p99:7.2f} ms   cpu {cpu:6.2f} ms")
 print(f"speed-up (median, allow) {rows['python'][0] / rows['allow'][0]:6.1f}x")
 PY
+
+# Per call from `perf stat` (median of 30 single runs, one each since each needs the event on a fresh stdin):
+# user-space instructions, which the load does not change (`n/a` on a machine whose PMU perf cannot reach,
+# such as many VMs), CPU time (task-clock, ms) and page faults.
+if command -v perf >/dev/null && perf stat -e task-clock true >/dev/null 2>&1; then
+  count() { # EVENT INPUT COMMAND...
+    local event="$1" input="$2"
+    shift 2
+    for _ in $(seq 30); do
+      perf stat -x, -e "$event" "$@" < "$input" 2>&1 >/dev/null | awk -F, -v e="$event" '$3 == e {print $1}'
+    done | sort -g | awk '{v[NR] = $1} END {x = v[int((NR + 1) / 2)]; print (x ~ /^[0-9.]+$/ ? x : "n/a")}'
+  }
+  export -f count
+  echo "== per call, perf stat (median of 30): instructions:u / task-clock ms / page-faults"
+  for case in "agency hook|$agency hook" "agency-hook|$slim"; do
+    name="${case%%|*}" cmd="${case#*|}"
+    row=""
+    for event in instructions:u task-clock page-faults; do
+      row+="$(AGENCY_BRIEF="$open_brief" bash -c "count $event event.json $cmd") "
+    done
+    plain=""
+    for event in instructions:u task-clock page-faults; do
+      plain+="$(AGENCY_BRIEF= env -u AGENCY_DB bash -c "count $event plain-open-event.json $cmd") "
+    done
+    printf '%-12s allow in a run: %-28s allow in a plain session: %s\n' "$name" "$row" "$plain"
+  done
+fi

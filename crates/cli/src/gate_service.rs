@@ -2,7 +2,7 @@
 //! `agency run --resume`, `agency worker`) listens on a unix socket in its private directory
 //! (`.agency/gate/<pid>.sock`, out of every sandbox; bound into each hook-gated agent's sandbox on its own
 //! path). It answers the agents' PreToolUse hooks with the very decision code `agency hook` runs in a
-//! plain session ([`crate::hook::answer_bytes`]), receives their teachback submissions, serves them the
+//! plain session ([`agency_toolgate::answer_event`]), receives their teachback submissions, serves them the
 //! review of their own brief, and takes pokes: a human decision made outside (`agency approve`, ...) wakes
 //! the waiting runner at once instead of at its next poll.
 //!
@@ -18,14 +18,15 @@
 //! the service never answered fails the brief, whatever the agent wrote anywhere.
 //!
 //! The wire: one JSON object per line each way, one request per connection ([`Request`]; the answer is an
-//! object, `{"error": ...}` when refused).
+//! object, `{"error": ...}` when refused), served by a few threads that take connections in turn (see
+//! [`IDLE_WORKERS`]) rather than a thread started per connection.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -36,10 +37,9 @@ use agency_core::{BriefId, NewEvent, Teachback};
 use agency_exec::gate::{DecisionRecord, GateCapability, GateIssuer};
 use agency_exec::runtime::coverage::GateDecision;
 use agency_store::Blackboard;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::hook::HookEnv;
+use agency_toolgate::{Answer, HookEnv};
 
 /// The directory under `.agency/` holding the runners' sockets (and pointers to them).
 pub const SOCKET_DIR: &str = "gate";
@@ -49,53 +49,7 @@ const MAX_SOCKET_PATH: usize = 100;
 /// How long one connection may take to send its request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// One request.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum Request {
-    /// Look at the blackboard now (a human decided something).
-    Poke,
-    /// Answer a hook event: `{"code", "stdout", "stderr"}`, what `agency hook` writes.
-    Hook {
-        /// The brief the agent works on (its full id).
-        brief: String,
-        /// The agent's capability.
-        token: String,
-        /// The event as the client sent it.
-        event: Value,
-    },
-    /// Submit a teachback: `{"state", "cursor", "title"}`.
-    Submit {
-        /// The brief (full id).
-        brief: String,
-        /// The agent's capability.
-        token: String,
-        /// The teachback.
-        teachback: Teachback,
-    },
-    /// The brief's teachback state and the message of its latest review after event `after`:
-    /// `{"state", "message"}` (`message` null when there is none).
-    Review {
-        /// The brief (full id).
-        brief: String,
-        /// The agent's capability.
-        token: String,
-        /// Only reviews recorded after this event sequence number.
-        after: i64,
-    },
-    /// Propose a path amendment for the brief's own workstream (`agency amendment propose`):
-    /// `{"seq", "message"}`; a refusal names what is wrong.
-    Amend {
-        /// The brief (full id).
-        brief: String,
-        /// The agent's capability.
-        token: String,
-        /// Why the path should change.
-        reason: String,
-        /// The change (its workstream empty for the brief's own).
-        change: agency_core::event::payload::PathChange,
-    },
-}
+pub use agency_toolgate::wire::{Request, request};
 
 /// What the service needs to decide.
 #[derive(Debug, Clone)]
@@ -119,6 +73,7 @@ struct Inner {
     next: AtomicU64,
     wake: Arc<tokio::sync::Notify>,
     stopping: AtomicBool,
+    workers: Workers,
 }
 
 /// One capability the service holds: the id its revocation names, its token, and the record of what the
@@ -177,12 +132,12 @@ impl GateService {
             next: AtomicU64::new(1),
             wake: Arc::new(tokio::sync::Notify::new()),
             stopping: AtomicBool::new(false),
+            workers: Workers::default(),
         });
-        let serving = inner.clone();
-        std::thread::Builder::new()
-            .name("agency-gate".into())
-            .spawn(move || accept(&listener, &serving))
-            .map_err(|e| format!("cannot start the gate service: {e}"))?;
+        let listener = Arc::new(listener);
+        if !(0..IDLE_WORKERS).fold(false, |any, _| start_worker(&listener, &inner) || any) {
+            return Err(format!("cannot start the gate service on {}", socket.display()));
+        }
         Ok(Arc::new(GateService {
             inner,
             socket,
@@ -205,8 +160,11 @@ impl GateService {
 impl Drop for GateService {
     fn drop(&mut self) {
         self.inner.stopping.store(true, Ordering::SeqCst);
-        // Wakes the accept loop so that it sees the flag.
-        let _ = UnixStream::connect(&self.socket);
+        // Wakes every thread waiting in `accept` so that it sees the flag (one connection each; a thread
+        // busy serving sees it before it waits again).
+        for _ in 0..self.inner.workers.running.load(Ordering::SeqCst) {
+            let _ = UnixStream::connect(&self.socket);
+        }
         let _ = std::fs::remove_file(&self.socket);
         if let Some(pointer) = &self.pointer {
             let _ = std::fs::remove_file(pointer);
@@ -265,27 +223,82 @@ fn same_token(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn accept(listener: &UnixListener, inner: &Arc<Inner>) {
-    for connection in listener.incoming() {
+/// Threads kept waiting for a connection. Each decision used to start a thread of its own (about a tenth of
+/// a millisecond, on the hot path of every tool call); now a few threads take connections in turn, each
+/// calling `accept` on the shared socket, and one that takes the last idle slot starts another, so a slow
+/// or stalled client (up to [`REQUEST_TIMEOUT`]) never holds the others' decisions up.
+const IDLE_WORKERS: usize = 4;
+
+/// Idle threads kept after a burst: more end. Above [`IDLE_WORKERS`], so that a run whose agents keep more
+/// than that many calls in flight does not start and end threads on every call.
+const MAX_IDLE: usize = 16;
+
+/// How many threads serve at the very most; past it a connection waits for one to finish.
+const MAX_WORKERS: usize = 256;
+
+/// The serving threads, counted.
+#[derive(Debug, Default)]
+struct Workers {
+    /// Threads started and not yet ended.
+    running: AtomicUsize,
+    /// Threads waiting in `accept`.
+    idle: AtomicUsize,
+}
+
+/// Starts one more serving thread; false when it could not be started (it says why on stderr).
+fn start_worker(listener: &Arc<UnixListener>, inner: &Arc<Inner>) -> bool {
+    inner.workers.running.fetch_add(1, Ordering::SeqCst);
+    inner.workers.idle.fetch_add(1, Ordering::SeqCst);
+    let (listener, serving) = (listener.clone(), inner.clone());
+    let started = std::thread::Builder::new()
+        .name("agency-gate".into())
+        .spawn(move || worker(&listener, &serving));
+    if let Err(err) = started {
+        inner.workers.running.fetch_sub(1, Ordering::SeqCst);
+        inner.workers.idle.fetch_sub(1, Ordering::SeqCst);
+        eprintln!("agency: the gate service could not start a thread: {err}");
+        return false;
+    }
+    true
+}
+
+/// One serving thread: takes connections in turn with the others, answers each, and ends when the service
+/// stops or [`MAX_IDLE`] others are idle.
+fn worker(listener: &Arc<UnixListener>, inner: &Arc<Inner>) {
+    let workers = &inner.workers;
+    loop {
+        let connection = listener.accept();
         if inner.stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        let Ok((connection, _)) = connection else {
+            // Out of descriptors, say: let the others finish rather than spin on the error.
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        // The last idle thread is now busy: start another to take the next connection.
+        if workers.idle.fetch_sub(1, Ordering::SeqCst) == 1
+            && workers.running.load(Ordering::SeqCst) < MAX_WORKERS
+        {
+            start_worker(listener, inner);
+        }
+        serve(connection, inner);
+        if workers.idle.load(Ordering::SeqCst) >= MAX_IDLE {
+            workers.running.fetch_sub(1, Ordering::SeqCst);
             return;
         }
-        let Ok(connection) = connection else { continue };
-        let inner = inner.clone();
-        let spawned = std::thread::Builder::new()
-            .name("agency-gate-request".into())
-            .spawn(move || serve(connection, &inner));
-        if let Err(err) = spawned {
-            eprintln!("agency: the gate service could not take a request: {err}");
-        }
+        workers.idle.fetch_add(1, Ordering::SeqCst);
     }
+    workers.idle.fetch_sub(1, Ordering::SeqCst);
+    workers.running.fetch_sub(1, Ordering::SeqCst);
 }
 
 fn serve(connection: UnixStream, inner: &Inner) {
     let _ = connection.set_read_timeout(Some(REQUEST_TIMEOUT));
+    let _ = connection.set_write_timeout(Some(REQUEST_TIMEOUT));
     let mut line = Vec::new();
     let read = BufReader::new(&connection)
-        .take(crate::hook::event::MAX_INPUT_BYTES as u64 + 4096)
+        .take(agency_toolgate::MAX_INPUT_BYTES as u64 + 4096)
         .read_until(b'\n', &mut line);
     let answer = match read {
         Err(err) => json!({"error": format!("cannot read the request: {err}")}),
@@ -296,8 +309,10 @@ fn serve(connection: UnixStream, inner: &Inner) {
             Ok(request) => inner.answer(request),
         },
     };
-    let mut out = &connection;
-    let _ = writeln!(out, "{answer}");
+    // One write: `Value`'s `Display` straight onto the socket would be a system call per piece.
+    let mut bytes = answer.to_string().into_bytes();
+    bytes.push(b'\n');
+    let _ = (&connection).write_all(&bytes);
 }
 
 impl Inner {
@@ -400,35 +415,43 @@ impl Inner {
         }
     }
 
-    /// The hook's answer to `event`, kept in `record` when it decides a tool call.
+    /// The hook's answer to `event`, kept in `record` when it decides a tool call. The event is read once,
+    /// from the request as parsed; the decision recorded is the answer's, not a re-reading of its output.
     fn hook(&self, id: BriefId, record: &DecisionRecord, event: &Value) -> Value {
         if self.setup.db.is_none() {
             return json!({"error": "this run's blackboard is not a SQLite file: no hook-gated agent can run on it"});
         }
+        let env = || HookEnv {
+            brief: Some(id.to_string()),
+            db: self.setup.db.clone(),
+            config: self.setup.config.clone(),
+            rollout: Some(self.setup.rollout.as_str().to_owned()),
+            cwd: None,
+            gate: None,
+        };
+        let parsed = match agency_toolgate::event::from_value(event) {
+            Ok(parsed) => parsed,
+            Err(err) => {
+                let (code, stdout, stderr) =
+                    agency_toolgate::written(&agency_toolgate::unreadable(&env(), &err.to_string()));
+                return json!({"code": code, "stdout": stdout, "stderr": stderr});
+            }
+        };
         // Most calls of a working agent are allowed by its brief's state alone: answered from the runner's
         // open blackboard, without the fresh SQLite handle (and, on a denial, team.yaml) the command hook's
         // path opens for every call. The same decision: anything it does not allow takes that path.
-        let fast = crate::hook::event::from_value(event)
-            .ok()
-            .and_then(|parsed| crate::hook::gate::open_gate_allows(self.setup.store.as_ref(), id, &parsed));
-        let (code, stdout, stderr) = match fast {
-            Some(answer) => crate::hook::written(&answer),
-            None => {
-                let env = HookEnv {
-                    brief: Some(id.to_string()),
-                    db: self.setup.db.clone(),
-                    config: self.setup.config.clone(),
-                    rollout: Some(self.setup.rollout.as_str().to_owned()),
-                    cwd: None,
-                    gate: None,
-                };
-                let bytes = serde_json::to_vec(event).unwrap_or_default();
-                crate::hook::answer_bytes(&bytes, &env)
-            }
-        };
-        if let Some(decision) = GateDecision::of_answer(event, code, &stdout) {
-            record.push(decision);
+        let answer = agency_toolgate::open_gate_allows(self.setup.store.as_ref(), id, &parsed)
+            .unwrap_or_else(|| agency_toolgate::answer_for(&parsed, &env()));
+        if parsed.event_name == "PreToolUse" {
+            let denied = matches!(answer, Answer::Deny(_) | Answer::Block(_));
+            record.push(GateDecision {
+                tool_name: parsed.tool_name.unwrap_or_default(),
+                tool_use_id: parsed.tool_use_id,
+                tool_input: parsed.tool_input,
+                gate_decision: if denied { "deny" } else { "allow" }.to_owned(),
+            });
         }
+        let (code, stdout, stderr) = agency_toolgate::written(&answer);
         json!({"code": code, "stdout": stdout, "stderr": stderr})
     }
 
@@ -519,30 +542,6 @@ impl Inner {
     }
 }
 
-/// Sends `request` to the service at `socket` and returns its answer; an `{"error": ...}` answer is an
-/// error. `timeout` bounds the whole exchange.
-pub fn request(socket: &Path, request: &Request, timeout: Duration) -> Result<Value, String> {
-    let stream =
-        UnixStream::connect(socket).map_err(|e| format!("cannot connect to {}: {e}", socket.display()))?;
-    let _ = stream.set_read_timeout(Some(timeout));
-    let _ = stream.set_write_timeout(Some(timeout));
-    let mut body = serde_json::to_vec(request).map_err(|e| e.to_string())?;
-    body.push(b'\n');
-    (&stream)
-        .write_all(&body)
-        .map_err(|e| format!("cannot send to {}: {e}", socket.display()))?;
-    let mut line = Vec::new();
-    BufReader::new(&stream)
-        .read_until(b'\n', &mut line)
-        .map_err(|e| format!("no answer from {}: {e}", socket.display()))?;
-    let answer: Value = serde_json::from_slice(&line)
-        .map_err(|e| format!("the answer from {} is not JSON ({e})", socket.display()))?;
-    match answer.get("error").and_then(Value::as_str) {
-        Some(error) => Err(error.to_owned()),
-        None => Ok(answer),
-    }
-}
-
 /// [`poke_runners`] of the workspace `ctx` works in; nothing when there is none.
 pub fn poke_workspace(ctx: &crate::commands::Context) {
     if let Ok(ws) = ctx.workspace() {
@@ -583,6 +582,65 @@ pub fn poke_runners(agency_dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn service(dir: &Path) -> Arc<GateService> {
+        let store = Arc::new(agency_store::SqliteBlackboard::open(dir.join("agency.db")).unwrap());
+        GateService::start(
+            &dir.join("gate"),
+            GateSetup {
+                store,
+                db: Some(dir.join("agency.db")),
+                config: None,
+                rollout: RolloutMode::Enforce,
+            },
+        )
+        .unwrap()
+    }
+
+    /// Clients that connect and never send (a hung or hostile agent's hook) hold one thread each until
+    /// their request times out; the others' requests are still answered at once, since a thread that takes
+    /// the last idle slot starts another.
+    #[test]
+    fn stalled_clients_do_not_hold_up_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = service(dir.path());
+        let stalled: Vec<UnixStream> = (0..3 * IDLE_WORKERS)
+            .map(|_| UnixStream::connect(service.socket()).unwrap())
+            .collect();
+        let started = std::time::Instant::now();
+        let answers: Vec<_> = (0..24)
+            .map(|_| {
+                let socket = service.socket().to_path_buf();
+                std::thread::spawn(move || request(&socket, &Request::Poke, Duration::from_secs(5)))
+            })
+            .collect();
+        for answer in answers {
+            assert_eq!(answer.join().unwrap().unwrap()["ok"], true);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the stalled clients held the others up for {:?}",
+            started.elapsed()
+        );
+        drop(stalled);
+    }
+
+    /// Dropping the service ends its threads: none is left waiting in `accept`.
+    #[test]
+    fn a_dropped_service_ends_its_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = service(dir.path());
+        let inner = Arc::downgrade(&service.inner);
+        drop(service);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while inner.strong_count() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "serving threads still hold the service"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 
     #[test]
     fn tokens_are_long_random_and_compared_whole() {

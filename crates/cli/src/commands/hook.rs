@@ -46,9 +46,11 @@ pub struct InstallArgs {
     pub codex_home: Option<PathBuf>,
     /// The hook command. By default, for Claude Code: `agency hook` in .claude/settings.json when the
     /// `agency` on PATH is this binary (it works on a teammate's machine), else this binary's absolute path
-    /// in .claude/settings.local.json (this machine's own); for Codex: the absolute path. The client runs it
-    /// wrapped so that any failure of it (not found, a crash, an exit status other than 0 or 2, output that
-    /// is not an answer) blocks the call.
+    /// in .claude/settings.local.json (this machine's own); for Codex: the absolute path. Where the slim
+    /// `agency-hook` is installed beside this binary it takes the place of `agency hook` (for the shared
+    /// settings, when it is also the `agency-hook` on PATH): the same answers, a faster start. The client
+    /// runs it wrapped so that any failure of it (not found, a crash, an exit status other than 0 or 2,
+    /// output that is not an answer) blocks the call.
     #[arg(long, value_name = "CMD")]
     pub command: Option<String>,
 }
@@ -100,12 +102,59 @@ fn absolute_command() -> CommandResult<String> {
     })
 }
 
-/// The first `agency` on `PATH`, if any.
-fn agency_on_path() -> Option<PathBuf> {
+/// The first `program` on `PATH`, if any.
+fn on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
-        .map(|dir| dir.join("agency"))
+        .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
+}
+
+/// The first `agency` on `PATH`, if any.
+fn agency_on_path() -> Option<PathBuf> {
+    on_path("agency")
+}
+
+/// The slim hook binary (`agency-hook`, the tool gate alone) installed beside this `agency`, if any.
+fn slim_hook() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?.canonicalize().ok()?;
+    Some(exe.with_file_name("agency-hook")).filter(|slim| slim.is_file())
+}
+
+/// `path` quoted for the shell the client runs the hook through, when it needs quoting.
+fn shell_word(path: &Path) -> String {
+    let path = path.to_string_lossy();
+    if path.contains(' ') {
+        format!("'{path}'")
+    } else {
+        path.into_owned()
+    }
+}
+
+/// The tool gate's command: `agency-hook` (it starts faster: it links the tool gate only) in place of
+/// `agency hook` when it is installed beside this binary; for the shared settings only when the
+/// `agency-hook` on `PATH` is that one, since a teammate's machine runs whatever `PATH` finds there. Without
+/// it, `agency hook` as before (the same answers). Either way the command is wrapped to fail closed.
+fn slim_target(target: ClaudeTarget, why: String) -> (ClaudeTarget, String) {
+    let Some(slim) = slim_hook() else {
+        return (target, why);
+    };
+    let on_path_is_slim = on_path("agency-hook")
+        .and_then(|found| found.canonicalize().ok())
+        .is_some_and(|found| found == slim);
+    match target {
+        ClaudeTarget::Shared(command) if command == "agency hook" && on_path_is_slim => (
+            ClaudeTarget::Shared("agency-hook".into()),
+            "`agency-hook`: it is on PATH beside agency, so it works on any machine where agency is installed \
+             (`cargo install --path crates/cli` installs both)"
+                .into(),
+        ),
+        ClaudeTarget::Local(_) => (
+            ClaudeTarget::Local(shell_word(&slim)),
+            format!("{why}; the slim agency-hook beside it answers the gate"),
+        ),
+        shared => (shared, why),
+    }
 }
 
 /// Where a Claude Code registration goes, and the command it runs.
@@ -221,6 +270,10 @@ fn install(ctx: &Context, args: InstallArgs) -> CommandResult {
             None => crate::workspace::find_git_root(&ctx.cwd).unwrap_or_else(|| ctx.cwd.clone()),
         };
         let (target, why) = claude_target(args.command.clone())?;
+        let (target, why) = match args.command {
+            Some(_) => (target, why),
+            None => slim_target(target, why),
+        };
         let (file, command) = match &target {
             ClaudeTarget::Shared(command) => ("settings.json", command),
             ClaudeTarget::Local(command) => ("settings.local.json", command),
@@ -247,7 +300,10 @@ fn install(ctx: &Context, args: InstallArgs) -> CommandResult {
         // Codex's hooks.json is in the user's own home, never shared: this binary's path is right there.
         let command = match args.command {
             Some(command) => command,
-            None => absolute_command()?,
+            None => match slim_hook() {
+                Some(slim) => shell_word(&slim),
+                None => absolute_command()?,
+            },
         };
         let home = match args
             .codex_home

@@ -207,6 +207,17 @@ fn codex_with_a_missing_crashing_or_garbage_hook_blocks_the_write() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // So does the slim `agency-hook`, wrapped the same way.
+    std::fs::remove_file(repo.path().join("hello.txt")).unwrap();
+    let (out, _server) = codex_with_hook(&repo, &brief, env!("CARGO_BIN_EXE_agency-hook"));
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("hello.txt"))
+            .ok()
+            .as_deref(),
+        Some("hi\n"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// For the runner's gate-coverage audit, `agency hook` appends each PreToolUse decision to AGENCY_GATE_LOG

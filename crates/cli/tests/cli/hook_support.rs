@@ -100,7 +100,18 @@ pub fn hook(repo: &Repo, env: &[(&str, &str)], stdin: &str) -> HookRun {
 
 /// Runs `agency <args>` as a hook (stdin fed, environment controlled).
 pub fn hook_args(repo: &Repo, args: &[&str], env: &[(&str, &str)], stdin: &str) -> HookRun {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agency"));
+    hook_program(Path::new(env!("CARGO_BIN_EXE_agency")), repo, args, env, stdin)
+}
+
+/// Runs `program <args>` as a hook (stdin fed, environment controlled): `agency` or the slim `agency-hook`.
+pub fn hook_program(
+    program: &Path,
+    repo: &Repo,
+    args: &[&str],
+    env: &[(&str, &str)],
+    stdin: &str,
+) -> HookRun {
+    let mut command = Command::new(program);
     command
         .args(args)
         .current_dir(repo.path())

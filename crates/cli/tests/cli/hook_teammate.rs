@@ -120,8 +120,9 @@ fn installed_from_a_build_directory_the_path_goes_to_the_local_settings_and_says
     assert!(!repo.path().join(".claude/settings.json").exists());
     let local = read(&repo.path().join(".claude/settings.local.json"));
     let gate = commands(&local, "PreToolUse").remove(0);
+    // The slim hook built beside this agency answers the gate (the goal hooks keep `agency hook`).
     assert!(
-        gate.contains(&format!("out=$({} hook)", env!("CARGO_BIN_EXE_agency"))),
+        gate.contains(&format!("out=$({})", env!("CARGO_BIN_EXE_agency-hook"))),
         "{gate}"
     );
     assert_eq!(local["hooks"]["PostToolUse"][0]["matcher"], "TaskCreate");

@@ -31,6 +31,7 @@ mod hook;
 mod hook_claude;
 mod hook_codex;
 mod hook_fail_closed;
+mod hook_slim;
 mod hook_support;
 mod hook_tasks;
 mod hook_tasks_claude;

@@ -32,8 +32,8 @@ use super::loop_judge;
 use super::plan_file::PlanFile;
 use super::records::Records;
 use super::session::{LoopState, Session};
-use crate::hook::HookEnv;
-use crate::hook::event::HookEvent;
+use agency_toolgate::HookEnv;
+use agency_toolgate::HookEvent;
 
 /// Continuations the Stop hook may force in one turn.
 pub const ENV_STOP_BUDGET: &str = "AGENCY_GOAL_STOP_BUDGET";

@@ -1,18 +1,23 @@
-//! The record of the gate's decisions that the runner audits ([`agency_exec::runtime::coverage`]) when no
+//! The record of the gate's decisions that the runner audits (`agency_exec::runtime::coverage`) when no
 //! gate service answers the agent (in a run the service keeps that record itself): for an agent whose
-//! runtime names the file in [`GATE_LOG_ENV`], every PreToolUse answer appends one JSON line (`tool_name`, `tool_use_id`, `tool_input`, `gate_decision`). One `write` of one line to a file
-//! opened for appending: concurrent hooks (parallel tool calls) do not interleave.
+//! runtime names the file in [`GATE_LOG_ENV`], every PreToolUse answer appends one JSON line (`tool_name`,
+//! `tool_use_id`, `tool_input`, `gate_decision`). One `write` of one line to a file opened for appending:
+//! concurrent hooks (parallel tool calls) do not interleave.
 //!
 //! A decision that cannot be recorded is not given: an allow becomes a block, since the audit would fail the
 //! brief for the call anyway, and the call is better refused now than found later.
 
 use std::io::Write;
 
-use agency_exec::runtime::coverage::GATE_LOG_ENV;
 use serde_json::{Value, json};
 
-use super::answer::Answer;
-use super::event::HookEvent;
+use crate::answer::Answer;
+use crate::event::HookEvent;
+
+/// The variable naming the file the hook appends its decisions to: the runtime sets it
+/// (`agency_exec::runtime::coverage::GATE_LOG_ENV`, the same name: agency-cli's tests check that the two
+/// agree, as this crate does not depend on the runtimes).
+pub const GATE_LOG_ENV: &str = "AGENCY_GATE_LOG";
 
 /// Records `answer` to `event` when a log is asked for, and returns the answer to give.
 pub fn record(event: &HookEvent, answer: Answer) -> Answer {

@@ -22,12 +22,12 @@ use agency_store::{Blackboard, RedactingBlackboard, SqliteBlackboard};
 use chrono::Utc;
 use std::sync::Arc;
 
-use super::answer::Answer;
-use super::event::HookEvent;
-use super::history;
-use super::locate::{ENV_BRIEF, HookEnv};
-use super::sessions;
-use super::tasks;
+use crate::answer::Answer;
+use crate::event::HookEvent;
+use crate::history;
+use crate::locate::{ENV_BRIEF, HookEnv};
+use crate::sessions;
+use crate::tasks;
 
 /// The answer to one well-formed event.
 pub fn answer(event: &HookEvent, env: &HookEnv) -> Answer {

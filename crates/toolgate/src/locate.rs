@@ -10,9 +10,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use agency_core::config::{ROLLOUT_ENV_VAR, TeamConfig, parse_team_config};
-pub use agency_exec::gate::{ENV_GATE_CAPABILITY, ENV_GATE_SOCKET};
 
-use crate::workspace::{AGENCY_DIR, CONFIG_FILE, DB_FILE};
+/// The gate service's socket, in a runner-spawned agent's environment. The runtime sets it and this and the
+/// next names are the same as `agency_exec::gate`'s (agency-cli's tests check that they agree: this crate
+/// does not depend on the runtimes).
+pub const ENV_GATE_SOCKET: &str = "AGENCY_GATE_SOCKET";
+/// The agent's capability for the gate service, in its environment.
+pub const ENV_GATE_CAPABILITY: &str = "AGENCY_GATE_CAPABILITY";
+/// The workspace's directory at the repository's top level (agency-cli's `workspace::AGENCY_DIR`).
+pub const AGENCY_DIR: &str = ".agency";
+/// The team configuration in [`AGENCY_DIR`].
+pub const CONFIG_FILE: &str = "team.yaml";
+/// The blackboard in [`AGENCY_DIR`].
+pub const DB_FILE: &str = "agency.db";
 
 /// The brief a runner-spawned agent works on (its id, or any unique part at either end). Its presence makes
 /// the gate fail closed.

@@ -20,10 +20,10 @@ use agency_store::{Blackboard, NewRun, SqliteBlackboard};
 use chrono::Utc;
 use serde_json::Value;
 
-use super::answer::Answer;
-use super::event::HookEvent;
-use super::locate::HookEnv;
-use super::sessions;
+use crate::answer::Answer;
+use crate::event::HookEvent;
+use crate::locate::HookEnv;
+use crate::sessions;
 
 /// Whether this event is a TaskCreate that Claude Code has run (PostToolUse).
 pub fn is_task_created(event: &HookEvent) -> bool {
