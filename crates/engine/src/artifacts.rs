@@ -65,6 +65,11 @@ pub(crate) fn slice_subject(brief: &Brief) -> String {
     format!("{}/{}", brief.workstream, brief.title)
 }
 
+/// The name the sign-off crate stores a verify record under.
+pub(crate) fn verify_name(subject: &str) -> String {
+    format!("signoff/{subject}/verify")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use std::time::Duration;
 use agency_core::config::TeamConfig;
 use agency_core::event::payload::{BriefStatusChange, LogLine};
 use agency_core::event::{EventPayload, NewEvent};
-use agency_core::gate::{GateDecision, GateKind};
+use agency_core::gate::GateKind;
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 use agency_exec::runtime::personality::Personalities;
 use agency_exec::runtime::{AgentLimits, Runtime};
@@ -99,7 +99,7 @@ pub struct Engine {
     /// The earliest time a pass must run even if nothing changed on the blackboard (a T3 mesh timeout).
     pub(crate) wake: Arc<Mutex<Option<chrono::DateTime<chrono::Utc>>>>,
     /// The reminders sent for each gate that waits for a human past the gate timeout.
-    reminders: Arc<Mutex<std::collections::HashMap<agency_core::GateId, i64>>>,
+    pub(crate) reminders: Arc<Mutex<std::collections::HashMap<agency_core::GateId, i64>>>,
     /// The run's shared branches known to exist.
     pub(crate) known_branches: crate::branches::KnownBranches,
     /// Each implementer's diff, kept for its slice's sign-off.
@@ -109,9 +109,9 @@ pub struct Engine {
     /// The talent pool: whose voice each agent speaks in, after agency's own rules.
     pub(crate) personalities: Arc<Personalities>,
     /// The probes of outage gates an `--auto-approve` run sends ([`crate::outage::auto_resume`]).
-    pub(crate) outage_probes: crate::outage::Probes,
+    pub(crate) outage_probes: crate::probes::Probes,
     /// The auditor's own runtime and model (`signoff.auditor_model`); `None`: it runs as the judge does.
-    pub(crate) auditor: Option<crate::signoff::AuditorRuntime>,
+    pub(crate) auditor: Option<AuditorRuntime>,
 }
 
 /// How a drive ended.
@@ -156,7 +156,7 @@ impl Engine {
             known_branches: crate::branches::KnownBranches::default(),
             slice_diffs: crate::slice_diffs::SliceDiffs::default(),
             personalities: Arc::new(Personalities::defaults()),
-            outage_probes: crate::outage::Probes::default(),
+            outage_probes: crate::probes::Probes::default(),
             auditor: None,
         })
     }
@@ -171,7 +171,7 @@ impl Engine {
     /// Runs the auditors of this run's slices on `runtime` (the built-in agent on `signoff.auditor_model`'s
     /// `provider`) instead of the judge's. The provider is also what an outage probe asks.
     pub fn with_auditor(mut self, runtime: Arc<dyn Runtime>, provider: Arc<dyn Provider>) -> Self {
-        self.auditor = Some(crate::signoff::AuditorRuntime { runtime, provider });
+        self.auditor = Some(AuditorRuntime { runtime, provider });
         self
     }
 
@@ -292,90 +292,6 @@ impl Engine {
             .any(|g| g.kind == GateKind::Pause))
     }
 
-    /// Times out or auto-approves pending gates; returns whether any gate still holds the run.
-    pub(crate) fn tend_gates(&self, run: RunId) -> Result<bool> {
-        let timeout = match self.options.gate_timeout {
-            Some(given) => chrono::Duration::from_std(given).unwrap_or(chrono::Duration::MAX),
-            None => chrono::Duration::minutes(i64::from(self.config.visibility.gate_timeout_minutes)),
-        };
-        let mut holding = false;
-        for gate in self.store.pending_gates(Some(run))? {
-            if gate.kind == GateKind::Pause {
-                // An outage's pause in a run with no human to wait for ends once the provider answers.
-                if self.options.auto_approve && crate::outage::auto_resume(self, &gate)? {
-                    continue;
-                }
-                holding = true;
-                continue;
-            }
-            // Budget, escalation and halt gates are a human's ([`GateKind::needs_a_human`]): never
-            // approved automatically.
-            if self.options.auto_approve && !gate.kind.needs_a_human() {
-                let note = Some("auto-approved (--auto-approve)".to_string());
-                self.store.decide_gate(
-                    gate.id,
-                    GateDecision::Approve {
-                        by: "auto".into(),
-                        note,
-                    },
-                )?;
-            } else if gate.kind.needs_a_human() {
-                // These gates never time out (rejecting them would end the run); past the timeout they are
-                // announced again, once per timeout, until someone decides.
-                self.remind(&gate, timeout)?;
-                holding = true;
-            } else if crate::gate_clock::waited(&gate) > timeout {
-                let reason = format!("no decision within {}", human_duration(timeout));
-                self.store.decide_gate(
-                    gate.id,
-                    GateDecision::Reject {
-                        by: "timeout".into(),
-                        reason,
-                    },
-                )?;
-            } else {
-                holding = true;
-            }
-        }
-        Ok(holding)
-    }
-
-    /// Writes a `REMINDER` line for `gate` (which the notifiers announce like the gate itself) once it has
-    /// waited another whole `every` since it opened. What was sent is remembered by this runner only: a
-    /// resumed one sends the current period's reminder once more.
-    fn remind(&self, gate: &agency_core::gate::Gate, every: chrono::Duration) -> Result<()> {
-        let waited = crate::gate_clock::waited(gate);
-        if every <= chrono::Duration::zero() || waited < every {
-            return Ok(());
-        }
-        let due = waited.num_seconds() / every.num_seconds().max(1);
-        let mut reminders = self
-            .reminders
-            .lock()
-            .map_err(|_| EngineError::State("reminders poisoned".into()))?;
-        let sent = reminders.entry(gate.id).or_insert(0);
-        if *sent >= due {
-            return Ok(());
-        }
-        *sent = due;
-        let message = format!(
-            "the {} gate has waited {} for a decision: `agency approve {run}` or `agency reject {run} --reason \"…\"`",
-            gate.kind,
-            human_duration(waited),
-            run = gate.run.short()
-        );
-        let event = NewEvent::typed(
-            gate.run,
-            EventPayload::Log(LogLine {
-                gate: Some(gate.id),
-                reminder: Some(due),
-                ..LogLine::new("normal", Some("REMINDER"), message)
-            }),
-        );
-        self.store.append_event(event)?;
-        Ok(())
-    }
-
     /// The ledger an agent's reported usage is charged to: the run's, for a runtime whose model calls agency
     /// does not meter itself (see [`Runtime::usage_unmetered`]); none for the built-in agent, whose calls
     /// the metered providers already charged, or when the run has no ledger.
@@ -467,7 +383,14 @@ impl Engine {
 }
 
 /// `45 s`, `12 min`, `3 h 5 min`.
-fn human_duration(span: chrono::Duration) -> String {
+/// The auditor's own runtime, when `signoff.auditor_model` gives it another model than the judge's.
+#[derive(Debug, Clone)]
+pub(crate) struct AuditorRuntime {
+    pub runtime: Arc<dyn Runtime>,
+    pub provider: Arc<dyn agency_llm::Provider>,
+}
+
+pub(crate) fn human_duration(span: chrono::Duration) -> String {
     let seconds = span.num_seconds().max(0);
     match seconds {
         0..60 => format!("{seconds} s"),

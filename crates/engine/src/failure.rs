@@ -71,7 +71,7 @@ pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decisio
         to: None,
     };
     let from = brief.status;
-    crate::finish::failed_worktree(engine, brief);
+    failed_worktree(engine, brief);
     match decision {
         Decision::Retry { next_attempt } => {
             let event = NewEvent::typed(brief.run, EventPayload::Failed(payload))
@@ -511,4 +511,16 @@ pub fn handle_halt_gates(engine: &Engine, run: agency_core::RunId) -> Result<boo
         }
     }
     Ok(progressed)
+}
+
+/// `runner.keep_worktrees_on_failure`: a failed (or escalated) implementer's worktree is kept for a human
+/// to look into — its path is the brief's `worktree`, which `agency inspect --brief` prints, and `agency
+/// gc` removes it once the run is finished — unless the key is off, when it goes at the runner's next
+/// sweep like a finished one's (its branch stays, so a partial attempt's salvaged work is not lost). Only
+/// implementers have worktrees worth keeping: a reader's checkout goes when its agent ends either way.
+pub(crate) fn failed_worktree(engine: &Engine, brief: &agency_core::Brief) {
+    if engine.config.runner.keep_worktrees_on_failure || !BriefRole::of(brief).writes() {
+        return;
+    }
+    engine.branches(brief.run).remove_worktree(brief);
 }

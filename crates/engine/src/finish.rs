@@ -173,15 +173,3 @@ impl Engine {
         }
     }
 }
-
-/// `runner.keep_worktrees_on_failure`: a failed (or escalated) implementer's worktree is kept for a human
-/// to look into — its path is the brief's `worktree`, which `agency inspect --brief` prints, and `agency
-/// gc` removes it once the run is finished — unless the key is off, when it goes at the runner's next
-/// sweep like a finished one's (its branch stays, so a partial attempt's salvaged work is not lost). Only
-/// implementers have worktrees worth keeping: a reader's checkout goes when its agent ends either way.
-pub(crate) fn failed_worktree(engine: &Engine, brief: &agency_core::Brief) {
-    if engine.config.runner.keep_worktrees_on_failure || !BriefRole::of(brief).writes() {
-        return;
-    }
-    engine.branches(brief.run).remove_worktree(brief);
-}

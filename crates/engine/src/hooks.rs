@@ -28,6 +28,8 @@ use crate::budget::{SharedLedger, brief_scope, passed_limit};
 use crate::prompts;
 use crate::task::call_meta;
 
+pub use crate::teachback_gate::Reviewed;
+
 /// The `via` of a teachback submitted through [`AgentHooks::teachback`] (reviewed in process).
 pub const VIA_RUNNER: &str = "runner";
 
@@ -167,16 +169,6 @@ enum Record {
     /// With the next write of the same handle: the review's record, the gate a human review opens, or the
     /// agent's next record (at the latest, the runner's end of its turn).
     Soon,
-}
-
-/// A review of a teachback, and whether it is on the blackboard yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reviewed {
-    /// Made by the reviewer; the caller records it on the teachback.
-    New(TeachbackReview),
-    /// Recorded on the teachback by a human meanwhile (`agency teachback approve|correct`), which is now
-    /// in this state: the caller records nothing and gives the agent this review.
-    Recorded(TeachbackReview, TeachbackState),
 }
 
 /// Has `teachback` of `brief`, submitted at event `since`, reviewed by `reviewer`: the parent tier's model,

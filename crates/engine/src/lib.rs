@@ -32,6 +32,7 @@ mod outputs;
 mod placement;
 mod plan;
 mod previous;
+mod probes;
 mod progress;
 pub mod prompts;
 pub mod remote;
@@ -44,6 +45,7 @@ mod stall;
 pub mod task;
 pub mod teachback_gate;
 pub mod teachback_review;
+mod tend_gates;
 mod verify;
 
 pub use claimer::Role;

@@ -11,20 +11,19 @@
 //! step. It stops probing after `runner.outage_probe_minutes` and leaves the gate to a human, saying so.
 //! Without `--auto-approve` the gate waits for `agency resume`, whatever the provider does.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agency_core::event::payload::{BriefStatusChange, LogLine};
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::{Gate, GateDecision, GateKind, GateStatus};
-use agency_core::{Brief, BriefStatus, GateId, RunId, Tier};
+use agency_core::{Brief, BriefStatus, RunId, Tier};
 use agency_llm::{CallMeta, CancelToken, LlmError, Message, ProviderTrouble, Request};
 use agency_store::NewGate;
 use serde_json::json;
 
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::probes::Probe;
 
 /// Whether `error` is the provider's trouble rather than the agent's.
 pub(crate) fn is_outage(error: &LlmError) -> bool {
@@ -124,26 +123,6 @@ const PROBE_WAIT_MAX: Duration = Duration::from_secs(120);
 /// Whether `gate` is a pause the runner opened for an outage (not a human's `agency pause`).
 pub(crate) fn is_outage_gate(gate: &Gate) -> bool {
     gate.kind == GateKind::Pause && gate.summary["requested_by"] == OUTAGE_REQUESTER
-}
-
-/// The probes of the outage gates this runner tends, by gate. Shared by the engine's clones.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Probes(Arc<Mutex<HashMap<GateId, Probe>>>);
-
-#[derive(Debug)]
-struct Probe {
-    /// When this runner began probing.
-    began: Instant,
-    /// Probes sent so far.
-    sent: u32,
-    /// The wait before the next one.
-    wait: Duration,
-    /// When the next is due.
-    next: Instant,
-    /// The probe in flight, if any: its answer comes back here.
-    answer: Option<tokio::sync::oneshot::Receiver<std::result::Result<(), LlmError>>>,
-    /// Probing stopped (past the bound, or the provider cannot be probed): a human decides.
-    done: bool,
 }
 
 /// With `--auto-approve`, tends an outage gate: sends a probe when one is due, reads the answer of the one

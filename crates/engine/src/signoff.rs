@@ -42,13 +42,6 @@ use crate::engine::{Engine, report_name};
 use crate::error::{EngineError, Result};
 use crate::hooks::{Reviewer, RunnerHooks};
 
-/// The auditor's own runtime, when `signoff.auditor_model` gives it another model than the judge's.
-#[derive(Debug, Clone)]
-pub(crate) struct AuditorRuntime {
-    pub runtime: Arc<dyn Runtime>,
-    pub provider: Arc<dyn agency_llm::Provider>,
-}
-
 /// Everything one sign-off needs, owned, so its blocking half can run on another thread.
 #[derive(Debug, Clone)]
 pub(crate) struct Owned {
@@ -620,7 +613,7 @@ fn recorded_verify(engine: &Engine, implementer: &Brief, subject: &str) -> Resul
     }
     let Some(artifact) = engine
         .store
-        .latest_artifact(implementer.run, &verify_name(subject))?
+        .latest_artifact(implementer.run, &crate::artifacts::verify_name(subject))?
     else {
         return Ok(None);
     };
@@ -633,11 +626,6 @@ fn recorded_verify(engine: &Engine, implementer: &Brief, subject: &str) -> Resul
             result,
             artifact: Some(artifact.meta.id),
         }))
-}
-
-/// The name the sign-off crate stores a verify record under.
-pub(crate) fn verify_name(subject: &str) -> String {
-    format!("signoff/{subject}/verify")
 }
 
 /// A sign-off's outcome as a T5 verdict. An inconclusive judge blocks (an error: the T5 brief fails and is

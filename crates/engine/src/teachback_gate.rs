@@ -17,7 +17,15 @@ use agency_llm::CancelToken;
 use agency_store::{Blackboard, NewGate, StoreError};
 use serde_json::json;
 
-use crate::hooks::Reviewed;
+/// A review of a teachback, and whether it is on the blackboard yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reviewed {
+    /// Made by the reviewer; the caller records it on the teachback.
+    New(TeachbackReview),
+    /// Recorded on the teachback by a human meanwhile (`agency teachback approve|correct`), which is now
+    /// in this state: the caller records nothing and gives the agent this review.
+    Recorded(TeachbackReview, TeachbackState),
+}
 
 /// Events read per page when looking for a recorded review.
 const PAGE: usize = 500;

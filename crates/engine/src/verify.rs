@@ -158,7 +158,7 @@ fn verified_where_made(
     let subject = crate::artifacts::slice_subject(brief);
     let Some(artifact) = engine
         .store
-        .latest_artifact(brief.run, &crate::signoff::verify_name(&subject))?
+        .latest_artifact(brief.run, &crate::artifacts::verify_name(&subject))?
     else {
         return Ok(None);
     };
