@@ -283,7 +283,7 @@ pub struct SquadOutput {
 #[serde(deny_unknown_fields)]
 pub struct VerifierOutput {
     /// `pass` or `fail`.
-    pub verdict: crate::verdict::Verdict,
+    pub verdict: crate::verdict::SliceVerdict,
     /// What is wrong, each specific enough to act on.
     #[serde(default)]
     pub issues: Vec<String>,

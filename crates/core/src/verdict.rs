@@ -5,10 +5,12 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// One verifier's verdict on its slice.
+/// One verifier's verdict on its slice. Named `Verdict` in the output schema the verifier is given, as it
+/// was before the type's name told it apart from the judge's and the tool gate's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+#[schemars(rename = "Verdict")]
+pub enum SliceVerdict {
     /// The slice does what its brief and the goal ask.
     Pass,
     /// It does not; `issues` says why.
@@ -24,7 +26,7 @@ pub struct T5Result {
     /// The slice it verified: the T4 brief's title (`queue-client`).
     pub scope: String,
     /// Pass or fail.
-    pub verdict: Verdict,
+    pub verdict: SliceVerdict,
     /// What is wrong, one issue per item; the retry brief is built from these.
     #[serde(default)]
     pub issues: Vec<String>,
@@ -93,7 +95,7 @@ pub fn joint_verdict(results: Vec<T5Result>) -> Result<JointVerdict, VerdictErro
         if !scopes.contains(&result.scope.as_str()) {
             scopes.push(&result.scope);
         }
-        if result.verdict == Verdict::Fail {
+        if result.verdict == SliceVerdict::Fail {
             issue_count += result.issues.len();
             if !failed_scopes.contains(&result.scope) {
                 failed_scopes.push(result.scope.clone());
@@ -133,7 +135,7 @@ pub fn joint_verdict(results: Vec<T5Result>) -> Result<JointVerdict, VerdictErro
 mod tests {
     use super::*;
 
-    fn result(scope: &str, verdict: Verdict, issues: &[&str]) -> T5Result {
+    fn result(scope: &str, verdict: SliceVerdict, issues: &[&str]) -> T5Result {
         T5Result {
             verifier_id: format!("v-{scope}"),
             scope: scope.into(),
@@ -146,8 +148,8 @@ mod tests {
     #[test]
     fn all_pass_is_pass() {
         let v = joint_verdict(vec![
-            result("a", Verdict::Pass, &[]),
-            result("b", Verdict::Pass, &[]),
+            result("a", SliceVerdict::Pass, &[]),
+            result("b", SliceVerdict::Pass, &[]),
         ])
         .unwrap();
         assert_eq!(v.joint_verdict, JointOutcome::Pass);
@@ -159,9 +161,9 @@ mod tests {
     #[test]
     fn some_fail_is_partial_naming_the_failed_scopes() {
         let v = joint_verdict(vec![
-            result("a", Verdict::Pass, &[]),
-            result("b", Verdict::Fail, &["off by one", "no test"]),
-            result("c", Verdict::Fail, &["panics on empty"]),
+            result("a", SliceVerdict::Pass, &[]),
+            result("b", SliceVerdict::Fail, &["off by one", "no test"]),
+            result("c", SliceVerdict::Fail, &["panics on empty"]),
         ])
         .unwrap();
         assert_eq!(v.joint_verdict, JointOutcome::Partial);
@@ -175,8 +177,8 @@ mod tests {
     #[test]
     fn all_fail_is_fail() {
         let v = joint_verdict(vec![
-            result("a", Verdict::Fail, &["x"]),
-            result("b", Verdict::Fail, &[]),
+            result("a", SliceVerdict::Fail, &["x"]),
+            result("b", SliceVerdict::Fail, &[]),
         ])
         .unwrap();
         assert_eq!(v.joint_verdict, JointOutcome::Fail);
@@ -187,17 +189,17 @@ mod tests {
     fn consensus_is_per_scope() {
         // Two verifiers disagree on the only scope: the scope failed, so the whole verdict fails.
         let v = joint_verdict(vec![
-            result("a", Verdict::Pass, &[]),
-            result("a", Verdict::Fail, &["x"]),
+            result("a", SliceVerdict::Pass, &[]),
+            result("a", SliceVerdict::Fail, &["x"]),
         ])
         .unwrap();
         assert_eq!(v.joint_verdict, JointOutcome::Fail);
         assert_eq!(v.failed_scopes, vec!["a"]);
         // A scope failed twice is listed once.
         let v = joint_verdict(vec![
-            result("a", Verdict::Fail, &["x"]),
-            result("a", Verdict::Fail, &["y"]),
-            result("b", Verdict::Pass, &[]),
+            result("a", SliceVerdict::Fail, &["x"]),
+            result("a", SliceVerdict::Fail, &["y"]),
+            result("b", SliceVerdict::Pass, &[]),
         ])
         .unwrap();
         assert_eq!(v.joint_verdict, JointOutcome::Partial);

@@ -174,11 +174,11 @@ async fn pass(
             }
             Next::Mesh => squads::squad_done(engine, brief)?,
             Next::HandOver => {
-                let handover = crate::verify::implementer_done(engine, brief).await?;
-                if handover == crate::verify::Handover::ToVerifier {
+                let handover = crate::handover::implementer_done(engine, brief).await?;
+                if handover == crate::handover::Handover::ToVerifier {
                     slices.push(brief);
                 }
-                if handover == crate::verify::Handover::ToVerifier
+                if handover == crate::handover::Handover::ToVerifier
                     && !handed_over
                         .iter()
                         .any(|b| b.parent == brief.parent && b.workstream == brief.workstream)
@@ -201,7 +201,7 @@ async fn pass(
     }
     let judged = judged_squads(engine, &verifying, families)?;
     if !judged.is_empty() {
-        progressed |= crate::verify::joint_verdicts(engine, &judged).await?;
+        progressed |= crate::handover::joint_verdicts(engine, &judged).await?;
     }
     let walked = crate::progress::workstreams(engine, run, touched).await?;
     progressed |= walked.progressed;

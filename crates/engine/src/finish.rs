@@ -138,8 +138,8 @@ impl Engine {
                         self.apply(batch)?;
                         return fail_brief(self, &brief, &format!("its work could not be shared: {why}"));
                     }
-                    // A worker verifies what it pushed here, in its own clone (crate::verify).
-                    crate::verify::verify_where_made(self, &brief).await?;
+                    // A worker verifies what it pushed here, in its own clone (crate::handover).
+                    crate::handover::verify_where_made(self, &brief).await?;
                     branches.remove_worktree(&brief);
                 }
                 let event = NewEvent::typed(brief.run, payload).brief(id).tier(brief.tier);

@@ -23,6 +23,7 @@ mod failure;
 mod finish;
 mod forge;
 mod gate_clock;
+mod handover;
 pub mod hooks;
 pub mod leftovers;
 mod narrate;
@@ -46,7 +47,6 @@ pub mod task;
 pub mod teachback_gate;
 pub mod teachback_review;
 mod tend_gates;
-mod verify;
 
 pub use claimer::Role;
 pub use engine::{DriveOutcome, Engine, EngineOptions};

@@ -55,7 +55,7 @@ fn runnable_verifies<'a>(
     let problems: Vec<String> = commands
         .filter_map(|(at, command)| {
             let command = command?;
-            agency_signoff::verify::verify_argv(command)
+            agency_signoff::verify_command::verify_argv(command)
                 .err()
                 .map(|e| format!("{at}.contract.verify: {e}"))
         })

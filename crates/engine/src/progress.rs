@@ -6,7 +6,7 @@ use agency_core::escalation::{Decision, EscalationTarget, Failure};
 use agency_core::event::payload::{self, BriefStatusChange};
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::tiers::{AcceptOutput, BriefRole, VerifierOutput};
-use agency_core::verdict::Verdict;
+use agency_core::verdict::SliceVerdict;
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 use agency_exec::MergeOutcome;
 use agency_flow::tiers::{AfterMerged, after_all_merged};
@@ -17,8 +17,8 @@ use std::collections::{HashMap, HashSet};
 
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::handover::{ending, verify_rev};
 use crate::plan::{accept_brief, approved, output_of, write_children};
-use crate::verify::{ending, verify_rev};
 
 pub(crate) fn merged_name(workstream: &str) -> String {
     format!("merged/{workstream}")
@@ -262,7 +262,7 @@ fn slice_accepted<'a>(
         return Ok(false);
     }
     let out: VerifierOutput = output_of(engine, signoff)?;
-    Ok(out.verdict == Verdict::Pass)
+    Ok(out.verdict == SliceVerdict::Pass)
 }
 
 /// Merges an accepted workstream into the integration branch and re-verifies it there against its contract.

@@ -22,7 +22,7 @@ use agency_core::contract::GoalContract;
 use agency_core::event::payload;
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::tiers::{AcceptOutput, BriefRole, VerifierOutput};
-use agency_core::verdict::Verdict;
+use agency_core::verdict::SliceVerdict;
 use agency_core::{Brief, BriefId, RunId, Tier};
 use agency_exec::runtime::{
     AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, Evidence, ReportStatus, Runtime,
@@ -289,7 +289,7 @@ pub(crate) async fn acceptance(
         let Some(command) = &ws.contract.verify else {
             continue;
         };
-        let result = crate::verify::verify_rev(&engine, accept.run, &commit, command)
+        let result = crate::handover::verify_rev(&engine, accept.run, &commit, command)
             .await
             .map_err(other)?;
         recording
@@ -606,9 +606,9 @@ fn contract_of(brief: &Brief) -> GoalContract {
 }
 
 /// The stage-1 result recorded when `implementer` committed, if it is that brief's. Only an implementer with
-/// a stage-1 command has one ([`crate::verify::stage_one_command`]); without, nothing is looked up.
+/// a stage-1 command has one ([`crate::handover::stage_one_command`]); without, nothing is looked up.
 fn recorded_verify(engine: &Engine, implementer: &Brief, subject: &str) -> Result<Option<Verified>> {
-    if crate::verify::stage_one_command(implementer).is_none() {
+    if crate::handover::stage_one_command(implementer).is_none() {
         return Ok(None);
     }
     let Some(artifact) = engine
@@ -659,12 +659,12 @@ fn verifier_output(
     };
     Ok(match &report.outcome {
         Outcome::Accepted => VerifierOutput {
-            verdict: Verdict::Pass,
+            verdict: SliceVerdict::Pass,
             issues: Vec::new(),
             notes: format!("signed off at {at} ({verify}, judge accept{audit})"),
         },
         Outcome::Rejected { by, missing } => VerifierOutput {
-            verdict: Verdict::Fail,
+            verdict: SliceVerdict::Fail,
             issues: missing.clone(),
             notes: format!(
                 "sign-off rejected at {at} by the {}{audit}",
@@ -683,7 +683,7 @@ fn verifier_output(
             )));
         }
         Outcome::Inconclusive { reason } => VerifierOutput {
-            verdict: Verdict::Pass,
+            verdict: SliceVerdict::Pass,
             issues: Vec::new(),
             notes: format!(
                 "sign-off INCONCLUSIVE at {at} ({reason}{audit}); passed because signoff.inconclusive_blocks is off"

@@ -4,7 +4,7 @@
 //! joint verdict first, and overrule it.
 
 use agency_core::gate::GateStatus;
-use agency_core::verdict::{JointOutcome, JointVerdict, T5Result, Verdict, VerdictError, joint_verdict};
+use agency_core::verdict::{JointOutcome, JointVerdict, SliceVerdict, T5Result, VerdictError, joint_verdict};
 
 /// What a squad's joint verdict does.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,7 +78,7 @@ pub fn squad_verdict(
             let retries = joint
                 .t5_results
                 .iter()
-                .filter(|r| r.verdict == Verdict::Fail)
+                .filter(|r| r.verdict == SliceVerdict::Fail)
                 .map(|r| {
                     let issues: Vec<String> = r.issues.iter().map(|i| format!("- {i}")).collect();
                     SliceRetry {
@@ -112,7 +112,7 @@ pub fn squad_verdict(
 mod tests {
     use super::*;
 
-    fn result(scope: &str, verdict: Verdict, issues: &[&str]) -> T5Result {
+    fn result(scope: &str, verdict: SliceVerdict, issues: &[&str]) -> T5Result {
         T5Result {
             verifier_id: format!("v-{scope}"),
             scope: scope.into(),
@@ -128,7 +128,10 @@ mod tests {
             "ws",
             false,
             None,
-            vec![result("a", Verdict::Pass, &[]), result("b", Verdict::Pass, &[])],
+            vec![
+                result("a", SliceVerdict::Pass, &[]),
+                result("b", SliceVerdict::Pass, &[]),
+            ],
         )
         .unwrap();
         assert!(
@@ -140,8 +143,8 @@ mod tests {
             false,
             None,
             vec![
-                result("a", Verdict::Pass, &[]),
-                result("b", Verdict::Fail, &["no test"]),
+                result("a", SliceVerdict::Pass, &[]),
+                result("b", SliceVerdict::Fail, &["no test"]),
             ],
         )
         .unwrap();
@@ -162,8 +165,8 @@ mod tests {
             false,
             None,
             vec![
-                result("a", Verdict::Fail, &["x"]),
-                result("b", Verdict::Fail, &["y"]),
+                result("a", SliceVerdict::Fail, &["x"]),
+                result("b", SliceVerdict::Fail, &["y"]),
             ],
         )
         .unwrap();
@@ -176,7 +179,7 @@ mod tests {
 
     #[test]
     fn the_verdict_gate_is_opened_waited_on_and_may_overrule_the_verifiers() {
-        let results = || vec![result("a", Verdict::Pass, &[])];
+        let results = || vec![result("a", SliceVerdict::Pass, &[])];
         assert!(matches!(
             squad_verdict("ws", true, None, results()).unwrap(),
             SquadVerdict::OpenGate { .. }

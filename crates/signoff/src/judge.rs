@@ -23,8 +23,8 @@ use agency_exec::runtime::{
 };
 use agency_llm::{BoxFuture, CallMeta, CancelToken};
 
-use crate::verdict::{Verdict, parse_verdict};
-use crate::verify::VerifyResult;
+use crate::verdict::{JudgeVerdict, parse_verdict};
+use crate::verify_command::VerifyResult;
 
 /// Bytes of diff the judge is shown; a longer diff is cut and the judge told so (it can read the files).
 pub(crate) const MAX_DIFF_BYTES: usize = 60 * 1024;
@@ -138,7 +138,7 @@ pub struct JudgeInput<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct JudgeRun {
     /// The verdict, or why there is none.
-    pub verdict: Result<Verdict, String>,
+    pub verdict: Result<JudgeVerdict, String>,
     /// What the judge said before its verdict block, when it gave one.
     pub answer: Option<String>,
     /// The signal the judge raised instead of a verdict (a HALT stops a run).
@@ -275,7 +275,7 @@ pub async fn run_judge(
 
 /// The first answer that carries a verdict, with what it says before the block; otherwise why the last one
 /// does not.
-fn first_verdict(answers: &[&str]) -> Result<(Verdict, String), String> {
+fn first_verdict(answers: &[&str]) -> Result<(JudgeVerdict, String), String> {
     let mut why = "the judge gave no answer".to_string();
     for answer in answers {
         match parse_verdict(answer) {

@@ -10,7 +10,7 @@
 //!    names files that exist in the commit and quotes lines that are in them ([`evidence`]); no protected
 //!    path (tests, the verify command's files, test-runner configuration) changed since the base unless
 //!    the contract's `may_edit` authorises it ([`protected`]);
-//! 3. runs **stage 1**, the contract's verify command, shell-free with a timeout ([`verify`]); a failure
+//! 3. runs **stage 1**, the contract's verify command, shell-free with a timeout ([`verify_command`]); a failure
 //!    rejects with its output tail and no model is called;
 //! 4. runs **stage 2**, a read-only judge through any agent runtime ([`judge`]), whose answer must end in a
 //!    strict verdict block ([`verdict`]); a judge that fails or gives no verdict makes the sign-off
@@ -32,7 +32,7 @@ pub mod protected;
 pub mod record;
 pub mod runners;
 pub mod verdict;
-pub mod verify;
+pub mod verify_command;
 
 pub use checkout::{CheckoutPlace, CleanCheckout};
 pub use judge::{AUDITOR_SYSTEM, Judge, JudgeInput, JudgeRun, RunAs};
@@ -42,8 +42,8 @@ pub use pipeline::{
     protected_edits, sign_off, sign_off_blocking,
 };
 pub use record::Recording;
-pub use verdict::{Verdict, parse_verdict};
-pub use verify::VerifyResult;
+pub use verdict::{JudgeVerdict, parse_verdict};
+pub use verify_command::VerifyResult;
 
 /// Why a sign-off could not be carried out at all (as opposed to rejecting the work).
 #[derive(Debug, thiserror::Error)]

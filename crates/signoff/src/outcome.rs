@@ -5,8 +5,8 @@ use agency_store::ArtifactId;
 use serde::Serialize;
 
 use crate::protected::Protection;
-use crate::verdict::Verdict;
-use crate::verify::VerifyResult;
+use crate::verdict::JudgeVerdict;
+use crate::verify_command::VerifyResult;
 
 /// The decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -71,7 +71,7 @@ impl RejectedBy {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Audit {
     /// Its verdict, or why there is none.
-    pub verdict: Result<Verdict, String>,
+    pub verdict: Result<JudgeVerdict, String>,
     /// What it said before its verdict block.
     pub answer: Option<String>,
     /// The stored auditor transcript, when recorded.
@@ -81,10 +81,10 @@ pub struct Audit {
 }
 
 /// `accept`, `reject` or `inconclusive`: a verdict (or its absence) as one word.
-pub fn verdict_word(verdict: &Result<Verdict, String>) -> &'static str {
+pub fn verdict_word(verdict: &Result<JudgeVerdict, String>) -> &'static str {
     match verdict {
-        Ok(Verdict::Accept) => "accept",
-        Ok(Verdict::Reject { .. }) => "reject",
+        Ok(JudgeVerdict::Accept) => "accept",
+        Ok(JudgeVerdict::Reject { .. }) => "reject",
         Err(_) => "inconclusive",
     }
 }
@@ -93,13 +93,13 @@ pub fn verdict_word(verdict: &Result<Verdict, String>) -> &'static str {
 /// either rejects (neither reviewer overrides the other's): the judge's missing items first, then the
 /// auditor's; an auditor without a verdict makes an accepted sign-off inconclusive (which blocks by
 /// policy, as a judge without one does).
-pub fn with_audit(judged: Outcome, audit: &Result<Verdict, String>) -> Outcome {
+pub fn with_audit(judged: Outcome, audit: &Result<JudgeVerdict, String>) -> Outcome {
     match (judged, audit) {
-        (Outcome::Rejected { by, mut missing }, Ok(Verdict::Reject { missing: more })) => {
+        (Outcome::Rejected { by, mut missing }, Ok(JudgeVerdict::Reject { missing: more })) => {
             missing.extend(more.iter().map(|m| format!("(auditor) {m}")));
             Outcome::Rejected { by, missing }
         }
-        (Outcome::Accepted | Outcome::Inconclusive { .. }, Ok(Verdict::Reject { missing })) => {
+        (Outcome::Accepted | Outcome::Inconclusive { .. }, Ok(JudgeVerdict::Reject { missing })) => {
             Outcome::Rejected {
                 by: RejectedBy::Auditor,
                 missing: missing.clone(),
@@ -165,7 +165,7 @@ pub struct SignoffReport {
     /// Unauthorised edits to protected paths.
     pub protected_edits: Vec<ProtectedEdit>,
     /// The judge's verdict (or why it gave none); `None` when it was not asked.
-    pub judge: Option<Result<Verdict, String>>,
+    pub judge: Option<Result<JudgeVerdict, String>>,
     /// What the judge said before its verdict block (its account of the work), when it gave a verdict.
     pub judge_answer: Option<String>,
     /// The auditor's review, when the slice's variety score required one and the judge was asked.
@@ -210,8 +210,8 @@ mod tests {
         }
     }
 
-    fn reject(missing: &[&str]) -> Result<Verdict, String> {
-        Ok(Verdict::Reject {
+    fn reject(missing: &[&str]) -> Result<JudgeVerdict, String> {
+        Ok(JudgeVerdict::Reject {
             missing: missing.iter().map(|m| m.to_string()).collect(),
         })
     }
@@ -227,7 +227,7 @@ mod tests {
         assert_eq!(
             with_audit(
                 rejected(RejectedBy::Judge, &["a marker is left"]),
-                &Ok(Verdict::Accept)
+                &Ok(JudgeVerdict::Accept)
             ),
             rejected(RejectedBy::Judge, &["a marker is left"])
         );
@@ -245,7 +245,7 @@ mod tests {
             rejected(RejectedBy::Auditor, &["b"])
         );
         assert_eq!(
-            with_audit(inconclusive.clone(), &Ok(Verdict::Accept)),
+            with_audit(inconclusive.clone(), &Ok(JudgeVerdict::Accept)),
             inconclusive
         );
     }
@@ -253,7 +253,7 @@ mod tests {
     #[test]
     fn only_two_accepts_accept_and_an_auditor_without_a_verdict_is_inconclusive() {
         assert_eq!(
-            with_audit(Outcome::Accepted, &Ok(Verdict::Accept)),
+            with_audit(Outcome::Accepted, &Ok(JudgeVerdict::Accept)),
             Outcome::Accepted
         );
         assert_eq!(

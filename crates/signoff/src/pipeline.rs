@@ -17,8 +17,8 @@ use crate::judge::{Judge, JudgeInput, run_judge};
 use crate::outcome::{Audit, Outcome, ProtectedEdit, RejectedBy, SignoffReport, with_audit};
 use crate::protected::{ProtectedPaths, Protection, Rule};
 use crate::record::Recording;
-use crate::verdict::Verdict;
-use crate::verify::{VerifyResult, run_verify, verify_argv};
+use crate::verdict::JudgeVerdict;
+use crate::verify_command::{VerifyResult, run_verify, verify_argv};
 
 /// One sign-off to carry out.
 #[derive(Debug, Clone, Copy)]
@@ -363,8 +363,8 @@ pub async fn judge_and_audit_stage(
             transcript = Some(artifact);
         }
         report.outcome = match &judged.verdict {
-            Ok(Verdict::Accept) => Outcome::Accepted,
-            Ok(Verdict::Reject { missing }) => Outcome::Rejected {
+            Ok(JudgeVerdict::Accept) => Outcome::Accepted,
+            Ok(JudgeVerdict::Reject { missing }) => Outcome::Rejected {
                 by: RejectedBy::Judge,
                 missing: missing.clone(),
             },

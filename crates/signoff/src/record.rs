@@ -9,7 +9,7 @@ use agency_store::{ArtifactId, Blackboard, NewArtifact, WriteBatch};
 
 use crate::SignoffError;
 use crate::outcome::{Outcome, SignoffReport, verdict_word};
-use crate::verify::VerifyResult;
+use crate::verify_command::VerifyResult;
 
 /// Where a sign-off is recorded: a run (and the brief under review, in a runner-owned run).
 #[derive(Debug, Clone, Copy)]
@@ -75,7 +75,7 @@ impl Recording<'_> {
         let bytes = serde_json::to_vec_pretty(result).map_err(|e| SignoffError::Internal(e.to_string()))?;
         let artifact = self.new_artifact(format!("signoff/{subject}/verify"), "application/json", bytes);
         let id = artifact.id;
-        let tail = crate::verify::last_bytes(&result.tail, 1024);
+        let tail = crate::verify_command::last_bytes(&result.tail, 1024);
         let event = self.new_event(EventPayload::SignoffVerify(payload::SignoffVerify {
             subject: Some(subject.to_string()),
             rev: commit.to_string(),
@@ -169,7 +169,7 @@ impl Recording<'_> {
                 judge: judge.to_string(),
                 agrees: judge == auditor,
                 missing: match &audit.verdict {
-                    Ok(crate::Verdict::Reject { missing }) => Some(missing.clone()),
+                    Ok(crate::JudgeVerdict::Reject { missing }) => Some(missing.clone()),
                     _ => None,
                 },
                 reason: audit.verdict.as_ref().err().cloned(),

@@ -15,7 +15,7 @@ use serde::Serialize;
 /// What the judge decided.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
-pub enum Verdict {
+pub enum JudgeVerdict {
     /// The work meets the contract.
     Accept,
     /// It does not; these are the gaps.
@@ -26,7 +26,7 @@ pub enum Verdict {
 }
 
 /// Parses the verdict block at the end of `text`; the error says what was wrong with it.
-pub fn parse_verdict(text: &str) -> Result<Verdict, String> {
+pub fn parse_verdict(text: &str) -> Result<JudgeVerdict, String> {
     let lines: Vec<&str> = text.lines().collect();
     let Some(at) = lines.iter().rposition(|l| l.trim_start().starts_with("VERDICT:")) else {
         return Err("the judge's answer has no `VERDICT:` line".into());
@@ -66,15 +66,15 @@ pub fn parse_verdict(text: &str) -> Result<Verdict, String> {
         }
     }
     match (accept, missing.is_empty()) {
-        (true, true) => Ok(Verdict::Accept),
+        (true, true) => Ok(JudgeVerdict::Accept),
         (true, false) => Err(format!(
             "the judge accepted but listed missing items: {}",
             missing.join("; ")
         )),
-        (false, true) => Ok(Verdict::Reject {
+        (false, true) => Ok(JudgeVerdict::Reject {
             missing: vec!["the judge rejected without naming what is missing".into()],
         }),
-        (false, false) => Ok(Verdict::Reject { missing }),
+        (false, false) => Ok(JudgeVerdict::Reject { missing }),
     }
 }
 
@@ -97,7 +97,7 @@ mod tests {
             "VERDICT: **accept**\n\nmissing: none.",
             "VERDICT: reject\nmissing: x\nlater I changed my mind\n\nVERDICT: Accept\nmissing: []",
         ] {
-            assert_eq!(parse_verdict(text), Ok(Verdict::Accept), "{text}");
+            assert_eq!(parse_verdict(text), Ok(JudgeVerdict::Accept), "{text}");
         }
     }
 
@@ -105,19 +105,19 @@ mod tests {
     fn reject_lists_items_inline_or_as_bullets() {
         assert_eq!(
             parse_verdict("VERDICT: reject\nmissing:\n- the test was weakened\n* no log\n"),
-            Ok(Verdict::Reject {
+            Ok(JudgeVerdict::Reject {
                 missing: vec!["the test was weakened".into(), "no log".into()]
             })
         );
         assert_eq!(
             parse_verdict("VERDICT: reject\nmissing: a; b"),
-            Ok(Verdict::Reject {
+            Ok(JudgeVerdict::Reject {
                 missing: vec!["a".into(), "b".into()]
             })
         );
         assert!(matches!(
             parse_verdict("VERDICT: reject\nmissing: none"),
-            Ok(Verdict::Reject { .. })
+            Ok(JudgeVerdict::Reject { .. })
         ));
     }
 
@@ -137,7 +137,7 @@ mod tests {
                 block.push_str(&format!("- {item}\n"));
             }
             let parsed = parse_verdict(&format!("{prose}\n{block}")).unwrap();
-            let Verdict::Reject { missing } = parsed else { panic!("not a reject") };
+            let JudgeVerdict::Reject { missing } = parsed else { panic!("not a reject") };
             let expected: Vec<String> = items.iter().map(|i| i.trim().to_string()).filter(|i| !is_none(i)).collect();
             if expected.is_empty() {
                 proptest::prop_assert_eq!(missing.len(), 1);
@@ -145,7 +145,7 @@ mod tests {
                 proptest::prop_assert_eq!(missing, expected);
             }
             let accept = parse_verdict(&format!("{prose}\nVERDICT: accept\nmissing: none\n")).unwrap();
-            proptest::prop_assert_eq!(accept, Verdict::Accept);
+            proptest::prop_assert_eq!(accept, JudgeVerdict::Accept);
         }
     }
 

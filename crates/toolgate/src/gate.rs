@@ -14,7 +14,7 @@ use std::path::Path;
 
 use agency_core::config::{ROLLOUT_ENV_VAR, RolloutMode, TeachbackConfig, TeamConfig, UnboundSessionPolicy};
 use agency_core::event::{EventPayload, payload};
-use agency_core::intercept::{self, GateState, ToolKind, Verdict, task_create};
+use agency_core::intercept::{self, GateState, ToolGateDecision, ToolKind, task_create};
 use agency_core::teachback::{TeachbackAction, TeachbackState, transition};
 use agency_core::variety::TeachbackMode;
 use agency_core::{Brief, BriefId, NewEvent, Teachback};
@@ -146,19 +146,19 @@ fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
     // Only a submission or a denial writes; it opens its handle while this one still holds the WAL index.
     let writer = || appender(&db, store);
     let verdict = match intercept::decide(&kind, gate, &config.teachback, &corrections) {
-        Verdict::Deny { reason } => Verdict::Deny { reason }.under(rollout(env, cwd)?),
+        ToolGateDecision::Deny { reason } => ToolGateDecision::Deny { reason }.under(rollout(env, cwd)?),
         verdict => verdict,
     };
     Ok(match verdict {
-        Verdict::Allow if kind == ToolKind::TaskCreate => task_create_answer(event, env)?,
-        Verdict::Allow => Answer::Allow,
-        Verdict::Submit(teachback) => match submit(writer(), &brief, mode, &teachback, event) {
+        ToolGateDecision::Allow if kind == ToolKind::TaskCreate => task_create_answer(event, env)?,
+        ToolGateDecision::Allow => Answer::Allow,
+        ToolGateDecision::Submit(teachback) => match submit(writer(), &brief, mode, &teachback, event) {
             Ok(()) => Answer::Allow,
             Err(problem) => Answer::Deny(format!(
                 "agency hook: your teachback could not be recorded ({problem}); send it again"
             )),
         },
-        Verdict::Deny { reason } => {
+        ToolGateDecision::Deny { reason } => {
             record(
                 writer(),
                 &brief,
@@ -173,7 +173,7 @@ fn pre_tool_use(event: &HookEvent, env: &HookEnv) -> Result<Answer, String> {
                 brief.title
             ))
         }
-        Verdict::WouldDeny { rollout, reason } => {
+        ToolGateDecision::WouldDeny { rollout, reason } => {
             record(writer(), &brief, tool, &reason, rollout, &config.teachback);
             match rollout {
                 RolloutMode::Warn => Answer::Warn(reason),

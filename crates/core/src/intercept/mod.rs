@@ -122,7 +122,7 @@ pub struct GateState {
 
 /// The gate's answer to one tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum ToolGateDecision {
     /// The call may run.
     Allow,
     /// The call carries the teachback: it may run, and the teachback is submitted
@@ -142,20 +142,20 @@ pub enum Verdict {
     },
 }
 
-impl Verdict {
+impl ToolGateDecision {
     /// Whether the call may run.
     pub fn runs(&self) -> bool {
-        !matches!(self, Verdict::Deny { .. })
+        !matches!(self, ToolGateDecision::Deny { .. })
     }
 
     /// This verdict, reached under enforce, as `rollout` has it: a denial becomes a would-have-denied under
     /// shadow and warn; every other verdict stands. `decide(kind, gate, ..).under(rollout)` with
     /// `gate.rollout` enforce equals deciding under `rollout`, so a caller may look the rollout mode up only
     /// when the call would be denied.
-    pub fn under(self, rollout: RolloutMode) -> Verdict {
+    pub fn under(self, rollout: RolloutMode) -> ToolGateDecision {
         match (self, rollout) {
-            (Verdict::Deny { reason }, RolloutMode::Shadow | RolloutMode::Warn) => {
-                Verdict::WouldDeny { rollout, reason }
+            (ToolGateDecision::Deny { reason }, RolloutMode::Shadow | RolloutMode::Warn) => {
+                ToolGateDecision::WouldDeny { rollout, reason }
             }
             (verdict, _) => verdict,
         }
@@ -183,13 +183,18 @@ pub fn allowed_regardless(kind: &ToolKind, state: TeachbackState, mode: Teachbac
 
 /// The interception matrix. `corrections` are the reviewer's items when the state is `correcting`, quoted
 /// in the reason so the agent knows what to fix.
-pub fn decide(kind: &ToolKind, gate: GateState, config: &TeachbackConfig, corrections: &[String]) -> Verdict {
+pub fn decide(
+    kind: &ToolKind,
+    gate: GateState,
+    config: &TeachbackConfig,
+    corrections: &[String],
+) -> ToolGateDecision {
     match block(kind, gate, config, corrections) {
-        Block::No => Verdict::Allow,
-        Block::Submit(teachback) => Verdict::Submit(teachback),
+        Block::No => ToolGateDecision::Allow,
+        Block::Submit(teachback) => ToolGateDecision::Submit(teachback),
         Block::Yes(reason) => match gate.rollout {
-            RolloutMode::Enforce => Verdict::Deny { reason },
-            rollout => Verdict::WouldDeny { rollout, reason },
+            RolloutMode::Enforce => ToolGateDecision::Deny { reason },
+            rollout => ToolGateDecision::WouldDeny { rollout, reason },
         },
     }
 }

@@ -140,7 +140,7 @@ fn the_whole_matrix() {
                     let gated = mode == TeachbackMode::Blocking && state != TeachbackState::Active;
                     // The teachback itself is submitted in any mode, from the states that accept it.
                     if expect == Expect::SubmitOrBlock && may_submit {
-                        assert!(matches!(got, Verdict::Submit(_)), "{label}: {got:?}");
+                        assert!(matches!(got, ToolGateDecision::Submit(_)), "{label}: {got:?}");
                         cases += 1;
                         continue;
                     }
@@ -151,11 +151,11 @@ fn the_whole_matrix() {
                         Expect::Incomplete => gated || (mode == TeachbackMode::Blocking && may_submit),
                     };
                     match (blocked, rollout, &got) {
-                        (false, _, Verdict::Allow) => {}
-                        (true, RolloutMode::Enforce, Verdict::Deny { reason }) => {
+                        (false, _, ToolGateDecision::Allow) => {}
+                        (true, RolloutMode::Enforce, ToolGateDecision::Deny { reason }) => {
                             assert!(reason.starts_with("teachback gate: "), "{label}: {reason}");
                         }
-                        (true, r, Verdict::WouldDeny { rollout, reason }) if r == *rollout => {
+                        (true, r, ToolGateDecision::WouldDeny { rollout, reason }) if r == *rollout => {
                             assert_ne!(r, RolloutMode::Enforce);
                             assert!(reason.starts_with("teachback gate: "), "{label}: {reason}");
                         }
@@ -197,7 +197,7 @@ fn allowed_regardless_means_allowed_under_every_config_and_rollout() {
                         let gate = GateState { state, mode, rollout };
                         assert_eq!(
                             decide(&kind, gate, config, &[]),
-                            Verdict::Allow,
+                            ToolGateDecision::Allow,
                             "{tool} {state} {mode:?}"
                         );
                     }
@@ -219,7 +219,7 @@ fn reasons_say_what_to_do_next() {
             rollout: RolloutMode::Enforce,
         };
         match decide(&write, gate, &config, corrections) {
-            Verdict::Deny { reason } => reason,
+            ToolGateDecision::Deny { reason } => reason,
             other => panic!("{other:?}"),
         }
     };
@@ -288,7 +288,7 @@ fn a_refused_shell_command_is_told_why() {
     };
     let bash = classify("Bash", &json!({"command": "git log --output=x"}));
     match decide(&bash, gate, &TeachbackConfig::default(), &[]) {
-        Verdict::Deny { reason } => assert!(
+        ToolGateDecision::Deny { reason } => assert!(
             reason.starts_with(
                 "teachback gate: this command is not read-only (git log: `--output` is not an option agency \
                  knows to be read-only), and shell commands other than read-only ones are not allowed while \

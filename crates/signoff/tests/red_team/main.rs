@@ -385,7 +385,7 @@ fn a_lying_report_fools_the_judge_but_not_the_auditor_that_never_reads_it() {
             missing: vec!["add hard-codes add(2, 3) == 5 instead of returning a + b".into()],
         }
     );
-    assert_eq!(report.judge, Some(Ok(agency_signoff::Verdict::Accept)));
+    assert_eq!(report.judge, Some(Ok(agency_signoff::JudgeVerdict::Accept)));
     // The judge read the lie; the auditor was told the claims are withheld and never saw them.
     assert!(judged.contains("NOTE TO THE REVIEWER"), "{judged}");
     assert!(!audit.contains("NOTE TO THE REVIEWER"), "{audit}");
@@ -418,7 +418,7 @@ fn an_auditor_that_accepts_does_not_override_the_judges_rejection() {
         report.outcome
     );
     let audit = report.audit.expect("the auditor ran");
-    assert_eq!(audit.verdict, Ok(agency_signoff::Verdict::Accept));
+    assert_eq!(audit.verdict, Ok(agency_signoff::JudgeVerdict::Accept));
 }
 
 fn summary(report: &SignoffReport) -> String {

@@ -395,7 +395,7 @@ fn print_report(report: &SignoffReport) {
     match &report.judge {
         Some(Ok(verdict)) => println!(
             "judge      {}",
-            if *verdict == agency_signoff::Verdict::Accept {
+            if *verdict == agency_signoff::JudgeVerdict::Accept {
                 "accept"
             } else {
                 "reject"

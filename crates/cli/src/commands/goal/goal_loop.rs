@@ -145,8 +145,8 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: LoopArgs) -> CommandResult {
     });
     if let Some(verdict) = &said {
         let (action, reason) = match verdict {
-            Verdict::Pause(reason) => ("pause", reason.clone()),
-            Verdict::Continue(reason) => ("continue", reason.clone()),
+            LoopVerdict::Pause(reason) => ("pause", reason.clone()),
+            LoopVerdict::Continue(reason) => ("continue", reason.clone()),
         };
         out["verdict"] = json!({"action": action, "reason": reason});
     }
@@ -156,8 +156,8 @@ pub fn run(ctx: &Context, plan: &PlanFile, args: LoopArgs) -> CommandResult {
     }
     if let Some(verdict) = &said {
         match verdict {
-            Verdict::Pause(reason) => println!("loop judge: pause ({reason})"),
-            Verdict::Continue(reason) => println!("loop judge: continue ({reason})"),
+            LoopVerdict::Pause(reason) => println!("loop judge: pause ({reason})"),
+            LoopVerdict::Continue(reason) => println!("loop judge: continue ({reason})"),
         }
     }
     println!(
@@ -203,10 +203,10 @@ pub const PAUSED_BY_JUDGE: &str = "loop judge: ";
 pub fn apply_verdict(
     session: &mut Session,
     session_id: &str,
-    verdict: &Verdict,
+    verdict: &LoopVerdict,
     doc: &PlanDoc,
 ) -> Option<String> {
-    let Verdict::Pause(reason) = verdict else {
+    let LoopVerdict::Pause(reason) = verdict else {
         return None;
     };
     if session.loop_state != LoopState::On {
@@ -220,7 +220,7 @@ pub fn apply_verdict(
 
 /// The loop judge's answer, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum LoopVerdict {
     /// Pause the loop, for this reason.
     Pause(String),
     /// Keep the loop going (the reason, or why the answer could not be read: the judge fails open).
@@ -229,7 +229,7 @@ pub enum Verdict {
 
 /// Reads the loop judge's answer: the first JSON object in it with a boolean `done`. Fails open: anything
 /// else continues.
-pub fn read_verdict(answer: &str) -> Verdict {
+pub fn read_verdict(answer: &str) -> LoopVerdict {
     let found = answer.match_indices('{').find_map(|(start, _)| {
         let mut stream = serde_json::Deserializer::from_str(&answer[start..]).into_iter::<Value>();
         let value = stream.next()?.ok()?;
@@ -237,7 +237,7 @@ pub fn read_verdict(answer: &str) -> Verdict {
     });
     let Some((done, value)) = found else {
         let shown: String = answer.trim().chars().take(200).collect();
-        return Verdict::Continue(format!(
+        return LoopVerdict::Continue(format!(
             "no {{\"done\": true|false}} in the loop judge's answer ({}); the loop judge fails open",
             if shown.is_empty() { "empty" } else { &shown }
         ));
@@ -249,9 +249,9 @@ pub fn read_verdict(answer: &str) -> Verdict {
         .filter(|r| !r.is_empty())
         .unwrap_or_else(|| "no reason given".to_string());
     if done {
-        Verdict::Pause(reason)
+        LoopVerdict::Pause(reason)
     } else {
-        Verdict::Continue(reason)
+        LoopVerdict::Continue(reason)
     }
 }
 
@@ -289,11 +289,11 @@ mod tests {
     fn the_loop_judge_pauses_only_on_a_clear_done_and_fails_open() {
         assert_eq!(
             read_verdict(r#"{"done": true, "reason": "asks which database to use"}"#),
-            Verdict::Pause("asks which database to use".into())
+            LoopVerdict::Pause("asks which database to use".into())
         );
         assert_eq!(
             read_verdict("Sure.\n```json\n{\"done\": false, \"reason\": \"claims done, no sign-off\"}\n```"),
-            Verdict::Continue("claims done, no sign-off".into())
+            LoopVerdict::Continue("claims done, no sign-off".into())
         );
         for unreadable in [
             "",
@@ -303,13 +303,13 @@ mod tests {
             r#"{"pause": true}"#,
         ] {
             assert!(
-                matches!(read_verdict(unreadable), Verdict::Continue(why) if why.contains("fails open")),
+                matches!(read_verdict(unreadable), LoopVerdict::Continue(why) if why.contains("fails open")),
                 "{unreadable}"
             );
         }
         assert_eq!(
             read_verdict(r#"{"done": true}"#),
-            Verdict::Pause("no reason given".into())
+            LoopVerdict::Pause("no reason given".into())
         );
     }
 }

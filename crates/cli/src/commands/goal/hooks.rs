@@ -27,7 +27,7 @@ use agency_core::goals::{Goal, GoalStatus, PlanDoc, log_entry, render_active_sum
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::goal_loop::{PAUSED_BY_JUDGE, Verdict, apply_verdict, read_verdict};
+use super::goal_loop::{LoopVerdict, PAUSED_BY_JUDGE, apply_verdict, read_verdict};
 use super::loop_judge;
 use super::plan_file::PlanFile;
 use super::records::Records;
@@ -146,7 +146,7 @@ fn judge_here(event: &HookEvent, raw: &Value, plan: &PlanFile, reason: String, l
     let (verdict, notice) = match asked {
         Ok(answer) => (read_verdict(&answer), None),
         Err(why) => (
-            Verdict::Continue(why.clone()),
+            LoopVerdict::Continue(why.clone()),
             Some(format!(
                 "agency: the goal loop judge could not run ({why}); the loop goes on, bounded by its stop budget"
             )),
@@ -155,14 +155,14 @@ fn judge_here(event: &HookEvent, raw: &Value, plan: &PlanFile, reason: String, l
     let session_id = event.session_id.as_deref().unwrap_or_default();
     let mut session = Session::load(&plan.root, event.session_id.as_deref());
     let doc = plan.read_or_empty().ok().flatten();
-    if let (Some(doc), Verdict::Pause(_)) = (&doc, &verdict)
+    if let (Some(doc), LoopVerdict::Pause(_)) = (&doc, &verdict)
         && let Some(text) = apply_verdict(&mut session, session_id, &verdict, doc)
     {
         let _ = plan.write(&text);
     }
     session.save();
     match verdict {
-        Verdict::Pause(why) if session.loop_state == LoopState::Paused => GoalAnswer::Notice(format!(
+        LoopVerdict::Pause(why) if session.loop_state == LoopState::Paused => GoalAnswer::Notice(format!(
             "agency: goal loop paused by the loop judge: {why}. Your next prompt resumes it."
         )),
         _ => GoalAnswer::Block {

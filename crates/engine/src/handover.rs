@@ -22,7 +22,7 @@ use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
 use agency_exec::{MergeChain, MergeOutcome};
 use agency_flow::SquadVerdict;
 use agency_flow::verdicts::squad_verdict;
-use agency_signoff::verify::{VerifyResult, run_verify, verify_argv};
+use agency_signoff::verify_command::{VerifyResult, run_verify, verify_argv};
 use agency_signoff::{CleanCheckout, Diffed, Recording, SignoffError};
 use agency_store::{NewGate, WriteBatch};
 use serde_json::json;
