@@ -94,6 +94,20 @@ impl TeamConfig {
                 }),
             }
         }
+        // The auditor's own model (`signoff.auditor_model`) is called wherever T5's sign-offs are.
+        if let Some(auditor) = self.signoff.auditor_model.as_ref().filter(|_| calling(Tier::T5))
+            && self.models.price(&auditor.model).is_none()
+        {
+            match models.iter_mut().find(|m| m.model == auditor.model) {
+                Some(known) if !known.tiers.contains(&Tier::T5) => known.tiers.push(Tier::T5),
+                Some(_) => {}
+                None => models.push(UnpricedModel {
+                    model: auditor.model.clone(),
+                    field: "signoff.auditor_model.model".to_string(),
+                    tiers: vec![Tier::T5],
+                }),
+            }
+        }
         if models.is_empty() {
             Ok(())
         } else {
@@ -158,5 +172,23 @@ mod tests {
         assert_eq!(t4.models.len(), 1);
         assert_eq!(t4.models[0].model, "claude-haiku-4-5");
         assert_eq!(cfg.unpriced_under_usd_budget(|t| t == Tier::T3), Ok(()));
+    }
+
+    #[test]
+    fn an_unpriced_auditor_model_under_a_usd_budget_is_named_by_its_key() {
+        let priced = "budgets:\n  run: {usd: 5}\nmodels:\n  prices:\n    claude-sonnet-4-5: {input: 3, output: 15}\n    \
+                      claude-opus-4-8: {input: 15, output: 75}\n    claude-haiku-4-5: {input: 1, output: 5}\n";
+        assert_eq!(config(priced).unpriced_under_usd_budget(|_| true), Ok(()));
+        let cfg = config(&format!(
+            "{priced}providers:\n  anthropic: {{kind: anthropic}}\n  openai: {{kind: openai}}\n\
+             signoff:\n  auditor_model: {{provider: openai, model: gpt-audit}}\n"
+        ));
+        let err = cfg.unpriced_under_usd_budget(|_| true).unwrap_err();
+        assert_eq!(err.models.len(), 1, "{err}");
+        assert_eq!(err.models[0].model, "gpt-audit");
+        assert_eq!(err.models[0].field, "signoff.auditor_model.model");
+        assert_eq!(err.models[0].tiers, [Tier::T5]);
+        // No T5 sign-off calls its model (a scripted run): the auditor's model is not called either.
+        assert_eq!(cfg.unpriced_under_usd_budget(|t| t != Tier::T5), Ok(()));
     }
 }
