@@ -7,7 +7,6 @@ use std::collections::HashMap;
 
 use serde_saphyr::granit_parser::{Event, Parser};
 
-
 /// Line numbers by dotted path, from one pass over the parser's events.
 #[derive(Debug, Default)]
 pub(crate) struct KeyLines {
