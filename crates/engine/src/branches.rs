@@ -141,6 +141,23 @@ impl RunBranches {
         self.remote.is_none() || self.worktree_path(brief).join(".git").exists()
     }
 
+    /// The branches `brief` starts from that [`crate::remote::fetch_for_start`] always fetches: the
+    /// integration branch, its workstream's, and its own unless its worktree is on this machine.
+    ///
+    /// Its own branch is on the remote when a runner that held it before pushed its slice and then died
+    /// before it reported (the brief was taken back): the runner taking it over goes on from that work, as
+    /// it would from the worktree left behind on one machine, and its push is a fast-forward. Made afresh
+    /// from the workstream branch instead, its push would be refused (pushes are never forced) and the
+    /// brief would fail although it did its work. A worktree already on this machine (it ran the brief
+    /// before) is used as it is, and its branch is not moved.
+    pub fn to_start(&self, brief: &Brief) -> Vec<String> {
+        let mut wanted = vec![self.integration(), self.workstream(&brief.workstream)];
+        if !self.worktree_is_here(brief) {
+            wanted.push(self.brief(brief));
+        }
+        wanted
+    }
+
     /// The repository.
     pub fn repo(&self) -> &Repo {
         &self.repo
@@ -399,7 +416,8 @@ mod tests {
     use std::path::Path;
     use std::process::Command;
 
-    use agency_core::RunId;
+    use agency_core::brief::BriefPlacement;
+    use agency_core::{Brief, BriefId, NewBrief, RunId, Tier};
     use agency_exec::{GitOptions, RemoteAccess, Repo, WorktreeSweep};
 
     use super::{KnownBranches, RunBranches};
@@ -477,6 +495,83 @@ mod tests {
             driver,
             access: RemoteAccess::default(),
         }))
+    }
+
+    /// An implementer brief of `run`'s workstream `ws-a`.
+    fn slice_of(run: &RunBranches) -> Brief {
+        NewBrief {
+            tier: Tier::T4,
+            workstream: "ws-a".into(),
+            title: "fix".into(),
+            personality: None,
+            instructions: "fix it".into(),
+            inputs: vec![],
+            variety: None,
+            contract: None,
+            depends_on: vec![],
+        }
+        .into_brief(BriefPlacement {
+            id: BriefId::new(),
+            run: run.run,
+            parent: None,
+            goal_anchor: "goal".into(),
+            retry_budget: 1,
+            depends_on: vec![],
+            created_at: chrono::Utc::now(),
+        })
+    }
+
+    #[test]
+    fn the_runner_taking_over_a_slice_a_dead_runner_pushed_starts_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, base) = racing_remote(dir.path());
+        let driver = branches(&repo, dir.path(), true);
+        driver.ensure_integration(&base).unwrap();
+        let workstream = driver.ensure_workstream("ws-a").unwrap();
+        let brief = slice_of(&driver);
+
+        // The first holder, in a clone of its own, commits and pushes the slice, then dies before it
+        // reports: the brief is taken back with its branch on the remote.
+        let clone_of = |name: &str| {
+            let path = dir.path().join(name);
+            let remote = dir.path().join("remote.git");
+            git(
+                dir.path(),
+                &[
+                    "clone",
+                    "--quiet",
+                    remote.to_str().unwrap(),
+                    path.to_str().unwrap(),
+                ],
+            );
+            let repo = Repo::open(&path, GitOptions::default()).unwrap();
+            let mut run = branches(&repo, &dir.path().join(format!("{name}-worktrees")), false);
+            run.run = driver.run;
+            (path, run)
+        };
+        let (_, dead) = clone_of("dead");
+        dead.fetch(&dead.to_start(&brief)).unwrap();
+        let (_, worktree) = dead.prepare_worktree(&brief, &workstream).unwrap();
+        std::fs::write(worktree.join("a.txt"), "first holder\n").unwrap();
+        assert!(dead.commit_brief(&brief).unwrap());
+        dead.push(&[&dead.brief(&brief)]).unwrap();
+
+        // The runner taking it over on another machine starts from that work; its own commit on top is
+        // pushed as a fast-forward.
+        let (_, next) = clone_of("next");
+        next.fetch(&next.to_start(&brief)).unwrap();
+        let (_, worktree) = next.prepare_worktree(&brief, &workstream).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(worktree.join("a.txt")).unwrap(),
+            "first holder\n"
+        );
+        std::fs::write(worktree.join("b.txt"), "next holder\n").unwrap();
+        assert!(next.commit_brief(&brief).unwrap());
+        next.push(&[&next.brief(&brief)]).unwrap();
+
+        // With its worktree on this machine, a runner uses it as it is and does not move its branch.
+        assert!(next.worktree_is_here(&brief));
+        assert!(!next.to_start(&brief).contains(&next.brief(&brief)));
     }
 
     #[test]

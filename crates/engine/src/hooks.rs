@@ -375,18 +375,24 @@ impl AgentHooks for RunnerHooks {
             // Nothing waits for the submission's record: this runner reviews it in process, and the
             // agent's edits are gated on the state held here. So it rides with the review's record (one
             // commit for the two); a runner killed before that loses it with the agent, whose brief then
-            // starts over and submits again.
-            self.step(
-                &TeachbackAction::Submit,
-                |from, to| {
-                    EventPayload::TeachbackSubmitted(payload::TeachbackSubmitted {
-                        from: Some(from),
-                        to: Some(to),
-                        ..submitted
-                    })
-                },
-                Record::Soon,
-            )?;
+            // starts over and submits again. It may also ride out with another write of the handle first
+            // (another agent's record): a runner killed then leaves the brief `under_review` with nobody
+            // reviewing it, as the review died with that runner. The runner that took the brief over
+            // reviews the new submission instead of refusing it (a submission is illegal under review),
+            // which would leave its agent denied every edit, reporting done with nothing changed.
+            if self.state() != TeachbackState::UnderReview {
+                self.step(
+                    &TeachbackAction::Submit,
+                    |from, to| {
+                        EventPayload::TeachbackSubmitted(payload::TeachbackSubmitted {
+                            from: Some(from),
+                            to: Some(to),
+                            ..submitted
+                        })
+                    },
+                    Record::Soon,
+                )?;
+            }
             if self.mode == TeachbackMode::Advisory {
                 return Ok(TeachbackReview {
                     verdict: ReviewVerdict::Approved,
@@ -522,5 +528,81 @@ impl RunnerHooks {
     /// The brief.
     pub fn brief_id(&self) -> BriefId {
         self.brief.id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agency_core::variety::Variety;
+    use agency_llm::scripted::{Script, ScriptedProvider};
+    use agency_store::conformance::sample_brief;
+    use agency_store::{NewRun, SqliteBlackboard};
+
+    use super::*;
+
+    /// A brief whose teachback an earlier runner left `under_review` when it died: its submission was
+    /// written, its in-process review never was.
+    #[tokio::test]
+    async fn a_teachback_a_dead_runner_left_under_review_is_reviewed_by_the_runner_taking_over() {
+        let store: Arc<dyn Blackboard> = Arc::new(SqliteBlackboard::open_in_memory().unwrap());
+        let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
+        let brief = Brief {
+            variety: Some(Variety {
+                novelty: 4,
+                scope: 4,
+                uncertainty: 4,
+                risk: 4,
+            }),
+            ..sample_brief(run, "parser")
+        };
+        assert_eq!(brief.teachback_mode(), TeachbackMode::Blocking);
+        store.insert_brief(&brief).unwrap();
+        let teachback = Teachback {
+            building: "the parser".into(),
+            key_constraints: vec!["no new dependency".into()],
+            interfaces: Vec::new(),
+            approach: "a table".into(),
+            most_likely_wrong: "the grammar".into(),
+            least_confident: "escapes".into(),
+            first_action: None,
+        };
+        let submitted = NewEvent::typed(
+            run,
+            EventPayload::TeachbackSubmitted(payload::TeachbackSubmitted {
+                from: Some(TeachbackState::Pending),
+                to: Some(TeachbackState::UnderReview),
+                via: Some(VIA_RUNNER.to_string()),
+                ..payload::TeachbackSubmitted::default()
+            }),
+        )
+        .brief(brief.id);
+        store
+            .set_teachback_state(
+                brief.id,
+                TeachbackState::Pending,
+                TeachbackState::UnderReview,
+                submitted,
+            )
+            .unwrap();
+        let taken_over = store.get_brief(brief.id).unwrap();
+        let script = Script::from_yaml(
+            "model: scripted\nreplies:\n  - role: teachback-reviewer\n    reply:\n      tool_calls:\n        \
+             - name: review_teachback\n          input: { approved: true, note: ok }\n",
+        )
+        .unwrap();
+        let hooks = RunnerHooks::new(
+            store.clone(),
+            taken_over,
+            Reviewer::Model(Arc::new(ScriptedProvider::new(script))),
+            CancelToken::new(),
+        );
+
+        let review = hooks.teachback(&teachback).await.unwrap();
+        assert_eq!(review.verdict, ReviewVerdict::Approved);
+        assert_eq!(hooks.state(), TeachbackState::Active);
+        assert_eq!(
+            store.get_brief(brief.id).unwrap().teachback,
+            TeachbackState::Active
+        );
     }
 }

@@ -37,13 +37,14 @@ impl SharedRemote {
 
 /// Fetches what `brief` starts from before its agent starts, when the run is shared through a remote: the
 /// integration branch, its workstream's, its pipeline predecessors', the branch its verifier judges (its
-/// parent's), and its earlier attempts' (a partial attempt's work is salvaged).
+/// parent's), its earlier attempts' (a partial attempt's work is salvaged), and its own unless its
+/// worktree is on this machine ([`crate::branches::RunBranches::to_start`]).
 pub(crate) fn fetch_for_start(engine: &Engine, brief: &Brief) -> Result<()> {
     if engine.options.remote.is_none() {
         return Ok(());
     }
     let branches = engine.branches(brief.run);
-    let mut wanted = vec![branches.integration(), branches.workstream(&brief.workstream)];
+    let mut wanted = branches.to_start(brief);
     for id in brief.depends_on.iter().chain(brief.parent.iter()) {
         if let Some(branch) = engine.store.get_brief(*id)?.branch {
             wanted.push(branch);

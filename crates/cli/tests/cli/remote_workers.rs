@@ -22,22 +22,50 @@ use agency_store::{Blackboard, RunStatus};
 use crate::postgres::{Database, SCRIPT, calculator, no_database, spawn};
 use crate::support::{CALCULATOR_GOAL, Repo, Running, finish, wait_for};
 
-/// The medium script with both implementers working for `seconds` first, so a worker can be killed
-/// mid-brief and the others are busy meanwhile.
+/// The medium script with a third slice (fix-neg) and every implementer working for `seconds` before it
+/// edits (fix-add after its teachback, which must come first), so a worker can be killed mid-brief and the
+/// others are busy meanwhile. Three slices for three runners of one agent each: the driver runs one at a
+/// time, so while it works on one the workers take the other two, and the worker that is not killed
+/// surely makes one (with two slices the driver could take the killed worker's brief back and leave no
+/// slice made on a worker).
 fn slow_script(seconds: u32) -> String {
-    let sleep = format!(
-        "      tool_calls:\n        - {{name: run_command, input: {{argv: [sleep, \"{seconds}\"]}}}}\n"
+    let sleep = format!("        - {{name: run_command, input: {{argv: [sleep, \"{seconds}\"]}}}}\n");
+    let fix_neg_task = "                - title: fix-neg
+                  instructions: \"Make neg.sh negate.\"
+                  variety: { novelty: 1, scope: 1, uncertainty: 1, risk: 1 }
+                  contract: { done_when: \"sh test_neg.sh passes\", verify: \"sh test_neg.sh\" }
+";
+    let fix_neg = format!(
+        "  - role: implementer
+    brief: ws-arith/t4/fix-neg
+    reply:
+      tool_calls:
+{sleep}        - name: edit_file
+          input: {{ path: neg.sh, old_string: \"echo $((0 + $1))\", new_string: \"echo $((0 - $1))\" }}
+        - name: report_result
+          input: {{ status: done, summary: \"neg.sh negates.\", evidence: [{{ path: neg.sh }}] }}
+
+"
     );
     let script = SCRIPT
         .replace(
-            "    brief: ws-arith/t4/fix-add\n    reply:\n      tool_calls:\n",
-            &format!("    brief: ws-arith/t4/fix-add\n    reply:\n{sleep}"),
+            "                - title: fix-mul\n",
+            &format!("{fix_neg_task}                - title: fix-mul\n"),
+        )
+        .replace(
+            "        - name: edit_file\n          input: { path: add.sh",
+            &format!("{sleep}        - name: edit_file\n          input: {{ path: add.sh"),
         )
         .replace(
             "    brief: ws-arith/t4/fix-mul\n    reply:\n      tool_calls:\n",
-            &format!("    brief: ws-arith/t4/fix-mul\n    reply:\n{sleep}"),
+            &format!("    brief: ws-arith/t4/fix-mul\n    reply:\n      tool_calls:\n{sleep}"),
+        )
+        .replace(
+            "  - role: judge\n    reply:\n",
+            &format!("{fix_neg}  - role: judge\n    reply:\n"),
         );
-    assert_eq!(script.matches("sleep").count(), 2, "the script changed shape");
+    assert_eq!(script.matches("sleep").count(), 3, "the script changed shape");
+    assert_eq!(script.matches("fix-neg").count(), 2, "the script changed shape");
     script
 }
 
@@ -277,7 +305,16 @@ fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mi
             .any(|e| e.brief == Some(brief) && e.payload["tag"] == "RECLAIMED"),
         "no RECLAIMED line for the killed worker's brief"
     );
-    assert_eq!(store.get_brief(brief).unwrap().status, BriefStatus::Done);
+    assert_eq!(
+        store.get_brief(brief).unwrap().status,
+        BriefStatus::Done,
+        "the killed worker's brief: {:#?}",
+        events
+            .iter()
+            .filter(|e| e.brief == Some(brief))
+            .map(|e| (e.seq, e.kind, e.payload.to_string()))
+            .collect::<Vec<_>>()
+    );
 
     // The implementers' agents ran on more than one runner.
     let implementer_runners: BTreeSet<&str> = events
@@ -290,7 +327,8 @@ fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mi
     assert!(implementer_runners.len() >= 2, "{implementer_runners:?}");
 
     // A slice a worker made was verified there, in its clone, before it was reported (`completed`); the
-    // driver took that result instead of running the tests again.
+    // driver took that result instead of running the tests again. With three slices the worker that was
+    // not killed makes one (see `slow_script`).
     let mut verified_on_workers = 0;
     for brief in store.list_briefs_by_status(run, BriefStatus::Done).unwrap() {
         if brief.tier != Tier::T4 {
