@@ -337,16 +337,6 @@ impl Blackboard for FencedBlackboard {
         self.inner.claim_next_brief(run, claimer, lease)
     }
 
-    fn claim_briefs(
-        &self,
-        run: Option<RunId>,
-        claimer: &str,
-        lease: chrono::Duration,
-        limit: usize,
-    ) -> Result<Vec<Claimed>> {
-        self.inner.claim_briefs(run, claimer, lease, limit)
-    }
-
     fn claim_offered(
         &self,
         run: Option<RunId>,

@@ -276,7 +276,9 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
         claimer: &str,
         lease: chrono::Duration,
         limit: usize,
-    ) -> Result<Vec<Claimed>>;
+    ) -> Result<Vec<Claimed>> {
+        self.claim_offered(run, claimer, lease, limit, &Offer::default())
+    }
 
     /// The brief's current claim — its holder and generation — or `None` when nobody holds it. `NotFound`
     /// for an unknown brief. A holder compares it with its own [`Claim`] to learn it lost the claim before

@@ -603,19 +603,6 @@ impl Blackboard for SqliteBlackboard {
         self.write(|tx, clock| briefs::claim_next(tx, clock, run, claimer, lease))
     }
 
-    fn claim_briefs(
-        &self,
-        run: Option<RunId>,
-        claimer: &str,
-        lease: chrono::Duration,
-        limit: usize,
-    ) -> Result<Vec<Claimed>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        self.write(|tx, clock| briefs::claim(tx, clock, run, claimer, lease, limit, &Offer::default()))
-    }
-
     fn claim_offered(
         &self,
         run: Option<RunId>,
