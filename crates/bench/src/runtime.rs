@@ -1,5 +1,5 @@
 //! The bench's agents: each finishes at once with the output its role needs, but goes through the runner's
-//! hooks where a real agent does — a teachback for every brief that carries variety (blocking ones are
+//! runner link where a real agent does — a teachback for every brief that carries variety (blocking ones are
 //! reviewed by the parent tier's scripted model), the tool gate before an edit, a recorded tool call — so
 //! the runner's side of each lifecycle is exercised in full. The agents' own work (building their
 //! answers, writing one file) is timed so it can be taken out of the runner's figure.
@@ -10,7 +10,7 @@ use std::time::Duration;
 use agency_core::teachback::Teachback;
 use agency_core::tiers::BriefRole;
 use agency_exec::runtime::{
-    AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, Evidence, ReportStatus, Runtime,
+    AgentEvent, AgentOutcome, AgentReport, AgentStop, AgentTask, Evidence, ReportStatus, RunnerLink, Runtime,
     RuntimeError, ToolCallView, ToolDecision,
 };
 use agency_llm::{BoxFuture, CancelToken};
@@ -23,7 +23,7 @@ use crate::measure::thread_cpu;
 pub struct InstantRuntime {
     plan: Value,
     squad: Value,
-    /// Nanoseconds of CPU the agents spent on their own work (not in the runner's hooks).
+    /// Nanoseconds of CPU the agents spent on their own work (not in the runner's link).
     agent_ns: AtomicU64,
 }
 
@@ -104,7 +104,7 @@ impl InstantRuntime {
         })
     }
 
-    async fn work(&self, task: &AgentTask, hooks: &dyn AgentHooks) -> Result<AgentOutcome, RuntimeError> {
+    async fn work(&self, task: &AgentTask, link: &dyn RunnerLink) -> Result<AgentOutcome, RuntimeError> {
         let role = BriefRole::of(&task.brief);
         if task.brief.variety.is_some() {
             let start = thread_cpu();
@@ -118,8 +118,7 @@ impl InstantRuntime {
                 first_action: None,
             };
             self.charge(start);
-            hooks
-                .teachback(&teachback)
+            link.teachback(&teachback)
                 .await
                 .map_err(|e| RuntimeError::Other(format!("teachback: {e}")))?;
         }
@@ -130,10 +129,10 @@ impl InstantRuntime {
                 input: &input,
                 read_only: false,
             };
-            if let ToolDecision::Deny(reason) = hooks.check_tool(&call) {
+            if let ToolDecision::Deny(reason) = link.check_tool(&call) {
                 return Err(RuntimeError::Other(format!("write denied: {reason}")));
             }
-            hooks.record(AgentEvent::ToolCall {
+            link.record(AgentEvent::ToolCall {
                 name: "write_file".into(),
                 summary: "slice.txt".into(),
                 allowed: true,
@@ -185,9 +184,9 @@ impl Runtime for InstantRuntime {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         _cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
-        Box::pin(self.work(task, hooks))
+        Box::pin(self.work(task, link))
     }
 }

@@ -29,9 +29,9 @@ use agency_store::Blackboard;
 use chrono::{DateTime, Utc};
 use tokio::task::JoinSet;
 
+use crate::brief_link::{Reviewed, VIA_RUNNER, review, review_event, review_payload};
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::hooks::{Reviewed, VIA_RUNNER, review, review_event, review_payload};
 
 /// Reviews tried for one submission before the ALERT is raised instead.
 pub const MAX_ATTEMPTS: u32 = 3;

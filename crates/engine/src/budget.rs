@@ -2,9 +2,9 @@
 //! made ([`agency_llm::Metered`]); a call that would pass a limit is not made, a `budget_exhausted` event is
 //! written, and a `budget` gate opens. Approving the gate doubles the exhausted limit (`--note` can name
 //! the new limit: "tokens=500000" or "usd=12.5"); rejecting it stops the run. Usage events themselves come
-//! from the agents' hooks, one per model call. External runtimes (Claude Code, Codex, pi) make their calls
-//! themselves: the hooks charge what they report to the same ledger and, past a limit, report it here
-//! ([`crate::hooks::RunnerHooks::charging`]).
+//! from the agents' links, one per model call. External runtimes (Claude Code, Codex, pi) make their calls
+//! themselves: the links charge what they report to the same ledger and, past a limit, report it here
+//! ([`crate::brief_link::BriefLink::charging`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -64,8 +64,8 @@ fn scope_detail(scope: &Scope) -> BudgetScope {
 
 impl UsageSink for BlackboardSink {
     fn record_usage(&self, _record: &UsageRecord) {
-        // Usage events are written by the agent hooks for every runtime alike (external agents report their
-        // own usage, and the hooks charge it to the ledger); recording here too would count built-in calls
+        // Usage events are written by the agents' links for every runtime alike (external agents report their
+        // own usage, and the links charge it to the ledger); recording here too would count built-in calls
         // twice.
     }
 

@@ -25,7 +25,7 @@ use agency_core::tiers::{AcceptOutput, BriefRole, VerifierOutput};
 use agency_core::verdict::SliceVerdict;
 use agency_core::{Brief, BriefId, RunId, Tier};
 use agency_exec::runtime::{
-    AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, Evidence, ReportStatus, Runtime,
+    AgentOutcome, AgentReport, AgentStop, AgentTask, Evidence, ReportStatus, RunnerLink, Runtime,
     RuntimeError,
 };
 use agency_llm::{BoxFuture, CancelToken, LlmError};
@@ -37,10 +37,10 @@ use agency_signoff::{
 use agency_store::Change;
 
 use crate::artifacts::slice_subject;
+use crate::brief_link::{BriefLink, Reviewer};
 use crate::crew::{AgentEnd, Launches};
 use crate::engine::{Engine, report_name};
 use crate::error::{EngineError, Result};
-use crate::hooks::{Reviewer, RunnerHooks};
 
 /// Everything one sign-off needs, owned, so its blocking half can run on another thread.
 #[derive(Debug, Clone)]
@@ -107,7 +107,7 @@ pub(crate) async fn run_signoff(
     engine: &Engine,
     owned: Owned,
     judge_brief: &Brief,
-    hooks: &dyn AgentHooks,
+    link: &dyn RunnerLink,
     cancel: &CancelToken,
 ) -> std::result::Result<SignoffReport, RuntimeError> {
     let run = judge_brief.run;
@@ -136,7 +136,7 @@ pub(crate) async fn run_signoff(
         brief: judge_brief,
         meta,
         system: Some(crate::prompts::for_role(BriefRole::of(judge_brief))),
-        observer: hooks,
+        observer: link,
         model: None,
     };
     let judge = Judge {
@@ -168,7 +168,7 @@ pub(crate) async fn run_signoff(
         brief: judge_brief,
         meta: audit_meta,
         system: None,
-        observer: hooks,
+        observer: link,
         model: audit_model,
     };
     let auditor = Judge {
@@ -220,12 +220,12 @@ impl Engine {
         )
         .brief(brief.id)
         .tier(brief.tier);
-        // The judge never teaches back (its own hooks answer that); these hooks only record what it does.
+        // The judge never teaches back (its own link answers that); this link only record what it does.
         let reviewer = Reviewer::Human {
             poll: self.options.poll,
         };
-        let hooks: Arc<dyn AgentHooks> = Arc::new(
-            RunnerHooks::new(self.store.clone(), brief.clone(), reviewer, cancel.child())
+        let link: Arc<dyn RunnerLink> = Arc::new(
+            BriefLink::new(self.store.clone(), brief.clone(), reviewer, cancel.child())
                 .charging(self.unmetered_ledger(self.runtimes.get(&brief.tier))),
         );
         let (engine, cancel, id) = (self.clone(), cancel.child(), brief.id);
@@ -236,9 +236,9 @@ impl Engine {
         launches.add(vec![Change::AppendEvent(spawned)], async move {
             let work = async {
                 if accept {
-                    acceptance(engine, brief, hooks, cancel.clone()).await
+                    acceptance(engine, brief, link, cancel.clone()).await
                 } else {
-                    slice(engine, brief, hooks, cancel.clone()).await
+                    slice(engine, brief, link, cancel.clone()).await
                 }
             };
             tokio::select! {
@@ -261,7 +261,7 @@ impl Engine {
 pub(crate) async fn acceptance(
     engine: Engine,
     accept: Brief,
-    hooks: Arc<dyn AgentHooks>,
+    link: Arc<dyn RunnerLink>,
     cancel: CancelToken,
 ) -> std::result::Result<AgentOutcome, RuntimeError> {
     let other = |e: EngineError| RuntimeError::Other(e.to_string());
@@ -307,7 +307,7 @@ pub(crate) async fn acceptance(
     }
     let report = if failed.is_empty() {
         let owned = acceptance_request(&engine, &accept, &plan, &base, &commit, &ran).map_err(other)?;
-        run_signoff(&engine, owned, &accept, hooks.as_ref(), &cancel).await?
+        run_signoff(&engine, owned, &accept, link.as_ref(), &cancel).await?
     } else {
         // Stage 1 rejects on its own: no judge is asked.
         let report = SignoffReport {
@@ -529,11 +529,11 @@ fn accept_output(
 pub(crate) async fn slice(
     engine: Engine,
     verifier: Brief,
-    hooks: Arc<dyn AgentHooks>,
+    link: Arc<dyn RunnerLink>,
     cancel: CancelToken,
 ) -> std::result::Result<AgentOutcome, RuntimeError> {
     let owned = slice_request(&engine, &verifier).map_err(|e| RuntimeError::Other(e.to_string()))?;
-    let report = run_signoff(&engine, owned, &verifier, hooks.as_ref(), &cancel).await?;
+    let report = run_signoff(&engine, owned, &verifier, link.as_ref(), &cancel).await?;
     if let Some(signal) = report.judge_signal {
         return Ok(raised(signal));
     }
@@ -718,11 +718,11 @@ impl Runtime for BudgetWatch {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, std::result::Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
-            match self.inner.run(task, hooks, cancel).await {
+            match self.inner.run(task, link, cancel).await {
                 Err(err @ RuntimeError::Model(LlmError::Budget(_))) => {
                     let why = err.to_string();
                     if let Ok(mut refused) = self.refused.lock() {

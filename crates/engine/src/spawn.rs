@@ -1,6 +1,6 @@
 //! Starting an agent for a brief this runner claimed: its sandbox, its worktree (a writer's own branch,
 //! started from its pipeline predecessors' or its salvaged previous attempt's work; a reader's detached
-//! checkout of what it judges), its inputs, feedback and personality, the hooks that review its teachback
+//! checkout of what it judges), its inputs, feedback and personality, the link that reviews its teachback
 //! and charge its usage, and the claim it holds while it runs.
 
 use std::path::PathBuf;
@@ -17,10 +17,10 @@ use agency_store::Change;
 
 use crate::artifacts::{diff_name, feedback_name, report_name};
 use crate::branches::RunBranches;
+use crate::brief_link::{BriefLink, Reviewer};
 use crate::crew::{AgentEnd, Launches};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
-use crate::hooks::{Reviewer, RunnerHooks};
 use crate::task::{Input, call_meta, output_check, render_prompt, system_blocks};
 
 impl Engine {
@@ -151,7 +151,7 @@ impl Engine {
             worktree,
             brief: brief.clone(),
         };
-        let hooks = RunnerHooks::new(
+        let link = BriefLink::new(
             self.store.clone(),
             brief.clone(),
             self.reviewer(&brief),
@@ -179,7 +179,7 @@ impl Engine {
         let record = vec![workspace, Change::AppendEvent(spawned)];
         launches.add(record, async move {
             tokio::select! {
-                outcome = runtime.run(&task, &hooks, &cancel) => (id, AgentEnd::Finished(Box::new(outcome))),
+                outcome = runtime.run(&task, &link, &cancel) => (id, AgentEnd::Finished(Box::new(outcome))),
                 () = claim => {
                     cancel.cancel();
                     (id, AgentEnd::ClaimLost)

@@ -12,7 +12,7 @@ use agency_core::teachback::{TeachbackAction, TeachbackError, TeachbackReview, T
 use agency_core::{Brief, GateId, NewEvent, Teachback};
 use agency_store::{Blackboard, StoreError};
 
-use crate::hooks::{review_event, review_payload};
+use crate::brief_link::{review_event, review_payload};
 use crate::teachback_gate;
 
 /// Why a teachback could not be submitted or reviewed.

@@ -1,7 +1,7 @@
 //! Stage 2: the judge. A read-only agent run through any [`Runtime`] with [`Access::ReadOnly`] and a fresh
 //! context: it gets the contract, the failure modes, the evidence, the verify result and the diff, inspects
 //! the clean checkout with read/list/grep tools, and must end its answer with the block [`parse_verdict`]
-//! reads. Its hooks allow read-only tools only and record everything it does as the transcript.
+//! reads. Its runner link allows read-only tools only and record everything it does as the transcript.
 //!
 //! A judge that errors, times out or answers without a verdict gives no verdict: the caller records the
 //! sign-off as inconclusive.
@@ -18,8 +18,8 @@ use agency_core::teachback::{ReviewVerdict, TeachbackReview};
 use agency_core::{BriefId, BriefStatus, RunId, TeachbackState, Tier};
 use agency_exec::Sandboxing;
 use agency_exec::runtime::{
-    Access, AgentEvent, AgentHooks, AgentLimits, AgentOutcome, AgentStop, AgentTask, AlgedonicSignal, Ending,
-    Evidence, Runtime, RuntimeError, ToolCallView, ToolDecision,
+    Access, AgentEvent, AgentLimits, AgentOutcome, AgentStop, AgentTask, AlgedonicSignal, Ending, Evidence,
+    RunnerLink, Runtime, RuntimeError, ToolCallView, ToolDecision,
 };
 use agency_llm::{BoxFuture, CallMeta, CancelToken};
 
@@ -84,7 +84,7 @@ pub struct Judge<'a> {
 
 /// A judge inside a run works as one of the run's briefs (the slice's T5 brief, T1's accept brief): its model
 /// calls carry that brief's metadata, so budgets, usage and scripted replies are the run's, and everything it
-/// does is also passed to the runner's hooks, which write it to the blackboard.
+/// does is also passed to the runner's link, which writes it to the blackboard.
 pub struct RunAs<'a> {
     /// The brief.
     pub brief: &'a Brief,
@@ -93,7 +93,7 @@ pub struct RunAs<'a> {
     /// The tier's own instructions (what a slice's or a run's sign-off weighs), sent after the judge's.
     pub system: Option<&'a str>,
     /// Sees every event the judge records (tool calls, usage, what it said); its tool decisions are not asked.
-    pub observer: &'a dyn AgentHooks,
+    pub observer: &'a dyn RunnerLink,
     /// The model it runs on, for the record (an auditor's is written in its `signoff_audit`).
     pub model: Option<String>,
 }
@@ -203,14 +203,14 @@ pub async fn run_judge(
         check_output: None,
         sandbox: sandbox.clone(),
     };
-    let hooks = JudgeHooks {
+    let link = JudgeLink {
         events: Mutex::default(),
         observer: judge.run_as.map(|r| r.observer),
     };
     // The runtime keeps its own limit; this outer one only guards against a runtime that does not.
     let deadline = judge.limits.timeout + Duration::from_secs(30);
-    let outcome = tokio::time::timeout(deadline, judge.runtime.run(&task, &hooks, cancel)).await;
-    let events = hooks.take();
+    let outcome = tokio::time::timeout(deadline, judge.runtime.run(&task, &link, cancel)).await;
+    let events = link.take();
     let mut transcript = format!(
         "# Sign-off {}: {}\n\n## Prompt\n\n{prompt}\n\n## Run\n\n",
         if input.audit { "auditor" } else { "judge" },
@@ -435,12 +435,12 @@ fn judge_brief(input: &JudgeInput<'_>, run: RunId, parent: Option<BriefId>) -> B
 
 /// The judge's side of the runtime contract: no teachback wait, read-only tools only, everything recorded
 /// (and passed on to the observer, in a run).
-struct JudgeHooks<'a> {
+struct JudgeLink<'a> {
     events: Mutex<Vec<AgentEvent>>,
-    observer: Option<&'a dyn AgentHooks>,
+    observer: Option<&'a dyn RunnerLink>,
 }
 
-impl JudgeHooks<'_> {
+impl JudgeLink<'_> {
     fn take(&self) -> Vec<AgentEvent> {
         self.events
             .lock()
@@ -449,7 +449,7 @@ impl JudgeHooks<'_> {
     }
 }
 
-impl AgentHooks for JudgeHooks<'_> {
+impl RunnerLink for JudgeLink<'_> {
     fn teachback<'a>(
         &'a self,
         _teachback: &'a agency_core::Teachback,

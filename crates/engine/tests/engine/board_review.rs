@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use agency_core::event::{EventKind, NewEvent};
 use agency_core::{TeachbackState, Tier};
 use agency_engine::Engine;
-use agency_exec::runtime::{AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use agency_exec::runtime::{AgentOutcome, AgentStop, AgentTask, RunnerLink, Runtime, RuntimeError};
 use agency_llm::{BoxFuture, CancelToken};
 use agency_store::Blackboard;
 use serde_json::json;
@@ -36,7 +36,7 @@ impl Runtime for BoardAgent {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        _hooks: &'a dyn AgentHooks,
+        _link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use agency_core::event::EventKind;
 use agency_core::gate::{GateDecision, GateKind};
 use agency_core::{Event, GateId, RunId, Tier};
-use agency_exec::runtime::{AgentHooks, AgentOutcome, AgentTask, Runtime, RuntimeError};
+use agency_exec::runtime::{AgentOutcome, AgentTask, RunnerLink, Runtime, RuntimeError};
 use agency_llm::{BoxFuture, BudgetLedger, BudgetLimits, CancelToken, Limit};
 use agency_store::{Blackboard, RunStatus};
 
@@ -27,10 +27,10 @@ impl Runtime for External {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
-        self.0.run(task, hooks, cancel)
+        self.0.run(task, link, cancel)
     }
 }
 

@@ -169,16 +169,16 @@ impl agency_exec::runtime::Runtime for RevisionsHang {
     fn run<'a>(
         &'a self,
         task: &'a agency_exec::runtime::AgentTask,
-        hooks: &'a dyn agency_exec::runtime::AgentHooks,
+        link: &'a dyn agency_exec::runtime::RunnerLink,
         cancel: &'a agency_llm::CancelToken,
     ) -> agency_llm::BoxFuture<
         'a,
         Result<agency_exec::runtime::AgentOutcome, agency_exec::runtime::RuntimeError>,
     > {
         if task.brief.attempt > 0 {
-            self.stuck.run(task, hooks, cancel)
+            self.stuck.run(task, link, cancel)
         } else {
-            self.inner.run(task, hooks, cancel)
+            self.inner.run(task, link, cancel)
         }
     }
 }

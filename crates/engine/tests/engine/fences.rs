@@ -9,7 +9,7 @@ use std::time::Duration;
 use agency_core::event::payload::BriefStatusChange;
 use agency_core::event::{EventKind, NewEvent};
 use agency_core::{BriefStatus, Tier};
-use agency_exec::runtime::{AgentEvent, AgentHooks, AgentOutcome, AgentTask, Runtime, RuntimeError};
+use agency_exec::runtime::{AgentEvent, AgentOutcome, AgentTask, RunnerLink, Runtime, RuntimeError};
 use agency_llm::{BoxFuture, CancelToken};
 use agency_store::{Blackboard, RunStatus};
 use tokio::sync::Notify;
@@ -36,16 +36,16 @@ impl Runtime for Suspended {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
-            let outcome = self.inner.run(task, hooks, cancel).await;
+            let outcome = self.inner.run(task, link, cancel).await;
             if !self.woken.swap(true, Ordering::SeqCst) {
                 self.worked.notify_one();
                 self.wake.notified().await;
                 // Awake, it goes on recording as if nothing happened.
-                hooks.record(AgentEvent::Note("awake again".into()));
+                link.record(AgentEvent::Note("awake again".into()));
             }
             outcome
         })

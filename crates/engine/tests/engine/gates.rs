@@ -7,8 +7,8 @@ use agency_core::gate::{GateDecision, GateKind, GateStatus};
 use agency_core::teachback::{ReviewVerdict, TeachbackReview, TeachbackState};
 use agency_core::tiers::BriefRole;
 use agency_core::{BriefStatus, Tier};
+use agency_engine::brief_link::{review_event, review_payload};
 use agency_engine::engine::feedback_name;
-use agency_engine::hooks::{review_event, review_payload};
 use agency_store::{Blackboard, NewGate, RunStatus};
 
 use crate::support::{Project, approve, config, events, wait_for};

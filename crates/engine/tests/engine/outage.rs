@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use agency_core::gate::{GateDecision, GateKind};
 use agency_core::{BriefStatus, Tier};
-use agency_exec::runtime::{AgentHooks, AgentOutcome, AgentTask, Runtime, RuntimeError};
+use agency_exec::runtime::{AgentOutcome, AgentTask, RunnerLink, Runtime, RuntimeError};
 use agency_llm::{BoxFuture, CancelToken, LlmError};
 use agency_store::{Blackboard, RunStatus};
 
@@ -30,7 +30,7 @@ impl Runtime for Overloaded {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
@@ -40,7 +40,7 @@ impl Runtime for Overloaded {
                     message: "529 overloaded_error".into(),
                 }));
             }
-            self.inner.run(task, hooks, cancel).await
+            self.inner.run(task, link, cancel).await
         })
     }
 }

@@ -15,7 +15,7 @@ use agency_core::{Brief, BriefId, BriefStatus, Event, GateDecision, GateId, RunI
 use agency_engine::engine::feedback_name;
 use agency_engine::{DriveOutcome, Engine, EngineOptions};
 use agency_exec::runtime::{
-    AgentHooks, AgentLimits, AgentOutcome, AgentTask, BuiltinRuntime, Runtime, RuntimeError,
+    AgentLimits, AgentOutcome, AgentTask, BuiltinRuntime, RunnerLink, Runtime, RuntimeError,
 };
 use agency_exec::{GitOptions, Repo};
 use agency_llm::{BoxFuture, CancelToken, Provider, Script, ScriptedProvider};
@@ -483,12 +483,12 @@ impl Runtime for Slow {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
             tokio::time::sleep(self.delay).await;
-            self.inner.run(task, hooks, cancel).await
+            self.inner.run(task, link, cancel).await
         })
     }
 }
@@ -523,7 +523,7 @@ impl Runtime for Stuck {
     fn run<'a>(
         &'a self,
         _task: &'a AgentTask,
-        _hooks: &'a dyn AgentHooks,
+        _link: &'a dyn RunnerLink,
         _cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         let guard = OnStop(self.stopped.clone());

@@ -34,7 +34,7 @@ use super::external::{
     Flow, drive, ending_for, issue_gate, parse_report, sandboxed, shell_word, teachback_for,
 };
 use super::redact::{Recorder, redactor_for, truncate};
-use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Endpoint, Runtime, RuntimeError};
+use super::{Access, AgentOutcome, AgentStop, AgentTask, Endpoint, RunnerLink, Runtime, RuntimeError};
 use crate::gate::{GateCapability, GateIssuer};
 use crate::process::CommandSpec;
 
@@ -301,7 +301,7 @@ impl Runtime for ClaudeCodeRuntime {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
@@ -324,7 +324,7 @@ impl Runtime for ClaudeCodeRuntime {
             secrets.extend(gate.as_ref().map(|g| g.token().to_owned()));
             secrets.extend(ticket.as_ref().map(|t| t.token().to_owned()));
             let redactor = redactor_for(&task.env, &secrets);
-            let recorder = Recorder::new(hooks, &redactor);
+            let recorder = Recorder::new(link, &redactor);
             if let Some(session) = &resume {
                 recorder.note(format!("resuming claude-code session {session}"));
             }
@@ -350,7 +350,7 @@ impl Runtime for ClaudeCodeRuntime {
                 None,
                 task.limits.timeout,
                 cancel,
-                hooks,
+                link,
                 |line| {
                     for event in stream::map_line(line, &mut state, &task.meta) {
                         recorder.record(event);

@@ -31,7 +31,7 @@ use super::external::{
 };
 use super::hook_command::{Expect, fail_closed};
 use super::redact::{Recorder, redactor_for, truncate};
-use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use super::{Access, AgentEvent, AgentOutcome, AgentStop, AgentTask, RunnerLink, Runtime, RuntimeError};
 use crate::process::CommandSpec;
 
 /// Host variables passed to Codex by default: its search path and its OpenAI key. (Codex does not read
@@ -252,7 +252,7 @@ impl Runtime for CodexRuntime {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
@@ -274,7 +274,7 @@ impl Runtime for CodexRuntime {
             let mut secrets = self.secrets.clone();
             secrets.extend(gate.as_ref().map(|g| g.token().to_owned()));
             let redactor = redactor_for(&task.env, &secrets);
-            let recorder = Recorder::new(hooks, &redactor);
+            let recorder = Recorder::new(link, &redactor);
             recorder.note(match &self.model {
                 Some(model) => format!("codex model {model}"),
                 None => "codex model: its default".to_owned(),
@@ -293,7 +293,7 @@ impl Runtime for CodexRuntime {
             }
             let readable = super::external::hook_readable(&self.agency);
             let spec = sandboxed("codex", task, spec, &writable, &readable)?;
-            let driven = drive("codex", spec, None, task.limits.timeout, cancel, hooks, |line| {
+            let driven = drive("codex", spec, None, task.limits.timeout, cancel, link, |line| {
                 for event in map_line(line, &mut state, &task.meta) {
                     recorder.record(event);
                 }

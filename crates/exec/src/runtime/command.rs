@@ -1,5 +1,5 @@
 //! The command runtime: any other coding agent (aider and the like), started from a configured argv in the
-//! brief's worktree with the brief on stdin. Such agents have no hooks, so nothing can gate their tool
+//! brief's worktree with the brief on stdin. Such agents have no runner link, so nothing can gate their tool
 //! calls; instead the teachback is done first, in a read-only step run by the built-in agent
 //! ([`BuiltinRuntime::teachback_step`]), and the command is started on the worktree only once the
 //! teachback is approved. Its report is read from its output ([`parse_report`]).
@@ -14,7 +14,7 @@ use agency_llm::{BoxFuture, CancelToken};
 use super::builtin::BuiltinRuntime;
 use super::external::{Flow, drive, ending_for, parse_report, sandboxed};
 use super::redact::{Recorder, redactor_for, truncate};
-use super::{Access, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use super::{Access, AgentOutcome, AgentStop, AgentTask, RunnerLink, Runtime, RuntimeError};
 use crate::process::CommandSpec;
 
 /// Bytes of the command's output kept to find its report in.
@@ -78,17 +78,17 @@ impl Runtime for CommandRuntime {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
             let spec = self.command(task)?;
             let redactor = redactor_for(&task.env, &self.secrets);
-            let recorder = Recorder::new(hooks, &redactor);
+            let recorder = Recorder::new(link, &redactor);
             // A read-only agent cannot change anything, so only writers need the teachback first.
             if task.access == Access::ReadWrite {
                 recorder.note("teachback step (read-only, built-in agent) before the command starts");
-                if let Some(outcome) = self.teachback.teachback_step(task, hooks, cancel).await? {
+                if let Some(outcome) = self.teachback.teachback_step(task, link, cancel).await? {
                     recorder.note("the teachback was not approved; the command was not started");
                     return Ok(outcome);
                 }
@@ -96,26 +96,18 @@ impl Runtime for CommandRuntime {
             let spec = sandboxed("command", task, spec, &[], &[])?;
             recorder.note(format!("starting {}", self.argv.join(" ")));
             let mut tail = String::new();
-            let driven = drive(
-                "command",
-                spec,
-                None,
-                task.limits.timeout,
-                cancel,
-                hooks,
-                |line| {
-                    tail.push_str(line);
-                    tail.push('\n');
-                    if tail.len() > OUTPUT_TAIL {
-                        let mut cut = tail.len() - OUTPUT_TAIL;
-                        while !tail.is_char_boundary(cut) {
-                            cut += 1;
-                        }
-                        tail.drain(..cut);
+            let driven = drive("command", spec, None, task.limits.timeout, cancel, link, |line| {
+                tail.push_str(line);
+                tail.push('\n');
+                if tail.len() > OUTPUT_TAIL {
+                    let mut cut = tail.len() - OUTPUT_TAIL;
+                    while !tail.is_char_boundary(cut) {
+                        cut += 1;
                     }
-                    Flow::Continue
-                },
-            )
+                    tail.drain(..cut);
+                }
+                Flow::Continue
+            })
             .await?;
             recorder.note(format!(
                 "{} ended: {}; output tail: {}",

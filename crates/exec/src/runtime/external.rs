@@ -18,7 +18,7 @@ use agency_llm::CancelToken;
 use serde_json::Value;
 
 use super::coverage::{GATE_LOG_ENV, GATE_LOG_FILE};
-use super::{Access, AgentEvent, AgentHooks, AgentReport, AgentStop, AgentTask, Ending, RuntimeError};
+use super::{Access, AgentEvent, AgentReport, AgentStop, AgentTask, Ending, RunnerLink, RuntimeError};
 use crate::process::{self, CommandSpec, Output, ProcessError};
 use crate::sandbox::SandboxError;
 
@@ -197,7 +197,7 @@ pub fn blackboard_files(db: &Path) -> Vec<PathBuf> {
 
 /// Starts `spec`, hands every stdout line to `on_line` until the child closes stdout, and stops the child
 /// (its whole process group) at `limit` or when `cancel` fires. `runtime` names the runtime in errors.
-/// Who the child is goes to `hooks` as it starts ([`AgentEvent::Process`]), so that a runner that outlives
+/// Who the child is goes to `link` as it starts ([`AgentEvent::Process`]), so that a runner that outlives
 /// this one can stop it.
 ///
 /// Stdin: bytes in the spec are fed and the pipe closed at once; `input` instead is written and the pipe
@@ -208,7 +208,7 @@ pub async fn drive(
     input: Option<Vec<u8>>,
     limit: Duration,
     cancel: &CancelToken,
-    hooks: &dyn AgentHooks,
+    link: &dyn RunnerLink,
     mut on_line: impl FnMut(&str) -> Flow,
 ) -> Result<Driven, RuntimeError> {
     // The child's own token: a cancelled run reaches it, and dropping this future (at the agent's time limit,
@@ -221,7 +221,7 @@ pub async fn drive(
         },
         other => RuntimeError::Process(format!("{runtime}: {other}")),
     })?;
-    hooks.record(match child.identity() {
+    link.record(match child.identity() {
         Ok(identity) => AgentEvent::Process(identity.clone()),
         Err(e) => AgentEvent::Note(format!(
             "{runtime}: its process {} could not be identified ({e}): a runner killed now leaves it running",

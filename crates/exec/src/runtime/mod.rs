@@ -1,19 +1,19 @@
 //! Agent runtimes: how one agent is run for one brief. Every runtime — the built-in agent loop, Claude Code,
-//! Codex, pi, a plain command — takes the same [`AgentTask`], reports what happens through [`AgentHooks`],
+//! Codex, pi, a plain command — takes the same [`AgentTask`], reports what happens through [`RunnerLink`],
 //! and returns an [`AgentOutcome`]. The runner never needs to know which one ran.
 //!
 //! The contract every runtime keeps:
 //! - the agent works only inside [`AgentTask::worktree`];
-//! - before a blocking brief's agent may edit, its teachback goes through [`AgentHooks::teachback`] and the
+//! - before a blocking brief's agent may edit, its teachback goes through [`RunnerLink::teachback`] and the
 //!   agent waits for the review (approved, or corrections to resubmit); every tool call is checked with
-//!   [`AgentHooks::check_tool`] (the same core state machine the `agency hook` uses). Claude Code and Codex
+//!   [`RunnerLink::check_tool`] (the same core state machine the `agency hook` uses). Claude Code and Codex
 //!   are gated by `agency hook` instead and send their teachback through the blackboard, where the runner
 //!   reviews it ([`Runtime::teachback_on_blackboard`]);
 //! - "done" is a *report*, not a status: the runner signs the work off afterwards, out of the agent's reach.
 //!
 //! The runtimes: [`builtin`] (agency's own loop with confined tools), [`claude_code`] and [`codex`] (the
 //! CLIs, gated by `agency hook`), [`pi`] (gated by `agency hook` through agency's pi extension) and
-//! [`command`] (an agent without hooks, started after a read-only teachback step);
+//! [`command`] (an agent without a runner link, started after a read-only teachback step);
 //! [`choice`] picks one per tier and says why. The hook Claude Code and Codex run is wrapped to fail closed
 //! ([`hook_command`]), pi's extension fails closed itself, and what the hook decided is audited against
 //! their event streams ([`coverage`]).
@@ -299,7 +299,7 @@ pub enum AgentEvent {
 
 /// The runner's side of an agent run: the teachback review, the tool gate and the event record. Shared by
 /// every runtime so that the gate is the same whichever agent runs.
-pub trait AgentHooks: Send + Sync {
+pub trait RunnerLink: Send + Sync {
     /// The agent submitted its teachback: record it, have it reviewed (or accept it at once for an
     /// advisory brief) and return the review the agent must act on. An `Err` is a message for the agent
     /// (an incomplete teachback, for example), which it should fix and resubmit.
@@ -313,7 +313,7 @@ pub trait AgentHooks: Send + Sync {
 
     /// The agent proposes a different path for its workstream (seed 001's path amendment): the runner
     /// records it for the next gate and answers with what it recorded, or refuses with a message the agent
-    /// can act on. Without a runner behind the hooks nothing can record it, and the agent is told so.
+    /// can act on. Without a runner behind the link nothing can record it, and the agent is told so.
     fn propose_path_amendment(
         &self,
         _reason: &str,
@@ -349,7 +349,7 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &'static str;
 
     /// Whether this runtime's agents send their teachback through the blackboard (`agency hook`, `agency
-    /// teachback submit`) rather than through [`AgentHooks::teachback`]; the runner then reviews it from
+    /// teachback submit`) rather than through [`RunnerLink::teachback`]; the runner then reviews it from
     /// the blackboard. Only the runtimes gated by `agency hook` do.
     fn teachback_on_blackboard(&self) -> bool {
         false
@@ -368,7 +368,7 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>>;
 }

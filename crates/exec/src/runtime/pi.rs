@@ -37,7 +37,7 @@ use super::external::{
     Flow, drive, ending_for, hook_env, issue_gate, parse_report, sandboxed, teachback_for,
 };
 use super::redact::{Recorder, redactor_for, truncate};
-use super::{Access, AgentEvent, AgentHooks, AgentOutcome, AgentStop, AgentTask, Runtime, RuntimeError};
+use super::{Access, AgentEvent, AgentOutcome, AgentStop, AgentTask, RunnerLink, Runtime, RuntimeError};
 use crate::gate::{GateCapability, GateIssuer};
 use crate::process::CommandSpec;
 
@@ -372,7 +372,7 @@ impl Runtime for PiRuntime {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
@@ -402,10 +402,10 @@ impl Runtime for PiRuntime {
             secrets.extend(capability.as_ref().map(|g| g.token().to_owned()));
             secrets.extend(ticket.as_ref().map(|(_, t)| t.token().to_owned()));
             let redactor = redactor_for(&task.env, &secrets);
-            let recorder = Recorder::new(hooks, &redactor);
+            let recorder = Recorder::new(link, &redactor);
             if self.gate.is_none() && task.access == Access::ReadWrite {
                 recorder.note("teachback step (read-only, built-in agent) before pi starts");
-                if let Some(outcome) = self.teachback.teachback_step(task, hooks, cancel).await? {
+                if let Some(outcome) = self.teachback.teachback_step(task, link, cancel).await? {
                     recorder.note("the teachback was not approved; pi was not started");
                     return Ok(outcome);
                 }
@@ -441,7 +441,7 @@ impl Runtime for PiRuntime {
                 Some(input),
                 task.limits.timeout,
                 cancel,
-                hooks,
+                link,
                 |line| {
                     for event in map_line(line, &mut state, &task.meta) {
                         recorder.record(event);

@@ -1,13 +1,13 @@
 //! Secret redaction for everything a runtime records, with agency-core's [`Redactor`]: the values of the
 //! task's environment variables whose names look secret, the provider keys the runtime was given, and
 //! well-known token shapes are replaced (`[redacted:NAME]`) before an event reaches
-//! [`AgentHooks::record`], so an agent that prints its API key (or a command that echoes it) does not put
+//! [`RunnerLink::record`], so an agent that prints its API key (or a command that echoes it) does not put
 //! it on the blackboard. The blackboard redacts again on write (`agency_store::RedactingBlackboard`), with
 //! every secret the runner holds; this pass keeps the key out of what the runtime hands back as well.
 
 pub use agency_core::redact::{Redactor, looks_secret};
 
-use super::{AgentEvent, AgentHooks};
+use super::{AgentEvent, RunnerLink};
 
 /// The name a provider key given to a runtime without its variable's name is shown by.
 pub const PROVIDER_KEY: &str = "provider-key";
@@ -40,10 +40,10 @@ pub fn redact_event(redactor: &Redactor, event: AgentEvent) -> AgentEvent {
     }
 }
 
-/// The hooks as a runtime records through them: every event redacted first.
+/// The runner link as a runtime records through them: every event redacted first.
 #[derive(Clone, Copy)]
 pub struct Recorder<'a> {
-    hooks: &'a dyn AgentHooks,
+    link: &'a dyn RunnerLink,
     redactor: &'a Redactor,
 }
 
@@ -54,14 +54,14 @@ impl std::fmt::Debug for Recorder<'_> {
 }
 
 impl<'a> Recorder<'a> {
-    /// Records to `hooks` through `redactor`.
-    pub fn new(hooks: &'a dyn AgentHooks, redactor: &'a Redactor) -> Self {
-        Self { hooks, redactor }
+    /// Records to `link` through `redactor`.
+    pub fn new(link: &'a dyn RunnerLink, redactor: &'a Redactor) -> Self {
+        Self { link, redactor }
     }
 
     /// Records `event`, redacted.
     pub fn record(&self, event: AgentEvent) {
-        self.hooks.record(redact_event(self.redactor, event));
+        self.link.record(redact_event(self.redactor, event));
     }
 
     /// `text` redacted, for what a runtime returns rather than records.

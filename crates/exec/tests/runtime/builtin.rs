@@ -10,7 +10,7 @@ use agency_exec::runtime::{
 };
 use agency_llm::CancelToken;
 
-use crate::support::{Recording, Sandbox, TestHooks, task};
+use crate::support::{Recording, Sandbox, TestLink, task};
 
 const CALC: &str = "def add(a, b):\n    return a - b\n";
 const CHECK: &str =
@@ -57,7 +57,7 @@ async fn edits_are_denied_until_the_teachback_is_approved_then_the_agent_fixes_t
     let mut task = task(worktree.root(), true, Access::ReadWrite);
     task.env
         .push(("ANTHROPIC_API_KEY".into(), "sk-test-0123456789".into()));
-    let hooks = TestHooks::new(
+    let link = TestLink::new(
         TeachbackMode::Blocking,
         vec![ReviewVerdict::Corrections(vec![
             "say which test checks add".into(),
@@ -65,7 +65,7 @@ async fn edits_are_denied_until_the_teachback_is_approved_then_the_agent_fixes_t
     );
     let runtime = BuiltinRuntime::new(provider.clone());
 
-    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    let outcome = runtime.run(&task, &link, &CancelToken::new()).await.unwrap();
 
     assert_eq!(outcome.stop, AgentStop::Finished);
     let report = outcome.report.unwrap();
@@ -84,7 +84,7 @@ async fn edits_are_denied_until_the_teachback_is_approved_then_the_agent_fixes_t
     assert!(worktree.has_changes().unwrap());
 
     assert_eq!(
-        hooks.tool_calls(),
+        link.tool_calls(),
         [
             ("edit_file".to_owned(), false),
             ("submit_teachback".to_owned(), true),
@@ -118,7 +118,7 @@ async fn edits_are_denied_until_the_teachback_is_approved_then_the_agent_fixes_t
         tests[0],
         ("exit 0\n--- stdout ---\nall tests pass\n".to_owned(), false)
     );
-    assert_eq!(hooks.teachbacks.lock().unwrap().len(), 2);
+    assert_eq!(link.teachbacks.lock().unwrap().len(), 2);
 
     // The prompt prefix is byte-identical on every turn, so the provider's cache hits.
     let requests = provider.requests();
@@ -131,7 +131,7 @@ async fn edits_are_denied_until_the_teachback_is_approved_then_the_agent_fixes_t
     assert_eq!(requests[0].system[0], "You are a careful implementer.");
 
     // The key the model repeated is redacted from the record, and usage is recorded per turn.
-    let events = hooks.events();
+    let events = link.events();
     let said: Vec<&String> = events
         .iter()
         .filter_map(|e| match e {
@@ -167,12 +167,12 @@ replies:
       - tool_calls: [{name: report_result, input: {status: done, summary: done}}]
 "#;
     let provider = Recording::new(script);
-    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let link = TestLink::new(TeachbackMode::Advisory, vec![]);
     let runtime = BuiltinRuntime::new(provider.clone());
     let outcome = runtime
         .run(
             &task(worktree.root(), false, Access::ReadWrite),
-            &hooks,
+            &link,
             &CancelToken::new(),
         )
         .await
@@ -191,11 +191,11 @@ replies:
         "replies:\n  - role: implementer\n    replies:\n      - tool_calls: [{name: write_file, input: {path: x, content: y}}]\n      - tool_calls: [{name: report_result, input: {status: done, summary: done}}]\n",
     );
     let runtime = BuiltinRuntime::new(provider.clone());
-    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let link = TestLink::new(TeachbackMode::Advisory, vec![]);
     runtime
         .run(
             &task(worktree.root(), false, Access::ReadOnly),
-            &hooks,
+            &link,
             &CancelToken::new(),
         )
         .await
@@ -233,14 +233,14 @@ async fn the_outcome_keeps_the_whole_final_answer_where_a_verdict_sits_at_its_en
         serde_json::to_string(&answer).unwrap()
     );
     let provider = Recording::new(&script);
-    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let link = TestLink::new(TeachbackMode::Advisory, vec![]);
     let mut task = task(worktree.root(), false, Access::ReadOnly);
     // A judge's answer is its last message: no report is asked for.
     task.ending = Ending::AsInstructed;
     task.env
         .push(("JUDGE_API_KEY".into(), "sk-test-0123456789".into()));
     let outcome = BuiltinRuntime::new(provider)
-        .run(&task, &hooks, &CancelToken::new())
+        .run(&task, &link, &CancelToken::new())
         .await
         .unwrap();
     assert_eq!(outcome.stop, AgentStop::Finished);
@@ -249,7 +249,7 @@ async fn the_outcome_keeps_the_whole_final_answer_where_a_verdict_sits_at_its_en
     assert!(text.starts_with("The diff changes calc.py only."));
     assert!(!text.contains("sk-test-0123456789") && text.contains("[redacted:JUDGE_API_KEY]"));
     // What is recorded as the agent's words stays short; the outcome is what a caller parses.
-    let said: Vec<String> = hooks
+    let said: Vec<String> = link
         .events()
         .into_iter()
         .filter_map(|e| match e {
@@ -294,12 +294,12 @@ replies:
         - name: raise_signal
           input: {level: ALERT, category: QUALITY, issue: "tests are thin", evidence: "one test", impact: "bugs pass", recommended_action: "add tests"}
 "#;
-    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let link = TestLink::new(TeachbackMode::Advisory, vec![]);
     let runtime = BuiltinRuntime::new(Recording::new(script));
     let outcome = runtime
         .run(
             &task(worktree.root(), false, Access::ReadWrite),
-            &hooks,
+            &link,
             &CancelToken::new(),
         )
         .await
@@ -325,12 +325,12 @@ replies:
           - name: raise_signal
             input: {level: HALT, category: SECURITY, issue: "credentials committed in calc.py", evidence: "calc.py:1", impact: "the key leaks with the repository", recommended_action: "rotate the key"}
 "#;
-    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let link = TestLink::new(TeachbackMode::Advisory, vec![]);
     let runtime = BuiltinRuntime::new(Recording::new(script));
     let outcome = runtime
         .run(
             &task(worktree.root(), false, Access::ReadWrite),
-            &hooks,
+            &link,
             &CancelToken::new(),
         )
         .await
@@ -348,7 +348,7 @@ replies:
     limited.limits.max_turns = 3;
     let provider = Recording::new(looping);
     let outcome = BuiltinRuntime::new(provider.clone())
-        .run(&limited, &hooks, &CancelToken::new())
+        .run(&limited, &link, &CancelToken::new())
         .await
         .unwrap();
     assert_eq!(outcome.stop, AgentStop::TurnLimit);
@@ -368,12 +368,12 @@ replies:
       - tool_calls: [{name: report_result, input: {status: blocked, summary: gave up}}]
 "#;
     let provider = Recording::new(script);
-    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let link = TestLink::new(TeachbackMode::Advisory, vec![]);
     let started = Instant::now();
     let outcome = BuiltinRuntime::new(provider.clone())
         .run(
             &task(worktree.root(), false, Access::ReadWrite),
-            &hooks,
+            &link,
             &CancelToken::new(),
         )
         .await
@@ -409,12 +409,12 @@ replies:
           - {name: run_command, input: {argv: [sleep, "30"]}}
       - text: never
 "#;
-    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let link = TestLink::new(TeachbackMode::Advisory, vec![]);
     let mut slow = task(worktree.root(), false, Access::ReadWrite);
     slow.limits.timeout = Duration::from_millis(500);
     let started = Instant::now();
     let outcome = BuiltinRuntime::new(Recording::new(script))
-        .run(&slow, &hooks, &CancelToken::new())
+        .run(&slow, &link, &CancelToken::new())
         .await
         .unwrap();
     assert_eq!(outcome.stop, AgentStop::Timeout);
@@ -428,7 +428,7 @@ replies:
     });
     let started = Instant::now();
     let outcome = BuiltinRuntime::new(Recording::new(script))
-        .run(&task(worktree.root(), false, Access::ReadWrite), &hooks, &cancel)
+        .run(&task(worktree.root(), false, Access::ReadWrite), &link, &cancel)
         .await
         .unwrap();
     assert_eq!(outcome.stop, AgentStop::Cancelled);

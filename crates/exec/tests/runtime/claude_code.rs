@@ -11,7 +11,7 @@ use agency_llm::CancelToken;
 use agency_testkit::{FakeAnthropic, Reply};
 use serde_json::json;
 
-use crate::support::{Sandbox, TestHooks, e2e_client, task};
+use crate::support::{Sandbox, TestLink, e2e_client, task};
 
 const REPORT: &str = "Done.\n```json\n{\"status\": \"done\", \"summary\": \"wrote hello\", \"evidence\": [{\"path\": \"hello.txt\"}]}\n```";
 
@@ -30,8 +30,8 @@ fn fake_agency(dir: &Path) -> std::path::PathBuf {
     path
 }
 
-fn tool_calls(hooks: &TestHooks) -> Vec<(String, bool)> {
-    hooks.tool_calls()
+fn tool_calls(link: &TestLink) -> Vec<(String, bool)> {
+    link.tool_calls()
 }
 
 #[tokio::test]
@@ -60,11 +60,11 @@ async fn claude_code_edits_its_worktree_records_events_and_resumes() {
         &db,
         sandbox.dir.path().join("homes"),
     );
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
 
-    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    let outcome = runtime.run(&task, &link, &CancelToken::new()).await.unwrap();
 
-    assert_eq!(outcome.stop, AgentStop::Finished, "{:#?}", hooks.events());
+    assert_eq!(outcome.stop, AgentStop::Finished, "{:#?}", link.events());
     let report = outcome.report.clone().unwrap();
     assert_eq!(
         (report.status, report.summary.as_str()),
@@ -73,8 +73,8 @@ async fn claude_code_edits_its_worktree_records_events_and_resumes() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "hi");
     assert!(!sandbox.repo.root().join("hello.txt").exists());
     let session = outcome.session_id.clone().unwrap();
-    assert_eq!(tool_calls(&hooks), [("Write".to_owned(), true)]);
-    let events = hooks.events();
+    assert_eq!(tool_calls(&link), [("Write".to_owned(), true)]);
+    let events = link.events();
     // Spending as each of its two answers came (no cost yet), then the rest of the session's with its cost.
     let usage: Vec<_> = events
         .iter()
@@ -113,7 +113,7 @@ async fn claude_code_edits_its_worktree_records_events_and_resumes() {
     );
 
     // Running the same attempt again resumes the session with its history.
-    let again = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    let again = runtime.run(&task, &link, &CancelToken::new()).await.unwrap();
     assert_eq!(again.report.unwrap().summary, "resumed");
     let last = server.message_requests().pop().unwrap();
     assert!(last.to_string().contains("You were interrupted"), "{last}");
@@ -147,10 +147,10 @@ async fn claude_code_fails_closed_when_the_gate_does_not_answer() {
         sandbox.dir.path().join("agency.db"),
         sandbox.dir.path().join("homes"),
     );
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
-    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
+    let outcome = runtime.run(&task, &link, &CancelToken::new()).await.unwrap();
     assert!(!target.exists(), "a missing gate let the Write through");
-    assert_eq!(tool_calls(&hooks), [("Write".to_owned(), false)]);
+    assert_eq!(tool_calls(&link), [("Write".to_owned(), false)]);
     // The gate never decided the call: refused by Claude Code, and an ALERT all the same, since the gate is
     // broken.
     let AgentStop::Signal(signal) = outcome.stop else {
@@ -170,9 +170,9 @@ async fn a_missing_claude_binary_is_reported_as_not_installed() {
     let worktree = sandbox.worktree("missing");
     let mut runtime = ClaudeCodeRuntime::new("agency", "db", sandbox.dir.path().join("homes"));
     runtime.program = "/nonexistent/claude".into();
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
     let task = task(worktree.root(), true, agency_exec::runtime::Access::ReadWrite);
-    let err = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap_err();
+    let err = runtime.run(&task, &link, &CancelToken::new()).await.unwrap_err();
     assert_eq!(
         err.to_string(),
         "claude-code: `/nonexistent/claude` was not found on PATH"
@@ -299,10 +299,10 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
         sandbox.dir.path().join("agency.db"),
         sandbox.dir.path().join("homes"),
     );
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
-    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
+    let outcome = runtime.run(&task, &link, &CancelToken::new()).await.unwrap();
     let AgentStop::Signal(signal) = outcome.stop else {
-        panic!("no ALERT: {:?}\n{:#?}", outcome.stop, hooks.events())
+        panic!("no ALERT: {:?}\n{:#?}", outcome.stop, link.events())
     };
     assert!(
         signal.issue.contains("1 tool call(s)") && signal.issue.contains("Write ("),
@@ -310,12 +310,11 @@ echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"
         signal.issue
     );
     assert!(
-        hooks
-            .notes()
+        link.notes()
             .iter()
             .any(|n| n.starts_with("ALERT gate coverage: Write (") && n.contains("sub.txt")),
         "{:#?}",
-        hooks.notes()
+        link.notes()
     );
 }
 
@@ -344,13 +343,13 @@ fn with_a_gate_service_the_blackboard_is_not_named_and_an_agent_it_cannot_admit_
         "{names:?}"
     );
     // Without a capability its gate could not answer: the agent is refused before anything starts.
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let error = rt
-        .block_on(runtime.run(&task, &hooks, &CancelToken::new()))
+        .block_on(runtime.run(&task, &link, &CancelToken::new()))
         .unwrap_err()
         .to_string();
     assert!(
@@ -419,15 +418,15 @@ echo '{{"hookSpecificOutput":{{"hookEventName":"PreToolUse","permissionDecision"
     runtime.gate = Some(std::sync::Arc::new(SilentGate(
         sandbox.dir.path().join("gate.sock"),
     )));
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
-    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
+    let outcome = runtime.run(&task, &link, &CancelToken::new()).await.unwrap();
     // The forged log is there and covers the Write by its id; the hook was not even told of a log.
     let forged = std::fs::read_to_string(runtime.home(&task).join("gate-decisions.jsonl")).unwrap();
     assert!(forged.contains("\"tool_name\":\"Write\""), "{forged}");
     assert_eq!(std::fs::read_to_string(&seen).unwrap().trim(), "log=unset");
     assert!(target.exists(), "the stand-in allowed the Write");
     let AgentStop::Signal(signal) = outcome.stop else {
-        panic!("no ALERT: {:?}\n{:#?}", outcome.stop, hooks.events())
+        panic!("no ALERT: {:?}\n{:#?}", outcome.stop, link.events())
     };
     assert!(
         signal.issue.contains("1 tool call(s)") && signal.issue.contains("Write ("),

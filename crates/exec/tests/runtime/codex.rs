@@ -8,7 +8,7 @@ use agency_exec::runtime::{Access, AgentStop, CodexProvider, CodexRuntime, Repor
 use agency_llm::CancelToken;
 use agency_testkit::{FakeOpenAi, Reply};
 
-use crate::support::{Sandbox, TestHooks, e2e_client, record_decision, task};
+use crate::support::{Sandbox, TestLink, e2e_client, record_decision, task};
 
 const PATCH: &str = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n";
 
@@ -66,12 +66,12 @@ async fn codex_edits_its_worktree_and_its_events_are_recorded() {
     .unwrap();
     let mut task = task(worktree.root(), true, Access::ReadWrite);
     task.env.push(("FAKE_OPENAI_KEY".into(), "dummy".into()));
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
     let outcome = runtime(&sandbox, &server, "allow")
-        .run(&task, &hooks, &CancelToken::new())
+        .run(&task, &link, &CancelToken::new())
         .await
         .unwrap();
-    assert_eq!(outcome.stop, AgentStop::Finished, "{:#?}", hooks.events());
+    assert_eq!(outcome.stop, AgentStop::Finished, "{:#?}", link.events());
     assert_eq!(outcome.report.unwrap().status, ReportStatus::Done);
     assert!(outcome.session_id.is_some());
     assert_eq!(
@@ -79,7 +79,7 @@ async fn codex_edits_its_worktree_and_its_events_are_recorded() {
         "hi\n"
     );
     assert!(!sandbox.repo.root().join("hello.txt").exists());
-    let calls = hooks.tool_calls();
+    let calls = link.tool_calls();
     assert!(calls.contains(&("apply_patch".to_owned(), true)), "{calls:?}");
     let log = std::fs::read_to_string(sandbox.dir.path().join("hook.log")).unwrap();
     assert_eq!(log.lines().next().unwrap(), task.brief.id.to_string());
@@ -96,9 +96,9 @@ async fn codex_edits_denied_by_the_gate_do_not_happen() {
         FakeOpenAi::start(vec![Reply::custom("apply_patch", PATCH), Reply::text("blocked")]).unwrap();
     let mut task = task(worktree.root(), true, Access::ReadWrite);
     task.env.push(("FAKE_OPENAI_KEY".into(), "dummy".into()));
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
     let outcome = runtime(&sandbox, &server, "deny")
-        .run(&task, &hooks, &CancelToken::new())
+        .run(&task, &link, &CancelToken::new())
         .await
         .unwrap();
     assert_eq!((outcome.stop, outcome.report), (AgentStop::Finished, None));
@@ -135,12 +135,12 @@ async fn a_read_only_codex_agent_cannot_write_even_when_the_gate_allows() {
     let mut task = task(worktree.root(), false, Access::ReadOnly);
     task.ending = agency_exec::runtime::Ending::AsInstructed;
     task.env.push(("FAKE_OPENAI_KEY".into(), "dummy".into()));
-    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let link = TestLink::new(TeachbackMode::Advisory, vec![]);
     let mut runtime = runtime(&sandbox, &server, "allow");
     // Even a runtime whose workspace-write sandbox is off runs a read-only agent in the read-only one.
     runtime.sandbox = false;
-    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
-    assert_eq!(outcome.stop, AgentStop::Finished, "{:#?}", hooks.events());
+    let outcome = runtime.run(&task, &link, &CancelToken::new()).await.unwrap();
+    assert_eq!(outcome.stop, AgentStop::Finished, "{:#?}", link.events());
     assert!(
         outcome
             .final_text
@@ -283,22 +283,22 @@ async fn a_hook_that_fails_in_any_way_blocks_the_write() {
             FakeOpenAi::start(vec![Reply::custom("apply_patch", PATCH), Reply::text("blocked")]).unwrap();
         let mut task = task(worktree.root(), true, Access::ReadWrite);
         task.env.push(("FAKE_OPENAI_KEY".into(), "dummy".into()));
-        let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+        let link = TestLink::new(TeachbackMode::Blocking, vec![]);
         let outcome = failing_hook_runtime(&sandbox, &server, agency)
-            .run(&task, &hooks, &CancelToken::new())
+            .run(&task, &link, &CancelToken::new())
             .await
             .unwrap();
         assert!(
             !worktree.root().join("hello.txt").exists(),
             "{name}: the patch ran"
         );
-        assert_eq!(outcome.stop, AgentStop::Finished, "{name}: {:#?}", hooks.events());
+        assert_eq!(outcome.stop, AgentStop::Finished, "{name}: {:#?}", link.events());
         let outputs = server.tool_outputs();
         assert!(
             outputs.iter().any(|o| o.to_string().contains(why)),
             "{name}: the model was not told why: {outputs:#?}"
         );
-        let notes = hooks.notes();
+        let notes = link.notes();
         assert!(
             notes
                 .iter()
@@ -324,11 +324,11 @@ async fn a_call_the_gate_never_decided_fails_the_brief_with_an_alert() {
     .unwrap();
     let mut task = task(worktree.root(), true, Access::ReadWrite);
     task.env.push(("FAKE_OPENAI_KEY".into(), "dummy".into()));
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
     let mut runtime = runtime(&sandbox, &server, "allow");
     runtime.agency = fake_agency_recording(sandbox.dir.path(), "allow", "cat >/dev/null\n");
-    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
-    assert_alert_for_the_patch(&outcome.stop, &hooks);
+    let outcome = runtime.run(&task, &link, &CancelToken::new()).await.unwrap();
+    assert_alert_for_the_patch(&outcome.stop, &link);
 }
 
 /// A hook that hangs past Codex's timeout: Codex kills it and runs the patch anyway (its fail-open), and
@@ -347,17 +347,17 @@ async fn a_hook_that_hangs_past_the_timeout_fails_the_brief_with_an_alert() {
     .unwrap();
     let mut task = task(worktree.root(), true, Access::ReadWrite);
     task.env.push(("FAKE_OPENAI_KEY".into(), "dummy".into()));
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
     let mut runtime = runtime(&sandbox, &server, "allow");
     runtime.hook_timeout = std::time::Duration::from_secs(1);
     runtime.agency = fake_agency_recording(sandbox.dir.path(), "allow", "sleep 5\n");
-    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
-    assert_alert_for_the_patch(&outcome.stop, &hooks);
+    let outcome = runtime.run(&task, &link, &CancelToken::new()).await.unwrap();
+    assert_alert_for_the_patch(&outcome.stop, &link);
 }
 
-fn assert_alert_for_the_patch(stop: &AgentStop, hooks: &TestHooks) {
+fn assert_alert_for_the_patch(stop: &AgentStop, link: &TestLink) {
     let AgentStop::Signal(signal) = stop else {
-        panic!("no ALERT: {stop:?}\n{:#?}", hooks.events())
+        panic!("no ALERT: {stop:?}\n{:#?}", link.events())
     };
     assert_eq!(signal.level, agency_exec::runtime::SignalLevel::Alert);
     assert!(
@@ -365,7 +365,7 @@ fn assert_alert_for_the_patch(stop: &AgentStop, hooks: &TestHooks) {
         "{}",
         signal.issue
     );
-    let notes = hooks.notes();
+    let notes = link.notes();
     assert!(
         notes
             .iter()

@@ -6,7 +6,7 @@ use agency_core::variety::TeachbackMode;
 use agency_exec::runtime::{Access, AgentStop, BuiltinRuntime, CommandRuntime, ReportStatus, Runtime};
 use agency_llm::CancelToken;
 
-use crate::support::{Recording, Sandbox, TestHooks, task};
+use crate::support::{Recording, Sandbox, TestLink, task};
 
 const TEACHBACK: &str = r#"{name: submit_teachback, input: {building: "a fix to calc.add", key_constraints: ["only calc.py"], approach: "swap the operator", most_likely_wrong: "the test", least_confident: "callers"}}"#;
 
@@ -26,13 +26,13 @@ async fn the_command_starts_only_after_the_teachback_is_approved() {
     );
     let provider = Recording::new(&script);
     let runtime = CommandRuntime::new(agent_argv(), BuiltinRuntime::new(provider.clone()));
-    let hooks = TestHooks::new(
+    let link = TestLink::new(
         TeachbackMode::Blocking,
         vec![ReviewVerdict::Corrections(vec!["name the test".into()])],
     );
     let mut task = task(worktree.root(), true, Access::ReadWrite);
     task.system = vec![];
-    let outcome = runtime.run(&task, &hooks, &CancelToken::new()).await.unwrap();
+    let outcome = runtime.run(&task, &link, &CancelToken::new()).await.unwrap();
 
     assert_eq!(outcome.stop, AgentStop::Finished);
     let report = outcome.report.unwrap();
@@ -45,7 +45,7 @@ async fn the_command_starts_only_after_the_teachback_is_approved() {
         "Fix calc.add so that check.sh passes.\n"
     );
     // Two teachbacks (one corrected), then the command; the step's agent had only read-only tools.
-    assert_eq!(hooks.teachbacks.lock().unwrap().len(), 2);
+    assert_eq!(link.teachbacks.lock().unwrap().len(), 2);
     let requests = provider.requests();
     assert_eq!(requests.len(), 2);
     let names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
@@ -68,11 +68,11 @@ async fn a_blocked_teachback_step_never_starts_the_command() {
     let worktree = sandbox.worktree("command-blocked");
     let script = "replies:\n  - role: implementer\n    replies:\n      - tool_calls: [{name: report_result, input: {status: blocked, summary: no tests exist}}]\n";
     let runtime = CommandRuntime::new(agent_argv(), BuiltinRuntime::new(Recording::new(script)));
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
     let outcome = runtime
         .run(
             &task(worktree.root(), true, Access::ReadWrite),
-            &hooks,
+            &link,
             &CancelToken::new(),
         )
         .await

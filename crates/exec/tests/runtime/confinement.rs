@@ -5,7 +5,7 @@ use agency_core::variety::TeachbackMode;
 use agency_exec::runtime::{Access, AgentStop, BuiltinRuntime, Runtime};
 use agency_llm::CancelToken;
 
-use crate::support::{Recording, Sandbox, TestHooks, canonical, task};
+use crate::support::{Recording, Sandbox, TestLink, canonical, task};
 
 #[tokio::test]
 async fn every_escape_is_refused_for_read_write_and_edit() {
@@ -36,11 +36,11 @@ async fn every_escape_is_refused_for_read_write_and_edit() {
         calls.join(", ")
     );
     let provider = Recording::new(&script);
-    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let link = TestLink::new(TeachbackMode::Advisory, vec![]);
     let outcome = BuiltinRuntime::new(provider.clone())
         .run(
             &task(worktree.root(), false, Access::ReadWrite),
-            &hooks,
+            &link,
             &CancelToken::new(),
         )
         .await

@@ -6,7 +6,7 @@ use agency_exec::MergeOutcome;
 use agency_exec::runtime::{Access, AgentStop, BuiltinRuntime, Runtime};
 use agency_llm::CancelToken;
 
-use crate::support::{Recording, Sandbox, TestHooks, task};
+use crate::support::{Recording, Sandbox, TestLink, task};
 
 const SCRIPT: &str = r#"
 replies:
@@ -28,15 +28,15 @@ async fn parallel_agents_are_isolated_and_their_conflict_is_reported() {
     let (a, b) = (sandbox.worktree("a"), sandbox.worktree("b"));
     let provider = Recording::new(SCRIPT);
     let runtime = BuiltinRuntime::new(provider.clone());
-    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let link = TestLink::new(TeachbackMode::Advisory, vec![]);
     let mut task_a = task(a.root(), false, Access::ReadWrite);
     task_a.meta.brief = Some("a".into());
     let mut task_b = task(b.root(), false, Access::ReadWrite);
     task_b.meta.brief = Some("b".into());
     let cancel = CancelToken::new();
     let (ran_a, ran_b) = tokio::join!(
-        runtime.run(&task_a, &hooks, &cancel),
-        runtime.run(&task_b, &hooks, &cancel)
+        runtime.run(&task_a, &link, &cancel),
+        runtime.run(&task_b, &link, &cancel)
     );
     assert_eq!(ran_a.unwrap().stop, AgentStop::Finished);
     assert_eq!(ran_b.unwrap().stop, AgentStop::Finished);

@@ -7,7 +7,7 @@ use agency_exec::runtime::{Access, AgentStop, AgentTask, BuiltinRuntime, OutputC
 use agency_llm::{Block, CancelToken, Role};
 use serde_json::Value;
 
-use crate::support::{Recording, Sandbox, TestHooks, task};
+use crate::support::{Recording, Sandbox, TestLink, task};
 
 const CALC: &str = "def add(a, b):\n    return a - b\n";
 
@@ -42,19 +42,19 @@ async fn run(
 ) -> (
     agency_exec::runtime::AgentOutcome,
     std::sync::Arc<Recording>,
-    TestHooks,
+    TestLink,
 ) {
     let sandbox = Sandbox::new(&[("calc.py", CALC)]);
     let worktree = sandbox.worktree("mistakes");
     let provider = Recording::new(script);
-    let hooks = TestHooks::new(TeachbackMode::Advisory, vec![]);
+    let link = TestLink::new(TeachbackMode::Advisory, vec![]);
     let mut task = task(worktree.root(), false, Access::ReadWrite);
     adjust(&mut task);
     let outcome = runtime(BuiltinRuntime::new(provider.clone()))
-        .run(&task, &hooks, &CancelToken::new())
+        .run(&task, &link, &CancelToken::new())
         .await
         .unwrap();
-    (outcome, provider, hooks)
+    (outcome, provider, link)
 }
 
 /// The text the agent added to the request of `turn` (from 1), after the tool results: a reminder or a
@@ -268,7 +268,7 @@ replies:
       tool_calls:
         - {name: read_file, input: {path: calc.py}}
 "#;
-    let (outcome, provider, hooks) = run(script, |_| {}, |r| r).await;
+    let (outcome, provider, link) = run(script, |_| {}, |r| r).await;
     assert_eq!(
         outcome.stop,
         AgentStop::Mistake(
@@ -287,5 +287,5 @@ replies:
         "{noted:?}"
     );
     // The looping call was not run.
-    assert_eq!(hooks.tool_calls().len(), 3);
+    assert_eq!(link.tool_calls().len(), 3);
 }

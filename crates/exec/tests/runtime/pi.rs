@@ -13,7 +13,7 @@ use agency_llm::CancelToken;
 use agency_testkit::{FakeAnthropic, Reply};
 use serde_json::json;
 
-use crate::support::{Recording, Sandbox, TestHooks, optional_client, task};
+use crate::support::{Recording, Sandbox, TestLink, optional_client, task};
 
 const TEACHBACK: &str = r#"{name: submit_teachback, input: {building: "hello.txt", key_constraints: ["only hello.txt"], approach: "write it", most_likely_wrong: "the content", least_confident: "nothing"}}"#;
 
@@ -41,26 +41,26 @@ async fn pi_starts_after_the_teachback_and_edits_its_worktree() {
         "baseUrl": server.base_url(), "api": "anthropic-messages", "apiKey": "dummy",
         "models": [{"id": "fake-model"}]
     }}}));
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
     let outcome = runtime
         .run(
             &task(worktree.root(), true, Access::ReadWrite),
-            &hooks,
+            &link,
             &CancelToken::new(),
         )
         .await
         .unwrap();
-    assert_eq!(outcome.stop, AgentStop::Finished, "{:#?}", hooks.events());
+    assert_eq!(outcome.stop, AgentStop::Finished, "{:#?}", link.events());
     assert_eq!(outcome.report.unwrap().status, ReportStatus::Done);
-    assert_eq!(hooks.teachbacks.lock().unwrap().len(), 1);
+    assert_eq!(link.teachbacks.lock().unwrap().len(), 1);
     assert_eq!(
         std::fs::read_to_string(worktree.root().join("hello.txt")).unwrap(),
         "hi"
     );
     assert!(
-        hooks.tool_calls().contains(&("write".to_owned(), true)),
+        link.tool_calls().contains(&("write".to_owned(), true)),
         "{:?}",
-        hooks.tool_calls()
+        link.tool_calls()
     );
 }
 
@@ -85,12 +85,12 @@ async fn a_pi_that_refuses_the_prompt_ends_the_agent_at_once_with_its_reason() {
         max_tokens: None,
     });
     runtime.inherit_env = vec!["PATH".into()];
-    let hooks = TestHooks::new(TeachbackMode::Blocking, vec![]);
+    let link = TestLink::new(TeachbackMode::Blocking, vec![]);
     let started = std::time::Instant::now();
     let result = runtime
         .run(
             &task(worktree.root(), true, Access::ReadOnly),
-            &hooks,
+            &link,
             &CancelToken::new(),
         )
         .await;

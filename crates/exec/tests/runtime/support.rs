@@ -1,4 +1,4 @@
-//! Helpers for the runtime tests: a temporary git repository with a worktree, an [`AgentHooks`] backed by
+//! Helpers for the runtime tests: a temporary git repository with a worktree, an [`RunnerLink`] backed by
 //! the core teachback state machine, a provider that records what it was asked, and a task builder.
 
 use std::collections::VecDeque;
@@ -12,7 +12,7 @@ use agency_core::teachback::{
 use agency_core::variety::TeachbackMode;
 use agency_core::{Brief, Tier};
 use agency_exec::runtime::{
-    Access, AgentEvent, AgentHooks, AgentLimits, AgentTask, Ending, ToolCallView, ToolDecision,
+    Access, AgentEvent, AgentLimits, AgentTask, Ending, RunnerLink, ToolCallView, ToolDecision,
 };
 use agency_llm::{
     BoxFuture, CallMeta, CancelToken, EventSink, LlmError, Provider, Request, Response, Script,
@@ -128,9 +128,9 @@ pub fn task(worktree: &Path, blocking: bool, access: Access) -> AgentTask {
     }
 }
 
-/// Runner-side hooks for tests: the teachback gate kept with the core state machine, reviews answered
+/// A runner link for tests: the teachback gate kept with the core state machine, reviews answered
 /// from a queue (approved when it runs dry), every event kept.
-pub struct TestHooks {
+pub struct TestLink {
     pub mode: TeachbackMode,
     pub state: Mutex<TeachbackState>,
     pub reviews: Mutex<VecDeque<TeachbackReview>>,
@@ -138,7 +138,7 @@ pub struct TestHooks {
     pub events: Mutex<Vec<AgentEvent>>,
 }
 
-impl TestHooks {
+impl TestLink {
     pub fn new(mode: TeachbackMode, reviews: Vec<ReviewVerdict>) -> Self {
         Self {
             mode,
@@ -191,7 +191,7 @@ impl TestHooks {
     }
 }
 
-impl AgentHooks for TestHooks {
+impl RunnerLink for TestLink {
     fn teachback<'a>(&'a self, teachback: &'a Teachback) -> BoxFuture<'a, Result<TeachbackReview, String>> {
         Box::pin(async move {
             self.teachbacks.lock().unwrap().push(teachback.clone());

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use agency_exec::runtime::{
-    AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, BuiltinRuntime, ReportStatus,
+    AgentEvent, AgentOutcome, AgentReport, AgentStop, AgentTask, BuiltinRuntime, ReportStatus, RunnerLink,
     Runtime, RuntimeError,
 };
 use agency_llm::{BoxFuture, CancelToken, Message, Provider, Request, Script, ScriptedProvider};
@@ -89,7 +89,7 @@ impl Runtime for AcceptsEverything {
     fn run<'a>(
         &'a self,
         _task: &'a AgentTask,
-        _hooks: &'a dyn AgentHooks,
+        _link: &'a dyn RunnerLink,
         _cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async { Ok(finished("Looks done.\nVERDICT: accept\nmissing: none")) })
@@ -108,7 +108,7 @@ impl Runtime for NoVerdict {
     fn run<'a>(
         &'a self,
         _task: &'a AgentTask,
-        _hooks: &'a dyn AgentHooks,
+        _link: &'a dyn RunnerLink,
         _cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async { Ok(finished("I think it is probably fine, mostly.")) })
@@ -143,7 +143,7 @@ impl<P: Provider> Runtime for OneShot<P> {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
@@ -155,7 +155,7 @@ impl<P: Provider> Runtime for OneShot<P> {
                 ..Request::default()
             };
             let response = self.provider.complete(&request, &mut |_| {}, cancel).await?;
-            hooks.record(AgentEvent::Said(response.text()));
+            link.record(AgentEvent::Said(response.text()));
             Ok(AgentOutcome {
                 report: None,
                 stop: AgentStop::Finished,

@@ -249,7 +249,7 @@ impl Runtime for Unavailable {
     fn run<'a>(
         &'a self,
         _task: &'a agency_exec::runtime::AgentTask,
-        _hooks: &'a dyn agency_exec::runtime::AgentHooks,
+        _link: &'a dyn agency_exec::runtime::RunnerLink,
         _cancel: &'a agency_llm::CancelToken,
     ) -> agency_llm::BoxFuture<'a, Result<agency_exec::runtime::AgentOutcome, RuntimeError>> {
         Box::pin(async move { Err(RuntimeError::Other(self.0.clone())) })

@@ -2,7 +2,7 @@
 //!
 //! Each turn sends the same system blocks and tool list (byte-identical, so the provider's prompt cache
 //! hits) and the conversation so far; the model's tool calls are each checked with
-//! [`AgentHooks::check_tool`] before they run (a denial goes back as an error result and the call is not
+//! [`RunnerLink::check_tool`] before they run (a denial goes back as an error result and the call is not
 //! executed), and their results go back in the next turn. The model's mistakes are answered in the same
 //! conversation ([`repair`]): a report whose output does not match its tier's schema, a turn ended without
 //! reporting, malformed arguments, an unknown tool, a reply cut off at the token limit, the same call over
@@ -32,7 +32,7 @@ pub use tools::{Tool, Toolset};
 
 use super::redact::{Recorder, redactor_for, truncate};
 use super::{
-    AgentEvent, AgentHooks, AgentOutcome, AgentReport, AgentStop, AgentTask, AlgedonicSignal, Ending,
+    AgentEvent, AgentOutcome, AgentReport, AgentStop, AgentTask, AlgedonicSignal, Ending, RunnerLink,
     Runtime, RuntimeError, ToolCallView, ToolDecision, final_text,
 };
 use repair::{Repairs, Repeat};
@@ -107,11 +107,11 @@ impl Runtime for BuiltinRuntime {
     fn run<'a>(
         &'a self,
         task: &'a AgentTask,
-        hooks: &'a dyn AgentHooks,
+        link: &'a dyn RunnerLink,
         cancel: &'a CancelToken,
     ) -> agency_llm::BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
         Box::pin(async move {
-            match self.drive(task, task.access.into(), hooks, cancel).await? {
+            match self.drive(task, task.access.into(), link, cancel).await? {
                 Ended::Stopped(outcome) => Ok(*outcome),
                 // Only the teachback toolset ends on approval.
                 Ended::Approved => Ok(stopped(AgentStop::Finished)),
@@ -128,12 +128,12 @@ impl BuiltinRuntime {
     pub async fn teachback_step(
         &self,
         task: &AgentTask,
-        hooks: &dyn AgentHooks,
+        link: &dyn RunnerLink,
         cancel: &CancelToken,
     ) -> Result<Option<AgentOutcome>, RuntimeError> {
         let mut step = task.clone();
         step.prompt.push_str(TEACHBACK_STEP);
-        match self.drive(&step, Toolset::Teachback, hooks, cancel).await? {
+        match self.drive(&step, Toolset::Teachback, link, cancel).await? {
             Ended::Approved => Ok(None),
             Ended::Stopped(outcome) => Ok(Some(*outcome)),
         }
@@ -143,7 +143,7 @@ impl BuiltinRuntime {
         &self,
         task: &AgentTask,
         toolset: Toolset,
-        hooks: &dyn AgentHooks,
+        link: &dyn RunnerLink,
         cancel: &CancelToken,
     ) -> Result<Ended, RuntimeError> {
         let confinement = Confinement::new(&task.worktree)
@@ -153,8 +153,8 @@ impl BuiltinRuntime {
             provider: self.provider.as_ref(),
             task,
             toolset,
-            hooks,
-            recorder: Recorder::new(hooks, &redactor),
+            link,
+            recorder: Recorder::new(link, &redactor),
             confinement,
             cancel,
             max_tokens_ceiling: self.max_tokens_ceiling,
@@ -208,7 +208,7 @@ struct Agent<'a> {
     provider: &'a dyn Provider,
     task: &'a AgentTask,
     toolset: Toolset,
-    hooks: &'a dyn AgentHooks,
+    link: &'a dyn RunnerLink,
     recorder: Recorder<'a>,
     confinement: Confinement,
     cancel: &'a CancelToken,
@@ -406,7 +406,7 @@ impl Agent<'_> {
             input,
             read_only: tool.read_only(),
         };
-        let decision = self.hooks.check_tool(&view);
+        let decision = self.link.check_tool(&view);
         self.recorder.record(AgentEvent::ToolCall {
             name: name.to_owned(),
             summary,
@@ -463,7 +463,7 @@ impl Agent<'_> {
                 };
             }
             Tool::ProposePathAmendment => args::<ProposedAmendment>(input)
-                .and_then(|a| self.hooks.propose_path_amendment(&a.reason, a.change)),
+                .and_then(|a| self.link.propose_path_amendment(&a.reason, a.change)),
             Tool::RaiseSignal => {
                 // A signal whose category is another level's, or with a field left empty, goes back to the
                 // agent to fix: it stops work only when it says what a human needs to act on it.
@@ -513,7 +513,7 @@ impl Agent<'_> {
                 "{incomplete}; fill it in and call submit_teachback again"
             ));
         }
-        let review = self.hooks.teachback(teachback).await?;
+        let review = self.link.teachback(teachback).await?;
         self.recorder
             .note(format!("teachback reviewed by {}", review.reviewer));
         Ok(review)

@@ -1,4 +1,4 @@
-//! The runner's side of an agent run ([`AgentHooks`]): the teachback goes through the core state machine
+//! The runner's side of an agent run ([`RunnerLink`]): the teachback goes through the core state machine
 //! and is reviewed by the parent tier's model (or a human, when the `teachback` gate is on); every tool
 //! call is checked against the brief's teachback state; what the agent does becomes events.
 //!
@@ -17,7 +17,7 @@ use agency_core::teachback::{
 };
 use agency_core::variety::TeachbackMode;
 use agency_core::{Brief, BriefId};
-use agency_exec::runtime::{AgentEvent, AgentHooks, ToolCallView, ToolDecision};
+use agency_exec::runtime::{AgentEvent, RunnerLink, ToolCallView, ToolDecision};
 use agency_llm::{
     Block, BoxFuture, CancelToken, Message, Provider, Request, Spend, ToolChoice, ToolSpec, UsageRecord,
 };
@@ -30,7 +30,7 @@ use crate::task::call_meta;
 
 pub use crate::teachback_gate::Reviewed;
 
-/// The `via` of a teachback submitted through [`AgentHooks::teachback`] (reviewed in process).
+/// The `via` of a teachback submitted through [`RunnerLink::teachback`] (reviewed in process).
 pub const VIA_RUNNER: &str = "runner";
 
 /// Who reviews blocking teachbacks.
@@ -42,9 +42,9 @@ pub enum Reviewer {
     Human { poll: Duration },
 }
 
-/// Hooks for one brief's agent.
+/// One brief's agent's link to the runner.
 #[derive(Debug)]
-pub struct RunnerHooks {
+pub struct BriefLink {
     store: Arc<dyn Blackboard>,
     brief: Brief,
     mode: TeachbackMode,
@@ -55,12 +55,12 @@ pub struct RunnerHooks {
     ledger: Option<SharedLedger>,
 }
 
-impl RunnerHooks {
-    /// Hooks for `brief`, whose teachback state is read from the blackboard copy given.
+impl BriefLink {
+    /// The link for `brief`, whose teachback state is read from the blackboard copy given.
     pub fn new(store: Arc<dyn Blackboard>, brief: Brief, reviewer: Reviewer, cancel: CancelToken) -> Self {
         let mode = brief.teachback_mode();
         let state = Mutex::new(brief.teachback);
-        RunnerHooks {
+        BriefLink {
             store,
             brief,
             mode,
@@ -280,7 +280,7 @@ async fn review_by_model(
         .complete(&request, &mut |_| {}, cancel)
         .await
         .map_err(|e| format!("the reviewer could not be reached ({e}); wait and resubmit"))?;
-    // The review runs outside any agent's hooks, which write the usage events of agents' calls: its own is
+    // The review runs outside any agent's link, which writes the usage events of agents' calls: its own is
     // written here (its provider already charged the ledger), so cost reports and the budget rebuilt after
     // a crash count it too.
     let usage = EventPayload::Usage(payload::Usage {
@@ -342,7 +342,7 @@ async fn review_by_model(
     })
 }
 
-impl AgentHooks for RunnerHooks {
+impl RunnerLink for BriefLink {
     fn teachback<'a>(&'a self, teachback: &'a Teachback) -> BoxFuture<'a, Result<TeachbackReview, String>> {
         Box::pin(async move {
             teachback
@@ -523,8 +523,8 @@ impl AgentHooks for RunnerHooks {
     }
 }
 
-/// The id of the brief these hooks serve.
-impl RunnerHooks {
+/// The id of the brief this link serves.
+impl BriefLink {
     /// The brief.
     pub fn brief_id(&self) -> BriefId {
         self.brief.id
@@ -590,16 +590,16 @@ mod tests {
              - name: review_teachback\n          input: { approved: true, note: ok }\n",
         )
         .unwrap();
-        let hooks = RunnerHooks::new(
+        let link = BriefLink::new(
             store.clone(),
             taken_over,
             Reviewer::Model(Arc::new(ScriptedProvider::new(script))),
             CancelToken::new(),
         );
 
-        let review = hooks.teachback(&teachback).await.unwrap();
+        let review = link.teachback(&teachback).await.unwrap();
         assert_eq!(review.verdict, ReviewVerdict::Approved);
-        assert_eq!(hooks.state(), TeachbackState::Active);
+        assert_eq!(link.state(), TeachbackState::Active);
         assert_eq!(
             store.get_brief(brief.id).unwrap().teachback,
             TeachbackState::Active
