@@ -20,8 +20,25 @@ use agency_core::{Brief, RunId};
 use agency_exec::{MergeChain, MergeOutcome, Repo, WorktreeSweep, brief_branch_name, sanitize_ref_component};
 use agency_signoff::CheckoutPlace;
 
-use crate::error::Result;
-use crate::remote::SharedRemote;
+use crate::error::{EngineError, Result};
+
+/// The git remote a runner shares a run's branches through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedRemote {
+    /// The remote's name in this runner's repository (`origin` in a worker's clone).
+    pub name: String,
+    /// Whether this runner drives the run (see the module docs for what that changes).
+    pub driver: bool,
+    /// The credentials each fetch and push gets, if the remote's URL carried any (never written to disk).
+    pub access: agency_exec::RemoteAccess,
+}
+
+impl SharedRemote {
+    /// The error for a fetch or push through this remote that failed: `what` was being done.
+    pub(crate) fn failed(&self, what: &str, err: &agency_exec::GitError) -> EngineError {
+        EngineError::State(format!("{what} through git remote {}: {err}", self.name))
+    }
+}
 
 /// The run's branches and worktrees.
 #[derive(Debug, Clone)]
@@ -79,6 +96,11 @@ impl RunBranches {
             sweep,
             remote: None,
         }
+    }
+
+    /// Whether the run's branches are shared through a remote ([`crate::remote`]).
+    pub(crate) fn is_shared(&self) -> bool {
+        self.remote.is_some()
     }
 
     /// These branches, shared through `remote` when it is set ([`crate::remote`]).
@@ -420,8 +442,7 @@ mod tests {
     use agency_core::{Brief, BriefId, NewBrief, RunId, Tier};
     use agency_exec::{GitOptions, RemoteAccess, Repo, WorktreeSweep};
 
-    use super::{KnownBranches, RunBranches};
-    use crate::remote::SharedRemote;
+    use super::{KnownBranches, RunBranches, SharedRemote};
 
     fn git(dir: &Path, args: &[&str]) -> String {
         let out = Command::new("git")

@@ -22,7 +22,7 @@ impl Engine {
         new.base_rev = Some(base.clone());
         new.config = serde_json::to_value(&*self.config).unwrap_or_default();
         let run = self.store.create_run(new)?;
-        crate::forge::remember_base(self, &run)?;
+        crate::forge::remember_base(self.store.as_ref(), &self.repo, &run)?;
         self.finish_start(&run)?;
         Ok(run)
     }
@@ -113,7 +113,12 @@ impl Engine {
         lease: &agency_store::DriverLease,
     ) -> Result<DriveOutcome> {
         let mut passes = crate::advance::Passes::default();
-        let mut outbox = crate::notify::Outbox::open(self, run);
+        let mut outbox = crate::notify::Outbox::open(
+            run,
+            &self.config.notifiers,
+            self.options.auto_approve,
+            self.publisher(run),
+        );
         let mut board_reviews = crate::board_review::BoardReviews::default();
         let mut stall = crate::stall::StallWatch::default();
         let mut idle = crate::stall::IdleAgents::default();
@@ -130,7 +135,7 @@ impl Engine {
             if self.store.run_status(run)? != record.status {
                 record = self.store.get_run(run)?;
             }
-            outbox.deliver(self, &record).await;
+            outbox.deliver(&record).await;
             if record.status.is_terminal() {
                 crew.abort_all();
                 return Ok(self.outcome(&record));

@@ -57,7 +57,7 @@ pub struct EngineOptions {
     pub wake: Option<Arc<tokio::sync::Notify>>,
     /// The git remote the run's branches are shared through, when its runners do not share a disk
     /// ([`crate::remote`]); `None` on one machine.
-    pub remote: Option<crate::remote::SharedRemote>,
+    pub remote: Option<crate::branches::SharedRemote>,
     /// What this runner offers: the tiers and labels of the briefs it claims ([`crate::placement`]). The
     /// default, every tier and no label, is the driver's own runner: it never takes a brief whose
     /// workstream needs a label.
@@ -252,13 +252,23 @@ impl Engine {
         .shared_through(self.options.remote.clone())
     }
 
+    /// What publishing `run` (push and pull request) needs of this runner.
+    pub(crate) fn publisher(&self, run: RunId) -> crate::forge::Publisher {
+        crate::forge::Publisher {
+            store: self.store.clone(),
+            repo: self.repo.clone(),
+            forge: self.config.forge.clone(),
+            integration: self.branches(run).integration(),
+        }
+    }
+
     /// The repository this runner works in.
     pub fn repo(&self) -> &Repo {
         &self.repo
     }
 
     /// This runner, sharing the run's branches through `remote` ([`crate::remote`]).
-    pub fn sharing_through(mut self, remote: crate::remote::SharedRemote) -> Self {
+    pub fn sharing_through(mut self, remote: crate::branches::SharedRemote) -> Self {
         Arc::make_mut(&mut self.options).remote = Some(remote);
         self
     }

@@ -133,7 +133,7 @@ impl Engine {
                     let pushed = branches
                         .commit_brief(&brief)
                         .map_err(|e| e.to_string())
-                        .and_then(|_| crate::remote::push_slice(self, &brief));
+                        .and_then(|_| crate::remote::push_slice(&self.branches(brief.run), &brief));
                     if let Err(why) = pushed {
                         self.apply(batch)?;
                         return fail_brief(self, &brief, &format!("its work could not be shared: {why}"));
@@ -154,7 +154,7 @@ impl Engine {
                     && self.branches(brief.run).commit_brief(&brief).is_ok()
                     && brief.branch.is_some()
                     // Through a shared remote, the next attempt may start on another machine.
-                    && crate::remote::push_slice(self, &brief).is_ok();
+                    && crate::remote::push_slice(&self.branches(brief.run), &brief).is_ok();
                 let why = if kept {
                     format!(
                         "partial: {}\nWhat it did is kept: the next attempt starts from its work and does what \

@@ -17,8 +17,27 @@ use agency_exec::process;
 use agency_store::Run;
 use serde_json::json;
 
-use crate::engine::Engine;
-use crate::notify::{NotifyError, post_json};
+use std::sync::Arc;
+
+use agency_core::config::ForgeConfig;
+use agency_exec::git::Repo;
+use agency_store::Blackboard;
+
+use crate::http::{HttpError, post_json};
+
+/// What publishing a run needs from the runner — the blackboard, the repository, team.yaml's `forge`
+/// section and the run's integration branch — and nothing else of it.
+#[derive(Clone)]
+pub(crate) struct Publisher {
+    /// Where the run's records are read and the outcome written.
+    pub store: Arc<dyn Blackboard>,
+    /// The repository pushed from.
+    pub repo: Repo,
+    /// team.yaml's `forge` section.
+    pub forge: ForgeConfig,
+    /// The branch published: the run's integration branch.
+    pub integration: String,
+}
 
 /// What publishing found or did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -30,8 +49,8 @@ pub(crate) struct Published {
 }
 
 /// Records the branch checked out when the run starts: the pull request's base.
-pub(crate) fn remember_base(engine: &Engine, run: &Run) -> crate::Result<()> {
-    let Some(branch) = engine.repo.current_branch()? else {
+pub(crate) fn remember_base(store: &dyn Blackboard, repo: &Repo, run: &Run) -> crate::Result<()> {
+    let Some(branch) = repo.current_branch()? else {
         return Ok(());
     };
     let payload = EventPayload::Log(LogLine {
@@ -42,7 +61,7 @@ pub(crate) fn remember_base(engine: &Engine, run: &Run) -> crate::Result<()> {
             format!("the run starts from branch {branch}"),
         )
     });
-    engine.store.append_event(NewEvent::typed(run.id, payload))?;
+    store.append_event(NewEvent::typed(run.id, payload))?;
     Ok(())
 }
 
@@ -57,7 +76,7 @@ struct RunFacts {
     unreadable: Vec<String>,
 }
 
-fn facts(engine: &Engine, run: &Run) -> RunFacts {
+fn facts(store: &dyn Blackboard, run: &Run) -> RunFacts {
     let mut facts = RunFacts::default();
     let mut after = 0;
     // Only the kinds read below: the run's other events (ten or more per brief) are not decoded at all.
@@ -66,7 +85,7 @@ fn facts(engine: &Engine, run: &Run) -> RunFacts {
         EventKind::SignoffVerify,
         EventKind::Log,
     ];
-    while let Ok(page) = engine.store.events_of_kinds_after(run.id, &kinds, after, 1000) {
+    while let Ok(page) = store.events_of_kinds_after(run.id, &kinds, after, 1000) {
         let Some(last) = page.last() else { break };
         after = last.seq;
         for event in page {
@@ -98,8 +117,8 @@ fn facts(engine: &Engine, run: &Run) -> RunFacts {
 
 /// Pushes the integration branch and opens the pull request, once per run. Never fails the run: whatever
 /// goes wrong is logged and the branch stays for review.
-pub(crate) async fn publish(engine: &Engine, run: &Run) -> Published {
-    let facts = facts(engine, run);
+pub(crate) async fn publish(publisher: &Publisher, run: &Run) -> Published {
+    let facts = facts(publisher.store.as_ref(), run);
     if let Some(done) = &facts.published {
         return Published {
             url: done.url.clone(),
@@ -112,12 +131,12 @@ pub(crate) async fn publish(engine: &Engine, run: &Run) -> Published {
             Some("UNREADABLE"),
             format!("a record the pull request would cite does not read, so it is left out: {what}"),
         );
-        let _ = engine
+        let _ = publisher
             .store
             .append_event(NewEvent::typed(run.id, EventPayload::Log(line)));
     }
-    let branch = engine.branches(run.id).integration();
-    let (url, level, message) = match open_pull_request(engine, run, &facts, &branch).await {
+    let branch = &publisher.integration;
+    let (url, level, message) = match open_pull_request(publisher, run, &facts).await {
         Ok(url) => (Some(url.clone()), "normal", format!("pull request opened: {url}")),
         Err(Skip::NotConfigured(why)) => (
             None,
@@ -136,7 +155,7 @@ pub(crate) async fn publish(engine: &Engine, run: &Run) -> Published {
     });
     let mut event = NewEvent::typed(run.id, payload);
     event.tier = Some(Tier::T1);
-    let _ = engine.store.append_event(event);
+    let _ = publisher.store.append_event(event);
     Published {
         url,
         accept_summary: facts.accept_summary,
@@ -152,18 +171,14 @@ enum Skip {
     Failed(String),
 }
 
-async fn open_pull_request(
-    engine: &Engine,
-    run: &Run,
-    facts: &RunFacts,
-    branch: &str,
-) -> Result<String, Skip> {
-    let forge = &engine.config.forge;
+async fn open_pull_request(publisher: &Publisher, run: &Run, facts: &RunFacts) -> Result<String, Skip> {
+    let forge = &publisher.forge;
+    let branch = publisher.integration.as_str();
     let token = std::env::var(&forge.token_env)
         .ok()
         .filter(|t| !t.trim().is_empty())
         .ok_or_else(|| Skip::NotConfigured(format!("${} is not set", forge.token_env)))?;
-    let remote_url = engine
+    let remote_url = publisher
         .repo
         .run_git(&["config", "--get", &format!("remote.{}.url", forge.remote)])
         .map(|o| o.stdout.text().trim().to_string())
@@ -176,11 +191,11 @@ async fn open_pull_request(
     })?;
     let base = match &facts.base {
         Some(base) => base.clone(),
-        None => engine.repo.current_branch().ok().flatten().ok_or_else(|| {
+        None => publisher.repo.current_branch().ok().flatten().ok_or_else(|| {
             Skip::Failed("the branch the run started from is unknown (detached HEAD)".into())
         })?,
     };
-    push(engine, &forge.remote, branch, &remote_url, &token).await?;
+    push(&publisher.repo, &forge.remote, branch, &remote_url, &token).await?;
     let api = format!(
         "{}/repos/{owner}/{name}/pulls",
         forge.api_url.trim_end_matches('/')
@@ -198,7 +213,7 @@ async fn open_pull_request(
         ("x-github-api-version", "2022-11-28".to_string()),
     ];
     let answer = post_json(&api, &headers, &body).await.map_err(|e| match e {
-        NotifyError::Status { status, body } => {
+        HttpError::Status { status, body } => {
             Skip::Failed(format!("GitHub answered {status} to the pull request: {body}"))
         }
         other => Skip::Failed(format!("the pull request could not be created: {other}")),
@@ -211,13 +226,7 @@ async fn open_pull_request(
 
 /// Pushes `branch` to `remote` with the user's git credentials; over HTTPS the token is offered too, in the
 /// environment (never on the command line, where other users could read it).
-async fn push(
-    engine: &Engine,
-    remote: &str,
-    branch: &str,
-    remote_url: &str,
-    token: &str,
-) -> Result<(), Skip> {
+async fn push(repo: &Repo, remote: &str, branch: &str, remote_url: &str, token: &str) -> Result<(), Skip> {
     let refspec = format!("{branch}:refs/heads/{branch}");
     let args = ["push", "--quiet", remote, &refspec];
     let header = format!(
@@ -229,8 +238,7 @@ async fn push(
     } else {
         &[]
     };
-    let spec = engine
-        .repo
+    let spec = repo
         .git_spec_with_config(&args, config)
         .inherit_env("SSH_AUTH_SOCK")
         .inherit_env("GIT_SSH_COMMAND");

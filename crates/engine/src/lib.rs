@@ -25,6 +25,7 @@ mod finish;
 mod forge;
 mod gate_clock;
 mod handover;
+mod http;
 pub mod leftovers;
 mod narrate;
 pub mod notify;

@@ -13,9 +13,6 @@
 //! does not announce the same thing twice. A failing notifier never fails the run: it leaves a `log` event
 //! naming the notifier (with any URL reduced to its host) and why.
 
-use std::sync::Once;
-use std::time::Duration;
-
 use agency_core::GateId;
 use agency_core::config::NotifierConfig;
 use agency_core::event::payload::LogLine;
@@ -27,13 +24,14 @@ use agency_store::{Run, RunStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::engine::Engine;
+use std::sync::Arc;
 
-/// How long one notifier may take before it counts as failed: a slow endpoint must not stall the runner.
-pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+use agency_store::Blackboard;
 
-/// Longest piece of a failing notifier's output kept in the log.
-const MAX_DETAIL_CHARS: usize = 300;
+use crate::forge::Publisher;
+use crate::http::{HttpError, clip, post_json};
+
+pub use crate::http::{SEND_TIMEOUT, redact_url};
 
 /// What a notification is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +135,15 @@ pub enum NotifyError {
     },
 }
 
+impl From<HttpError> for NotifyError {
+    fn from(error: HttpError) -> Self {
+        match error {
+            HttpError::Http(why) => NotifyError::Http(why),
+            HttpError::Status { status, body } => NotifyError::Status { status, body },
+        }
+    }
+}
+
 /// One configured notification target, ready to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Notifier {
@@ -189,15 +196,15 @@ impl Notifier {
             Notifier::Command { argv } => run_command(argv, notification).await,
             Notifier::Webhook { url } => {
                 let body = serde_json::to_value(notification).unwrap_or(Value::Null);
-                post_json(url, &[], &body).await.map(|_| ())
+                post_json(url, &[], &body).await?;
+                Ok(())
             }
             Notifier::Slack { var, url } => {
                 let url = url
                     .as_deref()
                     .ok_or_else(|| NotifyError::MissingUrl { var: var.clone() })?;
-                post_json(url, &[], &json!({ "text": notification.text() }))
-                    .await
-                    .map(|_| ())
+                post_json(url, &[], &json!({ "text": notification.text() })).await?;
+                Ok(())
             }
         }
     }
@@ -226,126 +233,64 @@ async fn run_command(argv: &[String], notification: &Notification) -> Result<(),
     })
 }
 
-/// A URL reduced to its scheme and host: webhook paths carry their secret.
-pub fn redact_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(parsed) => format!("{}://{}/…", parsed.scheme(), parsed.host_str().unwrap_or("?")),
-        Err(_) => "<invalid URL>".into(),
-    }
-}
-
-fn clip(text: &str) -> String {
-    if text.chars().count() <= MAX_DETAIL_CHARS {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(MAX_DETAIL_CHARS).collect();
-    out.push('…');
-    out
-}
-
-/// The HTTP client for `url`: rustls with `ring`, [`SEND_TIMEOUT`] for the whole request, and no proxy for
-/// loopback (tests and local bridges).
-pub(crate) fn http_client(url: &str) -> Result<reqwest::Client, NotifyError> {
-    static RING: Once = Once::new();
-    RING.call_once(|| {
-        // Fails only if the process already chose a provider, which is then used instead.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|e| NotifyError::Http(format!("{} is not a URL: {e}", redact_url(url))))?;
-    let mut builder = reqwest::Client::builder()
-        .user_agent(concat!("agency/", env!("CARGO_PKG_VERSION")))
-        .timeout(SEND_TIMEOUT);
-    if matches!(
-        parsed.host_str(),
-        Some("localhost" | "127.0.0.1" | "[::1]" | "::1")
-    ) {
-        builder = builder.no_proxy();
-    }
-    builder.build().map_err(|e| NotifyError::Http(e.to_string()))
-}
-
-/// POSTs `body` as JSON with extra `headers`; returns the response body of a 2xx answer. Errors never carry
-/// the URL (reqwest's would).
-pub(crate) async fn post_json(
-    url: &str,
-    headers: &[(&str, String)],
-    body: &Value,
-) -> Result<Value, NotifyError> {
-    let client = http_client(url)?;
-    let mut request = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(body).unwrap_or_default());
-    for (name, value) in headers {
-        request = request.header(*name, value);
-    }
-    let response = request
-        .send()
-        .await
-        .map_err(|e| NotifyError::Http(e.without_url().to_string()))?;
-    let status = response.status().as_u16();
-    let text = response
-        .text()
-        .await
-        .map_err(|e| NotifyError::Http(e.without_url().to_string()))?;
-    if !(200..300).contains(&status) {
-        return Err(NotifyError::Status {
-            status,
-            body: clip(text.trim()),
-        });
-    }
-    Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
 /// Tails one run's events and announces what a human must hear, through every configured notifier.
-#[derive(Debug)]
 pub(crate) struct Outbox {
     run: RunId,
     cursor: i64,
     notifiers: Vec<Notifier>,
+    /// The run's events, read from here; delivery records written here.
+    store: Arc<dyn Blackboard>,
+    /// Gates the runner decides itself (`agency demo`) are not announced.
+    auto_approve: bool,
+    /// Publishes the run (push and pull request) when it succeeds, before the news goes out.
+    publisher: Publisher,
 }
 
 impl Outbox {
-    /// The outbox of `run`, continuing after whatever an earlier runner already announced.
-    pub(crate) fn open(engine: &Engine, run: RunId) -> Outbox {
+    /// The outbox of `run` with the `notifiers` team.yaml configures, continuing after whatever an
+    /// earlier runner already announced.
+    pub(crate) fn open(
+        run: RunId,
+        notifiers: &[NotifierConfig],
+        auto_approve: bool,
+        publisher: Publisher,
+    ) -> Outbox {
         let env = |var: &str| std::env::var(var).ok();
-        let notifiers: Vec<Notifier> = engine
-            .config
-            .notifiers
-            .iter()
-            .map(|c| Notifier::from_config(c, &env))
-            .collect();
+        let notifiers: Vec<Notifier> = notifiers.iter().map(|c| Notifier::from_config(c, &env)).collect();
+        let store = publisher.store.clone();
         let cursor = if notifiers.is_empty() {
             0
         } else {
-            last_notified(engine, run)
+            last_notified(store.as_ref(), run)
         };
         Outbox {
             run,
             cursor,
             notifiers,
+            store,
+            auto_approve,
+            publisher,
         }
     }
 
     /// Announces the events since the last call; on success, first publishes the branch (push and pull
     /// request, where a forge is configured). Never fails: problems are logged on the blackboard.
-    pub(crate) async fn deliver(&mut self, engine: &Engine, record: &Run) {
+    pub(crate) async fn deliver(&mut self, record: &Run) {
         if self.notifiers.is_empty() {
             if record.status == RunStatus::Succeeded {
-                crate::forge::publish(engine, record).await;
+                crate::forge::publish(&self.publisher, record).await;
             }
             return;
         }
         const PAGE: usize = 200;
         loop {
-            let Ok(page) = engine.store.events_after(Some(self.run), self.cursor, PAGE) else {
+            let Ok(page) = self.store.events_after(Some(self.run), self.cursor, PAGE) else {
                 return;
             };
             for event in &page {
                 self.cursor = event.seq;
-                if let Some(notification) = notification_for(engine, record, event).await {
-                    self.send_all(engine, event, &notification).await;
+                if let Some(notification) = notification_for(self, record, event).await {
+                    self.send_all(event, &notification).await;
                 }
             }
             if page.len() < PAGE {
@@ -354,7 +299,7 @@ impl Outbox {
         }
     }
 
-    async fn send_all(&self, engine: &Engine, event: &Event, notification: &Notification) {
+    async fn send_all(&self, event: &Event, notification: &Notification) {
         let mut delivered = 0;
         for notifier in &self.notifiers {
             match notifier.send(notification).await {
@@ -365,7 +310,7 @@ impl Outbox {
                         notifier.describe(),
                         notification.kind.as_str()
                     );
-                    let _ = engine.store.append_event(log_event(
+                    let _ = self.store.append_event(log_event(
                         self.run,
                         event.tier,
                         "normal",
@@ -393,7 +338,7 @@ impl Outbox {
         );
         record.tier = event.tier;
         // Losing this record only risks announcing the event again after a resume.
-        let _ = engine.store.append_event(record);
+        let _ = self.store.append_event(record);
     }
 }
 
@@ -404,10 +349,10 @@ fn log_event(run: RunId, tier: Option<Tier>, level: &str, tag: &str, message: St
 }
 
 /// The sequence number the last delivery record of `run` covered (0 when none).
-fn last_notified(engine: &Engine, run: RunId) -> i64 {
+fn last_notified(store: &dyn Blackboard, run: RunId) -> i64 {
     let mut after = 0;
     let mut notified = 0;
-    while let Ok(page) = engine.store.events_after(Some(run), after, 1000) {
+    while let Ok(page) = store.events_after(Some(run), after, 1000) {
         let Some(last) = page.last() else { break };
         after = last.seq;
         for event in &page {
@@ -423,7 +368,7 @@ fn last_notified(engine: &Engine, run: RunId) -> i64 {
 }
 
 /// The notification an event calls for, if any.
-async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Option<Notification> {
+async fn notification_for(outbox: &Outbox, record: &Run, event: &Event) -> Option<Notification> {
     let run = record.id;
     let short = run.short();
     let base = |kind, title: String, summary: Value, next: Vec<String>| Notification {
@@ -454,11 +399,11 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
     match payload {
         EventPayload::GatePending(opened) => {
             let id: GateId = opened.gate?;
-            let gate = engine.store.get_gate(id).ok()?;
+            let gate = outbox.store.get_gate(id).ok()?;
             // A decided gate needs no one; auto-approved gates (the demo) are decided by the runner itself.
             // A halt gate is announced by its `halt` event, which carries the signal.
             if gate.status != GateStatus::Pending
-                || (engine.options.auto_approve && !gate.kind.needs_a_human())
+                || (outbox.auto_approve && !gate.kind.needs_a_human())
                 || gate.kind == GateKind::Halt
             {
                 return None;
@@ -478,7 +423,7 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
         // A gate that waits for a human past the gate timeout (budget, escalation) is announced again.
         EventPayload::Log(line) if line.tag.as_deref() == Some("REMINDER") => {
             let id: GateId = line.gate?;
-            let gate = engine.store.get_gate(id).ok()?;
+            let gate = outbox.store.get_gate(id).ok()?;
             if gate.status != GateStatus::Pending {
                 return None;
             }
@@ -518,8 +463,8 @@ async fn notification_for(engine: &Engine, record: &Run, event: &Event) -> Optio
         EventPayload::RunStatus(change) => {
             let to: RunStatus = change.to.parse().ok()?;
             if to == RunStatus::Succeeded {
-                let published = crate::forge::publish(engine, record).await;
-                let branch = engine.branches(run).integration();
+                let published = crate::forge::publish(&outbox.publisher, record).await;
+                let branch = outbox.publisher.integration.clone();
                 let title = match &published.url {
                     Some(url) => format!("Run {short} succeeded — review and merge the pull request {url}"),
                     None => format!("Run {short} succeeded — review and merge branch {branch}"),

@@ -13,45 +13,28 @@
 //! with git's reason).
 
 use agency_core::Brief;
+use agency_store::Blackboard;
 
-use crate::engine::Engine;
-use crate::error::{EngineError, Result};
-
-/// The git remote a runner shares a run's branches through.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SharedRemote {
-    /// The remote's name in this runner's repository (`origin` in a worker's clone).
-    pub name: String,
-    /// Whether this runner drives the run (see the module docs for what that changes).
-    pub driver: bool,
-    /// The credentials each fetch and push gets, if the remote's URL carried any (never written to disk).
-    pub access: agency_exec::RemoteAccess,
-}
-
-impl SharedRemote {
-    /// The error for a fetch or push through this remote that failed: `what` was being done.
-    pub(crate) fn failed(&self, what: &str, err: &agency_exec::GitError) -> EngineError {
-        EngineError::State(format!("{what} through git remote {}: {err}", self.name))
-    }
-}
+use crate::branches::RunBranches;
+pub use crate::branches::SharedRemote;
+use crate::error::Result;
 
 /// Fetches what `brief` starts from before its agent starts, when the run is shared through a remote: the
 /// integration branch, its workstream's, its pipeline predecessors', the branch its verifier judges (its
 /// parent's), its earlier attempts' (a partial attempt's work is salvaged), and its own unless its
 /// worktree is on this machine ([`crate::branches::RunBranches::to_start`]).
-pub(crate) fn fetch_for_start(engine: &Engine, brief: &Brief) -> Result<()> {
-    if engine.options.remote.is_none() {
+pub(crate) fn fetch_for_start(store: &dyn Blackboard, branches: &RunBranches, brief: &Brief) -> Result<()> {
+    if !branches.is_shared() {
         return Ok(());
     }
-    let branches = engine.branches(brief.run);
     let mut wanted = branches.to_start(brief);
     for id in brief.depends_on.iter().chain(brief.parent.iter()) {
-        if let Some(branch) = engine.store.get_brief(*id)?.branch {
+        if let Some(branch) = store.get_brief(*id)?.branch {
             wanted.push(branch);
         }
     }
     if let (Some(parent), true) = (brief.parent, brief.attempt > 0) {
-        for sibling in engine.store.list_children(parent)? {
+        for sibling in store.list_children(parent)? {
             if sibling.id != brief.id && sibling.tier == brief.tier && sibling.title == brief.title {
                 wanted.extend(sibling.branch);
             }
@@ -62,11 +45,10 @@ pub(crate) fn fetch_for_start(engine: &Engine, brief: &Brief) -> Result<()> {
 
 /// Pushes an implementer's committed slice branch before its report is recorded, when the run is shared
 /// through a remote: `Err` with git's reason when the push failed, for the brief to fail with.
-pub(crate) fn push_slice(engine: &Engine, brief: &Brief) -> std::result::Result<(), String> {
-    if engine.options.remote.is_none() {
+pub(crate) fn push_slice(branches: &RunBranches, brief: &Brief) -> std::result::Result<(), String> {
+    if !branches.is_shared() {
         return Ok(());
     }
-    let branches = engine.branches(brief.run);
     branches
         .push(&[&branches.brief(brief)])
         .map_err(|err| err.to_string())

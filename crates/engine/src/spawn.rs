@@ -112,7 +112,7 @@ impl Engine {
         }
         let role = BriefRole::of(&brief);
         // Through a shared remote, what it starts from (or judges) is fetched first.
-        crate::remote::fetch_for_start(self, &brief)?;
+        crate::remote::fetch_for_start(self.store.as_ref(), &self.branches(brief.run), &brief)?;
         // A slice's T5 brief and T1's acceptance are sign-offs, not free agents.
         if matches!(role, BriefRole::Verifier | BriefRole::Accept) {
             self.spawn_signoff(launches, brief, cancel)?;
