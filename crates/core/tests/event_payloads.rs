@@ -99,3 +99,44 @@ fn unknown_fields_are_ignored_and_missing_ones_default() {
         ("normal", "hi", None)
     );
 }
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Issue 26's rule: an event's payload is read through its type (`event.typed()`), never by a string key
+/// that a rename would silently turn into a missing value. Scans every crate's library and binary code
+/// (not `#[cfg(test)]` modules, which assert on the JSON written).
+#[test]
+fn no_library_code_reads_an_event_payload_by_string_key() {
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(&crates).unwrap() {
+        let src = krate.unwrap().path().join("src");
+        if src.is_dir() {
+            rust_files(&src, &mut files);
+        }
+    }
+    assert!(files.len() > 100, "the scan found only {} files under {}", files.len(), crates.display());
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("#[cfg(test)]") {
+                break;
+            }
+            if line.contains("payload[\"") || line.contains("payload.get(\"") {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "payloads read by string key:\n{}", found.join("\n"));
+}

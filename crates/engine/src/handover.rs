@@ -171,7 +171,9 @@ fn verified_where_made(
         .events_of_kinds_after(brief.run, &[agency_core::EventKind::SignoffVerify], 0, 100_000)?
         .into_iter()
         .any(|e| {
-            e.brief == Some(brief.id) && e.payload["rev"] == rev && e.payload["artifact"] == id.as_str()
+            e.brief == Some(brief.id)
+                && matches!(e.typed(), Ok(agency_core::event::EventPayload::SignoffVerify(verify))
+                    if verify.rev == rev && verify.artifact.as_deref() == Some(id.as_str()))
         });
     if !on_rev {
         return Ok(None);

@@ -219,10 +219,15 @@ fn inspect_brief(store: &dyn Blackboard, run: agency_core::RunId, prefix: &str, 
         );
     }
     // Which runner ran it (`agency worker`s on other machines included), each claim in turn.
-    let runners: Vec<&str> = events
+    let runners: Vec<String> = events
         .iter()
-        .filter(|e| e.kind == agency_core::event::EventKind::BriefStatus && e.payload["to"] == "running")
-        .filter_map(|e| e.payload["claimed_by"].as_str())
+        .filter(|e| e.kind == agency_core::event::EventKind::BriefStatus)
+        .filter_map(|e| match e.typed() {
+            Ok(agency_core::event::EventPayload::BriefStatus(change)) if change.to == "running" => {
+                change.claimed_by
+            }
+            _ => None,
+        })
         .collect();
     if !runners.is_empty() {
         println!("ran on: {}", runners.join(", then "));
