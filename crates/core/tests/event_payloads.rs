@@ -125,7 +125,12 @@ fn no_library_code_reads_an_event_payload_by_string_key() {
             rust_files(&src, &mut files);
         }
     }
-    assert!(files.len() > 100, "the scan found only {} files under {}", files.len(), crates.display());
+    assert!(
+        files.len() > 100,
+        "the scan found only {} files under {}",
+        files.len(),
+        crates.display()
+    );
     let mut found = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
@@ -138,5 +143,9 @@ fn no_library_code_reads_an_event_payload_by_string_key() {
             }
         }
     }
-    assert!(found.is_empty(), "payloads read by string key:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "payloads read by string key:\n{}",
+        found.join("\n")
+    );
 }

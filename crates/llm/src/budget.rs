@@ -13,7 +13,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::message::{CallMeta, Request, Usage};
-use crate::usage::{Price, cost};
+use crate::price::{Price, cost};
 
 /// What a budget applies to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -27,9 +27,9 @@ use crate::error::LlmError;
 use crate::http::{ApiKey, Timeouts};
 use crate::message::{Message, Request};
 use crate::openai::{MaxTokensField, OpenAiClient, OpenAiConfig};
+use crate::price::{Price, PriceTable};
 use crate::provider::{Provider, complete};
 use crate::retry::{RetryPolicy, Retrying};
-use crate::usage::{Price, PriceTable};
 
 /// The output cap used when a binding sets no `max_tokens`.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;

@@ -22,6 +22,7 @@ mod http;
 pub mod message;
 pub mod metered;
 pub mod openai;
+pub mod price;
 pub mod provider;
 pub mod retry;
 pub mod scripted;
@@ -43,7 +44,8 @@ pub use message::{
 };
 pub use metered::Metered;
 pub use openai::{OpenAiClient, OpenAiConfig};
+pub use price::{Price, PriceTable, cost};
 pub use provider::{BoxFuture, EventSink, Provider, complete};
 pub use retry::{DEFAULT_GIVE_UP_AFTER, RetryPolicy, Retrying, Sleeper};
 pub use scripted::{Script, ScriptedProvider};
-pub use usage::{Price, PriceTable, ProviderTrouble, UsageRecord, UsageSink, cost};
+pub use usage::{ProviderTrouble, UsageRecord, UsageSink};

@@ -12,8 +12,9 @@ use crate::cancel::CancelToken;
 use crate::error::LlmError;
 use crate::message::StreamEvent;
 use crate::message::{Request, Response};
+use crate::price::{Price, cost};
 use crate::provider::{BoxFuture, EventSink, Provider};
-use crate::usage::{Price, ProviderTrouble, UsageRecord, UsageSink, cost};
+use crate::usage::{ProviderTrouble, UsageRecord, UsageSink};
 
 /// A provider whose calls are budgeted and recorded.
 pub struct Metered<P> {

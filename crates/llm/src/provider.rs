@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::cancel::CancelToken;
 use crate::error::LlmError;
 use crate::message::{Request, Response, StreamEvent};
-use crate::usage::Price;
+use crate::price::Price;
 
 /// A boxed, sendable future; what object-safe async methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

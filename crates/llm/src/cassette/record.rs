@@ -15,8 +15,8 @@ use super::{
 use crate::cancel::CancelToken;
 use crate::error::LlmError;
 use crate::message::{CallMeta, Request, Response};
+use crate::price::Price;
 use crate::provider::{BoxFuture, EventSink, Provider};
-use crate::usage::Price;
 
 /// Records every call of the providers it wraps into `<root>/<run>/`.
 #[derive(Debug)]
