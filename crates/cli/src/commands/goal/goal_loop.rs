@@ -17,9 +17,10 @@ use agency_core::goals::{PlanDoc, log_entry};
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::hooks::{open_goals, stop_budget};
 use super::plan_file::PlanFile;
 use super::records::Records;
+use super::records::open_goals;
+use super::session::stop_budget;
 use super::session::{LoopState, Session};
 use crate::commands::Context;
 use crate::error::{CommandError, CommandResult};

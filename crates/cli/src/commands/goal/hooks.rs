@@ -35,14 +35,15 @@ use super::session::{LoopState, Session};
 use agency_toolgate::HookEnv;
 use agency_toolgate::HookEvent;
 
-/// Continuations the Stop hook may force in one turn.
-pub const ENV_STOP_BUDGET: &str = "AGENCY_GOAL_STOP_BUDGET";
+use super::records::open_goals;
+pub use super::session::ENV_STOP_BUDGET;
+use super::session::{env_number, stop_budget};
+
 /// File-changing tool calls without a plan.md change before the reminder.
 pub const ENV_REMINDER_EVERY: &str = "AGENCY_GOAL_REMINDER_EVERY";
 /// The plan file, relative to the session's directory (default plan.md at the repository's top level).
 pub const ENV_PLAN: &str = "AGENCY_PLAN";
 
-const DEFAULT_STOP_BUDGET: u32 = 8;
 const DEFAULT_REMINDER_EVERY: u32 = 8;
 
 /// The reminder, the same bytes every time (pi-goals §8a).
@@ -242,21 +243,6 @@ fn touches_plan(input: &Value, plan: &PlanFile) -> bool {
     })
 }
 
-/// Goals that keep a session from stopping: active ones, and done ones with no sign-off record.
-pub(super) fn open_goals<'d>(doc: &'d PlanDoc, records: &Records) -> Vec<&'d Goal> {
-    doc.goals()
-        .iter()
-        .filter(|g| {
-            let signed = g.id.as_deref().is_some_and(|id| records.signed.contains(id));
-            match g.status {
-                Some(GoalStatus::Active) => true,
-                Some(GoalStatus::Done) => !signed,
-                _ => false,
-            }
-        })
-        .collect()
-}
-
 fn stop(
     doc: &PlanDoc,
     plan: &PlanFile,
@@ -319,11 +305,6 @@ fn stop(
     }
 }
 
-/// The continuations the Stop hook may force in one turn ([`ENV_STOP_BUDGET`], default 8).
-pub(super) fn stop_budget() -> u32 {
-    env_number(ENV_STOP_BUDGET, DEFAULT_STOP_BUDGET)
-}
-
 /// The cheap loop judge's prompt (seed pi-goals D5/D10, prompt 5): it reads the agent's last response and
 /// answers whether the loop should pause. Conservative: a claim of being done is not a reason to pause, only
 /// a need for the user is. It can be fooled; the stop budget is the backstop, and it never signs anything
@@ -379,13 +360,6 @@ fn goal_gap(goal: &Goal, records: &Records) -> String {
         _ => out.push_str("  not signed off yet\n"),
     }
     out
-}
-
-fn env_number(name: &str, default: u32) -> u32 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
 }
 
 /// Answers a goal event read by `agency hook` and writes the answer to stdout.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use agency_core::event::EventPayload;
+use agency_core::goals::{Goal, GoalStatus, PlanDoc};
 use agency_core::{Event, EventKind, RunId};
 use agency_store::{Blackboard, NewRun, RunStatus, SqliteBlackboard};
 use serde_json::json;
@@ -166,6 +167,21 @@ pub fn goals_run(store: &dyn Blackboard, plan: &PlanFile) -> CommandResult<RunId
     let run = store.create_run(new)?;
     store.set_run_status(run.id, Some(RunStatus::Planning), RunStatus::Running)?;
     Ok(run.id)
+}
+
+/// Goals that keep a session from stopping: active ones, and done ones with no sign-off record.
+pub(super) fn open_goals<'d>(doc: &'d PlanDoc, records: &Records) -> Vec<&'d Goal> {
+    doc.goals()
+        .iter()
+        .filter(|g| {
+            let signed = g.id.as_deref().is_some_and(|id| records.signed.contains(id));
+            match g.status {
+                Some(GoalStatus::Active) => true,
+                Some(GoalStatus::Done) => !signed,
+                _ => false,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -131,3 +131,20 @@ fn session_path(root: &Path, id: &str) -> PathBuf {
     };
     dir.join(format!("{name}.json"))
 }
+
+/// Continuations the Stop hook may force in one turn.
+pub const ENV_STOP_BUDGET: &str = "AGENCY_GOAL_STOP_BUDGET";
+const DEFAULT_STOP_BUDGET: u32 = 8;
+
+/// The continuations the Stop hook may force in one turn ([`ENV_STOP_BUDGET`], default 8).
+pub(super) fn stop_budget() -> u32 {
+    env_number(ENV_STOP_BUDGET, DEFAULT_STOP_BUDGET)
+}
+
+/// A count from the environment variable `name`, or `default` when it is unset or not a number.
+pub(super) fn env_number(name: &str, default: u32) -> u32 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
