@@ -18,9 +18,50 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agency_core::BriefId;
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::process::CommandSpec;
-use crate::runtime::coverage::GateDecision;
+
+/// One decision as the gate records it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct GateDecision {
+    /// The tool as the client named it (`Write`, `Bash`, `apply_patch`).
+    pub tool_name: String,
+    /// The client's id of the call.
+    #[serde(default)]
+    pub tool_use_id: Option<String>,
+    /// The call's input as the hook saw it.
+    #[serde(default)]
+    pub tool_input: Value,
+    /// `allow` or `deny`.
+    pub gate_decision: String,
+}
+
+impl GateDecision {
+    /// The decision for a PreToolUse `event` (as the client sent it) that the gate answered with exit code
+    /// `code` and `stdout`; `None` for another kind of event. A deny is exit 2, a `permissionDecision` of
+    /// `deny` or a `decision` of `block`; anything else let the call run.
+    pub fn of_answer(event: &Value, code: u8, stdout: &str) -> Option<GateDecision> {
+        if event["hook_event_name"] != "PreToolUse" {
+            return None;
+        }
+        let answer: Value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+        let denied = code == 2
+            || answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+            || answer["decision"] == "block";
+        Some(GateDecision {
+            tool_name: event["tool_name"].as_str().unwrap_or_default().to_owned(),
+            tool_use_id: event["tool_use_id"].as_str().map(str::to_owned),
+            tool_input: event["tool_input"].clone(),
+            gate_decision: if denied { "deny" } else { "allow" }.to_owned(),
+        })
+    }
+
+    pub(crate) fn allowed(&self) -> bool {
+        self.gate_decision == "allow"
+    }
+}
 
 /// The gate service's socket, in a runner-spawned agent's environment.
 pub const ENV_GATE_SOCKET: &str = "AGENCY_GATE_SOCKET";

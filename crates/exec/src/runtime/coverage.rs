@@ -24,8 +24,9 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
 use serde_json::Value;
+
+pub use crate::gate::GateDecision;
 
 use super::{AgentStop, AlgedonicSignal, SignalCategory, SignalLevel};
 
@@ -44,46 +45,6 @@ pub fn fresh_log(home: &Path) -> Result<std::path::PathBuf, super::RuntimeError>
             log.display()
         ))),
         _ => Ok(log),
-    }
-}
-
-/// One decision as the gate records it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct GateDecision {
-    /// The tool as the client named it (`Write`, `Bash`, `apply_patch`).
-    pub tool_name: String,
-    /// The client's id of the call.
-    #[serde(default)]
-    pub tool_use_id: Option<String>,
-    /// The call's input as the hook saw it.
-    #[serde(default)]
-    pub tool_input: Value,
-    /// `allow` or `deny`.
-    pub gate_decision: String,
-}
-
-impl GateDecision {
-    /// The decision for a PreToolUse `event` (as the client sent it) that the gate answered with exit code
-    /// `code` and `stdout`; `None` for another kind of event. A deny is exit 2, a `permissionDecision` of
-    /// `deny` or a `decision` of `block`; anything else let the call run.
-    pub fn of_answer(event: &Value, code: u8, stdout: &str) -> Option<GateDecision> {
-        if event["hook_event_name"] != "PreToolUse" {
-            return None;
-        }
-        let answer: Value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
-        let denied = code == 2
-            || answer["hookSpecificOutput"]["permissionDecision"] == "deny"
-            || answer["decision"] == "block";
-        Some(GateDecision {
-            tool_name: event["tool_name"].as_str().unwrap_or_default().to_owned(),
-            tool_use_id: event["tool_use_id"].as_str().map(str::to_owned),
-            tool_input: event["tool_input"].clone(),
-            gate_decision: if denied { "deny" } else { "allow" }.to_owned(),
-        })
-    }
-
-    fn allowed(&self) -> bool {
-        self.gate_decision == "allow"
     }
 }
 

@@ -31,6 +31,7 @@ pub mod hook_command;
 pub mod personality;
 pub mod pi;
 pub mod redact;
+pub mod tier_model;
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -44,14 +45,14 @@ use serde::{Deserialize, Serialize};
 
 pub use builtin::BuiltinRuntime;
 pub use choice::{
-    Endpoint, ModelSource, RuntimeChoice, RuntimeSetup, TierModel, build, check_model_name, choose,
-    choose_all, choose_for_run,
+    ModelSource, RuntimeChoice, RuntimeSetup, build, check_model_name, choose, choose_all, choose_for_run,
 };
 pub use claude_code::ClaudeCodeRuntime;
 pub use codex::{CodexProvider, CodexRuntime};
 pub use command::CommandRuntime;
 pub use pi::PiRuntime;
 pub use redact::Redactor;
+pub use tier_model::{Endpoint, TierModel};
 
 /// Everything an agent is given.
 #[derive(Debug, Clone)]

@@ -31,12 +31,12 @@ use serde_json::{Value, json};
 use agency_core::config::{ProviderKind, RolloutMode};
 
 use super::builtin::BuiltinRuntime;
-use super::choice::TierModel;
 use super::coverage::{self, CallTarget, StreamCall};
 use super::external::{
     Flow, drive, ending_for, hook_env, issue_gate, parse_report, sandboxed, teachback_for,
 };
 use super::redact::{Recorder, redactor_for, truncate};
+use super::tier_model::TierModel;
 use super::{Access, AgentEvent, AgentOutcome, AgentStop, AgentTask, RunnerLink, Runtime, RuntimeError};
 use crate::gate::{GateCapability, GateIssuer};
 use crate::process::CommandSpec;
@@ -797,7 +797,7 @@ mod tests {
 
     #[test]
     fn the_tier_model_becomes_pi_s_provider_and_model() {
-        use super::super::choice::Endpoint;
+        use super::super::tier_model::Endpoint;
         let mut local = TierModel {
             model: "qwen2.5-coder".into(),
             price: None,
