@@ -23,10 +23,9 @@ impl Engine {
     /// ([`Blackboard::apply_soon`]) for the caller to write with those of the other agents that finished
     /// together ([`crate::crew::Crew::collect`]).
     pub(crate) async fn finish_agent(&self, id: BriefId, end: AgentEnd) -> Result<()> {
-        let AgentEnd::Finished(outcome) = end else {
+        if matches!(end, AgentEnd::ClaimLost) {
             return Ok(());
-        };
-        let outcome = *outcome;
+        }
         let brief = self.store.get_brief(id)?;
         // Cancelled meanwhile, or reclaimed by another runner after this one's lease ran out: the brief is
         // no longer this agent's to report on.
@@ -35,6 +34,15 @@ impl Engine {
         {
             return Ok(());
         }
+        let outcome = match end {
+            AgentEnd::Finished(outcome) => *outcome,
+            // Not the agent's outcome: it was stopped before any edit (its teachback was never approved),
+            // and starts again from its teachback once the reviewer answers.
+            AgentEnd::ReviewerOutage(outage) => {
+                return crate::outage::pause_for_reviewer(self, &brief, &outage);
+            }
+            AgentEnd::ClaimLost => return Ok(()),
+        };
         let role = BriefRole::of(&brief);
         if !role.writes() {
             // A reader's checkout has served its purpose; implementers keep theirs until committed. One

@@ -3,7 +3,9 @@
 //! its stream says nothing about the agent's work: its brief goes back to `pending` with its attempt
 //! untouched (no retry spent, no escalation, no re-plan), and the run pauses at a `pause` gate whose message
 //! names the cause — which the notifiers announce like any gate. `agency resume <run>` releases it once the
-//! provider is back, and the brief starts again.
+//! provider is back, and the brief starts again. A teachback reviewer's model in an outage is the same:
+//! its agent is stopped (the hooks keep the outage, see [`crate::hooks`]), its brief waits with its attempt
+//! not spent, and the gate names the reviewer's tier, model and provider.
 //!
 //! A run started with `--auto-approve` has no human to wait for: its runner probes the provider that failed
 //! (one tiny request of the gate's tier's model, which retries inside the call as any does), with a growing
@@ -17,13 +19,17 @@ use agency_core::event::payload::{BriefStatusChange, LogLine};
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::{Gate, GateDecision, GateKind, GateStatus};
 use agency_core::{Brief, BriefStatus, RunId, Tier};
+use agency_exec::runtime::{AgentOutcome, RuntimeError};
 use agency_llm::{CallMeta, CancelToken, LlmError, Message, ProviderTrouble, Request};
 use agency_store::NewGate;
 use serde_json::json;
 
+use crate::crew::AgentEnd;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::hooks::RunnerHooks;
 use crate::probes::Probe;
+use crate::reviewer_outage::ReviewerOutage;
 
 /// Whether `error` is the provider's trouble rather than the agent's.
 pub(crate) fn is_outage(error: &LlmError) -> bool {
@@ -60,7 +66,42 @@ pub(crate) fn trouble_line(meta: &CallMeta, trouble: &ProviderTrouble) -> LogLin
 
 /// Puts `brief` back to wait for the provider, and pauses the run at an outage gate if none is open yet.
 pub(crate) fn pause_for(engine: &Engine, brief: &Brief, error: &LlmError) -> Result<()> {
-    let cause = error.to_string();
+    pause(
+        engine,
+        brief,
+        &error.to_string(),
+        "the model call failed after its retries",
+        brief.tier,
+    )
+}
+
+/// Puts `brief` back to wait for its teachback's reviewer, whose model is in an outage, and pauses the run
+/// at an outage gate if none is open yet: the gate names the reviewer's model and provider, and an
+/// `--auto-approve` runner probes the reviewer's tier. The brief starts again from its teachback.
+pub(crate) fn pause_for_reviewer(engine: &Engine, brief: &Brief, outage: &ReviewerOutage) -> Result<()> {
+    pause(
+        engine,
+        brief,
+        &outage.to_string(),
+        "its teachback's review failed after its retries",
+        outage.tier,
+    )
+}
+
+/// How an agent's task ended, given what its run returned and its hooks: stopped for its teachback
+/// reviewer's outage, whatever the agent itself said after that, or its outcome.
+pub(crate) fn agent_end(
+    hooks: &RunnerHooks,
+    outcome: std::result::Result<AgentOutcome, RuntimeError>,
+) -> AgentEnd {
+    match hooks.take_reviewer_outage() {
+        Some(outage) => AgentEnd::ReviewerOutage(Box::new(outage)),
+        None => AgentEnd::Finished(Box::new(outcome)),
+    }
+}
+
+/// [`pause_for`] with the cause said and the tier whose model an `--auto-approve` runner probes.
+fn pause(engine: &Engine, brief: &Brief, cause: &str, what: &str, probe: Tier) -> Result<()> {
     engine.move_brief(
         brief,
         BriefStatus::Pending,
@@ -82,7 +123,7 @@ pub(crate) fn pause_for(engine: &Engine, brief: &Brief, error: &LlmError) -> Res
                 "normal",
                 Some("OUTAGE"),
                 format!(
-                    "{} {}: the model call failed after its retries ({cause}); the brief waits, its attempt not spent",
+                    "{} {}: {what} ({cause}); the brief waits, its attempt not spent",
                     brief.tier.as_str(),
                     brief.title
                 ),
@@ -103,7 +144,7 @@ pub(crate) fn pause_for(engine: &Engine, brief: &Brief, error: &LlmError) -> Res
         "cause": cause,
         "requested_by": OUTAGE_REQUESTER,
         // Whose model to probe when the run may resume by itself (`--auto-approve`).
-        "tier": brief.tier.as_str(),
+        "tier": probe.as_str(),
         "next": [format!("`agency resume {short}` starts the waiting briefs again")],
     });
     engine
