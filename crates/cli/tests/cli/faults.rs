@@ -930,6 +930,89 @@ mod run_over_http {
     }
 
     #[test]
+    fn a_teachback_reviewer_outage_pauses_the_run_naming_the_reviewer_and_it_succeeds_after_resume() {
+        let server = server();
+        // T3's model (the default team's `capable` level, the judges' too) reviews the implementers'
+        // teachbacks: down from its first request, every review meets the outage before any edit is made.
+        server.set_outage_of(Some(ModelOutage {
+            fault: Fault::Status {
+                status: 529,
+                retry_after: None,
+            },
+            model: JUDGE_MODEL.to_string(),
+            from_turn: 0,
+            requests: None,
+        }));
+        let repo = repo(&server, 2);
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let (running, run) = run_approving_the_plan(&repo, &store);
+        let gate = wait_for(|| pending_gate(&store, run, GateKind::Pause), "the outage gate");
+        let message = gate.summary["message"].as_str().unwrap().to_string();
+        assert!(
+            message.starts_with(&format!(
+                "Outage: the teachback reviewer (t3 model {JUDGE_MODEL} on anthropic): the provider is overloaded"
+            )) && message.contains("agency resume"),
+            "{message}"
+        );
+        // Every implementer that started was stopped at its teachback, unspent, its teachback still under
+        // review; the others wait behind the gate, not started.
+        let implementers = wait_for(
+            || {
+                let t4: Vec<_> = store
+                    .list_briefs(run)
+                    .ok()?
+                    .into_iter()
+                    .filter(|b| b.tier == Tier::T4)
+                    .collect();
+                (t4.len() == WORKSTREAMS && t4.iter().all(|b| b.status == BriefStatus::Pending)).then_some(t4)
+            },
+            "every implementer to wait for the reviewer",
+        );
+        use agency_core::teachback::TeachbackState;
+        assert!(
+            implementers.iter().all(|b| b.attempt == 0
+                && matches!(b.teachback, TeachbackState::UnderReview | TeachbackState::Pending)),
+            "{implementers:?}"
+        );
+        assert!(
+            implementers
+                .iter()
+                .any(|b| b.teachback == TeachbackState::UnderReview),
+            "{implementers:?}"
+        );
+        let at_gate = events(&store, run);
+        assert!(
+            at_gate.iter().all(|e| e.kind != EventKind::TeachbackCorrected),
+            "an outage was told as a review"
+        );
+        let outages = logged(&at_gate, "OUTAGE");
+        assert!(
+            outages
+                .iter()
+                .any(|l| l.contains("its teachback's review failed after its retries")
+                    && l.contains("its attempt not spent")),
+            "{outages:?}"
+        );
+        assert!(
+            logged(&at_gate, "RETRY")
+                .iter()
+                .any(|l| l.starts_with(JUDGE_MODEL) && l.contains("overloaded")),
+            "no RETRY line for the reviews"
+        );
+
+        server.set_outage_of(None);
+        repo.agency(&["resume", &run.short()]).success();
+        let (code, output) = finish(running, Duration::from_secs(120));
+        assert_eq!(code, Some(0), "{output}");
+        assert_whole_and_unretried(&repo, &store, run);
+        let approved = events(&store, run)
+            .iter()
+            .filter(|e| e.kind == EventKind::TeachbackApproved)
+            .count();
+        assert_eq!(approved, WORKSTREAMS, "each teachback approved once");
+    }
+
+    #[test]
     fn a_short_outage_inside_the_bound_is_retried_in_the_call_and_shows_only_in_the_log() {
         let server = server();
         // The implementers' model answers three requests with 529 once they are at work, then recovers:
