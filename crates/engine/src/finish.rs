@@ -34,6 +34,15 @@ impl Engine {
         {
             return Ok(());
         }
+        let role = BriefRole::of(&brief);
+        // A writer whose filesystem filled while it worked: its writes failed for want of space, so whatever
+        // it reports is not its work. Infrastructure: the runner stops, naming the disk, and gives the brief
+        // back unspent; it starts again once space is freed and the run resumed.
+        if role.writes()
+            && let Some(full) = crate::outage::disk_full_after(self, &brief)?
+        {
+            return Err(full);
+        }
         let outcome = match end {
             AgentEnd::Finished(outcome) => *outcome,
             // Not the agent's outcome: it was stopped before any edit (its teachback was never approved),
@@ -43,7 +52,6 @@ impl Engine {
             }
             AgentEnd::ClaimLost => return Ok(()),
         };
-        let role = BriefRole::of(&brief);
         if !role.writes() {
             // A reader's checkout has served its purpose; implementers keep theirs until committed. One
             // refused by the budget starts again, maybe on another runner, in a checkout made afresh: its

@@ -153,6 +153,59 @@ fn pause(engine: &Engine, brief: &Brief, cause: &str, what: &str, probe: Tier) -
     Ok(())
 }
 
+/// Below this many bytes free, the filesystem an agent wrote to is taken for full: a write of any size
+/// may fail there, and one that did has filled it to the last block.
+const FULL_BELOW: u64 = 64 * 1024;
+
+/// After a writer's agent ended: the error that stops the runner when the filesystem of its worktree is
+/// full ([`FULL_BELOW`]), with a `DISK FULL` line in the run's log; `None` otherwise (a worktree that cannot
+/// be measured is not taken for full).
+pub(crate) fn disk_full_after(engine: &Engine, brief: &Brief) -> Result<Option<EngineError>> {
+    let Some(worktree) = brief.worktree.as_deref().map(std::path::PathBuf::from) else {
+        return Ok(None);
+    };
+    let Some(available) = available_bytes(&worktree) else {
+        return Ok(None);
+    };
+    if available >= FULL_BELOW {
+        return Ok(None);
+    }
+    let during = format!(
+        "the agent of {} {} worked there and it is full, so its writes may have failed and its outcome \
+         is not taken",
+        brief.tier.as_str(),
+        brief.title
+    );
+    engine.store.append_event(
+        NewEvent::typed(
+            brief.run,
+            EventPayload::Log(LogLine::new(
+                "normal",
+                Some("DISK FULL"),
+                format!(
+                    "{} {}: '{}' has {available} bytes free; the brief is given back, its attempt not spent",
+                    brief.tier.as_str(),
+                    brief.title,
+                    worktree.display()
+                ),
+            )),
+        )
+        .brief(brief.id)
+        .tier(brief.tier),
+    )?;
+    Ok(Some(EngineError::DiskFull {
+        path: worktree,
+        available,
+        during,
+    }))
+}
+
+/// Bytes free to an unprivileged writer on the filesystem holding `path`; `None` when it cannot be read.
+fn available_bytes(path: &std::path::Path) -> Option<u64> {
+    let stat = rustix::fs::statvfs(path).ok()?;
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
 /// Who an outage gate says asked for it: how an outage's pause is told from a human's `agency pause`.
 const OUTAGE_REQUESTER: &str = "runner (outage)";
 
