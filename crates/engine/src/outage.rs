@@ -159,11 +159,13 @@ const FULL_BELOW: u64 = 64 * 1024;
 
 /// After a writer's agent ended: the error that stops the runner when the filesystem of its worktree is
 /// full ([`FULL_BELOW`]), with a `DISK FULL` line in the run's log; `None` otherwise (a worktree that cannot
-/// be measured is not taken for full).
+/// be measured is not taken for full). A brief whose worktree is not on record yet (its record rides with
+/// a later write) is measured where the worktrees are made.
 pub(crate) fn disk_full_after(engine: &Engine, brief: &Brief) -> Result<Option<EngineError>> {
-    let Some(worktree) = brief.worktree.as_deref().map(std::path::PathBuf::from) else {
-        return Ok(None);
-    };
+    let worktree = brief
+        .worktree
+        .as_deref()
+        .map_or_else(|| engine.options.worktrees.clone(), std::path::PathBuf::from);
     let Some(available) = available_bytes(&worktree) else {
         return Ok(None);
     };
