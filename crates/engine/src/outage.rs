@@ -19,15 +19,12 @@ use agency_core::event::payload::{BriefStatusChange, LogLine};
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::{Gate, GateDecision, GateKind, GateStatus};
 use agency_core::{Brief, BriefStatus, RunId, Tier};
-use agency_exec::runtime::{AgentOutcome, RuntimeError};
 use agency_llm::{CallMeta, CancelToken, LlmError, Message, ProviderTrouble, Request};
 use agency_store::NewGate;
 use serde_json::json;
 
-use crate::crew::AgentEnd;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
-use crate::hooks::RunnerHooks;
 use crate::probes::Probe;
 use crate::reviewer_outage::ReviewerOutage;
 
@@ -86,18 +83,6 @@ pub(crate) fn pause_for_reviewer(engine: &Engine, brief: &Brief, outage: &Review
         "its teachback's review failed after its retries",
         outage.tier,
     )
-}
-
-/// How an agent's task ended, given what its run returned and its hooks: stopped for its teachback
-/// reviewer's outage, whatever the agent itself said after that, or its outcome.
-pub(crate) fn agent_end(
-    hooks: &RunnerHooks,
-    outcome: std::result::Result<AgentOutcome, RuntimeError>,
-) -> AgentEnd {
-    match hooks.take_reviewer_outage() {
-        Some(outage) => AgentEnd::ReviewerOutage(Box::new(outage)),
-        None => AgentEnd::Finished(Box::new(outcome)),
-    }
 }
 
 /// [`pause_for`] with the cause said and the tier whose model an `--auto-approve` runner probes.

@@ -180,7 +180,14 @@ impl Engine {
         let record = vec![workspace, Change::AppendEvent(spawned)];
         launches.add(record, async move {
             tokio::select! {
-                outcome = runtime.run(&task, &hooks, &cancel) => (id, crate::outage::agent_end(&hooks, outcome)),
+                outcome = runtime.run(&task, &hooks, &cancel) => {
+                    // Stopped for its teachback reviewer's outage: that is its end, whatever it said after.
+                    let end = match hooks.take_reviewer_outage() {
+                        Some(outage) => AgentEnd::ReviewerOutage(Box::new(outage)),
+                        None => AgentEnd::Finished(Box::new(outcome)),
+                    };
+                    (id, end)
+                }
                 () = claim => {
                     cancel.cancel();
                     (id, AgentEnd::ClaimLost)
