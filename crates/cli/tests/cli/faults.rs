@@ -1440,13 +1440,18 @@ if [ -n "${GIT_BACKUP:-}" ]; then mkdir "$OUT/git" && cp -a "$REPO/.git/." "$OUT
 
     /// simple.yaml with the implementer writing `data.txt` (`content`) before it fixes add.sh.
     fn script_writing(content: &str) -> String {
+        script_calling(&format!(
+            "          - name: write_file\n            input: {{ path: data.txt, content: \"{content}\" }}\n"
+        ))
+    }
+
+    /// simple.yaml with the implementer calling `tool` (its YAML list item) before it fixes add.sh.
+    fn script_calling(tool: &str) -> String {
         let edit = "      - tool_calls:\n          - name: edit_file\n";
         assert_eq!(SIMPLE.matches(edit).count(), 1, "simple.yaml's implementer moved");
         SIMPLE.replace(
             edit,
-            &format!(
-                "      - tool_calls:\n          - name: write_file\n            input: {{ path: data.txt, content: \"{content}\" }}\n          - name: edit_file\n"
-            ),
+            &format!("      - tool_calls:\n{tool}          - name: edit_file\n"),
         )
     }
 
@@ -1506,8 +1511,8 @@ if [ -n "${GIT_BACKUP:-}" ]; then mkdir "$OUT/git" && cp -a "$REPO/.git/." "$OUT
     }
 
     /// The runner stopped saying `said` first, with nothing recorded lost and the resume command; the
-    /// resumed run succeeded with no brief retried and the agent's whole file merged.
-    fn assert_stopped_then_whole(repo: &Repo, runs: &Runs, said: &str, data: &str) {
+    /// resumed run succeeded with no brief retried and the agent's whole `file` (of `bytes`) merged.
+    fn assert_stopped_then_whole(repo: &Repo, runs: &Runs, said: &str, file: &str, bytes: usize) {
         let (first, first_err, first_code) = &runs.first;
         assert_ne!(first_code.trim(), "0", "{first}");
         let line = first_err.lines().next().unwrap_or_default();
@@ -1538,8 +1543,9 @@ if [ -n "${GIT_BACKUP:-}" ]; then mkdir "$OUT/git" && cp -a "$REPO/.git/." "$OUT
         );
         let integration = format!("agency/{}/integration", runs.run);
         assert_eq!(
-            repo.git_output(&["show", &format!("{integration}:data.txt")]),
-            data,
+            repo.git_output(&["cat-file", "-s", &format!("{integration}:{file}")])
+                .trim(),
+            bytes.to_string(),
             "the agent's file is whole"
         );
         assert_eq!(
@@ -1570,7 +1576,11 @@ if [ -n "${GIT_BACKUP:-}" ]; then mkdir "$OUT/git" && cp -a "$REPO/.git/." "$OUT
         let Some(runs) = run_on_full(&repo, &script, &worktrees, None) else {
             return;
         };
-        assert_stopped_then_whole(&repo, &runs, "error: disk full: '", &data);
+        assert_stopped_then_whole(&repo, &runs, "error: disk full: '", "data.txt", DATA_BYTES);
+        assert_eq!(
+            repo.git_output(&["show", &format!("agency/{}/integration:data.txt", runs.run)]),
+            data
+        );
         let line = runs.first.1.lines().next().unwrap_or_default();
         assert!(
             line.contains(&worktrees.display().to_string()) && line.contains("t4 fix-add"),
@@ -1587,6 +1597,22 @@ if [ -n "${GIT_BACKUP:-}" ]; then mkdir "$OUT/git" && cp -a "$REPO/.git/." "$OUT
             .collect();
         assert_eq!(disk_full.len(), 1, "{disk_full:?}");
         assert!(disk_full[0].contains("its attempt not spent"), "{disk_full:?}");
+    }
+
+    #[test]
+    fn a_disk_that_fills_under_an_agents_command_stops_the_runner_unspent_and_the_run_resumes_whole() {
+        // The agent's command (sandboxed as any) writes 1.5 MB of zeros into its worktree: `dd` fails
+        // part-way with "No space left on device", the agent goes on and reports done.
+        let kb = DATA_BYTES / 1024;
+        let (repo, script) = Repo::calculator(&script_calling(&format!(
+            "          - name: run_command\n            input: {{ argv: [dd, \"if=/dev/zero\", \"of=data.bin\", \"bs=1024\", \"count={kb}\"] }}\n"
+        )));
+        let worktrees = repo.path().join(".agency").join("worktrees");
+        std::fs::create_dir_all(&worktrees).unwrap();
+        let Some(runs) = run_on_full(&repo, &script, &worktrees, None) else {
+            return;
+        };
+        assert_stopped_then_whole(&repo, &runs, "error: disk full: '", "data.bin", DATA_BYTES);
     }
 
     #[test]
@@ -1618,7 +1644,8 @@ if [ -n "${GIT_BACKUP:-}" ]; then mkdir "$OUT/git" && cp -a "$REPO/.git/." "$OUT
             &repo,
             &runs,
             "error: git: disk full: the repository's object store (`.git/objects`) cannot be written",
-            &data,
+            "data.txt",
+            DATA_BYTES,
         );
     }
 }
