@@ -35,9 +35,9 @@ impl Engine {
             return Ok(());
         }
         let role = BriefRole::of(&brief);
-        // A writer whose filesystem filled while it worked: its writes failed for want of space, so whatever
-        // it reports is not its work. Infrastructure: the runner stops, naming the disk, and gives the brief
-        // back unspent; it starts again once space is freed and the run resumed.
+        // A writer whose worktree's filesystem is full when it ends: its writes may have failed for want of
+        // space, so whatever it reports is not taken for its work. Infrastructure: the runner stops, naming
+        // the disk, and gives the brief back unspent; it starts again once space is freed and the run resumed.
         if role.writes()
             && let Some(full) = crate::outage::disk_full_after(self, &brief)?
         {
