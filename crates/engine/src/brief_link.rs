@@ -6,6 +6,12 @@
 //! blackboard ([`review_payload`], with the [`review_message`] the agent reads) are shared with the review
 //! of teachbacks external agents submit through the blackboard (`crate::board_review`) and with
 //! `agency teachback approve|correct`, so a review reads the same wherever it was made.
+//!
+//! A reviewing model in an outage (overloaded, rate limited, unreachable, stalled, after the retries its
+//! provider makes inside the call) is not the agent's fault, nor a bad review: the link keeps the outage
+//! ([`BriefLink::take_reviewer_outage`]) and stop the agent, and the runner puts the brief back to wait at
+//! the run's outage gate with its attempt not spent, as for the agent's own model (`crate::outage`). A
+//! reviewer that answers without a review is still told to the agent, which resubmits.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,7 +22,7 @@ use agency_core::teachback::{
     ReviewVerdict, Teachback, TeachbackAction, TeachbackReview, TeachbackState, allows_edits, transition,
 };
 use agency_core::variety::TeachbackMode;
-use agency_core::{Brief, BriefId};
+use agency_core::{Brief, BriefId, Tier};
 use agency_exec::runtime::{AgentEvent, RunnerLink, ToolCallView, ToolDecision};
 use agency_llm::{
     Block, BoxFuture, CancelToken, Message, Provider, Request, Spend, ToolChoice, ToolSpec, UsageRecord,
@@ -28,6 +34,7 @@ use crate::budget::{SharedLedger, brief_scope, passed_limit};
 use crate::prompts;
 use crate::task::call_meta;
 
+pub use crate::reviewer_outage::ReviewerOutage;
 pub use crate::teachback_gate::Reviewed;
 
 /// The `via` of a teachback submitted through [`RunnerLink::teachback`] (reviewed in process).
@@ -53,6 +60,32 @@ pub struct BriefLink {
     cancel: CancelToken,
     /// The run's ledger, when this agent's reported usage is not metered elsewhere (an external runtime).
     ledger: Option<SharedLedger>,
+    /// The reviewer's outage this agent was stopped for, until the runner takes it.
+    reviewer_outage: Mutex<Option<ReviewerOutage>>,
+}
+
+/// Why a teachback has no review.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoReview {
+    /// The reviewing model is in an outage: nobody's fault the agent can mend.
+    Outage(ReviewerOutage),
+    /// Anything else, said to the agent (which fixes it and resubmits).
+    Message(String),
+}
+
+impl std::fmt::Display for NoReview {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoReview::Outage(outage) => write!(f, "{outage}; wait and resubmit"),
+            NoReview::Message(message) => f.write_str(message),
+        }
+    }
+}
+
+impl From<String> for NoReview {
+    fn from(message: String) -> Self {
+        NoReview::Message(message)
+    }
 }
 
 impl BriefLink {
@@ -68,7 +101,18 @@ impl BriefLink {
             reviewer,
             cancel,
             ledger: None,
+            reviewer_outage: Mutex::new(None),
         }
+    }
+
+    /// The reviewer's outage the agent was stopped for, if its teachback's review met one (taken once).
+    /// The link cancels the agent's token given to [`BriefLink::new`] when it keeps one, so the runner
+    /// that started the agent with that token gets its end at once and reads this instead of its outcome.
+    pub fn take_reviewer_outage(&self) -> Option<ReviewerOutage> {
+        self.reviewer_outage
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 
     /// Charges the usage the agent reports to `ledger` (the run's, for a runtime agency does not meter
@@ -129,8 +173,8 @@ impl BriefLink {
         Ok(())
     }
 
-    async fn review(&self, teachback: &Teachback, since: i64) -> Result<Reviewed, String> {
-        review(
+    async fn review(&self, teachback: &Teachback, since: i64) -> Result<Reviewed, NoReview> {
+        review_or_outage(
             self.store.as_ref(),
             &self.reviewer,
             &self.brief,
@@ -182,12 +226,29 @@ pub async fn review(
     since: i64,
     cancel: &CancelToken,
 ) -> Result<Reviewed, String> {
+    review_or_outage(store, reviewer, brief, teachback, since, cancel)
+        .await
+        .map_err(|no| no.to_string())
+}
+
+/// [`review`], telling a reviewing model's outage ([`NoReview::Outage`]) from the other reasons there is
+/// no review.
+pub async fn review_or_outage(
+    store: &dyn Blackboard,
+    reviewer: &Reviewer,
+    brief: &Brief,
+    teachback: &Teachback,
+    since: i64,
+    cancel: &CancelToken,
+) -> Result<Reviewed, NoReview> {
     match reviewer {
         Reviewer::Model(provider) => review_by_model(store, provider.as_ref(), brief, teachback, cancel)
             .await
             .map(Reviewed::New),
         Reviewer::Human { poll } => {
-            crate::teachback_gate::review_by_human(store, brief, teachback, since, *poll, cancel).await
+            crate::teachback_gate::review_by_human(store, brief, teachback, since, *poll, cancel)
+                .await
+                .map_err(NoReview::Message)
         }
     }
 }
@@ -238,6 +299,11 @@ pub fn review_kind(review: &TeachbackReview) -> EventKind {
     }
 }
 
+/// The tier whose model reviews `brief`'s teachback: its parent (T1 for a brief without one).
+pub fn reviewing_tier(brief: &Brief) -> Tier {
+    brief.tier.parent().unwrap_or(Tier::T1)
+}
+
 /// The tool a reviewing model answers with.
 fn review_tool() -> ToolSpec {
     ToolSpec {
@@ -261,7 +327,7 @@ async fn review_by_model(
     brief: &Brief,
     teachback: &Teachback,
     cancel: &CancelToken,
-) -> Result<TeachbackReview, String> {
+) -> Result<TeachbackReview, NoReview> {
     let mut meta = call_meta(brief);
     meta.role = Some("teachback-reviewer".into());
     let request = Request {
@@ -279,7 +345,22 @@ async fn review_by_model(
     let response = provider
         .complete(&request, &mut |_| {}, cancel)
         .await
-        .map_err(|e| format!("the reviewer could not be reached ({e}); wait and resubmit"))?;
+        .map_err(|error| {
+            // The provider already retried inside the call for its `outage_seconds`: what is still the
+            // provider's trouble (overloaded, rate limited, 5xx, unreachable, stalled) is an outage.
+            if error.is_retryable() {
+                NoReview::Outage(ReviewerOutage {
+                    tier: reviewing_tier(brief),
+                    model: provider.model().to_string(),
+                    provider: provider.kind().to_string(),
+                    error,
+                })
+            } else {
+                NoReview::Message(format!(
+                    "the reviewer could not be reached ({error}); wait and resubmit"
+                ))
+            }
+        })?;
     // The review runs outside any agent's link, which writes the usage events of agents' calls: its own is
     // written here (its provider already charged the ledger), so cost reports and the budget rebuilt after
     // a crash count it too.
@@ -299,11 +380,7 @@ async fn review_by_model(
     // between loses both, and the review is asked again, recorded then (the lost call's spending is the
     // ledger's only). A record that cannot be written loses only the record: the review stands.
     let _ = store.append_event_soon(NewEvent::typed(brief.run, usage).brief(brief.id).tier(brief.tier));
-    let reviewer = format!(
-        "{}/{}",
-        brief.tier.parent().map(|t| t.as_str()).unwrap_or("t1"),
-        brief.workstream
-    );
+    let reviewer = format!("{}/{}", reviewing_tier(brief).as_str(), brief.workstream);
     let input = response
         .content
         .iter()
@@ -311,7 +388,7 @@ async fn review_by_model(
             Block::ToolUse { name, input, .. } if name == "review_teachback" => Some(input.clone()),
             _ => None,
         })
-        .ok_or_else(|| "the reviewer gave no review; resubmit your teachback".to_string())?;
+        .ok_or_else(|| NoReview::Message("the reviewer gave no review; resubmit your teachback".into()))?;
     let note = input.get("note").and_then(|v| v.as_str()).map(str::to_string);
     let approved = input.get("approved").and_then(|v| v.as_bool()).unwrap_or(false);
     let corrections: Vec<String> = input
@@ -400,7 +477,25 @@ impl RunnerLink for BriefLink {
                     note: Some("advisory brief: recorded, proceed".into()),
                 });
             }
-            let review = match self.review(teachback, since).await? {
+            let reviewed = match self.review(teachback, since).await {
+                Ok(reviewed) => reviewed,
+                Err(NoReview::Outage(outage)) => {
+                    // Not the agent's to mend: the agent stops here, its brief waits at the outage gate
+                    // (attempt not spent) and starts again from its teachback once the run resumes.
+                    let told = format!(
+                        "{outage}. The runner stops you now and starts this brief again once the reviewer \
+                         answers; nothing is held against you."
+                    );
+                    *self
+                        .reviewer_outage
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outage);
+                    self.cancel.cancel();
+                    return Err(told);
+                }
+                Err(NoReview::Message(message)) => return Err(message),
+            };
+            let review = match reviewed {
                 Reviewed::New(review) => review,
                 Reviewed::Recorded(review, state) => {
                     self.follow(state);
@@ -534,6 +629,7 @@ impl BriefLink {
 #[cfg(test)]
 mod tests {
     use agency_core::variety::Variety;
+    use agency_llm::LlmError;
     use agency_llm::scripted::{Script, ScriptedProvider};
     use agency_store::conformance::sample_brief;
     use agency_store::{NewRun, SqliteBlackboard};
@@ -604,5 +700,86 @@ mod tests {
             store.get_brief(brief.id).unwrap().teachback,
             TeachbackState::Active
         );
+    }
+
+    /// A brief whose teachback blocks, on a fresh blackboard.
+    fn blocking_brief(store: &Arc<dyn Blackboard>) -> Brief {
+        let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
+        let brief = Brief {
+            variety: Some(Variety {
+                novelty: 4,
+                scope: 4,
+                uncertainty: 4,
+                risk: 4,
+            }),
+            ..sample_brief(run, "parser")
+        };
+        store.insert_brief(&brief).unwrap();
+        brief
+    }
+
+    fn a_teachback() -> Teachback {
+        Teachback {
+            building: "the parser".into(),
+            key_constraints: vec!["no new dependency".into()],
+            interfaces: Vec::new(),
+            approach: "a table".into(),
+            most_likely_wrong: "the grammar".into(),
+            least_confident: "escapes".into(),
+            first_action: None,
+        }
+    }
+
+    /// The reviewer answering every review with `reply` (YAML of a scripted reply).
+    fn reviewer_replying(reply: &str) -> Reviewer {
+        let script = Script::from_yaml(&format!(
+            "model: review-model\nreplies:\n  - role: teachback-reviewer\n    reply: {reply}\n"
+        ))
+        .unwrap();
+        Reviewer::Model(Arc::new(ScriptedProvider::new(script)))
+    }
+
+    #[tokio::test]
+    async fn a_reviewer_in_an_outage_stops_the_agent_and_is_kept_for_the_runner_not_told_as_a_review() {
+        let store: Arc<dyn Blackboard> = Arc::new(SqliteBlackboard::open_in_memory().unwrap());
+        let brief = blocking_brief(&store);
+        let agent = CancelToken::new();
+        let link = BriefLink::new(
+            store.clone(),
+            brief.clone(),
+            reviewer_replying("{error: {kind: overloaded, message: busy}}"),
+            agent.clone(),
+        );
+
+        let told = link.teachback(&a_teachback()).await.unwrap_err();
+        assert!(told.contains("The runner stops you now"), "{told}");
+        assert!(agent.is_cancelled(), "the agent is stopped");
+        let outage = link.take_reviewer_outage().expect("the outage is kept");
+        assert_eq!(
+            (outage.tier, outage.model.as_str(), outage.provider.as_str()),
+            (Tier::T3, "review-model", "scripted")
+        );
+        assert!(matches!(outage.error, LlmError::Overloaded { .. }), "{outage:?}");
+        assert_eq!(link.take_reviewer_outage(), None, "taken once");
+        // Still under review: nothing was corrected, and the restarted agent's resubmission is reviewed.
+        assert_eq!(link.state(), TeachbackState::UnderReview);
+    }
+
+    #[tokio::test]
+    async fn a_reviewer_that_answers_without_a_review_or_refuses_the_request_is_not_an_outage() {
+        for reply in [
+            "{text: \"looks fine to me\"}",
+            "{error: {kind: bad_request, message: \"prompt is too long\"}}",
+        ] {
+            let store: Arc<dyn Blackboard> = Arc::new(SqliteBlackboard::open_in_memory().unwrap());
+            let brief = blocking_brief(&store);
+            let agent = CancelToken::new();
+            let link = BriefLink::new(store.clone(), brief, reviewer_replying(reply), agent.clone());
+
+            let told = link.teachback(&a_teachback()).await.unwrap_err();
+            assert!(told.contains("resubmit"), "{reply}: {told}");
+            assert!(!agent.is_cancelled(), "{reply}: the agent goes on");
+            assert_eq!(link.take_reviewer_outage(), None, "{reply}");
+        }
     }
 }

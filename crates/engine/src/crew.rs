@@ -36,6 +36,8 @@ pub(crate) enum AgentEnd {
     Finished(Box<std::result::Result<AgentOutcome, RuntimeError>>),
     /// This runner no longer holds the brief's claim: the agent was stopped and nothing is recorded.
     ClaimLost,
+    /// The agent was stopped because its teachback's reviewer is in an outage ([`crate::outage`]).
+    ReviewerOutage(Box<crate::reviewer_outage::ReviewerOutage>),
 }
 
 /// An agent's whole run, from start to its [`AgentEnd`].

@@ -31,6 +31,22 @@ pub enum EngineError {
     /// The run was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// The filesystem an agent writes to filled up under it: its writes failed for want of space, not for
+    /// anything it did, so its outcome is not taken and its brief is given back unspent.
+    #[error(
+        "disk full: '{}' has {available} bytes free: {during}; the runner stopped and nothing recorded is \
+         lost: free space there (`df -h {}` shows it), then resume",
+        path.display(),
+        path.display()
+    )]
+    DiskFull {
+        /// Where the agent wrote (its worktree).
+        path: std::path::PathBuf,
+        /// Bytes free there to an unprivileged writer.
+        available: u64,
+        /// Whose writes met it.
+        during: String,
+    },
 }
 
 /// git's error, led by what it means when the filesystem it wrote to is full (a checkout, a commit or a
@@ -46,10 +62,21 @@ fn disk_full_said(err: &GitError) -> String {
         .skip(1)
         .step_by(2)
         .find(|quoted| quoted.starts_with('/'));
-    let place = named.map_or_else(|| "a file git wrote".to_string(), |path| format!("'{path}'"));
+    let (place, df) = match named {
+        Some(path) => (format!("'{path}'"), "`df -h` on that path shows it".to_string()),
+        // A commit's or a merge's objects: git names no path, but they go to the repository's object store.
+        None if text.contains("object") => (
+            "the repository's object store (`.git/objects`)".to_string(),
+            "`df -h .git/objects` in the repository shows it".to_string(),
+        ),
+        None => (
+            "a file git wrote".to_string(),
+            "`df -h` on the repository and `.agency/worktrees` shows it".to_string(),
+        ),
+    };
     format!(
         "disk full: {place} cannot be written (No space left on device); the runner stopped and nothing \
-         recorded is lost: free space there (`df -h` on that path shows it), then resume. git said: {text}"
+         recorded is lost: free space there ({df}), then resume. git said: {text}"
     )
 }
 
@@ -79,6 +106,18 @@ mod disk_full_tests {
             status: "exit 128".into(),
             stderr: stderr.into(),
         })
+    }
+
+    #[test]
+    fn a_commit_into_a_full_object_store_names_the_object_store() {
+        let said = failed("fatal: unable to write loose object file: No space left on device").to_string();
+        assert!(
+            said.starts_with(
+                "git: disk full: the repository's object store (`.git/objects`) cannot be written"
+            ),
+            "{said}"
+        );
+        assert!(said.contains("`df -h .git/objects`"), "{said}");
     }
 
     #[test]

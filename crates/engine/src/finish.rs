@@ -23,10 +23,9 @@ impl Engine {
     /// ([`Blackboard::apply_soon`]) for the caller to write with those of the other agents that finished
     /// together ([`crate::crew::Crew::collect`]).
     pub(crate) async fn finish_agent(&self, id: BriefId, end: AgentEnd) -> Result<()> {
-        let AgentEnd::Finished(outcome) = end else {
+        if matches!(end, AgentEnd::ClaimLost) {
             return Ok(());
-        };
-        let outcome = *outcome;
+        }
         let brief = self.store.get_brief(id)?;
         // Cancelled meanwhile, or reclaimed by another runner after this one's lease ran out: the brief is
         // no longer this agent's to report on.
@@ -36,6 +35,23 @@ impl Engine {
             return Ok(());
         }
         let role = BriefRole::of(&brief);
+        // A writer whose worktree's filesystem is full when it ends: its writes may have failed for want of
+        // space, so whatever it reports is not taken for its work. Infrastructure: the runner stops, naming
+        // the disk, and gives the brief back unspent; it starts again once space is freed and the run resumed.
+        if role.writes()
+            && let Some(full) = crate::outage::disk_full_after(self, &brief)?
+        {
+            return Err(full);
+        }
+        let outcome = match end {
+            AgentEnd::Finished(outcome) => *outcome,
+            // Not the agent's outcome: it was stopped before any edit (its teachback was never approved),
+            // and starts again from its teachback once the reviewer answers.
+            AgentEnd::ReviewerOutage(outage) => {
+                return crate::outage::pause_for_reviewer(self, &brief, &outage);
+            }
+            AgentEnd::ClaimLost => return Ok(()),
+        };
         if !role.writes() {
             // A reader's checkout has served its purpose; implementers keep theirs until committed. One
             // refused by the budget starts again, maybe on another runner, in a checkout made afresh: its

@@ -38,6 +38,7 @@ mod probes;
 mod progress;
 pub mod prompts;
 pub mod remote;
+mod reviewer_outage;
 mod rounds;
 mod sandbox;
 mod signoff;

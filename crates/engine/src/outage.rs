@@ -3,7 +3,9 @@
 //! its stream says nothing about the agent's work: its brief goes back to `pending` with its attempt
 //! untouched (no retry spent, no escalation, no re-plan), and the run pauses at a `pause` gate whose message
 //! names the cause — which the notifiers announce like any gate. `agency resume <run>` releases it once the
-//! provider is back, and the brief starts again.
+//! provider is back, and the brief starts again. A teachback reviewer's model in an outage is the same:
+//! its agent is stopped (the link keeps the outage, see [`crate::brief_link`]), its brief waits with its attempt
+//! not spent, and the gate names the reviewer's tier, model and provider.
 //!
 //! A run started with `--auto-approve` has no human to wait for: its runner probes the provider that failed
 //! (one tiny request of the gate's tier's model, which retries inside the call as any does), with a growing
@@ -24,6 +26,7 @@ use serde_json::json;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::probes::Probe;
+use crate::reviewer_outage::ReviewerOutage;
 
 /// Whether `error` is the provider's trouble rather than the agent's.
 pub(crate) fn is_outage(error: &LlmError) -> bool {
@@ -60,7 +63,30 @@ pub(crate) fn trouble_line(meta: &CallMeta, trouble: &ProviderTrouble) -> LogLin
 
 /// Puts `brief` back to wait for the provider, and pauses the run at an outage gate if none is open yet.
 pub(crate) fn pause_for(engine: &Engine, brief: &Brief, error: &LlmError) -> Result<()> {
-    let cause = error.to_string();
+    pause(
+        engine,
+        brief,
+        &error.to_string(),
+        "the model call failed after its retries",
+        brief.tier,
+    )
+}
+
+/// Puts `brief` back to wait for its teachback's reviewer, whose model is in an outage, and pauses the run
+/// at an outage gate if none is open yet: the gate names the reviewer's model and provider, and an
+/// `--auto-approve` runner probes the reviewer's tier. The brief starts again from its teachback.
+pub(crate) fn pause_for_reviewer(engine: &Engine, brief: &Brief, outage: &ReviewerOutage) -> Result<()> {
+    pause(
+        engine,
+        brief,
+        &outage.to_string(),
+        "its teachback's review failed after its retries",
+        outage.tier,
+    )
+}
+
+/// [`pause_for`] with the cause said and the tier whose model an `--auto-approve` runner probes.
+fn pause(engine: &Engine, brief: &Brief, cause: &str, what: &str, probe: Tier) -> Result<()> {
     engine.move_brief(
         brief,
         BriefStatus::Pending,
@@ -82,7 +108,7 @@ pub(crate) fn pause_for(engine: &Engine, brief: &Brief, error: &LlmError) -> Res
                 "normal",
                 Some("OUTAGE"),
                 format!(
-                    "{} {}: the model call failed after its retries ({cause}); the brief waits, its attempt not spent",
+                    "{} {}: {what} ({cause}); the brief waits, its attempt not spent",
                     brief.tier.as_str(),
                     brief.title
                 ),
@@ -103,13 +129,68 @@ pub(crate) fn pause_for(engine: &Engine, brief: &Brief, error: &LlmError) -> Res
         "cause": cause,
         "requested_by": OUTAGE_REQUESTER,
         // Whose model to probe when the run may resume by itself (`--auto-approve`).
-        "tier": brief.tier.as_str(),
+        "tier": probe.as_str(),
         "next": [format!("`agency resume {short}` starts the waiting briefs again")],
     });
     engine
         .store
         .open_gate(NewGate::new(run, GateKind::Pause, summary))?;
     Ok(())
+}
+
+/// Below this many bytes free, the filesystem an agent wrote to is taken for full: a write of any size
+/// may fail there, and one that did has filled it to the last block.
+const FULL_BELOW: u64 = 64 * 1024;
+
+/// After a writer's agent ended: the error that stops the runner when the filesystem of its worktree is
+/// full ([`FULL_BELOW`]), with a `DISK FULL` line in the run's log; `None` otherwise (a worktree that cannot
+/// be measured is not taken for full). A brief whose worktree is not on record yet (its record rides with
+/// a later write) is measured where the worktrees are made.
+pub(crate) fn disk_full_after(engine: &Engine, brief: &Brief) -> Result<Option<EngineError>> {
+    let worktree = brief
+        .worktree
+        .as_deref()
+        .map_or_else(|| engine.options.worktrees.clone(), std::path::PathBuf::from);
+    let Some(available) = available_bytes(&worktree) else {
+        return Ok(None);
+    };
+    if available >= FULL_BELOW {
+        return Ok(None);
+    }
+    let during = format!(
+        "the agent of {} {} worked there and it is full, so its writes may have failed and its outcome \
+         is not taken",
+        brief.tier.as_str(),
+        brief.title
+    );
+    engine.store.append_event(
+        NewEvent::typed(
+            brief.run,
+            EventPayload::Log(LogLine::new(
+                "normal",
+                Some("DISK FULL"),
+                format!(
+                    "{} {}: '{}' has {available} bytes free; the brief is given back, its attempt not spent",
+                    brief.tier.as_str(),
+                    brief.title,
+                    worktree.display()
+                ),
+            )),
+        )
+        .brief(brief.id)
+        .tier(brief.tier),
+    )?;
+    Ok(Some(EngineError::DiskFull {
+        path: worktree,
+        available,
+        during,
+    }))
+}
+
+/// Bytes free to an unprivileged writer on the filesystem holding `path`; `None` when it cannot be read.
+fn available_bytes(path: &std::path::Path) -> Option<u64> {
+    let stat = rustix::fs::statvfs(path).ok()?;
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 
 /// Who an outage gate says asked for it: how an outage's pause is told from a human's `agency pause`.

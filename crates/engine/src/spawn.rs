@@ -151,11 +151,13 @@ impl Engine {
             worktree,
             brief: brief.clone(),
         };
+        // The agent's own token: a link that meets its reviewer's outage stop the agent with it.
+        let cancel = cancel.child();
         let link = BriefLink::new(
             self.store.clone(),
             brief.clone(),
             self.reviewer(&brief),
-            cancel.child(),
+            cancel.clone(),
         )
         .charging(self.unmetered_ledger(Some(&runtime)));
         // Where it works and that it started, written with the other agents started together. A crash
@@ -172,14 +174,20 @@ impl Engine {
         )
         .brief(brief.id)
         .tier(brief.tier);
-        let cancel = cancel.child();
         let id = brief.id;
         let claim =
             crate::crew::hold_claim(self.store.clone(), id, self.options.worker.clone(), self.lease());
         let record = vec![workspace, Change::AppendEvent(spawned)];
         launches.add(record, async move {
             tokio::select! {
-                outcome = runtime.run(&task, &link, &cancel) => (id, AgentEnd::Finished(Box::new(outcome))),
+                outcome = runtime.run(&task, &link, &cancel) => {
+                    // Stopped for its teachback reviewer's outage: that is its end, whatever it said after.
+                    let end = match link.take_reviewer_outage() {
+                        Some(outage) => AgentEnd::ReviewerOutage(Box::new(outage)),
+                        None => AgentEnd::Finished(Box::new(outcome)),
+                    };
+                    (id, end)
+                }
                 () = claim => {
                     cancel.cancel();
                     (id, AgentEnd::ClaimLost)

@@ -930,6 +930,89 @@ mod run_over_http {
     }
 
     #[test]
+    fn a_teachback_reviewer_outage_pauses_the_run_naming_the_reviewer_and_it_succeeds_after_resume() {
+        let server = server();
+        // T3's model (the default team's `capable` level, the judges' too) reviews the implementers'
+        // teachbacks: down from its first request, every review meets the outage before any edit is made.
+        server.set_outage_of(Some(ModelOutage {
+            fault: Fault::Status {
+                status: 529,
+                retry_after: None,
+            },
+            model: JUDGE_MODEL.to_string(),
+            from_turn: 0,
+            requests: None,
+        }));
+        let repo = repo(&server, 2);
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let (running, run) = run_approving_the_plan(&repo, &store);
+        let gate = wait_for(|| pending_gate(&store, run, GateKind::Pause), "the outage gate");
+        let message = gate.summary["message"].as_str().unwrap().to_string();
+        assert!(
+            message.starts_with(&format!(
+                "Outage: the teachback reviewer (t3 model {JUDGE_MODEL} on anthropic): the provider is overloaded"
+            )) && message.contains("agency resume"),
+            "{message}"
+        );
+        // Every implementer that started was stopped at its teachback, unspent, its teachback still under
+        // review; the others wait behind the gate, not started.
+        let implementers = wait_for(
+            || {
+                let t4: Vec<_> = store
+                    .list_briefs(run)
+                    .ok()?
+                    .into_iter()
+                    .filter(|b| b.tier == Tier::T4)
+                    .collect();
+                (t4.len() == WORKSTREAMS && t4.iter().all(|b| b.status == BriefStatus::Pending)).then_some(t4)
+            },
+            "every implementer to wait for the reviewer",
+        );
+        use agency_core::teachback::TeachbackState;
+        assert!(
+            implementers.iter().all(|b| b.attempt == 0
+                && matches!(b.teachback, TeachbackState::UnderReview | TeachbackState::Pending)),
+            "{implementers:?}"
+        );
+        assert!(
+            implementers
+                .iter()
+                .any(|b| b.teachback == TeachbackState::UnderReview),
+            "{implementers:?}"
+        );
+        let at_gate = events(&store, run);
+        assert!(
+            at_gate.iter().all(|e| e.kind != EventKind::TeachbackCorrected),
+            "an outage was told as a review"
+        );
+        let outages = logged(&at_gate, "OUTAGE");
+        assert!(
+            outages
+                .iter()
+                .any(|l| l.contains("its teachback's review failed after its retries")
+                    && l.contains("its attempt not spent")),
+            "{outages:?}"
+        );
+        assert!(
+            logged(&at_gate, "RETRY")
+                .iter()
+                .any(|l| l.starts_with(JUDGE_MODEL) && l.contains("overloaded")),
+            "no RETRY line for the reviews"
+        );
+
+        server.set_outage_of(None);
+        repo.agency(&["resume", &run.short()]).success();
+        let (code, output) = finish(running, Duration::from_secs(120));
+        assert_eq!(code, Some(0), "{output}");
+        assert_whole_and_unretried(&repo, &store, run);
+        let approved = events(&store, run)
+            .iter()
+            .filter(|e| e.kind == EventKind::TeachbackApproved)
+            .count();
+        assert_eq!(approved, WORKSTREAMS, "each teachback approved once");
+    }
+
+    #[test]
     fn a_short_outage_inside_the_bound_is_retried_in_the_call_and_shows_only_in_the_log() {
         let server = server();
         // The implementers' model answers three requests with 529 once they are at work, then recovers:
@@ -1063,9 +1146,10 @@ echo $? >"$OUT/second.code"
 keep final
 "#;
 
-    /// The bubblewrap arguments that mount a tmpfs of [`TMPFS_BYTES`] at `dir` here, if any do.
-    fn tmpfs_args(dir: &Path) -> Result<Vec<String>, String> {
-        let size = TMPFS_BYTES.to_string();
+    /// bubblewrap's arguments that mount a tmpfs of `bytes` at `dir` (as root of a user namespace where
+    /// a plain one is not allowed), or why it cannot. The other disk-full tests use it too.
+    pub(super) fn tmpfs_args(dir: &Path, bytes: u64) -> Result<Vec<String>, String> {
+        let size = bytes.to_string();
         let dir = dir.display().to_string();
         let mut reasons = Vec::new();
         for userns in [false, true] {
@@ -1095,7 +1179,7 @@ keep final
         let (repo, script) = Repo::calculator(SCRIPT);
         let blackboard = tempfile::tempdir().unwrap();
         let out = tempfile::tempdir().unwrap();
-        let bwrap = match tmpfs_args(blackboard.path()) {
+        let bwrap = match tmpfs_args(blackboard.path(), TMPFS_BYTES) {
             Ok(args) => args,
             Err(why) => {
                 eprintln!("SKIPPED disk-full test: bubblewrap cannot mount a small tmpfs here ({why})");
@@ -1186,11 +1270,11 @@ keep final
 /// runs the team, frees the space and resumes; where bubblewrap cannot mount one the test says so on stderr
 /// and is skipped (unless `AGENCY_REQUIRE_SANDBOX` is set, as in CI, where that is a failure).
 mod disk_full_worktrees {
-    use std::path::Path;
     use std::process::Command;
 
     use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
 
+    use super::disk_full::tmpfs_args;
     use crate::postgres::SCRIPT;
     use crate::support::{CALCULATOR_GOAL, Repo};
 
@@ -1209,32 +1293,13 @@ run=$(sed -n 's/^run \([0-9a-f]*\) started.*/\1/p' "$OUT/first.out")
 echo $? >"$OUT/second.code"
 "#;
 
-    fn tmpfs_args(dir: &Path) -> Result<Vec<String>, String> {
-        let size = TMPFS_BYTES.to_string();
-        let dir = dir.display().to_string();
-        let mut reasons = Vec::new();
-        for userns in [false, true] {
-            let mut args: Vec<String> = Vec::new();
-            if userns {
-                args.extend(["--unshare-user", "--uid", "0", "--gid", "0"].map(String::from));
-            }
-            args.extend(["--dev-bind", "/", "/", "--size", &size, "--tmpfs", &dir].map(String::from));
-            match Command::new("bwrap").args(&args).arg("true").output() {
-                Ok(out) if out.status.success() => return Ok(args),
-                Ok(out) => reasons.push(String::from_utf8_lossy(&out.stderr).trim().to_string()),
-                Err(e) => return Err(format!("bwrap: {e}")),
-            }
-        }
-        Err(reasons.join("; "))
-    }
-
     #[test]
     fn a_full_disk_under_the_worktrees_is_named_costs_no_retry_and_the_run_resumes_once_freed() {
         let (repo, script) = Repo::calculator(SCRIPT);
         let worktrees = repo.path().join(".agency").join("worktrees");
         std::fs::create_dir_all(&worktrees).unwrap();
         let out = tempfile::tempdir().unwrap();
-        let bwrap = match tmpfs_args(&worktrees) {
+        let bwrap = match tmpfs_args(&worktrees, TMPFS_BYTES) {
             Ok(args) => args,
             Err(why) if std::env::var_os("AGENCY_REQUIRE_SANDBOX").is_some() => {
                 panic!("AGENCY_REQUIRE_SANDBOX is set but bubblewrap cannot mount a small tmpfs: {why}")
@@ -1313,5 +1378,274 @@ echo $? >"$OUT/second.code"
                 "lost after the resume: {event:?}"
             );
         }
+    }
+}
+
+/// The disk fills while an agent writes (the built-in agent's `write_file` into its worktree), and `.git`
+/// is on a full disk when a slice is committed: infrastructure, not the agent's bad output. The runner
+/// stops naming the disk and the command that resumes, the brief is given back unspent, nothing recorded
+/// is lost, and once space is freed the resumed run succeeds with the agent's whole file on the
+/// integration branch.
+///
+/// A tmpfs of [`TMPFS_BYTES`] is mounted by bubblewrap (as in `disk_full_worktrees`) and filled with a
+/// [`FILLER_MB`] filler before the run, so less than the agent's [`DATA_BYTES`] file is free. The test is
+/// skipped, saying why, where bubblewrap cannot mount a tmpfs, and fails instead under
+/// `AGENCY_REQUIRE_SANDBOX` (as CI runs it).
+mod disk_full_agent {
+    use std::path::Path;
+    use std::process::Command;
+
+    use agency_core::event::EventKind;
+    use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+
+    use super::disk_full::tmpfs_args;
+    use crate::support::{CALCULATOR_GOAL, Repo};
+
+    const SIMPLE: &str = include_str!("../../../engine/tests/scripts/simple.yaml");
+    const TMPFS_BYTES: u64 = 8 * 1024 * 1024;
+    const FILLER_MB: u64 = 7;
+    /// The agent's file: more than is left free, and less than the tmpfs holds once the filler is gone,
+    /// in each of the few checkouts that hold it (the implementer's, its judge's, the acceptance's).
+    const DATA_BYTES: usize = 1536 * 1024;
+
+    const STEPS: &str = r#"set -u
+agency="$AGENCY_BIN"
+cd "$REPO"
+if [ -n "${GIT_BACKUP:-}" ]; then cp -a "$GIT_BACKUP/." "$REPO/.git/"; fi
+dd if=/dev/zero of="$TMPFS/filler" bs=1M count="$FILLER_MB" 2>/dev/null
+"$agency" run "$GOAL" --auto-approve --script "$SCRIPT" >"$OUT/first.out" 2>"$OUT/first.err"
+echo $? >"$OUT/first.code"
+mkdir "$OUT/at_full" && for f in .agency/agency.db .agency/agency.db-wal .agency/agency.db-shm; do if [ -f "$f" ]; then cp "$f" "$OUT/at_full/"; fi; done
+rm "$TMPFS/filler"
+run=$(sed -n 's/^run \([0-9a-f]*\) started.*/\1/p' "$OUT/first.out")
+"$agency" run --resume "$run" --auto-approve --script "$SCRIPT" >"$OUT/second.out" 2>"$OUT/second.err"
+echo $? >"$OUT/second.code"
+if [ -n "${GIT_BACKUP:-}" ]; then mkdir "$OUT/git" && cp -a "$REPO/.git/." "$OUT/git/"; fi
+"#;
+
+    /// `len` letters and digits that zlib cannot squeeze much (a xorshift's), so git's object of them is
+    /// nearly as large as the file.
+    fn incompressible(len: usize) -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                char::from(ALPHABET[(state % 64) as usize])
+            })
+            .collect()
+    }
+
+    /// simple.yaml with the implementer writing `data.txt` (`content`) before it fixes add.sh.
+    fn script_writing(content: &str) -> String {
+        script_calling(&format!(
+            "          - name: write_file\n            input: {{ path: data.txt, content: \"{content}\" }}\n"
+        ))
+    }
+
+    /// simple.yaml with the implementer calling `tool` (its YAML list item) before it fixes add.sh.
+    fn script_calling(tool: &str) -> String {
+        let edit = "      - tool_calls:\n          - name: edit_file\n";
+        assert_eq!(SIMPLE.matches(edit).count(), 1, "simple.yaml's implementer moved");
+        SIMPLE.replace(
+            edit,
+            &format!("      - tool_calls:\n{tool}          - name: edit_file\n"),
+        )
+    }
+
+    /// What the two runs left: (first's stdout, stderr, exit code), (second's), and the run's short id.
+    struct Runs {
+        first: (String, String, String),
+        second: (String, String, String),
+        run: String,
+        out: tempfile::TempDir,
+    }
+
+    /// Runs [`STEPS`] with a tmpfs at `tmpfs`, or `None` (skipped, said on stderr) where it cannot be mounted.
+    fn run_on_full(repo: &Repo, script: &Path, tmpfs: &Path, git_backup: Option<&Path>) -> Option<Runs> {
+        let out = tempfile::tempdir().unwrap();
+        let bwrap = match tmpfs_args(tmpfs, TMPFS_BYTES) {
+            Ok(args) => args,
+            Err(why) if std::env::var_os("AGENCY_REQUIRE_SANDBOX").is_some() => {
+                panic!("AGENCY_REQUIRE_SANDBOX is set but bubblewrap cannot mount a small tmpfs: {why}")
+            }
+            Err(why) => {
+                eprintln!("SKIPPED agent disk-full test: bubblewrap cannot mount a small tmpfs here ({why})");
+                return None;
+            }
+        };
+        let mut command = Command::new("bwrap");
+        command
+            .args(&bwrap)
+            .args(["sh", "-c", STEPS])
+            .env("AGENCY_BIN", env!("CARGO_BIN_EXE_agency"))
+            .env("REPO", repo.path())
+            .env("TMPFS", tmpfs)
+            .env("FILLER_MB", FILLER_MB.to_string())
+            .env("OUT", out.path())
+            .env("GOAL", CALCULATOR_GOAL)
+            .env("SCRIPT", script)
+            .env("NO_COLOR", "1");
+        if let Some(backup) = git_backup {
+            command.env("GIT_BACKUP", backup);
+        }
+        let status = command.status().unwrap();
+        assert!(status.success(), "the steps failed: {status}");
+        let read = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap();
+        let first = (read("first.out"), read("first.err"), read("first.code"));
+        let run = first
+            .0
+            .lines()
+            .find_map(|l| l.strip_prefix("run ")?.split(' ').next())
+            .unwrap_or_else(|| panic!("the run was not started:\n{}\n{}", first.0, first.1))
+            .to_string();
+        let second = (read("second.out"), read("second.err"), read("second.code"));
+        Some(Runs {
+            first,
+            second,
+            run,
+            out,
+        })
+    }
+
+    /// The runner stopped saying `said` first, with nothing recorded lost and the resume command; the
+    /// resumed run succeeded with no brief retried and the agent's whole `file` (of `bytes`) merged.
+    fn assert_stopped_then_whole(repo: &Repo, runs: &Runs, said: &str, file: &str, bytes: usize) {
+        let (first, first_err, first_code) = &runs.first;
+        assert_ne!(first_code.trim(), "0", "{first}");
+        let line = first_err.lines().next().unwrap_or_default();
+        assert!(line.starts_with(said), "{first_err}");
+        assert!(line.contains("nothing recorded is lost"), "{first_err}");
+        assert!(
+            first_err.contains(&format!("agency run --resume {}", runs.run)),
+            "{first_err}"
+        );
+        assert!(!first_err.contains("panicked"), "{first_err}");
+
+        let (second, second_err, second_code) = &runs.second;
+        assert_eq!(second_code.trim(), "0", "{second}\n{second_err}");
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let resumed = store.list_runs().unwrap()[0].clone();
+        assert_eq!(resumed.id.short(), runs.run);
+        assert_eq!(resumed.status, RunStatus::Succeeded);
+        let briefs = store.list_briefs(resumed.id).unwrap();
+        assert!(
+            briefs.iter().all(|b| b.attempt == 0),
+            "a brief was retried: {:?}",
+            briefs.iter().map(|b| (&b.title, b.attempt)).collect::<Vec<_>>()
+        );
+        let after = store.events_after(Some(resumed.id), 0, usize::MAX).unwrap();
+        assert!(
+            after.iter().all(|e| e.kind != EventKind::Failed),
+            "a brief failed for the full disk"
+        );
+        let integration = format!("agency/{}/integration", runs.run);
+        assert_eq!(
+            repo.git_output(&["cat-file", "-s", &format!("{integration}:{file}")])
+                .trim(),
+            bytes.to_string(),
+            "the agent's file is whole"
+        );
+        assert_eq!(
+            repo.git_output(&["show", &format!("{integration}:add.sh")]),
+            "# add A B: prints A + B\necho $(($1 + $2))\n"
+        );
+
+        // Nothing recorded before the disk filled was lost.
+        let at_full = SqliteBlackboard::open(runs.out.path().join("at_full").join("agency.db")).unwrap();
+        let before = at_full.events_after(Some(resumed.id), 0, usize::MAX).unwrap();
+        assert!(!before.is_empty());
+        for event in &before {
+            assert!(
+                after
+                    .iter()
+                    .any(|e| e.seq == event.seq && e.kind == event.kind && e.payload == event.payload),
+                "lost after the resume: {event:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_disk_that_fills_under_an_agents_write_stops_the_runner_unspent_and_the_run_resumes_whole() {
+        let data = incompressible(DATA_BYTES);
+        let (repo, script) = Repo::calculator(&script_writing(&data));
+        let worktrees = repo.path().join(".agency").join("worktrees");
+        std::fs::create_dir_all(&worktrees).unwrap();
+        let Some(runs) = run_on_full(&repo, &script, &worktrees, None) else {
+            return;
+        };
+        assert_stopped_then_whole(&repo, &runs, "error: disk full: '", "data.txt", DATA_BYTES);
+        assert_eq!(
+            repo.git_output(&["show", &format!("agency/{}/integration:data.txt", runs.run)]),
+            data
+        );
+        let line = runs.first.1.lines().next().unwrap_or_default();
+        assert!(
+            line.contains(&worktrees.display().to_string()) && line.contains("t4 fix-add"),
+            "{line}"
+        );
+        let store = SqliteBlackboard::open(repo.db()).unwrap();
+        let run = store.list_runs().unwrap()[0].id;
+        let disk_full: Vec<String> = store
+            .events_after(Some(run), 0, usize::MAX)
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == EventKind::Log && e.payload["tag"] == "DISK FULL")
+            .map(|e| e.payload["message"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(disk_full.len(), 1, "{disk_full:?}");
+        assert!(disk_full[0].contains("its attempt not spent"), "{disk_full:?}");
+    }
+
+    #[test]
+    fn a_disk_that_fills_under_an_agents_command_stops_the_runner_unspent_and_the_run_resumes_whole() {
+        // The agent's command (sandboxed as any) writes 1.5 MB of zeros into its worktree: `dd` fails
+        // part-way with "No space left on device", the agent goes on and reports done.
+        let kb = DATA_BYTES / 1024;
+        let (repo, script) = Repo::calculator(&script_calling(&format!(
+            "          - name: run_command\n            input: {{ argv: [dd, \"if=/dev/zero\", \"of=data.bin\", \"bs=1024\", \"count={kb}\"] }}\n"
+        )));
+        let worktrees = repo.path().join(".agency").join("worktrees");
+        std::fs::create_dir_all(&worktrees).unwrap();
+        let Some(runs) = run_on_full(&repo, &script, &worktrees, None) else {
+            return;
+        };
+        assert_stopped_then_whole(&repo, &runs, "error: disk full: '", "data.bin", DATA_BYTES);
+    }
+
+    #[test]
+    fn a_full_disk_under_git_when_a_slice_is_committed_stops_the_runner_and_the_run_resumes_whole() {
+        let data = incompressible(DATA_BYTES);
+        let (repo, script) = Repo::calculator(&script_writing(&data));
+        let git = repo.path().join(".git");
+        let backup = tempfile::tempdir().unwrap();
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", git.display()))
+            .arg(backup.path())
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let Some(runs) = run_on_full(&repo, &script, &git, Some(backup.path())) else {
+            return;
+        };
+        // The repository as the runs left it on the tmpfs, which ended with bubblewrap.
+        std::fs::remove_dir_all(&git).unwrap();
+        let restored = Command::new("cp")
+            .arg("-a")
+            .arg(runs.out.path().join("git"))
+            .arg(&git)
+            .status()
+            .unwrap();
+        assert!(restored.success());
+        assert_stopped_then_whole(
+            &repo,
+            &runs,
+            "error: git: disk full: the repository's object store (`.git/objects`) cannot be written",
+            "data.txt",
+            DATA_BYTES,
+        );
     }
 }

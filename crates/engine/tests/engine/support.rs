@@ -194,6 +194,22 @@ impl Project {
         runtime: impl Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime>,
         adjust: impl FnOnce(&mut EngineOptions),
     ) -> Engine {
+        self.runner_providing(script, config, auto_approve, worker, runtime, |_, p| p, adjust)
+    }
+
+    /// [`Project::runner_with`], with the runner's own provider of each tier (what reviews teachbacks,
+    /// judges and probes in an outage; the agents keep the script's) made by `provider` from the script's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn runner_providing(
+        &self,
+        script: &str,
+        config: TeamConfig,
+        auto_approve: bool,
+        worker: &str,
+        runtime: impl Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime>,
+        provider_of: impl Fn(Tier, Arc<dyn Provider>) -> Arc<dyn Provider>,
+        adjust: impl FnOnce(&mut EngineOptions),
+    ) -> Engine {
         let provider: Arc<dyn Provider> = Arc::new(ScriptedProvider::new(Script::from_yaml(script).unwrap()));
         let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
         let mut providers: BTreeMap<Tier, Arc<dyn Provider>> = BTreeMap::new();
@@ -202,7 +218,7 @@ impl Project {
                 tier,
                 runtime(tier, Arc::new(BuiltinRuntime::new(provider.clone()))),
             );
-            providers.insert(tier, provider.clone());
+            providers.insert(tier, provider_of(tier, provider.clone()));
         }
         let mut options = EngineOptions {
             auto_approve,
