@@ -78,6 +78,15 @@ pub struct Workstream {
     /// Why the tier path is shallower than the variety route's default, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shallower_path_reason: Option<String>,
+    /// The files the workstream is expected to change (paths relative to the repository; a path ending in
+    /// `/` stands for everything under it): T1's side of the L0 agreement check at T1→T2 (and of L1 at
+    /// T1→T3 on a path without T2). Empty: T1 declared none, and those checks record the fallback.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// The interfaces (APIs, types, formats) the workstream provides or consumes: held against the
+    /// receiving tier's restated interfaces like `files`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<String>,
 }
 
 impl Workstream {
@@ -206,6 +215,8 @@ const WORKSTREAM_FIELDS: &[&str] = &[
     "variety",
     "contract",
     "shallower_path_reason",
+    "files",
+    "interfaces",
 ];
 
 const PARALLELISM_FIELDS: &[&str] = &["groups", "sequence"];
@@ -354,6 +365,17 @@ fn check_workstream(c: &mut Checker, value: &Value, path: &str) -> WorkstreamDra
     }
     if let Some(v) = obj.get("notes") {
         c.string(v, &at("notes"));
+    }
+    for key in ["files", "interfaces"] {
+        if let Some(list) = obj.get(key).and_then(|v| c.string_list(v, &at(key))) {
+            let problems = match key {
+                "files" => crate::tiers::scope_path_problems(&list),
+                _ => crate::tiers::scope_name_problems(&list),
+            };
+            for (k, problem) in problems {
+                c.push(&index_path(&at(key), k), problem);
+            }
+        }
     }
     let variety = c
         .required(obj, path, "variety")

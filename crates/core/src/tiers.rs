@@ -190,6 +190,47 @@ pub struct SpecialistOutput {
     pub architecture: String,
     /// The squads that build it.
     pub squads: Vec<ChildBrief>,
+    /// The files the domain's squads are handed (paths relative to the repository; a path ending in `/`
+    /// stands for everything under it): the specialist's side of the L1 agreement check at T2→T3. Empty:
+    /// it declared none, and that check records the fallback.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// The interfaces (APIs, types, formats) the domain provides or consumes, held against its squad leads'
+    /// restated interfaces like `files`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<String>,
+}
+
+/// Problems with a declared list of files (a plan workstream's or a specialist's `files`), each with its
+/// index: a path must be relative to the repository and stay inside it (not empty, not absolute, no `..`).
+pub fn scope_path_problems(paths: &[String]) -> Vec<(usize, String)> {
+    paths
+        .iter()
+        .enumerate()
+        .filter_map(|(k, path)| {
+            let trimmed = path.trim();
+            let problem = if trimmed.is_empty() {
+                "must not be empty".to_string()
+            } else if trimmed.starts_with('/') || trimmed.starts_with('\\') {
+                format!("{trimmed:?} is absolute; expected a path relative to the repository")
+            } else if trimmed.split(['/', '\\']).any(|part| part == "..") {
+                format!("{trimmed:?} leaves the repository (`..`); expected a path inside it")
+            } else {
+                return None;
+            };
+            Some((k, problem))
+        })
+        .collect()
+}
+
+/// Problems with a declared list of interfaces, each with its index: none may be empty.
+pub fn scope_name_problems(names: &[String]) -> Vec<(usize, String)> {
+    names
+        .iter()
+        .enumerate()
+        .filter(|(_, name)| name.trim().is_empty())
+        .map(|(k, _)| (k, "must not be empty".to_string()))
+        .collect()
 }
 
 /// The T2 lead's synthesis: the canonical architecture after conflicts between specialists are resolved.
@@ -486,6 +527,27 @@ mod tests {
         let ordered = dependency_order(vec![child("c", &["b"]), child("b", &["a"]), child("a", &[])]);
         let titles: Vec<&str> = ordered.iter().map(|c| c.title.as_str()).collect();
         assert_eq!(titles, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn declared_scopes_must_stay_inside_the_repository() {
+        let paths: Vec<String> = ["src/a.rs", "lib/", " ", "/etc/passwd", "a/../../b"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let problems = scope_path_problems(&paths);
+        let at: Vec<usize> = problems.iter().map(|(k, _)| *k).collect();
+        assert_eq!(at, [2, 3, 4], "{problems:?}");
+        assert!(problems[1].1.contains("is absolute"), "{problems:?}");
+        assert!(problems[2].1.contains("leaves the repository"), "{problems:?}");
+        assert_eq!(
+            scope_name_problems(&["GET /sum".into(), "".into()]),
+            [(1, "must not be empty".to_string())]
+        );
+        // An old specialist output without them still reads.
+        let old: SpecialistOutput =
+            serde_json::from_value(serde_json::json!({"architecture": "x", "squads": []})).unwrap();
+        assert!(old.files.is_empty() && old.interfaces.is_empty());
     }
 
     #[test]

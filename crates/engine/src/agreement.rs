@@ -4,9 +4,10 @@
 //! human. No check makes a model call, and none blocks the handoff: the seed's verification is
 //! non-blocking, and the human is involved only through the gate.
 //!
-//! - L0 at T1→T2: the lead's `understanding` against the plan's workstream (which declares no files);
-//! - L1 at T2→T3: a committed squad lead's `understanding` against its specialist's output (which declares
-//!   no files either);
+//! - L0 at T1→T2: the lead's `understanding` against the `files` and `interfaces` the plan declared for its
+//!   workstream;
+//! - L1 at T2→T3: a committed squad lead's `understanding` against its specialist's declared `files` and
+//!   `interfaces` (T1→T3 on a path without T2: the plan's for the workstream);
 //! - L1 at T4→T5: the slice as its verifier receives it (the paths its diff changes) against the files
 //!   its squad lead's committed draft declared.
 //!
@@ -18,9 +19,9 @@ use std::collections::HashMap;
 
 use agency_core::event::payload::{AgreementChecked, Anomaly};
 use agency_core::event::{EventPayload, NewEvent};
-use agency_core::tiers::{SquadOutput, Understanding};
+use agency_core::tiers::{BriefRole, SpecialistOutput, SquadOutput, Understanding};
 use agency_core::{Brief, BriefId, Tier};
-use agency_flow::agreement::{Level, Outcome, check, diff_paths};
+use agency_flow::agreement::{Level, Outcome, Scope, check, check_scope, diff_paths};
 
 use crate::engine::Engine;
 use crate::error::Result;
@@ -50,7 +51,8 @@ fn restatement_text(understanding: &Understanding) -> String {
 }
 
 /// Records the check: the `agreement` event, and an `anomaly` for a significant mismatch. Held back to be
-/// written with the pass's other writes (nothing waits on them).
+/// written with the pass's other writes (nothing waits on them), except a significant mismatch's, written
+/// at once so the next gate lists it.
 fn record(engine: &Engine, handoff: Handoff<'_>) -> Result<()> {
     let receiver = handoff.receiver;
     let (significant, differences) = match &handoff.outcome {
@@ -94,38 +96,77 @@ fn record(engine: &Engine, handoff: Handoff<'_>) -> Result<()> {
         anomaly.tier = Some(receiver.tier);
         anomaly.brief = Some(receiver.id);
         engine.store.append_event_soon(anomaly)?;
+        // Written now: the gate the anomaly belongs on may open in this very pass, and it lists only
+        // what the blackboard holds.
+        engine.store.flush_events()?;
     }
     Ok(())
 }
 
-/// L0 at T1→T2: the lead restated its workstream's topic. The plan declares no files for a workstream, so
-/// there is nothing to hold the restatement against: recorded with the fallback.
+/// The receiving side's restated scope.
+fn restated_scope(understanding: &Understanding) -> Scope<'_> {
+    Scope {
+        files: &understanding.files,
+        interfaces: &understanding.interfaces,
+    }
+}
+
+/// What T1's plan declared for `workstream` (its `files` and `interfaces`), or nothing when no approved
+/// plan names it.
+fn planned_scope(engine: &Engine, brief: &Brief) -> Result<(Vec<String>, Vec<String>)> {
+    let approved = crate::plan::approved(engine, brief.run)?;
+    Ok(approved
+        .as_ref()
+        .and_then(|a| a.plan.workstream(&brief.workstream))
+        .map(|ws| (ws.files.clone(), ws.interfaces.clone()))
+        .unwrap_or_default())
+}
+
+/// L0 at T1→T2: the lead restated its workstream's topic; held against the files and interfaces T1's
+/// plan declared for the workstream (the fallback when it declared none).
 pub(crate) fn lead_received(
     engine: &Engine,
     lead: &Brief,
     understanding: Option<&Understanding>,
 ) -> Result<()> {
-    let restated = understanding.map(|u| u.files.as_slice());
+    let (files, interfaces) = planned_scope(engine, lead)?;
+    let handed = Scope {
+        files: &files,
+        interfaces: &interfaces,
+    };
     record(
         engine,
         Handoff {
             level: Level::L0,
             handoff: "t1→t2".into(),
             receiver: lead,
-            outcome: check(Level::L0, &[], restated),
+            outcome: check_scope(Level::L0, handed, understanding.map(restated_scope)),
             restated: understanding.map(restatement_text).unwrap_or_default(),
         },
     )
 }
 
 /// L1 at T2→T3 (T1→T3 on a path without T2): a squad lead's committed task list restated the design it
-/// was handed. Neither a specialist's output nor the plan declares files, so it is recorded with the
-/// fallback.
+/// was handed; held against its specialist's declared `files` and `interfaces` (or, under T1, the plan's
+/// for the workstream). A handing-over side that declared none is recorded with the fallback.
 pub(crate) fn squad_received(engine: &Engine, squad: &Brief, output: &SquadOutput) -> Result<()> {
     let understanding = output.understanding.as_ref();
-    let from = match squad.parent {
-        Some(parent) => engine.store.get_brief(parent)?.tier,
-        None => Tier::T2,
+    let parent = match squad.parent {
+        Some(parent) => Some(engine.store.get_brief(parent)?),
+        None => None,
+    };
+    let from = parent.as_ref().map_or(Tier::T2, |p| p.tier);
+    let (files, interfaces) = match &parent {
+        Some(p) if BriefRole::of(p) == BriefRole::Specialist => {
+            let spec: SpecialistOutput = output_of(engine, p)?;
+            (spec.files, spec.interfaces)
+        }
+        Some(p) if p.tier == Tier::T1 => planned_scope(engine, squad)?,
+        _ => (Vec::new(), Vec::new()),
+    };
+    let handed = Scope {
+        files: &files,
+        interfaces: &interfaces,
     };
     record(
         engine,
@@ -133,7 +174,7 @@ pub(crate) fn squad_received(engine: &Engine, squad: &Brief, output: &SquadOutpu
             level: Level::L1,
             handoff: format!("{from}→t3"),
             receiver: squad,
-            outcome: check(Level::L1, &[], understanding.map(|u| u.files.as_slice())),
+            outcome: check_scope(Level::L1, handed, understanding.map(restated_scope)),
             restated: understanding.map(restatement_text).unwrap_or_default(),
         },
     )

@@ -121,13 +121,76 @@ pub fn significant(level: Level, differences: &[String]) -> bool {
 /// The check of one handoff: `handed` is the handing-over side's declared scope, `restated` the receiving
 /// side's (`None`: it restated nothing). Either empty is [`Outcome::Assumed`].
 pub fn check(level: Level, handed: &[String], restated: Option<&[String]>) -> Outcome {
-    let handed_any = handed.iter().any(|p| !path_key(p).is_empty());
-    let restated = restated.unwrap_or_default();
-    let restated_any = restated.iter().any(|p| !path_key(p).is_empty());
-    if !handed_any || !restated_any {
+    check_scope(
+        level,
+        Scope {
+            files: handed,
+            interfaces: &[],
+        },
+        restated.map(|files| Scope {
+            files,
+            interfaces: &[],
+        }),
+    )
+}
+
+/// What one side of a handoff declares: the files (a path ending in `/` stands for everything under it)
+/// and the interfaces (APIs, types, formats, by name).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scope<'a> {
+    /// Paths relative to the repository.
+    pub files: &'a [String],
+    /// Interface names (`GET /sum`, `Queue::push`).
+    pub interfaces: &'a [String],
+}
+
+/// An interface name as either side may write it: trimmed, case and runs of blanks ignored.
+fn interface_key(name: &str) -> String {
+    name.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// The restated interfaces the handed-over ones do not name, one line each.
+pub fn interface_differences(handed: &[String], restated: &[String]) -> Vec<String> {
+    let scope: BTreeSet<String> = handed
+        .iter()
+        .map(|n| interface_key(n))
+        .filter(|n| !n.is_empty())
+        .collect();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    restated
+        .iter()
+        .filter(|n| {
+            let key = interface_key(n);
+            !key.is_empty() && !scope.contains(&key) && seen.insert(key)
+        })
+        .map(|n| format!("interface {} is outside what was handed over", n.trim()))
+        .collect()
+}
+
+/// The check of one handoff over both parts of a scope. Each part — files, interfaces — is compared only
+/// where both sides name something in it (a side that names no interfaces cannot be held to any); where
+/// no part can be compared, or the receiver restated nothing, the outcome is [`Outcome::Assumed`].
+pub fn check_scope(level: Level, handed: Scope<'_>, restated: Option<Scope<'_>>) -> Outcome {
+    let Some(restated) = restated else {
+        return Outcome::Assumed;
+    };
+    let any_path = |paths: &[String]| paths.iter().any(|p| !path_key(p).is_empty());
+    let any_name = |names: &[String]| names.iter().any(|n| !interface_key(n).is_empty());
+    let files = any_path(handed.files) && any_path(restated.files);
+    let interfaces = any_name(handed.interfaces) && any_name(restated.interfaces);
+    if !files && !interfaces {
         return Outcome::Assumed;
     }
-    let differences = differences(handed, restated);
+    let mut differences = Vec::new();
+    if files {
+        differences.extend(self::differences(handed.files, restated.files));
+    }
+    if interfaces {
+        differences.extend(interface_differences(handed.interfaces, restated.interfaces));
+    }
     if differences.is_empty() {
         Outcome::Agreed
     } else {
@@ -207,6 +270,58 @@ mod tests {
         assert_eq!(check(Level::L1, &[], Some(&v(&["a"]))), Outcome::Assumed);
         assert_eq!(check(Level::L1, &v(&["a"]), None), Outcome::Assumed);
         assert_eq!(check(Level::L1, &v(&[" "]), Some(&v(&["b"]))), Outcome::Assumed);
+    }
+
+    #[test]
+    fn interfaces_are_compared_only_where_both_sides_name_some() {
+        let handed = v(&["GET /sum"]);
+        let files = v(&["add.sh"]);
+        // Files agree, and the handed side names no interfaces: the restated ones cannot be held to any.
+        let out = check_scope(
+            Level::L0,
+            Scope {
+                files: &files,
+                interfaces: &[],
+            },
+            Some(Scope {
+                files: &files,
+                interfaces: &v(&["GET /mul"]),
+            }),
+        );
+        assert_eq!(out, Outcome::Agreed);
+        // Interfaces alone are enough to compare; spelling is forgiven, a different one is not.
+        let out = check_scope(
+            Level::L1,
+            Scope {
+                files: &[],
+                interfaces: &handed,
+            },
+            Some(Scope {
+                files: &files,
+                interfaces: &v(&[" get  /SUM ", "GET /mul", "get /mul"]),
+            }),
+        );
+        assert_eq!(
+            out,
+            Outcome::Mismatch {
+                significant: true,
+                differences: v(&["interface GET /mul is outside what was handed over"]),
+            }
+        );
+        // Nothing comparable: the fallback.
+        let out = check_scope(
+            Level::L0,
+            Scope {
+                files: &files,
+                interfaces: &[],
+            },
+            Some(Scope {
+                files: &[],
+                interfaces: &handed,
+            }),
+        );
+        assert_eq!(out, Outcome::Assumed);
+        assert_eq!(check_scope(Level::L0, Scope::default(), None), Outcome::Assumed);
     }
 
     #[test]

@@ -54,12 +54,12 @@ fn a_slice_leaving_its_squads_design_is_an_l1_mismatch_on_the_verdict_gate() {
     );
 
     let checked = agreements(&project, run.id);
-    // The squad lead's restatement: nothing on the plan's side declares files, so the fallback.
+    // The squad lead's restatement, held against the files the plan declared for ws-arith: agreed.
     let squad = checked
         .iter()
         .find(|a| a.handoff == "t1→t3")
         .expect("the t1→t3 check");
-    assert_eq!((squad.level.as_str(), squad.outcome.as_str()), ("L1", "assumed"));
+    assert_eq!((squad.level.as_str(), squad.outcome.as_str()), ("L1", "agreed"));
     assert!(
         squad.restated.contains("add.sh adds its two arguments"),
         "{squad:?}"
@@ -99,4 +99,72 @@ fn a_slice_without_a_declared_design_is_recorded_with_the_fallback() {
     assert!(!slice.significant);
     assert!(project.events_of(run.id, EventKind::Anomaly).is_empty());
     assert!(AGREEMENT_ASSUMED.contains("specialist unavailable for verification"));
+}
+
+#[test]
+fn a_lead_restating_a_wider_topic_than_t1_handed_over_is_an_l0_mismatch_on_the_lead_gate() {
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t2_lead = true;
+    let (run, driving) =
+        project.start_in_background(include_str!("../scripts/agreement-t2.yaml"), team, false);
+    let store = project.store.clone();
+    let pending = |kind: GateKind| {
+        let store = store.clone();
+        move || {
+            store
+                .pending_gates(Some(run.id))
+                .unwrap()
+                .into_iter()
+                .find(|g| g.kind == kind)
+        }
+    };
+    approve(
+        store.as_ref(),
+        wait_for("the t1_plan gate", pending(GateKind::T1Plan)).id,
+    );
+    let lead_gate = wait_for("the t2_lead gate", pending(GateKind::T2Lead));
+    let anomalies: Vec<&str> = lead_gate.summary["anomalies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert_eq!(
+        anomalies,
+        [
+            "ws-calc: L0 mismatch at t1→t2 (lead): NOTES.md is outside what was handed over; neg.sh is outside \
+          what was handed over (agreement)"
+        ],
+        "{}",
+        lead_gate.summary
+    );
+    approve(store.as_ref(), lead_gate.id);
+    approve(
+        store.as_ref(),
+        wait_for("the t2_synthesis gate", pending(GateKind::T2Synthesis)).id,
+    );
+    let outcome = driving.join();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+
+    let checked = agreements(&project, run.id);
+    let lead = checked
+        .iter()
+        .find(|a| a.handoff == "t1→t2")
+        .expect("the t1→t2 check");
+    assert_eq!(
+        (lead.level.as_str(), lead.outcome.as_str(), lead.significant),
+        ("L0", "mismatch", true)
+    );
+    // The specialist declared what it hands its squad: the squad lead's restatement is within it.
+    let squad = checked
+        .iter()
+        .find(|a| a.handoff == "t2→t3")
+        .expect("the t2→t3 check");
+    assert_eq!(
+        (squad.level.as_str(), squad.outcome.as_str()),
+        ("L1", "agreed"),
+        "{squad:?}"
+    );
+    assert!(squad.restated.contains("[interfaces: sum]"), "{squad:?}");
 }
