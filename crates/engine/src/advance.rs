@@ -199,6 +199,9 @@ async fn pass(
     if !slices.is_empty() {
         crate::agreement::slices_received(engine, &slices)?;
     }
+    // Significant agreement mismatches found in this pass (or left unasked by a runner that stopped) are
+    // put to the tier that handed the work over; a mismatch that stands goes on the next gate to open.
+    progressed |= crate::agreement::confirm_pending(engine, run).await?;
     let judged = judged_squads(engine, &verifying, families)?;
     if !judged.is_empty() {
         progressed |= crate::handover::joint_verdicts(engine, &judged).await?;

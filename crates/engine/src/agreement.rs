@@ -15,17 +15,27 @@
 //! record stands in for it. Where that record declares no scope, the outcome is the seed's fallback,
 //! "Agreement: [assumed — specialist unavailable for verification]".
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use agency_core::event::payload::{AgreementChecked, Anomaly};
-use agency_core::event::{EventPayload, NewEvent};
+use agency_core::event::payload::{self, AgreementChecked, Anomaly};
+use agency_core::event::{EventKind, EventPayload, NewEvent};
 use agency_core::tiers::{BriefRole, SpecialistOutput, SquadOutput, Understanding};
-use agency_core::{Brief, BriefId, Tier};
-use agency_flow::agreement::{Level, Outcome, Scope, check, check_scope, diff_paths};
+use agency_core::{Brief, BriefId, RunId, Tier};
+use agency_flow::agreement::{
+    ASSUMED, Confirmation, Level, Outcome, Scope, anomaly_after, check, check_scope, diff_paths, read_answer,
+    worth_asking,
+};
+use agency_llm::{Block, CancelToken, Message, Request, ToolChoice, ToolSpec};
+use agency_store::Blackboard;
+use serde_json::json;
 
+use crate::artifacts::output_name;
 use crate::engine::Engine;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::plan::output_of;
+use crate::task::call_meta;
 
 /// One handoff to record.
 struct Handoff<'a> {
@@ -34,6 +44,8 @@ struct Handoff<'a> {
     handoff: String,
     /// The receiving brief.
     receiver: &'a Brief,
+    /// The brief whose record is the handed-over side: the one asked about a significant mismatch.
+    handing_over: Option<BriefId>,
     outcome: Outcome,
     restated: String,
 }
@@ -50,11 +62,13 @@ fn restatement_text(understanding: &Understanding) -> String {
     text
 }
 
-/// Records the check: the `agreement` event, and an `anomaly` for a significant mismatch. Held back to be
-/// written with the pass's other writes (nothing waits on them), except a significant mismatch's, written
-/// at once so the next gate lists it.
+/// Records the check as an `agreement` event, held back to be written with the pass's other writes
+/// (nothing waits on it). A significant mismatch is recorded as `asking` and written at once, so a
+/// runner that stops before the question still asks it on its next start ([`confirm_pending`]); the
+/// question itself is asked at the end of the pass, where a model call may be awaited.
 fn record(engine: &Engine, handoff: Handoff<'_>) -> Result<()> {
     let receiver = handoff.receiver;
+    let asking = worth_asking(&handoff.outcome);
     let (significant, differences) = match &handoff.outcome {
         Outcome::Mismatch {
             significant,
@@ -62,22 +76,287 @@ fn record(engine: &Engine, handoff: Handoff<'_>) -> Result<()> {
         } => (*significant, differences.clone()),
         Outcome::Agreed | Outcome::Assumed => (false, Vec::new()),
     };
-    let mut event = NewEvent::typed(
-        receiver.run,
-        EventPayload::Agreement(AgreementChecked {
-            level: handoff.level.as_str().into(),
-            handoff: handoff.handoff.clone(),
-            workstream: receiver.workstream.clone(),
-            outcome: handoff.outcome.as_str().into(),
-            significant,
-            differences: differences.clone(),
-            restated: handoff.restated,
-        }),
-    );
+    let checked = AgreementChecked {
+        level: handoff.level.as_str().into(),
+        handoff: handoff.handoff.clone(),
+        workstream: receiver.workstream.clone(),
+        outcome: handoff.outcome.as_str().into(),
+        significant,
+        differences,
+        restated: handoff.restated,
+        confirmation: asking.then(|| ASKING.to_string()),
+        handing_over: handoff.handing_over.filter(|_| asking),
+        reason: None,
+    };
+    let mut event = NewEvent::typed(receiver.run, EventPayload::Agreement(checked.clone()));
     event.tier = Some(receiver.tier);
     event.brief = Some(receiver.id);
     engine.store.append_event_soon(event)?;
-    if significant {
+    if asking {
+        engine.store.flush_events()?;
+        engine.agreement_asks.queue(Ask {
+            run: receiver.run,
+            receiver: receiver.id,
+            check: checked,
+        })?;
+    }
+    Ok(())
+}
+
+/// The `confirmation` of a significant mismatch's first record, before its question is answered.
+const ASKING: &str = "asking";
+
+/// A significant mismatch whose question is not answered yet.
+#[derive(Debug, Clone)]
+pub(crate) struct Ask {
+    run: RunId,
+    /// The receiving brief, on which the records are written.
+    receiver: BriefId,
+    /// The `asking` record.
+    check: AgreementChecked,
+}
+
+/// The questions a runner still has to ask, and the runs whose recorded ones it has looked for since it
+/// started (once per run, so questions a stopped runner left unasked are asked by the next).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Asks {
+    state: Arc<Mutex<AsksState>>,
+}
+
+#[derive(Debug, Default)]
+struct AsksState {
+    queued: Vec<Ask>,
+    scanned: HashSet<RunId>,
+}
+
+impl Asks {
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, AsksState>> {
+        self.state
+            .lock()
+            .map_err(|_| EngineError::State("agreement questions poisoned".into()))
+    }
+
+    fn queue(&self, ask: Ask) -> Result<()> {
+        self.lock()?.queued.push(ask);
+        Ok(())
+    }
+
+    /// The questions of `run` to ask now: those queued, and on the first call for the run, those recorded
+    /// as `asking` without an answer (a runner that stopped between the two).
+    fn take(&self, store: &dyn Blackboard, run: RunId) -> Result<Vec<Ask>> {
+        let scan = !self.lock()?.scanned.contains(&run);
+        let recorded = if scan { unanswered(store, run)? } else { Vec::new() };
+        let mut state = self.lock()?;
+        state.scanned.insert(run);
+        let (mine, others): (Vec<Ask>, Vec<Ask>) = state.queued.drain(..).partition(|a| a.run == run);
+        state.queued = others;
+        let mut asks = recorded;
+        for ask in mine {
+            let same = |a: &Ask| a.receiver == ask.receiver && a.check.handoff == ask.check.handoff;
+            if !asks.iter().any(same) {
+                asks.push(ask);
+            }
+        }
+        Ok(asks)
+    }
+}
+
+/// The events read per page when looking for unanswered questions.
+const PAGE: usize = 500;
+
+/// The `asking` records of `run` with no answer recorded after them for the same brief and handoff.
+fn unanswered(store: &dyn Blackboard, run: RunId) -> Result<Vec<Ask>> {
+    let mut open: Vec<Ask> = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.events_of_kinds_after(run, &[EventKind::Agreement], after, PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for event in &page {
+            let (Ok(EventPayload::Agreement(check)), Some(receiver)) = (event.typed(), event.brief) else {
+                continue;
+            };
+            let same = |a: &Ask| a.receiver == receiver && a.check.handoff == check.handoff;
+            match check.confirmation.as_deref() {
+                Some(ASKING) => open.push(Ask { run, receiver, check }),
+                Some(_) => open.retain(|a| !same(a)),
+                None => {}
+            }
+        }
+    }
+    Ok(open)
+}
+
+/// Asks the handing-over tier about each significant mismatch of `run` not answered yet, and records each
+/// answer ([`record_answer`]). Returns whether it asked any. Called at the end of every pass.
+pub(crate) async fn confirm_pending(engine: &Engine, run: RunId) -> Result<bool> {
+    let asks = engine.agreement_asks.take(engine.store.as_ref(), run)?;
+    for ask in &asks {
+        let answer = ask_handing_over(engine, ask).await?;
+        record_answer(engine, ask, &answer)?;
+    }
+    Ok(!asks.is_empty())
+}
+
+/// How long the one question may take, retries included; past it, nobody could be asked.
+const ASK_LIMIT: Duration = Duration::from_secs(120);
+/// The most of the handing-over tier's recorded output sent with the question, in characters.
+const OUTPUT_CHARS: usize = 8_000;
+
+/// The tool the handing-over tier answers with.
+fn confirm_tool() -> ToolSpec {
+    ToolSpec {
+        name: "confirm_agreement".into(),
+        description:
+            "Say whether the differences are fine (true) or a real mismatch (false), with a one-line \
+                      reason."
+                .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "fine": { "type": "boolean" },
+                "reason": { "type": "string" }
+            },
+            "required": ["fine", "reason"]
+        }),
+    }
+}
+
+/// Puts one mismatch to the tier that handed the work over: one bounded call on that tier's own model
+/// (metered and charged to the budget like every call agency makes), its usage recorded. Where that tier
+/// cannot be asked — its agents run on an external runtime whose model agency does not call, no model is
+/// configured for it, the call fails (an outage, a spent budget) or says neither — the answer is
+/// [`Confirmation::Unavailable`].
+async fn ask_handing_over(engine: &Engine, ask: &Ask) -> Result<Confirmation> {
+    let unavailable = |why: String| Ok(Confirmation::Unavailable { why });
+    let Some(id) = ask.check.handing_over else {
+        return unavailable("the handed-over side is no brief's record".into());
+    };
+    let brief = engine.store.get_brief(id)?;
+    let tier = brief.tier;
+    let runtime = engine.runtimes.get(&tier).map(|r| r.name()).unwrap_or("none");
+    if runtime != "builtin" {
+        return unavailable(format!(
+            "{tier} runs on {runtime}, whose model agency does not call"
+        ));
+    }
+    let Some(provider) = engine.providers.get(&tier) else {
+        return unavailable(format!("no model is configured for {tier}"));
+    };
+    let output = engine
+        .artifact_of(brief.run, id, output_name)?
+        .map(|a| {
+            String::from_utf8_lossy(&a.bytes)
+                .chars()
+                .take(OUTPUT_CHARS)
+                .collect::<String>()
+        })
+        .unwrap_or_else(|| "(nothing recorded)".into());
+    let differences: Vec<String> = ask.check.differences.iter().map(|d| format!("- {d}")).collect();
+    let mut meta = call_meta(&brief);
+    meta.role = Some(ROLE.into());
+    let request = Request {
+        system: vec![crate::prompts::AGREEMENT_CONFIRM.to_string()],
+        messages: vec![Message::user(format!(
+            "## The handoff\n{} at {} ({})\n\n## What you recorded ({})\n{output}\n\n## The receiver's \
+             restatement\n{}\n\n## The differences\n{}",
+            ask.check.level,
+            ask.check.handoff,
+            ask.check.workstream,
+            brief.title,
+            if ask.check.restated.is_empty() {
+                "(none given)"
+            } else {
+                ask.check.restated.as_str()
+            },
+            differences.join("\n")
+        ))],
+        tools: vec![confirm_tool()],
+        max_tokens: 1_024,
+        tool_choice: Some(ToolChoice::Tool("confirm_agreement".into())),
+        meta,
+        ..Request::default()
+    };
+    let cancel = CancelToken::new();
+    let called = tokio::time::timeout(ASK_LIMIT, provider.complete(&request, &mut |_| {}, &cancel)).await;
+    let response = match called {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => return unavailable(format!("{tier}'s model could not be asked ({e})")),
+        Err(_) => {
+            cancel.cancel();
+            return unavailable(format!(
+                "{tier}'s model did not answer within {} s",
+                ASK_LIMIT.as_secs()
+            ));
+        }
+    };
+    // Asked outside any agent's hooks, which write the usage events of agents' calls: written here (the
+    // metered provider already charged the ledger), so cost reports and a budget rebuilt after a crash
+    // count it too.
+    let usage = EventPayload::Usage(payload::Usage {
+        model: response.model.clone(),
+        provider: provider.kind().to_owned(),
+        input_tokens: response.usage.input,
+        output_tokens: response.usage.output,
+        cache_read_tokens: response.usage.cache_read,
+        cache_write_tokens: response.usage.cache_write,
+        cost_usd: provider
+            .price()
+            .map(|price| agency_llm::cost(&response.usage, &price)),
+    });
+    engine
+        .store
+        .append_event_soon(NewEvent::typed(brief.run, usage).brief(brief.id).tier(tier))?;
+    let input = response.content.iter().find_map(|b| match b {
+        Block::ToolUse { name, input, .. } if name == "confirm_agreement" => Some(input.clone()),
+        _ => None,
+    });
+    Ok(match input {
+        Some(input) => read_answer(
+            input.get("fine").and_then(|v| v.as_bool()),
+            input.get("reason").and_then(|v| v.as_str()),
+        ),
+        None => Confirmation::Unavailable {
+            why: format!("{tier}'s model gave no answer"),
+        },
+    })
+}
+
+/// The model call's role, as scripts match it (`role: agreement`).
+pub const ROLE: &str = "agreement";
+
+/// Records the answer: a second `agreement` record of the handoff, with the answer, its reason and whether
+/// the mismatch still stands (`significant`); and, when it does, an `anomaly` for the next gate. Where
+/// nobody could be asked, the record's reason is the seed's fallback wording with why.
+fn record_answer(engine: &Engine, ask: &Ask, answer: &Confirmation) -> Result<()> {
+    let receiver = engine.store.get_brief(ask.receiver)?;
+    let stands = anomaly_after(answer);
+    let reason = match answer {
+        Confirmation::Unavailable { why } => format!("{ASSUMED} ({why})"),
+        Confirmation::Confirmed { reason } | Confirmation::Corrected { reason } => reason.clone(),
+    };
+    let asked = ask
+        .check
+        .handing_over
+        .map(|id| engine.store.get_brief(id))
+        .transpose()?;
+    let answered = AgreementChecked {
+        confirmation: Some(answer.as_str().into()),
+        significant: stands,
+        reason: Some(reason.clone()),
+        ..ask.check.clone()
+    };
+    let mut event = NewEvent::typed(receiver.run, EventPayload::Agreement(answered));
+    event.tier = Some(receiver.tier);
+    event.brief = Some(receiver.id);
+    engine.store.append_event_soon(event)?;
+    if stands {
+        let by = match (answer, &asked) {
+            (Confirmation::Corrected { .. }, Some(asked)) => {
+                format!(" — {} {} says: {reason}", asked.tier, asked.title)
+            }
+            _ => format!(" — {reason}"),
+        };
         let mut anomaly = NewEvent::typed(
             receiver.run,
             EventPayload::Anomaly(Anomaly {
@@ -85,21 +364,19 @@ fn record(engine: &Engine, handoff: Handoff<'_>) -> Result<()> {
                 workstream: Some(receiver.workstream.clone()),
                 brief: Some(receiver.id),
                 message: format!(
-                    "{} mismatch at {} ({}): {}",
-                    handoff.level.as_str(),
-                    handoff.handoff,
+                    "{} mismatch at {} ({}): {}{by}",
+                    ask.check.level,
+                    ask.check.handoff,
                     receiver.title,
-                    differences.join("; ")
+                    ask.check.differences.join("; ")
                 ),
             }),
         );
         anomaly.tier = Some(receiver.tier);
         anomaly.brief = Some(receiver.id);
         engine.store.append_event_soon(anomaly)?;
-        // Written now: the gate the anomaly belongs on may open in this very pass, and it lists only
-        // what the blackboard holds.
-        engine.store.flush_events()?;
     }
+    engine.store.flush_events()?;
     Ok(())
 }
 
@@ -111,15 +388,20 @@ fn restated_scope(understanding: &Understanding) -> Scope<'_> {
     }
 }
 
-/// What T1's plan declared for `workstream` (its `files` and `interfaces`), or nothing when no approved
-/// plan names it.
-fn planned_scope(engine: &Engine, brief: &Brief) -> Result<(Vec<String>, Vec<String>)> {
-    let approved = crate::plan::approved(engine, brief.run)?;
-    Ok(approved
-        .as_ref()
-        .and_then(|a| a.plan.workstream(&brief.workstream))
+/// What T1's plan declared for `brief`'s workstream (its `files` and `interfaces`, nothing when no
+/// approved plan names it), and the plan brief that declared it.
+type Planned = (Vec<String>, Vec<String>, Option<BriefId>);
+
+fn planned_scope(engine: &Engine, brief: &Brief) -> Result<Planned> {
+    let Some(approved) = crate::plan::approved(engine, brief.run)? else {
+        return Ok((Vec::new(), Vec::new(), None));
+    };
+    let (files, interfaces) = approved
+        .plan
+        .workstream(&brief.workstream)
         .map(|ws| (ws.files.clone(), ws.interfaces.clone()))
-        .unwrap_or_default())
+        .unwrap_or_default();
+    Ok((files, interfaces, Some(approved.brief.id)))
 }
 
 /// L0 at T1→T2: the lead restated its workstream's topic; held against the files and interfaces T1's
@@ -129,7 +411,7 @@ pub(crate) fn lead_received(
     lead: &Brief,
     understanding: Option<&Understanding>,
 ) -> Result<()> {
-    let (files, interfaces) = planned_scope(engine, lead)?;
+    let (files, interfaces, plan) = planned_scope(engine, lead)?;
     let handed = Scope {
         files: &files,
         interfaces: &interfaces,
@@ -140,6 +422,7 @@ pub(crate) fn lead_received(
             level: Level::L0,
             handoff: "t1→t2".into(),
             receiver: lead,
+            handing_over: plan,
             outcome: check_scope(Level::L0, handed, understanding.map(restated_scope)),
             restated: understanding.map(restatement_text).unwrap_or_default(),
         },
@@ -156,13 +439,13 @@ pub(crate) fn squad_received(engine: &Engine, squad: &Brief, output: &SquadOutpu
         None => None,
     };
     let from = parent.as_ref().map_or(Tier::T2, |p| p.tier);
-    let (files, interfaces) = match &parent {
+    let (files, interfaces, handing_over) = match &parent {
         Some(p) if BriefRole::of(p) == BriefRole::Specialist => {
             let spec: SpecialistOutput = output_of(engine, p)?;
-            (spec.files, spec.interfaces)
+            (spec.files, spec.interfaces, Some(p.id))
         }
         Some(p) if p.tier == Tier::T1 => planned_scope(engine, squad)?,
-        _ => (Vec::new(), Vec::new()),
+        _ => (Vec::new(), Vec::new(), None),
     };
     let handed = Scope {
         files: &files,
@@ -174,6 +457,7 @@ pub(crate) fn squad_received(engine: &Engine, squad: &Brief, output: &SquadOutpu
             level: Level::L1,
             handoff: format!("{from}→t3"),
             receiver: squad,
+            handing_over,
             outcome: check_scope(Level::L1, handed, understanding.map(restated_scope)),
             restated: understanding.map(restatement_text).unwrap_or_default(),
         },
@@ -203,6 +487,8 @@ pub(crate) fn slices_received(engine: &Engine, implementers: &[&Brief]) -> Resul
             },
             None => Vec::new(),
         };
+        // A non-empty draft is a squad lead's: it is the one asked.
+        let handing_over = implementer.parent.filter(|_| !declared.is_empty());
         // Without a declared design there is nothing to compare: the diff is not read at all.
         let changed = if declared.is_empty() {
             Vec::new()
@@ -220,6 +506,7 @@ pub(crate) fn slices_received(engine: &Engine, implementers: &[&Brief]) -> Resul
                 level: Level::L1,
                 handoff: "t4→t5".into(),
                 receiver: implementer,
+                handing_over,
                 outcome,
                 restated: if changed.is_empty() {
                     String::new()
@@ -231,4 +518,55 @@ pub(crate) fn slices_received(engine: &Engine, implementers: &[&Brief]) -> Resul
     }
     engine.store.flush_events()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use agency_store::conformance::sample_brief;
+    use agency_store::{NewRun, SqliteBlackboard};
+
+    use super::*;
+
+    fn checked(handoff: &str, confirmation: Option<&str>) -> EventPayload {
+        EventPayload::Agreement(AgreementChecked {
+            level: "L1".into(),
+            handoff: handoff.into(),
+            workstream: "ws".into(),
+            outcome: "mismatch".into(),
+            significant: true,
+            differences: vec!["x is outside what was handed over".into()],
+            confirmation: confirmation.map(str::to_owned),
+            ..AgreementChecked::default()
+        })
+    }
+
+    /// A runner that stopped between a question's `asking` record and its answer leaves it to the next:
+    /// the questions asked and not answered are found again, the answered ones are not.
+    #[test]
+    fn questions_recorded_and_not_answered_are_found_again_once() {
+        let store = SqliteBlackboard::open_in_memory().unwrap();
+        let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
+        let (a, b) = (sample_brief(run, "a"), sample_brief(run, "b"));
+        store.insert_brief(&a).unwrap();
+        store.insert_brief(&b).unwrap();
+        for (brief, payload) in [
+            (a.id, checked("t4→t5", Some(ASKING))),
+            (b.id, checked("t4→t5", Some(ASKING))),
+            (a.id, checked("t2→t3", None)),
+            (a.id, checked("t4→t5", Some("corrected"))),
+        ] {
+            store
+                .append_event(NewEvent::typed(run, payload).brief(brief))
+                .unwrap();
+        }
+        let asks = Asks::default();
+        let open = asks.take(&store, run).unwrap();
+        assert_eq!(open.len(), 1);
+        assert_eq!(
+            (open[0].receiver, open[0].check.handoff.as_str()),
+            (b.id, "t4→t5")
+        );
+        // Looked for once per run: what is left after is only what this runner queues.
+        assert!(asks.take(&store, run).unwrap().is_empty());
+    }
 }

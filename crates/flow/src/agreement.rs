@@ -201,6 +201,86 @@ pub fn check_scope(level: Level, handed: Scope<'_>, restated: Option<Scope<'_>>)
     }
 }
 
+/// The handing-over tier's answer, when a significant mismatch is put to it (seed 003, "Specialist
+/// confirms or corrects").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confirmation {
+    /// The difference is fine: the receiver understood what was meant.
+    Confirmed {
+        /// Why, in one line.
+        reason: String,
+    },
+    /// A real mismatch: the receiver did not understand what was handed over.
+    Corrected {
+        /// What is wrong, in one line.
+        reason: String,
+    },
+    /// Nobody could be asked (no model agency calls for that tier, an outage, a budget spent, an answer
+    /// that says neither): the seed's fallback record, and the check's own decision stands.
+    Unavailable {
+        /// Why it could not be asked.
+        why: String,
+    },
+}
+
+impl Confirmation {
+    /// `confirmed`, `corrected` or `unavailable`, as the `agreement` event records it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Confirmation::Confirmed { .. } => "confirmed",
+            Confirmation::Corrected { .. } => "corrected",
+            Confirmation::Unavailable { .. } => "unavailable",
+        }
+    }
+
+    /// The reason given, or why nobody could be asked.
+    pub fn reason(&self) -> &str {
+        match self {
+            Confirmation::Confirmed { reason } | Confirmation::Corrected { reason } => reason,
+            Confirmation::Unavailable { why } => why,
+        }
+    }
+}
+
+/// Whether a check's outcome is put to the handing-over tier: only a significant mismatch, the only
+/// outcome that could reach a human — so agreed, assumed and minor handoffs cost no model call.
+pub fn worth_asking(outcome: &Outcome) -> bool {
+    matches!(
+        outcome,
+        Outcome::Mismatch {
+            significant: true,
+            ..
+        }
+    )
+}
+
+/// Whether an asked-about mismatch goes on the next gate as an anomaly once answered: a correction does
+/// (the handing-over tier says it is real), and so does a question nobody could answer (the fallback keeps
+/// the check's own decision, which found it significant); a confirmation does not.
+pub fn anomaly_after(confirmation: &Confirmation) -> bool {
+    !matches!(confirmation, Confirmation::Confirmed { .. })
+}
+
+/// The longest reason kept, in characters.
+const REASON_CHARS: usize = 200;
+
+/// Reads the handing-over tier's answer — `fine` (is the difference fine?) and a one-line `reason` — into
+/// a [`Confirmation`]. An answer without `fine` says neither, and counts as no answer. The reason is cut
+/// to its first line and [`REASON_CHARS`] characters; a missing one is said to be missing.
+pub fn read_answer(fine: Option<bool>, reason: Option<&str>) -> Confirmation {
+    let line = reason
+        .and_then(|r| r.lines().map(str::trim).find(|l| !l.is_empty()))
+        .map(|l| l.chars().take(REASON_CHARS).collect::<String>())
+        .unwrap_or_else(|| "(no reason given)".to_string());
+    match fine {
+        Some(true) => Confirmation::Confirmed { reason: line },
+        Some(false) => Confirmation::Corrected { reason: line },
+        None => Confirmation::Unavailable {
+            why: "the answer said neither fine nor not".to_string(),
+        },
+    }
+}
+
 /// The changed paths of a unified diff (`diff --git a/X b/Y`: `Y`, or `X` for a deletion), in order, each
 /// once — what a T5 verifier receives of its slice.
 pub fn diff_paths(patch: &str) -> Vec<String> {
@@ -332,6 +412,39 @@ mod tests {
         assert_eq!(diff_paths(patch), v(&["add.sh", "new name.txt"]));
         assert!(diff_paths("").is_empty());
         assert!(diff_paths("diff --git garbage\n").is_empty());
+    }
+
+    #[test]
+    fn only_a_significant_mismatch_is_asked_about_and_only_a_confirmation_clears_it() {
+        assert!(worth_asking(&Outcome::Mismatch {
+            significant: true,
+            differences: v(&["x"]),
+        }));
+        assert!(!worth_asking(&Outcome::Mismatch {
+            significant: false,
+            differences: v(&["x"]),
+        }));
+        assert!(!worth_asking(&Outcome::Agreed) && !worth_asking(&Outcome::Assumed));
+        assert!(!anomaly_after(&read_answer(Some(true), Some("mul.sh was meant"))));
+        assert!(anomaly_after(&read_answer(Some(false), Some("only add.sh"))));
+        assert!(anomaly_after(&read_answer(None, Some("hm"))));
+        assert!(anomaly_after(&Confirmation::Unavailable { why: "outage".into() }));
+    }
+
+    #[test]
+    fn an_answer_is_read_to_one_short_line() {
+        assert_eq!(
+            read_answer(Some(false), Some("\n  only add.sh was handed over  \nmore\n")),
+            Confirmation::Corrected {
+                reason: "only add.sh was handed over".into()
+            }
+        );
+        assert_eq!(read_answer(Some(true), None).reason(), "(no reason given)");
+        assert_eq!(
+            read_answer(Some(true), Some(&"x".repeat(500))).reason().len(),
+            200
+        );
+        assert_eq!(read_answer(None, None).as_str(), "unavailable");
     }
 
     fn path() -> impl Strategy<Value = String> {

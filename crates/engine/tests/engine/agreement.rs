@@ -48,7 +48,10 @@ fn a_slice_leaving_its_squads_design_is_an_l1_mismatch_on_the_verdict_gate() {
         .collect();
     assert_eq!(
         anomalies,
-        ["ws-arith: L1 mismatch at t4→t5 (fix-add): mul.sh is outside what was handed over (agreement)"],
+        [
+            "ws-arith: L1 mismatch at t4→t5 (fix-add): mul.sh is outside what was handed over — t3 arithmetic \
+          says: only add.sh was handed over; mul.sh is another workstream's (agreement)"
+        ],
         "{}",
         verdict.summary
     );
@@ -77,6 +80,13 @@ fn a_slice_leaving_its_squads_design_is_an_l1_mismatch_on_the_verdict_gate() {
         slice.restated.contains("add.sh") && slice.restated.contains("mul.sh"),
         "{slice:?}"
     );
+    // Asked first, then answered: the squad lead that handed the design over corrects it.
+    let answers: Vec<(&str, bool)> = checked
+        .iter()
+        .filter(|a| a.handoff == "t4→t5")
+        .map(|a| (a.confirmation.as_deref().unwrap_or(""), a.significant))
+        .collect();
+    assert_eq!(answers, [("asking", true), ("corrected", true)]);
 
     // Non-blocking: a human who reads the anomaly and approves lets the run go on.
     approve(store.as_ref(), verdict.id);
@@ -101,61 +111,84 @@ fn a_slice_without_a_declared_design_is_recorded_with_the_fallback() {
     assert!(AGREEMENT_ASSUMED.contains("specialist unavailable for verification"));
 }
 
+/// The T2 gates opened, in order, approved as they come; returns each gate's anomalies by kind.
+fn approve_through_t2(project: &Project, run: agency_core::RunId) -> Vec<(GateKind, Vec<String>)> {
+    let store = project.store.clone();
+    let mut seen = Vec::new();
+    for kind in [GateKind::T1Plan, GateKind::T2Lead, GateKind::T2Synthesis] {
+        let gate = wait_for("the next T1/T2 gate", || {
+            store
+                .pending_gates(Some(run))
+                .unwrap()
+                .into_iter()
+                .find(|g| g.kind == kind)
+        });
+        let anomalies = gate.summary["anomalies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect();
+        seen.push((kind, anomalies));
+        approve(store.as_ref(), gate.id);
+    }
+    seen
+}
+
 #[test]
-fn a_lead_restating_a_wider_topic_than_t1_handed_over_is_an_l0_mismatch_on_the_lead_gate() {
+fn a_lead_restating_a_wider_topic_is_put_to_t1_which_confirms_it_is_fine() {
     let project = Project::new();
     let mut team = config();
     team.visibility.inspection_gates.t2_lead = true;
     let (run, driving) =
         project.start_in_background(include_str!("../scripts/agreement-t2.yaml"), team, false);
-    let store = project.store.clone();
-    let pending = |kind: GateKind| {
-        let store = store.clone();
-        move || {
-            store
-                .pending_gates(Some(run.id))
-                .unwrap()
-                .into_iter()
-                .find(|g| g.kind == kind)
-        }
-    };
-    approve(
-        store.as_ref(),
-        wait_for("the t1_plan gate", pending(GateKind::T1Plan)).id,
-    );
-    let lead_gate = wait_for("the t2_lead gate", pending(GateKind::T2Lead));
-    let anomalies: Vec<&str> = lead_gate.summary["anomalies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|a| a.as_str())
-        .collect();
-    assert_eq!(
-        anomalies,
-        [
-            "ws-calc: L0 mismatch at t1→t2 (lead): NOTES.md is outside what was handed over; neg.sh is outside \
-          what was handed over (agreement)"
-        ],
-        "{}",
-        lead_gate.summary
-    );
-    approve(store.as_ref(), lead_gate.id);
-    approve(
-        store.as_ref(),
-        wait_for("the t2_synthesis gate", pending(GateKind::T2Synthesis)).id,
-    );
+    let gates = approve_through_t2(&project, run.id);
     let outcome = driving.join();
     assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    // Confirmed: the mismatch never reaches a human.
+    for (kind, anomalies) in &gates {
+        assert!(anomalies.is_empty(), "{kind:?}: {anomalies:?}");
+    }
+    assert!(project.events_of(run.id, EventKind::Anomaly).is_empty());
 
     let checked = agreements(&project, run.id);
-    let lead = checked
-        .iter()
-        .find(|a| a.handoff == "t1→t2")
-        .expect("the t1→t2 check");
+    let lead: Vec<&AgreementChecked> = checked.iter().filter(|a| a.handoff == "t1→t2").collect();
+    assert_eq!(lead.len(), 2, "{lead:?}");
     assert_eq!(
-        (lead.level.as_str(), lead.outcome.as_str(), lead.significant),
+        (
+            lead[0].level.as_str(),
+            lead[0].outcome.as_str(),
+            lead[0].significant
+        ),
         ("L0", "mismatch", true)
     );
+    assert_eq!(
+        lead[0].differences,
+        [
+            "NOTES.md is outside what was handed over",
+            "neg.sh is outside what was handed over"
+        ]
+    );
+    assert_eq!(lead[0].confirmation.as_deref(), Some("asking"));
+    assert_eq!(
+        (
+            lead[1].confirmation.as_deref(),
+            lead[1].significant,
+            lead[1].reason.as_deref()
+        ),
+        (
+            Some("confirmed"),
+            false,
+            Some("neg.sh and NOTES.md are read, not changed")
+        )
+    );
+    // T1's one call is metered like every other: its usage is on the blackboard.
+    let usage_of_t1 = project
+        .events_of(run.id, EventKind::Usage)
+        .iter()
+        .filter(|e| e.tier == Some(agency_core::Tier::T1))
+        .count();
+    assert!(usage_of_t1 >= 1);
     // The specialist declared what it hands its squad: the squad lead's restatement is within it.
     let squad = checked
         .iter()
@@ -167,4 +200,45 @@ fn a_lead_restating_a_wider_topic_than_t1_handed_over_is_an_l0_mismatch_on_the_l
         "{squad:?}"
     );
     assert!(squad.restated.contains("[interfaces: sum]"), "{squad:?}");
+}
+
+#[test]
+fn a_mismatch_nobody_can_confirm_is_recorded_with_the_fallback_and_stands_on_the_next_gate() {
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t2_lead = true;
+    // T1 has no answer to give (the script's reply for it is cut off): it cannot be asked.
+    let script = include_str!("../scripts/agreement-t2.yaml");
+    let script = &script[..script.find("  # -- T1's answer").expect("the marker")];
+    let (run, driving) = project.start_in_background(script, team, false);
+    let gates = approve_through_t2(&project, run.id);
+    let outcome = driving.join();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    // The lead gate opened as the lead reported, before T1 could be asked: the mismatch is on the next one.
+    assert_eq!(gates[1], (GateKind::T2Lead, Vec::new()));
+    assert_eq!(gates[2].0, GateKind::T2Synthesis);
+    assert_eq!(gates[2].1.len(), 1, "{gates:?}");
+    let line = &gates[2].1[0];
+    assert!(
+        line.starts_with(
+            "ws-calc: L0 mismatch at t1→t2 (lead): NOTES.md is outside what was handed over; neg.sh is outside \
+             what was handed over — Agreement: [assumed — specialist unavailable for verification] (t1's model \
+             could not be asked"
+        ) && line.ends_with("(agreement)"),
+        "{line}"
+    );
+    let checked = agreements(&project, run.id);
+    let answer = checked
+        .iter()
+        .find(|a| a.handoff == "t1→t2" && a.confirmation.as_deref() == Some("unavailable"))
+        .expect("the fallback record");
+    assert!(answer.significant);
+    assert!(
+        answer
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .starts_with(AGREEMENT_ASSUMED),
+        "{answer:?}"
+    );
 }
