@@ -331,6 +331,22 @@ pub struct VerifierOutput {
     /// A human-readable summary.
     #[serde(default)]
     pub notes: String,
+    /// What the signed-off slice achieved, restated for the L2 (purpose) agreement check at T5→T1: held
+    /// against what T1's plan declared for the workstream. Absent in verdicts written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved: Option<Achieved>,
+}
+
+/// A slice's achievement as its verdict restates it (L2 agreement at T5→T1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Achieved {
+    /// What the slice achieved, in a sentence (the judge's first line).
+    #[serde(default)]
+    pub summary: String,
+    /// The files the signed-off commit changes (paths relative to the repository).
+    #[serde(default)]
+    pub files: Vec<String>,
 }
 
 /// T1's acceptance of the integrated result against the goal anchor.

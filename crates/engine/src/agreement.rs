@@ -21,8 +21,9 @@ use std::time::Duration;
 
 use agency_core::event::payload::{self, AgreementChecked, Anomaly};
 use agency_core::event::{EventKind, EventPayload, NewEvent};
-use agency_core::tiers::{BriefRole, SpecialistOutput, SquadOutput, Understanding};
-use agency_core::{Brief, BriefId, RunId, Tier};
+use agency_core::gate::GateKind;
+use agency_core::tiers::{Achieved, BriefRole, SpecialistOutput, SquadOutput, Understanding, VerifierOutput};
+use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 use agency_flow::agreement::{
     ASSUMED, Confirmation, Level, Outcome, Scope, anomaly_after, check, check_scope, diff_paths, read_answer,
     worth_asking,
@@ -517,6 +518,105 @@ pub(crate) fn slices_received(engine: &Engine, implementers: &[&Brief]) -> Resul
         )?;
     }
     engine.store.flush_events()?;
+    Ok(())
+}
+
+/// What a signed-off slice achieved, for its verdict ([`agency_core::tiers::VerifierOutput::achieved`]):
+/// the files the signed-off commit changes (from the diff the sign-off judged, or else the slice's diff on
+/// the blackboard) and the judge's first line.
+pub(crate) fn achieved(
+    engine: &Engine,
+    verifier: &Brief,
+    report: &agency_signoff::SignoffReport,
+    changed: Option<Vec<String>>,
+) -> Achieved {
+    let files = changed.unwrap_or_else(|| {
+        let Some(implementer) = verifier.parent else {
+            return Vec::new();
+        };
+        let name = crate::artifacts::diff_name(implementer);
+        match engine.store.latest_artifact(verifier.run, &name) {
+            Ok(Some(diff)) => diff_paths(&String::from_utf8_lossy(&diff.bytes)),
+            _ => Vec::new(),
+        }
+    });
+    let summary = report
+        .judge_answer
+        .as_deref()
+        .and_then(|a| {
+            a.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !l.starts_with("VERDICT:"))
+        })
+        .map(|l| l.chars().take(200).collect())
+        .unwrap_or_default();
+    Achieved { summary, files }
+}
+
+/// L2 at T5→T1, as a squad's joint verdict is formed: what its slices' verdicts restate as achieved (their
+/// `achieved` files) against what T1's plan declared for the workstream — the purpose T1 handed down. Once
+/// per round: before the T5 verdict gate opens (when it is on), else as the verdict is acted on. A
+/// significant mismatch is put to T1 at once, so a mismatch that stands is on that very gate.
+pub(crate) async fn purpose_checked(engine: &Engine, verifiers: &[&Brief]) -> Result<()> {
+    let Some(anchor) = verifiers.first() else {
+        return Ok(());
+    };
+    if !verifiers.iter().any(|v| v.status == BriefStatus::Verifying) {
+        return Ok(());
+    }
+    if engine.config.visibility.gate_enabled(GateKind::T5Verdict)
+        && engine
+            .store
+            .list_gates_of_kind(anchor.run, GateKind::T5Verdict)?
+            .iter()
+            .any(|g| g.brief == Some(anchor.id))
+    {
+        return Ok(());
+    }
+    let (files, interfaces, plan) = planned_scope(engine, anchor)?;
+    let mut achieved: Vec<String> = Vec::new();
+    let mut summaries: Vec<String> = Vec::new();
+    for verifier in verifiers {
+        if let Some(a) = output_of::<VerifierOutput>(engine, verifier)?.achieved {
+            for file in a.files {
+                if !achieved.contains(&file) {
+                    achieved.push(file);
+                }
+            }
+            if !a.summary.is_empty() {
+                summaries.push(format!("{}: {}", verifier.title, a.summary));
+            }
+        }
+    }
+    let handed = Scope {
+        files: &files,
+        interfaces: &interfaces,
+    };
+    let restated = (!achieved.is_empty()).then(|| Scope {
+        files: &achieved,
+        interfaces: &[],
+    });
+    let outcome = check_scope(Level::L2, handed, restated);
+    let mut text = String::new();
+    if !achieved.is_empty() {
+        text = format!("the slices change {}", achieved.join(", "));
+        if !summaries.is_empty() {
+            text.push_str(&format!(" [{}]", summaries.join("; ")));
+        }
+    }
+    record(
+        engine,
+        Handoff {
+            level: Level::L2,
+            handoff: "t5→t1".into(),
+            receiver: anchor,
+            handing_over: plan,
+            outcome,
+            restated: text,
+        },
+    )?;
+    engine.store.flush_events()?;
+    confirm_pending(engine, anchor.run).await?;
     Ok(())
 }
 

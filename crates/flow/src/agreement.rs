@@ -107,15 +107,26 @@ pub fn differences(handed: &[String], restated: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Whether differences at `level` are significant, so the human sees them on the next gate. At L1 a
-/// single path outside the design is (the implementation left the design it was handed: "misunderstanding
-/// disguised as agreement"); at L0 and L2, whose scopes are broad, it takes more than one (a stray file is
-/// noise there, two are a different topic).
-pub fn significant(level: Level, differences: &[String]) -> bool {
+/// Whether differences at `level` are significant, so the handing-over tier is asked and, unless it
+/// confirms, the human sees them on the next gate. `restated` is how many distinct paths and interfaces
+/// the receiver's restatement held up for comparison. At L1 a single path outside the design is (the
+/// implementation left the design it was handed: "misunderstanding disguised as agreement"); at L0, whose
+/// scope is broad, it takes more than one (a stray file is noise there, two are a different topic); at L2,
+/// see [`purpose_significant`].
+pub fn significant(level: Level, differences: &[String], restated: usize) -> bool {
     match level {
         Level::L1 => !differences.is_empty(),
-        Level::L0 | Level::L2 => differences.len() > 1,
+        Level::L0 => differences.len() > 1,
+        Level::L2 => purpose_significant(differences.len(), restated),
     }
+}
+
+/// Whether an L2 (purpose) mismatch is significant: what was achieved went elsewhere than T1 intended —
+/// two or more achieved paths outside T1's declared scope, or at least half of all that was achieved (a
+/// one-file workstream whose one file is not the one T1 meant has missed its purpose as surely as a large
+/// one that strayed twice). One stray among many is not.
+pub fn purpose_significant(outside: usize, achieved: usize) -> bool {
+    outside >= 2 || (outside > 0 && outside.saturating_mul(2) >= achieved)
 }
 
 /// The check of one handoff: `handed` is the handing-over side's declared scope, `restated` the receiving
@@ -185,17 +196,32 @@ pub fn check_scope(level: Level, handed: Scope<'_>, restated: Option<Scope<'_>>)
         return Outcome::Assumed;
     }
     let mut differences = Vec::new();
+    let mut compared = 0;
     if files {
         differences.extend(self::differences(handed.files, restated.files));
+        compared += restated
+            .files
+            .iter()
+            .map(|p| path_key(p))
+            .filter(|p| !p.is_empty())
+            .collect::<BTreeSet<_>>()
+            .len();
     }
     if interfaces {
         differences.extend(interface_differences(handed.interfaces, restated.interfaces));
+        compared += restated
+            .interfaces
+            .iter()
+            .map(|n| interface_key(n))
+            .filter(|n| !n.is_empty())
+            .collect::<BTreeSet<_>>()
+            .len();
     }
     if differences.is_empty() {
         Outcome::Agreed
     } else {
         Outcome::Mismatch {
-            significant: significant(level, &differences),
+            significant: significant(level, &differences, compared),
             differences,
         }
     }
@@ -338,11 +364,12 @@ mod tests {
     }
 
     #[test]
-    fn one_stray_path_at_l0_or_l2_is_not_significant_two_are() {
-        assert!(!significant(Level::L0, &v(&["x"])));
-        assert!(!significant(Level::L2, &v(&["x"])));
-        assert!(significant(Level::L0, &v(&["x", "y"])));
-        assert!(significant(Level::L1, &v(&["x"])));
+    fn one_stray_path_at_l0_or_among_many_at_l2_is_not_significant_two_are() {
+        assert!(!significant(Level::L0, &v(&["x"]), 1));
+        assert!(!significant(Level::L2, &v(&["x"]), 5));
+        assert!(significant(Level::L0, &v(&["x", "y"]), 5));
+        assert!(significant(Level::L2, &v(&["x", "y"]), 9));
+        assert!(significant(Level::L1, &v(&["x"]), 9));
     }
 
     #[test]
@@ -447,6 +474,37 @@ mod tests {
         assert_eq!(read_answer(None, None).as_str(), "unavailable");
     }
 
+    #[test]
+    fn at_l2_a_slice_whose_work_went_mostly_elsewhere_misses_its_purpose() {
+        // T1 meant add.sh; the one file achieved is mul.sh.
+        let out = check(Level::L2, &v(&["add.sh"]), Some(&v(&["mul.sh"])));
+        assert_eq!(
+            out,
+            Outcome::Mismatch {
+                significant: true,
+                differences: v(&["mul.sh is outside what was handed over"]),
+            }
+        );
+        // One stray file beside three meant ones is noise.
+        let out = check(
+            Level::L2,
+            &v(&["src/"]),
+            Some(&v(&["src/a.rs", "src/b.rs", "src/c.rs", "README.md"])),
+        );
+        assert!(
+            matches!(
+                out,
+                Outcome::Mismatch {
+                    significant: false,
+                    ..
+                }
+            ),
+            "{out:?}"
+        );
+        assert!(!purpose_significant(0, 0) && !purpose_significant(0, 7));
+        assert!(purpose_significant(1, 2) && !purpose_significant(1, 3));
+    }
+
     fn path() -> impl Strategy<Value = String> {
         "(\\./)?[a-c]{1,2}(/[a-c]{1,2})?/?"
     }
@@ -476,6 +534,26 @@ mod tests {
                     prop_assert_eq!(differences.len(), outside.len());
                 }
                 Outcome::Assumed => prop_assert!(false, "both sides declared a scope"),
+            }
+        }
+
+        /// L2 significance: never without a path outside, always when everything achieved is outside, and
+        /// more outside (of as much achieved) never makes it less significant.
+        #[test]
+        fn purpose_significance_is_monotone_in_what_went_elsewhere(
+            outside in 0usize..20,
+            more in 0usize..5,
+            inside in 0usize..20,
+        ) {
+            let achieved = outside + inside;
+            if outside == 0 {
+                prop_assert!(!purpose_significant(outside, achieved));
+            }
+            if outside > 0 && inside == 0 {
+                prop_assert!(purpose_significant(outside, achieved));
+            }
+            if purpose_significant(outside, achieved) {
+                prop_assert!(purpose_significant(outside + more, achieved + more));
             }
         }
 

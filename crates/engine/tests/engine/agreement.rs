@@ -1,6 +1,8 @@
 //! Agreement verification at the handoffs (seed 003; docs/protocols.md, "Agreement at each handoff"): an
-//! L1 mismatch at T4→T5 is an anomaly on the T5 verdict gate, and a handoff with nothing on the handing-over
-//! side to check against is recorded with the seed's fallback.
+//! L1 mismatch at T4→T5 and an L2 mismatch at T5→T1, each corrected by the tier that handed the work over,
+//! are anomalies on the T5 verdict gate; an L0 mismatch T1 confirms reaches no gate, and one T1 cannot be
+//! asked about stands with the seed's fallback record; a handoff with nothing on the handing-over side to
+//! check against is recorded with the fallback.
 
 use agency_core::event::payload::{AGREEMENT_ASSUMED, AgreementChecked};
 use agency_core::event::{EventKind, EventPayload};
@@ -21,7 +23,7 @@ fn agreements(project: &Project, run: agency_core::RunId) -> Vec<AgreementChecke
 }
 
 #[test]
-fn a_slice_leaving_its_squads_design_is_an_l1_mismatch_on_the_verdict_gate() {
+fn a_slice_leaving_its_squads_design_is_an_l1_and_l2_mismatch_on_the_verdict_gate() {
     let project = Project::new();
     let mut team = config();
     team.visibility.inspection_gates.t5_verdict = true;
@@ -50,7 +52,9 @@ fn a_slice_leaving_its_squads_design_is_an_l1_mismatch_on_the_verdict_gate() {
         anomalies,
         [
             "ws-arith: L1 mismatch at t4→t5 (fix-add): mul.sh is outside what was handed over — t3 arithmetic \
-          says: only add.sh was handed over; mul.sh is another workstream's (agreement)"
+             says: only add.sh was handed over; mul.sh is another workstream's (agreement)",
+            "ws-arith: L2 mismatch at t5→t1 (fix-add): mul.sh is outside what was handed over — t1 plan says: \
+             ws-arith was to fix add.sh; mul.sh is not its purpose (agreement)"
         ],
         "{}",
         verdict.summary
@@ -87,6 +91,25 @@ fn a_slice_leaving_its_squads_design_is_an_l1_mismatch_on_the_verdict_gate() {
         .map(|a| (a.confirmation.as_deref().unwrap_or(""), a.significant))
         .collect();
     assert_eq!(answers, [("asking", true), ("corrected", true)]);
+    // L2: the verdict's restatement of what was achieved, against what T1 declared for the workstream.
+    let purpose: Vec<&AgreementChecked> = checked.iter().filter(|a| a.handoff == "t5→t1").collect();
+    assert_eq!(purpose.len(), 2, "{purpose:?}");
+    assert_eq!(
+        (
+            purpose[0].level.as_str(),
+            purpose[0].outcome.as_str(),
+            purpose[0].significant
+        ),
+        ("L2", "mismatch", true)
+    );
+    assert!(
+        purpose[0]
+            .restated
+            .starts_with("the slices change add.sh, mul.sh [fix-add: Looks right.]"),
+        "{:?}",
+        purpose[0]
+    );
+    assert_eq!(purpose[1].confirmation.as_deref(), Some("corrected"));
 
     // Non-blocking: a human who reads the anomaly and approves lets the run go on.
     approve(store.as_ref(), verdict.id);
@@ -107,6 +130,15 @@ fn a_slice_without_a_declared_design_is_recorded_with_the_fallback() {
         .expect("the t4→t5 check");
     assert_eq!(slice.outcome, "assumed");
     assert!(!slice.significant);
+    // The plan declared nothing for the workstream: the L2 check at its joint verdict is the fallback too.
+    let purpose = checked
+        .iter()
+        .find(|a| a.handoff == "t5→t1")
+        .expect("the t5→t1 check");
+    assert_eq!(
+        (purpose.level.as_str(), purpose.outcome.as_str()),
+        ("L2", "assumed")
+    );
     assert!(project.events_of(run.id, EventKind::Anomaly).is_empty());
     assert!(AGREEMENT_ASSUMED.contains("specialist unavailable for verification"));
 }
@@ -200,6 +232,16 @@ fn a_lead_restating_a_wider_topic_is_put_to_t1_which_confirms_it_is_fine() {
         "{squad:?}"
     );
     assert!(squad.restated.contains("[interfaces: sum]"), "{squad:?}");
+    // What the slice achieved (add.sh) is within what T1 declared: L2 agreed.
+    let purpose = checked
+        .iter()
+        .find(|a| a.handoff == "t5→t1")
+        .expect("the t5→t1 check");
+    assert_eq!(
+        (purpose.level.as_str(), purpose.outcome.as_str()),
+        ("L2", "agreed"),
+        "{purpose:?}"
+    );
 }
 
 #[test]
