@@ -284,3 +284,111 @@ fn a_mismatch_nobody_can_confirm_is_recorded_with_the_fallback_and_stands_on_the
         "{answer:?}"
     );
 }
+
+/// A plan of `width` parallel workstreams on `[t4, t5]`, each declaring `ws-K/`. Workstream K's
+/// implementer writes `ws-K/done.txt` (within its purpose) when K is even, `keep-K.txt` when K % 4 == 1 (T1,
+/// asked, says that is fine) and `stray-K.txt` when K % 4 == 3 (T1 says it is not).
+fn wide_script(width: usize) -> String {
+    let mut script = String::from(
+        "model: scripted-agreement-wide\nreplies:\n  - role: judge\n    brief: run/t1/accept\n    reply: { text: \"every check passes\\nVERDICT: accept\\nmissing: none\\n\" }\n  - role: agreement\n    contains: \"the slices change keep-\"\n    reply:\n      tool_calls:\n        - name: confirm_agreement\n          input: { fine: true, reason: \"a note beside the workstream is fine\" }\n  - role: agreement\n    reply:\n      tool_calls:\n        - name: confirm_agreement\n          input: { fine: false, reason: \"that file is not this workstream's purpose\" }\n  - role: planner\n    reply:\n      tool_calls:\n        - name: report_result\n          input:\n            status: done\n            summary: \"Many small workstreams.\"\n            output:\n              run_id: \"00000000-0000-4000-8000-000000000000\"\n              goal_anchor: \"(filled in by agency)\"\n              complexity: low\n              retry_budget_multiplier: 1\n              workstreams:\n",
+    );
+    for k in 0..width {
+        script.push_str(&format!(
+            "                - {{ id: ws-{k}, name: w-{k}, domain: d, tier_path: [t4, t5], parallel_group: A, variety: {{ novelty: 1, scope: 1, uncertainty: 1, risk: 1 }}, contract: {{ done_when: \"a file is written\" }}, files: [ws-{k}/] }}\n"
+        ));
+    }
+    let ids: Vec<String> = (0..width).map(|k| format!("ws-{k}")).collect();
+    script.push_str(&format!(
+        "              parallelism: {{ groups: {{ A: [{}] }}, sequence: [A] }}\n              self_critique_summary: \"fine\"\n",
+        ids.join(", ")
+    ));
+    for k in 0..width {
+        let path = match k % 4 {
+            1 => format!("keep-{k}.txt"),
+            3 => format!("stray-{k}.txt"),
+            _ => format!("ws-{k}/done.txt"),
+        };
+        script.push_str(&format!(
+            "  - role: implementer\n    brief: ws-{k}/t4/w-{k}\n    reply:\n      tool_calls:\n        - name: write_file\n          input: {{ path: {path}, content: \"done\\n\" }}\n        - name: report_result\n          input: {{ status: done, summary: \"written\", evidence: [{{ path: {path} }}] }}\n"
+        ));
+    }
+    script.push_str(
+        "  - role: judge\n    reply: { text: \"Looks right.\\nVERDICT: accept\\nmissing: none\\n\" }\n  - role: auditor\n    reply: { text: \"Fine.\\nVERDICT: accept\\nmissing: none\\n\" }\n",
+    );
+    script
+}
+
+/// At width: two dozen workstreams finishing together, a third of them straying from T1's purpose. Each
+/// stray is asked about exactly once (no question twice, none lost), T1's answers are kept apart, and only
+/// the corrected ones reach the human.
+#[test]
+fn two_dozen_workstreams_ask_t1_once_per_stray_and_only_corrections_stand() {
+    const WIDTH: usize = 24;
+    let project = Project::new();
+    let (run, driving) = project.start_in_background(&wide_script(WIDTH), config(), true);
+    let outcome = driving.join();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let purpose: Vec<AgreementChecked> = agreements(&project, run.id)
+        .into_iter()
+        .filter(|a| a.handoff == "t5→t1")
+        .collect();
+    let count = |confirmation: Option<&str>| {
+        purpose
+            .iter()
+            .filter(|a| a.confirmation.as_deref() == confirmation)
+            .count()
+    };
+    assert_eq!(
+        (
+            count(None),
+            count(Some("asking")),
+            count(Some("confirmed")),
+            count(Some("corrected"))
+        ),
+        (WIDTH / 2, WIDTH / 2, WIDTH / 4, WIDTH / 4),
+        "{purpose:#?}"
+    );
+    let mut stood: Vec<String> = project
+        .events_of(run.id, EventKind::Anomaly)
+        .iter()
+        .filter_map(|e| match e.typed() {
+            Ok(EventPayload::Anomaly(a)) if a.source == "agreement" => a.workstream,
+            _ => None,
+        })
+        .collect();
+    stood.sort();
+    let mut expected: Vec<String> = (0..WIDTH)
+        .filter(|k| k % 4 == 3)
+        .map(|k| format!("ws-{k}"))
+        .collect();
+    expected.sort();
+    assert_eq!(stood, expected);
+}
+
+/// A handing-over tier whose answer is no answer (text instead of the tool) cannot confirm: the fallback
+/// is recorded and the mismatch stands.
+#[test]
+fn an_answer_without_the_tool_is_no_confirmation() {
+    let project = Project::new();
+    let script = include_str!("../scripts/agreement-t2.yaml");
+    let cut = script.find("  # -- T1's answer").expect("the marker");
+    let script = format!(
+        "{}  - role: agreement\n    reply: {{ text: \"Sure, looks fine to me.\" }}\n",
+        &script[..cut]
+    );
+    let (run, driving) = project.start_in_background(&script, config(), true);
+    let outcome = driving.join();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let answer = agreements(&project, run.id)
+        .into_iter()
+        .find(|a| {
+            a.handoff == "t1→t2" && a.confirmation.is_some() && a.confirmation.as_deref() != Some("asking")
+        })
+        .expect("an answer's record");
+    assert_eq!(answer.confirmation.as_deref(), Some("unavailable"));
+    assert_eq!(
+        answer.reason.as_deref(),
+        Some("Agreement: [assumed — specialist unavailable for verification] (t1's model gave no answer)")
+    );
+    assert!(answer.significant);
+}
