@@ -148,6 +148,8 @@ async fn pass(
     progressed |= escalated && crate::failure::handle_halt_gates(engine, run)?;
     // Only what is `verifying` needs the runner; everything else waits on an agent or a human.
     let verifying = engine.store.list_briefs_by_status(run, BriefStatus::Verifying)?;
+    // L0 agreement of leads that just reported, checked and its question answered before their gate opens.
+    progressed |= crate::agreement::leads_received(engine, &verifying).await?;
     // Implementers handed to their verifiers in this pass, one per squad: whether that completes the squad's
     // round is asked once per squad, not once per implementer (each asking reads the whole squad).
     let mut handed_over: Vec<&Brief> = Vec::new();

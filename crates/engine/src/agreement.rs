@@ -1,19 +1,23 @@
 //! Agreement verification at the handoffs (seed 003; docs/protocols.md, "Agreement at each handoff"),
-//! carried out: each check gathers the two sides, asks [`agency_flow::agreement::check`], and records an
-//! `agreement` event; a significant mismatch is also an `anomaly`, so the next tier gate lists it for the
-//! human. No check makes a model call, and none blocks the handoff: the seed's verification is
-//! non-blocking, and the human is involved only through the gate.
+//! carried out: each check gathers the two sides, asks [`agency_flow::agreement::check_scope`], and records
+//! an `agreement` event. A significant mismatch is put to the tier that handed the work over — one bounded
+//! call on that tier's own model ([`confirm_pending`]) — and becomes an `anomaly`, listed on the next tier
+//! gate, unless that tier confirms the difference is fine. None blocks the handoff: the seed's
+//! verification is non-blocking, and the human is involved only through the gate.
 //!
 //! - L0 at T1→T2: the lead's `understanding` against the `files` and `interfaces` the plan declared for its
 //!   workstream;
 //! - L1 at T2→T3: a committed squad lead's `understanding` against its specialist's declared `files` and
 //!   `interfaces` (T1→T3 on a path without T2: the plan's for the workstream);
 //! - L1 at T4→T5: the slice as its verifier receives it (the paths its diff changes) against the files
-//!   its squad lead's committed draft declared.
+//!   its squad lead's committed draft declared;
+//! - L2 at T5→T1: what a squad's slice verdicts say was achieved (`achieved`) against what the plan
+//!   declared for the workstream.
 //!
-//! The handing-over agent itself is never asked again (its conversation ended when it reported): its
-//! record stands in for it. Where that record declares no scope, the outcome is the seed's fallback,
-//! "Agreement: [assumed — specialist unavailable for verification]".
+//! The handing-over agent's own conversation ended when it reported: the question goes to its tier's model
+//! with its recorded output, not to that agent. Where the record declares no scope, the outcome is the
+//! seed's fallback, "Agreement: [assumed — specialist unavailable for verification]"; so is the answer when
+//! that tier cannot be asked, and the mismatch then stands.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -22,7 +26,9 @@ use std::time::Duration;
 use agency_core::event::payload::{self, AgreementChecked, Anomaly};
 use agency_core::event::{EventKind, EventPayload, NewEvent};
 use agency_core::gate::GateKind;
-use agency_core::tiers::{Achieved, BriefRole, SpecialistOutput, SquadOutput, Understanding, VerifierOutput};
+use agency_core::tiers::{
+    Achieved, BriefRole, LeadOutput, SpecialistOutput, SquadOutput, Understanding, VerifierOutput,
+};
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 use agency_flow::agreement::{
     ASSUMED, Confirmation, Level, Outcome, Scope, anomaly_after, check, check_scope, diff_paths, read_answer,
@@ -405,13 +411,33 @@ fn planned_scope(engine: &Engine, brief: &Brief) -> Result<Planned> {
     Ok((files, interfaces, Some(approved.brief.id)))
 }
 
+/// L0 at T1→T2 for each lead among `verifying` that reported and was not acted on yet (no children, no
+/// `t2_lead` gate): checked, and a significant mismatch put to T1, before the pass opens the lead's gate —
+/// so a mismatch that stands is on that gate. Returns whether it checked any.
+pub(crate) async fn leads_received(engine: &Engine, verifying: &[Brief]) -> Result<bool> {
+    let mut checked = false;
+    for lead in verifying.iter().filter(|b| BriefRole::of(b) == BriefRole::Lead) {
+        if !engine.store.list_children(lead.id)?.is_empty()
+            || engine
+                .store
+                .list_gates_of_kind(lead.run, GateKind::T2Lead)?
+                .iter()
+                .any(|g| g.brief == Some(lead.id))
+        {
+            continue;
+        }
+        let output: LeadOutput = output_of(engine, lead)?;
+        lead_received(engine, lead, output.understanding.as_ref())?;
+        engine.store.flush_events()?;
+        confirm_pending(engine, lead.run).await?;
+        checked = true;
+    }
+    Ok(checked)
+}
+
 /// L0 at T1→T2: the lead restated its workstream's topic; held against the files and interfaces T1's
 /// plan declared for the workstream (the fallback when it declared none).
-pub(crate) fn lead_received(
-    engine: &Engine,
-    lead: &Brief,
-    understanding: Option<&Understanding>,
-) -> Result<()> {
+fn lead_received(engine: &Engine, lead: &Brief, understanding: Option<&Understanding>) -> Result<()> {
     let (files, interfaces, plan) = planned_scope(engine, lead)?;
     let handed = Scope {
         files: &files,

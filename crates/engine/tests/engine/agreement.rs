@@ -245,7 +245,7 @@ fn a_lead_restating_a_wider_topic_is_put_to_t1_which_confirms_it_is_fine() {
 }
 
 #[test]
-fn a_mismatch_nobody_can_confirm_is_recorded_with_the_fallback_and_stands_on_the_next_gate() {
+fn a_mismatch_nobody_can_confirm_is_recorded_with_the_fallback_and_stands_on_the_lead_gate() {
     let project = Project::new();
     let mut team = config();
     team.visibility.inspection_gates.t2_lead = true;
@@ -256,11 +256,11 @@ fn a_mismatch_nobody_can_confirm_is_recorded_with_the_fallback_and_stands_on_the
     let gates = approve_through_t2(&project, run.id);
     let outcome = driving.join();
     assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
-    // The lead gate opened as the lead reported, before T1 could be asked: the mismatch is on the next one.
-    assert_eq!(gates[1], (GateKind::T2Lead, Vec::new()));
-    assert_eq!(gates[2].0, GateKind::T2Synthesis);
-    assert_eq!(gates[2].1.len(), 1, "{gates:?}");
-    let line = &gates[2].1[0];
+    // T1 is asked before the lead's gate opens: the mismatch that stands is on that gate, and only there.
+    assert_eq!(gates[1].0, GateKind::T2Lead);
+    assert_eq!(gates[1].1.len(), 1, "{gates:?}");
+    assert_eq!(gates[2], (GateKind::T2Synthesis, Vec::new()));
+    let line = &gates[1].1[0];
     assert!(
         line.starts_with(
             "ws-calc: L0 mismatch at t1→t2 (lead): NOTES.md is outside what was handed over; neg.sh is outside \
