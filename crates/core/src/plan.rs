@@ -101,6 +101,38 @@ impl Workstream {
     }
 }
 
+/// Problems with a declared list of files (a plan workstream's or a specialist's `files`), each with its
+/// index: a path must be relative to the repository and stay inside it (not empty, not absolute, no `..`).
+pub fn scope_path_problems(paths: &[String]) -> Vec<(usize, String)> {
+    paths
+        .iter()
+        .enumerate()
+        .filter_map(|(k, path)| {
+            let trimmed = path.trim();
+            let problem = if trimmed.is_empty() {
+                "must not be empty".to_string()
+            } else if trimmed.starts_with('/') || trimmed.starts_with('\\') {
+                format!("{trimmed:?} is absolute; expected a path relative to the repository")
+            } else if trimmed.split(['/', '\\']).any(|part| part == "..") {
+                format!("{trimmed:?} leaves the repository (`..`); expected a path inside it")
+            } else {
+                return None;
+            };
+            Some((k, problem))
+        })
+        .collect()
+}
+
+/// Problems with a declared list of interfaces, each with its index: none may be empty.
+pub fn scope_name_problems(names: &[String]) -> Vec<(usize, String)> {
+    names
+        .iter()
+        .enumerate()
+        .filter(|(_, name)| name.trim().is_empty())
+        .map(|(k, _)| (k, "must not be empty".to_string()))
+        .collect()
+}
+
 /// Which workstreams run together, and in which order the groups run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -369,8 +401,8 @@ fn check_workstream(c: &mut Checker, value: &Value, path: &str) -> WorkstreamDra
     for key in ["files", "interfaces"] {
         if let Some(list) = obj.get(key).and_then(|v| c.string_list(v, &at(key))) {
             let problems = match key {
-                "files" => crate::tiers::scope_path_problems(&list),
-                _ => crate::tiers::scope_name_problems(&list),
+                "files" => scope_path_problems(&list),
+                _ => scope_name_problems(&list),
             };
             for (k, problem) in problems {
                 c.push(&index_path(&at(key), k), problem);

@@ -201,38 +201,6 @@ pub struct SpecialistOutput {
     pub interfaces: Vec<String>,
 }
 
-/// Problems with a declared list of files (a plan workstream's or a specialist's `files`), each with its
-/// index: a path must be relative to the repository and stay inside it (not empty, not absolute, no `..`).
-pub fn scope_path_problems(paths: &[String]) -> Vec<(usize, String)> {
-    paths
-        .iter()
-        .enumerate()
-        .filter_map(|(k, path)| {
-            let trimmed = path.trim();
-            let problem = if trimmed.is_empty() {
-                "must not be empty".to_string()
-            } else if trimmed.starts_with('/') || trimmed.starts_with('\\') {
-                format!("{trimmed:?} is absolute; expected a path relative to the repository")
-            } else if trimmed.split(['/', '\\']).any(|part| part == "..") {
-                format!("{trimmed:?} leaves the repository (`..`); expected a path inside it")
-            } else {
-                return None;
-            };
-            Some((k, problem))
-        })
-        .collect()
-}
-
-/// Problems with a declared list of interfaces, each with its index: none may be empty.
-pub fn scope_name_problems(names: &[String]) -> Vec<(usize, String)> {
-    names
-        .iter()
-        .enumerate()
-        .filter(|(_, name)| name.trim().is_empty())
-        .map(|(k, _)| (k, "must not be empty".to_string()))
-        .collect()
-}
-
 /// The T2 lead's synthesis: the canonical architecture after conflicts between specialists are resolved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -551,13 +519,13 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let problems = scope_path_problems(&paths);
+        let problems = crate::plan::scope_path_problems(&paths);
         let at: Vec<usize> = problems.iter().map(|(k, _)| *k).collect();
         assert_eq!(at, [2, 3, 4], "{problems:?}");
         assert!(problems[1].1.contains("is absolute"), "{problems:?}");
         assert!(problems[2].1.contains("leaves the repository"), "{problems:?}");
         assert_eq!(
-            scope_name_problems(&["GET /sum".into(), "".into()]),
+            crate::plan::scope_name_problems(&["GET /sum".into(), "".into()]),
             [(1, "must not be empty".to_string())]
         );
         // An old specialist output without them still reads.

@@ -113,7 +113,7 @@ pub struct Engine {
     /// The auditor's own runtime and model (`signoff.auditor_model`); `None`: it runs as the judge does.
     pub(crate) auditor: Option<AuditorRuntime>,
     /// Significant agreement mismatches waiting to be put to the tier that handed the work over.
-    pub(crate) agreement_asks: crate::agreement::Asks,
+    pub(crate) agreement_asks: crate::agreement_asks::Asks,
 }
 
 /// How a drive ended.
@@ -160,7 +160,7 @@ impl Engine {
             personalities: Arc::new(Personalities::defaults()),
             outage_probes: crate::probes::Probes::default(),
             auditor: None,
-            agreement_asks: crate::agreement::Asks::default(),
+            agreement_asks: crate::agreement_asks::Asks::default(),
         })
     }
 

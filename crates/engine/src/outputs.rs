@@ -70,11 +70,11 @@ fn runnable_verifies<'a>(
 /// A specialist's declared `files` and `interfaces` (its side of the T2→T3 agreement check): each problem
 /// with the field and index it is at.
 fn declared_scope(files: &[String], interfaces: &[String]) -> std::result::Result<(), String> {
-    let problems: Vec<String> = agency_core::tiers::scope_path_problems(files)
+    let problems: Vec<String> = agency_core::plan::scope_path_problems(files)
         .into_iter()
         .map(|(k, p)| format!("files[{k}]: {p}"))
         .chain(
-            agency_core::tiers::scope_name_problems(interfaces)
+            agency_core::plan::scope_name_problems(interfaces)
                 .into_iter()
                 .map(|(k, p)| format!("interfaces[{k}]: {p}")),
         )
