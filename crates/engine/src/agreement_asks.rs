@@ -89,7 +89,11 @@ fn unanswered(store: &dyn Blackboard, run: RunId) -> Result<Vec<Ask>> {
             };
             let same = |a: &Ask| a.receiver == receiver && a.check.handoff == check.handoff;
             match check.confirmation.as_deref() {
-                Some(ASKING) => open.push(Ask { run, receiver, check }),
+                // The same handoff checked again (a runner that stopped before acting on it): one question.
+                Some(ASKING) => {
+                    open.retain(|a| !same(a));
+                    open.push(Ask { run, receiver, check });
+                }
                 Some(_) => open.retain(|a| !same(a)),
                 None => {}
             }
@@ -120,7 +124,8 @@ mod tests {
     }
 
     /// A runner that stopped between a question's `asking` record and its answer leaves it to the next:
-    /// the questions asked and not answered are found again, the answered ones are not.
+    /// the questions asked and not answered are found again (one per handoff, however often it was
+    /// checked), the answered ones are not.
     #[test]
     fn questions_recorded_and_not_answered_are_found_again_once() {
         let store = SqliteBlackboard::open_in_memory().unwrap();
@@ -130,6 +135,7 @@ mod tests {
         store.insert_brief(&b).unwrap();
         for (brief, payload) in [
             (a.id, checked("t4→t5", Some(ASKING))),
+            (b.id, checked("t4→t5", Some(ASKING))),
             (b.id, checked("t4→t5", Some(ASKING))),
             (a.id, checked("t2→t3", None)),
             (a.id, checked("t4→t5", Some("corrected"))),
