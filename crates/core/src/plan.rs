@@ -78,6 +78,15 @@ pub struct Workstream {
     /// Why the tier path is shallower than the variety route's default, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shallower_path_reason: Option<String>,
+    /// The files the workstream is expected to change (paths relative to the repository; a path ending in
+    /// `/` stands for everything under it): T1's side of the L0 agreement check at T1→T2 (and of L1 at
+    /// T1→T3 on a path without T2). Empty: T1 declared none, and those checks record the fallback.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// The interfaces (APIs, types, formats) the workstream provides or consumes: held against the
+    /// receiving tier's restated interfaces like `files`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<String>,
 }
 
 impl Workstream {
@@ -90,6 +99,38 @@ impl Workstream {
     pub fn route(&self) -> Route {
         route_for_score(self.variety.score())
     }
+}
+
+/// Problems with a declared list of files (a plan workstream's or a specialist's `files`), each with its
+/// index: a path must be relative to the repository and stay inside it (not empty, not absolute, no `..`).
+pub fn scope_path_problems(paths: &[String]) -> Vec<(usize, String)> {
+    paths
+        .iter()
+        .enumerate()
+        .filter_map(|(k, path)| {
+            let trimmed = path.trim();
+            let problem = if trimmed.is_empty() {
+                "must not be empty".to_string()
+            } else if trimmed.starts_with('/') || trimmed.starts_with('\\') {
+                format!("{trimmed:?} is absolute; expected a path relative to the repository")
+            } else if trimmed.split(['/', '\\']).any(|part| part == "..") {
+                format!("{trimmed:?} leaves the repository (`..`); expected a path inside it")
+            } else {
+                return None;
+            };
+            Some((k, problem))
+        })
+        .collect()
+}
+
+/// Problems with a declared list of interfaces, each with its index: none may be empty.
+pub fn scope_name_problems(names: &[String]) -> Vec<(usize, String)> {
+    names
+        .iter()
+        .enumerate()
+        .filter(|(_, name)| name.trim().is_empty())
+        .map(|(k, _)| (k, "must not be empty".to_string()))
+        .collect()
 }
 
 /// Which workstreams run together, and in which order the groups run.
@@ -206,6 +247,8 @@ const WORKSTREAM_FIELDS: &[&str] = &[
     "variety",
     "contract",
     "shallower_path_reason",
+    "files",
+    "interfaces",
 ];
 
 const PARALLELISM_FIELDS: &[&str] = &["groups", "sequence"];
@@ -354,6 +397,17 @@ fn check_workstream(c: &mut Checker, value: &Value, path: &str) -> WorkstreamDra
     }
     if let Some(v) = obj.get("notes") {
         c.string(v, &at("notes"));
+    }
+    for key in ["files", "interfaces"] {
+        if let Some(list) = obj.get(key).and_then(|v| c.string_list(v, &at(key))) {
+            let problems = match key {
+                "files" => scope_path_problems(&list),
+                _ => scope_name_problems(&list),
+            };
+            for (k, problem) in problems {
+                c.push(&index_path(&at(key), k), problem);
+            }
+        }
     }
     let variety = c
         .required(obj, path, "variety")

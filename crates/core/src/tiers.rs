@@ -190,6 +190,15 @@ pub struct SpecialistOutput {
     pub architecture: String,
     /// The squads that build it.
     pub squads: Vec<ChildBrief>,
+    /// The files the domain's squads are handed (paths relative to the repository; a path ending in `/`
+    /// stands for everything under it): the specialist's side of the L1 agreement check at T2→T3. Empty:
+    /// it declared none, and that check records the fallback.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// The interfaces (APIs, types, formats) the domain provides or consumes, held against its squad leads'
+    /// restated interfaces like `files`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<String>,
 }
 
 /// The T2 lead's synthesis: the canonical architecture after conflicts between specialists are resolved.
@@ -290,6 +299,22 @@ pub struct VerifierOutput {
     /// A human-readable summary.
     #[serde(default)]
     pub notes: String,
+    /// What the signed-off slice achieved, restated for the L2 (purpose) agreement check at T5→T1: held
+    /// against what T1's plan declared for the workstream. Absent in verdicts written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved: Option<Achieved>,
+}
+
+/// A slice's achievement as its verdict restates it (L2 agreement at T5→T1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Achieved {
+    /// What the slice achieved, in a sentence (the judge's first line).
+    #[serde(default)]
+    pub summary: String,
+    /// The files the signed-off commit changes (paths relative to the repository).
+    #[serde(default)]
+    pub files: Vec<String>,
 }
 
 /// T1's acceptance of the integrated result against the goal anchor.
@@ -486,6 +511,27 @@ mod tests {
         let ordered = dependency_order(vec![child("c", &["b"]), child("b", &["a"]), child("a", &[])]);
         let titles: Vec<&str> = ordered.iter().map(|c| c.title.as_str()).collect();
         assert_eq!(titles, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn declared_scopes_must_stay_inside_the_repository() {
+        let paths: Vec<String> = ["src/a.rs", "lib/", " ", "/etc/passwd", "a/../../b"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let problems = crate::plan::scope_path_problems(&paths);
+        let at: Vec<usize> = problems.iter().map(|(k, _)| *k).collect();
+        assert_eq!(at, [2, 3, 4], "{problems:?}");
+        assert!(problems[1].1.contains("is absolute"), "{problems:?}");
+        assert!(problems[2].1.contains("leaves the repository"), "{problems:?}");
+        assert_eq!(
+            crate::plan::scope_name_problems(&["GET /sum".into(), "".into()]),
+            [(1, "must not be empty".to_string())]
+        );
+        // An old specialist output without them still reads.
+        let old: SpecialistOutput =
+            serde_json::from_value(serde_json::json!({"architecture": "x", "squads": []})).unwrap();
+        assert!(old.files.is_empty() && old.interfaces.is_empty());
     }
 
     #[test]

@@ -148,6 +148,8 @@ async fn pass(
     progressed |= escalated && crate::failure::handle_halt_gates(engine, run)?;
     // Only what is `verifying` needs the runner; everything else waits on an agent or a human.
     let verifying = engine.store.list_briefs_by_status(run, BriefStatus::Verifying)?;
+    // L0 agreement of leads that just reported, checked and its question answered before their gate opens.
+    progressed |= crate::agreement::leads_received(engine, &verifying).await?;
     // Implementers handed to their verifiers in this pass, one per squad: whether that completes the squad's
     // round is asked once per squad, not once per implementer (each asking reads the whole squad).
     let mut handed_over: Vec<&Brief> = Vec::new();
@@ -199,6 +201,9 @@ async fn pass(
     if !slices.is_empty() {
         crate::agreement::slices_received(engine, &slices)?;
     }
+    // Significant agreement mismatches found in this pass (or left unasked by a runner that stopped) are
+    // put to the tier that handed the work over; a mismatch that stands goes on the next gate to open.
+    progressed |= crate::agreement::confirm_pending(engine, run).await?;
     let judged = judged_squads(engine, &verifying, families)?;
     if !judged.is_empty() {
         progressed |= crate::handover::joint_verdicts(engine, &judged).await?;

@@ -1,30 +1,47 @@
 //! Agreement verification at the handoffs (seed 003; docs/protocols.md, "Agreement at each handoff"),
-//! carried out: each check gathers the two sides, asks [`agency_flow::agreement::check`], and records an
-//! `agreement` event; a significant mismatch is also an `anomaly`, so the next tier gate lists it for the
-//! human. No check makes a model call, and none blocks the handoff: the seed's verification is
-//! non-blocking, and the human is involved only through the gate.
+//! carried out: each check gathers the two sides, asks [`agency_flow::agreement::check_scope`], and records
+//! an `agreement` event. A significant mismatch is put to the tier that handed the work over — one bounded
+//! call on that tier's own model ([`confirm_pending`]) — and becomes an `anomaly`, listed on the next tier
+//! gate, unless that tier confirms the difference is fine. None blocks the handoff: the seed's
+//! verification is non-blocking, and the human is involved only through the gate.
 //!
-//! - L0 at T1→T2: the lead's `understanding` against the plan's workstream (which declares no files);
-//! - L1 at T2→T3: a committed squad lead's `understanding` against its specialist's output (which declares
-//!   no files either);
+//! - L0 at T1→T2: the lead's `understanding` against the `files` and `interfaces` the plan declared for its
+//!   workstream;
+//! - L1 at T2→T3: a committed squad lead's `understanding` against its specialist's declared `files` and
+//!   `interfaces` (T1→T3 on a path without T2: the plan's for the workstream);
 //! - L1 at T4→T5: the slice as its verifier receives it (the paths its diff changes) against the files
-//!   its squad lead's committed draft declared.
+//!   its squad lead's committed draft declared;
+//! - L2 at T5→T1: what a squad's slice verdicts say was achieved (`achieved`) against what the plan
+//!   declared for the workstream.
 //!
-//! The handing-over agent itself is never asked again (its conversation ended when it reported): its
-//! record stands in for it. Where that record declares no scope, the outcome is the seed's fallback,
-//! "Agreement: [assumed — specialist unavailable for verification]".
+//! The handing-over agent's own conversation ended when it reported: the question goes to its tier's model
+//! with its recorded output, not to that agent. Where the record declares no scope, the outcome is the
+//! seed's fallback, "Agreement: [assumed — specialist unavailable for verification]"; so is the answer when
+//! that tier cannot be asked, and the mismatch then stands.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
-use agency_core::event::payload::{AgreementChecked, Anomaly};
+use agency_core::event::payload::{self, AgreementChecked, Anomaly};
 use agency_core::event::{EventPayload, NewEvent};
-use agency_core::tiers::{SquadOutput, Understanding};
-use agency_core::{Brief, BriefId, Tier};
-use agency_flow::agreement::{Level, Outcome, check, diff_paths};
+use agency_core::gate::GateKind;
+use agency_core::tiers::{
+    Achieved, BriefRole, LeadOutput, SpecialistOutput, SquadOutput, Understanding, VerifierOutput,
+};
+use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
+use agency_flow::agreement::{
+    ASSUMED, Confirmation, Level, Outcome, Scope, anomaly_after, check, check_scope, diff_paths, read_answer,
+    worth_asking,
+};
+use agency_llm::{Block, CancelToken, Message, Request, ToolChoice, ToolSpec};
+use serde_json::json;
 
+use crate::agreement_asks::{ASKING, Ask};
+use crate::artifacts::output_name;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::plan::output_of;
+use crate::task::call_meta;
 
 /// One handoff to record.
 struct Handoff<'a> {
@@ -33,6 +50,8 @@ struct Handoff<'a> {
     handoff: String,
     /// The receiving brief.
     receiver: &'a Brief,
+    /// The brief whose record is the handed-over side: the one asked about a significant mismatch.
+    handing_over: Option<BriefId>,
     outcome: Outcome,
     restated: String,
 }
@@ -49,10 +68,13 @@ fn restatement_text(understanding: &Understanding) -> String {
     text
 }
 
-/// Records the check: the `agreement` event, and an `anomaly` for a significant mismatch. Held back to be
-/// written with the pass's other writes (nothing waits on them).
+/// Records the check as an `agreement` event, held back to be written with the pass's other writes
+/// (nothing waits on it). A significant mismatch is recorded as `asking` and written at once, so a
+/// runner that stops before the question still asks it on its next start ([`confirm_pending`]); the
+/// question itself is asked at the end of the pass, where a model call may be awaited.
 fn record(engine: &Engine, handoff: Handoff<'_>) -> Result<()> {
     let receiver = handoff.receiver;
+    let asking = worth_asking(&handoff.outcome);
     let (significant, differences) = match &handoff.outcome {
         Outcome::Mismatch {
             significant,
@@ -60,22 +82,203 @@ fn record(engine: &Engine, handoff: Handoff<'_>) -> Result<()> {
         } => (*significant, differences.clone()),
         Outcome::Agreed | Outcome::Assumed => (false, Vec::new()),
     };
-    let mut event = NewEvent::typed(
-        receiver.run,
-        EventPayload::Agreement(AgreementChecked {
-            level: handoff.level.as_str().into(),
-            handoff: handoff.handoff.clone(),
-            workstream: receiver.workstream.clone(),
-            outcome: handoff.outcome.as_str().into(),
-            significant,
-            differences: differences.clone(),
-            restated: handoff.restated,
-        }),
-    );
+    let checked = AgreementChecked {
+        level: handoff.level.as_str().into(),
+        handoff: handoff.handoff.clone(),
+        workstream: receiver.workstream.clone(),
+        outcome: handoff.outcome.as_str().into(),
+        significant,
+        differences,
+        restated: handoff.restated,
+        confirmation: asking.then(|| ASKING.to_string()),
+        handing_over: handoff.handing_over.filter(|_| asking),
+        reason: None,
+    };
+    let mut event = NewEvent::typed(receiver.run, EventPayload::Agreement(checked.clone()));
     event.tier = Some(receiver.tier);
     event.brief = Some(receiver.id);
     engine.store.append_event_soon(event)?;
-    if significant {
+    if asking {
+        engine.store.flush_events()?;
+        engine.agreement_asks.queue(Ask {
+            run: receiver.run,
+            receiver: receiver.id,
+            check: checked,
+        })?;
+    }
+    Ok(())
+}
+
+/// Asks the handing-over tier about each significant mismatch of `run` not answered yet, and records each
+/// answer ([`record_answer`]). Returns whether it asked any. Called at the end of every pass.
+pub(crate) async fn confirm_pending(engine: &Engine, run: RunId) -> Result<bool> {
+    let asks = engine.agreement_asks.take(engine.store.as_ref(), run)?;
+    for ask in &asks {
+        let answer = ask_handing_over(engine, ask).await?;
+        record_answer(engine, ask, &answer)?;
+    }
+    Ok(!asks.is_empty())
+}
+
+/// How long the one question may take, retries included; past it, nobody could be asked.
+const ASK_LIMIT: Duration = Duration::from_secs(120);
+/// The most of the handing-over tier's recorded output sent with the question, in characters.
+const OUTPUT_CHARS: usize = 8_000;
+
+/// The tool the handing-over tier answers with.
+fn confirm_tool() -> ToolSpec {
+    ToolSpec {
+        name: "confirm_agreement".into(),
+        description:
+            "Say whether the differences are fine (true) or a real mismatch (false), with a one-line \
+                      reason."
+                .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "fine": { "type": "boolean" },
+                "reason": { "type": "string" }
+            },
+            "required": ["fine", "reason"]
+        }),
+    }
+}
+
+/// Puts one mismatch to the tier that handed the work over: one bounded call on that tier's own model
+/// (metered and charged to the budget like every call agency makes), its usage recorded. Where that tier
+/// cannot be asked — its agents run on an external runtime whose model agency does not call, no model is
+/// configured for it, the call fails (an outage, a spent budget) or says neither — the answer is
+/// [`Confirmation::Unavailable`].
+async fn ask_handing_over(engine: &Engine, ask: &Ask) -> Result<Confirmation> {
+    let unavailable = |why: String| Ok(Confirmation::Unavailable { why });
+    let Some(id) = ask.check.handing_over else {
+        return unavailable("the handed-over side is no brief's record".into());
+    };
+    let brief = engine.store.get_brief(id)?;
+    let tier = brief.tier;
+    let runtime = engine.runtimes.get(&tier).map(|r| r.name()).unwrap_or("none");
+    if runtime != "builtin" {
+        return unavailable(format!(
+            "{tier} runs on {runtime}, whose model agency does not call"
+        ));
+    }
+    let Some(provider) = engine.providers.get(&tier) else {
+        return unavailable(format!("no model is configured for {tier}"));
+    };
+    let output = engine
+        .artifact_of(brief.run, id, output_name)?
+        .map(|a| {
+            String::from_utf8_lossy(&a.bytes)
+                .chars()
+                .take(OUTPUT_CHARS)
+                .collect::<String>()
+        })
+        .unwrap_or_else(|| "(nothing recorded)".into());
+    let differences: Vec<String> = ask.check.differences.iter().map(|d| format!("- {d}")).collect();
+    let mut meta = call_meta(&brief);
+    meta.role = Some(ROLE.into());
+    let request = Request {
+        system: vec![crate::prompts::AGREEMENT_CONFIRM.to_string()],
+        messages: vec![Message::user(format!(
+            "## The handoff\n{} at {} ({})\n\n## What you recorded ({})\n{output}\n\n## The receiver's \
+             restatement\n{}\n\n## The differences\n{}",
+            ask.check.level,
+            ask.check.handoff,
+            ask.check.workstream,
+            brief.title,
+            if ask.check.restated.is_empty() {
+                "(none given)"
+            } else {
+                ask.check.restated.as_str()
+            },
+            differences.join("\n")
+        ))],
+        tools: vec![confirm_tool()],
+        max_tokens: 1_024,
+        tool_choice: Some(ToolChoice::Tool("confirm_agreement".into())),
+        meta,
+        ..Request::default()
+    };
+    let cancel = CancelToken::new();
+    let called = tokio::time::timeout(ASK_LIMIT, provider.complete(&request, &mut |_| {}, &cancel)).await;
+    let response = match called {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => return unavailable(format!("{tier}'s model could not be asked ({e})")),
+        Err(_) => {
+            cancel.cancel();
+            return unavailable(format!(
+                "{tier}'s model did not answer within {} s",
+                ASK_LIMIT.as_secs()
+            ));
+        }
+    };
+    // Asked outside any agent's hooks, which write the usage events of agents' calls: written here (the
+    // metered provider already charged the ledger), so cost reports and a budget rebuilt after a crash
+    // count it too.
+    let usage = EventPayload::Usage(payload::Usage {
+        model: response.model.clone(),
+        provider: provider.kind().to_owned(),
+        input_tokens: response.usage.input,
+        output_tokens: response.usage.output,
+        cache_read_tokens: response.usage.cache_read,
+        cache_write_tokens: response.usage.cache_write,
+        cost_usd: provider
+            .price()
+            .map(|price| agency_llm::cost(&response.usage, &price)),
+    });
+    engine
+        .store
+        .append_event_soon(NewEvent::typed(brief.run, usage).brief(brief.id).tier(tier))?;
+    let input = response.content.iter().find_map(|b| match b {
+        Block::ToolUse { name, input, .. } if name == "confirm_agreement" => Some(input.clone()),
+        _ => None,
+    });
+    Ok(match input {
+        Some(input) => read_answer(
+            input.get("fine").and_then(|v| v.as_bool()),
+            input.get("reason").and_then(|v| v.as_str()),
+        ),
+        None => Confirmation::Unavailable {
+            why: format!("{tier}'s model gave no answer"),
+        },
+    })
+}
+
+/// The model call's role, as scripts match it (`role: agreement`).
+pub const ROLE: &str = "agreement";
+
+/// Records the answer: a second `agreement` record of the handoff, with the answer, its reason and whether
+/// the mismatch still stands (`significant`); and, when it does, an `anomaly` for the next gate. Where
+/// nobody could be asked, the record's reason is the seed's fallback wording with why.
+fn record_answer(engine: &Engine, ask: &Ask, answer: &Confirmation) -> Result<()> {
+    let receiver = engine.store.get_brief(ask.receiver)?;
+    let stands = anomaly_after(answer);
+    let reason = match answer {
+        Confirmation::Unavailable { why } => format!("{ASSUMED} ({why})"),
+        Confirmation::Confirmed { reason } | Confirmation::Corrected { reason } => reason.clone(),
+    };
+    let asked = ask
+        .check
+        .handing_over
+        .map(|id| engine.store.get_brief(id))
+        .transpose()?;
+    let answered = AgreementChecked {
+        confirmation: Some(answer.as_str().into()),
+        significant: stands,
+        reason: Some(reason.clone()),
+        ..ask.check.clone()
+    };
+    let mut event = NewEvent::typed(receiver.run, EventPayload::Agreement(answered));
+    event.tier = Some(receiver.tier);
+    event.brief = Some(receiver.id);
+    engine.store.append_event_soon(event)?;
+    if stands {
+        let by = match (answer, &asked) {
+            (Confirmation::Corrected { .. }, Some(asked)) => {
+                format!(" — {} {} says: {reason}", asked.tier, asked.title)
+            }
+            _ => format!(" — {reason}"),
+        };
         let mut anomaly = NewEvent::typed(
             receiver.run,
             EventPayload::Anomaly(Anomaly {
@@ -83,11 +286,11 @@ fn record(engine: &Engine, handoff: Handoff<'_>) -> Result<()> {
                 workstream: Some(receiver.workstream.clone()),
                 brief: Some(receiver.id),
                 message: format!(
-                    "{} mismatch at {} ({}): {}",
-                    handoff.level.as_str(),
-                    handoff.handoff,
+                    "{} mismatch at {} ({}): {}{by}",
+                    ask.check.level,
+                    ask.check.handoff,
                     receiver.title,
-                    differences.join("; ")
+                    ask.check.differences.join("; ")
                 ),
             }),
         );
@@ -95,37 +298,100 @@ fn record(engine: &Engine, handoff: Handoff<'_>) -> Result<()> {
         anomaly.brief = Some(receiver.id);
         engine.store.append_event_soon(anomaly)?;
     }
+    engine.store.flush_events()?;
     Ok(())
 }
 
-/// L0 at T1→T2: the lead restated its workstream's topic. The plan declares no files for a workstream, so
-/// there is nothing to hold the restatement against: recorded with the fallback.
-pub(crate) fn lead_received(
-    engine: &Engine,
-    lead: &Brief,
-    understanding: Option<&Understanding>,
-) -> Result<()> {
-    let restated = understanding.map(|u| u.files.as_slice());
+/// The receiving side's restated scope.
+fn restated_scope(understanding: &Understanding) -> Scope<'_> {
+    Scope {
+        files: &understanding.files,
+        interfaces: &understanding.interfaces,
+    }
+}
+
+/// What T1's plan declared for `brief`'s workstream (its `files` and `interfaces`, nothing when no
+/// approved plan names it), and the plan brief that declared it.
+type Planned = (Vec<String>, Vec<String>, Option<BriefId>);
+
+fn planned_scope(engine: &Engine, brief: &Brief) -> Result<Planned> {
+    let Some(approved) = crate::plan::approved(engine, brief.run)? else {
+        return Ok((Vec::new(), Vec::new(), None));
+    };
+    let (files, interfaces) = approved
+        .plan
+        .workstream(&brief.workstream)
+        .map(|ws| (ws.files.clone(), ws.interfaces.clone()))
+        .unwrap_or_default();
+    Ok((files, interfaces, Some(approved.brief.id)))
+}
+
+/// L0 at T1→T2 for each lead among `verifying` that reported and was not acted on yet (no children, no
+/// `t2_lead` gate): checked, and a significant mismatch put to T1, before the pass opens the lead's gate —
+/// so a mismatch that stands is on that gate. Returns whether it checked any.
+pub(crate) async fn leads_received(engine: &Engine, verifying: &[Brief]) -> Result<bool> {
+    let mut checked = false;
+    for lead in verifying.iter().filter(|b| BriefRole::of(b) == BriefRole::Lead) {
+        if !engine.store.list_children(lead.id)?.is_empty()
+            || engine
+                .store
+                .list_gates_of_kind(lead.run, GateKind::T2Lead)?
+                .iter()
+                .any(|g| g.brief == Some(lead.id))
+        {
+            continue;
+        }
+        let output: LeadOutput = output_of(engine, lead)?;
+        lead_received(engine, lead, output.understanding.as_ref())?;
+        engine.store.flush_events()?;
+        confirm_pending(engine, lead.run).await?;
+        checked = true;
+    }
+    Ok(checked)
+}
+
+/// L0 at T1→T2: the lead restated its workstream's topic; held against the files and interfaces T1's
+/// plan declared for the workstream (the fallback when it declared none).
+fn lead_received(engine: &Engine, lead: &Brief, understanding: Option<&Understanding>) -> Result<()> {
+    let (files, interfaces, plan) = planned_scope(engine, lead)?;
+    let handed = Scope {
+        files: &files,
+        interfaces: &interfaces,
+    };
     record(
         engine,
         Handoff {
             level: Level::L0,
             handoff: "t1→t2".into(),
             receiver: lead,
-            outcome: check(Level::L0, &[], restated),
+            handing_over: plan,
+            outcome: check_scope(Level::L0, handed, understanding.map(restated_scope)),
             restated: understanding.map(restatement_text).unwrap_or_default(),
         },
     )
 }
 
 /// L1 at T2→T3 (T1→T3 on a path without T2): a squad lead's committed task list restated the design it
-/// was handed. Neither a specialist's output nor the plan declares files, so it is recorded with the
-/// fallback.
+/// was handed; held against its specialist's declared `files` and `interfaces` (or, under T1, the plan's
+/// for the workstream). A handing-over side that declared none is recorded with the fallback.
 pub(crate) fn squad_received(engine: &Engine, squad: &Brief, output: &SquadOutput) -> Result<()> {
     let understanding = output.understanding.as_ref();
-    let from = match squad.parent {
-        Some(parent) => engine.store.get_brief(parent)?.tier,
-        None => Tier::T2,
+    let parent = match squad.parent {
+        Some(parent) => Some(engine.store.get_brief(parent)?),
+        None => None,
+    };
+    let from = parent.as_ref().map_or(Tier::T2, |p| p.tier);
+    let (files, interfaces, handing_over) = match &parent {
+        Some(p) if BriefRole::of(p) == BriefRole::Specialist => {
+            let spec: SpecialistOutput = output_of(engine, p)?;
+            (spec.files, spec.interfaces, Some(p.id))
+        }
+        Some(p) if p.tier == Tier::T1 => planned_scope(engine, squad)?,
+        _ => (Vec::new(), Vec::new(), None),
+    };
+    let handed = Scope {
+        files: &files,
+        interfaces: &interfaces,
     };
     record(
         engine,
@@ -133,7 +399,8 @@ pub(crate) fn squad_received(engine: &Engine, squad: &Brief, output: &SquadOutpu
             level: Level::L1,
             handoff: format!("{from}→t3"),
             receiver: squad,
-            outcome: check(Level::L1, &[], understanding.map(|u| u.files.as_slice())),
+            handing_over,
+            outcome: check_scope(Level::L1, handed, understanding.map(restated_scope)),
             restated: understanding.map(restatement_text).unwrap_or_default(),
         },
     )
@@ -162,6 +429,8 @@ pub(crate) fn slices_received(engine: &Engine, implementers: &[&Brief]) -> Resul
             },
             None => Vec::new(),
         };
+        // A non-empty draft is a squad lead's: it is the one asked.
+        let handing_over = implementer.parent.filter(|_| !declared.is_empty());
         // Without a declared design there is nothing to compare: the diff is not read at all.
         let changed = if declared.is_empty() {
             Vec::new()
@@ -179,6 +448,7 @@ pub(crate) fn slices_received(engine: &Engine, implementers: &[&Brief]) -> Resul
                 level: Level::L1,
                 handoff: "t4→t5".into(),
                 receiver: implementer,
+                handing_over,
                 outcome,
                 restated: if changed.is_empty() {
                     String::new()
@@ -189,5 +459,104 @@ pub(crate) fn slices_received(engine: &Engine, implementers: &[&Brief]) -> Resul
         )?;
     }
     engine.store.flush_events()?;
+    Ok(())
+}
+
+/// What a signed-off slice achieved, for its verdict ([`agency_core::tiers::VerifierOutput::achieved`]):
+/// the files the signed-off commit changes (from the diff the sign-off judged, or else the slice's diff on
+/// the blackboard) and the judge's first line.
+pub(crate) fn achieved(
+    engine: &Engine,
+    verifier: &Brief,
+    report: &agency_signoff::SignoffReport,
+    changed: Option<Vec<String>>,
+) -> Achieved {
+    let files = changed.unwrap_or_else(|| {
+        let Some(implementer) = verifier.parent else {
+            return Vec::new();
+        };
+        let name = crate::artifacts::diff_name(implementer);
+        match engine.store.latest_artifact(verifier.run, &name) {
+            Ok(Some(diff)) => diff_paths(&String::from_utf8_lossy(&diff.bytes)),
+            _ => Vec::new(),
+        }
+    });
+    let summary = report
+        .judge_answer
+        .as_deref()
+        .and_then(|a| {
+            a.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !l.starts_with("VERDICT:"))
+        })
+        .map(|l| l.chars().take(200).collect())
+        .unwrap_or_default();
+    Achieved { summary, files }
+}
+
+/// L2 at T5→T1, as a squad's joint verdict is formed: what its slices' verdicts restate as achieved (their
+/// `achieved` files) against what T1's plan declared for the workstream — the purpose T1 handed down. Once
+/// per round: before the T5 verdict gate opens (when it is on), else as the verdict is acted on. A
+/// significant mismatch is put to T1 at once, so a mismatch that stands is on that very gate.
+pub(crate) async fn purpose_checked(engine: &Engine, verifiers: &[&Brief]) -> Result<()> {
+    let Some(anchor) = verifiers.first() else {
+        return Ok(());
+    };
+    if !verifiers.iter().any(|v| v.status == BriefStatus::Verifying) {
+        return Ok(());
+    }
+    if engine.config.visibility.gate_enabled(GateKind::T5Verdict)
+        && engine
+            .store
+            .list_gates_of_kind(anchor.run, GateKind::T5Verdict)?
+            .iter()
+            .any(|g| g.brief == Some(anchor.id))
+    {
+        return Ok(());
+    }
+    let (files, interfaces, plan) = planned_scope(engine, anchor)?;
+    let mut achieved: Vec<String> = Vec::new();
+    let mut summaries: Vec<String> = Vec::new();
+    for verifier in verifiers {
+        if let Some(a) = output_of::<VerifierOutput>(engine, verifier)?.achieved {
+            for file in a.files {
+                if !achieved.contains(&file) {
+                    achieved.push(file);
+                }
+            }
+            if !a.summary.is_empty() {
+                summaries.push(format!("{}: {}", verifier.title, a.summary));
+            }
+        }
+    }
+    let handed = Scope {
+        files: &files,
+        interfaces: &interfaces,
+    };
+    let restated = (!achieved.is_empty()).then(|| Scope {
+        files: &achieved,
+        interfaces: &[],
+    });
+    let outcome = check_scope(Level::L2, handed, restated);
+    let mut text = String::new();
+    if !achieved.is_empty() {
+        text = format!("the slices change {}", achieved.join(", "));
+        if !summaries.is_empty() {
+            text.push_str(&format!(" [{}]", summaries.join("; ")));
+        }
+    }
+    record(
+        engine,
+        Handoff {
+            level: Level::L2,
+            handoff: "t5→t1".into(),
+            receiver: anchor,
+            handing_over: plan,
+            outcome,
+            restated: text,
+        },
+    )?;
+    engine.store.flush_events()?;
+    confirm_pending(engine, anchor.run).await?;
     Ok(())
 }

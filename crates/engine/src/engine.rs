@@ -112,6 +112,8 @@ pub struct Engine {
     pub(crate) outage_probes: crate::probes::Probes,
     /// The auditor's own runtime and model (`signoff.auditor_model`); `None`: it runs as the judge does.
     pub(crate) auditor: Option<AuditorRuntime>,
+    /// Significant agreement mismatches waiting to be put to the tier that handed the work over.
+    pub(crate) agreement_asks: crate::agreement_asks::Asks,
 }
 
 /// How a drive ended.
@@ -158,6 +160,7 @@ impl Engine {
             personalities: Arc::new(Personalities::defaults()),
             outage_probes: crate::probes::Probes::default(),
             auditor: None,
+            agreement_asks: crate::agreement_asks::Asks::default(),
         })
     }
 

@@ -339,6 +339,7 @@ pub async fn joint_verdicts(engine: &Engine, squads: &[(BriefId, String)]) -> Re
             continue;
         }
         let verifiers: Vec<&Brief> = verifiers.iter().collect();
+        crate::agreement::purpose_checked(engine, &verifiers).await?;
         progressed |= judge_squad(engine, &tasks, &verifiers)?;
     }
     Ok(progressed)

@@ -7,6 +7,7 @@
 
 pub mod advance;
 mod agreement;
+mod agreement_asks;
 pub mod amendments;
 mod artifacts;
 pub mod assembly;

@@ -34,7 +34,7 @@ pub fn check_output(role: BriefRole, output: &Value) -> std::result::Result<(), 
         }),
         BriefRole::Specialist => parse::<SpecialistOutput>(output).and_then(|_| {
             let spec: SpecialistOutput = serde_json::from_value(output.clone()).map_err(|e| e.to_string())?;
-            siblings(&spec.squads)
+            declared_scope(&spec.files, &spec.interfaces).and_then(|()| siblings(&spec.squads))
         }),
         BriefRole::Synthesis => parse::<SynthesisOutput>(output),
         BriefRole::SquadLead => parse::<SquadOutput>(output).and_then(|_| {
@@ -59,6 +59,25 @@ fn runnable_verifies<'a>(
                 .err()
                 .map(|e| format!("{at}.contract.verify: {e}"))
         })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// A specialist's declared `files` and `interfaces` (its side of the T2→T3 agreement check): each problem
+/// with the field and index it is at.
+fn declared_scope(files: &[String], interfaces: &[String]) -> std::result::Result<(), String> {
+    let problems: Vec<String> = agency_core::plan::scope_path_problems(files)
+        .into_iter()
+        .map(|(k, p)| format!("files[{k}]: {p}"))
+        .chain(
+            agency_core::plan::scope_name_problems(interfaces)
+                .into_iter()
+                .map(|(k, p)| format!("interfaces[{k}]: {p}")),
+        )
         .collect();
     if problems.is_empty() {
         Ok(())
@@ -116,5 +135,32 @@ mod tests {
         }]});
         let problem = check_output(BriefRole::SquadLead, &squad).unwrap_err();
         assert!(problem.starts_with("tasks[t].contract.verify: "), "{problem}");
+    }
+
+    #[test]
+    fn a_declared_scope_outside_the_repository_is_refused_and_an_old_output_still_reads() {
+        let mut plan = plan_with_verify("sh test.sh");
+        plan["workstreams"][0]["files"] = json!(["src/", "../secret"]);
+        plan["workstreams"][0]["interfaces"] = json!(["GET /sum"]);
+        let problem = check_output(BriefRole::Plan, &plan).unwrap_err();
+        assert!(
+            problem.contains("workstreams[0].files[1]") && problem.contains("leaves the repository"),
+            "{problem}"
+        );
+        plan["workstreams"][0]["files"] = json!(["src/"]);
+        check_output(BriefRole::Plan, &plan).unwrap();
+        check_output(BriefRole::Plan, &plan_with_verify("sh test.sh")).unwrap();
+
+        let spec = json!({ "architecture": "a", "squads": [], "files": ["/abs"], "interfaces": [" "] });
+        let problem = check_output(BriefRole::Specialist, &spec).unwrap_err();
+        assert_eq!(
+            problem,
+            "files[0]: \"/abs\" is absolute; expected a path relative to the repository\ninterfaces[0]: must not be empty"
+        );
+        check_output(
+            BriefRole::Specialist,
+            &json!({ "architecture": "a", "squads": [] }),
+        )
+        .unwrap();
     }
 }

@@ -7,6 +7,8 @@ use agency_core::tiers::BriefRole;
 pub const COMMON: &str = include_str!("../../../prompts/common.md");
 /// The parent tier reviewing a blocking teachback.
 pub const TEACHBACK_REVIEW: &str = include_str!("../../../prompts/teachback-review.md");
+/// The handing-over tier asked whether a significant agreement mismatch is fine.
+pub const AGREEMENT_CONFIRM: &str = include_str!("../../../prompts/agreement-confirm.md");
 
 /// The tier prompt for a role.
 pub fn for_role(role: BriefRole) -> &'static str {

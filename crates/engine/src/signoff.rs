@@ -533,11 +533,18 @@ pub(crate) async fn slice(
     cancel: CancelToken,
 ) -> std::result::Result<AgentOutcome, RuntimeError> {
     let owned = slice_request(&engine, &verifier).map_err(|e| RuntimeError::Other(e.to_string()))?;
+    let changed: Option<Vec<String>> = owned.diffed.as_ref().map(|d| {
+        d.changes
+            .iter()
+            .map(|c| c.path.to_string_lossy().into_owned())
+            .collect()
+    });
     let report = run_signoff(&engine, owned, &verifier, link.as_ref(), &cancel).await?;
     if let Some(signal) = report.judge_signal {
         return Ok(raised(signal));
     }
-    let output = verifier_output(&report, engine.config.signoff.inconclusive_blocks)?;
+    let mut output = verifier_output(&report, engine.config.signoff.inconclusive_blocks)?;
+    output.achieved = Some(crate::agreement::achieved(&engine, &verifier, &report, changed));
     Ok(AgentOutcome {
         report: Some(AgentReport {
             status: ReportStatus::Done,
@@ -662,6 +669,7 @@ fn verifier_output(
             verdict: SliceVerdict::Pass,
             issues: Vec::new(),
             notes: format!("signed off at {at} ({verify}, judge accept{audit})"),
+            achieved: None,
         },
         Outcome::Rejected { by, missing } => VerifierOutput {
             verdict: SliceVerdict::Fail,
@@ -675,6 +683,7 @@ fn verifier_output(
                     agency_signoff::RejectedBy::Auditor => "auditor",
                 }
             ),
+            achieved: None,
         },
         Outcome::Inconclusive { reason } if inconclusive_blocks => {
             return Err(RuntimeError::Other(format!(
@@ -688,6 +697,7 @@ fn verifier_output(
             notes: format!(
                 "sign-off INCONCLUSIVE at {at} ({reason}{audit}); passed because signoff.inconclusive_blocks is off"
             ),
+            achieved: None,
         },
     })
 }

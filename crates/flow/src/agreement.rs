@@ -107,34 +107,203 @@ pub fn differences(handed: &[String], restated: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Whether differences at `level` are significant, so the human sees them on the next gate. At L1 a
-/// single path outside the design is (the implementation left the design it was handed: "misunderstanding
-/// disguised as agreement"); at L0 and L2, whose scopes are broad, it takes more than one (a stray file is
-/// noise there, two are a different topic).
-pub fn significant(level: Level, differences: &[String]) -> bool {
+/// Whether differences at `level` are significant, so the handing-over tier is asked and, unless it
+/// confirms, the human sees them on the next gate. `restated` is how many distinct paths and interfaces
+/// the receiver's restatement held up for comparison. At L1 a single path outside the design is (the
+/// implementation left the design it was handed: "misunderstanding disguised as agreement"); at L0, whose
+/// scope is broad, it takes more than one (a stray file is noise there, two are a different topic); at L2,
+/// see [`purpose_significant`].
+pub fn significant(level: Level, differences: &[String], restated: usize) -> bool {
     match level {
         Level::L1 => !differences.is_empty(),
-        Level::L0 | Level::L2 => differences.len() > 1,
+        Level::L0 => differences.len() > 1,
+        Level::L2 => purpose_significant(differences.len(), restated),
     }
+}
+
+/// Whether an L2 (purpose) mismatch is significant: what was achieved went elsewhere than T1 intended —
+/// two or more achieved paths outside T1's declared scope, or at least half of all that was achieved (a
+/// one-file workstream whose one file is not the one T1 meant has missed its purpose as surely as a large
+/// one that strayed twice). One stray among many is not.
+pub fn purpose_significant(outside: usize, achieved: usize) -> bool {
+    outside >= 2 || (outside > 0 && outside.saturating_mul(2) >= achieved)
 }
 
 /// The check of one handoff: `handed` is the handing-over side's declared scope, `restated` the receiving
 /// side's (`None`: it restated nothing). Either empty is [`Outcome::Assumed`].
 pub fn check(level: Level, handed: &[String], restated: Option<&[String]>) -> Outcome {
-    let handed_any = handed.iter().any(|p| !path_key(p).is_empty());
-    let restated = restated.unwrap_or_default();
-    let restated_any = restated.iter().any(|p| !path_key(p).is_empty());
-    if !handed_any || !restated_any {
+    check_scope(
+        level,
+        Scope {
+            files: handed,
+            interfaces: &[],
+        },
+        restated.map(|files| Scope {
+            files,
+            interfaces: &[],
+        }),
+    )
+}
+
+/// What one side of a handoff declares: the files (a path ending in `/` stands for everything under it)
+/// and the interfaces (APIs, types, formats, by name).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scope<'a> {
+    /// Paths relative to the repository.
+    pub files: &'a [String],
+    /// Interface names (`GET /sum`, `Queue::push`).
+    pub interfaces: &'a [String],
+}
+
+/// An interface name as either side may write it: trimmed, case and runs of blanks ignored.
+fn interface_key(name: &str) -> String {
+    name.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// The restated interfaces the handed-over ones do not name, one line each.
+pub fn interface_differences(handed: &[String], restated: &[String]) -> Vec<String> {
+    let scope: BTreeSet<String> = handed
+        .iter()
+        .map(|n| interface_key(n))
+        .filter(|n| !n.is_empty())
+        .collect();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    restated
+        .iter()
+        .filter(|n| {
+            let key = interface_key(n);
+            !key.is_empty() && !scope.contains(&key) && seen.insert(key)
+        })
+        .map(|n| format!("interface {} is outside what was handed over", n.trim()))
+        .collect()
+}
+
+/// The check of one handoff over both parts of a scope. Each part — files, interfaces — is compared only
+/// where both sides name something in it (a side that names no interfaces cannot be held to any); where
+/// no part can be compared, or the receiver restated nothing, the outcome is [`Outcome::Assumed`].
+pub fn check_scope(level: Level, handed: Scope<'_>, restated: Option<Scope<'_>>) -> Outcome {
+    let Some(restated) = restated else {
+        return Outcome::Assumed;
+    };
+    let any_path = |paths: &[String]| paths.iter().any(|p| !path_key(p).is_empty());
+    let any_name = |names: &[String]| names.iter().any(|n| !interface_key(n).is_empty());
+    let files = any_path(handed.files) && any_path(restated.files);
+    let interfaces = any_name(handed.interfaces) && any_name(restated.interfaces);
+    if !files && !interfaces {
         return Outcome::Assumed;
     }
-    let differences = differences(handed, restated);
+    let mut differences = Vec::new();
+    let mut compared = 0;
+    if files {
+        differences.extend(self::differences(handed.files, restated.files));
+        compared += restated
+            .files
+            .iter()
+            .map(|p| path_key(p))
+            .filter(|p| !p.is_empty())
+            .collect::<BTreeSet<_>>()
+            .len();
+    }
+    if interfaces {
+        differences.extend(interface_differences(handed.interfaces, restated.interfaces));
+        compared += restated
+            .interfaces
+            .iter()
+            .map(|n| interface_key(n))
+            .filter(|n| !n.is_empty())
+            .collect::<BTreeSet<_>>()
+            .len();
+    }
     if differences.is_empty() {
         Outcome::Agreed
     } else {
         Outcome::Mismatch {
-            significant: significant(level, &differences),
+            significant: significant(level, &differences, compared),
             differences,
         }
+    }
+}
+
+/// The handing-over tier's answer, when a significant mismatch is put to it (seed 003, "Specialist
+/// confirms or corrects").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confirmation {
+    /// The difference is fine: the receiver understood what was meant.
+    Confirmed {
+        /// Why, in one line.
+        reason: String,
+    },
+    /// A real mismatch: the receiver did not understand what was handed over.
+    Corrected {
+        /// What is wrong, in one line.
+        reason: String,
+    },
+    /// Nobody could be asked (no model agency calls for that tier, an outage, a budget spent, an answer
+    /// that says neither): the seed's fallback record, and the check's own decision stands.
+    Unavailable {
+        /// Why it could not be asked.
+        why: String,
+    },
+}
+
+impl Confirmation {
+    /// `confirmed`, `corrected` or `unavailable`, as the `agreement` event records it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Confirmation::Confirmed { .. } => "confirmed",
+            Confirmation::Corrected { .. } => "corrected",
+            Confirmation::Unavailable { .. } => "unavailable",
+        }
+    }
+
+    /// The reason given, or why nobody could be asked.
+    pub fn reason(&self) -> &str {
+        match self {
+            Confirmation::Confirmed { reason } | Confirmation::Corrected { reason } => reason,
+            Confirmation::Unavailable { why } => why,
+        }
+    }
+}
+
+/// Whether a check's outcome is put to the handing-over tier: only a significant mismatch, the only
+/// outcome that could reach a human — so agreed, assumed and minor handoffs cost no model call.
+pub fn worth_asking(outcome: &Outcome) -> bool {
+    matches!(
+        outcome,
+        Outcome::Mismatch {
+            significant: true,
+            ..
+        }
+    )
+}
+
+/// Whether an asked-about mismatch goes on the next gate as an anomaly once answered: a correction does
+/// (the handing-over tier says it is real), and so does a question nobody could answer (the fallback keeps
+/// the check's own decision, which found it significant); a confirmation does not.
+pub fn anomaly_after(confirmation: &Confirmation) -> bool {
+    !matches!(confirmation, Confirmation::Confirmed { .. })
+}
+
+/// The longest reason kept, in characters.
+const REASON_CHARS: usize = 200;
+
+/// Reads the handing-over tier's answer — `fine` (is the difference fine?) and a one-line `reason` — into
+/// a [`Confirmation`]. An answer without `fine` says neither, and counts as no answer. The reason is cut
+/// to its first line and [`REASON_CHARS`] characters; a missing one is said to be missing.
+pub fn read_answer(fine: Option<bool>, reason: Option<&str>) -> Confirmation {
+    let line = reason
+        .and_then(|r| r.lines().map(str::trim).find(|l| !l.is_empty()))
+        .map(|l| l.chars().take(REASON_CHARS).collect::<String>())
+        .unwrap_or_else(|| "(no reason given)".to_string());
+    match fine {
+        Some(true) => Confirmation::Confirmed { reason: line },
+        Some(false) => Confirmation::Corrected { reason: line },
+        None => Confirmation::Unavailable {
+            why: "the answer said neither fine nor not".to_string(),
+        },
     }
 }
 
@@ -195,11 +364,12 @@ mod tests {
     }
 
     #[test]
-    fn one_stray_path_at_l0_or_l2_is_not_significant_two_are() {
-        assert!(!significant(Level::L0, &v(&["x"])));
-        assert!(!significant(Level::L2, &v(&["x"])));
-        assert!(significant(Level::L0, &v(&["x", "y"])));
-        assert!(significant(Level::L1, &v(&["x"])));
+    fn one_stray_path_at_l0_or_among_many_at_l2_is_not_significant_two_are() {
+        assert!(!significant(Level::L0, &v(&["x"]), 1));
+        assert!(!significant(Level::L2, &v(&["x"]), 5));
+        assert!(significant(Level::L0, &v(&["x", "y"]), 5));
+        assert!(significant(Level::L2, &v(&["x", "y"]), 9));
+        assert!(significant(Level::L1, &v(&["x"]), 9));
     }
 
     #[test]
@@ -210,6 +380,58 @@ mod tests {
     }
 
     #[test]
+    fn interfaces_are_compared_only_where_both_sides_name_some() {
+        let handed = v(&["GET /sum"]);
+        let files = v(&["add.sh"]);
+        // Files agree, and the handed side names no interfaces: the restated ones cannot be held to any.
+        let out = check_scope(
+            Level::L0,
+            Scope {
+                files: &files,
+                interfaces: &[],
+            },
+            Some(Scope {
+                files: &files,
+                interfaces: &v(&["GET /mul"]),
+            }),
+        );
+        assert_eq!(out, Outcome::Agreed);
+        // Interfaces alone are enough to compare; spelling is forgiven, a different one is not.
+        let out = check_scope(
+            Level::L1,
+            Scope {
+                files: &[],
+                interfaces: &handed,
+            },
+            Some(Scope {
+                files: &files,
+                interfaces: &v(&[" get  /SUM ", "GET /mul", "get /mul"]),
+            }),
+        );
+        assert_eq!(
+            out,
+            Outcome::Mismatch {
+                significant: true,
+                differences: v(&["interface GET /mul is outside what was handed over"]),
+            }
+        );
+        // Nothing comparable: the fallback.
+        let out = check_scope(
+            Level::L0,
+            Scope {
+                files: &files,
+                interfaces: &[],
+            },
+            Some(Scope {
+                files: &[],
+                interfaces: &handed,
+            }),
+        );
+        assert_eq!(out, Outcome::Assumed);
+        assert_eq!(check_scope(Level::L0, Scope::default(), None), Outcome::Assumed);
+    }
+
+    #[test]
     fn diff_paths_reads_every_changed_file_once() {
         let patch = "diff --git a/add.sh b/add.sh\n--- a/add.sh\n+++ b/add.sh\n@@ -1 +1 @@\n-x\n+y\n\
                      diff --git a/old name.txt b/new name.txt\nrename from old name.txt\n\
@@ -217,6 +439,70 @@ mod tests {
         assert_eq!(diff_paths(patch), v(&["add.sh", "new name.txt"]));
         assert!(diff_paths("").is_empty());
         assert!(diff_paths("diff --git garbage\n").is_empty());
+    }
+
+    #[test]
+    fn only_a_significant_mismatch_is_asked_about_and_only_a_confirmation_clears_it() {
+        assert!(worth_asking(&Outcome::Mismatch {
+            significant: true,
+            differences: v(&["x"]),
+        }));
+        assert!(!worth_asking(&Outcome::Mismatch {
+            significant: false,
+            differences: v(&["x"]),
+        }));
+        assert!(!worth_asking(&Outcome::Agreed) && !worth_asking(&Outcome::Assumed));
+        assert!(!anomaly_after(&read_answer(Some(true), Some("mul.sh was meant"))));
+        assert!(anomaly_after(&read_answer(Some(false), Some("only add.sh"))));
+        assert!(anomaly_after(&read_answer(None, Some("hm"))));
+        assert!(anomaly_after(&Confirmation::Unavailable { why: "outage".into() }));
+    }
+
+    #[test]
+    fn an_answer_is_read_to_one_short_line() {
+        assert_eq!(
+            read_answer(Some(false), Some("\n  only add.sh was handed over  \nmore\n")),
+            Confirmation::Corrected {
+                reason: "only add.sh was handed over".into()
+            }
+        );
+        assert_eq!(read_answer(Some(true), None).reason(), "(no reason given)");
+        assert_eq!(
+            read_answer(Some(true), Some(&"x".repeat(500))).reason().len(),
+            200
+        );
+        assert_eq!(read_answer(None, None).as_str(), "unavailable");
+    }
+
+    #[test]
+    fn at_l2_a_slice_whose_work_went_mostly_elsewhere_misses_its_purpose() {
+        // T1 meant add.sh; the one file achieved is mul.sh.
+        let out = check(Level::L2, &v(&["add.sh"]), Some(&v(&["mul.sh"])));
+        assert_eq!(
+            out,
+            Outcome::Mismatch {
+                significant: true,
+                differences: v(&["mul.sh is outside what was handed over"]),
+            }
+        );
+        // One stray file beside three meant ones is noise.
+        let out = check(
+            Level::L2,
+            &v(&["src/"]),
+            Some(&v(&["src/a.rs", "src/b.rs", "src/c.rs", "README.md"])),
+        );
+        assert!(
+            matches!(
+                out,
+                Outcome::Mismatch {
+                    significant: false,
+                    ..
+                }
+            ),
+            "{out:?}"
+        );
+        assert!(!purpose_significant(0, 0) && !purpose_significant(0, 7));
+        assert!(purpose_significant(1, 2) && !purpose_significant(1, 3));
     }
 
     fn path() -> impl Strategy<Value = String> {
@@ -248,6 +534,26 @@ mod tests {
                     prop_assert_eq!(differences.len(), outside.len());
                 }
                 Outcome::Assumed => prop_assert!(false, "both sides declared a scope"),
+            }
+        }
+
+        /// L2 significance: never without a path outside, always when everything achieved is outside, and
+        /// more outside (of as much achieved) never makes it less significant.
+        #[test]
+        fn purpose_significance_is_monotone_in_what_went_elsewhere(
+            outside in 0usize..20,
+            more in 0usize..5,
+            inside in 0usize..20,
+        ) {
+            let achieved = outside + inside;
+            if outside == 0 {
+                prop_assert!(!purpose_significant(outside, achieved));
+            }
+            if outside > 0 && inside == 0 {
+                prop_assert!(purpose_significant(outside, achieved));
+            }
+            if purpose_significant(outside, achieved) {
+                prop_assert!(purpose_significant(outside + more, achieved + more));
             }
         }
 

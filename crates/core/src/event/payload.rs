@@ -806,7 +806,8 @@ payload_struct! {
         pub workstream: String,
         /// `agreed`, `mismatch` or `assumed`.
         pub outcome: String,
-        /// Whether a mismatch is significant (it is then an anomaly on the next gate).
+        /// Whether a mismatch is significant: it is put to the handing-over tier, and is an anomaly on the
+        /// next gate unless that tier confirms the difference is fine (an answer's record says whether).
         #[serde(default)]
         pub significant: bool,
         /// The differences found, one line each.
@@ -815,6 +816,18 @@ payload_struct! {
         /// The receiving tier's restatement, as it gave it (empty when it gave none).
         #[serde(default, skip_serializing_if = "String::is_empty")]
         pub restated: String,
+        /// A significant mismatch is put to the handing-over tier: `asking` (recorded before the question;
+        /// a later `agreement` record of the same handoff and brief gives the answer), then `confirmed` (the
+        /// difference is fine: no anomaly), `corrected` (a real mismatch: an anomaly) or `unavailable`
+        /// (nobody could be asked: the fallback record, and the mismatch stands as an anomaly).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub confirmation: Option<String>,
+        /// The brief whose record was the handed-over side (the one asked).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub handing_over: Option<BriefId>,
+        /// The one-line reason of the answer, or why nobody could be asked.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
     }
 }
 

@@ -38,7 +38,6 @@ pub(super) fn expand_lead(engine: &Engine, brief: &Brief, announce: bool) -> Res
             "BOUNDS_READY",
             "Domain boundaries + shared assumptions published".into(),
         )?;
-        crate::agreement::lead_received(engine, brief, lead.understanding.as_ref())?;
     }
     Ok(lead
         .specialists
