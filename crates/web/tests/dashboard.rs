@@ -44,16 +44,8 @@ async fn serve() -> Served {
             json!({ "message": "Waiting on approval before the first tier spawns" }),
         ))
         .unwrap();
-    let render: agency_web::Renderer = Arc::new(|event: &agency_core::Event| {
-        event
-            .payload
-            .get("tag")
-            .and_then(Value::as_str)
-            .map(|tag| format!("{tag} line"))
-    });
-    let dashboard = Dashboard::new(store.clone(), Token::parse(TOKEN).unwrap())
-        .with_renderer(render)
-        .with_poll(Duration::from_millis(20));
+    let dashboard =
+        Dashboard::new(store.clone(), Token::parse(TOKEN).unwrap()).with_poll(Duration::from_millis(20));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -231,13 +223,24 @@ async fn runs_their_gates_and_their_log_lines_are_listed() {
             .unwrap(),
     )
     .await;
+    // The lines `agency watch --verbose` prints, after their `[run8] HH:MM:SS  ` prefix.
+    let prefix = format!("[{}] ", s.run.short());
     let lines: Vec<&str> = events
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|e| e["line"].as_str())
+        .inspect(|line| assert!(line.starts_with(&prefix), "{line}"))
+        .map(|line| &line[prefix.len() + "HH:MM:SS  ".len()..])
         .collect();
-    assert_eq!(lines, ["PLAN_START line"]);
+    assert_eq!(
+        lines,
+        [
+            "RUN  START         \"Fix the pagination bug\"",
+            "RUN  PLAN_START    Assessing scope",
+            "GATE APPROVAL      ⏸  Waiting on approval before the first tier spawns"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -253,7 +256,7 @@ async fn the_live_log_streams_new_events_and_ends_with_the_run() {
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut seen = String::new();
     // The event written before the client connected comes first.
-    while !seen.contains("PLAN_START line") {
+    while !seen.contains("PLAN_START    Assessing scope") {
         seen.push_str(&String::from_utf8_lossy(
             &response.chunk().await.unwrap().unwrap(),
         ));
@@ -265,7 +268,7 @@ async fn the_live_log_streams_new_events_and_ends_with_the_run() {
             json!({ "tag": "PLAN_DONE", "message": "1 workstream" }),
         ))
         .unwrap();
-    while !seen.contains("PLAN_DONE line") {
+    while !seen.contains("PLAN_DONE     1 workstream") {
         seen.push_str(&String::from_utf8_lossy(
             &response.chunk().await.unwrap().unwrap(),
         ));
