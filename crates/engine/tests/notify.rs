@@ -92,13 +92,7 @@ fn log_messages(project: &Project, run: agency_core::RunId, tag: &str) -> Vec<St
 fn gates_and_the_end_are_announced_and_the_branch_becomes_a_pull_request() {
     let project = Project::new();
     let server = fake_github();
-    let bare = project.dir.path().join("github.git");
-    let status = std::process::Command::new("git")
-        .args(["init", "--quiet", "--bare"])
-        .arg(&bare)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let bare = agency_testkit::git::bare_remote(project.dir.path().join("github.git")).unwrap();
     let remote = "https://github.com/acme/widget.git";
     project
         .repo

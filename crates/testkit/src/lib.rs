@@ -4,7 +4,7 @@
 //! serves a test's own answers: per request through a closure (a webhook receiver, a fake GitHub API),
 //! or per connection from a list of raw replies ([`Canned`]: chunked, cut short or stalled streams for
 //! the HTTP clients' tests). All are plain threads on 127.0.0.1 with no async runtime, record every
-//! request for assertions, and stop when dropped.
+//! request for assertions, and stop when dropped. [`git`] makes the bare remotes tests push to.
 //!
 //! Replies are scripted by conversation position, not request order (harness/PROTOCOLS.md §3): reply *i*
 //! answers a tool-bearing request whose history holds *i* assistant turns, so retries, fallbacks and side
@@ -21,6 +21,7 @@
 //! ```
 
 mod anthropic;
+pub mod git;
 pub mod http;
 mod openai;
 pub mod prompt_cache;

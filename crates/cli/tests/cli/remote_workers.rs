@@ -18,6 +18,7 @@ use agency_core::event::EventKind;
 use agency_core::gate::GateStatus;
 use agency_core::{BriefStatus, Tier};
 use agency_store::{Blackboard, RunStatus};
+use agency_testkit::git::{bare_remote, pre_receive_hook};
 
 use crate::postgres::{Database, SCRIPT, calculator, no_database, spawn};
 use crate::support::{CALCULATOR_GOAL, Repo, Running, finish, wait_for};
@@ -117,18 +118,7 @@ fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mi
 
     // The remote: a bare repository the driver pushes its base to.
     let machines = tempfile::tempdir().unwrap();
-    let remote = machines.path().join("remote.git");
-    git_in(
-        machines.path(),
-        &[
-            "init",
-            "--quiet",
-            "--bare",
-            "--initial-branch",
-            "main",
-            remote.to_str().unwrap(),
-        ],
-    );
+    let remote = bare_remote(machines.path().join("remote.git")).unwrap();
     driver_repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
     driver_repo.git(&["push", "--quiet", "origin", "HEAD:refs/heads/main"]);
 
@@ -413,27 +403,14 @@ fn a_slice_the_remote_refuses_fails_its_brief_with_gits_reason() {
     let script_path = driver_repo.path().join(".agency").join("script.yaml");
     let script_arg = script_path.to_str().unwrap();
     let machines = tempfile::tempdir().unwrap();
-    let remote = machines.path().join("remote.git");
-    git_in(
-        machines.path(),
-        &[
-            "init",
-            "--quiet",
-            "--bare",
-            "--initial-branch",
-            "main",
-            remote.to_str().unwrap(),
-        ],
-    );
+    let remote = bare_remote(machines.path().join("remote.git")).unwrap();
     // The remote takes the driver's branches and refuses every slice branch, as a protected remote would.
-    let hook = remote.join("hooks").join("pre-receive");
-    std::fs::write(
-        &hook,
+    pre_receive_hook(
+        &remote,
         "#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in\n    refs/heads/main|*/integration|*/work) ;;\n    \
          *) echo \"slice branches are not accepted here: $ref\" >&2; exit 1 ;;\n  esac\ndone\n",
     )
     .unwrap();
-    Command::new("chmod").arg("755").arg(&hook).status().unwrap();
     driver_repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
     driver_repo.git(&["push", "--quiet", "origin", "HEAD:refs/heads/main"]);
 
@@ -704,18 +681,7 @@ fn a_resumed_run_shares_its_branches_through_the_remote_it_started_with() {
     let script = ".agency/script.yaml";
     let machines = tempfile::tempdir().unwrap();
     for name in ["origin", "mirror"] {
-        let bare = machines.path().join(format!("{name}.git"));
-        git_in(
-            machines.path(),
-            &[
-                "init",
-                "--quiet",
-                "--bare",
-                "--initial-branch",
-                "main",
-                bare.to_str().unwrap(),
-            ],
-        );
+        let bare = bare_remote(machines.path().join(format!("{name}.git"))).unwrap();
         repo.git(&["remote", "add", name, bare.to_str().unwrap()]);
         repo.git(&["push", "--quiet", name, "HEAD:refs/heads/main"]);
     }
