@@ -62,6 +62,21 @@ async fn serve() -> Served {
     }
 }
 
+impl Served {
+    /// `GET path` with the token, as JSON.
+    async fn get_json(&self, path: &str) -> Value {
+        json_of(
+            client()
+                .get(format!("{}{path}", self.base))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+}
+
 fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder().build().unwrap()
@@ -192,37 +207,15 @@ async fn unknown_and_malformed_ids_are_told_apart() {
 #[tokio::test]
 async fn runs_their_gates_and_their_log_lines_are_listed() {
     let s = serve().await;
-    let http = client();
-    let runs = json_of(
-        http.get(format!("{}/api/runs", s.base))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let runs = s.get_json("/api/runs").await;
     assert_eq!(runs[0]["short"], s.run.short());
     assert_eq!(runs[0]["pending_gates"], 1);
     assert_eq!(runs[0]["status"], "planning");
-    let detail = json_of(
-        http.get(format!("{}/api/runs/{}", s.base, s.run.short()))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let detail = s.get_json(&format!("/api/runs/{}", s.run.short())).await;
     assert_eq!(detail["run"]["goal"], "Fix the pagination bug");
     assert_eq!(detail["gates"][0]["kind"], "t1_plan");
     assert_eq!(detail["gates"][0]["status"], "pending");
-    let events = json_of(
-        http.get(format!("{}/api/runs/{}/events?after=0", s.base, s.run))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let events = s.get_json(&format!("/api/runs/{}/events?after=0", s.run)).await;
     // The lines `agency watch --verbose` prints, after their `[run8] HH:MM:SS  ` prefix.
     let prefix = format!("[{}] ", s.run.short());
     let lines: Vec<&str> = events
@@ -315,15 +308,7 @@ async fn a_team_run_that_no_runner_drives_is_marked_so() {
     let mut new = NewRun::new("Fix the flaky test", "/repo");
     new.config = json!({ "runner": { "concurrency": 4 } });
     let team = s.store.create_run(new).unwrap();
-    let runs = json_of(
-        client()
-            .get(format!("{}/api/runs", s.base))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let runs = s.get_json("/api/runs").await;
     let row = |id: String| {
         runs.as_array()
             .unwrap()
@@ -345,15 +330,7 @@ async fn a_team_run_that_no_runner_drives_is_marked_so() {
     );
     // While a runner holds the run, it is attached.
     let _lease = s.store.lock_driver(team.id, "a runner").unwrap();
-    let again = json_of(
-        client()
-            .get(format!("{}/api/runs", s.base))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let again = s.get_json("/api/runs").await;
     let attached = again
         .as_array()
         .unwrap()
@@ -479,15 +456,7 @@ async fn the_review_carries_each_workstreams_design_records_rendered() {
             b"# Parser\nOne pass.\x1b[2J".to_vec(),
         ))
         .unwrap();
-    let body = json_of(
-        client()
-            .get(format!("{}/api/runs/{}/review", s.base, s.run))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let body = s.get_json(&format!("/api/runs/{}/review", s.run)).await;
     let views = body["views"].as_array().unwrap();
     let labels: Vec<&str> = views.iter().map(|v| v["label"].as_str().unwrap()).collect();
     assert_eq!(
@@ -564,15 +533,7 @@ async fn a_runs_path_amendments_are_listed_with_their_decisions() {
                     "note": "one extra pass is enough" }),
         ))
         .unwrap();
-    let detail = json_of(
-        client()
-            .get(format!("{}/api/runs/{}", s.base, s.run))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let detail = s.get_json(&format!("/api/runs/{}", s.run)).await;
     let listed = detail["amendments"].as_array().unwrap();
     assert_eq!(listed.len(), 3, "{detail}");
     assert_eq!(listed[0]["status"], "approved");
