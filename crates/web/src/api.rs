@@ -361,12 +361,12 @@ pub async fn reject(
 
 async fn decide(d: &Dashboard, gate: String, decision: GateDecision) -> Result<Json<Gate>, ApiError> {
     let store = d.store.clone();
-    let on_decided = d.on_decided.clone();
+    let runners_in = d.runners_in.clone();
     let gate = blocking(move || {
         let id = store.resolve_gate(&gate)?;
         let decided = store.decide_gate(id, decision)?;
-        if let Some(on_decided) = on_decided {
-            on_decided();
+        if let Some(agency_dir) = runners_in {
+            agency_toolgate::wire::poke_runners(&agency_dir);
         }
         Ok(decided)
     })

@@ -25,6 +25,11 @@ struct Served {
 
 /// A blackboard with one run waiting at its plan gate, and a dashboard serving it.
 async fn serve() -> Served {
+    serve_with(|dashboard| dashboard).await
+}
+
+/// [`serve`], with the dashboard set up further by `configure`.
+async fn serve_with(configure: impl FnOnce(Dashboard) -> Dashboard) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteBlackboard::open(dir.path().join("agency.db")).unwrap());
     let run = store
@@ -44,8 +49,9 @@ async fn serve() -> Served {
             json!({ "message": "Waiting on approval before the first tier spawns" }),
         ))
         .unwrap();
-    let dashboard =
-        Dashboard::new(store.clone(), Token::parse(TOKEN).unwrap()).with_poll(Duration::from_millis(20));
+    let dashboard = configure(
+        Dashboard::new(store.clone(), Token::parse(TOKEN).unwrap()).with_poll(Duration::from_millis(20)),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -545,4 +551,29 @@ async fn a_runs_path_amendments_are_listed_with_their_decisions() {
     assert_eq!(listed[1]["note"], "one extra pass is enough");
     assert_eq!(listed[2]["status"], "proposed");
     assert!(listed[2]["decided_by"].is_null());
+}
+
+#[tokio::test]
+async fn a_decision_pokes_the_runners_waiting_in_the_agency_directory() {
+    // A runner's gate service, as `agency run` binds it: a socket in `.agency/gate/`.
+    let agency_dir = tempfile::tempdir().unwrap();
+    let sockets = agency_dir.path().join(agency_toolgate::wire::SOCKET_DIR);
+    std::fs::create_dir(&sockets).unwrap();
+    let runner = std::os::unix::net::UnixListener::bind(sockets.join("4242.sock")).unwrap();
+    let dir = agency_dir.path().to_path_buf();
+    let s = serve_with(move |dashboard| dashboard.with_runners_in(dir)).await;
+    let approved = client()
+        .post(format!("{}/api/gates/{}/approve", s.base, s.gate.short()))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(approved.status(), StatusCode::OK);
+    // The poke was sent before the answer: it is waiting on the runner's socket.
+    runner.set_nonblocking(true).unwrap();
+    let (stream, _) = runner.accept().expect("the runner was not poked");
+    stream.set_nonblocking(false).unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stream), &mut line).unwrap();
+    assert_eq!(line, "{\"op\":\"poke\"}\n");
 }

@@ -62,13 +62,12 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             .workspace()
             .ok()
             .map(|ws| ws.root.join(crate::workspace::AGENCY_DIR));
-        let poke: agency_web::OnDecided = Arc::new(move || {
-            if let Some(dir) = &agency_dir {
-                crate::gate_service::poke_runners(dir);
-            }
-        });
-        Dashboard::new(store, token)
-            .with_on_decided(poke)
+        let dashboard = Dashboard::new(store, token);
+        let dashboard = match agency_dir {
+            Some(dir) => dashboard.with_runners_in(dir),
+            None => dashboard,
+        };
+        dashboard
             .serve(listener, std::future::pending())
             .await
             .map_err(|e| CommandError::internal(format!("the dashboard stopped: {e}")))
