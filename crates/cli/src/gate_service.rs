@@ -41,8 +41,9 @@ use serde_json::{Value, json};
 
 use agency_toolgate::{Answer, HookEnv};
 
-/// The directory under `.agency/` holding the runners' sockets (and pointers to them).
-pub const SOCKET_DIR: &str = "gate";
+/// The directory under `.agency/` holding the runners' sockets (and pointers to them); and the poke that
+/// reaches them all, which the dashboard sends too.
+pub use agency_toolgate::wire::{SOCKET_DIR, poke_runners};
 /// The longest socket path bound in place; a longer one (a deep repository) goes to a private directory
 /// under the temporary directory, with a pointer file (`<pid>.at`) in [`SOCKET_DIR`].
 const MAX_SOCKET_PATH: usize = 100;
@@ -546,36 +547,6 @@ impl Inner {
 pub fn poke_workspace(ctx: &crate::commands::Context) {
     if let Ok(ws) = ctx.workspace() {
         poke_runners(&ws.root.join(crate::workspace::AGENCY_DIR));
-    }
-}
-
-/// Pokes every runner listening in `<agency dir>/gate`, so one waiting for the decision just written sees
-/// it at once. Best effort and quiet: a runner not reached sees the decision at its next poll anyway. A
-/// socket nobody listens on (its runner died) is removed.
-pub fn poke_runners(agency_dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(agency_dir.join(SOCKET_DIR)) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let socket = match path.extension().and_then(|e| e.to_str()) {
-            Some("sock") => path.clone(),
-            Some("at") => match std::fs::read(&path) {
-                Ok(bytes) => PathBuf::from(String::from_utf8_lossy(&bytes).into_owned()),
-                Err(_) => continue,
-            },
-            _ => continue,
-        };
-        match UnixStream::connect(&socket) {
-            Ok(stream) => {
-                let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
-                let _ = (&stream).write_all(b"{\"op\":\"poke\"}\n");
-            }
-            Err(err) if err.kind() == std::io::ErrorKind::ConnectionRefused => {
-                let _ = std::fs::remove_file(&path);
-            }
-            Err(_) => {}
-        }
     }
 }
 

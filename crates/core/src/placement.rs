@@ -23,6 +23,14 @@ pub struct Offer {
 }
 
 impl Offer {
+    /// An offer of `tiers` (`None`: every tier) and `labels`.
+    pub fn new(tiers: Option<&[Tier]>, labels: &[&str]) -> Offer {
+        Offer {
+            tiers: tiers.map(|tiers| tiers.iter().copied().collect()),
+            labels: labels.iter().map(|label| (*label).to_owned()).collect(),
+        }
+    }
+
     /// Whether it offers `tier`.
     pub fn takes_tier(&self, tier: Tier) -> bool {
         self.tiers.as_ref().is_none_or(|tiers| tiers.contains(&tier))
@@ -69,6 +77,14 @@ pub struct LabelNeed {
 }
 
 impl LabelNeed {
+    /// `workstream` (or [`EVERY_WORKSTREAM`]) needs `label`.
+    pub fn new(workstream: impl Into<String>, label: impl Into<String>) -> LabelNeed {
+        LabelNeed {
+            workstream: workstream.into(),
+            label: label.into(),
+        }
+    }
+
     /// Whether this need is one of `workstream`'s.
     pub fn applies_to(&self, workstream: &str) -> bool {
         self.workstream == EVERY_WORKSTREAM || self.workstream == workstream
@@ -93,4 +109,26 @@ pub fn valid_label(label: &str) -> bool {
         && label
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_offer_says_its_tiers_and_labels() {
+        assert_eq!(Offer::new(None, &[]).to_string(), "every tier; no labels");
+        assert_eq!(Offer::new(None, &[]), Offer::default());
+        assert_eq!(Offer::new(Some(&[]), &["gpu"]).to_string(), "no tier; labels gpu");
+        let offer = Offer::new(Some(&[Tier::T5, Tier::T4]), &["gpu", "big-tests"]);
+        assert_eq!(offer.to_string(), "tiers t4, t5; labels big-tests, gpu");
+        assert!(offer.takes_tier(Tier::T4) && !offer.takes_tier(Tier::T3));
+    }
+
+    #[test]
+    fn a_need_of_every_workstream_applies_to_each() {
+        assert!(LabelNeed::new(EVERY_WORKSTREAM, "linux").applies_to("ws-a"));
+        assert!(LabelNeed::new("ws-a", "gpu").applies_to("ws-a"));
+        assert!(!LabelNeed::new("ws-a", "gpu").applies_to("ws-b"));
+    }
 }

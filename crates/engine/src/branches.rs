@@ -469,21 +469,9 @@ mod tests {
     /// it a moment earlier ("reference already exists"): the race of a driver and a worker starting a
     /// workstream's first agents at once.
     fn racing_remote(dir: &Path) -> (Repo, String) {
-        let remote = dir.join("remote.git");
-        git(
-            dir,
-            &[
-                "init",
-                "--quiet",
-                "--bare",
-                "--initial-branch",
-                "main",
-                remote.to_str().unwrap(),
-            ],
-        );
-        let hook = remote.join("hooks").join("pre-receive");
-        std::fs::write(
-            &hook,
+        let remote = agency_testkit::git::bare_remote(dir.join("remote.git")).unwrap();
+        agency_testkit::git::pre_receive_hook(
+            &remote,
             "#!/bin/sh\nzero=0000000000000000000000000000000000000000\nwhile read old new ref; do\n  \
              case \"$ref\" in\n    */work) if [ \"$old\" = \"$zero\" ]; then\n      \
              env -u GIT_QUARANTINE_PATH git update-ref \"$ref\" \"$new\" || exit 2\n      \
@@ -491,7 +479,6 @@ mod tests {
              esac\ndone\n",
         )
         .unwrap();
-        Command::new("chmod").arg("755").arg(&hook).status().unwrap();
         let work = dir.join("runner");
         std::fs::create_dir(&work).unwrap();
         git(&work, &["init", "--quiet", "--initial-branch", "main"]);

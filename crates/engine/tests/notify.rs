@@ -8,105 +8,33 @@
 #[allow(dead_code)]
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use agency_core::config::{NotifierConfig, TeamConfig};
 use agency_core::event::EventKind;
 use agency_core::gate::{GateDecision, GateKind};
 use agency_engine::notify::{Notification, NotificationKind};
 use agency_store::{Blackboard, RunStatus};
-use serde_json::{Value, json};
+use agency_testkit::http::Response;
+use agency_testkit::{FakeHttp, RecordedRequest};
+use serde_json::json;
 
 use support::{Background, GOAL, Project, events, wait_for};
 
-/// One request the fake server received.
-#[derive(Debug, Clone)]
-struct Received {
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Value,
-}
-
-impl Received {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// A tiny HTTP server: `/repos/…/pulls` answers like GitHub creating a pull request, anything else 200.
-struct FakeServer {
-    base: String,
-    received: Arc<Mutex<Vec<Received>>>,
-}
-
-impl FakeServer {
-    fn start() -> FakeServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let log = received.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let mut reader = BufReader::new(stream);
-                let mut line = String::new();
-                if reader.read_line(&mut line).is_err() {
-                    continue;
-                }
-                let path = line.split(' ').nth(1).unwrap_or("").to_string();
-                let mut headers = Vec::new();
-                loop {
-                    let mut header = String::new();
-                    reader.read_line(&mut header).unwrap();
-                    let header = header.trim_end();
-                    if header.is_empty() {
-                        break;
-                    }
-                    if let Some((name, value)) = header.split_once(':') {
-                        headers.push((name.trim().to_string(), value.trim().to_string()));
-                    }
-                }
-                let length: usize = headers
-                    .iter()
-                    .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-                    .map(|(_, v)| v.parse().unwrap())
-                    .unwrap_or(0);
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                let (status, answer) = if path.ends_with("/pulls") {
-                    (
-                        "201 Created",
-                        json!({ "number": 7, "html_url": "https://github.com/acme/widget/pull/7" }),
-                    )
-                } else {
-                    ("200 OK", json!({}))
-                };
-                log.lock().unwrap().push(Received {
-                    path,
-                    headers,
-                    body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-                });
-                let answer = answer.to_string();
-                let mut stream = reader.into_inner();
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
-            }
-        });
-        FakeServer { base, received }
-    }
-
-    fn received(&self) -> Vec<Received> {
-        self.received.lock().unwrap().clone()
-    }
+/// A fake GitHub API and webhook receiver: `/repos/…/pulls` answers like GitHub creating a pull request,
+/// anything else 200 with `{}`.
+fn fake_github() -> FakeHttp {
+    FakeHttp::start(|request| {
+        if request.path.ends_with("/pulls") {
+            Response::json(
+                201,
+                &json!({ "number": 7, "html_url": "https://github.com/acme/widget/pull/7" }),
+            )
+        } else {
+            Response::json(200, &json!({}))
+        }
+    })
+    .unwrap()
 }
 
 /// Every notification the `tee` command notifier appended to `path`.
@@ -163,14 +91,8 @@ fn log_messages(project: &Project, run: agency_core::RunId, tag: &str) -> Vec<St
 #[test]
 fn gates_and_the_end_are_announced_and_the_branch_becomes_a_pull_request() {
     let project = Project::new();
-    let server = FakeServer::start();
-    let bare = project.dir.path().join("github.git");
-    let status = std::process::Command::new("git")
-        .args(["init", "--quiet", "--bare"])
-        .arg(&bare)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let server = fake_github();
+    let bare = agency_testkit::git::bare_remote(project.dir.path().join("github.git")).unwrap();
     let remote = "https://github.com/acme/widget.git";
     project
         .repo
@@ -187,7 +109,7 @@ fn gates_and_the_end_are_announced_and_the_branch_becomes_a_pull_request() {
             argv: vec!["tee".into(), "-a".into(), inbox.display().to_string()],
         },
         NotifierConfig::Webhook {
-            url: format!("{}/hook/SECRET-PATH", server.base),
+            url: format!("{}/hook/SECRET-PATH", server.base_url()),
         },
         NotifierConfig::Command {
             argv: vec!["false".into()],
@@ -196,7 +118,7 @@ fn gates_and_the_end_are_announced_and_the_branch_becomes_a_pull_request() {
     // Cargo sets this variable for every test process: a token that is always there, without touching the
     // environment.
     config.forge.token_env = "CARGO_PKG_NAME".into();
-    config.forge.api_url = server.base.clone();
+    config.forge.api_url = server.base_url();
 
     let run = run_through_the_plan_gate(&project, config, Some(&inbox));
     let integration = format!("agency/{}/integration", run.short());
@@ -224,12 +146,12 @@ fn gates_and_the_end_are_announced_and_the_branch_becomes_a_pull_request() {
     assert_eq!(done.url.as_deref(), Some("https://github.com/acme/widget/pull/7"));
 
     // The webhook got the same two notifications; GitHub got one pull request for the pushed branch.
-    let received = server.received();
-    let hooks: Vec<&Received> = received.iter().filter(|r| r.path.starts_with("/hook/")).collect();
+    let received = server.requests();
+    let hooks: Vec<&RecordedRequest> = received.iter().filter(|r| r.path.starts_with("/hook/")).collect();
     assert_eq!(hooks.len(), 2);
     assert_eq!(hooks[0].body["kind"], "gate_pending");
     assert_eq!(hooks[1].body["kind"], "run_succeeded");
-    let pulls: Vec<&Received> = received.iter().filter(|r| r.path.ends_with("/pulls")).collect();
+    let pulls: Vec<&RecordedRequest> = received.iter().filter(|r| r.path.ends_with("/pulls")).collect();
     assert_eq!(pulls.len(), 1);
     let pr = pulls[0];
     assert_eq!(pr.path, "/repos/acme/widget/pulls");

@@ -127,26 +127,12 @@ pub fn unplaced(
 mod tests {
     use super::*;
 
-    fn offer(tiers: Option<&[Tier]>, labels: &[&str]) -> Offer {
-        Offer {
-            tiers: tiers.map(|t| t.iter().copied().collect()),
-            labels: labels.iter().map(|l| (*l).to_string()).collect(),
-        }
-    }
-
-    fn need(workstream: &str, label: &str) -> LabelNeed {
-        LabelNeed {
-            workstream: workstream.to_string(),
-            label: label.to_string(),
-        }
-    }
-
     #[test]
     fn a_brief_needs_its_tier_and_its_workstreams_labels() {
         let needs = [
-            need("ws-ml", "gpu"),
-            need("*", "linux"),
-            need("ws-other", "big-tests"),
+            LabelNeed::new("ws-ml", "gpu"),
+            LabelNeed::new("*", "linux"),
+            LabelNeed::new("ws-other", "big-tests"),
         ];
         let ml = Needs::of(Tier::T4, "ws-ml", &needs);
         assert_eq!(ml.tier, Tier::T4);
@@ -162,32 +148,32 @@ mod tests {
 
     #[test]
     fn an_offer_takes_a_brief_when_it_has_the_tier_and_every_label() {
-        let gpu_t4 = Needs::of(Tier::T4, "ws-ml", &[need("ws-ml", "gpu")]);
+        let gpu_t4 = Needs::of(Tier::T4, "ws-ml", &[LabelNeed::new("ws-ml", "gpu")]);
         let plain_t5 = Needs::of(Tier::T5, "ws-ml", &[]);
         // Every tier, no labels: anything that needs no label.
         assert!(can_take(&Offer::default(), &plain_t5));
         assert_eq!(unmet(&Offer::default(), &gpu_t4), [Unmet::Label("gpu".into())]);
         // The label, more labels than needed, every tier.
-        assert!(can_take(&offer(None, &["gpu", "big-tests"]), &gpu_t4));
+        assert!(can_take(&Offer::new(None, &["gpu", "big-tests"]), &gpu_t4));
         // The label but not the tier.
         assert_eq!(
-            unmet(&offer(Some(&[Tier::T5]), &["gpu"]), &gpu_t4),
+            unmet(&Offer::new(Some(&[Tier::T5]), &["gpu"]), &gpu_t4),
             [Unmet::Tier(Tier::T4)]
         );
         // Neither: the tier is said first.
         assert_eq!(
-            unmet(&offer(Some(&[Tier::T5]), &[]), &gpu_t4),
+            unmet(&Offer::new(Some(&[Tier::T5]), &[]), &gpu_t4),
             [Unmet::Tier(Tier::T4), Unmet::Label("gpu".into())]
         );
         // A labelled runner still takes briefs that need no label, of its tiers.
-        assert!(can_take(&offer(Some(&[Tier::T5]), &["gpu"]), &plain_t5));
+        assert!(can_take(&Offer::new(Some(&[Tier::T5]), &["gpu"]), &plain_t5));
         // No tier at all takes nothing.
-        assert!(!can_take(&offer(Some(&[]), &["gpu"]), &plain_t5));
+        assert!(!can_take(&Offer::new(Some(&[]), &["gpu"]), &plain_t5));
     }
 
     #[test]
     fn a_brief_is_unplaced_once_it_has_waited_and_no_live_offer_takes_it() {
-        let needs = [need("ws-ml", "gpu")];
+        let needs = [LabelNeed::new("ws-ml", "gpu")];
         let waiting = |brief: BriefId, workstream: &str, secs: u64| Waiting {
             brief,
             tier: Tier::T4,
@@ -208,7 +194,7 @@ mod tests {
         assert_eq!(found[0].brief, ml);
         assert_eq!(found[0].needs.to_string(), "tier t4, labels gpu");
         // A gpu runner joins: nothing is unplaced.
-        let gpu = offer(None, &["gpu"]);
+        let gpu = Offer::new(None, &["gpu"]);
         assert!(unplaced(&briefs, &needs, &[&plain, &gpu], after).is_empty());
         // Nobody lives: every brief that waited is unplaced.
         assert_eq!(unplaced(&briefs, &needs, &[], after).len(), 2);

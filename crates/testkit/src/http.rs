@@ -1,12 +1,19 @@
 //! A minimal HTTP/1.1 server on 127.0.0.1: one thread accepting, one per connection, keep-alive,
 //! `Content-Length` bodies only (what Claude Code, Codex and reqwest send). Enough for fakes, not more.
+//!
+//! The model fakes are built on it, and tests use it directly as [`FakeHttp`] in two shapes: a server
+//! that answers each request through a closure (a webhook receiver, a fake GitHub API, a fake
+//! OpenAI-compatible endpoint), and one that answers each *connection* with the next of a list of raw
+//! byte replies ([`Canned`]), written in small pieces, for testing an HTTP client against chunked
+//! streams, cut streams and stalls.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -21,17 +28,27 @@ pub struct RecordedRequest {
     pub headers: BTreeMap<String, String>,
     /// The body as JSON (`Null` when empty or not JSON).
     pub body: Value,
+    /// The body's bytes as they were sent.
+    pub raw_body: Vec<u8>,
+}
+
+impl RecordedRequest {
+    /// The value of header `name` (any case), if it was sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(&name.to_ascii_lowercase()).map(String::as_str)
+    }
 }
 
 /// A response to write.
-pub(crate) struct Response {
-    pub status: u16,
-    pub content_type: &'static str,
-    pub body: Vec<u8>,
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub(crate) status: u16,
+    pub(crate) content_type: &'static str,
+    pub(crate) body: Vec<u8>,
     /// Headers besides the ones every response has (`retry-after`, say).
-    pub headers: Vec<(&'static str, String)>,
+    pub(crate) headers: Vec<(&'static str, String)>,
     /// A fault: the body is cut short (see [`Cut`]).
-    pub cut: Option<Cut>,
+    pub(crate) cut: Option<Cut>,
 }
 
 /// How a faulty response's body ends early.
@@ -45,6 +62,18 @@ pub(crate) enum Cut {
 }
 
 impl Response {
+    /// `body` as `content_type` with `status`.
+    pub fn new(status: u16, content_type: &'static str, body: impl Into<Vec<u8>>) -> Response {
+        Response {
+            status,
+            content_type,
+            body: body.into(),
+            headers: Vec::new(),
+            cut: None,
+        }
+    }
+
+    /// A JSON body with `status`.
     pub fn json(status: u16, body: &Value) -> Response {
         Response {
             status,
@@ -55,6 +84,7 @@ impl Response {
         }
     }
 
+    /// A whole `text/event-stream` body (sent with its length, not chunked), status 200.
     pub fn sse(body: String) -> Response {
         Response {
             status: 200,
@@ -68,6 +98,9 @@ impl Response {
 
 type Handler = dyn Fn(&RecordedRequest) -> Response + Send + Sync;
 
+/// What one connection gets: the server's way of serving it.
+type Connection = dyn Fn(TcpStream, &Mutex<Vec<RecordedRequest>>) + Send + Sync;
+
 /// A running server; stops accepting when dropped.
 #[derive(Debug)]
 pub(crate) struct Server {
@@ -79,6 +112,12 @@ pub(crate) struct Server {
 
 impl Server {
     pub fn start(handler: Arc<Handler>) -> std::io::Result<Server> {
+        Server::serving(Arc::new(move |stream, requests| {
+            serve(stream, &*handler, requests)
+        }))
+    }
+
+    fn serving(connection: Arc<Connection>) -> std::io::Result<Server> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -90,8 +129,8 @@ impl Server {
                     break;
                 }
                 let Ok(stream) = stream else { continue };
-                let (handler, requests) = (handler.clone(), requests2.clone());
-                std::thread::spawn(move || serve(stream, &*handler, &requests));
+                let (connection, requests) = (connection.clone(), requests2.clone());
+                std::thread::spawn(move || connection(stream, &requests));
             }
         });
         Ok(Server {
@@ -213,14 +252,101 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<(RecordedRequest, b
     let close = headers
         .get("connection")
         .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
     Some((
         RecordedRequest {
             method,
             path,
             headers,
-            body,
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            raw_body: body,
         },
         close,
     ))
+}
+
+/// A fake HTTP server for tests, on 127.0.0.1; it records every request and stops when dropped.
+#[derive(Debug)]
+pub struct FakeHttp {
+    server: Server,
+}
+
+impl FakeHttp {
+    /// Answers every request with `answer(request)`, over keep-alive connections.
+    pub fn start(
+        answer: impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static,
+    ) -> std::io::Result<FakeHttp> {
+        Ok(FakeHttp {
+            server: Server::start(Arc::new(answer))?,
+        })
+    }
+
+    /// Answers connection *i* with `replies[i]` (past the end, the last again): after reading one request,
+    /// writes the reply's bytes as they are — status line, headers and body, chunked or cut short as the
+    /// test wrote them — in pieces of 97 bytes a millisecond apart, so a client sees many reads and
+    /// messages split across them; then closes the connection, or for [`Canned::Stall`] holds it open
+    /// for 30 s.
+    pub fn canned(replies: Vec<Canned>) -> std::io::Result<FakeHttp> {
+        let replies = Arc::new(replies);
+        let next = Arc::new(AtomicUsize::new(0));
+        let connection = move |stream: TcpStream, requests: &Mutex<Vec<RecordedRequest>>| {
+            let i = next.fetch_add(1, Ordering::SeqCst);
+            let Some(reply) = replies.get(i.min(replies.len().saturating_sub(1))) else {
+                return;
+            };
+            write_canned(stream, reply, requests);
+        };
+        Ok(FakeHttp {
+            server: Server::serving(Arc::new(connection))?,
+        })
+    }
+
+    /// `http://127.0.0.1:<port>`, without a trailing slash.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.server.addr())
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.server.recorded()
+    }
+}
+
+/// What [`FakeHttp::canned`] sends on one connection: a whole raw response, headers included.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Canned {
+    /// Writes these bytes and closes the connection.
+    Bytes(Vec<u8>),
+    /// Writes these bytes, then keeps the connection open without writing more.
+    Stall(Vec<u8>),
+}
+
+/// How long a [`Canned::Stall`] holds its connection: longer than any client timeout a test sets.
+const STALL: Duration = Duration::from_secs(30);
+
+fn write_canned(stream: TcpStream, reply: &Canned, requests: &Mutex<Vec<RecordedRequest>>) {
+    let Ok(mut writer) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(stream);
+    let Some((request, _)) = read_request(&mut reader) else {
+        return;
+    };
+    requests
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(request);
+    let (bytes, stall) = match reply {
+        Canned::Bytes(bytes) => (bytes, false),
+        Canned::Stall(bytes) => (bytes, true),
+    };
+    for piece in bytes.chunks(97) {
+        if writer.write_all(piece).and_then(|()| writer.flush()).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if stall {
+        std::thread::sleep(STALL);
+    }
+    let _ = writer.shutdown(std::net::Shutdown::Both);
 }

@@ -1,8 +1,10 @@
-//! `agency-testkit`: fakes of the model APIs that real coding-agent clients talk to, for offline
-//! end-to-end tests. [`FakeAnthropic`] speaks the Anthropic Messages API as Claude Code needs it (SSE with
-//! `event:` lines, or plain JSON when a request does not stream); [`FakeOpenAi`] speaks the OpenAI
-//! Responses API as Codex needs it. Both are plain threads on 127.0.0.1 with no async runtime, record every
-//! request body for assertions, and stop when dropped.
+//! `agency-testkit`: fake HTTP servers for offline tests. [`FakeAnthropic`] speaks the Anthropic Messages
+//! API as Claude Code needs it (SSE with `event:` lines, or plain JSON when a request does not stream);
+//! [`FakeOpenAi`] speaks the OpenAI Responses API as Codex needs it. [`FakeHttp`], the server under both,
+//! serves a test's own answers: per request through a closure (a webhook receiver, a fake GitHub API),
+//! or per connection from a list of raw replies ([`Canned`]: chunked, cut short or stalled streams for
+//! the HTTP clients' tests). All are plain threads on 127.0.0.1 with no async runtime, record every
+//! request for assertions, and stop when dropped. [`git`] makes the bare remotes tests push to.
 //!
 //! Replies are scripted by conversation position, not request order (harness/PROTOCOLS.md §3): reply *i*
 //! answers a tool-bearing request whose history holds *i* assistant turns, so retries, fallbacks and side
@@ -19,12 +21,13 @@
 //! ```
 
 mod anthropic;
-mod http;
+pub mod git;
+pub mod http;
 mod openai;
 pub mod prompt_cache;
 
 pub use anthropic::{FakeAnthropic, Fault, ModelOutage};
-pub use http::RecordedRequest;
+pub use http::{Canned, FakeHttp, RecordedRequest};
 pub use openai::FakeOpenAi;
 
 use serde_json::Value;

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agency_core::Teachback;
@@ -14,6 +14,10 @@ use serde_json::Value;
 
 use crate::answer::{self, Answer};
 use crate::locate::{GateEnv, HookEnv};
+
+/// The directory under `.agency/` holding the runners' gate-service sockets (`<pid>.sock`), and pointers
+/// (`<pid>.at`) to those bound elsewhere because the path was too long for a socket.
+pub const SOCKET_DIR: &str = "gate";
 
 /// One request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -135,4 +139,34 @@ pub fn ask_the_service(gate: &GateEnv, env: &HookEnv, input: &[u8]) -> u8 {
     };
     let _ = out.flush();
     code
+}
+
+/// Pokes every runner listening in `<agency dir>/gate`, so one waiting for the decision just written sees
+/// it at once. Best effort and quiet: a runner not reached sees the decision at its next poll anyway. A
+/// socket nobody listens on (its runner died) is removed.
+pub fn poke_runners(agency_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(agency_dir.join(SOCKET_DIR)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let socket = match path.extension().and_then(|e| e.to_str()) {
+            Some("sock") => path.clone(),
+            Some("at") => match std::fs::read(&path) {
+                Ok(bytes) => PathBuf::from(String::from_utf8_lossy(&bytes).into_owned()),
+                Err(_) => continue,
+            },
+            _ => continue,
+        };
+        match UnixStream::connect(&socket) {
+            Ok(stream) => {
+                let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+                let _ = (&stream).write_all(b"{\"op\":\"poke\"}\n");
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::ConnectionRefused => {
+                let _ = std::fs::remove_file(&path);
+            }
+            Err(_) => {}
+        }
+    }
 }

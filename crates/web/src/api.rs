@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use agency_core::gate::{Gate, GateDecision};
 use agency_core::{Brief, Event, RunId};
+use agency_render::log::{Level, render_event};
 use agency_store::Run;
 use axum::Json;
 use axum::body::Bytes;
@@ -257,8 +258,19 @@ pub struct Page {
 pub struct EventRow {
     #[serde(flatten)]
     pub event: Event,
-    /// What `agency watch` prints for it, if it prints anything.
+    /// What `agency watch --verbose` prints for it, if it prints anything.
     pub line: Option<String>,
+}
+
+impl EventRow {
+    /// `event` with its live-log line, as `agency watch --verbose` prints it (the dashboard shows the
+    /// per-agent lines too; the page has room for them).
+    pub fn of(event: Event) -> Self {
+        EventRow {
+            line: render_event(&event, Level::Verbose),
+            event,
+        }
+    }
 }
 
 /// `GET /api/runs/{run}/events?after=N&limit=M`: the next page of a run's events.
@@ -275,15 +287,7 @@ pub async fn events(
         Ok(store.events_after(Some(id), page.after, limit)?)
     })
     .await?;
-    Ok(Json(
-        events
-            .into_iter()
-            .map(|event| EventRow {
-                line: (d.render)(&event),
-                event,
-            })
-            .collect(),
-    ))
+    Ok(Json(events.into_iter().map(EventRow::of).collect()))
 }
 
 /// The body of an approval: an optional note (a budget gate reads `tokens=N` / `usd=X` from it).
@@ -357,12 +361,12 @@ pub async fn reject(
 
 async fn decide(d: &Dashboard, gate: String, decision: GateDecision) -> Result<Json<Gate>, ApiError> {
     let store = d.store.clone();
-    let on_decided = d.on_decided.clone();
+    let runners_in = d.runners_in.clone();
     let gate = blocking(move || {
         let id = store.resolve_gate(&gate)?;
         let decided = store.decide_gate(id, decision)?;
-        if let Some(on_decided) = on_decided {
-            on_decided();
+        if let Some(agency_dir) = runners_in {
+            agency_toolgate::wire::poke_runners(&agency_dir);
         }
         Ok(decided)
     })

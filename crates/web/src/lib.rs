@@ -20,32 +20,24 @@ mod review;
 mod stream;
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agency_core::Event;
 use agency_store::Blackboard;
 use axum::Router;
 use axum::routing::{get, post};
 
 pub use auth::{MIN_TOKEN_LEN, Token, TokenError};
 
-/// Turns an event into its live-log line, or `None` for events the log does not show. The CLI passes its
-/// renderer so the dashboard shows exactly the lines `agency watch` prints.
-pub type Renderer = Arc<dyn Fn(&Event) -> Option<String> + Send + Sync>;
-
-/// Called after a gate decision is written, so a runner waiting on it is told at once rather than at its
-/// next poll (the CLI pokes the runners' gate services). Best effort: it must not fail the decision.
-pub type OnDecided = Arc<dyn Fn() + Send + Sync>;
-
 /// The dashboard over one blackboard.
 #[derive(Clone)]
 pub struct Dashboard {
     store: Arc<dyn Blackboard>,
     token: Token,
-    render: Renderer,
     poll: Duration,
-    on_decided: Option<OnDecided>,
+    /// The `.agency` directory whose runners are poked after a decision.
+    runners_in: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Dashboard {
@@ -58,29 +50,24 @@ impl std::fmt::Debug for Dashboard {
 }
 
 impl Dashboard {
-    /// A dashboard over `store` whose actions need `token`. Events are shown as `KIND` lines until a
-    /// renderer is given ([`Dashboard::with_renderer`]).
+    /// A dashboard over `store` whose actions need `token`. Its live log shows an event as
+    /// `agency watch --verbose` prints it (`agency_render::log`).
     pub fn new(store: Arc<dyn Blackboard>, token: Token) -> Self {
         Dashboard {
             store,
             token,
-            render: Arc::new(|event: &Event| Some(event.kind.as_str().to_ascii_uppercase())),
             // A look costs one indexed read; 50 ms keeps an event's way to the screen under the 100 ms target
             // (docs/performance.md) at about 20 reads a second per open page.
             poll: Duration::from_millis(50),
-            on_decided: None,
+            runners_in: None,
         }
     }
 
-    /// Calls `on_decided` after every gate decision made through the dashboard.
-    pub fn with_on_decided(mut self, on_decided: OnDecided) -> Self {
-        self.on_decided = Some(on_decided);
-        self
-    }
-
-    /// Uses `render` for live-log lines.
-    pub fn with_renderer(mut self, render: Renderer) -> Self {
-        self.render = render;
+    /// After every gate decision made through the dashboard, pokes the runners serving in `agency_dir`
+    /// (`.agency/gate/`), so one waiting on the decision acts at once, as after `agency approve`, rather
+    /// than at its next poll. Best effort: a runner not reached still sees the decision when it polls.
+    pub fn with_runners_in(mut self, agency_dir: PathBuf) -> Self {
+        self.runners_in = Some(agency_dir);
         self
     }
 

@@ -16,10 +16,10 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
 use futures_util::stream;
 
+use crate::Dashboard;
 use crate::api::{EventRow, Page, blocking};
 use crate::auth::Authorized;
 use crate::error::ApiError;
-use crate::{Dashboard, Renderer};
 
 /// Events read per blackboard call.
 const BATCH: usize = 200;
@@ -27,7 +27,6 @@ const BATCH: usize = 200;
 /// Where one client's tail stands.
 struct Tail {
     store: Arc<dyn Blackboard>,
-    render: Renderer,
     run: RunId,
     after: i64,
     poll: Duration,
@@ -72,10 +71,7 @@ impl Tail {
                     for event in events {
                         self.after = event.seq;
                         let id = event.seq.to_string();
-                        let row = EventRow {
-                            line: (self.render)(&event),
-                            event,
-                        };
+                        let row = EventRow::of(event);
                         let data = serde_json::to_string(&row).unwrap_or_default();
                         self.ready
                             .push_back(SseEvent::default().event("agency").id(id).data(data));
@@ -113,7 +109,6 @@ pub async fn live(
         .unwrap_or(page.after);
     let tail = Tail {
         store: d.store.clone(),
-        render: d.render.clone(),
         run: id,
         after,
         poll: d.poll,

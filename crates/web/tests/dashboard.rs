@@ -25,6 +25,11 @@ struct Served {
 
 /// A blackboard with one run waiting at its plan gate, and a dashboard serving it.
 async fn serve() -> Served {
+    serve_with(|dashboard| dashboard).await
+}
+
+/// [`serve`], with the dashboard set up further by `configure`.
+async fn serve_with(configure: impl FnOnce(Dashboard) -> Dashboard) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteBlackboard::open(dir.path().join("agency.db")).unwrap());
     let run = store
@@ -44,16 +49,9 @@ async fn serve() -> Served {
             json!({ "message": "Waiting on approval before the first tier spawns" }),
         ))
         .unwrap();
-    let render: agency_web::Renderer = Arc::new(|event: &agency_core::Event| {
-        event
-            .payload
-            .get("tag")
-            .and_then(Value::as_str)
-            .map(|tag| format!("{tag} line"))
-    });
-    let dashboard = Dashboard::new(store.clone(), Token::parse(TOKEN).unwrap())
-        .with_renderer(render)
-        .with_poll(Duration::from_millis(20));
+    let dashboard = configure(
+        Dashboard::new(store.clone(), Token::parse(TOKEN).unwrap()).with_poll(Duration::from_millis(20)),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -67,6 +65,21 @@ async fn serve() -> Served {
         gate: gate.id,
         _dir: dir,
         _stop: stop,
+    }
+}
+
+impl Served {
+    /// `GET path` with the token, as JSON.
+    async fn get_json(&self, path: &str) -> Value {
+        json_of(
+            client()
+                .get(format!("{}{path}", self.base))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
     }
 }
 
@@ -200,44 +213,33 @@ async fn unknown_and_malformed_ids_are_told_apart() {
 #[tokio::test]
 async fn runs_their_gates_and_their_log_lines_are_listed() {
     let s = serve().await;
-    let http = client();
-    let runs = json_of(
-        http.get(format!("{}/api/runs", s.base))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let runs = s.get_json("/api/runs").await;
     assert_eq!(runs[0]["short"], s.run.short());
     assert_eq!(runs[0]["pending_gates"], 1);
     assert_eq!(runs[0]["status"], "planning");
-    let detail = json_of(
-        http.get(format!("{}/api/runs/{}", s.base, s.run.short()))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let detail = s.get_json(&format!("/api/runs/{}", s.run.short())).await;
     assert_eq!(detail["run"]["goal"], "Fix the pagination bug");
     assert_eq!(detail["gates"][0]["kind"], "t1_plan");
     assert_eq!(detail["gates"][0]["status"], "pending");
-    let events = json_of(
-        http.get(format!("{}/api/runs/{}/events?after=0", s.base, s.run))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let events = s.get_json(&format!("/api/runs/{}/events?after=0", s.run)).await;
+    // The lines `agency watch --verbose` prints, after their `[run8] HH:MM:SS  ` prefix.
+    let prefix = format!("[{}] ", s.run.short());
     let lines: Vec<&str> = events
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|e| e["line"].as_str())
+        .inspect(|line| assert!(line.starts_with(&prefix), "{line}"))
+        .map(|line| &line[prefix.len() + "HH:MM:SS  ".len()..])
         .collect();
-    assert_eq!(lines, ["PLAN_START line"]);
+    assert_eq!(
+        lines,
+        [
+            "RUN  START         \"Fix the pagination bug\"",
+            "RUN  PLAN_START    Assessing scope",
+            "GATE APPROVAL      ⏸  Waiting on approval before the first tier spawns"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -253,7 +255,7 @@ async fn the_live_log_streams_new_events_and_ends_with_the_run() {
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut seen = String::new();
     // The event written before the client connected comes first.
-    while !seen.contains("PLAN_START line") {
+    while !seen.contains("PLAN_START    Assessing scope") {
         seen.push_str(&String::from_utf8_lossy(
             &response.chunk().await.unwrap().unwrap(),
         ));
@@ -265,7 +267,7 @@ async fn the_live_log_streams_new_events_and_ends_with_the_run() {
             json!({ "tag": "PLAN_DONE", "message": "1 workstream" }),
         ))
         .unwrap();
-    while !seen.contains("PLAN_DONE line") {
+    while !seen.contains("PLAN_DONE     1 workstream") {
         seen.push_str(&String::from_utf8_lossy(
             &response.chunk().await.unwrap().unwrap(),
         ));
@@ -312,15 +314,7 @@ async fn a_team_run_that_no_runner_drives_is_marked_so() {
     let mut new = NewRun::new("Fix the flaky test", "/repo");
     new.config = json!({ "runner": { "concurrency": 4 } });
     let team = s.store.create_run(new).unwrap();
-    let runs = json_of(
-        client()
-            .get(format!("{}/api/runs", s.base))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let runs = s.get_json("/api/runs").await;
     let row = |id: String| {
         runs.as_array()
             .unwrap()
@@ -342,15 +336,7 @@ async fn a_team_run_that_no_runner_drives_is_marked_so() {
     );
     // While a runner holds the run, it is attached.
     let _lease = s.store.lock_driver(team.id, "a runner").unwrap();
-    let again = json_of(
-        client()
-            .get(format!("{}/api/runs", s.base))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let again = s.get_json("/api/runs").await;
     let attached = again
         .as_array()
         .unwrap()
@@ -476,15 +462,7 @@ async fn the_review_carries_each_workstreams_design_records_rendered() {
             b"# Parser\nOne pass.\x1b[2J".to_vec(),
         ))
         .unwrap();
-    let body = json_of(
-        client()
-            .get(format!("{}/api/runs/{}/review", s.base, s.run))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let body = s.get_json(&format!("/api/runs/{}/review", s.run)).await;
     let views = body["views"].as_array().unwrap();
     let labels: Vec<&str> = views.iter().map(|v| v["label"].as_str().unwrap()).collect();
     assert_eq!(
@@ -561,15 +539,7 @@ async fn a_runs_path_amendments_are_listed_with_their_decisions() {
                     "note": "one extra pass is enough" }),
         ))
         .unwrap();
-    let detail = json_of(
-        client()
-            .get(format!("{}/api/runs/{}", s.base, s.run))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let detail = s.get_json(&format!("/api/runs/{}", s.run)).await;
     let listed = detail["amendments"].as_array().unwrap();
     assert_eq!(listed.len(), 3, "{detail}");
     assert_eq!(listed[0]["status"], "approved");
@@ -581,4 +551,29 @@ async fn a_runs_path_amendments_are_listed_with_their_decisions() {
     assert_eq!(listed[1]["note"], "one extra pass is enough");
     assert_eq!(listed[2]["status"], "proposed");
     assert!(listed[2]["decided_by"].is_null());
+}
+
+#[tokio::test]
+async fn a_decision_pokes_the_runners_waiting_in_the_agency_directory() {
+    // A runner's gate service, as `agency run` binds it: a socket in `.agency/gate/`.
+    let agency_dir = tempfile::tempdir().unwrap();
+    let sockets = agency_dir.path().join(agency_toolgate::wire::SOCKET_DIR);
+    std::fs::create_dir(&sockets).unwrap();
+    let runner = std::os::unix::net::UnixListener::bind(sockets.join("4242.sock")).unwrap();
+    let dir = agency_dir.path().to_path_buf();
+    let s = serve_with(move |dashboard| dashboard.with_runners_in(dir)).await;
+    let approved = client()
+        .post(format!("{}/api/gates/{}/approve", s.base, s.gate.short()))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(approved.status(), StatusCode::OK);
+    // The poke was sent before the answer: it is waiting on the runner's socket.
+    runner.set_nonblocking(true).unwrap();
+    let (stream, _) = runner.accept().expect("the runner was not poked");
+    stream.set_nonblocking(false).unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stream), &mut line).unwrap();
+    assert_eq!(line, "{\"op\":\"poke\"}\n");
 }

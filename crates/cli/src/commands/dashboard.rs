@@ -7,11 +7,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use agency_store::Blackboard;
-use agency_web::{Dashboard, Renderer, Token};
+use agency_web::{Dashboard, Token};
 
 use crate::commands::Context;
 use crate::error::{CommandError, CommandResult};
-use crate::render::log::{Level, render_event};
 
 /// The variable that sets the dashboard's token (otherwise a fresh one is made at each start).
 pub const ENV_TOKEN: &str = "AGENCY_DASHBOARD_TOKEN";
@@ -34,7 +33,6 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
         }
         _ => Token::generate(),
     };
-    let render: Renderer = Arc::new(|event| render_event(event, Level::Verbose));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -64,14 +62,12 @@ pub fn run(ctx: &Context, args: Args) -> CommandResult {
             .workspace()
             .ok()
             .map(|ws| ws.root.join(crate::workspace::AGENCY_DIR));
-        let poke: agency_web::OnDecided = Arc::new(move || {
-            if let Some(dir) = &agency_dir {
-                crate::gate_service::poke_runners(dir);
-            }
-        });
-        Dashboard::new(store, token)
-            .with_renderer(render)
-            .with_on_decided(poke)
+        let dashboard = Dashboard::new(store, token);
+        let dashboard = match agency_dir {
+            Some(dir) => dashboard.with_runners_in(dir),
+            None => dashboard,
+        };
+        dashboard
             .serve(listener, std::future::pending())
             .await
             .map_err(|e| CommandError::internal(format!("the dashboard stopped: {e}")))

@@ -10,10 +10,9 @@ use std::time::Duration;
 use agency_core::event::EventPayload;
 use agency_store::{Blackboard, SqliteBlackboard};
 use agency_testkit::prompt_cache::{CacheUsage, PromptCache};
-use agency_testkit::{FakeAnthropic, Reply};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::support::{Repo, events, finish, runtime_of};
+use crate::support::{Repo, events, finish, notes_run, runtime_of};
 
 const WORKSTREAMS: usize = 10;
 
@@ -32,99 +31,6 @@ fn price_of(model: &str) -> [f64; 4] {
         "claude-haiku-4-5" => [1.0, 5.0, 0.1, 1.25],
         other => panic!("unpriced model {other}"),
     }
-}
-
-fn id(n: usize) -> String {
-    format!("ws-{n:02}")
-}
-
-fn plan() -> Value {
-    let workstreams: Vec<Value> = (1..=WORKSTREAMS)
-        .map(|n| {
-            json!({
-                "id": id(n),
-                "name": format!("note-{n:02}"),
-                "domain": "backend",
-                "tier_path": ["t4", "t5"],
-                "parallel_group": "A",
-                "notes": format!("Write notes/{}.md with one line saying which workstream wrote it.", id(n)),
-                "variety": {"novelty": 1, "scope": 2, "uncertainty": 2, "risk": 2},
-                "shallower_path_reason": "one new file",
-                "contract": {
-                    "done_when": format!("notes/{}.md exists", id(n)),
-                    // The judge checks the file; a verify command naming it would be refused (a file it reads
-                    // must not be changed without may_edit).
-                    "verify": "git log -1 --oneline",
-                    "failure_modes": ["another workstream's file is touched"]
-                }
-            })
-        })
-        .collect();
-    let group: Vec<String> = (1..=WORKSTREAMS).map(id).collect();
-    json!({
-        "status": "done",
-        "summary": "Ten independent notes.",
-        "output": {
-            "run_id": "00000000-0000-4000-8000-000000000000",
-            "goal_anchor": "(filled in by agency)",
-            "complexity": "low",
-            "retry_budget_multiplier": 1,
-            "workstreams": workstreams,
-            "parallelism": {"groups": {"A": group}, "sequence": ["A"]},
-            "self_critique_summary": "Each note is independent of the others."
-        }
-    })
-}
-
-fn implementer(n: usize) -> Vec<Reply> {
-    let path = format!("notes/{}.md", id(n));
-    vec![
-        Reply::tool_use(
-            "submit_teachback",
-            json!({
-                "building": format!("the file {path}"),
-                "key_constraints": ["touch no other file"],
-                "interfaces": ["none"],
-                "approach": "write the file, then report",
-                "most_likely_wrong": "the directory may not exist yet",
-                "least_confident": "nothing else",
-                "first_action": "write the file"
-            }),
-        ),
-        Reply::tool_use(
-            "write_file",
-            json!({"path": path, "content": format!("Written by {}.\n", id(n))}),
-        ),
-        Reply::tool_use(
-            "report_result",
-            json!({
-                "status": "done",
-                "summary": format!("{path} written."),
-                "evidence": [{"path": path, "quote": format!("Written by {}.", id(n))}]
-            }),
-        ),
-    ]
-}
-
-fn server() -> FakeAnthropic {
-    let server = FakeAnthropic::start(vec![Reply::tool_use("report_result", plan())]).expect("fake server");
-    server.set_rule(
-        "## The agent's teachback",
-        vec![Reply::tool_use(
-            "review_teachback",
-            json!({"approved": true, "note": "Matches the brief."}),
-        )],
-    );
-    server.set_rule(
-        "Goal under sign-off:",
-        vec![Reply::text(
-            "The note is there and touches nothing else.\nVERDICT: accept\nmissing: none",
-        )],
-    );
-    for n in 1..=WORKSTREAMS {
-        server.set_rule(format!("implementer in workstream {}", id(n)), implementer(n));
-    }
-    server
 }
 
 /// Which agent a request comes from (its first user message) and of which kind (its tools and the first
@@ -214,7 +120,7 @@ fn shares(bodies: &[Value], mut cache: PromptCache) -> (f64, Vec<String>) {
 
 #[test]
 fn from_the_second_agent_on_most_input_is_read_from_the_prompt_cache() {
-    let server = server();
+    let server = notes_run::server(WORKSTREAMS);
     // Sonnet 4.5's minimum cacheable prefix.
     server.model_prompt_cache(1_024);
     let base_url = format!("    base_url: {}", server.base_url());

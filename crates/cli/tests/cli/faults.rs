@@ -75,10 +75,7 @@ fn a_run_survives_its_postgres_connections_being_killed_mid_run() {
         ],
     );
     let store = db.store();
-    let run = wait_for(
-        || store.list_runs().ok()?.first().map(|r| r.id),
-        "the run to start",
-    );
+    let run = crate::support::started_run(&store);
     // Once an agent is at work, every connection of the runner is ended, three times over.
     wait_for(
         || {
@@ -177,10 +174,7 @@ fn a_runner_stopped_past_its_lease_keeps_its_own_live_agents() {
         &[],
     );
     let store = SqliteBlackboard::open(repo.db()).unwrap();
-    let run = wait_for(
-        || store.list_runs().ok()?.first().map(|r| r.id),
-        "the run to start",
-    );
+    let run = crate::support::started_run(&store);
     wait_for(
         || {
             let events = store.events_after(Some(run), 0, 100_000).ok()?;
@@ -404,8 +398,9 @@ mod run_over_http {
     use agency_core::{BriefStatus, Tier};
     use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
     use agency_testkit::{FakeAnthropic, Fault, ModelOutage, Reply};
-    use serde_json::{Value, json};
+    use serde_json::Value;
 
+    use crate::support::notes_run::{self, id};
     use crate::support::{Repo, events, finish, pending_gate, runtime_of, wait_for};
 
     /// Workstreams of the run: their implementers are at work together when the outage begins.
@@ -415,98 +410,10 @@ mod run_over_http {
     /// The sign-off judges' model (T5's `capable` level of the default team.yaml).
     const JUDGE_MODEL: &str = "claude-sonnet-4-5";
 
-    fn id(n: usize) -> String {
-        format!("ws-{n:02}")
-    }
-
-    fn plan() -> Value {
-        let workstreams: Vec<Value> = (1..=WORKSTREAMS)
-            .map(|n| {
-                json!({
-                    "id": id(n),
-                    "name": format!("note-{n:02}"),
-                    "domain": "backend",
-                    "tier_path": ["t4", "t5"],
-                    "parallel_group": "A",
-                    "notes": format!("Write notes/{}.md with one line saying which workstream wrote it.", id(n)),
-                    "variety": {"novelty": 1, "scope": 2, "uncertainty": 2, "risk": 2},
-                    "shallower_path_reason": "one new file",
-                    "contract": {
-                        "done_when": format!("notes/{}.md exists", id(n)),
-                        "verify": "git log -1 --oneline",
-                        "failure_modes": ["another workstream's file is touched"]
-                    }
-                })
-            })
-            .collect();
-        let group: Vec<String> = (1..=WORKSTREAMS).map(id).collect();
-        json!({
-            "status": "done",
-            "summary": "Independent notes.",
-            "output": {
-                "run_id": "00000000-0000-4000-8000-000000000000",
-                "goal_anchor": "(filled in by agency)",
-                "complexity": "low",
-                "retry_budget_multiplier": 1,
-                "workstreams": workstreams,
-                "parallelism": {"groups": {"A": group}, "sequence": ["A"]},
-                "self_critique_summary": "Each note is independent of the others."
-            }
-        })
-    }
-
-    fn implementer(n: usize) -> Vec<Reply> {
-        let path = format!("notes/{}.md", id(n));
-        vec![
-            Reply::tool_use(
-                "submit_teachback",
-                json!({
-                    "building": format!("the file {path}"),
-                    "key_constraints": ["touch no other file"],
-                    "interfaces": ["none"],
-                    "approach": "write the file, then report",
-                    "most_likely_wrong": "the directory may not exist yet",
-                    "least_confident": "nothing else",
-                    "first_action": "write the file"
-                }),
-            ),
-            Reply::tool_use(
-                "write_file",
-                json!({"path": path, "content": format!("Written by {}.\n", id(n))}),
-            ),
-            Reply::tool_use(
-                "report_result",
-                json!({
-                    "status": "done",
-                    "summary": format!("{path} written."),
-                    "evidence": [{"path": path, "quote": format!("Written by {}.", id(n))}]
-                }),
-            ),
-        ]
-    }
-
-    /// The fake server answering the whole run: T1's plan, the teachback reviews, the implementers and the
-    /// sign-off judges.
+    /// The fake server answering the whole run (`notes_run`): T1's plan, the teachback reviews, the
+    /// implementers and the sign-off judges.
     fn server() -> FakeAnthropic {
-        let server =
-            FakeAnthropic::start(vec![Reply::tool_use("report_result", plan())]).expect("fake server");
-        server.set_rule(
-            "## The agent's teachback",
-            vec![Reply::tool_use(
-                "review_teachback",
-                json!({"approved": true, "note": "Matches the brief."}),
-            )],
-        );
-        server.set_rule(
-            "Goal under sign-off:",
-            vec![Reply::text(
-                "The note is there and touches nothing else.\nVERDICT: accept\nmissing: none",
-            )],
-        );
-        for n in 1..=WORKSTREAMS {
-            server.set_rule(format!("implementer in workstream {}", id(n)), implementer(n));
-        }
-        server
+        notes_run::server(WORKSTREAMS)
     }
 
     /// A repository whose team calls `server` with the built-in agent on every tier, and retries a provider
@@ -700,10 +607,7 @@ mod run_over_http {
         let repo = repo(&server, 2);
         let running = repo.spawn(&["run", "Write the notes", "--auto-approve"], &ENV);
         let store = SqliteBlackboard::open(repo.db()).unwrap();
-        let run = wait_for(
-            || store.list_runs().ok()?.first().map(|r| r.id),
-            "the run to start",
-        );
+        let run = crate::support::started_run(&store);
         let gate = wait_for(|| pending_gate(&store, run, GateKind::Pause), "the outage gate");
         // While the provider is down the runner's probes fail, each said, and the gate holds.
         let failed = wait_for(
@@ -830,10 +734,7 @@ mod run_over_http {
         store: &SqliteBlackboard,
     ) -> (crate::support::Running, agency_core::RunId) {
         let running = repo.spawn(&["run", "Write the notes"], &ENV);
-        let run = wait_for(
-            || store.list_runs().ok()?.first().map(|r| r.id),
-            "the run to start",
-        );
+        let run = crate::support::started_run(store);
         wait_for(|| pending_gate(store, run, GateKind::T1Plan), "the plan gate");
         repo.agency(&["approve", &run.short()]).success();
         (running, run)

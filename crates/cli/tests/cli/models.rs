@@ -1,64 +1,37 @@
 //! `agency models check` against a fake OpenAI-compatible server on 127.0.0.1: one row per level and the
 //! judge, exit 0 when all answer, non-zero with the provider's message when one does not.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use agency_testkit::FakeHttp;
+use agency_testkit::http::Response;
 
 use crate::support::Repo;
 
-/// Serves chat completions: model `broken` gets a 404 error body, any other a streamed "ok".
-fn fake_openai() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}/v1", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let mut reader = BufReader::new(stream);
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                let line = line.trim_end().to_ascii_lowercase();
-                if line.is_empty() {
-                    break;
-                }
-                if let Some(value) = line.strip_prefix("content-length:") {
-                    length = value.trim().parse().unwrap();
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
-            let model = request["model"].as_str().unwrap_or("").to_string();
-            let (status, kind, answer) = if model == "broken" {
-                (
-                    "404 Not Found",
-                    "application/json",
-                    r#"{"error":{"message":"The model `broken` does not exist","type":"invalid_request_error","code":"model_not_found"}}"#.to_string(),
-                )
-            } else {
-                let chunk = |delta: &str, finish: &str| {
-                    format!(
-                        "data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"{model}\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
-                    )
-                };
-                let mut sse = chunk(r#"{"role":"assistant","content":"ok"}"#, "null");
-                sse.push_str(&chunk("{}", "\"stop\""));
-                sse.push_str("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1,\"total_tokens\":10}}\n\n");
-                sse.push_str("data: [DONE]\n\n");
-                ("200 OK", "text/event-stream", sse)
-            };
-            let mut stream = reader.into_inner();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
+/// Serves chat completions: model `broken` gets a 404 error body, any other a streamed "ok". Kept alive
+/// by the returned server; the string is the provider's `base_url`.
+fn fake_openai() -> (FakeHttp, String) {
+    let server = FakeHttp::start(|request| {
+        let model = request.body["model"].as_str().unwrap_or("");
+        if model == "broken" {
+            return Response::new(
+                404,
+                "application/json",
+                r#"{"error":{"message":"The model `broken` does not exist","type":"invalid_request_error","code":"model_not_found"}}"#,
             );
         }
-    });
-    base
+        let chunk = |delta: &str, finish: &str| {
+            format!(
+                "data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"{model}\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
+            )
+        };
+        let mut sse = chunk(r#"{"role":"assistant","content":"ok"}"#, "null");
+        sse.push_str(&chunk("{}", "\"stop\""));
+        sse.push_str("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1,\"total_tokens\":10}}\n\n");
+        sse.push_str("data: [DONE]\n\n");
+        Response::sse(sse)
+    })
+    .unwrap();
+    let base = format!("{}/v1", server.base_url());
+    (server, base)
 }
 
 fn team_yaml(base: &str, capable_model: &str) -> String {
@@ -71,7 +44,7 @@ fn team_yaml(base: &str, capable_model: &str) -> String {
 #[test]
 fn every_level_and_the_judge_answer() {
     let repo = Repo::initialised();
-    let base = fake_openai();
+    let (_server, base) = fake_openai();
     std::fs::write(repo.path().join(".agency/team.yaml"), team_yaml(&base, "mid")).unwrap();
     let out = repo.agency(&["models", "check"]).success().stdout();
     let rows: Vec<&str> = out.lines().collect();
@@ -95,7 +68,7 @@ fn every_level_and_the_judge_answer() {
 #[test]
 fn a_model_that_does_not_answer_fails_the_check_with_the_providers_message() {
     let repo = Repo::initialised();
-    let base = fake_openai();
+    let (_server, base) = fake_openai();
     std::fs::write(repo.path().join(".agency/team.yaml"), team_yaml(&base, "broken")).unwrap();
     let run = repo.agency(&["models", "check"]).fails_with(3);
     let out = run.stdout();
@@ -117,7 +90,7 @@ fn a_model_that_does_not_answer_fails_the_check_with_the_providers_message() {
 #[test]
 fn a_missing_key_is_a_row_naming_the_variable() {
     let repo = Repo::initialised();
-    let base = fake_openai();
+    let (_server, base) = fake_openai();
     let yaml = team_yaml(&base, "mid").replace(
         "    base_url:",
         "    api_key_env: AGENCY_TEST_KEY_NEVER_SET\n    base_url:",

@@ -248,10 +248,7 @@ fn a_worker_process_runs_agents_for_a_run_another_process_drives() {
         &["run", CALCULATOR_GOAL, "--script", ".agency/script.yaml"],
     );
     let store = db.store();
-    let run = wait_for(
-        || store.list_runs().unwrap().first().map(|r| r.id),
-        "the run to start",
-    );
+    let run = crate::support::started_run(&store);
     wait_for(
         || (!store.pending_gates(Some(run)).unwrap().is_empty()).then_some(()),
         "the plan gate",

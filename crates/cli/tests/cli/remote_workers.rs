@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -18,9 +18,10 @@ use agency_core::event::EventKind;
 use agency_core::gate::GateStatus;
 use agency_core::{BriefStatus, Tier};
 use agency_store::{Blackboard, RunStatus};
+use agency_testkit::git::{bare_remote, pre_receive_hook};
 
 use crate::postgres::{Database, SCRIPT, calculator, no_database, spawn};
-use crate::support::{CALCULATOR_GOAL, Repo, Running, finish, wait_for};
+use crate::support::{CALCULATOR_GOAL, Repo, Running, finish, started_run, wait_for};
 
 /// The medium script with a third slice (fix-neg) and every implementer working for `seconds` before it
 /// edits (fix-add after its teachback, which must come first), so a worker can be killed mid-brief and the
@@ -87,6 +88,15 @@ fn git_in(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// A bare repository `<name>.git` in `machines` standing in for a shared git remote, added to `repo` as
+/// remote `name` with its `main` pushed there.
+fn shared_remote(repo: &Repo, machines: &Path, name: &str) -> PathBuf {
+    let bare = bare_remote(machines.join(format!("{name}.git"))).unwrap();
+    repo.git(&["remote", "add", name, bare.to_str().unwrap()]);
+    repo.git(&["push", "--quiet", name, "HEAD:refs/heads/main"]);
+    bare
+}
+
 /// What a run changed: the diff from its base to its integration branch, in `git_dir`.
 fn change_of(git_dir: &Path, base: &str, run8: &str) -> String {
     git_in(
@@ -117,20 +127,7 @@ fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mi
 
     // The remote: a bare repository the driver pushes its base to.
     let machines = tempfile::tempdir().unwrap();
-    let remote = machines.path().join("remote.git");
-    git_in(
-        machines.path(),
-        &[
-            "init",
-            "--quiet",
-            "--bare",
-            "--initial-branch",
-            "main",
-            remote.to_str().unwrap(),
-        ],
-    );
-    driver_repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
-    driver_repo.git(&["push", "--quiet", "origin", "HEAD:refs/heads/main"]);
+    let remote = shared_remote(&driver_repo, machines.path(), "origin");
 
     // A remote the repository does not have is refused before anything starts.
     let refused = driver_repo.agency(&[
@@ -167,10 +164,7 @@ fn workers_with_their_own_clones_finish_a_run_through_a_git_remote_one_killed_mi
             "origin",
         ],
     );
-    let run = wait_for(
-        || store.list_runs().unwrap().first().map(|r| r.id),
-        "the run to start",
-    );
+    let run = started_run(&store);
     let run8 = run.short();
     wait_for(
         || (!store.pending_gates(Some(run)).unwrap().is_empty()).then_some(()),
@@ -413,29 +407,14 @@ fn a_slice_the_remote_refuses_fails_its_brief_with_gits_reason() {
     let script_path = driver_repo.path().join(".agency").join("script.yaml");
     let script_arg = script_path.to_str().unwrap();
     let machines = tempfile::tempdir().unwrap();
-    let remote = machines.path().join("remote.git");
-    git_in(
-        machines.path(),
-        &[
-            "init",
-            "--quiet",
-            "--bare",
-            "--initial-branch",
-            "main",
-            remote.to_str().unwrap(),
-        ],
-    );
+    let remote = shared_remote(&driver_repo, machines.path(), "origin");
     // The remote takes the driver's branches and refuses every slice branch, as a protected remote would.
-    let hook = remote.join("hooks").join("pre-receive");
-    std::fs::write(
-        &hook,
+    pre_receive_hook(
+        &remote,
         "#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in\n    refs/heads/main|*/integration|*/work) ;;\n    \
          *) echo \"slice branches are not accepted here: $ref\" >&2; exit 1 ;;\n  esac\ndone\n",
     )
     .unwrap();
-    Command::new("chmod").arg("755").arg(&hook).status().unwrap();
-    driver_repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
-    driver_repo.git(&["push", "--quiet", "origin", "HEAD:refs/heads/main"]);
 
     let driver = spawn(
         &driver_repo,
@@ -451,10 +430,7 @@ fn a_slice_the_remote_refuses_fails_its_brief_with_gits_reason() {
         ],
     );
     let store = db.store();
-    let run = wait_for(
-        || store.list_runs().unwrap().first().map(|r| r.id),
-        "the run to start",
-    );
+    let run = started_run(&store);
     let refused = wait_for(
         || {
             store
@@ -528,10 +504,7 @@ fn briefs_go_only_to_workers_that_offer_what_they_need_and_an_unplaced_one_is_an
         &["run", CALCULATOR_GOAL, "--script", script, "--auto-approve"],
     );
     let store = db.store();
-    let run = wait_for(
-        || store.list_runs().unwrap().first().map(|r| r.id),
-        "the run to start",
-    );
+    let run = started_run(&store);
     let run8 = run.short();
     // A scripted run's agents all run on the built-in runtime: a worker for claude-code has nothing to take.
     let idle = repo.agency(&[
@@ -704,20 +677,7 @@ fn a_resumed_run_shares_its_branches_through_the_remote_it_started_with() {
     let script = ".agency/script.yaml";
     let machines = tempfile::tempdir().unwrap();
     for name in ["origin", "mirror"] {
-        let bare = machines.path().join(format!("{name}.git"));
-        git_in(
-            machines.path(),
-            &[
-                "init",
-                "--quiet",
-                "--bare",
-                "--initial-branch",
-                "main",
-                bare.to_str().unwrap(),
-            ],
-        );
-        repo.git(&["remote", "add", name, bare.to_str().unwrap()]);
-        repo.git(&["push", "--quiet", name, "HEAD:refs/heads/main"]);
+        shared_remote(&repo, machines.path(), name);
     }
     let store = db.store();
     // Started with --remote origin, the driver waits at the plan gate and is killed there.
@@ -726,10 +686,7 @@ fn a_resumed_run_shares_its_branches_through_the_remote_it_started_with() {
         &db,
         &["run", CALCULATOR_GOAL, "--script", script, "--remote", "origin"],
     );
-    let run = wait_for(
-        || store.list_runs().unwrap().first().map(|r| r.id),
-        "the run to start",
-    );
+    let run = started_run(&store);
     let run8 = run.short();
     wait_for(
         || (!store.pending_gates(Some(run)).unwrap().is_empty()).then_some(()),

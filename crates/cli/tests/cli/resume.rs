@@ -9,7 +9,7 @@ use agency_core::event::EventKind;
 use agency_core::{BriefId, Event, Tier};
 use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
 
-use crate::support::{CALCULATOR_GOAL, Repo, events, wait_for};
+use crate::support::{CALCULATOR_GOAL, Repo, events, started_run};
 
 /// The medium-profile script of the engine's end-to-end tests: T1 → T3 → two T4s → T5s → accept.
 const SCRIPT: &str = include_str!("../../../engine/tests/scripts/medium.yaml");
@@ -35,10 +35,7 @@ fn a_run_killed_mid_run_resumes_and_completes_without_double_spawns() {
     // Kill it the moment the first implementer is spawned: the plan and the squad lead are recorded, the
     // T4s are in flight or just done.
     let store = SqliteBlackboard::open(repo.db()).unwrap();
-    let run = wait_for(
-        || store.list_runs().unwrap().first().map(|r| r.id),
-        "the run to start",
-    );
+    let run = started_run(&store);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let t4_spawned = events(&store, run)

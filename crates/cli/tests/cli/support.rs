@@ -343,6 +343,14 @@ pub fn finish(mut running: Running, limit: Duration) -> (Option<i32>, String) {
     (output.status.code(), text)
 }
 
+/// The newest run on `store`, once the runner a test started has created it.
+pub fn started_run(store: &dyn Blackboard) -> RunId {
+    wait_for(
+        || store.list_runs().ok()?.first().map(|r| r.id),
+        "the run to start",
+    )
+}
+
 /// The newest run on `store` once it waits at its plan gate (a runner started without `--auto-approve`).
 pub fn run_at_plan_gate(store: &dyn Blackboard) -> RunId {
     wait_for(
@@ -481,5 +489,113 @@ pub fn assert_pact_alert(payload: &serde_json::Value, source: &str) {
             payload[field].as_str().is_some_and(|v| !v.trim().is_empty()),
             "{field} is empty: {payload}"
         );
+    }
+}
+
+/// A run of independent workstreams, each writing one note (`notes/ws-NN.md`) on the built-in agent over
+/// HTTP, scripted on the fake Anthropic server: the set-up of the runs that test what the model's
+/// provider does to a run (`faults`) and what it costs (`cache_share`). Point a demo repository's team at
+/// [`notes_run::server`] with [`runtime_of`] `builtin` for T4 and T5.
+pub mod notes_run {
+    use agency_testkit::{FakeAnthropic, Reply};
+    use serde_json::{Value, json};
+
+    /// Workstream `n`'s id, `ws-01` for 1.
+    pub fn id(n: usize) -> String {
+        format!("ws-{n:02}")
+    }
+
+    /// T1's plan: `count` independent T4 → T5 workstreams in one parallel group.
+    pub fn plan(count: usize) -> Value {
+        let workstreams: Vec<Value> = (1..=count)
+            .map(|n| {
+                json!({
+                    "id": id(n),
+                    "name": format!("note-{n:02}"),
+                    "domain": "backend",
+                    "tier_path": ["t4", "t5"],
+                    "parallel_group": "A",
+                    "notes": format!("Write notes/{}.md with one line saying which workstream wrote it.", id(n)),
+                    "variety": {"novelty": 1, "scope": 2, "uncertainty": 2, "risk": 2},
+                    "shallower_path_reason": "one new file",
+                    "contract": {
+                        "done_when": format!("notes/{}.md exists", id(n)),
+                        // The judge checks the file; a verify command naming it would be refused (a file it reads
+                        // must not be changed without may_edit).
+                        "verify": "git log -1 --oneline",
+                        "failure_modes": ["another workstream's file is touched"]
+                    }
+                })
+            })
+            .collect();
+        let group: Vec<String> = (1..=count).map(id).collect();
+        json!({
+            "status": "done",
+            "summary": "Independent notes.",
+            "output": {
+                "run_id": "00000000-0000-4000-8000-000000000000",
+                "goal_anchor": "(filled in by agency)",
+                "complexity": "low",
+                "retry_budget_multiplier": 1,
+                "workstreams": workstreams,
+                "parallelism": {"groups": {"A": group}, "sequence": ["A"]},
+                "self_critique_summary": "Each note is independent of the others."
+            }
+        })
+    }
+
+    /// Workstream `n`'s implementer: its teachback, the note written, its report.
+    pub fn implementer(n: usize) -> Vec<Reply> {
+        let path = format!("notes/{}.md", id(n));
+        vec![
+            Reply::tool_use(
+                "submit_teachback",
+                json!({
+                    "building": format!("the file {path}"),
+                    "key_constraints": ["touch no other file"],
+                    "interfaces": ["none"],
+                    "approach": "write the file, then report",
+                    "most_likely_wrong": "the directory may not exist yet",
+                    "least_confident": "nothing else",
+                    "first_action": "write the file"
+                }),
+            ),
+            Reply::tool_use(
+                "write_file",
+                json!({"path": path, "content": format!("Written by {}.\n", id(n))}),
+            ),
+            Reply::tool_use(
+                "report_result",
+                json!({
+                    "status": "done",
+                    "summary": format!("{path} written."),
+                    "evidence": [{"path": path, "quote": format!("Written by {}.", id(n))}]
+                }),
+            ),
+        ]
+    }
+
+    /// The fake server answering the whole run: T1's plan, approving teachback reviews, the
+    /// implementers and accepting sign-off judges.
+    pub fn server(count: usize) -> FakeAnthropic {
+        let server =
+            FakeAnthropic::start(vec![Reply::tool_use("report_result", plan(count))]).expect("fake server");
+        server.set_rule(
+            "## The agent's teachback",
+            vec![Reply::tool_use(
+                "review_teachback",
+                json!({"approved": true, "note": "Matches the brief."}),
+            )],
+        );
+        server.set_rule(
+            "Goal under sign-off:",
+            vec![Reply::text(
+                "The note is there and touches nothing else.\nVERDICT: accept\nmissing: none",
+            )],
+        );
+        for n in 1..=count {
+            server.set_rule(format!("implementer in workstream {}", id(n)), implementer(n));
+        }
+        server
     }
 }

@@ -12,7 +12,7 @@ use crate::support::{FakeServer, Reply, call, json_response, named, recording_po
 
 fn client(server: &FakeServer) -> AnthropicClient {
     let mut config = AnthropicConfig::new("claude-test", ApiKey::new("sk-ant-test"));
-    config.base_url = server.url.clone();
+    config.base_url = server.base_url();
     config.timeouts = Timeouts {
         connect: Duration::from_secs(2),
         read: Duration::from_secs(5),
@@ -154,7 +154,7 @@ fn interleaved_tool_stream() -> Vec<String> {
 
 #[tokio::test]
 async fn streams_interleaved_thinking_text_and_tool_calls_with_usage() {
-    let server = FakeServer::start(vec![Reply::Bytes(sse(&interleaved_tool_stream()))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(sse(&interleaved_tool_stream()))]).unwrap();
     let (result, events) = call(&client(&server), &request()).await;
     let response = result.unwrap();
     assert_eq!(
@@ -223,7 +223,7 @@ async fn streams_interleaved_thinking_text_and_tool_calls_with_usage() {
     assert_eq!(seen[0].header("x-api-key"), Some("sk-ant-test"));
     assert_eq!(seen[0].header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(seen[0].header("content-type"), Some("application/json"));
-    let body = seen[0].json();
+    let body = seen[0].body.clone();
     assert_eq!(body["model"], "claude-test");
     assert_eq!(body["stream"], true);
     assert_eq!(body["tools"][1]["cache_control"], json!({"type": "ephemeral"}));
@@ -231,7 +231,7 @@ async fn streams_interleaved_thinking_text_and_tool_calls_with_usage() {
 
 #[tokio::test]
 async fn mid_conversation_system_messages_reach_the_server_as_user_text() {
-    let server = FakeServer::start(vec![Reply::Bytes(sse(&text_reply("ok")))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(sse(&text_reply("ok")))]).unwrap();
     let mut request = request();
     request.messages = vec![
         Message::user("go"),
@@ -246,7 +246,7 @@ async fn mid_conversation_system_messages_reach_the_server_as_user_text() {
     ];
     let (result, _) = call(&client(&server), &request).await;
     assert_eq!(result.unwrap().text(), "ok");
-    let body = server.requests()[0].json();
+    let body = server.requests()[0].body.clone();
     let roles: Vec<&str> = body["messages"]
         .as_array()
         .unwrap()
@@ -268,11 +268,11 @@ async fn mid_conversation_system_messages_reach_the_server_as_user_text() {
 
 #[tokio::test]
 async fn two_turns_of_one_brief_share_a_byte_identical_prefix() {
-    let server = FakeServer::start(vec![
+    let server = FakeServer::canned(vec![
         Reply::Bytes(sse(&text_reply("first"))),
         Reply::Bytes(sse(&text_reply("second"))),
     ])
-    .await;
+    .unwrap();
     let client = client(&server);
     let mut request = request();
     let (first, _) = call(&client, &request).await;
@@ -282,7 +282,7 @@ async fn two_turns_of_one_brief_share_a_byte_identical_prefix() {
     assert_eq!(second.unwrap().text(), "second");
 
     let seen = server.requests();
-    let (a, b) = (&seen[0].body, &seen[1].body);
+    let (a, b) = (&seen[0].raw_body, &seen[1].raw_body);
     let marker = b"\"messages\":[";
     let cut = a.windows(marker.len()).position(|w| w == marker).unwrap() + marker.len();
     assert!(cut > 300, "the stable prefix holds tools and system");
@@ -304,7 +304,7 @@ async fn two_turns_of_one_brief_share_a_byte_identical_prefix() {
     let (ma, mb) = (strip(a), strip(b));
     assert_eq!(ma[..], mb[..ma.len()]);
     assert_eq!(
-        seen[1].json()["messages"][2]["content"][0]["cache_control"],
+        seen[1].body["messages"][2]["content"][0]["cache_control"],
         json!({"type": "ephemeral"})
     );
 }
@@ -313,7 +313,7 @@ async fn two_turns_of_one_brief_share_a_byte_identical_prefix() {
 async fn an_error_body_is_typed_and_a_400_is_not_retried() {
     let body =
         r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 999999 > 64000"}}"#;
-    let server = FakeServer::start(vec![Reply::Bytes(json_response(400, &[], body))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(json_response(400, &[], body))]).unwrap();
     let (policy, slept) = recording_policy(5);
     let provider = Retrying::new(client(&server), policy);
     let (result, events) = call(&provider, &request()).await;
@@ -332,7 +332,7 @@ async fn an_error_body_is_typed_and_a_400_is_not_retried() {
 #[tokio::test]
 async fn a_401_is_reported_with_the_providers_message_and_not_retried() {
     let body = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
-    let server = FakeServer::start(vec![Reply::Bytes(json_response(401, &[], body))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(json_response(401, &[], body))]).unwrap();
     let provider = Retrying::new(client(&server), recording_policy(5).0);
     let (result, _) = call(&provider, &request()).await;
     let err = result.unwrap_err();
@@ -350,7 +350,7 @@ async fn a_401_is_reported_with_the_providers_message_and_not_retried() {
 #[tokio::test]
 async fn a_429_with_retry_after_is_retried_after_that_delay() {
     let limited = r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
-    let server = FakeServer::start(vec![
+    let server = FakeServer::canned(vec![
         Reply::Bytes(json_response(429, &[("retry-after", "3")], limited)),
         Reply::Bytes(json_response(
             529,
@@ -359,7 +359,7 @@ async fn a_429_with_retry_after_is_retried_after_that_delay() {
         )),
         Reply::Bytes(sse(&text_reply("finally"))),
     ])
-    .await;
+    .unwrap();
     let (policy, slept) = recording_policy(5);
     let provider = Retrying::new(client(&server), policy);
     let (result, events) = call(&provider, &request()).await;
@@ -379,12 +379,12 @@ async fn a_429_with_retry_after_is_retried_after_that_delay() {
 
 #[tokio::test]
 async fn retries_are_bounded() {
-    let server = FakeServer::start(vec![Reply::Bytes(json_response(
+    let server = FakeServer::canned(vec![Reply::Bytes(json_response(
         500,
         &[],
         r#"{"type":"error","error":{"type":"api_error","message":"boom"}}"#,
     ))])
-    .await;
+    .unwrap();
     let provider = Retrying::new(client(&server), recording_policy(3).0);
     let (result, _) = call(&provider, &request()).await;
     assert!(matches!(
@@ -397,7 +397,7 @@ async fn retries_are_bounded() {
 #[tokio::test]
 async fn a_connection_dropped_mid_stream_is_reported_not_hung_and_not_repeated() {
     let events = interleaved_tool_stream();
-    let server = FakeServer::start(vec![Reply::Bytes(sse_cut(&events, 10))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(sse_cut(&events, 10))]).unwrap();
     let provider = Retrying::new(client(&server), recording_policy(5).0);
     let (result, streamed) = call(&provider, &request()).await;
     assert!(matches!(result.unwrap_err(), LlmError::StreamDropped(_)));
@@ -417,16 +417,16 @@ async fn an_error_event_inside_the_stream_is_typed() {
         "error",
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
     ));
-    let server = FakeServer::start(vec![Reply::Bytes(sse(&events))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(sse(&events))]).unwrap();
     let (result, _) = call(&client(&server), &request()).await;
     assert!(matches!(result.unwrap_err(), LlmError::Overloaded { .. }));
 }
 
 #[tokio::test]
 async fn a_silent_stream_times_out() {
-    let server = FakeServer::start(vec![Reply::Stall(sse_cut(&text_reply("x"), 2))]).await;
+    let server = FakeServer::canned(vec![Reply::Stall(sse_cut(&text_reply("x"), 2))]).unwrap();
     let mut config = AnthropicConfig::new("claude-test", ApiKey::new("k"));
-    config.base_url = server.url.clone();
+    config.base_url = server.base_url();
     config.timeouts = Timeouts {
         connect: Duration::from_secs(2),
         read: Duration::from_millis(300),
@@ -438,7 +438,7 @@ async fn a_silent_stream_times_out() {
 
 #[tokio::test]
 async fn cancelling_aborts_an_in_flight_call() {
-    let server = FakeServer::start(vec![Reply::Stall(sse_cut(&text_reply("x"), 3))]).await;
+    let server = FakeServer::canned(vec![Reply::Stall(sse_cut(&text_reply("x"), 3))]).unwrap();
     let client = client(&server);
     let cancel = CancelToken::new();
     let trigger = cancel.child();
@@ -474,7 +474,8 @@ async fn a_non_streamed_json_message_is_accepted() {
             {"type": "tool_use", "id": "toolu_7", "name": "Write", "input": {"path": "a.txt"}}],
         "stop_reason": "tool_use", "stop_sequence": null,
         "usage": {"input_tokens": 5, "output_tokens": 9, "cache_read_input_tokens": 50}});
-    let server = FakeServer::start(vec![Reply::Bytes(json_response(200, &[], &message.to_string()))]).await;
+    let server =
+        FakeServer::canned(vec![Reply::Bytes(json_response(200, &[], &message.to_string()))]).unwrap();
     let (result, events) = call(&client(&server), &request()).await;
     let response = result.unwrap();
     assert_eq!(

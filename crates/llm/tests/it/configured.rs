@@ -51,11 +51,12 @@ fn request() -> Request {
 
 #[tokio::test]
 async fn levels_from_team_yaml_reach_their_servers_with_keys_from_the_environment() {
-    let anthropic = FakeServer::start(vec![Reply::Bytes(sse(&anthropic_text("from anthropic")))]).await;
-    let local = FakeServer::start(vec![Reply::Bytes(sse(&openai_text("from local")))]).await;
+    let anthropic = FakeServer::canned(vec![Reply::Bytes(sse(&anthropic_text("from anthropic")))]).unwrap();
+    let local = FakeServer::canned(vec![Reply::Bytes(sse(&openai_text("from local")))]).unwrap();
     let yaml = format!(
         "providers:\n  claude: {{kind: anthropic, base_url: '{}', api_key_env: TEAM_CLAUDE_KEY}}\n  local: {{kind: openai, base_url: '{}/v1'}}\nmodels:\n  reasoning-heavy: {{provider: claude, model: claude-x}}\n  capable: {{provider: claude, model: claude-y}}\n  fast-cheap: {{provider: local, model: tiny}}\n",
-        anthropic.url, local.url
+        anthropic.base_url(),
+        local.base_url()
     );
     let config = parse_team_config(&yaml, "team.yaml").unwrap();
     let env = |var: &str| (var == "TEAM_CLAUDE_KEY").then(|| "sk-from-env".to_owned());
@@ -66,13 +67,13 @@ async fn levels_from_team_yaml_reach_their_servers_with_keys_from_the_environmen
     assert_eq!(result.unwrap().text(), "from anthropic");
     let seen = anthropic.requests();
     assert_eq!(seen[0].header("x-api-key"), Some("sk-from-env"));
-    assert_eq!(seen[0].json()["model"], "claude-y");
+    assert_eq!(seen[0].body["model"], "claude-y");
 
     let fast = models.level(CapabilityLevel::FastCheap).unwrap();
     let (result, _) = call(fast.provider.as_ref(), &request()).await;
     assert_eq!(result.unwrap().text(), "from local");
     assert_eq!(local.requests()[0].header("authorization"), None);
-    assert_eq!(local.requests()[0].json()["max_tokens"], 64);
+    assert_eq!(local.requests()[0].body["max_tokens"], 64);
 
     let missing = ModelSet::from_config(&config, &|_| None, RetryPolicy::default()).unwrap_err();
     assert_eq!(
@@ -96,10 +97,10 @@ impl UsageSink for Exhausted {
 
 #[tokio::test]
 async fn a_call_over_budget_never_reaches_the_server() {
-    let server = FakeServer::start(vec![Reply::Bytes(sse(&anthropic_text("unreachable")))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(sse(&anthropic_text("unreachable")))]).unwrap();
     let yaml = format!(
         "providers:\n  anthropic: {{kind: anthropic, base_url: '{}'}}\nbudgets:\n  brief: {{tokens: 50}}\n",
-        server.url
+        server.base_url()
     );
     let config = parse_team_config(&yaml, "team.yaml").unwrap();
     let env = |_: &str| Some("k".to_owned());

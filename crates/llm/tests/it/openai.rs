@@ -12,7 +12,7 @@ use crate::support::{FakeServer, Reply, call, data, json_response, recording_pol
 
 fn client(server: &FakeServer, key: Option<&str>) -> OpenAiClient {
     let mut config = OpenAiConfig::new(
-        format!("{}/v1", server.url),
+        format!("{}/v1", server.base_url()),
         "qwen2.5-coder",
         key.map(ApiKey::new),
     );
@@ -93,7 +93,7 @@ fn text_stream(text: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn assembles_index_keyed_tool_call_deltas_and_the_final_usage_chunk() {
-    let server = FakeServer::start(vec![Reply::Bytes(sse(&tool_call_stream()))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(sse(&tool_call_stream()))]).unwrap();
     let (result, events) = call(&client(&server, Some("sk-test")), &request()).await;
     let response = result.unwrap();
     assert_eq!(
@@ -138,7 +138,7 @@ async fn assembles_index_keyed_tool_call_deltas_and_the_final_usage_chunk() {
     let seen = server.requests();
     assert_eq!(seen[0].path, "/v1/chat/completions");
     assert_eq!(seen[0].header("authorization"), Some("Bearer sk-test"));
-    let body = seen[0].json();
+    let body = seen[0].body.clone();
     assert_eq!(body["stream"], true);
     assert_eq!(body["stream_options"], json!({"include_usage": true}));
     assert_eq!(body["model"], "qwen2.5-coder");
@@ -151,7 +151,7 @@ async fn assembles_index_keyed_tool_call_deltas_and_the_final_usage_chunk() {
 
 #[tokio::test]
 async fn local_servers_need_no_key_and_get_mid_conversation_system_messages() {
-    let server = FakeServer::start(vec![Reply::Bytes(sse(&text_stream("ok")))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(sse(&text_stream("ok")))]).unwrap();
     let mut request = request();
     request.messages.push(Message::assistant(vec![Block::ToolUse {
         id: "call_1".into(),
@@ -179,7 +179,7 @@ async fn local_servers_need_no_key_and_get_mid_conversation_system_messages() {
     );
     let seen = &server.requests()[0];
     assert_eq!(seen.header("authorization"), None);
-    let roles: Vec<String> = seen.json()["messages"]
+    let roles: Vec<String> = seen.body["messages"]
         .as_array()
         .unwrap()
         .iter()
@@ -191,7 +191,7 @@ async fn local_servers_need_no_key_and_get_mid_conversation_system_messages() {
 #[tokio::test]
 async fn an_error_body_is_typed_and_not_retried() {
     let body = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#;
-    let server = FakeServer::start(vec![Reply::Bytes(json_response(401, &[], body))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(json_response(401, &[], body))]).unwrap();
     let provider = Retrying::new(client(&server, Some("bad")), recording_policy(4).0);
     let (result, _) = call(&provider, &request()).await;
     assert_eq!(
@@ -206,7 +206,7 @@ async fn an_error_body_is_typed_and_not_retried() {
 
 #[tokio::test]
 async fn a_429_then_a_503_then_success() {
-    let server = FakeServer::start(vec![
+    let server = FakeServer::canned(vec![
         Reply::Bytes(json_response(
             429,
             &[("retry-after-ms", "250")],
@@ -215,7 +215,7 @@ async fn a_429_then_a_503_then_success() {
         Reply::Bytes(json_response(503, &[], "upstream unavailable")),
         Reply::Bytes(sse(&text_stream("ok"))),
     ])
-    .await;
+    .unwrap();
     let (policy, slept) = recording_policy(4);
     let provider = Retrying::new(client(&server, Some("k")), policy);
     let (result, _) = call(&provider, &request()).await;
@@ -226,7 +226,7 @@ async fn a_429_then_a_503_then_success() {
 
 #[tokio::test]
 async fn a_stream_dropped_before_the_finish_reason_is_reported() {
-    let server = FakeServer::start(vec![Reply::Bytes(sse_cut(&tool_call_stream(), 6))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(sse_cut(&tool_call_stream(), 6))]).unwrap();
     let (result, _) = call(&client(&server, None), &request()).await;
     assert!(matches!(result.unwrap_err(), LlmError::StreamDropped(_)));
 }
@@ -237,7 +237,7 @@ async fn an_error_chunk_inside_the_stream_is_typed() {
         chunk(json!({"content": "par"}), None),
         data(json!({"error": {"message": "rate limited upstream", "type": "rate_limit_exceeded"}})),
     ];
-    let server = FakeServer::start(vec![Reply::Bytes(sse(&events))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(sse(&events))]).unwrap();
     let (result, _) = call(&client(&server, None), &request()).await;
     assert!(matches!(result.unwrap_err(), LlmError::RateLimited { .. }));
 }
@@ -256,7 +256,7 @@ async fn tool_calls_without_index_and_with_stop_are_still_tool_use() {
         ),
         chunk(json!({}), Some("stop")),
     ];
-    let server = FakeServer::start(vec![Reply::Bytes(sse(&events))]).await;
+    let server = FakeServer::canned(vec![Reply::Bytes(sse(&events))]).unwrap();
     let (result, _) = call(&client(&server, None), &request()).await;
     let response = result.unwrap();
     assert_eq!(response.stop_reason, StopReason::ToolUse);
@@ -266,11 +266,11 @@ async fn tool_calls_without_index_and_with_stop_are_still_tool_use() {
 
 #[tokio::test]
 async fn two_turns_share_a_byte_identical_prefix() {
-    let server = FakeServer::start(vec![
+    let server = FakeServer::canned(vec![
         Reply::Bytes(sse(&text_stream("one"))),
         Reply::Bytes(sse(&text_stream("two"))),
     ])
-    .await;
+    .unwrap();
     let client = client(&server, None);
     let mut request = request();
     let (first, _) = call(&client, &request).await;
@@ -278,7 +278,7 @@ async fn two_turns_share_a_byte_identical_prefix() {
     request.messages.push(Message::user("next"));
     call(&client, &request).await.0.unwrap();
     let seen = server.requests();
-    let (a, b) = (&seen[0].body, &seen[1].body);
+    let (a, b) = (&seen[0].raw_body, &seen[1].raw_body);
     // Everything but the closing `]}` of the first body is a prefix of the second.
     assert_eq!(
         String::from_utf8_lossy(&a[..a.len() - 2]),
@@ -293,12 +293,12 @@ async fn a_non_streamed_chat_completion_is_accepted() {
             "tool_calls": [{"id": "call_x", "type": "function",
                 "function": {"name": "write_file", "arguments": "{\"path\":\"z\"}"}}]}}],
         "usage": {"prompt_tokens": 40, "completion_tokens": 8, "total_tokens": 48}});
-    let server = FakeServer::start(vec![Reply::Bytes(json_response(
+    let server = FakeServer::canned(vec![Reply::Bytes(json_response(
         200,
         &[],
         &completion.to_string(),
     ))])
-    .await;
+    .unwrap();
     let (result, _) = call(&client(&server, None), &request()).await;
     let response = result.unwrap();
     assert_eq!(
@@ -322,11 +322,11 @@ async fn a_non_streamed_chat_completion_is_accepted() {
 
 #[tokio::test]
 async fn a_stream_dropped_before_anything_arrived_is_retried() {
-    let server = FakeServer::start(vec![
+    let server = FakeServer::canned(vec![
         Reply::Bytes(sse_cut(&tool_call_stream(), 0)),
         Reply::Bytes(sse(&text_stream("second try"))),
     ])
-    .await;
+    .unwrap();
     let provider = Retrying::new(client(&server, None), recording_policy(3).0);
     let (result, events) = call(&provider, &request()).await;
     assert_eq!(result.unwrap().text(), "second try");

@@ -8,20 +8,6 @@ use agency_core::placement::{LabelNeed, Offer};
 
 use super::*;
 
-fn offer(tiers: Option<&[Tier]>, labels: &[&str]) -> Offer {
-    Offer {
-        tiers: tiers.map(|t| t.iter().copied().collect()),
-        labels: labels.iter().map(|l| (*l).to_string()).collect(),
-    }
-}
-
-fn need(workstream: &str, label: &str) -> LabelNeed {
-    LabelNeed {
-        workstream: workstream.into(),
-        label: label.into(),
-    }
-}
-
 /// The titles `offer` claims of `run`, all it may take.
 fn claim_titles(bb: &dyn Blackboard, run: RunId, claimer: &str, offer: &Offer) -> BTreeSet<String> {
     bb.claim_offered(Some(run), claimer, DEFAULT_CLAIM_LEASE, 100, offer)
@@ -55,11 +41,14 @@ pub fn claims_take_only_briefs_their_offer_may_take(factory: Factory<'_>) {
     brief(run, "web-t5", Tier::T5, "ws-web");
     // Another run's ws-ml needs nothing.
     brief(other, "other-ml", Tier::T4, "ws-ml");
-    bb.set_label_needs(run, &[need("ws-ml", "gpu"), need("ws-ml", "linux")])
-        .unwrap();
+    bb.set_label_needs(
+        run,
+        &[LabelNeed::new("ws-ml", "gpu"), LabelNeed::new("ws-ml", "linux")],
+    )
+    .unwrap();
     assert_eq!(
         bb.label_needs(run).unwrap(),
-        [need("ws-ml", "gpu"), need("ws-ml", "linux")]
+        [LabelNeed::new("ws-ml", "gpu"), LabelNeed::new("ws-ml", "linux")]
     );
     assert!(bb.label_needs(other).unwrap().is_empty());
 
@@ -85,7 +74,7 @@ pub fn claims_take_only_briefs_their_offer_may_take(factory: Factory<'_>) {
     }
     // One of the two labels is not enough; more labels than needed are fine; tiers narrow it.
     assert_eq!(
-        claim_titles(bb.as_ref(), run, "half", &offer(Some(&[Tier::T4]), &["gpu"])),
+        claim_titles(bb.as_ref(), run, "half", &Offer::new(Some(&[Tier::T4]), &["gpu"])),
         titles(&["web-t4"])
     );
     assert_eq!(
@@ -93,16 +82,21 @@ pub fn claims_take_only_briefs_their_offer_may_take(factory: Factory<'_>) {
             bb.as_ref(),
             run,
             "gpu-t5",
-            &offer(Some(&[Tier::T5]), &["gpu", "linux", "big-tests"])
+            &Offer::new(Some(&[Tier::T5]), &["gpu", "linux", "big-tests"])
         ),
         titles(&["ml-t5", "web-t5"])
     );
     assert_eq!(
-        claim_titles(bb.as_ref(), run, "no-tier", &offer(Some(&[]), &["gpu", "linux"])),
+        claim_titles(
+            bb.as_ref(),
+            run,
+            "no-tier",
+            &Offer::new(Some(&[]), &["gpu", "linux"])
+        ),
         titles(&[])
     );
     assert_eq!(
-        claim_titles(bb.as_ref(), run, "gpu-any", &offer(None, &["gpu", "linux"])),
+        claim_titles(bb.as_ref(), run, "gpu-any", &Offer::new(None, &["gpu", "linux"])),
         titles(&["ml-t4"])
     );
     // The other run's ws-ml needs nothing of anyone.
@@ -113,14 +107,15 @@ pub fn claims_take_only_briefs_their_offer_may_take(factory: Factory<'_>) {
 
     // `*` stands for every workstream of the run; replacing the needs replaces them all.
     brief(run, "web-late", Tier::T4, "ws-web");
-    bb.set_label_needs(run, &[need("*", "big-tests")]).unwrap();
-    assert_eq!(bb.label_needs(run).unwrap(), [need("*", "big-tests")]);
+    bb.set_label_needs(run, &[LabelNeed::new("*", "big-tests")])
+        .unwrap();
+    assert_eq!(bb.label_needs(run).unwrap(), [LabelNeed::new("*", "big-tests")]);
     assert_eq!(
-        claim_titles(bb.as_ref(), run, "gpu", &offer(None, &["gpu", "linux"])),
+        claim_titles(bb.as_ref(), run, "gpu", &Offer::new(None, &["gpu", "linux"])),
         titles(&[])
     );
     assert_eq!(
-        claim_titles(bb.as_ref(), run, "big", &offer(None, &["big-tests"])),
+        claim_titles(bb.as_ref(), run, "big", &Offer::new(None, &["big-tests"])),
         titles(&["web-late"])
     );
 }
@@ -131,24 +126,24 @@ pub fn placement_labels_are_checked(factory: Factory<'_>) {
     let fx = factory();
     let bb = fx.handle();
     let run = new_run(bb.as_ref());
-    bb.set_label_needs(run, &[need("ws-a", "gpu")]).unwrap();
+    bb.set_label_needs(run, &[LabelNeed::new("ws-a", "gpu")]).unwrap();
     for bad in ["", "has space", "semi;colon", &"x".repeat(65)] {
         assert!(
             matches!(
-                bb.set_label_needs(run, &[need("ws-a", "ok"), need("ws-a", bad)]),
+                bb.set_label_needs(run, &[LabelNeed::new("ws-a", "ok"), LabelNeed::new("ws-a", bad)]),
                 Err(StoreError::Invalid(_))
             ),
             "{bad:?}"
         );
         assert!(matches!(
-            bb.record_offer(run, "w", &offer(None, &[bad])),
+            bb.record_offer(run, "w", &Offer::new(None, &[bad])),
             Err(StoreError::Invalid(_))
         ));
     }
-    assert_eq!(bb.label_needs(run).unwrap(), [need("ws-a", "gpu")]);
+    assert_eq!(bb.label_needs(run).unwrap(), [LabelNeed::new("ws-a", "gpu")]);
     assert!(bb.runner_offers(run).unwrap().is_empty());
     assert!(matches!(
-        bb.set_label_needs(RunId::new(), &[need("ws-a", "gpu")]),
+        bb.set_label_needs(RunId::new(), &[LabelNeed::new("ws-a", "gpu")]),
         Err(StoreError::NotFound { .. })
     ));
 }
@@ -160,7 +155,7 @@ pub fn runner_offers_are_recorded_and_forgotten(factory: Factory<'_>) {
     let bb = fx.handle();
     let run = new_run(bb.as_ref());
     let other = new_run(bb.as_ref());
-    bb.record_offer(run, "worker-b", &offer(Some(&[Tier::T4]), &["gpu"]))
+    bb.record_offer(run, "worker-b", &Offer::new(Some(&[Tier::T4]), &["gpu"]))
         .unwrap();
     bb.record_offer(run, "runner-a", &Offer::default()).unwrap();
     let first = bb.runner_offers(run).unwrap();
@@ -168,13 +163,13 @@ pub fn runner_offers_are_recorded_and_forgotten(factory: Factory<'_>) {
         first.iter().map(|o| o.runner.as_str()).collect::<Vec<_>>(),
         ["runner-a", "worker-b"]
     );
-    assert_eq!(first[1].offer, offer(Some(&[Tier::T4]), &["gpu"]));
+    assert_eq!(first[1].offer, Offer::new(Some(&[Tier::T4]), &["gpu"]));
     assert!(bb.runner_offers(other).unwrap().is_empty());
     std::thread::sleep(std::time::Duration::from_millis(5));
-    bb.record_offer(run, "worker-b", &offer(None, &["gpu", "big-tests"]))
+    bb.record_offer(run, "worker-b", &Offer::new(None, &["gpu", "big-tests"]))
         .unwrap();
     let again = bb.runner_offers(run).unwrap();
-    assert_eq!(again[1].offer, offer(None, &["gpu", "big-tests"]));
+    assert_eq!(again[1].offer, Offer::new(None, &["gpu", "big-tests"]));
     assert!(again[1].seen_at > first[1].seen_at);
     bb.forget_offer(run, "worker-b").unwrap();
     bb.forget_offer(run, "never-was").unwrap();

@@ -15,7 +15,7 @@ use agency_core::tier::Tier;
 use agency_store::RunStatus;
 use serde_json::Value;
 
-use crate::render::review::one_line;
+use agency_review::one_line;
 
 /// How much of the log to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
