@@ -268,11 +268,13 @@ pub(crate) fn start_workstreams(engine: &Engine, run: RunId, plan: &Plan, ids: &
         return Err(EngineError::State("no approved plan brief".into()));
     };
     let plan_brief = &approved.brief;
-    let entries: Vec<NewBrief> = ids
-        .iter()
-        .filter_map(|id| plan.workstream(id))
-        .filter_map(workstream_entry_brief)
-        .collect();
+    // An amendment approved before its stage started may have changed where a workstream starts.
+    let mut entries: Vec<NewBrief> = Vec::with_capacity(ids.len());
+    for ws in ids.iter().filter_map(|id| plan.workstream(id)) {
+        entries.extend(workstream_entry_brief(&crate::amendments::amended_workstream(
+            engine, run, ws,
+        )?));
+    }
     for entry in &entries {
         let tier = entry.tier.as_str().to_ascii_uppercase();
         let (tag, message) = if entry.tier == Tier::T2 {

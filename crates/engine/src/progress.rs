@@ -71,8 +71,8 @@ pub async fn workstreams(
                     continue;
                 };
                 if let Some(slices) = accepted_slices(engine, &approved.brief, &workstream)? {
-                    // An approved path amendment asks for another squad-lead pass first.
-                    if crate::amendments::write_extra_passes(engine, &approved.brief, &workstream)? {
+                    // An approved path amendment asks for another pass first.
+                    if crate::amendments::write_next_pass(engine, &approved.brief, &workstream)? {
                         progressed = true;
                         continue;
                     }
