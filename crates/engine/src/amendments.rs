@@ -4,7 +4,11 @@
 //! event, informational for the tiers above (a log line at the tier above the proposer, no agent is
 //! interrupted), and is listed on the next tier gate that opens. A human approves or rejects each one
 //! (`agency amendment approve|reject`); an approved one changes the workstream's remaining path, which
-//! [`agency_flow::amendments`] computes, and the runner carries it out before the workstream merges.
+//! [`agency_flow::amendments`] computes from where the workstream stands (read again at approval, so a
+//! change it moved past is refused), and the runner follows it: a workstream's entry brief is written from
+//! its path today ([`amended_workstream`]), a specialist's squads become implementers when the path skips
+//! the squad lead ([`after_architecture`]), and an extra pass is written once the one before is verified and
+//! before the workstream merges ([`write_next_pass`]).
 //!
 //! Also here: what a tier gate's summary gains when it opens — the amendments still undecided and the
 //! anomalies recorded since the previous gate ([`with_review`]).

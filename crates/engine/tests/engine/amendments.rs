@@ -394,6 +394,71 @@ fn a_t2_pass_added_before_a_squad_lead_not_started_starts_the_workstream_with_a_
     );
 }
 
+/// A shallower path for a workstream of a later stage (`t3→t4→t5` → `t4→t5`, with its reason), approved
+/// at the next gate: the workstream starts with its implementer, no squad lead.
+#[test]
+fn a_shallower_path_for_a_workstream_not_started_starts_it_with_its_implementer() {
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t3_plan = true;
+    let (run, driving) =
+        project.start_in_background(include_str!("../scripts/amendment-t2.yaml"), team, false);
+    let store = project.store.clone();
+    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
+    approve(store.as_ref(), plan_gate.id);
+    let squad_gate = wait_for("ws-add's t3_plan gate", pending(&store, run.id, GateKind::T3Plan));
+    let human = amendments::Proposer {
+        name: "cli:tester".into(),
+        brief: None,
+    };
+    let no_reason = PathChange {
+        workstream: "ws-mul".into(),
+        shallower_path: Some(vec![Tier::T4, Tier::T5]),
+        ..Default::default()
+    };
+    let refused =
+        amendments::propose(store.as_ref(), run.id, &human, "one line", no_reason.clone()).unwrap_err();
+    assert!(
+        refused.contains("shallower_path needs shallower_path_reason"),
+        "{refused}"
+    );
+    let proposed = amendments::propose(
+        store.as_ref(),
+        run.id,
+        &human,
+        "one line to change",
+        PathChange {
+            shallower_path_reason: Some("the operator is the whole fix".into()),
+            ..no_reason
+        },
+    )
+    .unwrap();
+    amendments::decide(store.as_ref(), run.id, proposed.seq, true, "tester", None).unwrap();
+    approve(store.as_ref(), squad_gate.id);
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let briefs = project.briefs(run.id);
+    let plan = briefs.iter().find(|b| b.tier == Tier::T1).unwrap();
+    let entry = briefs
+        .iter()
+        .find(|b| b.workstream == "ws-mul" && b.parent == Some(plan.id))
+        .expect("ws-mul's entry brief");
+    assert_eq!(
+        (entry.tier, entry.title.as_str(), entry.status),
+        (Tier::T4, "multiplier", BriefStatus::Done)
+    );
+    assert!(
+        briefs
+            .iter()
+            .all(|b| !(b.workstream == "ws-mul" && b.tier == Tier::T3))
+    );
+    assert!(project.log_tags(run.id).iter().any(|t| t == "T4 AMENDED_PATH"));
+    project.assert_fixed(
+        &format!("agency/{}/integration", run.id.short()),
+        &["add.sh", "mul.sh"],
+    );
+}
+
 /// A dozen workstreams in parallel; the implementers of two propose a change (an extra squad-lead pass, an
 /// extra implementer pass), approved at the T5 verdict gates. Those two run their extra pass, the others
 /// their plan, and every one merges.
