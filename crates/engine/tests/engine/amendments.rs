@@ -459,6 +459,53 @@ fn a_shallower_path_for_a_workstream_not_started_starts_it_with_its_implementer(
     );
 }
 
+/// An approval belongs to the plan it was made under: the extra implementer pass it asked for fails until it
+/// escalates to T1, which re-plans the same workstream; under the new plan the old approval counts for
+/// nothing — the path is the new plan's and no extra pass is written under it — and the run succeeds.
+#[test]
+fn an_approval_made_under_a_replaced_plan_counts_for_nothing() {
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t5_verdict = true;
+    let (run, driving) =
+        project.start_in_background(include_str!("../scripts/amendment-replan.yaml"), team, false);
+    let store = project.store.clone();
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let all = amendments::recorded(store.as_ref(), run.id).unwrap();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(
+        all[0]
+            .decision
+            .as_ref()
+            .map(|d| (d.approved, d.path_after.clone())),
+        Some((true, vec![Tier::T3, Tier::T4, Tier::T4, Tier::T5]))
+    );
+    assert_eq!(
+        amendments::current_path(store.as_ref(), run.id, "ws-arith").unwrap(),
+        Some(vec![Tier::T3, Tier::T4, Tier::T5]),
+        "the new plan's path"
+    );
+    let briefs = project.briefs(run.id);
+    let plans: Vec<_> = briefs
+        .iter()
+        .filter(|b| b.tier == Tier::T1 && b.title == "plan")
+        .collect();
+    assert_eq!(plans.len(), 2, "{}", project.tree(run.id));
+    assert!(
+        briefs
+            .iter()
+            .filter(|b| b.title == "amended-pass-1")
+            .all(|b| b.parent == Some(plans[0].id)),
+        "no extra pass under the new plan: {}",
+        project.tree(run.id)
+    );
+    project.assert_fixed(
+        &format!("agency/{}/integration", run.id.short()),
+        &["add.sh", "mul.sh"],
+    );
+}
+
 /// A dozen workstreams in parallel; the implementers of two propose a change (an extra squad-lead pass, an
 /// extra implementer pass), approved at the T5 verdict gates. Those two run their extra pass, the others
 /// their plan, and every one merges.
@@ -610,6 +657,17 @@ fn listed(summary: &serde_json::Value, says: &str) -> i64 {
 
 /// As a human at the console until the run ends: every amendment a gate lists is approved, then the gate.
 fn approve_every_gate(project: &Project, run: RunId, driving: Background) -> DriveOutcome {
+    decide_every_gate(project, run, driving, |_| true)
+}
+
+/// As a human at the console until the run ends: every amendment a gate lists is approved when `approve`
+/// says so (by its seq) and rejected otherwise, then the gate is approved.
+fn decide_every_gate(
+    project: &Project,
+    run: RunId,
+    driving: Background,
+    approve_amendment: impl Fn(i64) -> bool,
+) -> DriveOutcome {
     let store = &project.store;
     let deadline = Instant::now() + Duration::from_secs(45);
     // A gate's summary is what was undecided when it opened; what the test decided since is skipped.
@@ -632,7 +690,9 @@ fn approve_every_gate(project: &Project, run: RunId, driving: Background) -> Dri
             for listed in gate.summary["amendments"].as_array().into_iter().flatten() {
                 let seq = listed["seq"].as_i64().unwrap();
                 if decided.insert(seq) {
-                    amendments::decide(store.as_ref(), run, seq, true, "tester", None).unwrap();
+                    let yes = approve_amendment(seq);
+                    let note = (!yes).then(|| "not this time".to_string());
+                    amendments::decide(store.as_ref(), run, seq, yes, "tester", note).unwrap();
                 }
             }
             approve(store.as_ref(), gate.id);
