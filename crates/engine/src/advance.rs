@@ -269,12 +269,11 @@ pub(crate) fn start_workstreams(engine: &Engine, run: RunId, plan: &Plan, ids: &
     };
     let plan_brief = &approved.brief;
     // An amendment approved before its stage started may have changed where a workstream starts.
-    let mut entries: Vec<NewBrief> = Vec::with_capacity(ids.len());
-    for ws in ids.iter().filter_map(|id| plan.workstream(id)) {
-        entries.extend(workstream_entry_brief(&crate::amendments::amended_workstream(
-            engine, run, ws,
-        )?));
-    }
+    let starting: Vec<_> = ids.iter().filter_map(|id| plan.workstream(id)).collect();
+    let entries: Vec<NewBrief> = crate::amendments::amended_workstreams(engine, run, &starting)?
+        .iter()
+        .filter_map(workstream_entry_brief)
+        .collect();
     for entry in &entries {
         let tier = entry.tier.as_str().to_ascii_uppercase();
         let (tag, message) = if entry.tier == Tier::T2 {

@@ -6,7 +6,7 @@
 //! (`agency amendment approve|reject`); an approved one changes the workstream's remaining path, which
 //! [`agency_flow::amendments`] computes from where the workstream stands (read again at approval, so a
 //! change it moved past is refused), and the runner follows it: a workstream's entry brief is written from
-//! its path today ([`amended_workstream`]), a specialist's squads become implementers when the path skips
+//! its path today ([`amended_workstreams`]), a specialist's squads become implementers when the path skips
 //! the squad lead ([`after_architecture`]), and an extra pass is written once the one before is verified and
 //! before the workstream merges ([`write_next_pass`]).
 //!
@@ -481,27 +481,41 @@ pub(crate) fn path_now(engine: &Engine, run: RunId, ws: &Workstream) -> Result<V
     Ok(path_with(&approved.brief, &ws.tier_path, &all, &ws.id))
 }
 
-/// `ws` with its path today: what its entry brief is written from when its stage starts (an amendment
-/// approved before then may have added a T2 pass or skipped one).
-pub(crate) fn amended_workstream(engine: &Engine, run: RunId, ws: &Workstream) -> Result<Workstream> {
-    let path = path_now(engine, run, ws)?;
-    if path != ws.tier_path {
-        engine.log(
-            run,
-            path.first().copied(),
-            "AMENDED_PATH",
-            format!(
-                "{}: starts on its amended path {} (planned {})",
-                ws.id,
-                path_text(&path),
-                path_text(&ws.tier_path)
-            ),
-        )?;
+/// `starting` with their paths today: what their entry briefs are written from when their stage starts (an
+/// amendment approved before then may have added a T2 pass or skipped the squad lead). The amendments are
+/// read once for the whole stage.
+pub(crate) fn amended_workstreams(
+    engine: &Engine,
+    run: RunId,
+    starting: &[&Workstream],
+) -> Result<Vec<Workstream>> {
+    let all = recorded(engine.store.as_ref(), run)?;
+    let approved = crate::plan::approved(engine, run)?;
+    let mut amended = Vec::with_capacity(starting.len());
+    for ws in starting {
+        let path = match &approved {
+            Some(approved) if !all.is_empty() => path_with(&approved.brief, &ws.tier_path, &all, &ws.id),
+            _ => ws.tier_path.clone(),
+        };
+        if path != ws.tier_path {
+            engine.log(
+                run,
+                path.first().copied(),
+                "AMENDED_PATH",
+                format!(
+                    "{}: starts on its amended path {} (planned {})",
+                    ws.id,
+                    path_text(&path),
+                    path_text(&ws.tier_path)
+                ),
+            )?;
+        }
+        amended.push(Workstream {
+            tier_path: path,
+            ..(*ws).clone()
+        });
     }
-    Ok(Workstream {
-        tier_path: path,
-        ..ws.clone()
-    })
+    Ok(amended)
 }
 
 /// The tier that follows `workstream`'s architecture pass: `t3` (squads under each specialist) unless an
