@@ -292,7 +292,7 @@ fn standing(
 /// Whether `workstream` went into the integration branch already: too late to change its path.
 fn merged(store: &dyn Blackboard, run: RunId, workstream: &str) -> Result<bool> {
     Ok(store
-        .latest_artifact(run, &crate::progress::merged_name(workstream))?
+        .latest_artifact(run, &crate::artifacts::merged_name(workstream))?
         .is_some())
 }
 
