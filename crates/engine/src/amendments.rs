@@ -552,7 +552,8 @@ pub(crate) fn write_next_pass(engine: &Engine, plan_brief: &Brief, workstream: &
         // Approval refuses such a path (`not_carried_out`); reaching here means the blackboard says
         // otherwise. Stop loudly rather than merge a workstream whose approved path is not done.
         return Err(EngineError::State(format!(
-            "{workstream}: its approved path {} asks for a pass starting at {tier}, which this runner does              not write; reject the amendment's effect by re-planning the run",
+            "{workstream}: its approved path {} asks for a pass starting at {tier}, which this runner does \
+             not write; re-plan the run",
             path_text(&now.path)
         )));
     }

@@ -613,7 +613,10 @@ mod tests {
             };
             if let Ok(amended) = amended_path(&path, started, &change) {
                 proptest::prop_assert!(check_path(&amended).is_ok(), "{:?}", amended);
-                proptest::prop_assert!(amended.starts_with(&path[..started]), "re-runs or drops a started tier");
+                proptest::prop_assert!(
+                    amended.starts_with(&path[..started]),
+                    "re-runs or drops a started tier"
+                );
                 if path[started..].contains(&T4) {
                     proptest::prop_assert!(amended[started..].contains(&T4), "drops T4 while work remains");
                 }

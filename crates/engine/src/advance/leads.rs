@@ -550,18 +550,18 @@ fn has_squads(engine: &Engine, spec: &Brief) -> Result<bool> {
         .any(|b| matches!(b.tier, Tier::T3 | Tier::T4)))
 }
 
-/// The tier a specialist's squads are written at: T3 squad leads, or T4 implementers when an approved path
-/// amendment made the workstream's path go from T2 straight to T4 (a shallower path skipping the squad
-/// lead: each squad the specialist drew is one implementer's task). Said once in the log.
+/// The tier a specialist's squads are written at: T3 squad leads, or T4 implementers when the workstream's
+/// path goes from T2 straight to T4 (planned so by T1, or a shallower path an approved amendment gave it:
+/// each squad the specialist drew is one implementer's task). Said once in the log.
 fn squads_skip_to(engine: &Engine, spec: &Brief, count: usize) -> Result<Tier> {
     let tier = crate::amendments::after_architecture(engine, spec.run, &spec.workstream)?;
     if tier == Tier::T4 {
         engine.log(
             spec.run,
             Some(Tier::T2),
-            "AMENDED_PATH",
+            "NO_SQUAD_LEAD",
             format!(
-                "{}: no squad lead (approved amendment) — {}'s {count} squad{} go{} to implementers",
+                "{}: its path goes from T2 to T4 — {}'s {count} squad{} go{} to implementers",
                 spec.workstream,
                 spec.title,
                 if count == 1 { "" } else { "s" },

@@ -223,11 +223,56 @@ fn a_specialists_shallower_path_skips_the_squad_lead_once_approved() {
             (Some(specialist.id), BriefStatus::Done)
         );
     }
-    assert!(project.log_tags(run.id).iter().any(|t| t == "T2 AMENDED_PATH"));
+    assert!(project.log_tags(run.id).iter().any(|t| t == "T2 NO_SQUAD_LEAD"));
     project.assert_fixed(
         &format!("agency/{}/integration", run.id.short()),
         &["add.sh", "mul.sh"],
     );
+}
+
+/// T1's own plan is read the same way: a workstream planned `t2→t4→t5` has its specialists' squads written as
+/// implementers, with no amendment at all.
+#[test]
+fn a_planned_path_without_a_squad_lead_dispatches_the_specialists_squads_to_implementers() {
+    let script = include_str!("../scripts/amendment-shallower.yaml")
+        .replace(
+            "tier_path: [t2, t3, t4, t5]",
+            "tier_path: [t2, t4, t5]\n                  shallower_path_reason: \"two one-line fixes\"",
+        )
+        .replace(
+            concat!(
+                "        - name: propose_path_amendment\n",
+                "          input:\n",
+                "            reason: \"two one-line operator fixes: a squad lead adds nothing\"\n",
+                "            shallower_path: [t2, t4, t5]\n",
+                "            shallower_path_reason: \"each squad below is one implementer's task\"\n",
+            ),
+            "",
+        );
+    assert!(
+        !script.contains("propose_path_amendment"),
+        "the script's proposal was not removed"
+    );
+    let project = Project::new();
+    let (run, driving) = project.start_in_background(&script, config(), false);
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let briefs = project.briefs(run.id);
+    assert!(
+        briefs.iter().all(|b| b.tier != Tier::T3),
+        "{}",
+        project.tree(run.id)
+    );
+    let specialist = briefs.iter().find(|b| b.title == "arithmetic").unwrap();
+    assert_eq!(
+        briefs
+            .iter()
+            .filter(|b| b.tier == Tier::T4 && b.parent == Some(specialist.id))
+            .count(),
+        2
+    );
+    assert!(project.events_of(run.id, EventKind::PathAmendment).is_empty());
+    assert!(project.log_tags(run.id).iter().any(|t| t == "T2 NO_SQUAD_LEAD"));
 }
 
 /// The specialist's shallower path waits undecided while the synthesis gate is approved: the squads are
