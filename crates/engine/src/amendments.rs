@@ -25,7 +25,8 @@ use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, NewEvent, RunId, Tier, Workstream};
 pub use agency_flow::amendments::path_text;
 use agency_flow::amendments::{
-    AfterPass, Approval, Progress, after_pass, amended_path, extra_pass_title, not_carried_out, position,
+    AfterPass, Approval, Progress, after_pass, amended_path, extra_pass_title, not_carried_out, passes,
+    position,
 };
 use agency_store::Blackboard;
 use serde_json::{Value, json};
@@ -202,14 +203,9 @@ fn approved_of<'r>(all: &'r [Recorded], workstream: &'r str) -> impl Iterator<It
 /// applied in the order made ([`agency_flow::amendments::current_path`]). Approvals recorded before the
 /// plan's brief was written were made on a plan T1 has since replaced, and count for nothing.
 fn path_with(plan_brief: &Brief, planned: &[Tier], all: &[Recorded], workstream: &str) -> Vec<Tier> {
-    let mut approved: Vec<&Recorded> = approved_of(all, workstream)
-        .filter(|r| r.decided_ts.is_some_and(|ts| ts >= plan_brief.created_at))
-        .collect();
-    // The order the decisions were made in, which `recorded` (in proposal order) does not keep.
-    approved.sort_by_key(|r| r.decided_seq);
     agency_flow::amendments::current_path(
         planned,
-        approved
+        approved_under(plan_brief, all, workstream)
             .into_iter()
             .filter_map(|r| r.decision.as_ref())
             .map(|d| Approval {
@@ -219,6 +215,16 @@ fn path_with(plan_brief: &Brief, planned: &[Tier], all: &[Recorded], workstream:
             }),
     )
     .0
+}
+
+/// The approvals of `workstream` made under the plan `plan_brief` made, in the order they were made (which
+/// `recorded`, in proposal order, does not keep).
+fn approved_under<'r>(plan_brief: &Brief, all: &'r [Recorded], workstream: &'r str) -> Vec<&'r Recorded> {
+    let mut approved: Vec<&Recorded> = approved_of(all, workstream)
+        .filter(|r| r.decided_ts.is_some_and(|ts| ts >= plan_brief.created_at))
+        .collect();
+    approved.sort_by_key(|r| r.decided_seq);
+    approved
 }
 
 /// Where `workstream` stands under the plan brief `plan_brief`: how many passes have an entry brief (a
@@ -518,8 +524,9 @@ pub(crate) fn amended_workstreams(
     Ok(amended)
 }
 
-/// The tier that follows `workstream`'s architecture pass: `t3` (squads under each specialist) unless an
-/// approved amendment made it `t4` (the specialists' squads go straight to implementers).
+/// The tier that follows `workstream`'s architecture pass: `t3` (squads under each specialist) unless its
+/// path today — planned so, or as an approved amendment left it — goes to `t4` (the specialists' squads go
+/// straight to implementers).
 pub(crate) fn after_architecture(engine: &Engine, run: RunId, workstream: &str) -> Result<Tier> {
     let Some(ws) = crate::plan::approved(engine, run)?.and_then(|a| a.plan.workstream(workstream).cloned())
     else {
@@ -557,9 +564,16 @@ pub(crate) fn write_next_pass(engine: &Engine, plan_brief: &Brief, workstream: &
             path_text(&now.path)
         )));
     }
-    // The newest approval of the workstream: whose reason the pass carries out.
-    let amendment = approved_of(&all, workstream)
-        .max_by_key(|r| r.decided_seq)
+    // Whose reason the pass carries out: the first approval that gave the path this pass.
+    let approvals = approved_under(plan_brief, &all, workstream);
+    let amendment = approvals
+        .iter()
+        .find(|r| {
+            r.decision
+                .as_ref()
+                .is_some_and(|d| passes(&d.path_after).len() > index)
+        })
+        .or(approvals.last())
         .ok_or_else(|| EngineError::State(format!("{workstream}: an amended path without its approval")))?;
     let title = extra_pass_title(index);
     let what = if tier == Tier::T3 {
