@@ -170,6 +170,46 @@ fn a_t4s_extra_implementer_pass_is_approved_and_runs_before_the_merge() {
     );
 }
 
+/// Two extra passes proposed by one implementer and both approved run one after the other, each carrying the
+/// reason of the amendment that added it.
+#[test]
+fn two_approved_extra_passes_run_in_turn_each_with_its_own_reason() {
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t5_verdict = true;
+    let (run, driving) =
+        project.start_in_background(include_str!("../scripts/amendment-two.yaml"), team, false);
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    assert_eq!(
+        amendments::current_path(project.store.as_ref(), run.id, "ws-arith").unwrap(),
+        Some(vec![Tier::T3, Tier::T4, Tier::T3, Tier::T4, Tier::T4, Tier::T5])
+    );
+    let briefs = project.briefs(run.id);
+    let pass = |title: &str| {
+        briefs
+            .iter()
+            .find(|b| b.title == title)
+            .unwrap_or_else(|| panic!("{title}: {}", project.tree(run.id)))
+    };
+    let (first, second) = (pass("amended-pass-1"), pass("amended-pass-2"));
+    assert_eq!((first.tier, second.tier), (Tier::T3, Tier::T4));
+    assert!(
+        first.instructions.contains("mul.sh is broken too"),
+        "{}",
+        first.instructions
+    );
+    assert!(
+        second.instructions.contains("the change wants a note beside it"),
+        "{}",
+        second.instructions
+    );
+    assert!(
+        second.created_at > pass("fix-mul").created_at,
+        "the second pass starts after the first's task"
+    );
+}
+
 #[test]
 fn a_specialists_shallower_path_skips_the_squad_lead_once_approved() {
     let project = Project::new();
