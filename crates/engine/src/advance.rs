@@ -273,9 +273,10 @@ pub(crate) fn start_workstreams(engine: &Engine, run: RunId, plan: &Plan, ids: &
         return Err(EngineError::State("no approved plan brief".into()));
     };
     let plan_brief = &approved.brief;
-    let entries: Vec<NewBrief> = ids
+    // An amendment approved before its stage started may have changed where a workstream starts.
+    let starting: Vec<_> = ids.iter().filter_map(|id| plan.workstream(id)).collect();
+    let entries: Vec<NewBrief> = crate::amendments::amended_workstreams(engine, run, &starting)?
         .iter()
-        .filter_map(|id| plan.workstream(id))
         .filter_map(workstream_entry_brief)
         .collect();
     for entry in &entries {

@@ -4,12 +4,16 @@
 //! event, informational for the tiers above (a log line at the tier above the proposer, no agent is
 //! interrupted), and is listed on the next tier gate that opens. A human approves or rejects each one
 //! (`agency amendment approve|reject`); an approved one changes the workstream's remaining path, which
-//! [`agency_flow::amendments`] computes, and the runner carries it out before the workstream merges.
+//! [`agency_flow::amendments`] computes from where the workstream stands (read again at approval, so a
+//! change it moved past is refused), and the runner follows it: a workstream's entry brief is written from
+//! its path today ([`amended_workstreams`]), a specialist's squads become implementers when the path skips
+//! the squad lead ([`after_architecture`]), and an extra pass is written once the one before is verified and
+//! before the workstream merges ([`write_next_pass`]).
 //!
 //! Also here: what a tier gate's summary gains when it opens — the amendments still undecided and the
 //! anomalies recorded since the previous gate ([`with_review`]).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use agency_core::event::payload::{
     Anomaly, LogLine, PathAmendmentDecided, PathAmendmentProposed, PathChange,
@@ -18,9 +22,12 @@ use agency_core::event::{Event, EventKind, EventPayload};
 use agency_core::gate::GateKind;
 use agency_core::plan::Plan;
 use agency_core::tiers::BriefRole;
-use agency_core::{Brief, BriefId, BriefStatus, NewBrief, NewEvent, RunId, Tier};
+use agency_core::{Brief, BriefId, BriefStatus, NewBrief, NewEvent, RunId, Tier, Workstream};
 pub use agency_flow::amendments::path_text;
-use agency_flow::amendments::{Proposal, amended_path, extra_pass_title, not_carried_out};
+use agency_flow::amendments::{
+    AfterPass, Approval, Progress, after_pass, amended_path, extra_pass_title, not_carried_out, passes,
+    position,
+};
 use agency_store::Blackboard;
 use serde_json::{Value, json};
 
@@ -40,6 +47,11 @@ pub struct Recorded {
     pub proposal: PathAmendmentProposed,
     /// The decision, once made.
     pub decision: Option<PathAmendmentDecided>,
+    /// The seq of the decision's event: the order decisions were made in.
+    pub decided_seq: Option<i64>,
+    /// When the decision was recorded: an approval made before the current plan's brief was written
+    /// belongs to a plan T1 has since replaced.
+    pub decided_ts: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Recorded {
@@ -88,14 +100,6 @@ impl Recorded {
             ),
         }
     }
-
-    fn as_proposal(&self) -> Option<Proposal> {
-        Some(Proposal {
-            seq: self.seq,
-            at: self.proposal.tier,
-            change: self.proposal.amendment.clone()?,
-        })
-    }
 }
 
 /// Who proposes: an agent on its brief, or a human.
@@ -136,10 +140,16 @@ pub fn recorded(store: &dyn Blackboard, run: RunId) -> Result<Vec<Recorded>> {
                     seq: event.seq,
                     proposal,
                     decision: None,
+                    decided_seq: None,
+                    decided_ts: None,
                 }),
                 Ok(EventPayload::PathAmendmentDecided(decision)) => {
-                    if let Some(r) = found.iter_mut().find(|r| r.seq == decision.amendment) {
-                        r.decision.get_or_insert(decision);
+                    if let Some(r) = found.iter_mut().find(|r| r.seq == decision.amendment)
+                        && r.decision.is_none()
+                    {
+                        r.decision = Some(decision);
+                        r.decided_seq = Some(event.seq);
+                        r.decided_ts = Some(event.ts);
                     }
                 }
                 Ok(_) => {}
@@ -150,8 +160,9 @@ pub fn recorded(store: &dyn Blackboard, run: RunId) -> Result<Vec<Recorded>> {
     Ok(found)
 }
 
-/// The run's approved plan, read from the blackboard alone (the gate service and the CLI have no engine).
-fn plan_of(store: &dyn Blackboard, run: RunId) -> Result<Option<Plan>> {
+/// The run's approved plan and its brief, read from the blackboard alone (the gate service and the CLI have
+/// no engine).
+fn plan_of(store: &dyn Blackboard, run: RunId) -> Result<Option<(Brief, Plan)>> {
     let done = store.list_briefs_by_status(run, BriefStatus::Done)?;
     let Some(brief) = done
         .into_iter()
@@ -165,22 +176,21 @@ fn plan_of(store: &dyn Blackboard, run: RunId) -> Result<Option<Plan>> {
     };
     let value: Value = serde_json::from_slice(&artifact.bytes)
         .map_err(|e| EngineError::State(format!("the plan's output: {e}")))?;
-    agency_core::validate_plan(&value)
-        .map(Some)
-        .map_err(|e| EngineError::State(e.to_string()))
+    let plan = agency_core::validate_plan(&value).map_err(|e| EngineError::State(e.to_string()))?;
+    Ok(Some((brief, plan)))
 }
 
-/// `workstream`'s path today: the plan's with every approved amendment applied in order. `None` when the
-/// run has no approved plan or the plan no such workstream.
+/// `workstream`'s path today: the plan's, changed by each approved amendment in the order approved. `None`
+/// when the run has no approved plan or the plan no such workstream.
 pub fn current_path(store: &dyn Blackboard, run: RunId, workstream: &str) -> Result<Option<Vec<Tier>>> {
-    let Some(plan) = plan_of(store, run)? else {
+    let Some((plan_brief, plan)) = plan_of(store, run)? else {
         return Ok(None);
     };
     let Some(ws) = plan.workstream(workstream) else {
         return Ok(None);
     };
     let all = recorded(store, run)?;
-    Ok(Some(path_with(&ws.tier_path, &all, workstream)))
+    Ok(Some(path_with(&plan_brief, &ws.tier_path, &all, workstream)))
 }
 
 fn approved_of<'r>(all: &'r [Recorded], workstream: &'r str) -> impl Iterator<Item = &'r Recorded> {
@@ -189,17 +199,106 @@ fn approved_of<'r>(all: &'r [Recorded], workstream: &'r str) -> impl Iterator<It
     })
 }
 
-fn path_with(planned: &[Tier], all: &[Recorded], workstream: &str) -> Vec<Tier> {
-    let approved: Vec<Proposal> = approved_of(all, workstream)
-        .filter_map(Recorded::as_proposal)
+/// The planned path (of the plan `plan_brief` made) with the approvals of `workstream` under that plan
+/// applied in the order made ([`agency_flow::amendments::current_path`]). Approvals recorded before the
+/// plan's brief was written were made on a plan T1 has since replaced, and count for nothing.
+fn path_with(plan_brief: &Brief, planned: &[Tier], all: &[Recorded], workstream: &str) -> Vec<Tier> {
+    agency_flow::amendments::current_path(
+        planned,
+        approved_under(plan_brief, all, workstream)
+            .into_iter()
+            .filter_map(|r| r.decision.as_ref())
+            .map(|d| Approval {
+                seq: d.amendment,
+                before: &d.path_before,
+                after: &d.path_after,
+            }),
+    )
+    .0
+}
+
+/// The approvals of `workstream` made under the plan `plan_brief` made, in the order they were made (which
+/// `recorded`, in proposal order, does not keep).
+fn approved_under<'r>(plan_brief: &Brief, all: &'r [Recorded], workstream: &'r str) -> Vec<&'r Recorded> {
+    let mut approved: Vec<&Recorded> = approved_of(all, workstream)
+        .filter(|r| r.decided_ts.is_some_and(|ts| ts >= plan_brief.created_at))
         .collect();
-    agency_flow::amendments::current_path(planned, &approved).0
+    approved.sort_by_key(|r| r.decided_seq);
+    approved
+}
+
+/// Where `workstream` stands under the plan brief `plan_brief`: how many passes have an entry brief (a
+/// child of the plan brief: the workstream's entry, then each `amended-pass-<n>`), and the deepest tier
+/// any brief of the newest pass reached.
+fn progress_of(store: &dyn Blackboard, plan_brief: &Brief, workstream: &str) -> Result<Progress> {
+    let briefs = store.list_workstream_briefs(plan_brief.run, workstream)?;
+    let mut children: HashMap<BriefId, Vec<&Brief>> = HashMap::new();
+    for brief in &briefs {
+        if let Some(parent) = brief.parent {
+            children.entry(parent).or_default().push(brief);
+        }
+    }
+    // Each pass's entry, once per title (a retry is another attempt of the same pass), oldest first.
+    let mut entries: Vec<&Brief> = children
+        .get(&plan_brief.id)
+        .into_iter()
+        .flatten()
+        .copied()
+        .filter(|b| b.tier != Tier::T1)
+        .collect();
+    entries.sort_by_key(|b| b.created_at);
+    let mut titles: Vec<&str> = Vec::new();
+    for entry in &entries {
+        if !titles.contains(&entry.title.as_str()) {
+            titles.push(&entry.title);
+        }
+    }
+    let Some(newest) = titles.last() else {
+        return Ok(Progress::default());
+    };
+    let mut deepest: Option<Tier> = None;
+    let mut frontier: Vec<&Brief> = entries.iter().copied().filter(|b| b.title == *newest).collect();
+    while let Some(brief) = frontier.pop() {
+        if matches!(brief.tier, Tier::T2 | Tier::T3 | Tier::T4) {
+            deepest = deepest.max(Some(brief.tier));
+        }
+        frontier.extend(children.get(&brief.id).into_iter().flatten().copied());
+    }
+    Ok(Progress {
+        passes_started: titles.len(),
+        deepest,
+    })
+}
+
+/// A workstream's path today and where the workstream stands on it.
+struct Standing {
+    path: Vec<Tier>,
+    progress: Progress,
+    /// How many tiers of `path` it started ([`position`]).
+    started: usize,
+}
+
+fn standing(
+    store: &dyn Blackboard,
+    plan_brief: &Brief,
+    planned: &[Tier],
+    all: &[Recorded],
+    workstream: &str,
+) -> Result<Standing> {
+    let path = path_with(plan_brief, planned, all, workstream);
+    let progress = progress_of(store, plan_brief, workstream)?;
+    let started = position(&path, progress);
+    Ok(Standing {
+        path,
+        progress,
+        started,
+    })
 }
 
 /// Whether `workstream` went into the integration branch already: too late to change its path.
 fn merged(store: &dyn Blackboard, run: RunId, workstream: &str) -> Result<bool> {
     Ok(store
-        .latest_artifact(run, &crate::progress::merged_name(workstream))?
+        .latest_artifact(run, &crate::artifacts::merged_name(workstream))?
         .is_some())
 }
 
@@ -226,7 +325,7 @@ pub fn propose(
             brief.workstream, change.workstream
         ));
     }
-    let planned = plan_of(store, run)
+    let (plan_brief, planned) = plan_of(store, run)
         .map_err(|e| e.to_string())?
         .ok_or("the run has no approved plan yet: there is no path to amend")?;
     let ws = planned.workstream(&change.workstream).ok_or_else(|| {
@@ -242,8 +341,12 @@ pub fn propose(
         )
     })?;
     let all = recorded(store, run).map_err(|e| e.to_string())?;
-    let current = path_with(&ws.tier_path, &all, &change.workstream);
-    let after = amended_path(&current, at, &change).map_err(|e| e.to_string())?;
+    let now =
+        standing(store, &plan_brief, &ws.tier_path, &all, &change.workstream).map_err(|e| e.to_string())?;
+    let after = amended_path(&now.path, now.started, &change).map_err(|e| e.to_string())?;
+    if let Some(why) = not_carried_out(&after, now.progress.passes_started) {
+        return Err(why);
+    }
     if merged(store, run, &change.workstream).map_err(|e| e.to_string())? {
         return Err(format!(
             "workstream {} is merged already: its path can no longer change",
@@ -342,27 +445,31 @@ pub fn decide(
         let change = found.proposal.amendment.as_ref().ok_or_else(|| {
             format!("amendment #{seq} records no change (an older build's record): reject it")
         })?;
-        if let Some(why) = not_carried_out(change) {
-            return Err(format!("amendment #{seq}: {why}"));
-        }
         if merged(store, run, &workstream).map_err(|e| e.to_string())? {
             return Err(format!(
                 "amendment #{seq}: workstream {workstream} is merged already; its path can no longer change — reject it"
             ));
         }
-        let plan = plan_of(store, run)
+        let (plan_brief, plan) = plan_of(store, run)
             .map_err(|e| e.to_string())?
             .ok_or("the run has no approved plan")?;
         let planned = plan
             .workstream(&workstream)
             .ok_or_else(|| format!("the plan has no workstream {workstream}"))?;
-        let before = path_with(&planned.tier_path, &all, &workstream);
-        let after = amended_path(&before, found.proposal.tier, change).map_err(|e| {
+        // Where the workstream stands now, not where it stood when the change was proposed: it may have
+        // moved past the insert point while the amendment waited.
+        let now =
+            standing(store, &plan_brief, &planned.tier_path, &all, &workstream).map_err(|e| e.to_string())?;
+        let before = now.path;
+        let after = amended_path(&before, now.started, change).map_err(|e| {
             format!(
-                "amendment #{seq} no longer applies to {}: {e}",
+                "amendment #{seq} no longer applies to {workstream}'s path {} — reject it: {e}",
                 path_text(&before)
             )
         })?;
+        if let Some(why) = not_carried_out(&after, now.progress.passes_started) {
+            return Err(format!("amendment #{seq}: {why}"));
+        }
         decision.path_before = before;
         decision.path_after = after;
     }
@@ -371,70 +478,144 @@ pub fn decide(
         .map_err(|e| e.to_string())
 }
 
-/// Before `workstream` merges: the extra squad-lead passes its approved amendments ask for that are not
-/// written yet, written now under the plan's brief (one T3 brief each, `amended-pass-<n>`). Returns
-/// whether it wrote any; the workstream then waits for them like for its first pass.
-pub(crate) fn write_extra_passes(engine: &Engine, plan_brief: &Brief, workstream: &str) -> Result<bool> {
+/// `workstream`'s path today for the runner: the approved plan's, changed by the approved amendments.
+pub(crate) fn path_now(engine: &Engine, run: RunId, ws: &Workstream) -> Result<Vec<Tier>> {
+    let Some(approved) = crate::plan::approved(engine, run)? else {
+        return Ok(ws.tier_path.clone());
+    };
+    let all = recorded(engine.store.as_ref(), run)?;
+    Ok(path_with(&approved.brief, &ws.tier_path, &all, &ws.id))
+}
+
+/// `starting` with their paths today: what their entry briefs are written from when their stage starts (an
+/// amendment approved before then may have added a T2 pass or skipped the squad lead). The amendments are
+/// read once for the whole stage.
+pub(crate) fn amended_workstreams(
+    engine: &Engine,
+    run: RunId,
+    starting: &[&Workstream],
+) -> Result<Vec<Workstream>> {
+    let all = recorded(engine.store.as_ref(), run)?;
+    let approved = crate::plan::approved(engine, run)?;
+    let mut amended = Vec::with_capacity(starting.len());
+    for ws in starting {
+        let path = match &approved {
+            Some(approved) if !all.is_empty() => path_with(&approved.brief, &ws.tier_path, &all, &ws.id),
+            _ => ws.tier_path.clone(),
+        };
+        if path != ws.tier_path {
+            engine.log(
+                run,
+                path.first().copied(),
+                "AMENDED_PATH",
+                format!(
+                    "{}: starts on its amended path {} (planned {})",
+                    ws.id,
+                    path_text(&path),
+                    path_text(&ws.tier_path)
+                ),
+            )?;
+        }
+        amended.push(Workstream {
+            tier_path: path,
+            ..(*ws).clone()
+        });
+    }
+    Ok(amended)
+}
+
+/// The tier that follows `workstream`'s architecture pass: `t3` (squads under each specialist) unless its
+/// path today — planned so, or as an approved amendment left it — goes to `t4` (the specialists' squads go
+/// straight to implementers).
+pub(crate) fn after_architecture(engine: &Engine, run: RunId, workstream: &str) -> Result<Tier> {
+    let Some(ws) = crate::plan::approved(engine, run)?.and_then(|a| a.plan.workstream(workstream).cloned())
+    else {
+        return Ok(Tier::T3);
+    };
+    let path = path_now(engine, run, &ws)?;
+    Ok(agency_flow::amendments::after_architecture(&path).unwrap_or(Tier::T3))
+}
+
+/// Once `workstream`'s newest pass is verified and before it merges: the next pass its path asks for (an
+/// approved amendment added it), written now under the plan's brief — a T3 squad lead or a T4 implementer
+/// titled `amended-pass-<n>`. Returns whether it wrote one; the workstream then waits for it like for its
+/// first pass, and comes back here when it is verified.
+pub(crate) fn write_next_pass(engine: &Engine, plan_brief: &Brief, workstream: &str) -> Result<bool> {
     let run = plan_brief.run;
     let all = recorded(engine.store.as_ref(), run)?;
-    let asked: Vec<&Recorded> = approved_of(&all, workstream).collect();
-    if asked.is_empty() {
+    if approved_of(&all, workstream).next().is_none() {
         return Ok(false);
     }
     let Some(ws) = crate::plan::approved(engine, run)?.and_then(|a| a.plan.workstream(workstream).cloned())
     else {
         return Ok(false);
     };
-    let written: HashSet<String> = engine
-        .store
-        .list_workstream_briefs(run, workstream)?
-        .into_iter()
-        .filter(|b| b.tier == Tier::T3)
-        .map(|b| b.title)
-        .collect();
-    let mut new = Vec::new();
-    for (i, amendment) in asked.iter().enumerate() {
-        let title = extra_pass_title(i + 1);
-        if written.contains(&title) {
-            continue;
-        }
-        new.push(NewBrief {
-            tier: Tier::T3,
-            workstream: workstream.to_string(),
-            title: title.clone(),
-            personality: ws.specialist.clone(),
-            instructions: format!(
-                "An extra squad-lead pass, approved by {} as path amendment #{}: {}\nThe workstream's earlier \
-                 tasks are done and verified on its branch; plan only the tasks this pass needs.\n{}",
-                amendment.decision.as_ref().map_or("a human", |d| d.by.as_str()),
-                amendment.seq,
-                amendment.proposal.reason,
-                ws.notes
-            ),
-            inputs: vec![],
-            variety: Some(ws.variety),
-            contract: Some(ws.contract.clone()),
-            depends_on: vec![],
-        });
-        engine.log(
-            run,
-            Some(Tier::T3),
-            "AMENDED_PASS",
-            format!(
-                "{workstream}: {title} starts (amendment #{}, path {})",
-                amendment.seq,
-                amendment
-                    .decision
-                    .as_ref()
-                    .map(|d| path_text(&d.path_after))
-                    .unwrap_or_default()
-            ),
-        )?;
+    let now = standing(engine.store.as_ref(), plan_brief, &ws.tier_path, &all, workstream)?;
+    let (index, tier) = match after_pass(&now.path, now.progress.passes_started) {
+        AfterPass::Merge => return Ok(false),
+        AfterPass::Start { index, tier } => (index, tier),
+    };
+    if !matches!(tier, Tier::T3 | Tier::T4) {
+        // Approval refuses such a path (`not_carried_out`); reaching here means the blackboard says
+        // otherwise. Stop loudly rather than merge a workstream whose approved path is not done.
+        return Err(EngineError::State(format!(
+            "{workstream}: its approved path {} asks for a pass starting at {tier}, which this runner does \
+             not write; re-plan the run",
+            path_text(&now.path)
+        )));
     }
-    if new.is_empty() {
-        return Ok(false);
-    }
-    crate::plan::write_children(engine, plan_brief, new)?;
+    // Whose reason the pass carries out: the first approval that gave the path this pass.
+    let approvals = approved_under(plan_brief, &all, workstream);
+    let amendment = approvals
+        .iter()
+        .find(|r| {
+            r.decision
+                .as_ref()
+                .is_some_and(|d| passes(&d.path_after).len() > index)
+        })
+        .or(approvals.last())
+        .ok_or_else(|| EngineError::State(format!("{workstream}: an amended path without its approval")))?;
+    let title = extra_pass_title(index);
+    let what = if tier == Tier::T3 {
+        "An extra squad-lead pass"
+    } else {
+        "An extra implementer pass"
+    };
+    let plan_only = if tier == Tier::T3 {
+        "plan only the tasks this pass needs"
+    } else {
+        "do only what this pass needs"
+    };
+    let new = NewBrief {
+        tier,
+        workstream: workstream.to_string(),
+        title: title.clone(),
+        personality: ws.specialist.clone(),
+        instructions: format!(
+            "{what}, approved by {} as path amendment #{}: {}\nThe workstream's earlier passes are done and \
+             verified on its branch; {plan_only}.\n{}",
+            amendment.decision.as_ref().map_or("a human", |d| d.by.as_str()),
+            amendment.seq,
+            amendment.proposal.reason,
+            ws.notes
+        ),
+        inputs: vec![],
+        variety: Some(ws.variety),
+        contract: Some(ws.contract.clone()),
+        depends_on: vec![],
+    };
+    engine.log(
+        run,
+        Some(tier),
+        "AMENDED_PASS",
+        format!(
+            "{workstream}: {title} ({}) starts (amendment #{}, path {})",
+            tier.as_str().to_ascii_uppercase(),
+            amendment.seq,
+            path_text(&now.path)
+        ),
+    )?;
+    crate::plan::write_children(engine, plan_brief, vec![new])?;
     Ok(true)
 }
 

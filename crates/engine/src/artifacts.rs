@@ -70,6 +70,11 @@ pub(crate) fn verify_name(subject: &str) -> String {
     format!("signoff/{subject}/verify")
 }
 
+/// The name of the record that `workstream` went into the integration branch (its branch name).
+pub(crate) fn merged_name(workstream: &str) -> String {
+    format!("merged/{workstream}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,9 +20,7 @@ use crate::error::{EngineError, Result};
 use crate::handover::{ending, verify_rev};
 use crate::plan::{accept_brief, approved, output_of, write_children};
 
-pub(crate) fn merged_name(workstream: &str) -> String {
-    format!("merged/{workstream}")
-}
+pub(crate) use crate::artifacts::merged_name;
 
 /// Starts stages, merges verified workstreams, and writes T1's accept brief when everything is in: carries
 /// out the steps of the decision core's walk over the stages ([`agency_flow::StageWalk`]).
@@ -71,8 +69,8 @@ pub async fn workstreams(
                     continue;
                 };
                 if let Some(slices) = accepted_slices(engine, &approved.brief, &workstream)? {
-                    // An approved path amendment asks for another squad-lead pass first.
-                    if crate::amendments::write_extra_passes(engine, &approved.brief, &workstream)? {
+                    // An approved path amendment asks for another pass first.
+                    if crate::amendments::write_next_pass(engine, &approved.brief, &workstream)? {
                         progressed = true;
                         continue;
                     }

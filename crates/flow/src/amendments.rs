@@ -1,11 +1,16 @@
 //! Path amendments (seed 001, "Dynamic Paths"): what a workstream's tier path becomes when a proposed
-//! change is approved, and which proposals still wait for a human. A workstream's path is the plan's
-//! `tier_path` with every approved amendment applied in the order they were proposed.
+//! change is approved, whether it still applies where the workstream stands, and what the runner writes
+//! next to follow it.
 //!
-//! An amendment changes only the *remaining* path: the tiers after the proposer's own position. The tiers
-//! already passed stay as they are, and verification stays last — `t5` always runs.
-
-use std::collections::HashSet;
+//! A path is a run of **passes** followed by `t5`. A pass goes strictly downward through `t2`, `t3`, `t4`
+//! and ends in `t4` (its tasks are implemented; every implementer's slice is verified by a T5): `t3→t4→t5`
+//! is one pass, `t3→t4→t3→t4→t5` two (a second squad-lead pass after the first is verified), `t2→t4→t5`
+//! one (the specialists' output goes straight to implementers). A new pass starts wherever the path stops
+//! going downward.
+//!
+//! An amendment changes only the *remaining* path: the tiers after the workstream's position (the tiers it
+//! has started, counted from the blackboard when the change is proposed and again when it is approved).
+//! The tiers already started stay as they are, and verification stays last.
 
 use agency_core::Tier;
 use agency_core::event::payload::PathChange;
@@ -24,12 +29,26 @@ pub enum AmendmentError {
     /// `add_tiers` without the tier they go before.
     #[error("add_tiers needs insert_before: the tier of the remaining path the added tiers go before")]
     NoInsertPoint,
-    /// `insert_before` names a tier that is not on the remaining path.
+    /// `insert_before` names a tier that is on neither the started nor the remaining path.
     #[error("insert_before {tier} is not on the workstream's remaining path {remaining}")]
     NotRemaining {
         /// The tier named.
         tier: Tier,
         /// The remaining path, `t4→t5`.
+        remaining: String,
+    },
+    /// `insert_before` names a tier the workstream has started already (it moved past the insert point,
+    /// perhaps while the amendment waited for a human).
+    #[error(
+        "the workstream has started {tier} already (started: {started}); its remaining path is {remaining}, \
+         so nothing can go before that {tier} any more"
+    )]
+    MovedPast {
+        /// The tier named.
+        tier: Tier,
+        /// The tiers started, `t3→t4`.
+        started: String,
+        /// The remaining path.
         remaining: String,
     },
     /// Only T2..T4 passes may be added: T1 plans and accepts the whole run, T5 already ends every path.
@@ -49,12 +68,28 @@ pub enum AmendmentError {
     /// A path that does not end in `t5`.
     #[error("the path must end in t5 (verification always runs), found {0}")]
     NoVerification(String),
-    /// A shallower path that drops or reorders tiers the workstream already passed.
-    #[error("shallower_path {proposed} does not keep the tiers already passed ({passed})")]
+    /// `t5` before the end: verification follows every pass by itself.
+    #[error("t5 may only end the path (every pass's slices are verified anyway), found {0}")]
+    VerificationInside(String),
+    /// `t1` in a workstream's path.
+    #[error("t1 plans and accepts the whole run and cannot be on a workstream's path, found {0}")]
+    PlannerOnPath(String),
+    /// A pass that plans work nobody implements.
+    #[error(
+        "{path}: the pass {pass} does not end in t4 — every pass ends with implementers (drop it, or add t4)"
+    )]
+    PassWithoutImplementers {
+        /// The whole path.
+        path: String,
+        /// The pass, `t2→t3`.
+        pass: String,
+    },
+    /// A shallower path that drops or reorders tiers the workstream already started.
+    #[error("shallower_path {proposed} does not keep the tiers already started ({passed})")]
     RewritesThePast {
         /// The path proposed.
         proposed: String,
-        /// The tiers already passed.
+        /// The tiers already started.
         passed: String,
     },
 }
@@ -64,28 +99,89 @@ pub fn path_text(path: &[Tier]) -> String {
     path.iter().map(|t| t.as_str()).collect::<Vec<_>>().join("→")
 }
 
-/// How many tiers of `path` the workstream has passed when a tier at `at` proposes a change: everything up
-/// to and including `at`'s first place on the path (a tier not on the path, or none, has passed nothing).
-fn passed(path: &[Tier], at: Option<Tier>) -> usize {
-    at.and_then(|at| path.iter().position(|t| *t == at))
-        .map_or(0, |i| i + 1)
+/// The passes of `path` (everything before its final `t5`), each a strictly downward run of tiers.
+pub fn passes(path: &[Tier]) -> Vec<&[Tier]> {
+    let body = match path.split_last() {
+        Some((Tier::T5, body)) => body,
+        _ => path,
+    };
+    let mut found = Vec::new();
+    let mut start = 0;
+    for i in 1..body.len() {
+        if body[i] <= body[i - 1] {
+            found.push(&body[start..i]);
+            start = i;
+        }
+    }
+    if start < body.len() {
+        found.push(&body[start..]);
+    }
+    found
 }
 
-/// The path `change` makes of `path`, proposed by a brief of tier `at` (`None`: by a human, or from
-/// outside the workstream — the whole path is still to come).
+/// Whether `path` is one the runner can walk: no `t1`, `t5` once and last, and every pass ending in `t4`.
+pub fn check_path(path: &[Tier]) -> Result<(), AmendmentError> {
+    let text = path_text(path);
+    if path.contains(&Tier::T1) {
+        return Err(AmendmentError::PlannerOnPath(text));
+    }
+    if path.last() != Some(&Tier::T5) {
+        return Err(AmendmentError::NoVerification(text));
+    }
+    if path[..path.len() - 1].contains(&Tier::T5) {
+        return Err(AmendmentError::VerificationInside(text));
+    }
+    let all = passes(path);
+    if all.is_empty() {
+        return Err(AmendmentError::PassWithoutImplementers {
+            path: text,
+            pass: "(none)".into(),
+        });
+    }
+    if let Some(pass) = all.iter().find(|p| p.last() != Some(&Tier::T4)) {
+        return Err(AmendmentError::PassWithoutImplementers {
+            path: text,
+            pass: path_text(pass),
+        });
+    }
+    Ok(())
+}
+
+/// Where a workstream stands, as the runner reads it from the blackboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Progress {
+    /// How many passes have an entry brief (0: the workstream has not started).
+    pub passes_started: usize,
+    /// The deepest tier (T2..T4) any brief of the newest pass reached; `None` before it has one.
+    pub deepest: Option<Tier>,
+}
+
+/// How many tiers of `path` the workstream at `progress` has started: every tier of the passes before
+/// its newest, and the tiers of the newest down to the deepest one it reached.
+pub fn position(path: &[Tier], progress: Progress) -> usize {
+    let all = passes(path);
+    if progress.passes_started == 0 || all.is_empty() {
+        return 0;
+    }
+    let current = progress.passes_started.min(all.len()) - 1;
+    let before: usize = all[..current].iter().map(|p| p.len()).sum();
+    let within = progress.deepest.map_or(0, |deepest| {
+        all[current].iter().filter(|t| **t <= deepest).count()
+    });
+    before + within
+}
+
+/// The path `change` makes of `path` for a workstream that has started its first `started` tiers.
 ///
-/// - `add_tiers` + `insert_before`: the tiers go just before the first `insert_before` still to come
-///   (`t3→t4→t5` + add `t3` before `t5` from a T4 = `t3→t4→t3→t5`);
-/// - `shallower_path`: the path becomes it, if it is shorter, keeps the passed tiers as its start and has a
+/// - `add_tiers` + `insert_before`: the tiers go just before the first `insert_before` still to come. An
+///   added pass that would end in `t2` or `t3` gets its `t4` (its tasks are implemented): `t3→t4→t5` + add
+///   `t3` before `t5` = `t3→t4→t3→t4→t5`;
+/// - `shallower_path`: the path becomes it, if it is shorter, keeps the started tiers as its start and has a
 ///   reason.
 ///
-/// Either way the result ends in `t5`.
-pub fn amended_path(
-    path: &[Tier],
-    at: Option<Tier>,
-    change: &PathChange,
-) -> Result<Vec<Tier>, AmendmentError> {
-    let done = passed(path, at);
+/// Either way the result is a path [`check_path`] accepts.
+pub fn amended_path(path: &[Tier], started: usize, change: &PathChange) -> Result<Vec<Tier>, AmendmentError> {
+    let done = started.min(path.len());
     let amended = match (&change.shallower_path, change.add_tiers.is_empty()) {
         (None, true) => return Err(AmendmentError::Empty),
         (Some(_), false) => return Err(AmendmentError::Both),
@@ -98,15 +194,33 @@ pub fn amended_path(
                 return Err(AmendmentError::NotAddable(*bad));
             }
             let before = change.insert_before.ok_or(AmendmentError::NoInsertPoint)?;
-            let offset = path[done..].iter().position(|t| *t == before).ok_or_else(|| {
-                AmendmentError::NotRemaining {
-                    tier: before,
-                    remaining: path_text(&path[done..]),
-                }
-            })?;
+            let Some(offset) = path[done..].iter().position(|t| *t == before) else {
+                let remaining = path_text(&path[done..]);
+                return Err(if path[..done].contains(&before) {
+                    AmendmentError::MovedPast {
+                        tier: before,
+                        started: path_text(&path[..done]),
+                        remaining,
+                    }
+                } else {
+                    AmendmentError::NotRemaining {
+                        tier: before,
+                        remaining,
+                    }
+                });
+            };
+            let mut added = change.add_tiers.clone();
+            // A planning tier whose next tier does not go down from it ends a pass: its tasks need their
+            // implementers.
+            if let Some(&last) = added.last()
+                && last != Tier::T4
+                && (before == Tier::T5 || before <= last)
+            {
+                added.push(Tier::T4);
+            }
             let mut amended = path.to_vec();
             let at = done + offset;
-            amended.splice(at..at, change.add_tiers.iter().copied());
+            amended.splice(at..at, added);
             amended
         }
         (Some(shallower), true) => {
@@ -132,70 +246,97 @@ pub fn amended_path(
             shallower.clone()
         }
     };
-    if amended.last() != Some(&Tier::T5) {
-        return Err(AmendmentError::NoVerification(path_text(&amended)));
-    }
+    check_path(&amended)?;
     Ok(amended)
 }
 
-/// A proposal as the runner reads it back: its `seq`, the proposer's tier and the change.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Proposal {
-    /// The `path_amendment` event's seq: the amendment's name.
-    pub seq: i64,
-    /// The proposer's tier (`None`: a human).
-    pub at: Option<Tier>,
-    /// What it changes.
-    pub change: PathChange,
+/// Why the runner of this build cannot carry out `path` (an approved amendment's result) for a workstream
+/// that has started `passes_started` passes, if it cannot: a pass after the first that starts with `t2`
+/// would need a second architecture pass (lead, specialists, synthesis) in one workstream, which this runner
+/// does not write. Such an approval is refused rather than recorded and never done.
+pub fn not_carried_out(path: &[Tier], passes_started: usize) -> Option<String> {
+    let all = passes(path);
+    let (index, pass) = all
+        .iter()
+        .enumerate()
+        .skip(passes_started.max(1))
+        .find(|(_, p)| p.first() == Some(&Tier::T2))?;
+    Some(format!(
+        "{} would need a second architecture pass ({}, pass {} of the workstream): this runner writes one \
+         T2 pass per workstream, as its first — it would be recorded as approved and never done; reject it, \
+         or re-plan the workstream",
+        path_text(path),
+        path_text(pass),
+        index + 1
+    ))
 }
 
-/// `workstream`'s path today: the plan's path with each approved proposal applied in the order proposed.
-/// One that no longer applies (an earlier approval moved its insert point away) is skipped, and returned
-/// with the reason, so the reader can say so instead of changing the path in a way nobody approved.
-pub fn current_path<'p>(
+/// A decided approval as the path's history keeps it: the path it was made on and the path it gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval<'a> {
+    /// The `path_amendment` event's seq.
+    pub seq: i64,
+    /// The path when it was approved.
+    pub before: &'a [Tier],
+    /// The path it gave.
+    pub after: &'a [Tier],
+}
+
+/// `workstream`'s path today: the plan's path, then each approval in the order made, where it was made on
+/// the path of the moment. One made on another path (the plan was re-made since) is skipped, and returned,
+/// so the reader can say so instead of following a change nobody approved for this plan.
+pub fn current_path<'a>(
     planned: &[Tier],
-    approved: impl IntoIterator<Item = &'p Proposal>,
-) -> (Vec<Tier>, Vec<(i64, AmendmentError)>) {
+    approved: impl IntoIterator<Item = Approval<'a>>,
+) -> (Vec<Tier>, Vec<i64>) {
     let mut path = planned.to_vec();
     let mut skipped = Vec::new();
-    for proposal in approved {
-        match amended_path(&path, proposal.at, &proposal.change) {
-            Ok(next) => path = next,
-            Err(err) => skipped.push((proposal.seq, err)),
+    for approval in approved {
+        if approval.before == path.as_slice() && !approval.after.is_empty() {
+            path = approval.after.to_vec();
+        } else {
+            skipped.push(approval.seq);
         }
     }
     (path, skipped)
 }
 
-/// The proposals no human has decided yet, in the order proposed.
-pub fn undecided<'p>(proposals: &'p [Proposal], decided: &HashSet<i64>) -> Vec<&'p Proposal> {
-    proposals.iter().filter(|p| !decided.contains(&p.seq)).collect()
+/// What the runner writes when a workstream's verified pass is in and before it merges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterPass {
+    /// The path has no more passes: the workstream merges.
+    Merge,
+    /// The next pass starts: its entry brief, of `tier`, titled [`extra_pass_title`]`(index)`.
+    Start {
+        /// The pass's 0-based index on the path (1 for the first extra pass).
+        index: usize,
+        /// Its first tier.
+        tier: Tier,
+    },
 }
 
-/// How many passes of `tier` the path asks for.
-pub fn passes_of(path: &[Tier], tier: Tier) -> usize {
-    path.iter().filter(|t| **t == tier).count()
+/// What follows a workstream's passes once the newest (of `passes_started`) is verified.
+pub fn after_pass(path: &[Tier], passes_started: usize) -> AfterPass {
+    match passes(path).get(passes_started).and_then(|p| p.first()) {
+        Some(&tier) => AfterPass::Start {
+            index: passes_started,
+            tier,
+        },
+        None => AfterPass::Merge,
+    }
 }
 
-/// Why the runner of this build cannot carry out `change` once approved, if it cannot. It carries out one
-/// kind: an extra squad-lead pass before verification (`add_tiers: [t3]` or `[t3, t4]`, `insert_before:
-/// t5`) — a new T3 brief for the workstream, written before the workstream merges, whose tasks are
-/// implemented and verified like the first pass's. Any other change (a T2 pass, a shallower path) is
-/// refused at approval rather than recorded as approved and never done.
-pub fn not_carried_out(change: &PathChange) -> Option<String> {
-    let extra_squad_pass = change.shallower_path.is_none()
-        && change.insert_before == Some(Tier::T5)
-        && matches!(change.add_tiers.as_slice(), [Tier::T3] | [Tier::T3, Tier::T4]);
-    (!extra_squad_pass).then(|| {
-        format!(
-            "this runner carries out only an extra squad-lead pass (add_tiers [t3] or [t3, t4] before t5); \
-             \"{}\" would be recorded as approved and never done — reject it, or re-plan the workstream",
-            change.describe()
-        )
-    })
+/// The tier that follows a workstream's architecture (T2) pass: `t3` (squads), `t4` (the specialists'
+/// squads go straight to implementers: the squad lead skipped), or `None` when the first pass has no T2.
+pub fn after_architecture(path: &[Tier]) -> Option<Tier> {
+    let first = passes(path).into_iter().next()?;
+    match first {
+        [Tier::T2, next, ..] => Some(*next),
+        _ => None,
+    }
 }
 
-/// The title of the `n`th (from 1) extra squad-lead pass of a workstream.
+/// The title of a workstream's extra pass at 0-based index `n` on its path (from 1).
 pub fn extra_pass_title(n: usize) -> String {
     format!("amended-pass-{n}")
 }
@@ -223,31 +364,88 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_t4_adds_an_extra_squad_pass_before_verification() {
-        let path = amended_path(&[T3, T4, T5], Some(T4), &add(&[T3], T5)).unwrap();
-        assert_eq!(path, vec![T3, T4, T3, T5]);
-        assert_eq!(passes_of(&path, T3), 2);
+    fn at(passes_started: usize, deepest: Option<Tier>) -> Progress {
+        Progress {
+            passes_started,
+            deepest,
+        }
     }
 
     #[test]
-    fn the_seeds_example_adds_a_t2_pass_before_t3() {
-        let path = amended_path(&[T3, T4, T5], None, &add(&[T2], T3)).unwrap();
+    fn a_path_splits_into_downward_passes() {
+        assert_eq!(passes(&[T2, T3, T4, T5]), vec![&[T2, T3, T4][..]]);
+        assert_eq!(passes(&[T3, T4, T3, T4, T5]), vec![&[T3, T4][..], &[T3, T4][..]]);
+        assert_eq!(passes(&[T3, T4, T4, T5]), vec![&[T3, T4][..], &[T4][..]]);
+        assert!(passes(&[T5]).is_empty());
+    }
+
+    #[test]
+    fn position_counts_the_started_passes_and_the_newest_ones_depth() {
+        let path = [T2, T3, T4, T3, T4, T5];
+        assert_eq!(position(&path, at(0, None)), 0);
+        assert_eq!(position(&path, at(1, Some(T2))), 1);
+        assert_eq!(position(&path, at(1, Some(T3))), 2);
+        assert_eq!(position(&path, at(1, Some(T4))), 3);
+        assert_eq!(position(&path, at(2, Some(T3))), 4);
+        assert_eq!(position(&path, at(2, Some(T4))), 5);
+        // A skipped squad lead: the specialists' tasks went straight to implementers.
+        assert_eq!(position(&[T2, T4, T5], at(1, Some(T4))), 2);
+    }
+
+    #[test]
+    fn a_t4_adds_an_extra_squad_pass_with_its_implementers() {
+        let path = amended_path(&[T3, T4, T5], 2, &add(&[T3], T5)).unwrap();
+        assert_eq!(path, vec![T3, T4, T3, T4, T5]);
+        assert_eq!(amended_path(&[T3, T4, T5], 2, &add(&[T3, T4], T5)).unwrap(), path);
+        assert_eq!(after_pass(&path, 1), AfterPass::Start { index: 1, tier: T3 });
+        assert_eq!(after_pass(&path, 2), AfterPass::Merge);
+    }
+
+    #[test]
+    fn an_extra_implementer_pass_follows_the_first() {
+        let path = amended_path(&[T3, T4, T5], 2, &add(&[T4], T5)).unwrap();
+        assert_eq!(path, vec![T3, T4, T4, T5]);
+        assert_eq!(after_pass(&path, 1), AfterPass::Start { index: 1, tier: T4 });
+    }
+
+    #[test]
+    fn the_seeds_example_adds_a_t2_pass_before_a_t3_not_started() {
+        let path = amended_path(&[T3, T4, T5], 0, &add(&[T2], T3)).unwrap();
         assert_eq!(path, vec![T2, T3, T4, T5]);
+        assert_eq!(not_carried_out(&path, 0), None);
+        assert_eq!(after_architecture(&path), Some(T3));
     }
 
     #[test]
-    fn the_insert_point_must_still_be_to_come() {
-        // A T4 cannot put a T2 pass before the T3 that already ran.
-        let err = amended_path(&[T3, T4, T5], Some(T4), &add(&[T2], T3)).unwrap_err();
+    fn a_shallower_path_skips_the_squad_lead_while_t2_works() {
+        let path = amended_path(&[T2, T3, T4, T5], 1, &shallower(&[T2, T4, T5], "one file")).unwrap();
+        assert_eq!(path, vec![T2, T4, T5]);
+        assert_eq!(after_architecture(&path), Some(T4));
+        // And an extra squad pass may come back before the implementers.
+        assert_eq!(
+            amended_path(&path, 1, &add(&[T3], T4)).unwrap(),
+            vec![T2, T3, T4, T5]
+        );
+    }
+
+    #[test]
+    fn an_insert_point_the_workstream_moved_past_is_refused_with_where_it_stands() {
+        // The seed's T3 asks for a T2 pass before itself: it has started t3.
+        let err = amended_path(&[T3, T4, T5], 1, &add(&[T2], T3)).unwrap_err();
         assert_eq!(
             err,
-            AmendmentError::NotRemaining {
+            AmendmentError::MovedPast {
                 tier: T3,
-                remaining: "t5".into()
+                started: "t3".into(),
+                remaining: "t4→t5".into()
             }
         );
-        assert!(err.to_string().contains("remaining path t5"), "{err}");
+        assert!(err.to_string().contains("has started t3 already"), "{err}");
+        // Skipping the squad lead once it is at work rewrites the past.
+        assert!(matches!(
+            amended_path(&[T2, T3, T4, T5], 2, &shallower(&[T2, T4, T5], "small")),
+            Err(AmendmentError::RewritesThePast { .. })
+        ));
     }
 
     #[test]
@@ -256,114 +454,156 @@ mod tests {
             workstream: "ws".into(),
             ..PathChange::default()
         };
-        assert_eq!(amended_path(&[T4, T5], None, &empty), Err(AmendmentError::Empty));
+        assert_eq!(amended_path(&[T4, T5], 0, &empty), Err(AmendmentError::Empty));
         let mut both = add(&[T3], T5);
         both.shallower_path = Some(vec![T5]);
-        assert_eq!(amended_path(&[T4, T5], None, &both), Err(AmendmentError::Both));
+        assert_eq!(amended_path(&[T4, T5], 0, &both), Err(AmendmentError::Both));
         let mut no_point = add(&[T3], T5);
         no_point.insert_before = None;
         assert_eq!(
-            amended_path(&[T4, T5], None, &no_point),
+            amended_path(&[T4, T5], 0, &no_point),
             Err(AmendmentError::NoInsertPoint)
         );
         assert_eq!(
-            amended_path(&[T4, T5], None, &add(&[T1], T4)),
+            amended_path(&[T4, T5], 0, &add(&[T1], T4)),
             Err(AmendmentError::NotAddable(T1))
         );
         assert_eq!(
-            amended_path(&[T4, T5], None, &add(&[T5], T5)),
+            amended_path(&[T4, T5], 0, &add(&[T5], T5)),
             Err(AmendmentError::NotAddable(T5))
         );
+        assert_eq!(
+            amended_path(&[T4, T5], 0, &add(&[T3], T2)),
+            Err(AmendmentError::NotRemaining {
+                tier: T2,
+                remaining: "t4→t5".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_pass_without_implementers_is_refused() {
+        // An extra squad lead squeezed between the first squad lead and its implementers plans nothing.
+        let err = amended_path(&[T3, T4, T5], 1, &add(&[T3], T4)).unwrap_err();
+        assert!(
+            matches!(err, AmendmentError::PassWithoutImplementers { .. }),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("the pass t3 does not end in t4"),
+            "{err}"
+        );
+        assert!(matches!(
+            amended_path(&[T2, T3, T4, T5], 0, &shallower(&[T2, T3, T5], "no code")),
+            Err(AmendmentError::PassWithoutImplementers { .. })
+        ));
     }
 
     #[test]
     fn a_shallower_path_needs_a_reason_and_must_be_shallower() {
         let full = [T2, T3, T4, T5];
         assert_eq!(
-            amended_path(&full, Some(T2), &shallower(&[T2, T4, T5], "one file")).unwrap(),
-            vec![T2, T4, T5]
-        );
-        assert_eq!(
-            amended_path(&full, None, &shallower(&[T4, T5], " ")),
+            amended_path(&full, 0, &shallower(&[T4, T5], " ")),
             Err(AmendmentError::NoReason)
         );
         assert!(matches!(
-            amended_path(&[T4, T5], None, &shallower(&[T3, T5], "why")),
+            amended_path(&[T4, T5], 0, &shallower(&[T3, T5], "why")),
             Err(AmendmentError::NotShallower { .. })
         ));
-        assert!(matches!(
-            amended_path(&full, Some(T3), &shallower(&[T2, T4, T5], "skip the squad")),
-            Err(AmendmentError::RewritesThePast { .. })
-        ));
         assert_eq!(
-            amended_path(&full, None, &shallower(&[T4], "no checks")),
+            amended_path(&full, 0, &shallower(&[T4], "no checks")),
             Err(AmendmentError::NoVerification("t4".into()))
+        );
+        assert_eq!(
+            amended_path(&full, 0, &shallower(&[T4, T5, T5], "x")),
+            Err(AmendmentError::VerificationInside("t4→t5→t5".into()))
+        );
+        assert_eq!(
+            amended_path(&full, 0, &shallower(&[T5, T4, T5], "x")),
+            Err(AmendmentError::VerificationInside("t5→t4→t5".into()))
+        );
+        assert_eq!(
+            amended_path(&full, 0, &shallower(&[T1, T4, T5], "x")),
+            Err(AmendmentError::PlannerOnPath("t1→t4→t5".into()))
         );
     }
 
     #[test]
-    fn approved_proposals_apply_in_order_and_a_stale_one_is_skipped_with_its_reason() {
-        let first = Proposal {
-            seq: 10,
-            at: Some(T4),
-            change: add(&[T3], T5),
-        };
-        // Proposed against the original path by a T3: "before t4" is still to come for it.
-        let second = Proposal {
-            seq: 12,
-            at: Some(T3),
-            change: add(&[T2], T4),
-        };
-        let stale = Proposal {
-            seq: 14,
-            at: Some(T5),
-            change: add(&[T4], T5),
-        };
-        let (path, skipped) = current_path(&[T3, T4, T5], [&first, &second, &stale]);
-        assert_eq!(path, vec![T3, T2, T4, T3, T5]);
-        assert_eq!(skipped.len(), 1);
-        assert_eq!(skipped[0].0, 14);
+    fn a_second_architecture_pass_is_not_carried_out() {
+        let path = amended_path(&[T3, T4, T5], 2, &add(&[T2, T3], T5)).unwrap();
+        assert_eq!(path, vec![T3, T4, T2, T3, T4, T5]);
+        let why = not_carried_out(&path, 1).unwrap();
+        assert!(
+            why.contains("second architecture pass (t2→t3→t4, pass 2"),
+            "{why}"
+        );
+        assert_eq!(not_carried_out(&[T2, T3, T4, T3, T4, T5], 1), None);
     }
 
     #[test]
-    fn only_an_extra_squad_pass_is_carried_out() {
-        assert_eq!(not_carried_out(&add(&[T3], T5)), None);
-        assert_eq!(not_carried_out(&add(&[T3, T4], T5)), None);
-        let t2 = not_carried_out(&add(&[T2], T3)).unwrap();
-        assert!(t2.contains("add t2 before t3"), "{t2}");
-        assert!(not_carried_out(&add(&[T3], T4)).is_some());
-        assert!(not_carried_out(&shallower(&[T4, T5], "small")).is_some());
+    fn approvals_apply_in_order_and_one_made_on_another_path_is_skipped() {
+        let first = [T3, T4, T3, T4, T5];
+        let second = [T3, T4, T3, T4, T4, T5];
+        let other_plan = [T2, T3, T4, T5];
+        let (path, skipped) = current_path(
+            &[T3, T4, T5],
+            [
+                Approval {
+                    seq: 10,
+                    before: &[T3, T4, T5],
+                    after: &first,
+                },
+                Approval {
+                    seq: 12,
+                    before: &first,
+                    after: &second,
+                },
+                Approval {
+                    seq: 14,
+                    before: &other_plan,
+                    after: &[T2, T4, T5],
+                },
+            ],
+        );
+        assert_eq!(path, second);
+        assert_eq!(skipped, vec![14]);
     }
 
-    #[test]
-    fn undecided_keeps_the_order_proposed() {
-        let proposals: Vec<Proposal> = [3, 5, 8]
-            .into_iter()
-            .map(|seq| Proposal {
-                seq,
-                at: None,
-                change: add(&[T3], T5),
-            })
-            .collect();
-        let decided = HashSet::from([5]);
-        let left: Vec<i64> = undecided(&proposals, &decided).iter().map(|p| p.seq).collect();
-        assert_eq!(left, vec![3, 8]);
+    fn tier(i: usize) -> Tier {
+        Tier::ALL[i]
+    }
+
+    /// A valid path: one to three passes, each a downward run of t2..t4 ending in t4, then t5.
+    fn valid_path() -> impl proptest::strategy::Strategy<Value = Vec<Tier>> {
+        use proptest::prelude::*;
+        proptest::collection::vec((any::<bool>(), any::<bool>()), 1..4).prop_map(|passes| {
+            let mut path = Vec::new();
+            for (t2, t3) in passes {
+                if t2 {
+                    path.push(T2);
+                }
+                if t3 {
+                    path.push(T3);
+                }
+                path.push(T4);
+            }
+            path.push(T5);
+            path
+        })
     }
 
     proptest::proptest! {
-        /// Whatever is proposed, an accepted change keeps the passed tiers and ends in verification.
+        /// Whatever is proposed wherever the workstream stands, an accepted change is a path the runner can
+        /// walk, keeps every tier started, and leaves implementers to come when some were to come.
         #[test]
-        fn an_accepted_change_keeps_the_past_and_ends_in_t5(
-            path in proptest::collection::vec(0usize..5, 0..5),
-            at in proptest::option::of(0usize..5),
+        fn an_accepted_change_is_valid_keeps_the_past_and_never_drops_t4(
+            path in valid_path(),
+            started in 0usize..8,
             added in proptest::collection::vec(0usize..5, 0..3),
             before in 0usize..5,
-            shallow in proptest::option::of(proptest::collection::vec(0usize..5, 0..4)),
+            shallow in proptest::option::of(proptest::collection::vec(0usize..5, 0..6)),
         ) {
-            let tier = |i: usize| Tier::ALL[i];
-            let mut path: Vec<Tier> = path.into_iter().map(tier).collect();
-            path.push(T5);
-            let at = at.map(tier);
+            let started = started.min(path.len() - 1);
             let change = PathChange {
                 workstream: "ws".into(),
                 add_tiers: added.into_iter().map(tier).collect(),
@@ -371,11 +611,30 @@ mod tests {
                 shallower_path: shallow.map(|s| s.into_iter().map(tier).collect()),
                 shallower_path_reason: Some("why".into()),
             };
-            if let Ok(amended) = amended_path(&path, at, &change) {
-                let done = passed(&path, at);
-                proptest::prop_assert!(amended.starts_with(&path[..done]));
+            if let Ok(amended) = amended_path(&path, started, &change) {
+                proptest::prop_assert!(check_path(&amended).is_ok(), "{:?}", amended);
+                proptest::prop_assert!(
+                    amended.starts_with(&path[..started]),
+                    "re-runs or drops a started tier"
+                );
+                if path[started..].contains(&T4) {
+                    proptest::prop_assert!(amended[started..].contains(&T4), "drops T4 while work remains");
+                }
                 proptest::prop_assert_eq!(amended.last(), Some(&T5));
             }
+        }
+
+        /// The position of a workstream never passes its path, and the passes always rebuild the path.
+        #[test]
+        fn position_stays_on_the_path(
+            path in valid_path(),
+            passes_started in 0usize..5,
+            deepest in proptest::option::of(1usize..4),
+        ) {
+            let pos = position(&path, Progress { passes_started, deepest: deepest.map(tier) });
+            proptest::prop_assert!(pos < path.len());
+            let rebuilt: Vec<Tier> = passes(&path).concat();
+            proptest::prop_assert_eq!(&rebuilt[..], &path[..path.len() - 1]);
         }
     }
 }

@@ -53,15 +53,17 @@ impl Attempt for Brief {
 /// The statuses of a brief that is not finished: waiting, at work, or being signed off.
 pub const OPEN: [BriefStatus; 3] = [BriefStatus::Pending, BriefStatus::Running, BriefStatus::Verifying];
 
-/// The newest attempt of each title among `children` (oldest first), skipping cancelled ones.
+/// The newest attempt of each title among `children` (oldest first), skipping cancelled ones. Attempts of
+/// one brief share its title, tier and workstream: the plan's children are the entries of every
+/// workstream, and two of them may share a title (two workstreams' extra passes, `amended-pass-1`) without
+/// being attempts of each other.
 pub fn latest_of<'a, B: Attempt + 'a>(children: impl Iterator<Item = &'a B>) -> Vec<&'a B> {
-    let mut by_title: BTreeMap<&str, &B> = BTreeMap::new();
+    let mut by_title: BTreeMap<(&str, Tier, &str), &B> = BTreeMap::new();
     for brief in children.filter(|b| b.status() != BriefStatus::Cancelled) {
-        let keep = by_title
-            .get(brief.title())
-            .is_none_or(|b| b.attempt() <= brief.attempt());
+        let key = (brief.title(), brief.tier(), brief.workstream());
+        let keep = by_title.get(&key).is_none_or(|b| b.attempt() <= brief.attempt());
         if keep {
-            by_title.insert(brief.title(), brief);
+            by_title.insert(key, brief);
         }
     }
     let mut list: Vec<&B> = by_title.into_values().collect();
@@ -123,6 +125,20 @@ pub(crate) mod tests {
             claimed_by: None,
             created_at: Utc::now(),
         }
+    }
+
+    #[test]
+    fn briefs_of_one_title_in_two_workstreams_or_tiers_are_not_attempts_of_each_other() {
+        let mut squad = brief(Tier::T3, "amended-pass-1", 0, BriefStatus::Verifying);
+        squad.workstream = "ws-3".into();
+        let mut implementer = brief(Tier::T4, "amended-pass-1", 0, BriefStatus::Running);
+        implementer.workstream = "ws-8".into();
+        let mut other_ws = brief(Tier::T4, "amended-pass-1", 1, BriefStatus::Running);
+        other_ws.workstream = "ws-9".into();
+        let all = [squad.clone(), implementer.clone(), other_ws.clone()];
+        let latest: Vec<BriefId> = latest_of(all.iter()).iter().map(|b| b.id).collect();
+        assert_eq!(latest.len(), 3, "each is its own brief");
+        assert!(latest.contains(&squad.id) && latest.contains(&implementer.id));
     }
 
     #[test]

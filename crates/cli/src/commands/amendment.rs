@@ -17,7 +17,7 @@ use crate::hook::ENV_BRIEF;
 pub enum AmendmentCommand {
     /// List a run's path amendments and their decisions.
     List(ListArgs),
-    /// Approve one path amendment: the workstream's path changes.
+    /// Approve one path amendment: the workstream's path changes (refused, saying why, if it cannot)
     Approve(DecideArgs),
     /// Reject one path amendment: the path stays.
     Reject(RejectArgs),

@@ -719,7 +719,8 @@ payload_struct! {
         /// The brief whose agent proposed it, when an agent did.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub brief: Option<BriefId>,
-        /// The proposer's tier, when an agent proposed it: where the workstream's remaining path starts.
+        /// The proposer's tier, when an agent proposed it. (Where the remaining path starts is read from the
+        /// workstream's briefs, at proposal and again at approval.)
         #[serde(skip_serializing_if = "Option::is_none")]
         pub tier: Option<Tier>,
     }

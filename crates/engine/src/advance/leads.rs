@@ -539,12 +539,36 @@ pub(super) fn validation_done(engine: &Engine, brief: &Brief) -> Result<bool> {
     Ok(true)
 }
 
+/// Whether a specialist's squads were written: as T3 squad leads, or as T4 implementers when an approved
+/// amendment skipped the squad lead ([`squads_skip_to`]).
 fn has_squads(engine: &Engine, spec: &Brief) -> Result<bool> {
     Ok(engine
         .store
         .list_children(spec.id)?
         .iter()
-        .any(|b| b.tier == Tier::T3))
+        .any(|b| matches!(b.tier, Tier::T3 | Tier::T4)))
+}
+
+/// The tier a specialist's squads are written at: T3 squad leads, or T4 implementers when the workstream's
+/// path goes from T2 straight to T4 (planned so by T1, or a shallower path an approved amendment gave it:
+/// each squad the specialist drew is one implementer's task). Said once in the log.
+fn squads_skip_to(engine: &Engine, spec: &Brief, count: usize) -> Result<Tier> {
+    let tier = crate::amendments::after_architecture(engine, spec.run, &spec.workstream)?;
+    if tier == Tier::T4 {
+        engine.log(
+            spec.run,
+            Some(Tier::T2),
+            "NO_SQUAD_LEAD",
+            format!(
+                "{}: its path goes from T2 to T4 — {}'s {count} squad{} go{} to implementers",
+                spec.workstream,
+                spec.title,
+                if count == 1 { "" } else { "s" },
+                if count == 1 { "es" } else { "" },
+            ),
+        )?;
+    }
+    Ok(tier)
 }
 
 /// A specialist's squads, written under it (once): each reads the canonical architecture, its
@@ -554,6 +578,7 @@ fn write_squads(engine: &Engine, spec: &Brief) -> Result<()> {
         return Ok(());
     }
     let out: SpecialistOutput = output_of(engine, spec)?;
+    let tier = squads_skip_to(engine, spec, out.squads.len())?;
     let inputs = [
         format!("architecture/{}", spec.workstream),
         architecture_name(&spec.workstream, &spec.title),
@@ -563,7 +588,7 @@ fn write_squads(engine: &Engine, spec: &Brief) -> Result<()> {
         .squads
         .into_iter()
         .map(|squad| {
-            let mut new = squad.into_new_brief(Tier::T3, &spec.workstream, spec.contract.as_ref());
+            let mut new = squad.into_new_brief(tier, &spec.workstream, spec.contract.as_ref());
             new.inputs.extend(inputs.iter().cloned());
             new
         })

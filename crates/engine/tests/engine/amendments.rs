@@ -1,14 +1,24 @@
-//! Path amendments end to end: a T4 proposes an extra squad-lead pass with its tool, the proposal is listed
-//! on the next gate, a human approves it, and the workstream's path changes: the runner writes the extra T3
-//! pass before the workstream merges.
+//! Path amendments end to end, one test per kind the seed names: a tier proposes with its tool (or a human
+//! with the CLI's call), the proposal is listed on the next gate, a human approves it there, and the
+//! workstream's remaining path changes — an extra squad-lead pass, an extra implementer pass, a T2 pass
+//! before a squad lead that has not started, a shallower path that skips the squad lead — and the run
+//! succeeds. A rejected one changes nothing; one the workstream moved past is refused with the reason; a
+//! dozen workstreams run with two of them amended.
 
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agency_core::event::payload::PathChange;
 use agency_core::event::{EventKind, EventPayload};
 use agency_core::gate::{GateKind, GateStatus};
-use agency_core::{BriefStatus, Tier};
+use agency_core::{BriefStatus, RunId, Tier};
+use agency_engine::DriveOutcome;
 use agency_engine::amendments;
-use agency_store::{Blackboard, RunStatus};
+use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+use serde_json::json;
 
-use crate::support::{Project, approve, config, wait_for};
+use crate::support::{Background, Project, approve, config, wait_for};
 
 #[test]
 fn a_t4s_extra_squad_pass_is_approved_at_the_next_gate_and_changes_the_path() {
@@ -61,7 +71,8 @@ fn a_t4s_extra_squad_pass_is_approved_at_the_next_gate_and_changes_the_path() {
     assert!(again.contains("approved by tester already"), "{again}");
     assert_eq!(
         amendments::current_path(store.as_ref(), run.id, "ws-arith").unwrap(),
-        Some(vec![Tier::T3, Tier::T4, Tier::T3, Tier::T5])
+        Some(vec![Tier::T3, Tier::T4, Tier::T3, Tier::T4, Tier::T5]),
+        "an added squad-lead pass brings its implementers"
     );
     approve(store.as_ref(), verdict.id);
 
@@ -90,7 +101,10 @@ fn a_t4s_extra_squad_pass_is_approved_at_the_next_gate_and_changes_the_path() {
     let Ok(EventPayload::PathAmendmentDecided(decision)) = decided[0].typed() else {
         panic!("{decided:?}");
     };
-    assert_eq!(decision.path_after, vec![Tier::T3, Tier::T4, Tier::T3, Tier::T5]);
+    assert_eq!(
+        decision.path_after,
+        vec![Tier::T3, Tier::T4, Tier::T3, Tier::T4, Tier::T5]
+    );
     assert!(
         store
             .list_gates(run.id)
@@ -101,62 +115,676 @@ fn a_t4s_extra_squad_pass_is_approved_at_the_next_gate_and_changes_the_path() {
 }
 
 #[test]
-fn an_amendment_the_runner_cannot_carry_out_is_refused_at_approval() {
+fn a_t4s_extra_implementer_pass_is_approved_and_runs_before_the_merge() {
     let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t5_verdict = true;
     let (run, driving) =
-        project.start_in_background(include_str!("../scripts/amendment.yaml"), config(), false);
+        project.start_in_background(include_str!("../scripts/amendment-t4.yaml"), team, false);
     let store = project.store.clone();
-    let plan_gate = wait_for("the t1_plan gate", || {
-        store.pending_gates(Some(run.id)).unwrap().pop()
-    });
+    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
     approve(store.as_ref(), plan_gate.id);
-    wait_for("the approved plan", || {
-        amendments::current_path(store.as_ref(), run.id, "ws-arith").unwrap()
-    });
-    let human = amendments::Proposer {
-        name: "cli:tester".into(),
-        brief: None,
-    };
-    let t2_pass = agency_core::event::payload::PathChange {
-        workstream: "ws-arith".into(),
-        add_tiers: vec![Tier::T2],
-        insert_before: Some(Tier::T3),
-        ..Default::default()
-    };
-    let proposed = amendments::propose(store.as_ref(), run.id, &human, "auth needs design", t2_pass).unwrap();
-    let refused = amendments::decide(store.as_ref(), run.id, proposed.seq, true, "tester", None).unwrap_err();
+    let verdict = wait_for(
+        "the first t5_verdict gate",
+        pending(&store, run.id, GateKind::T5Verdict),
+    );
+    let seq = listed(&verdict.summary, "ws-arith: add t4 before t5");
+    amendments::decide(store.as_ref(), run.id, seq, true, "tester", None).unwrap();
+    assert_eq!(
+        amendments::current_path(store.as_ref(), run.id, "ws-arith").unwrap(),
+        Some(vec![Tier::T3, Tier::T4, Tier::T4, Tier::T5])
+    );
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let briefs = project.briefs(run.id);
+    let extra = briefs
+        .iter()
+        .find(|b| b.title == "amended-pass-1")
+        .expect("the extra implementer pass");
+    assert_eq!(
+        (extra.tier, extra.status, extra.parent),
+        (
+            Tier::T4,
+            BriefStatus::Done,
+            briefs.iter().find(|b| b.tier == Tier::T1).map(|b| b.id)
+        ),
+        "{}",
+        project.tree(run.id)
+    );
     assert!(
-        refused.contains("carries out only an extra squad-lead pass"),
+        extra.instructions.contains("An extra implementer pass"),
+        "{}",
+        extra.instructions
+    );
+    assert!(
+        briefs
+            .iter()
+            .any(|b| b.tier == Tier::T5 && b.parent == Some(extra.id) && b.status == BriefStatus::Done),
+        "the extra pass's slice is verified: {}",
+        project.tree(run.id)
+    );
+    assert!(project.log_tags(run.id).iter().any(|t| t == "T4 AMENDED_PASS"));
+    project.assert_fixed(
+        &format!("agency/{}/integration", run.id.short()),
+        &["add.sh", "mul.sh"],
+    );
+}
+
+/// Two extra passes proposed by one implementer and both approved run one after the other, each carrying the
+/// reason of the amendment that added it.
+#[test]
+fn two_approved_extra_passes_run_in_turn_each_with_its_own_reason() {
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t5_verdict = true;
+    let (run, driving) =
+        project.start_in_background(include_str!("../scripts/amendment-two.yaml"), team, false);
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    assert_eq!(
+        amendments::current_path(project.store.as_ref(), run.id, "ws-arith").unwrap(),
+        Some(vec![Tier::T3, Tier::T4, Tier::T3, Tier::T4, Tier::T4, Tier::T5])
+    );
+    let briefs = project.briefs(run.id);
+    let pass = |title: &str| {
+        briefs
+            .iter()
+            .find(|b| b.title == title)
+            .unwrap_or_else(|| panic!("{title}: {}", project.tree(run.id)))
+    };
+    let (first, second) = (pass("amended-pass-1"), pass("amended-pass-2"));
+    assert_eq!((first.tier, second.tier), (Tier::T3, Tier::T4));
+    assert!(
+        first.instructions.contains("mul.sh is broken too"),
+        "{}",
+        first.instructions
+    );
+    assert!(
+        second.instructions.contains("the change wants a note beside it"),
+        "{}",
+        second.instructions
+    );
+    assert!(
+        second.created_at > pass("fix-mul").created_at,
+        "the second pass starts after the first's task"
+    );
+}
+
+#[test]
+fn a_specialists_shallower_path_skips_the_squad_lead_once_approved() {
+    let project = Project::new();
+    let (run, driving) = project.start_in_background(
+        include_str!("../scripts/amendment-shallower.yaml"),
+        config(),
+        false,
+    );
+    let store = project.store.clone();
+    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
+    approve(store.as_ref(), plan_gate.id);
+    // The synthesis gate (on by default) is the next one: it lists the specialist's proposal.
+    let synthesis = wait_for(
+        "the t2_synthesis gate",
+        pending(&store, run.id, GateKind::T2Synthesis),
+    );
+    let seq = listed(&synthesis.summary, "ws-calc: shallower path t2→t4→t5");
+    amendments::decide(
+        store.as_ref(),
+        run.id,
+        seq,
+        true,
+        "tester",
+        Some("two one-liners".into()),
+    )
+    .unwrap();
+    assert_eq!(
+        amendments::current_path(store.as_ref(), run.id, "ws-calc").unwrap(),
+        Some(vec![Tier::T2, Tier::T4, Tier::T5])
+    );
+    approve(store.as_ref(), synthesis.id);
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let briefs = project.briefs(run.id);
+    assert!(
+        briefs.iter().all(|b| b.tier != Tier::T3),
+        "no squad lead ran: {}",
+        project.tree(run.id)
+    );
+    let specialist = briefs
+        .iter()
+        .find(|b| b.tier == Tier::T2 && b.title == "arithmetic")
+        .unwrap();
+    for title in ["fix-add", "fix-mul"] {
+        let task = briefs
+            .iter()
+            .find(|b| b.title == title && b.tier == Tier::T4)
+            .unwrap();
+        assert_eq!(
+            (task.parent, task.status),
+            (Some(specialist.id), BriefStatus::Done)
+        );
+    }
+    assert!(project.log_tags(run.id).iter().any(|t| t == "T2 NO_SQUAD_LEAD"));
+    project.assert_fixed(
+        &format!("agency/{}/integration", run.id.short()),
+        &["add.sh", "mul.sh"],
+    );
+}
+
+/// T1's own plan is read the same way: a workstream planned `t2→t4→t5` has its specialists' squads written as
+/// implementers, with no amendment at all.
+#[test]
+fn a_planned_path_without_a_squad_lead_dispatches_the_specialists_squads_to_implementers() {
+    let script = include_str!("../scripts/amendment-shallower.yaml")
+        .replace(
+            "tier_path: [t2, t3, t4, t5]",
+            "tier_path: [t2, t4, t5]\n                  shallower_path_reason: \"two one-line fixes\"",
+        )
+        .replace(
+            concat!(
+                "        - name: propose_path_amendment\n",
+                "          input:\n",
+                "            reason: \"two one-line operator fixes: a squad lead adds nothing\"\n",
+                "            shallower_path: [t2, t4, t5]\n",
+                "            shallower_path_reason: \"each squad below is one implementer's task\"\n",
+            ),
+            "",
+        );
+    assert!(
+        !script.contains("propose_path_amendment"),
+        "the script's proposal was not removed"
+    );
+    let project = Project::new();
+    let (run, driving) = project.start_in_background(&script, config(), false);
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let briefs = project.briefs(run.id);
+    assert!(
+        briefs.iter().all(|b| b.tier != Tier::T3),
+        "{}",
+        project.tree(run.id)
+    );
+    let specialist = briefs.iter().find(|b| b.title == "arithmetic").unwrap();
+    assert_eq!(
+        briefs
+            .iter()
+            .filter(|b| b.tier == Tier::T4 && b.parent == Some(specialist.id))
+            .count(),
+        2
+    );
+    assert!(project.events_of(run.id, EventKind::PathAmendment).is_empty());
+    assert!(project.log_tags(run.id).iter().any(|t| t == "T2 NO_SQUAD_LEAD"));
+}
+
+/// The specialist's shallower path waits undecided while the synthesis gate is approved: the squads are
+/// written as squad leads, so the workstream has started t3 and the approval is refused with that reason;
+/// a human rejects it, and the path and run go on as planned.
+#[test]
+fn an_amendment_the_workstream_moved_past_is_refused_and_a_rejected_one_changes_nothing() {
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t3_plan = true;
+    let (run, driving) =
+        project.start_in_background(include_str!("../scripts/amendment-shallower.yaml"), team, false);
+    let store = project.store.clone();
+    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
+    approve(store.as_ref(), plan_gate.id);
+    let synthesis = wait_for(
+        "the t2_synthesis gate",
+        pending(&store, run.id, GateKind::T2Synthesis),
+    );
+    let seq = listed(&synthesis.summary, "shallower path t2→t4→t5");
+    approve(store.as_ref(), synthesis.id);
+    wait_for(
+        "the squad leads' t3_plan gate",
+        pending(&store, run.id, GateKind::T3Plan),
+    );
+    let refused = amendments::decide(store.as_ref(), run.id, seq, true, "tester", None).unwrap_err();
+    assert!(
+        refused.contains(&format!(
+            "amendment #{seq} no longer applies to ws-calc's path t2→t3→t4→t5"
+        )),
         "{refused}"
     );
-    let unknown = agency_core::event::payload::PathChange {
-        workstream: "ws-nope".into(),
-        add_tiers: vec![Tier::T3],
-        insert_before: Some(Tier::T5),
-        ..Default::default()
-    };
-    let bad = amendments::propose(store.as_ref(), run.id, &human, "why", unknown).unwrap_err();
     assert!(
-        bad.contains("no workstream \"ws-nope\" (it has ws-arith)"),
-        "{bad}"
+        refused.contains("does not keep the tiers already started (t2→t3)"),
+        "{refused}"
+    );
+    assert!(
+        project
+            .events_of(run.id, EventKind::PathAmendmentDecided)
+            .is_empty()
     );
     amendments::decide(
         store.as_ref(),
         run.id,
-        proposed.seq,
+        seq,
         false,
         "tester",
-        Some("not now".into()),
+        Some("too late".into()),
     )
     .unwrap();
-    driving.stop();
-    let decided = project.events_of(run.id, EventKind::PathAmendmentDecided);
-    assert_eq!(decided.len(), 1);
+    assert_eq!(
+        amendments::current_path(store.as_ref(), run.id, "ws-calc").unwrap(),
+        Some(vec![Tier::T2, Tier::T3, Tier::T4, Tier::T5]),
+        "a rejected amendment changes nothing"
+    );
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let briefs = project.briefs(run.id);
+    assert_eq!(briefs.iter().filter(|b| b.tier == Tier::T3).count(), 2);
+    assert!(briefs.iter().all(|b| !b.title.starts_with("amended-pass")));
+}
+
+/// The seed's example, "add t2 before t3", for a workstream whose squad lead has not started: a human
+/// proposes it while the first stage works; approved at the next gate, the second stage's workstream starts
+/// with a T2 lead. A second architecture pass (after a workstream's first pass) and an unknown workstream
+/// are refused when proposed, with the reason.
+#[test]
+fn a_t2_pass_added_before_a_squad_lead_not_started_starts_the_workstream_with_a_lead() {
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t3_plan = true;
+    team.visibility.inspection_gates.t5_verdict = true;
+    let (run, driving) =
+        project.start_in_background(include_str!("../scripts/amendment-t2.yaml"), team, false);
+    let store = project.store.clone();
+    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
+    approve(store.as_ref(), plan_gate.id);
+    let squad_gate = wait_for("ws-add's t3_plan gate", pending(&store, run.id, GateKind::T3Plan));
+    let human = amendments::Proposer {
+        name: "cli:tester".into(),
+        brief: None,
+    };
+    let t2_pass = |workstream: &str, add: Vec<Tier>, before: Tier| PathChange {
+        workstream: workstream.into(),
+        add_tiers: add,
+        insert_before: Some(before),
+        ..Default::default()
+    };
+    let too_late = amendments::propose(
+        store.as_ref(),
+        run.id,
+        &human,
+        "auth needs design",
+        t2_pass("ws-add", vec![Tier::T2], Tier::T3),
+    )
+    .unwrap_err();
+    assert!(too_late.contains("has started t3 already"), "{too_late}");
+    let second_architecture = amendments::propose(
+        store.as_ref(),
+        run.id,
+        &human,
+        "a redesign after the first pass",
+        t2_pass("ws-add", vec![Tier::T2, Tier::T3], Tier::T5),
+    )
+    .unwrap_err();
+    assert!(
+        second_architecture.contains("would need a second architecture pass"),
+        "{second_architecture}"
+    );
+    let unknown = amendments::propose(
+        store.as_ref(),
+        run.id,
+        &human,
+        "why",
+        t2_pass("ws-nope", vec![Tier::T3], Tier::T5),
+    )
+    .unwrap_err();
+    assert!(
+        unknown.contains("no workstream \"ws-nope\" (it has ws-add, ws-mul)"),
+        "{unknown}"
+    );
+    let proposed = amendments::propose(
+        store.as_ref(),
+        run.id,
+        &human,
+        "the multiplier needs an architecture pass first",
+        t2_pass("ws-mul", vec![Tier::T2], Tier::T3),
+    )
+    .unwrap();
+    approve(store.as_ref(), squad_gate.id);
+    let verdict = wait_for(
+        "ws-add's t5_verdict gate",
+        pending(&store, run.id, GateKind::T5Verdict),
+    );
+    assert_eq!(listed(&verdict.summary, "ws-mul: add t2 before t3"), proposed.seq);
+    amendments::decide(store.as_ref(), run.id, proposed.seq, true, "tester", None).unwrap();
+    assert_eq!(
+        amendments::current_path(store.as_ref(), run.id, "ws-mul").unwrap(),
+        Some(vec![Tier::T2, Tier::T3, Tier::T4, Tier::T5])
+    );
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let briefs = project.briefs(run.id);
+    let lead = briefs
+        .iter()
+        .find(|b| b.workstream == "ws-mul" && b.tier == Tier::T2 && b.title == "lead")
+        .expect("ws-mul starts with a T2 lead");
+    assert_eq!(lead.status, BriefStatus::Done);
+    assert!(
+        briefs
+            .iter()
+            .any(|b| b.workstream == "ws-mul" && b.title == "squad-mul" && b.status == BriefStatus::Done)
+    );
+    assert!(
+        briefs
+            .iter()
+            .all(|b| !(b.workstream == "ws-add" && b.tier == Tier::T2)),
+        "ws-add's path is unchanged"
+    );
+    assert!(project.log_tags(run.id).iter().any(|t| t == "T2 AMENDED_PATH"));
+    project.assert_fixed(
+        &format!("agency/{}/integration", run.id.short()),
+        &["add.sh", "mul.sh"],
+    );
+}
+
+/// A shallower path for a workstream of a later stage (`t3→t4→t5` → `t4→t5`, with its reason), approved
+/// at the next gate: the workstream starts with its implementer, no squad lead.
+#[test]
+fn a_shallower_path_for_a_workstream_not_started_starts_it_with_its_implementer() {
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t3_plan = true;
+    let (run, driving) =
+        project.start_in_background(include_str!("../scripts/amendment-t2.yaml"), team, false);
+    let store = project.store.clone();
+    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
+    approve(store.as_ref(), plan_gate.id);
+    let squad_gate = wait_for("ws-add's t3_plan gate", pending(&store, run.id, GateKind::T3Plan));
+    let human = amendments::Proposer {
+        name: "cli:tester".into(),
+        brief: None,
+    };
+    let no_reason = PathChange {
+        workstream: "ws-mul".into(),
+        shallower_path: Some(vec![Tier::T4, Tier::T5]),
+        ..Default::default()
+    };
+    let refused =
+        amendments::propose(store.as_ref(), run.id, &human, "one line", no_reason.clone()).unwrap_err();
+    assert!(
+        refused.contains("shallower_path needs shallower_path_reason"),
+        "{refused}"
+    );
+    let proposed = amendments::propose(
+        store.as_ref(),
+        run.id,
+        &human,
+        "one line to change",
+        PathChange {
+            shallower_path_reason: Some("the operator is the whole fix".into()),
+            ..no_reason
+        },
+    )
+    .unwrap();
+    amendments::decide(store.as_ref(), run.id, proposed.seq, true, "tester", None).unwrap();
+    approve(store.as_ref(), squad_gate.id);
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let briefs = project.briefs(run.id);
+    let plan = briefs.iter().find(|b| b.tier == Tier::T1).unwrap();
+    let entry = briefs
+        .iter()
+        .find(|b| b.workstream == "ws-mul" && b.parent == Some(plan.id))
+        .expect("ws-mul's entry brief");
+    assert_eq!(
+        (entry.tier, entry.title.as_str(), entry.status),
+        (Tier::T4, "multiplier", BriefStatus::Done)
+    );
+    assert!(
+        briefs
+            .iter()
+            .all(|b| !(b.workstream == "ws-mul" && b.tier == Tier::T3))
+    );
+    assert!(project.log_tags(run.id).iter().any(|t| t == "T4 AMENDED_PATH"));
+    project.assert_fixed(
+        &format!("agency/{}/integration", run.id.short()),
+        &["add.sh", "mul.sh"],
+    );
+}
+
+/// An approval belongs to the plan it was made under: the extra implementer pass it asked for fails until it
+/// escalates to T1, which re-plans the same workstream; under the new plan the old approval counts for
+/// nothing — the path is the new plan's and no extra pass is written under it — and the run succeeds.
+#[test]
+fn an_approval_made_under_a_replaced_plan_counts_for_nothing() {
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t5_verdict = true;
+    let (run, driving) =
+        project.start_in_background(include_str!("../scripts/amendment-replan.yaml"), team, false);
+    let store = project.store.clone();
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let all = amendments::recorded(store.as_ref(), run.id).unwrap();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(
+        all[0]
+            .decision
+            .as_ref()
+            .map(|d| (d.approved, d.path_after.clone())),
+        Some((true, vec![Tier::T3, Tier::T4, Tier::T4, Tier::T5]))
+    );
     assert_eq!(
         amendments::current_path(store.as_ref(), run.id, "ws-arith").unwrap(),
         Some(vec![Tier::T3, Tier::T4, Tier::T5]),
-        "a rejected amendment changes nothing"
+        "the new plan's path"
     );
+    let briefs = project.briefs(run.id);
+    let plans: Vec<_> = briefs
+        .iter()
+        .filter(|b| b.tier == Tier::T1 && b.title == "plan")
+        .collect();
+    assert_eq!(plans.len(), 2, "{}", project.tree(run.id));
+    assert!(
+        briefs
+            .iter()
+            .filter(|b| b.title == "amended-pass-1")
+            .all(|b| b.parent == Some(plans[0].id)),
+        "no extra pass under the new plan: {}",
+        project.tree(run.id)
+    );
+    project.assert_fixed(
+        &format!("agency/{}/integration", run.id.short()),
+        &["add.sh", "mul.sh"],
+    );
+}
+
+/// A dozen workstreams in parallel; the implementers of two propose a change (an extra squad-lead pass, an
+/// extra implementer pass), approved at the T5 verdict gates. Those two run their extra pass, the others
+/// their plan, and every one merges.
+#[test]
+fn a_dozen_workstreams_with_two_amended_all_merge() {
+    const WIDTH: usize = 12;
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t5_verdict = true;
+    let (run, driving) = project.start_in_background(&wide_script(WIDTH), team, false);
+    let store = project.store.clone();
+    let outcome = approve_every_gate(&project, run.id, driving);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let briefs = project.briefs(run.id);
+    for i in 0..WIDTH {
+        let id = format!("ws-{i}");
+        let path = amendments::current_path(store.as_ref(), run.id, &id)
+            .unwrap()
+            .unwrap();
+        let extra = briefs
+            .iter()
+            .find(|b| b.workstream == id && b.title == "amended-pass-1");
+        match i {
+            3 => {
+                assert_eq!(path, [Tier::T3, Tier::T4, Tier::T3, Tier::T4, Tier::T5]);
+                assert_eq!(
+                    extra.map(|b| (b.tier, b.status)),
+                    Some((Tier::T3, BriefStatus::Done))
+                );
+            }
+            8 => {
+                assert_eq!(path, [Tier::T3, Tier::T4, Tier::T4, Tier::T5]);
+                assert_eq!(
+                    extra.map(|b| (b.tier, b.status)),
+                    Some((Tier::T4, BriefStatus::Done))
+                );
+            }
+            _ => {
+                assert_eq!(path, [Tier::T3, Tier::T4, Tier::T5], "{id}");
+                assert!(extra.is_none(), "{id}");
+            }
+        }
+        assert!(
+            project.artifact(run.id, &format!("merged/{id}")).is_some(),
+            "{id} merged"
+        );
+    }
+    assert_eq!(
+        project.events_of(run.id, EventKind::PathAmendmentDecided).len(),
+        2
+    );
+}
+
+/// The script of [`a_dozen_workstreams_with_two_amended_all_merge`]: `ws-<i>` writes `out/ws-<i>.txt`
+/// through one squad lead and one implementer; ws-3's implementer asks for another squad-lead pass and
+/// ws-8's for another implementer pass, each of which writes `out/ws-<i>-more.txt`.
+fn wide_script(width: usize) -> String {
+    // Small enough that no implementer's teachback blocks its edits (the extra implementer pass has its
+    // workstream's variety).
+    let variety = json!({ "novelty": 1, "scope": 1, "uncertainty": 1, "risk": 1 });
+    let write = |path: String, propose: Option<serde_json::Value>| {
+        let mut calls: Vec<serde_json::Value> = propose.into_iter().collect();
+        calls.push(json!({ "name": "write_file", "input": { "path": path, "content": "done\n" } }));
+        calls.push(json!({ "name": "report_result", "input": {
+            "status": "done", "summary": format!("wrote {path}"), "evidence": [{ "path": path }]
+        }}));
+        json!({ "tool_calls": calls })
+    };
+    let task = |title: &str| {
+        json!({ "title": title, "instructions": "write its file", "variety": variety,
+                "contract": { "done_when": "its file exists" } })
+    };
+    let squad = |id: &str, title: &str, tasks: Vec<serde_json::Value>| {
+        json!({ "role": "squad-lead", "brief": format!("{id}/t3/{title}"),
+                "reply": { "tool_calls": [{ "name": "report_result", "input": {
+                    "status": "done", "summary": "tasks", "output": { "tasks": tasks } }}]}})
+    };
+    let mut rules = vec![json!({
+        "role": "judge", "brief": "run/t1/accept",
+        "reply": { "text": "all in\nVERDICT: accept\nmissing: none\n" }
+    })];
+    let ids: Vec<String> = (0..width).map(|i| format!("ws-{i}")).collect();
+    let workstreams: Vec<serde_json::Value> = ids
+        .iter()
+        .map(|id| {
+            json!({ "id": id, "name": id, "domain": "d", "tier_path": ["t3", "t4", "t5"],
+                    "parallel_group": "A", "variety": variety,
+                    "contract": { "done_when": "its files exist" } })
+        })
+        .collect();
+    rules.push(
+        json!({ "role": "planner", "reply": { "tool_calls": [{ "name": "report_result", "input": {
+            "status": "done", "summary": "generated",
+            "output": {
+                "run_id": "00000000-0000-4000-8000-000000000000", "goal_anchor": "(filled in)",
+                "complexity": "medium", "retry_budget_multiplier": 1, "workstreams": workstreams,
+                "parallelism": { "groups": { "A": ids }, "sequence": ["A"] },
+                "self_critique_summary": "generated"
+            }
+        }}]}}),
+    );
+    for (i, id) in ids.iter().enumerate() {
+        rules.push(squad(id, id, vec![task(&format!("{id}-task"))]));
+        let propose = match i {
+            3 => Some(json!({ "name": "propose_path_amendment", "input": {
+                "reason": "a second file needs planning", "add_tiers": ["t3"], "insert_before": "t5" } })),
+            8 => Some(json!({ "name": "propose_path_amendment", "input": {
+                "reason": "a second file needs writing", "add_tiers": ["t4"], "insert_before": "t5" } })),
+            _ => None,
+        };
+        rules.push(
+            json!({ "role": "implementer", "brief": format!("{id}/t4/{id}-task"),
+                           "reply": write(format!("out/{id}.txt"), propose) }),
+        );
+    }
+    rules.push(squad("ws-3", "amended-pass-1", vec![task("ws-3-more")]));
+    rules.push(json!({ "role": "implementer", "brief": "ws-3/t4/ws-3-more",
+                       "reply": write("out/ws-3-more.txt".into(), None) }));
+    rules.push(json!({ "role": "implementer", "brief": "ws-8/t4/amended-pass-1",
+                       "reply": write("out/ws-8-more.txt".into(), None) }));
+    rules.push(json!({ "role": "judge", "reply": { "text": "Fine.\nVERDICT: accept\nmissing: none\n" } }));
+    json!({ "model": "scripted-amendment-wide", "replies": rules }).to_string()
+}
+
+/// A check for [`wait_for`]: the pending gate of `kind` of `run`, if one is.
+fn pending(
+    store: &Arc<SqliteBlackboard>,
+    run: RunId,
+    kind: GateKind,
+) -> impl FnMut() -> Option<agency_core::gate::Gate> + use<> {
+    let store = store.clone();
+    move || {
+        store
+            .pending_gates(Some(run))
+            .unwrap()
+            .into_iter()
+            .find(|g| g.kind == kind)
+    }
+}
+
+/// The seq of the one amendment a gate's summary lists, checking its line holds `says`.
+fn listed(summary: &serde_json::Value, says: &str) -> i64 {
+    let listed = summary["amendments"].as_array().cloned().unwrap_or_default();
+    assert_eq!(listed.len(), 1, "{summary}");
+    let line = listed[0]["line"].as_str().unwrap();
+    assert!(line.contains(says), "{line}");
+    listed[0]["seq"].as_i64().unwrap()
+}
+
+/// As a human at the console until the run ends: every amendment a gate lists is approved, then the gate.
+fn approve_every_gate(project: &Project, run: RunId, driving: Background) -> DriveOutcome {
+    decide_every_gate(project, run, driving, |_| true)
+}
+
+/// As a human at the console until the run ends: every amendment a gate lists is approved when `approve`
+/// says so (by its seq) and rejected otherwise, then the gate is approved.
+fn decide_every_gate(
+    project: &Project,
+    run: RunId,
+    driving: Background,
+    approve_amendment: impl Fn(i64) -> bool,
+) -> DriveOutcome {
+    let store = &project.store;
+    let deadline = Instant::now() + Duration::from_secs(45);
+    // A gate's summary is what was undecided when it opened; what the test decided since is skipped.
+    let mut decided: HashSet<i64> = amendments::recorded(store.as_ref(), run)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.decision.is_some())
+        .map(|r| r.seq)
+        .collect();
+    while !store.run_status(run).unwrap().is_terminal() {
+        if Instant::now() >= deadline {
+            driving.stop();
+            panic!(
+                "the run did not end within 45s: {}\n{:?}",
+                project.tree(run),
+                project.log_tags(run)
+            );
+        }
+        for gate in store.pending_gates(Some(run)).unwrap() {
+            for listed in gate.summary["amendments"].as_array().into_iter().flatten() {
+                let seq = listed["seq"].as_i64().unwrap();
+                if decided.insert(seq) {
+                    let yes = approve_amendment(seq);
+                    let note = (!yes).then(|| "not this time".to_string());
+                    amendments::decide(store.as_ref(), run, seq, yes, "tester", note).unwrap();
+                }
+            }
+            approve(store.as_ref(), gate.id);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    driving.join()
 }
 
 /// A gate's summary carries what the tiers flagged: the squad lead's notes on its `t3_plan` gate, and an
