@@ -378,6 +378,15 @@ fn line_for(event: &Event, level: Level) -> Option<Line> {
                 ),
                 other => other.to_string(),
             };
+            // A significant mismatch is put to the handing-over tier: the line says what it answered.
+            let answer = match (p.confirmation.as_deref(), p.reason.as_deref()) {
+                (Some("asking"), _) => " — asking the handing-over tier".to_string(),
+                (Some("confirmed"), reason) => format!(" — confirmed fine{}", answer_reason(reason)),
+                (Some("corrected"), reason) => format!(" — corrected{}", answer_reason(reason)),
+                (Some("unavailable"), reason) => format!(" — nobody could be asked{}", answer_reason(reason)),
+                _ => String::new(),
+            };
+            let found = found + &answer;
             mk(
                 &tier,
                 "AGREEMENT",
@@ -390,6 +399,11 @@ fn line_for(event: &Event, level: Level) -> Option<Line> {
         | EventPayload::BriefStatus(_)
         | EventPayload::Artifact(_) => None,
     }
+}
+
+/// `: reason` when there is one.
+fn answer_reason(reason: Option<&str>) -> String {
+    reason.map(|r| format!(": {r}")).unwrap_or_default()
 }
 
 /// Where a line's message starts: after `[run8] HH:MM:SS  `, the column and the tag.
@@ -529,6 +543,28 @@ mod tests {
         let line = render_event(&mismatch, Level::Normal).unwrap();
         assert!(
             line.ends_with("AGREEMENT     L1 t4→t5 ws-arith: MISMATCH (significant): mul.sh is outside what was handed over"),
+            "{line}"
+        );
+        let corrected = event(
+            EventKind::Agreement,
+            json!({ "level": "L1", "handoff": "t4→t5", "workstream": "ws-arith", "outcome": "mismatch",
+                    "significant": true, "differences": ["mul.sh is outside what was handed over"],
+                    "confirmation": "corrected", "reason": "mul.sh belongs to ws-mul" }),
+        );
+        let line = render_event(&corrected, Level::Normal).unwrap();
+        assert!(
+            line.ends_with("MISMATCH (significant): mul.sh is outside what was handed over — corrected: mul.sh belongs to ws-mul"),
+            "{line}"
+        );
+        let confirmed = event(
+            EventKind::Agreement,
+            json!({ "level": "L0", "handoff": "t1→t2", "workstream": "ws-arith", "outcome": "mismatch",
+                    "significant": true, "differences": ["lib/ is outside what was handed over"],
+                    "confirmation": "confirmed", "reason": "the helper belongs there" }),
+        );
+        let line = render_event(&confirmed, Level::Normal).unwrap();
+        assert!(
+            line.ends_with("— confirmed fine: the helper belongs there"),
             "{line}"
         );
         let assumed = event(
