@@ -10,7 +10,10 @@
 //!
 //! A reviewer that keeps failing is not retried for ever: after [`MAX_ATTEMPTS`] the brief gets the
 //! algedonic ALERT `META-BLOCK: orchestrator unreachable` a stalled review raises, and stays under review
-//! for a human (`agency teachback approve|correct`).
+//! for a human (`agency teachback approve|correct`). A reviewer whose *provider* is in an outage (still
+//! overloaded, rate limited or unreachable after the call's own retries) is not the reviewer's failure
+//! and spends no attempt: the run pauses at the outage gate naming the reviewer, the agent waits under
+//! review, and the review is tried again once the gate is decided.
 //!
 //! It costs nothing in runs where every tier's runtime reviews teachbacks in process: it reads the
 //! blackboard only when some tier's runtime sends teachbacks through it, and then only the events
@@ -29,9 +32,10 @@ use agency_store::Blackboard;
 use chrono::{DateTime, Utc};
 use tokio::task::JoinSet;
 
-use crate::brief_link::{Reviewed, VIA_RUNNER, review, review_event, review_payload};
+use crate::brief_link::{NoReview, Reviewed, VIA_RUNNER, review_event, review_or_outage, review_payload};
 use crate::engine::Engine;
 use crate::error::Result;
+use crate::reviewer_outage::ReviewerOutage;
 
 /// Reviews tried for one submission before the ALERT is raised instead.
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -53,6 +57,15 @@ struct Submission {
     not_before: Option<Instant>,
 }
 
+/// Why a review task ended without a review.
+#[derive(Debug)]
+enum Failure {
+    /// The reviewing model's provider is in an outage.
+    Outage(ReviewerOutage),
+    /// Anything else: counted against [`MAX_ATTEMPTS`].
+    Problem(String),
+}
+
 /// The drive loop's reviewer of blackboard teachbacks, for one run.
 #[derive(Debug, Default)]
 pub struct BoardReviews {
@@ -62,7 +75,9 @@ pub struct BoardReviews {
     waiting: BTreeMap<BriefId, Submission>,
     /// Briefs whose review is running now.
     running: BTreeSet<BriefId>,
-    tasks: JoinSet<(BriefId, std::result::Result<(), String>)>,
+    tasks: JoinSet<(BriefId, std::result::Result<(), Failure>)>,
+    /// Set while reviews wait for the outage gate this reviewer's outage opened to be decided.
+    held_by_outage: bool,
 }
 
 impl BoardReviews {
@@ -79,10 +94,22 @@ impl BoardReviews {
                 Ok(()) => {
                     self.waiting.remove(&brief);
                 }
-                Err(problem) => self.failed(engine, run, brief, &problem)?,
+                Err(Failure::Problem(problem)) => self.failed(engine, run, brief, &problem)?,
+                Err(Failure::Outage(outage)) => {
+                    let brief = engine.store.get_brief(brief)?;
+                    crate::outage::pause_for_board_reviewer(engine, &brief, &outage)?;
+                    self.held_by_outage = true;
+                }
             }
         }
         self.read_submissions(engine.store.as_ref(), run)?;
+        // No review starts while the outage gate waits: the reviewer's provider is down.
+        if self.held_by_outage {
+            if crate::outage::gate_pending(engine, run)? {
+                return Ok(());
+            }
+            self.held_by_outage = false;
+        }
         let due: Vec<BriefId> = self
             .waiting
             .iter()
@@ -162,15 +189,22 @@ impl BoardReviews {
         self.running.insert(id);
         self.tasks.spawn(async move {
             let outcome = async {
-                let review =
-                    match review(store.as_ref(), &reviewer, &brief, &teachback, since, &cancel).await? {
-                        Reviewed::New(review) => review,
-                        // A human recorded the review on the teachback (and its gate is closed): done.
-                        Reviewed::Recorded(..) => return Ok(()),
-                    };
+                let reviewed =
+                    review_or_outage(store.as_ref(), &reviewer, &brief, &teachback, since, &cancel)
+                        .await
+                        .map_err(|no| match no {
+                            NoReview::Outage(outage) => Failure::Outage(outage),
+                            NoReview::Message(problem) => Failure::Problem(problem),
+                        })?;
+                let review = match reviewed {
+                    Reviewed::New(review) => review,
+                    // A human recorded the review on the teachback (and its gate is closed): done.
+                    Reviewed::Recorded(..) => return Ok(()),
+                };
                 let mode = brief.teachback_mode();
                 let from = TeachbackState::UnderReview;
-                let to = transition(from, mode, &review.action()).map_err(|e| e.to_string())?;
+                let to =
+                    transition(from, mode, &review.action()).map_err(|e| Failure::Problem(e.to_string()))?;
                 let payload = review_event(&review, review_payload(&brief, &review), from, to);
                 let event = NewEvent::typed(brief.run, payload)
                     .brief(brief.id)
@@ -179,7 +213,7 @@ impl BoardReviews {
                 store
                     .set_teachback_state(brief.id, from, to, event)
                     .map(|_| ())
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| Failure::Problem(e.to_string()))
             }
             .await;
             (id, outcome)

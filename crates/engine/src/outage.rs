@@ -96,11 +96,7 @@ fn pause(engine: &Engine, brief: &Brief, cause: &str, what: &str, probe: Tier) -
         },
     )?;
     let run = brief.run;
-    let already = engine
-        .store
-        .list_gates_of_kind(run, GateKind::Pause)?
-        .into_iter()
-        .any(|g| g.status == GateStatus::Pending);
+    let already = gate_pending(engine, run)?;
     engine.store.append_event(
         NewEvent::typed(
             run,
@@ -120,6 +116,53 @@ fn pause(engine: &Engine, brief: &Brief, cause: &str, what: &str, probe: Tier) -
     if already {
         return Ok(());
     }
+    open_gate(engine, run, cause, probe)
+}
+
+/// Whether an outage (or a human's pause) holds `run` at a pending `pause` gate.
+pub(crate) fn gate_pending(engine: &Engine, run: RunId) -> Result<bool> {
+    Ok(engine
+        .store
+        .list_gates_of_kind(run, GateKind::Pause)?
+        .into_iter()
+        .any(|g| g.status == GateStatus::Pending))
+}
+
+/// A teachback sent through the blackboard (Claude Code, Codex, pi) whose reviewer's model is in an
+/// outage: its agent is not the runner's to stop, and it cannot write until its teachback is reviewed, so
+/// it waits as it is while the run pauses at the outage gate (unless one is open already); the review is
+/// tried again once the gate is decided. Nothing is charged to the brief.
+pub(crate) fn pause_for_board_reviewer(
+    engine: &Engine,
+    brief: &Brief,
+    outage: &ReviewerOutage,
+) -> Result<()> {
+    let cause = outage.to_string();
+    engine.store.append_event(
+        NewEvent::typed(
+            brief.run,
+            EventPayload::Log(LogLine::new(
+                "normal",
+                Some("OUTAGE"),
+                format!(
+                    "{} {}: its teachback's review failed after its retries ({cause}); it waits under review, \
+                     nothing charged",
+                    brief.tier.as_str(),
+                    brief.title
+                ),
+            )),
+        )
+        .brief(brief.id)
+        .tier(brief.tier),
+    )?;
+    if gate_pending(engine, brief.run)? {
+        return Ok(());
+    }
+    open_gate(engine, brief.run, &cause, outage.tier)
+}
+
+/// Opens the outage gate of `run`: the cause, who asked, and whose model an `--auto-approve` runner probes.
+fn open_gate(engine: &Engine, run: RunId, cause: &str, probe: Tier) -> Result<()> {
     let short = run.short();
     let summary = json!({
         "message": format!(

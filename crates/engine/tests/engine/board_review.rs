@@ -160,3 +160,140 @@ async fn a_reviewer_that_keeps_failing_raises_the_alert_and_leaves_the_brief_und
         EventKind::TeachbackApproved | EventKind::TeachbackCorrected
     )));
 }
+
+/// Fails every teachback review with 529 while `down`, as a provider in an outage does.
+#[derive(Debug)]
+struct ReviewerDown {
+    inner: Arc<dyn agency_llm::Provider>,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl agency_llm::Provider for ReviewerDown {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a agency_llm::Request,
+        sink: agency_llm::EventSink<'a>,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<agency_llm::Response, agency_llm::LlmError>> {
+        Box::pin(async move {
+            let reviewing = request.meta.role.as_deref() == Some("teachback-reviewer");
+            let probing = request.meta.role.as_deref() == Some("outage probe");
+            if (reviewing || probing) && self.down.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(agency_llm::LlmError::Overloaded {
+                    retry_after: None,
+                    message: "529 overloaded_error".into(),
+                });
+            }
+            self.inner.complete(request, sink, cancel).await
+        })
+    }
+}
+
+#[test]
+fn a_reviewer_in_an_outage_pauses_the_run_without_the_alert_and_reviews_once_the_gate_is_decided() {
+    use crate::support::{Background, approve, wait_for};
+    use agency_core::gate::GateKind;
+
+    let project = Project::new();
+    let script = format!(
+        "{}\n  - role: teachback-reviewer\n    reply:\n      tool_calls:\n        - name: review_teachback\n          \
+         input: {{ approved: true, note: \"Matches the brief.\" }}\n  - role: outage probe\n    reply: {{ text: ok }}\n",
+        include_str!("../scripts/simple.yaml").replace(
+            "variety: { novelty: 1, scope: 1, uncertainty: 1, risk: 1 }",
+            "variety: { novelty: 1, scope: 2, uncertainty: 2, risk: 2 }\n                  \
+             shallower_path_reason: \"one operator in one file\"",
+        )
+    );
+    let down = Arc::new(ReviewerDown {
+        inner: Arc::new(agency_llm::ScriptedProvider::new(
+            agency_llm::Script::from_yaml(&script).unwrap(),
+        )),
+        down: std::sync::atomic::AtomicBool::new(true),
+    });
+    let policy = agency_llm::RetryPolicy {
+        base_delay: Duration::from_millis(5),
+        max_delay: Duration::from_millis(20),
+        give_up_after: Some(Duration::from_millis(200)),
+        ..agency_llm::RetryPolicy::default()
+    };
+    let store: Arc<dyn Blackboard> = project.store.clone();
+    let engine = {
+        let down = down.clone();
+        project.runner_providing(
+            &script,
+            config(),
+            true,
+            "test-runner",
+            move |tier, builtin| {
+                if tier == Tier::T4 {
+                    Arc::new(BoardAgent { store: store.clone() })
+                } else {
+                    builtin
+                }
+            },
+            move |_, _| -> Arc<dyn agency_llm::Provider> {
+                let down: Arc<dyn agency_llm::Provider> = down.clone();
+                Arc::new(agency_llm::Retrying::new(down, policy.clone()))
+            },
+            |_| {},
+        )
+    };
+    let run = engine.start(GOAL).unwrap();
+    let driving = Background::drive(engine, run.id);
+    let store = project.store.clone();
+
+    let gate = wait_for("the outage gate", || {
+        store
+            .pending_gates(Some(run.id))
+            .unwrap()
+            .into_iter()
+            .find(|g| g.kind == GateKind::Pause)
+    });
+    let message = gate.summary["message"].as_str().unwrap().to_string();
+    assert!(
+        message.starts_with("Outage: the teachback reviewer ("),
+        "{message}"
+    );
+    // Waiting out the outage is not the reviewer failing: no attempt counted, no ALERT, still under review.
+    std::thread::sleep(Duration::from_millis(300));
+    let events = project.events(run.id);
+    assert!(!events.iter().any(|e| e.kind == EventKind::Alert));
+    assert!(!events.iter().any(|e| {
+        e.payload["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("teachback failed"))
+    }));
+    let implementer = project
+        .briefs(run.id)
+        .into_iter()
+        .find(|b| b.tier == Tier::T4)
+        .unwrap();
+    assert_eq!(implementer.teachback, TeachbackState::UnderReview);
+    assert_eq!(implementer.attempt, 0);
+
+    // The provider answers again and a human resumes: the review is tried again and approves.
+    down.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    approve(store.as_ref(), gate.id);
+    wait_for("the teachback approved", || {
+        project
+            .events(run.id)
+            .into_iter()
+            .find(|e| e.kind == EventKind::TeachbackApproved)
+    });
+    driving.stop();
+    let outage_lines = project
+        .events(run.id)
+        .into_iter()
+        .filter(|e| e.payload["tag"] == "OUTAGE")
+        .count();
+    assert_eq!(outage_lines, 1, "one outage, said once");
+    assert!(!project.events(run.id).iter().any(|e| e.kind == EventKind::Alert));
+}
