@@ -112,6 +112,8 @@ pub struct Engine {
     pub(crate) outage_probes: crate::probes::Probes,
     /// The auditor's own runtime and model (`signoff.auditor_model`); `None`: it runs as the judge does.
     pub(crate) auditor: Option<AuditorRuntime>,
+    /// Worktrees made ahead while a gate waits ([`crate::spares`]).
+    pub(crate) spares: Arc<crate::spares::Spares>,
 }
 
 /// How a drive ended.
@@ -158,6 +160,7 @@ impl Engine {
             personalities: Arc::new(Personalities::defaults()),
             outage_probes: crate::probes::Probes::default(),
             auditor: None,
+            spares: Arc::default(),
         })
     }
 

@@ -41,6 +41,7 @@ mod rounds;
 mod sandbox;
 mod signoff;
 mod slice_diffs;
+mod spares;
 mod spawn;
 mod stall;
 pub mod task;
