@@ -9,12 +9,15 @@
 //! ```text
 //! agency-bench --briefs 10000 [--squad 50] [--concurrency 8] [--verify true] [--keep DIR]
 //! agency-bench --spawn-cost 2000
+//! agency-bench --approve 100 [--workstreams 1] [--concurrency 8]
 //! ```
 //! Prints one `key=value` line per run for `bench/runner.sh` to tabulate. Besides CPU time (which moves
 //! with the machine's load) it counts what the runner did per brief: child processes started and
 //! blackboard write transactions. `--spawn-cost N` measures the runner's own CPU per git process: `git
-//! version` run N times through the same code the runner uses.
+//! version` run N times through the same code the runner uses. `--approve N` measures N approvals of a
+//! waiting runner's plan gate to the next agent's start ([`approve`]).
 
+mod approve;
 mod measure;
 mod runtime;
 
@@ -63,6 +66,10 @@ struct Args {
     verify: Option<String>,
     /// Instead of a run: start this many git processes and report the CPU each cost this process.
     spawn_cost: Option<u32>,
+    /// Instead of a run: this many approvals of a plan gate, each timed to the next agent's start.
+    approve: Option<usize>,
+    /// Workstreams in each `--approve` sample's plan.
+    workstreams: usize,
     /// Run in this new directory and leave it (the repository, worktrees and blackboard) for inspection,
     /// instead of in a temporary one.
     keep: Option<std::path::PathBuf>,
@@ -75,6 +82,8 @@ fn parse_args() -> Result<Args, String> {
         concurrency: 8,
         verify: None,
         spawn_cost: None,
+        approve: None,
+        workstreams: 1,
         keep: None,
     };
     let mut it = std::env::args().skip(1);
@@ -90,9 +99,16 @@ fn parse_args() -> Result<Args, String> {
             "--spawn-cost" => {
                 args.spawn_cost = Some(value()?.parse().map_err(|e| format!("--spawn-cost: {e}"))?);
             }
+            "--approve" => args.approve = Some(value()?.parse().map_err(|e| format!("--approve: {e}"))?),
+            "--workstreams" => {
+                args.workstreams = value()?.parse().map_err(|e| format!("--workstreams: {e}"))?;
+            }
             "--keep" => args.keep = Some(value()?.into()),
             other => return Err(format!("unknown argument {other}; see the crate docs")),
         }
+    }
+    if args.approve == Some(0) || args.workstreams == 0 {
+        return Err("--approve and --workstreams must be at least 1".into());
     }
     if args.squad == 0 || args.briefs < 2 * args.squad {
         return Err("--briefs must be at least twice --squad, and --squad at least 1".into());
@@ -108,9 +124,10 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let outcome = match args.spawn_cost {
-        Some(n) => spawn_cost(n),
-        None => bench(&args),
+    let outcome = match (args.spawn_cost, args.approve) {
+        (Some(n), _) => spawn_cost(n),
+        (None, Some(n)) => approve::bench(n, args.workstreams, args.concurrency),
+        (None, None) => bench(&args),
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,

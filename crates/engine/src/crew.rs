@@ -93,6 +93,11 @@ impl Crew {
         }
     }
 
+    /// How many more agents this runner may start now.
+    pub(crate) fn room(&self) -> usize {
+        self.concurrency.saturating_sub(self.agents.len())
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.agents.is_empty()
     }
@@ -126,7 +131,7 @@ impl Crew {
     /// the next ([`Launches`]); if the budget holds one back, the briefs claimed after it are given back at
     /// once, unstarted.
     pub(crate) fn fill(&mut self, engine: &Engine, run: RunId, cancel: &CancelToken) -> Result<bool> {
-        let room = self.concurrency.saturating_sub(self.agents.len());
+        let room = self.room();
         let claimed = engine.store.claim_offered(
             Some(run),
             &engine.options.worker,

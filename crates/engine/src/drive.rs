@@ -96,11 +96,13 @@ impl Engine {
             self.finish_start(&record)?;
         }
         self.release_orphaned_claims(run).await?;
+        self.discard_left_spares(run);
         let mut crew = crate::crew::Crew::new(self);
         let ended = match self.drive_loop(run, cancel, &mut crew, &lease).await {
             Ok(outcome) => Ok(outcome),
             Err(error) => Err(crew.release(self, run, error).await),
         };
+        self.discard_spares();
         self.end_turn();
         ended
     }
@@ -149,6 +151,9 @@ impl Engine {
             let paused = self.paused(run)?;
             if !waiting && !paused {
                 spawned = crew.fill(self, run, cancel)?;
+            }
+            if !self.options.auto_approve && !paused {
+                self.tend_spares(run, crew.room(), spawned)?;
             }
             self.end_turn();
             if !crew.is_empty() {

@@ -114,6 +114,8 @@ pub struct Engine {
     pub(crate) auditor: Option<AuditorRuntime>,
     /// Significant agreement mismatches waiting to be put to the tier that handed the work over.
     pub(crate) agreement_asks: crate::agreement_asks::Asks,
+    /// Worktrees made ahead while a gate waits ([`crate::spares`]).
+    pub(crate) spares: Arc<crate::spare_pool::Spares>,
 }
 
 /// How a drive ended.
@@ -161,6 +163,7 @@ impl Engine {
             outage_probes: crate::probes::Probes::default(),
             auditor: None,
             agreement_asks: crate::agreement_asks::Asks::default(),
+            spares: Arc::default(),
         })
     }
 

@@ -44,6 +44,8 @@ mod rounds;
 mod sandbox;
 mod signoff;
 mod slice_diffs;
+mod spare_pool;
+mod spares;
 mod spawn;
 mod stall;
 pub mod task;

@@ -211,6 +211,12 @@ impl Engine {
                 Some(base) => base,
                 None => self.salvaged_base(brief)?.unwrap_or(workstream),
             };
+            // A worktree made ahead at the base's commit saves checking the files out.
+            let (branch, path) = (branches.brief(brief), branches.worktree_path(brief));
+            if self.adopt_spare_on_branch(brief, &base, &branch, &path)? {
+                let change = workspace(Some(branch), &path);
+                return Ok((path, change));
+            }
             let (branch, path) = branches.prepare_worktree(brief, &base)?;
             let change = workspace(Some(branch), &path);
             Ok((path, change))
@@ -224,6 +230,11 @@ impl Engine {
                     .unwrap_or_else(|| branches.integration()),
                 _ => branches.integration(),
             };
+            let path = branches.worktree_path(brief);
+            if self.adopt_spare(&rev, &path)? {
+                let change = workspace(None, &path);
+                return Ok((path, change));
+            }
             let path = branches.prepare_detached(brief, &rev)?;
             let change = workspace(None, &path);
             Ok((path, change))

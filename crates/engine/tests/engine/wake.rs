@@ -74,3 +74,142 @@ fn an_approval_with_a_poke_spawns_the_next_agent_long_before_the_poll_interval()
     done.store(true, Ordering::SeqCst);
     poker.join().unwrap();
 }
+
+/// The worktrees made ahead under the project's worktree directory (`<run8>/spare-…`) that are still there,
+/// on disk or in git's list.
+fn spares(project: &Project) -> Vec<std::path::PathBuf> {
+    let is_spare = |path: &std::path::Path| {
+        path.file_name()
+            .is_some_and(|name| name.to_string_lossy().starts_with("spare-"))
+    };
+    let mut found: Vec<std::path::PathBuf> = project
+        .linked_worktrees()
+        .into_iter()
+        .filter(|p| is_spare(p))
+        .collect();
+    if let Ok(runs) = std::fs::read_dir(project.dir.path().join("worktrees")) {
+        for run in runs.flatten() {
+            for entry in std::fs::read_dir(run.path()).into_iter().flatten().flatten() {
+                if is_spare(&entry.path()) {
+                    found.push(entry.path());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A runner waiting at the plan gate with a one-minute poll, woken by `wake`, running git through the
+/// project's logging script.
+fn waiting_runner(
+    project: &mut Project,
+    wake: &Arc<tokio::sync::Notify>,
+) -> (std::path::PathBuf, agency_engine::Engine) {
+    let git_calls = project.log_git_calls();
+    let waker = wake.clone();
+    let engine = project.runner_with(
+        include_str!("../scripts/simple.yaml"),
+        config(),
+        false,
+        "test-runner",
+        |_, builtin| builtin,
+        move |options| {
+            options.poll = Duration::from_secs(60);
+            options.wake = Some(waker);
+        },
+    );
+    (git_calls, engine)
+}
+
+/// Cancels a drive that waits with a long poll: keeps poking until it has stopped.
+fn stop_poking(driving: Background, wake: &Arc<tokio::sync::Notify>) {
+    let done = Arc::new(AtomicBool::new(false));
+    let poker = {
+        let (done, wake) = (done.clone(), wake.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                wake.notify_one();
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    driving.stop();
+    done.store(true, Ordering::SeqCst);
+    poker.join().unwrap();
+}
+
+#[test]
+fn the_agent_an_approval_starts_gets_a_worktree_made_while_the_gate_waited() {
+    let mut project = Project::new();
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let (git_calls, engine) = waiting_runner(&mut project, &wake);
+    let run = engine.start(GOAL).unwrap();
+    let driving = Background::drive(engine, run.id);
+    let store = project.store.clone();
+    let gate = wait_for("the t1_plan gate", || {
+        store.pending_gates(Some(run.id)).unwrap().pop()
+    });
+    assert_eq!(gate.kind, GateKind::T1Plan);
+    wait_for("a worktree made ahead", || {
+        (!spares(&project).is_empty()).then_some(())
+    });
+    let spares_made = spares(&project).len();
+    // Let the runner finish making them and settle into its wait, then log only what the approval costs.
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(&git_calls, "").unwrap();
+    approve(store.as_ref(), gate.id);
+    wake.notify_one();
+    let spawned = wait_for("the implementer's start", || {
+        project
+            .events_of(run.id, EventKind::Spawned)
+            .into_iter()
+            .find(|e| e.tier == Some(agency_core::Tier::T4))
+    });
+    let calls = std::fs::read_to_string(&git_calls).unwrap();
+    assert!(
+        !calls.lines().any(|call| call == "worktree"),
+        "no worktree is made between the approval and the spawn: git was asked {calls:?}"
+    );
+    let implementer = store.get_brief(spawned.brief.unwrap()).unwrap();
+    let path = std::path::PathBuf::from(implementer.worktree.clone().unwrap());
+    assert_eq!(
+        path.file_name().unwrap().to_string_lossy(),
+        implementer.id.whole().to_string(),
+        "the spare was moved to the brief's own path"
+    );
+    let worktree = project.repo.open_other(&path).unwrap();
+    assert_eq!(
+        worktree.current_branch().unwrap(),
+        implementer.branch.clone(),
+        "the writer works on its own branch"
+    );
+    assert!(
+        path.join("add.sh").exists(),
+        "with the project's files checked out"
+    );
+    assert!(spares_made >= 1);
+    stop_poking(driving, &wake);
+    assert_eq!(
+        spares(&project),
+        Vec::<std::path::PathBuf>::new(),
+        "no worktree made ahead outlives the drive"
+    );
+}
+
+#[test]
+fn a_runner_stopped_at_a_gate_leaves_no_worktree_made_ahead() {
+    let mut project = Project::new();
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let (_, engine) = waiting_runner(&mut project, &wake);
+    let run = engine.start(GOAL).unwrap();
+    let driving = Background::drive(engine, run.id);
+    let store = project.store.clone();
+    wait_for("the t1_plan gate", || {
+        store.pending_gates(Some(run.id)).unwrap().pop()
+    });
+    wait_for("a worktree made ahead", || {
+        (!spares(&project).is_empty()).then_some(())
+    });
+    stop_poking(driving, &wake);
+    assert_eq!(spares(&project), Vec::<std::path::PathBuf>::new());
+}

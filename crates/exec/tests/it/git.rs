@@ -973,3 +973,58 @@ fn commits_by_agency_start_no_background_maintenance() {
         "plain git ran no maintenance: the check above proves nothing"
     );
 }
+
+#[test]
+fn a_worktree_made_ahead_is_moved_to_a_brief_without_git_and_git_agrees() {
+    let t = TestRepo::new();
+    let head = t.repo.head_rev().unwrap();
+    assert_eq!(
+        t.repo.branch_commit_on_disk("main").as_deref(),
+        Some(head.as_str())
+    );
+    assert_eq!(t.repo.branch_commit_on_disk("no-such-branch"), None);
+    let spare = t.worktree_path("spare");
+    t.repo.add_detached_worktree(&spare, &head).unwrap();
+    let dest = t.worktree_path("brief");
+
+    // Refused, with nothing changed: another commit, a path elsewhere, a destination that exists.
+    let other = "0".repeat(40);
+    assert!(!t.repo.adopt_worktree(&spare, &dest, &other).unwrap());
+    let elsewhere = tempfile::tempdir().unwrap();
+    assert!(
+        !t.repo
+            .adopt_worktree(&spare, &elsewhere.path().join("x"), &head)
+            .unwrap()
+    );
+    std::fs::create_dir_all(&dest).unwrap();
+    assert!(!t.repo.adopt_worktree(&spare, &dest, &head).unwrap());
+    std::fs::remove_dir(&dest).unwrap();
+
+    assert!(t.repo.adopt_worktree(&spare, &dest, &head).unwrap());
+    assert!(!spare.exists());
+    // git finds it at its new path, detached at the commit, and forgets nothing on a prune.
+    t.repo.prune_worktrees().unwrap();
+    let listed = t.repo.list_worktrees().unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(
+        listed[1].path.canonicalize().unwrap(),
+        dest.canonicalize().unwrap()
+    );
+    assert_eq!(listed[1].head.as_deref(), Some(head.as_str()));
+    let moved = t.repo.open_linked(&dest).unwrap();
+    moved
+        .run_git(&["checkout", "--quiet", "-b", "agency/moved"])
+        .unwrap();
+    assert_eq!(moved.current_branch().unwrap().as_deref(), Some("agency/moved"));
+    assert!(
+        moved
+            .run_git(&["status", "--porcelain"])
+            .unwrap()
+            .stdout
+            .text()
+            .is_empty()
+    );
+    // And it is removed like any other.
+    t.repo.remove_worktree(&dest, true).unwrap();
+    assert_eq!(t.repo.list_worktrees().unwrap().len(), 1);
+}

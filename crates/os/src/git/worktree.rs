@@ -3,7 +3,7 @@
 //! checkout is never touched.
 
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -114,6 +114,63 @@ impl Repo {
         self.open_linked(path)
     }
 
+    /// Moves the linked worktree at `spare`, detached at `commit`, to `dest` (a new path beside it) without
+    /// a git process: its entry's `gitdir` is pointed at `dest`, then the directory renamed — what `git
+    /// worktree move` does. The runner makes a worktree ahead while a gate waits and hands it to the first
+    /// brief that starts at that commit ([`Repo::add_detached_worktree`] is a checkout of every file; this is
+    /// two renames). `Ok(false)`, with nothing changed, unless all of this holds: `spare` and its entry name
+    /// each other as git recorded them (absolute paths), it is not locked, its `HEAD` is exactly `commit`
+    /// (detached; a reftable repository keeps `HEAD` elsewhere, so never), `dest` does not exist and has the
+    /// same parent directory (a relative `.git` file stays right). The entry is pointed away first: a crash
+    /// between the two steps leaves `spare` pointing at an entry that no longer names it back, which no
+    /// caller adopts again and `git worktree prune` forgets; never a worktree at `dest` that git would prune.
+    pub fn adopt_worktree(&self, spare: &Path, dest: &Path, commit: &str) -> Result<bool, GitError> {
+        if spare.parent() != dest.parent() || dest.exists() || !is_object_id(commit) {
+            return Ok(false);
+        }
+        let _turn = self.worktree_changes()?;
+        let Some(admin) = self.recorded_admin(spare) else {
+            return Ok(false);
+        };
+        if admin.join("locked").exists() {
+            return Ok(false);
+        }
+        let head = std::fs::read_to_string(admin.join("HEAD")).unwrap_or_default();
+        if head.trim_end() != commit {
+            return Ok(false);
+        }
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| GitError::Io { path, source }
+        };
+        let gitdir = admin.join("gitdir");
+        let staged = admin.join("gitdir.agency-adopt");
+        let mut text = dest.join(".git").into_os_string().into_vec();
+        text.push(b'\n');
+        std::fs::write(&staged, text).map_err(io(&staged))?;
+        std::fs::rename(&staged, &gitdir).map_err(io(&gitdir))?;
+        std::fs::rename(spare, dest).map_err(io(dest))?;
+        Ok(true)
+    }
+
+    /// The commit local `branch` points at, read from the ref files without a git process: its loose ref,
+    /// else its line in `packed-refs`. `None` when that does not say for certain (a symbolic or unreadable
+    /// ref, a reftable repository, no such branch): the caller asks git instead.
+    pub fn branch_commit_on_disk(&self, branch: &str) -> Option<String> {
+        check_name("branch", branch).ok()?;
+        let full = format!("refs/heads/{branch}");
+        match std::fs::read_to_string(self.common_dir.join(&full)) {
+            Ok(text) => return Some(text.trim_end().to_owned()).filter(|id| is_object_id(id)),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return None,
+        }
+        let packed = std::fs::read_to_string(self.common_dir.join("packed-refs")).ok()?;
+        packed.lines().find_map(|line| {
+            let (id, name) = line.split_once(' ')?;
+            (name == full && is_object_id(id)).then(|| id.to_owned())
+        })
+    }
+
     /// Opens a linked worktree of this repository. When its `.git` file points into this repository's
     /// `worktrees/` directory, that is answer enough and no git process is started (the runner opens a
     /// worktree per brief); anything else is left to git, as in [`Repo::open_other`].
@@ -218,6 +275,11 @@ impl Repo {
             detail: "an entry without a `worktree` line".to_owned(),
         })
     }
+}
+
+/// Whether `text` is a full object id (SHA-1 or SHA-256, lower-case hex), as git writes one in a ref file.
+fn is_object_id(text: &str) -> bool {
+    matches!(text.len(), 40 | 64) && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// Parses `git worktree list --porcelain -z`: attribute lines ending in NUL, entries separated by an
