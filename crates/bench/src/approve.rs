@@ -183,9 +183,12 @@ fn sample(workstreams: usize, concurrency: u32) -> Result<Timeline, String> {
                 .enable_all()
                 .build()
                 .map_err(|e| e.to_string())?;
-            // Cancelled at the end of the sample: that ending is the expected one.
-            let _ = rt.block_on(engine.drive(run.id, &cancel));
-            Ok(())
+            // Cancelled at the end of the sample: that ending is the expected one; any other is the sample's
+            // error, not a silent "gave up".
+            match rt.block_on(engine.drive(run.id, &cancel)) {
+                Ok(_) | Err(agency_engine::EngineError::Cancelled) => Ok(()),
+                Err(error) => Err(format!("the drive failed: {error}")),
+            }
         })
     };
 
@@ -195,7 +198,13 @@ fn sample(workstreams: usize, concurrency: u32) -> Result<Timeline, String> {
         if let Some(gate) = pending.into_iter().find(|g| g.kind == GateKind::T1Plan) {
             break gate;
         }
-        if Instant::now() > deadline || driver.is_finished() {
+        if driver.is_finished() {
+            return Err(match driver.join() {
+                Ok(Err(error)) => format!("the plan gate did not open: {error}"),
+                _ => "the plan gate did not open: the drive ended".into(),
+            });
+        }
+        if Instant::now() > deadline {
             return Err("the plan gate did not open".into());
         }
         std::thread::sleep(Duration::from_millis(5));

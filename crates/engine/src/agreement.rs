@@ -2,8 +2,9 @@
 //! carried out: each check gathers the two sides, asks [`agency_flow::agreement::check_scope`], and records
 //! an `agreement` event. A significant mismatch is put to the tier that handed the work over — one bounded
 //! call on that tier's own model ([`confirm_pending`]) — and becomes an `anomaly`, listed on the next tier
-//! gate, unless that tier confirms the difference is fine. None blocks the handoff: the seed's
-//! verification is non-blocking, and the human is involved only through the gate.
+//! gate, unless that tier confirms the difference is fine. No outcome holds the handoff back (the seed's
+//! verification is non-blocking; the human is involved only through the gate), but the pass that asks
+//! waits for the answers: asked together, at most one bounded call ([`ASK_LIMIT`]) per pass.
 //!
 //! - L0 at T1→T2: the lead's `understanding` against the `files` and `interfaces` the plan declared for its
 //!   workstream;
@@ -110,12 +111,13 @@ fn record(engine: &Engine, handoff: Handoff<'_>) -> Result<()> {
 }
 
 /// Asks the handing-over tier about each significant mismatch of `run` not answered yet, and records each
-/// answer ([`record_answer`]). Returns whether it asked any. Called at the end of every pass.
+/// answer ([`record_answer`]). Returns whether it asked any. Called at the end of every pass, which waits
+/// for the answers: the questions go out together, so one pass waits at most one [`ASK_LIMIT`].
 pub(crate) async fn confirm_pending(engine: &Engine, run: RunId) -> Result<bool> {
     let asks = engine.agreement_asks.take(engine.store.as_ref(), run)?;
-    for ask in &asks {
-        let answer = ask_handing_over(engine, ask).await?;
-        record_answer(engine, ask, &answer)?;
+    let answers = futures_util::future::join_all(asks.iter().map(|ask| ask_handing_over(engine, ask))).await;
+    for (ask, answer) in asks.iter().zip(answers) {
+        record_answer(engine, ask, &answer?)?;
     }
     Ok(!asks.is_empty())
 }
@@ -212,7 +214,7 @@ async fn ask_handing_over(engine: &Engine, ask: &Ask) -> Result<Confirmation> {
             ));
         }
     };
-    // Asked outside any agent's hooks, which write the usage events of agents' calls: written here (the
+    // Asked outside any agent's runner link, which writes the usage events of agents' calls: written here (the
     // metered provider already charged the ledger), so cost reports and a budget rebuilt after a crash
     // count it too.
     let usage = EventPayload::Usage(payload::Usage {
@@ -478,7 +480,21 @@ pub(crate) fn achieved(
         let name = crate::artifacts::diff_name(implementer);
         match engine.store.latest_artifact(verifier.run, &name) {
             Ok(Some(diff)) => diff_paths(&String::from_utf8_lossy(&diff.bytes)),
-            _ => Vec::new(),
+            Ok(None) => Vec::new(),
+            // Said, not swallowed: the purpose (L2) check then has no files to hold, and records so.
+            Err(error) => {
+                let _ = engine.log_at(
+                    verifier.run,
+                    Some(verifier.tier),
+                    "normal",
+                    "UNREADABLE",
+                    format!(
+                        "the diff {} verified could not be read for its L2 check ({error})",
+                        verifier.title
+                    ),
+                );
+                Vec::new()
+            }
         }
     });
     let summary = report

@@ -76,8 +76,6 @@ pub struct BoardReviews {
     /// Briefs whose review is running now.
     running: BTreeSet<BriefId>,
     tasks: JoinSet<(BriefId, std::result::Result<(), Failure>)>,
-    /// Set while reviews wait for the outage gate this reviewer's outage opened to be decided.
-    held_by_outage: bool,
 }
 
 impl BoardReviews {
@@ -98,24 +96,21 @@ impl BoardReviews {
                 Err(Failure::Outage(outage)) => {
                     let brief = engine.store.get_brief(brief)?;
                     crate::outage::pause_for_board_reviewer(engine, &brief, &outage)?;
-                    self.held_by_outage = true;
                 }
             }
         }
         self.read_submissions(engine.store.as_ref(), run)?;
-        // No review starts while the outage gate waits: the reviewer's provider is down.
-        if self.held_by_outage {
-            if crate::outage::gate_pending(engine, run)? {
-                return Ok(());
-            }
-            self.held_by_outage = false;
-        }
         let due: Vec<BriefId> = self
             .waiting
             .iter()
             .filter(|(id, s)| !self.running.contains(id) && s.not_before.is_none_or(|t| Instant::now() >= t))
             .map(|(id, _)| *id)
             .collect();
+        // No review starts while an outage's gate waits (this runner's, or one before a restart): the
+        // reviewer's provider may be the one that is down. Read only when a review is due.
+        if !due.is_empty() && crate::outage::outage_gate_pending(engine, run)? {
+            return Ok(());
+        }
         for id in due {
             self.start(engine, id, cancel)?;
         }

@@ -2,14 +2,14 @@
 //! and is reviewed by the parent tier's model (or a human, when the `teachback` gate is on); every tool
 //! call is checked against the brief's teachback state; what the agent does becomes events.
 //!
-//! The review itself ([`review`]; a human's goes through [`crate::teachback_gate`]) and its record on the
+//! The review itself ([`review_or_outage`]; a human's goes through [`crate::teachback_gate`]) and its record on the
 //! blackboard ([`review_payload`], with the [`review_message`] the agent reads) are shared with the review
 //! of teachbacks external agents submit through the blackboard (`crate::board_review`) and with
 //! `agency teachback approve|correct`, so a review reads the same wherever it was made.
 //!
 //! A reviewing model in an outage (overloaded, rate limited, unreachable, stalled, after the retries its
 //! provider makes inside the call) is not the agent's fault, nor a bad review: the link keeps the outage
-//! ([`BriefLink::take_reviewer_outage`]) and stop the agent, and the runner puts the brief back to wait at
+//! ([`BriefLink::take_reviewer_outage`]) and stops the agent, and the runner puts the brief back to wait at
 //! the run's outage gate with its attempt not spent, as for the agent's own model (`crate::outage`). A
 //! reviewer that answers without a review is still told to the agent, which resubmits.
 
@@ -217,22 +217,8 @@ enum Record {
 
 /// Has `teachback` of `brief`, submitted at event `since`, reviewed by `reviewer`: the parent tier's model,
 /// or a human through a `teachback` gate (opened on `store` and polled until decided; see
-/// [`crate::teachback_gate`]). An `Err` says why there is no review.
-pub async fn review(
-    store: &dyn Blackboard,
-    reviewer: &Reviewer,
-    brief: &Brief,
-    teachback: &Teachback,
-    since: i64,
-    cancel: &CancelToken,
-) -> Result<Reviewed, String> {
-    review_or_outage(store, reviewer, brief, teachback, since, cancel)
-        .await
-        .map_err(|no| no.to_string())
-}
-
-/// [`review`], telling a reviewing model's outage ([`NoReview::Outage`]) from the other reasons there is
-/// no review.
+/// [`crate::teachback_gate`]). A reviewing model's outage is [`NoReview::Outage`]; any other reason there
+/// is no review, a [`NoReview::Message`].
 pub async fn review_or_outage(
     store: &dyn Blackboard,
     reviewer: &Reviewer,

@@ -119,6 +119,15 @@ fn pause(engine: &Engine, brief: &Brief, cause: &str, what: &str, probe: Tier) -
     open_gate(engine, run, cause, probe)
 }
 
+/// Whether an outage's gate (not a human's `agency pause`) holds `run`.
+pub(crate) fn outage_gate_pending(engine: &Engine, run: RunId) -> Result<bool> {
+    Ok(engine
+        .store
+        .list_gates_of_kind(run, GateKind::Pause)?
+        .into_iter()
+        .any(|g| g.status == GateStatus::Pending && g.summary["requested_by"] == OUTAGE_REQUESTER))
+}
+
 /// Whether an outage (or a human's pause) holds `run` at a pending `pause` gate.
 pub(crate) fn gate_pending(engine: &Engine, run: RunId) -> Result<bool> {
     Ok(engine

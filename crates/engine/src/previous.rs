@@ -88,7 +88,9 @@ fn previous_attempt(engine: &Engine, brief: &Brief) -> Result<Option<Brief>> {
         .max_by_key(|b| (b.created_at, b.id.whole())))
 }
 
-fn same_brief(a: &Brief, b: &Brief) -> bool {
+/// Whether `a` and `b` are attempts of one brief: the same tier, workstream and title (two workstreams'
+/// extra passes share a title and a parent).
+pub(crate) fn same_brief(a: &Brief, b: &Brief) -> bool {
     a.tier == b.tier && a.workstream == b.workstream && a.title == b.title
 }
 

@@ -20,7 +20,7 @@ use crate::error::{EngineError, Result};
 use crate::handover::{ending, verify_rev};
 use crate::plan::{accept_brief, approved, output_of, write_children};
 
-pub(crate) use crate::artifacts::merged_name;
+use crate::artifacts::merged_name;
 
 /// Starts stages, merges verified workstreams, and writes T1's accept brief when everything is in: carries
 /// out the steps of the decision core's walk over the stages ([`agency_flow::StageWalk`]).

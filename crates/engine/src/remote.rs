@@ -35,7 +35,11 @@ pub(crate) fn fetch_for_start(store: &dyn Blackboard, branches: &RunBranches, br
     }
     if let (Some(parent), true) = (brief.parent, brief.attempt > 0) {
         for sibling in store.list_children(parent)? {
-            if sibling.id != brief.id && sibling.tier == brief.tier && sibling.title == brief.title {
+            if sibling.id != brief.id
+                && sibling.tier == brief.tier
+                && sibling.workstream == brief.workstream
+                && sibling.title == brief.title
+            {
                 wanted.extend(sibling.branch);
             }
         }

@@ -3,6 +3,7 @@
 //! engine.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// A worktree made ahead: where it is and the commit it is detached at.
@@ -16,6 +17,8 @@ pub(crate) struct Spare {
 #[derive(Debug, Default)]
 pub(crate) struct Spares {
     ready: Mutex<Vec<Spare>>,
+    /// Set once making one failed and the failure was logged: the next turns try again, quietly.
+    pub(crate) failure_logged: AtomicBool,
 }
 
 impl Spares {

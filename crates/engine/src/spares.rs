@@ -49,7 +49,22 @@ impl Engine {
             .iter()
             .any(|g| matches!(g.kind, GateKind::T1Plan | GateKind::T2Lead | GateKind::T3Plan));
         if expanding {
-            let _ = self.prepare_ahead(run, room);
+            // Best effort: a failure costs the next agents their head start, not the run. Said once in the
+            // run's log (verbose), then tried again quietly each turn.
+            if let Err(error) = self.prepare_ahead(run, room)
+                && !self
+                    .spares
+                    .failure_logged
+                    .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                let _ = self.log_at(
+                    run,
+                    None,
+                    "verbose",
+                    "SPARES",
+                    format!("could not make a worktree ahead while the gate waits ({error}); agents make theirs when they start"),
+                );
+            }
         } else if !spawned {
             self.discard_spares();
         }
@@ -135,10 +150,14 @@ impl Engine {
         let spare = ready.swap_remove(at);
         drop(ready);
         let dest = std::path::absolute(dest).unwrap_or_else(|_| dest.to_path_buf());
-        if self.repo.adopt_worktree(&spare.path, &dest, &commit)? {
-            return Ok(true);
+        match self.repo.adopt_worktree(&spare.path, &dest, &commit) {
+            Ok(true) => return Ok(true),
+            // Its git entry is not as it was made (changed, or on another file system): not used.
+            Ok(false) => {}
+            // Best effort, like making it: the brief's worktree is made the usual way, which reports
+            // what is wrong if anything still is.
+            Err(_) => {}
         }
-        // Not as it was made (changed by hand, or on another file system): not used, and removed.
         self.worktree_sweep.defer(spare.path);
         Ok(false)
     }

@@ -252,7 +252,7 @@ impl Engine {
             .store
             .list_children(parent)?
             .into_iter()
-            .find(|b| b.tier == brief.tier && b.title == brief.title && b.attempt == previous_attempt)
+            .find(|b| crate::previous::same_brief(b, brief) && b.attempt == previous_attempt)
         else {
             return Ok(None);
         };

@@ -252,7 +252,7 @@ fn at_work(engine: &Engine, run: RunId) -> Result<bool> {
 fn diagnose(engine: &Engine, run: RunId) -> Result<Vec<String>> {
     let briefs = engine.store.list_briefs(run)?;
     let Some(approved) = approved(engine, run)? else {
-        return Ok(newest(briefs.iter())
+        return Ok(agency_flow::latest_of(briefs.iter())
             .into_iter()
             .filter(|b| b.status != BriefStatus::Done)
             .map(describe)
@@ -262,7 +262,7 @@ fn diagnose(engine: &Engine, run: RunId) -> Result<Vec<String>> {
     for ws in &approved.plan.workstreams {
         if engine
             .store
-            .latest_artifact(run, &crate::progress::merged_name(&ws.id))?
+            .latest_artifact(run, &crate::artifacts::merged_name(&ws.id))?
             .is_some()
         {
             continue;
@@ -275,7 +275,7 @@ fn diagnose(engine: &Engine, run: RunId) -> Result<Vec<String>> {
             lines.push(format!("{}: not started", ws.id));
             continue;
         }
-        let open: Vec<String> = newest(own.into_iter())
+        let open: Vec<String> = agency_flow::latest_of(own.into_iter())
             .into_iter()
             .filter(|b| b.status != BriefStatus::Done)
             .map(describe)
@@ -290,22 +290,6 @@ fn diagnose(engine: &Engine, run: RunId) -> Result<Vec<String>> {
         }
     }
     Ok(lines)
-}
-
-/// The newest attempt of each (tier, title), oldest first; cancelled attempts left out.
-fn newest<'a>(briefs: impl Iterator<Item = &'a Brief>) -> Vec<&'a Brief> {
-    let mut by_title: std::collections::BTreeMap<(Tier, &str), &Brief> = Default::default();
-    for brief in briefs.filter(|b| b.status != BriefStatus::Cancelled) {
-        let slot = by_title
-            .entry((brief.tier, brief.title.as_str()))
-            .or_insert(brief);
-        if slot.attempt <= brief.attempt {
-            *slot = brief;
-        }
-    }
-    let mut list: Vec<&Brief> = by_title.into_values().collect();
-    list.sort_by_key(|b| b.created_at);
-    list
 }
 
 fn describe(brief: &Brief) -> String {

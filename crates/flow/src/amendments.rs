@@ -283,8 +283,8 @@ pub struct Approval<'a> {
 }
 
 /// `workstream`'s path today: the plan's path, then each approval in the order made, where it was made on
-/// the path of the moment. One made on another path (the plan was re-made since) is skipped, and returned,
-/// so the reader can say so instead of following a change nobody approved for this plan.
+/// the path of the moment. One made on another path (the plan was re-made since) is not followed: nobody
+/// approved it for this plan. The second list holds the `seq`s of those skipped.
 pub fn current_path<'a>(
     planned: &[Tier],
     approved: impl IntoIterator<Item = Approval<'a>>,

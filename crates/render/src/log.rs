@@ -383,7 +383,11 @@ fn line_for(event: &Event, level: Level) -> Option<Line> {
                 (Some("asking"), _) => " — asking the handing-over tier".to_string(),
                 (Some("confirmed"), reason) => format!(" — confirmed fine{}", answer_reason(reason)),
                 (Some("corrected"), reason) => format!(" — corrected{}", answer_reason(reason)),
-                (Some("unavailable"), reason) => format!(" — nobody could be asked{}", answer_reason(reason)),
+                // The record's reason is already the seed's fallback wording, with why nobody was asked.
+                (Some("unavailable"), Some(reason)) => format!(" — {reason}"),
+                (Some("unavailable"), None) => {
+                    format!(" — {}", agency_core::event::payload::AGREEMENT_ASSUMED)
+                }
                 _ => String::new(),
             };
             let found = found + &answer;

@@ -9,9 +9,10 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::{GitError, Repo, check_name};
 
-/// Held while git adds, removes or prunes a worktree. git does not make these safe against each other: an
-/// `add` reads every entry of `.git/worktrees` (failing on one another `add` is still writing) and a
-/// `prune` deletes an entry another `add` has only begun. Within one process (the runner creating agents'
+/// Held while git adds, removes, prunes or lists worktrees. git does not make these safe against each
+/// other: an `add` reads every entry of `.git/worktrees` (failing on one another `add` is still writing),
+/// so does a `list` (`fatal: failed to read .git/worktrees/<name>/commondir` while an `add` writes it), and
+/// a `prune` deletes an entry another `add` has only begun. Within one process (the runner creating agents'
 /// worktrees while sign-offs make their clean checkouts on other threads) they take turns on this mutex;
 /// across processes (a run's driver and an `agency worker` on the same repository) on [`LOCK_FILE`].
 static WORKTREE_CHANGES: Mutex<()> = Mutex::new(());
@@ -121,7 +122,7 @@ impl Repo {
     /// two renames). `Ok(false)`, with nothing changed, unless all of this holds: `spare` and its entry name
     /// each other as git recorded them (absolute paths), it is not locked, its `HEAD` is exactly `commit`
     /// (detached; a reftable repository keeps `HEAD` elsewhere, so never), `dest` does not exist and has the
-    /// same parent directory (a relative `.git` file stays right). The entry is pointed away first: a crash
+    /// same parent directory. The entry is pointed away first: a crash
     /// between the two steps leaves `spare` pointing at an entry that no longer names it back, which no
     /// caller adopts again and `git worktree prune` forgets; never a worktree at `dest` that git would prune.
     pub fn adopt_worktree(&self, spare: &Path, dest: &Path, commit: &str) -> Result<bool, GitError> {
@@ -266,8 +267,11 @@ impl Repo {
         self.run_git(&["worktree", "prune"]).map(drop)
     }
 
-    /// Every worktree of the repository, the main one first.
+    /// Every worktree of the repository, the main one first. Takes its turn with the worktree changes of
+    /// this process and of agency's others: `agency gc` listing while a runner adds one would otherwise
+    /// read a half-written entry and fail.
     pub fn list_worktrees(&self) -> Result<Vec<WorktreeInfo>, GitError> {
+        let _turn = self.worktree_changes()?;
         let args = ["worktree", "list", "--porcelain", "-z"];
         let output = self.git_complete(&args)?;
         parse_worktree_list(&output.stdout.tail).ok_or_else(|| GitError::UnexpectedOutput {
