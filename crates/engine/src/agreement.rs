@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use agency_core::event::payload::{self, AgreementChecked, Anomaly};
+use agency_core::event::payload::{AgreementChecked, Anomaly};
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::GateKind;
 use agency_core::tiers::{
@@ -214,20 +214,8 @@ async fn ask_handing_over(engine: &Engine, ask: &Ask) -> Result<Confirmation> {
             ));
         }
     };
-    // Asked outside any agent's runner link, which writes the usage events of agents' calls: written here (the
-    // metered provider already charged the ledger), so cost reports and a budget rebuilt after a crash
-    // count it too.
-    let usage = EventPayload::Usage(payload::Usage {
-        model: response.model.clone(),
-        provider: provider.kind().to_owned(),
-        input_tokens: response.usage.input,
-        output_tokens: response.usage.output,
-        cache_read_tokens: response.usage.cache_read,
-        cache_write_tokens: response.usage.cache_write,
-        cost_usd: provider
-            .price()
-            .map(|price| agency_llm::cost(&response.usage, &price)),
-    });
+    // Asked outside any agent's runner link, which writes the usage events of agents' calls: written here.
+    let usage = crate::brief_link::usage_of_call(provider.as_ref(), &response);
     engine
         .store
         .append_event_soon(NewEvent::typed(brief.run, usage).brief(brief.id).tier(tier))?;

@@ -285,6 +285,23 @@ pub fn review_kind(review: &TeachbackReview) -> EventKind {
     }
 }
 
+/// The `usage` record of a call the runner made itself, outside any agent's link (a teachback review, an
+/// agreement question): its metered provider already charged the ledger, and the record lets cost reports
+/// and a budget rebuilt after a crash count it too.
+pub(crate) fn usage_of_call(provider: &dyn Provider, response: &agency_llm::Response) -> EventPayload {
+    EventPayload::Usage(payload::Usage {
+        model: response.model.clone(),
+        provider: provider.kind().to_owned(),
+        input_tokens: response.usage.input,
+        output_tokens: response.usage.output,
+        cache_read_tokens: response.usage.cache_read,
+        cache_write_tokens: response.usage.cache_write,
+        cost_usd: provider
+            .price()
+            .map(|price| agency_llm::cost(&response.usage, &price)),
+    })
+}
+
 /// The tier whose model reviews `brief`'s teachback: its parent (T1 for a brief without one).
 pub fn reviewing_tier(brief: &Brief) -> Tier {
     brief.tier.parent().unwrap_or(Tier::T1)
@@ -350,17 +367,7 @@ async fn review_by_model(
     // The review runs outside any agent's link, which writes the usage events of agents' calls: its own is
     // written here (its provider already charged the ledger), so cost reports and the budget rebuilt after
     // a crash count it too.
-    let usage = EventPayload::Usage(payload::Usage {
-        model: response.model.clone(),
-        provider: provider.kind().to_owned(),
-        input_tokens: response.usage.input,
-        output_tokens: response.usage.output,
-        cache_read_tokens: response.usage.cache_read,
-        cache_write_tokens: response.usage.cache_write,
-        cost_usd: provider
-            .price()
-            .map(|price| agency_llm::cost(&response.usage, &price)),
-    });
+    let usage = usage_of_call(provider, &response);
     // Held to ride with the next write, the review's own record, which follows at once: a commit (and
     // an fsync) of its own for every review cost the runner 0.4 write transactions per brief. A crash in
     // between loses both, and the review is asked again, recorded then (the lost call's spending is the

@@ -97,21 +97,10 @@ fn pause(engine: &Engine, brief: &Brief, cause: &str, what: &str, probe: Tier) -
     )?;
     let run = brief.run;
     let already = gate_pending(engine, run)?;
-    engine.store.append_event(
-        NewEvent::typed(
-            run,
-            EventPayload::Log(LogLine::new(
-                "normal",
-                Some("OUTAGE"),
-                format!(
-                    "{} {}: {what} ({cause}); the brief waits, its attempt not spent",
-                    brief.tier.as_str(),
-                    brief.title
-                ),
-            )),
-        )
-        .brief(brief.id)
-        .tier(brief.tier),
+    outage_line(
+        engine,
+        brief,
+        &format!("{what} ({cause}); the brief waits, its attempt not spent"),
     )?;
     if already {
         return Ok(());
@@ -147,22 +136,12 @@ pub(crate) fn pause_for_board_reviewer(
     outage: &ReviewerOutage,
 ) -> Result<()> {
     let cause = outage.to_string();
-    engine.store.append_event(
-        NewEvent::typed(
-            brief.run,
-            EventPayload::Log(LogLine::new(
-                "normal",
-                Some("OUTAGE"),
-                format!(
-                    "{} {}: its teachback's review failed after its retries ({cause}); it waits under review, \
-                     nothing charged",
-                    brief.tier.as_str(),
-                    brief.title
-                ),
-            )),
-        )
-        .brief(brief.id)
-        .tier(brief.tier),
+    outage_line(
+        engine,
+        brief,
+        &format!(
+            "its teachback's review failed after its retries ({cause}); it waits under review, nothing charged"
+        ),
     )?;
     if gate_pending(engine, brief.run)? {
         return Ok(());
@@ -415,6 +394,23 @@ fn probe_request(run: RunId, tier: Tier) -> Request {
         ..CallMeta::default()
     };
     request
+}
+
+/// The `OUTAGE` line of `brief`: `<tier> <title>: <what>`.
+fn outage_line(engine: &Engine, brief: &Brief, what: &str) -> Result<()> {
+    engine.store.append_event(
+        NewEvent::typed(
+            brief.run,
+            EventPayload::Log(LogLine::new(
+                "normal",
+                Some("OUTAGE"),
+                format!("{} {}: {what}", brief.tier.as_str(), brief.title),
+            )),
+        )
+        .brief(brief.id)
+        .tier(brief.tier),
+    )?;
+    Ok(())
 }
 
 fn log(engine: &Engine, run: RunId, tier: Tier, message: &str) -> Result<()> {
