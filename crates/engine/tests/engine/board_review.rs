@@ -161,42 +161,6 @@ async fn a_reviewer_that_keeps_failing_raises_the_alert_and_leaves_the_brief_und
     )));
 }
 
-/// Fails every teachback review with 529 while `down`, as a provider in an outage does.
-#[derive(Debug)]
-struct ReviewerDown {
-    inner: Arc<dyn agency_llm::Provider>,
-    down: std::sync::atomic::AtomicBool,
-}
-
-impl agency_llm::Provider for ReviewerDown {
-    fn kind(&self) -> &'static str {
-        self.inner.kind()
-    }
-
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a agency_llm::Request,
-        sink: agency_llm::EventSink<'a>,
-        cancel: &'a CancelToken,
-    ) -> BoxFuture<'a, Result<agency_llm::Response, agency_llm::LlmError>> {
-        Box::pin(async move {
-            let reviewing = request.meta.role.as_deref() == Some("teachback-reviewer");
-            let probing = request.meta.role.as_deref() == Some("outage probe");
-            if (reviewing || probing) && self.down.load(std::sync::atomic::Ordering::SeqCst) {
-                return Err(agency_llm::LlmError::Overloaded {
-                    retry_after: None,
-                    message: "529 overloaded_error".into(),
-                });
-            }
-            self.inner.complete(request, sink, cancel).await
-        })
-    }
-}
-
 #[test]
 fn a_reviewer_in_an_outage_pauses_the_run_without_the_alert_and_reviews_once_the_gate_is_decided() {
     use crate::support::{Background, approve, wait_for};
@@ -212,12 +176,14 @@ fn a_reviewer_in_an_outage_pauses_the_run_without_the_alert_and_reviews_once_the
              shallower_path_reason: \"one operator in one file\"",
         )
     );
-    let down = Arc::new(ReviewerDown {
-        inner: Arc::new(agency_llm::ScriptedProvider::new(
+    let down = Arc::new(crate::outage::ReviewerDown::new(
+        Arc::new(agency_llm::ScriptedProvider::new(
             agency_llm::Script::from_yaml(&script).unwrap(),
         )),
-        down: std::sync::atomic::AtomicBool::new(true),
-    });
+        true,
+        0,
+        true,
+    ));
     let policy = agency_llm::RetryPolicy {
         base_delay: Duration::from_millis(5),
         max_delay: Duration::from_millis(20),

@@ -129,11 +129,12 @@ fn an_outage_pauses_the_run_without_spending_a_retry_and_the_run_resumes() {
 
 /// The teachback reviewer's provider (T3's, which reviews fix-add's blocking teachback in medium.yaml),
 /// overloaded while `down` or for its first `refusals` reviews: every review call fails with 529 and is
-/// retried inside the call by the [`Retrying`] around it, as the configured providers retry.
+/// retried inside the call by the [`Retrying`] around it, as the configured providers retry. Also the
+/// board review's reviewer in `board_review.rs`.
 #[derive(Debug)]
-struct ReviewerDown {
+pub(crate) struct ReviewerDown {
     inner: Arc<dyn Provider>,
-    down: AtomicBool,
+    pub(crate) down: AtomicBool,
     refusals: AtomicUsize,
     /// Whether an outage probe is answered at all once the reviewer is up (otherwise it is refused as a
     /// bad request: the runner cannot tell the provider is back and leaves the gate to a human).
@@ -142,7 +143,7 @@ struct ReviewerDown {
 }
 
 impl ReviewerDown {
-    fn new(inner: Arc<dyn Provider>, down: bool, refusals: usize, answers_probes: bool) -> Self {
+    pub(crate) fn new(inner: Arc<dyn Provider>, down: bool, refusals: usize, answers_probes: bool) -> Self {
         ReviewerDown {
             inner,
             down: AtomicBool::new(down),
