@@ -29,8 +29,9 @@ for run in $(seq 1 "$runs"); do
     line=$("$bin" --briefs "$briefs" ${BENCH_ARGS:-})
     status=$(echo "$line" | field status)
     us=$(echo "$line" | field runner_us_per_brief)
-    printf '%s run %d: %6s us/brief  processes/brief %s  writes/brief %s  peak %s MB  wall %s s  git CPU %s s  %s\n' \
-      "$side" "$run" "$us" "$(echo "$line" | field processes_per_brief)" "$(echo "$line" | field writes_per_brief)" \
+    printf '%s run %d: %6s us/brief (user %s, kernel %s)  processes/brief %s  writes/brief %s  peak %s MB  wall %s s  git CPU %s s  %s\n' \
+      "$side" "$run" "$us" "$(echo "$line" | field user_us_per_brief)" "$(echo "$line" | field system_us_per_brief)" \
+      "$(echo "$line" | field processes_per_brief)" "$(echo "$line" | field writes_per_brief)" \
       "$(echo "$line" | field peak_rss_mb)" "$(echo "$line" | field wall_s)" "$(echo "$line" | field child_cpu_s)" \
       "$status"
     [ "$status" = succeeded ] || { echo "bench/ab.sh: run $run of $side ended $status" >&2; exit 1; }

@@ -21,6 +21,10 @@ mod approve;
 mod measure;
 mod runtime;
 
+/// The allocator the `agency` binary runs with (crates/cli/src/main.rs), so the figures are the runner's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -220,12 +224,13 @@ fn bench(args: &Args) -> Result<(), String> {
     let process = after.cpu.saturating_sub(before.cpu);
     let runner = process.saturating_sub(agent);
     let children = after.children_cpu.saturating_sub(before.children_cpu);
-    let per_brief_us = runner.as_secs_f64() * 1e6 / briefs.max(1) as f64;
+    let per_brief = |d: Duration| d.as_secs_f64() * 1e6 / briefs.max(1) as f64;
+    let per_brief_us = per_brief(runner);
     let process_us = process_cost.as_secs_f64() * 1e6 / briefs.max(1) as f64;
     println!(
         "status={} briefs={briefs} events={events} workstreams={workstreams} squad={} concurrency={} \
          wall_s={:.1} runner_cpu_s={:.2} agent_cpu_s={:.2} child_cpu_s={:.2} runner_us_per_brief={per_brief_us:.0} \
-         process_us_per_brief={process_us:.0} peak_rss_mb={:.1} processes_per_brief={:.2} writes_per_brief={:.1}",
+         user_us_per_brief={:.0} system_us_per_brief={:.0} process_us_per_brief={process_us:.0} peak_rss_mb={:.1} processes_per_brief={:.2} writes_per_brief={:.1}",
         outcome.status.as_str(),
         args.squad,
         args.concurrency,
@@ -233,6 +238,8 @@ fn bench(args: &Args) -> Result<(), String> {
         runner.as_secs_f64(),
         agent.as_secs_f64(),
         children.as_secs_f64(),
+        per_brief(after.user.saturating_sub(before.user)),
+        per_brief(after.system.saturating_sub(before.system)),
         after.peak_rss_kb as f64 / 1024.0,
         processes as f64 / briefs.max(1) as f64,
         writes as f64 / briefs.max(1) as f64,

@@ -10,6 +10,11 @@ pub struct Sample {
     pub cpu: Duration,
     /// CPU time of the child processes it has waited for.
     pub children_cpu: Duration,
+    /// This process's CPU time in user mode and in the kernel (`utime`, `stime`; 10 ms resolution): the
+    /// kernel's share is what moves with the machine's state (file and process creation), not the code.
+    pub user: Duration,
+    /// See `user`.
+    pub system: Duration,
     /// The high-water mark of resident memory (`VmHWM`), in KiB.
     pub peak_rss_kb: u64,
 }
@@ -17,9 +22,12 @@ pub struct Sample {
 impl Sample {
     /// Reads the counters now.
     pub fn now() -> Result<Sample, String> {
+        let ticks = stat_ticks()?;
         Ok(Sample {
             cpu: to_duration(rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime)),
-            children_cpu: children_cpu()?,
+            children_cpu: ticks.children,
+            user: ticks.user,
+            system: ticks.system,
             peak_rss_kb: peak_rss_kb()?,
         })
     }
@@ -35,8 +43,15 @@ fn to_duration(ts: rustix::time::Timespec) -> Duration {
     )
 }
 
-/// `cutime + cstime` from `/proc/self/stat`, in clock ticks of 1/100 s (the Linux `USER_HZ`).
-fn children_cpu() -> Result<Duration, String> {
+/// The CPU times `/proc/self/stat` keeps, in clock ticks of 1/100 s (the Linux `USER_HZ`).
+struct StatTicks {
+    user: Duration,
+    system: Duration,
+    /// `cutime + cstime`.
+    children: Duration,
+}
+
+fn stat_ticks() -> Result<StatTicks, String> {
     let stat = std::fs::read_to_string("/proc/self/stat").map_err(|e| format!("/proc/self/stat: {e}"))?;
     // The command name may hold spaces; the fields after it are plain numbers.
     let rest = stat
@@ -44,9 +59,15 @@ fn children_cpu() -> Result<Duration, String> {
         .map(|(_, rest)| rest)
         .ok_or("/proc/self/stat: no command name")?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the name, field 3 (state) is index 0, so cutime (16) and cstime (17) are 13 and 14.
+    // After the name, field 3 (state) is index 0: utime (14) and stime (15) are 11 and 12, cutime (16)
+    // and cstime (17) 13 and 14.
     let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
-    Ok(Duration::from_millis((ticks(13) + ticks(14)) * 10))
+    let millis = |n: u64| Duration::from_millis(n * 10);
+    Ok(StatTicks {
+        user: millis(ticks(11)),
+        system: millis(ticks(12)),
+        children: millis(ticks(13) + ticks(14)),
+    })
 }
 
 fn peak_rss_kb() -> Result<u64, String> {

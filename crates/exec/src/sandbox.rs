@@ -488,20 +488,32 @@ pub fn credential_paths(home: &Path) -> Vec<PathBuf> {
         ".cargo/credentials",
         ".cargo/credentials.toml",
     ];
+    // One listing of `home` instead of a `stat` per store: this runs for every agent the runner starts,
+    // and most stores do not exist. A store is still checked with `exists` once its first component is
+    // listed (a dangling link stays unmasked, as before); where `home` cannot be listed, every store is.
+    let listed: Option<Vec<std::ffi::OsString>> = std::fs::read_dir(home)
+        .ok()
+        .map(|entries| entries.flatten().map(|entry| entry.file_name()).collect());
+    let may_exist = |store: &str| {
+        let first = store.split('/').next().unwrap_or(store);
+        listed
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|name| name == first))
+    };
     let mut paths: Vec<PathBuf> = STORES
         .iter()
+        .filter(|store| may_exist(store))
         .map(|store| home.join(store))
         .filter(|path| path.exists())
         .collect();
     // `.claude`, `.claude.json`, `.claude.json.backup` and whatever else Claude Code keeps there.
-    if let Ok(entries) = std::fs::read_dir(home) {
-        paths.extend(
-            entries
-                .flatten()
-                .filter(|entry| entry.file_name().to_string_lossy().starts_with(".claude"))
-                .map(|entry| entry.path()),
-        );
-    }
+    paths.extend(
+        listed
+            .iter()
+            .flatten()
+            .filter(|name| name.to_string_lossy().starts_with(".claude"))
+            .map(|name| home.join(name)),
+    );
     paths.sort();
     paths
 }
@@ -759,12 +771,25 @@ mod tests {
             std::fs::create_dir_all(home.path().join(dir)).unwrap();
         }
         std::fs::write(home.path().join(".claude.json"), "{}").unwrap();
+        std::fs::write(home.path().join(".netrc"), "machine x").unwrap();
         std::fs::create_dir_all(home.path().join(".cargo/bin")).unwrap();
+        std::fs::write(home.path().join(".cargo/credentials.toml"), "").unwrap();
+        // A store's parent without the store (`.config` without `gcloud`) is not one.
         let found = credential_paths(home.path());
         let names: Vec<String> = found
             .iter()
             .map(|p| p.strip_prefix(home.path()).unwrap().display().to_string())
             .collect();
-        assert_eq!(names, [".claude", ".claude.json", ".config/gh", ".ssh"]);
+        assert_eq!(
+            names,
+            [
+                ".cargo/credentials.toml",
+                ".claude",
+                ".claude.json",
+                ".config/gh",
+                ".netrc",
+                ".ssh"
+            ]
+        );
     }
 }
