@@ -6,6 +6,7 @@
 //! in the middle of the second pass resumes it without running the first again; a dozen workstreams, three
 //! of them given a second pass, all merge.
 
+use agency_core::event::{EventKind, EventPayload};
 use agency_core::gate::GateKind;
 use agency_core::tiers::{BriefRole, LEAD_TITLE};
 use agency_core::{Brief, BriefStatus, RunId, Tier};
@@ -93,6 +94,17 @@ fn a_t3s_t2_pass_approved_at_the_next_gate_runs_a_second_lead_and_both_passes_me
         "{:?}",
         second.inputs
     );
+    // The second lead's handoff from T1 was checked like a first lead's (L0).
+    let l0: Vec<String> = project
+        .events_of(run.id, EventKind::Agreement)
+        .iter()
+        .filter(|e| e.brief == Some(second.id))
+        .filter_map(|e| match e.typed() {
+            Ok(EventPayload::Agreement(a)) => Some(format!("{} {}", a.level, a.handoff)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(l0, ["L0 t1→t2"], "{}", project.tree(run.id));
     // Its specialist, synthesis (validated by T1) and squad ran as a first pass's would.
     let spec = find(&briefs, &project, run.id, |b| b.title == "mul-design");
     assert_eq!((spec.parent, spec.status), (Some(second.id), BriefStatus::Done));
