@@ -2,8 +2,9 @@
 //! a tier's behaviour lives in its prompt and in the output schema here; the functions here are the pure
 //! "handlers" that read a validated output and say which briefs come next.
 //!
-//! Roles within a tier are named by the brief's title: T1 `plan` and `accept`; T2 `lead` and `synthesis`
-//! (any other T2 title is a specialist). So `agency inspect` shows "T1 plan ✓" and scripted replies can key
+//! Roles within a tier are named by the brief's title: T1 `plan` and `accept`; T2 `lead` (and
+//! `amended-pass-<n>`, the lead of a workstream's later architecture pass) and `synthesis` (any other T2
+//! title is a specialist). So `agency inspect` shows "T1 plan ✓" and scripted replies can key
 //! on the title.
 
 use schemars::JsonSchema;
@@ -29,6 +30,26 @@ pub const VALIDATE_TITLE: &str = "validate";
 pub const ARBITRATE_TITLE: &str = "arbitrate";
 /// The workstream name of run-level briefs (T1 plan and accept).
 pub const RUN_WORKSTREAM: &str = "run";
+/// The title prefix of a workstream's extra pass, an approved path amendment's: `amended-pass-<n>`, `n` its
+/// 0-based index on the workstream's path (from 1; the first pass's entry keeps its own title). At T2 it is
+/// the lead of a later architecture pass.
+pub const EXTRA_PASS_PREFIX: &str = "amended-pass-";
+
+/// The pass index `title` names when it is an extra pass's (`amended-pass-3` → 3), `None` otherwise (`0`
+/// and leading zeros are not pass titles: the runner writes `amended-pass-<n>` with `n` from 1).
+pub fn extra_pass_index(title: &str) -> Option<usize> {
+    let digits = title.strip_prefix(EXTRA_PASS_PREFIX)?;
+    if digits.is_empty() || digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Whether a T2 brief titled `title` would be taken for another T2 role than a specialist (`lead`,
+/// `synthesis`, `amended-pass-<n>`): a lead may not give a specialist such a title.
+pub fn reserved_t2_title(title: &str) -> bool {
+    BriefRole::for_title(Tier::T2, title) != BriefRole::Specialist
+}
 
 /// What a brief is for, derived from its tier and title.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -71,6 +92,7 @@ impl BriefRole {
             (Tier::T1, _) => BriefRole::Plan,
             (Tier::T2, LEAD_TITLE) => BriefRole::Lead,
             (Tier::T2, SYNTHESIS_TITLE) => BriefRole::Synthesis,
+            (Tier::T2, title) if extra_pass_index(title).is_some() => BriefRole::Lead,
             (Tier::T2, _) => BriefRole::Specialist,
             (Tier::T3, _) => BriefRole::SquadLead,
             (Tier::T4, _) => BriefRole::Implementer,
@@ -484,6 +506,26 @@ mod tests {
         assert_eq!(BriefRole::for_title(Tier::T2, "lead"), BriefRole::Lead);
         assert_eq!(BriefRole::for_title(Tier::T2, "synthesis"), BriefRole::Synthesis);
         assert_eq!(BriefRole::for_title(Tier::T2, "backend"), BriefRole::Specialist);
+        // A later architecture pass's lead is told apart from the first by its pass index.
+        assert_eq!(BriefRole::for_title(Tier::T2, "amended-pass-2"), BriefRole::Lead);
+        assert_eq!(
+            BriefRole::for_title(Tier::T3, "amended-pass-2"),
+            BriefRole::SquadLead
+        );
+        assert_eq!(
+            BriefRole::for_title(Tier::T2, "amended-pass-"),
+            BriefRole::Specialist
+        );
+        assert_eq!(
+            BriefRole::for_title(Tier::T2, "amended-pass-01"),
+            BriefRole::Specialist
+        );
+        assert_eq!(extra_pass_index("amended-pass-12"), Some(12));
+        assert_eq!(extra_pass_index("lead"), None);
+        assert_eq!(extra_pass_index("amended-pass-0"), None);
+        assert_eq!(extra_pass_index("amended-pass-1x"), None);
+        assert!(reserved_t2_title("lead") && reserved_t2_title("amended-pass-1"));
+        assert!(!reserved_t2_title("backend"));
         assert_eq!(BriefRole::for_title(Tier::T5, "x"), BriefRole::Verifier);
         assert!(BriefRole::Implementer.writes() && !BriefRole::Verifier.writes());
     }

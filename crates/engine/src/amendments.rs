@@ -8,7 +8,9 @@
 //! change it moved past is refused), and the runner follows it: a workstream's entry brief is written from
 //! its path today ([`amended_workstreams`]), a specialist's squads become implementers when the path skips
 //! the squad lead ([`after_architecture`]), and an extra pass is written once the one before is verified and
-//! before the workstream merges ([`write_next_pass`]).
+//! before the workstream merges ([`write_next_pass`]) — a T2 lead for a second architecture pass (its
+//! specialists, synthesis, T1 validation and squads follow as in a first pass), a squad lead or an
+//! implementer otherwise.
 //!
 //! Also here: what a tier gate's summary gains when it opens — the amendments still undecided and the
 //! anomalies recorded since the previous gate ([`with_review`]).
@@ -25,8 +27,8 @@ use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, NewEvent, RunId, Tier, Workstream};
 pub use agency_flow::amendments::path_text;
 use agency_flow::amendments::{
-    AfterPass, Approval, Progress, after_pass, amended_path, extra_pass_title, not_carried_out, passes,
-    position,
+    AfterPass, Approval, EarlierPass, PassReason, Progress, after_pass, amended_path, earlier_passes_name,
+    earlier_passes_text, pass_entry, pass_of_entry, passes, position,
 };
 use agency_store::Blackboard;
 use serde_json::{Value, json};
@@ -344,9 +346,6 @@ pub fn propose(
     let now =
         standing(store, &plan_brief, &ws.tier_path, &all, &change.workstream).map_err(|e| e.to_string())?;
     let after = amended_path(&now.path, now.started, &change).map_err(|e| e.to_string())?;
-    if let Some(why) = not_carried_out(&after, now.progress.passes_started) {
-        return Err(why);
-    }
     if merged(store, run, &change.workstream).map_err(|e| e.to_string())? {
         return Err(format!(
             "workstream {} is merged already: its path can no longer change",
@@ -398,9 +397,9 @@ fn tier_above(tier: Tier) -> Option<Tier> {
     }
 }
 
-/// A human's decision on proposal `seq`. Approval is refused when the change no longer applies, the
-/// workstream merged, or the runner cannot carry the change out ([`not_carried_out`]): an approval on the
-/// blackboard always means the path changes.
+/// A human's decision on proposal `seq`. Approval is refused when the change no longer applies (the path
+/// it gives is one the runner cannot walk, or the workstream moved past its insert point) or the workstream
+/// merged: an approval on the blackboard always means the path changes.
 pub fn decide(
     store: &dyn Blackboard,
     run: RunId,
@@ -467,9 +466,6 @@ pub fn decide(
                 path_text(&before)
             )
         })?;
-        if let Some(why) = not_carried_out(&after, now.progress.passes_started) {
-            return Err(format!("amendment #{seq}: {why}"));
-        }
         decision.path_before = before;
         decision.path_after = after;
     }
@@ -524,22 +520,30 @@ pub(crate) fn amended_workstreams(
     Ok(amended)
 }
 
-/// The tier that follows `workstream`'s architecture pass: `t3` (squads under each specialist) unless its
-/// path today — planned so, or as an approved amendment left it — goes to `t4` (the specialists' squads go
-/// straight to implementers).
-pub(crate) fn after_architecture(engine: &Engine, run: RunId, workstream: &str) -> Result<Tier> {
+/// The tier that follows `workstream`'s architecture pass at 0-based index `pass` (the pass its lead's
+/// title names, [`pass_of_entry`]): `t3` (squads under each specialist) unless its path today — planned
+/// so, or as an approved amendment left it — goes to `t4` (the specialists' squads go straight to
+/// implementers).
+pub(crate) fn after_architecture(engine: &Engine, run: RunId, workstream: &str, pass: usize) -> Result<Tier> {
     let Some(ws) = crate::plan::approved(engine, run)?.and_then(|a| a.plan.workstream(workstream).cloned())
     else {
         return Ok(Tier::T3);
     };
     let path = path_now(engine, run, &ws)?;
-    Ok(agency_flow::amendments::after_architecture(&path).unwrap_or(Tier::T3))
+    Ok(agency_flow::amendments::after_architecture(&path, pass).unwrap_or(Tier::T3))
+}
+
+/// The 0-based index of the pass `lead` (a T2 lead, the entry of its pass) starts.
+pub(crate) fn pass_of_lead(lead: &Brief) -> usize {
+    pass_of_entry(&lead.title)
 }
 
 /// Once `workstream`'s newest pass is verified and before it merges: the next pass its path asks for (an
-/// approved amendment added it), written now under the plan's brief — a T3 squad lead or a T4 implementer
-/// titled `amended-pass-<n>`. Returns whether it wrote one; the workstream then waits for it like for its
-/// first pass, and comes back here when it is verified.
+/// approved amendment added it), written now under the plan's brief ([`pass_entry`]) — a T2 lead (a
+/// second architecture pass), a T3 squad lead or a T4 implementer titled `amended-pass-<n>`, told why and,
+/// in the record [`earlier_passes_name`] names (written first), what the earlier passes built. Returns
+/// whether it wrote one; the workstream then waits for it like for its first pass, and comes back here when
+/// it is verified.
 pub(crate) fn write_next_pass(engine: &Engine, plan_brief: &Brief, workstream: &str) -> Result<bool> {
     let run = plan_brief.run;
     let all = recorded(engine.store.as_ref(), run)?;
@@ -551,19 +555,10 @@ pub(crate) fn write_next_pass(engine: &Engine, plan_brief: &Brief, workstream: &
         return Ok(false);
     };
     let now = standing(engine.store.as_ref(), plan_brief, &ws.tier_path, &all, workstream)?;
-    let (index, tier) = match after_pass(&now.path, now.progress.passes_started) {
+    let index = match after_pass(&now.path, now.progress.passes_started) {
         AfterPass::Merge => return Ok(false),
-        AfterPass::Start { index, tier } => (index, tier),
+        AfterPass::Start { index, .. } => index,
     };
-    if !matches!(tier, Tier::T3 | Tier::T4) {
-        // Approval refuses such a path (`not_carried_out`); reaching here means the blackboard says
-        // otherwise. Stop loudly rather than merge a workstream whose approved path is not done.
-        return Err(EngineError::State(format!(
-            "{workstream}: its approved path {} asks for a pass starting at {tier}, which this runner does \
-             not write; re-plan the run",
-            path_text(&now.path)
-        )));
-    }
     // Whose reason the pass carries out: the first approval that gave the path this pass.
     let approvals = approved_under(plan_brief, &all, workstream);
     let amendment = approvals
@@ -575,48 +570,122 @@ pub(crate) fn write_next_pass(engine: &Engine, plan_brief: &Brief, workstream: &
         })
         .or(approvals.last())
         .ok_or_else(|| EngineError::State(format!("{workstream}: an amended path without its approval")))?;
-    let title = extra_pass_title(index);
-    let what = if tier == Tier::T3 {
-        "An extra squad-lead pass"
-    } else {
-        "An extra implementer pass"
+    let earlier = earlier_passes(engine, plan_brief, workstream)?;
+    let diffs: Vec<String> = earlier
+        .iter()
+        .flat_map(|(_, slices)| slices.iter().map(|s| crate::artifacts::diff_name(s.id)))
+        .collect();
+    let why = PassReason {
+        seq: amendment.seq,
+        by: amendment.decision.as_ref().map_or("a human", |d| d.by.as_str()),
+        reason: &amendment.proposal.reason,
     };
-    let plan_only = if tier == Tier::T3 {
-        "plan only the tasks this pass needs"
-    } else {
-        "do only what this pass needs"
+    let Some(entry) = pass_entry(
+        &now.path,
+        now.progress.passes_started,
+        workstream,
+        why,
+        &ws.notes,
+        &diffs,
+    ) else {
+        return Ok(false);
     };
+    let record: Vec<EarlierPass> = earlier.into_iter().map(|(pass, _)| pass).collect();
+    engine.put_text(
+        plan_brief,
+        &earlier_passes_name(workstream, entry.index),
+        "text/markdown",
+        &earlier_passes_text(workstream, &now.path, &record),
+    )?;
     let new = NewBrief {
-        tier,
+        tier: entry.tier,
         workstream: workstream.to_string(),
-        title: title.clone(),
+        title: entry.title.clone(),
         personality: ws.specialist.clone(),
-        instructions: format!(
-            "{what}, approved by {} as path amendment #{}: {}\nThe workstream's earlier passes are done and \
-             verified on its branch; {plan_only}.\n{}",
-            amendment.decision.as_ref().map_or("a human", |d| d.by.as_str()),
-            amendment.seq,
-            amendment.proposal.reason,
-            ws.notes
-        ),
-        inputs: vec![],
+        instructions: entry.instructions,
+        inputs: entry.inputs,
         variety: Some(ws.variety),
         contract: Some(ws.contract.clone()),
         depends_on: vec![],
     };
     engine.log(
         run,
-        Some(tier),
+        Some(entry.tier),
         "AMENDED_PASS",
         format!(
-            "{workstream}: {title} ({}) starts (amendment #{}, path {})",
-            tier.as_str().to_ascii_uppercase(),
+            "{workstream}: {} ({}{}) starts (amendment #{}, path {})",
+            entry.title,
+            entry.tier.as_str().to_ascii_uppercase(),
+            if entry.tier == Tier::T2 {
+                ", a second architecture pass"
+            } else {
+                ""
+            },
             amendment.seq,
             path_text(&now.path)
         ),
     )?;
     crate::plan::write_children(engine, plan_brief, vec![new])?;
     Ok(true)
+}
+
+/// What each of `workstream`'s passes under `plan_brief` built, oldest first, with its accepted slices:
+/// the entry (newest attempt of each title), its lead's boundaries and its synthesis's canonical
+/// architecture when it had a T2, and the done implementers of its tree (newest attempts).
+fn earlier_passes(
+    engine: &Engine,
+    plan_brief: &Brief,
+    workstream: &str,
+) -> Result<Vec<(EarlierPass, Vec<Brief>)>> {
+    let briefs = engine.store.list_workstream_briefs(plan_brief.run, workstream)?;
+    let mut children: HashMap<BriefId, Vec<&Brief>> = HashMap::new();
+    for brief in &briefs {
+        if let Some(parent) = brief.parent {
+            children.entry(parent).or_default().push(brief);
+        }
+    }
+    let children_of = |id: BriefId| children.get(&id).into_iter().flatten().copied();
+    let entries = agency_flow::latest_of(children_of(plan_brief.id).filter(|b| b.tier != Tier::T1));
+    let mut found = Vec::new();
+    for entry in entries {
+        let mut pass = EarlierPass {
+            index: pass_of_entry(&entry.title),
+            entry: format!("{} {}", entry.tier.as_str(), entry.title),
+            ..EarlierPass::default()
+        };
+        if BriefRole::of(entry) == BriefRole::Lead {
+            let lead: agency_core::tiers::LeadOutput = crate::plan::output_of(engine, entry)?;
+            pass.boundaries = serde_json::to_string_pretty(
+                &json!({ "boundaries": lead.boundaries, "shared_assumptions": lead.shared_assumptions }),
+            )
+            .ok();
+            let synthesis = agency_flow::latest_of(children_of(entry.id))
+                .into_iter()
+                .find(|b| BriefRole::of(b) == BriefRole::Synthesis && b.status == BriefStatus::Done);
+            if let Some(synthesis) = synthesis {
+                let out: agency_core::tiers::SynthesisOutput = crate::plan::output_of(engine, synthesis)?;
+                pass.architecture = Some(out.canonical_architecture);
+            }
+        }
+        let mut slices: Vec<Brief> = Vec::new();
+        let mut frontier = vec![entry];
+        while let Some(brief) = frontier.pop() {
+            if brief.tier == Tier::T4 && brief.status == BriefStatus::Done {
+                slices.push(brief.clone());
+            }
+            if brief.tier != Tier::T4 {
+                frontier.extend(agency_flow::latest_of(children_of(brief.id)));
+            }
+        }
+        slices.sort_by_key(|b| b.created_at);
+        pass.slices = slices
+            .iter()
+            .map(|b| (b.title.clone(), b.instructions.clone()))
+            .collect();
+        found.push((pass, slices));
+    }
+    found.sort_by_key(|(pass, _)| pass.index);
+    Ok(found)
 }
 
 /// What a tier gate's summary gains as it opens (the plan, lead, synthesis, task-split and T5 verdict

@@ -3,7 +3,7 @@
 
 use agency_core::tiers::{
     AcceptOutput, ArbitrationOutput, BriefRole, ChildBrief, LeadOutput, SpecialistOutput, SquadOutput,
-    SynthesisOutput, ValidationOutput, VerifierOutput, check_siblings,
+    SynthesisOutput, ValidationOutput, VerifierOutput, check_siblings, reserved_t2_title,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -30,6 +30,23 @@ pub fn check_output(role: BriefRole, output: &Value) -> std::result::Result<(), 
         BriefRole::Validator => parse::<ValidationOutput>(output),
         BriefRole::Lead => parse::<LeadOutput>(output).and_then(|_| {
             let lead: LeadOutput = serde_json::from_value(output.clone()).map_err(|e| e.to_string())?;
+            // A specialist titled like a lead or a synthesis would be taken for one.
+            let reserved: Vec<String> = lead
+                .specialists
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| reserved_t2_title(&s.title))
+                .map(|(k, s)| {
+                    format!(
+                        "specialists[{k}].title: \"{}\" is a T2 role's title (lead, synthesis, \
+                         amended-pass-<n>); name the specialist by its domain",
+                        s.title
+                    )
+                })
+                .collect();
+            if !reserved.is_empty() {
+                return Err(reserved.join("\n"));
+            }
             siblings(&lead.specialists)
         }),
         BriefRole::Specialist => parse::<SpecialistOutput>(output).and_then(|_| {
@@ -118,6 +135,25 @@ mod tests {
             "parallelism": {"groups": {"A": ["ws-a"]}, "sequence": ["A"]},
             "self_critique_summary": "fine"
         })
+    }
+
+    #[test]
+    fn a_lead_may_not_title_a_specialist_like_a_t2_role() {
+        let lead = |title: &str| {
+            json!({ "boundaries": [], "shared_assumptions": [], "specialists": [{
+                "title": title, "instructions": "i", "variety": {"novelty": 1, "scope": 1, "uncertainty": 1, "risk": 1}
+            }]})
+        };
+        check_output(BriefRole::Lead, &lead("backend")).unwrap();
+        for reserved in ["lead", "synthesis", "amended-pass-2"] {
+            let problem = check_output(BriefRole::Lead, &lead(reserved)).unwrap_err();
+            assert!(
+                problem.starts_with(&format!(
+                    "specialists[0].title: \"{reserved}\" is a T2 role's title"
+                )),
+                "{problem}"
+            );
+        }
     }
 
     #[test]

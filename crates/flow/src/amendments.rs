@@ -11,9 +11,16 @@
 //! An amendment changes only the *remaining* path: the tiers after the workstream's position (the tiers it
 //! has started, counted from the blackboard when the change is proposed and again when it is approved).
 //! The tiers already started stay as they are, and verification stays last.
+//!
+//! Every pass after the first starts with one entry brief titled `amended-pass-<n>` (`n` its 0-based index
+//! on the path), written under the plan brief once the pass before it is verified ([`after_pass`],
+//! [`pass_entry`]); which pass a brief belongs to is read from its entry's title ([`pass_of_entry`]). A
+//! pass that starts with `t2` is a second architecture pass: its entry is a T2 lead (the title's pass index
+//! tells it from the first pass's `lead`), told what the earlier passes built ([`earlier_passes_text`]).
 
 use agency_core::Tier;
 use agency_core::event::payload::PathChange;
+use agency_core::tiers::{EXTRA_PASS_PREFIX, extra_pass_index};
 
 /// Why a proposed change cannot apply to a path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -194,6 +201,10 @@ pub fn amended_path(path: &[Tier], started: usize, change: &PathChange) -> Resul
                 return Err(AmendmentError::NotAddable(*bad));
             }
             let before = change.insert_before.ok_or(AmendmentError::NoInsertPoint)?;
+            if let Some(amended) = new_pass_before_started(path, done, &change.add_tiers, before) {
+                check_path(&amended)?;
+                return Ok(amended);
+            }
             let Some(offset) = path[done..].iter().position(|t| *t == before) else {
                 let remaining = path_text(&path[done..]);
                 return Err(if path[..done].contains(&before) {
@@ -250,25 +261,35 @@ pub fn amended_path(path: &[Tier], started: usize, change: &PathChange) -> Resul
     Ok(amended)
 }
 
-/// Why the runner of this build cannot carry out `path` (an approved amendment's result) for a workstream
-/// that has started `passes_started` passes, if it cannot: a pass after the first that starts with `t2`
-/// would need a second architecture pass (lead, specialists, synthesis) in one workstream, which this runner
-/// does not write. Such an approval is refused rather than recorded and never done.
-pub fn not_carried_out(path: &[Tier], passes_started: usize) -> Option<String> {
-    let all = passes(path);
-    let (index, pass) = all
-        .iter()
-        .enumerate()
-        .skip(passes_started.max(1))
-        .find(|(_, p)| p.first() == Some(&Tier::T2))?;
-    Some(format!(
-        "{} would need a second architecture pass ({}, pass {} of the workstream): this runner writes one \
-         T2 pass per workstream, as its first — it would be recorded as approved and never done; reject it, \
-         or re-plan the workstream",
-        path_text(path),
-        path_text(pass),
-        index + 1
-    ))
+/// The seed's own example read where the workstream stands: a tier at work in the pass in progress asks for
+/// tiers above one that pass has started (a T3 at work: `add_tiers: [t2]`, `insert_before: t3`). Nothing
+/// can go before that tier any more, so the change asks for a new pass after the one in progress: the
+/// added tiers, then that pass's tiers again from `before` on (`t3→t4→t5` → `t3→t4→t2→t3→t4→t5`). `None`
+/// when the change is not of that kind (`before` is still to come, is not in the pass in progress, or an
+/// added tier is not above it).
+fn new_pass_before_started(path: &[Tier], done: usize, added: &[Tier], before: Tier) -> Option<Vec<Tier>> {
+    if done == 0 || path[done..].contains(&before) || added.iter().any(|t| *t >= before) {
+        return None;
+    }
+    let (start, end) = pass_bounds(path, done - 1)?;
+    let from = start + path[start..done].iter().position(|t| *t == before)?;
+    let mut amended = path.to_vec();
+    let again: Vec<Tier> = added.iter().chain(&path[from..end]).copied().collect();
+    amended.splice(end..end, again);
+    Some(amended)
+}
+
+/// The start and end (exclusive) in `path` of the pass holding the tier at `at`; `None` for the final `t5`.
+fn pass_bounds(path: &[Tier], at: usize) -> Option<(usize, usize)> {
+    let mut start = 0;
+    for pass in passes(path) {
+        let end = start + pass.len();
+        if at < end {
+            return Some((start, end));
+        }
+        start = end;
+    }
+    None
 }
 
 /// A decided approval as the path's history keeps it: the path it was made on and the path it gave.
@@ -326,11 +347,11 @@ pub fn after_pass(path: &[Tier], passes_started: usize) -> AfterPass {
     }
 }
 
-/// The tier that follows a workstream's architecture (T2) pass: `t3` (squads), `t4` (the specialists'
-/// squads go straight to implementers: the squad lead skipped), or `None` when the first pass has no T2.
-pub fn after_architecture(path: &[Tier]) -> Option<Tier> {
-    let first = passes(path).into_iter().next()?;
-    match first {
+/// The tier that follows the architecture (T2) pass at 0-based index `pass` on a workstream's path: `t3`
+/// (squads), `t4` (the specialists' squads go straight to implementers: the squad lead skipped), or `None`
+/// when that pass has no T2.
+pub fn after_architecture(path: &[Tier], pass: usize) -> Option<Tier> {
+    match passes(path).get(pass)? {
         [Tier::T2, next, ..] => Some(*next),
         _ => None,
     }
@@ -338,7 +359,147 @@ pub fn after_architecture(path: &[Tier]) -> Option<Tier> {
 
 /// The title of a workstream's extra pass at 0-based index `n` on its path (from 1).
 pub fn extra_pass_title(n: usize) -> String {
-    format!("amended-pass-{n}")
+    format!("{EXTRA_PASS_PREFIX}{n}")
+}
+
+/// The 0-based index on its workstream's path of the pass whose entry brief (a child of the plan brief) is
+/// titled `entry_title`: `n` for `amended-pass-<n>`, 0 for the first pass's entry (`lead`, the squad's or
+/// the task's own name). Every brief of a pass descends from its entry, so this is the pass of each one.
+pub fn pass_of_entry(entry_title: &str) -> usize {
+    extra_pass_index(entry_title).unwrap_or(0)
+}
+
+/// The approval that gave a pass: what its entry brief says it is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassReason<'a> {
+    /// The amendment's number (`#12`).
+    pub seq: i64,
+    /// Who approved it.
+    pub by: &'a str,
+    /// Why it was proposed.
+    pub reason: &'a str,
+}
+
+/// The entry brief of a pass after the first, as the runner writes it under the plan brief.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassEntry {
+    /// The pass's 0-based index on the path.
+    pub index: usize,
+    /// Its first tier: T2 (a second architecture pass: a lead), T3 (a squad lead) or T4 (an implementer).
+    pub tier: Tier,
+    /// `amended-pass-<index>`.
+    pub title: String,
+    /// What it is told: the approval's reason, and that the earlier passes are done on the branch.
+    pub instructions: String,
+    /// The artifacts it reads: the earlier passes' record ([`earlier_passes_name`]), then the diffs of the
+    /// earlier passes' slices as given.
+    pub inputs: Vec<String>,
+}
+
+/// The name of the record of what `workstream`'s passes before pass `index` built, written as that pass
+/// starts (and never again: the pass reads what stood when it began, not a later pass's architecture).
+pub fn earlier_passes_name(workstream: &str, index: usize) -> String {
+    format!("passes/{workstream}/before-{index}")
+}
+
+/// What a workstream at `passes_started` passes of `path`, its newest verified, writes next: the entry of the
+/// next pass, `None` when none is left (it merges). `earlier_diffs` are the artifact names of the earlier
+/// passes' slices' diffs; `notes` the plan's notes for the workstream.
+pub fn pass_entry(
+    path: &[Tier],
+    passes_started: usize,
+    workstream: &str,
+    why: PassReason<'_>,
+    notes: &str,
+    earlier_diffs: &[String],
+) -> Option<PassEntry> {
+    let AfterPass::Start { index, tier } = after_pass(path, passes_started) else {
+        return None;
+    };
+    let record = earlier_passes_name(workstream, index);
+    let (what, then) = match tier {
+        Tier::T2 => (
+            "A second architecture pass",
+            format!(
+                "What the earlier passes built (their canonical architecture, boundaries and merged slices) is                  your input {record}; their diffs follow it. Draw the boundaries and specialists for what this                  pass adds or changes on top of that work, not the whole workstream again; each specialist's                  squads then plan and build it on the workstream's branch"
+            ),
+        ),
+        Tier::T3 => (
+            "An extra squad-lead pass",
+            format!("What they built is your input {record}; plan only the tasks this pass needs"),
+        ),
+        _ => (
+            "An extra implementer pass",
+            format!("What they built is your input {record}; do only what this pass needs"),
+        ),
+    };
+    let mut inputs = vec![record];
+    inputs.extend(earlier_diffs.iter().cloned());
+    Some(PassEntry {
+        index,
+        tier,
+        title: extra_pass_title(index),
+        instructions: format!(
+            "{what} (pass {} of the path {}), approved by {} as path amendment #{}: {}\nThe workstream's \
+             earlier passes are done, verified and merged on its branch. {then}.\n{notes}",
+            index + 1,
+            path_text(path),
+            why.by,
+            why.seq,
+            why.reason,
+        ),
+        inputs,
+    })
+}
+
+/// One earlier pass of a workstream as the next pass is told of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EarlierPass {
+    /// Its 0-based index.
+    pub index: usize,
+    /// Its entry brief's tier and title.
+    pub entry: String,
+    /// The lead's boundaries and shared assumptions (JSON), when the pass had a T2.
+    pub boundaries: Option<String>,
+    /// The canonical architecture its synthesis wrote, when the pass had a T2.
+    pub architecture: Option<String>,
+    /// Its accepted slices: title and what the implementer was asked.
+    pub slices: Vec<(String, String)>,
+}
+
+/// The record [`earlier_passes_name`] names, in markdown.
+pub fn earlier_passes_text(workstream: &str, path: &[Tier], earlier: &[EarlierPass]) -> String {
+    let mut text = format!(
+        "# What {workstream}'s earlier passes built\n\nPath: {} — {} earlier pass{}, merged on the workstream's \
+         branch.\n",
+        path_text(path),
+        earlier.len(),
+        if earlier.len() == 1 { "" } else { "es" }
+    );
+    for pass in earlier {
+        text.push_str(&format!("\n## Pass {} ({})\n", pass.index + 1, pass.entry));
+        if let Some(architecture) = &pass.architecture {
+            text.push_str(&format!(
+                "\n### Canonical architecture\n\n{}\n",
+                architecture.trim_end()
+            ));
+        }
+        if let Some(boundaries) = &pass.boundaries {
+            text.push_str(&format!(
+                "\n### Boundaries\n\n```json\n{}\n```\n",
+                boundaries.trim_end()
+            ));
+        }
+        text.push_str("\n### Slices merged\n\n");
+        if pass.slices.is_empty() {
+            text.push_str("(none recorded)\n");
+        }
+        for (title, asked) in &pass.slices {
+            let first = asked.lines().next().unwrap_or_default();
+            text.push_str(&format!("- {title}: {first}\n"));
+        }
+    }
+    text
 }
 
 #[cfg(test)]
@@ -412,15 +573,14 @@ mod tests {
     fn the_seeds_example_adds_a_t2_pass_before_a_t3_not_started() {
         let path = amended_path(&[T3, T4, T5], 0, &add(&[T2], T3)).unwrap();
         assert_eq!(path, vec![T2, T3, T4, T5]);
-        assert_eq!(not_carried_out(&path, 0), None);
-        assert_eq!(after_architecture(&path), Some(T3));
+        assert_eq!(after_architecture(&path, 0), Some(T3));
     }
 
     #[test]
     fn a_shallower_path_skips_the_squad_lead_while_t2_works() {
         let path = amended_path(&[T2, T3, T4, T5], 1, &shallower(&[T2, T4, T5], "one file")).unwrap();
         assert_eq!(path, vec![T2, T4, T5]);
-        assert_eq!(after_architecture(&path), Some(T4));
+        assert_eq!(after_architecture(&path, 0), Some(T4));
         // And an extra squad pass may come back before the implementers.
         assert_eq!(
             amended_path(&path, 1, &add(&[T3], T4)).unwrap(),
@@ -430,8 +590,8 @@ mod tests {
 
     #[test]
     fn an_insert_point_the_workstream_moved_past_is_refused_with_where_it_stands() {
-        // The seed's T3 asks for a T2 pass before itself: it has started t3.
-        let err = amended_path(&[T3, T4, T5], 1, &add(&[T2], T3)).unwrap_err();
+        // An implementer can no longer be put before the squad lead at work.
+        let err = amended_path(&[T3, T4, T5], 1, &add(&[T4], T3)).unwrap_err();
         assert_eq!(
             err,
             AmendmentError::MovedPast {
@@ -441,11 +601,38 @@ mod tests {
             }
         );
         assert!(err.to_string().contains("has started t3 already"), "{err}");
+        // A tier of an earlier pass is not the pass in progress.
+        assert!(matches!(
+            amended_path(&[T3, T4, T4, T5], 3, &add(&[T2], T3)),
+            Err(AmendmentError::MovedPast { .. })
+        ));
         // Skipping the squad lead once it is at work rewrites the past.
         assert!(matches!(
             amended_path(&[T2, T3, T4, T5], 2, &shallower(&[T2, T4, T5], "small")),
             Err(AmendmentError::RewritesThePast { .. })
         ));
+    }
+
+    #[test]
+    fn the_seeds_t3_at_work_asking_for_a_t2_pass_gets_a_second_pass_after_its_own() {
+        // seed 001: `"proposed_by": "t3/…", "add_tiers": ["t2"], "insert_before": "t3"`, the T3 at work.
+        let path = amended_path(&[T3, T4, T5], 1, &add(&[T2], T3)).unwrap();
+        assert_eq!(path, vec![T3, T4, T2, T3, T4, T5]);
+        // Its implementers at work ask the same: the same path.
+        assert_eq!(amended_path(&[T3, T4, T5], 2, &add(&[T2], T3)).unwrap(), path);
+        assert_eq!(after_pass(&path, 1), AfterPass::Start { index: 1, tier: T2 });
+        assert_eq!(after_architecture(&path, 1), Some(T3));
+        assert_eq!(after_architecture(&path, 0), None);
+        // A workstream that began with T2 asks for another architecture pass from its squad lead.
+        assert_eq!(
+            amended_path(&[T2, T3, T4, T5], 2, &add(&[T2], T3)).unwrap(),
+            vec![T2, T3, T4, T2, T3, T4, T5]
+        );
+        // And from T2 straight to its implementers.
+        assert_eq!(
+            amended_path(&[T2, T4, T5], 2, &add(&[T2], T4)).unwrap(),
+            vec![T2, T4, T2, T4, T5]
+        );
     }
 
     #[test]
@@ -529,15 +716,63 @@ mod tests {
     }
 
     #[test]
-    fn a_second_architecture_pass_is_not_carried_out() {
+    fn a_second_architecture_pass_starts_with_a_lead_told_what_the_first_built() {
         let path = amended_path(&[T3, T4, T5], 2, &add(&[T2, T3], T5)).unwrap();
         assert_eq!(path, vec![T3, T4, T2, T3, T4, T5]);
-        let why = not_carried_out(&path, 1).unwrap();
-        assert!(
-            why.contains("second architecture pass (t2→t3→t4, pass 2"),
-            "{why}"
+        let why = PassReason {
+            seq: 7,
+            by: "cli:alice",
+            reason: "auth needs design",
+        };
+        let diffs = vec!["diff/abc".to_string()];
+        let entry = pass_entry(&path, 1, "ws-api", why, "the notes", &diffs).unwrap();
+        assert_eq!((entry.index, entry.tier), (1, T2));
+        assert_eq!(entry.title, "amended-pass-1");
+        assert_eq!(pass_of_entry(&entry.title), 1);
+        assert_eq!(
+            agency_core::tiers::BriefRole::for_title(entry.tier, &entry.title),
+            agency_core::tiers::BriefRole::Lead
         );
-        assert_eq!(not_carried_out(&[T2, T3, T4, T3, T4, T5], 1), None);
+        assert_eq!(
+            entry.inputs,
+            vec!["passes/ws-api/before-1".to_string(), "diff/abc".into()]
+        );
+        assert!(
+            entry.instructions.starts_with(
+                "A second architecture pass (pass 2 of the path t3→t4→t2→t3→t4→t5), approved by cli:alice \
+                 as path amendment #7: auth needs design"
+            ),
+            "{}",
+            entry.instructions
+        );
+        assert!(
+            entry.instructions.ends_with("the notes"),
+            "{}",
+            entry.instructions
+        );
+        assert_eq!(pass_entry(&path, 2, "ws-api", why, "", &[]), None);
+        assert_eq!(pass_of_entry("lead"), 0);
+        assert_eq!(pass_of_entry("arithmetic"), 0);
+    }
+
+    #[test]
+    fn the_earlier_passes_record_holds_architecture_and_slices() {
+        let text = earlier_passes_text(
+            "ws-api",
+            &[T2, T3, T4, T2, T3, T4, T5],
+            &[EarlierPass {
+                index: 0,
+                entry: "t2 lead".into(),
+                boundaries: Some("{\"boundaries\": []}".into()),
+                architecture: Some("REST over HTTP".into()),
+                slices: vec![("fix-add".into(), "Make add.sh add.\nMore.".into())],
+            }],
+        );
+        assert!(text.contains("1 earlier pass, merged"), "{text}");
+        assert!(text.contains("## Pass 1 (t2 lead)"), "{text}");
+        assert!(text.contains("REST over HTTP"), "{text}");
+        assert!(text.contains("- fix-add: Make add.sh add.\n"), "{text}");
+        assert!(!text.contains("More."), "{text}");
     }
 
     #[test]
@@ -622,6 +857,57 @@ mod tests {
                 }
                 proptest::prop_assert_eq!(amended.last(), Some(&T5));
             }
+        }
+
+        /// Walking a path of one to three passes pass by pass, each pass after the first writes exactly one
+        /// entry brief, of its own first tier, whose title names its index; no pass is written twice, and
+        /// the walk ends in a merge once every pass ran. An amendment approved on the way (wherever it is
+        /// accepted) never re-runs a finished pass.
+        #[test]
+        fn each_pass_writes_one_entry_and_no_finished_pass_reruns(
+            path in valid_path(),
+            amend_at in 0usize..4,
+            added in proptest::collection::vec(1usize..4, 1..3),
+            before in 1usize..5,
+        ) {
+            let why = PassReason { seq: 1, by: "h", reason: "r" };
+            let mut path = path;
+            let mut started = 1;
+            let mut titles: Vec<String> = Vec::new();
+            let mut finished: Vec<Vec<Tier>> = vec![passes(&path)[0].to_vec()];
+            for step in 0..8 {
+                if step == amend_at {
+                    let at = position(&path, Progress { passes_started: started, deepest: Some(T4) });
+                    let change = PathChange {
+                        workstream: "ws".into(),
+                        add_tiers: added.iter().map(|i| tier(*i)).collect(),
+                        insert_before: Some(tier(before)),
+                        ..PathChange::default()
+                    };
+                    if let Ok(amended) = amended_path(&path, at, &change) {
+                        let done: Vec<Vec<Tier>> = passes(&amended)[..started].iter().map(|p| p.to_vec()).collect();
+                        proptest::prop_assert_eq!(&done, &finished, "a finished pass changed");
+                        path = amended;
+                    }
+                }
+                match pass_entry(&path, started, "ws", why, "", &[]) {
+                    None => {
+                        proptest::prop_assert_eq!(after_pass(&path, started), AfterPass::Merge);
+                        break;
+                    }
+                    Some(entry) => {
+                        proptest::prop_assert_eq!(entry.index, started);
+                        proptest::prop_assert_eq!(pass_of_entry(&entry.title), started);
+                        proptest::prop_assert_eq!(Some(&entry.tier), passes(&path)[started].first());
+                        proptest::prop_assert!(!titles.contains(&entry.title), "{} twice", entry.title);
+                        titles.push(entry.title);
+                        finished.push(passes(&path)[started].to_vec());
+                        started += 1;
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(started, passes(&path).len());
+            proptest::prop_assert_eq!(titles.len(), passes(&path).len() - 1);
         }
 
         /// The position of a workstream never passes its path, and the passes always rebuild the path.

@@ -550,10 +550,16 @@ fn has_squads(engine: &Engine, spec: &Brief) -> Result<bool> {
 }
 
 /// The tier a specialist's squads are written at: T3 squad leads, or T4 implementers when the workstream's
-/// path goes from T2 straight to T4 (planned so by T1, or a shallower path an approved amendment gave it:
+/// path goes from T2 straight to T4 in the specialist's pass (planned so by T1, or a shallower path an approved amendment gave it:
 /// each squad the specialist drew is one implementer's task). Said once in the log.
 fn squads_skip_to(engine: &Engine, spec: &Brief, count: usize) -> Result<Tier> {
-    let tier = crate::amendments::after_architecture(engine, spec.run, &spec.workstream)?;
+    // The pass the specialist works in is its lead's: the first pass's `lead`, or a later architecture
+    // pass's `amended-pass-<n>`.
+    let pass = match spec.parent {
+        Some(lead) => crate::amendments::pass_of_lead(&engine.store.get_brief(lead)?),
+        None => 0,
+    };
+    let tier = crate::amendments::after_architecture(engine, spec.run, &spec.workstream, pass)?;
     if tier == Tier::T4 {
         engine.log(
             spec.run,

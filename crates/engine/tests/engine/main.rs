@@ -26,6 +26,7 @@ mod outage;
 mod profiles;
 mod retries;
 mod sandbox;
+mod second_pass;
 mod signals;
 mod signoff;
 mod verdicts;
