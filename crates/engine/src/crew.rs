@@ -82,11 +82,12 @@ pub(crate) struct Crew {
 }
 
 impl Crew {
-    pub(crate) fn new(engine: &Engine) -> Self {
+    /// A crew of at most `concurrency` agents (team.yaml `runner.concurrency`; at least one).
+    pub(crate) fn new(concurrency: u32) -> Self {
         Crew {
             agents: JoinSet::new(),
             claims: HashMap::new(),
-            concurrency: usize::try_from(engine.config.runner.concurrency.max(1)).unwrap_or(1),
+            concurrency: agency_flow::start::concurrency(concurrency),
             reclaim_due: Instant::now(),
             holders_due: Instant::now(),
             unplaced: crate::placement::UnplacedBriefs::default(),
@@ -95,7 +96,7 @@ impl Crew {
 
     /// How many more agents this runner may start now.
     pub(crate) fn room(&self) -> usize {
-        self.concurrency.saturating_sub(self.agents.len())
+        agency_flow::start::room(self.concurrency, self.agents.len())
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -234,16 +235,13 @@ impl Crew {
         Ok(())
     }
 
-    /// Renews the claims of this runner's agents in flight, each through its fence: an agent this process
-    /// knows to be alive keeps its brief, however long the process was stopped or the wall clock jumped
-    /// (a renewal refused because the claim is gone is left to that agent, which stops on it).
-    fn renew_own(&self, engine: &Engine) -> Result<()> {
+    /// Renews the claims of this runner's agents in flight on `store`, each through its fence: an agent this
+    /// process knows to be alive keeps its brief, however long the process was stopped or the wall clock
+    /// jumped (a renewal refused because the claim is gone is left to that agent, which stops on it).
+    fn renew_own(&self, store: &Arc<dyn Blackboard>, lease: chrono::Duration) -> Result<()> {
         for claim in self.claims.values() {
-            match engine
-                .holding(claim)
-                .store
-                .renew_claim(claim.brief, &claim.holder, engine.lease())
-            {
+            let fenced = FencedBlackboard::new(store.clone(), claim.clone());
+            match fenced.renew_claim(claim.brief, &claim.holder, lease) {
                 Ok(_) | Err(StoreError::ClaimLost { .. } | StoreError::Conflict { .. }) => {}
                 Err(other) => return Err(other.into()),
             }
@@ -277,7 +275,7 @@ impl Crew {
             .record_offer(run, &engine.options.worker, engine.offer())?;
         // This runner's own live claims are renewed first: their lease is this process's to judge, and it
         // knows its agents run. Everyone else's are judged against this process's monotonic clock.
-        self.renew_own(engine)?;
+        self.renew_own(&engine.store, engine.lease())?;
         for brief in engine
             .store
             .reclaim_expired(Some(run), crate::gate_clock::liveness_now())?
@@ -420,7 +418,7 @@ impl Engine {
     /// driver. Claims of runners that died are taken back when their lease ends; nothing is taken from a
     /// live runner. Stopping on an error or when cancelled, it gives its claims back first.
     pub async fn work(&self, run: RunId, cancel: &CancelToken) -> Result<RunStatus> {
-        let mut crew = Crew::new(self);
+        let mut crew = Crew::new(self.config.runner.concurrency);
         let ended = match self.work_loop(run, cancel, &mut crew).await {
             Ok(status) => Ok(status),
             Err(error) => Err(crew.release(self, run, error).await),

@@ -15,6 +15,8 @@
 //! - [`verdicts`]: a squad's joint verdict and what it does (merge, retry the rejected slices, escalate);
 //! - [`mesh`]: the T3 mesh's drafts, their overlaps, and what a closed round leads to (commit, reconcile,
 //!   escalate to the domain's specialist);
+//! - [`start`]: where an agent starts — how many briefs a runner claims, what a writer's branch starts
+//!   from, what a reader checks out, when a worktree made ahead is used;
 //! - [`placement`]: which runner may take which brief, and which waiting briefs no live runner can take;
 //! - [`tiers`]: what comes next for a brief whose agent reported, per tier (the mesh, the synthesis, the
 //!   acceptance), and what a failure or a rejection at a gate leads to (retry or escalate).
@@ -27,6 +29,7 @@ pub mod gates;
 pub mod mesh;
 pub mod placement;
 pub mod stages;
+pub mod start;
 pub mod tiers;
 pub mod verdicts;
 
