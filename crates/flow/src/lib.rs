@@ -13,6 +13,8 @@
 //! - [`conflicts`]: T2's conflict cycles — back to the specialists, then T1's ruling, then a human;
 //! - [`gates`]: where a brief stands at its gate (open it, wait, go on, re-invoke);
 //! - [`verdicts`]: a squad's joint verdict and what it does (merge, retry the rejected slices, escalate);
+//! - [`merges`]: handing a slice over and merging a squad's slices — whether an implementer changed
+//!   anything, whether a squad's round is judged, the merge order, what a merge conflict sends where;
 //! - [`mesh`]: the T3 mesh's drafts, their overlaps, and what a closed round leads to (commit, reconcile,
 //!   escalate to the domain's specialist);
 //! - [`start`]: where an agent starts — how many briefs a runner claims, what a writer's branch starts
@@ -26,6 +28,7 @@ pub mod amendments;
 pub mod attempts;
 pub mod conflicts;
 pub mod gates;
+pub mod merges;
 pub mod mesh;
 pub mod placement;
 pub mod stages;
