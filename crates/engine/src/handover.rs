@@ -31,8 +31,7 @@ use agency_flow::merges::{MergeConflict, SquadRound};
 use agency_flow::verdicts::squad_verdict;
 use agency_signoff::verify_command::{VerifyResult, run_verify, verify_argv};
 use agency_signoff::{CleanCheckout, Diffed, Recording, SignoffError};
-use agency_store::{Blackboard, NewGate, WriteBatch};
-use serde_json::json;
+use agency_store::{Blackboard, WriteBatch};
 
 use crate::artifacts::text_artifact;
 use crate::branches::{RunBranches, full_ref};
@@ -394,18 +393,11 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
     let anchor = verifiers[0];
     let workstream = &anchor.workstream;
     // The optional t5_verdict gate lets a human review the joint verdict before it takes effect.
-    let gate_enabled = engine.config.visibility.gate_enabled(GateKind::T5Verdict);
-    let gate = if gate_enabled {
-        engine
-            .store
-            .list_gates_of_kind(anchor.run, GateKind::T5Verdict)?
-            .into_iter()
-            .rev()
-            .find(|g| g.brief == Some(anchor.id))
-            .map(|g| g.status)
-    } else {
-        None
-    };
+    let desk = engine.gate_desk();
+    let gate_enabled = desk.enabled(GateKind::T5Verdict);
+    let gate = desk
+        .newest_enabled(anchor, GateKind::T5Verdict)?
+        .map(|g| g.status);
     let verdict = squad_verdict(workstream, gate_enabled, gate, results)
         .map_err(|e| EngineError::State(e.to_string()))?;
     let record = |line: &str, joint: &JointVerdict| -> Result<()> {
@@ -424,12 +416,8 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
     };
     match verdict {
         SquadVerdict::OpenGate { joint } => {
-            let summary = json!({ "message": format!("T5 joint verdict for {workstream}: {}", joint.joint_verdict.as_str()), "produced": joint, "next": [], "anomalies": [] });
-            let summary = crate::amendments::with_review(engine.store.as_ref(), anchor.run, summary)?;
-            let mut gate = NewGate::new(anchor.run, GateKind::T5Verdict, summary);
-            gate.brief = Some(anchor.id);
-            gate.tier = Some(Tier::T5);
-            engine.store.open_gate(gate)?;
+            let summary = agency_flow::summaries::verdict_summary(workstream, &joint);
+            desk.open(anchor, GateKind::T5Verdict, summary.to_value())?;
         }
         SquadVerdict::AwaitGate => return Ok(false),
         SquadVerdict::Overruled { why } => {

@@ -20,6 +20,8 @@
 //! - [`start`]: where an agent starts — how many briefs a runner claims, what a writer's branch starts
 //!   from, what a reader checks out, when a worktree made ahead is used;
 //! - [`placement`]: which runner may take which brief, and which waiting briefs no live runner can take;
+//! - [`summaries`]: what a human reads at a tier's gate (the line, what was produced, what approval
+//!   starts, what the output flags);
 //! - [`tiers`]: what comes next for a brief whose agent reported, per tier (the mesh, the synthesis, the
 //!   acceptance), and what a failure or a rejection at a gate leads to (retry or escalate).
 
@@ -33,6 +35,7 @@ pub mod mesh;
 pub mod placement;
 pub mod stages;
 pub mod start;
+pub mod summaries;
 pub mod tiers;
 pub mod verdicts;
 
