@@ -115,10 +115,17 @@ impl Crew {
     /// resumed) takes it at once. A brief whose claim this runner has meanwhile lost is left to its new
     /// holder. If the blackboard cannot be written, the claims return when their lease ends; the error
     /// then says so too.
-    pub(crate) async fn release(&mut self, engine: &Engine, run: RunId, error: EngineError) -> EngineError {
+    /// `store` and `worker` are the runner's blackboard and name.
+    pub(crate) async fn release(
+        &mut self,
+        store: &dyn Blackboard,
+        worker: &str,
+        run: RunId,
+        error: EngineError,
+    ) -> EngineError {
         self.agents.shutdown().await;
         self.claims.clear();
-        match engine.release_claims(run, &error) {
+        match release_claims(store, worker, run, &error) {
             Ok(()) => error,
             Err(failed) => EngineError::Unreleased {
                 error: Box::new(error),
@@ -379,39 +386,6 @@ impl Engine {
         Duration::from_secs(u64::from(self.config.runner.claim_lease_seconds.max(1)))
     }
 
-    /// Moves every brief of `run` this runner holds back to `pending`, each with a `RELEASED` log line
-    /// (the status change's own event) naming this runner and why it stopped.
-    fn release_claims(&self, run: RunId, why: &EngineError) -> Result<()> {
-        let me = self.options.worker.as_str();
-        for brief in self.store.list_briefs_by_status(run, BriefStatus::Running)? {
-            // Checked on the record just read; the compare-and-set below then refuses any other status
-            // change. A claim lost to another runner between the two would need this runner's lease to
-            // have run out first, and its agents were renewing it until a moment ago.
-            if brief.claimed_by.as_deref() != Some(me) {
-                continue;
-            }
-            let payload = claim_returned(
-                "RELEASED",
-                me,
-                "runner_stopped",
-                format!(
-                    "{}: its runner {me} stopped ({why}); free for another runner",
-                    brief.title
-                ),
-            );
-            let event = NewEvent::typed(run, payload).brief(brief.id).tier(brief.tier);
-            match self
-                .store
-                .update_brief_status(brief.id, BriefStatus::Running, BriefStatus::Pending, event)
-            {
-                // Finished, failed or reclaimed meanwhile: not this runner's to give back any more.
-                Ok(_) | Err(StoreError::Conflict { .. }) => {}
-                Err(other) => return Err(other.into()),
-            }
-        }
-        Ok(())
-    }
-
     /// Works on `run` as a worker beside the runner that drives it (another process, possibly on another
     /// machine, on the same blackboard): claims its pending briefs while no gate holds the run, runs their
     /// agents and records their outcomes, until the run ends. Tier handling, gates and merges stay with the
@@ -421,7 +395,9 @@ impl Engine {
         let mut crew = Crew::new(self.config.runner.concurrency);
         let ended = match self.work_loop(run, cancel, &mut crew).await {
             Ok(status) => Ok(status),
-            Err(error) => Err(crew.release(self, run, error).await),
+            Err(error) => Err(crew
+                .release(self.store.as_ref(), &self.options.worker, run, error)
+                .await),
         };
         self.end_turn();
         // Gone: it no longer counts as a live runner (best effort: a stale offer lapses with its lease).
@@ -451,6 +427,35 @@ impl Engine {
             }
         }
     }
+}
+
+/// Moves every brief of `run` the runner `me` holds back to `pending`, each with a `RELEASED` log line
+/// (the status change's own event) naming that runner and why it stopped.
+fn release_claims(store: &dyn Blackboard, me: &str, run: RunId, why: &EngineError) -> Result<()> {
+    for brief in store.list_briefs_by_status(run, BriefStatus::Running)? {
+        // Checked on the record just read; the compare-and-set below then refuses any other status
+        // change. A claim lost to another runner between the two would need this runner's lease to
+        // have run out first, and its agents were renewing it until a moment ago.
+        if brief.claimed_by.as_deref() != Some(me) {
+            continue;
+        }
+        let payload = claim_returned(
+            "RELEASED",
+            me,
+            "runner_stopped",
+            format!(
+                "{}: its runner {me} stopped ({why}); free for another runner",
+                brief.title
+            ),
+        );
+        let event = NewEvent::typed(run, payload).brief(brief.id).tier(brief.tier);
+        match store.update_brief_status(brief.id, BriefStatus::Running, BriefStatus::Pending, event) {
+            // Finished, failed or reclaimed meanwhile: not this runner's to give back any more.
+            Ok(_) | Err(StoreError::Conflict { .. }) => {}
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Ok(())
 }
 
 /// The log line that is a running brief's move back to `pending` when its claim is given up (`RELEASED`)

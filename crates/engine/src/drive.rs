@@ -100,7 +100,9 @@ impl Engine {
         let mut crew = crate::crew::Crew::new(self.config.runner.concurrency);
         let ended = match self.drive_loop(run, cancel, &mut crew, &lease).await {
             Ok(outcome) => Ok(outcome),
-            Err(error) => Err(crew.release(self, run, error).await),
+            Err(error) => Err(crew
+                .release(self.store.as_ref(), &self.options.worker, run, error)
+                .await),
         };
         self.shelf().discard();
         self.end_turn();
