@@ -603,3 +603,186 @@ fn settle(branches: &RunBranches, chains: &mut [MergeChain<'_>]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The merge executor on its own: a repository, a blackboard and the run's branches, no `Engine`,
+    //! no runtime.
+
+    use std::path::Path;
+    use std::process::Command;
+
+    use agency_core::brief::BriefPlacement;
+    use agency_core::event::EventPayload;
+    use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
+    use agency_exec::{GitOptions, Repo, WorktreeSweep};
+    use agency_store::{Blackboard, NewRun, SqliteBlackboard};
+
+    use super::SliceMerge;
+    use crate::branches::{KnownBranches, RunBranches};
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// A slice of workstream `ws-a` titled `title`, committed on its own branch with `files` written.
+    fn slice(
+        store: &dyn Blackboard,
+        branches: &RunBranches,
+        run: RunId,
+        title: &str,
+        files: &[(&str, &str)],
+    ) -> Brief {
+        let brief = NewBrief {
+            tier: Tier::T4,
+            workstream: "ws-a".into(),
+            title: title.into(),
+            personality: None,
+            instructions: "change it".into(),
+            inputs: vec![],
+            variety: None,
+            contract: None,
+            depends_on: vec![],
+        }
+        .into_brief(BriefPlacement {
+            id: BriefId::new(),
+            run,
+            parent: None,
+            goal_anchor: "goal".into(),
+            retry_budget: 1,
+            depends_on: vec![],
+            created_at: chrono::Utc::now(),
+        });
+        store.insert_brief(&brief).unwrap();
+        let workstream = branches.workstream("ws-a");
+        let (_, worktree) = branches.prepare_worktree(&brief, &workstream).unwrap();
+        for (name, text) in files {
+            std::fs::write(worktree.join(name), text).unwrap();
+        }
+        assert!(branches.commit_brief(&brief).unwrap());
+        brief
+    }
+
+    /// The verifier that judged `task` in this round (`verifying`).
+    fn verifier_of(task: &Brief) -> Brief {
+        Brief {
+            id: BriefId::new(),
+            tier: Tier::T5,
+            parent: Some(task.id),
+            status: BriefStatus::Verifying,
+            ..task.clone()
+        }
+    }
+
+    /// The log lines of the run, as `TAG message`.
+    fn lines(store: &dyn Blackboard, run: RunId) -> Vec<String> {
+        store
+            .events_after(Some(run), 0, 1000)
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e.typed() {
+                Ok(EventPayload::Log(line)) => {
+                    Some(format!("{} {}", line.tag.unwrap_or_default(), line.message))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_conflicting_slice_is_handed_back_and_the_slices_around_it_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("repo");
+        std::fs::create_dir(&work).unwrap();
+        git(&work, &["init", "--quiet", "--initial-branch", "main"]);
+        std::fs::write(work.join("notes.txt"), "a\n").unwrap();
+        git(&work, &["add", "notes.txt"]);
+        git(&work, &["commit", "--quiet", "-m", "base"]);
+        let base = git(&work, &["rev-parse", "HEAD"]);
+        let repo = Repo::open(&work, GitOptions::default()).unwrap();
+        let store = SqliteBlackboard::open_in_memory().unwrap();
+        let run = store
+            .create_run(NewRun::new("goal", work.display().to_string()))
+            .unwrap();
+        let branches = RunBranches::new(
+            repo.clone(),
+            run.id,
+            &dir.path().join("worktrees"),
+            KnownBranches::default(),
+            WorktreeSweep::new(repo.clone()),
+        );
+        branches.ensure_integration(&base).unwrap();
+        let workstream = branches.ensure_workstream("ws-a").unwrap();
+        let tasks = [
+            slice(&store, &branches, run.id, "first", &[("notes.txt", "a\nfirst\n")]),
+            slice(
+                &store,
+                &branches,
+                run.id,
+                "second",
+                &[("notes.txt", "a\nsecond\n")],
+            ),
+            slice(&store, &branches, run.id, "third", &[("third.txt", "third\n")]),
+        ];
+        let verifiers: Vec<Brief> = tasks.iter().map(verifier_of).collect();
+        let tasks: Vec<&Brief> = tasks.iter().collect();
+        let verifiers: Vec<&Brief> = verifiers.iter().collect();
+
+        let merge = SliceMerge {
+            store: &store,
+            branches: &branches,
+        };
+        let mut handed_back = Vec::new();
+        let rest = merge
+            .merge(&tasks, &verifiers, |task, conflict| {
+                // The lines before it are written by now, and the CONFLICT line with them.
+                assert_eq!(lines(&store, run.id).len(), 2);
+                handed_back.push((task.title.clone(), conflict.why.clone()));
+                Ok(())
+            })
+            .unwrap();
+
+        assert_eq!(
+            handed_back,
+            [(
+                "second".to_string(),
+                format!(
+                    "merging into {workstream} conflicts in notes.txt; redo the change on top of the current \
+                     workstream"
+                )
+            )]
+        );
+        // The slice after the conflict merged too; its line rides with the verifiers' moves.
+        assert_eq!(rest.changes().len(), 1);
+        store.apply(rest).unwrap();
+        assert_eq!(
+            lines(&store, run.id),
+            [
+                format!("MERGED first merged into {workstream}"),
+                format!("CONFLICT second: {}", handed_back[0].1),
+                format!("MERGED third merged into {workstream}"),
+            ]
+        );
+        assert_eq!(
+            git(&work, &["show", &format!("{workstream}:notes.txt")]),
+            "a\nfirst"
+        );
+        assert_eq!(git(&work, &["show", &format!("{workstream}:third.txt")]), "third");
+    }
+}
