@@ -609,37 +609,14 @@ mod tests {
     //! The merge executor on its own: a repository, a blackboard and the run's branches, no `Engine`,
     //! no runtime.
 
-    use std::path::Path;
-    use std::process::Command;
-
     use agency_core::brief::BriefPlacement;
     use agency_core::event::EventPayload;
     use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
-    use agency_exec::{GitOptions, Repo, WorktreeSweep};
     use agency_store::{Blackboard, NewRun, SqliteBlackboard};
 
     use super::SliceMerge;
-    use crate::branches::{KnownBranches, RunBranches};
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", dir)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    }
+    use crate::branches::RunBranches;
+    use crate::branches::testing::{git, repo_at, run_branches};
 
     /// A slice of workstream `ws-a` titled `title`, committed on its own branch with `files` written.
     fn slice(
@@ -709,25 +686,12 @@ mod tests {
     fn a_conflicting_slice_is_handed_back_and_the_slices_around_it_merge() {
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().join("repo");
-        std::fs::create_dir(&work).unwrap();
-        git(&work, &["init", "--quiet", "--initial-branch", "main"]);
-        std::fs::write(work.join("notes.txt"), "a\n").unwrap();
-        git(&work, &["add", "notes.txt"]);
-        git(&work, &["commit", "--quiet", "-m", "base"]);
-        let base = git(&work, &["rev-parse", "HEAD"]);
-        let repo = Repo::open(&work, GitOptions::default()).unwrap();
+        let (repo, base) = repo_at(&work);
         let store = SqliteBlackboard::open_in_memory().unwrap();
         let run = store
             .create_run(NewRun::new("goal", work.display().to_string()))
             .unwrap();
-        let branches = RunBranches::new(
-            repo.clone(),
-            run.id,
-            &dir.path().join("worktrees"),
-            KnownBranches::default(),
-            WorktreeSweep::new(repo.clone()),
-        );
-        branches.ensure_integration(&base).unwrap();
+        let branches = run_branches(&repo, run.id, &dir.path().join("worktrees"), &base);
         let workstream = branches.ensure_workstream("ws-a").unwrap();
         let tasks = [
             slice(&store, &branches, run.id, "first", &[("notes.txt", "a\nfirst\n")]),

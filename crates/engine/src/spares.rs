@@ -211,3 +211,58 @@ impl Shelf<'_> {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The spares executor on its own: a repository, a pool and a sweep, no `Engine`.
+
+    use agency_core::RunId;
+    use agency_exec::WorktreeSweep;
+
+    use super::Shelf;
+    use crate::branches::testing::{git, repo_at, run_branches};
+    use crate::spare_pool::Spares;
+
+    #[test]
+    fn a_spare_made_at_the_integration_head_is_given_once_and_only_at_that_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("repo");
+        let (repo, base) = repo_at(&work);
+        let run = RunId::new();
+        let worktrees = dir.path().join("worktrees");
+        let branches = run_branches(&repo, run, &worktrees, &base);
+        let (pool, sweep) = (Spares::default(), WorktreeSweep::new(repo.clone()));
+        let shelf = Shelf {
+            repo: &repo,
+            pool: &pool,
+            sweep: &sweep,
+            worktrees: &worktrees,
+        };
+        let integration = branches.integration();
+        shelf.make(run, &integration, 2).unwrap();
+        assert_eq!(pool.ready().len(), 2);
+        // Kept at two however often it is asked.
+        shelf.make(run, &integration, 2).unwrap();
+        assert_eq!(pool.ready().len(), 2);
+
+        // A brief starting at another commit is given none.
+        git(&work, &["branch", "elsewhere", &base]);
+        git(&work, &["commit", "--quiet", "--allow-empty", "-m", "moved"]);
+        // Briefs' worktrees are beside the spares, under `<run8>/`.
+        let beside = worktrees.join(run.short());
+        let moved = beside.join("moved");
+        assert!(!shelf.adopt("main", &moved).unwrap());
+        assert_eq!(pool.ready().len(), 2);
+
+        // At its commit, one is moved to the brief's path; never over a worktree already there.
+        let first = beside.join("first");
+        assert!(shelf.adopt(&integration, &first).unwrap());
+        assert!(first.join("notes.txt").exists());
+        assert_eq!(pool.ready().len(), 1);
+        assert!(!shelf.adopt(&integration, &first).unwrap());
+        assert_eq!(pool.ready().len(), 1);
+
+        shelf.discard();
+        assert!(pool.ready().is_empty());
+    }
+}

@@ -451,3 +451,219 @@ fn agent_env() -> Vec<(String, String)> {
         .filter_map(|name| std::env::var(name).ok().map(|value| (name.to_string(), value)))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    //! The worktree executor on its own: a repository, a blackboard, the run's branches and a spares
+    //! shelf, no `Engine` and no runtime.
+
+    use std::path::Path;
+
+    use agency_core::brief::BriefPlacement;
+    use agency_core::tiers::BriefRole;
+    use agency_core::{Brief, BriefId, NewBrief, RunId, Tier};
+    use agency_exec::{Repo, WorktreeSweep};
+    use agency_store::{Blackboard, Change, NewArtifact, NewRun, SqliteBlackboard};
+
+    use super::Workbench;
+    use crate::artifacts::{diff_name, report_name};
+    use crate::branches::RunBranches;
+    use crate::branches::testing::{repo_at, run_branches};
+    use crate::spare_pool::Spares;
+    use crate::spares::Shelf;
+
+    /// A brief of `run`'s workstream `ws-a`, not stored yet.
+    fn brief(
+        run: RunId,
+        tier: Tier,
+        title: &str,
+        parent: Option<BriefId>,
+        depends_on: Vec<BriefId>,
+    ) -> Brief {
+        NewBrief {
+            tier,
+            workstream: "ws-a".into(),
+            title: title.into(),
+            personality: None,
+            instructions: "do it".into(),
+            inputs: vec![],
+            variety: None,
+            contract: None,
+            depends_on: vec![],
+        }
+        .into_brief(BriefPlacement {
+            id: BriefId::new(),
+            run,
+            parent,
+            goal_anchor: "goal".into(),
+            retry_budget: 2,
+            depends_on,
+            created_at: chrono::Utc::now(),
+        })
+    }
+
+    /// `brief` stored with its branch recorded, its work (`file`) committed on it.
+    fn worked(store: &dyn Blackboard, branches: &RunBranches, mut brief: Brief, file: &str) -> Brief {
+        let workstream = branches.ensure_workstream("ws-a").unwrap();
+        let (branch, worktree) = branches.prepare_worktree(&brief, &workstream).unwrap();
+        std::fs::write(worktree.join(file), format!("{file}\n")).unwrap();
+        assert!(branches.commit_brief(&brief).unwrap());
+        brief.branch = Some(branch);
+        store.insert_brief(&brief).unwrap();
+        brief
+    }
+
+    fn has(path: &Path, file: &str) -> bool {
+        path.join(file).exists()
+    }
+
+    struct Bench {
+        _dir: tempfile::TempDir,
+        repo: Repo,
+        store: SqliteBlackboard,
+        run: RunId,
+        branches: RunBranches,
+        pool: Spares,
+        sweep: WorktreeSweep,
+        worktrees: std::path::PathBuf,
+    }
+
+    impl Bench {
+        fn new() -> Bench {
+            let dir = tempfile::tempdir().unwrap();
+            let work = dir.path().join("repo");
+            let (repo, base) = repo_at(&work);
+            let store = SqliteBlackboard::open_in_memory().unwrap();
+            let run = store
+                .create_run(NewRun::new("goal", work.display().to_string()))
+                .unwrap()
+                .id;
+            let worktrees = dir.path().join("worktrees");
+            let branches = run_branches(&repo, run, &worktrees, &base);
+            Bench {
+                sweep: WorktreeSweep::new(repo.clone()),
+                pool: Spares::default(),
+                _dir: dir,
+                repo,
+                store,
+                run,
+                branches,
+                worktrees,
+            }
+        }
+
+        fn workbench(&self) -> Workbench<'_> {
+            Workbench {
+                store: &self.store,
+                repo: &self.repo,
+                branches: &self.branches,
+                spares: Shelf {
+                    repo: &self.repo,
+                    pool: &self.pool,
+                    sweep: &self.sweep,
+                    worktrees: &self.worktrees,
+                },
+            }
+        }
+    }
+
+    #[test]
+    fn a_pipeline_task_starts_from_all_its_predecessors_and_its_verifier_sees_its_branch() {
+        let bench = Bench::new();
+        let (store, branches, run) = (&bench.store, &bench.branches, bench.run);
+        let one = worked(
+            store,
+            branches,
+            brief(run, Tier::T4, "one", None, vec![]),
+            "one.txt",
+        );
+        let two = worked(
+            store,
+            branches,
+            brief(run, Tier::T4, "two", None, vec![]),
+            "two.txt",
+        );
+        store
+            .put_artifact(
+                NewArtifact::new(run, diff_name(one.id), "text/x-diff", b"+one".to_vec()).brief(one.id),
+            )
+            .unwrap();
+        let mut three = brief(run, Tier::T4, "three", None, vec![one.id, two.id]);
+        three.branch = Some(branches.brief(&three));
+        store.insert_brief(&three).unwrap();
+
+        let (path, change) = bench
+            .workbench()
+            .prepare_worktree(&three, BriefRole::Implementer)
+            .unwrap();
+        assert!(
+            has(&path, "one.txt") && has(&path, "two.txt"),
+            "{}",
+            path.display()
+        );
+        assert_eq!(
+            change,
+            Change::SetWorkspace {
+                id: three.id,
+                branch: Some(branches.brief(&three)),
+                worktree: Some(path.display().to_string()),
+            }
+        );
+        // Its inputs: the diffs its predecessors left (the second left none).
+        let inputs = bench.workbench().inputs_of(&three).unwrap();
+        let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, [diff_name(one.id)]);
+
+        std::fs::write(path.join("three.txt"), "three\n").unwrap();
+        assert!(branches.commit_brief(&three).unwrap());
+        let verifier = brief(run, Tier::T5, "three", Some(three.id), vec![]);
+        let (seen, change) = bench
+            .workbench()
+            .prepare_worktree(&verifier, BriefRole::Verifier)
+            .unwrap();
+        assert!(has(&seen, "three.txt") && has(&seen, "one.txt"));
+        assert!(matches!(change, Change::SetWorkspace { branch: None, .. }));
+    }
+
+    #[test]
+    fn only_a_partial_attempt_is_built_on_by_its_retry() {
+        let bench = Bench::new();
+        let (store, branches, run) = (&bench.store, &bench.branches, bench.run);
+        let squad = brief(run, Tier::T3, "squad", None, vec![]);
+        store.insert_brief(&squad).unwrap();
+        for (title, status, salvaged) in [
+            ("kept", "partial", true),
+            ("dropped", "blocked", false),
+            ("unread", "", false),
+        ] {
+            let previous = worked(
+                store,
+                branches,
+                brief(run, Tier::T4, title, Some(squad.id), vec![]),
+                "half.txt",
+            );
+            if !status.is_empty() {
+                let report = format!(r#"{{"status":"{status}","summary":"half of it"}}"#);
+                store
+                    .put_artifact(
+                        NewArtifact::new(
+                            run,
+                            report_name(previous.id),
+                            "application/json",
+                            report.into_bytes(),
+                        )
+                        .brief(previous.id),
+                    )
+                    .unwrap();
+            }
+            let mut retry = brief(run, Tier::T4, title, Some(squad.id), vec![]);
+            retry.attempt = 1;
+            store.insert_brief(&retry).unwrap();
+            let (path, _) = bench
+                .workbench()
+                .prepare_worktree(&retry, BriefRole::Implementer)
+                .unwrap();
+            assert_eq!(has(&path, "half.txt"), salvaged, "{title}");
+        }
+    }
+}
