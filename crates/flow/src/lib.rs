@@ -19,6 +19,8 @@
 //!   escalate to the domain's specialist);
 //! - [`start`]: where an agent starts — how many briefs a runner claims, what a writer's branch starts
 //!   from, what a reader checks out, when a worktree made ahead is used;
+//! - [`narration`]: what the tier-level lines of the live log say (a tier's agents started, its work
+//!   ready);
 //! - [`placement`]: which runner may take which brief, and which waiting briefs no live runner can take;
 //! - [`summaries`]: what a human reads at a tier's gate (the line, what was produced, what approval
 //!   starts, what the output flags);
@@ -32,6 +34,7 @@ pub mod conflicts;
 pub mod gates;
 pub mod merges;
 pub mod mesh;
+pub mod narration;
 pub mod placement;
 pub mod stages;
 pub mod start;
