@@ -180,3 +180,77 @@ pub(super) fn gated_expand(
 pub(super) fn has_children(engine: &Engine, brief: &Brief) -> Result<bool> {
     Ok(!engine.store.list_children(brief.id)?.is_empty())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The gate executor on its own: a blackboard and team.yaml's visibility, no `Engine`.
+
+    use agency_core::brief::BriefPlacement;
+    use agency_core::config::VisibilityConfig;
+    use agency_core::gate::{GateKind, GateStatus};
+    use agency_core::{BriefId, NewBrief, Tier};
+    use agency_flow::summaries::tier_summary;
+    use agency_store::{Blackboard, NewRun, SqliteBlackboard};
+    use serde_json::json;
+
+    use super::GateDesk;
+
+    #[test]
+    fn a_gate_opens_once_with_its_summary_and_an_off_kind_is_never_read() {
+        let store = SqliteBlackboard::open_in_memory().unwrap();
+        let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
+        let brief = NewBrief {
+            tier: Tier::T3,
+            workstream: "ws-a".into(),
+            title: "squad".into(),
+            personality: None,
+            instructions: "split it".into(),
+            inputs: vec![],
+            variety: None,
+            contract: None,
+            depends_on: vec![],
+        }
+        .into_brief(BriefPlacement {
+            id: BriefId::new(),
+            run,
+            parent: None,
+            goal_anchor: "goal".into(),
+            retry_budget: 1,
+            depends_on: vec![],
+            created_at: chrono::Utc::now(),
+        });
+        store.insert_brief(&brief).unwrap();
+        let strict = VisibilityConfig {
+            strict_mode: true,
+            ..VisibilityConfig::default()
+        };
+        let desk = GateDesk {
+            store: &store,
+            visibility: &strict,
+        };
+        assert!(desk.newest_enabled(&brief, GateKind::T3Plan).unwrap().is_none());
+        let produced = json!({ "notes": ["two tasks touch one file"] });
+        let summary = tier_summary("T3 squad ready for review".into(), produced, vec!["t4 a".into()]);
+        desk.open(&brief, GateKind::T3Plan, summary.to_value()).unwrap();
+
+        let gate = desk.newest_enabled(&brief, GateKind::T3Plan).unwrap().unwrap();
+        assert_eq!(gate.status, GateStatus::Pending);
+        assert_eq!((gate.brief, gate.tier), (Some(brief.id), Some(Tier::T3)));
+        // Nothing recorded since the previous gate: the summary is shown as it was built.
+        assert_eq!(gate.summary, summary.to_value());
+        assert_eq!(
+            gate.summary["anomalies"],
+            json!(["squad note: two tasks touch one file"])
+        );
+
+        // With the kind turned off, the gate opened before is not looked up.
+        let default = VisibilityConfig::default();
+        let off = GateDesk {
+            store: &store,
+            visibility: &default,
+        };
+        assert!(!off.enabled(GateKind::T3Plan));
+        assert!(off.newest_enabled(&brief, GateKind::T3Plan).unwrap().is_none());
+        assert!(off.newest(&brief, GateKind::T3Plan).unwrap().is_some());
+    }
+}
