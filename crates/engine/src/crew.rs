@@ -269,7 +269,12 @@ impl Crew {
             self.reclaim_from_gone_holders(engine, run).await?;
         }
         if crate::Role::of(&engine.options.worker) == Some(crate::Role::Driver) {
-            self.unplaced.look(engine, run)?;
+            self.unplaced.look(
+                engine.store.as_ref(),
+                engine.config.runner.unplaced_alert_seconds,
+                engine.lease(),
+                run,
+            )?;
         }
         if Instant::now() < self.reclaim_due {
             return Ok(());
