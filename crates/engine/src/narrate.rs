@@ -4,30 +4,39 @@
 //! never from a pass that merely looks, so a run's log reads like the seed's example however often the
 //! runner polls. What each line says is [`agency_flow::narration`]; this writes it.
 
+use agency_core::event::payload::LogLine;
+use agency_core::event::{EventPayload, NewEvent};
 use agency_core::tiers::SquadOutput;
 use agency_core::{Brief, BriefStatus, RunId, Tier};
 use agency_flow::narration::{self, Line};
+use agency_store::Blackboard;
 
 use crate::engine::Engine;
 use crate::error::Result;
 use agency_flow::latest_of;
 
-/// Writes `line` in `run`'s log.
-fn write(engine: &Engine, run: RunId, line: Line) -> Result<()> {
-    engine.log(run, Some(line.tier), line.tag, line.message)
+/// Writes `line` in `run`'s log (a `normal` line, as [`Engine::log`] writes).
+fn write(store: &dyn Blackboard, run: RunId, line: Line) -> Result<()> {
+    let payload = EventPayload::Log(LogLine::new("normal", Some(line.tag), line.message));
+    store.append_event(NewEvent::typed(run, payload).tier(line.tier))?;
+    Ok(())
 }
 
 /// `parent` just had `children` written: the line saying which agents start now.
 pub(crate) fn children_started(engine: &Engine, parent: &Brief, children: &[Brief]) -> Result<()> {
     for line in narration::children_started(parent, children) {
-        write(engine, parent.run, line)?;
+        write(engine.store.as_ref(), parent.run, line)?;
     }
     Ok(())
 }
 
 /// A T2 specialist's architecture was accepted into the workstream.
 pub(crate) fn specialist_done(engine: &Engine, brief: &Brief) -> Result<()> {
-    write(engine, brief.run, narration::specialist_done(brief))
+    write(
+        engine.store.as_ref(),
+        brief.run,
+        narration::specialist_done(brief),
+    )
 }
 
 /// Every squad lead of a mesh committed its draft in `round`: the whole split, once per mesh.
@@ -44,7 +53,7 @@ pub(crate) fn mesh_done(
         pipeline += squad.tasks.iter().filter(|t| !t.depends_on.is_empty()).count();
     }
     let line = narration::mesh_done(&brief.workstream, domain, drafts.len(), tasks, pipeline, round);
-    write(engine, brief.run, line)
+    write(engine.store.as_ref(), brief.run, line)
 }
 
 /// `implementer` (and maybe others of its squad) just got its verifier. When that completes the squad's
@@ -79,7 +88,7 @@ pub(crate) fn verifiers_started(engine: &Engine, implementer: &Brief) -> Result<
         implementer.workstream.as_str()
     };
     match narration::verifiers_started(squad, round) {
-        Some(line) => write(engine, implementer.run, line),
+        Some(line) => write(engine.store.as_ref(), implementer.run, line),
         None => Ok(()),
     }
 }
