@@ -433,18 +433,19 @@ fn worktree_dir(path: &std::path::Path) -> Result<()> {
     })
 }
 
+/// What the executors' unit tests share: a repository with one commit and the run's branches over it.
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use std::path::Path;
     use std::process::Command;
 
-    use agency_core::brief::BriefPlacement;
-    use agency_core::{Brief, BriefId, NewBrief, RunId, Tier};
-    use agency_exec::{GitOptions, RemoteAccess, Repo, WorktreeSweep};
+    use agency_core::RunId;
+    use agency_exec::{GitOptions, Repo, WorktreeSweep};
 
-    use super::{KnownBranches, RunBranches, SharedRemote};
+    use super::{KnownBranches, RunBranches};
 
-    fn git(dir: &Path, args: &[&str]) -> String {
+    /// Runs git in `dir` with a fixed identity and no user or system configuration; its trimmed stdout.
+    pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
         let out = Command::new("git")
             .args(args)
             .current_dir(dir)
@@ -463,6 +464,42 @@ mod tests {
         );
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
+
+    /// A repository at `work` (made) on `main` with `notes.txt` committed; the repository and that commit.
+    pub(crate) fn repo_at(work: &Path) -> (Repo, String) {
+        std::fs::create_dir_all(work).unwrap();
+        git(work, &["init", "--quiet", "--initial-branch", "main"]);
+        std::fs::write(work.join("notes.txt"), "a\n").unwrap();
+        git(work, &["add", "notes.txt"]);
+        git(work, &["commit", "--quiet", "-m", "base"]);
+        let base = git(work, &["rev-parse", "HEAD"]);
+        (Repo::open(work, GitOptions::default()).unwrap(), base)
+    }
+
+    /// `run`'s branches in `repo`, its worktrees under `worktrees`, the integration branch at `base`.
+    pub(crate) fn run_branches(repo: &Repo, run: RunId, worktrees: &Path, base: &str) -> RunBranches {
+        let branches = RunBranches::new(
+            repo.clone(),
+            run,
+            worktrees,
+            KnownBranches::default(),
+            WorktreeSweep::new(repo.clone()),
+        );
+        branches.ensure_integration(base).unwrap();
+        branches
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use agency_core::brief::BriefPlacement;
+    use agency_core::{Brief, BriefId, NewBrief, RunId, Tier};
+    use agency_exec::{GitOptions, RemoteAccess, Repo, WorktreeSweep};
+
+    use super::testing::git;
+    use super::{KnownBranches, RunBranches, SharedRemote};
 
     /// A runner's repository with a commit, and a bare remote whose hook makes each new workstream branch
     /// itself, at the pushed commit, and refuses the push as git does when another runner's push created

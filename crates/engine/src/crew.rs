@@ -82,11 +82,12 @@ pub(crate) struct Crew {
 }
 
 impl Crew {
-    pub(crate) fn new(engine: &Engine) -> Self {
+    /// A crew of at most `concurrency` agents (team.yaml `runner.concurrency`; at least one).
+    pub(crate) fn new(concurrency: u32) -> Self {
         Crew {
             agents: JoinSet::new(),
             claims: HashMap::new(),
-            concurrency: usize::try_from(engine.config.runner.concurrency.max(1)).unwrap_or(1),
+            concurrency: agency_flow::start::concurrency(concurrency),
             reclaim_due: Instant::now(),
             holders_due: Instant::now(),
             unplaced: crate::placement::UnplacedBriefs::default(),
@@ -95,7 +96,7 @@ impl Crew {
 
     /// How many more agents this runner may start now.
     pub(crate) fn room(&self) -> usize {
-        self.concurrency.saturating_sub(self.agents.len())
+        agency_flow::start::room(self.concurrency, self.agents.len())
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -114,10 +115,17 @@ impl Crew {
     /// resumed) takes it at once. A brief whose claim this runner has meanwhile lost is left to its new
     /// holder. If the blackboard cannot be written, the claims return when their lease ends; the error
     /// then says so too.
-    pub(crate) async fn release(&mut self, engine: &Engine, run: RunId, error: EngineError) -> EngineError {
+    /// `store` and `worker` are the runner's blackboard and name.
+    pub(crate) async fn release(
+        &mut self,
+        store: &dyn Blackboard,
+        worker: &str,
+        run: RunId,
+        error: EngineError,
+    ) -> EngineError {
         self.agents.shutdown().await;
         self.claims.clear();
-        match engine.release_claims(run, &error) {
+        match release_claims(store, worker, run, &error) {
             Ok(()) => error,
             Err(failed) => EngineError::Unreleased {
                 error: Box::new(error),
@@ -234,16 +242,13 @@ impl Crew {
         Ok(())
     }
 
-    /// Renews the claims of this runner's agents in flight, each through its fence: an agent this process
-    /// knows to be alive keeps its brief, however long the process was stopped or the wall clock jumped
-    /// (a renewal refused because the claim is gone is left to that agent, which stops on it).
-    fn renew_own(&self, engine: &Engine) -> Result<()> {
+    /// Renews the claims of this runner's agents in flight on `store`, each through its fence: an agent this
+    /// process knows to be alive keeps its brief, however long the process was stopped or the wall clock
+    /// jumped (a renewal refused because the claim is gone is left to that agent, which stops on it).
+    fn renew_own(&self, store: &Arc<dyn Blackboard>, lease: chrono::Duration) -> Result<()> {
         for claim in self.claims.values() {
-            match engine
-                .holding(claim)
-                .store
-                .renew_claim(claim.brief, &claim.holder, engine.lease())
-            {
+            let fenced = FencedBlackboard::new(store.clone(), claim.clone());
+            match fenced.renew_claim(claim.brief, &claim.holder, lease) {
                 Ok(_) | Err(StoreError::ClaimLost { .. } | StoreError::Conflict { .. }) => {}
                 Err(other) => return Err(other.into()),
             }
@@ -264,7 +269,12 @@ impl Crew {
             self.reclaim_from_gone_holders(engine, run).await?;
         }
         if crate::Role::of(&engine.options.worker) == Some(crate::Role::Driver) {
-            self.unplaced.look(engine, run)?;
+            self.unplaced.look(
+                engine.store.as_ref(),
+                engine.config.runner.unplaced_alert_seconds,
+                engine.lease(),
+                run,
+            )?;
         }
         if Instant::now() < self.reclaim_due {
             return Ok(());
@@ -277,7 +287,7 @@ impl Crew {
             .record_offer(run, &engine.options.worker, engine.offer())?;
         // This runner's own live claims are renewed first: their lease is this process's to judge, and it
         // knows its agents run. Everyone else's are judged against this process's monotonic clock.
-        self.renew_own(engine)?;
+        self.renew_own(&engine.store, engine.lease())?;
         for brief in engine
             .store
             .reclaim_expired(Some(run), crate::gate_clock::liveness_now())?
@@ -381,49 +391,18 @@ impl Engine {
         Duration::from_secs(u64::from(self.config.runner.claim_lease_seconds.max(1)))
     }
 
-    /// Moves every brief of `run` this runner holds back to `pending`, each with a `RELEASED` log line
-    /// (the status change's own event) naming this runner and why it stopped.
-    fn release_claims(&self, run: RunId, why: &EngineError) -> Result<()> {
-        let me = self.options.worker.as_str();
-        for brief in self.store.list_briefs_by_status(run, BriefStatus::Running)? {
-            // Checked on the record just read; the compare-and-set below then refuses any other status
-            // change. A claim lost to another runner between the two would need this runner's lease to
-            // have run out first, and its agents were renewing it until a moment ago.
-            if brief.claimed_by.as_deref() != Some(me) {
-                continue;
-            }
-            let payload = claim_returned(
-                "RELEASED",
-                me,
-                "runner_stopped",
-                format!(
-                    "{}: its runner {me} stopped ({why}); free for another runner",
-                    brief.title
-                ),
-            );
-            let event = NewEvent::typed(run, payload).brief(brief.id).tier(brief.tier);
-            match self
-                .store
-                .update_brief_status(brief.id, BriefStatus::Running, BriefStatus::Pending, event)
-            {
-                // Finished, failed or reclaimed meanwhile: not this runner's to give back any more.
-                Ok(_) | Err(StoreError::Conflict { .. }) => {}
-                Err(other) => return Err(other.into()),
-            }
-        }
-        Ok(())
-    }
-
     /// Works on `run` as a worker beside the runner that drives it (another process, possibly on another
     /// machine, on the same blackboard): claims its pending briefs while no gate holds the run, runs their
     /// agents and records their outcomes, until the run ends. Tier handling, gates and merges stay with the
     /// driver. Claims of runners that died are taken back when their lease ends; nothing is taken from a
     /// live runner. Stopping on an error or when cancelled, it gives its claims back first.
     pub async fn work(&self, run: RunId, cancel: &CancelToken) -> Result<RunStatus> {
-        let mut crew = Crew::new(self);
+        let mut crew = Crew::new(self.config.runner.concurrency);
         let ended = match self.work_loop(run, cancel, &mut crew).await {
             Ok(status) => Ok(status),
-            Err(error) => Err(crew.release(self, run, error).await),
+            Err(error) => Err(crew
+                .release(self.store.as_ref(), &self.options.worker, run, error)
+                .await),
         };
         self.end_turn();
         // Gone: it no longer counts as a live runner (best effort: a stale offer lapses with its lease).
@@ -453,6 +432,35 @@ impl Engine {
             }
         }
     }
+}
+
+/// Moves every brief of `run` the runner `me` holds back to `pending`, each with a `RELEASED` log line
+/// (the status change's own event) naming that runner and why it stopped.
+fn release_claims(store: &dyn Blackboard, me: &str, run: RunId, why: &EngineError) -> Result<()> {
+    for brief in store.list_briefs_by_status(run, BriefStatus::Running)? {
+        // Checked on the record just read; the compare-and-set below then refuses any other status
+        // change. A claim lost to another runner between the two would need this runner's lease to
+        // have run out first, and its agents were renewing it until a moment ago.
+        if brief.claimed_by.as_deref() != Some(me) {
+            continue;
+        }
+        let payload = claim_returned(
+            "RELEASED",
+            me,
+            "runner_stopped",
+            format!(
+                "{}: its runner {me} stopped ({why}); free for another runner",
+                brief.title
+            ),
+        );
+        let event = NewEvent::typed(run, payload).brief(brief.id).tier(brief.tier);
+        match store.update_brief_status(brief.id, BriefStatus::Running, BriefStatus::Pending, event) {
+            // Finished, failed or reclaimed meanwhile: not this runner's to give back any more.
+            Ok(_) | Err(StoreError::Conflict { .. }) => {}
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Ok(())
 }
 
 /// The log line that is a running brief's move back to `pending` when its claim is given up (`RELEASED`)

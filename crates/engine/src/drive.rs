@@ -96,13 +96,15 @@ impl Engine {
             self.finish_start(&record)?;
         }
         self.release_orphaned_claims(run).await?;
-        self.discard_left_spares(run);
-        let mut crew = crate::crew::Crew::new(self);
+        self.shelf().discard_left(run);
+        let mut crew = crate::crew::Crew::new(self.config.runner.concurrency);
         let ended = match self.drive_loop(run, cancel, &mut crew, &lease).await {
             Ok(outcome) => Ok(outcome),
-            Err(error) => Err(crew.release(self, run, error).await),
+            Err(error) => Err(crew
+                .release(self.store.as_ref(), &self.options.worker, run, error)
+                .await),
         };
-        self.discard_spares();
+        self.shelf().discard();
         self.end_turn();
         ended
     }

@@ -8,6 +8,12 @@
 //!
 //! Through a shared remote, a worker runs stage 1 itself, in its own clone, on the commit it pushed
 //! ([`verify_where_made`]); the driver takes that result for that commit.
+//!
+//! The effects take narrow contexts: stage 1 a [`CleanVerify`] (the repository, where checkouts go, the
+//! timeout, the sandbox), its record the blackboard alone, and the merge of a squad's slices a
+//! [`SliceMerge`] (the blackboard and the run's branches). What they decide — whether an implementer
+//! changed anything, whether a squad's round is judged, the merge order, what a conflict sends where — is
+//! [`agency_flow::merges`]; the joint verdict itself is [`agency_flow::verdicts`].
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -21,41 +27,74 @@ use agency_core::verdict::{JointVerdict, T5Result};
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
 use agency_exec::{MergeChain, MergeOutcome};
 use agency_flow::SquadVerdict;
+use agency_flow::merges::{MergeConflict, SquadRound};
 use agency_flow::verdicts::squad_verdict;
 use agency_signoff::verify_command::{VerifyResult, run_verify, verify_argv};
 use agency_signoff::{CleanCheckout, Diffed, Recording, SignoffError};
-use agency_store::{NewGate, WriteBatch};
-use serde_json::json;
+use agency_store::{Blackboard, WriteBatch};
 
 use crate::artifacts::text_artifact;
-use crate::branches::full_ref;
+use crate::branches::{RunBranches, full_ref};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::plan::{output_of, place_children};
 
-/// Runs the contract's verify command on `rev`, a full commit id already resolved, in a clean checkout,
-/// through the sign-off crate (the same stage 1 every sign-off uses), made where `run`'s checkouts go. A
-/// command that needs a shell fails here with the reason.
+/// What stage 1 — a verify command run in a clean checkout of a commit — needs of the runner: the
+/// repository, where the run's clean checkouts go, the command's timeout (team.yaml
+/// `signoff.verify_timeout_seconds`) and the sandbox it runs in. Owned, since the command runs on a
+/// blocking thread; made once per verify.
+pub(crate) struct CleanVerify {
+    pub(crate) repo: agency_exec::Repo,
+    pub(crate) checkouts: agency_signoff::CheckoutPlace,
+    pub(crate) timeout: Duration,
+    pub(crate) sandbox: agency_exec::sandbox::Sandboxing,
+}
+
+impl CleanVerify {
+    /// Runs `command` on `rev`, a full commit id already resolved, in a clean checkout, through the
+    /// sign-off crate (the same stage 1 every sign-off uses). A command that needs a shell fails here with
+    /// the reason.
+    pub(crate) async fn run(self, rev: &str, command: &str) -> Result<VerifyResult> {
+        let CleanVerify {
+            repo,
+            checkouts,
+            timeout,
+            sandbox,
+        } = self;
+        let (rev, command) = (rev.to_string(), command.to_string());
+        // Tests can take minutes: keep them off the runner's event loop.
+        tokio::task::spawn_blocking(move || -> std::result::Result<VerifyResult, SignoffError> {
+            let argv = match verify_argv(&command) {
+                Ok(argv) => argv,
+                // A command that cannot run fails its verification with the reason; it is not the runner's
+                // fault, and stopping the runner would stop the whole run.
+                Err(unusable) => return Ok(unrunnable(&command, &unusable.to_string())),
+            };
+            let checkout = CleanCheckout::of_commit(&repo, rev, &checkouts)?;
+            run_verify(&command, &argv, checkout.path(), timeout, &sandbox)
+        })
+        .await
+        .map_err(|e| EngineError::State(format!("verify task: {e}")))?
+        .map_err(|e| EngineError::State(format!("verify: {e}")))
+    }
+}
+
+impl Engine {
+    /// Stage 1 for `run`: its clean checkouts go where the run's do ([`CleanVerify`]).
+    pub(crate) fn clean_verify(&self, run: RunId) -> CleanVerify {
+        CleanVerify {
+            repo: self.repo.clone(),
+            checkouts: self.branches(run).checkouts(),
+            timeout: Duration::from_secs(u64::from(self.config.signoff.verify_timeout_seconds)),
+            sandbox: self.sandboxing(),
+        }
+    }
+}
+
+/// Runs the contract's verify command on `rev` in a clean checkout made where `run`'s checkouts go
+/// ([`CleanVerify::run`]).
 pub async fn verify_rev(engine: &Engine, run: RunId, rev: &str, command: &str) -> Result<VerifyResult> {
-    let repo = engine.repo.clone();
-    let place = engine.branches(run).checkouts();
-    let (rev, command) = (rev.to_string(), command.to_string());
-    let timeout = Duration::from_secs(u64::from(engine.config.signoff.verify_timeout_seconds));
-    let sandbox = engine.sandboxing();
-    // Tests can take minutes: keep them off the runner's event loop.
-    tokio::task::spawn_blocking(move || -> std::result::Result<VerifyResult, SignoffError> {
-        let argv = match verify_argv(&command) {
-            Ok(argv) => argv,
-            // A command that cannot run fails its verification with the reason; it is not the runner's
-            // fault, and stopping the runner would stop the whole run.
-            Err(unusable) => return Ok(unrunnable(&command, &unusable.to_string())),
-        };
-        let checkout = CleanCheckout::of_commit(&repo, rev, &place)?;
-        run_verify(&command, &argv, checkout.path(), timeout, &sandbox)
-    })
-    .await
-    .map_err(|e| EngineError::State(format!("verify task: {e}")))?
-    .map_err(|e| EngineError::State(format!("verify: {e}")))
+    engine.clean_verify(run).run(rev, command).await
 }
 
 /// The result of a verify command that could not be started (`why`).
@@ -85,9 +124,9 @@ pub fn ending(result: &VerifyResult) -> String {
 
 /// Records a verify result the way the sign-off crate does (the `signoff/<subject>/verify` artifact and a
 /// `signoff_verify` event), so the slice's sign-off reuses it instead of running the tests again.
-fn record_verify(engine: &Engine, brief: &Brief, rev: &str, result: &VerifyResult) -> Result<()> {
+fn record_verify(store: &dyn Blackboard, brief: &Brief, rev: &str, result: &VerifyResult) -> Result<()> {
     let recording = Recording {
-        store: engine.store.as_ref(),
+        store,
         run: brief.run,
         brief: Some(brief.id),
         tier: Some(brief.tier),
@@ -138,36 +177,33 @@ pub(crate) async fn verify_where_made(engine: &Engine, brief: &Brief) -> Result<
         engine.lease(),
     );
     tokio::select! {
-        result = verify_rev(engine, brief.run, &rev, command) => record_verify(engine, brief, &rev, &result?),
+        result = verify_rev(engine, brief.run, &rev, command) => record_verify(engine.store.as_ref(), brief, &rev, &result?),
         () = holding => Ok(()),
     }
 }
 
 /// The stage-1 result the worker that made `brief`'s slice recorded for commit `rev` and `command`
 /// ([`verify_where_made`]), if there is one: the brief's newest verify record, whose `signoff_verify`
-/// event names this commit. Only through a remote; on one machine the runner verifies itself.
+/// event names this commit. Only through a remote (`shared`); on one machine the runner verifies itself.
 fn verified_where_made(
-    engine: &Engine,
+    store: &dyn Blackboard,
+    shared: bool,
     brief: &Brief,
     rev: &str,
     command: &str,
 ) -> Result<Option<VerifyResult>> {
-    if engine.options.remote.is_none() {
+    if !shared {
         return Ok(None);
     }
     let subject = crate::artifacts::slice_subject(brief);
-    let Some(artifact) = engine
-        .store
-        .latest_artifact(brief.run, &crate::artifacts::verify_name(&subject))?
-    else {
+    let Some(artifact) = store.latest_artifact(brief.run, &crate::artifacts::verify_name(&subject))? else {
         return Ok(None);
     };
     if artifact.meta.brief != Some(brief.id) {
         return Ok(None);
     }
     let id = artifact.meta.id.to_string();
-    let on_rev = engine
-        .store
+    let on_rev = store
         .events_of_kinds_after(brief.run, &[agency_core::EventKind::SignoffVerify], 0, 100_000)?
         .into_iter()
         .any(|e| {
@@ -220,7 +256,7 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover
     let [rev, base_rev] = <[String; 2]>::try_from(ids)
         .map_err(|ids| EngineError::State(format!("rev-parse of {branch} and {base} gave {ids:?}")))?;
     // Nothing left uncommitted: the agent may have committed itself, or done nothing at all.
-    if !committed && rev == base_rev {
+    if !agency_flow::merges::changed_something(committed, &rev, &base_rev) {
         crate::failure::fail_brief(
             engine,
             brief,
@@ -229,12 +265,13 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover
         return Ok(Handover::Failed);
     }
     if let Some(command) = stage_one_command(brief) {
-        let result = match verified_where_made(engine, brief, &rev, command)? {
+        let shared = engine.options.remote.is_some();
+        let result = match verified_where_made(engine.store.as_ref(), shared, brief, &rev, command)? {
             // Run by the worker that made the slice, on this very commit, before it reported.
             Some(result) => result,
             None => {
                 let result = verify_rev(engine, brief.run, &rev, command).await?;
-                record_verify(engine, brief, &rev, &result)?;
+                record_verify(engine.store.as_ref(), brief, &rev, &result)?;
                 result
             }
         };
@@ -328,14 +365,8 @@ pub async fn joint_verdicts(engine: &Engine, squads: &[(BriefId, String)]) -> Re
                 None => break,
             }
         }
-        if verifiers.len() != tasks.len()
-            || verifiers
-                .iter()
-                .any(|v| !matches!(v.status, BriefStatus::Verifying | BriefStatus::Done))
-        {
-            continue;
-        }
-        if verifiers.iter().all(|v| v.status == BriefStatus::Done) {
+        let statuses: Vec<BriefStatus> = verifiers.iter().map(|v| v.status).collect();
+        if agency_flow::merges::squad_round(tasks.len(), &statuses) != SquadRound::Judge {
             continue;
         }
         let verifiers: Vec<&Brief> = verifiers.iter().collect();
@@ -362,18 +393,11 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
     let anchor = verifiers[0];
     let workstream = &anchor.workstream;
     // The optional t5_verdict gate lets a human review the joint verdict before it takes effect.
-    let gate_enabled = engine.config.visibility.gate_enabled(GateKind::T5Verdict);
-    let gate = if gate_enabled {
-        engine
-            .store
-            .list_gates_of_kind(anchor.run, GateKind::T5Verdict)?
-            .into_iter()
-            .rev()
-            .find(|g| g.brief == Some(anchor.id))
-            .map(|g| g.status)
-    } else {
-        None
-    };
+    let desk = engine.gate_desk();
+    let gate_enabled = desk.enabled(GateKind::T5Verdict);
+    let gate = desk
+        .newest_enabled(anchor, GateKind::T5Verdict)?
+        .map(|g| g.status);
     let verdict = squad_verdict(workstream, gate_enabled, gate, results)
         .map_err(|e| EngineError::State(e.to_string()))?;
     let record = |line: &str, joint: &JointVerdict| -> Result<()> {
@@ -392,12 +416,8 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
     };
     match verdict {
         SquadVerdict::OpenGate { joint } => {
-            let summary = json!({ "message": format!("T5 joint verdict for {workstream}: {}", joint.joint_verdict.as_str()), "produced": joint, "next": [], "anomalies": [] });
-            let summary = crate::amendments::with_review(engine.store.as_ref(), anchor.run, summary)?;
-            let mut gate = NewGate::new(anchor.run, GateKind::T5Verdict, summary);
-            gate.brief = Some(anchor.id);
-            gate.tier = Some(Tier::T5);
-            engine.store.open_gate(gate)?;
+            let summary = agency_flow::summaries::verdict_summary(workstream, &joint);
+            desk.open(anchor, GateKind::T5Verdict, summary.to_value())?;
         }
         SquadVerdict::AwaitGate => return Ok(false),
         SquadVerdict::Overruled { why } => {
@@ -409,7 +429,17 @@ fn judge_squad(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Resul
         }
         SquadVerdict::Pass { joint, line } => {
             record(&line, &joint)?;
-            let merged = merge_slices(engine, tasks, verifiers)?;
+            let branches = engine.branches(anchor.run);
+            let merge = SliceMerge {
+                store: engine.store.as_ref(),
+                branches: &branches,
+            };
+            let merged = merge.merge(tasks, verifiers, |task, conflict| {
+                // Read again: the lines written before it may have moved it.
+                let fresh = engine.store.get_brief(task.id)?;
+                let decision = conflict.decision(fresh.attempt, fresh.retry_budget);
+                crate::failure::apply(engine, &fresh, conflict.failure, decision, &conflict.why)
+            })?;
             consume(engine, verifiers, merged)?;
         }
         SquadVerdict::Partial { joint, line, retries } => {
@@ -452,80 +482,85 @@ fn consume(engine: &Engine, verifiers: &[&Brief], mut batch: WriteBatch) -> Resu
     engine.apply(batch)
 }
 
-/// Merges verified slices into the workstream branch: all at once with one merge commit where git can
-/// ([`MergeChain::merge_together`]: three slices or more whose own commits do not meet, and no conflict),
-/// otherwise one at a time, each with its merge commit; the branch is moved once for the lot (one
-/// `update-ref` per workstream, not per slice). A conflict is not resolved
-/// here: the slice that conflicts is retried on top of what is already merged. Returns the `MERGED` lines
-/// not written yet, for [`consume`] to write with the verifiers' moves: a crash before that leaves the
-/// verifiers `verifying`, and the verdict, taken again, finds those slices already merged. A `MERGED` line
-/// is only ever written once its branch has moved, and once per slice: a slice judged in an earlier round
-/// (merged then, while a sibling conflicted) is found already merged without a second line.
-fn merge_slices(engine: &Engine, tasks: &[&Brief], verifiers: &[&Brief]) -> Result<WriteBatch> {
-    // The verifiers of an earlier round are `done`; this round's are still `verifying`.
-    let judged_now: HashSet<BriefId> = verifiers
-        .iter()
-        .filter(|v| v.status == BriefStatus::Verifying)
-        .filter_map(|v| v.parent)
-        .collect();
-    let branches = engine.branches(tasks[0].run);
-    let mut merged = WriteBatch::new();
-    let mut chains: Vec<MergeChain<'_>> = Vec::new();
-    // The tasks of each target branch, in their order: merged together where git can, else one by one.
-    let mut targets: Vec<(String, Vec<&Brief>)> = Vec::new();
-    for &task in tasks {
-        let into = branches.ensure_workstream(&task.workstream)?;
-        match targets.iter_mut().find(|(branch, _)| *branch == into) {
-            Some((_, group)) => group.push(task),
-            None => targets.push((into, vec![task])),
+/// What merging a squad's verified slices needs of the runner: the blackboard (the `MERGED` and
+/// `CONFLICT` lines) and the run's branches (the merges, and the pushes through a shared remote).
+pub(crate) struct SliceMerge<'a> {
+    pub(crate) store: &'a dyn Blackboard,
+    pub(crate) branches: &'a RunBranches,
+}
+
+impl SliceMerge<'_> {
+    /// Merges verified slices into the workstream branch: all at once with one merge commit where git can
+    /// ([`MergeChain::merge_together`]: three slices or more whose own commits do not meet, and no
+    /// conflict), otherwise one at a time, each with its merge commit, in [`agency_flow::merges::merge_order`];
+    /// the branch is moved once for the lot (one `update-ref` per workstream, not per slice). A conflict
+    /// is not resolved here: it is logged and handed to `on_conflict` with what it leads to
+    /// ([`agency_flow::merges::merge_conflict`]), which retries the slice on top of what is already merged.
+    /// Returns the `MERGED` lines not written yet, for [`consume`] to write with the verifiers' moves: a
+    /// crash before that leaves the verifiers `verifying`, and the verdict, taken again, finds those slices
+    /// already merged. A `MERGED` line is only ever written once its branch has moved, and once per slice:
+    /// a slice judged in an earlier round (merged then, while a sibling conflicted) is found already merged
+    /// without a second line.
+    pub(crate) fn merge(
+        &self,
+        tasks: &[&Brief],
+        verifiers: &[&Brief],
+        mut on_conflict: impl FnMut(&Brief, &MergeConflict) -> Result<()>,
+    ) -> Result<WriteBatch> {
+        // The verifiers of an earlier round are `done`; this round's are still `verifying`.
+        let judged_now: HashSet<BriefId> = verifiers
+            .iter()
+            .filter(|v| v.status == BriefStatus::Verifying)
+            .filter_map(|v| v.parent)
+            .collect();
+        let branches = self.branches;
+        let mut merged = WriteBatch::new();
+        let mut chains: Vec<MergeChain<'_>> = Vec::new();
+        let mut into = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            into.push(branches.ensure_workstream(&task.workstream)?);
         }
-    }
-    for (into, group) in &targets {
-        let mut chain = branches.merge_chain(into)?;
-        let from: Vec<String> = group.iter().map(|task| branches.brief(task)).collect();
-        let from: Vec<&str> = from.iter().map(String::as_str).collect();
-        let together = chain.merge_together(&from, |i| slice_merge_message(group[i]))?;
-        chains.push(chain);
-        if let Some(outcomes) = together {
-            for (task, outcome) in group.iter().zip(outcomes) {
-                log_merged(&mut merged, task, into, &outcome, &judged_now);
-            }
-            continue;
-        }
-        let at = chains.len() - 1;
-        for (task, from) in group.iter().zip(from) {
-            let outcome = chains[at].merge(from, &slice_merge_message(task))?;
-            let MergeOutcome::Conflict { files } = outcome else {
-                log_merged(&mut merged, task, into, &outcome, &judged_now);
+        let into: Vec<&str> = into.iter().map(String::as_str).collect();
+        for (into, group) in agency_flow::merges::merge_order(&into) {
+            let group: Vec<&Brief> = group.into_iter().map(|slice| tasks[slice]).collect();
+            let mut chain = branches.merge_chain(into)?;
+            let from: Vec<String> = group.iter().map(|task| branches.brief(task)).collect();
+            let from: Vec<&str> = from.iter().map(String::as_str).collect();
+            let together = chain.merge_together(&from, |i| slice_merge_message(group[i]))?;
+            chains.push(chain);
+            if let Some(outcomes) = together {
+                for (task, outcome) in group.iter().zip(outcomes) {
+                    log_merged(&mut merged, task, into, &outcome, &judged_now);
+                }
                 continue;
-            };
-            // The lines so far first, so the log keeps the order things happened in; their branches
-            // move first.
-            settle(&branches, &mut chains)?;
-            engine.apply(std::mem::take(&mut merged))?;
-            let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-            let why = format!(
-                "merging into {into} conflicts in {}; redo the change on top of the current workstream",
-                files.join(", ")
-            );
-            engine.log(
-                task.run,
-                Some(Tier::T4),
-                "CONFLICT",
-                format!("{}: {why}", task.title),
-            )?;
-            let fresh = engine.store.get_brief(task.id)?;
-            crate::failure::apply(
-                engine,
-                &fresh,
-                Failure::T4BadOutput,
-                decide(Failure::T4BadOutput, fresh.attempt, fresh.retry_budget),
-                &why,
-            )?;
+            }
+            let at = chains.len() - 1;
+            for (task, from) in group.iter().zip(from) {
+                let outcome = chains[at].merge(from, &slice_merge_message(task))?;
+                let MergeOutcome::Conflict { files } = outcome else {
+                    log_merged(&mut merged, task, into, &outcome, &judged_now);
+                    continue;
+                };
+                // The lines so far first, so the log keeps the order things happened in; their branches
+                // move first.
+                settle(branches, &mut chains)?;
+                self.store.apply(std::mem::take(&mut merged))?;
+                let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+                let conflict = agency_flow::merges::merge_conflict(into, &files);
+                let line = LogLine::new(
+                    "normal",
+                    Some("CONFLICT"),
+                    format!("{}: {}", task.title, conflict.why),
+                );
+                let mut event = NewEvent::typed(task.run, EventPayload::Log(line));
+                event.tier = Some(Tier::T4);
+                self.store.append_event(event)?;
+                on_conflict(task, &conflict)?;
+            }
         }
+        settle(branches, &mut chains)?;
+        Ok(merged)
     }
-    settle(&branches, &mut chains)?;
-    Ok(merged)
 }
 
 /// The merge commit's message for one slice (a line of it when slices merge together).
@@ -542,7 +577,8 @@ fn log_merged(
     outcome: &MergeOutcome,
     judged_now: &HashSet<BriefId>,
 ) {
-    if *outcome == MergeOutcome::AlreadyUpToDate && !judged_now.contains(&task.id) {
+    let up_to_date = *outcome == MergeOutcome::AlreadyUpToDate;
+    if !agency_flow::merges::announce_merge(up_to_date, judged_now.contains(&task.id)) {
         return;
     }
     merged.append_event(
@@ -560,10 +596,157 @@ fn log_merged(
 }
 
 /// Moves every chain's branch to its newest merge (and pushes it, when the run is shared through a remote).
-fn settle(branches: &crate::branches::RunBranches, chains: &mut [MergeChain<'_>]) -> Result<()> {
+fn settle(branches: &RunBranches, chains: &mut [MergeChain<'_>]) -> Result<()> {
     for chain in chains {
         chain.settle()?;
         branches.push(&[chain.branch()])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The merge executor on its own: a repository, a blackboard and the run's branches, no `Engine`,
+    //! no runtime.
+
+    use agency_core::brief::BriefPlacement;
+    use agency_core::event::EventPayload;
+    use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
+    use agency_store::{Blackboard, NewRun, SqliteBlackboard};
+
+    use super::SliceMerge;
+    use crate::branches::RunBranches;
+    use crate::branches::testing::{git, repo_at, run_branches};
+
+    /// A slice of workstream `ws-a` titled `title`, committed on its own branch with `files` written.
+    fn slice(
+        store: &dyn Blackboard,
+        branches: &RunBranches,
+        run: RunId,
+        title: &str,
+        files: &[(&str, &str)],
+    ) -> Brief {
+        let brief = NewBrief {
+            tier: Tier::T4,
+            workstream: "ws-a".into(),
+            title: title.into(),
+            personality: None,
+            instructions: "change it".into(),
+            inputs: vec![],
+            variety: None,
+            contract: None,
+            depends_on: vec![],
+        }
+        .into_brief(BriefPlacement {
+            id: BriefId::new(),
+            run,
+            parent: None,
+            goal_anchor: "goal".into(),
+            retry_budget: 1,
+            depends_on: vec![],
+            created_at: chrono::Utc::now(),
+        });
+        store.insert_brief(&brief).unwrap();
+        let workstream = branches.workstream("ws-a");
+        let (_, worktree) = branches.prepare_worktree(&brief, &workstream).unwrap();
+        for (name, text) in files {
+            std::fs::write(worktree.join(name), text).unwrap();
+        }
+        assert!(branches.commit_brief(&brief).unwrap());
+        brief
+    }
+
+    /// The verifier that judged `task` in this round (`verifying`).
+    fn verifier_of(task: &Brief) -> Brief {
+        Brief {
+            id: BriefId::new(),
+            tier: Tier::T5,
+            parent: Some(task.id),
+            status: BriefStatus::Verifying,
+            ..task.clone()
+        }
+    }
+
+    /// The log lines of the run, as `TAG message`.
+    fn lines(store: &dyn Blackboard, run: RunId) -> Vec<String> {
+        store
+            .events_after(Some(run), 0, 1000)
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e.typed() {
+                Ok(EventPayload::Log(line)) => {
+                    Some(format!("{} {}", line.tag.unwrap_or_default(), line.message))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_conflicting_slice_is_handed_back_and_the_slices_around_it_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("repo");
+        let (repo, base) = repo_at(&work);
+        let store = SqliteBlackboard::open_in_memory().unwrap();
+        let run = store
+            .create_run(NewRun::new("goal", work.display().to_string()))
+            .unwrap();
+        let branches = run_branches(&repo, run.id, &dir.path().join("worktrees"), &base);
+        let workstream = branches.ensure_workstream("ws-a").unwrap();
+        let tasks = [
+            slice(&store, &branches, run.id, "first", &[("notes.txt", "a\nfirst\n")]),
+            slice(
+                &store,
+                &branches,
+                run.id,
+                "second",
+                &[("notes.txt", "a\nsecond\n")],
+            ),
+            slice(&store, &branches, run.id, "third", &[("third.txt", "third\n")]),
+        ];
+        let verifiers: Vec<Brief> = tasks.iter().map(verifier_of).collect();
+        let tasks: Vec<&Brief> = tasks.iter().collect();
+        let verifiers: Vec<&Brief> = verifiers.iter().collect();
+
+        let merge = SliceMerge {
+            store: &store,
+            branches: &branches,
+        };
+        let mut handed_back = Vec::new();
+        let rest = merge
+            .merge(&tasks, &verifiers, |task, conflict| {
+                // The lines before it are written by now, and the CONFLICT line with them.
+                assert_eq!(lines(&store, run.id).len(), 2);
+                handed_back.push((task.title.clone(), conflict.why.clone()));
+                Ok(())
+            })
+            .unwrap();
+
+        assert_eq!(
+            handed_back,
+            [(
+                "second".to_string(),
+                format!(
+                    "merging into {workstream} conflicts in notes.txt; redo the change on top of the current \
+                     workstream"
+                )
+            )]
+        );
+        // The slice after the conflict merged too; its line rides with the verifiers' moves.
+        assert_eq!(rest.changes().len(), 1);
+        store.apply(rest).unwrap();
+        assert_eq!(
+            lines(&store, run.id),
+            [
+                format!("MERGED first merged into {workstream}"),
+                format!("CONFLICT second: {}", handed_back[0].1),
+                format!("MERGED third merged into {workstream}"),
+            ]
+        );
+        assert_eq!(
+            git(&work, &["show", &format!("{workstream}:notes.txt")]),
+            "a\nfirst"
+        );
+        assert_eq!(git(&work, &["show", &format!("{workstream}:third.txt")]), "third");
+    }
 }

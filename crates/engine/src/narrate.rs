@@ -2,94 +2,40 @@
 //! started or a tier's work is ready: `SPEC_START`, `SPEC_DONE`, `MESH_START`, `MESH_DONE`, `SWARM_START`,
 //! `VERIFY_START`. Each is written once, at the step that makes it true (children written, a brief moved),
 //! never from a pass that merely looks, so a run's log reads like the seed's example however often the
-//! runner polls.
+//! runner polls. What each line says is [`agency_flow::narration`]; this writes it.
 
-use agency_core::tiers::{BriefRole, SquadOutput};
-use agency_core::{Brief, BriefStatus, Tier};
+use agency_core::event::payload::LogLine;
+use agency_core::event::{EventPayload, NewEvent};
+use agency_core::tiers::SquadOutput;
+use agency_core::{Brief, BriefStatus, RunId, Tier};
+use agency_flow::narration::{self, Line};
+use agency_store::Blackboard;
 
 use crate::engine::Engine;
 use crate::error::Result;
 use agency_flow::latest_of;
 
-/// "1 worker" / "3 workers".
-fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
+/// Writes `line` in `run`'s log (a `normal` line, as [`Engine::log`] writes).
+fn write(store: &dyn Blackboard, run: RunId, line: Line) -> Result<()> {
+    let payload = EventPayload::Log(LogLine::new("normal", Some(line.tag), line.message));
+    store.append_event(NewEvent::typed(run, payload).tier(line.tier))?;
+    Ok(())
 }
 
 /// `parent` just had `children` written: the line saying which agents start now.
 pub(crate) fn children_started(engine: &Engine, parent: &Brief, children: &[Brief]) -> Result<()> {
-    match BriefRole::of(parent) {
-        BriefRole::Lead => {
-            let names: Vec<&str> = children.iter().map(|c| c.title.as_str()).collect();
-            engine.log(
-                parent.run,
-                Some(Tier::T2),
-                "SPEC_START",
-                format!(
-                    "{} spawned (parallel): {}",
-                    count(children.len(), "specialist"),
-                    names.join(", ")
-                ),
-            )
-        }
-        BriefRole::Specialist if children.len() > 1 => engine.log(
-            parent.run,
-            Some(Tier::T3),
-            "MESH_START",
-            format!(
-                "{}/{}: {} negotiating task boundaries",
-                parent.workstream,
-                parent.title,
-                count(children.len(), "squad lead")
-            ),
-        ),
-        BriefRole::Specialist => {
-            for child in children {
-                engine.log(
-                    parent.run,
-                    Some(Tier::T3),
-                    "START",
-                    format!("T3 {} spawned for {}", child.title, child.workstream),
-                )?;
-            }
-            Ok(())
-        }
-        BriefRole::SquadLead => {
-            let pipeline = children.iter().filter(|c| !c.depends_on.is_empty()).count();
-            let swarm = children.len() - pipeline;
-            let started = match swarm {
-                1 => "1 worker spawned".to_string(),
-                n => format!("{n} workers spawned in parallel"),
-            };
-            let behind = match pipeline {
-                0 => String::new(),
-                n => format!(
-                    ", {n} pipelined behind {}",
-                    if swarm == 1 { "it" } else { "them" }
-                ),
-            };
-            engine.log(
-                parent.run,
-                Some(Tier::T4),
-                "SWARM_START",
-                format!("{}: {started}{behind}", parent.title),
-            )
-        }
-        _ => Ok(()),
+    for line in narration::children_started(parent, children) {
+        write(engine.store.as_ref(), parent.run, line)?;
     }
+    Ok(())
 }
 
 /// A T2 specialist's architecture was accepted into the workstream.
 pub(crate) fn specialist_done(engine: &Engine, brief: &Brief) -> Result<()> {
-    engine.log(
+    write(
+        engine.store.as_ref(),
         brief.run,
-        Some(Tier::T2),
-        "SPEC_DONE",
-        format!("{} architecture draft ready", brief.title),
+        narration::specialist_done(brief),
     )
 }
 
@@ -106,18 +52,8 @@ pub(crate) fn mesh_done(
         tasks += squad.tasks.len();
         pipeline += squad.tasks.iter().filter(|t| !t.depends_on.is_empty()).count();
     }
-    engine.log(
-        brief.run,
-        Some(Tier::T3),
-        "MESH_DONE",
-        format!(
-            "{}/{domain}: task split committed by {} in round {round} — {} ({} swarm, {pipeline} pipeline)",
-            brief.workstream,
-            count(drafts.len(), "squad lead"),
-            count(tasks, "T4 task"),
-            tasks - pipeline
-        ),
-    )
+    let line = narration::mesh_done(&brief.workstream, domain, drafts.len(), tasks, pipeline, round);
+    write(engine.store.as_ref(), brief.run, line)
 }
 
 /// `implementer` (and maybe others of its squad) just got its verifier. When that completes the squad's
@@ -151,10 +87,8 @@ pub(crate) fn verifiers_started(engine: &Engine, implementer: &Brief) -> Result<
     } else {
         implementer.workstream.as_str()
     };
-    engine.log(
-        implementer.run,
-        Some(Tier::T5),
-        "VERIFY_START",
-        format!("{squad}: {} spawned", count(round, "verifier")),
-    )
+    match narration::verifiers_started(squad, round) {
+        Some(line) => write(engine.store.as_ref(), implementer.run, line),
+        None => Ok(()),
+    }
 }

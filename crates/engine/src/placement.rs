@@ -8,11 +8,13 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use agency_core::event::payload::Signal;
+use agency_core::event::payload::{LogLine, Signal};
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::placement::{LabelNeed, Offer};
 use agency_core::{AlgedonicSignal, BriefId, BriefStatus, RunId, SignalCategory};
 use agency_flow::placement::{Waiting, unplaced};
+
+use agency_store::Blackboard;
 
 use crate::engine::Engine;
 use crate::error::Result;
@@ -69,17 +71,24 @@ pub(crate) struct UnplacedBriefs {
 
 impl UnplacedBriefs {
     /// Raises the ALERT for each brief that has waited past team.yaml's `runner.unplaced_alert_seconds`
-    /// while no live runner (one that recorded its offer within a claim lease) offers what it needs.
-    pub(crate) fn look(&mut self, engine: &Engine, run: RunId) -> Result<()> {
-        let after = Duration::from_secs(u64::from(engine.config.runner.unplaced_alert_seconds.max(1)));
+    /// while no live runner (one that recorded its offer within a claim `lease`) offers what it needs. It
+    /// needs the blackboard and those two settings alone.
+    pub(crate) fn look(
+        &mut self,
+        store: &dyn Blackboard,
+        unplaced_alert_seconds: u32,
+        lease: chrono::Duration,
+        run: RunId,
+    ) -> Result<()> {
+        let after = Duration::from_secs(u64::from(unplaced_alert_seconds.max(1)));
         let every = (after / 4).clamp(Duration::from_millis(200), LOOK_EVERY);
         if self.due.is_some_and(|due| Instant::now() < due) {
             return Ok(());
         }
         self.due = Some(Instant::now() + every);
         // While a gate holds the run nobody claims: its briefs wait for the gate, not for a runner.
-        let pending = engine.store.list_briefs_by_status(run, BriefStatus::Pending)?;
-        if pending.is_empty() || !engine.store.pending_gates(Some(run))?.is_empty() {
+        let pending = store.list_briefs_by_status(run, BriefStatus::Pending)?;
+        if pending.is_empty() || !store.pending_gates(Some(run))?.is_empty() {
             self.waiting_since.clear();
             self.reported.clear();
             return Ok(());
@@ -88,7 +97,7 @@ impl UnplacedBriefs {
         for brief in &pending {
             let mut ready = true;
             for dep in &brief.depends_on {
-                if engine.store.get_brief(*dep)?.status != BriefStatus::Done {
+                if store.get_brief(*dep)?.status != BriefStatus::Done {
                     ready = false;
                     break;
                 }
@@ -109,15 +118,14 @@ impl UnplacedBriefs {
         if waiting.iter().all(|w| w.waited < after) {
             return Ok(());
         }
-        let live_since = crate::gate_clock::liveness_now() - engine.lease();
-        let offers: Vec<_> = engine
-            .store
+        let live_since = crate::gate_clock::liveness_now() - lease;
+        let offers: Vec<_> = store
             .runner_offers(run)?
             .into_iter()
             .filter(|o| o.seen_at >= live_since)
             .collect();
         let live: Vec<&Offer> = offers.iter().map(|o| &o.offer).collect();
-        let needs = engine.store.label_needs(run)?;
+        let needs = store.label_needs(run)?;
         let offered = if offers.is_empty() {
             "no runner is live".to_string()
         } else {
@@ -143,8 +151,9 @@ impl UnplacedBriefs {
                 waited.as_secs(),
                 found.needs,
             );
-            engine.log(run, Some(brief.tier), "UNPLACED", issue.clone())?;
-            engine.store.append_event(
+            let line = LogLine::new("normal", Some("UNPLACED"), issue.clone());
+            store.append_event(NewEvent::typed(run, EventPayload::Log(line)).tier(brief.tier))?;
+            store.append_event(
                 NewEvent::typed(
                     run,
                     EventPayload::Alert(Signal {
@@ -176,5 +185,79 @@ impl UnplacedBriefs {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The unplaced-brief watch on its own: a blackboard and two settings, no `Engine`.
+
+    use agency_core::brief::BriefPlacement;
+    use agency_core::event::EventPayload;
+    use agency_core::placement::LabelNeed;
+    use agency_core::{BriefId, NewBrief, Tier};
+    use agency_store::{Blackboard, NewRun, SqliteBlackboard};
+
+    use super::UnplacedBriefs;
+
+    #[test]
+    fn a_ready_brief_no_live_runner_offers_is_reported_once_after_its_wait() {
+        let store = SqliteBlackboard::open_in_memory().unwrap();
+        let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
+        store
+            .set_label_needs(run, &[LabelNeed::new("ws-gpu", "gpu")])
+            .unwrap();
+        let brief = NewBrief {
+            tier: Tier::T4,
+            workstream: "ws-gpu".into(),
+            title: "train".into(),
+            personality: None,
+            instructions: "train it".into(),
+            inputs: vec![],
+            variety: None,
+            contract: None,
+            depends_on: vec![],
+        }
+        .into_brief(BriefPlacement {
+            id: BriefId::new(),
+            run,
+            parent: None,
+            goal_anchor: "goal".into(),
+            retry_budget: 1,
+            depends_on: vec![],
+            created_at: chrono::Utc::now(),
+        });
+        store.insert_brief(&brief).unwrap();
+        let said = || -> Vec<String> {
+            store
+                .events_after(Some(run), 0, 1000)
+                .unwrap()
+                .iter()
+                .filter_map(|e| match e.typed() {
+                    Ok(EventPayload::Log(line)) if line.tag.as_deref() == Some("UNPLACED") => {
+                        Some(format!("{:?} {}", e.tier, line.message))
+                    }
+                    Ok(EventPayload::Alert(signal)) => Some(format!("ALERT {:?}", signal.brief)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut watch = UnplacedBriefs::default();
+        let lease = chrono::Duration::seconds(30);
+        watch.look(&store, 1, lease, run).unwrap();
+        assert!(said().is_empty(), "not before it has waited");
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        watch.look(&store, 1, lease, run).unwrap();
+        let lines = said();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("Some(T4) t4 train (ws-gpu) has waited 1 s and no live runner can take it"),
+            "{lines:?}"
+        );
+        assert!(lines[0].ends_with("; no runner is live"), "{lines:?}");
+        assert_eq!(lines[1], format!("ALERT {:?}", Some(brief.id)));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        watch.look(&store, 1, lease, run).unwrap();
+        assert_eq!(said().len(), 2, "reported once for its wait");
     }
 }

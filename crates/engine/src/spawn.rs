@@ -2,8 +2,15 @@
 //! started from its pipeline predecessors' or its salvaged previous attempt's work; a reader's detached
 //! checkout of what it judges), its inputs, feedback and personality, the link that reviews its teachback
 //! and charge its usage, and the claim it holds while it runs.
+//!
+//! The engine gathers what a brief's agent needs (its runtime and sandbox, its inputs, feedback and
+//! personality, its reviewer); two narrow contexts carry the start out: a [`Workbench`] makes its worktree
+//! (the blackboard, the repository, the run's branches and the spares, nothing else), a [`Launcher`]
+//! starts the agent under its claim (the blackboard, the runner's name, its lease and the agents'
+//! limits). What a writer starts from and what a reader sees are decided in [`agency_flow::start`].
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use agency_core::event::payload;
 use agency_core::event::payload::BriefStatusChange;
@@ -11,16 +18,20 @@ use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::GateKind;
 use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefStatus, Tier};
-use agency_exec::runtime::{Access, AgentLimits, AgentReport, AgentTask, Ending, ReportStatus};
+use agency_exec::Repo;
+use agency_exec::runtime::{Access, AgentLimits, AgentReport, AgentTask, Ending, ReportStatus, Runtime};
+use agency_exec::sandbox::Sandboxing;
+use agency_flow::start::{PreviousReport, ReaderSees, WriterBase};
 use agency_llm::CancelToken;
-use agency_store::Change;
+use agency_store::{Blackboard, Change};
 
-use crate::artifacts::{diff_name, feedback_name, report_name};
+use crate::artifacts::{brief_artifact, diff_name, feedback_name, report_name};
 use crate::branches::RunBranches;
 use crate::brief_link::{BriefLink, Reviewer};
 use crate::crew::{AgentEnd, Launches};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::spares::Shelf;
 use crate::task::{Input, call_meta, output_check, render_prompt, system_blocks};
 
 impl Engine {
@@ -111,8 +122,9 @@ impl Engine {
             return Ok(false);
         }
         let role = BriefRole::of(&brief);
+        let branches = self.branches(brief.run);
         // Through a shared remote, what it starts from (or judges) is fetched first.
-        crate::remote::fetch_for_start(self.store.as_ref(), &self.branches(brief.run), &brief)?;
+        crate::remote::fetch_for_start(self.store.as_ref(), &branches, &brief)?;
         // A slice's T5 brief and T1's acceptance are sign-offs, not free agents.
         if matches!(role, BriefRole::Verifier | BriefRole::Accept) {
             self.spawn_signoff(launches, brief, cancel)?;
@@ -130,20 +142,113 @@ impl Engine {
         };
         // Before anything is made for it: an agent that cannot be sandboxed does not start.
         let sandbox = self.agent_sandbox(&brief, runtime.as_ref(), access)?;
-        let (worktree, workspace) = self.prepare_worktree(&brief, role)?;
-        let inputs = self.inputs_of(&brief)?;
+        let workbench = Workbench {
+            store: self.store.as_ref(),
+            repo: &self.repo,
+            branches: &branches,
+            spares: self.shelf(),
+        };
+        let (worktree, workspace) = workbench.prepare_worktree(&brief, role)?;
+        let inputs = workbench.inputs_of(&brief)?;
         let feedback = self.feedback_of(&brief)?;
         let personality = self.personality_prompt(&brief)?;
+        let start = AgentStart {
+            role,
+            access,
+            sandbox,
+            worktree,
+            workspace,
+            inputs,
+            feedback,
+            personality,
+            reviewer: self.reviewer(&brief),
+            ledger: self.unmetered_ledger(Some(&runtime)),
+            runtime,
+            brief,
+        };
+        self.launcher().launch(launches, start, cancel);
+        Ok(true)
+    }
+
+    /// What starting an agent under its claim needs of this runner ([`Launcher`]).
+    fn launcher(&self) -> Launcher<'_> {
+        Launcher {
+            store: &self.store,
+            worker: &self.options.worker,
+            lease: self.lease(),
+            limits: AgentLimits {
+                repair_attempts: self.config.runner.repair_attempts,
+                ..self.options.limits
+            },
+        }
+    }
+
+    /// What the previous attempt of this brief was told (stored as its `feedback/<id>` artifact). A first
+    /// attempt has none, and is not looked up: feedback is only ever written with a retry, numbered from 1
+    /// ([`crate::failure::retry`]), and copied to pipeline tasks that keep their attempt's number. What the
+    /// attempt before reported and changed follows it ([`crate::previous`]).
+    fn feedback_of(&self, brief: &Brief) -> Result<Option<String>> {
+        if brief.attempt == 0 {
+            return Ok(None);
+        }
+        self.artifact_of(brief.run, brief.id, feedback_name)?
+            .map(|a| crate::previous::remembered(self, brief, &String::from_utf8_lossy(&a.bytes)))
+            .transpose()
+    }
+}
+
+/// An agent ready to start: its brief and everything the engine gathered for it.
+pub(crate) struct AgentStart {
+    pub(crate) brief: Brief,
+    pub(crate) role: BriefRole,
+    pub(crate) runtime: Arc<dyn Runtime>,
+    pub(crate) access: Access,
+    pub(crate) sandbox: Sandboxing,
+    /// Its worktree, and the change that records it on the brief.
+    pub(crate) worktree: PathBuf,
+    pub(crate) workspace: Change,
+    pub(crate) inputs: Vec<Input>,
+    pub(crate) feedback: Option<String>,
+    pub(crate) personality: Option<String>,
+    pub(crate) reviewer: Reviewer,
+    /// The ledger an external agent's reported usage is charged to (see [`Engine::unmetered_ledger`]).
+    pub(crate) ledger: Option<crate::budget::SharedLedger>,
+}
+
+/// What starting an agent under its claim needs of the runner: the blackboard (its link's writes, the
+/// claim's renewals), the runner's name, the claims' lease and the agents' limits.
+pub(crate) struct Launcher<'a> {
+    pub(crate) store: &'a Arc<dyn Blackboard>,
+    pub(crate) worker: &'a str,
+    pub(crate) lease: chrono::Duration,
+    pub(crate) limits: AgentLimits,
+}
+
+impl Launcher<'_> {
+    /// Adds `start`'s agent to `launches`: its `spawned` record and worktree written with the others
+    /// started together, its run renewing its claim and stopped when the claim is lost.
+    pub(crate) fn launch(&self, launches: &mut Launches, start: AgentStart, cancel: &CancelToken) {
+        let AgentStart {
+            brief,
+            role,
+            runtime,
+            access,
+            sandbox,
+            worktree,
+            workspace,
+            inputs,
+            feedback,
+            personality,
+            reviewer,
+            ledger,
+        } = start;
         let task = AgentTask {
             system: system_blocks(role, personality.as_deref()),
             shared_system_blocks: crate::task::SHARED_SYSTEM_BLOCKS,
             prompt: render_prompt(&brief, &inputs, feedback.as_deref()),
             access,
             ending: Ending::Report,
-            limits: AgentLimits {
-                repair_attempts: self.config.runner.repair_attempts,
-                ..self.options.limits
-            },
+            limits: self.limits,
             env: agent_env(),
             sandbox,
             meta: call_meta(&brief),
@@ -153,13 +258,8 @@ impl Engine {
         };
         // The agent's own token: a link that meets its reviewer's outage stop the agent with it.
         let cancel = cancel.child();
-        let link = BriefLink::new(
-            self.store.clone(),
-            brief.clone(),
-            self.reviewer(&brief),
-            cancel.clone(),
-        )
-        .charging(self.unmetered_ledger(Some(&runtime)));
+        let link =
+            BriefLink::new(self.store.clone(), brief.clone(), reviewer, cancel.clone()).charging(ledger);
         // Where it works and that it started, written with the other agents started together. A crash
         // before that leaves a worktree nobody recorded: the brief is still `running` without `spawned`,
         // and its restart prepares the same one.
@@ -175,8 +275,7 @@ impl Engine {
         .brief(brief.id)
         .tier(brief.tier);
         let id = brief.id;
-        let claim =
-            crate::crew::hold_claim(self.store.clone(), id, self.options.worker.clone(), self.lease());
+        let claim = crate::crew::hold_claim(self.store.clone(), id, self.worker.to_string(), self.lease);
         let record = vec![workspace, Change::AppendEvent(spawned)];
         launches.add(record, async move {
             tokio::select! {
@@ -194,12 +293,22 @@ impl Engine {
                 }
             }
         });
-        Ok(true)
     }
+}
 
+/// What making a brief's worktree needs of the runner: the blackboard (its predecessors' and previous
+/// attempt's records), the repository, the run's branches and the spares made ahead.
+pub(crate) struct Workbench<'a> {
+    pub(crate) store: &'a dyn Blackboard,
+    pub(crate) repo: &'a Repo,
+    pub(crate) branches: &'a RunBranches,
+    pub(crate) spares: Shelf<'a>,
+}
+
+impl Workbench<'_> {
     /// Makes the brief's worktree; returns its path and the change that records it on the brief.
-    fn prepare_worktree(&self, brief: &Brief, role: BriefRole) -> Result<(PathBuf, Change)> {
-        let branches = self.branches(brief.run);
+    pub(crate) fn prepare_worktree(&self, brief: &Brief, role: BriefRole) -> Result<(PathBuf, Change)> {
+        let branches = self.branches;
         let workspace = |branch: Option<String>, path: &PathBuf| Change::SetWorkspace {
             id: brief.id,
             branch,
@@ -207,31 +316,38 @@ impl Engine {
         };
         if role.writes() {
             let workstream = branches.ensure_workstream(&brief.workstream)?;
-            let base = match self.pipeline_base(brief, &branches)? {
-                Some(base) => base,
-                None => self.salvaged_base(brief)?.unwrap_or(workstream),
+            let predecessors = self.predecessor_branches(brief)?;
+            let salvaged = match predecessors.is_empty() {
+                true => self.salvaged_base(brief)?,
+                // A pipeline task starts from its predecessors whatever its previous attempt did.
+                false => None,
             };
+            let base = agency_flow::start::writer_base(&predecessors, salvaged.as_deref(), &workstream);
+            if let WriterBase::Pipeline { first, merge_in } = base {
+                self.merge_predecessors(brief, first, merge_in)?;
+            }
+            let base = base.branch();
             // A worktree made ahead at the base's commit saves checking the files out.
             let (branch, path) = (branches.brief(brief), branches.worktree_path(brief));
-            if self.adopt_spare_on_branch(brief, &base, &branch, &path)? {
+            if self.spares.adopt_on_branch(brief, base, &branch, &path)? {
                 let change = workspace(Some(branch), &path);
                 return Ok((path, change));
             }
-            let (branch, path) = branches.prepare_worktree(brief, &base)?;
+            let (branch, path) = branches.prepare_worktree(brief, base)?;
             let change = workspace(Some(branch), &path);
             Ok((path, change))
         } else {
             // Readers see what they judge: a verifier its implementer's branch, the others the integration.
-            let rev = match (role, brief.parent) {
-                (BriefRole::Verifier, Some(parent)) => self
+            let rev = match agency_flow::start::reader_sees(role, brief.parent) {
+                ReaderSees::ParentBranch(parent) => self
                     .store
                     .get_brief(parent)?
                     .branch
                     .unwrap_or_else(|| branches.integration()),
-                _ => branches.integration(),
+                ReaderSees::Integration => branches.integration(),
             };
             let path = branches.worktree_path(brief);
-            if self.adopt_spare(&rev, &path)? {
+            if self.spares.adopt(&rev, &path)? {
                 let change = workspace(None, &path);
                 return Ok((path, change));
             }
@@ -242,10 +358,12 @@ impl Engine {
     }
 
     /// Where a retried implementer starts when its previous attempt reported `partial`: from that
-    /// attempt's branch, which holds the work it committed. `None` otherwise (a first attempt, a previous
-    /// one that failed any other way).
+    /// attempt's branch, which holds the work it committed ([`agency_flow::start::salvages`]). `None`
+    /// otherwise (a first attempt, a previous one that failed any other way).
     fn salvaged_base(&self, brief: &Brief) -> Result<Option<String>> {
-        let (Some(parent), Some(previous_attempt)) = (brief.parent, brief.attempt.checked_sub(1)) else {
+        let Some((parent, previous_attempt)) =
+            agency_flow::start::previous_attempt(brief.attempt, brief.parent)
+        else {
             return Ok(None);
         };
         let Some(previous) = self
@@ -259,44 +377,50 @@ impl Engine {
         let Some(branch) = previous.branch.clone() else {
             return Ok(None);
         };
-        let Some(report) = self.artifact_of(brief.run, previous.id, report_name)? else {
-            return Ok(None);
+        let report = match brief_artifact(self.store, brief.run, previous.id, report_name)? {
+            None => PreviousReport::Unread,
+            Some(report) => match serde_json::from_slice::<AgentReport>(&report.bytes) {
+                Ok(report) if report.status == ReportStatus::Partial => PreviousReport::Partial,
+                Ok(_) => PreviousReport::Other,
+                Err(_) => PreviousReport::Unread,
+            },
         };
-        // A report that does not read is not taken for a partial one: the retry starts from the workstream
-        // branch, as a failed attempt's does (the safe side: nothing of an unread attempt is built on).
-        let partial = serde_json::from_slice::<AgentReport>(&report.bytes)
-            .is_ok_and(|report| report.status == ReportStatus::Partial);
-        Ok((partial && self.repo.branch_exists(&branch)?).then_some(branch))
+        if report != PreviousReport::Partial {
+            return Ok(None);
+        }
+        let salvaged = agency_flow::start::salvages(report, self.repo.branch_exists(&branch)?);
+        Ok(salvaged.then_some(branch))
     }
 
-    /// Where a pipeline task starts: from its predecessors' work, which is not in the workstream branch yet
-    /// (slices merge only after their squad's joint verdict). Its branch is made at the first
-    /// predecessor's branch with the others merged in; `None` for a task with no predecessors.
-    fn pipeline_base(&self, brief: &Brief, branches: &RunBranches) -> Result<Option<String>> {
+    /// The branches of `brief`'s pipeline predecessors that have one, in its `depends_on` order.
+    fn predecessor_branches(&self, brief: &Brief) -> Result<Vec<String>> {
         let mut before = Vec::with_capacity(brief.depends_on.len());
         for id in &brief.depends_on {
             if let Some(branch) = self.store.get_brief(*id)?.branch {
                 before.push(branch);
             }
         }
-        let Some((first, rest)) = before.split_first() else {
-            return Ok(None);
-        };
-        let own = branches.brief(brief);
-        if !rest.is_empty() && !self.repo.branch_exists(&own)? {
+        Ok(before)
+    }
+
+    /// A pipeline task's branch, made at its first predecessor's branch (`first`) with the others
+    /// (`merge_in`) merged in, when it has several and its branch is not there yet.
+    fn merge_predecessors(&self, brief: &Brief, first: &str, merge_in: &[String]) -> Result<()> {
+        let own = self.branches.brief(brief);
+        if !merge_in.is_empty() && !self.repo.branch_exists(&own)? {
             self.repo.create_branch(&own, first)?;
-            for other in rest {
+            for other in merge_in {
                 let message = format!("{}: start from {other}", brief.title);
                 // A conflict leaves the branch as it was; every predecessor's diff is among the agent's inputs.
-                branches.merge(&own, other, &message)?;
+                self.branches.merge(&own, other, &message)?;
             }
         }
-        Ok(Some(first.clone()))
+        Ok(())
     }
 
     /// The artifacts a brief reads, by name (the newest of each name), then its pipeline predecessors'
     /// diffs.
-    fn inputs_of(&self, brief: &Brief) -> Result<Vec<Input>> {
+    pub(crate) fn inputs_of(&self, brief: &Brief) -> Result<Vec<Input>> {
         let mut inputs = Vec::new();
         let mut keep = |name: String, found: Option<agency_store::Artifact>| {
             if let Some(artifact) = found {
@@ -312,23 +436,10 @@ impl Engine {
         for &predecessor in &brief.depends_on {
             keep(
                 diff_name(predecessor),
-                self.artifact_of(brief.run, predecessor, diff_name)?,
+                brief_artifact(self.store, brief.run, predecessor, diff_name)?,
             );
         }
         Ok(inputs)
-    }
-
-    /// What the previous attempt of this brief was told (stored as its `feedback/<id>` artifact). A first
-    /// attempt has none, and is not looked up: feedback is only ever written with a retry, numbered from 1
-    /// ([`crate::failure::retry`]), and copied to pipeline tasks that keep their attempt's number. What the
-    /// attempt before reported and changed follows it ([`crate::previous`]).
-    fn feedback_of(&self, brief: &Brief) -> Result<Option<String>> {
-        if brief.attempt == 0 {
-            return Ok(None);
-        }
-        self.artifact_of(brief.run, brief.id, feedback_name)?
-            .map(|a| crate::previous::remembered(self, brief, &String::from_utf8_lossy(&a.bytes)))
-            .transpose()
     }
 }
 
@@ -339,4 +450,220 @@ fn agent_env() -> Vec<(String, String)> {
         .into_iter()
         .filter_map(|name| std::env::var(name).ok().map(|value| (name.to_string(), value)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    //! The worktree executor on its own: a repository, a blackboard, the run's branches and a spares
+    //! shelf, no `Engine` and no runtime.
+
+    use std::path::Path;
+
+    use agency_core::brief::BriefPlacement;
+    use agency_core::tiers::BriefRole;
+    use agency_core::{Brief, BriefId, NewBrief, RunId, Tier};
+    use agency_exec::{Repo, WorktreeSweep};
+    use agency_store::{Blackboard, Change, NewArtifact, NewRun, SqliteBlackboard};
+
+    use super::Workbench;
+    use crate::artifacts::{diff_name, report_name};
+    use crate::branches::RunBranches;
+    use crate::branches::testing::{repo_at, run_branches};
+    use crate::spare_pool::Spares;
+    use crate::spares::Shelf;
+
+    /// A brief of `run`'s workstream `ws-a`, not stored yet.
+    fn brief(
+        run: RunId,
+        tier: Tier,
+        title: &str,
+        parent: Option<BriefId>,
+        depends_on: Vec<BriefId>,
+    ) -> Brief {
+        NewBrief {
+            tier,
+            workstream: "ws-a".into(),
+            title: title.into(),
+            personality: None,
+            instructions: "do it".into(),
+            inputs: vec![],
+            variety: None,
+            contract: None,
+            depends_on: vec![],
+        }
+        .into_brief(BriefPlacement {
+            id: BriefId::new(),
+            run,
+            parent,
+            goal_anchor: "goal".into(),
+            retry_budget: 2,
+            depends_on,
+            created_at: chrono::Utc::now(),
+        })
+    }
+
+    /// `brief` stored with its branch recorded, its work (`file`) committed on it.
+    fn worked(store: &dyn Blackboard, branches: &RunBranches, mut brief: Brief, file: &str) -> Brief {
+        let workstream = branches.ensure_workstream("ws-a").unwrap();
+        let (branch, worktree) = branches.prepare_worktree(&brief, &workstream).unwrap();
+        std::fs::write(worktree.join(file), format!("{file}\n")).unwrap();
+        assert!(branches.commit_brief(&brief).unwrap());
+        brief.branch = Some(branch);
+        store.insert_brief(&brief).unwrap();
+        brief
+    }
+
+    fn has(path: &Path, file: &str) -> bool {
+        path.join(file).exists()
+    }
+
+    struct Bench {
+        _dir: tempfile::TempDir,
+        repo: Repo,
+        store: SqliteBlackboard,
+        run: RunId,
+        branches: RunBranches,
+        pool: Spares,
+        sweep: WorktreeSweep,
+        worktrees: std::path::PathBuf,
+    }
+
+    impl Bench {
+        fn new() -> Bench {
+            let dir = tempfile::tempdir().unwrap();
+            let work = dir.path().join("repo");
+            let (repo, base) = repo_at(&work);
+            let store = SqliteBlackboard::open_in_memory().unwrap();
+            let run = store
+                .create_run(NewRun::new("goal", work.display().to_string()))
+                .unwrap()
+                .id;
+            let worktrees = dir.path().join("worktrees");
+            let branches = run_branches(&repo, run, &worktrees, &base);
+            Bench {
+                sweep: WorktreeSweep::new(repo.clone()),
+                pool: Spares::default(),
+                _dir: dir,
+                repo,
+                store,
+                run,
+                branches,
+                worktrees,
+            }
+        }
+
+        fn workbench(&self) -> Workbench<'_> {
+            Workbench {
+                store: &self.store,
+                repo: &self.repo,
+                branches: &self.branches,
+                spares: Shelf {
+                    repo: &self.repo,
+                    pool: &self.pool,
+                    sweep: &self.sweep,
+                    worktrees: &self.worktrees,
+                },
+            }
+        }
+    }
+
+    #[test]
+    fn a_pipeline_task_starts_from_all_its_predecessors_and_its_verifier_sees_its_branch() {
+        let bench = Bench::new();
+        let (store, branches, run) = (&bench.store, &bench.branches, bench.run);
+        let one = worked(
+            store,
+            branches,
+            brief(run, Tier::T4, "one", None, vec![]),
+            "one.txt",
+        );
+        let two = worked(
+            store,
+            branches,
+            brief(run, Tier::T4, "two", None, vec![]),
+            "two.txt",
+        );
+        store
+            .put_artifact(
+                NewArtifact::new(run, diff_name(one.id), "text/x-diff", b"+one".to_vec()).brief(one.id),
+            )
+            .unwrap();
+        let mut three = brief(run, Tier::T4, "three", None, vec![one.id, two.id]);
+        three.branch = Some(branches.brief(&three));
+        store.insert_brief(&three).unwrap();
+
+        let (path, change) = bench
+            .workbench()
+            .prepare_worktree(&three, BriefRole::Implementer)
+            .unwrap();
+        assert!(
+            has(&path, "one.txt") && has(&path, "two.txt"),
+            "{}",
+            path.display()
+        );
+        assert_eq!(
+            change,
+            Change::SetWorkspace {
+                id: three.id,
+                branch: Some(branches.brief(&three)),
+                worktree: Some(path.display().to_string()),
+            }
+        );
+        // Its inputs: the diffs its predecessors left (the second left none).
+        let inputs = bench.workbench().inputs_of(&three).unwrap();
+        let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, [diff_name(one.id)]);
+
+        std::fs::write(path.join("three.txt"), "three\n").unwrap();
+        assert!(branches.commit_brief(&three).unwrap());
+        let verifier = brief(run, Tier::T5, "three", Some(three.id), vec![]);
+        let (seen, change) = bench
+            .workbench()
+            .prepare_worktree(&verifier, BriefRole::Verifier)
+            .unwrap();
+        assert!(has(&seen, "three.txt") && has(&seen, "one.txt"));
+        assert!(matches!(change, Change::SetWorkspace { branch: None, .. }));
+    }
+
+    #[test]
+    fn only_a_partial_attempt_is_built_on_by_its_retry() {
+        let bench = Bench::new();
+        let (store, branches, run) = (&bench.store, &bench.branches, bench.run);
+        let squad = brief(run, Tier::T3, "squad", None, vec![]);
+        store.insert_brief(&squad).unwrap();
+        for (title, status, salvaged) in [
+            ("kept", "partial", true),
+            ("dropped", "blocked", false),
+            ("unread", "", false),
+        ] {
+            let previous = worked(
+                store,
+                branches,
+                brief(run, Tier::T4, title, Some(squad.id), vec![]),
+                "half.txt",
+            );
+            if !status.is_empty() {
+                let report = format!(r#"{{"status":"{status}","summary":"half of it"}}"#);
+                store
+                    .put_artifact(
+                        NewArtifact::new(
+                            run,
+                            report_name(previous.id),
+                            "application/json",
+                            report.into_bytes(),
+                        )
+                        .brief(previous.id),
+                    )
+                    .unwrap();
+            }
+            let mut retry = brief(run, Tier::T4, title, Some(squad.id), vec![]);
+            retry.attempt = 1;
+            store.insert_brief(&retry).unwrap();
+            let (path, _) = bench
+                .workbench()
+                .prepare_worktree(&retry, BriefRole::Implementer)
+                .unwrap();
+            assert_eq!(has(&path, "half.txt"), salvaged, "{title}");
+        }
+    }
 }

@@ -13,9 +13,17 @@
 //! - [`conflicts`]: T2's conflict cycles — back to the specialists, then T1's ruling, then a human;
 //! - [`gates`]: where a brief stands at its gate (open it, wait, go on, re-invoke);
 //! - [`verdicts`]: a squad's joint verdict and what it does (merge, retry the rejected slices, escalate);
+//! - [`merges`]: handing a slice over and merging a squad's slices — whether an implementer changed
+//!   anything, whether a squad's round is judged, the merge order, what a merge conflict sends where;
 //! - [`mesh`]: the T3 mesh's drafts, their overlaps, and what a closed round leads to (commit, reconcile,
 //!   escalate to the domain's specialist);
+//! - [`start`]: where an agent starts — how many briefs a runner claims, what a writer's branch starts
+//!   from, what a reader checks out, when a worktree made ahead is used;
+//! - [`narration`]: what the tier-level lines of the live log say (a tier's agents started, its work
+//!   ready);
 //! - [`placement`]: which runner may take which brief, and which waiting briefs no live runner can take;
+//! - [`summaries`]: what a human reads at a tier's gate (the line, what was produced, what approval
+//!   starts, what the output flags);
 //! - [`tiers`]: what comes next for a brief whose agent reported, per tier (the mesh, the synthesis, the
 //!   acceptance), and what a failure or a rejection at a gate leads to (retry or escalate).
 
@@ -24,9 +32,13 @@ pub mod amendments;
 pub mod attempts;
 pub mod conflicts;
 pub mod gates;
+pub mod merges;
 pub mod mesh;
+pub mod narration;
 pub mod placement;
 pub mod stages;
+pub mod start;
+pub mod summaries;
 pub mod tiers;
 pub mod verdicts;
 
