@@ -31,8 +31,8 @@ use agency_core::tiers::{
 };
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 use agency_flow::agreement::{
-    ASSUMED, Confirmation, Level, Outcome, Scope, anomaly_after, check, check_scope, diff_paths, read_answer,
-    worth_asking,
+    ASSUMED, Confirmation, Level, Outcome, Scope, anomaly_after, check, check_acceptance, check_scope,
+    check_task, diff_paths, read_answer, worth_asking,
 };
 use agency_llm::{Block, CancelToken, Message, Request, ToolChoice, ToolSpec};
 use serde_json::json;
@@ -452,6 +452,80 @@ pub(crate) fn slices_received(engine: &Engine, implementers: &[&Brief]) -> Resul
     Ok(())
 }
 
+/// L1 at T3→T4 for every implementer whose teachback was decided since the last pass: its own restatement
+/// (the teachback's `files` and `interfaces`) against its squad lead's committed draft (the draft's `files`,
+/// and the interfaces it `provides` and `consumes`), decided by [`check_task`]. Runs in the pass, after the
+/// teachback is decided — never on the hook's or the review's path, so the teachback gate is no slower —
+/// and once per implementer (a restarted runner skips those already recorded). An implementer without a
+/// squad lead, or whose squad declared nothing, is recorded with the fallback. A significant mismatch is
+/// asked at the end of the pass like the others. Returns whether it checked any.
+pub(crate) fn tasks_restated(engine: &Engine, run: RunId) -> Result<bool> {
+    let decided = engine
+        .agreement_asks
+        .decided_teachbacks(engine.store.as_ref(), run)?;
+    let mut checked = false;
+    // One read of each squad's draft per pass, however many of its implementers were decided.
+    let mut drafts: HashMap<BriefId, Option<SquadOutput>> = HashMap::new();
+    for (id, teachback) in decided {
+        let implementer = engine.store.get_brief(id)?;
+        if BriefRole::of(&implementer) != BriefRole::Implementer {
+            continue;
+        }
+        let draft = match implementer.parent {
+            Some(parent) => match drafts.get(&parent) {
+                Some(draft) => draft.clone(),
+                None => {
+                    let squad = engine.store.get_brief(parent)?;
+                    let draft = if squad.tier == Tier::T3 {
+                        Some(output_of::<SquadOutput>(engine, &squad)?)
+                    } else {
+                        None
+                    };
+                    drafts.insert(parent, draft.clone());
+                    draft
+                }
+            },
+            None => None,
+        };
+        let (files, interfaces) = draft
+            .map(|d| {
+                let mut interfaces = d.provides;
+                interfaces.extend(d.consumes);
+                (d.files, interfaces)
+            })
+            .unwrap_or_default();
+        let handed = Scope {
+            files: &files,
+            interfaces: &interfaces,
+        };
+        let restated = Scope {
+            files: &teachback.files,
+            interfaces: &teachback.interfaces,
+        };
+        let declared = !files.is_empty() || !interfaces.is_empty();
+        record(
+            engine,
+            Handoff {
+                level: Level::L1,
+                handoff: crate::agreement_asks::TASK_HANDOFF.into(),
+                receiver: &implementer,
+                handing_over: implementer.parent.filter(|_| declared),
+                outcome: check_task(handed, Some(restated)),
+                restated: restatement_text(&Understanding {
+                    building: teachback.building.clone(),
+                    files: teachback.files.clone(),
+                    interfaces: teachback.interfaces.clone(),
+                }),
+            },
+        )?;
+        checked = true;
+    }
+    if checked {
+        engine.store.flush_events()?;
+    }
+    Ok(checked)
+}
+
 /// What a signed-off slice achieved, for its verdict ([`agency_core::tiers::VerifierOutput::achieved`]):
 /// the files the signed-off commit changes (from the diff the sign-off judged, or else the slice's diff on
 /// the blackboard) and the judge's first line.
@@ -485,7 +559,16 @@ pub(crate) fn achieved(
             }
         }
     });
-    let summary = report
+    Achieved {
+        summary: judge_first_line(report),
+        files,
+    }
+}
+
+/// The judge's first line (what the sign-off's restatement of the achievement says in words), cut to 200
+/// characters; empty when the judge said nothing before its verdict.
+pub(crate) fn judge_first_line(report: &agency_signoff::SignoffReport) -> String {
+    report
         .judge_answer
         .as_deref()
         .and_then(|a| {
@@ -494,8 +577,99 @@ pub(crate) fn achieved(
                 .find(|l| !l.is_empty() && !l.starts_with("VERDICT:"))
         })
         .map(|l| l.chars().take(200).collect())
+        .unwrap_or_default()
+}
+
+/// The `handoff` of the L2 check at the run's acceptance.
+pub(crate) const ACCEPT_HANDOFF: &str = "accept";
+
+/// L2 at the run's acceptance, as the runner acts on T1's accept brief: what the acceptance restates the
+/// run achieved (the integration branch's changed files) against the files the plan declared over all its
+/// workstreams ([`check_acceptance`]). Nobody is asked — T1 both declared the purpose and accepted the
+/// result, so there is no other tier to hand the question to — and a significant mismatch is an `anomaly`
+/// at once: listed on the next gate a human sees (a rejected acceptance's escalation), and, on an accepted
+/// run, which has no gate after it, shown in the live log and `agency inspect`. Checked once per
+/// acceptance brief, a restarted runner included.
+pub(crate) fn acceptance_checked(engine: &Engine, accept: &Brief) -> Result<()> {
+    let mut after = 0;
+    loop {
+        let page = engine.store.events_of_kinds_after(
+            accept.run,
+            &[agency_core::event::EventKind::Agreement],
+            after,
+            500,
+        )?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        let already = page.iter().any(|e| {
+            e.brief == Some(accept.id)
+                && matches!(e.typed(), Ok(EventPayload::Agreement(a)) if a.handoff == ACCEPT_HANDOFF)
+        });
+        if already {
+            return Ok(());
+        }
+    }
+    let output: agency_core::tiers::AcceptOutput = output_of(engine, accept)?;
+    let declared: Vec<String> = crate::plan::approved_plan(engine, accept.run)?
+        .map(|plan| {
+            plan.workstreams
+                .iter()
+                .flat_map(|ws| ws.files.iter().cloned())
+                .collect()
+        })
         .unwrap_or_default();
-    Achieved { summary, files }
+    let achieved = output.achieved.as_ref().map(|a| a.files.as_slice());
+    let outcome = check_acceptance(&declared, achieved);
+    let (significant, differences) = match &outcome {
+        Outcome::Mismatch {
+            significant,
+            differences,
+        } => (*significant, differences.clone()),
+        Outcome::Agreed | Outcome::Assumed => (false, Vec::new()),
+    };
+    let restated = match &output.achieved {
+        Some(a) if !a.files.is_empty() => {
+            let mut text = format!("the run changes {}", a.files.join(", "));
+            if !a.summary.is_empty() {
+                text.push_str(&format!(" [{}]", a.summary));
+            }
+            text
+        }
+        _ => String::new(),
+    };
+    let checked = AgreementChecked {
+        level: Level::L2.as_str().into(),
+        handoff: ACCEPT_HANDOFF.into(),
+        workstream: accept.workstream.clone(),
+        outcome: outcome.as_str().into(),
+        significant,
+        differences: differences.clone(),
+        restated,
+        ..AgreementChecked::default()
+    };
+    let mut event = NewEvent::typed(accept.run, EventPayload::Agreement(checked));
+    event.tier = Some(accept.tier);
+    event.brief = Some(accept.id);
+    engine.store.append_event_soon(event)?;
+    if significant {
+        let mut anomaly = NewEvent::typed(
+            accept.run,
+            EventPayload::Anomaly(Anomaly {
+                source: "agreement".into(),
+                workstream: Some(accept.workstream.clone()),
+                brief: Some(accept.id),
+                message: format!(
+                    "L2 mismatch at the run's acceptance: {} — what the plan declared over its workstreams",
+                    differences.join("; ")
+                ),
+            }),
+        );
+        anomaly.tier = Some(accept.tier);
+        anomaly.brief = Some(accept.id);
+        engine.store.append_event_soon(anomaly)?;
+    }
+    engine.store.flush_events()?;
+    Ok(())
 }
 
 /// L2 at T5→T1, as a squad's joint verdict is formed: what its slices' verdicts restate as achieved (their

@@ -279,14 +279,15 @@ pub fn task_significant(files: usize, interfaces: usize) -> bool {
 
 /// L2 at the run's acceptance: what T1's acceptance restates the run achieved (`achieved`: the files the
 /// integration branch changes since the run's base) held against the scope the plan declared over all its
-/// workstreams (`declared`: their `files`, a path ending in `/` for everything under it). Two kinds of
-/// difference: an achieved path outside every declared one (`… is outside what was handed over`), and a
-/// declared entry nothing achieved covers (`… was declared and not achieved`; a directory is covered by any
-/// achieved path under it). Either side empty: [`Outcome::Assumed`].
+/// workstreams (`declared`: their `files`, a path ending in `/` for everything under it). The difference
+/// is each declared entry nothing achieved covers (`… was declared and not achieved`; a directory is
+/// covered by any achieved path under it): what no squad's joint verdict can see, since each holds only
+/// what its slices achieved. An achieved path outside the declared scope is not a difference here: it was
+/// held against its workstream's purpose at that squad's joint verdict (L2 at T5→T1), where T1 was asked
+/// about it, and is not raised twice. Either side empty: [`Outcome::Assumed`].
 ///
-/// Significant ([`acceptance_significant`]): at least half of the declared entries not achieved (the run
-/// left half of its declared purpose undone), or the achieved paths outside it significant as at each
-/// squad's joint verdict ([`purpose_significant`]).
+/// Significant ([`acceptance_significant`]): at least half of the declared entries not achieved — the run
+/// left half of its declared purpose undone.
 pub fn check_acceptance(declared: &[String], achieved: Option<&[String]>) -> Outcome {
     let Some(achieved) = achieved else {
         return Outcome::Assumed;
@@ -304,38 +305,29 @@ pub fn check_acceptance(declared: &[String], achieved: Option<&[String]>) -> Out
     if declared.is_empty() || achieved.is_empty() {
         return Outcome::Assumed;
     }
-    let outside: Vec<&String> = achieved.iter().filter(|p| !within(p, &declared)).collect();
     let missed: Vec<&String> = declared
         .iter()
         .filter(|entry| {
-            !achieved
-                .iter()
-                .any(|p| within(p, &BTreeSet::from([(*entry).clone()])))
+            let entry = BTreeSet::from([(*entry).clone()]);
+            !achieved.iter().any(|p| within(p, &entry))
         })
         .collect();
-    if outside.is_empty() && missed.is_empty() {
+    if missed.is_empty() {
         return Outcome::Agreed;
     }
-    let significant = acceptance_significant(missed.len(), declared.len(), outside.len(), achieved.len());
-    let mut differences: Vec<String> = missed
-        .iter()
-        .map(|p| format!("{p} was declared and not achieved"))
-        .collect();
-    differences.extend(
-        outside
-            .iter()
-            .map(|p| format!("{p} is outside what was handed over")),
-    );
     Outcome::Mismatch {
-        significant,
-        differences,
+        significant: acceptance_significant(missed.len(), declared.len()),
+        differences: missed
+            .iter()
+            .map(|p| format!("{p} was declared and not achieved"))
+            .collect(),
     }
 }
 
 /// Whether an acceptance's mismatch is significant (see [`check_acceptance`]): `missed` of `declared`
-/// entries not achieved, `outside` of `achieved` paths outside the declared scope.
-pub fn acceptance_significant(missed: usize, declared: usize, outside: usize, achieved: usize) -> bool {
-    (missed > 0 && missed.saturating_mul(2) >= declared) || purpose_significant(outside, achieved)
+/// entries not achieved, at least half of them.
+pub fn acceptance_significant(missed: usize, declared: usize) -> bool {
+    missed > 0 && missed.saturating_mul(2) >= declared
 }
 
 /// The handing-over tier's answer, when a significant mismatch is put to it (seed 003, "Specialist
@@ -727,15 +719,10 @@ mod tests {
                 ..
             }
         ));
-        // Everything declared achieved, and as much again elsewhere: the purpose went elsewhere.
+        // Everything declared achieved, and as much again elsewhere: not raised again here (each
+        // squad's joint verdict held its strays against its purpose).
         let wide = v(&["add.sh", "mul.sh", "docs/a.md", "neg.sh", "x", "y"]);
-        assert!(matches!(
-            check_acceptance(&declared, Some(&wide)),
-            Outcome::Mismatch {
-                significant: true,
-                ..
-            }
-        ));
+        assert_eq!(check_acceptance(&declared, Some(&wide)), Outcome::Agreed);
         assert_eq!(check_acceptance(&[], Some(&all)), Outcome::Assumed);
         assert_eq!(check_acceptance(&declared, Some(&[])), Outcome::Assumed);
         assert_eq!(check_acceptance(&declared, None), Outcome::Assumed);
@@ -813,26 +800,21 @@ mod tests {
             }
         }
 
-        /// An acceptance that achieved every declared path (and nothing else) agrees; achieving less of
-        /// the declared scope never makes a significant mismatch insignificant.
+        /// Achieving less of the declared scope never makes a significant mismatch insignificant; nothing
+        /// missed is never significant, everything missed always is.
         #[test]
         fn acceptance_significance_grows_with_what_is_missed(
             missed in 0usize..10,
             more in 0usize..5,
             declared_extra in 0usize..10,
-            outside in 0usize..10,
-            inside in 0usize..10,
         ) {
             let declared = missed + more + declared_extra;
-            let achieved = outside + inside;
-            if acceptance_significant(missed, declared, outside, achieved) {
-                prop_assert!(acceptance_significant(missed + more, declared, outside, achieved));
+            if acceptance_significant(missed, declared) {
+                prop_assert!(acceptance_significant(missed + more, declared));
             }
-            if missed == 0 && outside == 0 {
-                prop_assert!(!acceptance_significant(missed, declared, outside, achieved));
-            }
-            if declared > 0 && missed == declared {
-                prop_assert!(acceptance_significant(missed, declared, outside, achieved));
+            prop_assert!(!acceptance_significant(0, declared));
+            if declared > 0 {
+                prop_assert!(acceptance_significant(declared, declared));
             }
         }
 

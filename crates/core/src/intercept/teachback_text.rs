@@ -10,7 +10,8 @@ use crate::teachback::Teachback;
 /// How to write a teachback, quoted in denials so the agent can copy the shape.
 pub const FORMAT_HINT: &str = "Format: \"Teachback:\" then one line each for \"- Building:\", \
 \"- Key constraints:\" (separate items with ;), \"- Interfaces:\", \"- Approach:\", \
-\"- Most likely wrong:\", \"- Least confident:\" and optionally \"- First action:\".";
+\"- Most likely wrong:\", \"- Least confident:\" and optionally \"- Files:\" (the files you will touch, \
+separated by ;) and \"- First action:\".";
 
 /// `None` when `text` is not a teachback; otherwise the teachback, or the list of required fields it left
 /// empty (as one readable string).
@@ -50,6 +51,7 @@ fn json_teachback(text: &str) -> Option<Teachback> {
         building: text("building"),
         key_constraints: list("key_constraints"),
         interfaces: list("interfaces"),
+        files: list("files"),
         approach: text("approach"),
         most_likely_wrong: text("most_likely_wrong"),
         least_confident: text("least_confident"),
@@ -94,6 +96,7 @@ fn bullets(text: &str) -> Option<Teachback> {
             "building" => teachback.building = value,
             "key constraints" | "constraints" => teachback.key_constraints = split_list(&value),
             "interfaces" => teachback.interfaces = split_list(&value),
+            "files" => teachback.files = split_list(&value),
             "approach" => teachback.approach = value,
             "most likely wrong" => teachback.most_likely_wrong = value,
             "least confident" | "least sure" => teachback.least_confident = value,

@@ -1,0 +1,191 @@
+//! The agreement checks issue 28 left unbuilt (docs/protocols.md, "Agreement at each handoff"): an
+//! implementer's own restatement at T3→T4, held against its squad lead's committed draft once its teachback
+//! is decided; L2 at the run's acceptance, the integration branch's changes against the plan's declared
+//! scope; and the handing-over tier confirming on an external runtime.
+
+use agency_core::event::payload::AgreementChecked;
+use agency_core::event::{EventKind, EventPayload};
+use agency_core::gate::GateKind;
+use agency_store::{Blackboard, RunStatus};
+
+use crate::support::{Project, approve, config, wait_for};
+
+const SCRIPT: &str = include_str!("../scripts/restate.yaml");
+
+fn agreements(project: &Project, run: agency_core::RunId, handoff: &str) -> Vec<AgreementChecked> {
+    project
+        .events_of(run, EventKind::Agreement)
+        .iter()
+        .filter_map(|e| match e.typed() {
+            Ok(EventPayload::Agreement(a)) if a.handoff == handoff => Some(a),
+            Ok(EventPayload::Agreement(_)) => None,
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+fn anomalies(project: &Project, run: agency_core::RunId) -> Vec<String> {
+    project
+        .events_of(run, EventKind::Anomaly)
+        .iter()
+        .filter_map(|e| match e.typed() {
+            Ok(EventPayload::Anomaly(a)) if a.source == "agreement" => Some(a.message),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_implementer_restating_a_file_its_squad_never_declared_is_corrected_and_on_the_verdict_gate() {
+    let project = Project::new();
+    let mut team = config();
+    team.visibility.inspection_gates.t5_verdict = true;
+    let (run, driving) = project.start_in_background(SCRIPT, team, false);
+    let store = project.store.clone();
+    let pending = |kind: GateKind| {
+        let store = store.clone();
+        move || {
+            store
+                .pending_gates(Some(run.id))
+                .unwrap()
+                .into_iter()
+                .find(|g| g.kind == kind)
+        }
+    };
+    approve(
+        store.as_ref(),
+        wait_for("the t1_plan gate", pending(GateKind::T1Plan)).id,
+    );
+    let verdict = wait_for("the t5_verdict gate", pending(GateKind::T5Verdict));
+    let listed: Vec<&str> = verdict.summary["anomalies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "ws-arith: L1 mismatch at t3→t4 (fix-add): mul.sh is outside what was handed over — t3 arithmetic \
+          says: only add.sh was handed over; mul.sh is another squad's (agreement)"
+        ],
+        "{}",
+        verdict.summary
+    );
+    approve(store.as_ref(), verdict.id);
+    let outcome = driving.join();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+
+    let task = agreements(&project, run.id, "t3→t4");
+    let answers: Vec<(&str, &str, bool)> = task
+        .iter()
+        .map(|a| {
+            (
+                a.outcome.as_str(),
+                a.confirmation.as_deref().unwrap_or(""),
+                a.significant,
+            )
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [("mismatch", "asking", true), ("mismatch", "corrected", true)]
+    );
+    assert_eq!(task[0].level, "L1");
+    assert_eq!(task[0].differences, ["mul.sh is outside what was handed over"]);
+    assert!(
+        task[0]
+            .restated
+            .starts_with("a fix for add.sh so that it adds [files: add.sh, mul.sh]"),
+        "{:?}",
+        task[0]
+    );
+    // The slice itself stayed within the draft: the T4→T5 check agrees.
+    let slice = agreements(&project, run.id, "t4→t5");
+    assert_eq!(slice.len(), 1);
+    assert_eq!(slice[0].outcome, "agreed");
+}
+
+#[test]
+fn an_implementer_within_its_draft_agrees_and_nobody_is_asked() {
+    let project = Project::new();
+    // An advisory teachback (variety 4): recorded and active at once, checked all the same.
+    let script = SCRIPT
+        .replace("files: [add.sh, mul.sh]", "files: [./add.sh]")
+        .replace(
+            "variety: { novelty: 2, scope: 2, uncertainty: 2, risk: 2 }",
+            "variety: { novelty: 1, scope: 1, uncertainty: 1, risk: 1 }",
+        );
+    let (run, driving) = project.start_in_background(&script, config(), true);
+    let outcome = driving.join();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let task = agreements(&project, run.id, "t3→t4");
+    assert_eq!(task.len(), 1, "{task:?}");
+    assert_eq!(
+        (task[0].outcome.as_str(), task[0].confirmation.as_deref()),
+        ("agreed", None)
+    );
+    // Asked only about a significant mismatch: no record of any question, on any handoff.
+    assert!(
+        project
+            .events_of(run.id, EventKind::Agreement)
+            .iter()
+            .all(|e| !matches!(e.typed(), Ok(EventPayload::Agreement(a)) if a.confirmation.is_some())),
+    );
+    assert!(anomalies(&project, run.id).is_empty());
+}
+
+/// The plan declares add.sh and mul.sh for the run; the run achieves add.sh only. T1's acceptance restates
+/// what the run achieved (the integration branch's changed files), and half of the declared scope is not
+/// in it: an L2 mismatch at the acceptance, recorded on the accept brief with an anomaly (there is no gate
+/// after an accepted run; the live log renders a mismatch record at the normal level, and `agency inspect`
+/// shows the accept brief's events).
+#[test]
+fn an_acceptance_that_achieved_half_the_plans_scope_is_an_l2_anomaly() {
+    let project = Project::new();
+    let script = SCRIPT
+        .replace(
+            "                  files: [add.sh]\n              parallelism",
+            "                  files: [add.sh, mul.sh]\n              parallelism",
+        )
+        .replace(
+            "              files: [add.sh]\n              understanding",
+            "              files: [add.sh, mul.sh]\n              understanding",
+        );
+    assert_ne!(script, SCRIPT);
+    let (run, driving) = project.start_in_background(&script, config(), true);
+    let outcome = driving.join();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    // Every earlier handoff agrees: the implementer named files its squad declared, and what each slice
+    // achieved is within the workstream's purpose.
+    for handoff in ["t3→t4", "t4→t5", "t5→t1"] {
+        let checked = agreements(&project, run.id, handoff);
+        assert_eq!(checked.len(), 1, "{handoff}: {checked:?}");
+        assert_eq!(checked[0].outcome, "agreed", "{handoff}: {checked:?}");
+    }
+    let accept = agreements(&project, run.id, "accept");
+    assert_eq!(accept.len(), 1, "{accept:?}");
+    assert_eq!(
+        (
+            accept[0].level.as_str(),
+            accept[0].outcome.as_str(),
+            accept[0].significant
+        ),
+        ("L2", "mismatch", true)
+    );
+    assert_eq!(accept[0].differences, ["mul.sh was declared and not achieved"]);
+    assert!(
+        accept[0]
+            .restated
+            .starts_with("the run changes add.sh [every check passes]"),
+        "{:?}",
+        accept[0]
+    );
+    assert_eq!(
+        anomalies(&project, run.id),
+        [
+            "L2 mismatch at the run's acceptance: mul.sh was declared and not achieved — what the plan \
+          declared over its workstreams"
+        ]
+    );
+}
