@@ -146,11 +146,31 @@ fn confirm_tool() -> ToolSpec {
     }
 }
 
-/// Puts one mismatch to the tier that handed the work over: one bounded call on that tier's own model
-/// (metered and charged to the budget like every call agency makes), its usage recorded. Where that tier
-/// cannot be asked — its agents run on an external runtime whose model agency does not call, no model is
-/// configured for it, the call fails (an outage, a spent budget) or says neither — the answer is
-/// [`Confirmation::Unavailable`].
+/// The question put to the handing-over tier, as its model or agent reads it.
+fn question(ask: &Ask, brief: &Brief, output: &str) -> String {
+    let differences: Vec<String> = ask.check.differences.iter().map(|d| format!("- {d}")).collect();
+    format!(
+        "## The handoff\n{} at {} ({})\n\n## What you recorded ({})\n{output}\n\n## The receiver's \
+         restatement\n{}\n\n## The differences\n{}",
+        ask.check.level,
+        ask.check.handoff,
+        ask.check.workstream,
+        brief.title,
+        if ask.check.restated.is_empty() {
+            "(none given)"
+        } else {
+            ask.check.restated.as_str()
+        },
+        differences.join("\n")
+    )
+}
+
+/// Puts one mismatch to the tier that handed the work over. On the built-in runtime: one bounded call on
+/// that tier's own model (metered and charged to the budget like every call agency makes), its usage
+/// recorded. On an external runtime (Claude Code, Codex, pi, a command): a read-only agent of that tier's
+/// runtime, run as the sign-off's judge is ([`ask_agent`]). Where the tier cannot be asked — no runtime or
+/// no model is configured for it, the call or the agent fails (an outage, a spent budget, the time
+/// limit) or its answer says neither — the answer is [`Confirmation::Unavailable`].
 async fn ask_handing_over(engine: &Engine, ask: &Ask) -> Result<Confirmation> {
     let unavailable = |why: String| Ok(Confirmation::Unavailable { why });
     let Some(id) = ask.check.handing_over else {
@@ -158,14 +178,8 @@ async fn ask_handing_over(engine: &Engine, ask: &Ask) -> Result<Confirmation> {
     };
     let brief = engine.store.get_brief(id)?;
     let tier = brief.tier;
-    let runtime = engine.runtimes.get(&tier).map(|r| r.name()).unwrap_or("none");
-    if runtime != "builtin" {
-        return unavailable(format!(
-            "{tier} runs on {runtime}, whose model agency does not call"
-        ));
-    }
-    let Some(provider) = engine.providers.get(&tier) else {
-        return unavailable(format!("no model is configured for {tier}"));
+    let Some(runtime) = engine.runtimes.get(&tier).cloned() else {
+        return unavailable(format!("no runtime is configured for {tier}"));
     };
     let output = engine
         .artifact_of(brief.run, id, output_name)?
@@ -176,25 +190,18 @@ async fn ask_handing_over(engine: &Engine, ask: &Ask) -> Result<Confirmation> {
                 .collect::<String>()
         })
         .unwrap_or_else(|| "(nothing recorded)".into());
-    let differences: Vec<String> = ask.check.differences.iter().map(|d| format!("- {d}")).collect();
+    let question = question(ask, &brief, &output);
+    if runtime.name() != "builtin" {
+        return ask_agent(engine, &brief, runtime, question).await;
+    }
+    let Some(provider) = engine.providers.get(&tier) else {
+        return unavailable(format!("no model is configured for {tier}"));
+    };
     let mut meta = call_meta(&brief);
     meta.role = Some(ROLE.into());
     let request = Request {
         system: vec![crate::prompts::AGREEMENT_CONFIRM.to_string()],
-        messages: vec![Message::user(format!(
-            "## The handoff\n{} at {} ({})\n\n## What you recorded ({})\n{output}\n\n## The receiver's \
-             restatement\n{}\n\n## The differences\n{}",
-            ask.check.level,
-            ask.check.handoff,
-            ask.check.workstream,
-            brief.title,
-            if ask.check.restated.is_empty() {
-                "(none given)"
-            } else {
-                ask.check.restated.as_str()
-            },
-            differences.join("\n")
-        ))],
+        messages: vec![Message::user(question)],
         tools: vec![confirm_tool()],
         max_tokens: 1_024,
         tool_choice: Some(ToolChoice::Tool("confirm_agreement".into())),
@@ -232,6 +239,152 @@ async fn ask_handing_over(engine: &Engine, ask: &Ask) -> Result<Confirmation> {
             why: format!("{tier}'s model gave no answer"),
         },
     })
+}
+
+/// How an agent on an external runtime gives its answer: in its report's `output`, the fields of
+/// `confirm_agreement`.
+const AGENT_ANSWER: &str = "You are asked as an agent on your own runtime: you may read, list and search, \
+and nothing else (changes are refused). End with your report; its `output` is your answer, exactly \
+{\"fine\": true or false, \"reason\": \"one line\"} — the fields of confirm_agreement.";
+
+/// Asks the handing-over tier on its external runtime: a read-only agent of that runtime (the tool gate a
+/// sign-off judge has: read, list and search only; the runner's sandbox), run as the handing-over brief, in
+/// an empty directory of its own under the run's worktrees (it is given everything it needs in its prompt,
+/// and has nothing of the repository's to change), bounded by the runner's agent time limit and
+/// [`ASK_LIMIT`], whichever is shorter. Its model calls are the brief's: their usage is recorded on it and
+/// charged as a judge's are. Its answer is its report's `output` (`fine`, `reason`); an agent that fails,
+/// runs out of time or answers in prose gives none.
+async fn ask_agent(
+    engine: &Engine,
+    brief: &Brief,
+    runtime: std::sync::Arc<dyn agency_exec::runtime::Runtime>,
+    question: String,
+) -> Result<Confirmation> {
+    use agency_exec::runtime::{Access, AgentStop, AgentTask, Ending};
+    let tier = brief.tier;
+    let name = runtime.name();
+    let unavailable = |why: String| Ok(Confirmation::Unavailable { why });
+    let dir = match engine.branches(brief.run).checkouts() {
+        agency_signoff::CheckoutPlace::Under { dir, .. } => dir,
+        agency_signoff::CheckoutPlace::Temporary => engine.options.worktrees.clone(),
+    }
+    .join(format!("agreement-{}", agency_core::BriefId::new()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return unavailable(format!(
+            "{tier}'s agent on {name} had no directory to run in ({}: {e})",
+            dir.display()
+        ));
+    }
+    let mut meta = call_meta(brief);
+    meta.role = Some(ROLE.into());
+    let mut limits = engine.options.limits;
+    limits.timeout = limits.timeout.min(ASK_LIMIT);
+    limits.max_tokens = limits.max_tokens.min(1_024);
+    let task = AgentTask {
+        brief: brief.clone(),
+        worktree: dir.clone(),
+        system: vec![
+            std::borrow::Cow::Borrowed(crate::prompts::AGREEMENT_CONFIRM),
+            std::borrow::Cow::Borrowed(AGENT_ANSWER),
+        ],
+        shared_system_blocks: 2,
+        prompt: question,
+        access: Access::ReadOnly,
+        ending: Ending::Report,
+        limits,
+        env: Vec::new(),
+        sandbox: engine.sandboxing(),
+        meta,
+        check_output: None,
+    };
+    let observer = crate::brief_link::BriefLink::new(
+        engine.store.clone(),
+        brief.clone(),
+        crate::brief_link::Reviewer::Human {
+            poll: engine.options.poll,
+        },
+        CancelToken::new(),
+    )
+    .charging(engine.unmetered_ledger(Some(&runtime)));
+    let link = ReadOnlyLink { observer };
+    let cancel = CancelToken::new();
+    // The runtime keeps its own limit; this outer one only guards against a runtime that does not.
+    let ran = tokio::time::timeout(
+        limits.timeout + Duration::from_secs(5),
+        runtime.run(&task, &link, &cancel),
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+    engine.store.flush_events()?;
+    let outcome = match ran {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(e)) => return unavailable(format!("{tier}'s agent on {name} could not be asked ({e})")),
+        Err(_) => {
+            cancel.cancel();
+            return unavailable(format!(
+                "{tier}'s agent on {name} did not answer within {} s",
+                limits.timeout.as_secs()
+            ));
+        }
+    };
+    if let AgentStop::Signal(signal) = &outcome.stop {
+        return unavailable(format!(
+            "{tier}'s agent on {name} raised a {:?} signal instead of answering: {}",
+            signal.level, signal.issue
+        ));
+    }
+    let answer = outcome.report.as_ref().map(|r| &r.output).and_then(|output| {
+        output
+            .get("fine")
+            .and_then(|v| v.as_bool())
+            .map(|fine| (fine, output))
+    });
+    Ok(match answer {
+        Some((fine, output)) => read_answer(Some(fine), output.get("reason").and_then(|v| v.as_str())),
+        None => Confirmation::Unavailable {
+            why: format!("{tier}'s agent on {name} gave no answer"),
+        },
+    })
+}
+
+/// The link of an agent asked an agreement question: read-only (the sign-off judge's tool gate), no
+/// teachback of its own, everything it does recorded on the handing-over brief by `observer`.
+struct ReadOnlyLink {
+    observer: crate::brief_link::BriefLink,
+}
+
+impl agency_exec::runtime::RunnerLink for ReadOnlyLink {
+    fn teachback<'a>(
+        &'a self,
+        _teachback: &'a agency_core::Teachback,
+    ) -> agency_llm::BoxFuture<'a, std::result::Result<agency_core::teachback::TeachbackReview, String>> {
+        // Read-only, it never needs a teachback approved; one sent anyway is not held up (as a judge's).
+        Box::pin(async {
+            Ok(agency_core::teachback::TeachbackReview {
+                verdict: agency_core::teachback::ReviewVerdict::Approved,
+                reviewer: "agreement".into(),
+                note: None,
+            })
+        })
+    }
+
+    fn check_tool(
+        &self,
+        call: &agency_exec::runtime::ToolCallView<'_>,
+    ) -> agency_exec::runtime::ToolDecision {
+        if call.read_only {
+            agency_exec::runtime::ToolDecision::Allow
+        } else {
+            agency_exec::runtime::ToolDecision::Deny(format!(
+                "an agreement question is read-only; `{}` changes things. Read, list and search, then answer.",
+                call.name
+            ))
+        }
+    }
+
+    fn record(&self, event: agency_exec::runtime::AgentEvent) {
+        agency_exec::runtime::RunnerLink::record(&self.observer, event);
+    }
 }
 
 /// The model call's role, as scripts match it (`role: agreement`).
@@ -587,9 +740,8 @@ pub(crate) const ACCEPT_HANDOFF: &str = "accept";
 /// run achieved (the integration branch's changed files) against the files the plan declared over all its
 /// workstreams ([`check_acceptance`]). Nobody is asked — T1 both declared the purpose and accepted the
 /// result, so there is no other tier to hand the question to — and a significant mismatch is an `anomaly`
-/// at once: listed on the next gate a human sees (a rejected acceptance's escalation), and, on an accepted
-/// run, which has no gate after it, shown in the live log and `agency inspect`. Checked once per
-/// acceptance brief, a restarted runner included.
+/// at once. No tier gate follows the acceptance to list it: the records are on the accept brief, shown in
+/// the live log and by `agency inspect`. Checked once per acceptance brief, a restarted runner included.
 pub(crate) fn acceptance_checked(engine: &Engine, accept: &Brief) -> Result<()> {
     let mut after = 0;
     loop {

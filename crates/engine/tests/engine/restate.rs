@@ -3,12 +3,19 @@
 //! is decided; L2 at the run's acceptance, the integration branch's changes against the plan's declared
 //! scope; and the handing-over tier confirming on an external runtime.
 
-use agency_core::event::payload::AgreementChecked;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agency_core::Tier;
+use agency_core::event::payload::{AGREEMENT_ASSUMED, AgreementChecked};
 use agency_core::event::{EventKind, EventPayload};
 use agency_core::gate::GateKind;
+use agency_exec::runtime::{Access, AgentOutcome, AgentTask, Ending, RunnerLink, Runtime, RuntimeError};
+use agency_llm::{BoxFuture, CancelToken};
 use agency_store::{Blackboard, RunStatus};
 
-use crate::support::{Project, approve, config, wait_for};
+use crate::support::{GOAL, Project, approve, config, wait_for};
 
 const SCRIPT: &str = include_str!("../scripts/restate.yaml");
 
@@ -188,4 +195,150 @@ fn an_acceptance_that_achieved_half_the_plans_scope_is_an_l2_anomaly() {
           declared over its workstreams"
         ]
     );
+}
+
+/// The squad lead's tier on an external runtime (scripted: the built-in agent on the script behind another
+/// name, as a command or Claude Code agent would be). It counts the agreement questions it is given and
+/// checks each is asked read-only, for a report; with `stuck`, it never answers them.
+#[derive(Debug)]
+struct ExternalSquad {
+    inner: Arc<dyn Runtime>,
+    questions: Arc<AtomicUsize>,
+    stuck: bool,
+}
+
+impl Runtime for ExternalSquad {
+    fn name(&self) -> &'static str {
+        "external-squad"
+    }
+
+    fn run<'a>(
+        &'a self,
+        task: &'a AgentTask,
+        link: &'a dyn RunnerLink,
+        cancel: &'a CancelToken,
+    ) -> BoxFuture<'a, Result<AgentOutcome, RuntimeError>> {
+        Box::pin(async move {
+            if task.meta.role.as_deref() == Some("agreement") {
+                self.questions.fetch_add(1, Ordering::SeqCst);
+                assert_eq!(task.access, Access::ReadOnly);
+                assert_eq!(task.ending, Ending::Report);
+                assert!(
+                    task.prompt.contains("mul.sh is outside what was handed over"),
+                    "{}",
+                    task.prompt
+                );
+                if self.stuck {
+                    std::future::pending::<()>().await;
+                }
+            }
+            self.inner.run(task, link, cancel).await
+        })
+    }
+}
+
+/// The restate script with the squad lead's answer replaced by `answer` (YAML of one reply), run with the
+/// T3 tier on [`ExternalSquad`]; returns the t3→t4 records, the agreement anomalies and how often the squad
+/// lead's runtime was asked.
+fn on_external_runtime(
+    answer: &str,
+    stuck: bool,
+    timeout: Duration,
+) -> (Vec<AgreementChecked>, Vec<String>, usize) {
+    let cut = SCRIPT.find("  # -- The squad lead's answer").expect("the marker");
+    let script = format!("{}{answer}", &SCRIPT[..cut]);
+    let project = Project::new();
+    let questions = Arc::new(AtomicUsize::new(0));
+    let counted = questions.clone();
+    let engine = project.runner_with(
+        &script,
+        config(),
+        true,
+        "test-runner",
+        move |tier, builtin| {
+            if tier == Tier::T3 {
+                Arc::new(ExternalSquad {
+                    inner: builtin,
+                    questions: counted.clone(),
+                    stuck,
+                })
+            } else {
+                builtin
+            }
+        },
+        |options| options.limits.timeout = timeout,
+    );
+    let run = engine.start(GOAL).unwrap();
+    let outcome = crate::support::Background::drive(engine, run.id).join();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    (
+        agreements(&project, run.id, "t3→t4"),
+        anomalies(&project, run.id),
+        questions.load(Ordering::SeqCst),
+    )
+}
+
+/// A squad lead whose agents run on an external runtime is asked there: a read-only agent of that runtime
+/// answers in its report's output, and its confirmation clears the mismatch.
+#[test]
+fn a_squad_lead_on_an_external_runtime_confirms_through_its_agent() {
+    let answer = "  - role: agreement\n    brief: ws-arith/t3/arithmetic\n    reply:\n      tool_calls:\n        \
+                  - name: report_result\n          input: { status: done, summary: \"fine\", output: { fine: true, \
+                  reason: \"mul.sh is read for its operator, not changed\" } }\n";
+    let (task, anomalies, questions) = on_external_runtime(answer, false, Duration::from_secs(30));
+    assert_eq!(questions, 1);
+    let answers: Vec<(&str, bool, &str)> = task
+        .iter()
+        .map(|a| {
+            (
+                a.confirmation.as_deref().unwrap_or(""),
+                a.significant,
+                a.reason.as_deref().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            ("asking", true, ""),
+            ("confirmed", false, "mul.sh is read for its operator, not changed")
+        ]
+    );
+    assert!(anomalies.is_empty(), "{anomalies:?}");
+}
+
+/// The same agent answering in prose (no report output) gives no answer: the seed's fallback, and the
+/// mismatch stands.
+#[test]
+fn a_squad_lead_on_an_external_runtime_answering_in_prose_is_the_fallback() {
+    let answer = "  - role: agreement\n    brief: ws-arith/t3/arithmetic\n    reply: { text: \"Sure, that looks fine to me.\" }\n";
+    let (task, anomalies, questions) = on_external_runtime(answer, false, Duration::from_secs(30));
+    assert_eq!(questions, 1);
+    let last = task.last().expect("an answer's record");
+    assert_eq!(last.confirmation.as_deref(), Some("unavailable"));
+    assert!(last.significant);
+    let reason = last.reason.as_deref().unwrap_or("");
+    assert!(
+        reason.starts_with(AGREEMENT_ASSUMED) && reason.contains("t3's agent on external-squad"),
+        "{reason}"
+    );
+    assert_eq!(anomalies.len(), 1, "{anomalies:?}");
+}
+
+/// An agent that never answers is stopped at the runner's agent time limit: the fallback, with why.
+#[test]
+fn a_squad_lead_on_an_external_runtime_that_times_out_is_the_fallback() {
+    let answer = "  - role: agreement\n    reply: { text: \"never reached\" }\n";
+    let (task, anomalies, questions) = on_external_runtime(answer, true, Duration::from_secs(3));
+    assert_eq!(questions, 1);
+    let last = task.last().expect("an answer's record");
+    assert_eq!(last.confirmation.as_deref(), Some("unavailable"));
+    assert!(
+        last.reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("did not answer within 3 s"),
+        "{last:?}"
+    );
+    assert_eq!(anomalies.len(), 1, "{anomalies:?}");
 }
