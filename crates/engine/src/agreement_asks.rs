@@ -215,6 +215,74 @@ mod tests {
         })
     }
 
+    fn submitted(to: &str) -> (EventKind, serde_json::Value) {
+        let teachback = serde_json::json!({
+            "building": "b", "key_constraints": ["c"], "approach": "a", "most_likely_wrong": "m",
+            "least_confident": "l", "files": ["add.sh"],
+        });
+        let value = serde_json::json!({"teachback": teachback, "from": "pending", "to": to});
+        (EventKind::TeachbackSubmitted, value)
+    }
+
+    /// The implementers' decided teachbacks: an advisory one recorded active, a blocking one once approved
+    /// (not while under review); each handed out once per runner, and a runner that starts on a run skips
+    /// those whose restatement an earlier one already recorded.
+    #[test]
+    fn decided_teachbacks_are_handed_out_once_and_a_new_runner_skips_the_checked() {
+        let store = SqliteBlackboard::open_in_memory().unwrap();
+        let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
+        let (a, b, c) = (
+            sample_brief(run, "a"),
+            sample_brief(run, "b"),
+            sample_brief(run, "c"),
+        );
+        for brief in [&a, &b, &c] {
+            store.insert_brief(brief).unwrap();
+        }
+        let approved = (
+            EventKind::TeachbackApproved,
+            serde_json::json!({"reviewer": "t3/ws", "from": "under_review", "to": "active"}),
+        );
+        for (brief, (kind, value)) in [
+            (a.id, submitted("active")),
+            (b.id, submitted("under_review")),
+            (c.id, submitted("under_review")),
+            (b.id, approved),
+        ] {
+            store
+                .append_event(NewEvent::new(run, kind, value).brief(brief))
+                .unwrap();
+        }
+        let asks = Asks::default();
+        let decided: Vec<BriefId> = asks
+            .decided_teachbacks(&store, run)
+            .unwrap()
+            .into_iter()
+            .map(|(id, teachback)| {
+                assert_eq!(teachback.files, ["add.sh"]);
+                id
+            })
+            .collect();
+        assert_eq!(decided, [a.id, b.id]);
+        assert!(asks.decided_teachbacks(&store, run).unwrap().is_empty());
+        // A's restatement was recorded; a runner starting now hands out only B (C is still under review).
+        let mut checked = checked(TASK_HANDOFF, None);
+        if let EventPayload::Agreement(a) = &mut checked {
+            a.outcome = "agreed".into();
+        }
+        store
+            .append_event(NewEvent::typed(run, checked).brief(a.id))
+            .unwrap();
+        let restarted = Asks::default();
+        let decided: Vec<BriefId> = restarted
+            .decided_teachbacks(&store, run)
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(decided, [b.id]);
+    }
+
     /// A runner that stopped between a question's `asking` record and its answer leaves it to the next:
     /// the questions asked and not answered are found again (one per handoff, however often it was
     /// checked), the answered ones are not.

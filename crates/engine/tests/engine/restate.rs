@@ -342,3 +342,85 @@ fn a_squad_lead_on_an_external_runtime_that_times_out_is_the_fallback() {
     );
     assert_eq!(anomalies.len(), 1, "{anomalies:?}");
 }
+
+/// A plan of `width` parallel workstreams on `[t3, t4, t5]`, each declaring `ws-K/`; each squad lead's draft
+/// declares `ws-K/` and hands out one task, whose implementer's (advisory) teachback names `ws-K/done.txt` —
+/// and, when K % 4 == 3, also `other-K.txt`, which its squad lead, asked, corrects.
+fn wide_script(width: usize) -> String {
+    let mut script = String::from(
+        "model: scripted-restate-wide\nreplies:\n  - role: judge\n    brief: run/t1/accept\n    reply: { text: \"every check passes\\nVERDICT: accept\\nmissing: none\\n\" }\n  - role: agreement\n    reply:\n      tool_calls:\n        - name: confirm_agreement\n          input: { fine: false, reason: \"that file is not this task's\" }\n  - role: planner\n    reply:\n      tool_calls:\n        - name: report_result\n          input:\n            status: done\n            summary: \"Many small workstreams.\"\n            output:\n              run_id: \"00000000-0000-4000-8000-000000000000\"\n              goal_anchor: \"(filled in by agency)\"\n              complexity: medium\n              retry_budget_multiplier: 1\n              workstreams:\n",
+    );
+    for k in 0..width {
+        script.push_str(&format!(
+            "                - {{ id: ws-{k}, name: w-{k}, domain: d-{k}, tier_path: [t3, t4, t5], parallel_group: A, variety: {{ novelty: 1, scope: 1, uncertainty: 1, risk: 1 }}, contract: {{ done_when: \"a file is written\" }}, files: [ws-{k}/] }}\n"
+        ));
+    }
+    let ids: Vec<String> = (0..width).map(|k| format!("ws-{k}")).collect();
+    script.push_str(&format!(
+        "              parallelism: {{ groups: {{ A: [{}] }}, sequence: [A] }}\n              self_critique_summary: \"fine\"\n",
+        ids.join(", ")
+    ));
+    for k in 0..width {
+        let files = if k % 4 == 3 {
+            format!("[ws-{k}/done.txt, other-{k}.txt]")
+        } else {
+            format!("[ws-{k}/done.txt]")
+        };
+        script.push_str(&format!(
+            "  - role: squad-lead\n    brief: ws-{k}/t3/w-{k}\n    reply:\n      tool_calls:\n        - name: report_result\n          input:\n            status: done\n            summary: \"one task\"\n            output:\n              files: [ws-{k}/]\n              tasks:\n                - {{ title: task-{k}, instructions: \"write ws-{k}/done.txt\", variety: {{ novelty: 1, scope: 1, uncertainty: 1, risk: 1 }}, contract: {{ done_when: \"the file is written\" }} }}\n  \
+             - role: implementer\n    brief: ws-{k}/t4/task-{k}\n    reply:\n      tool_calls:\n        - name: submit_teachback\n          input: {{ building: \"ws-{k}/done.txt\", key_constraints: [\"one file\"], files: {files}, approach: \"write it\", most_likely_wrong: \"the path\", least_confident: \"the content\" }}\n        - name: write_file\n          input: {{ path: ws-{k}/done.txt, content: \"done\\n\" }}\n        - name: report_result\n          input: {{ status: done, summary: \"written\", evidence: [{{ path: ws-{k}/done.txt }}] }}\n"
+        ));
+    }
+    script.push_str(
+        "  - role: judge\n    reply: { text: \"Looks right.\\nVERDICT: accept\\nmissing: none\\n\" }\n  - role: auditor\n    reply: { text: \"Fine.\\nVERDICT: accept\\nmissing: none\\n\" }\n",
+    );
+    script
+}
+
+/// At width: two dozen workstreams, each implementer's restatement checked exactly once (no implementer
+/// twice, none lost), the strays each asked once and only they standing as anomalies.
+#[test]
+fn two_dozen_implementers_are_each_checked_exactly_once() {
+    const WIDTH: usize = 24;
+    let project = Project::new();
+    let (run, driving) = project.start_in_background(&wide_script(WIDTH), config(), true);
+    let outcome = driving.join();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
+    let checked: Vec<(Option<agency_core::BriefId>, AgreementChecked)> = project
+        .events_of(run.id, EventKind::Agreement)
+        .iter()
+        .filter_map(|e| match e.typed() {
+            Ok(EventPayload::Agreement(a)) if a.handoff == "t3→t4" => Some((e.brief, a)),
+            _ => None,
+        })
+        .collect();
+    // One check per implementer (its first record), each on its own brief.
+    let mut firsts: Vec<(String, String)> = checked
+        .iter()
+        .filter(|(_, a)| a.confirmation.as_deref().is_none_or(|c| c == "asking"))
+        .map(|(_, a)| (a.workstream.clone(), a.outcome.clone()))
+        .collect();
+    firsts.sort();
+    let mut expected: Vec<(String, String)> = (0..WIDTH)
+        .map(|k| {
+            let outcome = if k % 4 == 3 { "mismatch" } else { "agreed" };
+            (format!("ws-{k}"), outcome.to_string())
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(firsts, expected);
+    let briefs: std::collections::HashSet<_> = checked.iter().filter_map(|(b, _)| *b).collect();
+    assert_eq!(briefs.len(), WIDTH);
+    let answered = checked
+        .iter()
+        .filter(|(_, a)| a.confirmation.as_deref() == Some("corrected"))
+        .count();
+    assert_eq!(answered, WIDTH / 4);
+    let mut stood: Vec<String> = anomalies(&project, run.id)
+        .into_iter()
+        .filter(|m| m.contains("t3→t4"))
+        .collect();
+    stood.sort();
+    assert_eq!(stood.len(), WIDTH / 4, "{stood:?}");
+    assert!(stood.iter().all(|m| m.contains("other-")), "{stood:?}");
+}
