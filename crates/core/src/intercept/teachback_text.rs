@@ -141,6 +141,18 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_files_it_will_touch_in_either_format_and_its_own_rendering() {
+        let text = format!("{GOOD}\n- Files: src/queue.rs; src/retry/");
+        let tb = parse(&text).unwrap().unwrap();
+        assert_eq!(tb.files, ["src/queue.rs", "src/retry/"]);
+        let again = parse(&format!("Teachback:\n{tb}")).unwrap().unwrap();
+        assert_eq!(again, tb);
+        let json = serde_json::json!({"building": "b", "key_constraints": ["k"], "approach": "a",
+            "most_likely_wrong": "w", "least_confident": "l", "files": ["add.sh"]});
+        assert_eq!(parse(&json.to_string()).unwrap().unwrap().files, ["add.sh"]);
+    }
+
+    #[test]
     fn reads_json() {
         let json = serde_json::json!({"teachback": {"building": "b", "key_constraints": ["k"],
             "approach": "a", "most_likely_wrong": "w", "least_confident": "l"}});
