@@ -309,11 +309,8 @@ async fn ask_agent(
     let link = ReadOnlyLink { observer };
     let cancel = CancelToken::new();
     // The runtime keeps its own limit; this outer one only guards against a runtime that does not.
-    let ran = tokio::time::timeout(
-        limits.timeout + Duration::from_secs(5),
-        runtime.run(&task, &link, &cancel),
-    )
-    .await;
+    let deadline = limits.timeout + Duration::from_secs(5);
+    let ran = tokio::time::timeout(deadline, runtime.run(&task, &link, &cancel)).await;
     let _ = std::fs::remove_dir_all(&dir);
     engine.store.flush_events()?;
     let outcome = match ran {
@@ -323,7 +320,7 @@ async fn ask_agent(
             cancel.cancel();
             return unavailable(format!(
                 "{tier}'s agent on {name} did not answer within {} s",
-                limits.timeout.as_secs()
+                deadline.as_secs()
             ));
         }
     };
