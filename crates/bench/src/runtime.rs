@@ -112,6 +112,7 @@ impl InstantRuntime {
                 building: task.brief.title.clone(),
                 key_constraints: vec!["stay inside the worktree".into()],
                 interfaces: vec![],
+                files: Vec::new(),
                 approach: "write the slice".into(),
                 most_likely_wrong: "nothing much".into(),
                 least_confident: "the file name".into(),

@@ -185,6 +185,11 @@ pub struct Teachback {
     /// Interfaces it will produce or consume; may be empty for self-contained work.
     #[serde(default)]
     pub interfaces: Vec<String>,
+    /// The files it says it will touch (paths relative to the repository; a path ending in `/` stands for
+    /// everything under it): an implementer's restated scope, held against its squad lead's committed
+    /// draft once the teachback is decided (L1 agreement at T3→T4). May be empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
     /// Its intended approach, briefly.
     pub approach: String,
     /// The part of its understanding it thinks is most likely wrong.
@@ -247,6 +252,9 @@ impl fmt::Display for Teachback {
         writeln!(f, "- Building: {}", self.building)?;
         writeln!(f, "- Key constraints: {}", list(&self.key_constraints))?;
         writeln!(f, "- Interfaces: {}", list(&self.interfaces))?;
+        if !self.files.is_empty() {
+            writeln!(f, "- Files: {}", list(&self.files))?;
+        }
         writeln!(f, "- Approach: {}", self.approach)?;
         writeln!(f, "- Most likely wrong: {}", self.most_likely_wrong)?;
         write!(f, "- Least confident: {}", self.least_confident)?;
@@ -498,6 +506,7 @@ mod tests {
             building: "a retrying queue client".into(),
             key_constraints: vec!["at-least-once delivery".into()],
             interfaces: vec!["QueueClient::send".into()],
+            files: Vec::new(),
             approach: "wrap the HTTP client with backoff".into(),
             most_likely_wrong: "whether retries are per message or per batch".into(),
             least_confident: "the backoff ceiling".into(),

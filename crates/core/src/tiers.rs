@@ -350,6 +350,12 @@ pub struct AcceptOutput {
     /// What is missing when not accepted.
     #[serde(default)]
     pub missing: Vec<String>,
+    /// What the run achieved, restated for the L2 (purpose) agreement check at the run's acceptance: the
+    /// files the integration branch changes since the run's base and the judge's first line, held against
+    /// the files the plan declared over all its workstreams. Absent when no judge ran (a verify failed) and
+    /// in acceptances written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved: Option<Achieved>,
 }
 
 /// The JSON Schema of a role's output, given to the model with the `report_result` tool and used to

@@ -148,6 +148,9 @@ async fn pass(
     progressed |= escalated && crate::failure::handle_halt_gates(engine, run)?;
     // Only what is `verifying` needs the runner; everything else waits on an agent or a human.
     let verifying = engine.store.list_briefs_by_status(run, BriefStatus::Verifying)?;
+    // Implementers' own restatements (L1 at T3→T4), checked once their teachback is decided, before any
+    // of them is handed on in this pass; a question is asked with the pass's others, at its end.
+    progressed |= crate::agreement::tasks_restated(engine, run)?;
     // L0 agreement of leads that just reported, checked and its question answered before their gate opens.
     progressed |= crate::agreement::leads_received(engine, &verifying).await?;
     // Implementers handed to their verifiers in this pass, one per squad: whether that completes the squad's
@@ -190,7 +193,11 @@ async fn pass(
                 true
             }
             Next::AwaitJointVerdict => false,
-            Next::Accept => crate::progress::accept_done(engine, brief)?,
+            Next::Accept => {
+                // L2 at the run's acceptance, recorded before the runner acts on it.
+                crate::agreement::acceptance_checked(engine, brief)?;
+                crate::progress::accept_done(engine, brief)?
+            }
         };
     }
     // The implementers' hand-overs were held back to be one commit: written before anything reads on.

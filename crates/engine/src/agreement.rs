@@ -31,8 +31,8 @@ use agency_core::tiers::{
 };
 use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
 use agency_flow::agreement::{
-    ASSUMED, Confirmation, Level, Outcome, Scope, anomaly_after, check, check_scope, diff_paths, read_answer,
-    worth_asking,
+    ASSUMED, Confirmation, Level, Outcome, Scope, anomaly_after, check, check_acceptance, check_scope,
+    check_task, diff_paths, read_answer, worth_asking,
 };
 use agency_llm::{Block, CancelToken, Message, Request, ToolChoice, ToolSpec};
 use serde_json::json;
@@ -146,11 +146,31 @@ fn confirm_tool() -> ToolSpec {
     }
 }
 
-/// Puts one mismatch to the tier that handed the work over: one bounded call on that tier's own model
-/// (metered and charged to the budget like every call agency makes), its usage recorded. Where that tier
-/// cannot be asked — its agents run on an external runtime whose model agency does not call, no model is
-/// configured for it, the call fails (an outage, a spent budget) or says neither — the answer is
-/// [`Confirmation::Unavailable`].
+/// The question put to the handing-over tier, as its model or agent reads it.
+fn question(ask: &Ask, brief: &Brief, output: &str) -> String {
+    let differences: Vec<String> = ask.check.differences.iter().map(|d| format!("- {d}")).collect();
+    format!(
+        "## The handoff\n{} at {} ({})\n\n## What you recorded ({})\n{output}\n\n## The receiver's \
+         restatement\n{}\n\n## The differences\n{}",
+        ask.check.level,
+        ask.check.handoff,
+        ask.check.workstream,
+        brief.title,
+        if ask.check.restated.is_empty() {
+            "(none given)"
+        } else {
+            ask.check.restated.as_str()
+        },
+        differences.join("\n")
+    )
+}
+
+/// Puts one mismatch to the tier that handed the work over. On the built-in runtime: one bounded call on
+/// that tier's own model (metered and charged to the budget like every call agency makes), its usage
+/// recorded. On an external runtime (Claude Code, Codex, pi, a command): a read-only agent of that tier's
+/// runtime, run as the sign-off's judge is ([`ask_agent`]). Where the tier cannot be asked — no runtime or
+/// no model is configured for it, the call or the agent fails (an outage, a spent budget, the time
+/// limit) or its answer says neither — the answer is [`Confirmation::Unavailable`].
 async fn ask_handing_over(engine: &Engine, ask: &Ask) -> Result<Confirmation> {
     let unavailable = |why: String| Ok(Confirmation::Unavailable { why });
     let Some(id) = ask.check.handing_over else {
@@ -158,14 +178,8 @@ async fn ask_handing_over(engine: &Engine, ask: &Ask) -> Result<Confirmation> {
     };
     let brief = engine.store.get_brief(id)?;
     let tier = brief.tier;
-    let runtime = engine.runtimes.get(&tier).map(|r| r.name()).unwrap_or("none");
-    if runtime != "builtin" {
-        return unavailable(format!(
-            "{tier} runs on {runtime}, whose model agency does not call"
-        ));
-    }
-    let Some(provider) = engine.providers.get(&tier) else {
-        return unavailable(format!("no model is configured for {tier}"));
+    let Some(runtime) = engine.runtimes.get(&tier).cloned() else {
+        return unavailable(format!("no runtime is configured for {tier}"));
     };
     let output = engine
         .artifact_of(brief.run, id, output_name)?
@@ -176,25 +190,18 @@ async fn ask_handing_over(engine: &Engine, ask: &Ask) -> Result<Confirmation> {
                 .collect::<String>()
         })
         .unwrap_or_else(|| "(nothing recorded)".into());
-    let differences: Vec<String> = ask.check.differences.iter().map(|d| format!("- {d}")).collect();
+    let question = question(ask, &brief, &output);
+    if runtime.name() != "builtin" {
+        return ask_agent(engine, &brief, runtime, question).await;
+    }
+    let Some(provider) = engine.providers.get(&tier) else {
+        return unavailable(format!("no model is configured for {tier}"));
+    };
     let mut meta = call_meta(&brief);
     meta.role = Some(ROLE.into());
     let request = Request {
         system: vec![crate::prompts::AGREEMENT_CONFIRM.to_string()],
-        messages: vec![Message::user(format!(
-            "## The handoff\n{} at {} ({})\n\n## What you recorded ({})\n{output}\n\n## The receiver's \
-             restatement\n{}\n\n## The differences\n{}",
-            ask.check.level,
-            ask.check.handoff,
-            ask.check.workstream,
-            brief.title,
-            if ask.check.restated.is_empty() {
-                "(none given)"
-            } else {
-                ask.check.restated.as_str()
-            },
-            differences.join("\n")
-        ))],
+        messages: vec![Message::user(question)],
         tools: vec![confirm_tool()],
         max_tokens: 1_024,
         tool_choice: Some(ToolChoice::Tool("confirm_agreement".into())),
@@ -232,6 +239,149 @@ async fn ask_handing_over(engine: &Engine, ask: &Ask) -> Result<Confirmation> {
             why: format!("{tier}'s model gave no answer"),
         },
     })
+}
+
+/// How an agent on an external runtime gives its answer: in its report's `output`, the fields of
+/// `confirm_agreement`.
+const AGENT_ANSWER: &str = "You are asked as an agent on your own runtime: you may read, list and search, \
+and nothing else (changes are refused). End with your report; its `output` is your answer, exactly \
+{\"fine\": true or false, \"reason\": \"one line\"} — the fields of confirm_agreement.";
+
+/// Asks the handing-over tier on its external runtime: a read-only agent of that runtime (the tool gate a
+/// sign-off judge has: read, list and search only; the runner's sandbox), run as the handing-over brief, in
+/// an empty directory of its own under the run's worktrees (it is given everything it needs in its prompt,
+/// and has nothing of the repository's to change), bounded by the runner's agent time limit and
+/// [`ASK_LIMIT`], whichever is shorter. Its model calls are the brief's: their usage is recorded on it and
+/// charged as a judge's are. Its answer is its report's `output` (`fine`, `reason`); an agent that fails,
+/// runs out of time or answers in prose gives none.
+async fn ask_agent(
+    engine: &Engine,
+    brief: &Brief,
+    runtime: std::sync::Arc<dyn agency_exec::runtime::Runtime>,
+    question: String,
+) -> Result<Confirmation> {
+    use agency_exec::runtime::{Access, AgentStop, AgentTask, Ending};
+    let tier = brief.tier;
+    let name = runtime.name();
+    let unavailable = |why: String| Ok(Confirmation::Unavailable { why });
+    let dir = match engine.branches(brief.run).checkouts() {
+        agency_signoff::CheckoutPlace::Under { dir, .. } => dir,
+        agency_signoff::CheckoutPlace::Temporary => engine.options.worktrees.clone(),
+    }
+    .join(format!("agreement-{}", agency_core::BriefId::new()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return unavailable(format!(
+            "{tier}'s agent on {name} had no directory to run in ({}: {e})",
+            dir.display()
+        ));
+    }
+    let mut meta = call_meta(brief);
+    meta.role = Some(ROLE.into());
+    let mut limits = engine.options.limits;
+    limits.timeout = limits.timeout.min(ASK_LIMIT);
+    limits.max_tokens = limits.max_tokens.min(1_024);
+    let task = AgentTask {
+        brief: brief.clone(),
+        worktree: dir.clone(),
+        system: vec![
+            std::borrow::Cow::Borrowed(crate::prompts::AGREEMENT_CONFIRM),
+            std::borrow::Cow::Borrowed(AGENT_ANSWER),
+        ],
+        shared_system_blocks: 2,
+        prompt: question,
+        access: Access::ReadOnly,
+        ending: Ending::Report,
+        limits,
+        env: Vec::new(),
+        sandbox: engine.sandboxing(),
+        meta,
+        check_output: None,
+    };
+    let observer = crate::brief_link::BriefLink::new(
+        engine.store.clone(),
+        brief.clone(),
+        crate::brief_link::Reviewer::Human {
+            poll: engine.options.poll,
+        },
+        CancelToken::new(),
+    )
+    .charging(engine.unmetered_ledger(Some(&runtime)));
+    let link = ReadOnlyLink { observer };
+    let cancel = CancelToken::new();
+    // The runtime keeps its own limit; this outer one only guards against a runtime that does not.
+    let deadline = limits.timeout + Duration::from_secs(5);
+    let ran = tokio::time::timeout(deadline, runtime.run(&task, &link, &cancel)).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    engine.store.flush_events()?;
+    let outcome = match ran {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(e)) => return unavailable(format!("{tier}'s agent on {name} could not be asked ({e})")),
+        Err(_) => {
+            cancel.cancel();
+            return unavailable(format!(
+                "{tier}'s agent on {name} did not answer within {} s",
+                deadline.as_secs()
+            ));
+        }
+    };
+    if let AgentStop::Signal(signal) = &outcome.stop {
+        return unavailable(format!(
+            "{tier}'s agent on {name} raised a {:?} signal instead of answering: {}",
+            signal.level, signal.issue
+        ));
+    }
+    let answer = outcome.report.as_ref().map(|r| &r.output).and_then(|output| {
+        output
+            .get("fine")
+            .and_then(|v| v.as_bool())
+            .map(|fine| (fine, output))
+    });
+    Ok(match answer {
+        Some((fine, output)) => read_answer(Some(fine), output.get("reason").and_then(|v| v.as_str())),
+        None => Confirmation::Unavailable {
+            why: format!("{tier}'s agent on {name} gave no answer"),
+        },
+    })
+}
+
+/// The link of an agent asked an agreement question: read-only (the sign-off judge's tool gate), no
+/// teachback of its own, everything it does recorded on the handing-over brief by `observer`.
+struct ReadOnlyLink {
+    observer: crate::brief_link::BriefLink,
+}
+
+impl agency_exec::runtime::RunnerLink for ReadOnlyLink {
+    fn teachback<'a>(
+        &'a self,
+        _teachback: &'a agency_core::Teachback,
+    ) -> agency_llm::BoxFuture<'a, std::result::Result<agency_core::teachback::TeachbackReview, String>> {
+        // Read-only, it never needs a teachback approved; one sent anyway is not held up (as a judge's).
+        Box::pin(async {
+            Ok(agency_core::teachback::TeachbackReview {
+                verdict: agency_core::teachback::ReviewVerdict::Approved,
+                reviewer: "agreement".into(),
+                note: None,
+            })
+        })
+    }
+
+    fn check_tool(
+        &self,
+        call: &agency_exec::runtime::ToolCallView<'_>,
+    ) -> agency_exec::runtime::ToolDecision {
+        if call.read_only {
+            agency_exec::runtime::ToolDecision::Allow
+        } else {
+            agency_exec::runtime::ToolDecision::Deny(format!(
+                "an agreement question is read-only; `{}` changes things. Read, list and search, then answer.",
+                call.name
+            ))
+        }
+    }
+
+    fn record(&self, event: agency_exec::runtime::AgentEvent) {
+        agency_exec::runtime::RunnerLink::record(&self.observer, event);
+    }
 }
 
 /// The model call's role, as scripts match it (`role: agreement`).
@@ -452,6 +602,80 @@ pub(crate) fn slices_received(engine: &Engine, implementers: &[&Brief]) -> Resul
     Ok(())
 }
 
+/// L1 at T3→T4 for every implementer whose teachback was decided since the last pass: its own restatement
+/// (the teachback's `files` and `interfaces`) against its squad lead's committed draft (the draft's `files`,
+/// and the interfaces it `provides` and `consumes`), decided by [`check_task`]. Runs in the pass, after the
+/// teachback is decided — never on the hook's or the review's path, so the teachback gate is no slower —
+/// and once per implementer (a restarted runner skips those already recorded). An implementer without a
+/// squad lead, or whose squad declared nothing, is recorded with the fallback. A significant mismatch is
+/// asked at the end of the pass like the others. Returns whether it checked any.
+pub(crate) fn tasks_restated(engine: &Engine, run: RunId) -> Result<bool> {
+    let decided = engine
+        .agreement_asks
+        .decided_teachbacks(engine.store.as_ref(), run)?;
+    let mut checked = false;
+    // One read of each squad's draft per pass, however many of its implementers were decided.
+    let mut drafts: HashMap<BriefId, Option<SquadOutput>> = HashMap::new();
+    for (id, teachback) in decided {
+        let implementer = engine.store.get_brief(id)?;
+        if BriefRole::of(&implementer) != BriefRole::Implementer {
+            continue;
+        }
+        let draft = match implementer.parent {
+            Some(parent) => match drafts.get(&parent) {
+                Some(draft) => draft.clone(),
+                None => {
+                    let squad = engine.store.get_brief(parent)?;
+                    let draft = if squad.tier == Tier::T3 {
+                        Some(output_of::<SquadOutput>(engine, &squad)?)
+                    } else {
+                        None
+                    };
+                    drafts.insert(parent, draft.clone());
+                    draft
+                }
+            },
+            None => None,
+        };
+        let (files, interfaces) = draft
+            .map(|d| {
+                let mut interfaces = d.provides;
+                interfaces.extend(d.consumes);
+                (d.files, interfaces)
+            })
+            .unwrap_or_default();
+        let handed = Scope {
+            files: &files,
+            interfaces: &interfaces,
+        };
+        let restated = Scope {
+            files: &teachback.files,
+            interfaces: &teachback.interfaces,
+        };
+        let declared = !files.is_empty() || !interfaces.is_empty();
+        record(
+            engine,
+            Handoff {
+                level: Level::L1,
+                handoff: crate::agreement_asks::TASK_HANDOFF.into(),
+                receiver: &implementer,
+                handing_over: implementer.parent.filter(|_| declared),
+                outcome: check_task(handed, Some(restated)),
+                restated: restatement_text(&Understanding {
+                    building: teachback.building.clone(),
+                    files: teachback.files.clone(),
+                    interfaces: teachback.interfaces.clone(),
+                }),
+            },
+        )?;
+        checked = true;
+    }
+    if checked {
+        engine.store.flush_events()?;
+    }
+    Ok(checked)
+}
+
 /// What a signed-off slice achieved, for its verdict ([`agency_core::tiers::VerifierOutput::achieved`]):
 /// the files the signed-off commit changes (from the diff the sign-off judged, or else the slice's diff on
 /// the blackboard) and the judge's first line.
@@ -485,7 +709,16 @@ pub(crate) fn achieved(
             }
         }
     });
-    let summary = report
+    Achieved {
+        summary: judge_first_line(report),
+        files,
+    }
+}
+
+/// The judge's first line (what the sign-off's restatement of the achievement says in words), cut to 200
+/// characters; empty when the judge said nothing before its verdict.
+pub(crate) fn judge_first_line(report: &agency_signoff::SignoffReport) -> String {
+    report
         .judge_answer
         .as_deref()
         .and_then(|a| {
@@ -494,8 +727,98 @@ pub(crate) fn achieved(
                 .find(|l| !l.is_empty() && !l.starts_with("VERDICT:"))
         })
         .map(|l| l.chars().take(200).collect())
+        .unwrap_or_default()
+}
+
+/// The `handoff` of the L2 check at the run's acceptance.
+pub(crate) const ACCEPT_HANDOFF: &str = "accept";
+
+/// L2 at the run's acceptance, as the runner acts on T1's accept brief: what the acceptance restates the
+/// run achieved (the integration branch's changed files) against the files the plan declared over all its
+/// workstreams ([`check_acceptance`]). Nobody is asked — T1 both declared the purpose and accepted the
+/// result, so there is no other tier to hand the question to — and a significant mismatch is an `anomaly`
+/// at once. No tier gate follows the acceptance to list it: the records are on the accept brief, shown in
+/// the live log and by `agency inspect`. Checked once per acceptance brief, a restarted runner included.
+pub(crate) fn acceptance_checked(engine: &Engine, accept: &Brief) -> Result<()> {
+    let mut after = 0;
+    loop {
+        let page = engine.store.events_of_kinds_after(
+            accept.run,
+            &[agency_core::event::EventKind::Agreement],
+            after,
+            500,
+        )?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        let already = page.iter().any(|e| {
+            e.brief == Some(accept.id)
+                && matches!(e.typed(), Ok(EventPayload::Agreement(a)) if a.handoff == ACCEPT_HANDOFF)
+        });
+        if already {
+            return Ok(());
+        }
+    }
+    let output: agency_core::tiers::AcceptOutput = output_of(engine, accept)?;
+    let declared: Vec<String> = crate::plan::approved_plan(engine, accept.run)?
+        .map(|plan| {
+            plan.workstreams
+                .iter()
+                .flat_map(|ws| ws.files.iter().cloned())
+                .collect()
+        })
         .unwrap_or_default();
-    Achieved { summary, files }
+    let achieved = output.achieved.as_ref().map(|a| a.files.as_slice());
+    let outcome = check_acceptance(&declared, achieved);
+    let (significant, differences) = match &outcome {
+        Outcome::Mismatch {
+            significant,
+            differences,
+        } => (*significant, differences.clone()),
+        Outcome::Agreed | Outcome::Assumed => (false, Vec::new()),
+    };
+    let restated = match &output.achieved {
+        Some(a) if !a.files.is_empty() => {
+            let mut text = format!("the run changes {}", a.files.join(", "));
+            if !a.summary.is_empty() {
+                text.push_str(&format!(" [{}]", a.summary));
+            }
+            text
+        }
+        _ => String::new(),
+    };
+    let checked = AgreementChecked {
+        level: Level::L2.as_str().into(),
+        handoff: ACCEPT_HANDOFF.into(),
+        workstream: accept.workstream.clone(),
+        outcome: outcome.as_str().into(),
+        significant,
+        differences: differences.clone(),
+        restated,
+        ..AgreementChecked::default()
+    };
+    let mut event = NewEvent::typed(accept.run, EventPayload::Agreement(checked));
+    event.tier = Some(accept.tier);
+    event.brief = Some(accept.id);
+    engine.store.append_event_soon(event)?;
+    if significant {
+        let mut anomaly = NewEvent::typed(
+            accept.run,
+            EventPayload::Anomaly(Anomaly {
+                source: "agreement".into(),
+                workstream: Some(accept.workstream.clone()),
+                brief: Some(accept.id),
+                message: format!(
+                    "L2 mismatch at the run's acceptance: {} — what the plan declared over its workstreams",
+                    differences.join("; ")
+                ),
+            }),
+        );
+        anomaly.tier = Some(accept.tier);
+        anomaly.brief = Some(accept.id);
+        engine.store.append_event_soon(anomaly)?;
+    }
+    engine.store.flush_events()?;
+    Ok(())
 }
 
 /// L2 at T5→T1, as a squad's joint verdict is formed: what its slices' verdicts restate as achieved (their

@@ -1,15 +1,17 @@
 //! The questions agreement verification still has to put to a handing-over tier ([`crate::agreement`]):
 //! queued as significant mismatches are found, and found again on the blackboard after a runner stopped
-//! between recording a question and its answer. Kept apart from `agreement.rs` so the runner's state can
-//! hold them without importing the checks (which import the runner).
+//! between recording a question and its answer. Also the implementers' teachbacks decided since the last
+//! pass ([`Asks::decided_teachbacks`]), whose restatements the T3→T4 check reads — each once, across a
+//! restart too. Kept apart from `agreement.rs` so the runner's state can hold them without importing the
+//! checks (which import the runner).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use agency_core::BriefId;
-use agency_core::RunId;
 use agency_core::event::payload::AgreementChecked;
 use agency_core::event::{EventKind, EventPayload};
+use agency_core::teachback::{Teachback, TeachbackState};
+use agency_core::{BriefId, RunId};
 use agency_store::Blackboard;
 
 use crate::error::{EngineError, Result};
@@ -38,7 +40,20 @@ pub(crate) struct Asks {
 struct AsksState {
     queued: Vec<Ask>,
     scanned: HashSet<RunId>,
+    teachbacks: HashMap<RunId, Teachbacks>,
 }
+
+/// How far a run's teachback records have been read for the T3→T4 check.
+#[derive(Debug, Default)]
+struct Teachbacks {
+    /// The last event read.
+    after: i64,
+    /// The latest teachback each brief submitted that is not decided yet (its review still to come).
+    submitted: HashMap<BriefId, Teachback>,
+}
+
+/// The `handoff` of an implementer's own restatement.
+pub(crate) const TASK_HANDOFF: &str = "t3→t4";
 
 impl Asks {
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, AsksState>> {
@@ -70,6 +85,83 @@ impl Asks {
         }
         Ok(asks)
     }
+}
+
+impl Asks {
+    /// The teachbacks of `run` decided (active: approved, or an advisory one recorded) since the last call,
+    /// each with the brief it is of, in order. The first call for the run reads its records from the start
+    /// and leaves out the briefs whose restatement an earlier runner already checked (an `agreement` record
+    /// of [`TASK_HANDOFF`]); later calls read only what is new. A teachback record that does not parse is
+    /// skipped: the hook and the runner validated it when it was submitted.
+    pub(crate) fn decided_teachbacks(
+        &self,
+        store: &dyn Blackboard,
+        run: RunId,
+    ) -> Result<Vec<(BriefId, Teachback)>> {
+        let (mut after, mut submitted, first) = {
+            let mut state = self.lock()?;
+            match state.teachbacks.remove(&run) {
+                Some(seen) => (seen.after, seen.submitted, false),
+                None => (0, HashMap::new(), true),
+            }
+        };
+        let mut decided: Vec<(BriefId, Teachback)> = Vec::new();
+        let kinds = [EventKind::TeachbackSubmitted, EventKind::TeachbackApproved];
+        loop {
+            let page = store.events_of_kinds_after(run, &kinds, after, PAGE)?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            for event in &page {
+                let Some(brief) = event.brief else { continue };
+                match event.typed() {
+                    Ok(EventPayload::TeachbackSubmitted(sent)) => {
+                        let Ok(teachback) = serde_json::from_value::<Teachback>(sent.teachback) else {
+                            continue;
+                        };
+                        if sent.to == Some(TeachbackState::Active) {
+                            submitted.remove(&brief);
+                            decided.push((brief, teachback));
+                        } else {
+                            submitted.insert(brief, teachback);
+                        }
+                    }
+                    Ok(EventPayload::TeachbackApproved(_)) => {
+                        if let Some(teachback) = submitted.remove(&brief) {
+                            decided.push((brief, teachback));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if first && !decided.is_empty() {
+            let checked = restatements_checked(store, run)?;
+            decided.retain(|(brief, _)| !checked.contains(brief));
+        }
+        self.lock()?
+            .teachbacks
+            .insert(run, Teachbacks { after, submitted });
+        Ok(decided)
+    }
+}
+
+/// The briefs of `run` whose own restatement (T3→T4) has a record.
+fn restatements_checked(store: &dyn Blackboard, run: RunId) -> Result<HashSet<BriefId>> {
+    let mut checked = HashSet::new();
+    let mut after = 0;
+    loop {
+        let page = store.events_of_kinds_after(run, &[EventKind::Agreement], after, PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for event in &page {
+            if let (Ok(EventPayload::Agreement(check)), Some(brief)) = (event.typed(), event.brief)
+                && check.handoff == TASK_HANDOFF
+            {
+                checked.insert(brief);
+            }
+        }
+    }
+    Ok(checked)
 }
 
 /// The events read per page when looking for unanswered questions.
@@ -121,6 +213,74 @@ mod tests {
             confirmation: confirmation.map(str::to_owned),
             ..AgreementChecked::default()
         })
+    }
+
+    fn submitted(to: &str) -> (EventKind, serde_json::Value) {
+        let teachback = serde_json::json!({
+            "building": "b", "key_constraints": ["c"], "approach": "a", "most_likely_wrong": "m",
+            "least_confident": "l", "files": ["add.sh"],
+        });
+        let value = serde_json::json!({"teachback": teachback, "from": "pending", "to": to});
+        (EventKind::TeachbackSubmitted, value)
+    }
+
+    /// The implementers' decided teachbacks: an advisory one recorded active, a blocking one once approved
+    /// (not while under review); each handed out once per runner, and a runner that starts on a run skips
+    /// those whose restatement an earlier one already recorded.
+    #[test]
+    fn decided_teachbacks_are_handed_out_once_and_a_new_runner_skips_the_checked() {
+        let store = SqliteBlackboard::open_in_memory().unwrap();
+        let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
+        let (a, b, c) = (
+            sample_brief(run, "a"),
+            sample_brief(run, "b"),
+            sample_brief(run, "c"),
+        );
+        for brief in [&a, &b, &c] {
+            store.insert_brief(brief).unwrap();
+        }
+        let approved = (
+            EventKind::TeachbackApproved,
+            serde_json::json!({"reviewer": "t3/ws", "from": "under_review", "to": "active"}),
+        );
+        for (brief, (kind, value)) in [
+            (a.id, submitted("active")),
+            (b.id, submitted("under_review")),
+            (c.id, submitted("under_review")),
+            (b.id, approved),
+        ] {
+            store
+                .append_event(NewEvent::new(run, kind, value).brief(brief))
+                .unwrap();
+        }
+        let asks = Asks::default();
+        let decided: Vec<BriefId> = asks
+            .decided_teachbacks(&store, run)
+            .unwrap()
+            .into_iter()
+            .map(|(id, teachback)| {
+                assert_eq!(teachback.files, ["add.sh"]);
+                id
+            })
+            .collect();
+        assert_eq!(decided, [a.id, b.id]);
+        assert!(asks.decided_teachbacks(&store, run).unwrap().is_empty());
+        // A's restatement was recorded; a runner starting now hands out only B (C is still under review).
+        let mut checked = checked(TASK_HANDOFF, None);
+        if let EventPayload::Agreement(a) = &mut checked {
+            a.outcome = "agreed".into();
+        }
+        store
+            .append_event(NewEvent::typed(run, checked).brief(a.id))
+            .unwrap();
+        let restarted = Asks::default();
+        let decided: Vec<BriefId> = restarted
+            .decided_teachbacks(&store, run)
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(decided, [b.id]);
     }
 
     /// A runner that stopped between a question's `asking` record and its answer leaves it to the next:

@@ -21,7 +21,7 @@ use std::time::Duration;
 use agency_core::contract::GoalContract;
 use agency_core::event::payload;
 use agency_core::event::{EventPayload, NewEvent};
-use agency_core::tiers::{AcceptOutput, BriefRole, VerifierOutput};
+use agency_core::tiers::{AcceptOutput, Achieved, BriefRole, VerifierOutput};
 use agency_core::verdict::SliceVerdict;
 use agency_core::{Brief, BriefId, RunId, Tier};
 use agency_exec::runtime::{
@@ -305,8 +305,16 @@ pub(crate) async fn acceptance(
             ));
         }
     }
+    // What the run changed, for T1's restatement of what it achieved (L2 at the acceptance).
+    let mut changed: Option<Vec<String>> = None;
     let report = if failed.is_empty() {
         let owned = acceptance_request(&engine, &accept, &plan, &base, &commit, &ran).map_err(other)?;
+        changed = owned.diffed.as_ref().map(|d| {
+            d.changes
+                .iter()
+                .map(|c| c.path.to_string_lossy().into_owned())
+                .collect()
+        });
         run_signoff(&engine, owned, &accept, link.as_ref(), &cancel).await?
     } else {
         // Stage 1 rejects on its own: no judge is asked.
@@ -338,7 +346,11 @@ pub(crate) async fn acceptance(
     if let Some(signal) = report.judge_signal {
         return Ok(raised(signal));
     }
-    let output = accept_output(&report, engine.config.signoff.inconclusive_blocks)?;
+    let mut output = accept_output(&report, engine.config.signoff.inconclusive_blocks)?;
+    output.achieved = changed.map(|files| Achieved {
+        summary: crate::agreement::judge_first_line(&report),
+        files,
+    });
     Ok(AgentOutcome {
         report: Some(AgentReport {
             status: ReportStatus::Done,
@@ -503,11 +515,13 @@ fn accept_output(
                 .filter(|a| !a.is_empty())
                 .unwrap_or_else(|| format!("the integration branch is signed off at {at}")),
             missing: Vec::new(),
+            achieved: None,
         },
         Outcome::Rejected { missing, .. } => AcceptOutput {
             accept: false,
             summary: format!("the integration branch's sign-off was rejected at {at}"),
             missing: missing.clone(),
+            achieved: None,
         },
         Outcome::Inconclusive { reason } if inconclusive_blocks => {
             return Err(RuntimeError::Other(format!(
@@ -521,6 +535,7 @@ fn accept_output(
                 "sign-off INCONCLUSIVE at {at} ({reason}); accepted because signoff.inconclusive_blocks is off"
             ),
             missing: Vec::new(),
+            achieved: None,
         },
     })
 }

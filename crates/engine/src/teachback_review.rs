@@ -159,6 +159,7 @@ mod tests {
             building: "the parser".into(),
             key_constraints: vec!["no new dependency".into()],
             interfaces: Vec::new(),
+            files: Vec::new(),
             approach: "a table".into(),
             most_likely_wrong: "the grammar".into(),
             least_confident: "escapes".into(),

@@ -181,25 +181,33 @@ pub fn interface_differences(handed: &[String], restated: &[String]) -> Vec<Stri
         .collect()
 }
 
-/// The check of one handoff over both parts of a scope. Each part — files, interfaces — is compared only
-/// where both sides name something in it (a side that names no interfaces cannot be held to any); where
-/// no part can be compared, or the receiver restated nothing, the outcome is [`Outcome::Assumed`].
-pub fn check_scope(level: Level, handed: Scope<'_>, restated: Option<Scope<'_>>) -> Outcome {
-    let Some(restated) = restated else {
-        return Outcome::Assumed;
-    };
+/// What comparing two scopes found: the differences in each part, and how many distinct paths and
+/// interfaces the restatement held up for comparison. `None` from [`compare`]: nothing comparable.
+struct Compared {
+    files: Vec<String>,
+    interfaces: Vec<String>,
+    restated: usize,
+}
+
+/// Compares the parts both sides name something in (a side that names no interfaces cannot be held to
+/// any); `None` where no part can be compared, or the receiver restated nothing.
+fn compare(handed: Scope<'_>, restated: Option<Scope<'_>>) -> Option<Compared> {
+    let restated = restated?;
     let any_path = |paths: &[String]| paths.iter().any(|p| !path_key(p).is_empty());
     let any_name = |names: &[String]| names.iter().any(|n| !interface_key(n).is_empty());
     let files = any_path(handed.files) && any_path(restated.files);
     let interfaces = any_name(handed.interfaces) && any_name(restated.interfaces);
     if !files && !interfaces {
-        return Outcome::Assumed;
+        return None;
     }
-    let mut differences = Vec::new();
-    let mut compared = 0;
+    let mut compared = Compared {
+        files: Vec::new(),
+        interfaces: Vec::new(),
+        restated: 0,
+    };
     if files {
-        differences.extend(self::differences(handed.files, restated.files));
-        compared += restated
+        compared.files = self::differences(handed.files, restated.files);
+        compared.restated += restated
             .files
             .iter()
             .map(|p| path_key(p))
@@ -208,8 +216,8 @@ pub fn check_scope(level: Level, handed: Scope<'_>, restated: Option<Scope<'_>>)
             .len();
     }
     if interfaces {
-        differences.extend(interface_differences(handed.interfaces, restated.interfaces));
-        compared += restated
+        compared.interfaces = interface_differences(handed.interfaces, restated.interfaces);
+        compared.restated += restated
             .interfaces
             .iter()
             .map(|n| interface_key(n))
@@ -217,14 +225,109 @@ pub fn check_scope(level: Level, handed: Scope<'_>, restated: Option<Scope<'_>>)
             .collect::<BTreeSet<_>>()
             .len();
     }
-    if differences.is_empty() {
-        Outcome::Agreed
-    } else {
-        Outcome::Mismatch {
-            significant: significant(level, &differences, compared),
-            differences,
-        }
+    Some(compared)
+}
+
+/// The outcome of a comparison whose significance `significant` decides from it.
+fn outcome_of(compared: Option<Compared>, significant: impl Fn(&Compared) -> bool) -> Outcome {
+    let Some(compared) = compared else {
+        return Outcome::Assumed;
+    };
+    if compared.files.is_empty() && compared.interfaces.is_empty() {
+        return Outcome::Agreed;
     }
+    let significant = significant(&compared);
+    let mut differences = compared.files;
+    differences.extend(compared.interfaces);
+    Outcome::Mismatch {
+        significant,
+        differences,
+    }
+}
+
+/// The check of one handoff over both parts of a scope. Each part — files, interfaces — is compared only
+/// where both sides name something in it (a side that names no interfaces cannot be held to any); where
+/// no part can be compared, or the receiver restated nothing, the outcome is [`Outcome::Assumed`].
+pub fn check_scope(level: Level, handed: Scope<'_>, restated: Option<Scope<'_>>) -> Outcome {
+    outcome_of(compare(handed, restated), |c| {
+        let all: Vec<String> = c.files.iter().chain(&c.interfaces).cloned().collect();
+        significant(level, &all, c.restated)
+    })
+}
+
+/// L1 at T3→T4: an implementer's own restatement of its task — its teachback's `files` (what it says it
+/// will touch) and `interfaces` — held against its squad lead's committed draft (the draft's `files`, and
+/// the interfaces it `provides` and `consumes`), once the teachback is decided and before the
+/// implementer's work is handed on. The restatement's scope is only what the teachback names in those two
+/// fields: its prose is not mined for paths (a guess would put false mismatches to the squad lead).
+///
+/// Significant ([`task_significant`]): any file outside the draft — the squad's files are what the T3
+/// mesh reconciled with the peer squads, so an implementer about to touch another file may collide with
+/// a peer's — or two or more interfaces outside it (a teachback's interfaces are free text, and one name
+/// the draft spells differently is more often a paraphrase than a different design).
+pub fn check_task(draft: Scope<'_>, restated: Option<Scope<'_>>) -> Outcome {
+    outcome_of(compare(draft, restated), |c| {
+        task_significant(c.files.len(), c.interfaces.len())
+    })
+}
+
+/// Whether an implementer's restatement that differs from its squad's draft by `files` paths and
+/// `interfaces` names is significant at T3→T4 (see [`check_task`]).
+pub fn task_significant(files: usize, interfaces: usize) -> bool {
+    files > 0 || interfaces >= 2
+}
+
+/// L2 at the run's acceptance: what T1's acceptance restates the run achieved (`achieved`: the files the
+/// integration branch changes since the run's base) held against the scope the plan declared over all its
+/// workstreams (`declared`: their `files`, a path ending in `/` for everything under it). The difference
+/// is each declared entry nothing achieved covers (`… was declared and not achieved`; a directory is
+/// covered by any achieved path under it): what no squad's joint verdict can see, since each holds only
+/// what its slices achieved. An achieved path outside the declared scope is not a difference here: it was
+/// held against its workstream's purpose at that squad's joint verdict (L2 at T5→T1), where T1 was asked
+/// about it, and is not raised twice. Either side empty: [`Outcome::Assumed`].
+///
+/// Significant ([`acceptance_significant`]): at least half of the declared entries not achieved — the run
+/// left half of its declared purpose undone.
+pub fn check_acceptance(declared: &[String], achieved: Option<&[String]>) -> Outcome {
+    let Some(achieved) = achieved else {
+        return Outcome::Assumed;
+    };
+    let declared: BTreeSet<String> = declared
+        .iter()
+        .map(|p| path_key(p))
+        .filter(|p| !p.is_empty())
+        .collect();
+    let achieved: BTreeSet<String> = achieved
+        .iter()
+        .map(|p| path_key(p))
+        .filter(|p| !p.is_empty())
+        .collect();
+    if declared.is_empty() || achieved.is_empty() {
+        return Outcome::Assumed;
+    }
+    let missed: Vec<&String> = declared
+        .iter()
+        .filter(|entry| {
+            let entry = BTreeSet::from([(*entry).clone()]);
+            !achieved.iter().any(|p| within(p, &entry))
+        })
+        .collect();
+    if missed.is_empty() {
+        return Outcome::Agreed;
+    }
+    Outcome::Mismatch {
+        significant: acceptance_significant(missed.len(), declared.len()),
+        differences: missed
+            .iter()
+            .map(|p| format!("{p} was declared and not achieved"))
+            .collect(),
+    }
+}
+
+/// Whether an acceptance's mismatch is significant (see [`check_acceptance`]): `missed` of `declared`
+/// entries not achieved, at least half of them.
+pub fn acceptance_significant(missed: usize, declared: usize) -> bool {
+    missed > 0 && missed.saturating_mul(2) >= declared
 }
 
 /// The handing-over tier's answer, when a significant mismatch is put to it (seed 003, "Specialist
@@ -505,6 +608,126 @@ mod tests {
         assert!(purpose_significant(1, 2) && !purpose_significant(1, 3));
     }
 
+    #[test]
+    fn an_implementer_naming_a_file_its_squad_never_declared_is_significant_at_t3_t4() {
+        let draft = v(&["add.sh", "lib/"]);
+        let provides = v(&["add CLI"]);
+        let handed = Scope {
+            files: &draft,
+            interfaces: &provides,
+        };
+        let within = v(&["./add.sh", "lib/x.sh"]);
+        let out = check_task(
+            handed,
+            Some(Scope {
+                files: &within,
+                interfaces: &v(&["ADD  cli"]),
+            }),
+        );
+        assert_eq!(out, Outcome::Agreed);
+        let stray = v(&["add.sh", "mul.sh"]);
+        let out = check_task(
+            handed,
+            Some(Scope {
+                files: &stray,
+                interfaces: &[],
+            }),
+        );
+        assert_eq!(
+            out,
+            Outcome::Mismatch {
+                significant: true,
+                differences: v(&["mul.sh is outside what was handed over"]),
+            }
+        );
+        // One interface spelled another way is a paraphrase; two are a different design.
+        let one = v(&["adder"]);
+        let out = check_task(
+            handed,
+            Some(Scope {
+                files: &within,
+                interfaces: &one,
+            }),
+        );
+        assert!(
+            matches!(
+                out,
+                Outcome::Mismatch {
+                    significant: false,
+                    ..
+                }
+            ),
+            "{out:?}"
+        );
+        let two = v(&["adder", "mul CLI"]);
+        let out = check_task(
+            handed,
+            Some(Scope {
+                files: &within,
+                interfaces: &two,
+            }),
+        );
+        assert!(
+            matches!(
+                out,
+                Outcome::Mismatch {
+                    significant: true,
+                    ..
+                }
+            ),
+            "{out:?}"
+        );
+        // A teachback that names no files (and no interfaces) cannot be held to the draft: the fallback.
+        assert_eq!(check_task(handed, Some(Scope::default())), Outcome::Assumed);
+        assert_eq!(check_task(handed, None), Outcome::Assumed);
+        assert_eq!(
+            check_task(
+                Scope::default(),
+                Some(Scope {
+                    files: &stray,
+                    interfaces: &[]
+                })
+            ),
+            Outcome::Assumed
+        );
+    }
+
+    #[test]
+    fn an_acceptance_missing_half_the_plans_scope_is_a_significant_l2_mismatch() {
+        let declared = v(&["add.sh", "mul.sh", "docs/", "neg.sh"]);
+        // Everything declared achieved (docs/ by a file under it): agreed.
+        let all = v(&["add.sh", "mul.sh", "docs/a.md", "neg.sh"]);
+        assert_eq!(check_acceptance(&declared, Some(&all)), Outcome::Agreed);
+        // Half of it not achieved.
+        let half = v(&["add.sh", "./mul.sh"]);
+        assert_eq!(
+            check_acceptance(&declared, Some(&half)),
+            Outcome::Mismatch {
+                significant: true,
+                differences: v(&[
+                    "docs/ was declared and not achieved",
+                    "neg.sh was declared and not achieved"
+                ]),
+            }
+        );
+        // One of four not achieved, nothing stray: recorded, not significant.
+        let most = v(&["add.sh", "mul.sh", "docs/a.md"]);
+        assert!(matches!(
+            check_acceptance(&declared, Some(&most)),
+            Outcome::Mismatch {
+                significant: false,
+                ..
+            }
+        ));
+        // Everything declared achieved, and as much again elsewhere: not raised again here (each
+        // squad's joint verdict held its strays against its purpose).
+        let wide = v(&["add.sh", "mul.sh", "docs/a.md", "neg.sh", "x", "y"]);
+        assert_eq!(check_acceptance(&declared, Some(&wide)), Outcome::Agreed);
+        assert_eq!(check_acceptance(&[], Some(&all)), Outcome::Assumed);
+        assert_eq!(check_acceptance(&declared, Some(&[])), Outcome::Assumed);
+        assert_eq!(check_acceptance(&declared, None), Outcome::Assumed);
+    }
+
     fn path() -> impl Strategy<Value = String> {
         "(\\./)?[a-c]{1,2}(/[a-c]{1,2})?/?"
     }
@@ -555,6 +778,51 @@ mod tests {
             if purpose_significant(outside, achieved) {
                 prop_assert!(purpose_significant(outside + more, achieved + more));
             }
+        }
+
+        /// At T3→T4 a file outside the draft is always significant, and an implementer restating exactly
+        /// its squad's draft always agrees.
+        #[test]
+        fn an_implementer_restating_its_draft_agrees_and_any_stray_file_is_significant(
+            draft in proptest::collection::vec(path(), 1..6),
+            restated in proptest::collection::vec(path(), 1..6),
+        ) {
+            let handed = Scope { files: &draft, interfaces: &[] };
+            prop_assert_eq!(check_task(handed, Some(Scope { files: &draft, interfaces: &[] })), Outcome::Agreed);
+            let outside = differences(&draft, &restated);
+            match check_task(handed, Some(Scope { files: &restated, interfaces: &[] })) {
+                Outcome::Agreed => prop_assert!(outside.is_empty()),
+                Outcome::Mismatch { significant, differences } => {
+                    prop_assert!(significant);
+                    prop_assert_eq!(differences, outside);
+                }
+                Outcome::Assumed => prop_assert!(false, "both sides named files"),
+            }
+        }
+
+        /// Achieving less of the declared scope never makes a significant mismatch insignificant; nothing
+        /// missed is never significant, everything missed always is.
+        #[test]
+        fn acceptance_significance_grows_with_what_is_missed(
+            missed in 0usize..10,
+            more in 0usize..5,
+            declared_extra in 0usize..10,
+        ) {
+            let declared = missed + more + declared_extra;
+            if acceptance_significant(missed, declared) {
+                prop_assert!(acceptance_significant(missed + more, declared));
+            }
+            prop_assert!(!acceptance_significant(0, declared));
+            if declared > 0 {
+                prop_assert!(acceptance_significant(declared, declared));
+            }
+        }
+
+        #[test]
+        fn an_acceptance_achieving_exactly_the_declared_files_agrees(
+            declared in proptest::collection::vec("[a-c]{1,2}(/[a-c]{1,2})?", 1..6),
+        ) {
+            prop_assert_eq!(check_acceptance(&declared, Some(&declared)), Outcome::Agreed);
         }
 
         /// Adding paths to the handed-over scope never adds a difference (monotone).

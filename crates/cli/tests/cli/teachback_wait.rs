@@ -165,3 +165,28 @@ fn a_human_submitting_by_hand_does_not_wait_and_fields_are_checked() {
         out.stderr()
     );
 }
+
+/// `--touches` (repeatable) restates the files the agent will touch: recorded with the teachback, where the
+/// runner's T3→T4 agreement check reads them.
+#[test]
+fn the_files_an_agent_will_touch_are_recorded_with_its_teachback() {
+    let repo = Repo::initialised();
+    let brief = start_brief(&repo, "2,2,2,2");
+    let mut args = vec!["teachback", "submit", "--brief", &brief];
+    args.extend(FIELDS);
+    args.extend(["--touches", "hello.txt", "--touches", "docs/"]);
+    repo.agency(&args).success();
+    let store = SqliteBlackboard::open(repo.db()).unwrap();
+    let id = store.resolve_brief(&brief).unwrap();
+    let run = store.get_brief(id).unwrap().run;
+    let submitted = store
+        .events_of_kinds_after(run, &[agency_core::event::EventKind::TeachbackSubmitted], 0, 10)
+        .unwrap();
+    let teachback = match submitted.last().map(|e| e.typed()) {
+        Some(Ok(agency_core::event::EventPayload::TeachbackSubmitted(sent))) => {
+            serde_json::from_value::<agency_core::Teachback>(sent.teachback).unwrap()
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(teachback.files, ["hello.txt", "docs/"]);
+}

@@ -10,7 +10,8 @@ use crate::teachback::Teachback;
 /// How to write a teachback, quoted in denials so the agent can copy the shape.
 pub const FORMAT_HINT: &str = "Format: \"Teachback:\" then one line each for \"- Building:\", \
 \"- Key constraints:\" (separate items with ;), \"- Interfaces:\", \"- Approach:\", \
-\"- Most likely wrong:\", \"- Least confident:\" and optionally \"- First action:\".";
+\"- Most likely wrong:\", \"- Least confident:\" and optionally \"- Files:\" (the files you will touch, \
+separated by ;) and \"- First action:\".";
 
 /// `None` when `text` is not a teachback; otherwise the teachback, or the list of required fields it left
 /// empty (as one readable string).
@@ -50,6 +51,7 @@ fn json_teachback(text: &str) -> Option<Teachback> {
         building: text("building"),
         key_constraints: list("key_constraints"),
         interfaces: list("interfaces"),
+        files: list("files"),
         approach: text("approach"),
         most_likely_wrong: text("most_likely_wrong"),
         least_confident: text("least_confident"),
@@ -94,6 +96,7 @@ fn bullets(text: &str) -> Option<Teachback> {
             "building" => teachback.building = value,
             "key constraints" | "constraints" => teachback.key_constraints = split_list(&value),
             "interfaces" => teachback.interfaces = split_list(&value),
+            "files" => teachback.files = split_list(&value),
             "approach" => teachback.approach = value,
             "most likely wrong" => teachback.most_likely_wrong = value,
             "least confident" | "least sure" => teachback.least_confident = value,
@@ -135,6 +138,18 @@ mod tests {
         let tb = parse(GOOD).unwrap().unwrap();
         let again = parse(&format!("Teachback:\n{tb}")).unwrap().unwrap();
         assert_eq!(again, tb);
+    }
+
+    #[test]
+    fn reads_the_files_it_will_touch_in_either_format_and_its_own_rendering() {
+        let text = format!("{GOOD}\n- Files: src/queue.rs; src/retry/");
+        let tb = parse(&text).unwrap().unwrap();
+        assert_eq!(tb.files, ["src/queue.rs", "src/retry/"]);
+        let again = parse(&format!("Teachback:\n{tb}")).unwrap().unwrap();
+        assert_eq!(again, tb);
+        let json = serde_json::json!({"building": "b", "key_constraints": ["k"], "approach": "a",
+            "most_likely_wrong": "w", "least_confident": "l", "files": ["add.sh"]});
+        assert_eq!(parse(&json.to_string()).unwrap().unwrap().files, ["add.sh"]);
     }
 
     #[test]

@@ -181,7 +181,23 @@ fn a_lead_restating_a_wider_topic_is_put_to_t1_which_confirms_it_is_fine() {
     for (kind, anomalies) in &gates {
         assert!(anomalies.is_empty(), "{kind:?}: {anomalies:?}");
     }
-    assert!(project.events_of(run.id, EventKind::Anomaly).is_empty());
+    // The only anomaly is the run's acceptance (L2): the plan declared add.sh and mul.sh, and the run
+    // achieved add.sh only — half of its declared scope not done.
+    let messages: Vec<String> = project
+        .events_of(run.id, EventKind::Anomaly)
+        .iter()
+        .filter_map(|e| match e.typed() {
+            Ok(EventPayload::Anomaly(a)) => Some(a.message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "L2 mismatch at the run's acceptance: mul.sh was declared and not achieved — what the plan declared \
+          over its workstreams"
+        ]
+    );
 
     let checked = agreements(&project, run.id);
     let lead: Vec<&AgreementChecked> = checked.iter().filter(|a| a.handoff == "t1→t2").collect();
@@ -355,6 +371,7 @@ fn two_dozen_workstreams_ask_t1_once_per_stray_and_only_corrections_stand() {
             Ok(EventPayload::Anomaly(a)) if a.source == "agreement" => a.workstream,
             _ => None,
         })
+        .filter(|ws| ws != "run")
         .collect();
     stood.sort();
     let mut expected: Vec<String> = (0..WIDTH)
@@ -363,6 +380,15 @@ fn two_dozen_workstreams_ask_t1_once_per_stray_and_only_corrections_stand() {
         .collect();
     expected.sort();
     assert_eq!(stood, expected);
+    // At the run's acceptance, the half of the workstreams that wrote outside their declared directory
+    // left that directory unachieved: one L2 record for the run, significant (12 of 24 declared entries).
+    let accept: Vec<AgreementChecked> = agreements(&project, run.id)
+        .into_iter()
+        .filter(|a| a.handoff == "accept")
+        .collect();
+    assert_eq!(accept.len(), 1, "{accept:?}");
+    assert!(accept[0].significant);
+    assert_eq!(accept[0].differences.len(), WIDTH / 2);
 }
 
 /// A handing-over tier whose answer is no answer (text instead of the tool) cannot confirm: the fallback

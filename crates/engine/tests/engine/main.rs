@@ -24,6 +24,7 @@ mod mesh;
 mod mistakes;
 mod outage;
 mod profiles;
+mod restate;
 mod retries;
 mod sandbox;
 mod second_pass;

@@ -84,6 +84,7 @@ pub fn teachback_instructions(agency: &Path, mode: TeachbackMode) -> String {
          with none of the characters ; & | > ` or $( in the values:\n\n\
          {program} teachback submit --building \"what you will build\" --constraint \"a key constraint\" \
          [--constraint \"another\" ...] [--interface \"an interface you produce or use\" ...] \
+         [--touches \"a file you will touch\" ...] \
          --approach \"how you will do it\" --most-likely-wrong \"the part of your understanding most likely to \
          be wrong\" --least-confident \"what you are least sure of\" [--first-action \"your first step\"]\n\n\
          It waits for the review and prints it. \"Teachback approved\": go on with the work. \"Teachback \

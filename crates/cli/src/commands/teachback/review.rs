@@ -53,6 +53,10 @@ pub struct FieldArgs {
     /// An interface you produce or consume; repeat for several.
     #[arg(long = "interface", value_name = "TEXT", requires = "building")]
     pub interfaces: Vec<String>,
+    /// A file you will touch (relative to the repository; a path ending in / for everything under it);
+    /// repeat for several. An implementer's files are held against its squad lead's draft.
+    #[arg(long = "touches", value_name = "PATH", requires = "building")]
+    pub files: Vec<String>,
     /// Your approach, briefly.
     #[arg(long, value_name = "TEXT", requires = "building")]
     pub approach: Option<String>,
@@ -73,6 +77,7 @@ impl FieldArgs {
             building: self.building.clone()?,
             key_constraints: self.constraints.clone(),
             interfaces: self.interfaces.clone(),
+            files: self.files.clone(),
             approach: self.approach.clone().unwrap_or_default(),
             most_likely_wrong: self.most_likely_wrong.clone().unwrap_or_default(),
             least_confident: self.least_confident.clone().unwrap_or_default(),

@@ -207,6 +207,7 @@ impl Tool {
                         "building": {"type": "string"},
                         "key_constraints": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                         "interfaces": {"type": "array", "items": {"type": "string"}},
+                        "files": {"type": "array", "items": {"type": "string"}},
                         "approach": {"type": "string"},
                         "most_likely_wrong": {"type": "string"},
                         "least_confident": {"type": "string"},
