@@ -37,6 +37,24 @@ fn a_run_stops_at_its_budget_with_the_gate_open() {
         || pending_gate(&store, run_id, GateKind::Budget),
         "the budget gate",
     );
+    // A call admitted before the limit was reached may still be finishing when the gate opens (another
+    // agent's call was the one refused); its usage lands after. What must not happen is a call made after
+    // the gate: so the count is taken once it has stood still for a second, and must not move again.
+    let usage_count = || {
+        events(&store, run_id)
+            .iter()
+            .filter(|e| e.kind == EventKind::Usage)
+            .count()
+    };
+    let mut settled = usage_count();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = usage_count();
+        if now == settled {
+            break;
+        }
+        settled = now;
+    }
     let at_gate = events(&store, run_id);
     let spent: u64 = at_gate
         .iter()
