@@ -24,6 +24,7 @@ pub mod amendments;
 pub mod attempts;
 pub mod conflicts;
 pub mod gates;
+pub mod ladder;
 pub mod mesh;
 pub mod placement;
 pub mod stages;
