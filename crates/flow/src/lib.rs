@@ -23,6 +23,7 @@ pub mod agreement;
 pub mod amendments;
 pub mod attempts;
 pub mod conflicts;
+pub mod gate_timing;
 pub mod gates;
 pub mod ladder;
 pub mod mesh;
