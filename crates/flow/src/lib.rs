@@ -29,6 +29,7 @@ pub mod ladder;
 pub mod mesh;
 pub mod placement;
 pub mod stages;
+pub mod stall;
 pub mod tiers;
 pub mod verdicts;
 
