@@ -22,6 +22,7 @@
 pub mod agreement;
 pub mod amendments;
 pub mod attempts;
+pub mod budgets;
 pub mod conflicts;
 pub mod gate_timing;
 pub mod gates;
