@@ -28,6 +28,7 @@ pub mod gate_timing;
 pub mod gates;
 pub mod ladder;
 pub mod mesh;
+pub mod outage;
 pub mod placement;
 pub mod stages;
 pub mod stall;
