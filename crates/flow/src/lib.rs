@@ -30,6 +30,7 @@ pub mod ladder;
 pub mod mesh;
 pub mod outage;
 pub mod placement;
+pub mod previous;
 pub mod stages;
 pub mod stall;
 pub mod tiers;
