@@ -31,6 +31,7 @@ pub mod mesh;
 pub mod outage;
 pub mod placement;
 pub mod previous;
+pub mod reports;
 pub mod stages;
 pub mod stall;
 pub mod tiers;
