@@ -19,7 +19,6 @@ use agency_llm::{
 use agency_store::{Blackboard, NewGate, RunStatus};
 use serde_json::json;
 
-use crate::engine::Engine;
 use crate::error::Result;
 
 /// The run's ledger, shared by every metered provider and the engine (which raises limits).
@@ -151,14 +150,17 @@ fn ledger_scope(scope: budgets::Scope) -> Scope {
 }
 
 /// Acts on decided budget gates once each: approve raises the limit, reject stops the run.
-pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
-    let Some(ledger) = &engine.ledger else {
+pub fn handle_budget_gates(
+    store: &dyn Blackboard,
+    ledger: Option<&SharedLedger>,
+    run: RunId,
+) -> Result<bool> {
+    let Some(ledger) = ledger else {
         return Ok(false);
     };
     // Asked on every pass: the run's budget gates alone (nearly always none), not every gate of the run,
     // whose plan gate carries the whole plan.
-    let decided: Vec<_> = engine
-        .store
+    let decided: Vec<_> = store
         .list_gates_of_kind(run, GateKind::Budget)?
         .into_iter()
         .filter(|g| g.status != GateStatus::Pending)
@@ -168,20 +170,22 @@ pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
     if decided.is_empty() {
         return Ok(false);
     }
-    let handled = raised_gates(engine.store.as_ref(), run)?;
+    let handled = raised_gates(store, run)?;
     let mut progressed = false;
     for gate in decided {
         match budgets::after_budget_gate(gate.status, handled.contains(&gate.id)) {
             BudgetGateStep::Nothing => continue,
             BudgetGateStep::StopRun => {
-                if engine.store.get_run(run)?.status != RunStatus::Cancelled {
-                    engine.log(
+                if store.get_run(run)?.status != RunStatus::Cancelled {
+                    store.append_event(NewEvent::typed(
                         run,
-                        None,
-                        "BUDGET",
-                        "budget gate rejected — stopping the run".into(),
-                    )?;
-                    engine.store.set_run_status(run, None, RunStatus::Cancelled)?;
+                        EventPayload::Log(payload::LogLine::new(
+                            "normal",
+                            Some("BUDGET"),
+                            "budget gate rejected — stopping the run",
+                        )),
+                    ))?;
+                    store.set_run_status(run, None, RunStatus::Cancelled)?;
                 }
                 return Ok(true);
             }
@@ -204,7 +208,7 @@ pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
         };
         ledger.raise(scope.clone(), raised);
         drop(ledger);
-        engine.store.append_event(NewEvent::typed(
+        store.append_event(NewEvent::typed(
             run,
             EventPayload::BudgetRaised(payload::BudgetRaised {
                 gate: Some(gate.id),

@@ -15,7 +15,7 @@ use agency_flow::ladder::{
     after_rejection, target_within,
 };
 use agency_flow::tiers::{on_blocked, on_failure};
-use agency_store::{NewGate, RunStatus};
+use agency_store::{Blackboard, NewGate, RunStatus};
 use serde_json::json;
 
 use crate::engine::{Engine, feedback_name};
@@ -119,7 +119,7 @@ pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decisio
             engine
                 .store
                 .update_brief_status(brief.id, from, BriefStatus::Escalated, event)?;
-            open_escalation_gate(engine, brief, why)?;
+            open_escalation_gate(engine.store.as_ref(), brief, why)?;
         }
     }
     Ok(())
@@ -206,7 +206,7 @@ fn escalate(engine: &Engine, brief: &Brief, to: EscalationTarget, why: &str) -> 
         .list_briefs_by_status(brief.run, BriefStatus::Escalated)?
         .len();
     let owner = match to {
-        EscalationTarget::Tier(tier) => ancestor_of_tier(engine, brief, tier)?,
+        EscalationTarget::Tier(tier) => ancestor_of_tier(engine.store.as_ref(), brief, tier)?,
         EscalationTarget::Human => None,
     };
     let from = Escalated {
@@ -240,9 +240,9 @@ fn escalate(engine: &Engine, brief: &Brief, to: EscalationTarget, why: &str) -> 
             cancel_descendants(engine, owner.id)?;
             return apply(engine, &owner, failure, decision, &context);
         }
-        (EscalationStep::Gate { why }, _) => return open_escalation_gate(engine, brief, &why),
+        (EscalationStep::Gate { why }, _) => return open_escalation_gate(engine.store.as_ref(), brief, &why),
         // The core names an owner's step only when it was given one.
-        (_, None) => return open_escalation_gate(engine, brief, why),
+        (_, None) => return open_escalation_gate(engine.store.as_ref(), brief, why),
     };
     cancel_descendants(engine, owner.id)?;
     let event = NewEvent::typed(
@@ -266,10 +266,10 @@ fn escalate(engine: &Engine, brief: &Brief, to: EscalationTarget, why: &str) -> 
     Ok(())
 }
 
-fn ancestor_of_tier(engine: &Engine, brief: &Brief, tier: Tier) -> Result<Option<Brief>> {
+fn ancestor_of_tier(store: &dyn Blackboard, brief: &Brief, tier: Tier) -> Result<Option<Brief>> {
     let mut current = brief.parent;
     while let Some(id) = current {
-        let parent = engine.store.get_brief(id)?;
+        let parent = store.get_brief(id)?;
         if parent.tier == tier {
             return Ok(Some(parent));
         }
@@ -302,7 +302,7 @@ fn cancel_descendants(engine: &Engine, root: BriefId) -> Result<()> {
 
 /// Blocks the run on an escalation gate: a human decides whether the failed brief gets a fresh attempt
 /// (approve) or the run stops (reject).
-pub fn open_escalation_gate(engine: &Engine, brief: &Brief, why: &str) -> Result<()> {
+pub fn open_escalation_gate(store: &dyn Blackboard, brief: &Brief, why: &str) -> Result<()> {
     let summary = json!({
         "message": format!("Escalation: {} \"{}\" needs a human — {why}", brief.tier, brief.title),
         "produced": why,
@@ -311,7 +311,7 @@ pub fn open_escalation_gate(engine: &Engine, brief: &Brief, why: &str) -> Result
     let mut gate = NewGate::new(brief.run, GateKind::Escalation, summary);
     gate.brief = Some(brief.id);
     gate.tier = Some(brief.tier);
-    engine.store.open_gate(gate)?;
+    store.open_gate(gate)?;
     Ok(())
 }
 
@@ -345,7 +345,7 @@ pub fn signal(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal) -> Resul
                 .store
                 .update_brief_status(brief.id, brief.status, BriefStatus::Escalated, event)?;
             open_escalation_gate(
-                engine,
+                engine.store.as_ref(),
                 brief,
                 &format!("ALERT {}: {}", signal.category, signal.issue),
             )
@@ -446,14 +446,14 @@ fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: paylo
 /// The run's gates of `kind` whose brief still waits on them (`escalated`), each with that brief: the gates
 /// an escalation or a HALT opened that a human's decision has not been acted on yet.
 pub(crate) fn gates_of_escalated(
-    engine: &Engine,
+    store: &dyn Blackboard,
     run: agency_core::RunId,
     kind: GateKind,
 ) -> Result<Vec<(Gate, Brief)>> {
     let mut waiting = Vec::new();
-    for gate in engine.store.list_gates_of_kind(run, kind)? {
+    for gate in store.list_gates_of_kind(run, kind)? {
         let Some(id) = gate.brief else { continue };
-        let brief = engine.store.get_brief(id)?;
+        let brief = store.get_brief(id)?;
         if brief.status == BriefStatus::Escalated {
             waiting.push((gate, brief));
         }
@@ -468,7 +468,7 @@ pub(crate) fn gates_of_escalated(
 /// The pass asks it only when some brief of the run is `escalated`.
 pub fn handle_halt_gates(engine: &Engine, run: agency_core::RunId) -> Result<bool> {
     let mut progressed = false;
-    for (gate, brief) in gates_of_escalated(engine, run, GateKind::Halt)? {
+    for (gate, brief) in gates_of_escalated(engine.store.as_ref(), run, GateKind::Halt)? {
         let by = gate.decided_by.clone().unwrap_or_default();
         let note = gate.note.clone().unwrap_or_default();
         match after_halt(gate.status, &by, &note, brief.attempt, brief.retry_budget) {

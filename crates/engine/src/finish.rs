@@ -40,7 +40,8 @@ impl Engine {
         // space, so whatever it reports is not taken for its work. Infrastructure: the runner stops, naming
         // the disk, and gives the brief back unspent; it starts again once space is freed and the run resumed.
         if role.writes()
-            && let Some(full) = crate::outage::disk_full_after(self, &brief)?
+            && let Some(full) =
+                crate::outage::disk_full_after(self.store.as_ref(), &self.options.worktrees, &brief)?
         {
             return Err(full);
         }

@@ -21,7 +21,7 @@ use agency_core::gate::{Gate, GateDecision, GateKind, GateStatus};
 use agency_core::{Brief, BriefStatus, RunId, Tier};
 use agency_flow::outage::{self, AfterProbe, PROBE_WAIT_FIRST, ProbeAnswer, Probed};
 use agency_llm::{CallMeta, CancelToken, LlmError, Message, ProviderTrouble, Request};
-use agency_store::NewGate;
+use agency_store::{Blackboard, NewGate};
 use serde_json::json;
 
 use crate::engine::Engine;
@@ -97,31 +97,29 @@ fn pause(engine: &Engine, brief: &Brief, cause: &str, what: &str, probe: Tier) -
         },
     )?;
     let run = brief.run;
-    let already = gate_pending(engine, run)?;
+    let already = gate_pending(engine.store.as_ref(), run)?;
     outage_line(
-        engine,
+        engine.store.as_ref(),
         brief,
         &format!("{what} ({cause}); the brief waits, its attempt not spent"),
     )?;
     if !outage::opens_gate(already) {
         return Ok(());
     }
-    open_gate(engine, run, cause, probe)
+    open_gate(engine.store.as_ref(), run, cause, probe)
 }
 
 /// Whether an outage's gate (not a human's `agency pause`) holds `run`.
-pub(crate) fn outage_gate_pending(engine: &Engine, run: RunId) -> Result<bool> {
-    Ok(engine
-        .store
+pub(crate) fn outage_gate_pending(store: &dyn Blackboard, run: RunId) -> Result<bool> {
+    Ok(store
         .list_gates_of_kind(run, GateKind::Pause)?
         .into_iter()
         .any(|g| g.status == GateStatus::Pending && g.summary["requested_by"] == OUTAGE_REQUESTER))
 }
 
 /// Whether an outage (or a human's pause) holds `run` at a pending `pause` gate.
-pub(crate) fn gate_pending(engine: &Engine, run: RunId) -> Result<bool> {
-    Ok(engine
-        .store
+pub(crate) fn gate_pending(store: &dyn Blackboard, run: RunId) -> Result<bool> {
+    Ok(store
         .list_gates_of_kind(run, GateKind::Pause)?
         .into_iter()
         .any(|g| g.status == GateStatus::Pending))
@@ -137,21 +135,22 @@ pub(crate) fn pause_for_board_reviewer(
     outage: &ReviewerOutage,
 ) -> Result<()> {
     let cause = outage.to_string();
+    let store = engine.store.as_ref();
     outage_line(
-        engine,
+        store,
         brief,
         &format!(
             "its teachback's review failed after its retries ({cause}); it waits under review, nothing charged"
         ),
     )?;
-    if !outage::opens_gate(gate_pending(engine, brief.run)?) {
+    if !outage::opens_gate(gate_pending(store, brief.run)?) {
         return Ok(());
     }
-    open_gate(engine, brief.run, &cause, outage.tier)
+    open_gate(store, brief.run, &cause, outage.tier)
 }
 
 /// Opens the outage gate of `run`: the cause, who asked, and whose model an `--auto-approve` runner probes.
-fn open_gate(engine: &Engine, run: RunId, cause: &str, probe: Tier) -> Result<()> {
+fn open_gate(store: &dyn Blackboard, run: RunId, cause: &str, probe: Tier) -> Result<()> {
     let short = run.short();
     let summary = json!({
         "message": format!(
@@ -164,9 +163,7 @@ fn open_gate(engine: &Engine, run: RunId, cause: &str, probe: Tier) -> Result<()
         "tier": probe.as_str(),
         "next": [format!("`agency resume {short}` starts the waiting briefs again")],
     });
-    engine
-        .store
-        .open_gate(NewGate::new(run, GateKind::Pause, summary))?;
+    store.open_gate(NewGate::new(run, GateKind::Pause, summary))?;
     Ok(())
 }
 
@@ -174,11 +171,15 @@ fn open_gate(engine: &Engine, run: RunId, cause: &str, probe: Tier) -> Result<()
 /// full ([`agency_flow::outage::disk_full`]), with a `DISK FULL` line in the run's log; `None` otherwise (a worktree that cannot
 /// be measured is not taken for full). A brief whose worktree is not on record yet (its record rides with
 /// a later write) is measured where the worktrees are made.
-pub(crate) fn disk_full_after(engine: &Engine, brief: &Brief) -> Result<Option<EngineError>> {
+pub(crate) fn disk_full_after(
+    store: &dyn Blackboard,
+    worktrees: &std::path::Path,
+    brief: &Brief,
+) -> Result<Option<EngineError>> {
     let worktree = brief
         .worktree
         .as_deref()
-        .map_or_else(|| engine.options.worktrees.clone(), std::path::PathBuf::from);
+        .map_or_else(|| worktrees.to_path_buf(), std::path::PathBuf::from);
     let Some(available) = available_bytes(&worktree) else {
         return Ok(None);
     };
@@ -191,7 +192,7 @@ pub(crate) fn disk_full_after(engine: &Engine, brief: &Brief) -> Result<Option<E
         brief.tier.as_str(),
         brief.title
     );
-    engine.store.append_event(
+    store.append_event(
         NewEvent::typed(
             brief.run,
             EventPayload::Log(LogLine::new(
@@ -286,7 +287,7 @@ pub(crate) fn auto_resume(engine: &Engine, gate: &Gate) -> Result<bool> {
             AfterProbe::Release(note) => {
                 probes.remove(&gate.id);
                 drop(probes);
-                log(engine, gate.run, tier, &note)?;
+                log(engine.store.as_ref(), gate.run, tier, &note)?;
                 engine.store.decide_gate(
                     gate.id,
                     GateDecision::Approve {
@@ -300,13 +301,13 @@ pub(crate) fn auto_resume(engine: &Engine, gate: &Gate) -> Result<bool> {
                 probe.next = Instant::now() + probe.wait;
                 probe.wait = outage::next_wait(probe.wait);
                 drop(probes);
-                log(engine, gate.run, tier, &line)?;
+                log(engine.store.as_ref(), gate.run, tier, &line)?;
                 return Ok(false);
             }
             AfterProbe::GiveUp(line) => {
                 probe.done = true;
                 drop(probes);
-                log(engine, gate.run, tier, &line)?;
+                log(engine.store.as_ref(), gate.run, tier, &line)?;
                 return Ok(false);
             }
         }
@@ -337,7 +338,7 @@ pub(crate) fn auto_resume(engine: &Engine, gate: &Gate) -> Result<bool> {
     let (sent, run) = (probe.sent, gate.run);
     drop(probes);
     log(
-        engine,
+        engine.store.as_ref(),
         run,
         tier,
         &format!("probe {sent}: asking {model} whether it answers again (--auto-approve)"),
@@ -376,8 +377,8 @@ fn probe_request(run: RunId, tier: Tier) -> Request {
 }
 
 /// The `OUTAGE` line of `brief`: `<tier> <title>: <what>`.
-fn outage_line(engine: &Engine, brief: &Brief, what: &str) -> Result<()> {
-    engine.store.append_event(
+fn outage_line(store: &dyn Blackboard, brief: &Brief, what: &str) -> Result<()> {
+    store.append_event(
         NewEvent::typed(
             brief.run,
             EventPayload::Log(LogLine::new(
@@ -392,8 +393,8 @@ fn outage_line(engine: &Engine, brief: &Brief, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn log(engine: &Engine, run: RunId, tier: Tier, message: &str) -> Result<()> {
-    engine.store.append_event(
+fn log(store: &dyn Blackboard, run: RunId, tier: Tier, message: &str) -> Result<()> {
+    store.append_event(
         NewEvent::typed(
             run,
             EventPayload::Log(LogLine::new("normal", Some("OUTAGE"), message.to_string())),

@@ -8,11 +8,13 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use agency_core::event::payload::Signal;
+use agency_core::event::payload::{LogLine, Signal};
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::{AlgedonicSignal, SignalCategory};
 use agency_core::{BriefId, BriefStatus, RunId};
 use agency_flow::stall::{self, QuietTurn, Stalled, Workstream};
+
+use agency_store::Blackboard;
 
 use crate::advance::{Passes, approved};
 use crate::engine::Engine;
@@ -27,17 +29,17 @@ impl StallWatch {
     /// Something ran, started or moved: the run is not stalled. If it moved only because of the full pass
     /// [`StallWatch::quiet_turn`] asked for, an incremental pass had missed work: that is said in the log
     /// (a defect of the runner, which the tests look for), since the run went on only seconds late.
-    pub(crate) fn busy(&mut self, engine: &Engine, run: RunId) -> Result<()> {
+    pub(crate) fn busy(&mut self, store: &dyn Blackboard, run: RunId) -> Result<()> {
         if self.0.busy() {
-            engine.log_at(
+            store.append_event(NewEvent::typed(
                 run,
-                None,
-                "verbose",
-                "RESCAN",
-                "a full pass over the run moved it on after it had been quiet: an incremental pass missed \
-                 work"
-                    .to_string(),
-            )?;
+                EventPayload::Log(LogLine::new(
+                    "verbose",
+                    Some("RESCAN"),
+                    "a full pass over the run moved it on after it had been quiet: an incremental pass \
+                     missed work",
+                )),
+            ))?;
         }
         Ok(())
     }
@@ -53,7 +55,7 @@ impl StallWatch {
         else {
             return Ok(());
         };
-        if engine.has_timer()? || at_work(engine, run)? {
+        if engine.has_timer()? || at_work(engine.store.as_ref(), run)? {
             return Ok(());
         }
         if self.0.stalled() == Stalled::Rescan {
@@ -214,11 +216,8 @@ impl IdleAgents {
 }
 
 /// Whether any brief of the run is held by an agent, this runner's or a worker's.
-fn at_work(engine: &Engine, run: RunId) -> Result<bool> {
-    Ok(!engine
-        .store
-        .list_briefs_by_status(run, BriefStatus::Running)?
-        .is_empty())
+fn at_work(store: &dyn Blackboard, run: RunId) -> Result<bool> {
+    Ok(!store.list_briefs_by_status(run, BriefStatus::Running)?.is_empty())
 }
 
 /// One line per workstream of the approved plan that is not merged: the state of its newest briefs. Before

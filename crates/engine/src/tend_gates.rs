@@ -7,8 +7,13 @@ use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::GateDecision;
 use agency_flow::gate_timing::{self, GateCare, human_duration};
 
+use agency_store::Blackboard;
+
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+
+/// The reminders this runner sent, per gate (the engine's `reminders`).
+type Reminders = std::sync::Mutex<std::collections::HashMap<agency_core::GateId, i64>>;
 
 impl Engine {
     /// Times out or auto-approves pending gates; returns whether any gate still holds the run. What each
@@ -38,7 +43,7 @@ impl Engine {
                 GateCare::Remind => {
                     // Past the timeout a human's gate is announced again, once per timeout, until someone
                     // decides.
-                    self.remind(&gate, waited, timeout)?;
+                    remind(self.store.as_ref(), &self.reminders, &gate, waited, timeout)?;
                     holding = true;
                 }
                 GateCare::TimeOut { reason } => {
@@ -54,40 +59,40 @@ impl Engine {
         }
         Ok(holding)
     }
+}
 
-    /// Writes a `REMINDER` line for `gate`, which has `waited` (and which the notifiers announce like the
-    /// gate itself), once it has waited another whole `every` since it opened. What was sent is remembered
-    /// by this runner only: a resumed one sends the current period's reminder once more.
-    fn remind(
-        &self,
-        gate: &agency_core::gate::Gate,
-        waited: chrono::Duration,
-        every: chrono::Duration,
-    ) -> Result<()> {
-        let mut reminders = self
-            .reminders
-            .lock()
-            .map_err(|_| EngineError::State("reminders poisoned".into()))?;
-        let sent = reminders.entry(gate.id).or_insert(0);
-        let Some(due) = gate_timing::reminder_due(waited, every, *sent) else {
-            return Ok(());
-        };
-        *sent = due;
-        let message = format!(
-            "the {} gate has waited {} for a decision: `agency approve {run}` or `agency reject {run} --reason \"…\"`",
-            gate.kind,
-            human_duration(waited),
-            run = gate.run.short()
-        );
-        let event = NewEvent::typed(
-            gate.run,
-            EventPayload::Log(LogLine {
-                gate: Some(gate.id),
-                reminder: Some(due),
-                ..LogLine::new("normal", Some("REMINDER"), message)
-            }),
-        );
-        self.store.append_event(event)?;
-        Ok(())
-    }
+/// Writes a `REMINDER` line for `gate`, which has `waited` (and which the notifiers announce like the
+/// gate itself), once it has waited another whole `every` since it opened. What was sent is remembered
+/// by this runner only: a resumed one sends the current period's reminder once more.
+fn remind(
+    store: &dyn Blackboard,
+    reminders: &Reminders,
+    gate: &agency_core::gate::Gate,
+    waited: chrono::Duration,
+    every: chrono::Duration,
+) -> Result<()> {
+    let mut reminders = reminders
+        .lock()
+        .map_err(|_| EngineError::State("reminders poisoned".into()))?;
+    let sent = reminders.entry(gate.id).or_insert(0);
+    let Some(due) = gate_timing::reminder_due(waited, every, *sent) else {
+        return Ok(());
+    };
+    *sent = due;
+    let message = format!(
+        "the {} gate has waited {} for a decision: `agency approve {run}` or `agency reject {run} --reason \"…\"`",
+        gate.kind,
+        human_duration(waited),
+        run = gate.run.short()
+    );
+    let event = NewEvent::typed(
+        gate.run,
+        EventPayload::Log(LogLine {
+            gate: Some(gate.id),
+            reminder: Some(due),
+            ..LogLine::new("normal", Some("REMINDER"), message)
+        }),
+    );
+    store.append_event(event)?;
+    Ok(())
 }
