@@ -318,15 +318,15 @@ pub fn open_escalation_gate(store: &dyn Blackboard, brief: &Brief, why: &str) ->
 /// An algedonic signal from an agent. A HALT (security, data, ethics) stops all work of the run until a
 /// human acknowledges it ([`halt`]); an ALERT (quality, scope, meta-block) escalates the brief to a human
 /// on an escalation gate, which holds the run until decided.
-pub fn signal(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal) -> Result<()> {
+pub fn signal(store: &dyn Blackboard, brief: &Brief, signal: &AlgedonicSignal) -> Result<()> {
     let payload = payload::Signal {
         title: Some(brief.title.clone()),
         ..signal.payload()
     };
     match signal.level {
-        SignalLevel::Halt => halt(engine, brief, signal, payload),
+        SignalLevel::Halt => halt(store, brief, signal, payload),
         SignalLevel::Alert => {
-            engine.store.append_event(
+            store.append_event(
                 NewEvent::typed(brief.run, EventPayload::Alert(payload))
                     .brief(brief.id)
                     .tier(brief.tier),
@@ -341,11 +341,9 @@ pub fn signal(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal) -> Resul
                 }),
             )
             .brief(brief.id);
-            engine
-                .store
-                .update_brief_status(brief.id, brief.status, BriefStatus::Escalated, event)?;
+            store.update_brief_status(brief.id, brief.status, BriefStatus::Escalated, event)?;
             open_escalation_gate(
-                engine.store.as_ref(),
+                store,
                 brief,
                 &format!("ALERT {}: {}", signal.category, signal.issue),
             )
@@ -362,7 +360,12 @@ const HALTED: &str = "HALTED";
 /// in its worktree once the run resumes) — and no agent starts while the gate is pending, on this runner or
 /// any worker. Stopping rather than letting agents finish: a HALT says something must not go on (a secret
 /// leaking, data being destroyed), and a running agent may be the one doing it.
-fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: payload::Signal) -> Result<()> {
+fn halt(
+    store: &dyn Blackboard,
+    brief: &Brief,
+    signal: &AlgedonicSignal,
+    payload: payload::Signal,
+) -> Result<()> {
     let run = brief.run;
     let short = run.short();
     let payload = payload::Signal {
@@ -372,7 +375,7 @@ fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: paylo
         )),
         ..payload
     };
-    engine.store.append_event(
+    store.append_event(
         NewEvent::typed(run, EventPayload::Halt(payload))
             .brief(brief.id)
             .tier(brief.tier),
@@ -388,9 +391,7 @@ fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: paylo
     )
     .brief(brief.id)
     .tier(brief.tier);
-    engine
-        .store
-        .update_brief_status(brief.id, brief.status, BriefStatus::Escalated, event)?;
+    store.update_brief_status(brief.id, brief.status, BriefStatus::Escalated, event)?;
     let summary = json!({
         "message": format!(
             "HALT {} from {} \"{}\": {}",
@@ -409,8 +410,8 @@ fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: paylo
     let mut gate = NewGate::new(run, GateKind::Halt, summary);
     gate.brief = Some(brief.id);
     gate.tier = Some(brief.tier);
-    engine.store.open_gate(gate)?;
-    for running in engine.store.list_briefs_by_status(run, BriefStatus::Running)? {
+    store.open_gate(gate)?;
+    for running in store.list_briefs_by_status(run, BriefStatus::Running)? {
         if running.id == brief.id {
             continue;
         }
@@ -431,10 +432,7 @@ fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: paylo
         let event = NewEvent::typed(run, EventPayload::Log(line))
             .brief(running.id)
             .tier(running.tier);
-        match engine
-            .store
-            .update_brief_status(running.id, BriefStatus::Running, BriefStatus::Pending, event)
-        {
+        match store.update_brief_status(running.id, BriefStatus::Running, BriefStatus::Pending, event) {
             // It finished or was taken back meanwhile: nothing left to stop.
             Ok(_) | Err(agency_store::StoreError::Conflict { .. }) => {}
             Err(other) => return Err(other.into()),

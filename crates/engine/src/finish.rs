@@ -122,7 +122,7 @@ impl Engine {
                 else {
                     return Ok(());
                 };
-                return crate::failure::signal(self, &brief, signal);
+                return crate::failure::signal(self.store.as_ref(), &brief, signal);
             }
             AfterAgent::Fail(why) => return fail_brief(self, &brief, &why),
             AfterAgent::Verify | AfterAgent::Salvage | AfterAgent::Block => match report {

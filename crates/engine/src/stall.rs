@@ -5,14 +5,14 @@
 //! notifiers announce it like any ALERT. The ALERT is written once per stall: the next is raised only after
 //! the run moved again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use agency_core::event::payload::{LogLine, Signal};
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::{AlgedonicSignal, SignalCategory};
 use agency_core::{BriefId, BriefStatus, RunId};
-use agency_flow::stall::{self, QuietTurn, Stalled, Workstream};
+use agency_flow::stall::{self, IdleLook, QuietTurn, Stalled, Workstream};
 
 use agency_store::Blackboard;
 
@@ -107,45 +107,27 @@ impl StallWatch {
 }
 
 /// Agents that went silent: a brief `running` whose agent has recorded nothing on the blackboard (a tool
-/// call, a message, a teachback) for `runner.agent_idle_minutes` gets one ALERT per silence. Looked at every
-/// few seconds from the briefs that have new events, so it costs one indexed read however many agents run.
+/// call, a message, a teachback) for `runner.agent_idle_minutes` gets one ALERT per silence
+/// ([`agency_flow::stall::IdleWatch`] decides). Looked at every few seconds from the briefs that have new
+/// events, so it costs one indexed read however many agents run.
 #[derive(Debug, Default)]
-pub(crate) struct IdleAgents {
-    /// When the last look was taken, and the newest event then.
-    looked: Option<(Instant, i64)>,
-    /// When each running brief was last heard from (or first seen running).
-    heard: HashMap<BriefId, Instant>,
-    /// The briefs reported for their current silence.
-    reported: HashSet<BriefId>,
-}
+pub(crate) struct IdleAgents(stall::IdleWatch);
 
 impl IdleAgents {
     /// Raises the ALERT for each agent silent past the limit (`limit` overrides team.yaml's minutes).
     pub(crate) fn look(&mut self, engine: &Engine, run: RunId, limit: Option<Duration>) -> Result<()> {
-        let limit = match limit {
-            Some(given) => given,
-            None => Duration::from_secs(u64::from(engine.config.runner.agent_idle_minutes) * 60),
-        };
-        if limit.is_zero() {
+        let limit = stall::idle_limit(limit, engine.config.runner.agent_idle_minutes);
+        let now = Instant::now();
+        let IdleLook::Look { after } = self.0.due(now, limit) else {
             return Ok(());
-        }
-        let every = stall::idle_look_every(limit);
-        let seq = match self.looked {
-            Some((at, _)) if at.elapsed() < every => return Ok(()),
-            Some((_, after)) => {
-                let seq = engine.store.last_seq(Some(run))?;
-                for id in engine.store.briefs_in_events_after(run, after)? {
-                    self.heard.insert(id, Instant::now());
-                    self.reported.remove(&id);
-                }
-                seq
-            }
-            None => engine.store.last_seq(Some(run))?,
         };
-        self.looked = Some((Instant::now(), seq));
+        let seq = engine.store.last_seq(Some(run))?;
+        let heard = match after {
+            Some(after) => engine.store.briefs_in_events_after(run, after)?,
+            None => Vec::new(),
+        };
         let running = engine.store.list_briefs_by_status(run, BriefStatus::Running)?;
-        self.heard.retain(|id, _| running.iter().any(|b| b.id == *id));
-        self.reported.retain(|id| running.iter().any(|b| b.id == *id));
+        let ids: Vec<BriefId> = running.iter().map(|b| b.id).collect();
         // An agent waiting at a gate (its teachback before a human, say) is waiting, not stuck.
         let at_gate: HashSet<BriefId> = engine
             .store
@@ -153,16 +135,10 @@ impl IdleAgents {
             .into_iter()
             .filter_map(|g| g.brief)
             .collect();
-        for brief in &running {
-            if at_gate.contains(&brief.id) {
-                self.heard.insert(brief.id, Instant::now());
+        for (id, silent) in self.0.look(now, seq, limit, &heard, &ids, &at_gate) {
+            let Some(brief) = running.iter().find(|b| b.id == id) else {
                 continue;
-            }
-            let heard = *self.heard.entry(brief.id).or_insert_with(Instant::now);
-            if heard.elapsed() < limit || !self.reported.insert(brief.id) {
-                continue;
-            }
-            let silent = heard.elapsed();
+            };
             let issue = format!(
                 "{} {} ({}) has recorded nothing for {} — its agent may be stuck; `agency inspect {} --brief {}` \
                  shows its last events",

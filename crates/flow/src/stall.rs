@@ -7,10 +7,11 @@
 //!
 //! The clock readings and the blackboard's newest event are the caller's, passed in as values.
 
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use agency_core::tiers::BriefRole;
-use agency_core::{Brief, BriefStatus, Tier};
+use agency_core::{Brief, BriefId, BriefStatus, Tier};
 
 use crate::attempts::latest_of;
 
@@ -175,6 +176,84 @@ pub fn silence(silent: Duration) -> String {
     }
 }
 
+/// How long an agent may record nothing before it is reported: the runner's own limit when given (a test's
+/// `agent_idle`), else team.yaml's `runner.agent_idle_minutes`; zero turns the watch off.
+pub fn idle_limit(given: Option<Duration>, minutes: u32) -> Duration {
+    given.unwrap_or(Duration::from_secs(u64::from(minutes) * 60))
+}
+
+/// Agents that went silent: a brief `running` whose agent has recorded nothing on the blackboard (a tool
+/// call, a message, a teachback) for the limit gets one ALERT per silence. An agent waiting at a gate is
+/// waiting, not stuck. The briefs heard from, the running ones and the clock are the caller's.
+#[derive(Debug, Default)]
+pub struct IdleWatch {
+    /// When the last look was taken, and the newest event then.
+    looked: Option<(Instant, i64)>,
+    /// When each running brief was last heard from (or first seen running).
+    heard: HashMap<BriefId, Instant>,
+    /// The briefs reported for their current silence.
+    reported: HashSet<BriefId>,
+}
+
+/// Whether a look is due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdleLook {
+    /// Looked less than [`idle_look_every`] ago.
+    NotYet,
+    /// Look: the briefs with events after `after` (none at the first look) were heard from.
+    Look {
+        /// The newest event at the last look.
+        after: Option<i64>,
+    },
+}
+
+impl IdleWatch {
+    /// Whether a look is due at `now` for agents that may be silent for `limit`.
+    pub fn due(&self, now: Instant, limit: Duration) -> IdleLook {
+        match self.looked {
+            _ if limit.is_zero() => IdleLook::NotYet,
+            Some((at, _)) if now.saturating_duration_since(at) < idle_look_every(limit) => IdleLook::NotYet,
+            Some((_, after)) => IdleLook::Look { after: Some(after) },
+            None => IdleLook::Look { after: None },
+        }
+    }
+
+    /// The look at `now`, the run's newest event being `seq`: `heard` were heard from since the last look,
+    /// `running` are the running briefs and `at_gate` the ones waiting at a gate. Returns each brief silent
+    /// past `limit` and not reported for this silence yet, with how long it has been silent.
+    pub fn look(
+        &mut self,
+        now: Instant,
+        seq: i64,
+        limit: Duration,
+        heard: &[BriefId],
+        running: &[BriefId],
+        at_gate: &HashSet<BriefId>,
+    ) -> Vec<(BriefId, Duration)> {
+        for id in heard {
+            self.heard.insert(*id, now);
+            self.reported.remove(id);
+        }
+        self.looked = Some((now, seq));
+        self.heard.retain(|id, _| running.contains(id));
+        self.reported.retain(|id| running.contains(id));
+        let mut silent = Vec::new();
+        for id in running {
+            if at_gate.contains(id) {
+                self.heard.insert(*id, now);
+                continue;
+            }
+            let since = *self.heard.entry(*id).or_insert(now);
+            let quiet = now.saturating_duration_since(since);
+            if quiet < limit || !self.reported.insert(*id) {
+                continue;
+            }
+            silent.push((*id, quiet));
+        }
+        silent
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -287,6 +366,55 @@ mod tests {
         assert_eq!(silence(Duration::from_millis(2_500)), "2.5 s");
         assert_eq!(silence(Duration::from_secs(119)), "119.0 s");
         assert_eq!(silence(Duration::from_secs(600)), "10 min");
+    }
+
+    #[test]
+    fn a_silent_agent_is_reported_once_per_silence_and_never_at_a_gate() {
+        let mut watch = IdleWatch::default();
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let limit = Duration::from_millis(400);
+        let (a, b) = (BriefId::new(), BriefId::new());
+        let none = HashSet::new();
+        assert_eq!(watch.due(at(0), limit), IdleLook::Look { after: None });
+        assert!(
+            watch.look(at(0), 1, limit, &[], &[a, b], &none).is_empty(),
+            "first seen now"
+        );
+        assert_eq!(
+            watch.due(at(50), limit),
+            IdleLook::NotYet,
+            "a quarter of the limit apart"
+        );
+        assert_eq!(watch.due(at(100), limit), IdleLook::Look { after: Some(1) });
+        // b waits at a gate: waiting, not stuck.
+        let gated: HashSet<BriefId> = [b].into();
+        assert_eq!(
+            watch.look(at(500), 2, limit, &[], &[a, b], &gated),
+            [(a, Duration::from_millis(500))]
+        );
+        assert!(
+            watch.look(at(900), 2, limit, &[], &[a, b], &gated).is_empty(),
+            "once per silence"
+        );
+        // a is heard from: a new silence, reported again past the limit.
+        assert!(watch.look(at(1_000), 3, limit, &[a], &[a, b], &none).is_empty());
+        assert_eq!(
+            watch.look(at(1_500), 3, limit, &[], &[a, b], &none),
+            [(a, Duration::from_millis(500)), (b, Duration::from_millis(600))]
+        );
+        // No longer running: forgotten.
+        assert!(watch.look(at(9_000), 4, limit, &[], &[], &none).is_empty());
+        assert_eq!(
+            IdleWatch::default().due(at(0), Duration::ZERO),
+            IdleLook::NotYet,
+            "off"
+        );
+        assert_eq!(idle_limit(None, 10), Duration::from_secs(600));
+        assert_eq!(
+            idle_limit(Some(Duration::from_millis(400)), 10),
+            Duration::from_millis(400)
+        );
     }
 
     proptest! {
