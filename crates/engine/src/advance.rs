@@ -144,7 +144,7 @@ async fn pass(
         .list_briefs_by_status(run, BriefStatus::Escalated)?
         .is_empty();
     let mut progressed = escalated && handle_escalation_gates(engine, run)?;
-    progressed |= crate::budget::handle_budget_gates(engine, run)?;
+    progressed |= crate::budget::handle_budget_gates(engine.store.as_ref(), engine.ledger.as_ref(), run)?;
     progressed |= escalated && crate::failure::handle_halt_gates(engine, run)?;
     // Only what is `verifying` needs the runner; everything else waits on an agent or a human.
     let verifying = engine.store.list_briefs_by_status(run, BriefStatus::Verifying)?;
@@ -308,7 +308,8 @@ pub(crate) fn start_workstreams(engine: &Engine, run: RunId, plan: &Plan, ids: &
 /// Decided escalation gates: approve gives the brief a fresh attempt; reject stops the run.
 fn handle_escalation_gates(engine: &Engine, run: RunId) -> Result<bool> {
     let mut progressed = false;
-    for (gate, brief) in crate::failure::gates_of_escalated(engine, run, GateKind::Escalation)? {
+    for (gate, brief) in crate::failure::gates_of_escalated(engine.store.as_ref(), run, GateKind::Escalation)?
+    {
         match escalation_gate(gate.status) {
             EscalationGateStep::Wait => {}
             EscalationGateStep::RetryFresh => {

@@ -108,7 +108,7 @@ impl BoardReviews {
             .collect();
         // No review starts while an outage's gate waits (this runner's, or one before a restart): the
         // reviewer's provider may be the one that is down. Read only when a review is due.
-        if !due.is_empty() && crate::outage::outage_gate_pending(engine, run)? {
+        if !due.is_empty() && crate::outage::outage_gate_pending(engine.store.as_ref(), run)? {
             return Ok(());
         }
         for id in due {

@@ -12,13 +12,13 @@ use agency_core::event::payload::{self, BudgetAmount, BudgetScope};
 use agency_core::event::{EventKind, EventPayload, NewEvent};
 use agency_core::gate::{GateKind, GateStatus};
 use agency_core::{GateId, RunId};
+use agency_flow::budgets::{self, BudgetGateStep};
 use agency_llm::{
     Amount, BudgetExceeded, BudgetLedger, CallMeta, Limit, ProviderTrouble, Scope, UsageRecord, UsageSink,
 };
 use agency_store::{Blackboard, NewGate, RunStatus};
 use serde_json::json;
 
-use crate::engine::Engine;
 use crate::error::Result;
 
 /// The run's ledger, shared by every metered provider and the engine (which raises limits).
@@ -85,12 +85,12 @@ impl UsageSink for BlackboardSink {
         event.tier = meta.tier;
         // A sink cannot fail the call (it is already refused); a store error here only loses the record.
         let _ = self.store.append_event(event);
-        let open = self
+        let pending = self
             .store
             .pending_gates(Some(run))
             .map(|gates| gates.iter().any(|g| g.kind == GateKind::Budget))
-            .unwrap_or(true);
-        if !open {
+            .ok();
+        if budgets::refusal_opens_gate(pending) {
             let summary = json!({
                 "message": format!("Budget reached ({}: {} of {}) — approve to raise it, reject to stop", exceeded.scope, exceeded.spent, exceeded.limit),
                 "produced": event_payload,
@@ -140,31 +140,27 @@ pub(crate) fn passed_limit(
     true
 }
 
-/// Reads a `tokens=N` or `usd=X` note into a limit.
-fn limit_from_note(note: &str) -> Option<Limit> {
-    let (key, value) = note.trim().split_once('=')?;
-    match key.trim() {
-        "tokens" => value.trim().parse().ok().map(|t| Limit {
-            tokens: Some(t),
-            usd: None,
-        }),
-        "usd" => value.trim().parse().ok().map(|u| Limit {
-            tokens: None,
-            usd: Some(u),
-        }),
-        _ => None,
+/// The ledger's scope of the decision core's.
+fn ledger_scope(scope: budgets::Scope) -> Scope {
+    match scope {
+        budgets::Scope::Run => Scope::Run,
+        budgets::Scope::Workstream(id) => Scope::Workstream(id),
+        budgets::Scope::Brief(id) => Scope::Brief(id),
     }
 }
 
 /// Acts on decided budget gates once each: approve raises the limit, reject stops the run.
-pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
-    let Some(ledger) = &engine.ledger else {
+pub fn handle_budget_gates(
+    store: &dyn Blackboard,
+    ledger: Option<&SharedLedger>,
+    run: RunId,
+) -> Result<bool> {
+    let Some(ledger) = ledger else {
         return Ok(false);
     };
     // Asked on every pass: the run's budget gates alone (nearly always none), not every gate of the run,
     // whose plan gate carries the whole plan.
-    let decided: Vec<_> = engine
-        .store
+    let decided: Vec<_> = store
         .list_gates_of_kind(run, GateKind::Budget)?
         .into_iter()
         .filter(|g| g.status != GateStatus::Pending)
@@ -174,48 +170,45 @@ pub fn handle_budget_gates(engine: &Engine, run: RunId) -> Result<bool> {
     if decided.is_empty() {
         return Ok(false);
     }
-    let handled = raised_gates(engine.store.as_ref(), run)?;
+    let handled = raised_gates(store, run)?;
     let mut progressed = false;
     for gate in decided {
-        if handled.contains(&gate.id) {
-            continue;
-        }
-        if gate.status == GateStatus::Rejected {
-            if engine.store.get_run(run)?.status != RunStatus::Cancelled {
-                engine.log(
-                    run,
-                    None,
-                    "BUDGET",
-                    "budget gate rejected — stopping the run".into(),
-                )?;
-                engine.store.set_run_status(run, None, RunStatus::Cancelled)?;
+        match budgets::after_budget_gate(gate.status, handled.contains(&gate.id)) {
+            BudgetGateStep::Nothing => continue,
+            BudgetGateStep::StopRun => {
+                if store.get_run(run)?.status != RunStatus::Cancelled {
+                    store.append_event(NewEvent::typed(
+                        run,
+                        EventPayload::Log(payload::LogLine::new(
+                            "normal",
+                            Some("BUDGET"),
+                            "budget gate rejected — stopping the run",
+                        )),
+                    ))?;
+                    store.set_run_status(run, None, RunStatus::Cancelled)?;
+                }
+                return Ok(true);
             }
-            return Ok(true);
+            BudgetGateStep::Raise => {}
         }
-        let scope = match gate.summary["produced"]["scope_detail"]["kind"].as_str() {
-            Some("workstream") => Scope::Workstream(
-                gate.summary["produced"]["scope_detail"]["id"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .into(),
-            ),
-            Some("brief") => Scope::Brief(
-                gate.summary["produced"]["scope_detail"]["id"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .into(),
-            ),
-            _ => Scope::Run,
-        };
+        let detail = &gate.summary["produced"]["scope_detail"];
+        let scope = ledger_scope(budgets::scope_of(detail["kind"].as_str(), detail["id"].as_str()));
         let mut ledger = ledger.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let current = ledger.limit(&scope);
-        let raised = gate.note.as_deref().and_then(limit_from_note).unwrap_or(Limit {
-            tokens: current.tokens.map(|t| t.saturating_mul(2)),
-            usd: current.usd.map(|u| u * 2.0),
-        });
+        let raised = budgets::raised(
+            gate.note.as_deref(),
+            budgets::Limit {
+                tokens: current.tokens,
+                usd: current.usd,
+            },
+        );
+        let raised = Limit {
+            tokens: raised.tokens,
+            usd: raised.usd,
+        };
         ledger.raise(scope.clone(), raised);
         drop(ledger);
-        engine.store.append_event(NewEvent::typed(
+        store.append_event(NewEvent::typed(
             run,
             EventPayload::BudgetRaised(payload::BudgetRaised {
                 gate: Some(gate.id),
@@ -288,11 +281,7 @@ pub fn ledger_from_events(
                     ledger.record(&scope, agency_llm::Spend { tokens, usd });
                 }
                 EventPayload::BudgetRaised(raised) => {
-                    let scope = match raised.scope.split_once(' ') {
-                        Some(("workstream", id)) => Scope::Workstream(id.to_string()),
-                        Some(("brief", id)) => Scope::Brief(id.to_string()),
-                        _ => Scope::Run,
-                    };
+                    let scope = ledger_scope(budgets::scope_named(&raised.scope));
                     let limit = Limit {
                         tokens: raised.tokens,
                         usd: raised.usd,
@@ -312,28 +301,4 @@ fn typed(event: &agency_core::Event) -> Result<EventPayload> {
     event.typed().map_err(|e| {
         crate::error::EngineError::State(format!("event {} of run {}: {e}", event.seq, event.run.short()))
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn notes_name_new_limits() {
-        assert_eq!(
-            limit_from_note("tokens=500"),
-            Some(Limit {
-                tokens: Some(500),
-                usd: None
-            })
-        );
-        assert_eq!(
-            limit_from_note(" usd = 2.5 "),
-            Some(Limit {
-                tokens: None,
-                usd: Some(2.5)
-            })
-        );
-        assert_eq!(limit_from_note("more please"), None);
-    }
 }

@@ -159,12 +159,12 @@ impl Engine {
             }
             self.end_turn();
             if !crew.is_empty() {
-                stall.busy(self, run)?;
+                stall.busy(self.store.as_ref(), run)?;
                 crew.collect(self, self.options.poll).await?;
                 continue;
             }
             if spawned || progressed || waiting || paused {
-                stall.busy(self, run)?;
+                stall.busy(self.store.as_ref(), run)?;
             } else {
                 stall.quiet_turn(self, run, &mut passes)?;
             }

@@ -398,21 +398,11 @@ impl Engine {
     }
 }
 
-/// `45 s`, `12 min`, `3 h 5 min`.
 /// The auditor's own runtime, when `signoff.auditor_model` gives it another model than the judge's.
 #[derive(Debug, Clone)]
 pub(crate) struct AuditorRuntime {
     pub runtime: Arc<dyn Runtime>,
     pub provider: Arc<dyn agency_llm::Provider>,
-}
-
-pub(crate) fn human_duration(span: chrono::Duration) -> String {
-    let seconds = span.num_seconds().max(0);
-    match seconds {
-        0..60 => format!("{seconds} s"),
-        60..3600 => format!("{} min", seconds / 60),
-        _ => format!("{} h {} min", seconds / 3600, seconds % 3600 / 60),
-    }
 }
 
 /// The `brief_status` event of moving `brief` from its status to `to`: `from`, `to` and the fields of

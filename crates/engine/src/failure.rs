@@ -3,15 +3,19 @@
 //! of the owning tier, which is re-invoked with the failure as context — and a failure with no rung left, or
 //! escalation repeated too often, opens a gate for a human.
 
-use agency_core::escalation::{Decision, EscalationTarget, Failure, decide};
+use agency_core::escalation::{Decision, EscalationTarget, Failure};
 use agency_core::event::payload::{self, BriefStatusChange, LogLine};
 use agency_core::event::{EventPayload, NewEvent};
-use agency_core::gate::{Gate, GateKind, GateStatus};
+use agency_core::gate::{Gate, GateKind};
 use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefId, BriefStatus, Tier};
 use agency_exec::runtime::{AlgedonicSignal, SignalLevel};
-use agency_flow::tiers::{failure_of, on_blocked, on_failure, on_gate_rejection};
-use agency_store::{NewGate, RunStatus};
+use agency_flow::ladder::{
+    self, AfterHalt, AfterRejection, Escalated, EscalationStep, FULL_PATH, Owner, after_halt,
+    after_rejection, target_within,
+};
+use agency_flow::tiers::{on_blocked, on_failure};
+use agency_store::{Blackboard, NewGate, RunStatus};
 use serde_json::json;
 
 use crate::engine::{Engine, feedback_name};
@@ -29,24 +33,18 @@ pub fn fail_brief(engine: &Engine, brief: &Brief, why: &str) -> Result<()> {
 /// once they are spent, the ladder ends at a human (an escalation gate, which never times out), never in
 /// a loop of re-plans.
 pub fn gate_rejected(engine: &Engine, brief: &Brief, kind: GateKind, by: &str, reason: &str) -> Result<()> {
-    let who = if by == "timeout" {
-        "Nobody decided".to_string()
-    } else {
-        format!("A human ({by}) rejected your output")
-    };
-    if let Decision::Retry { next_attempt } = on_gate_rejection(brief.attempt, brief.retry_budget) {
-        engine.move_brief(brief, BriefStatus::Cancelled, BriefStatusChange::because(reason))?;
-        let feedback = format!("{who} at the {kind} gate: {reason}\nRevise it accordingly.");
-        retry(engine, brief, next_attempt, &feedback)?;
-        return Ok(());
+    let role = BriefRole::of(brief);
+    match after_rejection(role, brief.attempt, brief.retry_budget, kind, by, reason) {
+        AfterRejection::Retry {
+            next_attempt,
+            feedback,
+        } => {
+            engine.move_brief(brief, BriefStatus::Cancelled, BriefStatusChange::because(reason))?;
+            retry(engine, brief, next_attempt, &feedback)?;
+            Ok(())
+        }
+        AfterRejection::Escalate { failure, why } => apply(engine, brief, failure, Decision::OpenGate, &why),
     }
-    let why = format!(
-        "{who} at the {kind} gate: {reason} — attempt {} of {}, the retry budget is spent",
-        brief.attempt + 1,
-        brief.retry_budget + 1
-    );
-    let failure = failure_of(BriefRole::of(brief));
-    apply(engine, brief, failure, Decision::OpenGate, &why)
 }
 
 /// An implementer reported it is blocked: escalate to its owner at once, no retries.
@@ -83,11 +81,7 @@ pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decisio
             retry(engine, brief, next_attempt, why)?;
         }
         Decision::Escalate { to } => {
-            let path = workstream_path(engine, brief)?;
-            let to = match (Decision::Escalate { to }).within_path(&path) {
-                Decision::Escalate { to } => to,
-                _ => to,
-            };
+            let to = target_within(to, &workstream_path(engine, brief)?);
             let payload = payload::Failure {
                 to: Some(match to {
                     EscalationTarget::Tier(t) => t.as_str().to_string(),
@@ -125,7 +119,7 @@ pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decisio
             engine
                 .store
                 .update_brief_status(brief.id, from, BriefStatus::Escalated, event)?;
-            open_escalation_gate(engine, brief, why)?;
+            open_escalation_gate(engine.store.as_ref(), brief, why)?;
         }
     }
     Ok(())
@@ -136,7 +130,7 @@ fn workstream_path(engine: &Engine, brief: &Brief) -> Result<Vec<Tier>> {
     let approved = crate::plan::approved(engine, brief.run)?;
     Ok(approved
         .and_then(|a| a.plan.workstream(&brief.workstream).map(|w| w.tier_path.clone()))
-        .unwrap_or_else(|| vec![Tier::T2, Tier::T3, Tier::T4, Tier::T5]))
+        .unwrap_or_else(|| FULL_PATH.to_vec()))
 }
 
 /// Writes the next attempt of `brief` with what went wrong as its starting feedback.
@@ -211,34 +205,46 @@ fn escalate(engine: &Engine, brief: &Brief, to: EscalationTarget, why: &str) -> 
         .store
         .list_briefs_by_status(brief.run, BriefStatus::Escalated)?
         .len();
-    if escalations > engine.config.retry.max_escalations_before_gate as usize {
-        return open_escalation_gate(
-            engine,
-            brief,
-            &format!("repeated escalation ({escalations} in this run): {why}"),
-        );
-    }
-    let EscalationTarget::Tier(tier) = to else {
-        return open_escalation_gate(engine, brief, why);
+    let owner = match to {
+        EscalationTarget::Tier(tier) => ancestor_of_tier(engine.store.as_ref(), brief, tier)?,
+        EscalationTarget::Human => None,
     };
-    let Some(owner) = ancestor_of_tier(engine, brief, tier)? else {
-        return open_escalation_gate(engine, brief, why);
+    let from = Escalated {
+        tier: brief.tier,
+        title: &brief.title,
+        attempt: brief.attempt,
+        why,
+    };
+    let facts = owner.as_ref().map(|o| Owner {
+        role: BriefRole::of(o),
+        attempt: o.attempt,
+        retry_budget: o.retry_budget,
+    });
+    let max = engine.config.retry.max_escalations_before_gate;
+    let (owner, next_attempt, context) = match (ladder::escalate(from, to, escalations, max, facts), owner) {
+        (
+            EscalationStep::ReInvoke {
+                next_attempt,
+                context,
+            },
+            Some(owner),
+        ) => (owner, next_attempt, context),
+        (
+            EscalationStep::OwnerFails {
+                failure,
+                decision,
+                context,
+            },
+            Some(owner),
+        ) => {
+            cancel_descendants(engine, owner.id)?;
+            return apply(engine, &owner, failure, decision, &context);
+        }
+        (EscalationStep::Gate { why }, _) => return open_escalation_gate(engine.store.as_ref(), brief, &why),
+        // The core names an owner's step only when it was given one.
+        (_, None) => return open_escalation_gate(engine.store.as_ref(), brief, why),
     };
     cancel_descendants(engine, owner.id)?;
-    let context = format!(
-        "Escalated to you from {} \"{}\" (attempt {}): {why}\nRe-scope or correct your output so this cannot happen again.",
-        brief.tier, brief.title, brief.attempt
-    );
-    if owner.attempt >= owner.retry_budget {
-        let failure = failure_of(BriefRole::of(&owner));
-        return apply(
-            engine,
-            &owner,
-            failure,
-            decide(failure, owner.attempt, owner.retry_budget),
-            &context,
-        );
-    }
     let event = NewEvent::typed(
         brief.run,
         EventPayload::Log(LogLine::new(
@@ -256,14 +262,14 @@ fn escalate(engine: &Engine, brief: &Brief, to: EscalationTarget, why: &str) -> 
             BriefStatusChange::because("re-invoked after an escalation"),
         )?;
     }
-    retry(engine, &owner, owner.attempt + 1, &context)?;
+    retry(engine, &owner, next_attempt, &context)?;
     Ok(())
 }
 
-fn ancestor_of_tier(engine: &Engine, brief: &Brief, tier: Tier) -> Result<Option<Brief>> {
+fn ancestor_of_tier(store: &dyn Blackboard, brief: &Brief, tier: Tier) -> Result<Option<Brief>> {
     let mut current = brief.parent;
     while let Some(id) = current {
-        let parent = engine.store.get_brief(id)?;
+        let parent = store.get_brief(id)?;
         if parent.tier == tier {
             return Ok(Some(parent));
         }
@@ -296,7 +302,7 @@ fn cancel_descendants(engine: &Engine, root: BriefId) -> Result<()> {
 
 /// Blocks the run on an escalation gate: a human decides whether the failed brief gets a fresh attempt
 /// (approve) or the run stops (reject).
-pub fn open_escalation_gate(engine: &Engine, brief: &Brief, why: &str) -> Result<()> {
+pub fn open_escalation_gate(store: &dyn Blackboard, brief: &Brief, why: &str) -> Result<()> {
     let summary = json!({
         "message": format!("Escalation: {} \"{}\" needs a human — {why}", brief.tier, brief.title),
         "produced": why,
@@ -305,22 +311,22 @@ pub fn open_escalation_gate(engine: &Engine, brief: &Brief, why: &str) -> Result
     let mut gate = NewGate::new(brief.run, GateKind::Escalation, summary);
     gate.brief = Some(brief.id);
     gate.tier = Some(brief.tier);
-    engine.store.open_gate(gate)?;
+    store.open_gate(gate)?;
     Ok(())
 }
 
 /// An algedonic signal from an agent. A HALT (security, data, ethics) stops all work of the run until a
 /// human acknowledges it ([`halt`]); an ALERT (quality, scope, meta-block) escalates the brief to a human
 /// on an escalation gate, which holds the run until decided.
-pub fn signal(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal) -> Result<()> {
+pub fn signal(store: &dyn Blackboard, brief: &Brief, signal: &AlgedonicSignal) -> Result<()> {
     let payload = payload::Signal {
         title: Some(brief.title.clone()),
         ..signal.payload()
     };
     match signal.level {
-        SignalLevel::Halt => halt(engine, brief, signal, payload),
+        SignalLevel::Halt => halt(store, brief, signal, payload),
         SignalLevel::Alert => {
-            engine.store.append_event(
+            store.append_event(
                 NewEvent::typed(brief.run, EventPayload::Alert(payload))
                     .brief(brief.id)
                     .tier(brief.tier),
@@ -335,11 +341,9 @@ pub fn signal(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal) -> Resul
                 }),
             )
             .brief(brief.id);
-            engine
-                .store
-                .update_brief_status(brief.id, brief.status, BriefStatus::Escalated, event)?;
+            store.update_brief_status(brief.id, brief.status, BriefStatus::Escalated, event)?;
             open_escalation_gate(
-                engine,
+                store,
                 brief,
                 &format!("ALERT {}: {}", signal.category, signal.issue),
             )
@@ -356,7 +360,12 @@ const HALTED: &str = "HALTED";
 /// in its worktree once the run resumes) — and no agent starts while the gate is pending, on this runner or
 /// any worker. Stopping rather than letting agents finish: a HALT says something must not go on (a secret
 /// leaking, data being destroyed), and a running agent may be the one doing it.
-fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: payload::Signal) -> Result<()> {
+fn halt(
+    store: &dyn Blackboard,
+    brief: &Brief,
+    signal: &AlgedonicSignal,
+    payload: payload::Signal,
+) -> Result<()> {
     let run = brief.run;
     let short = run.short();
     let payload = payload::Signal {
@@ -366,7 +375,7 @@ fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: paylo
         )),
         ..payload
     };
-    engine.store.append_event(
+    store.append_event(
         NewEvent::typed(run, EventPayload::Halt(payload))
             .brief(brief.id)
             .tier(brief.tier),
@@ -382,9 +391,7 @@ fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: paylo
     )
     .brief(brief.id)
     .tier(brief.tier);
-    engine
-        .store
-        .update_brief_status(brief.id, brief.status, BriefStatus::Escalated, event)?;
+    store.update_brief_status(brief.id, brief.status, BriefStatus::Escalated, event)?;
     let summary = json!({
         "message": format!(
             "HALT {} from {} \"{}\": {}",
@@ -403,8 +410,8 @@ fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: paylo
     let mut gate = NewGate::new(run, GateKind::Halt, summary);
     gate.brief = Some(brief.id);
     gate.tier = Some(brief.tier);
-    engine.store.open_gate(gate)?;
-    for running in engine.store.list_briefs_by_status(run, BriefStatus::Running)? {
+    store.open_gate(gate)?;
+    for running in store.list_briefs_by_status(run, BriefStatus::Running)? {
         if running.id == brief.id {
             continue;
         }
@@ -425,10 +432,7 @@ fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: paylo
         let event = NewEvent::typed(run, EventPayload::Log(line))
             .brief(running.id)
             .tier(running.tier);
-        match engine
-            .store
-            .update_brief_status(running.id, BriefStatus::Running, BriefStatus::Pending, event)
-        {
+        match store.update_brief_status(running.id, BriefStatus::Running, BriefStatus::Pending, event) {
             // It finished or was taken back meanwhile: nothing left to stop.
             Ok(_) | Err(agency_store::StoreError::Conflict { .. }) => {}
             Err(other) => return Err(other.into()),
@@ -440,14 +444,14 @@ fn halt(engine: &Engine, brief: &Brief, signal: &AlgedonicSignal, payload: paylo
 /// The run's gates of `kind` whose brief still waits on them (`escalated`), each with that brief: the gates
 /// an escalation or a HALT opened that a human's decision has not been acted on yet.
 pub(crate) fn gates_of_escalated(
-    engine: &Engine,
+    store: &dyn Blackboard,
     run: agency_core::RunId,
     kind: GateKind,
 ) -> Result<Vec<(Gate, Brief)>> {
     let mut waiting = Vec::new();
-    for gate in engine.store.list_gates_of_kind(run, kind)? {
+    for gate in store.list_gates_of_kind(run, kind)? {
         let Some(id) = gate.brief else { continue };
-        let brief = engine.store.get_brief(id)?;
+        let brief = store.get_brief(id)?;
         if brief.status == BriefStatus::Escalated {
             waiting.push((gate, brief));
         }
@@ -462,12 +466,16 @@ pub(crate) fn gates_of_escalated(
 /// The pass asks it only when some brief of the run is `escalated`.
 pub fn handle_halt_gates(engine: &Engine, run: agency_core::RunId) -> Result<bool> {
     let mut progressed = false;
-    for (gate, brief) in gates_of_escalated(engine, run, GateKind::Halt)? {
+    for (gate, brief) in gates_of_escalated(engine.store.as_ref(), run, GateKind::Halt)? {
         let by = gate.decided_by.clone().unwrap_or_default();
         let note = gate.note.clone().unwrap_or_default();
-        match gate.status {
-            GateStatus::Pending => {}
-            GateStatus::Approved => {
+        match after_halt(gate.status, &by, &note, brief.attempt, brief.retry_budget) {
+            AfterHalt::Wait => {}
+            AfterHalt::Resume {
+                next_attempt,
+                retry_budget,
+                feedback,
+            } => {
                 engine.move_brief(
                     &brief,
                     BriefStatus::Cancelled,
@@ -476,15 +484,8 @@ pub fn handle_halt_gates(engine: &Engine, run: agency_core::RunId) -> Result<boo
                     )),
                 )?;
                 let mut fresh = brief.clone();
-                fresh.retry_budget = brief.retry_budget + 1;
-                retry(
-                    engine,
-                    &fresh,
-                    brief.attempt + 1,
-                    &format!(
-                        "You raised a HALT; a human ({by}) acknowledged it and resumed the run. Their note: {note}"
-                    ),
-                )?;
+                fresh.retry_budget = retry_budget;
+                retry(engine, &fresh, next_attempt, &feedback)?;
                 engine.log(
                     run,
                     Some(brief.tier),
@@ -493,7 +494,7 @@ pub fn handle_halt_gates(engine: &Engine, run: agency_core::RunId) -> Result<boo
                 )?;
                 progressed = true;
             }
-            GateStatus::Rejected => {
+            AfterHalt::Cancel => {
                 engine.move_brief(
                     &brief,
                     BriefStatus::Cancelled,

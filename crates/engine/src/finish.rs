@@ -6,7 +6,8 @@ use agency_core::event::payload::{self, BriefStatusChange};
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::tiers::BriefRole;
 use agency_core::{BriefId, BriefStatus};
-use agency_exec::runtime::{AgentStop, RuntimeError};
+use agency_exec::runtime::{AgentStop, ReportStatus, RuntimeError};
+use agency_flow::reports::{self, AfterAgent, Ending, Status, Stop};
 use agency_store::WriteBatch;
 
 use crate::artifacts::{output_name, report_name, text_artifact};
@@ -39,7 +40,8 @@ impl Engine {
         // space, so whatever it reports is not taken for its work. Infrastructure: the runner stops, naming
         // the disk, and gives the brief back unspent; it starts again once space is freed and the run resumed.
         if role.writes()
-            && let Some(full) = crate::outage::disk_full_after(self, &brief)?
+            && let Some(full) =
+                crate::outage::disk_full_after(self.store.as_ref(), &self.options.worktrees, &brief)?
         {
             return Err(full);
         }
@@ -66,50 +68,68 @@ impl Engine {
                 branches.remove_worktree(&brief);
             }
         }
-        let outcome = match outcome {
-            Ok(outcome) => outcome,
-            Err(RuntimeError::Model(agency_llm::LlmError::Budget(exceeded))) => {
-                // Not the agent's failure: the call was refused before it was made. The brief waits at the
-                // budget gate (already open) and starts again once a human raises the limit.
-                self.move_brief(
-                    &brief,
-                    BriefStatus::Pending,
-                    BriefStatusChange::because(format!("budget: {exceeded}")),
-                )?;
+        // What the end means is the decision core's ([`agency_flow::reports::after_agent`]); the runtime's
+        // types are read into its terms here.
+        let mut outcome = outcome;
+        let mut report = outcome.as_mut().ok().and_then(|o| o.report.take());
+        if let Some(report) = &mut report {
+            stamp_runner_facts(&brief, &mut report.output);
+        }
+        let (refusal, error);
+        let ending = match (&outcome, &report) {
+            (Err(RuntimeError::Model(agency_llm::LlmError::Budget(exceeded))), _) => {
+                refusal = exceeded.to_string();
+                Ending::BudgetRefused(&refusal)
+            }
+            (Err(RuntimeError::Model(err)), _) if crate::outage::is_outage(err) => Ending::Outage,
+            (Err(err), _) => {
+                error = err.to_string();
+                Ending::CouldNotRun(&error)
+            }
+            (Ok(outcome), _) if matches!(outcome.stop, AgentStop::Signal(_)) => Ending::Signal,
+            (Ok(outcome), None) => Ending::NoReport(stop_of(&outcome.stop)),
+            (Ok(_), Some(report)) => Ending::Reported(status_of(report.status)),
+        };
+        // Only a report that is taken as the agent's outcome is checked against its role's schema.
+        let problems = match (&ending, &report) {
+            (Ending::Reported(_), Some(report)) => check_output(role, &report.output).err(),
+            _ => None,
+        };
+        let ending = match &problems {
+            Some(problems) => Ending::Invalid(role, problems),
+            None => ending,
+        };
+        // The core answers from `ending`, which was read from `outcome` and `report` above: the `else`
+        // branches below cannot be taken.
+        let report = match reports::after_agent(ending) {
+            AfterAgent::GiveBack(reason) => {
+                // The call was refused before it was made. The brief waits at the budget gate (already
+                // open) and starts again once a human raises the limit.
+                self.move_brief(&brief, BriefStatus::Pending, BriefStatusChange::because(reason))?;
                 return Ok(());
             }
-            Err(RuntimeError::Model(err)) if crate::outage::is_outage(&err) => {
-                return crate::outage::pause_for(self, &brief, &err);
+            AfterAgent::PauseForOutage => {
+                let Err(RuntimeError::Model(err)) = &outcome else {
+                    return Ok(());
+                };
+                return crate::outage::pause_for(self, &brief, err);
             }
-            Err(err) => {
-                return fail_brief(self, &brief, &format!("the agent could not run: {err}"));
+            AfterAgent::RaiseSignal => {
+                let Ok(agency_exec::runtime::AgentOutcome {
+                    stop: AgentStop::Signal(signal),
+                    ..
+                }) = &outcome
+                else {
+                    return Ok(());
+                };
+                return crate::failure::signal(self.store.as_ref(), &brief, signal);
             }
+            AfterAgent::Fail(why) => return fail_brief(self, &brief, &why),
+            AfterAgent::Verify | AfterAgent::Salvage | AfterAgent::Block => match report {
+                Some(report) => report,
+                None => return Ok(()),
+            },
         };
-        if let AgentStop::Signal(signal) = &outcome.stop {
-            return crate::failure::signal(self, &brief, signal);
-        }
-        let Some(report) = outcome.report else {
-            let why = match &outcome.stop {
-                AgentStop::TurnLimit => "used all its turns without reporting",
-                AgentStop::Timeout => "ran past its time limit",
-                AgentStop::Cancelled => "was cancelled",
-                AgentStop::Mistake(why) => why,
-                _ => "stopped without reporting its result",
-            };
-            return fail_brief(self, &brief, &format!("the agent {why}"));
-        };
-        let mut report = report;
-        stamp_runner_facts(&brief, &mut report.output);
-        if let Err(problems) = check_output(role, &report.output) {
-            return fail_brief(
-                self,
-                &brief,
-                &format!(
-                    "its output does not match the {} schema:\n{problems}",
-                    role.as_str()
-                ),
-            );
-        }
         // The output, the report and (when done) the move to `verifying` are one write: a crash leaves all
         // of them or none, and the brief, still `running`, is started again on resume. A move that no longer
         // applies when it is written (the brief was cancelled or taken back meanwhile) is dropped whole.
@@ -127,21 +147,17 @@ impl Engine {
                 "application/json",
                 &serde_json::to_string(&report).unwrap_or_default(),
             ));
-        let resolved = brief.attempt > 0 && report.status == agency_exec::runtime::ReportStatus::Done;
+        let status = status_of(report.status);
+        let resolved = reports::resolves_a_retry(brief.attempt, status);
         let payload = EventPayload::Completed(payload::Completed {
             title: brief.title.clone(),
-            status: match report.status {
-                agency_exec::runtime::ReportStatus::Done => "done",
-                agency_exec::runtime::ReportStatus::Partial => "partial",
-                agency_exec::runtime::ReportStatus::Blocked => "blocked",
-            }
-            .to_string(),
+            status: status.as_str().to_string(),
             summary: report.summary.clone(),
             attempt: brief.attempt,
             note: resolved.then(|| "retry resolved".to_string()),
         });
         match report.status {
-            agency_exec::runtime::ReportStatus::Done => {
+            ReportStatus::Done => {
                 // Through a shared remote the slice leaves this machine before it is reported: committed
                 // and pushed here, or failed with the reason.
                 if role == BriefRole::Implementer && self.options.remote.is_some() {
@@ -162,7 +178,7 @@ impl Engine {
                 batch.move_brief(id, BriefStatus::Running, BriefStatus::Verifying, event);
                 self.apply_soon(batch)
             }
-            agency_exec::runtime::ReportStatus::Partial => {
+            ReportStatus::Partial => {
                 self.apply(batch)?;
                 // The seed's "salvage the good parts, re-task the remainder": what the implementer did is
                 // committed on its branch, and its next attempt starts from there ([`Engine::salvaged_base`]).
@@ -171,21 +187,33 @@ impl Engine {
                     && brief.branch.is_some()
                     // Through a shared remote, the next attempt may start on another machine.
                     && crate::remote::push_slice(&self.branches(brief.run), &brief).is_ok();
-                let why = if kept {
-                    format!(
-                        "partial: {}\nWhat it did is kept: the next attempt starts from its work and does what \
-                         remains.",
-                        report.summary
-                    )
-                } else {
-                    format!("partial: {}", report.summary)
-                };
+                let why = reports::partial_why(&report.summary, kept);
                 fail_brief(self, &brief, &why)
             }
-            agency_exec::runtime::ReportStatus::Blocked => {
+            ReportStatus::Blocked => {
                 self.apply(batch)?;
                 blocked(self, &brief, &report.summary)
             }
         }
+    }
+}
+
+/// The decision core's reading of why an agent stopped without a report.
+fn stop_of(stop: &AgentStop) -> Stop<'_> {
+    match stop {
+        AgentStop::TurnLimit => Stop::TurnLimit,
+        AgentStop::Timeout => Stop::Timeout,
+        AgentStop::Cancelled => Stop::Cancelled,
+        AgentStop::Mistake(why) => Stop::Mistake(why),
+        AgentStop::Finished | AgentStop::Signal(_) => Stop::Other,
+    }
+}
+
+/// The decision core's reading of a report's status.
+fn status_of(status: ReportStatus) -> Status {
+    match status {
+        ReportStatus::Done => Status::Done,
+        ReportStatus::Partial => Status::Partial,
+        ReportStatus::Blocked => Status::Blocked,
     }
 }

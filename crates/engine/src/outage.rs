@@ -13,14 +13,15 @@
 //! step. It stops probing after `runner.outage_probe_minutes` and leaves the gate to a human, saying so.
 //! Without `--auto-approve` the gate waits for `agency resume`, whatever the provider does.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use agency_core::event::payload::{BriefStatusChange, LogLine};
 use agency_core::event::{EventPayload, NewEvent};
 use agency_core::gate::{Gate, GateDecision, GateKind, GateStatus};
 use agency_core::{Brief, BriefStatus, RunId, Tier};
+use agency_flow::outage::{self, AfterProbe, PROBE_WAIT_FIRST, ProbeAnswer, Probed};
 use agency_llm::{CallMeta, CancelToken, LlmError, Message, ProviderTrouble, Request};
-use agency_store::NewGate;
+use agency_store::{Blackboard, NewGate};
 use serde_json::json;
 
 use crate::engine::Engine;
@@ -96,31 +97,29 @@ fn pause(engine: &Engine, brief: &Brief, cause: &str, what: &str, probe: Tier) -
         },
     )?;
     let run = brief.run;
-    let already = gate_pending(engine, run)?;
+    let already = gate_pending(engine.store.as_ref(), run)?;
     outage_line(
-        engine,
+        engine.store.as_ref(),
         brief,
         &format!("{what} ({cause}); the brief waits, its attempt not spent"),
     )?;
-    if already {
+    if !outage::opens_gate(already) {
         return Ok(());
     }
-    open_gate(engine, run, cause, probe)
+    open_gate(engine.store.as_ref(), run, cause, probe)
 }
 
 /// Whether an outage's gate (not a human's `agency pause`) holds `run`.
-pub(crate) fn outage_gate_pending(engine: &Engine, run: RunId) -> Result<bool> {
-    Ok(engine
-        .store
+pub(crate) fn outage_gate_pending(store: &dyn Blackboard, run: RunId) -> Result<bool> {
+    Ok(store
         .list_gates_of_kind(run, GateKind::Pause)?
         .into_iter()
         .any(|g| g.status == GateStatus::Pending && g.summary["requested_by"] == OUTAGE_REQUESTER))
 }
 
 /// Whether an outage (or a human's pause) holds `run` at a pending `pause` gate.
-pub(crate) fn gate_pending(engine: &Engine, run: RunId) -> Result<bool> {
-    Ok(engine
-        .store
+pub(crate) fn gate_pending(store: &dyn Blackboard, run: RunId) -> Result<bool> {
+    Ok(store
         .list_gates_of_kind(run, GateKind::Pause)?
         .into_iter()
         .any(|g| g.status == GateStatus::Pending))
@@ -136,21 +135,22 @@ pub(crate) fn pause_for_board_reviewer(
     outage: &ReviewerOutage,
 ) -> Result<()> {
     let cause = outage.to_string();
+    let store = engine.store.as_ref();
     outage_line(
-        engine,
+        store,
         brief,
         &format!(
             "its teachback's review failed after its retries ({cause}); it waits under review, nothing charged"
         ),
     )?;
-    if gate_pending(engine, brief.run)? {
+    if !outage::opens_gate(gate_pending(store, brief.run)?) {
         return Ok(());
     }
-    open_gate(engine, brief.run, &cause, outage.tier)
+    open_gate(store, brief.run, &cause, outage.tier)
 }
 
 /// Opens the outage gate of `run`: the cause, who asked, and whose model an `--auto-approve` runner probes.
-fn open_gate(engine: &Engine, run: RunId, cause: &str, probe: Tier) -> Result<()> {
+fn open_gate(store: &dyn Blackboard, run: RunId, cause: &str, probe: Tier) -> Result<()> {
     let short = run.short();
     let summary = json!({
         "message": format!(
@@ -163,29 +163,27 @@ fn open_gate(engine: &Engine, run: RunId, cause: &str, probe: Tier) -> Result<()
         "tier": probe.as_str(),
         "next": [format!("`agency resume {short}` starts the waiting briefs again")],
     });
-    engine
-        .store
-        .open_gate(NewGate::new(run, GateKind::Pause, summary))?;
+    store.open_gate(NewGate::new(run, GateKind::Pause, summary))?;
     Ok(())
 }
 
-/// Below this many bytes free, the filesystem an agent wrote to is taken for full: a write of any size
-/// may fail there, and one that did has filled it to the last block.
-const FULL_BELOW: u64 = 64 * 1024;
-
 /// After a writer's agent ended: the error that stops the runner when the filesystem of its worktree is
-/// full ([`FULL_BELOW`]), with a `DISK FULL` line in the run's log; `None` otherwise (a worktree that cannot
+/// full ([`agency_flow::outage::disk_full`]), with a `DISK FULL` line in the run's log; `None` otherwise (a worktree that cannot
 /// be measured is not taken for full). A brief whose worktree is not on record yet (its record rides with
 /// a later write) is measured where the worktrees are made.
-pub(crate) fn disk_full_after(engine: &Engine, brief: &Brief) -> Result<Option<EngineError>> {
+pub(crate) fn disk_full_after(
+    store: &dyn Blackboard,
+    worktrees: &std::path::Path,
+    brief: &Brief,
+) -> Result<Option<EngineError>> {
     let worktree = brief
         .worktree
         .as_deref()
-        .map_or_else(|| engine.options.worktrees.clone(), std::path::PathBuf::from);
+        .map_or_else(|| worktrees.to_path_buf(), std::path::PathBuf::from);
     let Some(available) = available_bytes(&worktree) else {
         return Ok(None);
     };
-    if available >= FULL_BELOW {
+    if !outage::disk_full(available) {
         return Ok(None);
     }
     let during = format!(
@@ -194,7 +192,7 @@ pub(crate) fn disk_full_after(engine: &Engine, brief: &Brief) -> Result<Option<E
         brief.tier.as_str(),
         brief.title
     );
-    engine.store.append_event(
+    store.append_event(
         NewEvent::typed(
             brief.run,
             EventPayload::Log(LogLine::new(
@@ -227,11 +225,6 @@ fn available_bytes(path: &std::path::Path) -> Option<u64> {
 /// Who an outage gate says asked for it: how an outage's pause is told from a human's `agency pause`.
 const OUTAGE_REQUESTER: &str = "runner (outage)";
 
-/// The first wait between two probes of a provider in an outage; each failed probe doubles it, up to
-/// [`PROBE_WAIT_MAX`]. A probe's own call also retries inside it for the provider's `outage_seconds`.
-const PROBE_WAIT_FIRST: Duration = Duration::from_secs(2);
-const PROBE_WAIT_MAX: Duration = Duration::from_secs(120);
-
 /// Whether `gate` is a pause the runner opened for an outage (not a human's `agency pause`).
 pub(crate) fn is_outage_gate(gate: &Gate) -> bool {
     gate.kind == GateKind::Pause && gate.summary["requested_by"] == OUTAGE_REQUESTER
@@ -241,10 +234,12 @@ pub(crate) fn is_outage_gate(gate: &Gate) -> bool {
 /// in flight, and releases the gate once the provider answers. Returns whether it released the gate. Never
 /// blocks: the probe runs on its own task.
 pub(crate) fn auto_resume(engine: &Engine, gate: &Gate) -> Result<bool> {
-    if !is_outage_gate(gate) || engine.config.runner.outage_probe_minutes == 0 {
+    let Some(bound) = outage::probing_bound(engine.config.runner.outage_probe_minutes) else {
+        return Ok(false);
+    };
+    if !is_outage_gate(gate) {
         return Ok(false);
     }
-    let bound = Duration::from_secs(u64::from(engine.config.runner.outage_probe_minutes) * 60);
     let mut probes = engine
         .outage_probes
         .0
@@ -262,10 +257,7 @@ pub(crate) fn auto_resume(engine: &Engine, gate: &Gate) -> Result<bool> {
     if probe.done {
         return Ok(false);
     }
-    let tier = gate.summary["tier"]
-        .as_str()
-        .and_then(|t| t.parse::<Tier>().ok())
-        .unwrap_or(Tier::T4);
+    let tier = outage::probed_tier(gate.summary["tier"].as_str());
     if let Some(answer) = &mut probe.answer {
         let result = match answer.try_recv() {
             Ok(result) => result,
@@ -275,16 +267,27 @@ pub(crate) fn auto_resume(engine: &Engine, gate: &Gate) -> Result<bool> {
             )),
         };
         probe.answer = None;
-        match result {
-            Ok(()) => {
-                let note = format!(
-                    "the provider answered probe {} of the {tier} model after {} s; resumed by the runner (--auto-approve)",
-                    probe.sent,
-                    probe.began.elapsed().as_secs()
-                );
+        let answer = match result {
+            Ok(()) => ProbeAnswer::Answered,
+            Err(error) if error.is_retryable() => ProbeAnswer::Outage(error.to_string()),
+            // Not an outage's answer (a budget refusal, a scripted provider with nothing to say, a
+            // rejected request): the runner cannot tell the provider is back, so a human decides.
+            Err(error) => ProbeAnswer::Other(error.to_string()),
+        };
+        let short = gate.run.short();
+        let probed = Probed {
+            tier,
+            sent: probe.sent,
+            probing_for: probe.began.elapsed(),
+            bound,
+            wait: probe.wait,
+            run: &short,
+        };
+        match outage::after_probe(probed, &answer) {
+            AfterProbe::Release(note) => {
                 probes.remove(&gate.id);
                 drop(probes);
-                log(engine, gate.run, tier, &note)?;
+                log(engine.store.as_ref(), gate.run, tier, &note)?;
                 engine.store.decide_gate(
                     gate.id,
                     GateDecision::Approve {
@@ -294,40 +297,17 @@ pub(crate) fn auto_resume(engine: &Engine, gate: &Gate) -> Result<bool> {
                 )?;
                 return Ok(true);
             }
-            Err(error) if error.is_retryable() => {
-                let past = probe.began.elapsed() >= bound;
-                let line = if past {
-                    probe.done = true;
-                    format!(
-                        "probe {} of the {tier} model failed ({error}); stopped probing after {} s \
-                         (runner.outage_probe_minutes): `agency resume {}` once the provider answers",
-                        probe.sent,
-                        probe.began.elapsed().as_secs(),
-                        gate.run.short()
-                    )
-                } else {
-                    format!(
-                        "probe {} of the {tier} model failed ({error}); next probe in {} s",
-                        probe.sent,
-                        probe.wait.as_secs()
-                    )
-                };
+            AfterProbe::Again(line) => {
                 probe.next = Instant::now() + probe.wait;
-                probe.wait = (probe.wait * 2).min(PROBE_WAIT_MAX);
+                probe.wait = outage::next_wait(probe.wait);
                 drop(probes);
-                log(engine, gate.run, tier, &line)?;
+                log(engine.store.as_ref(), gate.run, tier, &line)?;
                 return Ok(false);
             }
-            Err(error) => {
-                // Not an outage's answer (a budget refusal, a scripted provider with nothing to say, a
-                // rejected request): the runner cannot tell the provider is back, so a human decides.
+            AfterProbe::GiveUp(line) => {
                 probe.done = true;
                 drop(probes);
-                let line = format!(
-                    "the {tier} model cannot be probed ({error}); the run waits for `agency resume {}`",
-                    gate.run.short()
-                );
-                log(engine, gate.run, tier, &line)?;
+                log(engine.store.as_ref(), gate.run, tier, &line)?;
                 return Ok(false);
             }
         }
@@ -358,7 +338,7 @@ pub(crate) fn auto_resume(engine: &Engine, gate: &Gate) -> Result<bool> {
     let (sent, run) = (probe.sent, gate.run);
     drop(probes);
     log(
-        engine,
+        engine.store.as_ref(),
         run,
         tier,
         &format!("probe {sent}: asking {model} whether it answers again (--auto-approve)"),
@@ -397,8 +377,8 @@ fn probe_request(run: RunId, tier: Tier) -> Request {
 }
 
 /// The `OUTAGE` line of `brief`: `<tier> <title>: <what>`.
-fn outage_line(engine: &Engine, brief: &Brief, what: &str) -> Result<()> {
-    engine.store.append_event(
+fn outage_line(store: &dyn Blackboard, brief: &Brief, what: &str) -> Result<()> {
+    store.append_event(
         NewEvent::typed(
             brief.run,
             EventPayload::Log(LogLine::new(
@@ -413,8 +393,8 @@ fn outage_line(engine: &Engine, brief: &Brief, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn log(engine: &Engine, run: RunId, tier: Tier, message: &str) -> Result<()> {
-    engine.store.append_event(
+fn log(store: &dyn Blackboard, run: RunId, tier: Tier, message: &str) -> Result<()> {
+    store.append_event(
         NewEvent::typed(
             run,
             EventPayload::Log(LogLine::new("normal", Some("OUTAGE"), message.to_string())),

@@ -192,7 +192,14 @@ impl Engine {
             return Ok(None);
         }
         self.artifact_of(brief.run, brief.id, feedback_name)?
-            .map(|a| crate::previous::remembered(self, brief, &String::from_utf8_lossy(&a.bytes)))
+            .map(|a| {
+                crate::previous::remembered(
+                    self.store.as_ref(),
+                    &self.repo,
+                    brief,
+                    &String::from_utf8_lossy(&a.bytes),
+                )
+            })
             .transpose()
     }
 }

@@ -5,81 +5,63 @@
 //! notifiers announce it like any ALERT. The ALERT is written once per stall: the next is raised only after
 //! the run moved again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use agency_core::event::payload::Signal;
+use agency_core::event::payload::{LogLine, Signal};
 use agency_core::event::{EventPayload, NewEvent};
-use agency_core::tiers::BriefRole;
 use agency_core::{AlgedonicSignal, SignalCategory};
-use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
+use agency_core::{BriefId, BriefStatus, RunId};
+use agency_flow::stall::{self, IdleLook, QuietTurn, Stalled, Workstream};
+
+use agency_store::Blackboard;
 
 use crate::advance::{Passes, approved};
 use crate::engine::Engine;
 use crate::error::Result;
 
-/// How long a run must be quiet before it counts as stalled: long enough for a worker's claim, a gate or
-/// an agent's first event to show up, short enough that a human is told within seconds.
-const GRACE: Duration = Duration::from_secs(3);
-
-/// What the driver knows of its run's quiet turns.
+/// What the driver knows of its run's quiet turns: the decision core's watch
+/// ([`agency_flow::stall::StallWatch`]), fed the run's newest event and this process's clock.
 #[derive(Debug, Default)]
-pub(crate) struct StallWatch {
-    /// When the current quiet stretch began, and the blackboard's newest event then.
-    quiet: Option<(Instant, i64)>,
-    /// The full pass was made for this quiet stretch.
-    rescanned: bool,
-    /// The ALERT was written for the stall at this event.
-    reported: Option<i64>,
-}
+pub(crate) struct StallWatch(stall::StallWatch);
 
 impl StallWatch {
     /// Something ran, started or moved: the run is not stalled. If it moved only because of the full pass
     /// [`StallWatch::quiet_turn`] asked for, an incremental pass had missed work: that is said in the log
     /// (a defect of the runner, which the tests look for), since the run went on only seconds late.
-    pub(crate) fn busy(&mut self, engine: &Engine, run: RunId) -> Result<()> {
-        if self.rescanned {
-            engine.log_at(
+    pub(crate) fn busy(&mut self, store: &dyn Blackboard, run: RunId) -> Result<()> {
+        if self.0.busy() {
+            store.append_event(NewEvent::typed(
                 run,
-                None,
-                "verbose",
-                "RESCAN",
-                "a full pass over the run moved it on after it had been quiet: an incremental pass missed \
-                 work"
-                    .to_string(),
-            )?;
+                EventPayload::Log(LogLine::new(
+                    "verbose",
+                    Some("RESCAN"),
+                    "a full pass over the run moved it on after it had been quiet: an incremental pass \
+                     missed work",
+                )),
+            ))?;
         }
-        self.quiet = None;
-        self.rescanned = false;
         Ok(())
     }
 
     /// A turn in which the driver ran nothing, started nothing and moved nothing, while no gate or pause
     /// holds the run. Asks for a full pass, then raises the ALERT, once the quiet has lasted
-    /// [`GRACE`] (or more than ten polls) and nothing anywhere can move the run on.
+    /// [`stall::grace`] and nothing anywhere can move the run on.
     pub(crate) fn quiet_turn(&mut self, engine: &Engine, run: RunId, passes: &mut Passes) -> Result<()> {
         let seq = engine.store.last_seq(Some(run))?;
-        let since = match self.quiet {
-            Some((since, at)) if at == seq => since,
-            _ => {
-                self.quiet = Some((Instant::now(), seq));
-                self.rescanned = false;
-                return Ok(());
-            }
+        let QuietTurn::Due { since } =
+            self.0
+                .quiet_turn(seq, Instant::now(), stall::grace(engine.options.poll))
+        else {
+            return Ok(());
         };
-        let grace = GRACE.max(engine.options.poll * 10);
-        if since.elapsed() < grace || self.reported == Some(seq) {
+        if engine.has_timer()? || at_work(engine.store.as_ref(), run)? {
             return Ok(());
         }
-        if engine.has_timer()? || at_work(engine, run)? {
-            return Ok(());
-        }
-        if !self.rescanned {
-            self.rescanned = true;
+        if self.0.stalled() == Stalled::Rescan {
             passes.reset();
             return Ok(());
         }
-        self.reported = Some(seq);
         let waiting = diagnose(engine, run)?;
         let issue = format!(
             "the run is not ended, yet nothing is running, nothing can start and no gate is open: {}",
@@ -119,53 +101,33 @@ impl StallWatch {
             }),
         ))?;
         // What was just written is this watch's own: the stall goes on, and is not reported again.
-        let after = engine.store.last_seq(Some(run))?;
-        self.reported = Some(after);
-        self.quiet = Some((since, after));
+        self.0.alerted(since, engine.store.last_seq(Some(run))?);
         Ok(())
     }
 }
 
 /// Agents that went silent: a brief `running` whose agent has recorded nothing on the blackboard (a tool
-/// call, a message, a teachback) for `runner.agent_idle_minutes` gets one ALERT per silence. Looked at every
-/// few seconds from the briefs that have new events, so it costs one indexed read however many agents run.
+/// call, a message, a teachback) for `runner.agent_idle_minutes` gets one ALERT per silence
+/// ([`agency_flow::stall::IdleWatch`] decides). Looked at every few seconds from the briefs that have new
+/// events, so it costs one indexed read however many agents run.
 #[derive(Debug, Default)]
-pub(crate) struct IdleAgents {
-    /// When the last look was taken, and the newest event then.
-    looked: Option<(Instant, i64)>,
-    /// When each running brief was last heard from (or first seen running).
-    heard: HashMap<BriefId, Instant>,
-    /// The briefs reported for their current silence.
-    reported: HashSet<BriefId>,
-}
+pub(crate) struct IdleAgents(stall::IdleWatch);
 
 impl IdleAgents {
     /// Raises the ALERT for each agent silent past the limit (`limit` overrides team.yaml's minutes).
     pub(crate) fn look(&mut self, engine: &Engine, run: RunId, limit: Option<Duration>) -> Result<()> {
-        let limit = match limit {
-            Some(given) => given,
-            None => Duration::from_secs(u64::from(engine.config.runner.agent_idle_minutes) * 60),
-        };
-        if limit.is_zero() {
+        let limit = stall::idle_limit(limit, engine.config.runner.agent_idle_minutes);
+        let now = Instant::now();
+        let IdleLook::Look { after } = self.0.due(now, limit) else {
             return Ok(());
-        }
-        let every = (limit / 4).clamp(Duration::from_millis(100), Duration::from_secs(15));
-        let seq = match self.looked {
-            Some((at, _)) if at.elapsed() < every => return Ok(()),
-            Some((_, after)) => {
-                let seq = engine.store.last_seq(Some(run))?;
-                for id in engine.store.briefs_in_events_after(run, after)? {
-                    self.heard.insert(id, Instant::now());
-                    self.reported.remove(&id);
-                }
-                seq
-            }
-            None => engine.store.last_seq(Some(run))?,
         };
-        self.looked = Some((Instant::now(), seq));
+        let seq = engine.store.last_seq(Some(run))?;
+        let heard = match after {
+            Some(after) => engine.store.briefs_in_events_after(run, after)?,
+            None => Vec::new(),
+        };
         let running = engine.store.list_briefs_by_status(run, BriefStatus::Running)?;
-        self.heard.retain(|id, _| running.iter().any(|b| b.id == *id));
-        self.reported.retain(|id| running.iter().any(|b| b.id == *id));
+        let ids: Vec<BriefId> = running.iter().map(|b| b.id).collect();
         // An agent waiting at a gate (its teachback before a human, say) is waiting, not stuck.
         let at_gate: HashSet<BriefId> = engine
             .store
@@ -173,27 +135,17 @@ impl IdleAgents {
             .into_iter()
             .filter_map(|g| g.brief)
             .collect();
-        for brief in &running {
-            if at_gate.contains(&brief.id) {
-                self.heard.insert(brief.id, Instant::now());
+        for (id, silent) in self.0.look(now, seq, limit, &heard, &ids, &at_gate) {
+            let Some(brief) = running.iter().find(|b| b.id == id) else {
                 continue;
-            }
-            let heard = *self.heard.entry(brief.id).or_insert_with(Instant::now);
-            if heard.elapsed() < limit || !self.reported.insert(brief.id) {
-                continue;
-            }
-            let silent = heard.elapsed();
+            };
             let issue = format!(
                 "{} {} ({}) has recorded nothing for {} — its agent may be stuck; `agency inspect {} --brief {}` \
                  shows its last events",
                 brief.tier.as_str(),
                 brief.title,
                 brief.claimed_by.as_deref().unwrap_or("no runner"),
-                if silent.as_secs() >= 120 {
-                    format!("{} min", silent.as_secs() / 60)
-                } else {
-                    format!("{:.1} s", silent.as_secs_f64())
-                },
+                stall::silence(silent),
                 run.short(),
                 brief.id.short()
             );
@@ -240,64 +192,24 @@ impl IdleAgents {
 }
 
 /// Whether any brief of the run is held by an agent, this runner's or a worker's.
-fn at_work(engine: &Engine, run: RunId) -> Result<bool> {
-    Ok(!engine
-        .store
-        .list_briefs_by_status(run, BriefStatus::Running)?
-        .is_empty())
+fn at_work(store: &dyn Blackboard, run: RunId) -> Result<bool> {
+    Ok(!store.list_briefs_by_status(run, BriefStatus::Running)?.is_empty())
 }
 
 /// One line per workstream of the approved plan that is not merged: the state of its newest briefs. Before
-/// a plan is approved, the briefs of the run that are not done.
+/// a plan is approved, the briefs of the run that are not done ([`agency_flow::stall::diagnose`]).
 fn diagnose(engine: &Engine, run: RunId) -> Result<Vec<String>> {
     let briefs = engine.store.list_briefs(run)?;
     let Some(approved) = approved(engine, run)? else {
-        return Ok(agency_flow::latest_of(briefs.iter())
-            .into_iter()
-            .filter(|b| b.status != BriefStatus::Done)
-            .map(describe)
-            .collect());
+        return Ok(stall::diagnose(None, &briefs));
     };
-    let mut lines = Vec::new();
+    let mut plan = Vec::with_capacity(approved.plan.workstreams.len());
     for ws in &approved.plan.workstreams {
-        if engine
+        let merged = engine
             .store
             .latest_artifact(run, &crate::artifacts::merged_name(&ws.id))?
-            .is_some()
-        {
-            continue;
-        }
-        let own: Vec<&Brief> = briefs
-            .iter()
-            .filter(|b| b.workstream == ws.id && b.tier != Tier::T1)
-            .collect();
-        if own.is_empty() {
-            lines.push(format!("{}: not started", ws.id));
-            continue;
-        }
-        let open: Vec<String> = agency_flow::latest_of(own.into_iter())
-            .into_iter()
-            .filter(|b| b.status != BriefStatus::Done)
-            .map(describe)
-            .collect();
-        if open.is_empty() {
-            lines.push(format!(
-                "{}: every brief is done, yet it was not merged into the integration branch",
-                ws.id
-            ));
-        } else {
-            lines.push(format!("{}: {}", ws.id, open.join(", ")));
-        }
+            .is_some();
+        plan.push(Workstream { id: &ws.id, merged });
     }
-    Ok(lines)
-}
-
-fn describe(brief: &Brief) -> String {
-    format!(
-        "{} {} ({}) is {}",
-        brief.tier.as_str(),
-        brief.title,
-        BriefRole::of(brief).as_str(),
-        brief.status.as_str()
-    )
+    Ok(stall::diagnose(Some(&plan), &briefs))
 }

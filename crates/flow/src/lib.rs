@@ -25,18 +25,33 @@
 //! - [`summaries`]: what a human reads at a tier's gate (the line, what was produced, what approval
 //!   starts, what the output flags);
 //! - [`tiers`]: what comes next for a brief whose agent reported, per tier (the mesh, the synthesis, the
-//!   acceptance), and what a failure or a rejection at a gate leads to (retry or escalate).
+//!   acceptance), and what a failure or a rejection at a gate leads to (retry or escalate);
+//! - [`ladder`]: the escalation ladder past its first rung (a gate rejection's retry, where an escalation
+//!   lands, a HALT's answer);
+//! - [`gate_timing`]: what a pending gate's wait calls for, reminders, the monotonic gate clock;
+//! - [`stall`]: whether a quiet run is stalled, and what each workstream waits on;
+//! - [`budgets`]: what a budget's exhaustion opens and a human's answer does;
+//! - [`outage`]: what a provider's outage pauses and when the pause is released;
+//! - [`reports`]: what a finished agent's end means for its brief;
+//! - [`previous`]: what a retry is told of its previous attempt.
 
 pub mod agreement;
 pub mod amendments;
 pub mod attempts;
+pub mod budgets;
 pub mod conflicts;
+pub mod gate_timing;
 pub mod gates;
+pub mod ladder;
 pub mod merges;
 pub mod mesh;
 pub mod narration;
+pub mod outage;
 pub mod placement;
+pub mod previous;
+pub mod reports;
 pub mod stages;
+pub mod stall;
 pub mod start;
 pub mod summaries;
 pub mod tiers;

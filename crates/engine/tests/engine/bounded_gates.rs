@@ -82,16 +82,10 @@ fn rejections_spend_the_retry_budget_and_end_at_a_human_gate() {
 #[test]
 fn an_unattended_run_stops_at_a_human_gate_after_its_budget_of_timeouts_and_is_reminded() {
     let project = Project::new();
-    let engine = project.runner_with(
-        SIMPLE,
-        config(),
-        false,
-        "test-runner",
-        |_, b| b,
-        |options| {
-            options.gate_timeout = Some(Duration::from_secs(1));
-        },
-    );
+    let engine = project
+        .runner_for(SIMPLE)
+        .options(|options| options.gate_timeout = Some(Duration::from_secs(1)))
+        .engine();
     let run = engine.start(GOAL).unwrap();
     let driving = Background::drive(engine, run.id);
     let store = project.store.clone();

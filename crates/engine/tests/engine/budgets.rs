@@ -13,7 +13,7 @@ use agency_exec::runtime::{AgentOutcome, AgentTask, RunnerLink, Runtime, Runtime
 use agency_llm::{BoxFuture, BudgetLedger, BudgetLimits, CancelToken, Limit};
 use agency_store::{Blackboard, RunStatus};
 
-use crate::support::{Background, GOAL, Project, config, wait_for};
+use crate::support::{Background, GOAL, Project, wait_for};
 
 /// An agent whose calls agency does not meter: only what it reports is known (as with Claude Code).
 #[derive(Debug)]
@@ -67,9 +67,10 @@ fn one_token_runner(project: &Project, script: &str) -> agency_engine::Engine {
         ..BudgetLimits::default()
     };
     project
-        .runner(script, config(), true, "test-runner", |_, builtin| {
-            Arc::new(External(builtin))
-        })
+        .runner_for(script)
+        .auto_approve(true)
+        .runtime(|_, builtin| Arc::new(External(builtin)))
+        .engine()
         .with_ledger(Arc::new(Mutex::new(BudgetLedger::new(limits))))
 }
 

@@ -47,12 +47,16 @@ async fn a_blocked_implementer_escalates_to_its_squad_lead_which_is_re_invoked()
 #[test]
 fn a_t3_mesh_timeout_escalates_to_its_own_specialist_and_never_force_commits() {
     let project = Project::new();
-    let mut config = config();
     // One agent at a time: the second squad lead is still pending when the first reports, and with a
     // zero-minute timeout the mesh has already run out of time.
-    config.runner.concurrency = 1;
-    config.retry.t3_mesh_timeout_minutes = 0;
-    let (run, driving) = project.start_in_background(include_str!("../scripts/mesh.yaml"), config, true);
+    let (run, driving) = project
+        .runner_for(include_str!("../scripts/mesh.yaml"))
+        .auto_approve(true)
+        .team(|config| {
+            config.runner.concurrency = 1;
+            config.retry.t3_mesh_timeout_minutes = 0;
+        })
+        .start();
     let store = project.store.clone();
     let specialist = wait_for(
         "the domain's specialist re-invoked after the mesh timeout",

@@ -393,14 +393,12 @@ fn a_silent_agent_raises_one_alert_and_the_run_goes_on() {
             builtin
         }
     };
-    let engine = project.runner_with(
-        include_str!("../scripts/simple.yaml"),
-        config(),
-        true,
-        "test-runner",
-        slow,
-        |options| options.agent_idle = Some(Duration::from_millis(400)),
-    );
+    let engine = project
+        .runner_for(include_str!("../scripts/simple.yaml"))
+        .auto_approve(true)
+        .runtime(slow)
+        .options(|options| options.agent_idle = Some(Duration::from_millis(400)))
+        .engine();
     let run = engine.start(GOAL).unwrap();
     let outcome = tokio::runtime::Builder::new_current_thread()
         .enable_all()

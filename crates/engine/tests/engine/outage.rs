@@ -18,7 +18,7 @@ use agency_llm::{
 };
 use agency_store::{Blackboard, RunStatus};
 
-use crate::support::{Background, GOAL, Project, config, wait_for};
+use crate::support::{Background, GOAL, Project, wait_for};
 
 /// An agent whose first `failures` runs end with the provider overloaded.
 #[derive(Debug)]
@@ -54,12 +54,10 @@ impl Runtime for Overloaded {
 #[test]
 fn an_outage_pauses_the_run_without_spending_a_retry_and_the_run_resumes() {
     let project = Project::new();
-    let engine = project.runner_with(
-        include_str!("../scripts/simple.yaml"),
-        config(),
-        true,
-        "test-runner",
-        |tier, builtin| -> Arc<dyn Runtime> {
+    let (run, driving) = project
+        .runner_for(include_str!("../scripts/simple.yaml"))
+        .auto_approve(true)
+        .runtime(|tier, builtin| -> Arc<dyn Runtime> {
             if tier == Tier::T4 {
                 Arc::new(Overloaded {
                     inner: builtin,
@@ -69,11 +67,8 @@ fn an_outage_pauses_the_run_without_spending_a_retry_and_the_run_resumes() {
             } else {
                 builtin
             }
-        },
-        |_| {},
-    );
-    let run = engine.start(GOAL).unwrap();
-    let driving = Background::drive(engine, run.id);
+        })
+        .start();
     let store = project.store.clone();
     for outage in 1..=2 {
         let gate = wait_for("the outage gate", || {
@@ -227,22 +222,18 @@ fn reviewed_by(
         give_up_after: Some(give_up_after),
         ..RetryPolicy::default()
     };
-    project.runner_providing(
-        &medium_probed(),
-        config(),
-        true,
-        "test-runner",
-        |_, builtin| builtin,
-        move |tier, scripted| -> Arc<dyn Provider> {
+    project
+        .runner_for(&medium_probed())
+        .auto_approve(true)
+        .provider(move |tier, scripted| -> Arc<dyn Provider> {
             if tier == Tier::T3 {
                 let reviewer: Arc<dyn Provider> = reviewer.clone();
                 Arc::new(Retrying::new(reviewer, policy.clone()))
             } else {
                 scripted
             }
-        },
-        |_| {},
-    )
+        })
+        .engine()
 }
 
 fn fix_add(project: &Project, run: agency_core::RunId) -> agency_core::Brief {

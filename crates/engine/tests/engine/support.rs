@@ -160,88 +160,94 @@ impl Project {
         config: TeamConfig,
         auto_approve: bool,
     ) -> (Run, Background) {
-        let engine = self.engine(script, config, auto_approve);
-        let run = engine.start(GOAL).unwrap();
-        let id = run.id;
-        (run, Background::drive(engine, id))
+        self.runner_for(script)
+            .config(config)
+            .auto_approve(auto_approve)
+            .start()
     }
 
     /// A runner on this project answering every model call from `script` (YAML text).
     pub fn engine(&self, script: &str, config: TeamConfig, auto_approve: bool) -> Engine {
-        self.runner(script, config, auto_approve, "test-runner", |_, builtin| builtin)
+        self.runner_for(script)
+            .config(config)
+            .auto_approve(auto_approve)
+            .engine()
+    }
+
+    /// The one builder of a test's runner on this project, answering every model call from `script` (YAML
+    /// text): the team config, `--auto-approve`, the runner's name, its agents' runtimes, its own
+    /// providers and its options each default to what most tests want and are changed one call each.
+    pub fn runner_for(&self, script: &str) -> RunnerBuilder<'_> {
+        RunnerBuilder {
+            project: self,
+            script: script.to_string(),
+            config: config(),
+            auto_approve: false,
+            worker: "test-runner".to_string(),
+            runtime: Box::new(|_, builtin| builtin),
+            provider: Box::new(|_, scripted| scripted),
+            adjust: Vec::new(),
+        }
     }
 
     /// A runner named `worker` whose agents are `runtime(tier, the built-in runtime on the script)`: one of
     /// several runners on this project's blackboard, some with agents that are slow or never finish.
-    pub fn runner(
-        &self,
+    pub fn runner<'p>(
+        &'p self,
         script: &str,
         config: TeamConfig,
         auto_approve: bool,
         worker: &str,
-        runtime: impl Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime>,
+        runtime: impl Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime> + 'p,
     ) -> Engine {
-        self.runner_with(script, config, auto_approve, worker, runtime, |_| {})
+        self.runner_for(script)
+            .config(config)
+            .auto_approve(auto_approve)
+            .worker(worker)
+            .runtime(runtime)
+            .engine()
     }
 
     /// [`Project::runner`], with its options changed by `adjust` (a worktree directory it cannot use, say).
-    pub fn runner_with(
-        &self,
+    pub fn runner_with<'p>(
+        &'p self,
         script: &str,
         config: TeamConfig,
         auto_approve: bool,
         worker: &str,
-        runtime: impl Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime>,
-        adjust: impl FnOnce(&mut EngineOptions),
+        runtime: impl Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime> + 'p,
+        adjust: impl FnOnce(&mut EngineOptions) + 'p,
     ) -> Engine {
-        self.runner_providing(script, config, auto_approve, worker, runtime, |_, p| p, adjust)
+        self.runner_for(script)
+            .config(config)
+            .auto_approve(auto_approve)
+            .worker(worker)
+            .runtime(runtime)
+            .options(adjust)
+            .engine()
     }
 
     /// [`Project::runner_with`], with the runner's own provider of each tier (what reviews teachbacks,
     /// judges and probes in an outage; the agents keep the script's) made by `provider` from the script's.
     #[allow(clippy::too_many_arguments)]
-    pub fn runner_providing(
-        &self,
+    pub fn runner_providing<'p>(
+        &'p self,
         script: &str,
         config: TeamConfig,
         auto_approve: bool,
         worker: &str,
-        runtime: impl Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime>,
-        provider_of: impl Fn(Tier, Arc<dyn Provider>) -> Arc<dyn Provider>,
-        adjust: impl FnOnce(&mut EngineOptions),
+        runtime: impl Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime> + 'p,
+        provider_of: impl Fn(Tier, Arc<dyn Provider>) -> Arc<dyn Provider> + 'p,
+        adjust: impl FnOnce(&mut EngineOptions) + 'p,
     ) -> Engine {
-        let provider: Arc<dyn Provider> = Arc::new(ScriptedProvider::new(Script::from_yaml(script).unwrap()));
-        let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
-        let mut providers: BTreeMap<Tier, Arc<dyn Provider>> = BTreeMap::new();
-        for tier in Tier::ALL {
-            runtimes.insert(
-                tier,
-                runtime(tier, Arc::new(BuiltinRuntime::new(provider.clone()))),
-            );
-            providers.insert(tier, provider_of(tier, provider.clone()));
-        }
-        let mut options = EngineOptions {
-            auto_approve,
-            worker: worker.into(),
-            poll: Duration::from_millis(20),
-            worktrees: self.dir.path().join("worktrees"),
-            limits: AgentLimits {
-                max_turns: 8,
-                timeout: Duration::from_secs(30),
-                command_timeout: Duration::from_secs(10),
-                ..AgentLimits::default()
-            },
-            output_retries: 2,
-            gate_timeout: None,
-            agent_idle: None,
-            hidden: Vec::new(),
-            wake: None,
-            remote: None,
-            offer: Default::default(),
-        };
-        adjust(&mut options);
-        let store: Arc<dyn Blackboard> = self.store.clone();
-        Engine::new(store, config, self.repo.clone(), runtimes, providers, options).unwrap()
+        self.runner_for(script)
+            .config(config)
+            .auto_approve(auto_approve)
+            .worker(worker)
+            .runtime(runtime)
+            .provider(provider_of)
+            .options(adjust)
+            .engine()
     }
 
     /// The text of `path` on `branch`, if the file exists there.
@@ -579,5 +585,126 @@ pub fn assert_pact_alert(payload: &serde_json::Value, source: &str) {
             payload[field].as_str().is_some_and(|v| !v.trim().is_empty()),
             "{field} is empty: {payload}"
         );
+    }
+}
+
+/// What makes a runtime of a tier from the built-in runtime on the script.
+type RuntimeOf<'p> = Box<dyn Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime> + 'p>;
+/// What makes the runner's own provider of a tier from the script's.
+type ProviderOf<'p> = Box<dyn Fn(Tier, Arc<dyn Provider>) -> Arc<dyn Provider> + 'p>;
+/// What changes the runner's options.
+type Adjust<'p> = Box<dyn FnOnce(&mut EngineOptions) + 'p>;
+
+/// A test's runner, built one setting at a time ([`Project::runner_for`]): a scripted team of any size
+/// (the script), a config tweak ([`RunnerBuilder::team`]), an options tweak ([`RunnerBuilder::options`]),
+/// runtimes or providers that misbehave.
+pub struct RunnerBuilder<'p> {
+    project: &'p Project,
+    script: String,
+    config: TeamConfig,
+    auto_approve: bool,
+    worker: String,
+    runtime: RuntimeOf<'p>,
+    provider: ProviderOf<'p>,
+    adjust: Vec<Adjust<'p>>,
+}
+
+impl<'p> RunnerBuilder<'p> {
+    /// The team config (default: [`config`]).
+    pub fn config(mut self, config: TeamConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Changes the team config.
+    pub fn team(mut self, tweak: impl FnOnce(&mut TeamConfig)) -> Self {
+        tweak(&mut self.config);
+        self
+    }
+
+    /// Whether every gate a human need not decide is approved at once (default: no).
+    pub fn auto_approve(mut self, on: bool) -> Self {
+        self.auto_approve = on;
+        self
+    }
+
+    /// The runner's name (default: `test-runner`).
+    pub fn worker(mut self, worker: &str) -> Self {
+        self.worker = worker.to_string();
+        self
+    }
+
+    /// The agents' runtime of each tier, made from the built-in runtime on the script.
+    pub fn runtime(mut self, runtime: impl Fn(Tier, Arc<dyn Runtime>) -> Arc<dyn Runtime> + 'p) -> Self {
+        self.runtime = Box::new(runtime);
+        self
+    }
+
+    /// The runner's own provider of each tier (teachback reviews, judges, outage probes), made from the
+    /// script's; the agents keep the script's.
+    pub fn provider(mut self, provider: impl Fn(Tier, Arc<dyn Provider>) -> Arc<dyn Provider> + 'p) -> Self {
+        self.provider = Box::new(provider);
+        self
+    }
+
+    /// Changes the runner's options (after the ones before it).
+    pub fn options(mut self, adjust: impl FnOnce(&mut EngineOptions) + 'p) -> Self {
+        self.adjust.push(Box::new(adjust));
+        self
+    }
+
+    /// The runner.
+    pub fn engine(self) -> Engine {
+        let provider: Arc<dyn Provider> =
+            Arc::new(ScriptedProvider::new(Script::from_yaml(&self.script).unwrap()));
+        let mut runtimes: BTreeMap<Tier, Arc<dyn Runtime>> = BTreeMap::new();
+        let mut providers: BTreeMap<Tier, Arc<dyn Provider>> = BTreeMap::new();
+        for tier in Tier::ALL {
+            runtimes.insert(
+                tier,
+                (self.runtime)(tier, Arc::new(BuiltinRuntime::new(provider.clone()))),
+            );
+            providers.insert(tier, (self.provider)(tier, provider.clone()));
+        }
+        let mut options = EngineOptions {
+            auto_approve: self.auto_approve,
+            worker: self.worker,
+            poll: Duration::from_millis(20),
+            worktrees: self.project.dir.path().join("worktrees"),
+            limits: AgentLimits {
+                max_turns: 8,
+                timeout: Duration::from_secs(30),
+                command_timeout: Duration::from_secs(10),
+                ..AgentLimits::default()
+            },
+            output_retries: 2,
+            gate_timeout: None,
+            agent_idle: None,
+            hidden: Vec::new(),
+            wake: None,
+            remote: None,
+            offer: Default::default(),
+        };
+        for adjust in self.adjust {
+            adjust(&mut options);
+        }
+        let store: Arc<dyn Blackboard> = self.project.store.clone();
+        Engine::new(
+            store,
+            self.config,
+            self.project.repo.clone(),
+            runtimes,
+            providers,
+            options,
+        )
+        .unwrap()
+    }
+
+    /// The runner, its run started and driven on its own thread ([`Background`]).
+    pub fn start(self) -> (Run, Background) {
+        let engine = self.engine();
+        let run = engine.start(GOAL).unwrap();
+        let id = run.id;
+        (run, Background::drive(engine, id))
     }
 }

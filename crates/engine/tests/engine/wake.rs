@@ -10,24 +10,20 @@ use agency_core::event::EventKind;
 use agency_core::gate::GateKind;
 use agency_store::Blackboard;
 
-use crate::support::{Background, GOAL, Project, approve, config, wait_for};
+use crate::support::{Background, GOAL, Project, approve, wait_for};
 
 #[test]
 fn an_approval_with_a_poke_spawns_the_next_agent_long_before_the_poll_interval() {
     let project = Project::new();
     let wake = Arc::new(tokio::sync::Notify::new());
     let waker = wake.clone();
-    let engine = project.runner_with(
-        include_str!("../scripts/simple.yaml"),
-        config(),
-        false,
-        "test-runner",
-        |_, builtin| builtin,
-        move |options| {
+    let engine = project
+        .runner_for(include_str!("../scripts/simple.yaml"))
+        .options(move |options| {
             options.poll = Duration::from_secs(60);
             options.wake = Some(waker);
-        },
-    );
+        })
+        .engine();
     let run = engine.start(GOAL).unwrap();
     let driving = Background::drive(engine, run.id);
     let store = project.store.clone();
@@ -107,17 +103,13 @@ fn waiting_runner(
 ) -> (std::path::PathBuf, agency_engine::Engine) {
     let git_calls = project.log_git_calls();
     let waker = wake.clone();
-    let engine = project.runner_with(
-        include_str!("../scripts/simple.yaml"),
-        config(),
-        false,
-        "test-runner",
-        |_, builtin| builtin,
-        move |options| {
+    let engine = project
+        .runner_for(include_str!("../scripts/simple.yaml"))
+        .options(move |options| {
             options.poll = Duration::from_secs(60);
             options.wake = Some(waker);
-        },
-    );
+        })
+        .engine();
     (git_calls, engine)
 }
 
