@@ -125,12 +125,19 @@ pub fn apply(engine: &Engine, brief: &Brief, failure: Failure, decision: Decisio
     Ok(())
 }
 
-/// The tier path of the brief's workstream, from the approved plan; the full path when unknown.
+/// The tier path of the brief's workstream today: the approved plan's, changed by the approved path
+/// amendments (a second-pass implementer whose retries are spent, in a workstream planned without `t2`,
+/// escalates to its own T2 specialist, not past it to T1); the full path when the plan does not name the
+/// workstream.
 fn workstream_path(engine: &Engine, brief: &Brief) -> Result<Vec<Tier>> {
     let approved = crate::plan::approved(engine, brief.run)?;
-    Ok(approved
-        .and_then(|a| a.plan.workstream(&brief.workstream).map(|w| w.tier_path.clone()))
-        .unwrap_or_else(|| FULL_PATH.to_vec()))
+    match approved
+        .as_ref()
+        .and_then(|a| a.plan.workstream(&brief.workstream))
+    {
+        Some(workstream) => crate::amendments::path_now(engine, brief.run, workstream),
+        None => Ok(FULL_PATH.to_vec()),
+    }
 }
 
 /// Writes the next attempt of `brief` with what went wrong as its starting feedback.

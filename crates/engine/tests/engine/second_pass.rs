@@ -11,7 +11,7 @@ use agency_core::gate::GateKind;
 use agency_core::tiers::{BriefRole, LEAD_TITLE};
 use agency_core::{Brief, BriefStatus, RunId, Tier};
 use agency_engine::amendments;
-use agency_store::RunStatus;
+use agency_store::{Blackboard, RunStatus};
 use serde_json::json;
 
 use crate::amendments::{approve_every_gate, decide_every_gate, listed, pending};
@@ -411,4 +411,55 @@ fn a_t4s_t2_pass_goes_from_its_specialists_straight_to_implementers() {
         &format!("agency/{}/integration", run.id.short()),
         &["add.sh", "mul.sh"],
     );
+}
+
+/// An implementer of the second pass whose retries are spent escalates past its squad lead to T2 — its own
+/// specialist, which the amendment put on the path — not to T1, as the plan's `t3→t4→t5` alone would say.
+#[test]
+fn a_second_pass_implementer_out_of_retries_escalates_to_its_own_specialist() {
+    let failing = SCRIPT.replace(
+        "input: { status: done, summary: \"mul.sh multiplies.\"",
+        "input: { status: finished, summary: \"mul.sh multiplies.\"",
+    );
+    assert_ne!(failing, SCRIPT, "the fix-mul reply was found");
+    let project = Project::new();
+    let (run, driving) = project.start_in_background(&failing, team(), false);
+    let store = project.store.clone();
+    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
+    approve(store.as_ref(), plan_gate.id);
+    let squad_gate = wait_for("the t3_plan gate", pending(&store, run.id, GateKind::T3Plan));
+    let seq = listed(&squad_gate.summary, "ws-arith: add t2 before t3");
+    amendments::decide(store.as_ref(), run.id, seq, true, "tester", None).unwrap();
+    approve(store.as_ref(), squad_gate.id);
+
+    // Every tier gate after is approved until fix-mul's retries are spent and it escalates.
+    let escalated = wait_for("fix-mul's escalation", || {
+        for gate in store.pending_gates(Some(run.id)).unwrap() {
+            if gate.kind != GateKind::Escalation {
+                approve(store.as_ref(), gate.id);
+            }
+        }
+        let briefs = project.briefs(run.id);
+        project
+            .events_of(run.id, EventKind::Escalated)
+            .into_iter()
+            .find(|e| {
+                briefs
+                    .iter()
+                    .any(|b| Some(b.id) == e.brief && b.title == "fix-mul")
+            })
+    });
+    let to = match escalated.typed() {
+        Ok(EventPayload::Escalated(failure)) => failure.to,
+        other => panic!("not an escalation: {other:?}"),
+    };
+    assert_eq!(to.as_deref(), Some("t2"), "{}", project.tree(run.id));
+    // The specialist that owns the squad is re-invoked with the context.
+    wait_for("mul-design's next attempt", || {
+        project
+            .briefs(run.id)
+            .into_iter()
+            .find(|b| b.title == "mul-design" && b.attempt == 1)
+    });
+    driving.stop();
 }
