@@ -116,6 +116,8 @@ pub struct Engine {
     pub(crate) agreement_asks: crate::agreement_asks::Asks,
     /// Worktrees made ahead while a gate waits ([`crate::spares`]).
     pub(crate) spares: Arc<crate::spare_pool::Spares>,
+    /// Each run's path amendments as far as read ([`crate::amendments::AmendmentLog`]).
+    pub(crate) amendment_log: Arc<crate::amendments::AmendmentLog>,
 }
 
 /// How a drive ended.
@@ -164,6 +166,7 @@ impl Engine {
             auditor: None,
             agreement_asks: crate::agreement_asks::Asks::default(),
             spares: Arc::default(),
+            amendment_log: Arc::default(),
         })
     }
 
