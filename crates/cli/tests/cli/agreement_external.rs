@@ -211,6 +211,22 @@ fn a_squad_lead_on_claude_code_corrects_an_implementers_extra_file_read_only() {
         "the question's agent wrote {}",
         written.display()
     );
+    // The blackboard says so too: the squad lead's brief records those calls as not allowed.
+    let refused: Vec<(String, bool)> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Log && e.payload["tag"] == "TOOL" && e.brief == Some(squad.id))
+        .filter_map(|e| {
+            let message = e.payload["message"].as_str()?;
+            let tool = message.split_whitespace().nth(1)?;
+            ["Write", "Bash"]
+                .contains(&tool)
+                .then(|| (tool.to_string(), e.payload["allowed"].as_bool().unwrap()))
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        [("Write".to_string(), false), ("Bash".to_string(), false)]
+    );
     let branch = branch_of(&stdout);
     let files = repo.git_output(&["ls-tree", "-r", "--name-only", &branch]);
     assert!(!files.contains("agreement-was-here"), "{files}");
