@@ -6,6 +6,7 @@
 mod support;
 
 mod ack;
+mod agreement_external;
 mod budget;
 mod budget_external;
 mod cache_share;

@@ -11,7 +11,8 @@
 //! Read-only tools are pre-allowed with `--allowedTools`; a read-only agent (the sign-off judge) is offered
 //! only [`READ_ONLY_TOOL_SET`] (`--tools`), with the editing tools disallowed as well.
 //!
-//! Each agent gets its own HOME (under [`ClaudeCodeRuntime::state_dir`], one per brief and attempt), so no
+//! Each agent gets its own HOME (under [`ClaudeCodeRuntime::state_dir`], one per brief and attempt, and one
+//! more for a conversation in another role on that brief: [`ClaudeCodeRuntime::home`]), so no
 //! user settings, credentials or hooks leak in, and the transcript stays there. The session id is kept in
 //! that HOME, so running the same brief attempt again (after a crash or an interrupted run) resumes the
 //! conversation with `--resume`. Every stream event is mapped to an [`AgentEvent`] ([`stream`]), and every
@@ -170,10 +171,23 @@ impl ClaudeCodeRuntime {
         ]}]}})
     }
 
-    /// The agent's private HOME for this brief attempt.
+    /// The agent's private HOME for this brief attempt. A conversation held on a brief in a role other than
+    /// its own (the agreement question put to a squad lead that has already reported) gets a HOME of its own:
+    /// sharing the brief's would find that agent's session id there and `--resume` it, so the question
+    /// would never be asked.
     pub fn home(&self, task: &AgentTask) -> PathBuf {
-        self.state_dir
-            .join(format!("{}-{}", task.brief.id, task.brief.attempt))
+        let own = agency_core::tiers::BriefRole::of(&task.brief).as_str();
+        let name = match task.meta.role.as_deref() {
+            Some(role) if role != own => {
+                let role: String = role
+                    .chars()
+                    .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect();
+                format!("{}-{}-{role}", task.brief.id, task.brief.attempt)
+            }
+            _ => format!("{}-{}", task.brief.id, task.brief.attempt),
+        };
+        self.state_dir.join(name)
     }
 
     /// What its sandbox must let it write besides the worktree: its HOME, and the gate service's socket when

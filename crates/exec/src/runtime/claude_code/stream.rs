@@ -4,8 +4,9 @@
 //! `assistant` (text and `tool_use` blocks), `user` (`tool_result` blocks), `result` (usage, cost,
 //! `permission_denials`, the final text). A tool call is recorded when its result arrives, so it can say
 //! whether it ran: a result that is an error and reads like a refusal (the gate's reason, or Claude Code's
-//! "requested permissions … haven't granted") counts as denied. The `result` event's `permission_denials`
-//! is authoritative, so any denial recorded there that the heuristic missed is noted then.
+//! "requested permissions … haven't granted"), or that Claude Code refused itself (`<tool_use_error>`),
+//! counts as denied. The `result` event's `permission_denials` is authoritative, so any denial recorded
+//! there that the heuristic missed is noted then.
 //!
 //! Every `tool_use` block, a sub-agent's too (its lines carry `parent_tool_use_id`), is also kept in
 //! [`StreamState::tool_calls`] for the gate-coverage audit, unless Claude Code refused it before any hook
@@ -225,11 +226,13 @@ fn tool_results(event: &Value, state: &mut StreamState) -> Vec<AgentEvent> {
         };
         // Refused by Claude Code itself before any hook ran (a tool not offered, an input that fails the
         // tool's schema): nothing for the gate to have decided.
-        if is_error && content.trim_start().starts_with("<tool_use_error>") {
+        let refused = is_error && content.trim_start().starts_with("<tool_use_error>");
+        if refused {
             let target = CallTarget::Id(id.to_owned());
             state.tool_calls.retain(|call| call.target != target);
         }
-        let allowed = !(is_error && reads_like_denial(&content));
+        // Refused, it did not run: recorded as such, not as allowed.
+        let allowed = !(refused || is_error && reads_like_denial(&content));
         if allowed {
             state.allowed.insert(id.to_owned());
         }
@@ -362,6 +365,27 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Tools a read-only agent was not offered, and an input that failed the schema: Claude Code refused them,
+    /// so none ran, and none is recorded as allowed.
+    #[test]
+    fn calls_claude_code_refused_itself_are_recorded_as_denied() {
+        let (events, _) = replay(include_str!(
+            "../../../tests/fixtures/claude-code/not-offered.jsonl"
+        ));
+        let calls: Vec<(String, bool)> = tool_calls(&events)
+            .into_iter()
+            .map(|(name, _, allowed)| (name, allowed))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("Write".to_string(), false),
+                ("Bash".to_string(), false),
+                ("Read".to_string(), false)
+            ]
+        );
     }
 
     #[test]
