@@ -116,8 +116,8 @@ pub struct Engine {
     pub(crate) agreement_asks: crate::agreement_asks::Asks,
     /// Worktrees made ahead while a gate waits ([`crate::spares`]).
     pub(crate) spares: Arc<crate::spare_pool::Spares>,
-    /// Each run's path amendments as far as read ([`crate::amendments::AmendmentLog`]).
-    pub(crate) amendment_log: Arc<crate::amendments::AmendmentLog>,
+    /// Each run's path amendments as far as read ([`crate::amendment_log::AmendmentLog`]).
+    pub(crate) amendment_log: Arc<crate::amendment_log::AmendmentLog>,
 }
 
 /// How a drive ended.

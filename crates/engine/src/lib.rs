@@ -8,6 +8,7 @@
 pub mod advance;
 mod agreement;
 mod agreement_asks;
+mod amendment_log;
 pub mod amendments;
 mod artifacts;
 pub mod assembly;
