@@ -609,9 +609,9 @@ mod tests {
     //! The merge executor on its own: a repository, a blackboard and the run's branches, no `Engine`,
     //! no runtime.
 
-    use agency_core::brief::BriefPlacement;
     use agency_core::event::EventPayload;
-    use agency_core::{Brief, BriefId, BriefStatus, NewBrief, RunId, Tier};
+    use agency_core::{Brief, BriefId, BriefStatus, RunId, Tier};
+    use agency_store::conformance::sample_brief;
     use agency_store::{Blackboard, NewRun, SqliteBlackboard};
 
     use super::SliceMerge;
@@ -626,26 +626,10 @@ mod tests {
         title: &str,
         files: &[(&str, &str)],
     ) -> Brief {
-        let brief = NewBrief {
-            tier: Tier::T4,
+        let brief = Brief {
             workstream: "ws-a".into(),
-            title: title.into(),
-            personality: None,
-            instructions: "change it".into(),
-            inputs: vec![],
-            variety: None,
-            contract: None,
-            depends_on: vec![],
-        }
-        .into_brief(BriefPlacement {
-            id: BriefId::new(),
-            run,
-            parent: None,
-            goal_anchor: "goal".into(),
-            retry_budget: 1,
-            depends_on: vec![],
-            created_at: chrono::Utc::now(),
-        });
+            ..sample_brief(run, title)
+        };
         store.insert_brief(&brief).unwrap();
         let workstream = branches.workstream("ws-a");
         let (_, worktree) = branches.prepare_worktree(&brief, &workstream).unwrap();

@@ -192,10 +192,10 @@ impl UnplacedBriefs {
 mod tests {
     //! The unplaced-brief watch on its own: a blackboard and two settings, no `Engine`.
 
-    use agency_core::brief::BriefPlacement;
+    use agency_core::Brief;
     use agency_core::event::EventPayload;
     use agency_core::placement::LabelNeed;
-    use agency_core::{BriefId, NewBrief, Tier};
+    use agency_store::conformance::sample_brief;
     use agency_store::{Blackboard, NewRun, SqliteBlackboard};
 
     use super::UnplacedBriefs;
@@ -207,26 +207,10 @@ mod tests {
         store
             .set_label_needs(run, &[LabelNeed::new("ws-gpu", "gpu")])
             .unwrap();
-        let brief = NewBrief {
-            tier: Tier::T4,
+        let brief = Brief {
             workstream: "ws-gpu".into(),
-            title: "train".into(),
-            personality: None,
-            instructions: "train it".into(),
-            inputs: vec![],
-            variety: None,
-            contract: None,
-            depends_on: vec![],
-        }
-        .into_brief(BriefPlacement {
-            id: BriefId::new(),
-            run,
-            parent: None,
-            goal_anchor: "goal".into(),
-            retry_budget: 1,
-            depends_on: vec![],
-            created_at: chrono::Utc::now(),
-        });
+            ..sample_brief(run, "train")
+        };
         store.insert_brief(&brief).unwrap();
         let said = || -> Vec<String> {
             store

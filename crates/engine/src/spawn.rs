@@ -466,10 +466,10 @@ mod tests {
 
     use std::path::Path;
 
-    use agency_core::brief::BriefPlacement;
     use agency_core::tiers::BriefRole;
-    use agency_core::{Brief, BriefId, NewBrief, RunId, Tier};
+    use agency_core::{Brief, BriefId, RunId, Tier};
     use agency_exec::{Repo, WorktreeSweep};
+    use agency_store::conformance::sample_brief;
     use agency_store::{Blackboard, Change, NewArtifact, NewRun, SqliteBlackboard};
 
     use super::Workbench;
@@ -487,26 +487,13 @@ mod tests {
         parent: Option<BriefId>,
         depends_on: Vec<BriefId>,
     ) -> Brief {
-        NewBrief {
+        Brief {
             tier,
             workstream: "ws-a".into(),
-            title: title.into(),
-            personality: None,
-            instructions: "do it".into(),
-            inputs: vec![],
-            variety: None,
-            contract: None,
-            depends_on: vec![],
-        }
-        .into_brief(BriefPlacement {
-            id: BriefId::new(),
-            run,
             parent,
-            goal_anchor: "goal".into(),
-            retry_budget: 2,
             depends_on,
-            created_at: chrono::Utc::now(),
-        })
+            ..sample_brief(run, title)
+        }
     }
 
     /// `brief` stored with its branch recorded, its work (`file`) committed on it.

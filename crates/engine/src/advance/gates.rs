@@ -185,11 +185,11 @@ pub(super) fn has_children(engine: &Engine, brief: &Brief) -> Result<bool> {
 mod tests {
     //! The gate executor on its own: a blackboard and team.yaml's visibility, no `Engine`.
 
-    use agency_core::brief::BriefPlacement;
     use agency_core::config::VisibilityConfig;
     use agency_core::gate::{GateKind, GateStatus};
-    use agency_core::{BriefId, NewBrief, Tier};
+    use agency_core::{Brief, Tier};
     use agency_flow::summaries::tier_summary;
+    use agency_store::conformance::sample_brief;
     use agency_store::{Blackboard, NewRun, SqliteBlackboard};
     use serde_json::json;
 
@@ -199,26 +199,11 @@ mod tests {
     fn a_gate_opens_once_with_its_summary_and_an_off_kind_is_never_read() {
         let store = SqliteBlackboard::open_in_memory().unwrap();
         let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
-        let brief = NewBrief {
+        let brief = Brief {
             tier: Tier::T3,
             workstream: "ws-a".into(),
-            title: "squad".into(),
-            personality: None,
-            instructions: "split it".into(),
-            inputs: vec![],
-            variety: None,
-            contract: None,
-            depends_on: vec![],
-        }
-        .into_brief(BriefPlacement {
-            id: BriefId::new(),
-            run,
-            parent: None,
-            goal_anchor: "goal".into(),
-            retry_budget: 1,
-            depends_on: vec![],
-            created_at: chrono::Utc::now(),
-        });
+            ..sample_brief(run, "squad")
+        };
         store.insert_brief(&brief).unwrap();
         let strict = VisibilityConfig {
             strict_mode: true,
