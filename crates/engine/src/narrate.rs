@@ -13,7 +13,7 @@ use agency_store::Blackboard;
 
 use crate::engine::Engine;
 use crate::error::Result;
-use agency_flow::latest_of;
+use agency_flow::{Attempt, latest_of};
 
 /// Writes `line` in `run`'s log (a `normal` line, as [`Engine::log`] writes).
 fn write(store: &dyn Blackboard, run: RunId, line: Line) -> Result<()> {
@@ -70,10 +70,11 @@ pub(crate) fn verifiers_started(engine: &Engine, implementer: &Brief) -> Result<
     };
     let mut round = 0;
     for task in &tasks {
-        let children = engine.store.list_children(task.id)?;
+        // States only: a task's verifiers are counted, their contents never read.
+        let children = crate::rounds::states(engine.store.list_children_states(task.id)?);
         if latest_of(children.iter())
             .iter()
-            .any(|v| v.tier == Tier::T5 && v.status != BriefStatus::Done)
+            .any(|v| v.tier() == Tier::T5 && v.status() != BriefStatus::Done)
         {
             round += 1;
         }

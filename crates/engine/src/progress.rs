@@ -201,11 +201,12 @@ fn learn_merged(engine: &Engine, approved: &ApprovedPlan, workstream: &str) -> R
 /// decision at its gate gives it a fresh attempt that passes.
 fn accepted_slices(engine: &Engine, plan_brief: &Brief, workstream: &str) -> Result<Option<Vec<Brief>>> {
     let run = plan_brief.run;
-    if engine.store.count_briefs(run, workstream, Some(Tier::T4), &[])? == 0
-        || engine
-            .store
-            .count_briefs(run, workstream, None, &agency_flow::OPEN)?
-            > 0
+    // Open briefs first: a workstream still at work (the usual answer mid-run) is ruled out by one count.
+    if engine
+        .store
+        .count_briefs(run, workstream, None, &agency_flow::OPEN)?
+        > 0
+        || engine.store.count_briefs(run, workstream, Some(Tier::T4), &[])? == 0
     {
         return Ok(None);
     }

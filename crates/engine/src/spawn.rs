@@ -39,9 +39,14 @@ impl Engine {
     /// the registry's for its tier and its workstream's domain, else agency's own for the tier. A name the
     /// pool does not hold (a planner's typo) falls back to the tier's, with a log line saying so.
     fn personality_prompt(&self, brief: &Brief) -> Result<Option<String>> {
-        // T1 plans and accepts for the whole run: its domain is the registry's `strategy`.
+        let pool = &self.personalities;
+        // T1 plans and accepts for the whole run: its domain is the registry's `strategy`. The plan is read
+        // for a workstream's domain only where the registry would use it (one status read per agent start
+        // saved where no registry is configured, the default).
         let domain = if brief.tier == Tier::T1 {
             "strategy".to_string()
+        } else if !pool.reads_domain(brief.tier) {
+            brief.workstream.clone()
         } else {
             crate::plan::approved(self, brief.run)?
                 .and_then(|approved| {
@@ -52,7 +57,6 @@ impl Engine {
                 })
                 .unwrap_or_else(|| brief.workstream.clone())
         };
-        let pool = &self.personalities;
         match pool.for_brief(brief.tier, &domain, brief.personality.as_deref()) {
             Ok(found) => Ok(found.map(|p| p.prompt.clone())),
             Err(err) => {

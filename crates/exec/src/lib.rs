@@ -14,6 +14,7 @@
 //! cancel token, a "run finished" predicate) and get plain results back.
 
 pub mod branch_name;
+pub mod credentials;
 pub mod gate;
 pub mod gc;
 pub mod runtime;

@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use agency_core::config::{SandboxConfig, SandboxMode, SandboxNetwork};
 
+use crate::credentials::credential_paths;
 use crate::process::{self, CommandSpec, ProcessError};
 
 /// The bubblewrap program looked up on PATH unless team.yaml names another.
@@ -468,56 +469,6 @@ impl GitPaths {
     }
 }
 
-/// The user's credential stores under `home` that exist: what no agent may read.
-pub fn credential_paths(home: &Path) -> Vec<PathBuf> {
-    const STORES: [&str; 16] = [
-        ".ssh",
-        ".aws",
-        ".azure",
-        ".config/gh",
-        ".config/gcloud",
-        ".config/hub",
-        ".codex",
-        ".gnupg",
-        ".netrc",
-        ".git-credentials",
-        ".docker",
-        ".kube",
-        ".npmrc",
-        ".pypirc",
-        ".cargo/credentials",
-        ".cargo/credentials.toml",
-    ];
-    // One listing of `home` instead of a `stat` per store: this runs for every agent the runner starts,
-    // and most stores do not exist. A store is still checked with `exists` once its first component is
-    // listed (a dangling link stays unmasked, as before); where `home` cannot be listed, every store is.
-    let listed: Option<Vec<std::ffi::OsString>> = std::fs::read_dir(home)
-        .ok()
-        .map(|entries| entries.flatten().map(|entry| entry.file_name()).collect());
-    let may_exist = |store: &str| {
-        let first = store.split('/').next().unwrap_or(store);
-        listed
-            .as_ref()
-            .is_none_or(|names| names.iter().any(|name| name == first))
-    };
-    let mut paths: Vec<PathBuf> = STORES
-        .iter()
-        .filter(|store| may_exist(store))
-        .map(|store| home.join(store))
-        .filter(|path| path.exists())
-        .collect();
-    // `.claude`, `.claude.json`, `.claude.json.backup` and whatever else Claude Code keeps there.
-    paths.extend(
-        listed
-            .iter()
-            .flatten()
-            .filter(|name| name.to_string_lossy().starts_with(".claude"))
-            .map(|name| home.join(name)),
-    );
-    paths.sort();
-    paths
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -761,35 +712,6 @@ mod tests {
         assert!(
             matches!(err, SandboxError::Program(ProcessError::ProgramNotFound { .. })),
             "{err}"
-        );
-    }
-
-    #[test]
-    fn credentials_found_are_listed() {
-        let home = tempfile::tempdir().unwrap();
-        for dir in [".ssh", ".config/gh", ".claude"] {
-            std::fs::create_dir_all(home.path().join(dir)).unwrap();
-        }
-        std::fs::write(home.path().join(".claude.json"), "{}").unwrap();
-        std::fs::write(home.path().join(".netrc"), "machine x").unwrap();
-        std::fs::create_dir_all(home.path().join(".cargo/bin")).unwrap();
-        std::fs::write(home.path().join(".cargo/credentials.toml"), "").unwrap();
-        // A store's parent without the store (`.config` without `gcloud`) is not one.
-        let found = credential_paths(home.path());
-        let names: Vec<String> = found
-            .iter()
-            .map(|p| p.strip_prefix(home.path()).unwrap().display().to_string())
-            .collect();
-        assert_eq!(
-            names,
-            [
-                ".cargo/credentials.toml",
-                ".claude",
-                ".claude.json",
-                ".config/gh",
-                ".netrc",
-                ".ssh"
-            ]
         );
     }
 }

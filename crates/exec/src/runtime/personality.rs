@@ -257,6 +257,16 @@ impl Personalities {
             .and_then(|(_, slug, _)| self.by_slug.get(*slug))
     }
 
+    /// Whether [`Personalities::for_brief`] looks at the domain for `tier`: only when the registry is in
+    /// use and names personalities for that tier. Where it does not, a caller need not find the domain.
+    pub fn reads_domain(&self, tier: Tier) -> bool {
+        self.uses_registry
+            && self
+                .registry
+                .get(&tier)
+                .is_some_and(|domains| !domains.is_empty())
+    }
+
     /// The personality for a brief: the one it names (an error when unknown), else the registry's for its
     /// tier and domain, else the tier's default.
     pub fn for_brief(

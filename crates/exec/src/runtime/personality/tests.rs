@@ -76,6 +76,27 @@ fn a_directory_is_loaded_recursively_by_slug() {
         "agency-architect"
     );
     assert!(pool.get("README").is_none());
+    // The domain matters for the tier the registry names, and for no other.
+    assert!(pool.reads_domain(Tier::T2));
+    assert!(!pool.reads_domain(Tier::T4));
+}
+
+#[test]
+fn without_a_directory_no_tier_reads_the_domain() {
+    // A registry in team.yaml with no directory is not used (see the defaults' test): the domain is not
+    // needed, so the runner does not read the plan for it.
+    let cfg = PersonalitiesConfig {
+        dir: None,
+        ..config(&[(Tier::T4, "backend", "engineering-software-architect")])
+    };
+    let pool = Personalities::from_config(&cfg, Path::new("/nonexistent")).unwrap();
+    for tier in [Tier::T1, Tier::T2, Tier::T3, Tier::T4, Tier::T5] {
+        assert!(!pool.reads_domain(tier), "{tier}");
+        assert_eq!(
+            pool.for_brief(tier, "backend", None).unwrap().map(|p| &p.slug),
+            pool.for_brief(tier, "anything", None).unwrap().map(|p| &p.slug),
+        );
+    }
 }
 
 #[test]
