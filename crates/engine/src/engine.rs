@@ -118,6 +118,8 @@ pub struct Engine {
     pub(crate) spares: Arc<crate::spare_pool::Spares>,
     /// Each run's path amendments as far as read ([`crate::amendment_log::AmendmentLog`]).
     pub(crate) amendment_log: Arc<crate::amendment_log::AmendmentLog>,
+    /// Each run's stage-1 verify records as far as read ([`crate::verify_log::VerifyLog`]).
+    pub(crate) verify_log: Arc<crate::verify_log::VerifyLog>,
 }
 
 /// How a drive ended.
@@ -167,6 +169,7 @@ impl Engine {
             agreement_asks: crate::agreement_asks::Asks::default(),
             spares: Arc::default(),
             amendment_log: Arc::default(),
+            verify_log: Arc::default(),
         })
     }
 

@@ -187,6 +187,7 @@ pub(crate) async fn verify_where_made(engine: &Engine, brief: &Brief) -> Result<
 /// event names this commit. Only through a remote (`shared`); on one machine the runner verifies itself.
 fn verified_where_made(
     store: &dyn Blackboard,
+    log: &crate::verify_log::VerifyLog,
     shared: bool,
     brief: &Brief,
     rev: &str,
@@ -203,15 +204,7 @@ fn verified_where_made(
         return Ok(None);
     }
     let id = artifact.meta.id.to_string();
-    let on_rev = store
-        .events_of_kinds_after(brief.run, &[agency_core::EventKind::SignoffVerify], 0, 100_000)?
-        .into_iter()
-        .any(|e| {
-            e.brief == Some(brief.id)
-                && matches!(e.typed(), Ok(agency_core::event::EventPayload::SignoffVerify(verify))
-                    if verify.rev == rev && verify.artifact.as_deref() == Some(id.as_str()))
-        });
-    if !on_rev {
+    if !log.names(store, brief.run, brief.id, rev, &id)? {
         return Ok(None);
     }
     Ok(serde_json::from_slice::<VerifyResult>(&artifact.bytes)
@@ -266,7 +259,14 @@ pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover
     }
     if let Some(command) = stage_one_command(brief) {
         let shared = engine.options.remote.is_some();
-        let result = match verified_where_made(engine.store.as_ref(), shared, brief, &rev, command)? {
+        let result = match verified_where_made(
+            engine.store.as_ref(),
+            &engine.verify_log,
+            shared,
+            brief,
+            &rev,
+            command,
+        )? {
             // Run by the worker that made the slice, on this very commit, before it reported.
             Some(result) => result,
             None => {

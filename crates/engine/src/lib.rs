@@ -53,6 +53,7 @@ pub mod task;
 pub mod teachback_gate;
 pub mod teachback_review;
 mod tend_gates;
+mod verify_log;
 
 pub use claimer::Role;
 pub use engine::{DriveOutcome, Engine, EngineOptions};
