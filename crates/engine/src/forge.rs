@@ -76,43 +76,106 @@ struct RunFacts {
     unreadable: Vec<String>,
 }
 
+/// How many events one read of the blackboard pages through.
+const PAGE: usize = 1000;
+
+/// How many of the run's first log lines are looked at for the base branch: [`remember_base`] logs it right
+/// after the run's record, before anything else logs, so it is the first (a margin for lines added there).
+const BASE_WITHIN: usize = 20;
+
+/// What the pull request cites, from the run's records. The log is not read whole: of its lines (about five
+/// a brief) only the first few (the base branch, [`remember_base`]) and those after T1's acceptance (a pull
+/// request already opened, which only follows the run's success) can hold what is wanted.
 fn facts(store: &dyn Blackboard, run: &Run) -> RunFacts {
     let mut facts = RunFacts::default();
-    let mut after = 0;
-    // Only the kinds read below: the run's other events (ten or more per brief) are not decoded at all.
-    let kinds = [
-        EventKind::SignoffAccepted,
-        EventKind::SignoffVerify,
-        EventKind::Log,
-    ];
-    while let Ok(page) = store.events_of_kinds_after(run.id, &kinds, after, 1000) {
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        for event in page {
-            // A record that does not read is left out of the pull request's text (it never decides
-            // anything here: the run already succeeded), and said in the run's log.
-            let payload = match event.typed() {
-                Ok(payload) => payload,
-                Err(error) => {
-                    facts.unreadable.push(format!("event {}: {error}", event.seq));
-                    continue;
-                }
-            };
+    let mut accepted_at = None;
+    read_kinds(
+        store,
+        run,
+        &[EventKind::SignoffAccepted, EventKind::SignoffVerify],
+        0,
+        &mut facts,
+        |facts, event, payload| {
             match payload {
                 EventPayload::SignoffAccepted(accepted) if event.tier == Some(Tier::T1) => {
                     facts.accept_summary = accepted.summary;
+                    accepted_at = Some(event.seq);
                 }
                 // Only the re-verification after each merge into the integration branch names a workstream.
                 EventPayload::SignoffVerify(verify) if verify.workstream.is_some() => {
                     facts.verifies.push(verify)
                 }
-                EventPayload::Log(line) if line.base_branch.is_some() => facts.base = line.base_branch,
-                EventPayload::Log(line) if line.forge.is_some() => facts.published = line.forge,
                 _ => {}
             }
+            true
+        },
+    );
+    let mut looked = 0;
+    read_kinds(
+        store,
+        run,
+        &[EventKind::Log],
+        0,
+        &mut facts,
+        |facts, _, payload| {
+            looked += 1;
+            if let EventPayload::Log(line) = payload
+                && line.base_branch.is_some()
+            {
+                facts.base = line.base_branch;
+                return false;
+            }
+            looked < BASE_WITHIN
+        },
+    );
+    // Without T1's acceptance on record (a run made to succeed otherwise), the whole log is read.
+    read_kinds(
+        store,
+        run,
+        &[EventKind::Log],
+        accepted_at.unwrap_or(0),
+        &mut facts,
+        |facts, _, payload| {
+            if let EventPayload::Log(line) = payload
+                && line.forge.is_some()
+            {
+                facts.published = line.forge;
+            }
+            true
+        },
+    );
+    facts
+}
+
+/// Hands each event of `kinds` after `after` to `each` with its payload, oldest first, until `each` says
+/// stop. A record that does not read is left out of the pull request's text (it never decides anything
+/// here: the run already succeeded), and said in the run's log.
+fn read_kinds(
+    store: &dyn Blackboard,
+    run: &Run,
+    kinds: &[EventKind],
+    mut after: i64,
+    facts: &mut RunFacts,
+    mut each: impl FnMut(&mut RunFacts, &agency_core::event::Event, EventPayload) -> bool,
+) {
+    while let Ok(page) = store.events_of_kinds_after(run.id, kinds, after, PAGE) {
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        let full = page.len() == PAGE;
+        for event in page {
+            match event.typed() {
+                Ok(payload) => {
+                    if !each(facts, &event, payload) {
+                        return;
+                    }
+                }
+                Err(error) => facts.unreadable.push(format!("event {}: {error}", event.seq)),
+            }
+        }
+        if !full {
+            break;
         }
     }
-    facts
 }
 
 /// Pushes the integration branch and opens the pull request, once per run. Never fails the run: whatever

@@ -120,7 +120,7 @@ fn gates_and_the_end_are_announced_and_the_branch_becomes_a_pull_request() {
     config.forge.token_env = "CARGO_PKG_NAME".into();
     config.forge.api_url = server.base_url();
 
-    let run = run_through_the_plan_gate(&project, config, Some(&inbox));
+    let run = run_through_the_plan_gate(&project, config.clone(), Some(&inbox));
     let integration = format!("agency/{}/integration", run.short());
 
     let got = notifications(&inbox);
@@ -183,6 +183,16 @@ fn gates_and_the_end_are_announced_and_the_branch_becomes_a_pull_request() {
         log_messages(&project, run, "PR"),
         ["pull request opened: https://github.com/acme/widget/pull/7"]
     );
+
+    // A runner that drives the succeeded run again (without notifiers it publishes on every look at a
+    // succeeded run) finds the pull request on record, after T1's acceptance, and opens none.
+    config.notifiers.clear();
+    let engine = project.engine(include_str!("scripts/simple.yaml"), config, false);
+    let outcome = Background::drive(engine, run).join();
+    assert_eq!(outcome.status, RunStatus::Succeeded);
+    let pulls = server.requests().iter().filter(|r| r.path.ends_with("/pulls")).count();
+    assert_eq!(pulls, 1);
+    assert_eq!(log_messages(&project, run, "PR").len(), 1);
 }
 
 #[test]
