@@ -224,9 +224,10 @@ pub enum Handover {
 /// An implementer reported done: commit its work, run stage 1, and hand the slice to a verifier. Says which
 /// of the two it came to, so the pass need not ask the blackboard.
 pub async fn implementer_done(engine: &Engine, brief: &Brief) -> Result<Handover> {
+    // Its verifier's state is enough: whether one was written (a runner stopped after the hand-over).
     if engine
         .store
-        .list_children(brief.id)?
+        .list_children_states(brief.id)?
         .iter()
         .any(|b| b.tier == Tier::T5)
     {

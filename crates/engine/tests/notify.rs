@@ -190,7 +190,11 @@ fn gates_and_the_end_are_announced_and_the_branch_becomes_a_pull_request() {
     let engine = project.engine(include_str!("scripts/simple.yaml"), config, false);
     let outcome = Background::drive(engine, run).join();
     assert_eq!(outcome.status, RunStatus::Succeeded);
-    let pulls = server.requests().iter().filter(|r| r.path.ends_with("/pulls")).count();
+    let pulls = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/pulls"))
+        .count();
     assert_eq!(pulls, 1);
     assert_eq!(log_messages(&project, run, "PR").len(), 1);
 }
