@@ -1,7 +1,8 @@
 //! Sign-off inside a run: a T5 brief is the sign-off of its slice's commit (the mechanical checks, the
 //! verify result, the read-only judge). The checks reject a slice that rewrote its own test even when the
 //! judge accepts everything; a judge that gives no verdict blocks the slice unless
-//! `signoff.inconclusive_blocks` is off; a rejected acceptance goes to a human. The sign-off checks of a
+//! `signoff.inconclusive_blocks` is off; a rejected acceptance goes to a human. The rejected slice's retry
+//! is told what its first attempt reported, changed and was judged on. The sign-off checks of a
 //! clean run (one diff per slice, T1's acceptance) ride on profiles.rs's medium run, and a judge's reject
 //! on verdicts.rs's partial run: the same runs, made once.
 
@@ -28,12 +29,26 @@ pub(crate) fn outcomes(events: &[Event]) -> Vec<(EventKind, String, serde_json::
         .collect()
 }
 
+/// What the retried fix-mul must be told of its first attempt (which rewrote `test_mul.sh` and was
+/// rejected by the sign-off's checks for it).
+const REMEMBERED: &str = "What attempt 0 reported (done): test_mul.sh passes.\nIts evidence: test_mul.sh\n\n\
+Files attempt 0 changed: test_mul.sh\n(Your worktree starts again from the workstream's base: none of those \
+changes are in it. Keep what was right, fix what is listed above.)\n\nIts diff:\n```diff\n\
+diff --git a/test_mul.sh b/test_mul.sh";
+
+/// The protected-file run also carries retries.rs's retry that remembers (the same run): the retry's
+/// reply is given only when its brief remembers attempt 0 (a brief without it has no reply, and the run
+/// fails).
 #[tokio::test]
 async fn a_slice_that_rewrites_its_test_is_rejected_by_the_checks_even_when_the_judge_accepts() {
     let project = Project::new();
-    let (run, outcome) = project
-        .succeed(include_str!("../scripts/protected.yaml"), config())
-        .await;
+    let original = include_str!("../scripts/protected.yaml");
+    let script = original.replace(
+        "contains: \"test_mul.sh modified since the goal's base\"",
+        &format!("contains: {}", serde_json::to_string(REMEMBERED).unwrap()),
+    );
+    assert_ne!(script, original);
+    let (run, outcome) = project.succeed(&script, config()).await;
     assert_eq!(project.tree(run.id), FIX_MUL_RETRIED);
     let events = project.events(run.id);
     let slices: Vec<_> = outcomes(&events)
@@ -61,9 +76,12 @@ async fn a_slice_that_rewrites_its_test_is_rejected_by_the_checks_even_when_the_
         .filter(|(kind, _, _)| *kind == EventKind::SignoffAccepted)
         .count();
     assert_eq!(accepted, 2, "fix-add, then fix-mul's second attempt: {slices:?}");
-    // Only fix-mul was redone, told which file it may not touch.
+    // Only fix-mul was redone, told which file it may not touch (first, before what attempt 0 did).
     let feedback = project.feedback(run.id, Tier::T4, "fix-mul", 1);
-    assert!(feedback.contains("test_mul.sh modified"), "{feedback}");
+    assert!(
+        feedback.contains("test_mul.sh modified since the goal's base"),
+        "{feedback}"
+    );
     assert_eq!(project.spawns_of(run.id, Tier::T4, "fix-add"), 1);
     let branch = outcome.branch.unwrap();
     assert_eq!(
