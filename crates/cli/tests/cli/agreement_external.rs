@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::hook_support::e2e_client;
 use crate::run_external::{agency_run, branch_of};
-use crate::support::{Repo, events};
+use crate::support::{arithmetic_repo, events};
 
 /// The engine's restate script with the squad lead's draft and its answer to the agreement question cut
 /// out: both are Claude Code's here, and a question put to the scripted model instead finds no reply.
@@ -71,18 +71,13 @@ fn a_squad_lead_on_claude_code_corrects_an_implementers_extra_file_read_only() {
     if !e2e_client("claude") {
         return;
     }
-    let repo = Repo::new();
-    std::fs::write(repo.path().join(".gitignore"), ".agency/\n").unwrap();
-    repo.commit_calculator();
-    repo.agency(&["init"]).success();
-    repo.edit_team(&[
+    let repo = arithmetic_repo(&[
         (
             "capable           # squad lead: task split and joint verdicts\n    runtime: builtin ",
             "capable           # squad lead: task split and joint verdicts\n    runtime: claude-code ",
         ),
         ("model: claude-sonnet-4-5 ", "model: claude-squad-7 "),
     ]);
-    repo.agency(&["config", "check"]).success();
     let script = repo.path().join(".agency/script.yaml");
     std::fs::write(&script, restate_script()).unwrap();
 

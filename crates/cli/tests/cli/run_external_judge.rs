@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::hook_support::e2e_client;
 use crate::run_external::{agency_run, branch_of};
-use crate::support::{Repo, events, runtime_of};
+use crate::support::{Repo, arithmetic_repo, events, runtime_of};
 
 /// What the first `fix-mul` judge names as missing.
 const MISSING: &str = "mul.sh still carries the LEFTOVER-DEBUG marker; remove it";
@@ -28,18 +28,6 @@ fn partial_script() -> std::path::PathBuf {
 const ACCEPT: &str = "The operator is right and the test exercises it.\nVERDICT: accept\nmissing: none";
 fn reject() -> String {
     format!("A debug marker is left in mul.sh.\nVERDICT: reject\nmissing:\n- {MISSING}")
-}
-
-/// The calculator, committed with agency's own files ignored, agency initialised and team.yaml edited by
-/// `edits` (as [`Repo::edit_team`]).
-fn arithmetic_repo(edits: &[(&str, &str)]) -> Repo {
-    let repo = Repo::new();
-    std::fs::write(repo.path().join(".gitignore"), ".agency/\n").unwrap();
-    repo.commit_calculator();
-    repo.agency(&["init"]).success();
-    repo.edit_team(edits);
-    repo.agency(&["config", "check"]).success();
-    repo
 }
 
 /// Runs the partial-verdict script with the judge's CLI reaching its fake through `env`, and checks what

@@ -175,6 +175,18 @@ impl Repo {
     }
 }
 
+/// The calculator, committed with agency's own files ignored, agency initialised and team.yaml edited by
+/// `edits` (as [`Repo::edit_team`]) and checked.
+pub fn arithmetic_repo(edits: &[(&str, &str)]) -> Repo {
+    let repo = Repo::new();
+    std::fs::write(repo.path().join(".gitignore"), ".agency/\n").unwrap();
+    repo.commit_calculator();
+    repo.agency(&["init"]).success();
+    repo.edit_team(edits);
+    repo.agency(&["config", "check"]).success();
+    repo
+}
+
 /// Who the CLI records as deciding: `cli:` and the OS user's name, asked of `id -un` (the passwd
 /// database, as agency asks it), or `cli:uid:<n>` when the uid has no name. Never `$USER`, which the
 /// tests set to `tester`.

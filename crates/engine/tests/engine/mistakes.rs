@@ -80,8 +80,21 @@ fn model_calls(project: &Project, run: RunId, tier: Tier, title: &str) -> usize 
         .count()
 }
 
+/// The implementer's reply that edits add.sh, then ends its turn with prose, then reports once reminded.
+const PROSE_IMPLEMENTER: &str = r#"    replies:
+      - tool_calls:
+          - name: edit_file
+            input: { path: add.sh, old_string: "echo $(($1 - $2))", new_string: "echo $(($1 + $2))" }
+      - text: I think I am done.
+      - tool_calls:
+          - name: report_result
+            input: { status: done, summary: "add.sh adds.", evidence: [{ path: add.sh }] }"#;
+
+/// Two correctable mistakes in one run (they differ only in which agent makes which): the planner's report
+/// misses the planner schema once, and the implementer ends a turn with prose once. Each is fixed within its
+/// brief, for one extra model call each.
 #[tokio::test]
-async fn a_plan_with_a_schema_error_is_fixed_in_the_same_conversation() {
+async fn a_plan_with_a_schema_error_and_an_implementer_ending_with_prose_are_fixed_in_their_briefs() {
     let project = Project::new();
     let planner = format!(
         "    replies:\n      - {}\n      - {}",
@@ -89,7 +102,7 @@ async fn a_plan_with_a_schema_error_is_fixed_in_the_same_conversation() {
         plan_report("[t4, t5]")
     );
     let (run, outcome) = project
-        .succeed(&simple_with(&planner, GOOD_IMPLEMENTER), config())
+        .succeed(&simple_with(&planner, PROSE_IMPLEMENTER), config())
         .await;
     project.assert_fixed(&outcome.branch.unwrap(), &["add.sh"]);
     assert_eq!(
@@ -103,31 +116,13 @@ async fn a_plan_with_a_schema_error_is_fixed_in_the_same_conversation() {
         2,
         "one extra model call"
     );
-    assert!(project.events_of(run.id, EventKind::Failed).is_empty());
-}
-
-#[tokio::test]
-async fn an_implementer_ending_with_prose_is_recovered_by_one_nudge() {
-    let project = Project::new();
-    let planner = format!("    replies:\n      - {}", plan_report("[t4, t5]"));
-    let implementer = r#"    replies:
-      - tool_calls:
-          - name: edit_file
-            input: { path: add.sh, old_string: "echo $(($1 - $2))", new_string: "echo $(($1 + $2))" }
-      - text: I think I am done.
-      - tool_calls:
-          - name: report_result
-            input: { status: done, summary: "add.sh adds.", evidence: [{ path: add.sh }] }"#;
-    let (run, outcome) = project
-        .succeed(&simple_with(&planner, implementer), config())
-        .await;
-    project.assert_fixed(&outcome.branch.unwrap(), &["add.sh"]);
     assert_eq!(project.spawns_of(run.id, Tier::T4, "fix-add"), 1);
     assert_eq!(
         model_calls(&project, run.id, Tier::T4, "fix-add"),
         3,
         "the edit, the prose, the report after one reminder"
     );
+    assert!(project.events_of(run.id, EventKind::Failed).is_empty());
 }
 
 #[tokio::test]

@@ -1,13 +1,17 @@
 //! The seed's three depth profiles, end to end: full (T2 → T3 mesh → T4 swarm and pipeline → T5), medium
 //! (T3 → T4 → T5) and simple (T4 → T5). Each ends with the fixes on the integration branch, a succeeded run,
-//! the expected briefs tree and the tier lines of the live log.
+//! the expected briefs tree and the tier lines of the live log. The medium run also carries the sign-off
+//! checks of a clean run (one diff per slice, T1's acceptance), so that run is made once.
 
 use agency_core::Tier;
 use agency_core::event::EventKind;
 use agency_core::gate::GateKind;
 use agency_store::{Blackboard, RunStatus};
 
-use crate::support::{Project, config};
+use agency_engine::engine::diff_name;
+
+use crate::signoff::outcomes;
+use crate::support::{GOAL, Project, config};
 
 #[tokio::test]
 async fn simple_profile_runs_t4_then_t5_then_accept() {
@@ -45,9 +49,13 @@ t1 plan (planner) #0 done
     );
 }
 
+/// The medium run is also the one the sign-off checks ride on (signoff.rs's two medium-run tests folded in
+/// here, one run instead of three): each slice diffed once and judged on that diff, git asked no more than
+/// needed, and T1 accepting by signing off the integration branch against every contract.
 #[tokio::test]
 async fn medium_profile_runs_t3_then_a_t4_swarm_then_t5_per_slice() {
-    let project = Project::new();
+    let mut project = Project::new();
+    let log = project.log_git_calls();
     let (run, outcome) = project
         .succeed(include_str!("../scripts/medium.yaml"), config())
         .await;
@@ -93,6 +101,63 @@ t1 plan (planner) #0 done
         .map(|e| e.payload["joint"]["joint_verdict"].as_str().unwrap())
         .collect();
     assert_eq!(verdicts, ["pass"]);
+
+    // Each slice is diffed once and its sign-off judges the diff its verifier was handed.
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let count = |name: &str| calls.lines().filter(|l| *l == name).count();
+    // fix-add and fix-mul: one diff each when the implementer commits, reused by the sign-off; and one
+    // for T1's acceptance (its evidence and its judge).
+    assert_eq!(count("diff"), 3, "{calls}");
+    // A commit is `add` and `commit`; nothing asks the index beforehand.
+    assert_eq!((count("add"), count("commit")), (2, 2), "{calls}");
+    // Neither a slice's commit nor its sign-off asks git for a branch's commit (read from its ref file), nor
+    // a merge into a branch this runner's last merge left: `rev-parse` runs for the run's base, the first
+    // merge into the workstream and into the integration branch, the integration branch's re-verify, the
+    // acceptance and its sign-off only.
+    assert_eq!(count("merge-tree"), 3, "{calls}");
+    assert_eq!(count("rev-parse"), 6, "{calls}");
+    for slice in project.briefs(run.id).iter().filter(|b| b.tier == Tier::T4) {
+        let diff = project.artifact(run.id, &diff_name(slice.id)).unwrap();
+        assert!(diff.starts_with("diff --git a/"), "{diff}");
+        let judged = project
+            .artifact(run.id, &format!("signoff/ws-arith/{}/judge", slice.title))
+            .unwrap();
+        assert!(
+            judged.contains(&format!("```diff\n{}\n```", diff.trim_end())),
+            "{}: the judge was shown another patch than {diff}\n{judged}",
+            slice.title
+        );
+    }
+
+    // T1 accepts by signing off the integration branch against every contract.
+    let accepted: Vec<_> = outcomes(&events)
+        .into_iter()
+        .filter(|(_, subject, _)| subject == "accept")
+        .collect();
+    assert_eq!(accepted.len(), 1, "{accepted:?}");
+    let (kind, _, payload) = &accepted[0];
+    assert_eq!(*kind, EventKind::SignoffAccepted);
+    // The judge's account is the run's summary (the pull request's description starts with it).
+    assert_eq!(payload["summary"], "every check passes");
+    let t1 = events
+        .iter()
+        .find(|e| e.kind == EventKind::SignoffAccepted && e.payload["subject"] == "accept")
+        .unwrap();
+    assert_eq!(t1.tier, Some(Tier::T1));
+    // The workstream's verify ran again on the final integration branch, recorded for the acceptance.
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == EventKind::SignoffVerify && e.payload["subject"] == "accept/ws-arith"),
+        "no acceptance verify"
+    );
+    // The judge was shown the goal anchor and the workstream's contract.
+    let transcript = project.artifact(run.id, "signoff/accept/judge").unwrap();
+    assert!(transcript.contains(GOAL), "{transcript}");
+    assert!(
+        transcript.contains("workstream ws-arith: sh test_add.sh and sh test_mul.sh pass"),
+        "{transcript}"
+    );
 }
 
 #[tokio::test]

@@ -2,9 +2,10 @@
 //! T2 pass it didn't get"): a squad lead at work proposes `add_tiers: [t2]`, `insert_before: t3`; a human
 //! approves it at the next gate, and once the first pass is verified the runner writes a second T2 lead
 //! (`amended-pass-1`), told what the first pass built, whose specialist's squads plan and build the rest;
-//! the workstream merges with both passes' work. A rejected proposal changes nothing; a runner that stops
-//! in the middle of the second pass resumes it without running the first again; a dozen workstreams, three
-//! of them given a second pass, all merge.
+//! the workstream merges with both passes' work. A runner that stops in the middle of the second pass
+//! resumes it without running the first again; a dozen workstreams, three of them given a second pass, all
+//! merge; a second-pass implementer out of retries escalates to its own specialist. The path decisions
+//! (a rejected proposal, a T4's pass going straight to implementers) are `crates/flow/tests/second_pass.rs`.
 
 use agency_core::event::{EventKind, EventPayload};
 use agency_core::gate::GateKind;
@@ -14,7 +15,7 @@ use agency_engine::amendments;
 use agency_store::{Blackboard, RunStatus};
 use serde_json::json;
 
-use crate::amendments::{approve_every_gate, decide_every_gate, listed, pending};
+use crate::amendments::{approve_every_gate, listed, pending};
 use crate::support::{Background, Project, approve, config, wait_for};
 
 const SCRIPT: &str = include_str!("../scripts/second-pass.yaml");
@@ -35,17 +36,29 @@ fn find<'a>(briefs: &'a [Brief], project: &Project, run: RunId, what: impl Fn(&B
         .unwrap_or_else(|| panic!("not found in:\n{}", project.tree(run)))
 }
 
-#[test]
-fn a_t3s_t2_pass_approved_at_the_next_gate_runs_a_second_lead_and_both_passes_merge() {
-    let project = Project::new();
-    let (run, driving) = project.start_in_background(SCRIPT, team(), false);
+/// Starts the seed's script and takes it to its second pass: the t1_plan gate approved, then at the squad
+/// lead's t3_plan gate its proposal (`add t2 before t3`) approved, and the gate approved. Returns the
+/// t3_plan gate as it opened.
+fn approve_the_t2_pass(
+    project: &Project,
+    script: &str,
+) -> (agency_store::Run, Background, agency_core::gate::Gate) {
+    let (run, driving) = project.start_in_background(script, team(), false);
     let store = project.store.clone();
     let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
     approve(store.as_ref(), plan_gate.id);
-
-    // The squad lead's own gate lists its proposal; the human approves it there.
     let squad_gate = wait_for("the t3_plan gate", pending(&store, run.id, GateKind::T3Plan));
     let seq = listed(&squad_gate.summary, "ws-arith: add t2 before t3");
+    amendments::decide(store.as_ref(), run.id, seq, true, "tester", None).unwrap();
+    approve(store.as_ref(), squad_gate.id);
+    (run, driving, squad_gate)
+}
+
+#[test]
+fn a_t3s_t2_pass_approved_at_the_next_gate_runs_a_second_lead_and_both_passes_merge() {
+    let project = Project::new();
+    // The squad lead's own gate lists its proposal; the human approves it there.
+    let (run, driving, squad_gate) = approve_the_t2_pass(&project, SCRIPT);
     assert!(
         squad_gate.summary["amendments"][0]["line"]
             .as_str()
@@ -54,13 +67,11 @@ fn a_t3s_t2_pass_approved_at_the_next_gate_runs_a_second_lead_and_both_passes_me
         "{}",
         squad_gate.summary
     );
-    amendments::decide(store.as_ref(), run.id, seq, true, "tester", None).unwrap();
     assert_eq!(
-        amendments::current_path(store.as_ref(), run.id, "ws-arith").unwrap(),
+        amendments::current_path(project.store.as_ref(), run.id, "ws-arith").unwrap(),
         Some(TWO_PASSES.to_vec()),
         "the T2 pass comes after the pass at work, with its squad lead and implementers"
     );
-    approve(store.as_ref(), squad_gate.id);
     let outcome = approve_every_gate(&project, run.id, driving);
     assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
 
@@ -141,45 +152,10 @@ fn a_t3s_t2_pass_approved_at_the_next_gate_runs_a_second_lead_and_both_passes_me
 }
 
 #[test]
-fn a_rejected_t2_pass_changes_nothing() {
-    // The workstream's own verify needs only its first pass's fix.
-    let script = SCRIPT.replace("verify: \"sh test_arith.sh\" }", "verify: \"sh test_add.sh\" }");
-    let project = Project::new();
-    let (run, driving) = project.start_in_background(&script, team(), false);
-    let outcome = decide_every_gate(&project, run.id, driving, |_| false);
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
-    assert_eq!(
-        amendments::current_path(project.store.as_ref(), run.id, "ws-arith").unwrap(),
-        Some(vec![Tier::T3, Tier::T4, Tier::T5])
-    );
-    let briefs = project.briefs(run.id);
-    assert!(
-        briefs.iter().all(|b| b.tier != Tier::T2),
-        "{}",
-        project.tree(run.id)
-    );
-    assert!(briefs.iter().all(|b| !b.title.starts_with("amended-pass")));
-    assert!(project.artifact(run.id, "passes/ws-arith/before-1").is_none());
-    let integration = format!("agency/{}/integration", run.id.short());
-    project.assert_fixed(&integration, &["add.sh"]);
-    assert_eq!(
-        project.file_on(&integration, "mul.sh").as_deref(),
-        Some("# mul A B: prints A * B\necho $(($1 + $2))\n"),
-        "no second pass touched mul.sh"
-    );
-}
-
-#[test]
 fn a_runner_stopped_in_the_second_pass_resumes_it_without_rerunning_the_first() {
     let project = Project::new();
-    let (run, driving) = project.start_in_background(SCRIPT, team(), false);
+    let (run, driving, _) = approve_the_t2_pass(&project, SCRIPT);
     let store = project.store.clone();
-    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
-    approve(store.as_ref(), plan_gate.id);
-    let squad_gate = wait_for("the t3_plan gate", pending(&store, run.id, GateKind::T3Plan));
-    let seq = listed(&squad_gate.summary, "ws-arith: add t2 before t3");
-    amendments::decide(store.as_ref(), run.id, seq, true, "tester", None).unwrap();
-    approve(store.as_ref(), squad_gate.id);
     // The second pass's canonical architecture waits at its gate: the runner stops there.
     let synthesis_gate = wait_for(
         "the second pass's t2_synthesis gate",
@@ -360,59 +336,6 @@ fn wide_script(width: usize) -> String {
     json!({ "model": "scripted-second-pass-wide", "replies": rules }).to_string()
 }
 
-/// An implementer asks for a T2 pass after its own (`add_tiers: [t2]` before `t5`): the pass is
-/// t2→t4, so the second lead's specialist's squads go straight to implementers, as a first pass planned
-/// t2→t4 does.
-#[test]
-fn a_t4s_t2_pass_goes_from_its_specialists_straight_to_implementers() {
-    let propose = "        - name: propose_path_amendment\n          input:\n            reason: \"mul.sh shares the operator table: it needs an architecture pass of its own\"\n            add_tiers: [t2]\n            insert_before: t3\n";
-    assert!(SCRIPT.contains(propose));
-    let edit_add = "        - name: edit_file\n          input: { path: add.sh,";
-    let script = SCRIPT
-        .replace(propose, "")
-        .replace(
-            edit_add,
-            &format!(
-                "{}{edit_add}",
-                propose.replace("insert_before: t3", "insert_before: t5")
-            ),
-        )
-        .replace("brief: ws-arith/t4/fix-mul", "brief: ws-arith/t4/squad-mul")
-        // An implementer's task: small, with its own check.
-        .replace(
-            "instructions: \"Fix mul.sh.\"\n                  variety: { novelty: 2, scope: 2, uncertainty: 2, risk: 2 }",
-            "instructions: \"Fix mul.sh.\"\n                  variety: { novelty: 1, scope: 1, uncertainty: 1, risk: 1 }\n                  \
-             contract: { done_when: \"sh test_mul.sh passes\", verify: \"sh test_mul.sh\" }",
-        );
-    assert!(script.contains("contract: { done_when: \"sh test_mul.sh passes\", verify: \"sh test_mul.sh\" }\n\n  - role: synthesis"), "{script}");
-    let project = Project::new();
-    let mut team = config();
-    team.visibility.inspection_gates.t5_verdict = true;
-    let (run, driving) = project.start_in_background(&script, team, false);
-    let outcome = approve_every_gate(&project, run.id, driving);
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
-    assert_eq!(
-        amendments::current_path(project.store.as_ref(), run.id, "ws-arith").unwrap(),
-        Some(vec![Tier::T3, Tier::T4, Tier::T2, Tier::T4, Tier::T5])
-    );
-    let briefs = project.briefs(run.id);
-    let spec = find(&briefs, &project, run.id, |b| b.title == "mul-design");
-    let squad = find(&briefs, &project, run.id, |b| b.title == "squad-mul");
-    assert_eq!(
-        (squad.tier, squad.parent, squad.status),
-        (Tier::T4, Some(spec.id), BriefStatus::Done)
-    );
-    assert!(
-        project.log_tags(run.id).iter().any(|t| t == "T2 NO_SQUAD_LEAD"),
-        "{:?}",
-        project.log_tags(run.id)
-    );
-    project.assert_fixed(
-        &format!("agency/{}/integration", run.id.short()),
-        &["add.sh", "mul.sh"],
-    );
-}
-
 /// An implementer of the second pass whose retries are spent escalates past its squad lead to T2 — its own
 /// specialist, which the amendment put on the path — not to T1, as the plan's `t3→t4→t5` alone would say.
 #[test]
@@ -423,14 +346,8 @@ fn a_second_pass_implementer_out_of_retries_escalates_to_its_own_specialist() {
     );
     assert_ne!(failing, SCRIPT, "the fix-mul reply was found");
     let project = Project::new();
-    let (run, driving) = project.start_in_background(&failing, team(), false);
+    let (run, driving, _) = approve_the_t2_pass(&project, &failing);
     let store = project.store.clone();
-    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
-    approve(store.as_ref(), plan_gate.id);
-    let squad_gate = wait_for("the t3_plan gate", pending(&store, run.id, GateKind::T3Plan));
-    let seq = listed(&squad_gate.summary, "ws-arith: add t2 before t3");
-    amendments::decide(store.as_ref(), run.id, seq, true, "tester", None).unwrap();
-    approve(store.as_ref(), squad_gate.id);
 
     // Every tier gate after is approved until fix-mul's retries are spent and it escalates.
     let escalated = wait_for("fix-mul's escalation", || {

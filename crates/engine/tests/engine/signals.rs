@@ -1,6 +1,9 @@
 //! Algedonic signals inside a run: a HALT stops all work of the run — the raising brief waits on a `halt`
 //! gate, other agents are stopped, nothing starts — until a human acknowledges it (approve resumes the
-//! run, reject cancels it), even with `--auto-approve`; an ALERT holds the run on an escalation gate.
+//! run, reject cancels it), even with `--auto-approve`; an ALERT holds the run on an escalation gate. A
+//! signal whose category is another level's never reaches the runner: the built-in agent's tool refuses
+//! it with the allowed list (agency-exec's `a_signal_with_another_levels_category_goes_back_to_the_agent`,
+//! agency-core's `a_halt_over_quality_is_refused_with_the_allowed_list`).
 
 use std::time::Duration;
 
@@ -190,35 +193,6 @@ async fn a_judge_that_raises_a_halt_holds_the_run_at_a_halt_gate() {
             .contains("Halt signal"),
         "{}",
         inconclusive.payload
-    );
-}
-
-#[test]
-fn an_invalid_category_goes_back_to_the_agent_with_the_allowed_list() {
-    let project = Project::new();
-    let (run, driving) = project.start_in_background(
-        &raising("{ level: HALT, category: QUALITY, issue: \"x\", evidence: \"y\", impact: \"z\", recommended_action: \"w\" }"),
-        config(),
-        true,
-    );
-    let store = project.store.clone();
-    // The refused signal is a tool error the agent reads; it never raised a HALT, so its brief fails on
-    // the script's (unchanged) answer and is retried — no halt gate ever opens.
-    wait_for("fix-mul retried after its refused signal", || {
-        store
-            .list_briefs(run.id)
-            .unwrap()
-            .into_iter()
-            .find(|b| b.title == "fix-mul" && b.attempt >= 1)
-    });
-    driving.stop();
-    assert!(project.events_of(run.id, EventKind::Halt).is_empty());
-    assert!(
-        store
-            .list_gates(run.id)
-            .unwrap()
-            .iter()
-            .all(|g| g.kind != GateKind::Halt)
     );
 }
 

@@ -1,17 +1,19 @@
 //! Sign-off inside a run: a T5 brief is the sign-off of its slice's commit (the mechanical checks, the
 //! verify result, the read-only judge). The checks reject a slice that rewrote its own test even when the
 //! judge accepts everything; a judge that gives no verdict blocks the slice unless
-//! `signoff.inconclusive_blocks` is off.
+//! `signoff.inconclusive_blocks` is off; a rejected acceptance goes to a human. The rejected slice's retry
+//! is told what its first attempt reported, changed and was judged on. The sign-off checks of a
+//! clean run (one diff per slice, T1's acceptance) ride on profiles.rs's medium run, and a judge's reject
+//! on verdicts.rs's partial run: the same runs, made once.
 
 use agency_core::event::EventKind;
 use agency_core::{BriefStatus, Event, Tier};
-use agency_engine::engine::diff_name;
 use agency_store::{Blackboard, RunStatus};
 
-use crate::support::{FIX_MUL_RETRIED, GOAL, Project, config, events, wait_for};
+use crate::support::{FIX_MUL_RETRIED, Project, config, events, wait_for};
 
 /// The sign-off outcome events of the run, as (kind, subject, payload).
-fn outcomes(events: &[Event]) -> Vec<(EventKind, String, serde_json::Value)> {
+pub(crate) fn outcomes(events: &[Event]) -> Vec<(EventKind, String, serde_json::Value)> {
     events
         .iter()
         .filter(|e| {
@@ -27,12 +29,26 @@ fn outcomes(events: &[Event]) -> Vec<(EventKind, String, serde_json::Value)> {
         .collect()
 }
 
+/// What the retried fix-mul must be told of its first attempt (which rewrote `test_mul.sh` and was
+/// rejected by the sign-off's checks for it).
+const REMEMBERED: &str = "What attempt 0 reported (done): test_mul.sh passes.\nIts evidence: test_mul.sh\n\n\
+Files attempt 0 changed: test_mul.sh\n(Your worktree starts again from the workstream's base: none of those \
+changes are in it. Keep what was right, fix what is listed above.)\n\nIts diff:\n```diff\n\
+diff --git a/test_mul.sh b/test_mul.sh";
+
+/// The protected-file run also carries retries.rs's retry that remembers (the same run): the retry's
+/// reply is given only when its brief remembers attempt 0 (a brief without it has no reply, and the run
+/// fails).
 #[tokio::test]
 async fn a_slice_that_rewrites_its_test_is_rejected_by_the_checks_even_when_the_judge_accepts() {
     let project = Project::new();
-    let (run, outcome) = project
-        .succeed(include_str!("../scripts/protected.yaml"), config())
-        .await;
+    let original = include_str!("../scripts/protected.yaml");
+    let script = original.replace(
+        "contains: \"test_mul.sh modified since the goal's base\"",
+        &format!("contains: {}", serde_json::to_string(REMEMBERED).unwrap()),
+    );
+    assert_ne!(script, original);
+    let (run, outcome) = project.succeed(&script, config()).await;
     assert_eq!(project.tree(run.id), FIX_MUL_RETRIED);
     let events = project.events(run.id);
     let slices: Vec<_> = outcomes(&events)
@@ -60,9 +76,12 @@ async fn a_slice_that_rewrites_its_test_is_rejected_by_the_checks_even_when_the_
         .filter(|(kind, _, _)| *kind == EventKind::SignoffAccepted)
         .count();
     assert_eq!(accepted, 2, "fix-add, then fix-mul's second attempt: {slices:?}");
-    // Only fix-mul was redone, told which file it may not touch.
+    // Only fix-mul was redone, told which file it may not touch (first, before what attempt 0 did).
     let feedback = project.feedback(run.id, Tier::T4, "fix-mul", 1);
-    assert!(feedback.contains("test_mul.sh modified"), "{feedback}");
+    assert!(
+        feedback.contains("test_mul.sh modified since the goal's base"),
+        "{feedback}"
+    );
     assert_eq!(project.spawns_of(run.id, Tier::T4, "fix-add"), 1);
     let branch = outcome.branch.unwrap();
     assert_eq!(
@@ -71,40 +90,6 @@ async fn a_slice_that_rewrites_its_test_is_rejected_by_the_checks_even_when_the_
         "the rewritten test never reaches the integration branch"
     );
     project.assert_fixed(&branch, &["mul.sh"]);
-}
-
-#[tokio::test]
-async fn each_slice_is_diffed_once_and_its_sign_off_judges_the_diff_its_verifier_was_handed() {
-    let mut project = Project::new();
-    let log = project.log_git_calls();
-    let (run, _) = project
-        .succeed(include_str!("../scripts/medium.yaml"), config())
-        .await;
-    let calls = std::fs::read_to_string(&log).unwrap();
-    let count = |name: &str| calls.lines().filter(|l| *l == name).count();
-    // fix-add and fix-mul: one diff each when the implementer commits, reused by the sign-off; and one
-    // for T1's acceptance (its evidence and its judge).
-    assert_eq!(count("diff"), 3, "{calls}");
-    // A commit is `add` and `commit`; nothing asks the index beforehand.
-    assert_eq!((count("add"), count("commit")), (2, 2), "{calls}");
-    // Neither a slice's commit nor its sign-off asks git for a branch's commit (read from its ref file), nor
-    // a merge into a branch this runner's last merge left: `rev-parse` runs for the run's base, the first
-    // merge into the workstream and into the integration branch, the integration branch's re-verify, the
-    // acceptance and its sign-off only.
-    assert_eq!(count("merge-tree"), 3, "{calls}");
-    assert_eq!(count("rev-parse"), 6, "{calls}");
-    for slice in project.briefs(run.id).iter().filter(|b| b.tier == Tier::T4) {
-        let diff = project.artifact(run.id, &diff_name(slice.id)).unwrap();
-        assert!(diff.starts_with("diff --git a/"), "{diff}");
-        let judged = project
-            .artifact(run.id, &format!("signoff/ws-arith/{}/judge", slice.title))
-            .unwrap();
-        assert!(
-            judged.contains(&format!("```diff\n{}\n```", diff.trim_end())),
-            "{}: the judge was shown another patch than {diff}\n{judged}",
-            slice.title
-        );
-    }
 }
 
 #[tokio::test]
@@ -132,47 +117,6 @@ async fn a_protected_file_a_slice_may_edit_passes_its_sign_off_and_the_acceptanc
         project.file_on("main", "test_mul.sh").unwrap(),
         "the edit it was allowed reached the integration branch"
     );
-}
-
-#[tokio::test]
-async fn a_judge_reject_is_recorded_as_the_slice_sign_off_with_its_transcript() {
-    let project = Project::new();
-    let (run, _) = project
-        .succeed(include_str!("../scripts/partial.yaml"), config())
-        .await;
-    let events = project.events(run.id);
-    let rejected: Vec<_> = outcomes(&events)
-        .into_iter()
-        .filter(|(kind, _, _)| *kind == EventKind::SignoffRejected)
-        .collect();
-    assert_eq!(rejected.len(), 1, "{rejected:?}");
-    let (_, subject, payload) = &rejected[0];
-    assert_eq!(subject, "ws-arith/fix-mul");
-    assert_eq!(payload["by"], "judge");
-    assert_eq!(
-        payload["missing"],
-        serde_json::json!(["mul.sh still carries the LEFTOVER-DEBUG marker; remove it"])
-    );
-    // Both judges' transcripts are stored, with the prompt each saw and its answer: the first was shown the
-    // diff carrying the marker.
-    let transcripts: Vec<String> = project
-        .store
-        .list_artifacts(run.id, None)
-        .unwrap()
-        .into_iter()
-        .filter(|a| a.name == "signoff/ws-arith/fix-mul/judge")
-        .map(|a| String::from_utf8(project.store.get_artifact(a.id).unwrap().bytes).unwrap())
-        .collect();
-    assert_eq!(transcripts.len(), 2);
-    assert!(transcripts[0].contains("LEFTOVER-DEBUG"), "{}", transcripts[0]);
-    assert!(transcripts[0].contains("VERDICT: reject"), "{}", transcripts[0]);
-    assert!(transcripts[1].contains("VERDICT: accept"), "{}", transcripts[1]);
-    // Stage 1 ran once per attempt, when the implementer committed; the sign-off reused it.
-    let verifies = events
-        .iter()
-        .filter(|e| e.kind == EventKind::SignoffVerify && e.payload["subject"] == "ws-arith/fix-mul")
-        .count();
-    assert_eq!(verifies, 2);
 }
 
 #[tokio::test]
@@ -231,43 +175,6 @@ fn an_inconclusive_judge_blocks_the_slice_by_default() {
             .all(|b| b.status == BriefStatus::Done),
         "the implementers are not blamed for the judge: {}",
         project.tree(run.id)
-    );
-}
-
-#[tokio::test]
-async fn t1_accepts_by_signing_off_the_integration_branch_against_every_contract() {
-    let project = Project::new();
-    let (run, _) = project
-        .succeed(include_str!("../scripts/medium.yaml"), config())
-        .await;
-    let events = project.events(run.id);
-    let accepted: Vec<_> = outcomes(&events)
-        .into_iter()
-        .filter(|(_, subject, _)| subject == "accept")
-        .collect();
-    assert_eq!(accepted.len(), 1, "{accepted:?}");
-    let (kind, _, payload) = &accepted[0];
-    assert_eq!(*kind, EventKind::SignoffAccepted);
-    // The judge's account is the run's summary (the pull request's description starts with it).
-    assert_eq!(payload["summary"], "every check passes");
-    let t1 = events
-        .iter()
-        .find(|e| e.kind == EventKind::SignoffAccepted && e.payload["subject"] == "accept")
-        .unwrap();
-    assert_eq!(t1.tier, Some(Tier::T1));
-    // The workstream's verify ran again on the final integration branch, recorded for the acceptance.
-    assert!(
-        events
-            .iter()
-            .any(|e| e.kind == EventKind::SignoffVerify && e.payload["subject"] == "accept/ws-arith"),
-        "no acceptance verify"
-    );
-    // The judge was shown the goal anchor and the workstream's contract.
-    let transcript = project.artifact(run.id, "signoff/accept/judge").unwrap();
-    assert!(transcript.contains(GOAL), "{transcript}");
-    assert!(
-        transcript.contains("workstream ws-arith: sh test_add.sh and sh test_mul.sh pass"),
-        "{transcript}"
     );
 }
 

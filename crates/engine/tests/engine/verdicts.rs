@@ -1,5 +1,5 @@
-//! Retrying slices: a partial T5 verdict re-runs only the failed slice, with its sign-off's missing items in its
-//! corrected brief (the slice that passed is neither re-run nor re-verified); a pipeline task whose
+//! Retrying slices: a partial T5 verdict (a judge's reject, recorded as the slice's sign-off) re-runs only the
+//! failed slice, with its sign-off's missing items in its corrected brief (the slice that passed is neither re-run nor re-verified); a pipeline task whose
 //! predecessor failed stage 1 waits for the retry and starts from its work; a slice whose merge conflicts
 //! is retried on top of the slices merged before it; slices that do not touch each other's work merge together.
 
@@ -7,6 +7,9 @@ use agency_core::event::EventKind;
 use agency_core::{BriefStatus, Tier};
 use agency_engine::engine::feedback_name;
 
+use agency_store::Blackboard;
+
+use crate::signoff::outcomes;
 use crate::support::{FIX_MUL_RETRIED, Project, config};
 
 #[tokio::test]
@@ -51,6 +54,42 @@ async fn a_partial_verdict_retries_only_the_failed_slice_with_the_issues() {
     );
     let branch = outcome.branch.unwrap();
     project.assert_fixed(&branch, &["mul.sh", "add.sh"]);
+
+    // The judge's reject is recorded as the slice's sign-off, with its transcript (signoff.rs's test of
+    // this same run folded in here).
+    let events = project.events(run.id);
+    let rejected: Vec<_> = outcomes(&events)
+        .into_iter()
+        .filter(|(kind, _, _)| *kind == EventKind::SignoffRejected)
+        .collect();
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    let (_, subject, payload) = &rejected[0];
+    assert_eq!(subject, "ws-arith/fix-mul");
+    assert_eq!(payload["by"], "judge");
+    assert_eq!(
+        payload["missing"],
+        serde_json::json!(["mul.sh still carries the LEFTOVER-DEBUG marker; remove it"])
+    );
+    // Both judges' transcripts are stored, with the prompt each saw and its answer: the first was shown the
+    // diff carrying the marker.
+    let transcripts: Vec<String> = project
+        .store
+        .list_artifacts(run.id, None)
+        .unwrap()
+        .into_iter()
+        .filter(|a| a.name == "signoff/ws-arith/fix-mul/judge")
+        .map(|a| String::from_utf8(project.store.get_artifact(a.id).unwrap().bytes).unwrap())
+        .collect();
+    assert_eq!(transcripts.len(), 2);
+    assert!(transcripts[0].contains("LEFTOVER-DEBUG"), "{}", transcripts[0]);
+    assert!(transcripts[0].contains("VERDICT: reject"), "{}", transcripts[0]);
+    assert!(transcripts[1].contains("VERDICT: accept"), "{}", transcripts[1]);
+    // Stage 1 ran once per attempt, when the implementer committed; the sign-off reused it.
+    let verifies = events
+        .iter()
+        .filter(|e| e.kind == EventKind::SignoffVerify && e.payload["subject"] == "ws-arith/fix-mul")
+        .count();
+    assert_eq!(verifies, 2);
 }
 
 #[tokio::test]

@@ -14,16 +14,9 @@ use crate::support::{Background, GOAL, Project, approve, wait_for};
 
 #[test]
 fn an_approval_with_a_poke_spawns_the_next_agent_long_before_the_poll_interval() {
-    let project = Project::new();
+    let mut project = Project::new();
     let wake = Arc::new(tokio::sync::Notify::new());
-    let waker = wake.clone();
-    let engine = project
-        .runner_for(include_str!("../scripts/simple.yaml"))
-        .options(move |options| {
-            options.poll = Duration::from_secs(60);
-            options.wake = Some(waker);
-        })
-        .engine();
+    let (_, engine) = waiting_runner(&mut project, &wake);
     let run = engine.start(GOAL).unwrap();
     let driving = Background::drive(engine, run.id);
     let store = project.store.clone();
@@ -55,20 +48,7 @@ fn an_approval_with_a_poke_spawns_the_next_agent_long_before_the_poll_interval()
         );
     }
     assert!(took < Duration::from_secs(5), "{took:?}");
-    // Stopping: keep poking so that the runner notices the cancel without waiting out its poll.
-    let done = Arc::new(AtomicBool::new(false));
-    let poker = {
-        let (done, wake) = (done.clone(), wake.clone());
-        std::thread::spawn(move || {
-            while !done.load(Ordering::SeqCst) {
-                wake.notify_one();
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        })
-    };
-    driving.stop();
-    done.store(true, Ordering::SeqCst);
-    poker.join().unwrap();
+    stop_poking(driving, &wake);
 }
 
 /// The worktrees made ahead under the project's worktree directory (`<run8>/spare-…`) that are still there,
