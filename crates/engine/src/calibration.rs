@@ -46,17 +46,8 @@ pub(crate) fn write_calibrated(
         let (Some(predicted), Some(workstream)) = (entry.variety, plan.workstream(&entry.workstream)) else {
             continue;
         };
-        let mut calibrated = table.apply(&workstream.domain, predicted);
-        if on {
-            entry.variety = Some(calibrated.calibrated);
-        } else if !calibrated.why.is_empty() {
-            calibrated.why = calibrated
-                .why
-                .iter()
-                .map(|why| format!("not applied (teachback.calibration: off): {why}"))
-                .collect();
-            calibrated.calibrated = predicted;
-        }
+        let calibrated = agency_flow::calibration::as_set(on, table.apply(&workstream.domain, predicted));
+        entry.variety = Some(calibrated.calibrated);
         scored.insert(entry.title.clone(), calibrated);
     }
     let written = crate::plan::write_children(engine, plan_brief, entries)?;
@@ -67,7 +58,7 @@ pub(crate) fn write_calibrated(
         let text = serde_json::to_string_pretty(calibrated)
             .map_err(|e| crate::error::EngineError::State(format!("calibration record: {e}")))?;
         engine.put_text(brief, &calibration_name(brief.id), "application/json", &text)?;
-        if on && !calibrated.why.is_empty() {
+        if agency_flow::calibration::announced(on, calibrated) {
             engine.log(
                 brief.run,
                 Some(brief.tier),

@@ -8,6 +8,8 @@
 //!   significant;
 //! - [`amendments`]: what a workstream's path becomes when an approved path amendment applies;
 //! - [`attempts`]: which attempt of each title is the current one, and whether a squad's tasks are done;
+//! - [`calibration`]: whether a domain's calibration scores a new workstream's brief (Learning II's
+//!   setting);
 //! - [`stages`]: which stage of the plan starts, which workstreams are examined for a merge, when the run
 //!   goes to T1's acceptance — the walk over the plan's stages that every pass makes;
 //! - [`conflicts`]: T2's conflict cycles — back to the specialists, then T1's ruling, then a human;
@@ -39,6 +41,7 @@ pub mod agreement;
 pub mod amendments;
 pub mod attempts;
 pub mod budgets;
+pub mod calibration;
 pub mod conflicts;
 pub mod gate_timing;
 pub mod gates;

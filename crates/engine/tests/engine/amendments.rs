@@ -1,9 +1,11 @@
-//! Path amendments end to end, one test per kind the seed names: a tier proposes with its tool (or a human
-//! with the CLI's call), the proposal is listed on the next gate, a human approves it there, and the
-//! workstream's remaining path changes — an extra squad-lead pass, an extra implementer pass, a T2 pass
-//! before a squad lead that has not started, a shallower path that skips the squad lead — and the run
-//! succeeds. A rejected one changes nothing; one the workstream moved past is refused with the reason; a
-//! dozen workstreams run with two of them amended.
+//! Path amendments end to end, one test per path through the runner: a tier proposes with its tool (or a
+//! human with the CLI's call), the proposal is listed on the next gate, a human approves it there, and the
+//! workstream's remaining path changes — an extra squad-lead pass, a T2 pass before a squad lead that has
+//! not started, a shallower path that skips the squad lead — and the run succeeds. A rejected one changes
+//! nothing; one the workstream moved past is refused with the reason; an approval made under a replaced
+//! plan counts for nothing; a dozen workstreams run with two of them amended (one an extra squad-lead pass,
+//! one an extra implementer pass). What each kind of change makes of a path, and what the next pass is
+//! told, is decided in `agency_flow::amendments` and tested there (crates/flow/tests/amendments.rs).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -18,7 +20,7 @@ use agency_engine::amendments;
 use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
 use serde_json::json;
 
-use crate::support::{Background, Project, approve, config, wait_for};
+use crate::support::{Background, Project, approve, config, wait_for, wide_plan};
 
 #[test]
 fn a_t4s_extra_squad_pass_is_approved_at_the_next_gate_and_changes_the_path() {
@@ -115,102 +117,6 @@ fn a_t4s_extra_squad_pass_is_approved_at_the_next_gate_and_changes_the_path() {
 }
 
 #[test]
-fn a_t4s_extra_implementer_pass_is_approved_and_runs_before_the_merge() {
-    let project = Project::new();
-    let mut team = config();
-    team.visibility.inspection_gates.t5_verdict = true;
-    let (run, driving) =
-        project.start_in_background(include_str!("../scripts/amendment-t4.yaml"), team, false);
-    let store = project.store.clone();
-    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
-    approve(store.as_ref(), plan_gate.id);
-    let verdict = wait_for(
-        "the first t5_verdict gate",
-        pending(&store, run.id, GateKind::T5Verdict),
-    );
-    let seq = listed(&verdict.summary, "ws-arith: add t4 before t5");
-    amendments::decide(store.as_ref(), run.id, seq, true, "tester", None).unwrap();
-    assert_eq!(
-        amendments::current_path(store.as_ref(), run.id, "ws-arith").unwrap(),
-        Some(vec![Tier::T3, Tier::T4, Tier::T4, Tier::T5])
-    );
-    let outcome = approve_every_gate(&project, run.id, driving);
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
-    let briefs = project.briefs(run.id);
-    let extra = briefs
-        .iter()
-        .find(|b| b.title == "amended-pass-1")
-        .expect("the extra implementer pass");
-    assert_eq!(
-        (extra.tier, extra.status, extra.parent),
-        (
-            Tier::T4,
-            BriefStatus::Done,
-            briefs.iter().find(|b| b.tier == Tier::T1).map(|b| b.id)
-        ),
-        "{}",
-        project.tree(run.id)
-    );
-    assert!(
-        extra.instructions.contains("An extra implementer pass"),
-        "{}",
-        extra.instructions
-    );
-    assert!(
-        briefs
-            .iter()
-            .any(|b| b.tier == Tier::T5 && b.parent == Some(extra.id) && b.status == BriefStatus::Done),
-        "the extra pass's slice is verified: {}",
-        project.tree(run.id)
-    );
-    assert!(project.log_tags(run.id).iter().any(|t| t == "T4 AMENDED_PASS"));
-    project.assert_fixed(
-        &format!("agency/{}/integration", run.id.short()),
-        &["add.sh", "mul.sh"],
-    );
-}
-
-/// Two extra passes proposed by one implementer and both approved run one after the other, each carrying the
-/// reason of the amendment that added it.
-#[test]
-fn two_approved_extra_passes_run_in_turn_each_with_its_own_reason() {
-    let project = Project::new();
-    let mut team = config();
-    team.visibility.inspection_gates.t5_verdict = true;
-    let (run, driving) =
-        project.start_in_background(include_str!("../scripts/amendment-two.yaml"), team, false);
-    let outcome = approve_every_gate(&project, run.id, driving);
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
-    assert_eq!(
-        amendments::current_path(project.store.as_ref(), run.id, "ws-arith").unwrap(),
-        Some(vec![Tier::T3, Tier::T4, Tier::T3, Tier::T4, Tier::T4, Tier::T5])
-    );
-    let briefs = project.briefs(run.id);
-    let pass = |title: &str| {
-        briefs
-            .iter()
-            .find(|b| b.title == title)
-            .unwrap_or_else(|| panic!("{title}: {}", project.tree(run.id)))
-    };
-    let (first, second) = (pass("amended-pass-1"), pass("amended-pass-2"));
-    assert_eq!((first.tier, second.tier), (Tier::T3, Tier::T4));
-    assert!(
-        first.instructions.contains("mul.sh is broken too"),
-        "{}",
-        first.instructions
-    );
-    assert!(
-        second.instructions.contains("the change wants a note beside it"),
-        "{}",
-        second.instructions
-    );
-    assert!(
-        second.created_at > pass("fix-mul").created_at,
-        "the second pass starts after the first's task"
-    );
-}
-
-#[test]
 fn a_specialists_shallower_path_skips_the_squad_lead_once_approved() {
     let project = Project::new();
     let (run, driving) = project.start_in_background(
@@ -268,51 +174,6 @@ fn a_specialists_shallower_path_skips_the_squad_lead_once_approved() {
         &format!("agency/{}/integration", run.id.short()),
         &["add.sh", "mul.sh"],
     );
-}
-
-/// T1's own plan is read the same way: a workstream planned `t2→t4→t5` has its specialists' squads written as
-/// implementers, with no amendment at all.
-#[test]
-fn a_planned_path_without_a_squad_lead_dispatches_the_specialists_squads_to_implementers() {
-    let script = include_str!("../scripts/amendment-shallower.yaml")
-        .replace(
-            "tier_path: [t2, t3, t4, t5]",
-            "tier_path: [t2, t4, t5]\n                  shallower_path_reason: \"two one-line fixes\"",
-        )
-        .replace(
-            concat!(
-                "        - name: propose_path_amendment\n",
-                "          input:\n",
-                "            reason: \"two one-line operator fixes: a squad lead adds nothing\"\n",
-                "            shallower_path: [t2, t4, t5]\n",
-                "            shallower_path_reason: \"each squad below is one implementer's task\"\n",
-            ),
-            "",
-        );
-    assert!(
-        !script.contains("propose_path_amendment"),
-        "the script's proposal was not removed"
-    );
-    let project = Project::new();
-    let (run, driving) = project.start_in_background(&script, config(), false);
-    let outcome = approve_every_gate(&project, run.id, driving);
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
-    let briefs = project.briefs(run.id);
-    assert!(
-        briefs.iter().all(|b| b.tier != Tier::T3),
-        "{}",
-        project.tree(run.id)
-    );
-    let specialist = briefs.iter().find(|b| b.title == "arithmetic").unwrap();
-    assert_eq!(
-        briefs
-            .iter()
-            .filter(|b| b.tier == Tier::T4 && b.parent == Some(specialist.id))
-            .count(),
-        2
-    );
-    assert!(project.events_of(run.id, EventKind::PathAmendment).is_empty());
-    assert!(project.log_tags(run.id).iter().any(|t| t == "T2 NO_SQUAD_LEAD"));
 }
 
 /// The specialist's shallower path waits undecided while the synthesis gate is approved: the squads are
@@ -469,71 +330,6 @@ fn a_t2_pass_added_before_a_squad_lead_not_started_starts_the_workstream_with_a_
     );
 }
 
-/// A shallower path for a workstream of a later stage (`t3→t4→t5` → `t4→t5`, with its reason), approved
-/// at the next gate: the workstream starts with its implementer, no squad lead.
-#[test]
-fn a_shallower_path_for_a_workstream_not_started_starts_it_with_its_implementer() {
-    let project = Project::new();
-    let mut team = config();
-    team.visibility.inspection_gates.t3_plan = true;
-    let (run, driving) =
-        project.start_in_background(include_str!("../scripts/amendment-t2.yaml"), team, false);
-    let store = project.store.clone();
-    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
-    approve(store.as_ref(), plan_gate.id);
-    let squad_gate = wait_for("ws-add's t3_plan gate", pending(&store, run.id, GateKind::T3Plan));
-    let human = amendments::Proposer {
-        name: "cli:tester".into(),
-        brief: None,
-    };
-    let no_reason = PathChange {
-        workstream: "ws-mul".into(),
-        shallower_path: Some(vec![Tier::T4, Tier::T5]),
-        ..Default::default()
-    };
-    let refused =
-        amendments::propose(store.as_ref(), run.id, &human, "one line", no_reason.clone()).unwrap_err();
-    assert!(
-        refused.contains("shallower_path needs shallower_path_reason"),
-        "{refused}"
-    );
-    let proposed = amendments::propose(
-        store.as_ref(),
-        run.id,
-        &human,
-        "one line to change",
-        PathChange {
-            shallower_path_reason: Some("the operator is the whole fix".into()),
-            ..no_reason
-        },
-    )
-    .unwrap();
-    amendments::decide(store.as_ref(), run.id, proposed.seq, true, "tester", None).unwrap();
-    approve(store.as_ref(), squad_gate.id);
-    let outcome = approve_every_gate(&project, run.id, driving);
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
-    let briefs = project.briefs(run.id);
-    let plan = briefs.iter().find(|b| b.tier == Tier::T1).unwrap();
-    let entry = briefs
-        .iter()
-        .find(|b| b.workstream == "ws-mul" && b.parent == Some(plan.id))
-        .expect("ws-mul's entry brief");
-    assert_eq!(
-        (entry.tier, entry.title.as_str(), entry.status),
-        (Tier::T4, "multiplier", BriefStatus::Done)
-    );
-    assert!(
-        briefs
-            .iter()
-            .all(|b| !(b.workstream == "ws-mul" && b.tier == Tier::T3))
-    );
-    assert!(project.log_tags(run.id).iter().any(|t| t == "T4 AMENDED_PATH"));
-    project.assert_fixed(
-        &format!("agency/{}/integration", run.id.short()),
-        &["add.sh", "mul.sh"],
-    );
-}
-
 /// An approval belongs to the plan it was made under: the extra implementer pass it asked for fails until it
 /// escalates to T1, which re-plans the same workstream; under the new plan the old approval counts for
 /// nothing — the path is the new plan's and no extra pass is written under it — and the run succeeds.
@@ -595,6 +391,10 @@ fn a_dozen_workstreams_with_two_amended_all_merge() {
     let outcome = approve_every_gate(&project, run.id, driving);
     assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
     let briefs = project.briefs(run.id);
+    let plan = briefs
+        .iter()
+        .find(|b| b.tier == Tier::T1)
+        .expect("the plan brief");
     for i in 0..WIDTH {
         let id = format!("ws-{i}");
         let path = amendments::current_path(store.as_ref(), run.id, &id)
@@ -613,9 +413,26 @@ fn a_dozen_workstreams_with_two_amended_all_merge() {
             }
             8 => {
                 assert_eq!(path, [Tier::T3, Tier::T4, Tier::T4, Tier::T5]);
+                // The extra implementer pass is written under the plan, told what it is, and its slice
+                // is verified before the workstream merges.
+                let extra = extra.expect("ws-8's extra implementer pass");
                 assert_eq!(
-                    extra.map(|b| (b.tier, b.status)),
-                    Some((Tier::T4, BriefStatus::Done))
+                    (extra.tier, extra.status, extra.parent),
+                    (Tier::T4, BriefStatus::Done, Some(plan.id)),
+                    "{}",
+                    project.tree(run.id)
+                );
+                assert!(
+                    extra.instructions.contains("An extra implementer pass"),
+                    "{}",
+                    extra.instructions
+                );
+                assert!(
+                    briefs.iter().any(|b| b.tier == Tier::T5
+                        && b.parent == Some(extra.id)
+                        && b.status == BriefStatus::Done),
+                    "the extra pass's slice is verified: {}",
+                    project.tree(run.id)
                 );
             }
             _ => {
@@ -658,30 +475,14 @@ fn wide_script(width: usize) -> String {
                 "reply": { "tool_calls": [{ "name": "report_result", "input": {
                     "status": "done", "summary": "tasks", "output": { "tasks": tasks } }}]}})
     };
-    let mut rules = vec![json!({
-        "role": "judge", "brief": "run/t1/accept",
-        "reply": { "text": "all in\nVERDICT: accept\nmissing: none\n" }
-    })];
+    let mut rules = vec![
+        json!({
+            "role": "judge", "brief": "run/t1/accept",
+            "reply": { "text": "all in\nVERDICT: accept\nmissing: none\n" }
+        }),
+        wide_plan(width, &["t3", "t4", "t5"], "medium", |_| None),
+    ];
     let ids: Vec<String> = (0..width).map(|i| format!("ws-{i}")).collect();
-    let workstreams: Vec<serde_json::Value> = ids
-        .iter()
-        .map(|id| {
-            json!({ "id": id, "name": id, "domain": "d", "tier_path": ["t3", "t4", "t5"],
-                    "parallel_group": "A", "variety": variety,
-                    "contract": { "done_when": "its files exist" } })
-        })
-        .collect();
-    rules.push(
-        json!({ "role": "planner", "reply": { "tool_calls": [{ "name": "report_result", "input": {
-            "status": "done", "summary": "generated",
-            "output": {
-                "run_id": "00000000-0000-4000-8000-000000000000", "goal_anchor": "(filled in)",
-                "complexity": "medium", "retry_budget_multiplier": 1, "workstreams": workstreams,
-                "parallelism": { "groups": { "A": ids }, "sequence": ["A"] },
-                "self_critique_summary": "generated"
-            }
-        }}]}}),
-    );
     for (i, id) in ids.iter().enumerate() {
         rules.push(squad(id, id, vec![task(&format!("{id}-task"))]));
         let propose = match i {

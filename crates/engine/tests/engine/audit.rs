@@ -1,6 +1,9 @@
 //! The auditor inside a run: a slice whose implementer's variety score is 7 or more is reviewed twice, by
 //! the judge and by an auditor that is never shown the implementer's report. A rejection by either sends
 //! the slice back; `signoff_audit` records the auditor's verdict and whether it agrees with the judge's.
+//! Which reviewer's rejection stands is decided by `agency_signoff::with_audit` and tested in the sign-off
+//! crate (its unit tests, and the red-team `an_auditor_that_accepts_does_not_override_the_judges_rejection`,
+//! which took over this file's test of that name); here, the run's wiring of an audited rejection.
 //!
 //! The script is the partial profile (fix-mul's first attempt leaves a debug marker), with fix-mul scored
 //! 8 so its sign-off is audited, and fix-add left at 4 so its is not.
@@ -131,27 +134,4 @@ async fn the_auditor_rejects_what_the_judge_accepted_and_the_slice_is_redone() {
     assert!(notes[1].contains("judge accept, auditor accept"), "{notes:?}");
     assert_eq!(project.spawns_of(run.id, Tier::T4, "fix-add"), 1);
     project.assert_fixed(&outcome.branch.unwrap(), &["add.sh", "mul.sh"]);
-}
-
-#[tokio::test]
-async fn an_auditor_that_accepts_does_not_override_the_judges_rejection() {
-    // The judge rejects the marker (as in partial.yaml); the auditor accepts everything.
-    let project = Project::new();
-    let (run, _) = project.succeed(&audited_partial(), config()).await;
-    let events = project.events(run.id);
-    let mul = outcomes_of(&events, "ws-arith/fix-mul");
-    let kinds: Vec<EventKind> = mul.iter().map(|(kind, _)| *kind).collect();
-    assert_eq!(kinds, [EventKind::SignoffRejected, EventKind::SignoffAccepted]);
-    assert_eq!(mul[0].1.by.as_deref(), Some("judge"));
-    assert_eq!(project.spawns_of(run.id, Tier::T4, "fix-mul"), 2);
-    let first = &audits(&events)[0];
-    assert_eq!(
-        (first.judge.as_str(), first.verdict.as_str(), first.agrees),
-        ("reject", "accept", false)
-    );
-    let notes = verifier_notes(&project, run.id);
-    assert!(
-        notes[0].contains("by the judge, auditor accept: DISAGREES with the judge (reject)"),
-        "{notes:?}"
-    );
 }

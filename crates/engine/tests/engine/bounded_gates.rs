@@ -1,6 +1,8 @@
 //! Gates are bounded: a rejected or timed-out tier gate counts against its brief's retry budget, and once
 //! the budget is spent the escalation ladder ends at a human gate that never times out (it is announced
-//! again instead) — never a loop of re-plans.
+//! again instead) — never a loop of re-plans. Each rejection re-invokes the tier told the reason (what
+//! each rejection leads to is decided in `agency_flow::ladder::after_rejection`, tested in
+//! crates/flow/tests/gates.rs).
 
 use std::time::Duration;
 
@@ -8,6 +10,7 @@ use agency_core::BriefStatus;
 use agency_core::event::EventKind;
 use agency_core::gate::{GateDecision, GateKind, GateStatus};
 use agency_core::tiers::BriefRole;
+use agency_engine::engine::feedback_name;
 use agency_store::{Blackboard, RunStatus};
 
 use crate::support::{Background, GOAL, Project, config, wait_for};
@@ -62,6 +65,43 @@ fn rejections_spend_the_retry_budget_and_end_at_a_human_gate() {
     assert_eq!(escalation.brief, Some(last.id));
     let message = escalation.summary["message"].as_str().unwrap_or_default();
     assert!(message.contains("retry budget is spent"), "{message}");
+    // Each rejection cancelled the plan and re-invoked the planner as its next attempt, told the reason
+    // and the gate, under a gate of its own.
+    for (i, plan) in plans.iter().enumerate() {
+        assert_eq!(plan.attempt as usize, i, "{}", project.tree(run.id));
+        if i + 1 < plans.len() {
+            assert_eq!(plan.status, BriefStatus::Cancelled, "{}", project.tree(run.id));
+        }
+        if i > 0 {
+            let feedback = project.artifact(run.id, &feedback_name(plan.id)).unwrap();
+            assert!(feedback.contains("not like this"), "{feedback}");
+            assert!(feedback.contains("t1_plan"), "{feedback}");
+        }
+    }
+    let gated: Vec<_> = store
+        .list_gates_of_kind(run.id, GateKind::T1Plan)
+        .unwrap()
+        .into_iter()
+        .map(|g| g.brief)
+        .collect();
+    assert_eq!(gated, plans.iter().map(|p| Some(p.id)).collect::<Vec<_>>());
+    let kinds: Vec<EventKind> = project
+        .events(run.id)
+        .iter()
+        .map(|e| e.kind)
+        .filter(|k| {
+            matches!(
+                k,
+                EventKind::GatePending | EventKind::GateRejected | EventKind::GateApproved
+            )
+        })
+        .collect();
+    let mut expected = [EventKind::GatePending, EventKind::GateRejected].repeat(rejected.len());
+    expected.push(EventKind::GatePending);
+    assert_eq!(
+        kinds, expected,
+        "each gate opened once, rejected once, then the escalation gate"
+    );
     // The human ends it.
     store
         .decide_gate(

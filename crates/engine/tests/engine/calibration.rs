@@ -1,8 +1,9 @@
 //! Learning II in a run: earlier briefs of a domain whose risk was always under-predicted (each had its
 //! sign-off rejected) make a new workstream of that domain start with its risk one higher, recorded on the
-//! brief with what was predicted and why — unless `teachback.calibration: off`.
+//! brief with what was predicted and why. What `teachback.calibration: off` changes (the planner's
+//! dimensions kept, the record saying what calibration would have done) is decided in
+//! `agency_flow::calibration` and tested there (crates/flow/tests/calibration.rs).
 
-use agency_core::config::Calibration;
 use agency_core::event::{EventKind, NewEvent};
 use agency_core::{BriefId, BriefStatus, Tier};
 use agency_engine::calibration::calibration_name;
@@ -76,30 +77,4 @@ async fn ten_under_predicted_risks_make_the_eleventh_one_higher() {
         .find(|b| b.tier == Tier::T4)
         .unwrap();
     assert_eq!(twelfth.variety.unwrap().risk, 2);
-}
-
-#[tokio::test]
-async fn calibration_off_keeps_the_planners_dimensions_and_says_what_it_would_have_done() {
-    let project = Project::new();
-    ten_under_predicted_risks(&project).await;
-    let mut config = config();
-    config.teachback.calibration = Calibration::Off;
-    let (run, _) = project.succeed(SIMPLE, config).await;
-    let brief = project
-        .briefs(run.id)
-        .into_iter()
-        .find(|b| b.tier == Tier::T4)
-        .unwrap();
-    assert_eq!(brief.variety.unwrap().risk, 1);
-    let record: serde_json::Value =
-        serde_json::from_str(&project.artifact(run.id, &calibration_name(brief.id)).unwrap()).unwrap();
-    assert_eq!(record["calibrated"]["risk"], 1);
-    assert!(
-        record["why"][0]
-            .as_str()
-            .unwrap()
-            .starts_with("not applied (teachback.calibration: off): risk 1 → 2"),
-        "{record}"
-    );
-    assert!(!project.log_tags(run.id).iter().any(|t| t.ends_with("CALIBRATED")));
 }

@@ -1,6 +1,9 @@
 //! T2 conflict cycles: a conflict the synthesis cannot resolve goes back to the specialists in it, each with
-//! the other side's position; resolved within `retry.t2_conflict_cycles` cycles it never reaches T1, else T1
-//! rules and the next synthesis applies the ruling. The run goes on to its squads either way.
+//! the other side's position; left after `retry.t2_conflict_cycles` cycles it goes to T1, which rules, and
+//! the next synthesis applies the ruling; T1 validates the canonical architecture before any squad; a cycle
+//! half sent before a crash is finished, not sent again. Which step a synthesis's conflicts lead to (a
+//! conflict resolved within the cycles never reaches T1) and what each side is told is decided in
+//! `agency_flow::conflicts` and tested there (crates/flow/tests/conflicts.rs).
 
 use agency_core::tiers::BriefRole;
 use agency_core::{BriefStatus, Tier};
@@ -10,55 +13,6 @@ use crate::support::{Project, config};
 
 fn tags(project: &Project, run: agency_core::RunId) -> Vec<String> {
     project.log_tags(run)
-}
-
-#[tokio::test]
-async fn a_t2_conflict_resolved_in_one_cycle_never_reaches_t1() {
-    let project = Project::new();
-    let (run, outcome) = project
-        .succeed(include_str!("../scripts/conflict-cycle.yaml"), config())
-        .await;
-    project.assert_fixed(&outcome.branch.unwrap(), &["add.sh", "mul.sh", "neg.sh"]);
-    let briefs = project.briefs(run.id);
-    let of = |title: &str| -> Vec<_> {
-        briefs
-            .iter()
-            .filter(|b| b.tier == Tier::T2 && b.title == title)
-            .collect()
-    };
-    // Both sides were asked again once, each told the other's position.
-    for (me, other, theirs) in [
-        ("arithmetic", "sign", "NOTES.md is about neg.sh only"),
-        (
-            "sign",
-            "arithmetic",
-            "arithmetic documents every operator in NOTES.md",
-        ),
-    ] {
-        let attempts = of(me);
-        assert_eq!(attempts.len(), 2, "{}", project.tree(run.id));
-        assert_eq!(attempts[0].status, BriefStatus::Cancelled);
-        let told = project.artifact(run.id, &feedback_name(attempts[1].id)).unwrap();
-        assert!(told.contains("Conflict cycle 1 of at most 2"), "{told}");
-        assert!(told.contains(&format!("{other}'s position: {theirs}")), "{told}");
-    }
-    let syntheses = of("synthesis");
-    assert_eq!(syntheses.len(), 2, "{}", project.tree(run.id));
-    assert_eq!(syntheses[1].status, BriefStatus::Done);
-    // The second synthesis waited for both revisions.
-    let revised: Vec<_> = [of("arithmetic")[1].id, of("sign")[1].id].into();
-    assert_eq!(syntheses[1].depends_on, revised);
-    assert!(briefs.iter().all(|b| BriefRole::of(b) != BriefRole::Arbiter));
-    let tags = tags(&project, run.id);
-    assert_eq!(
-        tags.iter().filter(|t| *t == "T2 CONFLICT_CYCLE").count(),
-        1,
-        "{tags:?}"
-    );
-    assert!(!tags.iter().any(|t| t == "T1 CONFLICT_TO_T1"), "{tags:?}");
-    // Each squad still hangs under its own (newest) specialist.
-    let squad = briefs.iter().find(|b| b.title == "squad-sign").unwrap();
-    assert_eq!(squad.parent, Some(of("sign")[1].id));
 }
 
 #[tokio::test]
@@ -95,7 +49,35 @@ async fn a_t2_conflict_left_after_the_cycle_limit_goes_to_t1_whose_ruling_the_sy
         "{}",
         arbiter.instructions
     );
+    // The cycle first: both sides asked again, each told the other's position, and the synthesis after it
+    // waited for both revisions.
+    let of = |title: &str| -> Vec<_> {
+        briefs
+            .iter()
+            .filter(|b| b.tier == Tier::T2 && b.title == title)
+            .collect()
+    };
+    for (me, other, theirs) in [
+        ("arithmetic", "sign", "NOTES.md is about neg.sh only"),
+        (
+            "sign",
+            "arithmetic",
+            "arithmetic documents every operator in NOTES.md",
+        ),
+    ] {
+        let attempts = of(me);
+        assert_eq!(attempts.len(), 2, "{}", project.tree(run.id));
+        assert_eq!(attempts[0].status, BriefStatus::Cancelled);
+        let told = project.artifact(run.id, &feedback_name(attempts[1].id)).unwrap();
+        assert!(told.contains("Conflict cycle 1 of at most 1"), "{told}");
+        assert!(told.contains(&format!("{other}'s position: {theirs}")), "{told}");
+    }
+    let revised: Vec<_> = [of("arithmetic")[1].id, of("sign")[1].id].into();
+    assert_eq!(syntheses[1].depends_on, revised);
     assert_eq!(syntheses[2].depends_on, [arbiter.id]);
+    // Each squad still hangs under its own (newest) specialist.
+    let squad = briefs.iter().find(|b| b.title == "squad-sign").unwrap();
+    assert_eq!(squad.parent, Some(of("sign")[1].id));
     assert!(syntheses[2].inputs.contains(&"ruling/ws-calc".to_string()));
     let ruling = project.artifact(run.id, "ruling/ws-calc").unwrap();
     assert!(ruling.contains("sign writes NOTES.md"), "{ruling}");

@@ -1,6 +1,8 @@
 //! Escalation up the ladder: a T4 that reports itself blocked goes to its T3 at once (no retries), which is
 //! re-invoked with the context; a T3 mesh that does not commit in time goes to T2 and never force-commits;
-//! escalation repeated too often stops at a human gate.
+//! a workstream whose every slice fails verification ends at a human gate that auto-approve does not pass,
+//! and nothing of it is merged. Where each failure goes on the ladder (a shallow path's T1, the run's
+//! escalation limit) is decided in `agency_flow::ladder` and tested there (crates/flow/tests/escalation.rs).
 
 use agency_core::event::EventKind;
 use agency_core::gate::{GateDecision, GateKind, GateStatus};
@@ -97,96 +99,6 @@ fn a_t3_mesh_timeout_escalates_to_its_own_specialist_and_never_force_commits() {
     }
 }
 
-#[test]
-fn repeated_escalation_stops_at_a_human_gate_that_auto_approve_does_not_pass() {
-    let project = Project::new();
-    let (run, driving) = project.start_in_background(include_str!("../scripts/stuck.yaml"), config(), true);
-    let store = project.store.clone();
-    let gate = wait_for("an escalation gate", || {
-        store
-            .pending_gates(Some(run.id))
-            .unwrap()
-            .into_iter()
-            .find(|g| g.kind == GateKind::Escalation)
-    });
-    assert!(
-        gate.summary["message"]
-            .as_str()
-            .unwrap()
-            .contains("repeated escalation"),
-        "{}",
-        gate.summary
-    );
-    // The squad lead was re-invoked twice before the ladder gave up.
-    let squads = |store: &dyn Blackboard| {
-        store
-            .list_briefs(run.id)
-            .unwrap()
-            .iter()
-            .filter(|b| b.tier == Tier::T3)
-            .count()
-    };
-    assert_eq!(squads(store.as_ref()), 3, "{}", project.tree(run.id));
-    // It holds: no new agent starts, the gate stays open for a human.
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let spawned = |store: &dyn Blackboard| {
-        events(store, run.id)
-            .iter()
-            .filter(|e| e.kind == EventKind::Spawned)
-            .count()
-    };
-    let before = spawned(store.as_ref());
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert_eq!(spawned(store.as_ref()), before);
-    assert_eq!(store.get_gate(gate.id).unwrap().status, GateStatus::Pending);
-    store
-        .decide_gate(
-            gate.id,
-            GateDecision::Reject {
-                by: "tester".into(),
-                reason: "give it to another team".into(),
-            },
-        )
-        .unwrap();
-    assert_eq!(driving.join().status, RunStatus::Failed);
-}
-
-#[tokio::test]
-async fn a_full_t5_fail_on_a_shallow_path_escalates_to_t1_which_re_plans() {
-    let project = Project::new();
-    let (run, outcome) = project
-        .succeed(include_str!("../scripts/fail.yaml"), config())
-        .await;
-    let plans: Vec<_> = project
-        .briefs(run.id)
-        .into_iter()
-        .filter(|b| BriefRole::of(b) == BriefRole::Plan)
-        .collect();
-    assert_eq!(plans.len(), 2, "{}", project.tree(run.id));
-    assert_eq!(
-        (plans[0].status, plans[1].status),
-        (BriefStatus::Cancelled, BriefStatus::Done)
-    );
-    let context = project.artifact(run.id, &feedback_name(plans[1].id)).unwrap();
-    assert!(
-        context.contains("the split ignores the shared contract"),
-        "{context}"
-    );
-    let escalated = project.events_of(run.id, EventKind::Escalated);
-    assert_eq!(escalated.len(), 1);
-    assert_eq!(escalated[0].payload["failure"], "t5_fail");
-    assert_eq!(escalated[0].payload["to"], "t1", "no T2 on a [t3, t4, t5] path");
-    let verdicts: Vec<String> = project
-        .events(run.id)
-        .iter()
-        .filter(|e| e.kind == EventKind::Verdict)
-        .map(|e| e.payload["joint"]["joint_verdict"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(verdicts, ["fail", "pass"]);
-    let branch = outcome.branch.unwrap();
-    project.assert_fixed(&branch, &["mul.sh"]);
-}
-
 /// A workstream reaches the integration branch only when every slice of it was accepted. Here its one
 /// slice is rejected every time: after the ladder ends at a human gate, nothing of it is merged or verified
 /// on the integration branch, neither while the gate is pending nor after a human grants a fresh attempt
@@ -232,8 +144,23 @@ fn a_never_accepted_workstream_waits_at_its_gate_and_is_never_merged() {
         "{}",
         first.summary
     );
-    // The runner goes on passing over the run while the gate waits: give it the time for several passes.
+    // The runner goes on passing over the run while the gate waits (auto-approve does not pass it): give
+    // it the time for several passes. No agent starts meanwhile.
+    let spawned = |store: &dyn Blackboard| {
+        events(store, run.id)
+            .iter()
+            .filter(|e| e.kind == EventKind::Spawned)
+            .count()
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let before = spawned(store.as_ref());
     std::thread::sleep(std::time::Duration::from_millis(400));
+    assert_eq!(
+        spawned(store.as_ref()),
+        before,
+        "an agent started while the gate waited"
+    );
+    assert_eq!(store.get_gate(first.id).unwrap().status, GateStatus::Pending);
     assert_eq!(
         integrated(&project),
         (vec![], None),

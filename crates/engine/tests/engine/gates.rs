@@ -1,88 +1,16 @@
-//! Gates decided from outside the runner, as `agency reject`, `pause` and `resume` do: a rejected gate
-//! re-invokes its tier with the reason; a pause holds every new spawn of a live run until it is released;
-//! a teachback reviewed by hand decides its gate.
+//! Gates decided from outside the runner, as `agency pause` and `resume` do: a pause holds every new spawn
+//! of a live run until it is released; a tier waiting at its gate is announced once however many passes
+//! the runner makes; a teachback reviewed by hand decides its gate. A rejected gate's re-invocation is
+//! driven in bounded_gates.rs and decided in flow (crates/flow/tests/gates.rs).
 
 use agency_core::event::{EventKind, NewEvent};
-use agency_core::gate::{GateDecision, GateKind, GateStatus};
+use agency_core::gate::{GateKind, GateStatus};
 use agency_core::teachback::{ReviewVerdict, TeachbackReview, TeachbackState};
-use agency_core::tiers::BriefRole;
 use agency_core::{BriefStatus, Tier};
 use agency_engine::brief_link::{review_event, review_payload};
-use agency_engine::engine::feedback_name;
 use agency_store::{Blackboard, NewGate, RunStatus};
 
 use crate::support::{Project, approve, config, events, wait_for};
-
-const REASON: &str = "split add.sh and its check into separate workstreams";
-
-#[test]
-fn a_rejected_gate_re_invokes_its_tier_with_the_reason() {
-    let project = Project::new();
-    let (run, driving) = project.start_in_background(include_str!("../scripts/simple.yaml"), config(), false);
-    let store = project.store.clone();
-    let first = wait_for("the t1_plan gate", || {
-        store.pending_gates(Some(run.id)).unwrap().pop()
-    });
-    assert_eq!(first.kind, GateKind::T1Plan);
-    assert!(
-        first.summary["message"]
-            .as_str()
-            .unwrap()
-            .contains("Waiting on approval")
-    );
-    store
-        .decide_gate(
-            first.id,
-            GateDecision::Reject {
-                by: "tester".into(),
-                reason: REASON.into(),
-            },
-        )
-        .unwrap();
-    let second = wait_for("the re-invoked plan's gate", || {
-        store
-            .pending_gates(Some(run.id))
-            .unwrap()
-            .into_iter()
-            .find(|g| g.id != first.id)
-    });
-    assert_eq!(second.kind, GateKind::T1Plan);
-    approve(store.as_ref(), second.id);
-    let outcome = driving.join();
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{}", project.tree(run.id));
-    let plans: Vec<_> = project
-        .briefs(run.id)
-        .into_iter()
-        .filter(|b| BriefRole::of(b) == BriefRole::Plan)
-        .collect();
-    assert_eq!(plans.len(), 2);
-    assert_eq!((plans[0].attempt, plans[0].status), (0, BriefStatus::Cancelled));
-    assert_eq!((plans[1].attempt, plans[1].status), (1, BriefStatus::Done));
-    assert_eq!(second.brief, Some(plans[1].id));
-    let feedback = project.artifact(run.id, &feedback_name(plans[1].id)).unwrap();
-    assert!(feedback.contains(REASON), "{feedback}");
-    assert!(feedback.contains("t1_plan"), "{feedback}");
-    let kinds: Vec<EventKind> = project
-        .events(run.id)
-        .iter()
-        .map(|e| e.kind)
-        .filter(|k| {
-            matches!(
-                k,
-                EventKind::GatePending | EventKind::GateRejected | EventKind::GateApproved
-            )
-        })
-        .collect();
-    assert_eq!(
-        kinds,
-        [
-            EventKind::GatePending,
-            EventKind::GateRejected,
-            EventKind::GatePending,
-            EventKind::GateApproved
-        ]
-    );
-}
 
 #[test]
 fn a_pause_holds_new_spawns_of_a_live_run_until_it_is_resumed() {

@@ -399,6 +399,43 @@ pub async fn drive(engine: &Engine, run: RunId) -> DriveOutcome {
     }
 }
 
+/// The planner's rule of a wide script: a plan of `width` workstreams `ws-0`..`ws-<width-1>` (each named as
+/// its id, in domain `d`, of variety 4, in one parallel group `A`) on `tier_path`, of `complexity`; each
+/// declares the files `files(k)` gives it, if any. The rest of the script (each workstream's agents, the
+/// judges) is the test's own.
+pub fn wide_plan(
+    width: usize,
+    tier_path: &[&str],
+    complexity: &str,
+    files: impl Fn(usize) -> Option<Vec<String>>,
+) -> serde_json::Value {
+    let ids: Vec<String> = (0..width).map(|k| format!("ws-{k}")).collect();
+    let workstreams: Vec<serde_json::Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(k, id)| {
+            let mut workstream = serde_json::json!({
+                "id": id, "name": id, "domain": "d", "tier_path": tier_path, "parallel_group": "A",
+                "variety": { "novelty": 1, "scope": 1, "uncertainty": 1, "risk": 1 },
+                "contract": { "done_when": "its files exist" }
+            });
+            if let Some(files) = files(k) {
+                workstream["files"] = serde_json::json!(files);
+            }
+            workstream
+        })
+        .collect();
+    serde_json::json!({ "role": "planner", "reply": { "tool_calls": [{ "name": "report_result", "input": {
+        "status": "done", "summary": "Many small workstreams.",
+        "output": {
+            "run_id": "00000000-0000-4000-8000-000000000000", "goal_anchor": "(filled in by agency)",
+            "complexity": complexity, "retry_budget_multiplier": 1, "workstreams": workstreams,
+            "parallelism": { "groups": { "A": ids }, "sequence": ["A"] },
+            "self_critique_summary": "generated"
+        }
+    }}]}})
+}
+
 /// A team config with fast defaults for tests: no t2_synthesis gate unless asked, four agents at once.
 pub fn config() -> TeamConfig {
     TeamConfig::default()
