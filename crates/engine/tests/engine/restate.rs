@@ -16,7 +16,7 @@ use agency_exec::runtime::{Access, AgentOutcome, AgentTask, Ending, RunnerLink, 
 use agency_llm::{BoxFuture, CancelToken};
 use agency_store::{Blackboard, RunStatus};
 
-use crate::support::{GOAL, Project, approve, config, wait_for};
+use crate::support::{GOAL, Project, approve, config, wait_for, wide_plan};
 
 const SCRIPT: &str = include_str!("../scripts/restate.yaml");
 
@@ -320,19 +320,13 @@ fn a_squad_lead_on_an_external_runtime_that_times_out_is_the_fallback() {
 /// declares `ws-K/` and hands out one task, whose implementer's (advisory) teachback names `ws-K/done.txt` —
 /// and, when K % 4 == 3, also `other-K.txt`, which its squad lead, asked, corrects.
 fn wide_script(width: usize) -> String {
-    let mut script = String::from(
-        "model: scripted-restate-wide\nreplies:\n  - role: judge\n    brief: run/t1/accept\n    reply: { text: \"every check passes\\nVERDICT: accept\\nmissing: none\\n\" }\n  - role: agreement\n    reply:\n      tool_calls:\n        - name: confirm_agreement\n          input: { fine: false, reason: \"that file is not this task's\" }\n  - role: planner\n    reply:\n      tool_calls:\n        - name: report_result\n          input:\n            status: done\n            summary: \"Many small workstreams.\"\n            output:\n              run_id: \"00000000-0000-4000-8000-000000000000\"\n              goal_anchor: \"(filled in by agency)\"\n              complexity: medium\n              retry_budget_multiplier: 1\n              workstreams:\n",
+    // The planner's rule in JSON, which is YAML too; every workstream declares its own directory.
+    let plan = wide_plan(width, &["t3", "t4", "t5"], "medium", |k| {
+        Some(vec![format!("ws-{k}/")])
+    });
+    let mut script = format!(
+        "model: scripted-restate-wide\nreplies:\n  - role: judge\n    brief: run/t1/accept\n    reply: {{ text: \"every check passes\\nVERDICT: accept\\nmissing: none\\n\" }}\n  - role: agreement\n    reply:\n      tool_calls:\n        - name: confirm_agreement\n          input: {{ fine: false, reason: \"that file is not this task's\" }}\n  - {plan}\n"
     );
-    for k in 0..width {
-        script.push_str(&format!(
-            "                - {{ id: ws-{k}, name: w-{k}, domain: d-{k}, tier_path: [t3, t4, t5], parallel_group: A, variety: {{ novelty: 1, scope: 1, uncertainty: 1, risk: 1 }}, contract: {{ done_when: \"a file is written\" }}, files: [ws-{k}/] }}\n"
-        ));
-    }
-    let ids: Vec<String> = (0..width).map(|k| format!("ws-{k}")).collect();
-    script.push_str(&format!(
-        "              parallelism: {{ groups: {{ A: [{}] }}, sequence: [A] }}\n              self_critique_summary: \"fine\"\n",
-        ids.join(", ")
-    ));
     for k in 0..width {
         let files = if k % 4 == 3 {
             format!("[ws-{k}/done.txt, other-{k}.txt]")
@@ -340,7 +334,7 @@ fn wide_script(width: usize) -> String {
             format!("[ws-{k}/done.txt]")
         };
         script.push_str(&format!(
-            "  - role: squad-lead\n    brief: ws-{k}/t3/w-{k}\n    reply:\n      tool_calls:\n        - name: report_result\n          input:\n            status: done\n            summary: \"one task\"\n            output:\n              files: [ws-{k}/]\n              tasks:\n                - {{ title: task-{k}, instructions: \"write ws-{k}/done.txt\", variety: {{ novelty: 1, scope: 1, uncertainty: 1, risk: 1 }}, contract: {{ done_when: \"the file is written\" }} }}\n  \
+            "  - role: squad-lead\n    brief: ws-{k}/t3/ws-{k}\n    reply:\n      tool_calls:\n        - name: report_result\n          input:\n            status: done\n            summary: \"one task\"\n            output:\n              files: [ws-{k}/]\n              tasks:\n                - {{ title: task-{k}, instructions: \"write ws-{k}/done.txt\", variety: {{ novelty: 1, scope: 1, uncertainty: 1, risk: 1 }}, contract: {{ done_when: \"the file is written\" }} }}\n  \
              - role: implementer\n    brief: ws-{k}/t4/task-{k}\n    reply:\n      tool_calls:\n        - name: submit_teachback\n          input: {{ building: \"ws-{k}/done.txt\", key_constraints: [\"one file\"], files: {files}, approach: \"write it\", most_likely_wrong: \"the path\", least_confident: \"the content\" }}\n        - name: write_file\n          input: {{ path: ws-{k}/done.txt, content: \"done\\n\" }}\n        - name: report_result\n          input: {{ status: done, summary: \"written\", evidence: [{{ path: ws-{k}/done.txt }}] }}\n"
         ));
     }

@@ -16,7 +16,7 @@ use agency_store::{Blackboard, RunStatus};
 use serde_json::json;
 
 use crate::amendments::{approve_every_gate, listed, pending};
-use crate::support::{Background, Project, approve, config, wait_for};
+use crate::support::{Background, Project, approve, config, wait_for, wide_plan};
 
 const SCRIPT: &str = include_str!("../scripts/second-pass.yaml");
 
@@ -280,21 +280,8 @@ fn wide_script(width: usize) -> String {
         "role": "judge", "brief": "run/t1/accept",
         "reply": { "text": "all in\nVERDICT: accept\nmissing: none\n" }
     })];
+    rules.push(wide_plan(width, &["t3", "t4", "t5"], "medium", |_| None));
     let ids: Vec<String> = (0..width).map(|i| format!("ws-{i}")).collect();
-    let workstreams: Vec<serde_json::Value> = ids
-        .iter()
-        .map(|id| {
-            json!({ "id": id, "name": id, "domain": "d", "tier_path": ["t3", "t4", "t5"],
-                    "parallel_group": "A", "variety": variety,
-                    "contract": { "done_when": "its files exist" } })
-        })
-        .collect();
-    rules.push(json!({ "role": "planner", "reply": done("generated", json!({
-        "run_id": "00000000-0000-4000-8000-000000000000", "goal_anchor": "(filled in)",
-        "complexity": "medium", "retry_budget_multiplier": 1, "workstreams": workstreams,
-        "parallelism": { "groups": { "A": ids }, "sequence": ["A"] },
-        "self_critique_summary": "generated"
-    }))}));
     for (i, id) in ids.iter().enumerate() {
         let mut squad = done("tasks", json!({ "tasks": [task(format!("{id}-task"))] }));
         if SECOND_PASS.contains(&i) {
