@@ -93,7 +93,7 @@ fn facts(store: &dyn Blackboard, run: &Run) -> RunFacts {
         store,
         run,
         &[EventKind::SignoffAccepted, EventKind::SignoffVerify],
-        0,
+        (0, PAGE),
         &mut facts,
         |facts, event, payload| {
             match payload {
@@ -115,7 +115,7 @@ fn facts(store: &dyn Blackboard, run: &Run) -> RunFacts {
         store,
         run,
         &[EventKind::Log],
-        0,
+        (0, BASE_WITHIN),
         &mut facts,
         |facts, _, payload| {
             looked += 1;
@@ -133,7 +133,7 @@ fn facts(store: &dyn Blackboard, run: &Run) -> RunFacts {
         store,
         run,
         &[EventKind::Log],
-        accepted_at.unwrap_or(0),
+        (accepted_at.unwrap_or(0), PAGE),
         &mut facts,
         |facts, _, payload| {
             if let EventPayload::Log(line) = payload
@@ -147,21 +147,21 @@ fn facts(store: &dyn Blackboard, run: &Run) -> RunFacts {
     facts
 }
 
-/// Hands each event of `kinds` after `after` to `each` with its payload, oldest first, until `each` says
-/// stop. A record that does not read is left out of the pull request's text (it never decides anything
+/// Hands each event of `kinds` after `after` to `each` with its payload, oldest first, `limit` a read,
+/// until `each` says stop. A record that does not read is left out of the pull request's text (it never decides anything
 /// here: the run already succeeded), and said in the run's log.
 fn read_kinds(
     store: &dyn Blackboard,
     run: &Run,
     kinds: &[EventKind],
-    mut after: i64,
+    (mut after, limit): (i64, usize),
     facts: &mut RunFacts,
     mut each: impl FnMut(&mut RunFacts, &agency_core::event::Event, EventPayload) -> bool,
 ) {
-    while let Ok(page) = store.events_of_kinds_after(run.id, kinds, after, PAGE) {
+    while let Ok(page) = store.events_of_kinds_after(run.id, kinds, after, limit) {
         let Some(last) = page.last() else { break };
         after = last.seq;
-        let full = page.len() == PAGE;
+        let full = page.len() == limit;
         for event in page {
             match event.typed() {
                 Ok(payload) => {
