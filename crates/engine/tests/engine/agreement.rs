@@ -12,7 +12,7 @@ use agency_core::gate::GateKind;
 use agency_store::{Blackboard, RunStatus};
 use serde_json::json;
 
-use crate::support::{Project, approve, config, wait_for, wide_plan};
+use crate::support::{Project, approve, config, pending, wait_for, wide_plan};
 
 fn agreements(project: &Project, run: agency_core::RunId) -> Vec<AgreementChecked> {
     project
@@ -32,19 +32,12 @@ fn a_slice_leaving_its_squads_design_is_an_l1_and_l2_mismatch_on_the_verdict_gat
     team.visibility.inspection_gates.t5_verdict = true;
     let (run, driving) = project.start_in_background(include_str!("../scripts/agreement.yaml"), team, false);
     let store = project.store.clone();
-    let pending = |kind: GateKind| {
-        let store = store.clone();
-        move || {
-            store
-                .pending_gates(Some(run.id))
-                .unwrap()
-                .into_iter()
-                .find(|g| g.kind == kind)
-        }
-    };
-    let plan_gate = wait_for("the t1_plan gate", pending(GateKind::T1Plan));
+    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
     approve(store.as_ref(), plan_gate.id);
-    let verdict = wait_for("the t5_verdict gate", pending(GateKind::T5Verdict));
+    let verdict = wait_for(
+        "the t5_verdict gate",
+        pending(&store, run.id, GateKind::T5Verdict),
+    );
     let anomalies: Vec<&str> = verdict.summary["anomalies"]
         .as_array()
         .unwrap()

@@ -8,7 +8,6 @@
 //! told, is decided in `agency_flow::amendments` and tested there (crates/flow/tests/amendments.rs).
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agency_core::event::payload::PathChange;
@@ -17,10 +16,10 @@ use agency_core::gate::{GateKind, GateStatus};
 use agency_core::{BriefStatus, RunId, Tier};
 use agency_engine::DriveOutcome;
 use agency_engine::amendments;
-use agency_store::{Blackboard, RunStatus, SqliteBlackboard};
+use agency_store::{Blackboard, RunStatus};
 use serde_json::json;
 
-use crate::support::{Background, Project, approve, config, wait_for, wide_plan};
+use crate::support::{Background, Project, approve, config, pending, wait_for, wide_plan};
 
 #[test]
 fn a_t4s_extra_squad_pass_is_approved_at_the_next_gate_and_changes_the_path() {
@@ -29,21 +28,14 @@ fn a_t4s_extra_squad_pass_is_approved_at_the_next_gate_and_changes_the_path() {
     team.visibility.inspection_gates.t5_verdict = true;
     let (run, driving) = project.start_in_background(include_str!("../scripts/amendment.yaml"), team, false);
     let store = project.store.clone();
-    let pending = |kind: GateKind| {
-        let store = store.clone();
-        move || {
-            store
-                .pending_gates(Some(run.id))
-                .unwrap()
-                .into_iter()
-                .find(|g| g.kind == kind)
-        }
-    };
-    let plan_gate = wait_for("the t1_plan gate", pending(GateKind::T1Plan));
+    let plan_gate = wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan));
     approve(store.as_ref(), plan_gate.id);
 
     // The first pass's verdict gate lists the T4's proposal.
-    let verdict = wait_for("the first t5_verdict gate", pending(GateKind::T5Verdict));
+    let verdict = wait_for(
+        "the first t5_verdict gate",
+        pending(&store, run.id, GateKind::T5Verdict),
+    );
     let listed = verdict.summary["amendments"]
         .as_array()
         .cloned()
@@ -80,7 +72,7 @@ fn a_t4s_extra_squad_pass_is_approved_at_the_next_gate_and_changes_the_path() {
 
     // The extra pass runs, and its own verdict gate comes.
     let second = wait_for("the extra pass's t5_verdict gate", || {
-        pending(GateKind::T5Verdict)().filter(|g| g.id != verdict.id)
+        pending(&store, run.id, GateKind::T5Verdict)().filter(|g| g.id != verdict.id)
     });
     assert!(second.summary.get("amendments").is_none(), "{}", second.summary);
     approve(store.as_ref(), second.id);
@@ -504,22 +496,6 @@ fn wide_script(width: usize) -> String {
                        "reply": write("out/ws-8-more.txt".into(), None) }));
     rules.push(json!({ "role": "judge", "reply": { "text": "Fine.\nVERDICT: accept\nmissing: none\n" } }));
     json!({ "model": "scripted-amendment-wide", "replies": rules }).to_string()
-}
-
-/// A check for [`wait_for`]: the pending gate of `kind` of `run`, if one is.
-pub(crate) fn pending(
-    store: &Arc<SqliteBlackboard>,
-    run: RunId,
-    kind: GateKind,
-) -> impl FnMut() -> Option<agency_core::gate::Gate> + use<> {
-    let store = store.clone();
-    move || {
-        store
-            .pending_gates(Some(run))
-            .unwrap()
-            .into_iter()
-            .find(|g| g.kind == kind)
-    }
 }
 
 /// The seq of the one amendment a gate's summary lists, checking its line holds `says`.

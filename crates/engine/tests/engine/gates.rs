@@ -10,7 +10,7 @@ use agency_core::{BriefStatus, Tier};
 use agency_engine::brief_link::{review_event, review_payload};
 use agency_store::{Blackboard, NewGate, RunStatus};
 
-use crate::support::{Project, approve, config, events, wait_for};
+use crate::support::{Project, approve, config, events, pending, wait_for};
 
 #[test]
 fn a_pause_holds_new_spawns_of_a_live_run_until_it_is_resumed() {
@@ -128,16 +128,9 @@ fn a_teachback_reviewed_by_hand_closes_its_gate_and_the_run_goes_on() {
     let (run, driving) = project.start_in_background(include_str!("../scripts/medium.yaml"), config, false);
     let run = run.id;
     let store = project.store.clone();
-    let pending = |kind: GateKind| {
-        store
-            .pending_gates(Some(run))
-            .unwrap()
-            .into_iter()
-            .find(|g| g.kind == kind)
-    };
-    let plan = wait_for("the t1_plan gate", || pending(GateKind::T1Plan));
+    let plan = wait_for("the t1_plan gate", pending(&store, run, GateKind::T1Plan));
     approve(store.as_ref(), plan.id);
-    let gate = wait_for("the teachback gate", || pending(GateKind::Teachback));
+    let gate = wait_for("the teachback gate", pending(&store, run, GateKind::Teachback));
     let brief = store.get_brief(gate.brief.unwrap()).unwrap();
 
     let review = TeachbackReview {

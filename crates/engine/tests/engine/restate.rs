@@ -14,9 +14,9 @@ use agency_core::event::{EventKind, EventPayload};
 use agency_core::gate::GateKind;
 use agency_exec::runtime::{Access, AgentOutcome, AgentTask, Ending, RunnerLink, Runtime, RuntimeError};
 use agency_llm::{BoxFuture, CancelToken};
-use agency_store::{Blackboard, RunStatus};
+use agency_store::RunStatus;
 
-use crate::support::{GOAL, Project, approve, config, wait_for, wide_plan};
+use crate::support::{GOAL, Project, approve, config, pending, wait_for, wide_plan};
 
 const SCRIPT: &str = include_str!("../scripts/restate.yaml");
 
@@ -50,21 +50,14 @@ fn an_implementer_restating_a_file_its_squad_never_declared_is_corrected_and_on_
     team.visibility.inspection_gates.t5_verdict = true;
     let (run, driving) = project.start_in_background(SCRIPT, team, false);
     let store = project.store.clone();
-    let pending = |kind: GateKind| {
-        let store = store.clone();
-        move || {
-            store
-                .pending_gates(Some(run.id))
-                .unwrap()
-                .into_iter()
-                .find(|g| g.kind == kind)
-        }
-    };
     approve(
         store.as_ref(),
-        wait_for("the t1_plan gate", pending(GateKind::T1Plan)).id,
+        wait_for("the t1_plan gate", pending(&store, run.id, GateKind::T1Plan)).id,
     );
-    let verdict = wait_for("the t5_verdict gate", pending(GateKind::T5Verdict));
+    let verdict = wait_for(
+        "the t5_verdict gate",
+        pending(&store, run.id, GateKind::T5Verdict),
+    );
     let listed: Vec<&str> = verdict.summary["anomalies"]
         .as_array()
         .unwrap()

@@ -15,8 +15,8 @@ use agency_engine::amendments;
 use agency_store::{Blackboard, RunStatus};
 use serde_json::json;
 
-use crate::amendments::{approve_every_gate, listed, pending};
-use crate::support::{Background, Project, approve, config, wait_for, wide_plan};
+use crate::amendments::{approve_every_gate, listed};
+use crate::support::{Background, Project, approve, config, pending, wait_for, wide_plan};
 
 const SCRIPT: &str = include_str!("../scripts/second-pass.yaml");
 

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use agency_core::config::TeamConfig;
 use agency_core::event::EventKind;
+use agency_core::gate::GateKind;
 use agency_core::{Brief, BriefId, BriefStatus, Event, GateDecision, GateId, RunId, Tier};
 use agency_engine::engine::feedback_name;
 use agency_engine::{DriveOutcome, Engine, EngineOptions};
@@ -743,5 +744,21 @@ impl<'p> RunnerBuilder<'p> {
         let run = engine.start(GOAL).unwrap();
         let id = run.id;
         (run, Background::drive(engine, id))
+    }
+}
+
+/// A check for [`wait_for`]: the pending gate of `kind` of `run`, if one is.
+pub fn pending(
+    store: &Arc<SqliteBlackboard>,
+    run: RunId,
+    kind: GateKind,
+) -> impl FnMut() -> Option<agency_core::gate::Gate> + use<> {
+    let store = store.clone();
+    move || {
+        store
+            .pending_gates(Some(run))
+            .unwrap()
+            .into_iter()
+            .find(|g| g.kind == kind)
     }
 }
