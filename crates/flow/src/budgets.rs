@@ -167,29 +167,6 @@ mod tests {
     }
 
     #[test]
-    fn a_decided_gate_is_acted_on_once() {
-        assert_eq!(
-            after_budget_gate(GateStatus::Pending, false),
-            BudgetGateStep::Nothing
-        );
-        assert_eq!(
-            after_budget_gate(GateStatus::Approved, false),
-            BudgetGateStep::Raise
-        );
-        assert_eq!(
-            after_budget_gate(GateStatus::Approved, true),
-            BudgetGateStep::Nothing
-        );
-        assert_eq!(
-            after_budget_gate(GateStatus::Rejected, false),
-            BudgetGateStep::StopRun
-        );
-        assert!(refusal_opens_gate(Some(false)));
-        assert!(!refusal_opens_gate(Some(true)), "one gate at a time");
-        assert!(!refusal_opens_gate(None));
-    }
-
-    #[test]
     fn scopes_read_from_both_records() {
         assert_eq!(
             scope_of(Some("workstream"), Some("api")),
