@@ -461,8 +461,9 @@ pub fn claim(
     candidates
         .iter()
         .map(|candidate| {
-            // A plain UPDATE, then the new generation read back: `UPDATE … RETURNING` buffered its row in a
-            // scratch table and cost twice as much, a claim per brief.
+            let id = BriefId(canon::parse_id("brief", candidate)?);
+            // A plain UPDATE, then the claim read back ([`claim_of`]): `UPDATE … RETURNING` buffered its row
+            // in a scratch table and cost twice as much, a claim per brief.
             let claimed = execute(
                 conn,
                 "UPDATE briefs SET status = 'running', claimed_by = ?1, updated_at = ?2, claimed_at = ?2, \
@@ -476,22 +477,12 @@ pub fn claim(
                     what: "brief status",
                     id: candidate.clone(),
                     expected: BriefStatus::Pending.as_str().into(),
-                    found: status(conn, BriefId(canon::parse_id("brief", candidate)?))?
-                        .as_str()
-                        .into(),
+                    found: status(conn, id)?.as_str().into(),
                 });
             }
-            let generation: i64 = conn
-                .prepare_cached("SELECT claim_generation FROM briefs WHERE id = ?1")?
-                .query_row(params![candidate], |row| row.get(0))?;
-            let id = BriefId(canon::parse_id("brief", candidate)?);
+            let claim = claim_of(conn, id)?.ok_or_else(|| StoreError::not_found("claim of brief", id))?;
             let brief = get(conn, id)?;
             events::append_to_known_run(conn, &canon::brief_claimed(&brief, claimer, now))?;
-            let claim = Claim {
-                brief: id,
-                holder: claimer.to_string(),
-                generation,
-            };
             Ok(Claimed { brief, claim })
         })
         .collect()
