@@ -48,8 +48,8 @@ pub(crate) struct Passes {
 }
 
 /// Where briefs sit — parent and workstream, which never change — remembered for the briefs the passes ask
-/// about again and again (the tasks of verifiers waiting for their squad's verdict, the briefs of new
-/// events), so a pass reads each once instead of whole every time. Forgotten all at once past
+/// about again and again (the tasks of verifiers waiting for their squad's verdict), so a pass reads each
+/// once instead of whole every time. Forgotten all at once past
 /// [`Families::LIMIT`] entries, so memory stays flat however long the run.
 #[derive(Debug, Default)]
 struct Families {
@@ -84,7 +84,7 @@ impl Passes {
             None => None,
             Some(last) if last == seq && !due => return Ok(false),
             Some(last) => {
-                let mut touched = touched_workstreams(engine, run, last, &mut self.families)?;
+                let mut touched = touched_workstreams(engine, run, last)?;
                 touched.extend(self.unexamined.drain());
                 Some(touched)
             }
@@ -108,19 +108,15 @@ impl Passes {
     }
 }
 
-/// The workstreams of the briefs that have events after `after`.
-fn touched_workstreams(
-    engine: &Engine,
-    run: RunId,
-    after: i64,
-    families: &mut Families,
-) -> Result<HashSet<String>> {
-    let briefs = engine.store.briefs_in_events_after(run, after)?;
-    let mut touched = HashSet::new();
-    for id in briefs {
-        touched.insert(families.of(engine, id)?.1);
-    }
-    Ok(touched)
+/// The workstreams of the briefs that have events after `after`: one read, each brief looked up by the
+/// store once (a lookup per brief here, cached, cost more the longer the run: past the cache's limit the
+/// briefs of every pass were read whole again).
+fn touched_workstreams(engine: &Engine, run: RunId, after: i64) -> Result<HashSet<String>> {
+    Ok(engine
+        .store
+        .workstreams_in_events_after(run, after)?
+        .into_iter()
+        .collect())
 }
 
 /// One full pass over the run, as a runner that starts driving makes it. Returns whether anything changed.

@@ -21,6 +21,7 @@
 //! that tier cannot be asked, and the mismatch then stands.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agency_core::event::payload::{AgreementChecked, Anomaly};
@@ -37,7 +38,7 @@ use agency_flow::agreement::{
 use agency_llm::{Block, CancelToken, Message, Request, ToolChoice, ToolSpec};
 use serde_json::json;
 
-use crate::agreement_asks::{ASKING, Ask};
+use crate::agreement_asks::{ASKING, Ask, Handed};
 use crate::artifacts::output_name;
 use crate::engine::Engine;
 use crate::error::Result;
@@ -614,40 +615,30 @@ pub(crate) fn tasks_restated(engine: &Engine, run: RunId) -> Result<bool> {
         .agreement_asks
         .decided_teachbacks(engine.store.as_ref(), run)?;
     let mut checked = false;
-    // One read of each squad's draft per pass, however many of its implementers were decided.
-    let mut drafts: HashMap<BriefId, Option<SquadOutput>> = HashMap::new();
+    let nothing = Arc::new(Handed::default());
     for (id, teachback) in decided {
         let implementer = engine.store.get_brief(id)?;
         if BriefRole::of(&implementer) != BriefRole::Implementer {
             continue;
         }
-        let draft = match implementer.parent {
-            Some(parent) => match drafts.get(&parent) {
-                Some(draft) => draft.clone(),
-                None => {
-                    let squad = engine.store.get_brief(parent)?;
-                    let draft = if squad.tier == Tier::T3 {
-                        Some(output_of::<SquadOutput>(engine, &squad)?)
-                    } else {
-                        None
-                    };
-                    drafts.insert(parent, draft.clone());
-                    draft
+        let handed = match implementer.parent {
+            Some(parent) => engine.agreement_asks.handed(parent, || {
+                let squad = engine.store.get_brief(parent)?;
+                if squad.tier != Tier::T3 {
+                    return Ok(Handed::default());
                 }
-            },
-            None => None,
+                let draft = output_of::<SquadOutput>(engine, &squad)?;
+                let mut interfaces = draft.provides;
+                interfaces.extend(draft.consumes);
+                Ok(Handed {
+                    files: draft.files,
+                    interfaces,
+                })
+            })?,
+            None => nothing.clone(),
         };
-        let (files, interfaces) = draft
-            .map(|d| {
-                let mut interfaces = d.provides;
-                interfaces.extend(d.consumes);
-                (d.files, interfaces)
-            })
-            .unwrap_or_default();
-        let handed = Scope {
-            files: &files,
-            interfaces: &interfaces,
-        };
+        let (files, interfaces) = (&handed.files, &handed.interfaces);
+        let handed = Scope { files, interfaces };
         let restated = Scope {
             files: &teachback.files,
             interfaces: &teachback.interfaces,

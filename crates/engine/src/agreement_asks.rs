@@ -41,6 +41,24 @@ struct AsksState {
     queued: Vec<Ask>,
     scanned: HashSet<RunId>,
     teachbacks: HashMap<RunId, Teachbacks>,
+    /// What each squad handed its implementers ([`Handed`]), by squad brief: a squad's draft is read once
+    /// for all its implementers, not once per pass that decided one of them.
+    handed: HashMap<BriefId, Arc<Handed>>,
+}
+
+/// What a squad's draft declared for the T3→T4 check: the files it touches and the interfaces it provides
+/// and consumes (both empty when the parent is no T3 squad). A squad's draft is its output, written once
+/// when it finished, so this never goes stale.
+#[derive(Debug, Default)]
+pub(crate) struct Handed {
+    pub(crate) files: Vec<String>,
+    pub(crate) interfaces: Vec<String>,
+}
+
+impl Handed {
+    /// How many squads' declarations are kept; past it they are forgotten all at once (and read again as
+    /// needed), so memory stays flat however many squads a run has.
+    const KEPT: usize = 256;
 }
 
 /// How far a run's teachback records have been read for the T3→T4 check.
@@ -60,6 +78,24 @@ impl Asks {
         self.state
             .lock()
             .map_err(|_| EngineError::State("agreement questions poisoned".into()))
+    }
+
+    /// What `squad` handed its implementers: remembered, or read with `read` and remembered.
+    pub(crate) fn handed(
+        &self,
+        squad: BriefId,
+        read: impl FnOnce() -> Result<Handed>,
+    ) -> Result<Arc<Handed>> {
+        if let Some(handed) = self.lock()?.handed.get(&squad) {
+            return Ok(handed.clone());
+        }
+        let handed = Arc::new(read()?);
+        let mut state = self.lock()?;
+        if state.handed.len() >= Handed::KEPT {
+            state.handed.clear();
+        }
+        state.handed.insert(squad, handed.clone());
+        Ok(handed)
     }
 
     pub(crate) fn queue(&self, ask: Ask) -> Result<()> {

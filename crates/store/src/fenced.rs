@@ -221,6 +221,10 @@ impl Blackboard for FencedBlackboard {
         self.inner.briefs_in_events_after(run, after_seq)
     }
 
+    fn workstreams_in_events_after(&self, run: RunId, after_seq: i64) -> Result<Vec<String>> {
+        self.inner.workstreams_in_events_after(run, after_seq)
+    }
+
     fn insert_brief(&self, brief: &Brief) -> Result<()> {
         self.inner.insert_brief(brief)
     }

@@ -171,6 +171,10 @@ pub trait Blackboard: Send + Sync + std::fmt::Debug {
     /// briefs changed since a `seq` without reading (and decoding) every event since.
     fn briefs_in_events_after(&self, run: RunId, after_seq: i64) -> Result<Vec<BriefId>>;
 
+    /// The workstreams of the briefs a run's events with `seq > after_seq` name, each once, in no
+    /// particular order: where a run changed since a `seq`, in one read rather than a brief read per brief.
+    fn workstreams_in_events_after(&self, run: RunId, after_seq: i64) -> Result<Vec<String>>;
+
     // --- briefs -----------------------------------------------------------------------------------------
 
     /// Writes a brief exactly as given and `brief_created` (payload: `title`, `tier`, `workstream`,

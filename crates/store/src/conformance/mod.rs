@@ -111,6 +111,7 @@ macro_rules! conformance_tests {
             events_after_orders_filters_and_pages,
             events_of_kinds_are_filtered_and_paged,
             briefs_in_events_after_name_each_brief_once,
+            workstreams_in_events_after_name_each_once,
             events_need_an_existing_run,
             briefs_round_trip_every_field,
             insert_brief_checks_references,

@@ -319,6 +319,45 @@ pub fn briefs_in_events_after_name_each_brief_once(factory: Factory<'_>) {
     assert_eq!(bb.briefs_in_events_after(b, since).unwrap(), vec![z.id]);
 }
 
+/// `workstreams_in_events_after` names the workstream of each brief a run's later events name, once, and
+/// no other: not those of briefs only earlier events name, nor another run's.
+pub fn workstreams_in_events_after_name_each_once(factory: Factory<'_>) {
+    let fx = factory();
+    let bb = fx.handle();
+    let (a, b) = (new_run(bb.as_ref()), new_run(bb.as_ref()));
+    let in_ws = |run, title: &str, ws: &str| Brief {
+        workstream: ws.into(),
+        ..sample_brief(run, title)
+    };
+    let (x, y, z, w) = (
+        in_ws(a, "x", "ws-a"),
+        in_ws(a, "y", "ws-a"),
+        in_ws(a, "z", "ws-b"),
+        in_ws(b, "w", "ws-c"),
+    );
+    bb.insert_briefs(&[x.clone(), y.clone(), z.clone()]).unwrap();
+    bb.insert_brief(&w).unwrap();
+    let sorted = |mut names: Vec<String>| {
+        names.sort();
+        names
+    };
+    assert_eq!(
+        sorted(bb.workstreams_in_events_after(a, 0).unwrap()),
+        vec!["ws-a", "ws-b"],
+        "brief_created names them, ws-a once for its two briefs"
+    );
+    let since = bb.last_seq(Some(a)).unwrap();
+    assert!(bb.workstreams_in_events_after(a, since).unwrap().is_empty());
+    for brief in [&x, &y, &w] {
+        bb.append_event(NewEvent::new(brief.run, EventKind::Spawned, json!({})).brief(brief.id))
+            .unwrap();
+    }
+    bb.append_event(NewEvent::log(a, "info", "names no brief"))
+        .unwrap();
+    assert_eq!(bb.workstreams_in_events_after(a, since).unwrap(), vec!["ws-a"]);
+    assert_eq!(bb.workstreams_in_events_after(b, since).unwrap(), vec!["ws-c"]);
+}
+
 /// Appending an event for an unknown run is refused.
 pub fn events_need_an_existing_run(factory: Factory<'_>) {
     let fx = factory();

@@ -102,6 +102,18 @@ pub fn briefs_after<C: GenericClient>(c: &mut C, run: RunId, after_seq: i64) -> 
         .collect()
 }
 
+/// The workstreams of the briefs a run's events after `after_seq` name, each once.
+pub fn workstreams_after<C: GenericClient>(c: &mut C, run: RunId, after_seq: i64) -> Result<Vec<String>> {
+    let rows = c.query(
+        "SELECT DISTINCT workstream FROM briefs WHERE id IN \
+         (SELECT brief FROM events WHERE run = $1 AND seq > $2 AND brief IS NOT NULL)",
+        &[&id_text(&run.0), &after_seq],
+    )?;
+    rows.iter()
+        .map(|row| Cols::new(row, "brief", 0).get::<String>(0))
+        .collect()
+}
+
 /// The highest `seq`, or 0.
 pub fn last_seq<C: GenericClient>(c: &mut C, run: Option<RunId>) -> Result<i64> {
     let row = match run {

@@ -364,6 +364,10 @@ impl Blackboard for PostgresBlackboard {
         self.read(|c| events::briefs_after(c, run, after_seq))
     }
 
+    fn workstreams_in_events_after(&self, run: RunId, after_seq: i64) -> Result<Vec<String>> {
+        self.read(|c| events::workstreams_after(c, run, after_seq))
+    }
+
     fn insert_brief(&self, brief: &Brief) -> Result<()> {
         self.write(|tx, clock| briefs::insert(tx, clock, brief))
     }

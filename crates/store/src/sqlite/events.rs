@@ -126,6 +126,17 @@ pub fn briefs_after(conn: &Connection, run: RunId, after_seq: i64) -> Result<Vec
 pub(super) const BRIEFS_AFTER: &str =
     "SELECT DISTINCT brief FROM events WHERE run = ?1 AND seq > ?2 AND brief IS NOT NULL";
 
+/// The workstreams of the briefs a run's events after `after_seq` name, each once: each brief looked up
+/// once by its key, however many events name it.
+pub fn workstreams_after(conn: &Connection, run: RunId, after_seq: i64) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(WORKSTREAMS_AFTER)?;
+    let rows = stmt.query_map(params![id_text(&run.0), after_seq], |row| row.get::<_, String>(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub(super) const WORKSTREAMS_AFTER: &str = "SELECT DISTINCT workstream FROM briefs WHERE id IN \
+     (SELECT brief FROM events WHERE run = ?1 AND seq > ?2 AND brief IS NOT NULL)";
+
 /// The highest `seq` of one run's events, or 0.
 pub(super) const LAST_SEQ_OF_RUN: &str = "SELECT coalesce(max(seq), 0) FROM events WHERE run = ?1";
 

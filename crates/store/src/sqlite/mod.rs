@@ -486,6 +486,10 @@ impl Blackboard for SqliteBlackboard {
         self.read(|conn| events::briefs_after(conn, run, after_seq))
     }
 
+    fn workstreams_in_events_after(&self, run: RunId, after_seq: i64) -> Result<Vec<String>> {
+        self.read(|conn| events::workstreams_after(conn, run, after_seq))
+    }
+
     fn insert_brief(&self, brief: &Brief) -> Result<()> {
         self.write(|tx, clock| briefs::insert(tx, clock, brief))
     }

@@ -123,6 +123,15 @@ fn check(store: &SqliteBlackboard) {
                 ],
             ),
             (
+                events::WORKSTREAMS_AFTER,
+                &[
+                    "SEARCH briefs USING INDEX sqlite_autoindex_briefs_1 (id=?)",
+                    "LIST SUBQUERY 1",
+                    "SEARCH events USING INDEX events_run (run=? AND seq>?)",
+                    "USE TEMP B-TREE FOR DISTINCT",
+                ],
+            ),
+            (
                 briefs::STATUS,
                 &["SEARCH briefs USING INDEX sqlite_autoindex_briefs_1 (id=?)"],
             ),
