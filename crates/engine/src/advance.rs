@@ -220,6 +220,9 @@ async fn pass(
         crate::progress::started(engine, run, &stage)?;
         progressed = true;
     }
+    // What the pass held back and no later write of it took (the agreement records, say) is committed
+    // with the pass, in one write.
+    engine.store.flush_events()?;
     Ok(progressed)
 }
 

@@ -20,7 +20,7 @@
 //! seed's fallback, "Agreement: [assumed — specialist unavailable for verification]"; so is the answer when
 //! that tier cannot be asked, and the mismatch then stands.
 
-use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,12 +36,13 @@ use agency_flow::agreement::{
     check_task, diff_paths, read_answer, worth_asking,
 };
 use agency_llm::{Block, CancelToken, Message, Request, ToolChoice, ToolSpec};
+use agency_store::walk::walk_events_of_kinds;
 use serde_json::json;
 
 use crate::agreement_asks::{ASKING, Ask, Handed};
 use crate::artifacts::output_name;
 use crate::engine::Engine;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::plan::output_of;
 use crate::task::call_meta;
 
@@ -551,25 +552,16 @@ pub(crate) fn squad_received(engine: &Engine, squad: &Brief, output: &SquadOutpu
 /// the verifier's input) against the files its squad lead's committed draft declared. An implementer
 /// without a squad lead (a `t4→t5` path) or whose squad declared no files is recorded with the fallback.
 pub(crate) fn slices_received(engine: &Engine, implementers: &[&Brief]) -> Result<()> {
-    // One read of each squad's draft per pass, however many of its slices were handed over.
-    let mut drafts: HashMap<BriefId, Vec<String>> = HashMap::new();
+    let nothing = Arc::new(Handed::default());
     for implementer in implementers {
-        let declared = match implementer.parent {
-            Some(parent) => match drafts.get(&parent) {
-                Some(files) => files.clone(),
-                None => {
-                    let squad = engine.store.get_brief(parent)?;
-                    let files = if squad.tier == Tier::T3 {
-                        output_of::<SquadOutput>(engine, &squad)?.files
-                    } else {
-                        Vec::new()
-                    };
-                    drafts.insert(parent, files.clone());
-                    files
-                }
-            },
-            None => Vec::new(),
+        let handed = match implementer.parent {
+            // Each squad's draft read once, for all its slices.
+            Some(parent) => engine
+                .agreement_asks
+                .handed(parent, || handed_by_squad(engine, parent))?,
+            None => nothing.clone(),
         };
+        let declared = &handed.files;
         // A non-empty draft is a squad lead's: it is the one asked.
         let handing_over = implementer.parent.filter(|_| !declared.is_empty());
         // Without a declared design there is nothing to compare: the diff is not read at all.
@@ -582,7 +574,7 @@ pub(crate) fn slices_received(engine: &Engine, implementers: &[&Brief]) -> Resul
                 None => Vec::new(),
             }
         };
-        let outcome = check(Level::L1, &declared, Some(&changed));
+        let outcome = check(Level::L1, declared, Some(&changed));
         record(
             engine,
             Handoff {
@@ -599,7 +591,7 @@ pub(crate) fn slices_received(engine: &Engine, implementers: &[&Brief]) -> Resul
             },
         )?;
     }
-    engine.store.flush_events()?;
+    // The records are held back: they go with the pass's next write, or its end.
     Ok(())
 }
 
@@ -622,19 +614,9 @@ pub(crate) fn tasks_restated(engine: &Engine, run: RunId) -> Result<bool> {
             continue;
         }
         let handed = match implementer.parent {
-            Some(parent) => engine.agreement_asks.handed(parent, || {
-                let squad = engine.store.get_brief(parent)?;
-                if squad.tier != Tier::T3 {
-                    return Ok(Handed::default());
-                }
-                let draft = output_of::<SquadOutput>(engine, &squad)?;
-                let mut interfaces = draft.provides;
-                interfaces.extend(draft.consumes);
-                Ok(Handed {
-                    files: draft.files,
-                    interfaces,
-                })
-            })?,
+            Some(parent) => engine
+                .agreement_asks
+                .handed(parent, || handed_by_squad(engine, parent))?,
             None => nothing.clone(),
         };
         let (files, interfaces) = (&handed.files, &handed.interfaces);
@@ -661,10 +643,25 @@ pub(crate) fn tasks_restated(engine: &Engine, run: RunId) -> Result<bool> {
         )?;
         checked = true;
     }
-    if checked {
-        engine.store.flush_events()?;
-    }
+    // The records are held back: they go with the pass's next write, its hand-overs' commit at the latest
+    // (a question asked was written at once, by `record`).
     Ok(checked)
+}
+
+/// What the brief `squad` declared in its committed draft when it is a T3 squad lead's (nothing otherwise):
+/// the files its tasks touch and the interfaces it provides and consumes.
+fn handed_by_squad(engine: &Engine, squad: BriefId) -> Result<Handed> {
+    let squad = engine.store.get_brief(squad)?;
+    if squad.tier != Tier::T3 {
+        return Ok(Handed::default());
+    }
+    let draft = output_of::<SquadOutput>(engine, &squad)?;
+    let mut interfaces = draft.provides;
+    interfaces.extend(draft.consumes);
+    Ok(Handed {
+        files: draft.files,
+        interfaces,
+    })
 }
 
 /// What a signed-off slice achieved, for its verdict ([`agency_core::tiers::VerifierOutput::achieved`]):
@@ -731,23 +728,19 @@ pub(crate) const ACCEPT_HANDOFF: &str = "accept";
 /// at once. No tier gate follows the acceptance to list it: the records are on the accept brief, shown in
 /// the live log and by `agency inspect`. Checked once per acceptance brief, a restarted runner included.
 pub(crate) fn acceptance_checked(engine: &Engine, accept: &Brief) -> Result<()> {
-    let mut after = 0;
-    loop {
-        let page = engine.store.events_of_kinds_after(
-            accept.run,
-            &[agency_core::event::EventKind::Agreement],
-            after,
-            500,
-        )?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        let already = page.iter().any(|e| {
-            e.brief == Some(accept.id)
-                && matches!(e.typed(), Ok(EventPayload::Agreement(a)) if a.handoff == ACCEPT_HANDOFF)
-        });
-        if already {
-            return Ok(());
-        }
+    let mut already = false;
+    let kinds = [agency_core::event::EventKind::Agreement];
+    walk_events_of_kinds::<EngineError>(engine.store.as_ref(), accept.run, &kinds, 0, |e| {
+        already = e.brief == Some(accept.id)
+            && matches!(e.typed(), Ok(EventPayload::Agreement(a)) if a.handoff == ACCEPT_HANDOFF);
+        Ok(if already {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        })
+    })?;
+    if already {
+        return Ok(());
     }
     let output: agency_core::tiers::AcceptOutput = output_of(engine, accept)?;
     let declared: Vec<String> = crate::plan::approved_plan(engine, accept.run)?

@@ -13,6 +13,7 @@ use agency_core::event::{EventKind, EventPayload};
 use agency_core::teachback::{Teachback, TeachbackState};
 use agency_core::{BriefId, RunId};
 use agency_store::Blackboard;
+use agency_store::walk::each_event_of_kinds;
 
 use crate::error::{EngineError, Result};
 
@@ -149,34 +150,30 @@ impl Asks {
         // all that happened since — 20% of the runner's CPU at 3,000 briefs, growing with the run.) An event
         // at or below it is already visible: the stores give `seq` in commit order.
         let through = store.last_seq(Some(run))?;
-        loop {
-            let page = store.events_of_kinds_after(run, &kinds, after, PAGE)?;
-            let Some(last) = page.last() else { break };
-            after = last.seq;
-            for event in &page {
-                let Some(brief) = event.brief else { continue };
-                match event.typed() {
-                    Ok(EventPayload::TeachbackSubmitted(sent)) => {
-                        let Ok(teachback) = serde_json::from_value::<Teachback>(sent.teachback) else {
-                            continue;
-                        };
-                        if sent.to == Some(TeachbackState::Active) {
-                            submitted.remove(&brief);
-                            decided.push((brief, teachback));
-                        } else {
-                            submitted.insert(brief, teachback);
-                        }
+        after = each_event_of_kinds::<EngineError>(store, run, &kinds, after, |event| {
+            let Some(brief) = event.brief else { return Ok(()) };
+            match event.typed() {
+                Ok(EventPayload::TeachbackSubmitted(sent)) => {
+                    let Ok(teachback) = serde_json::from_value::<Teachback>(sent.teachback) else {
+                        return Ok(());
+                    };
+                    if sent.to == Some(TeachbackState::Active) {
+                        submitted.remove(&brief);
+                        decided.push((brief, teachback));
+                    } else {
+                        submitted.insert(brief, teachback);
                     }
-                    Ok(EventPayload::TeachbackApproved(_)) => {
-                        if let Some(teachback) = submitted.remove(&brief) {
-                            decided.push((brief, teachback));
-                        }
-                    }
-                    _ => {}
                 }
+                Ok(EventPayload::TeachbackApproved(_)) => {
+                    if let Some(teachback) = submitted.remove(&brief) {
+                        decided.push((brief, teachback));
+                    }
+                }
+                _ => {}
             }
-        }
-        after = after.max(through);
+            Ok(())
+        })?
+        .max(through);
         if first && !decided.is_empty() {
             let checked = restatements_checked(store, run)?;
             decided.retain(|(brief, _)| !checked.contains(brief));
@@ -191,49 +188,36 @@ impl Asks {
 /// The briefs of `run` whose own restatement (T3→T4) has a record.
 fn restatements_checked(store: &dyn Blackboard, run: RunId) -> Result<HashSet<BriefId>> {
     let mut checked = HashSet::new();
-    let mut after = 0;
-    loop {
-        let page = store.events_of_kinds_after(run, &[EventKind::Agreement], after, PAGE)?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        for event in &page {
-            if let (Ok(EventPayload::Agreement(check)), Some(brief)) = (event.typed(), event.brief)
-                && check.handoff == TASK_HANDOFF
-            {
-                checked.insert(brief);
-            }
+    each_event_of_kinds::<EngineError>(store, run, &[EventKind::Agreement], 0, |event| {
+        if let (Ok(EventPayload::Agreement(check)), Some(brief)) = (event.typed(), event.brief)
+            && check.handoff == TASK_HANDOFF
+        {
+            checked.insert(brief);
         }
-    }
+        Ok(())
+    })?;
     Ok(checked)
 }
-
-/// The events read per page when looking for unanswered questions.
-const PAGE: usize = 500;
 
 /// The `asking` records of `run` with no answer recorded after them for the same brief and handoff.
 fn unanswered(store: &dyn Blackboard, run: RunId) -> Result<Vec<Ask>> {
     let mut open: Vec<Ask> = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = store.events_of_kinds_after(run, &[EventKind::Agreement], after, PAGE)?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        for event in &page {
-            let (Ok(EventPayload::Agreement(check)), Some(receiver)) = (event.typed(), event.brief) else {
-                continue;
-            };
-            let same = |a: &Ask| a.receiver == receiver && a.check.handoff == check.handoff;
-            match check.confirmation.as_deref() {
-                // The same handoff checked again (a runner that stopped before acting on it): one question.
-                Some(ASKING) => {
-                    open.retain(|a| !same(a));
-                    open.push(Ask { run, receiver, check });
-                }
-                Some(_) => open.retain(|a| !same(a)),
-                None => {}
+    each_event_of_kinds::<EngineError>(store, run, &[EventKind::Agreement], 0, |event| {
+        let (Ok(EventPayload::Agreement(check)), Some(receiver)) = (event.typed(), event.brief) else {
+            return Ok(());
+        };
+        let same = |a: &Ask| a.receiver == receiver && a.check.handoff == check.handoff;
+        match check.confirmation.as_deref() {
+            // The same handoff checked again (a runner that stopped before acting on it): one question.
+            Some(ASKING) => {
+                open.retain(|a| !same(a));
+                open.push(Ask { run, receiver, check });
             }
+            Some(_) => open.retain(|a| !same(a)),
+            None => {}
         }
-    }
+        Ok(())
+    })?;
     Ok(open)
 }
 

@@ -7,11 +7,9 @@ use agency_core::event::payload::{PathAmendmentDecided, PathAmendmentProposed};
 use agency_core::event::{EventKind, EventPayload};
 use agency_flow::amendments::path_text;
 use agency_store::Blackboard;
+use agency_store::walk::each_event_of_kinds;
 
 use crate::error::{EngineError, Result};
-
-/// How many events one read of the blackboard pages through.
-const PAGE: usize = 500;
 
 /// One proposal as recorded, with its decision when a human made one.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,40 +85,31 @@ pub fn recorded(store: &dyn Blackboard, run: RunId) -> Result<Vec<Recorded>> {
 
 /// Reads the amendment records of `run` after `after` into `found` (proposals appended, decisions put on
 /// theirs): the `seq` of the last one read, or `after` when there was none.
-fn read_after(store: &dyn Blackboard, run: RunId, mut after: i64, found: &mut Vec<Recorded>) -> Result<i64> {
-    loop {
-        let page = store.events_of_kinds_after(
-            run,
-            &[EventKind::PathAmendment, EventKind::PathAmendmentDecided],
-            after,
-            PAGE,
-        )?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        for event in &page {
-            match event.typed() {
-                Ok(EventPayload::PathAmendment(proposal)) => found.push(Recorded {
-                    seq: event.seq,
-                    proposal,
-                    decision: None,
-                    decided_seq: None,
-                    decided_ts: None,
-                }),
-                Ok(EventPayload::PathAmendmentDecided(decision)) => {
-                    if let Some(r) = found.iter_mut().find(|r| r.seq == decision.amendment)
-                        && r.decision.is_none()
-                    {
-                        r.decision = Some(decision);
-                        r.decided_seq = Some(event.seq);
-                        r.decided_ts = Some(event.ts);
-                    }
+fn read_after(store: &dyn Blackboard, run: RunId, after: i64, found: &mut Vec<Recorded>) -> Result<i64> {
+    let kinds = [EventKind::PathAmendment, EventKind::PathAmendmentDecided];
+    each_event_of_kinds(store, run, &kinds, after, |event| {
+        match event.typed() {
+            Ok(EventPayload::PathAmendment(proposal)) => found.push(Recorded {
+                seq: event.seq,
+                proposal,
+                decision: None,
+                decided_seq: None,
+                decided_ts: None,
+            }),
+            Ok(EventPayload::PathAmendmentDecided(decision)) => {
+                if let Some(r) = found.iter_mut().find(|r| r.seq == decision.amendment)
+                    && r.decision.is_none()
+                {
+                    r.decision = Some(decision);
+                    r.decided_seq = Some(event.seq);
+                    r.decided_ts = Some(event.ts);
                 }
-                Ok(_) => {}
-                Err(err) => return Err(EngineError::State(format!("event {}: {err}", event.seq))),
             }
+            Ok(_) => {}
+            Err(err) => return Err(EngineError::State(format!("event {}: {err}", event.seq))),
         }
-    }
-    Ok(after)
+        Ok(())
+    })
 }
 
 /// The runner's copy of each run's amendment records, brought up to date on each use by reading only what

@@ -31,15 +31,13 @@ use agency_flow::amendments::{
     earlier_passes_text, pass_entry, pass_of_entry, passes, position,
 };
 use agency_store::Blackboard;
+use agency_store::walk::each_event_of_kinds;
 use serde_json::{Value, json};
 
 pub use crate::amendment_log::{Recorded, recorded};
 use crate::artifacts::{brief_artifact, output_name};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
-
-/// How many events one read of the blackboard pages through.
-const PAGE: usize = 500;
 
 /// Who proposes: an agent on its brief, or a human.
 #[derive(Debug, Clone)]
@@ -597,23 +595,18 @@ pub(crate) fn with_review(store: &dyn Blackboard, run: RunId, mut summary: Value
         .map(|r| json!({ "seq": r.seq, "workstream": r.workstream(), "line": r.line() }))
         .collect();
     let mut anomalies: Vec<String> = Vec::new();
-    let mut after = 0;
-    loop {
-        let page =
-            store.events_of_kinds_after(run, &[EventKind::GatePending, EventKind::Anomaly], after, PAGE)?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        for event in &page {
-            match event.typed() {
-                // Those before a tier gate were shown on it; other gates (budget, teachback, ...) list none.
-                Ok(EventPayload::GatePending(opened)) if opened.kind.is_some_and(lists_review) => {
-                    anomalies.clear()
-                }
-                Ok(EventPayload::Anomaly(a)) => anomalies.push(anomaly_line(&a)),
-                _ => {}
+    let kinds = [EventKind::GatePending, EventKind::Anomaly];
+    each_event_of_kinds::<EngineError>(store, run, &kinds, 0, |event| {
+        match event.typed() {
+            // Those before a tier gate were shown on it; other gates (budget, teachback, ...) list none.
+            Ok(EventPayload::GatePending(opened)) if opened.kind.is_some_and(lists_review) => {
+                anomalies.clear()
             }
+            Ok(EventPayload::Anomaly(a)) => anomalies.push(anomaly_line(&a)),
+            _ => {}
         }
-    }
+        Ok(())
+    })?;
     if let Some(object) = summary.as_object_mut() {
         if !undecided.is_empty() {
             object.insert("amendments".into(), Value::Array(undecided));

@@ -13,10 +13,11 @@ use agency_core::event::{EventKind, EventPayload};
 use agency_core::tiers::BriefRole;
 use agency_core::{Brief, BriefId, BriefStatus, NewBrief, Plan, RunId, Tier};
 use agency_store::Blackboard;
+use agency_store::walk::each_event_of_kinds;
 
 use crate::artifacts::brief_artifact_name;
 use crate::engine::{Engine, output_name};
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 
 /// How many of the newest runs the records are read from: enough for a domain to reach its matches, few
 /// enough that scoring a workstream reads a bounded part of a long-lived blackboard.
@@ -166,13 +167,10 @@ const OUTCOME_KINDS: [EventKind; 7] = [
 
 fn outcome_events(store: &dyn Blackboard, run: RunId) -> Result<Vec<agency_core::Event>> {
     let mut all = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = store.events_of_kinds_after(run, &OUTCOME_KINDS, after, 1000)?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        all.extend(page);
-    }
+    each_event_of_kinds::<EngineError>(store, run, &OUTCOME_KINDS, 0, |event| {
+        all.push(event);
+        Ok(())
+    })?;
     Ok(all)
 }
 

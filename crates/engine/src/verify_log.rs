@@ -10,11 +10,9 @@ use std::sync::{Mutex, PoisonError};
 use agency_core::event::{EventKind, EventPayload};
 use agency_core::{BriefId, RunId};
 use agency_store::Blackboard;
+use agency_store::walk::each_event_of_kinds;
 
-use crate::error::Result;
-
-/// How many events one read of the blackboard pages through.
-const PAGE: usize = 500;
+use crate::error::{EngineError, Result};
 
 /// Per run: the verify records read so far.
 #[derive(Debug, Default)]
@@ -43,22 +41,21 @@ impl VerifyLog {
     ) -> Result<bool> {
         let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         let seen = runs.entry(run).or_default();
-        loop {
-            let page = store.events_of_kinds_after(run, &[EventKind::SignoffVerify], seen.after, PAGE)?;
-            let full = page.len() == PAGE;
-            for event in page {
-                seen.after = seen.after.max(event.seq);
-                let (Some(of), Ok(EventPayload::SignoffVerify(verify))) = (event.brief, event.typed()) else {
-                    continue;
-                };
-                if let Some(artifact) = verify.artifact {
-                    seen.records.entry(of).or_default().push((verify.rev, artifact));
+        let records = &mut seen.records;
+        seen.after = each_event_of_kinds::<EngineError>(
+            store,
+            run,
+            &[EventKind::SignoffVerify],
+            seen.after,
+            |event| {
+                if let (Some(of), Ok(EventPayload::SignoffVerify(verify))) = (event.brief, event.typed())
+                    && let Some(artifact) = verify.artifact
+                {
+                    records.entry(of).or_default().push((verify.rev, artifact));
                 }
-            }
-            if !full {
-                break;
-            }
-        }
+                Ok(())
+            },
+        )?;
         Ok(seen
             .records
             .get(&brief)
@@ -71,6 +68,7 @@ mod tests {
     use agency_core::event::NewEvent;
     use agency_core::event::payload::SignoffVerify;
     use agency_store::conformance::sample_brief;
+    use agency_store::walk::PAGE;
     use agency_store::{NewRun, SqliteBlackboard};
 
     use super::*;

@@ -47,6 +47,7 @@ mod record;
 mod redacting;
 mod sessions;
 pub mod sqlite;
+pub mod walk;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;

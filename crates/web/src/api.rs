@@ -166,55 +166,47 @@ pub struct AmendmentRow {
 /// `path_amendment_decided` events. An event that does not read as its kind is an error, never skipped.
 fn amendments_of(store: &dyn agency_store::Blackboard, run: RunId) -> Result<Vec<AmendmentRow>, ApiError> {
     use agency_core::event::{EventKind, EventPayload};
+    use agency_store::walk::each_event_of_kinds;
     let mut rows: Vec<AmendmentRow> = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = store.events_of_kinds_after(
-            run,
-            &[EventKind::PathAmendment, EventKind::PathAmendmentDecided],
-            after,
-            500,
-        )?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        for event in &page {
-            match event.typed().map_err(|e| ApiError::internal(e.to_string()))? {
-                EventPayload::PathAmendment(p) => rows.push(AmendmentRow {
-                    seq: event.seq,
-                    workstream: p
-                        .amendment
-                        .as_ref()
-                        .map(|a| a.workstream.clone())
-                        .or(p.workstream.clone()),
-                    change: p.amendment.as_ref().map(|a| a.describe()),
-                    reason: p.reason,
-                    proposed_by: p.proposed_by,
-                    status: "proposed",
-                    decided_by: None,
-                    note: None,
-                    path_after: None,
-                }),
-                EventPayload::PathAmendmentDecided(d) => {
-                    if let Some(row) = rows
-                        .iter_mut()
-                        .find(|r| r.seq == d.amendment && r.status == "proposed")
-                    {
-                        row.status = if d.approved { "approved" } else { "rejected" };
-                        row.decided_by = Some(d.by);
-                        row.note = d.note;
-                        row.path_after = (!d.path_after.is_empty()).then(|| {
-                            d.path_after
-                                .iter()
-                                .map(|t| t.as_str())
-                                .collect::<Vec<_>>()
-                                .join("→")
-                        });
-                    }
+    let kinds = [EventKind::PathAmendment, EventKind::PathAmendmentDecided];
+    each_event_of_kinds::<ApiError>(store, run, &kinds, 0, |event| {
+        match event.typed().map_err(|e| ApiError::internal(e.to_string()))? {
+            EventPayload::PathAmendment(p) => rows.push(AmendmentRow {
+                seq: event.seq,
+                workstream: p
+                    .amendment
+                    .as_ref()
+                    .map(|a| a.workstream.clone())
+                    .or(p.workstream.clone()),
+                change: p.amendment.as_ref().map(|a| a.describe()),
+                reason: p.reason,
+                proposed_by: p.proposed_by,
+                status: "proposed",
+                decided_by: None,
+                note: None,
+                path_after: None,
+            }),
+            EventPayload::PathAmendmentDecided(d) => {
+                if let Some(row) = rows
+                    .iter_mut()
+                    .find(|r| r.seq == d.amendment && r.status == "proposed")
+                {
+                    row.status = if d.approved { "approved" } else { "rejected" };
+                    row.decided_by = Some(d.by);
+                    row.note = d.note;
+                    row.path_after = (!d.path_after.is_empty()).then(|| {
+                        d.path_after
+                            .iter()
+                            .map(|t| t.as_str())
+                            .collect::<Vec<_>>()
+                            .join("→")
+                    });
                 }
-                _ => {}
             }
+            _ => {}
         }
-    }
+        Ok(())
+    })?;
     Ok(rows)
 }
 

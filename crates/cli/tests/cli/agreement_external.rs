@@ -14,7 +14,7 @@ use agency_testkit::{FakeAnthropic, Reply};
 use serde_json::json;
 
 use crate::hook_support::e2e_client;
-use crate::run_external::{agency_run, branch_of};
+use crate::run_external::{agency_run, assert_offered_read_only, branch_of, tries_to_write_then_answers};
 use crate::support::{arithmetic_repo, events};
 
 /// The engine's restate script with the squad lead's draft and its answer to the agreement question cut
@@ -89,20 +89,7 @@ fn a_squad_lead_on_claude_code_corrects_an_implementers_extra_file_read_only() {
     );
     server.set_rule(
         "## The differences",
-        vec![
-            Reply::Blocks(vec![
-                Reply::tool_use(
-                    "Write",
-                    json!({"file_path": written, "content": "the question's agent wrote this"}),
-                ),
-                Reply::tool_use(
-                    "Bash",
-                    json!({"command": format!("touch {}", written.display()), "description": "write"}),
-                ),
-            ]),
-            Reply::tool_use("Grep", json!({"pattern": "mul.sh", "path": "."})),
-            Reply::text(answer),
-        ],
+        tries_to_write_then_answers(&written, "mul.sh", answer),
     );
     let env = [
         ("ANTHROPIC_BASE_URL", server.base_url()),
@@ -178,29 +165,7 @@ fn a_squad_lead_on_claude_code_corrects_an_implementers_extra_file_read_only() {
     for request in &requests {
         assert_eq!(request["model"], "claude-squad-7");
     }
-    for request in requests.iter().filter(|r| asked(r)) {
-        let mut tools: Vec<&str> = request["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap())
-            .collect();
-        tools.sort_unstable();
-        assert_eq!(tools, ["Glob", "Grep", "Read"]);
-    }
-    let results: Vec<String> = server
-        .tool_results()
-        .iter()
-        .map(|r| r["content"].to_string())
-        .collect();
-    for tool in ["Write", "Bash"] {
-        assert!(
-            results
-                .iter()
-                .any(|r| r.contains(&format!("No such tool available: {tool}"))),
-            "{results:#?}"
-        );
-    }
+    assert_offered_read_only(&server, requests.iter().filter(|r| asked(r)));
     assert!(
         !written.exists(),
         "the question's agent wrote {}",

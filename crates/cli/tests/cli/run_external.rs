@@ -306,6 +306,54 @@ pub fn branch_of(stdout: &str) -> String {
         .to_string()
 }
 
+/// What a read-only agent on Claude Code does in these tests once its prompt reaches the fake model: tries
+/// to write `written` (a `Write`, and a `Bash` touching it, in one turn), searches with `Grep` for
+/// `pattern`, then ends with `answer`. [`assert_offered_read_only`] checks what it was told.
+pub fn tries_to_write_then_answers(written: &Path, pattern: &str, answer: String) -> Vec<Reply> {
+    vec![
+        Reply::Blocks(vec![
+            Reply::tool_use(
+                "Write",
+                json!({"file_path": written, "content": "a read-only agent wrote this"}),
+            ),
+            Reply::tool_use(
+                "Bash",
+                json!({"command": format!("touch {}", written.display()), "description": "write"}),
+            ),
+        ]),
+        Reply::tool_use("Grep", json!({"pattern": pattern, "path": "."})),
+        Reply::text(answer),
+    ]
+}
+
+/// Asserts that each of `requests` offered the model only Claude Code's read-only tools, and that the
+/// agent of [`tries_to_write_then_answers`] was told it has no `Write` and no `Bash`.
+pub fn assert_offered_read_only<'a>(server: &FakeAnthropic, requests: impl IntoIterator<Item = &'a Value>) {
+    for request in requests {
+        let mut tools: Vec<&str> = request["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        tools.sort_unstable();
+        assert_eq!(tools, ["Glob", "Grep", "Read"]);
+    }
+    let results: Vec<String> = server
+        .tool_results()
+        .iter()
+        .map(|r| r["content"].to_string())
+        .collect();
+    for tool in ["Write", "Bash"] {
+        assert!(
+            results
+                .iter()
+                .any(|r| r.contains(&format!("No such tool available: {tool}"))),
+            "{results:#?}"
+        );
+    }
+}
+
 /// Codex as the implementer, on its tier's model from team.yaml (Codex's own default is another). Codex as
 /// the judge: `run_external_judge`.
 /// The key Codex's model is called with in `codex_implementer_teaches_back_in_its_sandbox_and_its_fix_merges`.
