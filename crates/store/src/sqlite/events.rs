@@ -1,5 +1,7 @@
 //! The event log: one table, one `seq` across all runs, append-only.
 
+use std::collections::HashSet;
+
 use agency_core::{BriefId, Event, EventKind, NewEvent, RunId};
 use rusqlite::{Connection, Row, params};
 
@@ -117,25 +119,41 @@ pub(super) fn after_in_run_sql() -> String {
 
 /// The briefs a run's events after `after_seq` name, each once.
 pub fn briefs_after(conn: &Connection, run: RunId, after_seq: i64) -> Result<Vec<BriefId>> {
-    let mut stmt = conn.prepare_cached(BRIEFS_AFTER)?;
-    let rows = stmt.query_map(params![id_text(&run.0), after_seq], |row| row.get::<_, String>(0))?;
-    rows.map(|id| Ok(BriefId(canon::parse_id("brief", &id?)?)))
+    distinct_texts(conn, BRIEFS_AFTER, run, after_seq)?
+        .iter()
+        .map(|id| Ok(BriefId(canon::parse_id("brief", id)?)))
         .collect()
 }
 
 pub(super) const BRIEFS_AFTER: &str =
-    "SELECT DISTINCT brief FROM events WHERE run = ?1 AND seq > ?2 AND brief IS NOT NULL";
+    "SELECT brief FROM events WHERE run = ?1 AND seq > ?2 AND brief IS NOT NULL";
 
-/// The workstreams of the briefs a run's events after `after_seq` name, each once: each brief looked up
-/// once by its key, however many events name it.
+/// The workstreams of the briefs a run's events after `after_seq` name, each once.
 pub fn workstreams_after(conn: &Connection, run: RunId, after_seq: i64) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare_cached(WORKSTREAMS_AFTER)?;
-    let rows = stmt.query_map(params![id_text(&run.0), after_seq], |row| row.get::<_, String>(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    distinct_texts(conn, WORKSTREAMS_AFTER, run, after_seq)
 }
 
-pub(super) const WORKSTREAMS_AFTER: &str = "SELECT DISTINCT workstream FROM briefs WHERE id IN \
-     (SELECT brief FROM events WHERE run = ?1 AND seq > ?2 AND brief IS NOT NULL)";
+pub(super) const WORKSTREAMS_AFTER: &str = "SELECT b.workstream FROM events e JOIN briefs b ON b.id = e.brief \
+     WHERE e.run = ?1 AND e.seq > ?2";
+
+/// The text of the first column of `sql`'s rows for `(run, after_seq)`, each value once, in the order
+/// first met. Made distinct here rather than by `DISTINCT` (or an `IN` subquery): SQLite answers those
+/// with a temporary b-tree, built and dropped with its own page cache on every call — most of such a
+/// read's cost when, as for the runner's passes, it is made many times over a few new rows.
+fn distinct_texts(conn: &Connection, sql: &str, run: RunId, after_seq: i64) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params![id_text(&run.0), after_seq])?;
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut found = Vec::new();
+    while let Some(row) = rows.next()? {
+        let text = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+        if !seen.contains(text) {
+            seen.insert(text.to_owned());
+            found.push(text.to_owned());
+        }
+    }
+    Ok(found)
+}
 
 /// The highest `seq` of one run's events, or 0.
 pub(super) const LAST_SEQ_OF_RUN: &str = "SELECT coalesce(max(seq), 0) FROM events WHERE run = ?1";

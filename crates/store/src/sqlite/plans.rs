@@ -117,18 +117,13 @@ fn check(store: &SqliteBlackboard) {
             ),
             (
                 events::BRIEFS_AFTER,
-                &[
-                    "SEARCH events USING INDEX events_run (run=? AND seq>?)",
-                    "USE TEMP B-TREE FOR DISTINCT",
-                ],
+                &["SEARCH events USING INDEX events_run (run=? AND seq>?)"],
             ),
             (
                 events::WORKSTREAMS_AFTER,
                 &[
-                    "SEARCH briefs USING INDEX sqlite_autoindex_briefs_1 (id=?)",
-                    "LIST SUBQUERY 1",
-                    "SEARCH events USING INDEX events_run (run=? AND seq>?)",
-                    "USE TEMP B-TREE FOR DISTINCT",
+                    "SEARCH e USING INDEX events_run (run=? AND seq>?)",
+                    "SEARCH b USING INDEX sqlite_autoindex_briefs_1 (id=?)",
                 ],
             ),
             (
