@@ -207,7 +207,7 @@ async fn pass(
     // Significant agreement mismatches found in this pass (or left unasked by a runner that stopped) are
     // put to the tier that handed the work over; a mismatch that stands goes on the next gate to open.
     progressed |= crate::agreement::confirm_pending(engine, run).await?;
-    let judged = judged_squads(engine, &verifying, families)?;
+    let judged = judged_squads(engine, &verifying, touched.as_deref(), families)?;
     if !judged.is_empty() {
         progressed |= crate::handover::joint_verdicts(engine, &judged).await?;
     }
@@ -228,15 +228,19 @@ async fn pass(
 
 /// The squads (parent brief, workstream) whose round is fully judged — each current task's verifier
 /// `verifying`, or `done` from an earlier round — so a joint verdict is due. Looks only at the squads of
-/// the verifiers that are `verifying` now, one read of each squad's tasks.
+/// the verifiers that are `verifying` now, and of those only at the squads of the workstreams `touched`
+/// since the last pass (`None`: all): a squad whose workstream logged nothing since was answered then, and
+/// nothing of its round has moved. One read of each squad's tasks.
 fn judged_squads(
     engine: &Engine,
     verifying: &[Brief],
+    touched: Option<&HashSet<String>>,
     families: &mut Families,
 ) -> Result<Vec<(BriefId, String)>> {
     let judged: HashSet<BriefId> = verifying
         .iter()
         .filter(|b| b.tier == Tier::T5)
+        .filter(|b| touched.is_none_or(|t| t.contains(&b.workstream)))
         .filter_map(|b| b.parent)
         .collect();
     let mut squads: Vec<(BriefId, String)> = Vec::new();
