@@ -2,7 +2,8 @@
 //! queued as significant mismatches are found, and found again on the blackboard after a runner stopped
 //! between recording a question and its answer. Also the implementers' teachbacks decided since the last
 //! pass ([`Asks::decided_teachbacks`]), whose restatements the T3→T4 check reads — each once, across a
-//! restart too. Kept apart from `agreement.rs` so the runner's state can hold them without importing the
+//! restart too — and what each squad's draft declared ([`Asks::handed`]), which the T3→T4 and T4→T5
+//! checks compare them with. Kept apart from `agreement.rs` so the runner's state can hold them without importing the
 //! checks (which import the runner).
 
 use std::collections::{HashMap, HashSet};
