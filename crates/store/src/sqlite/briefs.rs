@@ -202,25 +202,28 @@ pub fn count(
     tier: Option<Tier>,
     statuses: &[BriefStatus],
 ) -> Result<u64> {
+    let id = of.id_text();
+    let tier = tier.map(|t| t.as_str());
     let wanted: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
-    let mut stmt = conn.prepare_cached(&count_sql(of.column()))?;
-    let n: i64 = stmt.query_row(
-        params![
-            of.id_text(),
-            workstream,
-            tier.map(|t| t.as_str()),
-            json_text(&wanted)?
-        ],
-        |row| row.get(0),
-    )?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = vec![&id, &workstream, &tier];
+    values.extend(wanted.iter().map(|s| s as &dyn rusqlite::ToSql));
+    let mut stmt = conn.prepare_cached(&count_sql(of.column(), wanted.len()))?;
+    let n: i64 = stmt.query_row(values.as_slice(), |row| row.get(0))?;
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
-pub(super) fn count_sql(column: &str) -> String {
-    format!(
-        "SELECT COUNT(*) FROM briefs WHERE {column} = ?1 AND workstream = ?2 AND (?3 IS NULL OR tier = ?3) \
-         AND (?4 = '[]' OR status IN (SELECT value FROM json_each(?4)))"
-    )
+/// The count of [`count`] for `statuses` statuses (any status, when 0). The statuses are bound one by one,
+/// `IN (?4, ?5, …)`, one statement per length: an `IN (SELECT value FROM json_each(…))` made SQLite build
+/// a temporary index and a Bloom filter on every call, most of a count's cost.
+pub(super) fn count_sql(column: &str, statuses: usize) -> String {
+    let mut sql = format!(
+        "SELECT COUNT(*) FROM briefs WHERE {column} = ?1 AND workstream = ?2 AND (?3 IS NULL OR tier = ?3)"
+    );
+    if statuses > 0 {
+        let marks: Vec<String> = (4..4 + statuses).map(|n| format!("?{n}")).collect();
+        sql.push_str(&format!(" AND status IN ({})", marks.join(", ")));
+    }
+    sql
 }
 
 /// Compare-and-set of the status, with the caller's event; the brief as it is now.
