@@ -13,6 +13,7 @@ use crate::brief::{Brief, BriefStatus};
 use crate::ids::{BriefId, RunId};
 use crate::tier::Tier;
 
+pub mod amendments;
 pub mod payload;
 
 pub use payload::{EventPayload, PayloadError};

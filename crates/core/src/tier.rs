@@ -61,6 +61,11 @@ impl Tier {
     }
 }
 
+/// A path of tiers in words: `t3→t4→t5`.
+pub fn path_text(path: &[Tier]) -> String {
+    path.iter().map(|t| t.as_str()).collect::<Vec<_>>().join("→")
+}
+
 impl fmt::Display for Tier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -17,11 +17,13 @@ use agency_exec::process;
 use agency_store::Run;
 use serde_json::json;
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use agency_core::config::ForgeConfig;
 use agency_exec::git::Repo;
 use agency_store::Blackboard;
+use agency_store::walk::walk_events_of_kinds_in_pages;
 
 use crate::http::{HttpError, post_json};
 
@@ -148,34 +150,36 @@ fn facts(store: &dyn Blackboard, run: &Run) -> RunFacts {
 }
 
 /// Hands each event of `kinds` after `after` to `each` with its payload, oldest first, `limit` a read,
-/// until `each` says stop. A record that does not read is left out of the pull request's text (it never decides anything
-/// here: the run already succeeded), and said in the run's log.
+/// until `each` says stop. A record that does not read is left out of the pull request's text (it never
+/// decides anything here: the run already succeeded), and said in the run's log; a read that fails ends the
+/// walk with what was read (the pull request is opened with the facts found).
 fn read_kinds(
     store: &dyn Blackboard,
     run: &Run,
     kinds: &[EventKind],
-    (mut after, limit): (i64, usize),
+    (after, limit): (i64, usize),
     facts: &mut RunFacts,
     mut each: impl FnMut(&mut RunFacts, &agency_core::event::Event, EventPayload) -> bool,
 ) {
-    while let Ok(page) = store.events_of_kinds_after(run.id, kinds, after, limit) {
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        let full = page.len() == limit;
-        for event in page {
-            match event.typed() {
-                Ok(payload) => {
-                    if !each(facts, &event, payload) {
-                        return;
-                    }
+    let _ = walk_events_of_kinds_in_pages::<agency_store::StoreError>(
+        store,
+        run.id,
+        kinds,
+        after,
+        limit,
+        |event| {
+            Ok(match event.typed() {
+                Ok(payload) => match each(facts, &event, payload) {
+                    true => ControlFlow::Continue(()),
+                    false => ControlFlow::Break(()),
+                },
+                Err(error) => {
+                    facts.unreadable.push(format!("event {}: {error}", event.seq));
+                    ControlFlow::Continue(())
                 }
-                Err(error) => facts.unreadable.push(format!("event {}: {error}", event.seq)),
-            }
-        }
-        if !full {
-            break;
-        }
-    }
+            })
+        },
+    );
 }
 
 /// Pushes the integration branch and opens the pull request, once per run. Never fails the run: whatever

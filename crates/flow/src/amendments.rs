@@ -22,6 +22,9 @@ use agency_core::Tier;
 use agency_core::event::payload::PathChange;
 use agency_core::tiers::{EXTRA_PASS_PREFIX, extra_pass_index};
 
+/// A path in words: `t3→t4→t5` (the one spelling, shared with the records' readers).
+pub use agency_core::tier::path_text;
+
 /// Why a proposed change cannot apply to a path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AmendmentError {
@@ -99,11 +102,6 @@ pub enum AmendmentError {
         /// The tiers already started.
         passed: String,
     },
-}
-
-/// A path in words: `t3→t4→t5`.
-pub fn path_text(path: &[Tier]) -> String {
-    path.iter().map(|t| t.as_str()).collect::<Vec<_>>().join("→")
 }
 
 /// The passes of `path` (everything before its final `t5`), each a strictly downward run of tiers.

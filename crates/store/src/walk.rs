@@ -17,14 +17,28 @@ pub fn walk_events_of_kinds<E: From<StoreError>>(
     store: &dyn Blackboard,
     run: RunId,
     kinds: &[EventKind],
+    after: i64,
+    each: impl FnMut(Event) -> Result<ControlFlow<()>, E>,
+) -> Result<i64, E> {
+    walk_events_of_kinds_in_pages(store, run, kinds, after, PAGE, each)
+}
+
+/// [`walk_events_of_kinds`], reading `page` events at a time: for a walk that usually stops after a few
+/// (a reader of a long log's first lines), where a page of [`PAGE`] would be read and decoded for nothing.
+pub fn walk_events_of_kinds_in_pages<E: From<StoreError>>(
+    store: &dyn Blackboard,
+    run: RunId,
+    kinds: &[EventKind],
     mut after: i64,
+    page: usize,
     mut each: impl FnMut(Event) -> Result<ControlFlow<()>, E>,
 ) -> Result<i64, E> {
+    let page = page.max(1);
     loop {
-        let page = store.events_of_kinds_after(run, kinds, after, PAGE)?;
+        let events = store.events_of_kinds_after(run, kinds, after, page)?;
         // A short page is the end of the log as it stands: no read just to find it empty.
-        let full = page.len() == PAGE;
-        for event in page {
+        let full = events.len() == page;
+        for event in events {
             after = event.seq;
             if each(event)?.is_break() {
                 return Ok(after);
@@ -116,5 +130,63 @@ mod tests {
         })
         .unwrap();
         assert_eq!((stopped, handed), (seqs[2], 3));
+    }
+
+    /// Small pages: the walk crosses them in order (a last page just full is followed by one empty read),
+    /// reads no further once it breaks, and a page of 0 reads one at a time rather than never ending.
+    #[test]
+    fn small_pages_are_crossed_in_order_and_a_break_reads_no_further() {
+        let store = SqliteBlackboard::open_in_memory().unwrap();
+        let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
+        let seqs: Vec<i64> = (0..9)
+            .map(|n| {
+                store
+                    .append_event(NewEvent::log(run, "info", format!("line {n}")))
+                    .unwrap()
+                    .seq
+            })
+            .collect();
+        for page in [0, 1, 3, 4, 9, 20] {
+            let mut seen = Vec::new();
+            let last = walk_events_of_kinds_in_pages::<StoreError>(
+                &store,
+                run,
+                &[EventKind::Log],
+                0,
+                page,
+                |event| {
+                    seen.push(event.seq);
+                    Ok(ControlFlow::Continue(()))
+                },
+            )
+            .unwrap();
+            assert_eq!(
+                (seen.as_slice(), last),
+                (seqs.as_slice(), seqs[8]),
+                "pages of {page}"
+            );
+            let mut handed = Vec::new();
+            let stopped = walk_events_of_kinds_in_pages::<StoreError>(
+                &store,
+                run,
+                &[EventKind::Log],
+                seqs[1],
+                page,
+                |event| {
+                    handed.push(event.seq);
+                    Ok(if handed.len() == 4 {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    })
+                },
+            )
+            .unwrap();
+            assert_eq!(
+                (handed.as_slice(), stopped),
+                (&seqs[2..6], seqs[5]),
+                "pages of {page}"
+            );
+        }
     }
 }

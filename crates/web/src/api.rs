@@ -163,51 +163,46 @@ pub struct AmendmentRow {
 }
 
 /// Every path amendment of `run` with its decision, read from its `path_amendment` and
-/// `path_amendment_decided` events. An event that does not read as its kind is an error, never skipped.
+/// `path_amendment_decided` events and folded as the runner folds them
+/// ([`agency_core::event::amendments::fold`]). An event that does not read as its kind is an error, never
+/// skipped.
 fn amendments_of(store: &dyn agency_store::Blackboard, run: RunId) -> Result<Vec<AmendmentRow>, ApiError> {
-    use agency_core::event::{EventKind, EventPayload};
+    use agency_core::event::EventKind;
+    use agency_core::event::amendments::{Recorded, fold};
+    use agency_core::tier::path_text;
     use agency_store::walk::each_event_of_kinds;
-    let mut rows: Vec<AmendmentRow> = Vec::new();
+    let mut found: Vec<Recorded> = Vec::new();
     let kinds = [EventKind::PathAmendment, EventKind::PathAmendmentDecided];
     each_event_of_kinds::<ApiError>(store, run, &kinds, 0, |event| {
-        match event.typed().map_err(|e| ApiError::internal(e.to_string()))? {
-            EventPayload::PathAmendment(p) => rows.push(AmendmentRow {
-                seq: event.seq,
-                workstream: p
-                    .amendment
-                    .as_ref()
-                    .map(|a| a.workstream.clone())
-                    .or(p.workstream.clone()),
-                change: p.amendment.as_ref().map(|a| a.describe()),
-                reason: p.reason,
-                proposed_by: p.proposed_by,
-                status: "proposed",
-                decided_by: None,
-                note: None,
-                path_after: None,
-            }),
-            EventPayload::PathAmendmentDecided(d) => {
-                if let Some(row) = rows
-                    .iter_mut()
-                    .find(|r| r.seq == d.amendment && r.status == "proposed")
-                {
-                    row.status = if d.approved { "approved" } else { "rejected" };
-                    row.decided_by = Some(d.by);
-                    row.note = d.note;
-                    row.path_after = (!d.path_after.is_empty()).then(|| {
-                        d.path_after
-                            .iter()
-                            .map(|t| t.as_str())
-                            .collect::<Vec<_>>()
-                            .join("→")
-                    });
-                }
-            }
-            _ => {}
-        }
-        Ok(())
+        fold(&mut found, &event).map_err(|e| ApiError::internal(e.to_string()))
     })?;
-    Ok(rows)
+    Ok(found
+        .into_iter()
+        .map(|r| {
+            let workstream = r.workstream().map(str::to_string);
+            let change = r.proposal.amendment.as_ref().map(|a| a.describe());
+            let (status, decided_by, note, path_after) = match r.decision {
+                None => ("proposed", None, None, None),
+                Some(d) => (
+                    if d.approved { "approved" } else { "rejected" },
+                    Some(d.by),
+                    d.note,
+                    (!d.path_after.is_empty()).then(|| path_text(&d.path_after)),
+                ),
+            };
+            AmendmentRow {
+                seq: r.seq,
+                workstream,
+                change,
+                reason: r.proposal.reason,
+                proposed_by: r.proposal.proposed_by,
+                status,
+                decided_by,
+                note,
+                path_after,
+            }
+        })
+        .collect())
 }
 
 /// `GET /api/runs/{run}`: the run, its briefs in creation order, and its gates (pending ones first).

@@ -750,7 +750,7 @@ payload_struct! {
 impl PathChange {
     /// The change in words: `add t3 before t5` or `shallower path t4→t5 (reason)`.
     pub fn describe(&self) -> String {
-        let path = |tiers: &[Tier]| tiers.iter().map(|t| t.as_str()).collect::<Vec<_>>().join("→");
+        let path = crate::tier::path_text;
         match &self.shallower_path {
             Some(shallower) => format!(
                 "shallower path {} ({})",
