@@ -106,19 +106,25 @@ mod tests {
         assert_eq!(again, last, "a walk with nothing new stays where it was");
     }
 
-    /// A walk that breaks stops at once and returns the `seq` it stopped at.
-    #[test]
-    fn a_break_stops_the_walk_where_it_is() {
+    /// A blackboard with one run of `n` log lines, and their `seq`s.
+    fn log_lines(n: usize) -> (SqliteBlackboard, RunId, Vec<i64>) {
         let store = SqliteBlackboard::open_in_memory().unwrap();
         let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
-        let seqs: Vec<i64> = (0..5)
-            .map(|_| {
+        let seqs = (0..n)
+            .map(|i| {
                 store
-                    .append_event(NewEvent::log(run, "info", "a line"))
+                    .append_event(NewEvent::log(run, "info", format!("line {i}")))
                     .unwrap()
                     .seq
             })
             .collect();
+        (store, run, seqs)
+    }
+
+    /// A walk that breaks stops at once and returns the `seq` it stopped at.
+    #[test]
+    fn a_break_stops_the_walk_where_it_is() {
+        let (store, run, seqs) = log_lines(5);
         let mut handed = 0;
         let stopped = walk_events_of_kinds::<StoreError>(&store, run, &[EventKind::Log], 0, |event| {
             handed += 1;
@@ -136,16 +142,7 @@ mod tests {
     /// reads no further once it breaks, and a page of 0 reads one at a time rather than never ending.
     #[test]
     fn small_pages_are_crossed_in_order_and_a_break_reads_no_further() {
-        let store = SqliteBlackboard::open_in_memory().unwrap();
-        let run = store.create_run(NewRun::new("goal", "/repo")).unwrap().id;
-        let seqs: Vec<i64> = (0..9)
-            .map(|n| {
-                store
-                    .append_event(NewEvent::log(run, "info", format!("line {n}")))
-                    .unwrap()
-                    .seq
-            })
-            .collect();
+        let (store, run, seqs) = log_lines(9);
         for page in [0, 1, 3, 4, 9, 20] {
             let mut seen = Vec::new();
             let last = walk_events_of_kinds_in_pages::<StoreError>(

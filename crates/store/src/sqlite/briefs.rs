@@ -7,7 +7,9 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, Row, params};
 
 use super::events;
-use super::rows::{Cols, Refused, execute, id_text, insert as insert_row, json_text, query_opt, ts_text};
+use super::rows::{
+    Cols, Refused, execute, id_text, insert as insert_row, json_text, numbered_marks, query_opt, ts_text,
+};
 use super::typed_id::require_run;
 use crate::canon::{self, BriefsOf};
 use crate::clock::Clock;
@@ -220,8 +222,7 @@ pub(super) fn count_sql(column: &str, statuses: usize) -> String {
         "SELECT COUNT(*) FROM briefs WHERE {column} = ?1 AND workstream = ?2 AND (?3 IS NULL OR tier = ?3)"
     );
     if statuses > 0 {
-        let marks: Vec<String> = (4..4 + statuses).map(|n| format!("?{n}")).collect();
-        sql.push_str(&format!(" AND status IN ({})", marks.join(", ")));
+        sql.push_str(&format!(" AND status IN ({})", numbered_marks(4, statuses)));
     }
     sql
 }

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use agency_core::{BriefId, Event, EventKind, NewEvent, RunId};
 use rusqlite::{Connection, Row, params};
 
-use super::rows::{Cols, Refused, id_text, insert, json_text, query_value, ts_text};
+use super::rows::{Cols, Refused, id_text, insert, json_text, numbered_marks, query_value, ts_text};
 use super::typed_id::require_run;
 use crate::canon;
 use crate::error::Result;
@@ -106,10 +106,9 @@ pub fn of_kinds_after(
 
 /// The statement of [`of_kinds_after`] for `n` kinds.
 pub(super) fn of_kinds_after_sql(n: usize) -> String {
-    let kinds: Vec<String> = (0..n).map(|i| format!("?{}", i + 4)).collect();
     format!(
         "SELECT {COLUMNS} FROM events WHERE run = ?1 AND seq > ?2 AND kind IN ({}) ORDER BY seq LIMIT ?3",
-        kinds.join(", ")
+        numbered_marks(4, n)
     )
 }
 

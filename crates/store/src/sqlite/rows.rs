@@ -157,6 +157,16 @@ impl<'a> Cols<'a> {
     }
 }
 
+/// `n` numbered parameters from `?first` on, for an `IN (…)` list bound value by value: `?4, ?5, ?6`.
+/// One statement per length, each prepared once; a list passed as one JSON parameter and read back with
+/// `json_each` made SQLite build a temporary index on every call.
+pub fn numbered_marks(first: usize, n: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Runs a statement that returns no rows, prepared once per connection (the runner writes the same few
 /// statements thousands of times in a run; parsing them each time was a tenth of its CPU).
 pub fn execute<P: rusqlite::Params>(conn: &rusqlite::Connection, sql: &str, params: P) -> Result<usize> {
