@@ -19,8 +19,8 @@ pub mod worktree;
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::process::{self, CommandSpec, EnvPolicy, Output, ProcessError};
 
@@ -152,6 +152,49 @@ pub struct Repo {
     options: GitOptions,
     /// The environment of every git process, made once from `options` and shared by all of them.
     env: Arc<EnvPolicy>,
+    /// When the common directory's lock files were last looked for, shared by every handle on the
+    /// repository's work trees (see [`Repo::run`]).
+    lock_look: Arc<LockLook>,
+}
+
+/// When a repository's lock files ([`locks::WATCHED`]) are looked for before a git command: at the first
+/// command, then at most once every [`LockLook::INTERVAL`], and before the command after one of ours that
+/// was killed, died of a signal or took as long as git waits on a lock (so it may have left one, or waited
+/// on one). A runner starts git a few hundred times a second; four `stat`s before each were about one
+/// per cent of its CPU, and a lock that appears between two looks costs at most one command's wait.
+#[derive(Debug, Default)]
+struct LockLook {
+    /// `None` before the first look and after a command that may have left a lock.
+    last: Mutex<Option<Instant>>,
+}
+
+impl LockLook {
+    /// The longest time between two looks.
+    const INTERVAL: Duration = Duration::from_secs(1);
+
+    /// A command that ran this long may have waited on a lock: git waits a second on `packed-refs.lock`
+    /// (`core.packedRefsTimeout`) before it gives up or goes on.
+    const SLOW: Duration = Duration::from_millis(900);
+
+    /// Whether to look now; if so, the look is counted as made.
+    fn due(&self, now: Instant) -> bool {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        match *last {
+            Some(at) if now.saturating_duration_since(at) < Self::INTERVAL => false,
+            _ => {
+                *last = Some(now);
+                true
+            }
+        }
+    }
+
+    /// After a git command: look before the next one if this one may have left or met a lock.
+    fn after(&self, output: &Output) {
+        let abnormal = output.exit_code.is_none() || output.timed_out || output.cancelled;
+        if abnormal || output.duration >= Self::SLOW {
+            *self.last.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        }
+    }
 }
 
 impl Repo {
@@ -167,6 +210,7 @@ impl Repo {
             common_dir: PathBuf::new(),
             env: Arc::new(git_env(&options)),
             options,
+            lock_look: Arc::default(),
         }
     }
 
@@ -210,6 +254,7 @@ impl Repo {
             common_dir,
             options: probe.options,
             env: probe.env,
+            lock_look: probe.lock_look,
         })
     }
 
@@ -371,21 +416,26 @@ impl Repo {
         self.run_git(&["maintenance", "run", "--auto"]).map(drop)
     }
 
-    /// Runs git here and returns how it ended, failed or not; only a timeout is an error. A command that
-    /// failed on a lock file a dead git left behind is run once more after the lock is removed, when it is
-    /// provably stale ([`locks`]).
+    /// Runs git here and returns how it ended, failed or not; only a timeout is an error. The common
+    /// directory's lock files are looked for first when a look is due ([`LockLook`]), and a stale one is
+    /// removed; a command that failed on a lock file a dead git left behind is run once more after the lock
+    /// is removed, when it is provably stale ([`locks`]).
     pub(crate) fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, GitError> {
         let spec = self.git_spec(args);
         if self.common_dir.as_os_str().is_empty() {
             return self.in_time(args, process::run(&spec)?);
         }
-        for name in locks::WATCHED {
-            let lock = self.common_dir.join(name);
-            if std::fs::symlink_metadata(&lock).is_ok() {
-                locks::clear_if_stale(&lock, &self.common_dir, &self.root);
+        if self.lock_look.due(Instant::now()) {
+            for name in locks::WATCHED {
+                let lock = self.common_dir.join(name);
+                if std::fs::symlink_metadata(&lock).is_ok() {
+                    locks::clear_if_stale(&lock, &self.common_dir, &self.root);
+                }
             }
         }
-        let output = self.in_time(args, process::run(&spec)?)?;
+        let output = process::run(&spec)?;
+        self.lock_look.after(&output);
+        let output = self.in_time(args, output)?;
         if output.success() {
             return Ok(output);
         }
@@ -570,18 +620,21 @@ fn join_args<S: AsRef<OsStr>>(args: &[S]) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_stale_packed_refs_lock_is_removed_before_the_command_that_would_wait_on_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repo::init(dir.path(), "main", GitOptions::default()).unwrap();
+    /// A repository with a branch `doomed` to delete, and where its `packed-refs.lock` goes.
+    fn repo_with_doomed_branch(dir: &Path) -> (Repo, PathBuf) {
+        let repo = Repo::init(dir, "main", GitOptions::default()).unwrap();
         repo.run_git(&["commit", "--quiet", "--allow-empty", "-m", "start"])
             .unwrap();
         repo.create_branch("doomed", "main").unwrap();
         let lock = repo.common_dir().join("packed-refs.lock");
-        std::fs::write(&lock, "").unwrap();
-        let started = std::time::Instant::now();
+        (repo, lock)
+    }
+
+    /// Deletes `doomed` and checks that git did not wait on the lock (it waits a second before it gives
+    /// up), that the lock is gone and that its removal was noticed.
+    fn delete_without_waiting(repo: &Repo, lock: &Path) {
+        let started = Instant::now();
         repo.delete_branch("doomed", true).unwrap();
-        // git waits a second on the lock before it gives up; removed first, it does not wait.
         assert!(
             started.elapsed() < Duration::from_millis(900),
             "{:?}",
@@ -594,6 +647,71 @@ mod tests {
             notices.iter().any(|n| n.contains(&lock.display().to_string())),
             "{notices:?}"
         );
+    }
+
+    #[test]
+    fn a_stale_lock_is_removed_before_the_first_command_of_a_handle() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, lock) = repo_with_doomed_branch(dir.path());
+        std::fs::write(&lock, "").unwrap();
+        let repo = Repo::open(dir.path(), GitOptions::default()).unwrap();
+        delete_without_waiting(&repo, &lock);
+    }
+
+    #[test]
+    fn a_stale_lock_left_after_the_last_look_is_removed_at_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, lock) = repo_with_doomed_branch(dir.path());
+        std::fs::write(&lock, "").unwrap();
+        std::thread::sleep(LockLook::INTERVAL);
+        delete_without_waiting(&repo, &lock);
+    }
+
+    #[test]
+    fn locks_are_looked_for_once_an_interval_and_after_a_command_that_may_have_left_one() {
+        let look = LockLook::default();
+        let start = Instant::now();
+        assert!(look.due(start), "the first command looks");
+        assert!(!look.due(start + Duration::from_millis(10)));
+        assert!(look.due(start + LockLook::INTERVAL));
+        let quick = Output {
+            exit_code: Some(1),
+            signal: None,
+            timed_out: false,
+            cancelled: false,
+            duration: Duration::from_millis(5),
+            stdout: Default::default(),
+            stderr: Default::default(),
+            pipes_held_open: false,
+        };
+        look.after(&quick);
+        assert!(
+            !look.due(start + LockLook::INTERVAL),
+            "a quick failure leaves no lock"
+        );
+        for may_have in [
+            Output {
+                exit_code: None,
+                signal: Some(9),
+                ..quick.clone()
+            },
+            Output {
+                timed_out: true,
+                ..quick.clone()
+            },
+            Output {
+                cancelled: true,
+                ..quick.clone()
+            },
+            Output {
+                exit_code: Some(0),
+                duration: LockLook::SLOW,
+                ..quick.clone()
+            },
+        ] {
+            look.after(&may_have);
+            assert!(look.due(start + LockLook::INTERVAL), "{may_have:?}");
+        }
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! that file fails — `packed-refs.lock` after waiting a second each time, which turned a 4 s run into 45 s
 //! with no message at all.
 //!
-//! Before each git command of agency's, the common git directory's `packed-refs.lock`, `index.lock`,
-//! `HEAD.lock` and `config.lock` are looked for (a `stat` each); and when a command fails on a lock
+//! Before a git command of agency's, the common git directory's `packed-refs.lock`, `index.lock`,
+//! `HEAD.lock` and `config.lock` are looked for (a `stat` each) — before the first command of a handle on
+//! the repository, then at most once a second, and before the command after one that was killed, died of a
+//! signal or took as long as git waits on a lock (`Repo::run`) — and when a command fails on a lock
 //! (`Unable to create '….lock': File exists`), that lock is looked at, and the command run once more if it
 //! was removed. A lock is removed only when it is **provably stale**: it lies
 //! inside this repository's common git directory, and no live git process on this machine works in this
@@ -171,7 +173,7 @@ pub(crate) fn clear_if_stale(lock: &Path, common_dir: &Path, root: &Path) -> (Lo
 
 /// The lock files in a repository's common git directory that a git which died leaves in the way of
 /// commands that otherwise succeed after waiting (`packed-refs.lock` costs every ref creation a second or
-/// two), checked before each git command.
+/// two), looked for before git commands (see the module docs for when).
 pub(crate) const WATCHED: [&str; 4] = ["packed-refs.lock", "index.lock", "HEAD.lock", "config.lock"];
 
 /// Which file is at `path` (device, inode, modification time), if any.

@@ -182,6 +182,7 @@ impl Repo {
                 common_dir: self.common_dir.clone(),
                 options: self.options.clone(),
                 env: self.env.clone(),
+                lock_look: self.lock_look.clone(),
             }),
             None => self.open_other(path),
         }
