@@ -4,6 +4,11 @@
 # each build's mean and spread and B's difference from A. Runs in turn, because this machine's speed drifts
 # over minutes: one run of each, an hour apart, says nothing (docs/performance.md, *Figures*).
 #
+# It also prints B's difference in the runner's CPU divided by git's (the CPU of the git processes the run
+# started, which both builds start alike): the machine's drift moves both, so the ratio of one run spreads
+# about a fifth as much as the runner's CPU alone (±1.3 % against ±7 % in five runs at 10,000 briefs on
+# 2026-11-28). It compares builds that start the same git commands; it is not a figure to quote alone.
+#
 #   bench/ab.sh /work/bench-before /work/bench-after 1000
 #   RUNS=2 bench/ab.sh old/agency-bench new/agency-bench 10000
 #
@@ -35,11 +40,15 @@ for run in $(seq 1 "$runs"); do
       "$(echo "$line" | field peak_rss_mb)" "$(echo "$line" | field wall_s)" "$(echo "$line" | field child_cpu_s)" \
       "$status"
     [ "$status" = succeeded ] || { echo "bench/ab.sh: run $run of $side ended $status" >&2; exit 1; }
-    echo "$side $us" >> "$results"
+    # The runner's CPU over git's: both move with the machine's speed, their ratio much less (see below).
+    ratio=$(awk -v r="$(echo "$line" | field runner_cpu_s)" -v g="$(echo "$line" | field child_cpu_s)" \
+      'BEGIN { if (g > 0) printf "%.5f", r / g; else print 0 }')
+    echo "$side $us $ratio" >> "$results"
   done
 done
 awk '
-  { n[$1]++; sum[$1] += $2; if (!($1 in lo) || $2 < lo[$1]) lo[$1] = $2; if ($2 > hi[$1]) hi[$1] = $2 }
+  { n[$1]++; sum[$1] += $2; ratio[$1] += $3
+    if (!($1 in lo) || $2 < lo[$1]) lo[$1] = $2; if ($2 > hi[$1]) hi[$1] = $2 }
   END {
     split("A B", sides, " ")
     for (i = 1; i <= 2; i++) {
@@ -49,6 +58,8 @@ awk '
     if (n["A"] && n["B"]) {
       a = sum["A"] / n["A"]; b = sum["B"] / n["B"]
       printf "B - A: %+.0f us/brief (%+.1f%%)\n", b - a, 100 * (b - a) / a
+      ra = ratio["A"] / n["A"]; rb = ratio["B"] / n["B"]
+      if (ra > 0) printf "B - A against git'"'"'s CPU: runner/git %.4f and %.4f (%+.1f%%)\n", ra, rb, 100 * (rb - ra) / ra
     }
   }' "$results"
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -31,12 +31,13 @@ use std::time::{Duration, Instant};
 
 use agency_core::Tier;
 use agency_core::config::TeamConfig;
+use agency_core::redact::Redactor;
 use agency_engine::budget::BlackboardSink;
 use agency_engine::{Engine, EngineOptions};
 use agency_exec::runtime::{AgentLimits, Runtime};
 use agency_exec::{GitOptions, Repo};
 use agency_llm::{BudgetLedger, CancelToken, Metered, Provider, Script, ScriptedProvider, UsageSink};
-use agency_store::{Blackboard, SqliteBlackboard};
+use agency_store::{Blackboard, RedactingBlackboard, SqliteBlackboard};
 
 use crate::measure::Sample;
 use crate::runtime::InstantRuntime;
@@ -162,7 +163,9 @@ fn bench(args: &Args) -> Result<(), String> {
     let repo = Repo::init(&root, "main", GitOptions::default()).map_err(|e| e.to_string())?;
     repo.commit_all("bench base").map_err(|e| e.to_string())?;
     let sqlite = Arc::new(SqliteBlackboard::open(dir.join("agency.db")).map_err(|e| e.to_string())?);
-    let store: Arc<dyn Blackboard> = sqlite.clone();
+    // As the CLI opens it: everything written is redacted on its way in.
+    let redactor = Redactor::from_process_env(&TeamConfig::default().secret_env_names());
+    let store: Arc<dyn Blackboard> = RedactingBlackboard::wrap(sqlite.clone(), redactor);
 
     let mut config = TeamConfig::default();
     config.runner.concurrency = args.concurrency;

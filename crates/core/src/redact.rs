@@ -18,7 +18,7 @@
 //! log, notifications, a pull request's body) serves only redacted text.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
@@ -150,11 +150,41 @@ struct Secret {
 }
 
 /// Replaces known secret values and well-known token shapes in text, JSON and bytes. Cheap to clone; pure.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Redactor {
     // Longest first, so a secret that contains another is replaced whole.
     secrets: Vec<Secret>,
+    /// What [`Redactor::may_redact_json`] looks for, made at its first use after the secrets last changed.
+    clues: Arc<OnceLock<Option<regex::bytes::Regex>>>,
 }
+
+impl PartialEq for Redactor {
+    fn eq(&self, other: &Self) -> bool {
+        self.secrets == other.secrets
+    }
+}
+
+impl Eq for Redactor {}
+
+/// The literal start of every token shape ([`TokenShape::pattern`]): a text in which none appears holds no
+/// token shape.
+const SHAPE_STARTS: [&str; 11] = [
+    "sk-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xox",
+    "AKIA",
+    "ASIA",
+    "-----BEGIN",
+];
+
+/// The JSON escapes that can spell any character in others (`\u0073k-…` is `sk-…` once parsed, and `\/` a
+/// `/`): a text with either is redacted the slow way.
+const SPELLING_ESCAPES: [&str; 2] = ["\\u", "\\/"];
 
 impl std::fmt::Debug for Redactor {
     // Never the values themselves.
@@ -173,7 +203,10 @@ impl Default for Redactor {
 impl Redactor {
     /// A redactor that knows no values: token shapes only.
     pub fn shapes_only() -> Self {
-        Redactor { secrets: Vec::new() }
+        Redactor {
+            secrets: Vec::new(),
+            clues: Arc::default(),
+        }
     }
 
     /// Redacts each `(name, value)` given, whatever the name (values shorter than [`MIN_SECRET_LEN`]
@@ -224,6 +257,7 @@ impl Redactor {
                 .cmp(&a.value.len())
                 .then_with(|| a.name.cmp(&b.name))
         });
+        self.clues = Arc::default();
     }
 
     /// The names of the values it redacts (for a log line saying what is covered; never the values).
@@ -314,6 +348,44 @@ impl Redactor {
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => false,
         }
+    }
+
+    /// Whether [`Redactor::redact_json`] could replace anything in the document `json` is the text of, or
+    /// [`Redactor::redact_bytes`] anything in `json` itself: `false` only when neither could, so that a
+    /// caller may skip parsing it. It looks for every secret as written and as JSON escapes it, the literal
+    /// start of every token shape, and the escapes that can spell a character in others (`\u`, `\/`); one
+    /// scan of the bytes. `true` means "look closer", not "found".
+    ///
+    /// Why that is enough: in JSON text without `\u` or `\/` a character of a string is either itself or
+    /// (`"`, `\` and the control characters) the one escape serde_json writes for it, so a parsed string
+    /// holds a secret only where the text holds its escaped form, and the start of a token shape (letters,
+    /// digits, `-` and `_`, never escaped) only where the text holds it too.
+    pub fn may_redact_json(&self, json: &[u8]) -> bool {
+        let clues = self.clues.get_or_init(|| {
+            let mut needles: Vec<String> = Vec::new();
+            for secret in &self.secrets {
+                needles.push(secret.value.clone());
+                let escaped = serde_json::to_string(&secret.value).unwrap_or_default();
+                let escaped = escaped
+                    .strip_prefix('"')
+                    .and_then(|e| e.strip_suffix('"'))
+                    .unwrap_or(&escaped);
+                if escaped != secret.value {
+                    needles.push(escaped.to_owned());
+                }
+            }
+            needles.extend(SHAPE_STARTS.iter().map(|s| (*s).to_owned()));
+            let pattern = needles
+                .iter()
+                .map(String::as_str)
+                .chain(SPELLING_ESCAPES)
+                .map(regex::escape)
+                .collect::<Vec<_>>()
+                .join("|");
+            regex::bytes::Regex::new(&pattern).ok()
+        });
+        // A pattern that could not be made (too large, say) finds everything: the slow way is always right.
+        clues.as_ref().is_none_or(|clues| clues.is_match(json))
     }
 
     /// Whether `text` holds anything this redactor would replace.
@@ -498,6 +570,42 @@ mod tests {
         assert!(matches!(redactor.redact_bytes(b"plain"), Cow::Borrowed(_)));
     }
 
+    #[test]
+    fn json_that_may_hold_a_secret_is_told_from_json_that_cannot() {
+        let quoted = r#"q"uo\te-1234"#;
+        let mut redactor = Redactor::new(env(&[("MY_TOKEN", "tok-123456789")]));
+        let text = |value: serde_json::Value| serde_json::to_vec(&value).unwrap();
+        let plain = text(json!({"summary": "all good", "files": ["a.rs", "b/c.rs"], "n": 3}));
+        assert!(!redactor.may_redact_json(&plain));
+        let maybe = [
+            text(json!({"summary": "printed tok-123456789"})),
+            text(json!({"tok-123456789": 1})),
+            text(json!({"key": "sk-ant-0123456789abcdefghij"})),
+            text(json!({"key": "ghp_0123456789abcdefghij0123"})),
+            text(json!({"key": "github_pat_0123456789abcdefghij"})),
+            text(json!({"key": "xoxb-0123456789"})),
+            text(json!({"key": "AKIAIOSFODNN7EXAMPLE", "also": "ASIA"})),
+            text(json!({"pem": "-----BEGIN RSA PRIVATE KEY-----\nMII"})),
+            // A writer other than serde_json may spell any character as a `\u` escape, and `/` as `\/`.
+            br#"{"key": "\u0073k-ant-0123456789abcdefghij"}"#.to_vec(),
+            br#"{"path": "a\/b"}"#.to_vec(),
+        ];
+        for json in &maybe {
+            assert!(
+                redactor.may_redact_json(json),
+                "{}",
+                String::from_utf8_lossy(json)
+            );
+        }
+        // A secret with a quote and a backslash is looked for as JSON writes it, and found after `add`.
+        let escaped = text(json!({"summary": format!("printed {quoted}")}));
+        assert!(!redactor.may_redact_json(&escaped));
+        redactor.add("QUOTED_TOKEN", quoted);
+        assert!(redactor.may_redact_json(&escaped));
+        let mut value: serde_json::Value = serde_json::from_slice(&escaped).unwrap();
+        assert!(redactor.redact_json(&mut value));
+    }
+
     proptest! {
         /// A held secret never survives redaction, wherever it is put in whatever text.
         #[test]
@@ -520,6 +628,40 @@ mod tests {
         fn ordinary_text_is_left_alone(text in "[a-z .,\\n]{0,200}") {
             let redactor = Redactor::new([("SOME_TOKEN".to_string(), "Z9Z9Z9Z9Z9".to_string())]);
             prop_assert!(matches!(redactor.redact(&text), Cow::Borrowed(_)));
+        }
+
+        /// Where `may_redact_json` says a JSON text holds nothing to redact, redacting its document or its
+        /// bytes indeed changes nothing: the check may say "look closer" too often, never too seldom.
+        #[test]
+        fn json_said_to_hold_nothing_holds_nothing(
+            secret in "[0-9][A-Za-z0-9\"\\\\\n/]{7,19}",
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    "\\PC{0,20}",
+                    "[ \"\\\\\n\t/a-z]{0,12}",
+                    Just("sk-0123456789abcdefghijkl".to_string()),
+                    Just("AKIAIOSFODNN7EXAMPLE".to_string()),
+                    Just("\n-----BEGIN PRIVATE KEY-----".to_string()),
+                ],
+                1..6,
+            ),
+            with_secret in proptest::bool::ANY,
+        ) {
+            let redactor = Redactor::new([("SOME_TOKEN".to_string(), secret.clone())]);
+            let mut strings = parts;
+            if with_secret {
+                strings.push(format!("x{secret}y"));
+            }
+            let document = json!({ "parts": strings.clone(), strings.concat(): strings.len() });
+            let text = serde_json::to_vec(&document).unwrap();
+            if !redactor.may_redact_json(&text) {
+                let mut parsed = document.clone();
+                prop_assert!(!redactor.redact_json(&mut parsed));
+                prop_assert!(matches!(redactor.redact_bytes(&text), Cow::Borrowed(_)));
+            }
+            if with_secret {
+                prop_assert!(redactor.may_redact_json(&text));
+            }
         }
 
         /// Redacting twice is redacting once.

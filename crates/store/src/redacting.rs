@@ -100,8 +100,13 @@ impl RedactingBlackboard {
     }
 
     /// The artifact's content redacted: JSON string by string (a secret holding a quote or a backslash is
-    /// escaped in the text, so a text pass alone could miss it), then as text or bytes.
+    /// escaped in the text, so a text pass alone could miss it), then as text or bytes. Most artifacts
+    /// hold nothing to redact, which one scan of their bytes tells ([`Redactor::may_redact_json`]) without
+    /// parsing them.
     fn artifact(&self, mut artifact: NewArtifact) -> NewArtifact {
+        if !self.redactor.may_redact_json(&artifact.bytes) {
+            return artifact;
+        }
         if let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&artifact.bytes)
             && self.redactor.redact_json(&mut value)
             && let Ok(bytes) = serde_json::to_vec(&value)
