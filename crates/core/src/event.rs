@@ -14,8 +14,10 @@ use crate::ids::{BriefId, RunId};
 use crate::tier::Tier;
 
 pub mod amendments;
+mod body;
 pub mod payload;
 
+pub use body::EventBody;
 pub use payload::{EventPayload, PayloadError};
 
 macro_rules! event_kinds {
@@ -179,7 +181,7 @@ pub struct NewEvent {
     /// What happened.
     pub kind: EventKind,
     /// Kind-specific details.
-    pub payload: serde_json::Value,
+    pub payload: EventBody,
 }
 
 impl NewEvent {
@@ -192,7 +194,7 @@ impl NewEvent {
             brief: None,
             tier: None,
             kind: payload.kind(),
-            payload: payload.encode(),
+            payload: EventBody::typed(payload),
         }
     }
 
@@ -207,7 +209,7 @@ impl NewEvent {
             brief: None,
             tier: None,
             kind,
-            payload,
+            payload: EventBody::json(payload),
         }
     }
 

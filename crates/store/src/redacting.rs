@@ -60,8 +60,17 @@ impl RedactingBlackboard {
         }
     }
 
+    /// The event's payload redacted: a typed one is encoded to its text, which one scan clears in the common
+    /// case ([`Redactor::may_redact_json`]); any other, or one it cannot clear, is redacted string by string.
     fn event(&self, mut event: NewEvent) -> NewEvent {
-        self.redactor.redact_json(&mut event.payload);
+        event.payload = event.payload.encoded();
+        let clear = event
+            .payload
+            .encoded_text()
+            .is_some_and(|text| !self.redactor.may_redact_json(text.as_bytes()));
+        if !clear {
+            event.payload.edit_json(|value| self.redactor.redact_json(value));
+        }
         event
     }
 
@@ -443,6 +452,7 @@ impl Blackboard for RedactingBlackboard {
 
 #[cfg(test)]
 mod tests {
+    use agency_core::event::EventPayload;
     use serde_json::json;
 
     use super::*;
@@ -491,6 +501,13 @@ mod tests {
             .unwrap();
         store
             .append_event_soon(NewEvent::new(run.id, EventKind::Log, json!({ "message": leak })))
+            .unwrap();
+        // Typed payloads are encoded to text before they are looked at: the secret is found in the text.
+        store
+            .append_event(NewEvent::log(run.id, "info", leak.clone()))
+            .unwrap();
+        store
+            .append_event_soon(NewEvent::log(run.id, "info", format!("q\"{KEY}\\")))
             .unwrap();
         store.flush_events().unwrap();
         let mut brief = sample_brief(run.id, &leak);
@@ -562,5 +579,11 @@ mod tests {
             bytes
         );
         assert_eq!(raw.get_run(run.id).unwrap().goal, "fix the bug");
+        let line = NewEvent::log(run.id, "info", "all \"good\"\n");
+        let written = store.append_event(line.clone()).unwrap();
+        assert_eq!(written.payload, line.payload.to_value());
+        let read = raw.events_after(Some(run.id), written.seq - 1, 1).unwrap();
+        assert_eq!(read[0].payload, line.payload.to_value());
+        assert!(matches!(read[0].typed(), Ok(EventPayload::Log(_))));
     }
 }

@@ -882,6 +882,14 @@ macro_rules! event_payloads {
                 // with non-string keys is the only failure, and there is none).
                 encoded.unwrap_or(Value::Null)
             }
+
+            /// The JSON stored for it, as text: the document [`EventPayload::encode`] makes, written
+            /// straight from the struct (its fields in their declared order).
+            pub fn encode_text(&self) -> String {
+                let encoded = match self { $(EventPayload::$kind(p) => serde_json::to_string(p),)* };
+                // As above: it cannot fail.
+                encoded.unwrap_or_else(|_| "null".to_owned())
+            }
         }
     };
 }

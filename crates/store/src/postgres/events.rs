@@ -12,7 +12,7 @@ use postgres::{GenericClient, Row};
 
 use super::rows::Cols;
 use super::typed_id::require_run;
-use crate::canon::{id_text, json_text, ts_text};
+use crate::canon::{id_text, ts_text};
 use crate::error::Result;
 
 /// The advisory lock's first key ("agev"); the second is the schema's hash, so stores in different schemas
@@ -37,7 +37,7 @@ pub fn append<C: GenericClient>(c: &mut C, event: &NewEvent) -> Result<Event> {
             &event.brief.map(|b| id_text(&b.0)),
             &event.tier.map(|t| t.as_str()),
             &event.kind.as_str(),
-            &json_text(&event.payload)?,
+            &event.payload.json_text(),
         ],
     )?;
     Ok(Event {
@@ -47,7 +47,7 @@ pub fn append<C: GenericClient>(c: &mut C, event: &NewEvent) -> Result<Event> {
         brief: event.brief,
         tier: event.tier,
         kind: event.kind,
-        payload: event.payload.clone(),
+        payload: event.payload.to_value(),
     })
 }
 

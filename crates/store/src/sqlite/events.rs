@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use agency_core::{BriefId, Event, EventKind, NewEvent, RunId};
 use rusqlite::{Connection, Row, params};
 
-use super::rows::{Cols, Refused, id_text, insert, json_text, numbered_marks, query_value, ts_text};
+use super::rows::{Cols, Refused, id_text, insert, numbered_marks, query_value, ts_text};
 use super::typed_id::require_run;
 use crate::canon;
 use crate::error::Result;
@@ -23,7 +23,7 @@ pub fn append(conn: &Connection, event: NewEvent) -> Result<Event> {
         brief: event.brief,
         tier: event.tier,
         kind: event.kind,
-        payload: event.payload,
+        payload: event.payload.into_value(),
     })
 }
 
@@ -56,7 +56,7 @@ fn insert_event(
             event.brief.map(|b| id_text(&b.0)),
             event.tier.map(|t| t.as_str()),
             event.kind.as_str(),
-            json_text(&event.payload)?,
+            event.payload.json_text(),
         ],
         explain,
     )?;

@@ -200,7 +200,7 @@ mod tests {
             brief: None,
             tier: None,
             kind,
-            payload: new.payload,
+            payload: new.payload.into_value(),
         }
     }
 
