@@ -6,7 +6,7 @@
 #
 # It also prints B's difference in the runner's CPU divided by git's (the CPU of the git processes the run
 # started, which both builds start alike): the machine's drift moves both, so the ratio of one run spreads
-# about a fifth as much as the runner's CPU alone (±1.3 % against ±7 % in five runs at 10,000 briefs on
+# about a sixth as much as the runner's CPU alone (±1.3 % against ±8 % over six runs at 10,000 briefs on
 # 2026-11-28). It compares builds that start the same git commands; it is not a figure to quote alone.
 #
 #   bench/ab.sh /work/bench-before /work/bench-after 1000

@@ -160,8 +160,9 @@ pub struct Repo {
 /// When a repository's lock files ([`locks::WATCHED`]) are looked for before a git command: at the first
 /// command, then at most once every [`LockLook::INTERVAL`], and before the command after one of ours that
 /// was killed, died of a signal or took as long as git waits on a lock (so it may have left one, or waited
-/// on one). A runner starts git a few hundred times a second; four `stat`s before each were about one
-/// per cent of its CPU, and a lock that appears between two looks costs at most one command's wait.
+/// on one). A runner starts git a few hundred times a second, and four `stat`s before each were about
+/// nine failing system calls per brief; a lock that appears between two looks costs at most one command's
+/// wait.
 #[derive(Debug, Default)]
 struct LockLook {
     /// `None` before the first look and after a command that may have left a lock.
