@@ -87,6 +87,19 @@ impl TokenShape {
         }
     }
 
+    /// The literal text every match of [`TokenShape::pattern`] starts with, one of these: a text in which
+    /// none appears holds no token of this shape ([`Redactor::may_redact_json`]). Beside the pattern, so a
+    /// shape added there says here what it starts with.
+    fn starts(self) -> &'static [&'static str] {
+        match self {
+            TokenShape::ApiKey => &["sk-"],
+            TokenShape::GithubToken => &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+            TokenShape::SlackToken => &["xox"],
+            TokenShape::AwsAccessKey => &["AKIA", "ASIA"],
+            TokenShape::PrivateKey => &["-----BEGIN"],
+        }
+    }
+
     /// The pattern. Word boundaries are ASCII, so `task-…` is not an `sk-` key and the pattern means the
     /// same on text and on bytes.
     fn pattern(self) -> &'static str {
@@ -165,22 +178,6 @@ impl PartialEq for Redactor {
 }
 
 impl Eq for Redactor {}
-
-/// The literal start of every token shape ([`TokenShape::pattern`]): a text in which none appears holds no
-/// token shape.
-const SHAPE_STARTS: [&str; 11] = [
-    "sk-",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "xox",
-    "AKIA",
-    "ASIA",
-    "-----BEGIN",
-];
 
 /// The JSON escapes that can spell any character in others (`\u0073k-…` is `sk-…` once parsed, and `\/` a
 /// `/`): a text with either is redacted the slow way.
@@ -374,7 +371,12 @@ impl Redactor {
                     needles.push(escaped.to_owned());
                 }
             }
-            needles.extend(SHAPE_STARTS.iter().map(|s| (*s).to_owned()));
+            needles.extend(
+                TokenShape::ALL
+                    .iter()
+                    .flat_map(|shape| shape.starts())
+                    .map(|start| (*start).to_owned()),
+            );
             let pattern = needles
                 .iter()
                 .map(String::as_str)
@@ -526,6 +528,9 @@ mod tests {
         ];
         for (text, redacted) in cases {
             assert_eq!(redactor.redact(text), redacted, "{text}");
+            // What a shape's pattern matches, the quick check does not clear.
+            let json = serde_json::to_vec(&json!({ "text": text })).unwrap();
+            assert!(redactor.may_redact_json(&json), "{text}");
         }
         for ordinary in [
             "task-implement_the_fancy_feature_now",
